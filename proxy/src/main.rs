@@ -1,0 +1,65 @@
+//! The `pgshard` binary: command line, config files, runtime and signals.
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use tokio::net::TcpListener;
+
+/// A sharding proxy for PostgreSQL.
+#[derive(Debug, Parser)]
+#[command(name = "pgshard", version, about)]
+struct Args {
+    /// Path to pgdog.toml (general settings and databases).
+    #[arg(long, default_value = "pgdog.toml")]
+    config: PathBuf,
+    /// Path to users.toml (who may connect to which database).
+    #[arg(long, default_value = "users.toml")]
+    users: PathBuf,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let config = proxy::config_files::load(&args.config, &args.users)?;
+    let runtime = match config.general.workers {
+        0 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        workers => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()?,
+    };
+    runtime.block_on(async {
+        let addr = (config.general.host.as_str(), config.general.port);
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {}:{}", addr.0, addr.1))?;
+        proxy::server::run(listener, config, shutdown_signal()).await;
+        Ok(())
+    })
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

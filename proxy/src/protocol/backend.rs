@@ -1,0 +1,64 @@
+//! Encoders for the backend messages pgshard writes itself (ErrorResponse).
+
+use bytes::{BufMut, BytesMut};
+
+/// SQLSTATE codes pgshard sends on its own behalf (Postgres `errcodes.txt`).
+pub mod sqlstate {
+    pub const PROTOCOL_VIOLATION: &str = "08P01";
+    pub const CONNECTION_FAILURE: &str = "08006";
+    pub const INVALID_AUTHORIZATION: &str = "28000";
+    pub const INVALID_CATALOG_NAME: &str = "3D000";
+    pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+}
+
+/// Severity of an ErrorResponse; FATAL ends the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Fatal,
+}
+
+impl Severity {
+    fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "ERROR",
+            Severity::Fatal => "FATAL",
+        }
+    }
+}
+
+/// Append an ErrorResponse (`E`) with severity, SQLSTATE and message to `out`.
+pub fn error_response(out: &mut BytesMut, severity: Severity, code: &str, message: &str) {
+    out.put_u8(b'E');
+    let start = out.len();
+    out.put_u32(0); // length, patched below
+    for (field, value) in [
+        (b'S', severity.as_str()),
+        (b'V', severity.as_str()),
+        (b'C', code),
+        (b'M', message),
+    ] {
+        out.put_u8(field);
+        // A NUL inside a field would end it early; messages are ours, but be safe.
+        out.extend(value.bytes().filter(|&b| b != 0));
+        out.put_u8(0);
+    }
+    out.put_u8(0);
+    let len = (out.len() - start) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_response_layout() {
+        let mut out = BytesMut::new();
+        error_response(&mut out, Severity::Fatal, "3D000", "no db");
+        assert_eq!(
+            &out[..],
+            b"E\x00\x00\x00\x21SFATAL\x00VFATAL\x00C3D000\x00Mno db\x00\x00"
+        );
+    }
+}

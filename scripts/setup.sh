@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what pgshard needs to build and test on a fresh Debian machine, and
+# nothing that is already there. Safe to run again. Used by demo.sh and test.sh.
+#
+#   libclang-dev   bindgen (parser-ffi reads libpg_query's headers)
+#   gcc, make      compiling libpg_query's C sources (pg_query crate)
+#   postgresql     real servers for tests and the demo (initdb, pg_ctl, pgbench)
+set -euo pipefail
+
+die() { echo "setup: $*" >&2; exit 1; }
+
+if ! command -v cargo >/dev/null 2>&1; then
+  die "cargo not found: install a Rust toolchain (rustup, stable >= 1.85) and run this again"
+fi
+
+missing=()
+dpkg-query -W -f='${Status}' libclang-dev 2>/dev/null | grep -q "ok installed" || missing+=(libclang-dev)
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
+command -v make >/dev/null 2>&1 || missing+=(make)
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    sudo=()
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    die "need ${missing[*]} but am not root and have no sudo; install them with apt-get and run this again"
+  fi
+  command -v apt-get >/dev/null 2>&1 || die "need ${missing[*]} but apt-get is not available; install them and run this again"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq || die "apt-get update failed"
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || die "apt-get install ${missing[*]} failed"
+  # Debian starts a cluster of its own on 5432 when postgresql is installed; the
+  # harness never uses it (it runs its own servers on free ports).
+fi
+
+# Postgres refuses to run as root; the harness then runs it as `postgres`.
+if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
+  die "running as root but there is no 'postgres' user; install the postgresql package"
+fi
+echo "setup: ok"
