@@ -1,0 +1,226 @@
+/*
+ * pgshard's C glue over libpg_query: parse into an owned memory context,
+ * deparse, and the bench floor. Every Postgres error is caught here.
+ */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE				/* pthread_getattr_np */
+#endif
+
+#include "glue.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "miscadmin.h"
+#include "parser/parser.h"
+#include "pg_query_internal.h"
+#include "postgres_deparse.h"
+#include "lib/stringinfo.h"
+#include "utils/guc_hooks.h"
+#include "utils/memutils.h"
+
+/*
+ * Contexts whose initial block differs from Postgres's default sizes are never
+ * put on aset.c's (thread-local) freelist when deleted: they are freed for
+ * real, which is what lets a tree be freed on a thread other than its parser's.
+ */
+#define PGSHARD_CONTEXT_INIT_SIZE (16 * 1024)
+
+/* Lowest address of this thread's stack, found once per thread. */
+static __thread char *lowest_stack_address = NULL;
+
+/*
+ * Point Postgres's stack-depth check at this call: the base is here, and the
+ * budget is what is left of this thread's stack below here, less Postgres's
+ * 512 kB slop, capped at Postgres's own 2 MB default ceiling. Deeply nested
+ * statements then fail with "stack depth limit exceeded" instead of crashing.
+ */
+static pg_stack_base_t
+enter_stack_check(void)
+{
+	pg_stack_base_t old_base = set_stack_base();
+	char		here;
+
+	if (lowest_stack_address == NULL)
+	{
+		pthread_attr_t attr;
+		void	   *address = NULL;
+		size_t		size = 0;
+
+		if (pthread_getattr_np(pthread_self(), &attr) == 0)
+		{
+			if (pthread_attr_getstack(&attr, &address, &size) == 0)
+				lowest_stack_address = address;
+			pthread_attr_destroy(&attr);
+		}
+	}
+	if (lowest_stack_address != NULL)
+	{
+		ssize_t		usable_kb = ((&here - lowest_stack_address) - STACK_DEPTH_SLOP) / 1024;
+
+		if (usable_kb > 2048)
+			usable_kb = 2048;
+		if (usable_kb >= 100)
+		{
+			max_stack_depth = (int) usable_kb;
+			assign_max_stack_depth((int) usable_kb, NULL);
+		}
+	}
+	return old_base;
+}
+
+/*
+ * The current error's message, malloc'd, and its cursor position. The copy of
+ * the error data goes into `context`, which the caller deletes. Without a
+ * context (creating it is what failed) only the kind of failure is known.
+ */
+static char *
+copy_error(MemoryContext context, int *cursor)
+{
+	ErrorData  *error_data;
+
+	if (context == NULL)
+	{
+		FlushErrorState();
+		return strdup("out of memory creating a memory context");
+	}
+	MemoryContextSwitchTo(context);
+	error_data = CopyErrorData();
+	FlushErrorState();
+	if (cursor)
+		*cursor = error_data->cursorpos;
+	return strdup(error_data->message ? error_data->message : "unknown error");
+}
+
+PgshardParseResult
+pgshard_parse(const char *sql, int parser_options)
+{
+	PgshardParseResult result = {0};
+	MemoryContext volatile context = NULL;
+	MemoryContext caller_context;
+	pg_stack_base_t old_base;
+
+	pg_query_init();
+	caller_context = CurrentMemoryContext;
+	old_base = enter_stack_check();
+
+	PG_TRY();
+	{
+		RawParseMode mode = RAW_PARSE_DEFAULT;
+
+		context = AllocSetContextCreate(NULL, "pgshard parse tree", 0,
+										PGSHARD_CONTEXT_INIT_SIZE,
+										ALLOCSET_DEFAULT_MAXSIZE);
+		MemoryContextSwitchTo(context);
+		switch (parser_options & PG_QUERY_PARSE_MODE_BITMASK)
+		{
+			case PG_QUERY_PARSE_TYPE_NAME:
+				mode = RAW_PARSE_TYPE_NAME;
+				break;
+			case PG_QUERY_PARSE_PLPGSQL_EXPR:
+				mode = RAW_PARSE_PLPGSQL_EXPR;
+				break;
+			case PG_QUERY_PARSE_PLPGSQL_ASSIGN1:
+				mode = RAW_PARSE_PLPGSQL_ASSIGN1;
+				break;
+			case PG_QUERY_PARSE_PLPGSQL_ASSIGN2:
+				mode = RAW_PARSE_PLPGSQL_ASSIGN2;
+				break;
+			case PG_QUERY_PARSE_PLPGSQL_ASSIGN3:
+				mode = RAW_PARSE_PLPGSQL_ASSIGN3;
+				break;
+		}
+		/* The settings libpg_query's own parse applies by default. */
+		backslash_quote = BACKSLASH_QUOTE_SAFE_ENCODING;
+		standard_conforming_strings = true;
+		escape_string_warning = true;
+		result.tree = raw_parser(sql, mode);
+		MemoryContextSwitchTo(caller_context);
+		result.context = context;
+	}
+	PG_CATCH();
+	{
+		result.tree = NIL;
+		result.error_message = copy_error(context, &result.error_cursor);
+		MemoryContextSwitchTo(caller_context);
+		if (context != NULL)
+			MemoryContextDelete(context);
+		result.context = NULL;
+	}
+	PG_END_TRY();
+
+	restore_stack_base(old_base);
+	return result;
+}
+
+void
+pgshard_free_tree(MemoryContext context)
+{
+	if (context != NULL)
+		MemoryContextDelete(context);
+}
+
+void
+pgshard_free_string(char *str)
+{
+	free(str);
+}
+
+PgshardDeparseResult
+pgshard_deparse(const List *stmts)
+{
+	PgshardDeparseResult result = {0};
+	MemoryContext volatile context = NULL;
+	MemoryContext caller_context;
+	pg_stack_base_t old_base;
+
+	pg_query_init();
+	caller_context = CurrentMemoryContext;
+	old_base = enter_stack_check();
+
+	PG_TRY();
+	{
+		StringInfoData str;
+		const ListCell *cell;
+
+		context = AllocSetContextCreate(NULL, "pgshard deparse", 0,
+										PGSHARD_CONTEXT_INIT_SIZE,
+										ALLOCSET_DEFAULT_MAXSIZE);
+		MemoryContextSwitchTo(context);
+		initStringInfo(&str);
+		foreach(cell, stmts)
+		{
+			deparseRawStmt(&str, (RawStmt *) lfirst(cell));
+			if (lnext(stmts, cell) != NULL)
+				appendStringInfoString(&str, "; ");
+		}
+		result.sql = strdup(str.data);
+		MemoryContextSwitchTo(caller_context);
+	}
+	PG_CATCH();
+	{
+		result.error_message = copy_error(context, NULL);
+		MemoryContextSwitchTo(caller_context);
+	}
+	PG_END_TRY();
+
+	if (context != NULL)
+		MemoryContextDelete(context);
+	restore_stack_base(old_base);
+	return result;
+}
+
+int
+pgshard_floor_raw_parse(const char *sql)
+{
+	MemoryContext context = pg_query_enter_memory_context();
+	PgQueryInternalParsetreeAndError parsed = pg_query_raw_parse(sql, PG_QUERY_PARSE_DEFAULT);
+	int			count = parsed.error ? -1 : list_length(parsed.tree);
+
+	free(parsed.stderr_buffer);
+	if (parsed.error)
+		pg_query_free_error(parsed.error);
+	pg_query_exit_memory_context(context);
+	return count;
+}

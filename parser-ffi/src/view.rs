@@ -1,0 +1,305 @@
+//! The zero-copy, read-only view of a C parse tree: `Copy` wrappers around
+//! references into the tree, with lifetimes tied to the [`ParseTree`] that owns
+//! it. Reading a field is a load from the C struct; nothing is converted.
+//!
+//! One wrapper per node struct and one accessor per field are generated at build
+//! time from libpg_query's field tables (accessors are named like pg_query's
+//! protobuf fields: `SelectStmt::where_clause`). This file holds the hand-written
+//! core: [`Node`], [`List`], the value nodes and [`walk`].
+//!
+//! [`ParseTree`]: crate::ParseTree
+
+use std::ffi::{c_char, CStr};
+
+use pg_query::protobuf;
+
+use crate::raw;
+
+/// Marks the C structs that are parse nodes: they start with a `NodeTag`, so a
+/// reference to one may be read as a reference to `raw::Node`.
+///
+/// # Safety
+/// Implement only for `#[repr(C)]` structs whose first member is `NodeTag type`.
+pub(crate) unsafe trait NodeStruct {}
+
+/// Any node of the tree.
+#[derive(Clone, Copy)]
+pub struct Node<'a>(&'a raw::Node);
+
+impl<'a> Node<'a> {
+    /// # Safety
+    /// `ptr` is null or points to a node that stays valid and unchanged for `'a`.
+    pub(crate) unsafe fn from_raw(ptr: *mut raw::Node) -> Option<Node<'a>> {
+        // SAFETY: the caller guarantees null or a valid node for 'a.
+        unsafe { ptr.as_ref() }.map(Node)
+    }
+
+    pub(crate) fn from_struct<T: NodeStruct>(node: &'a T) -> Node<'a> {
+        // SAFETY: T is a node struct (NodeStruct's contract), so it begins with
+        // the NodeTag that raw::Node consists of.
+        Node(unsafe { &*(node as *const T).cast::<raw::Node>() })
+    }
+
+    /// The node's tag (`T_SelectStmt`, ...), as libpg_query numbers it.
+    pub fn tag(self) -> u32 {
+        self.0.type_
+    }
+
+    /// # Safety
+    /// This node's tag must say it is a `T`.
+    pub(crate) unsafe fn cast<T>(self) -> &'a T {
+        // SAFETY: the caller checked the tag; the node lives for 'a.
+        unsafe { &*(self.0 as *const raw::Node).cast::<T>() }
+    }
+}
+
+/// A `List` of nodes (or of integers or OIDs, which the raw parser does not
+/// produce in node positions). Empty (`NIL`) lists are null in C.
+#[derive(Clone, Copy)]
+pub struct List<'a>(Option<&'a raw::List>);
+
+impl<'a> List<'a> {
+    /// # Safety
+    /// `ptr` is null or points to a list that stays valid and unchanged for `'a`.
+    pub(crate) unsafe fn from_raw(ptr: *mut raw::List) -> List<'a> {
+        // SAFETY: the caller guarantees null or a valid list for 'a.
+        List(unsafe { ptr.as_ref() })
+    }
+
+    /// Number of elements.
+    pub fn len(self) -> usize {
+        self.0.map_or(0, |list| list.length.max(0) as usize)
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the elements are node pointers (`T_List`), not integers or OIDs.
+    pub fn is_node_list(self) -> bool {
+        self.0.is_none_or(|list| list.type_ == raw::NodeTag::T_List)
+    }
+
+    fn cells(self) -> &'a [raw::ListCell] {
+        match self.0 {
+            Some(list) if list.length > 0 && !list.elements.is_null() => {
+                // SAFETY: a List's `elements` holds `length` initialised cells,
+                // allocated in the tree's context, valid for 'a.
+                unsafe { std::slice::from_raw_parts(list.elements, list.length as usize) }
+            }
+            _ => &[],
+        }
+    }
+
+    /// The elements of a node list: `None` for a NULL element (lists may hold
+    /// them, e.g. an absent column definition list). Empty for integer lists.
+    pub fn iter(self) -> impl ExactSizeIterator<Item = Option<Node<'a>>> + 'a {
+        let cells = if self.is_node_list() {
+            self.cells()
+        } else {
+            &[]
+        };
+        cells.iter().map(|cell| {
+            // SAFETY: in a T_List every cell holds a node pointer (or NULL) into
+            // the same tree.
+            unsafe { Node::from_raw(cell.ptr_value.cast()) }
+        })
+    }
+
+    /// Element `index` of a node list.
+    pub fn get(self, index: usize) -> Option<Node<'a>> {
+        self.iter().nth(index).flatten()
+    }
+}
+
+/// # Safety
+/// `ptr` is null or points to a NUL-terminated string valid for `'a`.
+pub(crate) unsafe fn cstr<'a>(ptr: *const c_char) -> Option<&'a str> {
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and NUL-terminated per the caller.
+    let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
+    // Postgres's scanner verifies every literal against the UTF-8 encoding
+    // libpg_query sets, so this holds for trees from the parser.
+    std::str::from_utf8(bytes).ok()
+}
+
+/// # Safety
+/// `ptr` is null or points to a `T` valid for `'a`.
+pub(crate) unsafe fn deref<'a, T>(ptr: *mut T) -> Option<&'a T> {
+    // SAFETY: per the caller.
+    unsafe { ptr.as_ref() }
+}
+
+/// An `Integer` value node.
+#[derive(Clone, Copy)]
+pub struct Integer<'a>(pub(crate) &'a raw::Integer);
+
+impl Integer<'_> {
+    pub fn ival(self) -> i32 {
+        self.0.ival
+    }
+}
+
+/// A `Float` value node: the literal's text, as written.
+#[derive(Clone, Copy)]
+pub struct Float<'a>(pub(crate) &'a raw::Float);
+
+impl<'a> Float<'a> {
+    pub fn fval(self) -> Option<&'a str> {
+        // SAFETY: a string of the tree, valid for 'a.
+        unsafe { cstr(self.0.fval) }
+    }
+}
+
+/// A `Boolean` value node.
+#[derive(Clone, Copy)]
+pub struct Boolean<'a>(pub(crate) &'a raw::Boolean);
+
+impl Boolean<'_> {
+    pub fn boolval(self) -> bool {
+        self.0.boolval
+    }
+}
+
+/// A `String` value node (identifiers in name lists, string constants).
+#[derive(Clone, Copy)]
+pub struct String<'a>(pub(crate) &'a raw::String);
+
+impl<'a> String<'a> {
+    pub fn sval(self) -> Option<&'a str> {
+        // SAFETY: a string of the tree, valid for 'a.
+        unsafe { cstr(self.0.sval) }
+    }
+}
+
+/// A `BitString` value node (`B'101'`, `X'1F'`), text as the parser keeps it.
+#[derive(Clone, Copy)]
+pub struct BitString<'a>(pub(crate) &'a raw::BitString);
+
+impl<'a> BitString<'a> {
+    pub fn bsval(self) -> Option<&'a str> {
+        // SAFETY: a string of the tree, valid for 'a.
+        unsafe { cstr(self.0.bsval) }
+    }
+}
+
+/// An integer list node (not produced by the raw parser in node positions).
+#[derive(Clone, Copy)]
+pub struct IntList<'a>(pub(crate) &'a raw::List);
+
+/// An OID list node (not produced by the raw parser in node positions).
+#[derive(Clone, Copy)]
+pub struct OidList<'a>(pub(crate) &'a raw::List);
+
+impl IntList<'_> {
+    pub fn values(self) -> impl Iterator<Item = i32> {
+        // SAFETY: `self.0` is a List (checked by the tag when the wrapper was made).
+        unsafe { List::from_raw((self.0 as *const raw::List).cast_mut()) }
+            .cells()
+            .iter()
+            // SAFETY: the cells of a T_IntList hold ints.
+            .map(|cell| unsafe { cell.int_value })
+    }
+}
+
+impl OidList<'_> {
+    pub fn values(self) -> impl Iterator<Item = u32> {
+        // SAFETY: `self.0` is a List (checked by the tag when the wrapper was made).
+        unsafe { List::from_raw((self.0 as *const raw::List).cast_mut()) }
+            .cells()
+            .iter()
+            // SAFETY: the cells of a T_OidList hold OIDs.
+            .map(|cell| unsafe { cell.oid_value })
+    }
+}
+
+/// The value of an `A_Const`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ConstValue<'a> {
+    Integer(i32),
+    /// Numeric literals that do not fit an int4, as written (`12.5`, `1e10`).
+    Float(&'a str),
+    Boolean(bool),
+    String(&'a str),
+    BitString(&'a str),
+}
+
+/// An `A_Const`: a literal constant.
+#[derive(Clone, Copy)]
+pub struct AConst<'a>(pub(crate) &'a raw::A_Const);
+
+impl<'a> AConst<'a> {
+    /// `NULL`.
+    pub fn isnull(self) -> bool {
+        self.0.isnull
+    }
+
+    /// Byte offset of the literal in the statement text, or -1.
+    pub fn location(self) -> i32 {
+        self.0.location
+    }
+
+    /// The value; `None` for `NULL`.
+    pub fn val(self) -> Option<ConstValue<'a>> {
+        if self.0.isnull {
+            return None;
+        }
+        let val = &self.0.val;
+        // SAFETY: every member of ValUnion is a value node starting with its
+        // NodeTag, so reading the tag through `node` is always valid; the tag
+        // then says which member is live. Strings point into the tree ('a).
+        unsafe {
+            match val.node.type_ {
+                raw::NodeTag::T_Integer => Some(ConstValue::Integer(val.ival.ival)),
+                raw::NodeTag::T_Float => cstr(val.fval.fval).map(ConstValue::Float),
+                raw::NodeTag::T_Boolean => Some(ConstValue::Boolean(val.boolval.boolval)),
+                raw::NodeTag::T_String => cstr(val.sval.sval).map(ConstValue::String),
+                raw::NodeTag::T_BitString => cstr(val.bsval.bsval).map(ConstValue::BitString),
+                _ => None,
+            }
+        }
+    }
+}
+
+macro_rules! value_node_as_node {
+    ($($name:ident),*) => {$(
+        impl<'a> $name<'a> {
+            /// This node as a generic node.
+            pub fn as_node(self) -> Node<'a> {
+                Node::from_struct(self.0)
+            }
+        }
+    )*};
+}
+
+value_node_as_node!(Integer, Float, Boolean, String, BitString, AConst);
+
+/// What [`walk`] does after visiting a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Walk {
+    /// Visit this node's children too.
+    Continue,
+    /// Do not descend into this node.
+    SkipChildren,
+    /// Stop the walk.
+    Stop,
+}
+
+/// Visit `root` and every node below it, depth first (siblings in no particular
+/// order). Iterative: a tree nested a million levels deep is walked without
+/// recursion, on a heap stack.
+pub fn walk<'a>(root: Node<'a>, mut visit: impl FnMut(Node<'a>) -> Walk) {
+    let mut stack = Vec::with_capacity(32);
+    stack.push(root);
+    while let Some(node) = stack.pop() {
+        match visit(node) {
+            Walk::Continue => node.push_children(&mut stack),
+            Walk::SkipChildren => {}
+            Walk::Stop => return,
+        }
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/view_generated.rs"));
