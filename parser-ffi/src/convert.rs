@@ -12,6 +12,11 @@ use crate::view;
 /// structs both recurse once per level.
 pub const MAX_DEPTH: u32 = 1_000;
 
+/// When less stack than this is left, conversion continues on a new segment
+/// of `STACK_SEGMENT` bytes (debug builds use several KiB per level).
+const STACK_RED_ZONE: usize = 128 * 1024;
+const STACK_SEGMENT: usize = 2 * 1024 * 1024;
+
 /// Why a tree could not be converted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConvertError {
