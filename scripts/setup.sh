@@ -5,6 +5,7 @@
 #   libclang-dev   bindgen (parser-ffi reads libpg_query's headers)
 #   gcc, make      compiling libpg_query's C sources (pg_query crate)
 #   postgresql     real servers for tests and the demo (initdb, pg_ctl, pgbench)
+#   valgrind       the parser's memory check (parser-ffi/tests/memcheck.rs)
 set -euo pipefail
 
 die() { echo "setup: $*" >&2; exit 1; }
@@ -17,6 +18,7 @@ missing=()
 dpkg-query -W -f='${Status}' libclang-dev 2>/dev/null | grep -q "ok installed" || missing+=(libclang-dev)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v make >/dev/null 2>&1 || missing+=(make)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
   missing+=(postgresql)
 fi

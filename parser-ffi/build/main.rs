@@ -42,14 +42,14 @@ fn run() -> BuildResult<()> {
 
     let tables = defs::Tables::read(&lib.join("src/include"))?;
     let protobuf_rs = std::fs::read_to_string(package.join("src/protobuf.rs"))?;
-    let prost_fields = emit::prost_fields(&protobuf_rs);
+    let prost = emit::Prost::read(&protobuf_rs);
     std::fs::write(
         out_dir.join("view_generated.rs"),
         emit::view(&tables, &bindings),
     )?;
     std::fs::write(
         out_dir.join("convert_generated.rs"),
-        emit::convert(&tables, &prost_fields),
+        emit::convert(&tables, &prost),
     )?;
     Ok(())
 }

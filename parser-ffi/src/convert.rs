@@ -54,20 +54,24 @@ fn list(list: view::List<'_>, depth: u32) -> Result<Vec<pb::Node>, ConvertError>
     if !list.is_node_list() {
         return Err(ConvertError::Unsupported("IntList"));
     }
-    let mut out = Vec::with_capacity(list.len());
+    let mut out: Vec<pb::Node> = Vec::with_capacity(list.len());
     for element in list.iter() {
-        out.push(match element {
-            Some(element) => node(element, depth)?,
-            // libpg_query writes a NULL element as an empty Node message.
-            None => pb::Node { node: None },
-        });
+        // libpg_query writes a NULL element as an empty Node message.
+        out.push(pb::Node { node: None });
+        if let (Some(element), Some(slot)) = (element, out.last_mut()) {
+            node_into(element, depth, &mut slot.node)?;
+        }
     }
     Ok(out)
 }
 
 fn opt_node(n: Option<view::Node<'_>>, depth: u32) -> Result<Option<Box<pb::Node>>, ConvertError> {
     match n {
-        Some(n) => Ok(Some(Box::new(node(n, depth)?))),
+        Some(n) => {
+            let mut boxed = Box::new(pb::Node { node: None });
+            node_into(n, depth, &mut boxed.node)?;
+            Ok(Some(boxed))
+        }
         None => Ok(None),
     }
 }

@@ -21,11 +21,13 @@
 #include "utils/memutils.h"
 
 /*
- * Contexts whose initial block differs from Postgres's default sizes are never
- * put on aset.c's (thread-local) freelist when deleted: they are freed for
- * real, which is what lets a tree be freed on a thread other than its parser's.
+ * Trees get contexts of Postgres's default sizes, which aset.c recycles through
+ * a thread-local freelist: in steady state a parse allocates its first block
+ * from that list instead of malloc. A tree deleted on another thread lands on
+ * that thread's freelist, which is fine (it is plain malloc'd memory); that
+ * thread must have initialised libpg_query, so that its freelist is released
+ * when it exits (pgshard_free_tree sees to it).
  */
-#define PGSHARD_CONTEXT_INIT_SIZE (16 * 1024)
 
 /* Lowest address of this thread's stack, found once per thread. */
 static __thread char *lowest_stack_address = NULL;
@@ -109,9 +111,8 @@ pgshard_parse(const char *sql, int parser_options)
 	{
 		RawParseMode mode = RAW_PARSE_DEFAULT;
 
-		context = AllocSetContextCreate(NULL, "pgshard parse tree", 0,
-										PGSHARD_CONTEXT_INIT_SIZE,
-										ALLOCSET_DEFAULT_MAXSIZE);
+		context = AllocSetContextCreate(NULL, "pgshard parse tree",
+										ALLOCSET_DEFAULT_SIZES);
 		MemoryContextSwitchTo(context);
 		switch (parser_options & PG_QUERY_PARSE_MODE_BITMASK)
 		{
@@ -158,7 +159,11 @@ void
 pgshard_free_tree(MemoryContext context)
 {
 	if (context != NULL)
+	{
+		/* This thread's freelist may receive the context: see above. */
+		pg_query_init();
 		MemoryContextDelete(context);
+	}
 }
 
 void
@@ -184,9 +189,8 @@ pgshard_deparse(const List *stmts)
 		StringInfoData str;
 		const ListCell *cell;
 
-		context = AllocSetContextCreate(NULL, "pgshard deparse", 0,
-										PGSHARD_CONTEXT_INIT_SIZE,
-										ALLOCSET_DEFAULT_MAXSIZE);
+		context = AllocSetContextCreate(NULL, "pgshard deparse",
+										ALLOCSET_DEFAULT_SIZES);
 		MemoryContextSwitchTo(context);
 		initStringInfo(&str);
 		foreach(cell, stmts)

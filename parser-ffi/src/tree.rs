@@ -21,9 +21,10 @@ pub struct ParseTree {
 // SAFETY: the tree is referenced by no thread-local state once `pgshard_parse`
 // returns: its context has no parent (it is in no thread's context tree), and
 // the glue switches CurrentMemoryContext back before returning. Deleting it
-// touches only the context itself: its initial block size is not one of aset.c's
-// default sizes, so aset.c frees it with free() rather than caching it on the
-// deleting thread's freelist. It may therefore be dropped on any thread.
+// touches only the context itself and the deleting thread's own (thread-local)
+// aset.c freelist, which may keep the malloc'd block for reuse; the glue
+// initialises libpg_query on that thread first, so the freelist is released at
+// thread exit. It may therefore be dropped on any thread.
 unsafe impl Send for ParseTree {}
 
 // SAFETY: after parsing nothing writes to the tree. `&ParseTree` only allows

@@ -106,6 +106,28 @@ impl<'a> List<'a> {
         })
     }
 
+    /// Push the non-NULL elements of a node list onto `stack`.
+    #[inline]
+    pub fn push_nodes(self, stack: &mut Vec<Node<'a>>) {
+        if !self.is_node_list() {
+            return;
+        }
+        let cells = self.cells();
+        stack.reserve(cells.len());
+        for cell in cells {
+            // SAFETY: in a T_List every cell holds a node pointer (or NULL) into
+            // the same tree.
+            if let Some(node) = unsafe { Node::from_raw(cell.ptr_value.cast()) } {
+                stack.push(node);
+            }
+        }
+    }
+
+    /// The list as a node (`None` for the empty list, which is NULL in C).
+    pub fn as_node(self) -> Option<Node<'a>> {
+        self.0.map(Node::from_struct)
+    }
+
     /// Element `index` of a node list.
     pub fn get(self, index: usize) -> Option<Node<'a>> {
         self.iter().nth(index).flatten()
@@ -288,18 +310,29 @@ pub enum Walk {
 }
 
 /// Visit `root` and every node below it, depth first (siblings in no particular
-/// order). Iterative: a tree nested a million levels deep is walked without
-/// recursion, on a heap stack.
-pub fn walk<'a>(root: Node<'a>, mut visit: impl FnMut(Node<'a>) -> Walk) {
-    let mut stack = Vec::with_capacity(32);
+/// order), each typed by its tag. Iterative: a tree nested a million levels deep
+/// is walked without recursion, on a heap stack.
+pub fn walk<'a>(root: Node<'a>, visit: impl FnMut(NodeRef<'a>) -> Walk) {
+    walk_with(&mut Vec::new(), root, visit)
+}
+
+/// [`walk`] with a caller-owned stack, reused across walks to save allocating.
+pub fn walk_with<'a>(
+    stack: &mut Vec<Node<'a>>,
+    root: Node<'a>,
+    mut visit: impl FnMut(NodeRef<'a>) -> Walk,
+) {
+    stack.clear();
     stack.push(root);
     while let Some(node) = stack.pop() {
-        match visit(node) {
-            Walk::Continue => node.push_children(&mut stack),
+        let kind = node.kind();
+        match visit(kind) {
+            Walk::Continue => kind.push_children(stack),
             Walk::SkipChildren => {}
-            Walk::Stop => return,
+            Walk::Stop => break,
         }
     }
+    stack.clear();
 }
 
 include!(concat!(env!("OUT_DIR"), "/view_generated.rs"));

@@ -175,8 +175,8 @@ fn zero_copy_walk_finds_what_the_protobuf_tree_holds() {
         let mut actual = Found::default();
         for stmt in tree.statements() {
             let Some(root) = stmt.stmt() else { continue };
-            view::walk(root, |node| {
-                match node.kind() {
+            view::walk(root, |kind| {
+                match kind {
                     view::NodeRef::RangeVar(range_var) => actual
                         .tables
                         .push(range_var.relname().unwrap_or_default().to_owned()),

@@ -23,8 +23,8 @@ fn a_million_term_sum_parses_and_walks_but_refuses_conversion() {
     let tree = ParseTree::parse(&sql).unwrap();
     let mut column_refs = 0;
     let root = tree.statements().next().unwrap().stmt().unwrap();
-    view::walk(root, |node| {
-        if matches!(node.kind(), view::NodeRef::ColumnRef(_)) {
+    view::walk(root, |kind| {
+        if matches!(kind, view::NodeRef::ColumnRef(_)) {
             column_refs += 1;
         }
         view::Walk::Continue
@@ -36,7 +36,10 @@ fn a_million_term_sum_parses_and_walks_but_refuses_conversion() {
     );
     // The C deparser recurses too; Postgres's stack check stops it.
     let err = deparse(&tree).unwrap_err();
-    assert!(err.to_string().contains("stack depth limit exceeded"), "{err}");
+    assert!(
+        err.to_string().contains("stack depth limit exceeded"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -58,10 +61,16 @@ fn nesting_up_to_the_limit_converts_where_protobuf_decoding_gives_up() {
 
 #[test]
 fn nul_bytes_and_empty_input_are_errors() {
-    assert_eq!(ParseTree::parse("SELECT '\0'").unwrap_err(), ParseError::NulByte);
+    assert_eq!(
+        ParseTree::parse("SELECT '\0'").unwrap_err(),
+        ParseError::NulByte
+    );
     assert_eq!(ParseTree::parse("").unwrap_err(), ParseError::Empty);
     assert_eq!(parse_raw("  ;  ").unwrap_err(), ParseError::Empty);
-    assert_eq!(parser_ffi::fingerprint("\0").unwrap_err(), ParseError::NulByte);
+    assert_eq!(
+        parser_ffi::fingerprint("\0").unwrap_err(),
+        ParseError::NulByte
+    );
 }
 
 #[test]
@@ -73,9 +82,16 @@ fn invalid_utf8_escapes_are_syntax_errors() {
 #[test]
 fn parsing_from_many_threads_at_once_agrees_with_one_thread() {
     let statements: Vec<String> = (0..200)
-        .map(|i| format!("SELECT a{i}, b FROM t{i} JOIN u ON u.id = t{i}.id WHERE x = {i} AND y IN ($1, $2)"))
+        .map(|i| {
+            format!(
+                "SELECT a{i}, b FROM t{i} JOIN u ON u.id = t{i}.id WHERE x = {i} AND y IN ($1, $2)"
+            )
+        })
         .collect();
-    let expected: Vec<_> = statements.iter().map(|s| parse_protobuf(s).unwrap()).collect();
+    let expected: Vec<_> = statements
+        .iter()
+        .map(|s| parse_protobuf(s).unwrap())
+        .collect();
     let statements = Arc::new(statements);
     let expected = Arc::new(expected);
     let threads: Vec<_> = (0..8)
@@ -106,9 +122,10 @@ fn parsing_from_many_threads_at_once_agrees_with_one_thread() {
 #[test]
 fn trees_move_between_threads_and_are_shared() {
     // Parsed on one thread, read on several, dropped on yet another.
-    let tree = std::thread::spawn(|| ParseTree::parse("SELECT * FROM events_p7 WHERE id = 1").unwrap())
-        .join()
-        .unwrap();
+    let tree =
+        std::thread::spawn(|| ParseTree::parse("SELECT * FROM events_p7 WHERE id = 1").unwrap())
+            .join()
+            .unwrap();
     let tree = Arc::new(tree);
     let readers: Vec<_> = (0..4)
         .map(|_| {
@@ -116,8 +133,8 @@ fn trees_move_between_threads_and_are_shared() {
             std::thread::spawn(move || {
                 let mut tables = Vec::new();
                 let root = tree.statements().next().unwrap().stmt().unwrap();
-                view::walk(root, |node| {
-                    if let view::NodeRef::RangeVar(rv) = node.kind() {
+                view::walk(root, |kind| {
+                    if let view::NodeRef::RangeVar(rv) = kind {
                         tables.push(rv.relname().unwrap().to_owned());
                     }
                     view::Walk::Continue

@@ -1,0 +1,106 @@
+//! The reference walk for benches: from a zero-copy tree, collect the tables a
+//! statement touches and its `column = value` predicates (value a literal or a
+//! bind parameter, possibly cast). Roughly what a router needs to read.
+
+use parser_ffi::view::{self, ConstValue, Node, NodeRef, Walk};
+
+/// The value side of a `column = value` predicate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'a> {
+    Const(ConstValue<'a>),
+    Param(i32),
+}
+
+/// What the walk found.
+#[derive(Debug, Default)]
+pub struct Found<'a> {
+    pub tables: Vec<&'a str>,
+    pub predicates: Vec<(&'a str, Value<'a>)>,
+}
+
+/// Walk every statement of `tree`.
+pub fn tables_and_predicates(tree: &parser_ffi::ParseTree) -> Found<'_> {
+    let mut found = Found::default();
+    for stmt in tree.statements() {
+        if let Some(root) = stmt.stmt() {
+            view::walk(root, |node| visit(node, &mut found));
+        }
+    }
+    found
+}
+
+fn visit<'a>(node: NodeRef<'a>, found: &mut Found<'a>) -> Walk {
+    match node {
+        NodeRef::RangeVar(range_var) => {
+            if let Some(name) = range_var.relname() {
+                found.tables.push(name);
+            }
+        }
+        NodeRef::AExpr(expr) if expr.kind() == parser_ffi::protobuf::AExprKind::AexprOp => {
+            let is_eq = expr.name().len() == 1
+                && matches!(expr.name().get(0).map(Node::kind), Some(NodeRef::String(op)) if op.sval() == Some("="));
+            if is_eq {
+                let (left, right) = (expr.lexpr(), expr.rexpr());
+                if let (Some(column), Some(value)) =
+                    (left.and_then(column_name), right.and_then(value))
+                {
+                    found.predicates.push((column, value));
+                } else if let (Some(value), Some(column)) =
+                    (left.and_then(value), right.and_then(column_name))
+                {
+                    found.predicates.push((column, value));
+                }
+            }
+        }
+        _ => {}
+    }
+    Walk::Continue
+}
+
+/// The last name of a column reference (`t.tenant_id` -> `tenant_id`).
+fn column_name(node: Node<'_>) -> Option<&str> {
+    let NodeRef::ColumnRef(column) = node.kind() else {
+        return None;
+    };
+    let fields = column.fields();
+    match fields.get(fields.len().checked_sub(1)?)?.kind() {
+        NodeRef::String(name) => name.sval(),
+        _ => None,
+    }
+}
+
+fn value(node: Node<'_>) -> Option<Value<'_>> {
+    match node.kind() {
+        NodeRef::AConst(constant) => constant.val().map(Value::Const),
+        NodeRef::ParamRef(param) => Some(Value::Param(param.number())),
+        NodeRef::TypeCast(cast) => cast.arg().and_then(value),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_tables_and_key_predicates() {
+        let tree = parser_ffi::ParseTree::parse(
+            "SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id \
+             WHERE o.tenant_id = $1::bigint AND 'x' = c.region AND o.amount > 5",
+        )
+        .unwrap();
+        let found = tables_and_predicates(&tree);
+        let mut tables = found.tables.clone();
+        tables.sort();
+        assert_eq!(tables, ["customers", "orders"]);
+        let mut predicates = found.predicates.clone();
+        predicates.sort_by_key(|(column, _)| *column);
+        assert_eq!(
+            predicates,
+            [
+                ("region", Value::Const(ConstValue::String("x"))),
+                ("tenant_id", Value::Param(1)),
+            ]
+        );
+    }
+}

@@ -1,0 +1,31 @@
+//! Fuzz target: any UTF-8 input through parse, the zero-copy walk, the protobuf
+//! conversion and deparse. Errors are fine; crashes, hangs and sanitizer
+//! reports are not. Run: `cd parser-ffi/fuzz && cargo +nightly fuzz run parse_walk_deparse`.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use parser_ffi::{deparse, to_protobuf, view, ParseTree};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(sql) = std::str::from_utf8(data) else { return };
+    let Ok(tree) = ParseTree::parse(sql) else { return };
+    let mut nodes = 0usize;
+    for stmt in tree.statements() {
+        if let Some(root) = stmt.stmt() {
+            view::walk(root, |kind| {
+                nodes += 1;
+                if let view::NodeRef::AConst(c) = kind {
+                    let _ = c.val();
+                }
+                view::Walk::Continue
+            });
+        }
+    }
+    let _ = to_protobuf(&tree);
+    if let Ok(sql) = deparse(&tree) {
+        // What we deparse must parse again.
+        assert!(ParseTree::parse(&sql).is_ok(), "deparsed SQL does not parse: {sql}");
+    }
+    let _ = nodes;
+});
