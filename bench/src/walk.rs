@@ -20,7 +20,10 @@ pub struct Found<'a> {
 
 /// Walk every statement of `tree`.
 pub fn tables_and_predicates(tree: &parser_ffi::ParseTree) -> Found<'_> {
-    let mut found = Found::default();
+    let mut found = Found {
+        tables: Vec::with_capacity(4),
+        predicates: Vec::with_capacity(4),
+    };
     for stmt in tree.statements() {
         if let Some(root) = stmt.stmt() {
             view::walk(root, |node| visit(node, &mut found));

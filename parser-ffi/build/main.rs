@@ -43,9 +43,11 @@ fn run() -> BuildResult<()> {
     let tables = defs::Tables::read(&lib.join("src/include"))?;
     let protobuf_rs = std::fs::read_to_string(package.join("src/protobuf.rs"))?;
     let prost = emit::Prost::read(&protobuf_rs);
+    let view = emit::view(&tables, &bindings) + &emit::rev_enums(&tables);
+    std::fs::write(out_dir.join("view_generated.rs"), view)?;
     std::fs::write(
-        out_dir.join("view_generated.rs"),
-        emit::view(&tables, &bindings),
+        out_dir.join("to_c_generated.rs"),
+        emit::to_c(&tables, &prost),
     )?;
     std::fs::write(
         out_dir.join("convert_generated.rs"),

@@ -3,6 +3,10 @@
 //! no protobuf encoding or decoding in between. The per-node functions are
 //! generated from the same field tables libpg_query's protobuf output uses.
 
+// The generated part casts and converts uniformly, whatever the C and prost
+// types of a field happen to be; some of those are identities.
+#![allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+
 use pg_query::protobuf as pb;
 
 use crate::view;
@@ -14,8 +18,8 @@ pub const MAX_DEPTH: u32 = 1_000;
 
 /// When less stack than this is left, conversion continues on a new segment
 /// of `STACK_SEGMENT` bytes (debug builds use several KiB per level).
-const STACK_RED_ZONE: usize = 128 * 1024;
-const STACK_SEGMENT: usize = 2 * 1024 * 1024;
+pub(crate) const STACK_RED_ZONE: usize = 128 * 1024;
+pub(crate) const STACK_SEGMENT: usize = 2 * 1024 * 1024;
 
 /// Why a tree could not be converted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,7 +46,7 @@ pub fn parse_result(tree: &crate::ParseTree) -> Result<pb::ParseResult, ConvertE
     })
 }
 
-fn deeper(depth: u32) -> Result<u32, ConvertError> {
+pub(crate) fn deeper(depth: u32) -> Result<u32, ConvertError> {
     if depth >= MAX_DEPTH {
         Err(ConvertError::TooDeep)
     } else {

@@ -6,15 +6,30 @@ use pg_query::protobuf;
 
 use crate::error::ParseError;
 use crate::raw;
+use crate::to_c;
 use crate::view;
 use crate::ParseTree;
 
 /// SQL for every statement of `tree`, joined by `"; "` (as `pg_query::deparse`).
 pub fn deparse(tree: &ParseTree) -> Result<String, ParseError> {
-    refuse_unsupported(tree)?;
-    // SAFETY: the statement list is valid while `tree` is borrowed; the glue
-    // only reads it and catches every Postgres error.
-    let result = unsafe { raw::pgshard_deparse(tree.raw_statement_list()) };
+    refuse_unsupported(tree.statement_list())?;
+    deparse_list(tree.raw_statement_list())
+}
+
+/// Deparse pg_query's protobuf structs: they are rebuilt as C nodes in an arena
+/// (no protobuf encoding, no decoding in C) and handed to the C deparser.
+pub fn deparse_protobuf(tree: &protobuf::ParseResult) -> Result<String, ParseError> {
+    let arena = to_c::Arena::default();
+    let stmts = to_c::statements(&arena, tree)?;
+    refuse_unsupported(to_c::view_of(stmts, &arena))?;
+    deparse_list(stmts)
+}
+
+fn deparse_list(stmts: *const raw::List) -> Result<String, ParseError> {
+    // SAFETY: `stmts` is a valid List of RawStmt (or NULL) kept alive by the
+    // caller for the call; the glue only reads it and catches every Postgres
+    // error.
+    let result = unsafe { raw::pgshard_deparse(stmts) };
     // SAFETY: each pointer is null or a NUL-terminated malloc'd string that
     // we own; `take` copies and frees it once.
     let (sql, error) = unsafe { (take(result.sql), take(result.error_message)) };
@@ -28,7 +43,7 @@ pub fn deparse(tree: &ParseTree) -> Result<String, ParseError> {
 /// Statements libpg_query's deparser cannot write: it reaches an `Assert(false)`
 /// (an abort in builds with assertions, wrong SQL without). GRANT and REVOKE
 /// stand at the top level or inside CREATE SCHEMA, so only those are looked at.
-fn refuse_unsupported(tree: &ParseTree) -> Result<(), ParseError> {
+fn refuse_unsupported(stmts: view::List<'_>) -> Result<(), ParseError> {
     fn check(node: Option<view::Node<'_>>) -> Result<(), ParseError> {
         match node.map(view::Node::kind) {
             Some(view::NodeRef::GrantStmt(grant))
@@ -44,7 +59,13 @@ fn refuse_unsupported(tree: &ParseTree) -> Result<(), ParseError> {
             _ => Ok(()),
         }
     }
-    tree.statements().try_for_each(|stmt| check(stmt.stmt()))
+    stmts
+        .iter()
+        .flatten()
+        .try_for_each(|stmt| match stmt.kind() {
+            view::NodeRef::RawStmt(stmt) => check(stmt.stmt()),
+            _ => Ok(()),
+        })
 }
 
 /// # Safety

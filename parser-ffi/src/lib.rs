@@ -6,7 +6,9 @@
 //! - [`parse_raw`] builds pg_query's protobuf structs straight from the C tree;
 //!   [`parse_protobuf`] is pg_query's own protobuf round trip, the baseline and
 //!   oracle.
-//! - [`deparse`] turns a tree back into SQL with the C deparser;
+//! - [`deparse`] turns a tree back into SQL with the C deparser, and
+//!   [`deparse_protobuf`] does the same for protobuf structs (rebuilt as C
+//!   nodes in Rust, with no protobuf encoding);
 //!   [`fingerprint`], [`normalize`] and [`scan`] work on the text in C.
 //!
 //! libpg_query arrives through the `pg_query` crate (pinned exactly: we rely on
@@ -19,11 +21,12 @@ mod deparse;
 pub mod error;
 mod raw;
 mod text;
+mod to_c;
 mod tree;
 pub mod view;
 
 pub use convert::{ConvertError, MAX_DEPTH};
-pub use deparse::deparse;
+pub use deparse::{deparse, deparse_protobuf};
 pub use error::ParseError;
 pub use pg_query::protobuf;
 pub use text::{fingerprint, normalize, scan, Token};
@@ -53,9 +56,9 @@ pub fn to_protobuf(tree: &ParseTree) -> Result<protobuf::ParseResult, ConvertErr
     convert::parse_result(tree)
 }
 
-/// Deparse pg_query protobuf structs with pg_query's own path (encode, decode
-/// in C, deparse): the baseline for direct deparse.
-pub fn deparse_protobuf(tree: &protobuf::ParseResult) -> Result<String, ParseError> {
+/// Deparse pg_query protobuf structs with pg_query's own path (encode to
+/// protobuf, decode in C, deparse): the baseline for [`deparse_protobuf`].
+pub fn deparse_pg_query(tree: &protobuf::ParseResult) -> Result<String, ParseError> {
     pg_query::deparse(tree, Default::default()).map_err(|err| ParseError::Deparse(err.to_string()))
 }
 

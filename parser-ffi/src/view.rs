@@ -9,6 +9,10 @@
 //!
 //! [`ParseTree`]: crate::ParseTree
 
+// The generated part casts and converts uniformly, whatever the C and prost
+// types of a field happen to be; some of those are identities.
+#![allow(clippy::unnecessary_cast, clippy::useless_conversion, clippy::ptr_arg)]
+
 use std::ffi::{c_char, CStr};
 
 use pg_query::protobuf;
@@ -313,7 +317,7 @@ pub enum Walk {
 /// order), each typed by its tag. Iterative: a tree nested a million levels deep
 /// is walked without recursion, on a heap stack.
 pub fn walk<'a>(root: Node<'a>, visit: impl FnMut(NodeRef<'a>) -> Walk) {
-    walk_with(&mut Vec::new(), root, visit)
+    walk_with(&mut Vec::with_capacity(16), root, visit)
 }
 
 /// [`walk`] with a caller-owned stack, reused across walks to save allocating.

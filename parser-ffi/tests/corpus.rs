@@ -96,7 +96,7 @@ fn direct_deparse_equals_pg_query_deparse_on_the_corpus() {
             // pg_query's own deparse would abort on it (debug) or write wrong SQL.
             continue;
         }
-        let expected = pg_query::deparse(&protobuf, Default::default());
+        let expected = parser_ffi::deparse_pg_query(&protobuf);
         match (actual, expected) {
             (Ok(a), Ok(e)) if a == e => compared += 1,
             // The protobuf round trip cannot tell an empty string from an
@@ -123,6 +123,31 @@ fn direct_deparse_equals_pg_query_deparse_on_the_corpus() {
         equivalent.len() <= 3,
         "too many protobuf-equivalent differences: {equivalent:#?}"
     );
+    assert!(compared >= 1000, "only {compared} compared");
+}
+
+#[test]
+fn protobuf_deparse_without_encoding_equals_pg_query_on_the_corpus() {
+    let mut compared = 0;
+    for (name, sql) in corpus() {
+        let Ok(protobuf) = parse_protobuf(&sql) else {
+            continue;
+        };
+        let ours = parser_ffi::deparse_protobuf(&protobuf);
+        if ours
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("not supported by the deparser"))
+        {
+            continue;
+        }
+        let expected = parser_ffi::deparse_pg_query(&protobuf);
+        match (&ours, &expected) {
+            (Ok(a), Ok(e)) => assert_eq!(a, e, "{name}: {sql}"),
+            (Err(_), Err(_)) => {}
+            _ => panic!("{name}: {ours:?} vs {expected:?}\n{sql}"),
+        }
+        compared += 1;
+    }
     assert!(compared >= 1000, "only {compared} compared");
 }
 

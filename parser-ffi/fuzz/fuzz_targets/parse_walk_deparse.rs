@@ -22,7 +22,10 @@ fuzz_target!(|data: &[u8]| {
             });
         }
     }
-    let _ = to_protobuf(&tree);
+    if let Ok(protobuf) = to_protobuf(&tree) {
+        // The protobuf structs go back to C nodes and through the deparser too.
+        let _ = parser_ffi::deparse_protobuf(&protobuf);
+    }
     if let Ok(sql) = deparse(&tree) {
         // What we deparse must parse again.
         assert!(ParseTree::parse(&sql).is_ok(), "deparsed SQL does not parse: {sql}");

@@ -4,7 +4,10 @@
 
 use std::path::Path;
 
-use parser_ffi::{deparse, fingerprint, normalize, parse_raw, scan, to_protobuf, view, ParseTree};
+use parser_ffi::{
+    deparse, deparse_protobuf, fingerprint, normalize, parse_raw, scan, to_protobuf, view,
+    ParseTree,
+};
 
 fn exercise(sql: &str) -> usize {
     let mut work = 0;
@@ -20,7 +23,10 @@ fn exercise(sql: &str) -> usize {
                 });
             }
         }
-        work += to_protobuf(&tree).map_or(0, |t| t.stmts.len());
+        if let Ok(protobuf) = to_protobuf(&tree) {
+            work += protobuf.stmts.len();
+            work += deparse_protobuf(&protobuf).map_or(0, |s| s.len());
+        }
         work += deparse(&tree).map_or(0, |s| s.len());
     }
     work += parse_raw(sql).map_or(0, |t| t.stmts.len());
