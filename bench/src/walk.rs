@@ -3,6 +3,7 @@
 //! bind parameter, possibly cast). Roughly what a router needs to read.
 
 use parser_ffi::view::{self, ConstValue, Node, NodeRef, Walk};
+use smallvec::SmallVec;
 
 /// The value side of a `column = value` predicate.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -11,19 +12,17 @@ pub enum Value<'a> {
     Param(i32),
 }
 
-/// What the walk found.
+/// What the walk found (inline up to 8 of each, as a router's statement
+/// summary would keep them).
 #[derive(Debug, Default)]
 pub struct Found<'a> {
-    pub tables: Vec<&'a str>,
-    pub predicates: Vec<(&'a str, Value<'a>)>,
+    pub tables: SmallVec<[&'a str; 8]>,
+    pub predicates: SmallVec<[(&'a str, Value<'a>); 8]>,
 }
 
 /// Walk every statement of `tree`.
 pub fn tables_and_predicates(tree: &parser_ffi::ParseTree) -> Found<'_> {
-    let mut found = Found {
-        tables: Vec::with_capacity(4),
-        predicates: Vec::with_capacity(4),
-    };
+    let mut found = Found::default();
     for stmt in tree.statements() {
         if let Some(root) = stmt.stmt() {
             view::walk(root, |node| visit(node, &mut found));
@@ -95,11 +94,11 @@ mod tests {
         let found = tables_and_predicates(&tree);
         let mut tables = found.tables.clone();
         tables.sort();
-        assert_eq!(tables, ["customers", "orders"]);
+        assert_eq!(tables.as_slice(), ["customers", "orders"]);
         let mut predicates = found.predicates.clone();
         predicates.sort_by_key(|(column, _)| *column);
         assert_eq!(
-            predicates,
+            predicates.as_slice(),
             [
                 ("region", Value::Const(ConstValue::String("x"))),
                 ("tenant_id", Value::Param(1)),

@@ -1,6 +1,7 @@
 //! [`ParseTree`]: a C parse tree and the memory context that owns it.
 
-use std::ffi::{CStr, CString};
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr};
 use std::ptr::NonNull;
 
 use crate::error::ParseError;
@@ -36,10 +37,14 @@ unsafe impl Sync for ParseTree {}
 impl ParseTree {
     /// Parse `sql` (one or more statements).
     pub fn parse(sql: &str) -> Result<ParseTree, ParseError> {
-        let sql = CString::new(sql).map_err(|_| ParseError::NulByte)?;
-        // SAFETY: `sql` is NUL-terminated and outlives the call; the glue
-        // catches every Postgres error and never longjmps out.
-        let result = unsafe { raw::pgshard_parse(sql.as_ptr(), 0) };
+        if memchr_nul(sql) {
+            return Err(ParseError::NulByte);
+        }
+        let result = with_c_string(sql, |sql| {
+            // SAFETY: `sql` is NUL-terminated and valid for the call; the glue
+            // catches every Postgres error and never longjmps out.
+            unsafe { raw::pgshard_parse(sql, 0) }
+        });
         if !result.error_message.is_null() {
             // SAFETY: a NUL-terminated string malloc'd by the glue; we free it
             // right after copying it.
@@ -90,6 +95,39 @@ impl ParseTree {
     pub(crate) fn raw_statement_list(&self) -> *const raw::List {
         self.stmts.as_ptr()
     }
+}
+
+fn memchr_nul(sql: &str) -> bool {
+    sql.as_bytes().contains(&0)
+}
+
+/// Run `f` on a NUL-terminated copy of `sql` kept in a per-thread buffer: the
+/// parser copies its input anyway, so this saves an allocation per parse.
+/// `sql` must not contain NUL (checked by the caller).
+fn with_c_string<T>(sql: &str, f: impl FnOnce(*const c_char) -> T) -> T {
+    thread_local! {
+        static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+    BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+        Ok(mut buffer) => {
+            buffer.clear();
+            buffer.extend_from_slice(sql.as_bytes());
+            buffer.push(0);
+            let result = f(buffer.as_ptr().cast());
+            // Keep a huge statement's buffer from staying around.
+            if buffer.capacity() > 64 * 1024 {
+                *buffer = Vec::new();
+            }
+            result
+        }
+        // Re-entered (cannot happen today): fall back to a fresh buffer.
+        Err(_) => {
+            let mut owned = Vec::with_capacity(sql.len() + 1);
+            owned.extend_from_slice(sql.as_bytes());
+            owned.push(0);
+            f(owned.as_ptr().cast())
+        }
+    })
 }
 
 impl Drop for ParseTree {

@@ -8,6 +8,13 @@ use anyhow::Context;
 use clap::Parser;
 use tokio::net::TcpListener;
 
+/// mimalloc: converted parse trees and per-message buffers are many small,
+/// short-lived allocations; under callgrind (bench/examples/parse_loop) their
+/// malloc/free cost about a third of the instructions glibc's malloc takes.
+/// The benches run under the same allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A sharding proxy for PostgreSQL.
 #[derive(Debug, Parser)]
 #[command(name = "pgshard", version, about)]
