@@ -488,6 +488,9 @@ pub fn to_c(tables: &Tables, prost: &Prost) -> String {
                 }
                 FieldKind::Bool => format!("n.{member} = m.{f};"),
                 FieldKind::Char => format!("n.{member} = m.{f}.bytes().next().unwrap_or(0) as _;"),
+                FieldKind::String if DEPARSER_REQUIRED_STRINGS.contains(&(c.as_str(), field.c_name.as_str())) => {
+                    format!("n.{member} = a.cstring(&m.{f})?;")
+                }
                 FieldKind::String => format!("n.{member} = a.string(&m.{f})?;"),
                 FieldKind::Enum(e) => format!(
                     "n.{member} = view::{}(m.{f}).ok_or(ConvertError::UnknownEnum(\"{e}\", m.{f} as i64))?;",
@@ -524,6 +527,18 @@ pub fn to_c(tables: &Tables, prost: &Prost) -> String {
     let _ = prost;
     out
 }
+
+/// String members the C deparser reads without a NULL check, all filled from a
+/// string literal by the grammar: there an empty protobuf string is `''`, not
+/// an absent value (libpg_query's readfuncs make it NULL, and its deparser then
+/// crashes, e.g. on `LOAD ''`; found by fuzzing).
+const DEPARSER_REQUIRED_STRINGS: &[(&str, &str)] = &[
+    ("LoadStmt", "filename"),
+    ("TransactionStmt", "gid"),
+    ("CreateConversionStmt", "for_encoding_name"),
+    ("CreateConversionStmt", "to_encoding_name"),
+    ("AlterSubscriptionStmt", "conninfo"),
+];
 
 pub fn rev_enum_fn(name: &str) -> String {
     format!("rev_enum_{}", name.to_lowercase())

@@ -166,6 +166,25 @@ fn parsing_on_a_small_stack_fails_cleanly() {
 }
 
 #[test]
+fn empty_literals_the_deparser_requires_survive_the_protobuf_round_trip() {
+    // libpg_query reads an empty protobuf string back as NULL, and its deparser
+    // dereferences these without a check (pg_query::deparse crashes on them).
+    for sql in [
+        "LOAD ''",
+        "PREPARE TRANSACTION ''",
+        "COMMIT PREPARED ''",
+        "CREATE CONVERSION c FOR '' TO '' FROM f",
+        "ALTER SUBSCRIPTION s CONNECTION ''",
+    ] {
+        let tree = ParseTree::parse(sql).unwrap();
+        let direct = deparse(&tree).unwrap();
+        let via_protobuf = parser_ffi::deparse_protobuf(&parser_ffi::to_protobuf(&tree).unwrap()).unwrap();
+        assert_eq!(via_protobuf, direct, "{sql}");
+        assert!(direct.contains("''"), "{direct}");
+    }
+}
+
+#[test]
 fn node_set_is_the_one_we_built_against() {
     let actual: Vec<String> = view::NODE_TYPES
         .iter()
