@@ -136,7 +136,7 @@ fn generate_bindings(includes: &[PathBuf], out_dir: &Path) -> BuildResult<String
         // whatever these reference.
         .allowlist_function("pgshard_.*")
         .allowlist_function(
-            "pg_query_(fingerprint|normalize|scan_tokens|free_fingerprint_result|free_normalize_result|free_scan_tokens_result)",
+            "pg_query_(fingerprint|normalize|scan_tokens|parse_protobuf|free_fingerprint_result|free_normalize_result|free_scan_tokens_result|free_protobuf_parse_result)",
         )
         .allowlist_var("PG_VERSION_NUM")
         .allowlist_type("NodeTag")

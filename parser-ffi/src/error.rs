@@ -29,12 +29,3 @@ pub enum ParseError {
     #[error("protobuf parse tree could not be decoded: {0}")]
     Protobuf(String),
 }
-
-impl ParseError {
-    pub(crate) fn from_pg_query(err: pg_query::Error) -> Self {
-        match err {
-            pg_query::Error::Parse(message) => ParseError::Syntax { message, cursor: 0 },
-            other => ParseError::Protobuf(other.to_string()),
-        }
-    }
-}

@@ -32,16 +32,13 @@ pub use pg_query::protobuf;
 pub use text::{fingerprint, normalize, scan, Token};
 pub use tree::ParseTree;
 
-/// Parse `sql` with libpg_query and decode the tree from protobuf: pg_query's
-/// own path (the C library encodes the tree, prost decodes it). Kept as the
-/// baseline and as the oracle for [`parse_raw`].
+/// Parse `sql` the protobuf way: libpg_query encodes the C tree to protobuf in
+/// C, prost decodes it. This is the baseline and the oracle for [`parse_raw`].
+/// (`pg_query::parse` does this too, and then walks the tree for its table and
+/// function lists; that walk is left out here, so the baseline is the protobuf
+/// round trip alone.)
 pub fn parse_protobuf(sql: &str) -> Result<protobuf::ParseResult, ParseError> {
-    if sql.contains('\0') {
-        return Err(ParseError::NulByte);
-    }
-    pg_query::parse(sql, 0)
-        .map(|result| result.protobuf)
-        .map_err(ParseError::from_pg_query)
+    text::parse_protobuf(sql)
 }
 
 /// Parse `sql` into the same `ParseResult` as [`parse_protobuf`], built directly

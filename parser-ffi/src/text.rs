@@ -1,5 +1,6 @@
-//! Functions of the statement text that libpg_query computes in C without any
-//! protobuf: fingerprint, normalize and the scanner's token stream.
+//! Functions of the statement text that libpg_query computes in C: the
+//! protobuf parse (the baseline), and, without any protobuf, fingerprint,
+//! normalize and the scanner's token stream.
 
 use std::ffi::{CStr, CString};
 
@@ -27,6 +28,32 @@ unsafe fn error(error: *const raw::PgQueryError) -> Option<ParseError> {
         message,
         cursor: error.cursorpos.max(0) as usize,
     })
+}
+
+/// libpg_query's protobuf parse, decoded with prost.
+pub(crate) fn parse_protobuf(sql: &str) -> Result<pg_query::protobuf::ParseResult, ParseError> {
+    use prost::Message;
+    let sql = c_string(sql)?;
+    // SAFETY: NUL-terminated input; libpg_query catches its own errors.
+    let result = unsafe { raw::pg_query_parse_protobuf(sql.as_ptr()) };
+    // SAFETY: the result's pointers, before the result is freed.
+    let outcome = match unsafe { error(result.error) } {
+        Some(err) => Err(err),
+        None => {
+            let tree = result.parse_tree;
+            let bytes: &[u8] = if tree.data.is_null() || tree.len == 0 {
+                &[]
+            } else {
+                // SAFETY: `data` holds `len` bytes owned by the result.
+                unsafe { std::slice::from_raw_parts(tree.data.cast::<u8>(), tree.len) }
+            };
+            pg_query::protobuf::ParseResult::decode(bytes)
+                .map_err(|err| ParseError::Protobuf(err.to_string()))
+        }
+    };
+    // SAFETY: frees this result once.
+    unsafe { raw::pg_query_free_protobuf_parse_result(result) };
+    outcome
 }
 
 /// libpg_query's fingerprint: equal for statements that differ only in

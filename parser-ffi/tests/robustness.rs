@@ -178,7 +178,8 @@ fn empty_literals_the_deparser_requires_survive_the_protobuf_round_trip() {
     ] {
         let tree = ParseTree::parse(sql).unwrap();
         let direct = deparse(&tree).unwrap();
-        let via_protobuf = parser_ffi::deparse_protobuf(&parser_ffi::to_protobuf(&tree).unwrap()).unwrap();
+        let via_protobuf =
+            parser_ffi::deparse_protobuf(&parser_ffi::to_protobuf(&tree).unwrap()).unwrap();
         assert_eq!(via_protobuf, direct, "{sql}");
         assert!(direct.contains("''"), "{direct}");
     }
