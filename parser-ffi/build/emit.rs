@@ -531,13 +531,17 @@ pub fn to_c(tables: &Tables, prost: &Prost) -> String {
 /// String members the C deparser reads without a NULL check, all filled from a
 /// string literal by the grammar: there an empty protobuf string is `''`, not
 /// an absent value (libpg_query's readfuncs make it NULL, and its deparser then
-/// crashes, e.g. on `LOAD ''`; found by fuzzing).
+/// crashes, e.g. on `LOAD ''`; found by fuzzing). The list is every unguarded
+/// read of a literal-valued member in postgres_deparse.c; identifier members
+/// are never empty in a parsed tree (Postgres rejects zero-length identifiers).
 const DEPARSER_REQUIRED_STRINGS: &[(&str, &str)] = &[
     ("LoadStmt", "filename"),
     ("TransactionStmt", "gid"),
     ("CreateConversionStmt", "for_encoding_name"),
     ("CreateConversionStmt", "to_encoding_name"),
     ("AlterSubscriptionStmt", "conninfo"),
+    ("AlterEnumStmt", "newVal"),
+    ("AlterEnumStmt", "oldVal"),
 ];
 
 pub fn rev_enum_fn(name: &str) -> String {
