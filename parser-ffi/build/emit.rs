@@ -534,6 +534,8 @@ pub fn to_c(tables: &Tables, prost: &Prost) -> String {
 /// crashes, e.g. on `LOAD ''`; found by fuzzing). The list is every unguarded
 /// read of a literal-valued member in postgres_deparse.c; identifier members
 /// are never empty in a parsed tree (Postgres rejects zero-length identifiers).
+/// (`AlterEnumStmt.oldVal` is not here: its NULL means ADD rather than RENAME,
+/// so `RENAME VALUE '' TO 'x'` cannot survive protobuf, which has no NULL.)
 const DEPARSER_REQUIRED_STRINGS: &[(&str, &str)] = &[
     ("LoadStmt", "filename"),
     ("TransactionStmt", "gid"),
@@ -541,7 +543,6 @@ const DEPARSER_REQUIRED_STRINGS: &[(&str, &str)] = &[
     ("CreateConversionStmt", "to_encoding_name"),
     ("AlterSubscriptionStmt", "conninfo"),
     ("AlterEnumStmt", "newVal"),
-    ("AlterEnumStmt", "oldVal"),
 ];
 
 pub fn rev_enum_fn(name: &str) -> String {
