@@ -5,4 +5,5 @@
 //! more bytes are needed, or a typed error.
 
 pub mod backend;
+pub mod frame;
 pub mod startup;
