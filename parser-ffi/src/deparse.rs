@@ -19,10 +19,11 @@ pub fn deparse(tree: &ParseTree) -> Result<String, ParseError> {
 /// Deparse pg_query's protobuf structs: they are rebuilt as C nodes in an arena
 /// (no protobuf encoding, no decoding in C) and handed to the C deparser.
 pub fn deparse_protobuf(tree: &protobuf::ParseResult) -> Result<String, ParseError> {
-    let arena = to_c::Arena::default();
-    let stmts = to_c::statements(&arena, tree)?;
-    refuse_unsupported(to_c::view_of(stmts, &arena))?;
-    deparse_list(stmts)
+    to_c::Arena::with(|arena| {
+        let stmts = to_c::statements(arena, tree)?;
+        refuse_unsupported(to_c::view_of(stmts, arena))?;
+        deparse_list(stmts)
+    })
 }
 
 fn deparse_list(stmts: *const raw::List) -> Result<String, ParseError> {

@@ -70,11 +70,45 @@ impl Arena {
         items: &[pb::Node],
         depth: u32,
     ) -> Result<*mut raw::List, ConvertError> {
-        let mut pointers = Vec::with_capacity(items.len());
-        for item in items {
-            pointers.push(node_ptr(self, item, depth)?);
+        if items.is_empty() {
+            return Ok(std::ptr::null_mut());
         }
-        Ok(self.pointer_list(&pointers))
+        let cells = self.bump.alloc_slice_fill_copy(
+            items.len(),
+            raw::ListCell {
+                ptr_value: std::ptr::null_mut(),
+            },
+        );
+        for (cell, item) in cells.iter_mut().zip(items) {
+            cell.ptr_value = node_ptr(self, item, depth)?.cast();
+        }
+        let list = self.node::<raw::List>(raw::NodeTag::T_List);
+        list.length = cells.len() as i32;
+        list.max_length = cells.len() as i32;
+        list.elements = cells.as_mut_ptr();
+        Ok(list)
+    }
+
+    /// Run `f` with this thread's arena, emptied afterwards but keeping its
+    /// memory, so that deparsing allocates nothing in steady state.
+    pub(crate) fn with<T>(f: impl FnOnce(&Arena) -> T) -> T {
+        thread_local! {
+            static ARENA: std::cell::RefCell<Arena> = std::cell::RefCell::new(Arena::default());
+        }
+        ARENA.with(|arena| match arena.try_borrow_mut() {
+            Ok(mut arena) => {
+                let result = f(&arena);
+                // Do not keep the memory of an unusually large tree around.
+                if arena.bump.allocated_bytes() > 1 << 20 {
+                    *arena = Arena::default();
+                } else {
+                    arena.bump.reset();
+                }
+                result
+            }
+            // Re-entered (cannot happen today): use a fresh arena.
+            Err(_) => f(&Arena::default()),
+        })
     }
 
     /// A C `List` holding these node pointers.
