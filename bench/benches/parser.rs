@@ -7,15 +7,17 @@
 //!
 //! and deparse: pg_query's protobuf deparse, our deparse of the same protobuf
 //! structs (rebuilt as C nodes, no encoding), and the C deparser alone on a
-//! tree we parsed. Then one table with ns/op, QPS and the ratios.
+//! tree we parsed. Criterion reports each on its own; the closing table times
+//! the variants interleaved (this machine is noisy, and ratios of runs taken
+//! minutes apart are not trustworthy), with ns/op, QPS and the ratios.
 //!
 //! `cargo bench -p bench --bench parser` (criterion's own flags work too).
 
 use std::ffi::CString;
+use std::time::Instant;
 
 #[global_allocator]
 static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use criterion::{black_box, Criterion};
@@ -60,30 +62,46 @@ fn deparse_benches(c: &mut Criterion, queries: &[(&'static str, String)]) {
     }
 }
 
-/// Where criterion keeps its results (the same rule criterion applies).
-fn criterion_home() -> PathBuf {
-    if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return home.into();
+/// Interleaved timing for the table: round after round, each variant runs a
+/// short batch, in rotating order, so that all of them see the same machine
+/// (this one is shared and noisy). Returns each variant's median ns/op and,
+/// for each variant, the median over rounds of `first / variant`.
+fn interleaved(variants: &[&dyn Fn()]) -> (Vec<f64>, Vec<f64>) {
+    const ROUNDS: usize = 41;
+    const BATCH: Duration = Duration::from_millis(4);
+    // Calibrate: iterations per batch for each variant.
+    let batch_sizes: Vec<u64> = variants
+        .iter()
+        .map(|run| {
+            let start = Instant::now();
+            let mut n = 0u64;
+            while start.elapsed() < BATCH {
+                run();
+                n += 1;
+            }
+            n.max(1)
+        })
+        .collect();
+    let mut per_op = vec![Vec::with_capacity(ROUNDS); variants.len()];
+    for round in 0..ROUNDS {
+        for k in 0..variants.len() {
+            let i = (k + round) % variants.len();
+            let start = Instant::now();
+            for _ in 0..batch_sizes[i] {
+                variants[i]();
+            }
+            per_op[i].push(start.elapsed().as_nanos() as f64 / batch_sizes[i] as f64);
+        }
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("criterion")
-}
-
-/// Median ns/op of one benchmark from criterion's estimates, if it ran.
-fn median_ns(group: &str, function: &str) -> Option<f64> {
-    // Criterion turns the "/" of a group name into "_" in its directory names.
-    let path = criterion_home()
-        .join(group.replace('/', "_"))
-        .join(function)
-        .join("new/estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
-    // {"mean":{...},"median":{"confidence_interval":{...},"point_estimate":123.4,...},...}
-    let median = &text[text.find("\"median\"")?..];
-    let value = &median[median.find("\"point_estimate\":")? + "\"point_estimate\":".len()..];
-    let end = value.find([',', '}'])?;
-    value[..end].trim().parse().ok()
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let medians = per_op.iter().map(|v| median(v.clone())).collect();
+    let ratios = (0..variants.len())
+        .map(|i| median((0..ROUNDS).map(|r| per_op[0][r] / per_op[i][r]).collect()))
+        .collect();
+    (medians, ratios)
 }
 
 fn geomean(values: &[f64]) -> f64 {
@@ -95,44 +113,70 @@ fn geomean(values: &[f64]) -> f64 {
 
 fn print_table(queries: &[(&'static str, String)]) {
     println!();
-    println!("parse: median ns/op (QPS), ratio vs protobuf (x faster), ratio vs floor (x the C parser alone)");
+    println!("Table: interleaved timing (41 rounds of ~4 ms batches per variant, rotating order);");
+    println!("ns/op are medians, ratios are medians of per-round ratios.");
+    println!();
+    println!("parse: ns/op (QPS) and ratio: x = protobuf / variant (faster), fl = variant / floor");
     println!(
-        "{:<18} {:>10} {:>22} {:>30} {:>12}",
+        "{:<18} {:>16} {:>28} {:>28} {:>16}",
         "query", "protobuf", "raw", "zero_copy_walk", "floor"
     );
     let mut speedups = Vec::new();
     let mut walk_over_floor = Vec::new();
-    for (name, _) in queries {
-        let group = format!("parse/{name}");
-        let get = |f| median_ns(&group, f);
-        let (Some(pb), Some(raw), Some(walk), Some(floor)) = (
-            get("protobuf"),
-            get("raw"),
-            get("zero_copy_walk"),
-            get("floor"),
-        ) else {
-            println!("{name:<18} (not measured in this run)");
-            continue;
-        };
-        speedups.push(pb / raw);
-        walk_over_floor.push(walk / floor);
+    for (name, sql) in queries {
+        let c_sql = CString::new(sql.as_str()).unwrap_or_default();
+        let (ns, vs_protobuf) = interleaved(&[
+            &|| {
+                black_box(parse_protobuf(black_box(sql)).is_ok());
+            },
+            &|| {
+                black_box(parse_raw(black_box(sql)).is_ok());
+            },
+            &|| {
+                if let Ok(tree) = ParseTree::parse(black_box(sql)) {
+                    black_box(bench::walk::tables_and_predicates(&tree));
+                }
+            },
+            &|| {
+                black_box(parser_ffi::bench_floor_raw_parse(black_box(&c_sql)));
+            },
+        ]);
+        let (_, vs_floor) = interleaved(&[
+            &|| {
+                black_box(parser_ffi::bench_floor_raw_parse(black_box(&c_sql)));
+            },
+            &|| {
+                black_box(parse_raw(black_box(sql)).is_ok());
+            },
+            &|| {
+                if let Ok(tree) = ParseTree::parse(black_box(sql)) {
+                    black_box(bench::walk::tables_and_predicates(&tree));
+                }
+            },
+        ]);
+        // vs_floor holds floor / variant; report variant / floor.
+        let (raw_fl, walk_fl) = (1.0 / vs_floor[1], 1.0 / vs_floor[2]);
+        speedups.push(vs_protobuf[1]);
+        walk_over_floor.push(walk_fl);
+        let qps = |ns: f64| format!("{:.0}/s", 1e9 / ns);
         println!(
-            "{name:<18} {pb:>10.0} {:>22} {:>30} {:>12}",
-            format!("{raw:.0} ({:.1}x pb, {:.2}x fl)", pb / raw, raw / floor),
-            format!("{walk:.0} ({:.1}x pb, {:.3}x fl)", pb / walk, walk / floor),
-            format!("{floor:.0}"),
+            "{name:<18} {:>16} {:>28} {:>28} {:>16}",
+            format!("{:.0}", ns[0]),
+            format!("{:.0} ({:.1}x, {:.2} fl)", ns[1], vs_protobuf[1], raw_fl),
+            format!("{:.0} ({:.1}x, {:.3} fl)", ns[2], vs_protobuf[2], walk_fl),
+            format!("{:.0}", ns[3]),
         );
         println!(
-            "{:<18} {:>10} {:>22} {:>30} {:>12}",
+            "{:<18} {:>16} {:>28} {:>28} {:>16}",
             "",
-            format!("{:.0}/s", 1e9 / pb),
-            format!("{:.0}/s", 1e9 / raw),
-            format!("{:.0}/s", 1e9 / walk),
-            format!("{:.0}/s", 1e9 / floor)
+            qps(ns[0]),
+            qps(ns[1]),
+            qps(ns[2]),
+            qps(ns[3])
         );
     }
     println!(
-        "raw vs protobuf: geomean {:.2}x faster, min {:.2}x; zero-copy walk vs floor: geomean {:.3}x, max {:.3}x",
+        "raw vs protobuf: geomean {:.2}x faster, min {:.2}x; zero-copy parse + walk vs floor: geomean {:.3}, max {:.3}",
         geomean(&speedups),
         speedups.iter().copied().fold(f64::INFINITY, f64::min),
         geomean(&walk_over_floor),
@@ -140,25 +184,32 @@ fn print_table(queries: &[(&'static str, String)]) {
     );
 
     println!();
-    println!("deparse: median ns/op; pg_query = protobuf encode + C decode + C deparser,");
-    println!("protobuf_direct = our protobuf structs -> C nodes + C deparser, tree = C deparser alone on our tree");
+    println!("deparse: ns/op; pg_query = protobuf encode + C decode + C deparser;");
+    println!("protobuf_direct = our protobuf structs -> C nodes + C deparser; tree = the C deparser alone on our tree");
     let mut vs_pg_query = Vec::new();
     let mut direct_over_c = Vec::new();
-    for (name, _) in queries {
-        let group = format!("deparse/{name}");
-        let get = |f| median_ns(&group, f);
-        if let (Some(pg), Some(direct), Some(tree)) =
-            (get("pg_query"), get("protobuf_direct"), get("tree"))
-        {
-            vs_pg_query.push(pg / direct);
-            direct_over_c.push(direct / tree);
-            println!(
-                "{name:<18} pg_query {pg:>8.0}  protobuf_direct {direct:>8.0} ({:.1}x faster, {:.2}x C)  tree {tree:>8.0} ({:.1}x faster than pg_query)",
-                pg / direct,
-                direct / tree,
-                pg / tree
-            );
-        }
+    for (name, sql) in queries {
+        let (Ok(protobuf), Ok(tree)) = (parse_protobuf(sql), ParseTree::parse(sql)) else {
+            continue;
+        };
+        let (ns, vs_tree) = interleaved(&[
+            &|| {
+                black_box(deparse(black_box(&tree)).is_ok());
+            },
+            &|| {
+                black_box(parser_ffi::deparse_protobuf(black_box(&protobuf)).is_ok());
+            },
+            &|| {
+                black_box(parser_ffi::deparse_pg_query(black_box(&protobuf)).is_ok());
+            },
+        ]);
+        let (direct_c, pg_c) = (1.0 / vs_tree[1], 1.0 / vs_tree[2]);
+        vs_pg_query.push(pg_c / direct_c);
+        direct_over_c.push(direct_c);
+        println!(
+            "{name:<18} tree {:>8.0}  protobuf_direct {:>8.0} ({direct_c:.2}x the C deparser)  pg_query {:>8.0} ({pg_c:.2}x)",
+            ns[0], ns[1], ns[2]
+        );
     }
     println!(
         "protobuf_direct vs pg_query: geomean {:.1}x faster; protobuf_direct vs the C deparser: geomean {:.2}x, max {:.2}x",

@@ -111,7 +111,9 @@ fn compile_glue(includes: &[PathBuf]) -> BuildResult<()> {
         .includes(includes)
         .flag_if_supported("-fno-strict-aliasing")
         .flag_if_supported("-fwrapv")
-        .warnings(true);
+        .warnings(true)
+        // Postgres's headers have unused parameters in inline functions.
+        .flag_if_supported("-Wno-unused-parameter");
     // pg_query's build script defines this in debug builds; node structs do not
     // change with it, but match it anyway so both compile the same headers.
     if std::env::var("PROFILE").as_deref() == Ok("debug")
