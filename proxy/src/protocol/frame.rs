@@ -48,37 +48,28 @@ pub fn decode_frontend_frame(
     buf: &mut BytesMut,
     configured_max: usize,
 ) -> Result<Option<Frame>, FrameError> {
-    if buf.len() < 5 {
+    let Some(&tag) = buf.first() else {
         return Ok(None);
-    }
-    let tag = buf[0];
+    };
     let limit = frontend_limit(tag, configured_max).ok_or(FrameError::UnknownTag(tag))?;
-    let length = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
-    if length < 4 || length - 4 > limit {
-        return Err(FrameError::BadLength { tag, length });
-    }
-    if buf.len() < 1 + length {
-        buf.reserve(1 + length - buf.len());
-        return Ok(None);
-    }
-    let mut frame = buf.split_to(1 + length);
-    frame.advance(5);
-    Ok(Some(Frame {
-        tag,
-        body: frame.freeze(),
-    }))
+    take_frame(buf, limit)
 }
 
 /// Decode one server message (any tag) from the front of `buf`, its length
 /// capped at `max` (servers send large DataRows; the cap only stops a broken
 /// stream from growing the buffer without bound).
 pub fn decode_backend_frame(buf: &mut BytesMut, max: usize) -> Result<Option<Frame>, FrameError> {
+    take_frame(buf, max)
+}
+
+/// Split one frame whose body may be at most `limit` bytes off `buf`.
+fn take_frame(buf: &mut BytesMut, limit: usize) -> Result<Option<Frame>, FrameError> {
     if buf.len() < 5 {
         return Ok(None);
     }
     let tag = buf[0];
     let length = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
-    if length < 4 || length - 4 > max {
+    if length < 4 || length - 4 > limit {
         return Err(FrameError::BadLength { tag, length });
     }
     if buf.len() < 1 + length {
