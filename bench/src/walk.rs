@@ -54,6 +54,14 @@ fn visit<'a>(node: NodeRef<'a>, found: &mut Found<'a>) -> Walk {
                 }
             }
         }
+        // Leaves for this purpose: their children (a column reference's name
+        // parts, a type's name) hold no tables or predicates; read above.
+        NodeRef::ColumnRef(_)
+        | NodeRef::ParamRef(_)
+        | NodeRef::AConst(_)
+        | NodeRef::TypeName(_)
+        | NodeRef::String(_)
+        | NodeRef::AStar(_) => return Walk::SkipChildren,
         _ => {}
     }
     Walk::Continue
