@@ -113,7 +113,28 @@ pub fn view(tables: &Tables, bindings: &str) -> String {
     }
     out.push_str("            other => NodeRef::Other(other),\n        }\n    }\n\n");
 
-    out.push_str("    /// Push this node's direct children (in no particular order).\n    pub fn push_children(self, stack: &mut Vec<Node<'a>>) {\n        self.kind().push_children(stack)\n    }\n}\n\n");
+    out.push_str("}\n\n");
+    // Where each node type keeps its children, for the table-driven walk.
+    out.push_str("/// The pointer members of each node type that lead to children: (byte offset,\n/// whether it points to a List). Embedded nodes are flattened into their container.\n#[allow(clippy::match_same_arms)]\npub(crate) fn child_fields(tag: u32) -> &'static [(u32, bool)] {\n    match tag {\n");
+    for node in tables.nodes.iter().filter(|n| !n.special) {
+        let mut entries = Vec::new();
+        child_entries(
+            tables,
+            node,
+            &format!("raw::{}", node.c_name),
+            "",
+            &mut entries,
+        );
+        if entries.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "        raw::NodeTag::T_{} => &[", node.c_name);
+        for (offset, is_list) in entries {
+            let _ = writeln!(out, "            (({offset}) as u32, {is_list}),");
+        }
+        out.push_str("        ],\n");
+    }
+    out.push_str("        _ => &[],\n    }\n}\n\n");
     out.push_str("impl<'a> NodeRef<'a> {\n    /// Push this node's direct children (in no particular order).\n    pub fn push_children(self, stack: &mut Vec<Node<'a>>) {\n        match self {\n");
     for node in tables.nodes.iter().filter(|n| !n.special) {
         let _ = writeln!(
@@ -236,6 +257,36 @@ fn view_struct(out: &mut String, tables: &Tables, node: &NodeType) {
         }
     }
     out.push_str("    }\n}\n\n");
+}
+
+/// The child-pointer members of `node`, as offset expressions from the start of
+/// the enclosing struct `base`.
+fn child_entries(
+    tables: &Tables,
+    node: &NodeType,
+    c_struct: &str,
+    base: &str,
+    out: &mut Vec<(String, bool)>,
+) {
+    for field in &node.fields {
+        let member = c_member(&field.c_name);
+        let offset = if base.is_empty() {
+            format!("std::mem::offset_of!({c_struct}, {member})")
+        } else {
+            format!("{base} + std::mem::offset_of!({c_struct}, {member})")
+        };
+        match &field.kind {
+            FieldKind::List => out.push((offset, true)),
+            FieldKind::NodePtr | FieldKind::SpecificPtr(_) => out.push((offset, false)),
+            FieldKind::SpecificEmbedded(target) => {
+                if let Some(inner) = tables.by_proto(target) {
+                    let inner_struct = format!("raw::{}", inner.c_name);
+                    child_entries(tables, inner, &inner_struct, &offset, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The view type for a proto type name used in a SPECIFIC field.

@@ -49,6 +49,37 @@ impl<'a> Node<'a> {
         self.0.type_
     }
 
+    /// Push this node's direct children (in no particular order). Reads the
+    /// child pointers through a generated table of member offsets, without
+    /// dispatching on the node type.
+    pub fn push_children(self, stack: &mut Vec<Node<'a>>) {
+        let tag = self.tag();
+        if tag == raw::NodeTag::T_List {
+            // SAFETY: the tag says this node is a List, valid for 'a.
+            unsafe { List::from_raw((self.0 as *const raw::Node).cast_mut().cast()) }
+                .push_nodes(stack);
+            return;
+        }
+        let base = (self.0 as *const raw::Node).cast::<u8>();
+        for &(offset, is_list) in child_fields(tag) {
+            // SAFETY: `child_fields(tag)` lists, for the struct this tag names,
+            // the offsets of members that are pointers to nodes or Lists; the
+            // node is that struct, so the read is in bounds and aligned, and
+            // the pointer it yields is NULL or points into the tree (valid for 'a).
+            let child = unsafe { base.add(offset as usize).cast::<*mut raw::Node>().read() };
+            if child.is_null() {
+                continue;
+            }
+            if is_list {
+                // SAFETY: as above; this member is a List pointer.
+                unsafe { List::from_raw(child.cast()) }.push_nodes(stack);
+            } else {
+                // SAFETY: as above; non-null node pointer into the tree.
+                stack.push(Node(unsafe { &*child }));
+            }
+        }
+    }
+
     /// # Safety
     /// This node's tag must say it is a `T`.
     pub(crate) unsafe fn cast<T>(self) -> &'a T {
@@ -329,9 +360,8 @@ pub fn walk_with<'a>(
     stack.clear();
     stack.push(root);
     while let Some(node) = stack.pop() {
-        let kind = node.kind();
-        match visit(kind) {
-            Walk::Continue => kind.push_children(stack),
+        match visit(node.kind()) {
+            Walk::Continue => node.push_children(stack),
             Walk::SkipChildren => {}
             Walk::Stop => break,
         }
