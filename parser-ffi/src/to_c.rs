@@ -70,6 +70,16 @@ impl Arena {
         items: &[pb::Node],
         depth: u32,
     ) -> Result<*mut raw::List, ConvertError> {
+        self.build_list(items, |item| node_ptr(self, item, depth))
+    }
+
+    /// A C `List` whose cells point to what `build` makes of each item (NULL
+    /// for no items, as `NIL`). Cells are allocated first and filled in place.
+    pub(crate) fn build_list<I, T>(
+        &self,
+        items: &[I],
+        mut build: impl FnMut(&I) -> Result<*mut T, ConvertError>,
+    ) -> Result<*mut raw::List, ConvertError> {
         if items.is_empty() {
             return Ok(std::ptr::null_mut());
         }
@@ -80,7 +90,7 @@ impl Arena {
             },
         );
         for (cell, item) in cells.iter_mut().zip(items) {
-            cell.ptr_value = node_ptr(self, item, depth)?.cast();
+            cell.ptr_value = build(item)?.cast();
         }
         let list = self.node::<raw::List>(raw::NodeTag::T_List);
         list.length = cells.len() as i32;
@@ -110,23 +120,6 @@ impl Arena {
             Err(_) => f(&Arena::default()),
         })
     }
-
-    /// A C `List` holding these node pointers.
-    pub(crate) fn pointer_list<T>(&self, pointers: &[*mut T]) -> *mut raw::List {
-        if pointers.is_empty() {
-            return std::ptr::null_mut();
-        }
-        let cells = self
-            .bump
-            .alloc_slice_fill_iter(pointers.iter().map(|&p| raw::ListCell {
-                ptr_value: p.cast(),
-            }));
-        let list = self.node::<raw::List>(raw::NodeTag::T_List);
-        list.length = cells.len() as i32;
-        list.max_length = cells.len() as i32;
-        list.elements = cells.as_mut_ptr();
-        list
-    }
 }
 
 /// Build the statement list of `tree` as a C `List` of `RawStmt`.
@@ -134,11 +127,7 @@ pub(crate) fn statements(
     arena: &Arena,
     tree: &pb::ParseResult,
 ) -> Result<*mut raw::List, ConvertError> {
-    let mut stmts = Vec::with_capacity(tree.stmts.len());
-    for stmt in &tree.stmts {
-        stmts.push(build_RawStmt(arena, stmt, 0)?);
-    }
-    Ok(arena.pointer_list(&stmts))
+    arena.build_list(&tree.stmts, |stmt| build_RawStmt(arena, stmt, 0))
 }
 
 #[allow(non_snake_case)]
