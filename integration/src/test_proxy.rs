@@ -16,18 +16,50 @@ pub struct TestProxy {
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    config_dir: Option<tempfile::TempDir>,
 }
 
 impl TestProxy {
-    /// Validate the two config texts and serve them on a free loopback port.
+    /// Write the two config texts to files (so RELOAD and SIGHUP-style
+    /// reloads can re-read them; see [`TestProxy::rewrite_config`]), validate
+    /// them and serve them on a free loopback port.
     pub fn start(pgdog_toml: &str, users_toml: &str) -> Result<TestProxy, HarnessError> {
+        let dir = tempfile::tempdir().map_err(|e| HarnessError::Io("config dir".into(), e))?;
+        let paths = (dir.path().join("pgdog.toml"), dir.path().join("users.toml"));
+        let write = |path: &std::path::Path, text: &str| {
+            std::fs::write(path, text).map_err(|e| HarnessError::Io(path.display().to_string(), e))
+        };
+        write(&paths.0, pgdog_toml)?;
+        write(&paths.1, users_toml)?;
         let config = Config::from_toml(pgdog_toml, users_toml)
             .map_err(|err| HarnessError::Setup(format!("config: {err}")))?;
-        TestProxy::start_config(Arc::new(config))
+        let mut proxy = TestProxy::serve(Arc::new(config), Some(paths))?;
+        proxy.config_dir = Some(dir);
+        Ok(proxy)
     }
 
     /// Serve an already validated config on a free loopback port.
     pub fn start_config(config: Arc<Config>) -> Result<TestProxy, HarnessError> {
+        TestProxy::serve(config, None)
+    }
+
+    /// Replace the config files a RELOAD reads.
+    pub fn rewrite_config(&self, pgdog_toml: &str, users_toml: &str) -> Result<(), HarnessError> {
+        let Some(dir) = &self.config_dir else {
+            return Err(HarnessError::Setup("this proxy has no config files".into()));
+        };
+        for (name, text) in [("pgdog.toml", pgdog_toml), ("users.toml", users_toml)] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text)
+                .map_err(|e| HarnessError::Io(path.display().to_string(), e))?;
+        }
+        Ok(())
+    }
+
+    fn serve(
+        config: Arc<Config>,
+        paths: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    ) -> Result<TestProxy, HarnessError> {
         let io = |what: &str| {
             let what = what.to_owned();
             move |err| HarnessError::Io(what, err)
@@ -50,7 +82,8 @@ impl TestProxy {
             runtime.block_on(async move {
                 match tokio::net::TcpListener::from_std(listener) {
                     Ok(listener) => {
-                        proxy::server::run(listener, config, async {
+                        let state = proxy::state::State::new(config, paths);
+                        proxy::server::run_with_state(listener, state, async {
                             let _ = stopped.await;
                         })
                         .await
@@ -64,6 +97,7 @@ impl TestProxy {
             addr,
             stop: Some(stop),
             thread: Some(thread),
+            config_dir: None,
         })
     }
 

@@ -1,11 +1,20 @@
-//! pgshard's proxy: wire protocol, client sessions and the accept loop.
+//! pgshard's proxy: wire protocol, client sessions, pools, admin console and
+//! the accept loop.
 //!
 //! The binary (`main.rs`) reads config files and signals; everything else lives
 //! here so integration tests can run the proxy in-process on `127.0.0.1:0`.
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
+pub mod auth;
+pub mod cancel;
+pub mod client;
 pub mod config_files;
-pub mod passthrough;
+pub mod pool;
 pub mod protocol;
 pub mod server;
+pub mod server_conn;
+pub mod session;
+pub mod state;
+pub mod tls;

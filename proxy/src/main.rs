@@ -50,9 +50,23 @@ fn main() -> anyhow::Result<()> {
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {}:{}", addr.0, addr.1))?;
-        proxy::server::run(listener, config, shutdown_signal()).await;
+        let state = proxy::state::State::new(config, Some((args.config, args.users)));
+        tokio::spawn(reload_on_sighup(std::sync::Arc::clone(&state)));
+        proxy::server::run_with_state(listener, state, shutdown_signal()).await;
         Ok(())
     })
+}
+
+/// SIGHUP re-reads the config files, like RELOAD in the admin console.
+async fn reload_on_sighup(state: std::sync::Arc<proxy::state::State>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        return;
+    };
+    while hup.recv().await.is_some() {
+        // Errors are logged by reload; the running config stays.
+        let _ = proxy::admin::reload(&state);
+    }
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -6,4 +6,5 @@
 
 pub mod backend;
 pub mod frame;
+pub mod messages;
 pub mod startup;

@@ -1,37 +1,90 @@
-//! The accept loop: one task per client until shutdown is signalled.
+//! The accept loop: one task per client until shutdown, then a drain that
+//! lets transactions in flight finish (up to `shutdown_timeout`).
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use router::config::Config;
 use tokio::net::TcpListener;
 use tracing::{info, warn, Instrument};
 
-use crate::passthrough;
+use crate::state::State;
+use crate::{client, tls};
 
-/// Serve clients on `listener` until `shutdown` completes.
-///
-/// The listener is bound by the caller, so tests can pass `127.0.0.1:0`.
+/// Serve clients on `listener` with an in-memory config (no RELOAD from
+/// files) until `shutdown` completes.
 pub async fn run(listener: TcpListener, config: Arc<Config>, shutdown: impl Future<Output = ()>) {
+    let state = State::new(config, None);
+    run_with_state(listener, state, shutdown).await;
+}
+
+/// Serve clients on `listener` until `shutdown` completes or the admin
+/// console says SHUTDOWN. The listener is bound by the caller, so tests can
+/// pass `127.0.0.1:0`.
+pub async fn run_with_state(
+    listener: TcpListener,
+    state: Arc<State>,
+    shutdown: impl Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
+    let config = state.config();
+    let tls = match config.general.tls() {
+        Some((certificate, key)) => match tls::acceptor(certificate, key) {
+            Ok(acceptor) => Some(acceptor),
+            Err(err) => {
+                // Refusing to start beats silently serving in clear.
+                warn!(%err, "TLS is configured but unusable; not starting");
+                return;
+            }
+        },
+        None => None,
+    };
     if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "listening");
+        info!(%addr, tls = tls.is_some(), "listening");
     }
+    let mut admin_shutdown = state.shutdown.subscribe();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    let config = Arc::clone(&config);
                     let span = tracing::info_span!("client", %peer);
-                    tokio::spawn(passthrough::serve(stream, config).instrument(span));
+                    let task = client::serve(stream, Arc::clone(&state), tls.clone());
+                    tokio::spawn(task.instrument(span));
                 }
                 // Typically EMFILE: keep serving the clients we have.
                 Err(err) => warn!(%err, "accept failed"),
             },
-            () = &mut shutdown => {
-                info!("shutting down");
-                return;
-            }
+            () = &mut shutdown => break,
+            _ = admin_shutdown.wait_for(|s| *s) => break,
         }
     }
+    drop(listener);
+    drain(&state).await;
+}
+
+/// Stop taking new work and wait for clients to finish their transactions.
+async fn drain(state: &State) {
+    state.shutdown.send_replace(true);
+    let timeout = state.config().general.shutdown_timeout();
+    let deadline = Instant::now() + timeout;
+    info!(
+        clients = state.client_count(),
+        ?timeout,
+        "shutting down: draining clients"
+    );
+    while state.client_count() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left = state.client_count();
+    if left > 0 {
+        warn!(
+            left,
+            "shutdown_timeout reached; closing the remaining clients"
+        );
+    }
+    for pool in state.all_pools() {
+        pool.close_idle();
+    }
+    info!("shut down");
 }

@@ -1,13 +1,35 @@
 //! The configuration model: `pgdog.toml` + `users.toml` parsed, validated and
 //! turned into one immutable [`Config`] snapshot.
 //!
-//! The format is PgDog's. Only keys that pgshard acts on today are accepted; any
-//! other key fails loading with its path (`databases[1].pool_size: unknown field`),
-//! so a config never silently promises a feature that is not there.
+//! The format is PgDog's. Only keys that pgshard knows are accepted; any other key
+//! fails loading with its path (`general.pool_sizee: unknown field`), so a typo
+//! never silently falls back to a default. Loading and validation are one step:
+//! a [`Config`] that exists is one pgshard can run, and every validation error
+//! names the key to fix (`users[2].password: ...`).
+//!
+//! Code map: [`General`] and its enums live in `config/general.rs`, [`Database`]
+//! and [`Cluster`] in `config/database.rs`, [`User`] and [`Admin`] in
+//! `config/user.rs`, the per-pool resolver [`Config::pool_settings`] in
+//! `config/pool_settings.rs`, and the cross-key rules in `config/validate.rs`.
+
+mod database;
+mod general;
+mod pool_settings;
+mod user;
+mod validate;
+
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::Deserialize;
+
+pub use database::{Cluster, Database};
+pub use general::{AuthType, General, PoolerMode};
+pub use pool_settings::PoolSettings;
+pub use user::{Admin, User};
 
 /// What is wrong with a configuration, naming the file and the key path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,67 +50,7 @@ pub enum ConfigError {
     },
 }
 
-/// `[general]`: settings of the pooler process itself.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct General {
-    /// Address to listen on.
-    pub host: String,
-    /// TCP port to listen on.
-    pub port: u16,
-    /// Tokio worker threads; 0 runs everything on one thread.
-    pub workers: usize,
-}
-
-impl Default for General {
-    fn default() -> Self {
-        General {
-            host: "0.0.0.0".to_owned(),
-            port: 6432,
-            workers: 2,
-        }
-    }
-}
-
-/// One `[[databases]]` entry: a real Postgres database serving one shard of a cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Database {
-    /// The cluster name clients connect to.
-    pub name: String,
-    pub host: String,
-    #[serde(default = "default_postgres_port")]
-    pub port: u16,
-    /// The database's name on the server; defaults to `name`.
-    pub database_name: Option<String>,
-    /// Shard number within the cluster, 0-based.
-    #[serde(default)]
-    pub shard: usize,
-}
-
-impl Database {
-    /// The database name to ask the server for.
-    pub fn server_database(&self) -> &str {
-        self.database_name.as_deref().unwrap_or(&self.name)
-    }
-}
-
-fn default_postgres_port() -> u16 {
-    5432
-}
-
-/// One `[[users]]` entry of `users.toml`: who may connect to which cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct User {
-    pub name: String,
-    /// The cluster (`databases.name`) this user may connect to.
-    pub database: String,
-    /// The user's password. While pgshard relays authentication to Postgres
-    /// (pass-through stage) the server checks it, not pgshard.
-    pub password: Option<String>,
-}
-
+/// The whole of `pgdog.toml`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PgdogFile {
@@ -96,21 +58,16 @@ struct PgdogFile {
     general: General,
     #[serde(default)]
     databases: Vec<Database>,
+    #[serde(default)]
+    admin: Admin,
 }
 
+/// The whole of `users.toml`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UsersFile {
     #[serde(default)]
     users: Vec<User>,
-}
-
-/// A cluster: what one client-facing database name stands for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cluster {
-    pub name: String,
-    /// Shard databases, indexed by shard number (contiguous from 0).
-    pub shards: Vec<Database>,
 }
 
 /// A validated configuration snapshot. Immutable: a reload builds a new one.
@@ -120,6 +77,8 @@ pub struct Config {
     /// Clusters by name.
     pub clusters: BTreeMap<String, Cluster>,
     pub users: Vec<User>,
+    /// The admin console (`[admin]`).
+    pub admin: Admin,
 }
 
 impl Config {
@@ -127,20 +86,16 @@ impl Config {
     pub fn from_toml(pgdog_toml: &str, users_toml: &str) -> Result<Config, ConfigError> {
         let pgdog: PgdogFile = parse("pgdog.toml", pgdog_toml)?;
         let users: UsersFile = parse("users.toml", users_toml)?;
-        let clusters = clusters(pgdog.databases)?;
-        for (i, user) in users.users.iter().enumerate() {
-            if !clusters.contains_key(&user.database) {
-                return Err(invalid(
-                    "users.toml",
-                    format!("users[{i}].database"),
-                    format!("no [[databases]] entry is named {:?}", user.database),
-                ));
-            }
-        }
+        validate::general(&pgdog.general)?;
+        validate::databases(&pgdog.general, &pgdog.databases)?;
+        let clusters = database::clusters(pgdog.databases)?;
+        validate::admin(&pgdog.admin, &clusters)?;
+        validate::users(&pgdog.general, &clusters, &users.users)?;
         Ok(Config {
             general: pgdog.general,
             clusters,
             users: users.users,
+            admin: pgdog.admin,
         })
     }
 
@@ -150,6 +105,16 @@ impl Config {
             .iter()
             .find(|u| u.name == user && u.database == database)
     }
+
+    /// How pgshard authenticates `user`: its own `auth_type`, else `general.auth_type`.
+    pub fn auth_type(&self, user: &User) -> AuthType {
+        user.auth_type.unwrap_or(self.general.auth_type)
+    }
+}
+
+/// Keys whose values are secrets: a parse error on them must not echo the value.
+fn is_secret_key(path: &str) -> bool {
+    path.ends_with("password")
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(file: &'static str, text: &str) -> Result<T, ConfigError> {
@@ -157,10 +122,17 @@ fn parse<T: for<'de> Deserialize<'de>>(file: &'static str, text: &str) -> Result
     serde_path_to_error::deserialize(deserializer).map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner();
+        // serde's type errors quote the offending value ("invalid type: integer
+        // `1234`"); for a password that value is the secret itself.
+        let message = if is_secret_key(&path) {
+            "invalid value, expected a string (the value is not shown: it is a secret)".to_owned()
+        } else {
+            inner.message().to_owned()
+        };
         ConfigError::Parse {
             file,
             path,
-            message: inner.message().to_owned(),
+            message,
         }
     })
 }
@@ -173,169 +145,15 @@ fn invalid(file: &'static str, path: String, message: String) -> ConfigError {
     }
 }
 
-/// Group `[[databases]]` into clusters and check their shard numbers form 0..n.
-fn clusters(databases: Vec<Database>) -> Result<BTreeMap<String, Cluster>, ConfigError> {
-    if databases.is_empty() {
-        return Err(invalid(
-            "pgdog.toml",
-            "databases".to_owned(),
-            "at least one [[databases]] entry is required".to_owned(),
-        ));
-    }
-    let mut slots: BTreeMap<String, Vec<Option<(usize, Database)>>> = BTreeMap::new();
-    for (i, db) in databases.into_iter().enumerate() {
-        if db.host.is_empty() {
-            return Err(invalid(
-                "pgdog.toml",
-                format!("databases[{i}].host"),
-                "must not be empty".to_owned(),
-            ));
+/// Debug-prints an optional secret as `Some(<redacted>)` or `None`, so a
+/// `{:?}` of a config type can reach a log without leaking a password.
+struct Redacted<'a>(&'a Option<String>);
+
+impl fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(_) => f.write_str("Some(<redacted>)"),
+            None => f.write_str("None"),
         }
-        let shards = slots.entry(db.name.clone()).or_default();
-        if shards.len() <= db.shard {
-            shards.resize_with(db.shard + 1, || None);
-        }
-        if let Some((first, _)) = &shards[db.shard] {
-            return Err(invalid(
-                "pgdog.toml",
-                format!("databases[{i}].shard"),
-                format!(
-                    "cluster {:?} already has shard {} (databases[{first}])",
-                    db.name, db.shard
-                ),
-            ));
-        }
-        let shard = db.shard;
-        shards[shard] = Some((i, db));
-    }
-    let mut clusters = BTreeMap::new();
-    for (name, shards) in slots {
-        let mut complete = Vec::with_capacity(shards.len());
-        for (shard, slot) in shards.into_iter().enumerate() {
-            match slot {
-                Some((_, db)) => complete.push(db),
-                None => {
-                    return Err(invalid(
-                        "pgdog.toml",
-                        "databases".to_owned(),
-                        format!("cluster {name:?} has no shard {shard}: shard numbers must run from 0 without gaps"),
-                    ))
-                }
-            }
-        }
-        clusters.insert(
-            name.clone(),
-            Cluster {
-                name,
-                shards: complete,
-            },
-        );
-    }
-    Ok(clusters)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const USERS: &str = "[[users]]\nname = \"app\"\ndatabase = \"prod\"\npassword = \"pw\"\n";
-
-    fn load(pgdog: &str) -> Result<Config, ConfigError> {
-        Config::from_toml(pgdog, USERS)
-    }
-
-    #[test]
-    fn two_shards_form_one_cluster() {
-        let config = load(
-            r#"
-            [general]
-            port = 7000
-            [[databases]]
-            name = "prod"
-            host = "10.0.0.2"
-            shard = 1
-            database_name = "prod_1"
-            [[databases]]
-            name = "prod"
-            host = "10.0.0.1"
-            "#,
-        )
-        .unwrap();
-        assert_eq!(config.general.port, 7000);
-        assert_eq!(config.general.host, "0.0.0.0");
-        let prod = &config.clusters["prod"];
-        assert_eq!(prod.shards.len(), 2);
-        assert_eq!(prod.shards[0].host, "10.0.0.1");
-        assert_eq!(prod.shards[0].server_database(), "prod");
-        assert_eq!(prod.shards[1].server_database(), "prod_1");
-        assert_eq!(prod.shards[1].port, 5432);
-        assert!(config.user("app", "prod").is_some());
-        assert!(config.user("app", "other").is_none());
-    }
-
-    #[test]
-    fn unknown_key_names_its_path() {
-        let err = load(
-            "[[databases]]\nname = \"prod\"\nhost = \"h\"\n[[databases]]\nname = \"prod\"\nhost = \"h\"\nshard = 1\nsharde = 2\n",
-        )
-        .unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.starts_with("pgdog.toml: databases[1].sharde"),
-            "{text}"
-        );
-        assert!(text.contains("unknown field"), "{text}");
-    }
-
-    #[test]
-    fn bad_value_names_its_path() {
-        let err = load("[general]\nport = 70000\n[[databases]]\nname = \"prod\"\nhost = \"h\"\n")
-            .unwrap_err();
-        assert!(
-            err.to_string().starts_with("pgdog.toml: general.port"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn shard_gap_fails_at_load() {
-        let err = load("[[databases]]\nname = \"prod\"\nhost = \"h\"\nshard = 1\n").unwrap_err();
-        assert!(err.to_string().contains("has no shard 0"), "{err}");
-    }
-
-    #[test]
-    fn duplicate_shard_fails_at_load() {
-        let err = load("[[databases]]\nname = \"prod\"\nhost = \"a\"\n[[databases]]\nname = \"prod\"\nhost = \"b\"\n")
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "pgdog.toml: databases[1].shard: cluster \"prod\" already has shard 0 (databases[0])"
-        );
-    }
-
-    #[test]
-    fn no_databases_fails() {
-        assert!(load("").unwrap_err().to_string().contains("at least one"));
-    }
-
-    #[test]
-    fn user_of_unknown_cluster_fails() {
-        let err = Config::from_toml(
-            "[[databases]]\nname = \"prod\"\nhost = \"h\"\n",
-            "[[users]]\nname = \"app\"\ndatabase = \"nope\"\n",
-        )
-        .unwrap_err();
-        assert!(
-            err.to_string().starts_with("users.toml: users[0].database"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn the_example_files_load() {
-        let pgdog = include_str!("../../pgdog.toml.example");
-        let users = include_str!("../../users.toml.example");
-        let config = Config::from_toml(pgdog, users).unwrap();
-        assert_eq!(config.clusters["pgshard"].shards.len(), 2);
     }
 }

@@ -9,6 +9,15 @@ pub mod sqlstate {
     pub const INVALID_AUTHORIZATION: &str = "28000";
     pub const INVALID_CATALOG_NAME: &str = "3D000";
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+    pub const INVALID_PASSWORD: &str = "28P01";
+    pub const TOO_MANY_CONNECTIONS: &str = "53300";
+    pub const ADMIN_SHUTDOWN: &str = "57P01";
+    pub const CANNOT_CONNECT_NOW: &str = "57P03";
+    pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
+    pub const CONFIG_FILE_ERROR: &str = "F0000";
+    pub const SYNTAX_ERROR: &str = "42601";
+    pub const INTERNAL_ERROR: &str = "XX000";
+    pub const INVALID_PARAMETER_VALUE: &str = "22023";
 }
 
 /// Severity of an ErrorResponse; FATAL ends the session.

@@ -1,0 +1,295 @@
+//! Server connection pools, one per (cluster, user, shard database): bounded
+//! by `pool_size` with a fair (FIFO) wait and a checkout timeout, with idle
+//! connections reused most-recently-used first, and a maintenance task that
+//! keeps `min_pool_size` open and retires idle, expired and dead connections.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use router::config::PoolSettings;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tracing::{debug, warn};
+
+use crate::server_conn::{ServerConn, ServerError, ServerTarget};
+use crate::session::params::ParamSet;
+
+/// Why no server connection could be had.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error("timed out after {0:?} waiting for a server connection (checkout_timeout)")]
+    Timeout(Duration),
+    #[error("the pool was shut down")]
+    Closed,
+    #[error(transparent)]
+    Server(#[from] ServerError),
+}
+
+/// Counters behind SHOW POOLS and SHOW STATS.
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    pub waiting: AtomicUsize,
+    pub active_clients: AtomicUsize,
+    pub xact_count: AtomicU64,
+    pub query_count: AtomicU64,
+    pub bytes_received: AtomicU64,
+    pub bytes_sent: AtomicU64,
+    pub xact_time_us: AtomicU64,
+    pub wait_time_us: AtomicU64,
+    pub max_wait_us: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// One pool.
+pub struct Pool {
+    pub cluster: String,
+    pub user: String,
+    pub shard: usize,
+    pub target: ServerTarget,
+    pub settings: PoolSettings,
+    permits: Arc<Semaphore>,
+    idle: Mutex<Vec<ServerConn>>,
+    pub stats: PoolStats,
+    next_id: Arc<AtomicU64>,
+    /// ParameterStatus values a server reports for a client's startup
+    /// settings, so logins with settings seen before need no server.
+    login_reports: Mutex<HashMap<ParamSet, LoginReport>>,
+}
+
+/// The ParameterStatus (name, value) pairs a server reported.
+pub type LoginReport = Arc<Vec<(String, String)>>;
+
+/// Distinct startup settings remembered per pool.
+const LOGIN_REPORTS_LIMIT: usize = 256;
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("cluster", &self.cluster)
+            .field("user", &self.user)
+            .field("shard", &self.shard)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A checked-out server connection. Give it back with [`Pool::checkin`];
+/// dropping it instead closes the connection and frees its place.
+#[derive(Debug)]
+pub struct Pooled {
+    pub conn: ServerConn,
+    pool: Arc<Pool>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Pooled {
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+
+    /// The connection and its pool, borrowed together.
+    pub fn parts(&mut self) -> (&mut ServerConn, &Arc<Pool>) {
+        (&mut self.conn, &self.pool)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl Pool {
+    /// A pool, with its maintenance task running on the current runtime.
+    pub fn new(
+        cluster: &str,
+        user: &str,
+        shard: usize,
+        target: ServerTarget,
+        settings: PoolSettings,
+        next_id: Arc<AtomicU64>,
+    ) -> Arc<Pool> {
+        let pool = Arc::new(Pool {
+            cluster: cluster.to_owned(),
+            user: user.to_owned(),
+            shard,
+            target,
+            permits: Arc::new(Semaphore::new(settings.pool_size)),
+            settings,
+            idle: Mutex::new(Vec::new()),
+            stats: PoolStats::default(),
+            next_id,
+            login_reports: Mutex::new(HashMap::new()),
+        });
+        tokio::spawn(maintain(Arc::downgrade(&pool)));
+        pool
+    }
+
+    /// A server connection: an idle one if any, else a new one while the pool
+    /// is below its size, else wait (first come, first served) up to
+    /// `checkout_timeout`.
+    pub async fn checkout(self: &Arc<Self>) -> Result<Pooled, PoolError> {
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let started = Instant::now();
+                self.stats.waiting.fetch_add(1, Ordering::Relaxed);
+                let wait = tokio::time::timeout(
+                    self.settings.checkout_timeout,
+                    self.permits.clone().acquire_owned(),
+                )
+                .await;
+                self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
+                let waited = started.elapsed().as_micros() as u64;
+                self.stats.wait_time_us.fetch_add(waited, Ordering::Relaxed);
+                self.stats.max_wait_us.fetch_max(waited, Ordering::Relaxed);
+                match wait {
+                    Ok(Ok(permit)) => permit,
+                    Ok(Err(_)) => return Err(PoolError::Closed),
+                    Err(_) => {
+                        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                        return Err(PoolError::Timeout(self.settings.checkout_timeout));
+                    }
+                }
+            }
+        };
+        loop {
+            let Some(mut conn) = lock(&self.idle).pop() else {
+                break;
+            };
+            if conn.is_broken_while_idle() || self.expired(&conn) {
+                debug!(server = conn.id, "retiring a pooled server connection");
+                continue;
+            }
+            return Ok(Pooled {
+                conn,
+                pool: Arc::clone(self),
+                _permit: permit,
+            });
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let conn = ServerConn::connect(&self.target, self.settings.connect_timeout, id)
+            .await
+            .inspect_err(|err| {
+                self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                warn!(%err, cluster = %self.cluster, shard = self.shard, "server connection failed");
+            })?;
+        Ok(Pooled {
+            conn,
+            pool: Arc::clone(self),
+            _permit: permit,
+        })
+    }
+
+    /// Return a connection that is idle (ReadyForQuery `I`, nothing pending)
+    /// and clean; anything else must be dropped instead.
+    pub fn checkin(&self, pooled: Pooled) {
+        let Pooled {
+            mut conn, _permit, ..
+        } = pooled;
+        if conn.status != b'I' || conn.dirty || self.expired(&conn) {
+            return;
+        }
+        conn.last_used = Instant::now();
+        lock(&self.idle).push(conn);
+        // The permit is released after the push, so a waiter always finds
+        // either this connection or room for a new one.
+        drop(_permit);
+    }
+
+    fn expired(&self, conn: &ServerConn) -> bool {
+        self.settings
+            .server_lifetime
+            .is_some_and(|lifetime| conn.created.elapsed() >= lifetime)
+    }
+
+    /// What a server reported (ParameterStatus) for these startup settings,
+    /// if a login with the same settings happened before.
+    pub fn login_report(&self, settings: &ParamSet) -> Option<LoginReport> {
+        lock(&self.login_reports).get(settings).cloned()
+    }
+
+    pub fn remember_login_report(&self, settings: ParamSet, report: Vec<(String, String)>) {
+        let mut reports = lock(&self.login_reports);
+        if reports.len() >= LOGIN_REPORTS_LIMIT {
+            reports.clear();
+        }
+        reports.insert(settings, Arc::new(report));
+    }
+
+    /// Connections checked out right now.
+    pub fn active(&self) -> usize {
+        self.settings
+            .pool_size
+            .saturating_sub(self.permits.available_permits())
+    }
+
+    pub fn idle_count(&self) -> usize {
+        lock(&self.idle).len()
+    }
+
+    /// Describe idle connections for SHOW SERVERS.
+    pub fn idle_servers(&self) -> Vec<(u64, u32, Instant, Instant, std::net::SocketAddr)> {
+        lock(&self.idle)
+            .iter()
+            .map(|c| (c.id, c.process_id, c.created, c.last_used, c.addr))
+            .collect()
+    }
+
+    /// Close every idle connection (RELOAD of a changed pool, SHUTDOWN).
+    pub fn close_idle(&self) {
+        lock(&self.idle).clear();
+    }
+
+    /// Server connections open or opening: checked out plus idle.
+    pub fn servers(&self) -> usize {
+        self.active() + self.idle_count()
+    }
+}
+
+/// Every second: drop connections idle past `idle_timeout` (down to
+/// `min_pool_size`) or past `server_lifetime`, drop dead ones, and open new
+/// ones up to `min_pool_size`. Ends when the pool is gone.
+async fn maintain(pool: Weak<Pool>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(pool) = pool.upgrade() else { return };
+        let min = pool.settings.min_pool_size;
+        {
+            let mut idle = lock(&pool.idle);
+            let total = pool.settings.pool_size - pool.permits.available_permits() + idle.len();
+            let mut surplus = total.saturating_sub(min);
+            let idle_timeout = pool.settings.idle_timeout;
+            idle.retain_mut(|conn| {
+                let idle_too_long = idle_timeout.is_some_and(|t| conn.last_used.elapsed() >= t);
+                let retire = conn.is_broken_while_idle()
+                    || pool.expired(conn)
+                    || (idle_too_long && surplus > 0);
+                let keep = !retire;
+                if !keep {
+                    surplus = surplus.saturating_sub(1);
+                }
+                keep
+            });
+        }
+        while pool.servers() < min {
+            let Ok(permit) = pool.permits.clone().try_acquire_owned() else {
+                break;
+            };
+            let id = pool.next_id.fetch_add(1, Ordering::Relaxed);
+            match ServerConn::connect(&pool.target, pool.settings.connect_timeout, id).await {
+                Ok(conn) => {
+                    lock(&pool.idle).push(conn);
+                    drop(permit);
+                }
+                Err(err) => {
+                    warn!(%err, cluster = %pool.cluster, "cannot open min_pool_size connections");
+                    break;
+                }
+            }
+        }
+    }
+}

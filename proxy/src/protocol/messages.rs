@@ -1,0 +1,216 @@
+//! Encoders for the tagged messages pgshard writes itself: to clients
+//! (authentication, ParameterStatus, ReadyForQuery, result sets of the admin
+//! console) and to servers (Query, Parse, Close, Sync, password exchanges).
+
+use bytes::{BufMut, BytesMut};
+
+/// Start a message with `tag`; returns where its length goes, for [`finish`].
+pub fn begin(out: &mut BytesMut, tag: u8) -> usize {
+    out.put_u8(tag);
+    let at = out.len();
+    out.put_u32(0);
+    at
+}
+
+/// Patch the length of the message started at `at`.
+pub fn finish(out: &mut BytesMut, at: usize) {
+    let len = (out.len() - at) as u32;
+    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+/// Append a NUL-terminated string. NULs inside `s` would end it early, so they
+/// are dropped (every caller passes text that should not contain any).
+pub fn put_cstr(out: &mut BytesMut, s: &[u8]) {
+    if s.contains(&0) {
+        out.extend(s.iter().copied().filter(|&b| b != 0));
+    } else {
+        out.put_slice(s);
+    }
+    out.put_u8(0);
+}
+
+/// `R`: an authentication request (`code`: 0 ok, 3 cleartext, 5 MD5, 10 SASL,
+/// 11 SASL continue, 12 SASL final) with its payload.
+pub fn authentication(out: &mut BytesMut, code: u32, payload: &[u8]) {
+    let at = begin(out, b'R');
+    out.put_u32(code);
+    out.put_slice(payload);
+    finish(out, at);
+}
+
+/// `S`: ParameterStatus.
+pub fn parameter_status(out: &mut BytesMut, name: &str, value: &str) {
+    let at = begin(out, b'S');
+    put_cstr(out, name.as_bytes());
+    put_cstr(out, value.as_bytes());
+    finish(out, at);
+}
+
+/// `K`: BackendKeyData, the key a client cancels its queries with.
+pub fn backend_key_data(out: &mut BytesMut, process_id: u32, secret: u32) {
+    let at = begin(out, b'K');
+    out.put_u32(process_id);
+    out.put_u32(secret);
+    finish(out, at);
+}
+
+/// `v`: NegotiateProtocolVersion: the newest minor version we speak and the
+/// protocol options (`_pq_.*`) we did not recognise.
+pub fn negotiate_protocol_version(out: &mut BytesMut, minor: u32, unrecognised: &[&str]) {
+    let at = begin(out, b'v');
+    out.put_u32((3 << 16) | minor);
+    out.put_u32(unrecognised.len() as u32);
+    for option in unrecognised {
+        put_cstr(out, option.as_bytes());
+    }
+    finish(out, at);
+}
+
+/// `Z`: ReadyForQuery with transaction status `I`, `T` or `E`.
+pub fn ready_for_query(out: &mut BytesMut, status: u8) {
+    out.put_slice(&[b'Z', 0, 0, 0, 5, status]);
+}
+
+/// `C`: CommandComplete with `tag` (e.g. `SELECT 3`).
+pub fn command_complete(out: &mut BytesMut, tag: &str) {
+    let at = begin(out, b'C');
+    put_cstr(out, tag.as_bytes());
+    finish(out, at);
+}
+
+/// `1` ParseComplete.
+pub fn parse_complete(out: &mut BytesMut) {
+    out.put_slice(&[b'1', 0, 0, 0, 4]);
+}
+
+/// `3` CloseComplete.
+pub fn close_complete(out: &mut BytesMut) {
+    out.put_slice(&[b'3', 0, 0, 0, 4]);
+}
+
+/// `I` EmptyQueryResponse.
+pub fn empty_query_response(out: &mut BytesMut) {
+    out.put_slice(&[b'I', 0, 0, 0, 4]);
+}
+
+/// `T`: RowDescription of text columns (type `text`, OID 25), as the admin
+/// console returns them.
+pub fn row_description(out: &mut BytesMut, columns: &[&str]) {
+    let at = begin(out, b'T');
+    out.put_u16(columns.len() as u16);
+    for name in columns {
+        put_cstr(out, name.as_bytes());
+        out.put_u32(0); // table OID
+        out.put_u16(0); // column number
+        out.put_u32(25); // type OID: text
+        out.put_i16(-1); // type size: variable
+        out.put_i32(-1); // type modifier
+        out.put_u16(0); // format: text
+    }
+    finish(out, at);
+}
+
+/// `D`: DataRow of text values (`None` is NULL).
+pub fn data_row(out: &mut BytesMut, values: &[Option<&str>]) {
+    let at = begin(out, b'D');
+    out.put_u16(values.len() as u16);
+    for value in values {
+        match value {
+            Some(v) => {
+                out.put_u32(v.len() as u32);
+                out.put_slice(v.as_bytes());
+            }
+            None => out.put_i32(-1),
+        }
+    }
+    finish(out, at);
+}
+
+/// `Q`: a simple-protocol query (frontend).
+pub fn query(out: &mut BytesMut, sql: &str) {
+    let at = begin(out, b'Q');
+    put_cstr(out, sql.as_bytes());
+    finish(out, at);
+}
+
+/// `P`: Parse of a named statement (frontend).
+pub fn parse(out: &mut BytesMut, name: &[u8], sql: &[u8], param_types: &[u32]) {
+    let at = begin(out, b'P');
+    put_cstr(out, name);
+    put_cstr(out, sql);
+    out.put_u16(param_types.len() as u16);
+    for oid in param_types {
+        out.put_u32(*oid);
+    }
+    finish(out, at);
+}
+
+/// `C`: Close of a statement (`S`) or portal (`P`) (frontend).
+pub fn close(out: &mut BytesMut, kind: u8, name: &[u8]) {
+    let at = begin(out, b'C');
+    out.put_u8(kind);
+    put_cstr(out, name);
+    finish(out, at);
+}
+
+/// `S`: Sync (frontend).
+pub fn sync(out: &mut BytesMut) {
+    out.put_slice(&[b'S', 0, 0, 0, 4]);
+}
+
+/// `X`: Terminate (frontend).
+pub fn terminate(out: &mut BytesMut) {
+    out.put_slice(&[b'X', 0, 0, 0, 4]);
+}
+
+/// `p`: PasswordMessage, SASLInitialResponse or SASLResponse (frontend); the
+/// payload is already laid out for the exchange in progress.
+pub fn password(out: &mut BytesMut, payload: &[u8]) {
+    let at = begin(out, b'p');
+    out.put_slice(payload);
+    finish(out, at);
+}
+
+/// `p` as SASLInitialResponse: mechanism name, then the length-prefixed data.
+pub fn sasl_initial_response(out: &mut BytesMut, mechanism: &str, data: &[u8]) {
+    let at = begin(out, b'p');
+    put_cstr(out, mechanism.as_bytes());
+    out.put_u32(data.len() as u32);
+    out.put_slice(data);
+    finish(out, at);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_layouts() {
+        let mut out = BytesMut::new();
+        ready_for_query(&mut out, b'T');
+        command_complete(&mut out, "SET");
+        parameter_status(&mut out, "TimeZone", "UTC");
+        backend_key_data(&mut out, 7, 9);
+        assert_eq!(
+            &out[..],
+            b"Z\0\0\0\x05TC\0\0\0\x08SET\0S\0\0\0\x11TimeZone\0UTC\0K\0\0\0\x0c\0\0\0\x07\0\0\0\x09"
+        );
+    }
+
+    #[test]
+    fn rows() {
+        let mut out = BytesMut::new();
+        data_row(&mut out, &[Some("ab"), None]);
+        assert_eq!(&out[..], b"D\0\0\0\x10\0\x02\0\0\0\x02ab\xff\xff\xff\xff");
+        let mut out = BytesMut::new();
+        row_description(&mut out, &["x"]);
+        assert_eq!(out.len(), 1 + 4 + 2 + 2 + 18);
+    }
+
+    #[test]
+    fn nul_inside_strings_is_dropped() {
+        let mut out = BytesMut::new();
+        query(&mut out, "SELECT\u{0} 1");
+        assert_eq!(&out[..], b"Q\0\0\0\x0dSELECT 1\0");
+    }
+}

@@ -1,0 +1,385 @@
+//! One connection to a Postgres server: connect, log in with whatever the
+//! server asks for (trust, cleartext, MD5, SCRAM-SHA-256), and the state
+//! pgshard tracks on it (statements prepared, settings applied, transaction
+//! status, cancel key).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::auth::{md5, scram};
+use crate::protocol::frame::{decode_backend_frame, Frame, LARGE_MESSAGE_LIMIT};
+use crate::protocol::messages;
+use crate::protocol::startup::Startup;
+use crate::session::params::ParamSet;
+
+/// Where and as whom to log in.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ServerTarget {
+    pub host: String,
+    pub port: u16,
+    pub database: String,
+    pub user: String,
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for ServerTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the password: Debug output reaches logs.
+        f.debug_struct("ServerTarget")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("database", &self.database)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a server connection could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot connect to {0}: {1}")]
+    Connect(String, std::io::Error),
+    #[error("timed out connecting to {0}")]
+    ConnectTimeout(String),
+    #[error("server connection lost: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("server closed the connection")]
+    Closed,
+    #[error("server refused login: {0}")]
+    Refused(String),
+    #[error("server asked for a password but none is configured for user \"{0}\"")]
+    NoPassword(String),
+    #[error("server requested unsupported authentication (code {0})")]
+    UnsupportedAuth(u32),
+    #[error("server authentication failed: {0}")]
+    Auth(#[from] crate::auth::AuthError),
+    #[error("protocol error from server: {0}")]
+    Protocol(String),
+}
+
+/// The statements a server connection has prepared, by pgshard statement id,
+/// with a use tick for least-recently-used eviction.
+#[derive(Debug, Default)]
+pub struct PreparedSet {
+    ticks: HashMap<u64, u64>,
+    clock: u64,
+}
+
+impl PreparedSet {
+    pub fn contains(&mut self, id: u64) -> bool {
+        self.clock += 1;
+        match self.ticks.get_mut(&id) {
+            Some(tick) => {
+                *tick = self.clock;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn insert(&mut self, id: u64) {
+        self.clock += 1;
+        self.ticks.insert(id, self.clock);
+    }
+
+    pub fn remove(&mut self, id: u64) {
+        self.ticks.remove(&id);
+    }
+
+    pub fn clear(&mut self) {
+        self.ticks.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.ticks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ticks.is_empty()
+    }
+
+    /// The least recently used statement, to close when the set is full.
+    pub fn oldest(&self) -> Option<u64> {
+        self.ticks
+            .iter()
+            .min_by_key(|(_, t)| **t)
+            .map(|(id, _)| *id)
+    }
+}
+
+/// A logged-in server connection.
+#[derive(Debug)]
+pub struct ServerConn {
+    pub stream: TcpStream,
+    /// Bytes read from the server and not yet handled.
+    pub rbuf: BytesMut,
+    pub addr: SocketAddr,
+    /// The server's cancel key.
+    pub process_id: u32,
+    pub secret_key: Vec<u8>,
+    /// Latest ParameterStatus values, as the server reported them.
+    pub params: Vec<(String, String)>,
+    pub created: Instant,
+    pub last_used: Instant,
+    pub prepared: PreparedSet,
+    /// Session settings applied on this connection, as SET statements.
+    pub applied: ParamSet,
+    /// Transaction status of the last ReadyForQuery.
+    pub status: u8,
+    /// A client left session state behind (temp tables, LISTEN, SQL
+    /// PREPARE...): reset it with DISCARD ALL before reuse.
+    pub dirty: bool,
+    pub id: u64,
+}
+
+impl ServerConn {
+    /// Connect and log in; returns once the server is ready for queries.
+    pub async fn connect(
+        target: &ServerTarget,
+        timeout: Duration,
+        id: u64,
+    ) -> Result<ServerConn, ServerError> {
+        let place = format!("{}:{}", target.host, target.port);
+        let login = async {
+            let stream = TcpStream::connect((target.host.as_str(), target.port))
+                .await
+                .map_err(|e| ServerError::Connect(place.clone(), e))?;
+            stream.set_nodelay(true)?;
+            let addr = stream.peer_addr()?;
+            let mut conn = ServerConn {
+                stream,
+                rbuf: BytesMut::with_capacity(16 * 1024),
+                addr,
+                process_id: 0,
+                secret_key: Vec::new(),
+                params: Vec::new(),
+                created: Instant::now(),
+                last_used: Instant::now(),
+                prepared: PreparedSet::default(),
+                applied: ParamSet::default(),
+                status: b'I',
+                dirty: false,
+                id,
+            };
+            conn.login(target).await?;
+            Ok(conn)
+        };
+        match tokio::time::timeout(timeout, login).await {
+            Ok(result) => result,
+            Err(_) => Err(ServerError::ConnectTimeout(place)),
+        }
+    }
+
+    async fn login(&mut self, target: &ServerTarget) -> Result<(), ServerError> {
+        let startup = Startup {
+            major: 3,
+            minor: 0,
+            params: vec![
+                ("user".to_owned(), target.user.clone()),
+                ("database".to_owned(), target.database.clone()),
+            ],
+        };
+        let mut out = BytesMut::with_capacity(128);
+        startup.encode(&mut out);
+        self.stream.write_all(&out).await?;
+        let mut scram: Option<scram::ClientExchange> = None;
+        loop {
+            let frame = self.read_frame().await?;
+            let mut body = frame.body;
+            match frame.tag {
+                b'R' => {
+                    if body.len() < 4 {
+                        return Err(ServerError::Protocol("short authentication request".into()));
+                    }
+                    let code = body.get_u32();
+                    let password = || {
+                        target
+                            .password
+                            .as_deref()
+                            .ok_or_else(|| ServerError::NoPassword(target.user.clone()))
+                    };
+                    out.clear();
+                    match code {
+                        // After SCRAM, Ok counts only once the server has
+                        // proved it knows the password too (SASLFinal).
+                        0 if scram.as_ref().is_some_and(|s| !s.is_complete()) => {
+                            return Err(ServerError::Protocol(
+                                "server skipped SCRAM's final message".into(),
+                            ));
+                        }
+                        0 => continue,
+                        3 => {
+                            let mut payload = password()?.as_bytes().to_vec();
+                            payload.push(0);
+                            messages::password(&mut out, &payload);
+                        }
+                        5 => {
+                            if body.len() < 4 {
+                                return Err(ServerError::Protocol("short MD5 salt".into()));
+                            }
+                            let salt = [body[0], body[1], body[2], body[3]];
+                            let hashed = md5::md5_password(&target.user, password()?, salt);
+                            let mut payload = hashed.into_bytes();
+                            payload.push(0);
+                            messages::password(&mut out, &payload);
+                        }
+                        10 => {
+                            let offers_scram =
+                                body.split(|&b| b == 0).any(|m| m == b"SCRAM-SHA-256");
+                            if !offers_scram {
+                                return Err(ServerError::UnsupportedAuth(code));
+                            }
+                            let mut exchange = scram::ClientExchange::new(password()?);
+                            let first = exchange.client_first();
+                            messages::sasl_initial_response(&mut out, "SCRAM-SHA-256", &first);
+                            scram = Some(exchange);
+                        }
+                        11 => {
+                            let exchange = scram.as_mut().ok_or_else(|| {
+                                ServerError::Protocol("SASL continue without SASL".into())
+                            })?;
+                            let reply = exchange.server_first(&body)?;
+                            messages::password(&mut out, &reply);
+                        }
+                        12 => {
+                            let exchange = scram.as_mut().ok_or_else(|| {
+                                ServerError::Protocol("SASL final without SASL".into())
+                            })?;
+                            exchange.server_final(&body)?;
+                            continue;
+                        }
+                        other => return Err(ServerError::UnsupportedAuth(other)),
+                    }
+                    self.stream.write_all(&out).await?;
+                }
+                b'S' => self.note_parameter(&body),
+                b'K' => {
+                    if body.len() < 8 {
+                        return Err(ServerError::Protocol("short BackendKeyData".into()));
+                    }
+                    self.process_id = body.get_u32();
+                    self.secret_key = body.to_vec();
+                }
+                b'Z' => {
+                    self.status = body.first().copied().unwrap_or(b'I');
+                    return Ok(());
+                }
+                b'E' => return Err(ServerError::Refused(error_message(&body))),
+                // NoticeResponse, NegotiateProtocolVersion: nothing to do.
+                _ => {}
+            }
+        }
+    }
+
+    /// Read one whole message from the server.
+    pub async fn read_frame(&mut self) -> Result<Frame, ServerError> {
+        loop {
+            match decode_backend_frame(&mut self.rbuf, LARGE_MESSAGE_LIMIT) {
+                Ok(Some(frame)) => return Ok(frame),
+                Ok(None) => {}
+                Err(e) => return Err(ServerError::Protocol(e.to_string())),
+            }
+            if self.stream.read_buf(&mut self.rbuf).await? == 0 {
+                return Err(ServerError::Closed);
+            }
+        }
+    }
+
+    /// Record a ParameterStatus body.
+    pub fn note_parameter(&mut self, body: &[u8]) {
+        let mut parts = body.split(|&b| b == 0);
+        let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
+            return;
+        };
+        let name = String::from_utf8_lossy(name);
+        let value = String::from_utf8_lossy(value).into_owned();
+        match self.params.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => *v = value,
+            None => self.params.push((name.into_owned(), value)),
+        }
+    }
+
+    /// Run `sql` as a simple query and read to ReadyForQuery, keeping the
+    /// server's ParameterStatus reports. Returns the first error's message.
+    pub async fn run(&mut self, sql: &str) -> Result<Result<(), String>, ServerError> {
+        let mut out = BytesMut::new();
+        messages::query(&mut out, sql);
+        self.stream.write_all(&out).await?;
+        let mut result = Ok(());
+        loop {
+            let frame = self.read_frame().await?;
+            match frame.tag {
+                b'S' => self.note_parameter(&frame.body),
+                b'E' if result.is_ok() => result = Err(error_message(&frame.body)),
+                b'Z' => {
+                    self.status = frame.body.first().copied().unwrap_or(b'I');
+                    return Ok(result);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The server closed the socket or sent something while idle: a pooled
+    /// connection in that state must not be handed out. Never blocks.
+    pub fn is_broken_while_idle(&mut self) -> bool {
+        if !self.rbuf.is_empty() {
+            return true;
+        }
+        let mut probe = [0u8; 1];
+        match self.stream.try_read(&mut probe) {
+            Ok(_) => true, // EOF, or an unsolicited message (e.g. FATAL on shutdown)
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        }
+    }
+
+    /// Say goodbye politely; errors do not matter any more.
+    pub async fn terminate(mut self) {
+        let mut out = BytesMut::new();
+        messages::terminate(&mut out);
+        let _ = self.stream.write_all(&out).await;
+    }
+}
+
+/// The `M` (message) field of an ErrorResponse or NoticeResponse body.
+pub fn error_message(body: &[u8]) -> String {
+    error_field(body, b'M').unwrap_or_else(|| "unknown error".to_owned())
+}
+
+/// One field of an ErrorResponse body.
+pub fn error_field(body: &[u8], code: u8) -> Option<String> {
+    body.split(|&b| b == 0)
+        .find(|f| f.first() == Some(&code))
+        .map(|f| String::from_utf8_lossy(&f[1..]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prepared_set_evicts_least_recently_used() {
+        let mut set = PreparedSet::default();
+        set.insert(1);
+        set.insert(2);
+        set.insert(3);
+        assert!(set.contains(1));
+        assert_eq!(set.oldest(), Some(2));
+        set.remove(2);
+        assert_eq!(set.oldest(), Some(3));
+        assert_eq!(set.len(), 2);
+    }
+
+    #[test]
+    fn error_fields() {
+        let body = b"SERROR\0C28P01\0Mpassword authentication failed\0\0";
+        assert_eq!(error_message(body), "password authentication failed");
+        assert_eq!(error_field(body, b'C').as_deref(), Some("28P01"));
+        assert_eq!(error_field(body, b'D'), None);
+    }
+}

@@ -1,0 +1,222 @@
+//! A client's first moments: the startup packet (SSL/GSS negotiation,
+//! CancelRequest, protocol version), limits, and authentication with the
+//! method configured for the user (SCRAM-SHA-256, MD5, cleartext or trust).
+
+use bytes::{Buf, BytesMut};
+use router::config::AuthType;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::auth::{md5, scram};
+use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::frame::{decode_frontend_frame, Frame, SMALL_MESSAGE_LIMIT};
+use crate::protocol::messages;
+use crate::protocol::startup::{decode_startup, Startup, StartupMessage};
+use crate::state::State;
+
+/// How the first message ended.
+pub enum First {
+    Startup(Startup),
+    Cancel {
+        process_id: u32,
+        secret: Vec<u8>,
+    },
+    /// SSLRequest when TLS is configured: the caller upgrades and reads again.
+    Tls,
+    /// The client went away.
+    Gone,
+}
+
+/// Read up to the StartupMessage. `tls` says whether to accept SSLRequest.
+pub async fn read_first<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut S,
+    buf: &mut BytesMut,
+    tls: bool,
+) -> Result<First, String> {
+    loop {
+        match decode_startup(buf).map_err(|e| e.to_string())? {
+            Some(StartupMessage::Startup(startup)) => return Ok(First::Startup(startup)),
+            Some(StartupMessage::SslRequest) if tls => {
+                if !buf.is_empty() {
+                    // Bytes sent before the handshake could be injected by a
+                    // man in the middle (CVE-2021-23214): refuse.
+                    return Err("unexpected data after SSLRequest".into());
+                }
+                client.write_all(b"S").await.map_err(|e| e.to_string())?;
+                return Ok(First::Tls);
+            }
+            Some(StartupMessage::SslRequest | StartupMessage::GssEncRequest) => {
+                if client.write_all(b"N").await.is_err() {
+                    return Ok(First::Gone);
+                }
+            }
+            Some(StartupMessage::Cancel {
+                process_id,
+                secret_key,
+            }) => {
+                return Ok(First::Cancel {
+                    process_id,
+                    secret: secret_key.to_vec(),
+                })
+            }
+            None => match client.read_buf(buf).await {
+                Ok(0) | Err(_) => return Ok(First::Gone),
+                Ok(_) => {}
+            },
+        }
+    }
+}
+
+/// Send a FATAL error and give up on the client.
+pub async fn fatal<S: AsyncWrite + Unpin>(client: &mut S, code: &str, message: &str) {
+    let mut out = BytesMut::new();
+    error_response(&mut out, Severity::Fatal, code, message);
+    let _ = client.write_all(&out).await;
+    let _ = client.shutdown().await;
+}
+
+/// Read one whole client message during authentication.
+async fn read_message<S: AsyncRead + Unpin>(
+    client: &mut S,
+    buf: &mut BytesMut,
+) -> Result<Frame, String> {
+    loop {
+        if let Some(frame) =
+            decode_frontend_frame(buf, SMALL_MESSAGE_LIMIT).map_err(|e| e.to_string())?
+        {
+            return Ok(frame);
+        }
+        match client.read_buf(buf).await {
+            Ok(0) | Err(_) => return Err("client went away during authentication".into()),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Read a PasswordMessage-family message (`p`).
+async fn read_password<S: AsyncRead + Unpin>(
+    client: &mut S,
+    buf: &mut BytesMut,
+) -> Result<bytes::Bytes, String> {
+    let frame = read_message(client, buf).await?;
+    if frame.tag != b'p' {
+        return Err(format!(
+            "expected password response, got message type {}",
+            char::from(frame.tag)
+        ));
+    }
+    Ok(frame.body)
+}
+
+/// Why authentication did not succeed.
+pub enum AuthFailure {
+    /// Wrong password (or unknown user): 28P01, nothing more said.
+    Denied,
+    /// The exchange itself broke: protocol violation.
+    Protocol(String),
+}
+
+/// Authenticate the client against `password` with `method`. `password` is
+/// `None` for unknown users: the exchange runs against a random secret so
+/// the client cannot tell a missing user from a wrong password.
+pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut S,
+    buf: &mut BytesMut,
+    state: &State,
+    method: AuthType,
+    user: &str,
+    password: Option<&str>,
+) -> Result<(), AuthFailure> {
+    let mut out = BytesMut::new();
+    let protocol = AuthFailure::Protocol;
+    match method {
+        AuthType::Trust if password.is_some() => Ok(()),
+        AuthType::Trust => Err(AuthFailure::Denied),
+        AuthType::Plain => {
+            messages::authentication(&mut out, 3, &[]);
+            client
+                .write_all(&out)
+                .await
+                .map_err(|e| protocol(e.to_string()))?;
+            let body = read_password(client, buf).await.map_err(protocol)?;
+            let given = body.strip_suffix(&[0]).unwrap_or(&body);
+            match password {
+                Some(p) if crate::auth::constant_time_eq(given, p.as_bytes()) => Ok(()),
+                _ => Err(AuthFailure::Denied),
+            }
+        }
+        AuthType::Md5 => {
+            let salt = md5::random_salt();
+            messages::authentication(&mut out, 5, &salt);
+            client
+                .write_all(&out)
+                .await
+                .map_err(|e| protocol(e.to_string()))?;
+            let body = read_password(client, buf).await.map_err(protocol)?;
+            let given = body.strip_suffix(&[0]).unwrap_or(&body);
+            match password {
+                Some(p) if md5::verify(user, p, salt, given) => Ok(()),
+                _ => Err(AuthFailure::Denied),
+            }
+        }
+        AuthType::Scram => {
+            let secret = match password {
+                Some(p) => state.scram_secret(p),
+                None => std::sync::Arc::new(state.mock_scram_secret(user)),
+            };
+            messages::authentication(&mut out, 10, b"SCRAM-SHA-256\0\0");
+            client
+                .write_all(&out)
+                .await
+                .map_err(|e| protocol(e.to_string()))?;
+            let mut body = read_password(client, buf).await.map_err(protocol)?;
+            let mechanism_end = body
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| protocol("malformed SASLInitialResponse".into()))?;
+            if &body[..mechanism_end] != b"SCRAM-SHA-256" {
+                return Err(protocol(
+                    "client selected an invalid SASL authentication mechanism".into(),
+                ));
+            }
+            body.advance(mechanism_end + 1);
+            if body.len() < 4 {
+                return Err(protocol("malformed SASLInitialResponse".into()));
+            }
+            let len = body.get_i32();
+            if len < 0 || len as usize != body.len() {
+                return Err(protocol("malformed SASLInitialResponse".into()));
+            }
+            let mut exchange = scram::ServerExchange::new(&secret);
+            let reply = exchange
+                .client_first(&body)
+                .map_err(|e| protocol(e.to_string()))?;
+            out.clear();
+            messages::authentication(&mut out, 11, &reply);
+            client
+                .write_all(&out)
+                .await
+                .map_err(|e| protocol(e.to_string()))?;
+            let body = read_password(client, buf).await.map_err(protocol)?;
+            let reply = exchange.client_final(&body).map_err(|e| match e {
+                crate::auth::AuthError::WrongPassword => AuthFailure::Denied,
+                other => protocol(other.to_string()),
+            })?;
+            if password.is_none() {
+                return Err(AuthFailure::Denied);
+            }
+            out.clear();
+            messages::authentication(&mut out, 12, &reply);
+            client
+                .write_all(&out)
+                .await
+                .map_err(|e| protocol(e.to_string()))?;
+            Ok(())
+        }
+    }
+}
+
+/// Refuse a login with the error Postgres gives for a bad password.
+pub async fn deny<S: AsyncWrite + Unpin>(client: &mut S, user: &str) {
+    let message = format!("password authentication failed for user \"{user}\"");
+    fatal(client, sqlstate::INVALID_PASSWORD, &message).await;
+}

@@ -1,0 +1,432 @@
+//! Session settings a client expects on whichever server serves it: the
+//! startup parameters it sent and the SET/RESET statements it ran, kept as SET
+//! statements so they can be replayed on another server connection, plus the
+//! cheap keyword checks that decide when a statement needs a closer look.
+
+use std::collections::BTreeMap;
+
+use parser_ffi::protobuf::VariableSetKind;
+use parser_ffi::view::NodeRef;
+use parser_ffi::ParseTree;
+
+/// Startup parameters that are not settings (or that pgshard handles itself).
+const NOT_SETTINGS: &[&str] = &["user", "database", "replication", "options"];
+
+/// Settings by lower-cased name, each as the statement that applies it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ParamSet(BTreeMap<String, String>);
+
+/// One change a successful statement made to the session's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamChange {
+    Set { name: String, sql: String },
+    Reset { name: String },
+    ResetAll,
+}
+
+impl ParamSet {
+    /// The settings of a client's startup packet (its `options` `-c`
+    /// switches included). Fails on options pgshard cannot honour.
+    pub fn from_startup(params: &[(String, String)]) -> Result<ParamSet, String> {
+        let mut set = ParamSet::default();
+        for (name, value) in params {
+            if name == "options" {
+                for (name, value) in parse_options(value)? {
+                    set.insert(&name, &value);
+                }
+            } else if !NOT_SETTINGS.contains(&name.as_str()) && !name.starts_with("_pq_.") {
+                set.insert(name, value);
+            }
+        }
+        Ok(set)
+    }
+
+    fn insert(&mut self, name: &str, value: &str) {
+        let sql = format!("SET {} TO {}", quote_ident(name), quote_literal(value));
+        self.0.insert(name.to_ascii_lowercase(), sql);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Apply a change; `defaults` (the startup settings) is what RESET
+    /// returns to, as in Postgres where startup values are the reset values.
+    pub fn apply(&mut self, change: &ParamChange, defaults: &ParamSet) {
+        match change {
+            ParamChange::Set { name, sql } => {
+                self.0.insert(name.clone(), sql.clone());
+            }
+            ParamChange::Reset { name } => match defaults.0.get(name) {
+                Some(sql) => {
+                    self.0.insert(name.clone(), sql.clone());
+                }
+                None => {
+                    self.0.remove(name);
+                }
+            },
+            ParamChange::ResetAll => self.0.clone_from(&defaults.0),
+        }
+    }
+
+    /// What a server whose session has exactly the settings in `server` sees
+    /// when the same statement runs there: RESET goes to the server's own
+    /// defaults, which hold none of the client's startup settings.
+    pub fn apply_on_server(&mut self, change: &ParamChange) {
+        self.apply(change, &ParamSet::default());
+    }
+
+    /// The simple query that takes a server from `server` to these settings,
+    /// or `None` when they already match.
+    pub fn sync_sql(&self, server: &ParamSet) -> Option<String> {
+        if self == server {
+            return None;
+        }
+        let mut sql = String::new();
+        for name in server.0.keys().filter(|n| !self.0.contains_key(*n)) {
+            sql.push_str(&format!("RESET {};", quote_ident(name)));
+        }
+        for (name, set) in &self.0 {
+            if server.0.get(name) != Some(set) {
+                sql.push_str(set);
+                sql.push(';');
+            }
+        }
+        Some(sql)
+    }
+}
+
+/// `"name"` with embedded quotes doubled.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `'value'` with embedded quotes doubled (standard_conforming_strings is on
+/// in every supported Postgres, so backslashes are literal).
+pub fn quote_literal(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
+}
+
+/// The `-c name=value` and `--name=value` switches of a startup `options`
+/// string, with `\` escaping spaces as libpq does.
+fn parse_options(options: &str) -> Result<Vec<(String, String)>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut out = Vec::new();
+    let mut words = words.into_iter();
+    while let Some(word) = words.next() {
+        let setting = if word == "-c" {
+            words.next().ok_or("\"-c\" without a setting in options")?
+        } else if let Some(rest) = word.strip_prefix("--").or_else(|| word.strip_prefix("-c")) {
+            rest.to_owned()
+        } else {
+            return Err(format!("unsupported startup option \"{word}\""));
+        };
+        let (name, value) = setting
+            .split_once('=')
+            .ok_or_else(|| format!("invalid startup option \"{setting}\""))?;
+        out.push((name.replace('-', "_"), value.to_owned()));
+    }
+    Ok(out)
+}
+
+/// The first `N` words of a statement, upper-cased, after whitespace,
+/// comments and opening parentheses. Cheap enough for every query: it looks
+/// at a few bytes, and decides whether the statement needs parsing at all.
+pub fn leading_words<const N: usize>(sql: &str) -> [&str; N] {
+    let mut words = [""; N];
+    let bytes = sql.as_bytes();
+    let mut i = 0;
+    for slot in words.iter_mut() {
+        loop {
+            match bytes.get(i..) {
+                Some([b, ..]) if b.is_ascii_whitespace() || *b == b'(' => i += 1,
+                Some([b'-', b'-', ..]) => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                Some([b'/', b'*', ..]) => {
+                    let mut depth = 0usize;
+                    while i < bytes.len() {
+                        if bytes[i..].starts_with(b"/*") {
+                            depth += 1;
+                            i += 2;
+                        } else if bytes[i..].starts_with(b"*/") {
+                            depth -= 1;
+                            i += 2;
+                            if depth == 0 {
+                                break;
+                            }
+                        } else {
+                            i += 1;
+                        }
+                    }
+                }
+                _ => break,
+            }
+        }
+        let start = i;
+        while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+            i += 1;
+        }
+        if start == i {
+            break;
+        }
+        *slot = &sql[start..i];
+    }
+    words
+}
+
+fn is(word: &str, keyword: &str) -> bool {
+    word.eq_ignore_ascii_case(keyword)
+}
+
+/// What a client statement means for the pooler, from its leading keywords.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Nothing the pooler cares about.
+    Plain,
+    /// SET or RESET: parse it to track the change.
+    Setting,
+    /// DEALLOCATE: may name a protocol-level statement pgshard renamed.
+    Deallocate,
+    /// DISCARD ALL: resets everything on the server.
+    DiscardAll,
+    /// Leaves session state on the server connection (temp tables, LISTEN,
+    /// SQL PREPARE, WITH HOLD cursors, session advisory locks, LOAD).
+    SessionState,
+}
+
+/// Classify a simple query (all its statements, conservatively).
+pub fn classify(sql: &str) -> Kind {
+    let [first, second] = leading_words::<2>(sql);
+    let kind = match first.as_bytes().first().map(u8::to_ascii_uppercase) {
+        Some(b'S' | b'R') if is(first, "SET") || is(first, "RESET") => Kind::Setting,
+        Some(b'D') if is(first, "DEALLOCATE") => Kind::Deallocate,
+        Some(b'D') if is(first, "DISCARD") && is(second, "ALL") => Kind::DiscardAll,
+        _ => Kind::Plain,
+    };
+    if kind == Kind::Plain && leaves_session_state(sql) {
+        return Kind::SessionState;
+    }
+    kind
+}
+
+/// Conservative check for statements with session-lifetime effects. False
+/// positives only cost a DISCARD ALL when the server is released.
+fn leaves_session_state(sql: &str) -> bool {
+    let starts = std::iter::once(0).chain(sql.match_indices(';').map(|(i, _)| i + 1));
+    for start in starts {
+        let [first, second] = leading_words::<2>(&sql[start..]);
+        let session = (is(first, "CREATE")
+            && ["TEMP", "TEMPORARY", "LOCAL", "GLOBAL"]
+                .iter()
+                .any(|k| is(second, k)))
+            || (is(first, "PREPARE") && !is(second, "TRANSACTION"))
+            || is(first, "LISTEN")
+            || is(first, "LOAD")
+            || (is(first, "DECLARE") && contains_ignore_case(&sql[start..], "hold"));
+        if session {
+            return true;
+        }
+    }
+    contains_ignore_case(sql, "advisory_lock")
+}
+
+fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+/// The setting changes of a SET/RESET query, or `None` when some statement
+/// in it changes session state in a way pgshard cannot replay (SET
+/// SESSION CHARACTERISTICS, a parse error, ...). SET LOCAL changes nothing
+/// past the transaction and is skipped.
+pub fn setting_changes(sql: &str) -> Option<Vec<ParamChange>> {
+    let tree = ParseTree::parse(sql).ok()?;
+    let mut changes = Vec::new();
+    for raw in tree.statements() {
+        let NodeRef::VariableSetStmt(set) = raw.stmt()?.kind() else {
+            // Other statements in the string: if they are themselves session
+            // state, the caller's classify() has seen them.
+            continue;
+        };
+        if set.is_local() {
+            continue;
+        }
+        let name = set.name()?.to_ascii_lowercase();
+        match set.kind() {
+            VariableSetKind::VarSetValue | VariableSetKind::VarSetCurrent => {
+                let start = usize::try_from(raw.stmt_location()).ok()?;
+                let text = match usize::try_from(raw.stmt_len()).ok()? {
+                    0 => sql.get(start..)?,
+                    len => sql.get(start..start + len)?,
+                };
+                changes.push(ParamChange::Set {
+                    name,
+                    sql: text.trim().to_owned(),
+                });
+            }
+            VariableSetKind::VarSetDefault | VariableSetKind::VarReset => {
+                changes.push(ParamChange::Reset { name });
+            }
+            VariableSetKind::VarResetAll => changes.push(ParamChange::ResetAll),
+            VariableSetKind::VarSetMulti | VariableSetKind::Undefined => return None,
+        }
+    }
+    Some(changes)
+}
+
+/// The statement a `DEALLOCATE` query names: `Some(None)` for ALL, `None`
+/// when the query is not a single DEALLOCATE.
+pub fn deallocate_target(sql: &str) -> Option<Option<String>> {
+    let tree = ParseTree::parse(sql).ok()?;
+    let mut statements = tree.statements();
+    let raw = statements.next()?;
+    if statements.next().is_some() {
+        return None;
+    }
+    let NodeRef::DeallocateStmt(stmt) = raw.stmt()?.kind() else {
+        return None;
+    };
+    if stmt.isall() {
+        Some(None)
+    } else {
+        Some(Some(stmt.name()?.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(pairs: &[(&str, &str)]) -> ParamSet {
+        let params: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ParamSet::from_startup(&params).unwrap()
+    }
+
+    #[test]
+    fn startup_params_become_set_statements() {
+        let s = set(&[
+            ("user", "u"),
+            ("database", "d"),
+            ("application_name", "it's"),
+            (
+                "options",
+                "-c search_path=a,b --statement-timeout=5s -cwork_mem=1MB",
+            ),
+        ]);
+        assert_eq!(
+            s.sync_sql(&ParamSet::default()).unwrap(),
+            "SET \"application_name\" TO 'it''s';SET \"search_path\" TO 'a,b';\
+             SET \"statement_timeout\" TO '5s';SET \"work_mem\" TO '1MB';"
+        );
+        assert!(ParamSet::from_startup(&[("options".into(), "-x".into())]).is_err());
+    }
+
+    #[test]
+    fn sync_resets_what_the_client_does_not_have() {
+        let client = set(&[("TimeZone", "UTC")]);
+        let server = set(&[("application_name", "x"), ("timezone", "UTC")]);
+        assert_eq!(
+            client.sync_sql(&server).unwrap(),
+            "RESET \"application_name\";"
+        );
+        assert_eq!(client.sync_sql(&client), None);
+    }
+
+    #[test]
+    fn reset_returns_to_startup_values() {
+        let defaults = set(&[("application_name", "app")]);
+        let mut s = defaults.clone();
+        let changes =
+            setting_changes("SET application_name = 'x'; SET LOCAL work_mem = '1MB'").unwrap();
+        assert_eq!(changes.len(), 1);
+        s.apply(&changes[0], &defaults);
+        assert_ne!(s, defaults);
+        for change in setting_changes("RESET application_name").unwrap() {
+            s.apply(&change, &defaults);
+        }
+        assert_eq!(s, defaults);
+        s.apply(&ParamChange::ResetAll, &defaults);
+        assert_eq!(s, defaults);
+    }
+
+    #[test]
+    fn setting_texts_are_sliced_per_statement() {
+        let changes =
+            setting_changes("SET search_path TO a, b;SET TIME ZONE 'UTC'; set role none").unwrap();
+        assert_eq!(
+            changes,
+            vec![
+                ParamChange::Set {
+                    name: "search_path".into(),
+                    sql: "SET search_path TO a, b".into()
+                },
+                ParamChange::Set {
+                    name: "timezone".into(),
+                    sql: "SET TIME ZONE 'UTC'".into()
+                },
+                ParamChange::Set {
+                    name: "role".into(),
+                    sql: "set role none".into()
+                },
+            ]
+        );
+        assert_eq!(
+            setting_changes("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"),
+            None
+        );
+        assert_eq!(setting_changes("SET x = "), None);
+    }
+
+    #[test]
+    fn classify_statements() {
+        assert_eq!(classify(" /* c */ -- x\n set x=1"), Kind::Setting);
+        assert_eq!(classify("reset all"), Kind::Setting);
+        assert_eq!(classify("DEALLOCATE s1"), Kind::Deallocate);
+        assert_eq!(classify("discard all"), Kind::DiscardAll);
+        assert_eq!(classify("discard plans"), Kind::Plain);
+        assert_eq!(classify("CREATE TEMP TABLE t (a int)"), Kind::SessionState);
+        assert_eq!(
+            classify("select 1; create temporary table t()"),
+            Kind::SessionState
+        );
+        assert_eq!(classify("PREPARE p AS SELECT 1"), Kind::SessionState);
+        assert_eq!(classify("PREPARE TRANSACTION 'x'"), Kind::Plain);
+        assert_eq!(classify("LISTEN jobs"), Kind::SessionState);
+        assert_eq!(classify("select pg_advisory_lock(1)"), Kind::SessionState);
+        assert_eq!(classify("select pg_advisory_xact_lock(1)"), Kind::Plain);
+        assert_eq!(classify("SELECT 1"), Kind::Plain);
+        assert_eq!(classify(""), Kind::Plain);
+        assert_eq!(classify("/* unterminated"), Kind::Plain);
+    }
+
+    #[test]
+    fn deallocate_targets() {
+        assert_eq!(deallocate_target("DEALLOCATE s1"), Some(Some("s1".into())));
+        assert_eq!(deallocate_target("deallocate prepare all"), Some(None));
+        assert_eq!(deallocate_target("DEALLOCATE a; DEALLOCATE b"), None);
+    }
+}

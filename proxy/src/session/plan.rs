@@ -1,0 +1,317 @@
+//! The response plan: which server replies a client is owed, in order.
+//!
+//! pgshard rewrites the client's extended-protocol stream (statements renamed,
+//! Parse skipped when the server already has the statement, Parse injected when
+//! it lacks it, Close answered locally). Every message sent to the server, and
+//! every reply pgshard makes itself, becomes one [`Step`]; server replies are
+//! matched to steps by their terminal message, so injected replies are dropped
+//! and local replies are interleaved exactly where Postgres would have sent
+//! them. Pure logic, no I/O.
+
+use std::collections::VecDeque;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::protocol::messages;
+
+/// What to do when a step's server reply has been seen in full.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Effect {
+    #[default]
+    None,
+    /// An (injected or client) Parse of pgshard statement `id`: if it fails,
+    /// the server does not have it after all.
+    Prepared(u64, Option<Bytes>),
+    /// A simple query that changes settings, if it succeeds.
+    Settings(Vec<crate::session::params::ParamChange>),
+    /// DISCARD ALL: the server forgets every statement and setting.
+    DiscardAll,
+    /// DEALLOCATE ALL: the server forgets every statement.
+    DeallocateAll,
+}
+
+/// One expected reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A message was sent to the server; its reply ends with one of
+    /// `terminals`. `forward` is false for messages pgshard injected.
+    Server {
+        terminals: &'static [u8],
+        forward: bool,
+        /// A Sync or simple Query: its reply ends with ReadyForQuery and an
+        /// error does not skip it.
+        sync: bool,
+        effect: Effect,
+    },
+    /// A reply pgshard makes itself (ParseComplete, CloseComplete, errors of
+    /// its own), sent when every earlier reply has been; `ready` appends a
+    /// ReadyForQuery with the transaction status current at that moment.
+    Local { bytes: Bytes, ready: bool },
+}
+
+/// Terminal replies of each frontend message kind.
+pub const PARSE: &[u8] = b"1";
+pub const BIND: &[u8] = b"2";
+pub const DESCRIBE: &[u8] = b"Tn";
+pub const EXECUTE: &[u8] = b"CIs";
+pub const CLOSE: &[u8] = b"3";
+pub const SYNC: &[u8] = b"Z";
+
+impl Step {
+    /// A forwarded message whose reply the client gets.
+    pub fn forward(terminals: &'static [u8]) -> Step {
+        Step::forward_with(terminals, Effect::None)
+    }
+
+    /// A forwarded message with an effect when its reply completes.
+    pub fn forward_with(terminals: &'static [u8], effect: Effect) -> Step {
+        Step::Server {
+            terminals,
+            forward: true,
+            sync: terminals == SYNC,
+            effect,
+        }
+    }
+
+    /// A message pgshard injected: its reply is swallowed.
+    pub fn injected(terminals: &'static [u8], effect: Effect) -> Step {
+        Step::Server {
+            terminals,
+            forward: false,
+            sync: false,
+            effect,
+        }
+    }
+}
+
+/// What to do with one server message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub forward: bool,
+    /// Effects whose messages failed (error before their terminal reply).
+    pub failed: Vec<Effect>,
+    /// The effect of the step this message completed, if any.
+    pub completed: Effect,
+}
+
+/// The queue of expected replies for one client.
+#[derive(Debug, Default)]
+pub struct Plan {
+    steps: VecDeque<Step>,
+    /// ReadyForQuery replies still owed by the server (Syncs and Queries sent).
+    pending_syncs: usize,
+}
+
+impl Plan {
+    pub fn push(&mut self, step: Step) {
+        if let Step::Server { sync: true, .. } = step {
+            self.pending_syncs += 1;
+        }
+        self.steps.push_back(step);
+    }
+
+    /// Replies are still owed by the server.
+    pub fn awaiting_server(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Step::Server { .. }))
+    }
+
+    pub fn pending_syncs(&self) -> usize {
+        self.pending_syncs
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The next reply owed is a ReadyForQuery (a Query or Sync is running).
+    pub fn at_sync(&self) -> bool {
+        matches!(self.steps.front(), Some(Step::Server { sync: true, .. }))
+    }
+
+    /// Move every local reply at the head of the queue to `out`; `status` is
+    /// the transaction status for any ReadyForQuery among them.
+    pub fn drain_local(&mut self, out: &mut BytesMut, status: u8) {
+        while let Some(Step::Local { .. }) = self.steps.front() {
+            if let Some(Step::Local { bytes, ready }) = self.steps.pop_front() {
+                out.extend_from_slice(&bytes);
+                if ready {
+                    messages::ready_for_query(out, status);
+                }
+            }
+        }
+    }
+
+    /// The server entered COPY IN during an extended-protocol Execute: it
+    /// ignores Sync and Flush until CopyDone/CopyFail, so Syncs already sent
+    /// behind the Execute will not be answered.
+    pub fn copy_in_started(&mut self) {
+        let before = self.steps.len();
+        let mut first = true;
+        self.steps.retain(|s| {
+            let keep = first || !matches!(s, Step::Server { sync: true, .. });
+            first = false;
+            keep
+        });
+        self.pending_syncs -= before - self.steps.len();
+    }
+
+    /// Decide the fate of one server message with tag `tag`.
+    pub fn on_server_message(&mut self, tag: u8) -> Verdict {
+        let mut failed = Vec::new();
+        // Asynchronous messages may arrive at any time: always the client's.
+        if matches!(tag, b'N' | b'S' | b'A') {
+            return Verdict {
+                forward: true,
+                failed,
+                completed: Effect::None,
+            };
+        }
+        let Some(Step::Server {
+            terminals,
+            forward,
+            sync,
+            ..
+        }) = self.steps.front()
+        else {
+            // Nothing expected (a server bug or a FATAL error before exit):
+            // let the client see it.
+            return Verdict {
+                forward: true,
+                failed,
+                completed: Effect::None,
+            };
+        };
+        let (forward, sync) = (*forward, *sync);
+        if tag == b'E' && !sync {
+            // The server skips every message up to the next Sync: those steps
+            // get no reply, and local replies among them are not sent either.
+            while let Some(step) = self.steps.front() {
+                match step {
+                    Step::Server { sync: true, .. } => break,
+                    Step::Server { effect, .. } => {
+                        if *effect != Effect::None {
+                            failed.push(effect.clone());
+                        }
+                        self.steps.pop_front();
+                    }
+                    Step::Local { .. } => {
+                        self.steps.pop_front();
+                    }
+                }
+            }
+            // An injected message's error still goes to the client: the
+            // statement it was about cannot run, and the client must know why.
+            return Verdict {
+                forward: true,
+                failed,
+                completed: Effect::None,
+            };
+        }
+        let mut completed = Effect::None;
+        if terminals.contains(&tag) {
+            if let Some(Step::Server { effect, .. }) = self.steps.pop_front() {
+                completed = effect;
+            }
+            if sync {
+                self.pending_syncs -= 1;
+            }
+        }
+        Verdict {
+            forward,
+            failed,
+            completed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(bytes: &'static [u8]) -> Step {
+        Step::Local {
+            bytes: Bytes::from_static(bytes),
+            ready: false,
+        }
+    }
+
+    #[test]
+    fn injected_parse_is_swallowed_and_local_replies_interleave() {
+        let mut plan = Plan::default();
+        plan.push(local(b"1"));
+        plan.push(Step::injected(PARSE, Effect::Prepared(3, None)));
+        plan.push(Step::forward(BIND));
+        plan.push(Step::forward(EXECUTE));
+        plan.push(Step::forward(SYNC));
+        let mut out = BytesMut::new();
+        plan.drain_local(&mut out, b'I');
+        assert_eq!(&out[..], b"1");
+        assert!(!plan.on_server_message(b'1').forward);
+        assert!(plan.on_server_message(b'2').forward);
+        assert!(plan.on_server_message(b'D').forward);
+        assert!(plan.on_server_message(b'C').forward);
+        assert_eq!(plan.pending_syncs(), 1);
+        assert!(plan.on_server_message(b'Z').forward);
+        assert!(plan.is_empty());
+        assert_eq!(plan.pending_syncs(), 0);
+    }
+
+    #[test]
+    fn error_skips_to_sync_and_reports_failed_prepares() {
+        let mut plan = Plan::default();
+        plan.push(Step::injected(PARSE, Effect::Prepared(9, None)));
+        plan.push(Step::forward(BIND));
+        plan.push(local(b"3"));
+        plan.push(Step::forward(SYNC));
+        let verdict = plan.on_server_message(b'E');
+        assert!(verdict.forward);
+        assert_eq!(verdict.failed, vec![Effect::Prepared(9, None)]);
+        let mut out = BytesMut::new();
+        plan.drain_local(&mut out, b'I');
+        assert!(out.is_empty(), "a Close after the error gets no reply");
+        assert!(plan.on_server_message(b'Z').forward);
+        assert!(plan.is_empty());
+    }
+
+    #[test]
+    fn simple_query_error_keeps_the_query_step() {
+        let mut plan = Plan::default();
+        plan.push(Step::forward(SYNC));
+        assert!(plan.on_server_message(b'E').forward);
+        assert_eq!(plan.pending_syncs(), 1);
+        assert!(plan.on_server_message(b'Z').forward);
+        assert_eq!(plan.pending_syncs(), 0);
+    }
+
+    #[test]
+    fn local_reply_with_ready_uses_current_status() {
+        let mut plan = Plan::default();
+        plan.push(Step::Local {
+            bytes: Bytes::from_static(b"C\0\0\0\x0fDEALLOCATE\0"),
+            ready: true,
+        });
+        let mut out = BytesMut::new();
+        plan.drain_local(&mut out, b'T');
+        assert!(out.ends_with(b"Z\0\0\0\x05T"));
+    }
+
+    #[test]
+    fn copy_in_drops_syncs_sent_behind_the_execute() {
+        let mut plan = Plan::default();
+        plan.push(Step::forward(EXECUTE));
+        plan.push(Step::forward(SYNC));
+        plan.copy_in_started();
+        assert_eq!(plan.pending_syncs(), 0);
+        assert!(plan.on_server_message(b'C').forward);
+        assert!(plan.is_empty());
+    }
+
+    #[test]
+    fn async_messages_pass_anywhere() {
+        let mut plan = Plan::default();
+        plan.push(Step::injected(PARSE, Effect::None));
+        assert!(plan.on_server_message(b'N').forward);
+        assert!(!plan.on_server_message(b'1').forward);
+        assert!(plan.on_server_message(b'A').forward);
+    }
+}

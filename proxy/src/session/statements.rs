@@ -1,0 +1,161 @@
+//! Protocol-level prepared statements under pooling: every client Parse is
+//! mapped to one pgshard statement (`__pgshard_<id>`), shared by all clients
+//! that prepare the same text with the same parameter types, so a server
+//! connection prepares each statement once whoever asked for it, and client
+//! names never collide.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::{Bytes, BytesMut};
+
+use crate::protocol::messages;
+
+/// One statement as pgshard prepares it on servers.
+#[derive(Debug)]
+pub struct Statement {
+    pub id: u64,
+    /// `__pgshard_<id>`
+    pub name: Bytes,
+    /// The whole Parse message under `name`, ready to send.
+    pub parse: Bytes,
+    pub query: Bytes,
+}
+
+/// Above this many distinct statements the registry starts over; statements
+/// already handed out stay valid (ids are never reused), new Parses of the
+/// same text just get a new id.
+const REGISTRY_LIMIT: usize = 100_000;
+
+/// The process-wide statement registry.
+#[derive(Debug, Default)]
+pub struct Registry {
+    inner: Mutex<RegistryInner>,
+}
+
+#[derive(Debug, Default)]
+struct RegistryInner {
+    by_text: HashMap<(Bytes, Vec<u32>), Arc<Statement>>,
+    next_id: u64,
+}
+
+impl Registry {
+    /// The statement for this text and parameter types, created on first use.
+    pub fn get_or_insert(&self, query: &Bytes, param_types: &[u32]) -> Arc<Statement> {
+        let mut inner = match self.inner.lock() {
+            Ok(inner) => inner,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // Look up without allocating the key on the hot (hit) path.
+        let key = (query.clone(), param_types.to_vec());
+        if let Some(statement) = inner.by_text.get(&key) {
+            return Arc::clone(statement);
+        }
+        if inner.by_text.len() >= REGISTRY_LIMIT {
+            inner.by_text.clear();
+        }
+        inner.next_id += 1;
+        let id = inner.next_id;
+        let name = Bytes::from(format!("__pgshard_{id}"));
+        let mut parse = BytesMut::with_capacity(query.len() + 32);
+        messages::parse(&mut parse, &name, query, param_types);
+        let statement = Arc::new(Statement {
+            id,
+            name,
+            parse: parse.freeze(),
+            query: query.clone(),
+        });
+        inner.by_text.insert(key, Arc::clone(&statement));
+        statement
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.lock().map(|i| i.by_text.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One client's statement names.
+#[derive(Debug, Default)]
+pub struct ClientStatements {
+    by_name: HashMap<Bytes, Arc<Statement>>,
+}
+
+impl ClientStatements {
+    pub fn get(&self, name: &[u8]) -> Option<&Arc<Statement>> {
+        self.by_name.get(name)
+    }
+
+    /// Bind `name` to `statement`. A named statement that already exists is
+    /// an error in Postgres (42P05); the unnamed one is replaced.
+    pub fn insert(&mut self, name: Bytes, statement: Arc<Statement>) -> Result<(), String> {
+        if !name.is_empty() && self.by_name.contains_key(&name) {
+            return Err(format!(
+                "prepared statement \"{}\" already exists",
+                String::from_utf8_lossy(&name)
+            ));
+        }
+        self.by_name.insert(name, statement);
+        Ok(())
+    }
+
+    pub fn remove(&mut self, name: &[u8]) -> Option<Arc<Statement>> {
+        self.by_name.remove(name)
+    }
+
+    /// Forget `name` if it still means statement `id` (its Parse failed).
+    pub fn remove_if_id(&mut self, name: &[u8], id: u64) {
+        if self.by_name.get(name).is_some_and(|s| s.id == id) {
+            self.by_name.remove(name);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.by_name.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_text_same_statement() {
+        let registry = Registry::default();
+        let q = Bytes::from_static(b"SELECT $1");
+        let a = registry.get_or_insert(&q, &[]);
+        let b = registry.get_or_insert(&q, &[]);
+        let c = registry.get_or_insert(&q, &[23]);
+        assert_eq!(a.id, b.id);
+        assert_ne!(a.id, c.id);
+        assert_eq!(&a.name[..], format!("__pgshard_{}", a.id).as_bytes());
+        assert_eq!(a.parse[0], b'P');
+    }
+
+    #[test]
+    fn named_statements_cannot_be_redefined() {
+        let registry = Registry::default();
+        let s = registry.get_or_insert(&Bytes::from_static(b"SELECT 1"), &[]);
+        let mut client = ClientStatements::default();
+        client
+            .insert(Bytes::from_static(b"s1"), Arc::clone(&s))
+            .unwrap();
+        assert!(client
+            .insert(Bytes::from_static(b"s1"), Arc::clone(&s))
+            .is_err());
+        client.insert(Bytes::new(), Arc::clone(&s)).unwrap();
+        client.insert(Bytes::new(), s).unwrap();
+        assert_eq!(client.len(), 2);
+    }
+}

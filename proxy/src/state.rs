@@ -1,0 +1,267 @@
+//! Process-wide state shared by every session: the current config snapshot,
+//! the pools built from it, the client registry (cancel keys, SHOW CLIENTS),
+//! the statement registry, and the PAUSE / shutdown switches.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Instant, SystemTime};
+
+use router::config::Config;
+use tokio::sync::watch;
+
+use crate::auth::scram::ScramSecret;
+use crate::pool::Pool;
+use crate::server_conn::ServerTarget;
+use crate::session::statements::Registry;
+
+/// Where a client's query is running, so a CancelRequest can reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelTarget {
+    pub addr: SocketAddr,
+    pub process_id: u32,
+    pub secret_key: Vec<u8>,
+}
+
+/// Client states for SHOW CLIENTS.
+pub const CLIENT_IDLE: u8 = 0;
+pub const CLIENT_ACTIVE: u8 = 1;
+pub const CLIENT_WAITING: u8 = 2;
+
+/// One connected client, as others may see it.
+#[derive(Debug)]
+pub struct ClientInfo {
+    pub process_id: u32,
+    pub secret: u32,
+    pub user: String,
+    pub database: String,
+    pub application_name: String,
+    pub addr: Option<SocketAddr>,
+    pub connected_at: SystemTime,
+    pub state: AtomicU8,
+    /// The server running this client's query right now, if any. A tokio
+    /// mutex: a cancel holds it while it delivers the request, and the
+    /// session takes it before handing the server back, so a late cancel
+    /// can never reach a server that already serves someone else.
+    pub cancel: tokio::sync::Mutex<Option<CancelTarget>>,
+}
+
+/// The pools of one (cluster, user): one per shard, by shard number.
+pub type ClusterPools = Arc<Vec<Arc<Pool>>>;
+
+/// Shared by all sessions.
+#[derive(Debug)]
+pub struct State {
+    config: RwLock<Arc<Config>>,
+    pools: RwLock<HashMap<(String, String), ClusterPools>>,
+    pub statements: Registry,
+    clients: Mutex<HashMap<u32, Arc<ClientInfo>>>,
+    /// PAUSE: no new server checkouts until RESUME.
+    pub paused: watch::Sender<bool>,
+    /// SHUTDOWN or SIGTERM: stop accepting, drain, exit.
+    pub shutdown: watch::Sender<bool>,
+    pub started: Instant,
+    next_server_id: Arc<AtomicU64>,
+    /// The files RELOAD reads (none when the config came from memory).
+    pub config_paths: Option<(PathBuf, PathBuf)>,
+    /// Bumped by every config change, so sessions know to look pools up again.
+    pub generation: AtomicU64,
+    /// SCRAM secrets derived from configured passwords (4096 HMAC rounds
+    /// each: derived once, not per login), by password.
+    scram_secrets: Mutex<HashMap<String, Arc<ScramSecret>>>,
+    mock_key: [u8; 32],
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    match lock.read() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    match lock.write() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl State {
+    /// State for `config`; must run inside a tokio runtime (pools spawn
+    /// their maintenance tasks).
+    pub fn new(config: Arc<Config>, config_paths: Option<(PathBuf, PathBuf)>) -> Arc<State> {
+        let state = Arc::new(State {
+            config: RwLock::new(Arc::clone(&config)),
+            pools: RwLock::new(HashMap::new()),
+            statements: Registry::default(),
+            clients: Mutex::new(HashMap::new()),
+            paused: watch::Sender::new(false),
+            shutdown: watch::Sender::new(false),
+            started: Instant::now(),
+            next_server_id: Arc::new(AtomicU64::new(1)),
+            config_paths,
+            generation: AtomicU64::new(0),
+            scram_secrets: Mutex::new(HashMap::new()),
+            mock_key: rand::random(),
+        });
+        state.apply_config(config);
+        state
+    }
+
+    pub fn config(&self) -> Arc<Config> {
+        Arc::clone(&read(&self.config))
+    }
+
+    /// Install a new config: pools whose settings and server are unchanged
+    /// are kept (with their connections); the others are rebuilt. Clients
+    /// keep the pools they hold until they next check a server out.
+    pub fn apply_config(&self, config: Arc<Config>) {
+        let mut pools = write(&self.pools);
+        let mut next = HashMap::new();
+        for user in &config.users {
+            let Some(cluster) = config.clusters.get(&user.database) else {
+                continue;
+            };
+            let key = (user.database.clone(), user.name.clone());
+            let old = pools.get(&key);
+            let shards: Vec<Arc<Pool>> = cluster
+                .shards
+                .iter()
+                .enumerate()
+                .map(|(i, db)| {
+                    let settings = config.pool_settings(user, db);
+                    let target = ServerTarget {
+                        host: db.host.clone(),
+                        port: db.port,
+                        database: db.server_database().to_owned(),
+                        user: settings.server_user.clone(),
+                        password: settings.server_password.clone(),
+                    };
+                    match old.and_then(|o| o.get(i)) {
+                        Some(pool) if pool.settings == settings && pool.target == target => {
+                            Arc::clone(pool)
+                        }
+                        _ => {
+                            if let Some(pool) = old.and_then(|o| o.get(i)) {
+                                pool.close_idle();
+                            }
+                            Pool::new(
+                                &user.database,
+                                &user.name,
+                                i,
+                                target,
+                                settings,
+                                Arc::clone(&self.next_server_id),
+                            )
+                        }
+                    }
+                })
+                .collect();
+            next.insert(key, Arc::new(shards));
+        }
+        for (key, old) in pools.iter() {
+            if !next.contains_key(key) {
+                old.iter().for_each(|p| p.close_idle());
+            }
+        }
+        *pools = next;
+        *write(&self.config) = config;
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// A SCRAM secret for a user that does not exist: its salt is the same
+    /// on every attempt (derived from the name and a per-process key, as
+    /// Postgres does) so that salts do not reveal which users exist; the
+    /// keys are random, so no proof ever matches.
+    pub fn mock_scram_secret(&self, user: &str) -> ScramSecret {
+        use sha2::Digest;
+        let digest = sha2::Sha256::new()
+            .chain_update(self.mock_key)
+            .chain_update(user.as_bytes())
+            .finalize();
+        ScramSecret {
+            iterations: crate::auth::scram::DEFAULT_ITERATIONS,
+            salt: digest[..16].to_vec(),
+            stored_key: rand::random(),
+            server_key: rand::random(),
+        }
+    }
+
+    /// The SCRAM secret for a configured password.
+    pub fn scram_secret(&self, password: &str) -> Arc<ScramSecret> {
+        if let Some(secret) = lock(&self.scram_secrets).get(password) {
+            return Arc::clone(secret);
+        }
+        let secret = Arc::new(ScramSecret::generate(password));
+        lock(&self.scram_secrets).insert(password.to_owned(), Arc::clone(&secret));
+        secret
+    }
+
+    /// The pools for `user` on `cluster`.
+    pub fn pools(&self, cluster: &str, user: &str) -> Option<ClusterPools> {
+        read(&self.pools)
+            .get(&(cluster.to_owned(), user.to_owned()))
+            .cloned()
+    }
+
+    /// Every pool, sorted by cluster, user and shard.
+    pub fn all_pools(&self) -> Vec<Arc<Pool>> {
+        let pools = read(&self.pools);
+        let mut keys: Vec<_> = pools.keys().collect();
+        keys.sort();
+        keys.into_iter()
+            .flat_map(|k| pools[k].iter().cloned())
+            .collect()
+    }
+
+    /// Register a client under a fresh cancel key.
+    pub fn register_client(&self, mut info: ClientInfo) -> Arc<ClientInfo> {
+        let mut clients = lock(&self.clients);
+        loop {
+            let process_id = rand::random::<u32>() & 0x7fff_ffff;
+            if process_id != 0 && !clients.contains_key(&process_id) {
+                info.process_id = process_id;
+                info.secret = rand::random::<u32>();
+                let info = Arc::new(info);
+                clients.insert(process_id, Arc::clone(&info));
+                return info;
+            }
+        }
+    }
+
+    pub fn unregister_client(&self, process_id: u32) {
+        lock(&self.clients).remove(&process_id);
+    }
+
+    pub fn client(&self, process_id: u32) -> Option<Arc<ClientInfo>> {
+        lock(&self.clients).get(&process_id).cloned()
+    }
+
+    pub fn clients(&self) -> Vec<Arc<ClientInfo>> {
+        let mut all: Vec<_> = lock(&self.clients).values().cloned().collect();
+        all.sort_by_key(|c| c.connected_at);
+        all
+    }
+
+    pub fn client_count(&self) -> usize {
+        lock(&self.clients).len()
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// Mark a client's state for SHOW CLIENTS.
+    pub fn set_client_state(info: &ClientInfo, state: u8) {
+        info.state.store(state, Ordering::Relaxed);
+    }
+}

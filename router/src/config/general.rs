@@ -1,0 +1,242 @@
+//! `[general]` of `pgdog.toml`: settings of the pooler process itself and the
+//! pool defaults that databases and users may override.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// How long a client holds a server connection (`pooler_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolerMode {
+    /// The client holds a server connection for one transaction (or for one
+    /// statement outside a transaction), then it goes back to the pool.
+    #[default]
+    Transaction,
+    /// The client holds a server connection for its whole session.
+    Session,
+}
+
+impl PoolerMode {
+    /// The name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolerMode::Transaction => "transaction",
+            PoolerMode::Session => "session",
+        }
+    }
+}
+
+/// How pgshard checks a client's password (`auth_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthType {
+    /// SCRAM-SHA-256 (RFC 7677): the password never crosses the wire.
+    #[default]
+    Scram,
+    /// Postgres's MD5 challenge.
+    Md5,
+    /// Cleartext password; use only under TLS.
+    Plain,
+    /// No password: any client naming a listed user is let in.
+    Trust,
+}
+
+impl AuthType {
+    /// The name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthType::Scram => "scram",
+            AuthType::Md5 => "md5",
+            AuthType::Plain => "plain",
+            AuthType::Trust => "trust",
+        }
+    }
+
+    /// Whether a user authenticated this way needs a password in `users.toml`.
+    pub fn needs_password(self) -> bool {
+        self != AuthType::Trust
+    }
+}
+
+/// Default `max_message_size`: Postgres's `MaxAllocSize` (0x3fffffff,
+/// `src/include/utils/memutils.h`), the largest buffer a backend allocates, so no
+/// message a server accepts is refused by default.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = (1 << 30) - 1;
+
+/// Smallest allowed `max_message_size`: Postgres's `MAX_STARTUP_PACKET_LENGTH`
+/// (10000, `src/include/libpq/pqcomm.h`); any lower cap would refuse ordinary
+/// startup packets.
+pub const MIN_MAX_MESSAGE_SIZE: usize = 10_000;
+
+/// `[general]`: settings of the pooler process itself.
+///
+/// Times are milliseconds in the file (as in PgDog); the Rust fields carry an
+/// `_ms` suffix and methods of the same name without it return [`Duration`]s.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct General {
+    /// Address to listen on.
+    pub host: String,
+    /// TCP port to listen on.
+    pub port: u16,
+    /// Tokio worker threads; 0 runs everything on one thread.
+    pub workers: usize,
+    /// Server connections per pool (one pool per user and shard), unless the
+    /// database or user sets `pool_size`. At least 1.
+    pub default_pool_size: usize,
+    /// Server connections each pool keeps open even when idle.
+    pub min_pool_size: usize,
+    pub pooler_mode: PoolerMode,
+    /// `connect_timeout`: how long to wait for a server connection to be
+    /// established and authenticated. At least 1.
+    #[serde(rename = "connect_timeout")]
+    pub connect_timeout_ms: u64,
+    /// `checkout_timeout`: how long a client waits for a free server connection.
+    #[serde(rename = "checkout_timeout")]
+    pub checkout_timeout_ms: u64,
+    /// `idle_timeout`: idle server connections above `min_pool_size` are closed
+    /// after this long; 0 = never.
+    #[serde(rename = "idle_timeout")]
+    pub idle_timeout_ms: u64,
+    /// `query_timeout`: longest a query may run on a server; 0 = no limit.
+    #[serde(rename = "query_timeout")]
+    pub query_timeout_ms: u64,
+    /// `server_lifetime`: server connections are closed (when idle) after this
+    /// long; 0 = never.
+    #[serde(rename = "server_lifetime")]
+    pub server_lifetime_ms: u64,
+    /// `shutdown_timeout`: on shutdown, how long to let clients finish.
+    #[serde(rename = "shutdown_timeout")]
+    pub shutdown_timeout_ms: u64,
+    /// Most client connections accepted at once.
+    pub max_client_conn: usize,
+    /// Largest protocol message (bytes) accepted from a client or server.
+    /// At least [`MIN_MAX_MESSAGE_SIZE`].
+    pub max_message_size: usize,
+    /// How clients authenticate, unless the user sets `auth_type`.
+    pub auth_type: AuthType,
+    /// PEM certificate chain for client TLS; set together with `tls_private_key`.
+    pub tls_certificate: Option<PathBuf>,
+    /// PEM private key for client TLS; set together with `tls_certificate`.
+    pub tls_private_key: Option<PathBuf>,
+    /// Prepared statements cached per server connection. At least 1.
+    pub prepared_statements_limit: usize,
+}
+
+impl Default for General {
+    fn default() -> Self {
+        General {
+            host: "0.0.0.0".to_owned(),
+            port: 6432,
+            workers: 2,
+            default_pool_size: 10,
+            min_pool_size: 0,
+            pooler_mode: PoolerMode::Transaction,
+            connect_timeout_ms: 5_000,
+            checkout_timeout_ms: 5_000,
+            idle_timeout_ms: 60_000,
+            query_timeout_ms: 0,
+            server_lifetime_ms: 86_400_000,
+            shutdown_timeout_ms: 60_000,
+            max_client_conn: 10_000,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            auth_type: AuthType::Scram,
+            tls_certificate: None,
+            tls_private_key: None,
+            prepared_statements_limit: 500,
+        }
+    }
+}
+
+/// `0` means "off" for the optional timeouts.
+fn optional(ms: u64) -> Option<Duration> {
+    (ms != 0).then(|| Duration::from_millis(ms))
+}
+
+impl General {
+    /// `connect_timeout`.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    /// `checkout_timeout`.
+    pub fn checkout_timeout(&self) -> Duration {
+        Duration::from_millis(self.checkout_timeout_ms)
+    }
+
+    /// `idle_timeout`; `None` when 0 (idle connections are kept).
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        optional(self.idle_timeout_ms)
+    }
+
+    /// `query_timeout`; `None` when 0 (no limit).
+    pub fn query_timeout(&self) -> Option<Duration> {
+        optional(self.query_timeout_ms)
+    }
+
+    /// `server_lifetime`; `None` when 0 (connections live forever).
+    pub fn server_lifetime(&self) -> Option<Duration> {
+        optional(self.server_lifetime_ms)
+    }
+
+    /// `shutdown_timeout`.
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
+    }
+
+    /// The certificate and key paths when client TLS is configured. Validation
+    /// guarantees both or neither are set.
+    pub fn tls(&self) -> Option<(&Path, &Path)> {
+        match (&self.tls_certificate, &self.tls_private_key) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_pgdog() {
+        let g = General::default();
+        assert_eq!((g.host.as_str(), g.port, g.workers), ("0.0.0.0", 6432, 2));
+        assert_eq!((g.default_pool_size, g.min_pool_size), (10, 0));
+        assert_eq!(g.pooler_mode, PoolerMode::Transaction);
+        assert_eq!(g.connect_timeout(), Duration::from_secs(5));
+        assert_eq!(g.checkout_timeout(), Duration::from_secs(5));
+        assert_eq!(g.idle_timeout(), Some(Duration::from_secs(60)));
+        assert_eq!(g.query_timeout(), None);
+        assert_eq!(g.server_lifetime(), Some(Duration::from_secs(86_400)));
+        assert_eq!(g.shutdown_timeout(), Duration::from_secs(60));
+        assert_eq!(g.max_client_conn, 10_000);
+        assert_eq!(g.max_message_size, 1_073_741_823);
+        assert_eq!(g.auth_type, AuthType::Scram);
+        assert_eq!(g.tls(), None);
+        assert_eq!(g.prepared_statements_limit, 500);
+    }
+
+    #[test]
+    fn zero_turns_optional_timeouts_off() {
+        let g = General {
+            idle_timeout_ms: 0,
+            server_lifetime_ms: 0,
+            query_timeout_ms: 250,
+            ..General::default()
+        };
+        assert_eq!(g.idle_timeout(), None);
+        assert_eq!(g.server_lifetime(), None);
+        assert_eq!(g.query_timeout(), Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn enum_names() {
+        assert!(!AuthType::Trust.needs_password());
+        assert!(AuthType::Plain.needs_password());
+        assert_eq!(AuthType::Md5.as_str(), "md5");
+        assert_eq!(PoolerMode::Session.as_str(), "session");
+    }
+}

@@ -1,0 +1,116 @@
+//! Resolving the settings of one pool (one user on one shard database) from
+//! the user, the database and `[general]`, most specific first.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{Config, Database, General, PoolerMode, Redacted, User};
+
+/// Everything a pool for one (user, shard database) pair needs from the config.
+///
+/// `Debug` prints `server_password` as `<redacted>`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// Most server connections the pool opens (at least 1).
+    pub pool_size: usize,
+    /// Server connections kept open even when idle (at most `pool_size`).
+    pub min_pool_size: usize,
+    pub pooler_mode: PoolerMode,
+    /// The login pgshard uses on the server.
+    pub server_user: String,
+    /// The password for that login, if any.
+    pub server_password: Option<String>,
+    pub checkout_timeout: Duration,
+    /// `None`: idle connections are never closed.
+    pub idle_timeout: Option<Duration>,
+    /// `None`: connections are never retired for age.
+    pub server_lifetime: Option<Duration>,
+    pub connect_timeout: Duration,
+    /// `None`: queries run without a time limit.
+    pub query_timeout: Option<Duration>,
+}
+
+impl fmt::Debug for PoolSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Destructured so that a new field cannot be forgotten here.
+        let PoolSettings {
+            pool_size,
+            min_pool_size,
+            pooler_mode,
+            server_user,
+            server_password,
+            checkout_timeout,
+            idle_timeout,
+            server_lifetime,
+            connect_timeout,
+            query_timeout,
+        } = self;
+        f.debug_struct("PoolSettings")
+            .field("pool_size", pool_size)
+            .field("min_pool_size", min_pool_size)
+            .field("pooler_mode", pooler_mode)
+            .field("server_user", server_user)
+            .field("server_password", &Redacted(server_password))
+            .field("checkout_timeout", checkout_timeout)
+            .field("idle_timeout", idle_timeout)
+            .field("server_lifetime", server_lifetime)
+            .field("connect_timeout", connect_timeout)
+            .field("query_timeout", query_timeout)
+            .finish()
+    }
+}
+
+impl Config {
+    /// The settings of the pool serving `user` on `shard` (one of the
+    /// `shards` of the user's cluster). Each setting comes from the user if it
+    /// sets it, else from the database, else from `[general]`. The server login
+    /// is the user's `server_user`/`server_password`, else the database's
+    /// `user`/`password`, else the client's own name and password.
+    pub fn pool_settings(&self, user: &User, shard: &Database) -> PoolSettings {
+        let general = &self.general;
+        let (pool_size, min_pool_size) = pool_sizes(general, shard, Some(user));
+        PoolSettings {
+            pool_size,
+            min_pool_size,
+            pooler_mode: user
+                .pooler_mode
+                .or(shard.pooler_mode)
+                .unwrap_or(general.pooler_mode),
+            server_user: user
+                .server_user
+                .as_ref()
+                .or(shard.user.as_ref())
+                .unwrap_or(&user.name)
+                .clone(),
+            server_password: user
+                .server_password
+                .as_ref()
+                .or(shard.password.as_ref())
+                .or(user.password.as_ref())
+                .cloned(),
+            checkout_timeout: general.checkout_timeout(),
+            idle_timeout: general.idle_timeout(),
+            server_lifetime: general.server_lifetime(),
+            connect_timeout: general.connect_timeout(),
+            query_timeout: general.query_timeout(),
+        }
+    }
+}
+
+/// `(pool_size, min_pool_size)` for `user` (or for no particular user) on
+/// `database`. Shared with validation so that what is checked is what is used.
+pub(super) fn pool_sizes(
+    general: &General,
+    database: &Database,
+    user: Option<&User>,
+) -> (usize, usize) {
+    let pool_size = user
+        .and_then(|u| u.pool_size)
+        .or(database.pool_size)
+        .unwrap_or(general.default_pool_size);
+    let min_pool_size = user
+        .and_then(|u| u.min_pool_size)
+        .or(database.min_pool_size)
+        .unwrap_or(general.min_pool_size);
+    (pool_size, min_pool_size)
+}

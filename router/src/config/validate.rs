@@ -1,0 +1,164 @@
+//! The rules a parsed config must pass, each failing with the key path to fix.
+//! (Shard numbering is checked where clusters are built, in `database.rs`.)
+
+use std::collections::BTreeMap;
+
+use super::general::MIN_MAX_MESSAGE_SIZE;
+use super::pool_settings::pool_sizes;
+use super::{invalid, Admin, Cluster, ConfigError, Database, General, User};
+
+const PGDOG: &str = "pgdog.toml";
+const USERS: &str = "users.toml";
+
+/// `[general]` on its own.
+pub(super) fn general(general: &General) -> Result<(), ConfigError> {
+    let fail = |key: &str, message: String| Err(invalid(PGDOG, format!("general.{key}"), message));
+    if general.default_pool_size == 0 {
+        return fail("default_pool_size", "must be at least 1".to_owned());
+    }
+    if general.min_pool_size > general.default_pool_size {
+        return fail(
+            "min_pool_size",
+            format!(
+                "{} is larger than default_pool_size ({})",
+                general.min_pool_size, general.default_pool_size
+            ),
+        );
+    }
+    if general.connect_timeout_ms == 0 {
+        return fail(
+            "connect_timeout",
+            "must be at least 1 (ms): 0 would fail every connection".to_owned(),
+        );
+    }
+    if general.max_message_size < MIN_MAX_MESSAGE_SIZE {
+        return fail(
+            "max_message_size",
+            format!(
+                "must be at least {MIN_MAX_MESSAGE_SIZE} bytes (Postgres's largest startup packet)"
+            ),
+        );
+    }
+    if general.prepared_statements_limit == 0 {
+        return fail("prepared_statements_limit", "must be at least 1".to_owned());
+    }
+    match (&general.tls_certificate, &general.tls_private_key) {
+        (Some(_), None) => fail(
+            "tls_private_key",
+            "missing: tls_certificate is set, and TLS needs both".to_owned(),
+        ),
+        (None, Some(_)) => fail(
+            "tls_private_key",
+            "set without tls_certificate: TLS needs both".to_owned(),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Pool sizes of each `[[databases]]` entry, against `[general]`'s defaults.
+pub(super) fn databases(general: &General, databases: &[Database]) -> Result<(), ConfigError> {
+    for (i, db) in databases.iter().enumerate() {
+        if db.pool_size == Some(0) {
+            return Err(invalid(
+                PGDOG,
+                format!("databases[{i}].pool_size"),
+                "must be at least 1".to_owned(),
+            ));
+        }
+        let (pool_size, min_pool_size) = pool_sizes(general, db, None);
+        if min_pool_size > pool_size {
+            // Blame the key this entry sets: its min, or a pool_size below the
+            // inherited general.min_pool_size.
+            let key = if db.min_pool_size.is_some() {
+                "min_pool_size"
+            } else {
+                "pool_size"
+            };
+            return Err(invalid(
+                PGDOG,
+                format!("databases[{i}].{key}"),
+                format!("min_pool_size ({min_pool_size}) is larger than pool_size ({pool_size})"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[admin]` against the clusters.
+pub(super) fn admin(
+    admin: &Admin,
+    clusters: &BTreeMap<String, Cluster>,
+) -> Result<(), ConfigError> {
+    if clusters.contains_key(&admin.name) {
+        return Err(invalid(
+            PGDOG,
+            "admin.name".to_owned(),
+            format!(
+                "{:?} is also a [[databases]] name; the admin console needs a name of its own",
+                admin.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Each `[[users]]` entry against the clusters and `[general]`.
+pub(super) fn users(
+    general: &General,
+    clusters: &BTreeMap<String, Cluster>,
+    users: &[User],
+) -> Result<(), ConfigError> {
+    let mut seen: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for (i, user) in users.iter().enumerate() {
+        let fail =
+            |key: &str, message: String| Err(invalid(USERS, format!("users[{i}].{key}"), message));
+        let Some(cluster) = clusters.get(&user.database) else {
+            return fail(
+                "database",
+                format!("no [[databases]] entry is named {:?}", user.database),
+            );
+        };
+        if let Some(first) = seen.insert((&user.name, &user.database), i) {
+            return fail(
+                "name",
+                format!(
+                    "user {:?} of database {:?} is already listed (users[{first}])",
+                    user.name, user.database
+                ),
+            );
+        }
+        let auth_type = user.auth_type.unwrap_or(general.auth_type);
+        if auth_type.needs_password() && user.password.as_deref().is_none_or(str::is_empty) {
+            return fail(
+                "password",
+                format!(
+                    "required: auth_type is {:?} (set a password, or auth_type = \"trust\")",
+                    auth_type.as_str()
+                ),
+            );
+        }
+        if user.pool_size == Some(0) {
+            return fail("pool_size", "must be at least 1".to_owned());
+        }
+        for db in &cluster.shards {
+            let (pool_size, min_pool_size) = pool_sizes(general, db, Some(user));
+            if min_pool_size > pool_size {
+                // The database entries passed on their own, so the user's
+                // override is what broke it.
+                let key = if user.min_pool_size.is_some() {
+                    "min_pool_size"
+                } else {
+                    "pool_size"
+                };
+                return fail(
+                    key,
+                    format!(
+                        "min_pool_size ({min_pool_size}) is larger than pool_size ({pool_size}) on shard {} of {:?}",
+                        db.shard, cluster.name
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
