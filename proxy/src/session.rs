@@ -329,38 +329,52 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Ok(_) => return Ok(()),
             Err(e) => return Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
         };
-        if !self.ensure_server_or_reply(false).await? {
-            return Ok(());
-        }
         let statement = self.state.statements.get_or_insert(&query, &param_types);
         if let Err(message) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
             self.local_error(sqlstate::DUPLICATE_PREPARED_STATEMENT, &message, false);
             return Ok(());
         }
         self.unsynced = true;
-        let sql = String::from_utf8_lossy(&query);
-        let dirty = matches!(params::classify(&sql), Kind::SessionState | Kind::Setting);
         let Some(server) = &mut self.server else {
+            // No server attached (no transaction open): the Parse waits for
+            // the Bind or Describe that needs it. Checking a server out just
+            // to prepare would hold it across the client's think time, and
+            // clients that prepare synchronously while holding other
+            // connections' transactions open (pgbench -M prepared with -j)
+            // would deadlock on the pool. A bad statement's error arrives
+            // with the Bind instead, as with PgBouncer and PgDog.
+            self.local_reply(messages::parse_complete);
             return Ok(());
         };
-        server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
+        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
         if server.conn.prepared.contains(statement.id) {
-            let mut reply = BytesMut::new();
-            messages::parse_complete(&mut reply);
-            self.plan.push(Step::Local {
-                bytes: reply.freeze(),
-                ready: false,
-            });
+            self.local_reply(messages::parse_complete);
         } else {
-            self.prepare_on_server(&statement, Some(name));
+            self.prepare_on_server(&statement, true, Some(name));
         }
         Ok(())
     }
 
+    /// A reply pgshard makes itself, in its place among the server's.
+    fn local_reply(&mut self, encode: fn(&mut BytesMut)) {
+        let mut reply = BytesMut::new();
+        encode(&mut reply);
+        self.plan.push(Step::Local {
+            bytes: reply.freeze(),
+            ready: false,
+        });
+    }
+
     /// Send `statement`'s Parse to the attached server, closing its least
-    /// recently used statement first if the server holds too many. With a
-    /// client name the reply is the client's; without, it is swallowed.
-    fn prepare_on_server(&mut self, statement: &Statement, client_name: Option<Bytes>) {
+    /// recently used statement first if the server holds too many. With
+    /// `forward` the reply is the client's; else it is swallowed. If the
+    /// Parse fails, `client_name` stops naming the statement.
+    fn prepare_on_server(
+        &mut self,
+        statement: &Statement,
+        forward: bool,
+        client_name: Option<Bytes>,
+    ) {
         let Some(server) = &mut self.server else {
             return;
         };
@@ -378,7 +392,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         self.to_server.extend_from_slice(&statement.parse);
         conn.prepared.insert(statement.id);
-        let forward = client_name.is_some();
         let effect = Effect::Prepared(statement.id, client_name);
         self.plan.push(if forward {
             Step::forward_with(plan::PARSE, effect)
@@ -429,8 +442,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Ok(());
         }
         if let Some(server) = &mut self.server {
+            server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
             if !server.conn.prepared.contains(statement.id) {
-                self.prepare_on_server(&statement, None);
+                let name = Bytes::copy_from_slice(&body[name_start..name_start + name_len]);
+                self.prepare_on_server(&statement, false, Some(name));
             }
         }
         let rest = &body[name_start + name_len..];
@@ -450,12 +465,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 // Servers keep the statement for other clients; closing a
                 // name that does not exist is not an error in Postgres.
                 self.statements.remove(&name);
-                let mut reply = BytesMut::new();
-                messages::close_complete(&mut reply);
-                self.plan.push(Step::Local {
-                    bytes: reply.freeze(),
-                    ready: false,
-                });
+                self.local_reply(messages::close_complete);
                 Ok(())
             }
             Ok(_) => {

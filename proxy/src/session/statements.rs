@@ -20,6 +20,9 @@ pub struct Statement {
     /// The whole Parse message under `name`, ready to send.
     pub parse: Bytes,
     pub query: Bytes,
+    /// Running it leaves session state on the server (SET, temp tables,
+    /// LISTEN...): the server needs a reset before another client gets it.
+    pub leaves_state: bool,
 }
 
 /// Above this many distinct statements the registry starts over; statements
@@ -64,6 +67,10 @@ impl Registry {
             name,
             parse: parse.freeze(),
             query: query.clone(),
+            leaves_state: matches!(
+                crate::session::params::classify(&String::from_utf8_lossy(query)),
+                crate::session::params::Kind::SessionState | crate::session::params::Kind::Setting
+            ),
         });
         inner.by_text.insert(key, Arc::clone(&statement));
         statement
