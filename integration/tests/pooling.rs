@@ -374,3 +374,80 @@ async fn session_mode_keeps_the_server_and_relays_notifications() {
     .await;
     assert_eq!(listening, vec!["0"]);
 }
+
+#[tokio::test]
+async fn dead_server_connections_are_detected_and_replaced() {
+    let mut cluster = Cluster::start("default_pool_size = 2");
+    let client = cluster.connect().await;
+    client.simple_query("SELECT 1").await.unwrap();
+    // The pooled connection dies with its server.
+    cluster.servers[0].kill().unwrap();
+    let err = client.simple_query("SELECT 1").await.unwrap_err();
+    assert!(err.as_db_error().is_some() || err.is_closed(), "{err:?}");
+    cluster.servers[0].start_again().unwrap();
+    // New work gets a fresh connection, not the dead one.
+    let mut ok = false;
+    for _ in 0..50 {
+        let fresh = match common::connect(cluster.port(), "app", "app-pw", "prod").await {
+            Ok(fresh) => fresh,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        if fresh.simple_query("SELECT 1").await.is_ok() {
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok, "no working connection after the server came back");
+}
+
+#[tokio::test]
+async fn tls_when_a_certificate_is_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let status = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let cluster = Cluster::start(&format!(
+        "tls_certificate = {:?}\ntls_private_key = {:?}",
+        cert.display().to_string(),
+        key.display().to_string()
+    ));
+    let bins = integration::PgBinaries::find().unwrap();
+    let output = std::process::Command::new(bins.bindir().join("psql"))
+        .args(["-X", "-A", "-t", "-h", "127.0.0.1", "-p"])
+        .arg(cluster.port().to_string())
+        .args(["-U", "app", "-d", "prod", "-c", "SELECT shard FROM whoami"])
+        .env("PGPASSWORD", "app-pw")
+        .env("PGSSLMODE", "require")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "0");
+}

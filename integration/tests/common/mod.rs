@@ -5,6 +5,8 @@
 
 use integration::{PasswordEncryption, PgServer, ServerOptions, TestProxy};
 
+pub mod wire;
+
 /// Servers plus the proxy in front of them. Fields drop in order: the proxy
 /// first, then the servers.
 pub struct Cluster {
@@ -143,4 +145,101 @@ pub async fn connect_raw(
     )
     .await
     .unwrap()
+}
+
+/// Like [`servers`], on servers started with `options`. `md5user` can log in
+/// over TCP only with `HostAuth::Md5` (or `Password`): a `scram-sha-256`
+/// line in pg_hba.conf refuses roles whose secret is MD5.
+pub fn servers_with(n: usize, options: &ServerOptions) -> Vec<PgServer> {
+    let servers = PgServer::start_many(n, options).unwrap();
+    for (i, server) in servers.iter().enumerate() {
+        server
+            .create_user("app", "app-pw", PasswordEncryption::ScramSha256)
+            .unwrap();
+        server
+            .create_user("md5user", "md5-pw", PasswordEncryption::Md5)
+            .unwrap();
+        server
+            .create_database(&format!("shard_{i}"), Some("app"))
+            .unwrap();
+        server
+            .psql(
+                &format!("shard_{i}"),
+                &format!(
+                    "CREATE TABLE whoami AS SELECT {i} AS shard; ALTER TABLE whoami OWNER TO app;\
+                     GRANT ALL ON SCHEMA public TO md5user; GRANT SELECT ON whoami TO md5user"
+                ),
+            )
+            .unwrap();
+    }
+    servers
+}
+
+impl Cluster {
+    /// pgshard in front of servers the caller started (see [`servers_with`]).
+    pub fn start_on(servers: Vec<PgServer>, general: &str, users: &str) -> Cluster {
+        let databases = databases(&servers);
+        let general = format!("[general]\nshutdown_timeout = 1000\n{general}\n");
+        let proxy = TestProxy::start(&format!("{general}{ADMIN}{databases}"), users).unwrap();
+        Cluster {
+            proxy,
+            servers,
+            databases,
+            general,
+        }
+    }
+
+    /// Rewrite the config files a RELOAD reads, with `general` as the
+    /// `[general]` section (header included) and the cluster's databases.
+    pub fn rewrite_config(&self, general: &str, users: &str) {
+        self.proxy
+            .rewrite_config(&format!("{general}{ADMIN}{}", self.databases), users)
+            .unwrap();
+    }
+}
+
+/// Every row of a simple query, as column name to text value (NULL as "").
+pub async fn rows(
+    client: &tokio_postgres::Client,
+    sql: &str,
+) -> Vec<std::collections::HashMap<String, String>> {
+    client
+        .simple_query(sql)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                row.columns()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.name().to_owned(), row.get(i).unwrap_or("").to_owned()))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
+static PROXY_PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PANIC_HOOK: std::sync::Once = std::sync::Once::new();
+
+/// Count panics on tokio worker threads from now on: the in-process proxy's
+/// tasks run there (tests run on their own threads), and a panicking client
+/// task would otherwise go unnoticed, as tokio catches it.
+pub fn watch_proxy_panics() {
+    PANIC_HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name() == Some("tokio-runtime-worker") {
+                PROXY_PANICS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            default(info);
+        }));
+    });
+}
+
+/// Panics seen on proxy threads since [`watch_proxy_panics`].
+pub fn proxy_panics() -> usize {
+    PROXY_PANICS.load(std::sync::atomic::Ordering::SeqCst)
 }
