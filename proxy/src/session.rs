@@ -584,7 +584,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     async fn flush(&mut self) -> Result<(), End> {
         if !self.to_server.is_empty() {
             if let Some(server) = &mut self.server {
-                count(&server.pool().stats.bytes_sent, self.to_server.len());
                 if server.conn.stream.write_all(&self.to_server).await.is_err() {
                     self.server = None;
                     return Err(End::Fatal(
@@ -700,6 +699,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             if verdict.forward {
                 self.to_client.extend_from_slice(&message);
+                count(&pool.stats.bytes_sent, message.len());
             }
             if self.to_client.len() >= CLIENT_FLUSH_AT {
                 self.flush_client().await?;

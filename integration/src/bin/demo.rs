@@ -64,10 +64,15 @@ fn main() -> anyhow::Result<()> {
         println!();
         println!("  connect:  PGPASSWORD={PASSWORD} psql -h 127.0.0.1 -p {PROXY_PORT} -U {USER} pgshard");
         println!("  try:      SELECT current_database(), shard FROM demo_shard;");
+        println!("  admin:    PGPASSWORD=admin psql -h 127.0.0.1 -p {PROXY_PORT} -U admin admin -c 'SHOW POOLS'");
+        println!("  bench:    PGPASSWORD={PASSWORD} pgbench -h 127.0.0.1 -p {PROXY_PORT} -U {USER} -i pgshard");
         println!();
-        println!("At this stage pgshard relays every session to shard 0 (pass-through);");
-        println!("routing by key arrives with the router. Ctrl-C stops the demo.");
-        proxy::server::run(listener, config, async {
+        println!("pgshard pools server connections in transaction mode; every cluster");
+        println!("statement goes to shard 0 until routing by key arrives with the router.");
+        println!("Ctrl-C stops the demo.");
+        let paths = Some((demo.join("pgdog.toml"), demo.join("users.toml")));
+        let state = proxy::state::State::new(config, paths);
+        proxy::server::run_with_state(listener, state, async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await;
@@ -110,7 +115,9 @@ fn prepare(server: &PgServer, shard: usize) -> anyhow::Result<()> {
 fn demo_config(servers: &[PgServer]) -> String {
     let mut text = String::from(
         "# Written by pgshard-demo; see pgdog.toml.example for what each key means.\n\
-         [general]\nhost = \"127.0.0.1\"\nport = 6432\nworkers = 2\n",
+         [general]\nhost = \"127.0.0.1\"\nport = 6432\nworkers = 2\n\
+         default_pool_size = 10\npooler_mode = \"transaction\"\nshutdown_timeout = 5000\n\
+         \n[admin]\npassword = \"admin\"\n",
     );
     for (shard, server) in servers.iter().enumerate() {
         text.push_str(&format!(
