@@ -399,6 +399,59 @@ async fn pause_holds_queries_until_resume() {
 }
 
 #[tokio::test]
+async fn pause_lets_a_server_restart_unnoticed() {
+    // PAUSE's purpose: hold everyone, restart the database, RESUME.
+    let mut cluster = Cluster::start("");
+    let port = cluster.port();
+    let admin = cluster.admin().await;
+    let client = cluster.connect().await;
+    assert_eq!(
+        column(&client, "SELECT shard FROM whoami", "shard").await,
+        vec!["0"]
+    );
+    admin.simple_query("PAUSE").await.unwrap();
+    cluster.servers[0].stop().unwrap();
+    let query = client.simple_query("SELECT shard FROM whoami");
+    // A client arriving during the pause, with settings no earlier login
+    // had (so its login cannot be answered from what pgshard remembers).
+    let late_conninfo = format!(
+        "host=127.0.0.1 port={port} user=app password=app-pw dbname=prod application_name=late"
+    );
+    let late = common::connect_str(&late_conninfo);
+    tokio::pin!(query, late);
+    let held = tokio::time::timeout(Duration::from_millis(300), async {
+        tokio::select! {
+            result = &mut query => panic!("a query ran while paused: {result:?}"),
+            result = &mut late => panic!("a login used a server while paused: {result:?}"),
+        }
+    })
+    .await;
+    assert!(held.is_err());
+    cluster.servers[0].start_again().unwrap();
+    admin.simple_query("RESUME").await.unwrap();
+    let (query, late) =
+        tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(query, late) })
+            .await
+            .expect("clients still held after RESUME");
+    let query = query.unwrap();
+    assert!(
+        query
+            .iter()
+            .any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))),
+        "{query:?}"
+    );
+    let late = late.unwrap();
+    assert_eq!(
+        column(&late, "SHOW application_name", "application_name").await,
+        vec!["late"]
+    );
+    assert_eq!(
+        column(&client, "SELECT shard FROM whoami", "shard").await,
+        vec!["0"]
+    );
+}
+
+#[tokio::test]
 async fn shutdown_refuses_new_clients_and_closes_idle_ones() {
     let cluster = Cluster::start("");
     let port = cluster.port();

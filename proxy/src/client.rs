@@ -159,16 +159,29 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
     let mut server = None;
     let report = match pool.login_report(&defaults) {
         Some(report) if mode == PoolerMode::Transaction => report,
-        _ => match login_on_server(&pool, &defaults).await {
-            Ok((checked_out, report)) => {
-                server = Some(checked_out);
-                report
-            }
-            Err((code, message)) => {
-                login::fatal(&mut client, code, &message).await;
+        _ => {
+            // Like every other use of a server, a login waits out PAUSE
+            // (the database may be restarting behind it).
+            if !wait_for_resume(&state).await {
+                login::fatal(
+                    &mut client,
+                    sqlstate::CANNOT_CONNECT_NOW,
+                    "pgshard is shutting down",
+                )
+                .await;
                 return;
             }
-        },
+            match login_on_server(&pool, &defaults).await {
+                Ok((checked_out, report)) => {
+                    server = Some(checked_out);
+                    report
+                }
+                Err((code, message)) => {
+                    login::fatal(&mut client, code, &message).await;
+                    return;
+                }
+            }
+        }
     };
     let info = state.register_client(client_info(&user, &database, &startup, peer));
     let mut out = BytesMut::with_capacity(512);
@@ -205,6 +218,17 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
         },
     );
     session.run().await;
+}
+
+/// Wait while the admin console has pgshard paused; `false` if it started
+/// shutting down instead.
+async fn wait_for_resume(state: &State) -> bool {
+    let mut paused = state.paused.subscribe();
+    let mut shutdown = state.shutdown.subscribe();
+    tokio::select! {
+        _ = paused.wait_for(|p| !*p) => !state.is_shutting_down(),
+        _ = shutdown.wait_for(|s| *s) => false,
+    }
 }
 
 /// Check a server out and apply the client's startup settings on it.

@@ -42,8 +42,11 @@ impl ParamSet {
     }
 
     fn insert(&mut self, name: &str, value: &str) {
-        let sql = format!("SET {} TO {}", quote_ident(name), quote_literal(value));
-        self.0.insert(name.to_ascii_lowercase(), sql);
+        // Setting names are case-insensitive: one spelling, so the same
+        // setting from two clients compares equal.
+        let name = name.to_ascii_lowercase();
+        let sql = format!("SET {} TO {}", quote_ident(&name), quote_literal(value));
+        self.0.insert(name, sql);
     }
 
     pub fn is_empty(&self) -> bool {
