@@ -451,3 +451,74 @@ async fn tls_when_a_certificate_is_configured() {
     );
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "0");
 }
+
+/// (sv_idle, sv_active) of the one pool, from SHOW POOLS.
+async fn pool_servers(admin: &tokio_postgres::Client) -> (u32, u32) {
+    let pools = common::rows(admin, "SHOW POOLS").await;
+    let pool = &pools[0];
+    (
+        pool["sv_idle"].parse().unwrap(),
+        pool["sv_active"].parse().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn min_pool_size_idle_timeout_server_lifetime_and_query_timeout() {
+    let cluster = Cluster::start(
+        "default_pool_size = 4\nmin_pool_size = 2\nidle_timeout = 1500\nserver_lifetime = 4000\nquery_timeout = 500",
+    );
+    let admin = cluster.admin().await;
+    // min_pool_size opens connections before anyone asks.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pool_servers(&admin).await.0 < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(pool_servers(&admin).await, (2, 0));
+    // Four at once: the pool grows to its size...
+    let clients = futures_util::future::join_all((0..4).map(|_| cluster.connect())).await;
+    futures_util::future::join_all(
+        clients
+            .iter()
+            .map(|c| c.simple_query("SELECT pg_sleep(0.3)")),
+    )
+    .await;
+    assert_eq!(pool_servers(&admin).await.0, 4);
+    // ...and idle_timeout shrinks it back to min_pool_size.
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    assert_eq!(pool_servers(&admin).await.0, 2);
+    // server_lifetime retires connections: the backends serving now are new.
+    let before = column(&clients[0], "SELECT pg_backend_pid()::text AS pid", "pid").await;
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    let after = column(&clients[0], "SELECT pg_backend_pid()::text AS pid", "pid").await;
+    assert_ne!(
+        before, after,
+        "server_lifetime did not retire the connection"
+    );
+    // query_timeout cancels a query that runs too long.
+    let err = clients[1]
+        .simple_query("SELECT pg_sleep(5)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), Some("57014"), "{err}");
+    clients[1].simple_query("SELECT 1").await.unwrap();
+}
+
+#[tokio::test]
+async fn portals_with_row_limits() {
+    let cluster = Cluster::start("default_pool_size = 1");
+    let mut client = cluster.connect().await;
+    let tx = client.transaction().await.unwrap();
+    let statement = tx.prepare("SELECT generate_series(1, 5)").await.unwrap();
+    let portal = tx.bind(&statement, &[]).await.unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let rows = tx.query_portal(&portal, 2).await.unwrap();
+        if rows.is_empty() {
+            break;
+        }
+        assert!(rows.len() <= 2);
+        seen.extend(rows.iter().map(|r| r.get::<_, i32>(0)));
+    }
+    tx.commit().await.unwrap();
+    assert_eq!(seen, vec![1, 2, 3, 4, 5]);
+}
