@@ -6,6 +6,7 @@
 #   gcc, make      compiling libpg_query's C sources (pg_query crate)
 #   postgresql     real servers for tests and the demo (initdb, pg_ctl, pgbench)
 #   valgrind       the parser's memory check (parser-ffi/tests/memcheck.rs)
+#   openssl        a throwaway certificate for the TLS test (integration/tests/pooling.rs)
 set -euo pipefail
 
 die() { echo "setup: $*" >&2; exit 1; }
@@ -19,6 +20,7 @@ dpkg-query -W -f='${Status}' libclang-dev 2>/dev/null | grep -q "ok installed" |
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
   missing+=(postgresql)
 fi

@@ -435,21 +435,11 @@ async fn tls_when_a_certificate_is_configured() {
         cert.display().to_string(),
         key.display().to_string()
     ));
-    let bins = integration::PgBinaries::find().unwrap();
-    let output = std::process::Command::new(bins.bindir().join("psql"))
-        .args(["-X", "-A", "-t", "-h", "127.0.0.1", "-p"])
-        .arg(cluster.port().to_string())
-        .args(["-U", "app", "-d", "prod", "-c", "SELECT shard FROM whoami"])
-        .env("PGPASSWORD", "app-pw")
-        .env("PGSSLMODE", "require")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    // sslmode=require fails unless pgshard answers the SSLRequest with S.
+    assert_eq!(
+        common::psql(cluster.port(), "require", "SELECT shard FROM whoami"),
+        "0"
     );
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "0");
 }
 
 /// (sv_idle, sv_active) of the one pool, from SHOW POOLS.

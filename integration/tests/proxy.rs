@@ -98,20 +98,9 @@ async fn raw_exchange(port: u16, bytes: Vec<u8>) -> Vec<u8> {
 #[test]
 fn psql_round_trip_and_ssl_refusal() {
     let cluster = Cluster::start("");
-    let bins = integration::PgBinaries::find().unwrap();
     // sslmode=prefer: psql asks for TLS first, pgshard answers N, psql goes on in clear.
-    let output = std::process::Command::new(bins.bindir().join("psql"))
-        .args(["-X", "-A", "-t", "-h", "127.0.0.1", "-p"])
-        .arg(cluster.port().to_string())
-        .args(["-U", "app", "-d", "prod", "-c", "SELECT shard FROM whoami"])
-        .env("PGPASSWORD", "app-pw")
-        .env("PGSSLMODE", "prefer")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    assert_eq!(
+        common::psql(cluster.port(), "prefer", "SELECT shard FROM whoami"),
+        "0"
     );
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "0");
 }

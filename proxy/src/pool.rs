@@ -14,6 +14,7 @@ use tracing::{debug, warn};
 
 use crate::server_conn::{ServerConn, ServerError, ServerTarget};
 use crate::session::params::ParamSet;
+use crate::state::lock;
 
 /// Why no server connection could be had.
 #[derive(Debug, thiserror::Error)]
@@ -90,13 +91,6 @@ impl Pooled {
     /// The connection and its pool, borrowed together.
     pub fn parts(&mut self) -> (&mut ServerConn, &Arc<Pool>) {
         (&mut self.conn, &self.pool)
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

@@ -790,8 +790,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let target = cancel_target(server);
             tokio::spawn(async move { crate::cancel::send(&target).await });
         }
-        // Wait for the server's answer (or the client) from now on.
-        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 

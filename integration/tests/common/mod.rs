@@ -19,28 +19,7 @@ pub struct Cluster {
 /// Users every server has: `app` (SCRAM) owning database `shard_<i>`, and
 /// `md5user` with an MD5 secret.
 pub fn servers(n: usize) -> Vec<PgServer> {
-    let servers = PgServer::start_many(n, &ServerOptions::default()).unwrap();
-    for (i, server) in servers.iter().enumerate() {
-        server
-            .create_user("app", "app-pw", PasswordEncryption::ScramSha256)
-            .unwrap();
-        server
-            .create_user("md5user", "md5-pw", PasswordEncryption::Md5)
-            .unwrap();
-        server
-            .create_database(&format!("shard_{i}"), Some("app"))
-            .unwrap();
-        server
-            .psql(
-                &format!("shard_{i}"),
-                &format!(
-                    "CREATE TABLE whoami AS SELECT {i} AS shard; ALTER TABLE whoami OWNER TO app;\
-                     GRANT ALL ON SCHEMA public TO md5user; GRANT SELECT ON whoami TO md5user"
-                ),
-            )
-            .unwrap();
-    }
-    servers
+    servers_with(n, &ServerOptions::default())
 }
 
 /// `[[databases]]` entries for cluster `prod` over `servers`.
@@ -242,4 +221,24 @@ pub fn watch_proxy_panics() {
 /// Panics seen on proxy threads since [`watch_proxy_panics`].
 pub fn proxy_panics() -> usize {
     PROXY_PANICS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Run psql as `app` against the proxy on `port` with `sslmode`; returns its
+/// trimmed stdout, failing the test (with psql's stderr) if psql fails.
+pub fn psql(port: u16, sslmode: &str, sql: &str) -> String {
+    let bins = integration::PgBinaries::find().unwrap();
+    let output = std::process::Command::new(bins.bindir().join("psql"))
+        .args(["-X", "-A", "-t", "-h", "127.0.0.1", "-p"])
+        .arg(port.to_string())
+        .args(["-U", "app", "-d", "prod", "-c", sql])
+        .env("PGPASSWORD", "app-pw")
+        .env("PGSSLMODE", sslmode)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }

@@ -1,6 +1,8 @@
-//! Encoders for the backend messages pgshard writes itself (ErrorResponse).
+//! ErrorResponse, and the SQLSTATE codes pgshard sends on its own behalf.
 
 use bytes::{BufMut, BytesMut};
+
+use super::messages;
 
 /// SQLSTATE codes pgshard sends on its own behalf (Postgres `errcodes.txt`).
 pub mod sqlstate {
@@ -38,9 +40,7 @@ impl Severity {
 
 /// Append an ErrorResponse (`E`) with severity, SQLSTATE and message to `out`.
 pub fn error_response(out: &mut BytesMut, severity: Severity, code: &str, message: &str) {
-    out.put_u8(b'E');
-    let start = out.len();
-    out.put_u32(0); // length, patched below
+    let at = messages::begin(out, b'E');
     for (field, value) in [
         (b'S', severity.as_str()),
         (b'V', severity.as_str()),
@@ -48,13 +48,10 @@ pub fn error_response(out: &mut BytesMut, severity: Severity, code: &str, messag
         (b'M', message),
     ] {
         out.put_u8(field);
-        // A NUL inside a field would end it early; messages are ours, but be safe.
-        out.extend(value.bytes().filter(|&b| b != 0));
-        out.put_u8(0);
+        messages::put_cstr(out, value.as_bytes());
     }
     out.put_u8(0);
-    let len = (out.len() - start) as u32;
-    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+    messages::finish(out, at);
 }
 
 #[cfg(test)]

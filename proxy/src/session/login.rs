@@ -92,17 +92,28 @@ async fn read_message<S: AsyncRead + Unpin>(
     }
 }
 
-/// Read a PasswordMessage-family message (`p`).
-async fn read_password<S: AsyncRead + Unpin>(
+/// Send an authentication request (`code`, `payload`) and read the client's
+/// PasswordMessage-family answer (`p`).
+async fn ask<S: AsyncRead + AsyncWrite + Unpin>(
     client: &mut S,
     buf: &mut BytesMut,
-) -> Result<bytes::Bytes, String> {
-    let frame = read_message(client, buf).await?;
+    code: u32,
+    payload: &[u8],
+) -> Result<bytes::Bytes, AuthFailure> {
+    let mut out = BytesMut::new();
+    messages::authentication(&mut out, code, payload);
+    client
+        .write_all(&out)
+        .await
+        .map_err(|e| AuthFailure::Protocol(e.to_string()))?;
+    let frame = read_message(client, buf)
+        .await
+        .map_err(AuthFailure::Protocol)?;
     if frame.tag != b'p' {
-        return Err(format!(
+        return Err(AuthFailure::Protocol(format!(
             "expected password response, got message type {}",
             char::from(frame.tag)
-        ));
+        )));
     }
     Ok(frame.body)
 }
@@ -126,18 +137,12 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     user: &str,
     password: Option<&str>,
 ) -> Result<(), AuthFailure> {
-    let mut out = BytesMut::new();
     let protocol = AuthFailure::Protocol;
     match method {
         AuthType::Trust if password.is_some() => Ok(()),
         AuthType::Trust => Err(AuthFailure::Denied),
         AuthType::Plain => {
-            messages::authentication(&mut out, 3, &[]);
-            client
-                .write_all(&out)
-                .await
-                .map_err(|e| protocol(e.to_string()))?;
-            let body = read_password(client, buf).await.map_err(protocol)?;
+            let body = ask(client, buf, 3, &[]).await?;
             let given = body.strip_suffix(&[0]).unwrap_or(&body);
             match password {
                 Some(p) if crate::auth::constant_time_eq(given, p.as_bytes()) => Ok(()),
@@ -146,12 +151,7 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
         }
         AuthType::Md5 => {
             let salt = md5::random_salt();
-            messages::authentication(&mut out, 5, &salt);
-            client
-                .write_all(&out)
-                .await
-                .map_err(|e| protocol(e.to_string()))?;
-            let body = read_password(client, buf).await.map_err(protocol)?;
+            let body = ask(client, buf, 5, &salt).await?;
             let given = body.strip_suffix(&[0]).unwrap_or(&body);
             match password {
                 Some(p) if md5::verify(user, p, salt, given) => Ok(()),
@@ -163,16 +163,9 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 Some(p) => state.scram_secret(p),
                 None => std::sync::Arc::new(state.mock_scram_secret(user)),
             };
-            messages::authentication(&mut out, 10, b"SCRAM-SHA-256\0\0");
-            client
-                .write_all(&out)
-                .await
-                .map_err(|e| protocol(e.to_string()))?;
-            let mut body = read_password(client, buf).await.map_err(protocol)?;
-            let mechanism_end = body
-                .iter()
-                .position(|&b| b == 0)
-                .ok_or_else(|| protocol("malformed SASLInitialResponse".into()))?;
+            let mut body = ask(client, buf, 10, b"SCRAM-SHA-256\0\0").await?;
+            let malformed = || protocol("malformed SASLInitialResponse".into());
+            let mechanism_end = body.iter().position(|&b| b == 0).ok_or_else(malformed)?;
             if &body[..mechanism_end] != b"SCRAM-SHA-256" {
                 return Err(protocol(
                     "client selected an invalid SASL authentication mechanism".into(),
@@ -180,23 +173,17 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
             }
             body.advance(mechanism_end + 1);
             if body.len() < 4 {
-                return Err(protocol("malformed SASLInitialResponse".into()));
+                return Err(malformed());
             }
             let len = body.get_i32();
             if len < 0 || len as usize != body.len() {
-                return Err(protocol("malformed SASLInitialResponse".into()));
+                return Err(malformed());
             }
             let mut exchange = scram::ServerExchange::new(&secret);
             let reply = exchange
                 .client_first(&body)
                 .map_err(|e| protocol(e.to_string()))?;
-            out.clear();
-            messages::authentication(&mut out, 11, &reply);
-            client
-                .write_all(&out)
-                .await
-                .map_err(|e| protocol(e.to_string()))?;
-            let body = read_password(client, buf).await.map_err(protocol)?;
+            let body = ask(client, buf, 11, &reply).await?;
             let reply = exchange.client_final(&body).map_err(|e| match e {
                 crate::auth::AuthError::WrongPassword => AuthFailure::Denied,
                 other => protocol(other.to_string()),
@@ -204,13 +191,12 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
             if password.is_none() {
                 return Err(AuthFailure::Denied);
             }
-            out.clear();
+            let mut out = BytesMut::new();
             messages::authentication(&mut out, 12, &reply);
             client
                 .write_all(&out)
                 .await
-                .map_err(|e| protocol(e.to_string()))?;
-            Ok(())
+                .map_err(|e| protocol(e.to_string()))
         }
     }
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use bytes::{Bytes, BytesMut};
 
 use crate::protocol::messages;
+use crate::state::lock;
 
 /// One statement as pgshard prepares it on servers.
 #[derive(Debug)]
@@ -20,6 +21,7 @@ pub struct Statement {
     /// The whole Parse message under `name`, ready to send.
     pub parse: Bytes,
     pub query: Bytes,
+    pub param_types: Vec<u32>,
     /// Running it leaves session state on the server (SET, temp tables,
     /// LISTEN...): the server needs a reset before another client gets it.
     pub leaves_state: bool,
@@ -38,20 +40,22 @@ pub struct Registry {
 
 #[derive(Debug, Default)]
 struct RegistryInner {
-    by_text: HashMap<(Bytes, Vec<u32>), Arc<Statement>>,
+    /// By text, then by parameter types (almost always one entry): a hit
+    /// needs no allocation, which matters for clients that Parse an unnamed
+    /// statement before every query.
+    by_text: HashMap<Bytes, Vec<Arc<Statement>>>,
     next_id: u64,
 }
 
 impl Registry {
     /// The statement for this text and parameter types, created on first use.
     pub fn get_or_insert(&self, query: &Bytes, param_types: &[u32]) -> Arc<Statement> {
-        let mut inner = match self.inner.lock() {
-            Ok(inner) => inner,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        // Look up without allocating the key on the hot (hit) path.
-        let key = (query.clone(), param_types.to_vec());
-        if let Some(statement) = inner.by_text.get(&key) {
+        let mut inner = lock(&self.inner);
+        let known = inner
+            .by_text
+            .get(query)
+            .and_then(|s| s.iter().find(|s| s.param_types == param_types));
+        if let Some(statement) = known {
             return Arc::clone(statement);
         }
         if inner.by_text.len() >= REGISTRY_LIMIT {
@@ -67,17 +71,22 @@ impl Registry {
             name,
             parse: parse.freeze(),
             query: query.clone(),
+            param_types: param_types.to_vec(),
             leaves_state: matches!(
                 crate::session::params::classify(&String::from_utf8_lossy(query)),
                 crate::session::params::Kind::SessionState | crate::session::params::Kind::Setting
             ),
         });
-        inner.by_text.insert(key, Arc::clone(&statement));
+        inner
+            .by_text
+            .entry(query.clone())
+            .or_default()
+            .push(Arc::clone(&statement));
         statement
     }
 
     pub fn len(&self) -> usize {
-        self.inner.lock().map(|i| i.by_text.len()).unwrap_or(0)
+        lock(&self.inner).by_text.values().map(Vec::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
