@@ -2,7 +2,22 @@
 //!
 //! Architecture invariant: no I/O, no async, no globals. The proxy reads files and
 //! sockets and hands this crate strings and bytes.
+//!
+//! Code map: [`config`] (the config model), [`sharding`] (the resolved sharding
+//! model of a cluster), [`hash`] (Postgres- and Citus-exact key hashing and
+//! mappings), [`summary`] (what routing needs from a statement), [`extract`]
+//! (summaries from parser-ffi's zero-copy tree or pg_query's protobuf structs),
+//! [`route`] (summary + parameters + sharding -> route), [`template`] (statement
+//! text to cache key: edge comments, overrides, literals), [`cache`] (the LRU
+//! AST cache the proxy owns).
 
 #![forbid(unsafe_code)]
 
+pub mod cache;
 pub mod config;
+pub mod extract;
+pub mod hash;
+pub mod route;
+pub mod sharding;
+pub mod summary;
+pub mod template;

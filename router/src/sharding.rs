@@ -1,0 +1,107 @@
+//! The resolved sharding model of one cluster: which tables are sharded, by
+//! which column, type and function, which are table families or omnisharded.
+//! Built by `config` at load time (validated there); read by [`crate::route`].
+
+/// The SQL type of a sharding key (`data_type` in `[[sharded_tables]]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DataType {
+    #[default]
+    BigInt,
+    Integer,
+    SmallInt,
+    Text,
+    Varchar,
+    Uuid,
+}
+
+/// How a key becomes a logical shard (`hasher`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Hasher {
+    /// Postgres's `PARTITION BY HASH` (PgDog's and PgCat's function).
+    #[default]
+    Postgres,
+    /// Citus: 32-bit `hashint8`/`hashtext`, int32 space cut in equal ranges.
+    Citus,
+}
+
+/// A typed key value, ready to hash or to compare with a mapping.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    /// smallint, integer and bigint keys (range-checked for the type).
+    Int(i64),
+    /// text and varchar keys (UTF-8).
+    Text(String),
+    Uuid([u8; 16]),
+}
+
+/// How keys of one table map to logical shards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardFunction {
+    /// Hash into `shard_count` logical shards.
+    Hash { hasher: Hasher, shard_count: usize },
+    /// `[[sharded_tables.mapping]]` with `kind = "list"`: explicit values.
+    List(Vec<(Key, usize)>),
+    /// `kind = "range"`: `start` inclusive, `end` exclusive; either may be
+    /// open (`None`).
+    Range(Vec<(Option<Key>, Option<Key>, usize)>),
+}
+
+/// How the logical shards of a table sit on the cluster's databases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpace {
+    pub data_type: DataType,
+    pub function: ShardFunction,
+    /// `placement[s]` is the database (shard number in `[[databases]]`) that
+    /// holds logical shard `s`. Default: `s % databases`.
+    pub placement: Vec<usize>,
+}
+
+/// One `[[sharded_tables]]` entry with a column key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardedTable {
+    /// `None`: every table with this column is sharded by it.
+    pub name: Option<String>,
+    pub schema: Option<String>,
+    pub column: String,
+    pub keys: KeySpace,
+}
+
+/// Tables named `<prefix><N>` where `N` (an integer) is the key, e.g. one
+/// table per topic partition (`events_p7`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableFamily {
+    pub prefix: String,
+    pub schema: Option<String>,
+    pub keys: KeySpace,
+}
+
+/// Which parser turns statement text into summaries (`query_parser_engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ParserEngine {
+    /// parser-ffi's zero-copy view of the C tree.
+    #[default]
+    ZeroCopy,
+    /// pg_query's protobuf structs (the baseline).
+    PgQueryProtobuf,
+}
+
+/// The sharding model of one cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Sharding {
+    /// Number of databases (`[[databases]]` shards) in the cluster.
+    pub databases: usize,
+    pub tables: Vec<ShardedTable>,
+    pub families: Vec<TableFamily>,
+    /// `[[omnisharded_tables]]`: (schema, name) of tables copied on every
+    /// database.
+    pub omnisharded: Vec<(Option<String>, String)>,
+    /// Refuse statements that would go to more than one database.
+    pub cross_shard_disabled: bool,
+}
+
+impl Sharding {
+    /// One database and nothing configured: routing has nothing to decide.
+    pub fn is_trivial(&self) -> bool {
+        self.databases <= 1
+    }
+}
