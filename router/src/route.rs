@@ -64,7 +64,9 @@ pub fn route(
     _overrides: &Overrides,
     _sharding: &Sharding,
 ) -> Result<Routed, RouteError> {
-    Err(RouteError::Unroutable("routing is not built yet".to_owned()))
+    Err(RouteError::Unroutable(
+        "routing is not built yet".to_owned(),
+    ))
 }
 
 /// Route a whole statement string: every statement must agree on one
@@ -81,7 +83,11 @@ pub fn route_all(
         out = Some(match out {
             None => routed,
             Some(prev) => Routed {
-                route: if prev.route == routed.route { prev.route } else { routed.route },
+                route: if prev.route == routed.route {
+                    prev.route
+                } else {
+                    routed.route
+                },
                 write: prev.write || routed.write,
             },
         });

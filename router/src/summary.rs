@@ -21,7 +21,9 @@ pub enum StatementKind {
     Delete,
     Merge,
     /// `COPY table FROM ...` (`to: false`) or `COPY table/query TO ...`.
-    Copy { to: bool },
+    Copy {
+        to: bool,
+    },
     /// `BEGIN` / `START TRANSACTION`.
     Begin,
     /// `COMMIT`, `END`, `COMMIT AND CHAIN` ...
@@ -85,9 +87,15 @@ pub struct TableRef {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Condition {
     /// `column = value` (either side), `column IN (v1, v2)` gives an `Or`.
-    Eq { column: ColumnRef, value: Value },
+    Eq {
+        column: ColumnRef,
+        value: Value,
+    },
     /// `column = ANY(value)`: `value` is an array literal or parameter.
-    Any { column: ColumnRef, value: Value },
+    Any {
+        column: ColumnRef,
+        value: Value,
+    },
     And(Vec<Condition>),
     Or(Vec<Condition>),
 }
@@ -124,4 +132,43 @@ pub enum ValueSource {
     Param(u16),
     /// `NULL`: matches no row; routes nowhere in particular.
     Null,
+}
+
+impl Summary {
+    /// Put every statement in canonical order (see
+    /// [`StatementSummary::canonicalize`]).
+    pub fn canonicalize(&mut self) {
+        for stmt in &mut self.statements {
+            stmt.canonicalize();
+        }
+    }
+}
+
+impl StatementSummary {
+    /// Sort and deduplicate `tables`; sort `conditions` and the children of
+    /// every `And`/`Or` (by their `Debug` text: any total order will do, it
+    /// only has to be the same for every extractor).
+    pub fn canonicalize(&mut self) {
+        self.tables.sort();
+        self.tables.dedup();
+        for condition in &mut self.conditions {
+            condition.canonicalize();
+        }
+        sort_conditions(&mut self.conditions);
+    }
+}
+
+impl Condition {
+    fn canonicalize(&mut self) {
+        if let Condition::And(children) | Condition::Or(children) = self {
+            for child in children.iter_mut() {
+                child.canonicalize();
+            }
+            sort_conditions(children);
+        }
+    }
+}
+
+fn sort_conditions(conditions: &mut [Condition]) {
+    conditions.sort_by_cached_key(|c| format!("{c:?}"));
 }
