@@ -1,6 +1,6 @@
 //! The admin console (database `admin` by default): PgBouncer's SHOW
 //! commands with its column names where they overlap (POOLS, CLIENTS,
-//! SERVERS, STATS, CONFIG, VERSION), and RELOAD, PAUSE, RESUME, SHUTDOWN.
+//! SERVERS, STATS, CONFIG, QUERY_CACHE, VERSION), and RELOAD, PAUSE, RESUME, SHUTDOWN.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -126,6 +126,7 @@ async fn execute(command: &str, state: &Arc<State>, out: &mut BytesMut) -> Resul
         ("SHOW", "SERVERS") => show_servers(state, out),
         ("SHOW", "STATS") => show_stats(state, out),
         ("SHOW", "CONFIG") => show_config(state, out),
+        ("SHOW", "QUERY_CACHE") => show_query_cache(state, out),
         ("SHOW", "VERSION") => {
             let mut rows = Rows::new(out, &["version"]);
             rows.row(&[format!("pgshard {}", env!("CARGO_PKG_VERSION"))]);
@@ -318,6 +319,41 @@ fn show_servers(state: &State, out: &mut BytesMut) {
             ]);
         }
     }
+    rows.done("SHOW");
+}
+
+/// The AST cache: size, limits and hit/miss/eviction counts.
+fn show_query_cache(state: &State, out: &mut BytesMut) {
+    let stats = state.cache.stats();
+    let lookups = stats.hits + stats.misses;
+    let mut rows = Rows::new(
+        out,
+        &[
+            "entries",
+            "bytes",
+            "max_entries",
+            "max_bytes",
+            "hits",
+            "misses",
+            "evictions",
+            "hit_ratio",
+            "engine",
+        ],
+    );
+    rows.row(&[
+        stats.entries.to_string(),
+        stats.bytes.to_string(),
+        stats.max_entries.to_string(),
+        stats.max_bytes.to_string(),
+        stats.hits.to_string(),
+        stats.misses.to_string(),
+        stats.evictions.to_string(),
+        format!("{:.3}", stats.hits as f64 / lookups.max(1) as f64),
+        match state.config().general.query_parser_engine {
+            router::sharding::ParserEngine::ZeroCopy => "zero_copy".to_owned(),
+            router::sharding::ParserEngine::PgQueryProtobuf => "pg_query_protobuf".to_owned(),
+        },
+    ]);
     rows.done("SHOW");
 }
 

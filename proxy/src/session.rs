@@ -7,6 +7,7 @@
 pub mod login;
 pub mod params;
 pub mod plan;
+pub mod routing;
 pub mod statements;
 
 use std::sync::atomic::Ordering;
@@ -15,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use router::config::PoolerMode;
+use router::route::Overrides;
+use router::sharding::{ParserEngine, Sharding};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tracing::{debug, warn};
 
@@ -29,10 +32,11 @@ use crate::state::{
 };
 use params::{Kind, ParamChange, ParamSet};
 use plan::{Effect, Plan, Step};
+use routing::{Batch, Target, Txn};
 use statements::{ClientStatements, Statement};
 
 /// Flush replies to the client once this much is buffered.
-const CLIENT_FLUSH_AT: usize = 64 * 1024;
+pub(crate) const CLIENT_FLUSH_AT: usize = 64 * 1024;
 
 /// Why a session ends.
 #[derive(Debug)]
@@ -87,12 +91,35 @@ pub struct Session<S> {
     max_message: usize,
     prepared_limit: usize,
     checked_out_at: Instant,
+    /// The cluster's sharding model and parser engine (refreshed on reload).
+    sharding: Arc<Sharding>,
+    engine: ParserEngine,
+    /// The shard of the attached server.
+    shard: usize,
+    txn: Txn,
+    /// `SET pgdog.shard` / `SET pgdog.sharding_key`.
+    overrides: Overrides,
+    /// They were set inside a transaction: they end with it.
+    overrides_in_txn: bool,
+    /// A Bind that goes to several shards, held with what follows until Sync.
+    batch: Option<Batch>,
+    /// ErrorResponses relayed to the client so far.
+    errors_forwarded: u64,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     pub fn new(client: S, cbuf: BytesMut, start: Start) -> Session<S> {
         let generation = start.state.generation.load(Ordering::Acquire);
+        let (sharding, engine) = sharding_of(&start.state, &start.info.database);
         Session {
+            sharding,
+            engine,
+            shard: 0,
+            txn: Txn::None,
+            overrides: Overrides::default(),
+            overrides_in_txn: false,
+            batch: None,
+            errors_forwarded: 0,
             generation,
             state: start.state,
             info: start.info,
@@ -213,6 +240,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.skipping && matches!(tag, b'P' | b'B' | b'D' | b'E' | b'C' | b'H') {
             return Ok(());
         }
+        if let Some(batch) = &mut self.batch {
+            match tag {
+                b'E' | b'D' | b'C' | b'H' => {
+                    put_frame(&mut batch.bytes, &frame);
+                    return Ok(());
+                }
+                b'S' => {
+                    self.skipping = false;
+                    self.unsynced = false;
+                    return self.run_batch().await;
+                }
+                b'P' | b'B' => {
+                    self.batch = None;
+                    self.local_error(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        "a statement that goes to several shards must be followed by Sync before the next Parse or Bind",
+                        false,
+                    );
+                    return Ok(());
+                }
+                _ => self.batch = None,
+            }
+        }
         match tag {
             b'Q' => self.on_query(frame).await,
             b'P' => self.on_parse(frame).await,
@@ -250,7 +300,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(())
             }
             b'F' => {
-                if !self.ensure_server_or_reply(true).await? {
+                if !self.ensure_server_or_reply(Target::Any, true).await? {
                     return Ok(());
                 }
                 self.count_query();
@@ -307,7 +357,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             },
             Kind::DiscardAll => effect = Effect::DiscardAll,
         }
-        if !self.ensure_server_or_reply(true).await? {
+        let target = if self.sharded() {
+            match self.route_query(&sql).await? {
+                routing::Plan::Done => return Ok(()),
+                routing::Plan::Send(target) => target,
+            }
+        } else {
+            Target::Any
+        };
+        if !self.ensure_server_or_reply(target, true).await? {
             return Ok(());
         }
         if let Some(server) = &mut self.server {
@@ -438,7 +496,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 .forward_extended(&frame, Step::forward(terminals))
                 .await;
         };
-        if !self.ensure_server_or_reply(false).await? {
+        let rest = &body[name_start + name_len..];
+        let target = if self.sharded() && frame.tag == b'B' {
+            let bind = match FrontendMessage::decode(frame.clone()) {
+                Ok(FrontendMessage::Bind(bind)) => bind,
+                Ok(_) => return Ok(()),
+                Err(e) => return Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
+            };
+            let target = self.route_bind(&statement, &bind, |out| {
+                let at = messages::begin(out, b'B');
+                out.put_slice(&body[..name_start]);
+                out.put_slice(&statement.name);
+                out.put_slice(rest);
+                messages::finish(out, at);
+            });
+            match target {
+                Some(target) => target,
+                None => {
+                    self.unsynced = true;
+                    return Ok(());
+                }
+            }
+        } else {
+            Target::Any
+        };
+        if !self.ensure_server_or_reply(target, false).await? {
             return Ok(());
         }
         if let Some(server) = &mut self.server {
@@ -448,7 +530,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.prepare_on_server(&statement, false, Some(name));
             }
         }
-        let rest = &body[name_start + name_len..];
         let at = messages::begin(&mut self.to_server, frame.tag);
         self.to_server.put_slice(&body[..name_start]);
         self.to_server.put_slice(&statement.name);
@@ -477,7 +558,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     async fn forward_extended(&mut self, frame: &Frame, step: Step) -> Result<(), End> {
-        if !self.ensure_server_or_reply(false).await? {
+        if !self.ensure_server_or_reply(Target::Any, false).await? {
             return Ok(());
         }
         self.unsynced = true;
@@ -503,26 +584,46 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Make sure a server is attached; if none can be had, reply with the
     /// error and return `Ok(false)`.
-    async fn ensure_server_or_reply(&mut self, simple: bool) -> Result<bool, End> {
-        if self.server.is_some() {
-            return Ok(true);
+    async fn ensure_server_or_reply(&mut self, target: Target, simple: bool) -> Result<bool, End> {
+        if self.sharded() && !self.fit_server(target).await? {
+            return Ok(false);
         }
-        match self.checkout().await {
-            Ok(()) => Ok(true),
-            Err(err) => {
-                let code = match err {
-                    PoolError::Timeout(_) => sqlstate::TOO_MANY_CONNECTIONS,
-                    PoolError::Closed => sqlstate::ADMIN_SHUTDOWN,
-                    PoolError::Server(_) => sqlstate::CONNECTION_FAILURE,
-                };
-                self.local_error(code, &err.to_string(), simple);
-                Ok(false)
+        if self.server.is_none() {
+            let shard = match target {
+                Target::Shard(shard) => shard,
+                Target::Any if self.sharded() => self.any_shard(),
+                Target::Any => 0,
+            };
+            if let Err(err) = self.attach(shard).await {
+                let (code, message) = pool_error_reply(&err);
+                self.local_error(code, &message, simple);
+                return Ok(false);
             }
         }
+        if matches!(target, Target::Shard(_)) {
+            self.open_deferred();
+        }
+        Ok(true)
     }
 
-    /// Check a server out of the pool and bring its settings in line.
-    async fn checkout(&mut self) -> Result<(), PoolError> {
+    /// Check a server of `shard` out and attach it to this session.
+    async fn attach(&mut self, shard: usize) -> Result<(), PoolError> {
+        let server = self.checkout_server(shard).await?;
+        self.set_cancel_target(Some(cancel_target(&server))).await;
+        State::set_client_state(&self.info, CLIENT_ACTIVE);
+        server
+            .pool()
+            .stats
+            .active_clients
+            .fetch_add(1, Ordering::Relaxed);
+        self.checked_out_at = Instant::now();
+        self.server = Some(server);
+        self.shard = shard;
+        Ok(())
+    }
+
+    /// Check a server of `shard` out of its pool and bring its settings in line.
+    async fn checkout_server(&mut self, shard: usize) -> Result<Pooled, PoolError> {
         if *self.state.paused.borrow() {
             let mut paused = self.state.paused.subscribe();
             let _ = paused.wait_for(|p| !*p).await;
@@ -532,9 +633,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             if let Some(pools) = self.state.pools(&self.info.database, &self.info.user) {
                 self.pools = pools;
             }
+            (self.sharding, self.engine) = sharding_of(&self.state, &self.info.database);
             self.generation = generation;
         }
-        let Some(pool) = self.pools.first().cloned() else {
+        let Some(pool) = self.pools.get(shard).cloned() else {
             return Err(PoolError::Closed);
         };
         State::set_client_state(&self.info, CLIENT_WAITING);
@@ -552,18 +654,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
             }
         }
-        self.set_cancel_target(Some(cancel_target(&server))).await;
-        State::set_client_state(&self.info, CLIENT_ACTIVE);
-        pool.stats.active_clients.fetch_add(1, Ordering::Relaxed);
-        self.checked_out_at = Instant::now();
-        self.server = Some(server);
-        Ok(())
+        Ok(server)
     }
 
     fn put_frame(&mut self, frame: &Frame) {
-        self.to_server.put_u8(frame.tag);
-        self.to_server.put_u32(frame.body.len() as u32 + 4);
-        self.to_server.put_slice(&frame.body);
+        put_frame(&mut self.to_server, frame);
     }
 
     fn count_query(&self) {
@@ -576,8 +671,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
+    /// The transaction status the client sees.
     fn status(&self) -> u8 {
-        self.server.as_ref().map_or(b'I', |s| s.conn.status)
+        self.client_status(self.server.as_ref().map_or(b'I', |s| s.conn.status))
     }
 
     /// Send what is buffered: to the server first, so it starts working.
@@ -632,11 +728,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 conn.rbuf.reserve(1 + len - conn.rbuf.len());
                 break;
             }
-            self.plan.drain_local(&mut self.to_client, conn.status);
+            self.plan
+                .drain_local(&mut self.to_client, routing::client_status(&self.txn, conn.status));
             let message = conn.rbuf.split_to(1 + len);
             let body = &message[5..];
             match tag {
-                b'Z' => conn.status = body.first().copied().unwrap_or(b'I'),
+                b'Z' => {
+                    conn.status = body.first().copied().unwrap_or(b'I');
+                    if conn.status == b'I' && self.txn == Txn::None && self.overrides_in_txn {
+                        self.overrides = Overrides::default();
+                        self.overrides_in_txn = false;
+                    }
+                }
                 b'S' => conn.note_parameter(body),
                 b'C' => {
                     if body.starts_with(b"COMMIT\0") {
@@ -698,7 +801,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
             }
             if verdict.forward {
-                self.to_client.extend_from_slice(&message);
+                if tag == b'Z' && self.txn != Txn::None {
+                    // pgshard holds a transaction the server does not know of.
+                    let status = routing::client_status(&self.txn, conn.status);
+                    messages::ready_for_query(&mut self.to_client, status);
+                } else {
+                    self.to_client.extend_from_slice(&message);
+                }
+                if tag == b'E' {
+                    self.errors_forwarded += 1;
+                }
                 count(&pool.stats.bytes_sent, message.len());
             }
             if self.to_client.len() >= CLIENT_FLUSH_AT {
@@ -806,4 +918,31 @@ fn cancel_target(server: &Pooled) -> CancelTarget {
 
 fn count(counter: &std::sync::atomic::AtomicU64, n: usize) {
     counter.fetch_add(n as u64, Ordering::Relaxed);
+}
+
+fn put_frame(out: &mut BytesMut, frame: &Frame) {
+    out.put_u8(frame.tag);
+    out.put_u32(frame.body.len() as u32 + 4);
+    out.put_slice(&frame.body);
+}
+
+/// The SQLSTATE and message a client gets when no server can be had.
+pub(crate) fn pool_error_reply(err: &PoolError) -> (&'static str, String) {
+    let code = match err {
+        PoolError::Timeout(_) => sqlstate::TOO_MANY_CONNECTIONS,
+        PoolError::Closed => sqlstate::ADMIN_SHUTDOWN,
+        PoolError::Server(_) => sqlstate::CONNECTION_FAILURE,
+    };
+    (code, err.to_string())
+}
+
+/// A cluster's sharding model and the configured parser engine.
+fn sharding_of(state: &State, cluster: &str) -> (Arc<Sharding>, ParserEngine) {
+    let config = state.config();
+    let sharding = config
+        .clusters
+        .get(cluster)
+        .map(|c| Arc::clone(&c.sharding))
+        .unwrap_or_default();
+    (sharding, config.general.query_parser_engine)
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Instant, SystemTime};
 
@@ -72,6 +72,10 @@ pub struct State {
     /// each: derived once, not per login), by password.
     scram_secrets: Mutex<HashMap<String, Arc<ScramSecret>>>,
     mock_key: [u8; 32],
+    /// Parsed statements and their routing summaries, shared by every client.
+    pub cache: router::cache::AstCache,
+    /// Round-robin position for statements any shard can run.
+    pub any_shard: AtomicUsize,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -114,6 +118,11 @@ impl State {
             generation: AtomicU64::new(0),
             scram_secrets: Mutex::new(HashMap::new()),
             mock_key: rand::random(),
+            cache: router::cache::AstCache::new(
+                config.general.query_cache_limit,
+                config.general.query_cache_max_bytes,
+            ),
+            any_shard: AtomicUsize::new(0),
         });
         state.apply_config(config);
         state
@@ -127,6 +136,10 @@ impl State {
     /// are kept (with their connections); the others are rebuilt. Clients
     /// keep the pools they hold until they next check a server out.
     pub fn apply_config(&self, config: Arc<Config>) {
+        self.cache.resize(
+            config.general.query_cache_limit,
+            config.general.query_cache_max_bytes,
+        );
         let mut pools = write(&self.pools);
         let mut next = HashMap::new();
         for user in &config.users {

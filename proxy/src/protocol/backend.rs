@@ -20,6 +20,7 @@ pub mod sqlstate {
     pub const SYNTAX_ERROR: &str = "42601";
     pub const INTERNAL_ERROR: &str = "XX000";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    pub const IN_FAILED_TRANSACTION: &str = "25P02";
 }
 
 /// Severity of an ErrorResponse; FATAL ends the session.

@@ -73,6 +73,18 @@ impl Step {
         }
     }
 
+    /// A simple Query or Sync pgshard injected (BEGIN of a deferred
+    /// transaction, ROLLBACK, Sync before switching servers): its reply,
+    /// ReadyForQuery included, is swallowed.
+    pub fn injected_query() -> Step {
+        Step::Server {
+            terminals: SYNC,
+            forward: false,
+            sync: true,
+            effect: Effect::None,
+        }
+    }
+
     /// A message pgshard injected: its reply is swallowed.
     pub fn injected(terminals: &'static [u8], effect: Effect) -> Step {
         Step::Server {

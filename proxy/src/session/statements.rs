@@ -5,7 +5,7 @@
 //! names never collide.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{Bytes, BytesMut};
 
@@ -25,6 +25,21 @@ pub struct Statement {
     /// Running it leaves session state on the server (SET, temp tables,
     /// LISTEN...): the server needs a reset before another client gets it.
     pub leaves_state: bool,
+    /// The AST cache's entry for the text, looked up at the first Bind on a
+    /// sharded cluster (`None`: it does not parse; Postgres will say why).
+    pub route: OnceLock<Option<RouteInfo>>,
+}
+
+/// What routing a prepared statement needs, kept with the statement so a
+/// Bind costs no cache lookup.
+#[derive(Debug, Clone)]
+pub struct RouteInfo {
+    pub entry: Arc<router::cache::Entry>,
+    /// Literal values of the text (templated entries), passed as text
+    /// parameters after the Bind's own.
+    pub literals: Vec<String>,
+    /// Overrides from the text's edge comments.
+    pub overrides: router::route::Overrides,
 }
 
 /// Above this many distinct statements the registry starts over; statements
@@ -76,6 +91,7 @@ impl Registry {
                 crate::session::params::classify(&String::from_utf8_lossy(query)),
                 crate::session::params::Kind::SessionState | crate::session::params::Kind::Setting
             ),
+            route: OnceLock::new(),
         });
         inner
             .by_text

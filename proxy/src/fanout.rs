@@ -1,0 +1,218 @@
+//! Cross-shard execution: one statement sent to several shard servers at
+//! once, their replies concatenated into the one reply the client expects.
+//!
+//! Requests go to every server first, so the shards work in parallel; replies
+//! are then read one server after another and streamed to the client: the
+//! first server's reply supplies everything but the rows' totals (ParseComplete
+//! excepted: every Parse in a fan-out is pgshard's own), the others contribute
+//! only rows (DataRow, CopyData) and their row counts, and one merged
+//! CommandComplete closes the reply (`SELECT 7` = the sum over shards). The
+//! first error any shard reports is the client's; the rest of the replies are
+//! read and dropped so every server comes back clean. Proper merging
+//! (ORDER BY, aggregates, LIMIT across shards) is a later stage: rows arrive
+//! in shard order.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::protocol::messages;
+
+/// Merges the reply streams of several servers for one statement.
+#[derive(Debug, Default)]
+pub struct Merger {
+    /// A shard reported an error: nothing but that error goes out.
+    failed: bool,
+    /// The first server's CommandComplete tag without its count (`SELECT`,
+    /// `INSERT 0`), or the whole tag when it has no count.
+    tag: Option<(String, bool)>,
+    rows: u64,
+    /// The first server ended a COPY TO: one CopyDone goes before the tag.
+    copy_done: bool,
+}
+
+/// Whether a server message is the last of a server's reply.
+pub fn is_ready(tag: u8) -> bool {
+    tag == b'Z'
+}
+
+impl Merger {
+    /// One whole message from server `index` (0-based, in reading order);
+    /// what the client should see is appended to `out`.
+    pub fn on_message(&mut self, index: usize, message: &[u8], out: &mut BytesMut) {
+        let Some(&tag) = message.first() else {
+            return;
+        };
+        let body = message.get(5..).unwrap_or(&[]);
+        match tag {
+            b'Z' | b'1' => {}
+            b'E' => {
+                if !self.failed {
+                    self.failed = true;
+                    out.extend_from_slice(message);
+                }
+            }
+            _ if self.failed => {}
+            b'C' => self.count(index, body),
+            b'c' => self.copy_done |= index == 0,
+            b'D' | b'd' => out.extend_from_slice(message),
+            // Headers (RowDescription, BindComplete, CopyOutResponse...),
+            // notices and parameter changes: the first server's stand for all.
+            _ if index == 0 => out.extend_from_slice(message),
+            _ => {}
+        }
+    }
+
+    fn count(&mut self, index: usize, body: &[u8]) {
+        let text = String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body));
+        let (head, count) = match text.rsplit_once(' ') {
+            Some((head, n)) if !head.is_empty() => match n.parse::<u64>() {
+                Ok(n) => (head.to_owned(), Some(n)),
+                Err(_) => (text.clone().into_owned(), None),
+            },
+            _ => (text.clone().into_owned(), None),
+        };
+        if let Some(n) = count {
+            self.rows += n;
+        }
+        if index == 0 || self.tag.is_none() {
+            self.tag = Some((head, count.is_some()));
+        }
+    }
+
+    /// Close the merged reply (without its ReadyForQuery). Returns whether
+    /// the statement failed.
+    pub fn finish(self, out: &mut BytesMut) -> bool {
+        if self.failed {
+            return true;
+        }
+        if self.copy_done {
+            let at = messages::begin(out, b'c');
+            messages::finish(out, at);
+        }
+        if let Some((head, counted)) = self.tag {
+            if counted {
+                messages::command_complete(out, &format!("{head} {}", self.rows));
+            } else {
+                messages::command_complete(out, &head);
+            }
+        }
+        false
+    }
+}
+
+/// Split whole server messages off `rbuf`; `None` when the next one is not
+/// complete yet, `Err` when its length is impossible.
+pub fn next_message(rbuf: &mut BytesMut) -> Result<Option<Bytes>, ()> {
+    if rbuf.len() < 5 {
+        return Ok(None);
+    }
+    let len = u32::from_be_bytes([rbuf[1], rbuf[2], rbuf[3], rbuf[4]]) as usize;
+    if len < 4 {
+        return Err(());
+    }
+    if rbuf.len() < 1 + len {
+        rbuf.reserve(1 + len - rbuf.len());
+        return Ok(None);
+    }
+    Ok(Some(rbuf.split_to(1 + len).freeze()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag];
+        out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn tags(out: &[u8]) -> Vec<(u8, Vec<u8>)> {
+        let mut buf = BytesMut::from(out);
+        let mut seen = Vec::new();
+        while let Ok(Some(m)) = next_message(&mut buf) {
+            seen.push((m[0], m[5..].to_vec()));
+        }
+        seen
+    }
+
+    #[test]
+    fn rows_concatenate_and_counts_add_up() {
+        let mut merger = Merger::default();
+        let mut out = BytesMut::new();
+        for shard in 0..3 {
+            merger.on_message(shard, &msg(b'1', b""), &mut out);
+            merger.on_message(shard, &msg(b'T', b"desc"), &mut out);
+            merger.on_message(shard, &msg(b'D', &[b'0' + shard as u8]), &mut out);
+            merger.on_message(shard, &msg(b'C', b"SELECT 1\0"), &mut out);
+            merger.on_message(shard, &msg(b'Z', b"I"), &mut out);
+        }
+        assert!(!merger.finish(&mut out));
+        let seen = tags(&out);
+        assert_eq!(
+            seen,
+            vec![
+                (b'T', b"desc".to_vec()),
+                (b'D', b"0".to_vec()),
+                (b'D', b"1".to_vec()),
+                (b'D', b"2".to_vec()),
+                (b'C', b"SELECT 3\0".to_vec()),
+            ]
+        );
+    }
+
+    #[test]
+    fn insert_tags_keep_their_oid_field_and_ddl_tags_pass() {
+        let mut merger = Merger::default();
+        let mut out = BytesMut::new();
+        merger.on_message(0, &msg(b'C', b"INSERT 0 2\0"), &mut out);
+        merger.on_message(1, &msg(b'C', b"INSERT 0 5\0"), &mut out);
+        merger.finish(&mut out);
+        assert_eq!(tags(&out), vec![(b'C', b"INSERT 0 7\0".to_vec())]);
+
+        let mut merger = Merger::default();
+        let mut out = BytesMut::new();
+        merger.on_message(0, &msg(b'C', b"CREATE TABLE\0"), &mut out);
+        merger.on_message(1, &msg(b'C', b"CREATE TABLE\0"), &mut out);
+        merger.finish(&mut out);
+        assert_eq!(tags(&out), vec![(b'C', b"CREATE TABLE\0".to_vec())]);
+    }
+
+    #[test]
+    fn first_error_wins_and_nothing_follows_it() {
+        let mut merger = Merger::default();
+        let mut out = BytesMut::new();
+        merger.on_message(0, &msg(b'T', b"desc"), &mut out);
+        merger.on_message(0, &msg(b'D', b"a"), &mut out);
+        merger.on_message(0, &msg(b'C', b"SELECT 1\0"), &mut out);
+        merger.on_message(1, &msg(b'E', b"first"), &mut out);
+        merger.on_message(2, &msg(b'E', b"second"), &mut out);
+        merger.on_message(2, &msg(b'D', b"b"), &mut out);
+        assert!(merger.finish(&mut out));
+        let seen: Vec<u8> = tags(&out).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(seen, b"TDE".to_vec());
+    }
+
+    #[test]
+    fn copy_out_keeps_one_header_and_one_copy_done() {
+        let mut merger = Merger::default();
+        let mut out = BytesMut::new();
+        for shard in 0..2 {
+            merger.on_message(shard, &msg(b'H', b"hdr"), &mut out);
+            merger.on_message(shard, &msg(b'd', b"row"), &mut out);
+            merger.on_message(shard, &msg(b'c', b""), &mut out);
+            merger.on_message(shard, &msg(b'C', b"COPY 1\0"), &mut out);
+        }
+        merger.finish(&mut out);
+        let seen: Vec<u8> = tags(&out).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(seen, b"HddcC".to_vec());
+    }
+
+    #[test]
+    fn bad_lengths_are_refused() {
+        let mut buf = BytesMut::from(&b"D\0\0\0\x02"[..]);
+        assert!(next_message(&mut buf).is_err());
+        let mut buf = BytesMut::from(&b"D\0\0\0\x09ab"[..]);
+        assert_eq!(next_message(&mut buf), Ok(None));
+    }
+}

@@ -1,0 +1,577 @@
+//! Routing inside a session on a sharded cluster: each statement is looked
+//! up in the AST cache, routed by the router, and sent to the shard it picks;
+//! BEGIN waits for the first routable statement; keyless statements fan out.
+//!
+//! Transactions: a client's `BEGIN` is answered here (the transaction is
+//! "deferred") and opened on the shard of the first statement that routes to
+//! one. Statements with no data dependency (`SELECT 1`, SET, reads of
+//! omnisharded tables, a Describe before the key is known) run meanwhile on
+//! any shard, outside the transaction. Once the transaction is open, a
+//! statement routed elsewhere is refused and the transaction is rolled back
+//! on its server; the client sees an aborted transaction (status `E`) until it
+//! ends it, as Postgres would show after an error.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use router::route::{self, Overrides, ParamValue, Route};
+use router::summary::{StatementKind, Summary};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::plan::Step;
+use super::statements::{RouteInfo, Statement};
+use super::{End, Session};
+use crate::fanout::{self, Merger};
+use crate::pool::Pooled;
+use crate::protocol::backend::sqlstate;
+use crate::protocol::frame::Bind;
+use crate::protocol::messages;
+
+/// The client's transaction as pgshard sees it, beyond what the server
+/// attached (if any) reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Txn {
+    /// Nothing pending here: the attached server's status is the truth.
+    #[default]
+    None,
+    /// BEGIN was answered by pgshard; the text to open it with.
+    Deferred(Bytes),
+    /// pgshard refused a statement inside the transaction and rolled it back
+    /// on its server: everything but COMMIT/ROLLBACK is refused.
+    Failed,
+}
+
+/// The transaction status a client sees, given its server's.
+pub fn client_status(txn: &Txn, server_status: u8) -> u8 {
+    match txn {
+        Txn::None => server_status,
+        Txn::Deferred(_) => b'T',
+        Txn::Failed => b'E',
+    }
+}
+
+/// Where the next statement must run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Any shard (the attached server's, else one picked round-robin),
+    /// outside a deferred transaction.
+    Any,
+    /// This shard; a deferred transaction opens there.
+    Shard(usize),
+}
+
+/// What to do with a simple query.
+pub enum Plan {
+    /// Answered or refused locally, or already executed (fan-out).
+    Done,
+    Send(Target),
+}
+
+/// Extended-protocol messages held until Sync because their Bind goes to
+/// several shards.
+#[derive(Debug)]
+pub struct Batch {
+    pub shards: Vec<usize>,
+    pub statement: Arc<Statement>,
+    /// Bind and what followed it, statement names already rewritten.
+    pub bytes: BytesMut,
+}
+
+const CROSS_SHARD_TXN: &str = "cross-shard transactions are not supported yet: every statement of a transaction must route to the shard of its first statement (use one sharding key per transaction)";
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// The cluster has more than one database: statements need routing.
+    pub(super) fn sharded(&self) -> bool {
+        !self.sharding.is_trivial()
+    }
+
+    /// The overrides in force for this statement: comment ones win.
+    fn overrides(&self, from_comments: &Overrides) -> Overrides {
+        Overrides {
+            shard: from_comments.shard.or(self.overrides.shard),
+            sharding_key: from_comments
+                .sharding_key
+                .clone()
+                .or_else(|| self.overrides.sharding_key.clone()),
+        }
+    }
+
+    /// Route a simple query on a sharded cluster.
+    pub(super) async fn route_query(&mut self, frame_sql: &str) -> Result<Plan, End> {
+        let lookup = match self
+            .state
+            .cache
+            .lookup(frame_sql, self.engine)
+        {
+            Ok(lookup) => lookup,
+            // Postgres gives the client its own syntax error.
+            Err(_) => return Ok(self.unparsed_target(true)),
+        };
+        let summary = &lookup.entry.summary;
+        if self.txn == Txn::Failed {
+            return Ok(self.in_failed_txn(summary));
+        }
+        if let [only] = summary.statements.as_slice() {
+            match &only.kind {
+                StatementKind::SetShard(value) => {
+                    return Ok(self.set_shard_override(value.as_deref(), true));
+                }
+                StatementKind::SetShardingKey(value) => {
+                    self.overrides.sharding_key = value.clone();
+                    self.overrides_in_txn = self.in_txn();
+                    self.local_tag(if value.is_some() { "SET" } else { "RESET" }, true);
+                    return Ok(Plan::Done);
+                }
+                StatementKind::Begin if self.server.is_none() && self.txn == Txn::None => {
+                    self.txn = Txn::Deferred(Bytes::copy_from_slice(frame_sql.as_bytes()));
+                    self.local_tag("BEGIN", true);
+                    return Ok(Plan::Done);
+                }
+                StatementKind::Commit | StatementKind::Rollback
+                    if self.server.is_none() && matches!(self.txn, Txn::Deferred(_)) =>
+                {
+                    self.txn = Txn::None;
+                    self.end_txn_overrides();
+                    let tag = if only.kind == StatementKind::Commit {
+                        "COMMIT"
+                    } else {
+                        "ROLLBACK"
+                    };
+                    self.local_tag(tag, true);
+                    return Ok(Plan::Done);
+                }
+                _ => {}
+            }
+        }
+        let params: Vec<ParamValue<'_>> = lookup
+            .literals
+            .iter()
+            .map(|l| ParamValue::Text(l.as_bytes()))
+            .collect();
+        let overrides = self.overrides(&lookup.overrides);
+        let routed = route::route_all(summary, &params, &overrides, &self.sharding);
+        match routed {
+            Err(err) => {
+                self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, &err.to_string(), true);
+                Ok(Plan::Done)
+            }
+            Ok(routed) => match self.shards_of(&routed.route) {
+                None => Ok(Plan::Send(Target::Any)),
+                Some(shards) if shards.len() == 1 => Ok(Plan::Send(Target::Shard(shards[0]))),
+                Some(shards) => {
+                    if summary.statements.len() > 1 {
+                        self.refuse(
+                            sqlstate::FEATURE_NOT_SUPPORTED,
+                            "a query string whose statements go to several shards must be sent one statement at a time",
+                            true,
+                        );
+                        return Ok(Plan::Done);
+                    }
+                    if self.in_txn() {
+                        self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN, true);
+                        return Ok(Plan::Done);
+                    }
+                    let query = {
+                        let mut out = BytesMut::new();
+                        messages::query(&mut out, frame_sql);
+                        out.freeze()
+                    };
+                    self.fan_out(&shards, None, |_, out| out.extend_from_slice(&query))
+                        .await?;
+                    Ok(Plan::Done)
+                }
+            },
+        }
+    }
+
+    /// The databases of a route; `None` for [`Route::Any`].
+    fn shards_of(&self, route: &Route) -> Option<Vec<usize>> {
+        match route {
+            Route::Any => None,
+            Route::Shard(s) => Some(vec![*s]),
+            Route::Shards(set) => Some(set.clone()),
+            Route::All => Some((0..self.pools.len()).collect()),
+        }
+    }
+
+    /// A statement that did not parse: Postgres reports the error. Inside a
+    /// deferred transaction it runs on any shard outside it.
+    fn unparsed_target(&self, _simple: bool) -> Plan {
+        Plan::Send(Target::Any)
+    }
+
+    fn in_failed_txn(&mut self, summary: &Summary) -> Plan {
+        let ends = matches!(
+            summary.statements.as_slice(),
+            [only] if matches!(only.kind, StatementKind::Commit | StatementKind::Rollback)
+        );
+        if ends && self.server.is_none() {
+            self.txn = Txn::None;
+            self.end_txn_overrides();
+            self.local_tag("ROLLBACK", true);
+        } else if ends {
+            // The ROLLBACK pgshard injected is still running: answer after it.
+            self.txn = Txn::None;
+            self.end_txn_overrides();
+            self.local_tag("ROLLBACK", true);
+        } else {
+            self.local_error(
+                sqlstate::IN_FAILED_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+                true,
+            );
+        }
+        Plan::Done
+    }
+
+    fn set_shard_override(&mut self, value: Option<&str>, simple: bool) -> Plan {
+        match value.map(|v| v.trim().parse::<usize>()) {
+            None => {
+                self.overrides.shard = None;
+                self.local_tag("RESET", simple);
+            }
+            Some(Ok(shard)) if shard < self.pools.len() => {
+                self.overrides.shard = Some(shard);
+                self.overrides_in_txn = self.in_txn();
+                self.local_tag("SET", simple);
+            }
+            Some(_) => {
+                let message = format!(
+                    "invalid value for pgdog.shard: {:?} (this cluster has shards 0 to {})",
+                    value.unwrap_or_default(),
+                    self.pools.len().saturating_sub(1)
+                );
+                self.local_error(sqlstate::INVALID_PARAMETER_VALUE, &message, simple);
+            }
+        }
+        Plan::Done
+    }
+
+    /// Overrides set inside a transaction last until it ends.
+    pub(super) fn end_txn_overrides(&mut self) {
+        if self.overrides_in_txn {
+            self.overrides = Overrides::default();
+            self.overrides_in_txn = false;
+        }
+    }
+
+    /// A transaction is open or deferred.
+    pub(super) fn in_txn(&self) -> bool {
+        self.txn != Txn::None || self.server.as_ref().is_some_and(|s| s.conn.status != b'I')
+    }
+
+    fn local_tag(&mut self, tag: &str, simple: bool) {
+        let mut reply = BytesMut::new();
+        messages::command_complete(&mut reply, tag);
+        self.plan.push(Step::Local {
+            bytes: reply.freeze(),
+            ready: simple,
+        });
+    }
+
+    /// Refuse a statement; inside a transaction, the transaction is over: it
+    /// is rolled back on its server and the client sees it aborted.
+    pub(super) fn refuse(&mut self, code: &str, message: &str, simple: bool) {
+        let open_on_server = self
+            .server
+            .as_ref()
+            .is_some_and(|s| s.conn.status != b'I');
+        if open_on_server {
+            messages::query(&mut self.to_server, "ROLLBACK");
+            self.plan.push(Step::injected_query());
+        }
+        if open_on_server || self.txn != Txn::None {
+            self.txn = Txn::Failed;
+        }
+        self.local_error(code, message, simple);
+    }
+
+    /// The transaction status the client should see now.
+    pub(super) fn client_status(&self, server_status: u8) -> u8 {
+        client_status(&self.txn, server_status)
+    }
+
+    /// Where a Bind of `statement` goes, or `None` when it was answered
+    /// (refused, or held for a fan-out at Sync).
+    pub(super) fn route_bind(
+        &mut self,
+        statement: &Arc<Statement>,
+        bind: &Bind,
+        rewritten: impl FnOnce(&mut BytesMut),
+    ) -> Option<Target> {
+        if self.txn == Txn::Failed {
+            self.local_error(
+                sqlstate::IN_FAILED_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+                false,
+            );
+            return None;
+        }
+        let info = statement
+            .route
+            .get_or_init(|| {
+                let sql = String::from_utf8_lossy(&statement.query);
+                self.state
+                    .cache
+                    .lookup(&sql, self.engine)
+                    .ok()
+                    .map(|l| RouteInfo {
+                        entry: l.entry,
+                        literals: l.literals,
+                        overrides: l.overrides,
+                    })
+            })
+            .clone();
+        let Some(info) = info else {
+            return Some(Target::Any);
+        };
+        let base = usize::from(info.entry.literal_base);
+        let mut params: Vec<ParamValue<'_>> = Vec::with_capacity(bind.params.len() + info.literals.len());
+        for (i, value) in bind.params.iter().enumerate() {
+            params.push(match value {
+                None => ParamValue::Null,
+                Some(bytes) if bind.param_format(i) == 1 => ParamValue::Binary(bytes),
+                Some(bytes) => ParamValue::Text(bytes),
+            });
+        }
+        params.resize(params.len().max(base), ParamValue::Null);
+        params.extend(info.literals.iter().map(|l| ParamValue::Text(l.as_bytes())));
+        let overrides = self.overrides(&info.overrides);
+        match route::route_all(&info.entry.summary, &params, &overrides, &self.sharding) {
+            Err(err) => {
+                self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, &err.to_string(), false);
+                None
+            }
+            Ok(routed) => match self.shards_of(&routed.route) {
+                None => Some(Target::Any),
+                Some(shards) if shards.len() == 1 => Some(Target::Shard(shards[0])),
+                Some(shards) => {
+                    if self.in_txn() {
+                        self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN, false);
+                        return None;
+                    }
+                    let mut bytes = BytesMut::new();
+                    rewritten(&mut bytes);
+                    self.batch = Some(Batch {
+                        shards,
+                        statement: Arc::clone(statement),
+                        bytes,
+                    });
+                    None
+                }
+            },
+        }
+    }
+
+    /// Make the attached server fit `target`: keep it, or give it back
+    /// (finishing what is in flight) so another can be checked out. Fails
+    /// with the client's error when the transaction holds it.
+    pub(super) async fn fit_server(&mut self, target: Target) -> Result<bool, End> {
+        let Some(server) = &self.server else {
+            return Ok(true);
+        };
+        let keep = match target {
+            Target::Any => true,
+            Target::Shard(s) => s == self.shard && !matches!(self.txn, Txn::Deferred(_)),
+        };
+        if keep {
+            return Ok(true);
+        }
+        if server.conn.status != b'I' || self.copy_in {
+            self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN, false);
+            return Ok(false);
+        }
+        self.detach().await?;
+        Ok(true)
+    }
+
+    /// Finish what the attached (idle) server is doing and give it back.
+    pub(super) async fn detach(&mut self) -> Result<(), End> {
+        if self.server.is_none() {
+            return Ok(());
+        }
+        if self.unsynced {
+            messages::sync(&mut self.to_server);
+            self.plan.push(Step::injected_query());
+        }
+        let errors = self.errors_forwarded;
+        self.flush().await?;
+        while self.plan.awaiting_server() {
+            let Some(server) = &mut self.server else {
+                break;
+            };
+            match server.conn.stream.read_buf(&mut server.conn.rbuf).await {
+                Ok(0) | Err(_) => {
+                    self.server = None;
+                    return Err(End::Fatal(
+                        sqlstate::CONNECTION_FAILURE,
+                        "server closed the connection unexpectedly".into(),
+                    ));
+                }
+                Ok(_) => self.on_server_data().await?,
+            }
+        }
+        if self.errors_forwarded != errors && self.unsynced {
+            // The client saw an error: it expects the rest up to its Sync
+            // to be skipped.
+            self.skipping = true;
+        }
+        if let Some(server) = self.server.take() {
+            self.release(server, false).await;
+        }
+        Ok(())
+    }
+
+    /// A deferred transaction opens on the server just attached.
+    pub(super) fn open_deferred(&mut self) {
+        if let Txn::Deferred(begin) = std::mem::take(&mut self.txn) {
+            let begin = String::from_utf8_lossy(&begin).into_owned();
+            messages::query(&mut self.to_server, &begin);
+            self.plan.push(Step::injected_query());
+        }
+    }
+
+    /// The shard for [`Target::Any`] when no server is attached.
+    pub(super) fn any_shard(&self) -> usize {
+        let n = self.pools.len().max(1);
+        self.state.any_shard.fetch_add(1, Ordering::Relaxed) % n
+    }
+
+    /// Run one statement on several shards and stream the merged reply,
+    /// ReadyForQuery included. `statement`: a prepared statement the
+    /// request uses, prepared first where a server lacks it.
+    pub(super) async fn fan_out(
+        &mut self,
+        shards: &[usize],
+        statement: Option<&Arc<Statement>>,
+        request: impl Fn(&Pooled, &mut BytesMut),
+    ) -> Result<(), End> {
+        if self.server.is_some() {
+            self.detach().await?;
+        }
+        let status = self.client_status(b'I');
+        self.plan.drain_local(&mut self.to_client, status);
+        let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
+        let mut failure = None;
+        for &shard in shards {
+            match self.checkout_server(shard).await {
+                Ok(server) => servers.push(server),
+                Err(err) => {
+                    failure = Some(err);
+                    break;
+                }
+            }
+        }
+        if let Some(err) = failure {
+            for server in servers {
+                self.release(server, false).await;
+            }
+            let (code, message) = super::pool_error_reply(&err);
+            crate::protocol::backend::error_response(
+                &mut self.to_client,
+                crate::protocol::backend::Severity::Error,
+                code,
+                &message,
+            );
+            messages::ready_for_query(&mut self.to_client, status);
+            return self.flush_client().await;
+        }
+        let mut lost = false;
+        for server in &mut servers {
+            let mut out = BytesMut::new();
+            if let Some(statement) = statement {
+                if !server.conn.prepared.contains(statement.id) {
+                    out.extend_from_slice(&statement.parse);
+                    server.conn.prepared.insert(statement.id);
+                }
+            }
+            request(server, &mut out);
+            if server.conn.stream.write_all(&out).await.is_err() {
+                lost = true;
+            }
+        }
+        let mut merger = Merger::default();
+        let mut broken = vec![lost; servers.len()];
+        for (index, server) in servers.iter_mut().enumerate() {
+            if broken[index] {
+                continue;
+            }
+            'reply: loop {
+                loop {
+                    match fanout::next_message(&mut server.conn.rbuf) {
+                        Ok(Some(message)) => {
+                            if message[0] == b'Z' {
+                                server.conn.status = message.get(5).copied().unwrap_or(b'I');
+                                break 'reply;
+                            }
+                            merger.on_message(index, &message, &mut self.to_client);
+                        }
+                        Ok(None) => break,
+                        Err(()) => {
+                            broken[index] = true;
+                            break 'reply;
+                        }
+                    }
+                }
+                if self.to_client.len() >= super::CLIENT_FLUSH_AT {
+                    self.flush_client().await?;
+                }
+                match server.conn.stream.read_buf(&mut server.conn.rbuf).await {
+                    Ok(0) | Err(_) => {
+                        broken[index] = true;
+                        break;
+                    }
+                    Ok(_) => {}
+                }
+            }
+        }
+        let any_broken = broken.iter().any(|b| *b);
+        if any_broken {
+            crate::protocol::backend::error_response(
+                &mut self.to_client,
+                crate::protocol::backend::Severity::Error,
+                sqlstate::CONNECTION_FAILURE,
+                "a shard's server closed the connection during a cross-shard statement",
+            );
+        }
+        let failed = if any_broken {
+            true
+        } else {
+            merger.finish(&mut self.to_client)
+        };
+        for (index, mut server) in servers.into_iter().enumerate() {
+            if broken[index] {
+                continue;
+            }
+            if failed {
+                if let Some(statement) = statement {
+                    server.conn.prepared.remove(statement.id);
+                }
+            }
+            server
+                .pool()
+                .stats
+                .query_count
+                .fetch_add(1, Ordering::Relaxed);
+            self.release(server, false).await;
+        }
+        let status = self.client_status(b'I');
+        messages::ready_for_query(&mut self.to_client, status);
+        self.flush_client().await
+    }
+
+    /// At Sync: run the held fan-out batch.
+    pub(super) async fn run_batch(&mut self) -> Result<(), End> {
+        let Some(batch) = self.batch.take() else {
+            return Ok(());
+        };
+        let mut bytes = batch.bytes;
+        messages::sync(&mut bytes);
+        let bytes = bytes.freeze();
+        self.fan_out(&batch.shards, Some(&batch.statement), |_, out| {
+            out.extend_from_slice(&bytes)
+        })
+        .await
+    }
+}
