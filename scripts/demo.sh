@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # A local demo cluster: two real Postgres shards (data in .demo/) behind pgshard
-# on 127.0.0.1:6432. Installs what is missing, builds, prints the psql command to
-# connect, and runs until Ctrl-C.
+# on 127.0.0.1:6432, with a table `orders` sharded by tenant_id (each shard holds
+# only its own hash partition). Installs what is missing, builds, prints how to
+# connect, a keyed insert/select routed to one shard, how to see which shard got
+# the rows (/* pgdog_shard: N */), and pgbench commands (keyed orders on the
+# sharded cluster; pgbench's own tables on the unsharded `pgbench` cluster), and
+# runs until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

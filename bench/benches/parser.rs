@@ -62,55 +62,6 @@ fn deparse_benches(c: &mut Criterion, queries: &[(&'static str, String)]) {
     }
 }
 
-/// Interleaved timing for the table: round after round, each variant runs a
-/// short batch, in rotating order, so that all of them see the same machine
-/// (this one is shared and noisy). Returns each variant's median ns/op and,
-/// for each variant, the median over rounds of `first / variant`.
-fn interleaved(variants: &[&dyn Fn()]) -> (Vec<f64>, Vec<f64>) {
-    const ROUNDS: usize = 41;
-    const BATCH: Duration = Duration::from_millis(4);
-    // Calibrate: iterations per batch for each variant.
-    let batch_sizes: Vec<u64> = variants
-        .iter()
-        .map(|run| {
-            let start = Instant::now();
-            let mut n = 0u64;
-            while start.elapsed() < BATCH {
-                run();
-                n += 1;
-            }
-            n.max(1)
-        })
-        .collect();
-    let mut per_op = vec![Vec::with_capacity(ROUNDS); variants.len()];
-    for round in 0..ROUNDS {
-        for k in 0..variants.len() {
-            let i = (k + round) % variants.len();
-            let start = Instant::now();
-            for _ in 0..batch_sizes[i] {
-                variants[i]();
-            }
-            per_op[i].push(start.elapsed().as_nanos() as f64 / batch_sizes[i] as f64);
-        }
-    }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let medians = per_op.iter().map(|v| median(v.clone())).collect();
-    let ratios = (0..variants.len())
-        .map(|i| median((0..ROUNDS).map(|r| per_op[0][r] / per_op[i][r]).collect()))
-        .collect();
-    (medians, ratios)
-}
-
-fn geomean(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp()
-}
-
 fn print_table(queries: &[(&'static str, String)]) {
     println!();
     println!("Table: interleaved timing (41 rounds of ~4 ms batches per variant, rotating order);");
@@ -125,7 +76,7 @@ fn print_table(queries: &[(&'static str, String)]) {
     let mut walk_over_floor = Vec::new();
     for (name, sql) in queries {
         let c_sql = CString::new(sql.as_str()).unwrap_or_default();
-        let (ns, vs_protobuf) = interleaved(&[
+        let (ns, vs_protobuf) = bench::timing::interleaved(&[
             &|| {
                 black_box(parse_protobuf(black_box(sql)).is_ok());
             },
@@ -141,7 +92,7 @@ fn print_table(queries: &[(&'static str, String)]) {
                 black_box(parser_ffi::bench_floor_raw_parse(black_box(&c_sql)));
             },
         ]);
-        let (_, vs_floor) = interleaved(&[
+        let (_, vs_floor) = bench::timing::interleaved(&[
             &|| {
                 black_box(parser_ffi::bench_floor_raw_parse(black_box(&c_sql)));
             },
@@ -177,9 +128,9 @@ fn print_table(queries: &[(&'static str, String)]) {
     }
     println!(
         "raw vs protobuf: geomean {:.2}x faster, min {:.2}x; zero-copy parse + walk vs floor: geomean {:.3}, max {:.3}",
-        geomean(&speedups),
+        bench::timing::geomean(&speedups),
         speedups.iter().copied().fold(f64::INFINITY, f64::min),
-        geomean(&walk_over_floor),
+        bench::timing::geomean(&walk_over_floor),
         walk_over_floor.iter().copied().fold(0.0, f64::max),
     );
 
@@ -192,7 +143,7 @@ fn print_table(queries: &[(&'static str, String)]) {
         let (Ok(protobuf), Ok(tree)) = (parse_protobuf(sql), ParseTree::parse(sql)) else {
             continue;
         };
-        let (ns, vs_tree) = interleaved(&[
+        let (ns, vs_tree) = bench::timing::interleaved(&[
             &|| {
                 black_box(deparse(black_box(&tree)).is_ok());
             },
@@ -213,8 +164,8 @@ fn print_table(queries: &[(&'static str, String)]) {
     }
     println!(
         "protobuf_direct vs pg_query: geomean {:.1}x faster; protobuf_direct vs the C deparser: geomean {:.2}x, max {:.2}x",
-        geomean(&vs_pg_query),
-        geomean(&direct_over_c),
+        bench::timing::geomean(&vs_pg_query),
+        bench::timing::geomean(&direct_over_c),
         direct_over_c.iter().copied().fold(0.0, f64::max)
     );
 }

@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod timing;
 pub mod walk;
 
 /// The allocator pgshard's binary uses, so benches measure what ships. Every

@@ -44,11 +44,9 @@ impl Merger {
         let body = message.get(5..).unwrap_or(&[]);
         match tag {
             b'Z' | b'1' => {}
-            b'E' => {
-                if !self.failed {
-                    self.failed = true;
-                    out.extend_from_slice(message);
-                }
+            b'E' if !self.failed => {
+                self.failed = true;
+                out.extend_from_slice(message);
             }
             _ if self.failed => {}
             b'C' => self.count(index, body),
@@ -99,15 +97,20 @@ impl Merger {
     }
 }
 
-/// Split whole server messages off `rbuf`; `None` when the next one is not
-/// complete yet, `Err` when its length is impossible.
-pub fn next_message(rbuf: &mut BytesMut) -> Result<Option<Bytes>, ()> {
+/// A server message whose length field is impossible (below 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("invalid message length from server")]
+pub struct BadLength;
+
+/// Split the next whole server message off `rbuf`; `None` when it is not
+/// complete yet.
+pub fn next_message(rbuf: &mut BytesMut) -> Result<Option<Bytes>, BadLength> {
     if rbuf.len() < 5 {
         return Ok(None);
     }
     let len = u32::from_be_bytes([rbuf[1], rbuf[2], rbuf[3], rbuf[4]]) as usize;
     if len < 4 {
-        return Err(());
+        return Err(BadLength);
     }
     if rbuf.len() < 1 + len {
         rbuf.reserve(1 + len - rbuf.len());

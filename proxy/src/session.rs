@@ -517,6 +517,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     return Ok(());
                 }
             }
+        } else if self.sharded() {
+            self.describe_target(&statement)
         } else {
             Target::Any
         };
@@ -585,12 +587,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Make sure a server is attached; if none can be had, reply with the
     /// error and return `Ok(false)`.
     async fn ensure_server_or_reply(&mut self, target: Target, simple: bool) -> Result<bool, End> {
-        if self.sharded() && !self.fit_server(target).await? {
+        if self.sharded() && !self.fit_server(target, simple).await? {
             return Ok(false);
         }
         if self.server.is_none() {
             let shard = match target {
-                Target::Shard(shard) => shard,
+                Target::Shard(shard) | Target::Near(shard) => shard,
                 Target::Any if self.sharded() => self.any_shard(),
                 Target::Any => 0,
             };

@@ -1,1 +1,624 @@
-//! (in progress)
+//! The AST cache: statement text to parsed tree and summary, shared by every
+//! client and worker thread. The proxy owns one and passes it in; nothing
+//! here is global.
+//!
+//! # Keys
+//! Edge comments come off first ([`template::split_edge_comments`]); the rest
+//! (the core) is keyed by its template ([`template::template`]: literals
+//! replaced by a NUL placeholder) when the entry can be *templated*, else by
+//! its exact text. An entry is templated when every literal-valued key in
+//! its summary ([`ValueSource::Integer`] / [`ValueSource::Text`]) sits exactly
+//! on one of the lexer's literals (or on a `-` right before a number, which
+//! the parser folds into the constant) and has that literal's value. Those
+//! values are rewritten to [`ValueSource::Param`]`(literal_base + 1 + j)`,
+//! where `literal_base` is the highest `$n` of the statement and `j` indexes
+//! [`Entry::uses`]; each lookup then returns the values of *its* text's
+//! literals ([`Lookup::literals`]), and [`Lookup::params`] lays out bind
+//! parameters followed by those literals, which the router reads as text
+//! parameters. Anything else (a literal the lexer does not template, a
+//! statement the lexer is unsure of, `SET pgdog.shard = 1` whose value sits in
+//! the statement kind) is keyed by its exact text: correctness over hit rate.
+//!
+//! # Size
+//! The cache holds at most `max_entries` entries and `max_bytes` estimated
+//! bytes, evicting least recently used entries until both hold. An entry's
+//! bytes are its key, its text, its summary (walked) and its tree, estimated:
+//! - zero-copy tree: the parser's memory context starts with one 8 KiB block
+//!   ([`C_CONTEXT_BYTES`]) and nodes and scanner buffers take about
+//!   [`C_BYTES_PER_TEXT_BYTE`] bytes per byte of text beyond that;
+//! - protobuf tree: about [`PROTOBUF_BYTES_PER_TEXT_BYTE`] bytes of Rust heap
+//!   per byte of text (boxed nodes, `Vec`s and `String`s);
+//!
+//! plus [`ENTRY_OVERHEAD`] for the entry, its `Arc` and the LRU's node. An
+//! entry larger than `max_bytes` is not cached at all.
+//!
+//! # Concurrency
+//! One `Mutex` around the LRU; it is held for a hash lookup and a list bump
+//! (or an insert and evictions), never while lexing or parsing. Evicted
+//! entries are dropped after the lock is released. Two threads missing the
+//! same key both parse; the later insert replaces the earlier one.
+//!
+//! # Errors
+//! Statements that fail to parse or summarize are not cached: their error is
+//! returned and the next attempt parses again (a client looping on bad SQL
+//! pays a parse per try, and cannot evict good entries with garbage).
+
+use std::borrow::Cow;
+use std::mem::size_of;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use lru::LruCache;
+use parser_ffi::protobuf::ParseResult;
+use parser_ffi::{ParseError, ParseTree};
+
+use crate::extract::{self, ExtractError};
+use crate::route::{Overrides, ParamValue};
+use crate::sharding::ParserEngine;
+use crate::summary::{Condition, StatementKind, Summary, Value, ValueSource};
+use crate::template::{self, LiteralKind, Template};
+
+/// The parser's memory context: its first block (Postgres's
+/// `ALLOCSET_DEFAULT_INITSIZE`), which even `SELECT 1` fills in part.
+pub const C_CONTEXT_BYTES: usize = 8 * 1024;
+/// C parse tree bytes per byte of statement text, beyond the first block.
+pub const C_BYTES_PER_TEXT_BYTE: usize = 32;
+/// pg_query protobuf tree bytes per byte of statement text.
+pub const PROTOBUF_BYTES_PER_TEXT_BYTE: usize = 48;
+/// The entry struct, the `Arc` counts, the LRU's node and hash slot.
+pub const ENTRY_OVERHEAD: usize = size_of::<Entry>() + 128;
+
+/// A parsed tree, as the engine that parsed it left it.
+#[derive(Debug)]
+pub enum Tree {
+    ZeroCopy(ParseTree),
+    Protobuf(ParseResult),
+}
+
+impl Tree {
+    /// The engine that makes this kind of tree.
+    pub fn engine(&self) -> ParserEngine {
+        match self {
+            Tree::ZeroCopy(_) => ParserEngine::ZeroCopy,
+            Tree::Protobuf(_) => ParserEngine::PgQueryProtobuf,
+        }
+    }
+}
+
+/// One cached statement.
+#[derive(Debug)]
+pub struct Entry {
+    /// What routing needs. In a templated entry, key values that were
+    /// literals read `Param(literal_base + 1 + j)` (see [`Entry::uses`]).
+    pub summary: Summary,
+    /// The tree (kept for query rewriting). For a templated entry, the tree
+    /// of the first text seen, [`Entry::text`].
+    pub tree: Tree,
+    /// The core text that was parsed; the tree's locations point into it.
+    pub text: String,
+    /// Keyed by template: other texts with other literal values share it.
+    pub templated: bool,
+    /// The highest `$n` of the statement (0 when not templated): literal
+    /// parameters are numbered after it.
+    pub literal_base: u16,
+    /// For a templated entry: parameter `literal_base + 1 + j` is the
+    /// literal `uses[j]` of the text being looked up. Empty otherwise.
+    pub uses: Vec<LiteralUse>,
+    /// Overrides read from comments inside the text (part of the key, so
+    /// the same for every text that shares the entry).
+    pub overrides: Overrides,
+    /// Estimated bytes (see the module docs).
+    pub bytes: usize,
+}
+
+/// A literal a templated entry reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiteralUse {
+    /// Index into the text's [`Template::literals`].
+    pub index: usize,
+    /// A `-` precedes the number, and the parser folded it into the value.
+    pub negate: bool,
+}
+
+/// The outcome of [`AstCache::lookup`].
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    pub entry: Arc<Entry>,
+    /// For a templated entry, the values of this text's literals that the
+    /// summary reads as parameters `literal_base + 1 ..` (see
+    /// [`Lookup::params`]); empty otherwise.
+    pub literals: Vec<String>,
+    /// From the edge comments of this text, then from comments inside it
+    /// (each setting from the first place that names it).
+    pub overrides: Overrides,
+    /// Served from the cache, without parsing.
+    pub hit: bool,
+}
+
+impl Lookup {
+    /// The parameters to route with: the first `literal_base` bind
+    /// parameters (padded with `Null` if fewer arrived), then the literals
+    /// as text. Without literals, `bind` itself.
+    pub fn params<'a>(&'a self, bind: &'a [ParamValue<'a>]) -> Cow<'a, [ParamValue<'a>]> {
+        if self.literals.is_empty() {
+            return Cow::Borrowed(bind);
+        }
+        let base = usize::from(self.entry.literal_base);
+        let mut params = Vec::with_capacity(base + self.literals.len());
+        params.extend(bind.iter().take(base).copied());
+        params.resize(base, ParamValue::Null);
+        params.extend(
+            self.literals
+                .iter()
+                .map(|literal| ParamValue::Text(literal.as_bytes())),
+        );
+        Cow::Owned(params)
+    }
+}
+
+/// Why a statement could not be looked up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error(transparent)]
+    Extract(#[from] ExtractError),
+}
+
+/// Counters and sizes, for `SHOW QUERY_CACHE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Entries dropped to make room (not by `clear` or replacement).
+    pub evictions: u64,
+    pub entries: usize,
+    pub bytes: usize,
+    pub max_entries: usize,
+    pub max_bytes: usize,
+}
+
+/// The LRU AST cache (see the module docs).
+pub struct AstCache {
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    lru: LruCache<String, Arc<Entry>>,
+    bytes: usize,
+    max_entries: usize,
+    max_bytes: usize,
+    hits: u64,
+    misses: u64,
+    evictions: u64,
+}
+
+impl Inner {
+    /// Evict until both bounds hold; the evicted entries go to `dropped`.
+    fn evict(&mut self, dropped: &mut Vec<Arc<Entry>>) {
+        while self.lru.len() > self.max_entries || self.bytes > self.max_bytes {
+            let Some((_, entry)) = self.lru.pop_lru() else {
+                break;
+            };
+            self.bytes = self.bytes.saturating_sub(entry.bytes);
+            self.evictions += 1;
+            dropped.push(entry);
+        }
+    }
+}
+
+impl std::fmt::Debug for AstCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AstCache")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl AstCache {
+    /// A cache of at most `max_entries` entries and `max_bytes` estimated
+    /// bytes. `max_entries == 0` disables caching (every lookup parses).
+    pub fn new(max_entries: usize, max_bytes: usize) -> Self {
+        AstCache {
+            inner: Mutex::new(Inner {
+                lru: LruCache::unbounded(),
+                bytes: 0,
+                max_entries,
+                max_bytes,
+                hits: 0,
+                misses: 0,
+                evictions: 0,
+            }),
+        }
+    }
+
+    /// The entry for `sql`, parsed with `engine` on a miss (see the module
+    /// docs). An entry parsed by the other engine counts as a miss and is
+    /// replaced.
+    pub fn lookup(&self, sql: &str, engine: ParserEngine) -> Result<Lookup, LookupError> {
+        let (core, edge) = template::split_edge_comments(sql);
+        let template = template::template(core);
+        if template.is_none() && core.contains('\0') {
+            return Err(ParseError::NulByte.into());
+        }
+        let template_key = template.as_ref().map(|t| t.key.as_ref());
+
+        let found = {
+            let mut inner = self.lock();
+            let mut found = match template_key {
+                Some(key) => inner.lru.get(key).cloned(),
+                None => None,
+            };
+            if found.is_none() && template_key != Some(core) {
+                found = inner.lru.get(core).cloned();
+            }
+            let found = found.filter(|entry| entry.tree.engine() == engine);
+            match found {
+                Some(_) => inner.hits += 1,
+                None => inner.misses += 1,
+            }
+            found
+        };
+        if let Some(entry) = found {
+            if let Some(literals) = literal_values(&entry, core, template.as_ref()) {
+                let overrides = merge(edge, &entry.overrides);
+                return Ok(Lookup {
+                    entry,
+                    literals,
+                    overrides,
+                    hit: true,
+                });
+            }
+        }
+
+        let (entry, templated) = build_entry(core, template.as_ref(), engine)?;
+        let entry = Arc::new(entry);
+        let key = match (&templated, template) {
+            (Some(_), Some(template)) => template.key.into_owned(),
+            _ => core.to_owned(),
+        };
+        let literals = templated.unwrap_or_default();
+        self.insert(key, Arc::clone(&entry));
+        let overrides = merge(edge, &entry.overrides);
+        Ok(Lookup {
+            entry,
+            literals,
+            overrides,
+            hit: false,
+        })
+    }
+
+    /// Counters and sizes.
+    pub fn stats(&self) -> CacheStats {
+        let inner = self.lock();
+        CacheStats {
+            hits: inner.hits,
+            misses: inner.misses,
+            evictions: inner.evictions,
+            entries: inner.lru.len(),
+            bytes: inner.bytes,
+            max_entries: inner.max_entries,
+            max_bytes: inner.max_bytes,
+        }
+    }
+
+    /// Drop every entry (counters stay).
+    pub fn clear(&self) {
+        let old = {
+            let mut inner = self.lock();
+            inner.bytes = 0;
+            std::mem::replace(&mut inner.lru, LruCache::unbounded())
+        };
+        drop(old);
+    }
+
+    /// New bounds (config reload); evicts until they hold.
+    pub fn resize(&self, max_entries: usize, max_bytes: usize) {
+        let mut dropped = Vec::new();
+        {
+            let mut inner = self.lock();
+            inner.max_entries = max_entries;
+            inner.max_bytes = max_bytes;
+            inner.evict(&mut dropped);
+        }
+        drop(dropped);
+    }
+
+    fn insert(&self, key: String, entry: Arc<Entry>) {
+        let mut dropped = Vec::new();
+        {
+            let mut inner = self.lock();
+            if inner.max_entries == 0 || entry.bytes > inner.max_bytes {
+                return;
+            }
+            inner.bytes += entry.bytes;
+            if let Some((_, old)) = inner.lru.push(key, entry) {
+                inner.bytes = inner.bytes.saturating_sub(old.bytes);
+                dropped.push(old);
+            }
+            inner.evict(&mut dropped);
+        }
+        drop(dropped);
+    }
+
+    /// The lock; a panic while it was held cannot leave the LRU half-updated
+    /// in a way that matters (at worst `bytes` is off), so poisoning is
+    /// ignored.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Edge overrides first, then the entry's.
+fn merge(edge: Overrides, inner: &Overrides) -> Overrides {
+    Overrides {
+        shard: edge.shard.or(inner.shard),
+        sharding_key: edge.sharding_key.or_else(|| inner.sharding_key.clone()),
+    }
+}
+
+/// This text's values of the literals `entry` reads; `None` if the text does
+/// not fit the entry (cannot happen for texts of the same key).
+fn literal_values(entry: &Entry, core: &str, template: Option<&Template>) -> Option<Vec<String>> {
+    if !entry.templated {
+        return Some(Vec::new());
+    }
+    let template = template?;
+    entry
+        .uses
+        .iter()
+        .map(|used| {
+            let value = template.literals.get(used.index)?.value(core);
+            Some(if used.negate {
+                format!("-{value}")
+            } else {
+                value.into_owned()
+            })
+        })
+        .collect()
+}
+
+/// Parse and summarize `core`; template the entry if it can be. Returns the
+/// entry and, if templated, the literal values of this text.
+fn build_entry(
+    core: &str,
+    template: Option<&Template>,
+    engine: ParserEngine,
+) -> Result<(Entry, Option<Vec<String>>), LookupError> {
+    let (tree, mut summary) = match engine {
+        ParserEngine::ZeroCopy => {
+            let tree = ParseTree::parse(core)?;
+            let summary = extract::summarize(&tree)?;
+            (Tree::ZeroCopy(tree), summary)
+        }
+        ParserEngine::PgQueryProtobuf => {
+            let tree = parser_ffi::parse_protobuf(core)?;
+            let summary = extract::summarize_protobuf(&tree)?;
+            (Tree::Protobuf(tree), summary)
+        }
+    };
+    let mut literal_base = 0;
+    let mut uses = Vec::new();
+    let mut key_len = core.len();
+    if let Some(template) = template.filter(|t| !t.literals.is_empty()) {
+        let mut candidate = summary.clone();
+        if let Some((base, used)) = parameterize(&mut candidate, core, template) {
+            candidate.canonicalize();
+            summary = candidate;
+            literal_base = base;
+            uses = used;
+            key_len = template.key.len();
+        }
+    }
+    let templated = !uses.is_empty();
+    let overrides = if core.contains("pgdog_") {
+        template::inner_overrides(core)
+    } else {
+        Overrides::default()
+    };
+    let tree_bytes = match &tree {
+        Tree::ZeroCopy(_) => C_CONTEXT_BYTES + C_BYTES_PER_TEXT_BYTE * core.len(),
+        Tree::Protobuf(_) => PROTOBUF_BYTES_PER_TEXT_BYTE * core.len(),
+    };
+    let bytes = ENTRY_OVERHEAD
+        + key_len
+        + core.len()
+        + tree_bytes
+        + summary_bytes(&summary)
+        + uses.len() * size_of::<LiteralUse>()
+        + overrides.sharding_key.as_ref().map_or(0, String::len);
+    let mut entry = Entry {
+        summary,
+        tree,
+        text: core.to_owned(),
+        templated,
+        literal_base: if templated { literal_base } else { 0 },
+        uses,
+        overrides,
+        bytes,
+    };
+    let literals = match (templated, template) {
+        (true, Some(template)) => literal_values(&entry, core, Some(template)),
+        _ => None,
+    };
+    if templated && literals.is_none() {
+        // Cannot happen: the uses were taken from this template.
+        entry.templated = false;
+    }
+    Ok((entry, literals))
+}
+
+/// Rewrite the literal-valued keys of `summary` to parameters after the
+/// statement's own (`template.max_param`); `None` if some value does not sit
+/// on a literal of `template` or the summary holds literal values elsewhere.
+fn parameterize(
+    summary: &mut Summary,
+    core: &str,
+    template: &Template,
+) -> Option<(u16, Vec<LiteralUse>)> {
+    let valued_kind = summary.statements.iter().any(|stmt| {
+        matches!(
+            stmt.kind,
+            StatementKind::SetShard(Some(_)) | StatementKind::SetShardingKey(Some(_))
+        )
+    });
+    if valued_kind {
+        return None;
+    }
+    let base = u16::try_from(template.max_param).ok()?;
+    // First pass: the literal each value reads, in walk order.
+    let mut reads: Vec<LiteralUse> = Vec::new();
+    let all_mapped = for_each_value(summary, &mut |value| {
+        let used = match &value.source {
+            ValueSource::Integer { value: v, location } => {
+                locate(core, template, *location, |text, negate| {
+                    let n: i64 = text.parse().ok()?;
+                    let n = if negate { n.checked_neg()? } else { n };
+                    (n == *v).then_some(())
+                })
+            }
+            ValueSource::Text { text: t, location } => {
+                locate(core, template, *location, |text, negate| {
+                    let expected = if negate { t.strip_prefix('-')? } else { t };
+                    (expected == text).then_some(())
+                })
+            }
+            ValueSource::Param(_) | ValueSource::Null => return true,
+        };
+        match used {
+            Some(used) => {
+                reads.push(used);
+                true
+            }
+            None => false,
+        }
+    });
+    if !all_mapped {
+        return None;
+    }
+    // Parameters follow the literals' order in the text.
+    let mut uses = reads.clone();
+    uses.sort_by_key(|used| (used.index, used.negate));
+    uses.dedup();
+    // Second pass: the same walk, rewriting.
+    let mut reads = reads.into_iter();
+    for_each_value(summary, &mut |value| {
+        if !matches!(
+            value.source,
+            ValueSource::Integer { .. } | ValueSource::Text { .. }
+        ) {
+            return true;
+        }
+        let number = reads.next().and_then(|used| {
+            let j = uses
+                .binary_search_by_key(&(used.index, used.negate), |u| (u.index, u.negate))
+                .ok()?;
+            base.checked_add(1)?.checked_add(u16::try_from(j).ok()?)
+        });
+        match number {
+            Some(number) => {
+                value.source = ValueSource::Param(number);
+                true
+            }
+            None => false,
+        }
+    })
+    .then_some((base, uses))
+}
+
+/// The literal a value at `location` reads, if `check(value, negate)` agrees
+/// with the value the parser saw.
+fn locate(
+    core: &str,
+    template: &Template,
+    location: i32,
+    check: impl Fn(&str, bool) -> Option<()>,
+) -> Option<LiteralUse> {
+    let location = usize::try_from(location).ok()?;
+    let by_start = |at: usize| {
+        template
+            .literals
+            .binary_search_by_key(&at, |literal| literal.start)
+            .ok()
+    };
+    let used = match by_start(location) {
+        Some(index) => LiteralUse {
+            index,
+            negate: false,
+        },
+        None => {
+            // `-7`: the parser puts the constant's location on the sign.
+            let b = core.as_bytes();
+            if b.get(location) != Some(&b'-') {
+                return None;
+            }
+            let mut at = location + 1;
+            while b.get(at).is_some_and(|&c| template::is_space(c)) {
+                at += 1;
+            }
+            let index = by_start(at)?;
+            if template.literals.get(index)?.kind != LiteralKind::Number {
+                return None;
+            }
+            LiteralUse {
+                index,
+                negate: true,
+            }
+        }
+    };
+    let literal = template.literals.get(used.index)?;
+    check(&literal.value(core), used.negate)?;
+    Some(used)
+}
+
+/// Call `f` on every value of every condition until it returns false;
+/// whether all returned true.
+fn for_each_value(summary: &mut Summary, f: &mut impl FnMut(&mut Value) -> bool) -> bool {
+    let mut stack: Vec<&mut Condition> = summary
+        .statements
+        .iter_mut()
+        .flat_map(|stmt| stmt.conditions.iter_mut())
+        .collect();
+    while let Some(condition) = stack.pop() {
+        match condition {
+            Condition::Eq { value, .. } | Condition::Any { value, .. } => {
+                if !f(value) {
+                    return false;
+                }
+            }
+            Condition::And(children) | Condition::Or(children) => stack.extend(children.iter_mut()),
+        }
+    }
+    true
+}
+
+/// Estimated heap and inline bytes of a summary.
+fn summary_bytes(summary: &Summary) -> usize {
+    use crate::summary::{StatementSummary, TableRef};
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let mut bytes = size_of::<Summary>();
+    let mut stack: Vec<&Condition> = Vec::new();
+    for stmt in &summary.statements {
+        bytes += size_of::<StatementSummary>();
+        if let StatementKind::SetShard(value) | StatementKind::SetShardingKey(value) = &stmt.kind {
+            bytes += opt(value);
+        }
+        for table in &stmt.tables {
+            bytes +=
+                size_of::<TableRef>() + opt(&table.schema) + table.name.len() + opt(&table.alias);
+        }
+        stack.extend(stmt.conditions.iter());
+    }
+    while let Some(condition) = stack.pop() {
+        bytes += size_of::<Condition>();
+        match condition {
+            Condition::Eq { column, value } | Condition::Any { column, value } => {
+                bytes += opt(&column.table) + column.column.len() + opt(&value.cast);
+                if let ValueSource::Text { text, .. } = &value.source {
+                    bytes += text.len();
+                }
+            }
+            Condition::And(children) | Condition::Or(children) => stack.extend(children.iter()),
+        }
+    }
+    bytes
+}

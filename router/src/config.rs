@@ -10,14 +10,22 @@
 //! Code map: [`General`] and its enums live in `config/general.rs`, [`Database`]
 //! and [`Cluster`] in `config/database.rs`, [`User`] and [`Admin`] in
 //! `config/user.rs`, the per-pool resolver [`Config::pool_settings`] in
-//! `config/pool_settings.rs`, and the cross-key rules in `config/validate.rs`.
+//! `config/pool_settings.rs`, the cross-key rules in `config/validate.rs`, and
+//! `[[sharded_tables]]`, `[[sharded_mappings]]` and `[[omnisharded_tables]]`,
+//! resolved into each cluster's [`crate::sharding::Sharding`], in
+//! `config/sharding.rs`.
 
 mod database;
 mod general;
 mod pool_settings;
+mod sharding;
 mod user;
 mod validate;
 
+#[cfg(test)]
+mod mapping_tests;
+#[cfg(test)]
+mod sharding_tests;
 #[cfg(test)]
 mod tests;
 
@@ -29,6 +37,7 @@ use serde::Deserialize;
 pub use database::{Cluster, Database};
 pub use general::{AuthType, General, PoolerMode};
 pub use pool_settings::PoolSettings;
+pub use sharding::MAX_SHARD_COUNT;
 pub use user::{Admin, User};
 
 /// What is wrong with a configuration, naming the file and the key path.
@@ -60,6 +69,12 @@ struct PgdogFile {
     databases: Vec<Database>,
     #[serde(default)]
     admin: Admin,
+    #[serde(default)]
+    sharded_tables: Vec<sharding::ShardedTableEntry>,
+    #[serde(default)]
+    sharded_mappings: Vec<sharding::ShardedMappingEntry>,
+    #[serde(default)]
+    omnisharded_tables: Vec<sharding::OmnishardedEntry>,
 }
 
 /// The whole of `users.toml`.
@@ -88,7 +103,14 @@ impl Config {
         let users: UsersFile = parse("users.toml", users_toml)?;
         validate::general(&pgdog.general)?;
         validate::databases(&pgdog.general, &pgdog.databases)?;
-        let clusters = database::clusters(pgdog.databases)?;
+        let mut clusters = database::clusters(pgdog.databases)?;
+        sharding::resolve(
+            &pgdog.general,
+            &mut clusters,
+            pgdog.sharded_tables,
+            pgdog.sharded_mappings,
+            pgdog.omnisharded_tables,
+        )?;
         validate::admin(&pgdog.admin, &clusters)?;
         validate::users(&pgdog.general, &clusters, &users.users)?;
         Ok(Config {

@@ -1,9 +1,77 @@
 //! Routing as a pure function: (statement summary, bind parameters,
 //! overrides, sharding model) -> which databases run the statement.
-//! (in progress: API fixed, body being written)
+//!
+//! # Rules
+//! 1. Transaction control, session statements and `SET pgdog.*` go
+//!    [`Route::Any`] (the proxy handles them itself), even under overrides: a
+//!    bad `pgdog.shard` must not stop the client from setting a good one.
+//! 2. Overrides: `shard = n` -> `Shard(n)` (an error unless `n` is one of the
+//!    cluster's databases). `sharding_key = v` is typed and hashed with the
+//!    key space of the statement's first configured sharded table, else of
+//!    its first family table, else of the cluster's first `[[sharded_tables]]`
+//!    entry, else of its first family.
+//! 3. A cluster of one database has nothing to decide: `Any` for statements
+//!    without tables, `Shard(0)` for the rest.
+//! 4. Each table is a family member (`events_p7`: key 7), a configured
+//!    sharded table, omnisharded, a catalog (`pg_catalog`,
+//!    `information_schema`, unqualified `pg_*`), or unknown. **Unknown
+//!    tables count as sharded by a key pgshard does not know**: keyless
+//!    reads, UPDATEs and DELETEs go to every database (no row is silently
+//!    missed), keyless INSERTs and COPY FROM are refused (pgshard cannot tell
+//!    where the row belongs). List such tables in `[[omnisharded_tables]]`
+//!    to read them from one database and write them everywhere.
+//! 5. Conditions (one per query level) give shard sets: `k = v` the database
+//!    of `v`, `k = ANY(array)` the union of its elements', AND the
+//!    intersection, OR the union (free if any branch is). An empty AND of one
+//!    column (`k = 1 AND k = 2`, or `k = ANY('{}')`) matches no row and goes
+//!    to the lowest database named; of different columns (`a.k = 1 AND
+//!    b.k = 2`) it is a cross-shard join: an error. A NULL or missing value
+//!    restricts nothing (`k = NULL` matches no row; a missing parameter is not
+//!    known yet, as when a statement is described before Bind). A value cast
+//!    to a type of another kind (`k = $1::numeric`) restricts nothing. A
+//!    column is resolved through the statement's aliases, then table names;
+//!    a qualifier naming no table (a subquery's or CTE's alias) restricts
+//!    nothing. Column-only `[[sharded_tables]]` entries key unknown tables
+//!    only. The levels' sets and the family tables' databases are
+//!    intersected; an empty intersection is an error. Conditions count only
+//!    when the statement touches a sharded (or unknown, or family) table.
+//! 6. Restricted -> `Shard`, `Shards` or `All`. An INSERT (or MERGE) whose
+//!    rows go to several databases is refused unless it reads other sharded
+//!    tables (INSERT ... SELECT, which each database runs on its own rows).
+//! 7. Unrestricted, touching sharded tables: reads, UPDATE, DELETE, COPY TO,
+//!    EXPLAIN -> `All`; INSERT ... VALUES (or MERGE) without the key -> error
+//!    naming the column to add; INSERT ... SELECT from other sharded tables ->
+//!    `All`; COPY FROM -> error (not supported yet).
+//! 8. Only omnisharded / catalog tables: writes `All`, reads (locking ones
+//!    too) `Any`. No tables: DDL `All`, the rest `Any`. DDL on sharded tables
+//!    goes `All` (every database holds a part), on a family table to its
+//!    database.
+//! 9. `cross_shard_disabled` refuses a statement that touches sharded tables
+//!    and would run on more than one database (DDL excepted).
+//! 10. Statement strings: see [`route_all`].
+//!
+//! Limitations (the summary does not carry what it would take): it does not
+//! say which table a statement writes, so `INSERT INTO countries SELECT ...
+//! FROM orders WHERE tenant_id = 1` (an omnisharded target fed from one
+//! shard) is routed by the sharded table, and it does not say which columns
+//! an UPDATE sets, so `UPDATE orders SET tenant_id = 4 WHERE tenant_id = 3`
+//! goes to the old key's shard and the row does not move. An INSERT ...
+//! SELECT is told from INSERT ... VALUES by the number of sharded table
+//! references (two or more: a SELECT from sharded tables).
 
-use crate::sharding::Sharding;
-use crate::summary::{StatementSummary, Summary};
+mod keys;
+mod shard_set;
+mod tables;
+
+#[cfg(test)]
+mod tests;
+
+use crate::sharding::{KeySpace, Sharding};
+use crate::summary::{StatementKind, StatementSummary, Summary};
+
+use keys::{type_name, Keys, Restriction};
+use shard_set::ShardSet;
+use tables::{classify, entry_names, TableClass};
 
 /// Where a statement goes. Shard numbers are database numbers (`[[databases]]`
 /// `shard`), already through logical-shard placement.
@@ -53,44 +121,448 @@ pub struct Overrides {
 /// Why a statement cannot be routed; the message says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
+    /// Not produced by the router any more; kept for API compatibility.
     #[error("{0}")]
     Unroutable(String),
+    #[error(
+        "shard {shard} does not exist: this cluster has {databases} database(s), numbered from 0"
+    )]
+    NoSuchShard { shard: usize, databases: usize },
+    #[error("invalid value for sharding key {column} ({data_type}): {reason}")]
+    BadKey {
+        column: String,
+        data_type: &'static str,
+        reason: String,
+    },
+    #[error(
+        "no shard for key {key} of {of}: its [[sharded_tables]] mapping has no entry for that value; add one"
+    )]
+    NoShardForKey { key: String, of: String },
+    #[error(
+        "statement reads keys on different shards ({first} and {second}); a statement must stay on one shard: split it into one statement per shard"
+    )]
+    KeysOnDifferentShards { first: usize, second: usize },
+    #[error(
+        "multi-row INSERT across shards is not supported yet; split it by key (rows of {table} go to shards {shards})"
+    )]
+    MultiRowInsert { table: String, shards: String },
+    #[error(
+        "INSERT INTO {table} gives no value for its sharding key {column}: add {column} to the column list with a literal or parameter value (or pick a shard with /* pgdog_shard: N */)"
+    )]
+    InsertWithoutKey { table: String, column: String },
+    #[error(
+        "MERGE INTO {table} must match exactly one value of its sharding key {column} (ON ... {column} = value) so that inserted rows land on the right shard; split it by key"
+    )]
+    MergeWithoutKey { table: String, column: String },
+    #[error(
+        "{statement} into {table}: the table is not in the sharding config and the rows carry no sharding key, so pgshard cannot tell which database they belong on; list it in [[sharded_tables]] or [[omnisharded_tables]], or pick a shard with /* pgdog_shard: N */"
+    )]
+    UnknownTableWrite {
+        statement: &'static str,
+        table: String,
+    },
+    #[error(
+        "COPY ... FROM into sharded table {table} is not supported yet (its rows would have to be split by key); use INSERT with the key, or load one shard at a time with /* pgdog_shard: N */"
+    )]
+    CopyIntoSharded { table: String },
+    #[error(
+        "cross-shard queries are disabled (cross_shard_disabled) and this statement would run on {count} databases; add the sharding key to it (WHERE key = value) or pick a shard with /* pgdog_shard: N */"
+    )]
+    CrossShardDisabled { count: usize },
+    #[error(
+        "the statements of this query string go to different shards ({first}, then {second}); send them separately"
+    )]
+    StatementsOnDifferentShards { first: String, second: String },
+    #[error(
+        "pgdog.sharding_key is set, but this cluster has no sharded tables to type and hash it with"
+    )]
+    NoKeySpace,
 }
 
 /// Route one statement.
 pub fn route(
-    _stmt: &StatementSummary,
-    _params: &[ParamValue<'_>],
-    _overrides: &Overrides,
-    _sharding: &Sharding,
+    stmt: &StatementSummary,
+    params: &[ParamValue<'_>],
+    overrides: &Overrides,
+    sharding: &Sharding,
 ) -> Result<Routed, RouteError> {
-    Err(RouteError::Unroutable(
-        "routing is not built yet".to_owned(),
-    ))
+    decide(stmt, params, overrides, sharding).map(|decision| decision.routed)
 }
 
 /// Route a whole statement string: every statement must agree on one
-/// destination (or all be keyless reads); transaction control follows the rest.
+/// destination (or all be keyless reads); transaction control follows the
+/// rest. `Any` joins anything; equal routes stay; two different single
+/// shards are an error; otherwise the union (`All` if either is). A
+/// statement that must not run anywhere but its own shard (an INSERT, a
+/// MERGE, COPY, or a family table's statement) joined with a different
+/// route is an error too: running it on the other route's databases would
+/// duplicate its rows or miss its table. An empty string goes `Any`.
 pub fn route_all(
     summary: &Summary,
     params: &[ParamValue<'_>],
     overrides: &Overrides,
     sharding: &Sharding,
 ) -> Result<Routed, RouteError> {
-    let mut out: Option<Routed> = None;
+    let mut out = Decision {
+        routed: Routed {
+            route: Route::Any,
+            write: false,
+        },
+        pinned: false,
+    };
     for stmt in &summary.statements {
-        let routed = route(stmt, params, overrides, sharding)?;
-        out = Some(match out {
-            None => routed,
-            Some(prev) => Routed {
-                route: if prev.route == routed.route {
-                    prev.route
-                } else {
-                    routed.route
-                },
-                write: prev.write || routed.write,
-            },
-        });
+        let next = decide(stmt, params, overrides, sharding)?;
+        out = combine(out, next, sharding.databases)?;
     }
-    out.ok_or_else(|| RouteError::Unroutable("empty statement".to_owned()))
+    Ok(out.routed)
+}
+
+/// A route, and whether the statement must run on exactly those databases
+/// (not merely may: running it elsewhere too would be wrong).
+struct Decision {
+    routed: Routed,
+    pinned: bool,
+}
+
+fn combine(a: Decision, b: Decision, databases: usize) -> Result<Decision, RouteError> {
+    let write = a.routed.write || b.routed.write;
+    let pinned = a.pinned || b.pinned;
+    let conflict = |a: &Route, b: &Route| RouteError::StatementsOnDifferentShards {
+        first: describe(a),
+        second: describe(b),
+    };
+    let route = match (a.routed.route, b.routed.route) {
+        (Route::Any, route) | (route, Route::Any) => route,
+        (a, b) if a == b => a,
+        (a, b) if pinned || matches!((&a, &b), (Route::Shard(_), Route::Shard(_))) => {
+            return Err(conflict(&a, &b));
+        }
+        (Route::All, _) | (_, Route::All) => Route::All,
+        (a, b) => {
+            let mut set = ShardSet::empty(databases);
+            for route in [a, b] {
+                match route {
+                    Route::Shard(s) => set.insert(s),
+                    Route::Shards(shards) => shards.into_iter().for_each(|s| set.insert(s)),
+                    Route::All | Route::Any => {}
+                }
+            }
+            to_route(&set, databases)
+        }
+    };
+    Ok(Decision {
+        routed: Routed { route, write },
+        pinned,
+    })
+}
+
+fn describe(route: &Route) -> String {
+    match route {
+        Route::Shard(s) => format!("shard {s}"),
+        Route::Shards(shards) => format!("shards {}", join(shards.iter().copied())),
+        Route::All => "all shards".to_owned(),
+        Route::Any => "any shard".to_owned(),
+    }
+}
+
+fn join(shards: impl Iterator<Item = usize>) -> String {
+    shards.map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// `Shard` for one database, `All` for every one, else `Shards`.
+fn to_route(set: &ShardSet, databases: usize) -> Route {
+    let len = set.len();
+    match set.first() {
+        Some(first) if len == 1 => Route::Shard(first),
+        _ if len >= databases => Route::All,
+        _ => Route::Shards(set.iter().collect()),
+    }
+}
+
+/// What the tables of a statement are, gathered in one pass.
+#[derive(Default)]
+struct TableFacts<'a> {
+    /// Table references that are configured-sharded or unknown.
+    sharded_refs: usize,
+    /// Any sharded, unknown or family table.
+    touches_sharded: bool,
+    /// The first configured-sharded or unknown table, and whether unknown.
+    first_sharded: Option<(&'a str, bool)>,
+    /// The intersection of the family tables' databases.
+    families: Option<ShardSet>,
+}
+
+fn decide(
+    stmt: &StatementSummary,
+    params: &[ParamValue<'_>],
+    overrides: &Overrides,
+    sharding: &Sharding,
+) -> Result<Decision, RouteError> {
+    let write = stmt.write || stmt.locking;
+    let done = |route: Route, pinned: bool| Decision {
+        routed: Routed { route, write },
+        pinned,
+    };
+    match stmt.kind {
+        StatementKind::Begin
+        | StatementKind::Commit
+        | StatementKind::Rollback
+        | StatementKind::TransactionOther
+        | StatementKind::Session
+        | StatementKind::SetShard(_)
+        | StatementKind::SetShardingKey(_) => {
+            return Ok(Decision {
+                routed: Routed {
+                    route: Route::Any,
+                    write: false,
+                },
+                pinned: false,
+            })
+        }
+        _ => {}
+    }
+    let databases = sharding.databases;
+    let keys = Keys {
+        stmt,
+        params,
+        sharding,
+    };
+    if let Some(shard) = overrides.shard {
+        if shard >= databases {
+            return Err(RouteError::NoSuchShard { shard, databases });
+        }
+        return Ok(done(Route::Shard(shard), true));
+    }
+    if let Some(value) = &overrides.sharding_key {
+        let key_space = override_key_space(stmt, sharding).ok_or(RouteError::NoKeySpace)?;
+        let key = crate::hash::parse_text(key_space.data_type, value).map_err(|err| {
+            let crate::hash::KeyError::Invalid(reason) = err;
+            RouteError::BadKey {
+                column: "pgdog.sharding_key".to_owned(),
+                data_type: type_name(key_space.data_type),
+                reason,
+            }
+        })?;
+        let shard = keys.database(key_space, &key, || "pgdog.sharding_key".to_owned())?;
+        return Ok(done(Route::Shard(shard), true));
+    }
+    if databases <= 1 {
+        let route = if stmt.tables.is_empty() && stmt.kind != StatementKind::Ddl {
+            Route::Any
+        } else if databases == 1 {
+            Route::Shard(0)
+        } else {
+            Route::All
+        };
+        return Ok(done(route, false));
+    }
+
+    let facts = table_facts(stmt, &keys)?;
+    if !facts.touches_sharded {
+        let route = match stmt.kind {
+            StatementKind::Ddl => Route::All,
+            _ if stmt.tables.is_empty() || !stmt.write => Route::Any,
+            _ => Route::All,
+        };
+        return Ok(done(route, false));
+    }
+    let family_pinned = facts.families.is_some();
+    if stmt.kind == StatementKind::Ddl {
+        // Every database holds a part of a sharded table, so schema changes
+        // go everywhere; a family table lives on its own database only.
+        let route = match &facts.families {
+            Some(set) => to_route(set, databases),
+            None => Route::All,
+        };
+        return Ok(done(route, family_pinned));
+    }
+
+    let (table, unknown) = facts.first_sharded.unwrap_or(("", false));
+    let is_insert = stmt.kind == StatementKind::Insert;
+    let is_merge = stmt.kind == StatementKind::Merge;
+    if is_insert && stmt.insert_without_columns && facts.sharded_refs > 0 {
+        return Err(without_key(stmt, sharding, table, unknown));
+    }
+    let restriction = restrict(stmt, &keys, facts.families)?;
+    let (route, pinned) = match restriction {
+        Restriction::Set(set) => {
+            if set.len() > 1 && (is_insert || is_merge) && facts.sharded_refs < 2 {
+                return Err(if is_insert {
+                    RouteError::MultiRowInsert {
+                        table: table.to_owned(),
+                        shards: join(set.iter()),
+                    }
+                } else {
+                    without_key(stmt, sharding, table, unknown)
+                });
+            }
+            let pinned = family_pinned
+                || matches!(
+                    stmt.kind,
+                    StatementKind::Insert | StatementKind::Merge | StatementKind::Copy { .. }
+                );
+            (to_route(&set, databases), pinned)
+        }
+        Restriction::Nothing(lowest) => (Route::Shard(lowest.unwrap_or(0)), false),
+        Restriction::Free => match stmt.kind {
+            // Each database copies its own rows: only sound when the rows
+            // come from (co-located) sharded tables.
+            StatementKind::Insert | StatementKind::Merge if facts.sharded_refs >= 2 => {
+                (Route::All, false)
+            }
+            StatementKind::Insert | StatementKind::Merge => {
+                return Err(without_key(stmt, sharding, table, unknown));
+            }
+            StatementKind::Copy { to: false } if unknown => {
+                return Err(RouteError::UnknownTableWrite {
+                    statement: "COPY",
+                    table: table.to_owned(),
+                });
+            }
+            StatementKind::Copy { to: false } => {
+                return Err(RouteError::CopyIntoSharded {
+                    table: table.to_owned(),
+                });
+            }
+            _ => (Route::All, false),
+        },
+    };
+    if sharding.cross_shard_disabled {
+        let count = match &route {
+            Route::Shards(shards) => shards.len(),
+            Route::All => databases,
+            Route::Shard(_) | Route::Any => 1,
+        };
+        if count > 1 {
+            return Err(RouteError::CrossShardDisabled { count });
+        }
+    }
+    Ok(done(route, pinned))
+}
+
+fn table_facts<'a>(
+    stmt: &'a StatementSummary,
+    keys: &Keys<'_, '_>,
+) -> Result<TableFacts<'a>, RouteError> {
+    let sharding = keys.sharding;
+    let mut facts = TableFacts::default();
+    for table in &stmt.tables {
+        match classify(table, sharding) {
+            TableClass::Family { family, key } => {
+                facts.touches_sharded = true;
+                let database =
+                    keys.database(&family.keys, &crate::sharding::Key::Int(key), || {
+                        format!("table {}", table.name)
+                    })?;
+                let set = ShardSet::single(sharding.databases, database);
+                facts.families = Some(intersect(facts.families.take(), set)?);
+            }
+            class @ (TableClass::Sharded | TableClass::Unknown) => {
+                facts.touches_sharded = true;
+                facts.sharded_refs += 1;
+                if facts.first_sharded.is_none() {
+                    facts.first_sharded = Some((&table.name, class == TableClass::Unknown));
+                }
+            }
+            TableClass::Omnisharded | TableClass::Catalog => {}
+        }
+    }
+    Ok(facts)
+}
+
+/// Intersect the levels' restrictions with the family tables' databases.
+fn restrict(
+    stmt: &StatementSummary,
+    keys: &Keys<'_, '_>,
+    families: Option<ShardSet>,
+) -> Result<Restriction, RouteError> {
+    let mut set = families;
+    let mut nothing = false;
+    let mut lowest: Option<usize> = None;
+    for condition in &stmt.conditions {
+        match keys.restriction(condition, 0)? {
+            Restriction::Free => {}
+            Restriction::Nothing(hint) => {
+                nothing = true;
+                lowest = match (lowest, hint) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            Restriction::Set(next) => set = Some(intersect(set, next)?),
+        }
+    }
+    Ok(match set {
+        Some(set) => Restriction::Set(set),
+        None if nothing => Restriction::Nothing(lowest),
+        None => Restriction::Free,
+    })
+}
+
+fn intersect(set: Option<ShardSet>, next: ShardSet) -> Result<ShardSet, RouteError> {
+    let Some(mut set) = set else {
+        return Ok(next);
+    };
+    let first = set.first().unwrap_or(0);
+    set.intersect_with(&next);
+    if set.is_empty() {
+        return Err(keys::different_shards(first, next.first().unwrap_or(0)));
+    }
+    Ok(set)
+}
+
+/// The error for an INSERT or MERGE into `table` that names no usable key.
+fn without_key(
+    stmt: &StatementSummary,
+    sharding: &Sharding,
+    table: &str,
+    unknown: bool,
+) -> RouteError {
+    let is_merge = stmt.kind == StatementKind::Merge;
+    let column = stmt
+        .tables
+        .iter()
+        .filter(|t| t.name == table)
+        .find_map(|t| sharding.tables.iter().find(|e| entry_names(e, t)))
+        .map(|entry| entry.column.clone());
+    match column {
+        Some(column) if !unknown && is_merge => RouteError::MergeWithoutKey {
+            table: table.to_owned(),
+            column,
+        },
+        Some(column) if !unknown => RouteError::InsertWithoutKey {
+            table: table.to_owned(),
+            column,
+        },
+        _ => RouteError::UnknownTableWrite {
+            statement: if is_merge { "MERGE" } else { "INSERT" },
+            table: table.to_owned(),
+        },
+    }
+}
+
+/// The key space a `pgdog.sharding_key` value is typed and hashed with.
+fn override_key_space<'s>(stmt: &StatementSummary, sharding: &'s Sharding) -> Option<&'s KeySpace> {
+    let named = stmt
+        .tables
+        .iter()
+        .find_map(|t| sharding.tables.iter().find(|e| entry_names(e, t)));
+    if let Some(entry) = named {
+        return Some(&entry.keys);
+    }
+    let family = stmt
+        .tables
+        .iter()
+        .find_map(|t| match classify(t, sharding) {
+            TableClass::Family { family, .. } => Some(family),
+            _ => None,
+        });
+    if let Some(family) = family {
+        return Some(&family.keys);
+    }
+    sharding
+        .tables
+        .first()
+        .map(|entry| &entry.keys)
+        .or_else(|| sharding.families.first().map(|family| &family.keys))
 }

@@ -3,7 +3,8 @@
 //! Built by `config` at load time (validated there); read by [`crate::route`].
 
 /// The SQL type of a sharding key (`data_type` in `[[sharded_tables]]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DataType {
     #[default]
     BigInt,
@@ -15,7 +16,8 @@ pub enum DataType {
 }
 
 /// How a key becomes a logical shard (`hasher`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Hasher {
     /// Postgres's `PARTITION BY HASH` (PgDog's and PgCat's function).
     #[default]
@@ -76,10 +78,12 @@ pub struct TableFamily {
 }
 
 /// Which parser turns statement text into summaries (`query_parser_engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ParserEngine {
     /// parser-ffi's zero-copy view of the C tree.
     #[default]
+    #[serde(alias = "pg_query_raw")]
     ZeroCopy,
     /// pg_query's protobuf structs (the baseline).
     PgQueryProtobuf,

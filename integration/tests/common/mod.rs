@@ -242,3 +242,167 @@ pub fn psql(port: u16, sslmode: &str, sql: &str) -> String {
     );
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
+
+// ---------------------------------------------------------------------------
+// Sharded clusters: each shard database holds only its own hash partition of
+// the sharded tables, so a row pgshard sends to the wrong shard is refused by
+// Postgres ("no partition of relation ... found for row") instead of being
+// stored where nobody will look for it.
+
+/// The sharding sections for cluster `prod`: `orders` by `tenant_id`,
+/// `counters` and `consumer_offsets` by `partition_id` (co-located: same
+/// type, hasher and shard count), the table family `events_p<N>` keyed by
+/// `N`, and the omnisharded `countries`.
+pub const SHARDING: &str = "\
+[[sharded_tables]]
+database = \"prod\"
+name = \"orders\"
+column = \"tenant_id\"
+data_type = \"bigint\"
+hasher = \"postgres\"
+
+[[sharded_tables]]
+database = \"prod\"
+name = \"counters\"
+column = \"partition_id\"
+data_type = \"bigint\"
+hasher = \"postgres\"
+
+[[sharded_tables]]
+database = \"prod\"
+name = \"consumer_offsets\"
+column = \"partition_id\"
+data_type = \"bigint\"
+hasher = \"postgres\"
+
+[[sharded_tables]]
+database = \"prod\"
+name_prefix = \"events_p\"
+data_type = \"bigint\"
+hasher = \"postgres\"
+
+[[omnisharded_tables]]
+database = \"prod\"
+tables = [\"countries\"]
+";
+
+/// A whole `pgdog.toml` for cluster `prod` over `servers`: `general` lines
+/// in `[general]`, then admin, databases and `sharding` sections.
+pub fn sharded_config(servers: &[PgServer], general: &str, sharding: &str) -> String {
+    format!(
+        "[general]\nshutdown_timeout = 1000\n{general}\n{ADMIN}{}\n{sharding}",
+        databases(servers)
+    )
+}
+
+/// Create the sharded schema on every server (owned by `app`): on shard `i`
+/// of `n`, `orders`, `counters` and `consumer_offsets` are hash-partitioned
+/// parents with the single partition `MODULUS n, REMAINDER i`; `countries`
+/// is a plain table on each.
+pub fn create_sharded_schema(servers: &[PgServer]) {
+    let n = servers.len();
+    for (i, server) in servers.iter().enumerate() {
+        let part = format!("FOR VALUES WITH (MODULUS {n}, REMAINDER {i})");
+        server
+            .psql(
+                &format!("shard_{i}"),
+                &format!(
+                    "SET ROLE app;\
+                     CREATE TABLE orders (tenant_id bigint NOT NULL, id bigint NOT NULL, item text NOT NULL,\
+                       PRIMARY KEY (tenant_id, id)) PARTITION BY HASH (tenant_id);\
+                     CREATE TABLE orders_on_shard PARTITION OF orders {part};\
+                     CREATE TABLE counters (partition_id bigint PRIMARY KEY, next bigint NOT NULL DEFAULT 0)\
+                       PARTITION BY HASH (partition_id);\
+                     CREATE TABLE counters_on_shard PARTITION OF counters {part};\
+                     CREATE TABLE consumer_offsets (group_id text NOT NULL, partition_id bigint NOT NULL,\
+                       off bigint NOT NULL DEFAULT 0, PRIMARY KEY (group_id, partition_id))\
+                       PARTITION BY HASH (partition_id);\
+                     CREATE TABLE consumer_offsets_on_shard PARTITION OF consumer_offsets {part};\
+                     CREATE TABLE countries (code text PRIMARY KEY, name text NOT NULL)"
+                ),
+            )
+            .unwrap();
+    }
+}
+
+impl Cluster {
+    /// pgshard over `servers` (see [`servers`] and [`create_sharded_schema`])
+    /// with `sharding` sections after the databases.
+    pub fn start_sharded(servers: Vec<PgServer>, general: &str, sharding: &str) -> Cluster {
+        let proxy = TestProxy::start(&sharded_config(&servers, general, sharding), USERS).unwrap();
+        Cluster {
+            proxy,
+            databases: databases(&servers),
+            general: format!("[general]\nshutdown_timeout = 1000\n{general}\n"),
+            servers,
+        }
+    }
+
+    /// A direct connection (as `app`, no pgshard) to database `shard_<i>`.
+    pub async fn shard(&self, i: usize) -> tokio_postgres::Client {
+        connect(
+            self.servers[i].port(),
+            "app",
+            "app-pw",
+            &format!("shard_{i}"),
+        )
+        .await
+        .unwrap()
+    }
+
+    /// Direct connections to every shard, in shard order.
+    pub async fn shards(&self) -> Vec<tokio_postgres::Client> {
+        let mut shards = Vec::new();
+        for i in 0..self.servers.len() {
+            shards.push(self.shard(i).await);
+        }
+        shards
+    }
+}
+
+/// The database a bigint key goes to under the `postgres` hasher with
+/// `n` shards (default placement), computed by Postgres itself (any server
+/// will do): `hashint8extended` with the partitioning seed, then
+/// `hash_combine64(0, h)`, unsigned, modulo `n` (DESIGN.md §2).
+pub async fn postgres_hash_shard(client: &tokio_postgres::Client, key: i64, n: usize) -> usize {
+    let sql = format!(
+        "SELECT (((hashint8extended({key}::bigint, 8816678312871386365)::numeric \
+         + 18446744073709551616 + 5305509591434766563) % 18446744073709551616) % {n})::int AS shard"
+    );
+    column(client, &sql, "shard").await[0].parse().unwrap()
+}
+
+/// A bind parameter sent in text format (tokio-postgres sends its own types
+/// in binary), as libpq-based drivers and lib/pq send most values.
+#[derive(Debug)]
+pub struct TextParam(pub String);
+
+impl tokio_postgres::types::ToSql for TextParam {
+    fn to_sql(
+        &self,
+        _ty: &tokio_postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(self.0.as_bytes());
+        Ok(tokio_postgres::types::IsNull::No)
+    }
+
+    fn accepts(_ty: &tokio_postgres::types::Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _ty: &tokio_postgres::types::Type) -> tokio_postgres::types::Format {
+        tokio_postgres::types::Format::Text
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// An error's SQLSTATE and message (or its text when it is not a server
+/// error), for failure reports.
+pub fn describe(err: &tokio_postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db) => format!("{} {}", db.code().code(), db.message()),
+        None => err.to_string(),
+    }
+}

@@ -59,6 +59,9 @@ pub enum Target {
     Any,
     /// This shard; a deferred transaction opens there.
     Shard(usize),
+    /// This shard if no transaction holds another, outside a deferred
+    /// transaction: a Describe whose tables live there (a family table).
+    Near(usize),
 }
 
 /// What to do with a simple query.
@@ -123,13 +126,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     self.local_tag(if value.is_some() { "SET" } else { "RESET" }, true);
                     return Ok(Plan::Done);
                 }
-                StatementKind::Begin if self.server.is_none() && self.txn == Txn::None => {
+                StatementKind::Begin if !self.in_txn() && !self.plan.awaiting_server() => {
                     self.txn = Txn::Deferred(Bytes::copy_from_slice(frame_sql.as_bytes()));
                     self.local_tag("BEGIN", true);
                     return Ok(Plan::Done);
                 }
                 StatementKind::Commit | StatementKind::Rollback
-                    if self.server.is_none() && matches!(self.txn, Txn::Deferred(_)) =>
+                    if matches!(self.txn, Txn::Deferred(_)) =>
                 {
                     self.txn = Txn::None;
                     self.end_txn_overrides();
@@ -144,11 +147,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 _ => {}
             }
         }
-        let params: Vec<ParamValue<'_>> = lookup
-            .literals
-            .iter()
-            .map(|l| ParamValue::Text(l.as_bytes()))
-            .collect();
+        let params = lookup.params(&[]);
         let overrides = self.overrides(&lookup.overrides);
         let routed = route::route_all(summary, &params, &overrides, &self.sharding);
         match routed {
@@ -206,12 +205,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             summary.statements.as_slice(),
             [only] if matches!(only.kind, StatementKind::Commit | StatementKind::Rollback)
         );
-        if ends && self.server.is_none() {
-            self.txn = Txn::None;
-            self.end_txn_overrides();
-            self.local_tag("ROLLBACK", true);
-        } else if ends {
-            // The ROLLBACK pgshard injected is still running: answer after it.
+        if ends {
+            // Any ROLLBACK pgshard injected is ahead in the plan: this
+            // reply follows it.
             self.txn = Txn::None;
             self.end_txn_overrides();
             self.local_tag("ROLLBACK", true);
@@ -308,22 +304,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             );
             return None;
         }
-        let info = statement
-            .route
-            .get_or_init(|| {
-                let sql = String::from_utf8_lossy(&statement.query);
-                self.state
-                    .cache
-                    .lookup(&sql, self.engine)
-                    .ok()
-                    .map(|l| RouteInfo {
-                        entry: l.entry,
-                        literals: l.literals,
-                        overrides: l.overrides,
-                    })
-            })
-            .clone();
-        let Some(info) = info else {
+        let Some(info) = self.route_info(statement) else {
             return Some(Target::Any);
         };
         let base = usize::from(info.entry.literal_base);
@@ -364,22 +345,63 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
+    /// A prepared statement's cache entry, looked up once per statement.
+    fn route_info(&self, statement: &Statement) -> Option<RouteInfo> {
+        statement
+            .route
+            .get_or_init(|| {
+                let sql = String::from_utf8_lossy(&statement.query);
+                self.state
+                    .cache
+                    .lookup(&sql, self.engine)
+                    .ok()
+                    .map(|l| RouteInfo {
+                        entry: l.entry,
+                        literals: l.literals,
+                        overrides: l.overrides,
+                    })
+            })
+            .clone()
+    }
+
+    /// Where a Describe of `statement` goes before any Bind: the shard its
+    /// text alone routes to (a table-family name, literal keys, overrides),
+    /// else any shard: every shard has the schema of sharded tables.
+    pub(super) fn describe_target(&self, statement: &Statement) -> Target {
+        let Some(info) = self.route_info(statement) else {
+            return Target::Any;
+        };
+        let base = usize::from(info.entry.literal_base);
+        let mut params = vec![ParamValue::Null; base];
+        params.extend(info.literals.iter().map(|l| ParamValue::Text(l.as_bytes())));
+        let overrides = self.overrides(&info.overrides);
+        match route::route_all(&info.entry.summary, &params, &overrides, &self.sharding) {
+            Ok(routed) => match routed.route {
+                Route::Shard(shard) => Target::Near(shard),
+                _ => Target::Any,
+            },
+            Err(_) => Target::Any,
+        }
+    }
+
     /// Make the attached server fit `target`: keep it, or give it back
     /// (finishing what is in flight) so another can be checked out. Fails
     /// with the client's error when the transaction holds it.
-    pub(super) async fn fit_server(&mut self, target: Target) -> Result<bool, End> {
+    pub(super) async fn fit_server(&mut self, target: Target, simple: bool) -> Result<bool, End> {
         let Some(server) = &self.server else {
             return Ok(true);
         };
         let keep = match target {
             Target::Any => true,
             Target::Shard(s) => s == self.shard && !matches!(self.txn, Txn::Deferred(_)),
+            // A transaction's server is the one to ask, whatever its shard.
+            Target::Near(s) => s == self.shard || server.conn.status != b'I' || self.copy_in,
         };
         if keep {
             return Ok(true);
         }
         if server.conn.status != b'I' || self.copy_in {
-            self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN, false);
+            self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN, simple);
             return Ok(false);
         }
         self.detach().await?;
@@ -508,7 +530,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                             merger.on_message(index, &message, &mut self.to_client);
                         }
                         Ok(None) => break,
-                        Err(()) => {
+                        Err(fanout::BadLength) => {
                             broken[index] = true;
                             break 'reply;
                         }

@@ -2,10 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use super::{invalid, ConfigError, PoolerMode, Redacted};
+use crate::sharding::Sharding;
 
 /// One `[[databases]]` entry: a real Postgres database serving one shard of a cluster.
 ///
@@ -83,6 +85,11 @@ pub struct Cluster {
     pub name: String,
     /// Shard databases, indexed by shard number (contiguous from 0).
     pub shards: Vec<Database>,
+    /// How statements of this cluster are routed: its sharded tables, table
+    /// families and omnisharded tables (`databases` = `shards.len()`). A
+    /// cluster that no `[[sharded_tables]]` entry names still has one, with no
+    /// tables.
+    pub sharding: Arc<Sharding>,
 }
 
 /// Group `[[databases]]` into clusters and check their shard numbers form 0..n.
@@ -131,11 +138,18 @@ pub(super) fn clusters(databases: Vec<Database>) -> Result<BTreeMap<String, Clus
             }
             complete.push(db);
         }
+        // The tables are filled in by `sharding::resolve`, once every
+        // cluster's size is known.
+        let sharding = Arc::new(Sharding {
+            databases: complete.len(),
+            ..Sharding::default()
+        });
         clusters.insert(
             name.clone(),
             Cluster {
                 name,
                 shards: complete,
+                sharding,
             },
         );
     }

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::sharding::ParserEngine;
+
 /// How long a client holds a server connection (`pooler_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -70,6 +72,13 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = (1 << 30) - 1;
 /// startup packets.
 pub const MIN_MAX_MESSAGE_SIZE: usize = 10_000;
 
+/// Default `query_cache_max_bytes`: 64 MiB of cached statement trees.
+pub const DEFAULT_QUERY_CACHE_MAX_BYTES: usize = 64 << 20;
+
+/// Smallest allowed `query_cache_max_bytes`: below this not even one
+/// ordinary statement's tree fits, and the cache would only churn.
+pub const MIN_QUERY_CACHE_MAX_BYTES: usize = 1024;
+
 /// `[general]`: settings of the pooler process itself.
 ///
 /// Times are milliseconds in the file (as in PgDog); the Rust fields carry an
@@ -123,6 +132,17 @@ pub struct General {
     pub tls_private_key: Option<PathBuf>,
     /// Prepared statements cached per server connection. At least 1.
     pub prepared_statements_limit: usize,
+    /// Refuse statements that would run on more than one database of a
+    /// sharded cluster (copied into every cluster's `Sharding`).
+    pub cross_shard_disabled: bool,
+    /// Which parser reads statements: `"zero_copy"` (default; PgDog's
+    /// `"pg_query_raw"` is accepted as another name for it) or
+    /// `"pg_query_protobuf"`.
+    pub query_parser_engine: ParserEngine,
+    /// Most statements kept in the parsed-statement (AST) cache. At least 1.
+    pub query_cache_limit: usize,
+    /// Most bytes the AST cache holds. At least [`MIN_QUERY_CACHE_MAX_BYTES`].
+    pub query_cache_max_bytes: usize,
 }
 
 impl Default for General {
@@ -146,6 +166,10 @@ impl Default for General {
             tls_certificate: None,
             tls_private_key: None,
             prepared_statements_limit: 500,
+            cross_shard_disabled: false,
+            query_parser_engine: ParserEngine::ZeroCopy,
+            query_cache_limit: 10_000,
+            query_cache_max_bytes: DEFAULT_QUERY_CACHE_MAX_BYTES,
         }
     }
 }
@@ -217,6 +241,10 @@ mod tests {
         assert_eq!(g.auth_type, AuthType::Scram);
         assert_eq!(g.tls(), None);
         assert_eq!(g.prepared_statements_limit, 500);
+        assert!(!g.cross_shard_disabled);
+        assert_eq!(g.query_parser_engine, ParserEngine::ZeroCopy);
+        assert_eq!(g.query_cache_limit, 10_000);
+        assert_eq!(g.query_cache_max_bytes, 64 * 1024 * 1024);
     }
 
     #[test]

@@ -523,6 +523,13 @@ fn the_example_files_load() {
     let users = include_str!("../../../users.toml.example");
     let config = Config::from_toml(pgdog, users).unwrap();
     assert_eq!(config.clusters["pgshard"].shards.len(), 2);
+    let sharding = &config.clusters["pgshard"].sharding;
+    assert_eq!(sharding.databases, 2);
+    assert_eq!(sharding.tables.len(), 1);
+    assert_eq!(sharding.tables[0].name.as_deref(), Some("orders"));
+    assert_eq!(sharding.tables[0].column, "tenant_id");
+    assert_eq!(sharding.families.len(), 1);
+    assert_eq!(sharding.families[0].prefix, "events_p");
     assert_eq!(config.admin.password.as_deref(), Some("admin"));
     let user = config.user("pgshard", "pgshard").unwrap();
     assert_eq!(config.auth_type(user), AuthType::Scram);

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::general::MIN_MAX_MESSAGE_SIZE;
+use super::general::{MIN_MAX_MESSAGE_SIZE, MIN_QUERY_CACHE_MAX_BYTES};
 use super::pool_settings::pool_sizes;
 use super::{invalid, Admin, Cluster, ConfigError, Database, General, User};
 
@@ -41,6 +41,15 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
     }
     if general.prepared_statements_limit == 0 {
         return fail("prepared_statements_limit", "must be at least 1".to_owned());
+    }
+    if general.query_cache_limit == 0 {
+        return fail("query_cache_limit", "must be at least 1".to_owned());
+    }
+    if general.query_cache_max_bytes < MIN_QUERY_CACHE_MAX_BYTES {
+        return fail(
+            "query_cache_max_bytes",
+            format!("must be at least {MIN_QUERY_CACHE_MAX_BYTES} bytes"),
+        );
     }
     match (&general.tls_certificate, &general.tls_private_key) {
         (Some(_), None) => fail(

@@ -1,1 +1,1127 @@
-//! Unit tests of the extractors. (in progress)
+//! Unit tests of the extractors: one-line `check(sql, expected)` cases over a
+//! compact rendering of the summary, a few exact-struct cases (locations,
+//! value details) and pathological nesting on a small stack.
+//!
+//! The rendering: `kind[ write][ locking][ no_cols] [tables] conditions`, with
+//! tables as `schema.name alias`, levels' conditions joined by ` & `, values as
+//! `42`, `'text'`, `$1`, `NULL`, a cast as a `::type` suffix; statements of a
+//! string joined by `; `.
+
+use std::fmt::Write as _;
+
+use super::*;
+use crate::summary::{ColumnRef, StatementKind, TableRef, Value, ValueSource};
+
+fn summary_of(sql: &str) -> Summary {
+    let tree = parser_ffi::ParseTree::parse(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
+    let summary = summarize(&tree).unwrap_or_else(|err| panic!("{sql}: {err}"));
+    let mut canonical = summary.clone();
+    canonical.canonicalize();
+    assert_eq!(summary, canonical, "{sql}: not in canonical order");
+    summary
+}
+
+#[track_caller]
+fn check(sql: &str, expected: &str) {
+    assert_eq!(render(&summary_of(sql)), expected, "{sql}");
+}
+
+fn render(summary: &Summary) -> String {
+    let statements: Vec<String> = summary.statements.iter().map(render_statement).collect();
+    statements.join("; ")
+}
+
+fn render_statement(stmt: &StatementSummary) -> String {
+    let mut out = match &stmt.kind {
+        StatementKind::Select => "select".to_owned(),
+        StatementKind::Insert => "insert".to_owned(),
+        StatementKind::Update => "update".to_owned(),
+        StatementKind::Delete => "delete".to_owned(),
+        StatementKind::Merge => "merge".to_owned(),
+        StatementKind::Copy { to: true } => "copy_to".to_owned(),
+        StatementKind::Copy { to: false } => "copy_from".to_owned(),
+        StatementKind::Begin => "begin".to_owned(),
+        StatementKind::Commit => "commit".to_owned(),
+        StatementKind::Rollback => "rollback".to_owned(),
+        StatementKind::TransactionOther => "txn".to_owned(),
+        StatementKind::SetShard(value) => format!("set_shard({})", value.as_deref().unwrap_or("")),
+        StatementKind::SetShardingKey(value) => {
+            format!("set_key({})", value.as_deref().unwrap_or(""))
+        }
+        StatementKind::Session => "session".to_owned(),
+        StatementKind::Ddl => "ddl".to_owned(),
+        StatementKind::Explain => "explain".to_owned(),
+        StatementKind::Other => "other".to_owned(),
+    };
+    for (flag, name) in [
+        (stmt.write, " write"),
+        (stmt.locking, " locking"),
+        (stmt.insert_without_columns, " no_cols"),
+    ] {
+        if flag {
+            out.push_str(name);
+        }
+    }
+    let tables: Vec<String> = stmt.tables.iter().map(render_table).collect();
+    write!(out, " [{}]", tables.join(", ")).unwrap();
+    let conditions: Vec<String> = stmt.conditions.iter().map(render_condition).collect();
+    if !conditions.is_empty() {
+        write!(out, " {}", conditions.join(" & ")).unwrap();
+    }
+    out
+}
+
+fn render_table(table: &TableRef) -> String {
+    let mut out = String::new();
+    if let Some(schema) = &table.schema {
+        write!(out, "{schema}.").unwrap();
+    }
+    out.push_str(&table.name);
+    if let Some(alias) = &table.alias {
+        write!(out, " {alias}").unwrap();
+    }
+    out
+}
+
+fn render_condition(condition: &Condition) -> String {
+    match condition {
+        Condition::Eq { column, value } => {
+            format!("{} = {}", render_column(column), render_value(value))
+        }
+        Condition::Any { column, value } => {
+            format!("{} = ANY({})", render_column(column), render_value(value))
+        }
+        Condition::And(all) => render_list(all, " AND "),
+        Condition::Or(any) => render_list(any, " OR "),
+    }
+}
+
+fn render_list(conditions: &[Condition], separator: &str) -> String {
+    let parts: Vec<String> = conditions.iter().map(render_condition).collect();
+    format!("({})", parts.join(separator))
+}
+
+fn render_column(column: &ColumnRef) -> String {
+    match &column.table {
+        Some(table) => format!("{table}.{}", column.column),
+        None => column.column.clone(),
+    }
+}
+
+fn render_value(value: &Value) -> String {
+    let mut out = match &value.source {
+        ValueSource::Integer { value, .. } => value.to_string(),
+        ValueSource::Text { text, .. } => format!("'{text}'"),
+        ValueSource::Param(number) => format!("${number}"),
+        ValueSource::Null => "NULL".to_owned(),
+    };
+    if let Some(cast) = &value.cast {
+        write!(out, "::{cast}").unwrap();
+    }
+    out
+}
+
+fn column(table: Option<&str>, name: &str) -> ColumnRef {
+    ColumnRef {
+        table: table.map(str::to_owned),
+        column: name.to_owned(),
+    }
+}
+
+fn eq(column: ColumnRef, source: ValueSource, cast: Option<&str>) -> Condition {
+    Condition::Eq {
+        column,
+        value: Value {
+            source,
+            cast: cast.map(str::to_owned),
+        },
+    }
+}
+
+fn integer(value: i64, location: i32) -> ValueSource {
+    ValueSource::Integer { value, location }
+}
+
+fn text(text: &str, location: i32) -> ValueSource {
+    ValueSource::Text {
+        text: text.to_owned(),
+        location,
+    }
+}
+
+
+// ---- kind and write -------------------------------------------------------
+
+#[test]
+fn kinds_of_queries() {
+    check("SELECT 1", "select []");
+    check("SELECT * FROM t", "select [t]");
+    check("SELECT * INTO new_t FROM t", "select write [new_t, t]");
+    check(
+        "WITH d AS (DELETE FROM t WHERE id = 1 RETURNING *) SELECT * FROM d",
+        "select write [t] id = 1",
+    );
+    check(
+        "WITH c AS (SELECT * FROM t WHERE id = 1) SELECT * FROM c",
+        "select [t] id = 1",
+    );
+    check("VALUES (1), (2)", "select []");
+    check("TABLE t", "select [t]");
+    check("INSERT INTO t (id) VALUES (1)", "insert write [t] t.id = 1");
+    check("UPDATE t SET a = 1 WHERE id = 2", "update write [t] id = 2");
+    check("DELETE FROM t WHERE id = 3", "delete write [t] id = 3");
+    check(
+        "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v",
+        "merge write [s, t]",
+    );
+    check(
+        "MERGE INTO t USING (SELECT $1::int AS id) s ON t.id = s.id AND t.tenant = 5 \
+         WHEN NOT MATCHED THEN INSERT (id) VALUES (s.id)",
+        "merge write [t] t.tenant = 5",
+    );
+    check(
+        "MERGE INTO t x USING u ON x.k = $1 WHEN MATCHED THEN DELETE",
+        "merge write [t x, u] x.k = $1",
+    );
+}
+
+#[test]
+fn kinds_of_copy() {
+    check("COPY t FROM STDIN", "copy_from write [t]");
+    check("COPY t (a, b) FROM STDIN WITH (FORMAT csv)", "copy_from write [t]");
+    check("COPY public.t TO STDOUT", "copy_to [public.t]");
+    check(
+        "COPY (SELECT * FROM t WHERE id = 1) TO STDOUT",
+        "copy_to [t] id = 1",
+    );
+}
+
+#[test]
+fn kinds_of_explain() {
+    check("EXPLAIN SELECT * FROM t WHERE id = 1", "explain [t] id = 1");
+    check(
+        "EXPLAIN ANALYZE UPDATE t SET a = 1 WHERE id = $1",
+        "explain write [t] id = $1",
+    );
+    check(
+        "EXPLAIN (COSTS OFF) INSERT INTO t (id) VALUES (1)",
+        "explain write [t] t.id = 1",
+    );
+    check("EXPLAIN SELECT * FROM t FOR UPDATE", "explain locking [t]");
+    check("EXPLAIN SELECT * INTO x FROM t", "explain write [t, x]");
+    check(
+        "EXPLAIN WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d",
+        "explain write [t]",
+    );
+}
+
+#[test]
+fn kinds_of_transaction_control() {
+    check("BEGIN", "begin []");
+    check("BEGIN ISOLATION LEVEL SERIALIZABLE", "begin []");
+    check("BEGIN READ ONLY", "begin []");
+    check("START TRANSACTION ISOLATION LEVEL REPEATABLE READ", "begin []");
+    check("COMMIT", "commit []");
+    check("END", "commit []");
+    check("COMMIT AND CHAIN", "commit []");
+    check("ROLLBACK", "rollback []");
+    check("ABORT", "rollback []");
+    check("SAVEPOINT s1", "txn []");
+    check("RELEASE SAVEPOINT s1", "txn []");
+    check("ROLLBACK TO SAVEPOINT s1", "txn []");
+    check("PREPARE TRANSACTION 'x'", "txn []");
+    check("COMMIT PREPARED 'x'", "txn []");
+    check("ROLLBACK PREPARED 'x'", "txn []");
+}
+
+#[test]
+fn kinds_of_set() {
+    check("SET pgdog.shard = 1", "set_shard(1) []");
+    check("SET pgdog.shard TO 12", "set_shard(12) []");
+    check("SET pgdog.shard = '3'", "set_shard(3) []");
+    check("SET LOCAL pgdog.shard = 2", "set_shard(2) []");
+    check("SET SESSION pgdog.shard = 2", "set_shard(2) []");
+    check("SET PGDOG.SHARD = 4", "set_shard(4) []");
+    check("SET \"pgdog.shard\" = 5", "set_shard(5) []");
+    check("SET pgdog.shard = on", "set_shard(on) []");
+    check("RESET pgdog.shard", "set_shard() []");
+    check("SET pgdog.shard TO DEFAULT", "set_shard() []");
+    check("SET pgdog.sharding_key = 'abc'", "set_key(abc) []");
+    check("SET pgdog.sharding_key TO 42", "set_key(42) []");
+    check("SET pgdog.sharding_key = -5", "set_key(-5) []");
+    check("SET pgdog.sharding_key = 1.5", "set_key(1.5) []");
+    check(
+        "SET pgdog.sharding_key = 9223372036854775807",
+        "set_key(9223372036854775807) []",
+    );
+    check("RESET pgdog.sharding_key", "set_key() []");
+    check("SET pgdog.sharding_key = 'a', 'b'", "session []");
+    check("SET pgdog.shard FROM CURRENT", "session []");
+    check("SET pgdog.other = 1", "session []");
+    check("SET search_path = public", "session []");
+    check("SET TIME ZONE 'UTC'", "session []");
+    check("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "session []");
+    check("RESET ALL", "session []");
+    check("SHOW search_path", "session []");
+    check("SHOW pgdog.shard", "session []");
+    check("DISCARD ALL", "session []");
+}
+
+#[test]
+fn kinds_of_schema_changes() {
+    check("CREATE TABLE t (id int)", "ddl write [t]");
+    check(
+        "CREATE TABLE s.t (id int REFERENCES u (id))",
+        "ddl write [u, s.t]",
+    );
+    check("CREATE TABLE t (LIKE u)", "ddl write [t, u]");
+    check("CREATE TABLE t_1 PARTITION OF t FOR VALUES IN (1)", "ddl write [t, t_1]");
+    check("ALTER TABLE t ADD COLUMN x int", "ddl write [t]");
+    check("ALTER TABLE t RENAME TO u", "ddl write [t]");
+    check("DROP TABLE t", "ddl write []");
+    check("CREATE INDEX i ON t (a)", "ddl write [t]");
+    check("TRUNCATE t, u", "ddl write [t, u]");
+    check("COMMENT ON TABLE t IS 'x'", "ddl write []");
+    check("GRANT SELECT ON t TO bob", "ddl write [t]");
+    check("REVOKE SELECT ON t FROM bob", "ddl write [t]");
+    check(
+        "CREATE VIEW v AS SELECT * FROM t WHERE id = 1",
+        "ddl write [t, v] id = 1",
+    );
+    check("CREATE TABLE x AS SELECT * FROM t", "ddl write [t, x]");
+    check("CREATE MATERIALIZED VIEW m AS SELECT 1", "ddl write [m]");
+    check("REFRESH MATERIALIZED VIEW m", "ddl write [m]");
+    check("CREATE SCHEMA s", "ddl write []");
+    check("CREATE SEQUENCE s", "ddl write [s]");
+    check("CREATE EXTENSION pgcrypto", "ddl write []");
+    check("CREATE TYPE mood AS ENUM ('sad', 'ok')", "ddl write []");
+    check(
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+        "ddl write []",
+    );
+    check("ALTER SYSTEM SET work_mem = '1MB'", "ddl write []");
+    check("CREATE ROLE bob", "ddl write []");
+}
+
+#[test]
+fn kinds_of_everything_else() {
+    check("CALL p(1)", "other write []");
+    check("DO $$ BEGIN END $$", "other write []");
+    check("LISTEN c", "other []");
+    check("NOTIFY c, 'x'", "other []");
+    check("UNLISTEN *", "other []");
+    check("VACUUM t", "other [t]");
+    check("ANALYZE t", "other [t]");
+    check("REINDEX TABLE t", "other [t]");
+    check("CLUSTER t USING i", "other [t]");
+    check("LOCK TABLE t IN ACCESS EXCLUSIVE MODE", "other [t]");
+    check("CHECKPOINT", "other []");
+    check(
+        "PREPARE p AS SELECT * FROM t WHERE id = $1",
+        "other [t] id = $1",
+    );
+    check("EXECUTE p(1)", "other []");
+    check("DEALLOCATE p", "other []");
+    check("DECLARE c CURSOR FOR SELECT * FROM t", "other [t]");
+    check("FETCH 10 FROM c", "other []");
+    check("CLOSE c", "other []");
+    check("SET CONSTRAINTS ALL DEFERRED", "other []");
+}
+
+#[test]
+fn several_statements_in_one_string() {
+    check(
+        "BEGIN; SELECT * FROM t WHERE id = 1; COMMIT",
+        "begin []; select [t] id = 1; commit []",
+    );
+    check(
+        "SET pgdog.shard = 1; INSERT INTO t VALUES (1);",
+        "set_shard(1) []; insert write no_cols [t]",
+    );
+}
+
+// ---- locking ----------------------------------------------------------------
+
+#[test]
+fn locking_clauses() {
+    check(
+        "SELECT * FROM t WHERE id = 1 FOR UPDATE",
+        "select locking [t] id = 1",
+    );
+    check("SELECT * FROM t FOR NO KEY UPDATE", "select locking [t]");
+    check("SELECT * FROM t FOR SHARE", "select locking [t]");
+    check("SELECT * FROM t FOR KEY SHARE NOWAIT", "select locking [t]");
+    check(
+        "SELECT * FROM jobs ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1",
+        "select locking [jobs]",
+    );
+    check(
+        "SELECT * FROM t WHERE a IN (SELECT a FROM u FOR UPDATE)",
+        "select locking [t, u]",
+    );
+    check(
+        "INSERT INTO t (a) SELECT a FROM u FOR UPDATE",
+        "insert write locking [t, u]",
+    );
+    // `OF o` names the FROM item, not a table.
+    check("SELECT * FROM orders o FOR UPDATE OF o", "select locking [orders o]");
+}
+
+// ---- tables -------------------------------------------------------------------
+
+#[test]
+fn tables_with_schema_and_alias() {
+    check("SELECT * FROM public.orders o", "select [public.orders o]");
+    check("SELECT * FROM orders AS o", "select [orders o]");
+    check("SELECT * FROM \"Orders\" \"O\"", "select [Orders O]");
+    check("SELECT * FROM Orders", "select [orders]");
+    check("SELECT * FROM db.s.t", "select [s.t]");
+    check("SELECT * FROM t, t", "select [t]");
+    check("SELECT * FROM t a, t b, t", "select [t, t a, t b]");
+    check("SELECT * FROM ONLY t", "select [t]");
+    check("SELECT * FROM t x (a, b)", "select [t x]");
+}
+
+#[test]
+fn tables_in_joins_and_subqueries() {
+    check(
+        "SELECT * FROM orders o JOIN items i ON i.order_id = o.id",
+        "select [items i, orders o]",
+    );
+    check(
+        "SELECT * FROM a LEFT JOIN b USING (id) RIGHT JOIN c ON true FULL JOIN d ON true CROSS JOIN e",
+        "select [a, b, c, d, e]",
+    );
+    check(
+        "SELECT * FROM (SELECT * FROM t WHERE id = 1) s",
+        "select [t] id = 1",
+    );
+    check(
+        "SELECT * FROM t, LATERAL (SELECT * FROM u WHERE u.t = t.id) s",
+        "select [t, u]",
+    );
+    check("SELECT (SELECT max(x) FROM u) FROM t", "select [t, u]");
+    check(
+        "SELECT * FROM t WHERE a IN (SELECT a FROM u WHERE b = 2)",
+        "select [t, u] b = 2",
+    );
+    check(
+        "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.id = t.id AND u.k = 5) AND t.k = 5",
+        "select [t, u] t.k = 5 & u.k = 5",
+    );
+    check(
+        "SELECT * FROM t WHERE id = 1 UNION ALL SELECT * FROM u WHERE id = 2",
+        "select [t, u] id = 1 & id = 2",
+    );
+    check(
+        "SELECT * FROM generate_series(1, 10) g, unnest($1::int[]) u",
+        "select []",
+    );
+    check(
+        "SELECT * FROM t WHERE x = ANY(SELECT y FROM u)",
+        "select [t, u]",
+    );
+}
+
+#[test]
+fn tables_of_writes() {
+    check(
+        "INSERT INTO t (a) SELECT a FROM u WHERE k = 1",
+        "insert write [t, u] k = 1",
+    );
+    check(
+        "UPDATE t SET a = u.a FROM u WHERE t.id = u.id AND t.k = $1",
+        "update write [t, u] t.k = $1",
+    );
+    check(
+        "DELETE FROM t USING u WHERE t.id = u.id AND u.k = 1",
+        "delete write [t, u] u.k = 1",
+    );
+    check("UPDATE ONLY s.t AS x SET a = 1", "update write [s.t x]");
+}
+
+#[test]
+fn cte_names_are_not_tables() {
+    check("WITH x AS (SELECT * FROM t) SELECT * FROM x", "select [t]");
+    check("WITH x AS (SELECT 1) SELECT * FROM x, x y", "select []");
+    // A qualified name is a table even when a CTE has its name.
+    check("WITH x AS (SELECT 1) SELECT * FROM public.x", "select [public.x]");
+    // Defined anywhere in the statement.
+    check(
+        "SELECT * FROM (WITH c AS (SELECT 1) SELECT * FROM c) s, c",
+        "select []",
+    );
+    check(
+        "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT * FROM r",
+        "select []",
+    );
+    check(
+        "WITH src AS (SELECT * FROM u) INSERT INTO t (id) SELECT id FROM src",
+        "insert write [t, u]",
+    );
+    check(
+        "WITH x AS (SELECT 1) UPDATE t SET a = 1 FROM x WHERE t.id = 1",
+        "update write [t] t.id = 1",
+    );
+}
+
+// ---- conditions ---------------------------------------------------------------
+
+#[test]
+fn equality() {
+    check("SELECT * FROM t WHERE id = 1", "select [t] id = 1");
+    check("SELECT * FROM t WHERE 1 = id", "select [t] id = 1");
+    check("SELECT * FROM t WHERE t.id = $1", "select [t] t.id = $1");
+    check("SELECT * FROM t WHERE $1 = t.id", "select [t] t.id = $1");
+    check("SELECT * FROM s.t WHERE s.t.id = 1", "select [s.t] t.id = 1");
+    check("SELECT * FROM t WHERE \"Id\" = 1", "select [t] Id = 1");
+    check(
+        "SELECT * FROM t WHERE id OPERATOR(pg_catalog.=) 1",
+        "select [t] id = 1",
+    );
+    // Not key-like.
+    check("SELECT * FROM t WHERE id = id2", "select [t]");
+    check("SELECT * FROM t WHERE 1 = 1", "select [t]");
+    check("SELECT * FROM t WHERE id > 1", "select [t]");
+    check("SELECT * FROM t WHERE id <> 1", "select [t]");
+    check("SELECT * FROM t WHERE id = abs($1)", "select [t]");
+    check("SELECT * FROM t WHERE id = $1 + 1", "select [t]");
+    check("SELECT * FROM t WHERE id IS NULL", "select [t]");
+    check("SELECT * FROM t WHERE id IS NOT DISTINCT FROM 1", "select [t]");
+    check("SELECT * FROM t WHERE id BETWEEN 1 AND 2", "select [t]");
+    check("SELECT * FROM t WHERE id LIKE 'a%'", "select [t]");
+    check("SELECT * FROM t WHERE t.* = 1", "select [t]");
+    check("SELECT * FROM t WHERE (a, b) = (1, 2)", "select [t]");
+    check("SELECT * FROM t WHERE flag", "select [t]");
+    check("SELECT * FROM t WHERE id = (SELECT 1)", "select [t]");
+}
+
+#[test]
+fn values() {
+    check("SELECT * FROM t WHERE id = -7", "select [t] id = -7");
+    check("SELECT * FROM t WHERE id = 2147483647", "select [t] id = 2147483647");
+    check(
+        "SELECT * FROM t WHERE id = -2147483648",
+        "select [t] id = '-2147483648'",
+    );
+    check(
+        "SELECT * FROM t WHERE id = 2147483648",
+        "select [t] id = '2147483648'",
+    );
+    check(
+        "SELECT * FROM t WHERE id = 9223372036854775807",
+        "select [t] id = '9223372036854775807'",
+    );
+    check("SELECT * FROM t WHERE x = 1.5", "select [t] x = '1.5'");
+    check("SELECT * FROM t WHERE x = -1.5e3", "select [t] x = '-1.5e3'");
+    check("SELECT * FROM t WHERE name = 'abc'", "select [t] name = 'abc'");
+    check("SELECT * FROM t WHERE name = E'a\\nb'", "select [t] name = 'a\nb'");
+    check("SELECT * FROM t WHERE name = 'it''s'", "select [t] name = 'it's'");
+    check("SELECT * FROM t WHERE id = NULL", "select [t] id = NULL");
+    check("SELECT * FROM t WHERE id = $65535", "select [t] id = $65535");
+    // Not values.
+    check("SELECT * FROM t WHERE flag = true", "select [t]");
+    check("SELECT * FROM t WHERE bits = B'101'", "select [t]");
+    check("SELECT * FROM t WHERE bits = X'1F'", "select [t]");
+    check("SELECT * FROM t WHERE id = - $1", "select [t]");
+    check("SELECT * FROM t WHERE id = $65536", "select [t]");
+    check("SELECT * FROM t WHERE id = DEFAULT", "select [t]");
+}
+
+#[test]
+fn casts() {
+    check("SELECT * FROM t WHERE id = $3::int", "select [t] id = $3::int4");
+    check(
+        "SELECT * FROM t WHERE id = '7'::bigint",
+        "select [t] id = '7'::int8",
+    );
+    check(
+        "SELECT * FROM t WHERE id = CAST($1 AS uuid)",
+        "select [t] id = $1::uuid",
+    );
+    check(
+        "SELECT * FROM t WHERE id = CAST($1 AS varchar(10))",
+        "select [t] id = $1::varchar",
+    );
+    check(
+        "SELECT * FROM t WHERE id = $1::text::bigint",
+        "select [t] id = $1::int8",
+    );
+    check(
+        "SELECT * FROM t WHERE id = $1::pg_catalog.int8",
+        "select [t] id = $1::int8",
+    );
+    check("SELECT * FROM t WHERE id = $1::\"UUID\"", "select [t] id = $1::uuid");
+    check("SELECT * FROM t WHERE id = 7::smallint", "select [t] id = 7::int2");
+    check("SELECT * FROM t WHERE id = int8 '7'", "select [t] id = '7'::int8");
+    check("SELECT * FROM t WHERE id = NULL::int", "select [t] id = NULL::int4");
+    check(
+        "SELECT * FROM t WHERE d = DATE '2024-01-01'",
+        "select [t] d = '2024-01-01'::date",
+    );
+    // A cast column is not a column.
+    check("SELECT * FROM t WHERE id::text = '1'", "select [t]");
+    // A cast of something that is not a value is not a value.
+    check("SELECT * FROM t WHERE id = now()::date", "select [t]");
+}
+
+#[test]
+fn in_lists() {
+    check(
+        "SELECT * FROM t WHERE id IN (1, 2, 3)",
+        "select [t] (id = 1 OR id = 2 OR id = 3)",
+    );
+    check("SELECT * FROM t WHERE id IN ($1)", "select [t] id = $1");
+    check(
+        "SELECT * FROM t WHERE t.id IN ($1, 'x'::text, NULL)",
+        "select [t] (t.id = NULL OR t.id = $1 OR t.id = 'x'::text)",
+    );
+    check("SELECT * FROM t WHERE id IN (1, a)", "select [t]");
+    check("SELECT * FROM t WHERE id IN (1, $1 + 1)", "select [t]");
+    check("SELECT * FROM t WHERE id NOT IN (1, 2)", "select [t]");
+    check("SELECT * FROM t WHERE (id) IN (1)", "select [t] id = 1");
+}
+
+#[test]
+fn any_and_arrays() {
+    check("SELECT * FROM t WHERE id = ANY($1)", "select [t] id = ANY($1)");
+    check(
+        "SELECT * FROM t WHERE id = ANY('{1,2}')",
+        "select [t] id = ANY('{1,2}')",
+    );
+    check(
+        "SELECT * FROM t WHERE id = ANY($1::bigint[])",
+        "select [t] id = ANY($1::int8)",
+    );
+    check(
+        "SELECT * FROM t WHERE id = ANY('{1,2}'::int[])",
+        "select [t] id = ANY('{1,2}'::int4)",
+    );
+    check(
+        "SELECT * FROM t WHERE id = ANY(ARRAY[1, 2])",
+        "select [t] (id = 1 OR id = 2)",
+    );
+    check("SELECT * FROM t WHERE id = ANY(ARRAY[$1])", "select [t] id = $1");
+    check(
+        "SELECT * FROM t WHERE id = SOME(ARRAY[$1::int8, $2::int8])",
+        "select [t] (id = $1::int8 OR id = $2::int8)",
+    );
+    check("SELECT * FROM t WHERE id = ANY(ARRAY[1, a])", "select [t]");
+    check("SELECT * FROM t WHERE id = ANY(ARRAY[1, 2]::int8[])", "select [t]");
+    check("SELECT * FROM t WHERE id = ANY(ids)", "select [t]");
+    check("SELECT * FROM t WHERE $1 = ANY(ids)", "select [t]");
+    check("SELECT * FROM t WHERE id <> ANY($1)", "select [t]");
+    check("SELECT * FROM t WHERE id = ALL($1)", "select [t]");
+    check("SELECT * FROM t WHERE id::int8 = ANY($1)", "select [t]");
+}
+
+#[test]
+fn and_or_not() {
+    check(
+        "SELECT * FROM t WHERE a = 1 AND b = 2 AND c > 3",
+        "select [t] (a = 1 AND b = 2)",
+    );
+    check("SELECT * FROM t WHERE a = 1 AND b > 2", "select [t] a = 1");
+    check("SELECT * FROM t WHERE a > 1 AND b > 2", "select [t]");
+    check(
+        "SELECT * FROM t WHERE a = 1 OR a = 2",
+        "select [t] (a = 1 OR a = 2)",
+    );
+    check("SELECT * FROM t WHERE a = 1 OR b > 2", "select [t]");
+    check("SELECT * FROM t WHERE a > 1 OR a = 2 OR a = 3", "select [t]");
+    check(
+        "SELECT * FROM t WHERE (a = 1 OR b > 2) AND c = 3",
+        "select [t] c = 3",
+    );
+    check(
+        "SELECT * FROM t WHERE (a = 1 AND b > 2) OR c = 3",
+        "select [t] (a = 1 OR c = 3)",
+    );
+    check(
+        "SELECT * FROM t WHERE (a = 1 AND b = 2) OR (a = 3 AND b = 4)",
+        "select [t] ((a = 1 AND b = 2) OR (a = 3 AND b = 4))",
+    );
+    check("SELECT * FROM t WHERE (a > 1 AND b > 2) OR c = 3", "select [t]");
+    // Nested ANDs keep their shape.
+    check(
+        "SELECT * FROM t WHERE a = 1 AND (b = 2 AND c = 3)",
+        "select [t] ((b = 2 AND c = 3) AND a = 1)",
+    );
+    check("SELECT * FROM t WHERE NOT a = 1", "select [t]");
+    check("SELECT * FROM t WHERE NOT (a = 1 OR a = 2)", "select [t]");
+    check("SELECT * FROM t WHERE NOT (a = 1) AND b = 2", "select [t] b = 2");
+    check("SELECT * FROM t WHERE ((((a = 1))))", "select [t] a = 1");
+}
+
+#[test]
+fn join_quals() {
+    check(
+        "SELECT * FROM t JOIN u ON u.tid = t.id AND u.k = 1 WHERE t.k = 2",
+        "select [t, u] (t.k = 2 AND u.k = 1)",
+    );
+    check(
+        "SELECT * FROM t INNER JOIN u ON u.k = $1",
+        "select [t, u] u.k = $1",
+    );
+    check(
+        "SELECT * FROM t LEFT JOIN u ON u.tid = t.id AND u.k = 1 WHERE t.k = 2",
+        "select [t, u] t.k = 2",
+    );
+    check(
+        "SELECT * FROM t JOIN u ON u.k = 1 JOIN v ON v.k = 2",
+        "select [t, u, v] (u.k = 1 AND v.k = 2)",
+    );
+    check(
+        "SELECT * FROM t JOIN u ON u.k = 1 LEFT JOIN v ON v.k = 2",
+        "select [t, u, v] u.k = 1",
+    );
+    check(
+        "SELECT * FROM t LEFT JOIN (u JOIN v ON v.k = 2) ON true",
+        "select [t, u, v]",
+    );
+    check(
+        "SELECT * FROM (t JOIN u ON t.k = 1) RIGHT JOIN v ON v.k = 2",
+        "select [t, u, v]",
+    );
+    check(
+        "SELECT * FROM v RIGHT JOIN (t JOIN u ON t.k = 1) ON true",
+        "select [t, u, v] t.k = 1",
+    );
+    check("SELECT * FROM t FULL JOIN u ON u.k = 1", "select [t, u]");
+    check("SELECT * FROM t JOIN u USING (k)", "select [t, u]");
+    check("SELECT * FROM t NATURAL JOIN u", "select [t, u]");
+    check("SELECT * FROM t CROSS JOIN u WHERE u.k = 1", "select [t, u] u.k = 1");
+    check("SELECT * FROM t, u WHERE t.k = 1", "select [t, u] t.k = 1");
+    check(
+        "SELECT * FROM t, u JOIN v ON v.k = 3 WHERE t.k = 1",
+        "select [t, u, v] (t.k = 1 AND v.k = 3)",
+    );
+    // The WHERE's AND and the ON's AND are AND-ed as they are.
+    check(
+        "SELECT * FROM t JOIN u ON u.a = 1 AND u.b = 2 WHERE t.k = 3",
+        "select [t, u] ((u.a = 1 AND u.b = 2) AND t.k = 3)",
+    );
+    check(
+        "SELECT * FROM t JOIN u ON u.a = 1 OR u.a > 2 WHERE t.k = 3",
+        "select [t, u] t.k = 3",
+    );
+    // A subquery's join quals belong to the subquery's level.
+    check(
+        "SELECT * FROM t JOIN (SELECT * FROM u JOIN v ON v.k = 1) s ON s.k = 2",
+        "select [t, u, v] s.k = 2 & v.k = 1",
+    );
+}
+
+#[test]
+fn update_delete_merge_levels() {
+    check(
+        "UPDATE t SET v = v + 1 WHERE id = $1 RETURNING v",
+        "update write [t] id = $1",
+    );
+    check(
+        "DELETE FROM t WHERE id = $1 RETURNING *",
+        "delete write [t] id = $1",
+    );
+    check("UPDATE t SET v = 1 WHERE CURRENT OF c", "update write [t]");
+    check("DELETE FROM t", "delete write [t]");
+    check(
+        "UPDATE t SET v = (SELECT v FROM u WHERE u.k = 1) WHERE k = 2",
+        "update write [t, u] k = 2 & u.k = 1",
+    );
+    check(
+        "DELETE FROM t WHERE id IN (SELECT id FROM u WHERE k = $1) AND k = $1",
+        "delete write [t, u] k = $1 & k = $1",
+    );
+}
+
+#[test]
+fn insert_values() {
+    check(
+        "INSERT INTO t (id, name) VALUES (1, 'a')",
+        "insert write [t] (t.id = 1 AND t.name = 'a')",
+    );
+    check("INSERT INTO t (id) VALUES ($1)", "insert write [t] t.id = $1");
+    check(
+        "INSERT INTO t (id, name) VALUES ($1, $2), ($3, $4)",
+        "insert write [t] ((t.id = $1 AND t.name = $2) OR (t.id = $3 AND t.name = $4))",
+    );
+    check(
+        "INSERT INTO t (id) VALUES (1), (2)",
+        "insert write [t] (t.id = 1 OR t.id = 2)",
+    );
+    check(
+        "INSERT INTO t (id, x) VALUES (1, now())",
+        "insert write [t] t.id = 1",
+    );
+    check(
+        "INSERT INTO t (id, x) VALUES (1, now()), (now(), now())",
+        "insert write [t]",
+    );
+    check("INSERT INTO t (id) VALUES (DEFAULT)", "insert write [t]");
+    check(
+        "INSERT INTO t AS x (id) VALUES (1)",
+        "insert write [t x] x.id = 1",
+    );
+    check(
+        "INSERT INTO public.t (id) VALUES (1)",
+        "insert write [public.t] t.id = 1",
+    );
+    check(
+        "INSERT INTO t (id) VALUES ($1::bigint)",
+        "insert write [t] t.id = $1::int8",
+    );
+    check(
+        "INSERT INTO t (id) VALUES (-3), ('x'), (NULL)",
+        "insert write [t] (t.id = -3 OR t.id = NULL OR t.id = 'x')",
+    );
+    check("INSERT INTO t (arr[1]) VALUES (1)", "insert write [t]");
+    check(
+        "INSERT INTO t (arr[1], id) VALUES (1, 2)",
+        "insert write [t] t.id = 2",
+    );
+    check(
+        "INSERT INTO t (id) VALUES ((SELECT max(id) FROM u WHERE k = 1))",
+        "insert write [t, u] k = 1",
+    );
+    check(
+        "WITH v AS (SELECT 1) INSERT INTO t (id) VALUES (1)",
+        "insert write [t] t.id = 1",
+    );
+    check(
+        "INSERT INTO t (id, v) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = EXCLUDED.v",
+        "insert write [t] (t.id = $1 AND t.v = $2)",
+    );
+    check(
+        "INSERT INTO t (id) VALUES ($1) ON CONFLICT DO NOTHING",
+        "insert write [t] t.id = $1",
+    );
+    check(
+        "INSERT INTO t (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET v = 1 WHERE t.k = 3",
+        "insert write [t] t.id = $1",
+    );
+    check(
+        "INSERT INTO t (id) VALUES ($1) RETURNING id",
+        "insert write [t] t.id = $1",
+    );
+}
+
+#[test]
+fn insert_without_columns_or_values() {
+    check("INSERT INTO t VALUES (1, 2)", "insert write no_cols [t]");
+    check("INSERT INTO t VALUES ($1), ($2)", "insert write no_cols [t]");
+    check("INSERT INTO t DEFAULT VALUES", "insert write [t]");
+    check("INSERT INTO t SELECT * FROM u", "insert write [t, u]");
+    check(
+        "INSERT INTO t SELECT * FROM u WHERE k = 1",
+        "insert write [t, u] k = 1",
+    );
+    check(
+        "WITH x AS (INSERT INTO t VALUES (1) RETURNING *) SELECT * FROM x",
+        "select write no_cols [t]",
+    );
+    check(
+        "WITH x AS (INSERT INTO t (id) VALUES (1) RETURNING *) SELECT * FROM x",
+        "select write [t] t.id = 1",
+    );
+}
+
+/// The statements of the messaging workload (DESIGN.md §5).
+#[test]
+fn messaging_workload() {
+    check(
+        "UPDATE counters SET next = next + $2 WHERE partition_id = $1 RETURNING next",
+        "update write [counters] partition_id = $1",
+    );
+    check(
+        "INSERT INTO events_p3 (off, payload) SELECT $1 + o - 1, p FROM unnest($2::bytea[]) WITH ORDINALITY AS u(p, o)",
+        "insert write [events_p3]",
+    );
+    check(
+        "SELECT next_offset FROM consumer_offsets WHERE group_id = $1 AND partition_id = $2 FOR UPDATE",
+        "select locking [consumer_offsets] (group_id = $1 AND partition_id = $2)",
+    );
+    check(
+        "UPDATE consumer_offsets SET next_offset = LEAST(next_offset + $3, \
+         (SELECT next FROM counters WHERE partition_id = $2)) \
+         WHERE group_id = $1 AND partition_id = $2 RETURNING next_offset",
+        "update write [consumer_offsets, counters] (group_id = $1 AND partition_id = $2) & partition_id = $2",
+    );
+    check(
+        "SELECT off, payload FROM events_p7 WHERE off BETWEEN $1 AND $2 ORDER BY off",
+        "select [events_p7]",
+    );
+    check(
+        "INSERT INTO queue (payload) VALUES ($1)",
+        "insert write [queue] queue.payload = $1",
+    );
+    check(
+        "SELECT id, payload FROM queue ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1",
+        "select locking [queue]",
+    );
+    check("DELETE FROM queue WHERE id = $1", "delete write [queue] id = $1");
+    check(
+        "INSERT INTO queue_archive (id, payload) VALUES ($1, $2)",
+        "insert write [queue_archive] (queue_archive.id = $1 AND queue_archive.payload = $2)",
+    );
+    check(
+        "WITH m AS (DELETE FROM queue WHERE id = (SELECT id FROM queue ORDER BY id \
+         FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING *) \
+         INSERT INTO queue_archive (id, payload) SELECT id, payload FROM m",
+        "insert write locking [queue, queue_archive]",
+    );
+}
+
+// ---- exact values -----------------------------------------------------------
+
+#[test]
+fn locations_are_the_constants() {
+    let sql = "SELECT * FROM t WHERE id = -7 AND x = '9223372036854775807'::int8";
+    let stmt = &summary_of(sql).statements[0];
+    assert_eq!(
+        stmt.conditions,
+        vec![Condition::And(vec![
+            eq(column(None, "id"), integer(-7, 27), None),
+            eq(
+                column(None, "x"),
+                text("9223372036854775807", 38),
+                Some("int8")
+            ),
+        ])]
+    );
+    let stmt = &summary_of("INSERT INTO o (k) VALUES (12), ($7)").statements[0];
+    assert_eq!(
+        stmt.conditions,
+        vec![Condition::Or(vec![
+            eq(column(Some("o"), "k"), integer(12, 26), None),
+            eq(column(Some("o"), "k"), ValueSource::Param(7), None),
+        ])]
+    );
+    let stmt = &summary_of("SELECT 1 FROM t WHERE k = ANY('{a}'::text[])").statements[0];
+    assert_eq!(
+        stmt.conditions,
+        vec![Condition::Any {
+            column: column(None, "k"),
+            value: Value {
+                source: text("{a}", 30),
+                cast: Some("text".to_owned()),
+            },
+        }]
+    );
+}
+
+#[test]
+fn summary_fields_in_full() {
+    let summary = summary_of("SELECT * FROM public.orders o WHERE o.id = $1 FOR UPDATE; COMMIT");
+    assert_eq!(
+        summary.statements,
+        vec![
+            StatementSummary {
+                kind: StatementKind::Select,
+                write: false,
+                locking: true,
+                tables: vec![TableRef {
+                    schema: Some("public".to_owned()),
+                    name: "orders".to_owned(),
+                    alias: Some("o".to_owned()),
+                }],
+                conditions: vec![eq(column(Some("o"), "id"), ValueSource::Param(1), None)],
+                insert_without_columns: false,
+            },
+            StatementSummary {
+                kind: StatementKind::Commit,
+                write: false,
+                locking: false,
+                tables: vec![],
+                conditions: vec![],
+                insert_without_columns: false,
+            },
+        ]
+    );
+}
+
+// ---- pathological nesting -------------------------------------------------------
+
+/// Parse and summarize on a thread with a tokio worker's stack (2 MiB).
+fn summarize_on_small_stack(sql: String) -> Option<Result<Summary, ExtractError>> {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let tree = parser_ffi::ParseTree::parse(&sql).ok()?;
+            Some(summarize(&tree))
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+fn nested(open: &str, middle: &str, close: &str, depth: usize) -> String {
+    let mut sql = String::with_capacity((open.len() + close.len()) * depth + middle.len());
+    for _ in 0..depth {
+        sql.push_str(open);
+    }
+    sql.push_str(middle);
+    for _ in 0..depth {
+        sql.push_str(close);
+    }
+    sql
+}
+
+#[test]
+fn or_nesting_up_to_max_depth_is_followed() {
+    // `n` nested ORs put the innermost comparison at depth n + 1.
+    let condition = nested("a = 1 OR (", "a = 2", ")", MAX_DEPTH - 1);
+    let sql = format!("SELECT * FROM t WHERE {condition}");
+    let summary = summarize_on_small_stack(sql).unwrap().unwrap();
+    let mut depth = 0;
+    let mut condition = &summary.statements[0].conditions[0];
+    while let Condition::Or(branches) = condition {
+        depth += 1;
+        condition = &branches[1];
+    }
+    assert_eq!(depth, MAX_DEPTH - 1);
+
+    let condition = nested("a = 1 OR (", "a = 2", ")", MAX_DEPTH);
+    let sql = format!("SELECT * FROM t WHERE {condition}");
+    assert_eq!(
+        summarize_on_small_stack(sql).unwrap(),
+        Err(ExtractError::TooDeep)
+    );
+}
+
+#[test]
+fn deep_or_nesting_is_too_deep_not_a_crash() {
+    for depth in [1_500, 100_000] {
+        let condition = nested("a = 1 OR (", "a = 2", ")", depth);
+        let sql = format!("SELECT * FROM t WHERE {condition}");
+        match summarize_on_small_stack(sql) {
+            // The parser may refuse first.
+            None => assert!(depth > 1_500),
+            Some(result) => assert_eq!(result, Err(ExtractError::TooDeep), "{depth}"),
+        }
+    }
+}
+
+
+#[test]
+fn deep_trees_elsewhere_are_walked_without_recursion() {
+    fn outcome(sql: String) -> &'static str {
+        match summarize_on_small_stack(sql) {
+            None => "refused by the parser",
+            Some(Ok(_)) => "summarized",
+            Some(Err(ExtractError::TooDeep)) => "too deep",
+        }
+    }
+    let where_ = |condition: String| format!("SELECT * FROM t WHERE {condition}");
+    // Nesting the parser accepts only so far (its own stack is bounded):
+    // beyond, it refuses; within, the summary comes back.
+    let cases = [
+        (where_(nested("(", "a = 1", ")", 100_000)), "refused by the parser"),
+        (where_(nested("(", "a = 1", ")", 5_000)), "summarized"),
+        (where_(nested("NOT (", "a = 1", ")", 100_000)), "refused by the parser"),
+        (where_(nested("NOT (", "a = 1", ")", 2_000)), "too deep"),
+        (where_(nested("a = 1 AND (", "a = 1", ")", 2_000)), "too deep"),
+        (
+            nested("SELECT * FROM (", "SELECT * FROM t WHERE k = 1", ") s", 100_000),
+            "refused by the parser",
+        ),
+        (
+            nested("SELECT * FROM (", "SELECT * FROM t WHERE k = 1", ") s", 1_500),
+            "summarized",
+        ),
+        (
+            nested("SELECT (", "SELECT k FROM t WHERE k = 1", ")", 100_000),
+            "refused by the parser",
+        ),
+        (
+            nested("SELECT (", "SELECT k FROM t WHERE k = 1", ")", 2_000),
+            "summarized",
+        ),
+        (
+            nested("SELECT * FROM t WHERE k IN (", "SELECT k FROM t WHERE k = 1", ")", 1_000),
+            "summarized",
+        ),
+    ];
+    for (sql, expected) in cases {
+        let head = sql[..40].to_owned();
+        assert_eq!(outcome(sql), expected, "{head}");
+    }
+}
+
+#[test]
+fn long_left_deep_chains_are_summarized() {
+    let n = 100_000;
+    // Casts: the outermost one counts.
+    let sql = format!("SELECT * FROM t WHERE id = $1{}::int8", "::text".repeat(n));
+    let summary = summarize_on_small_stack(sql).unwrap().unwrap();
+    assert_eq!(render(&summary), "select [t] id = $1::int8");
+    // Arithmetic.
+    let sql = format!("SELECT {} FROM t WHERE id = 1", vec!["a"; n].join(" + "));
+    let summary = summarize_on_small_stack(sql).unwrap().unwrap();
+    assert_eq!(render(&summary), "select [t] id = 1");
+    // Joins, each with its qual.
+    let mut sql = "SELECT * FROM t0".to_owned();
+    for i in 1..10_000 {
+        write!(sql, " JOIN t{i} ON t{i}.k = {i}").unwrap();
+    }
+    let summary = summarize_on_small_stack(sql).unwrap().unwrap();
+    let stmt = &summary.statements[0];
+    assert_eq!(stmt.tables.len(), 10_000);
+    assert!(matches!(&stmt.conditions[..], [Condition::And(all)] if all.len() == 9_999));
+    // A flat OR and a long IN list.
+    let n = 20_000;
+    let sql = format!("SELECT * FROM t WHERE {}", vec!["a = 1"; n].join(" OR "));
+    let summary = summarize_on_small_stack(sql).unwrap().unwrap();
+    assert!(matches!(&summary.statements[0].conditions[..], [Condition::Or(any)] if any.len() == n));
+    let list: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+    let sql = format!("SELECT * FROM t WHERE a IN ({})", list.join(", "));
+    let summary = summarize_on_small_stack(sql).unwrap().unwrap();
+    assert!(matches!(&summary.statements[0].conditions[..], [Condition::Or(any)] if any.len() == n));
+}
+
+/// Rough cost of `summarize` next to the parse it follows. Run with
+/// `cargo test --release -p router --lib extract::tests::timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn timing_against_the_parse() {
+    use std::hint::black_box;
+    use std::time::Instant;
+    let queries = [
+        ("point select", "SELECT * FROM users WHERE id = $1"),
+        (
+            "pgbench update",
+            "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
+        ),
+        (
+            "5-row insert",
+            "INSERT INTO t (id, a, b) VALUES ($1, $2, $3), ($4, $5, $6), ($7, $8, $9), \
+             ($10, $11, $12), ($13, $14, $15)",
+        ),
+        (
+            "join",
+            "SELECT o.id, sum(i.qty) FROM orders o JOIN items i ON i.order_id = o.id \
+             WHERE o.tenant_id = $1 AND o.created_at > now() - interval '1 day' \
+             GROUP BY o.id ORDER BY 2 DESC LIMIT 10",
+        ),
+    ];
+    let rounds = 200_000;
+    for (name, sql) in queries {
+        for _ in 0..1_000 {
+            black_box(summarize(&parser_ffi::ParseTree::parse(sql).unwrap()).unwrap());
+        }
+        let start = Instant::now();
+        for _ in 0..rounds {
+            black_box(parser_ffi::ParseTree::parse(black_box(sql)).unwrap());
+        }
+        let parse = start.elapsed().as_nanos() as f64 / f64::from(rounds);
+        let tree = parser_ffi::ParseTree::parse(sql).unwrap();
+        let start = Instant::now();
+        for _ in 0..rounds {
+            black_box(summarize(black_box(&tree)).unwrap());
+        }
+        let extract = start.elapsed().as_nanos() as f64 / f64::from(rounds);
+        eprintln!(
+            "{name:>15}: parse {parse:>7.0} ns, summarize {extract:>6.0} ns ({:.1}% of the parse)",
+            100.0 * extract / parse
+        );
+    }
+}

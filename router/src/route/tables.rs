@@ -1,0 +1,85 @@
+//! What each table a statement names is, for routing: a member of a table
+//! family, a configured sharded table, an omnisharded (reference) table, a
+//! system catalog, or a table the sharding config does not mention.
+
+use crate::sharding::{ShardedTable, Sharding, TableFamily};
+use crate::summary::TableRef;
+
+/// How a table is routed. Checked in this order: an explicit
+/// `[[sharded_tables]]` entry naming the table wins over a family pattern,
+/// which wins over `[[omnisharded_tables]]`, then the catalogs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TableClass<'s> {
+    /// `<prefix><N>`: the table itself is the key `N`.
+    Family { family: &'s TableFamily, key: i64 },
+    /// Named by at least one `[[sharded_tables]]` entry.
+    Sharded,
+    /// A copy on every database.
+    Omnisharded,
+    /// `pg_catalog.*`, `information_schema.*`, unqualified `pg_*`: the same
+    /// on every database, read like omnisharded tables.
+    Catalog,
+    /// Not in the sharding config. Treated as sharded by a key pgshard does
+    /// not know (column-only `[[sharded_tables]]` entries may give one):
+    /// keyless reads read every database, so no row is silently missed.
+    Unknown,
+}
+
+/// An unqualified name matches any schema (we cannot see the client's
+/// `search_path`); a qualified one must equal the configured schema, if any.
+pub(crate) fn schema_matches(configured: Option<&str>, written: Option<&str>) -> bool {
+    match (configured, written) {
+        (Some(configured), Some(written)) => configured == written,
+        _ => true,
+    }
+}
+
+/// A `[[sharded_tables]]` entry with a table name that names `table`.
+pub(crate) fn entry_names(entry: &ShardedTable, table: &TableRef) -> bool {
+    entry.name.as_deref() == Some(table.name.as_str())
+        && schema_matches(entry.schema.as_deref(), table.schema.as_deref())
+}
+
+pub(crate) fn classify<'s>(table: &TableRef, sharding: &'s Sharding) -> TableClass<'s> {
+    if sharding
+        .tables
+        .iter()
+        .any(|entry| entry_names(entry, table))
+    {
+        return TableClass::Sharded;
+    }
+    if let Some((family, key)) = family_member(table, sharding) {
+        return TableClass::Family { family, key };
+    }
+    let omnisharded = sharding.omnisharded.iter().any(|(schema, name)| {
+        *name == table.name && schema_matches(schema.as_deref(), table.schema.as_deref())
+    });
+    if omnisharded {
+        return TableClass::Omnisharded;
+    }
+    let catalog = match table.schema.as_deref() {
+        Some(schema) => schema == "pg_catalog" || schema == "information_schema",
+        None => table.name.starts_with("pg_"),
+    };
+    if catalog {
+        TableClass::Catalog
+    } else {
+        TableClass::Unknown
+    }
+}
+
+/// The family `table` belongs to and its key: the name is the prefix
+/// followed by decimal digits only. A number too large for a bigint is not
+/// a member (the table is then routed as unknown: keyless, every database).
+fn family_member<'s>(table: &TableRef, sharding: &'s Sharding) -> Option<(&'s TableFamily, i64)> {
+    sharding.families.iter().find_map(|family| {
+        if !schema_matches(family.schema.as_deref(), table.schema.as_deref()) {
+            return None;
+        }
+        let digits = table.name.strip_prefix(family.prefix.as_str())?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse::<i64>().ok().map(|key| (family, key))
+    })
+}

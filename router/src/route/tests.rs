@@ -1,0 +1,641 @@
+//! Unit tests of routing on hand-built summaries (the SQL-driven cases live in
+//! `router/tests/routes.rs`). Keys map through list mappings here, so every
+//! expected database is written down, independent of hashing.
+
+use super::*;
+use crate::sharding::{DataType, Key, ShardFunction, ShardedTable, TableFamily};
+use crate::summary::{ColumnRef, Condition, TableRef, Value, ValueSource};
+
+fn list(data_type: DataType, entries: &[(Key, usize)], databases: usize) -> KeySpace {
+    KeySpace {
+        data_type,
+        function: ShardFunction::List(entries.to_vec()),
+        placement: (0..databases).collect(),
+    }
+}
+
+fn ints(entries: &[(i64, usize)]) -> Vec<(Key, usize)> {
+    entries.iter().map(|&(k, s)| (Key::Int(k), s)).collect()
+}
+
+/// 3 databases. `t` and `u` by `k` (1 -> 0, 2 -> 1, 3 -> 2, 4 -> 0); `v` by
+/// text `name` ('a' -> 0, 'b' -> 1); column-only `cid` (10 -> 0, 11 -> 1,
+/// 12 -> 2); family `f_` (N -> N % 3 for 0..9); omnisharded `r`.
+fn sharding() -> Sharding {
+    let k = list(
+        DataType::BigInt,
+        &ints(&[(1, 0), (2, 1), (3, 2), (4, 0)]),
+        3,
+    );
+    let entry = |name: Option<&str>, column: &str, keys: &KeySpace| ShardedTable {
+        name: name.map(str::to_owned),
+        schema: None,
+        column: column.to_owned(),
+        keys: keys.clone(),
+    };
+    let text = list(
+        DataType::Text,
+        &[(Key::Text("a".into()), 0), (Key::Text("b".into()), 1)],
+        3,
+    );
+    let cid = list(DataType::BigInt, &ints(&[(10, 0), (11, 1), (12, 2)]), 3);
+    let family: Vec<(i64, usize)> = (0..9).map(|n| (n, (n % 3) as usize)).collect();
+    Sharding {
+        databases: 3,
+        tables: vec![
+            entry(Some("t"), "k", &k),
+            entry(Some("u"), "k", &k),
+            entry(Some("v"), "name", &text),
+            entry(None, "cid", &cid),
+        ],
+        families: vec![TableFamily {
+            prefix: "f_".into(),
+            schema: None,
+            keys: list(DataType::BigInt, &ints(&family), 3),
+        }],
+        omnisharded: vec![(None, "r".into())],
+        cross_shard_disabled: false,
+    }
+}
+
+fn table(spec: &str) -> TableRef {
+    let (name, alias) = match spec.split_once(' ') {
+        Some((name, alias)) => (name, Some(alias.to_owned())),
+        None => (spec, None),
+    };
+    let (schema, name) = match name.split_once('.') {
+        Some((schema, name)) => (Some(schema.to_owned()), name),
+        None => (None, name),
+    };
+    TableRef {
+        schema,
+        name: name.to_owned(),
+        alias,
+    }
+}
+
+fn col(spec: &str) -> ColumnRef {
+    match spec.split_once('.') {
+        Some((table, column)) => ColumnRef {
+            table: Some(table.to_owned()),
+            column: column.to_owned(),
+        },
+        None => ColumnRef {
+            table: None,
+            column: spec.to_owned(),
+        },
+    }
+}
+
+fn int(value: i64) -> Value {
+    Value {
+        source: ValueSource::Integer { value, location: 0 },
+        cast: None,
+    }
+}
+
+fn text(text: &str) -> Value {
+    Value {
+        source: ValueSource::Text {
+            text: text.to_owned(),
+            location: 0,
+        },
+        cast: None,
+    }
+}
+
+fn param(n: u16) -> Value {
+    Value {
+        source: ValueSource::Param(n),
+        cast: None,
+    }
+}
+
+fn null() -> Value {
+    Value {
+        source: ValueSource::Null,
+        cast: None,
+    }
+}
+
+fn cast(mut value: Value, to: &str) -> Value {
+    value.cast = Some(to.to_owned());
+    value
+}
+
+fn eq(column: &str, value: Value) -> Condition {
+    Condition::Eq {
+        column: col(column),
+        value,
+    }
+}
+
+fn any(column: &str, value: Value) -> Condition {
+    Condition::Any {
+        column: col(column),
+        value,
+    }
+}
+
+fn stmt(kind: StatementKind, tables: &[&str], conditions: Vec<Condition>) -> StatementSummary {
+    let write = matches!(
+        kind,
+        StatementKind::Insert
+            | StatementKind::Update
+            | StatementKind::Delete
+            | StatementKind::Merge
+            | StatementKind::Copy { to: false }
+            | StatementKind::Ddl
+    );
+    StatementSummary {
+        kind,
+        write,
+        locking: false,
+        tables: tables.iter().map(|t| table(t)).collect(),
+        conditions,
+        insert_without_columns: false,
+    }
+}
+
+fn select(tables: &[&str], conditions: Vec<Condition>) -> StatementSummary {
+    stmt(StatementKind::Select, tables, conditions)
+}
+
+fn run(stmt: &StatementSummary) -> Result<Route, RouteError> {
+    route(stmt, &[], &Overrides::default(), &sharding()).map(|r| r.route)
+}
+
+fn shard(n: usize) -> Result<Route, RouteError> {
+    Ok(Route::Shard(n))
+}
+
+#[test]
+fn equality_and_aliases() {
+    assert_eq!(run(&select(&["t"], vec![eq("k", int(1))])), shard(0));
+    assert_eq!(run(&select(&["t"], vec![eq("k", int(2))])), shard(1));
+    assert_eq!(run(&select(&["t x"], vec![eq("x.k", int(3))])), shard(2));
+    assert_eq!(run(&select(&["t"], vec![eq("t.k", text("3"))])), shard(2));
+    // A qualifier that names no table of the statement (a subquery alias).
+    assert_eq!(
+        run(&select(&["t"], vec![eq("s.k", int(3))])),
+        Ok(Route::All)
+    );
+    // A column that is not the key of the qualified table.
+    assert_eq!(
+        run(&select(&["t", "v"], vec![eq("t.name", text("a"))])),
+        Ok(Route::All)
+    );
+    assert_eq!(
+        run(&select(&["t", "v"], vec![eq("name", text("b"))])),
+        shard(1)
+    );
+    assert_eq!(
+        run(&select(&["t"], vec![eq("other", int(1))])),
+        Ok(Route::All)
+    );
+}
+
+#[test]
+fn and_or_any() {
+    let and = |a, b| Condition::And(vec![a, b]);
+    let or = |a, b| Condition::Or(vec![a, b]);
+    assert_eq!(
+        run(&select(&["t"], vec![and(eq("k", int(1)), eq("x", int(9)))])),
+        shard(0)
+    );
+    assert_eq!(
+        run(&select(&["t"], vec![and(eq("k", int(1)), eq("k", int(4)))])),
+        shard(0)
+    );
+    // Contradiction: no row matches; the lowest operand's database.
+    assert_eq!(
+        run(&select(&["t"], vec![and(eq("k", int(3)), eq("k", int(2)))])),
+        shard(1)
+    );
+    assert_eq!(
+        run(&select(&["t"], vec![or(eq("k", int(1)), eq("k", int(2)))])),
+        Ok(Route::Shards(vec![0, 1]))
+    );
+    assert_eq!(
+        run(&select(&["t"], vec![or(eq("k", int(1)), eq("k", int(4)))])),
+        shard(0)
+    );
+    assert_eq!(
+        run(&select(&["t"], vec![or(eq("k", int(1)), eq("x", int(4)))])),
+        Ok(Route::All)
+    );
+    assert_eq!(
+        run(&select(
+            &["t"],
+            vec![or(or(eq("k", int(1)), eq("k", int(2))), eq("k", int(3)))]
+        )),
+        Ok(Route::All)
+    );
+    assert_eq!(
+        run(&select(&["t"], vec![any("k", text("{2,2}"))])),
+        shard(1)
+    );
+    assert_eq!(
+        run(&select(&["t"], vec![any("k", text("{1,3}"))])),
+        Ok(Route::Shards(vec![0, 2]))
+    );
+    assert_eq!(run(&select(&["t"], vec![any("k", text("{}"))])), shard(0));
+    assert_eq!(run(&select(&["t"], vec![any("k", null())])), Ok(Route::All));
+}
+
+#[test]
+fn levels_intersect() {
+    let two = select(&["t", "u"], vec![eq("t.k", int(1)), eq("u.k", int(4))]);
+    assert_eq!(run(&two), shard(0));
+    let clash = select(&["t", "u"], vec![eq("t.k", int(1)), eq("u.k", int(2))]);
+    assert_eq!(
+        run(&clash),
+        Err(RouteError::KeysOnDifferentShards {
+            first: 0,
+            second: 1
+        })
+    );
+    let narrowed = select(
+        &["t", "u"],
+        vec![
+            Condition::Or(vec![eq("t.k", int(1)), eq("t.k", int(2))]),
+            eq("u.k", int(2)),
+        ],
+    );
+    assert_eq!(run(&narrowed), shard(1));
+    // One level: keys of two tables on different databases is a cross-shard
+    // join, not a contradiction.
+    let join = select(
+        &["t", "u"],
+        vec![Condition::And(vec![eq("t.k", int(1)), eq("u.k", int(2))])],
+    );
+    assert_eq!(
+        run(&join),
+        Err(RouteError::KeysOnDifferentShards {
+            first: 0,
+            second: 1
+        })
+    );
+    let same = select(
+        &["t", "u"],
+        vec![Condition::And(vec![eq("t.k", int(1)), eq("t.k", int(2))])],
+    );
+    assert_eq!(run(&same), shard(0));
+}
+
+#[test]
+fn values_and_params() {
+    let sharding = sharding();
+    let with = |value: Value, params: &[ParamValue<'_>]| {
+        route(
+            &select(&["t"], vec![eq("k", value)]),
+            params,
+            &Overrides::default(),
+            &sharding,
+        )
+        .map(|r| r.route)
+    };
+    assert_eq!(with(param(1), &[ParamValue::Text(b"2")]), shard(1));
+    assert_eq!(
+        with(param(2), &[ParamValue::Null, ParamValue::Text(b"3")]),
+        shard(2)
+    );
+    assert_eq!(
+        with(param(1), &[ParamValue::Binary(&3i64.to_be_bytes())]),
+        shard(2)
+    );
+    assert_eq!(
+        with(
+            cast(param(1), "int4"),
+            &[ParamValue::Binary(&2i32.to_be_bytes())]
+        ),
+        shard(1)
+    );
+    assert_eq!(with(param(1), &[ParamValue::Null]), Ok(Route::All));
+    assert_eq!(with(param(3), &[ParamValue::Text(b"2")]), Ok(Route::All));
+    assert_eq!(with(param(1), &[]), Ok(Route::All));
+    assert_eq!(with(null(), &[]), Ok(Route::All));
+    assert_eq!(with(cast(int(1), "numeric"), &[]), Ok(Route::All));
+    assert_eq!(with(cast(text("1"), "text"), &[]), Ok(Route::All));
+    assert_eq!(with(cast(text("1"), "int8"), &[]), shard(0));
+    assert!(matches!(
+        with(text("abc"), &[]),
+        Err(RouteError::BadKey { ref column, data_type: "bigint", .. }) if column == "t.k"
+    ));
+    assert!(matches!(
+        with(param(1), &[ParamValue::Text(&[0xff])]),
+        Err(RouteError::BadKey { .. })
+    ));
+    assert_eq!(
+        with(int(7), &[]),
+        Err(RouteError::NoShardForKey {
+            key: "7".into(),
+            of: "t.k".into()
+        })
+    );
+}
+
+#[test]
+fn column_only_entries() {
+    assert_eq!(
+        run(&select(&["invoices"], vec![eq("cid", int(11))])),
+        shard(1)
+    );
+    assert_eq!(
+        run(&select(&["invoices i"], vec![eq("i.cid", int(12))])),
+        shard(2)
+    );
+    // A configured table is keyed by its own entry only.
+    assert_eq!(
+        run(&select(&["t"], vec![eq("t.cid", int(12))])),
+        Ok(Route::All)
+    );
+    assert_eq!(run(&select(&["invoices"], vec![])), Ok(Route::All));
+}
+
+#[test]
+fn families() {
+    assert_eq!(run(&select(&["f_4"], vec![])), shard(1));
+    assert_eq!(run(&select(&["f_4", "t"], vec![eq("k", int(2))])), shard(1));
+    assert_eq!(
+        run(&select(&["f_4", "t"], vec![eq("k", int(1))])),
+        Err(RouteError::KeysOnDifferentShards {
+            first: 0,
+            second: 1
+        })
+    );
+    assert_eq!(run(&select(&["f_4", "f_7"], vec![])), shard(1));
+    assert!(run(&select(&["f_4", "f_5"], vec![])).is_err());
+    assert_eq!(
+        run(&select(&["f_9"], vec![])),
+        Err(RouteError::NoShardForKey {
+            key: "9".into(),
+            of: "table f_9".into()
+        })
+    );
+    // Not members: no digits, other characters.
+    assert_eq!(run(&select(&["f_"], vec![])), Ok(Route::All));
+    assert_eq!(run(&select(&["f_1a"], vec![])), Ok(Route::All));
+    assert_eq!(run(&stmt(StatementKind::Ddl, &["f_5"], vec![])), shard(2));
+    assert_eq!(
+        run(&stmt(StatementKind::Copy { to: false }, &["f_5"], vec![])),
+        shard(2)
+    );
+}
+
+#[test]
+fn writes() {
+    let insert = |tables: &[&str], conditions| stmt(StatementKind::Insert, tables, conditions);
+    let row = |k| Condition::And(vec![eq("t.k", int(k)), eq("t.x", int(0))]);
+    assert_eq!(run(&insert(&["t"], vec![row(2)])), shard(1));
+    assert_eq!(
+        run(&insert(&["t"], vec![Condition::Or(vec![row(1), row(4)])])),
+        shard(0)
+    );
+    assert!(matches!(
+        run(&insert(&["t"], vec![Condition::Or(vec![row(1), row(2)])])),
+        Err(RouteError::MultiRowInsert { .. })
+    ));
+    assert!(matches!(
+        run(&insert(&["t"], vec![eq("t.x", int(0))])),
+        Err(RouteError::InsertWithoutKey { ref column, .. }) if column == "k"
+    ));
+    assert!(matches!(
+        run(&insert(&["t", "r"], vec![])),
+        Err(RouteError::InsertWithoutKey { .. })
+    ));
+    assert!(matches!(
+        run(&insert(&["queue"], vec![])),
+        Err(RouteError::UnknownTableWrite {
+            statement: "INSERT",
+            ..
+        })
+    ));
+    assert_eq!(run(&insert(&["t", "u"], vec![])), Ok(Route::All));
+    assert_eq!(
+        run(&insert(&["t", "u"], vec![any("u.k", text("{1,2}"))])),
+        Ok(Route::Shards(vec![0, 1]))
+    );
+    let mut no_columns = insert(&["t"], vec![]);
+    no_columns.insert_without_columns = true;
+    assert!(matches!(
+        run(&no_columns),
+        Err(RouteError::InsertWithoutKey { .. })
+    ));
+    assert_eq!(run(&insert(&["r"], vec![])), Ok(Route::All));
+    assert_eq!(
+        run(&stmt(StatementKind::Update, &["t"], vec![])),
+        Ok(Route::All)
+    );
+    assert_eq!(
+        run(&stmt(StatementKind::Delete, &["t"], vec![eq("k", int(3))])),
+        shard(2)
+    );
+    assert!(matches!(
+        run(&stmt(StatementKind::Copy { to: false }, &["t"], vec![])),
+        Err(RouteError::CopyIntoSharded { .. })
+    ));
+    assert_eq!(
+        run(&stmt(StatementKind::Copy { to: true }, &["t"], vec![])),
+        Ok(Route::All)
+    );
+    assert_eq!(
+        run(&stmt(StatementKind::Copy { to: false }, &["r"], vec![])),
+        Ok(Route::All)
+    );
+    assert!(matches!(
+        run(&stmt(StatementKind::Merge, &["t"], vec![])),
+        Err(RouteError::MergeWithoutKey { .. })
+    ));
+}
+
+#[test]
+fn keyless_kinds() {
+    assert_eq!(run(&select(&[], vec![])), Ok(Route::Any));
+    assert_eq!(run(&select(&["r"], vec![eq("k", int(2))])), Ok(Route::Any));
+    assert_eq!(
+        run(&select(&["pg_catalog.pg_class", "pg_type"], vec![])),
+        Ok(Route::Any)
+    );
+    assert_eq!(
+        run(&select(&["information_schema.tables"], vec![])),
+        Ok(Route::Any)
+    );
+    assert_eq!(
+        run(&stmt(
+            StatementKind::Update,
+            &["r"],
+            vec![eq("cid", int(10))]
+        )),
+        Ok(Route::All)
+    );
+    assert_eq!(run(&stmt(StatementKind::Ddl, &[], vec![])), Ok(Route::All));
+    assert_eq!(
+        run(&stmt(StatementKind::Ddl, &["t"], vec![eq("k", int(1))])),
+        Ok(Route::All)
+    );
+    assert_eq!(
+        run(&stmt(StatementKind::Other, &[], vec![])),
+        Ok(Route::Any)
+    );
+    let begin = stmt(StatementKind::Begin, &[], vec![]);
+    let overrides = Overrides {
+        shard: Some(99),
+        sharding_key: None,
+    };
+    let routed = route(&begin, &[], &overrides, &sharding());
+    assert_eq!(
+        routed,
+        Ok(Routed {
+            route: Route::Any,
+            write: false
+        })
+    );
+}
+
+#[test]
+fn overrides() {
+    let sharding = sharding();
+    let by = |shard: Option<usize>, key: Option<&str>, stmt: &StatementSummary| {
+        let overrides = Overrides {
+            shard,
+            sharding_key: key.map(str::to_owned),
+        };
+        route(stmt, &[], &overrides, &sharding).map(|r| r.route)
+    };
+    let keyed = select(&["t"], vec![eq("k", int(1))]);
+    assert_eq!(by(Some(2), None, &keyed), shard(2));
+    assert_eq!(by(Some(2), Some("2"), &keyed), shard(2));
+    assert_eq!(
+        by(Some(3), None, &keyed),
+        Err(RouteError::NoSuchShard {
+            shard: 3,
+            databases: 3
+        })
+    );
+    assert_eq!(by(None, Some("2"), &keyed), shard(1));
+    assert_eq!(by(None, Some("b"), &select(&["v"], vec![])), shard(1));
+    assert_eq!(by(None, Some("3"), &select(&[], vec![])), shard(2));
+    assert!(matches!(
+        by(None, Some("b"), &keyed),
+        Err(RouteError::BadKey { .. })
+    ));
+    assert_eq!(
+        route(
+            &keyed,
+            &[],
+            &Overrides {
+                shard: None,
+                sharding_key: Some("1".into())
+            },
+            &Sharding::default()
+        ),
+        Err(RouteError::NoKeySpace)
+    );
+}
+
+#[test]
+fn cross_shard_disabled() {
+    let mut sharding = sharding();
+    sharding.cross_shard_disabled = true;
+    let run = |stmt: &StatementSummary| {
+        route(stmt, &[], &Overrides::default(), &sharding).map(|r| r.route)
+    };
+    assert_eq!(run(&select(&["t"], vec![eq("k", int(1))])), shard(0));
+    assert_eq!(
+        run(&select(&["t"], vec![])),
+        Err(RouteError::CrossShardDisabled { count: 3 })
+    );
+    assert_eq!(
+        run(&select(&["t"], vec![any("k", text("{1,2}"))])),
+        Err(RouteError::CrossShardDisabled { count: 2 })
+    );
+    assert_eq!(
+        run(&stmt(StatementKind::Update, &["r"], vec![])),
+        Ok(Route::All)
+    );
+    assert_eq!(
+        run(&stmt(StatementKind::Ddl, &["t"], vec![])),
+        Ok(Route::All)
+    );
+    assert_eq!(run(&select(&["r"], vec![])), Ok(Route::Any));
+}
+
+#[test]
+fn trivial_cluster() {
+    let sharding = Sharding {
+        databases: 1,
+        ..sharding()
+    };
+    let run = |stmt: &StatementSummary| {
+        route(stmt, &[], &Overrides::default(), &sharding).map(|r| r.route)
+    };
+    assert_eq!(run(&stmt(StatementKind::Insert, &["t"], vec![])), shard(0));
+    assert_eq!(run(&select(&["t"], vec![eq("k", text("abc"))])), shard(0));
+    assert_eq!(run(&select(&[], vec![])), Ok(Route::Any));
+}
+
+#[test]
+fn statement_strings() {
+    let sharding = sharding();
+    let all = |stmts: Vec<StatementSummary>| {
+        route_all(
+            &Summary { statements: stmts },
+            &[],
+            &Overrides::default(),
+            &sharding,
+        )
+    };
+    let begin = stmt(StatementKind::Begin, &[], vec![]);
+    let commit = stmt(StatementKind::Commit, &[], vec![]);
+    let update = |k| stmt(StatementKind::Update, &["t"], vec![eq("k", int(k))]);
+    let insert = |k| stmt(StatementKind::Insert, &["t"], vec![eq("t.k", int(k))]);
+    assert_eq!(
+        all(vec![begin.clone(), update(1), commit.clone()]),
+        Ok(Routed {
+            route: Route::Shard(0),
+            write: true
+        })
+    );
+    assert_eq!(all(vec![update(1), update(4)]).map(|r| r.route), shard(0));
+    assert!(matches!(
+        all(vec![update(1), update(2)]),
+        Err(RouteError::StatementsOnDifferentShards { .. })
+    ));
+    assert_eq!(
+        all(vec![update(1), select(&["t"], vec![])]).map(|r| r.route),
+        Ok(Route::All)
+    );
+    assert_eq!(
+        all(vec![
+            select(&["t"], vec![any("k", text("{1,2}"))]),
+            select(&["t"], vec![eq("k", int(3))])
+        ])
+        .map(|r| r.route),
+        Ok(Route::All)
+    );
+    assert_eq!(
+        all(vec![
+            select(&["t"], vec![eq("k", int(1))]),
+            select(&["t"], vec![eq("k", int(3))])
+        ])
+        .map(|r| r.route),
+        Err(RouteError::StatementsOnDifferentShards {
+            first: "shard 0".into(),
+            second: "shard 2".into()
+        })
+    );
+    // An INSERT must not run on the other statement's databases too.
+    assert!(all(vec![insert(1), select(&["t"], vec![])]).is_err());
+    assert_eq!(
+        all(vec![insert(1), select(&["r"], vec![])]).map(|r| r.route),
+        shard(0)
+    );
+    assert_eq!(
+        all(vec![]),
+        Ok(Routed {
+            route: Route::Any,
+            write: false
+        })
+    );
+}

@@ -1,0 +1,725 @@
+//! The two extractors against each other and against the rules: on every
+//! entry of parser-ffi's corpus, the zero-copy engine's summary must equal the
+//! protobuf engine's (over `parse_raw` and over pg_query's own protobuf
+//! parse); and for chosen statements, both must give the summary the rules in
+//! `router::extract` spell out.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use parser_ffi::{parse_protobuf, parse_raw, ParseTree};
+use router::extract::{summarize, summarize_protobuf, ExtractError};
+use router::summary::{
+    ColumnRef, Condition, StatementKind, StatementSummary, Summary, TableRef, Value, ValueSource,
+};
+
+/// The corpus entries as (`file#index`, SQL): files are split at `----` lines.
+fn corpus() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../parser-ffi/tests/corpus");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "sql"))
+        .collect();
+    files.sort();
+    let mut entries = Vec::new();
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut entry = String::new();
+        let mut index = 0;
+        for line in text.lines().chain(std::iter::once("----")) {
+            if line == "----" {
+                if !entry.trim().is_empty() {
+                    entries.push((
+                        format!("{name}#{index}"),
+                        entry.trim_matches('\n').to_owned(),
+                    ));
+                }
+                entry.clear();
+                index += 1;
+            } else {
+                entry.push_str(line);
+                entry.push('\n');
+            }
+        }
+    }
+    entries
+}
+
+#[test]
+fn engines_agree_on_the_corpus() {
+    let mut compared = 0;
+    let mut with_conditions = 0;
+    let mut with_tables = 0;
+    let mut mismatches = Vec::new();
+    for (name, sql) in corpus() {
+        let Ok(tree) = ParseTree::parse(&sql) else {
+            continue;
+        };
+        let Ok(raw) = parse_raw(&sql) else {
+            continue;
+        };
+        let view = summarize(&tree);
+        let protobuf = summarize_protobuf(&raw);
+        if view != protobuf {
+            mismatches.push(format!(
+                "{name}: {sql}\n  view:     {view:?}\n  protobuf: {protobuf:?}"
+            ));
+        }
+        // pg_query's own protobuf parse (prost stops at 100 nested messages).
+        if let Ok(pg_query_tree) = parse_protobuf(&sql) {
+            let from_pg_query = summarize_protobuf(&pg_query_tree);
+            if from_pg_query != protobuf {
+                mismatches.push(format!(
+                    "{name}: {sql}\n  protobuf (parse_protobuf): {from_pg_query:?}\n  protobuf (parse_raw):      {protobuf:?}"
+                ));
+            }
+        }
+        compared += 1;
+        if let Ok(summary) = &protobuf {
+            let statements = &summary.statements;
+            with_conditions += usize::from(statements.iter().any(|s| !s.conditions.is_empty()));
+            with_tables += usize::from(statements.iter().any(|s| !s.tables.is_empty()));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {compared} entries differ:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+    assert!(compared >= 1000, "only {compared} entries compared");
+    assert!(
+        with_conditions >= 200,
+        "only {with_conditions} entries with conditions"
+    );
+    assert!(with_tables >= 500, "only {with_tables} entries with tables");
+}
+
+// ---------------------------------------------------------------------------
+// The rules, statement by statement.
+
+/// Both engines give `expected` for `sql` (one statement).
+#[track_caller]
+fn check(sql: &str, expected: StatementSummary) {
+    let expected = Summary {
+        statements: vec![expected],
+    };
+    check_all(sql, expected);
+}
+
+#[track_caller]
+fn check_all(sql: &str, mut expected: Summary) {
+    expected.canonicalize();
+    let protobuf = summarize_protobuf(&parse_raw(sql).unwrap()).unwrap();
+    assert_eq!(protobuf, expected, "protobuf engine: {sql}");
+    let pg_query = summarize_protobuf(&parse_protobuf(sql).unwrap()).unwrap();
+    assert_eq!(
+        pg_query, expected,
+        "protobuf engine over parse_protobuf: {sql}"
+    );
+    let view = summarize(&ParseTree::parse(sql).unwrap()).unwrap();
+    assert_eq!(view, expected, "view engine: {sql}");
+}
+
+fn stmt(kind: StatementKind) -> StatementSummary {
+    let write = matches!(
+        kind,
+        StatementKind::Insert
+            | StatementKind::Update
+            | StatementKind::Delete
+            | StatementKind::Merge
+            | StatementKind::Ddl
+    );
+    StatementSummary {
+        kind,
+        write,
+        locking: false,
+        tables: Vec::new(),
+        conditions: Vec::new(),
+        insert_without_columns: false,
+    }
+}
+
+fn select() -> StatementSummary {
+    stmt(StatementKind::Select)
+}
+
+trait Build {
+    fn tables(self, tables: &[&str]) -> Self;
+    fn conditions(self, conditions: Vec<Condition>) -> Self;
+    fn write(self, write: bool) -> Self;
+    fn locking(self) -> Self;
+}
+
+impl Build for StatementSummary {
+    /// Tables as `schema.name alias` (schema and alias optional).
+    fn tables(mut self, tables: &[&str]) -> Self {
+        self.tables = tables.iter().map(|t| table(t)).collect();
+        self
+    }
+    fn conditions(mut self, conditions: Vec<Condition>) -> Self {
+        self.conditions = conditions;
+        self
+    }
+    fn write(mut self, write: bool) -> Self {
+        self.write = write;
+        self
+    }
+    fn locking(mut self) -> Self {
+        self.locking = true;
+        self
+    }
+}
+
+fn table(spec: &str) -> TableRef {
+    let (path, alias) = match spec.split_once(' ') {
+        Some((path, alias)) => (path, Some(alias.to_owned())),
+        None => (spec, None),
+    };
+    let (schema, name) = match path.split_once('.') {
+        Some((schema, name)) => (Some(schema.to_owned()), name),
+        None => (None, path),
+    };
+    TableRef {
+        schema,
+        name: name.to_owned(),
+        alias,
+    }
+}
+
+fn col(spec: &str) -> ColumnRef {
+    match spec.rsplit_once('.') {
+        Some((table, column)) => ColumnRef {
+            table: Some(table.to_owned()),
+            column: column.to_owned(),
+        },
+        None => ColumnRef {
+            table: None,
+            column: spec.to_owned(),
+        },
+    }
+}
+
+fn int(value: i64, location: i32) -> Value {
+    Value {
+        source: ValueSource::Integer { value, location },
+        cast: None,
+    }
+}
+
+fn text(text: &str, location: i32) -> Value {
+    Value {
+        source: ValueSource::Text {
+            text: text.to_owned(),
+            location,
+        },
+        cast: None,
+    }
+}
+
+fn param(number: u16) -> Value {
+    Value {
+        source: ValueSource::Param(number),
+        cast: None,
+    }
+}
+
+fn cast(mut value: Value, to: &str) -> Value {
+    value.cast = Some(to.to_owned());
+    value
+}
+
+fn eq(column: &str, value: Value) -> Condition {
+    Condition::Eq {
+        column: col(column),
+        value,
+    }
+}
+
+fn any(column: &str, value: Value) -> Condition {
+    Condition::Any {
+        column: col(column),
+        value,
+    }
+}
+
+fn and(children: Vec<Condition>) -> Condition {
+    Condition::And(children)
+}
+
+fn or(children: Vec<Condition>) -> Condition {
+    Condition::Or(children)
+}
+
+#[test]
+fn select_where_equalities() {
+    check(
+        "SELECT * FROM users WHERE tenant_id = 1",
+        select()
+            .tables(&["users"])
+            .conditions(vec![eq("tenant_id", int(1, 38))]),
+    );
+    check(
+        "SELECT * FROM public.users u WHERE $1 = u.tenant_id AND u.name = 'x' AND u.age > 3",
+        select()
+            .tables(&["public.users u"])
+            .conditions(vec![and(vec![
+                eq("u.tenant_id", param(1)),
+                eq("u.name", text("x", 65)),
+            ])]),
+    );
+    check(
+        "SELECT 1 FROM t WHERE public.t.id = 9223372036854775807",
+        select()
+            .tables(&["t"])
+            .conditions(vec![eq("t.id", text("9223372036854775807", 36))]),
+    );
+    check(
+        "SELECT 1 FROM t WHERE id = -7 OR id = 2.5",
+        select().tables(&["t"]).conditions(vec![or(vec![
+            eq("id", int(-7, 27)),
+            eq("id", text("2.5", 38)),
+        ])]),
+    );
+}
+
+#[test]
+fn what_is_not_a_condition() {
+    for sql in [
+        "SELECT 1 FROM t WHERE id = 1 OR name LIKE 'a%'",
+        "SELECT 1 FROM t WHERE NOT id = 1",
+        "SELECT 1 FROM t WHERE id::text = '1'",
+        "SELECT 1 FROM t WHERE id = other_id",
+        "SELECT 1 FROM t WHERE id NOT IN (1, 2)",
+        "SELECT 1 FROM t WHERE id IN (1, other_id)",
+        "SELECT 1 FROM t WHERE id = true",
+        "SELECT 1 FROM t WHERE id = B'101'",
+        "SELECT 1 FROM t WHERE id = ALL($1)",
+        "SELECT 1 FROM t WHERE t.* = 1",
+        "SELECT 1 FROM t WHERE id = lower('A')",
+        "SELECT 1 FROM t WHERE id IS NOT DISTINCT FROM 1",
+        "SELECT 1 FROM t WHERE id = ANY(ARRAY[1, 2]::int8[])",
+    ] {
+        check(sql, select().tables(&["t"]));
+    }
+}
+
+#[test]
+fn in_lists_and_any() {
+    check(
+        "SELECT 1 FROM t WHERE id IN (1, $2)",
+        select()
+            .tables(&["t"])
+            .conditions(vec![or(vec![eq("id", int(1, 29)), eq("id", param(2))])]),
+    );
+    check(
+        "SELECT 1 FROM t WHERE id IN ('a')",
+        select()
+            .tables(&["t"])
+            .conditions(vec![eq("id", text("a", 29))]),
+    );
+    check(
+        "SELECT 1 FROM t WHERE id = ANY($1::bigint[])",
+        select()
+            .tables(&["t"])
+            .conditions(vec![any("id", cast(param(1), "int8"))]),
+    );
+    check(
+        "SELECT 1 FROM t WHERE id = ANY('{1,2}')",
+        select()
+            .tables(&["t"])
+            .conditions(vec![any("id", text("{1,2}", 31))]),
+    );
+    check(
+        "SELECT 1 FROM t WHERE id = ANY(ARRAY[1, $1::int])",
+        select().tables(&["t"]).conditions(vec![or(vec![
+            eq("id", int(1, 37)),
+            eq("id", cast(param(1), "int4")),
+        ])]),
+    );
+}
+
+#[test]
+fn casts_and_nulls() {
+    check(
+        "SELECT 1 FROM t WHERE id = '7'::text::bigint AND k = NULL AND u = CAST($3 AS uuid)",
+        select().tables(&["t"]).conditions(vec![and(vec![
+            eq("id", cast(text("7", 27), "int8")),
+            eq(
+                "k",
+                Value {
+                    source: ValueSource::Null,
+                    cast: None,
+                },
+            ),
+            eq("u", cast(param(3), "uuid")),
+        ])]),
+    );
+}
+
+#[test]
+fn joins_subqueries_and_set_operations_are_levels() {
+    check(
+        "SELECT * FROM a JOIN b ON b.k = 1 LEFT JOIN c ON c.k = 2 WHERE a.k = 3",
+        select().tables(&["a", "b", "c"]).conditions(vec![and(vec![
+            eq("a.k", int(3, 69)),
+            eq("b.k", int(1, 32)),
+        ])]),
+    );
+    check(
+        "SELECT * FROM (SELECT * FROM a WHERE k = 1) s WHERE s.k IN (SELECT k FROM b WHERE k = 2)",
+        select()
+            .tables(&["a", "b"])
+            .conditions(vec![eq("k", int(1, 41)), eq("k", int(2, 86))]),
+    );
+    check(
+        "SELECT k FROM a WHERE k = 1 UNION ALL SELECT k FROM b WHERE k = $1",
+        select()
+            .tables(&["a", "b"])
+            .conditions(vec![eq("k", int(1, 26)), eq("k", param(1))]),
+    );
+}
+
+#[test]
+fn ctes_are_not_tables_and_modifying_ctes_write() {
+    check(
+        "WITH recent AS (SELECT * FROM orders WHERE tenant_id = 5) SELECT * FROM recent, s.recent",
+        select()
+            .tables(&["orders", "s.recent"])
+            .conditions(vec![eq("tenant_id", int(5, 55))]),
+    );
+    check(
+        "WITH gone AS (DELETE FROM jobs WHERE id = $1 RETURNING *) SELECT * FROM gone",
+        select()
+            .tables(&["jobs"])
+            .conditions(vec![eq("id", param(1))])
+            .write(true),
+    );
+    check(
+        "SELECT * INTO archive FROM jobs",
+        select().tables(&["archive", "jobs"]).write(true),
+    );
+    check(
+        "SELECT * FROM jobs FOR UPDATE SKIP LOCKED LIMIT 1",
+        select().tables(&["jobs"]).locking(),
+    );
+}
+
+#[test]
+fn inserts() {
+    check(
+        "INSERT INTO t (id, name, at) VALUES (1, 'a', now())",
+        stmt(StatementKind::Insert)
+            .tables(&["t"])
+            .conditions(vec![and(vec![
+                eq("t.id", int(1, 37)),
+                eq("t.name", text("a", 40)),
+            ])]),
+    );
+    check(
+        "INSERT INTO s.t AS x (id) VALUES ($1), ($2)",
+        stmt(StatementKind::Insert)
+            .tables(&["s.t x"])
+            .conditions(vec![or(vec![eq("x.id", param(1)), eq("x.id", param(2))])]),
+    );
+    check(
+        "INSERT INTO t (id, at) VALUES (1, now()), (now(), now())",
+        stmt(StatementKind::Insert).tables(&["t"]),
+    );
+    let mut without_columns = stmt(StatementKind::Insert).tables(&["t"]);
+    without_columns.insert_without_columns = true;
+    check("INSERT INTO t VALUES (1, 2)", without_columns);
+    check(
+        "INSERT INTO t (id) SELECT id FROM u WHERE id = 4",
+        stmt(StatementKind::Insert)
+            .tables(&["t", "u"])
+            .conditions(vec![eq("id", int(4, 47))]),
+    );
+}
+
+#[test]
+fn updates_deletes_merges() {
+    check(
+        "UPDATE t SET a = 1 WHERE id = 2",
+        stmt(StatementKind::Update)
+            .tables(&["t"])
+            .conditions(vec![eq("id", int(2, 30))]),
+    );
+    check(
+        "DELETE FROM t USING u WHERE t.id = u.id AND u.k = 'z'",
+        stmt(StatementKind::Delete)
+            .tables(&["t", "u"])
+            .conditions(vec![eq("u.k", text("z", 50))]),
+    );
+    check(
+        "MERGE INTO t USING s ON t.id = s.id AND t.k = 3 WHEN MATCHED THEN DELETE",
+        stmt(StatementKind::Merge)
+            .tables(&["s", "t"])
+            .conditions(vec![eq("t.k", int(3, 46))]),
+    );
+}
+
+#[test]
+fn statement_kinds() {
+    use StatementKind as K;
+    check("BEGIN", stmt(K::Begin));
+    check("START TRANSACTION READ ONLY", stmt(K::Begin));
+    check("COMMIT AND CHAIN", stmt(K::Commit));
+    check("ROLLBACK", stmt(K::Rollback));
+    check("SAVEPOINT a", stmt(K::TransactionOther));
+    check("SET pgdog.shard = 3", stmt(K::SetShard(Some("3".into()))));
+    check(
+        "SET pgdog.shard TO -3",
+        stmt(K::SetShard(Some("-3".into()))),
+    );
+    check("RESET pgdog.shard", stmt(K::SetShard(None)));
+    check(
+        "SET pgdog.sharding_key TO 'abc'",
+        stmt(K::SetShardingKey(Some("abc".into()))),
+    );
+    check("SET search_path = public", stmt(K::Session));
+    check("SHOW pgdog.shard", stmt(K::Session));
+    check("DISCARD ALL", stmt(K::Session));
+    check(
+        "COPY t (a) FROM STDIN",
+        stmt(K::Copy { to: false }).tables(&["t"]).write(true),
+    );
+    check(
+        "COPY (SELECT * FROM t WHERE id = 1) TO STDOUT",
+        stmt(K::Copy { to: true })
+            .tables(&["t"])
+            .conditions(vec![eq("id", int(1, 33))]),
+    );
+    check(
+        "EXPLAIN ANALYZE UPDATE t SET a = 1 WHERE id = 2",
+        stmt(K::Explain)
+            .tables(&["t"])
+            .conditions(vec![eq("id", int(2, 46))])
+            .write(true),
+    );
+    check(
+        "EXPLAIN SELECT * FROM t FOR SHARE",
+        stmt(K::Explain).tables(&["t"]).locking(),
+    );
+    check(
+        "CREATE TABLE t (id bigint REFERENCES u)",
+        stmt(K::Ddl).tables(&["t", "u"]),
+    );
+    check("TRUNCATE t", stmt(K::Ddl).tables(&["t"]));
+    check("DROP TABLE t", stmt(K::Ddl));
+    check("CALL p(1)", stmt(K::Other).write(true));
+    check("DO $$ BEGIN END $$", stmt(K::Other).write(true));
+    check("VACUUM t", stmt(K::Other).tables(&["t"]));
+    check("LISTEN ch", stmt(K::Other));
+    check(
+        "PREPARE p AS SELECT * FROM t WHERE id = $1",
+        stmt(K::Other)
+            .tables(&["t"])
+            .conditions(vec![eq("id", param(1))]),
+    );
+}
+
+#[test]
+fn statements_in_order() {
+    check_all(
+        "BEGIN; SELECT * FROM t WHERE id = 1; COMMIT",
+        Summary {
+            statements: vec![
+                stmt(StatementKind::Begin),
+                select()
+                    .tables(&["t"])
+                    .conditions(vec![eq("id", int(1, 34))]),
+                stmt(StatementKind::Commit),
+            ],
+        },
+    );
+}
+
+/// Readings of the rules where their letter leaves room (the closest to
+/// Postgres's own semantics), shared by both engines.
+#[test]
+fn readings_where_the_rules_leave_room() {
+    use StatementKind as K;
+    // `FOR UPDATE OF a` names a FROM item, not a table.
+    check(
+        "SELECT * FROM accounts a FOR UPDATE OF a",
+        select().tables(&["accounts a"]).locking(),
+    );
+    // Inner joins count through preserved sides only: `c.k = 2` restricts
+    // only the nullable side of the LEFT JOIN; `a.k = 1` holds for every row.
+    check(
+        "SELECT * FROM (a JOIN b ON a.k = 1) LEFT JOIN (c JOIN d ON c.k = 2) ON true",
+        select()
+            .tables(&["a", "b", "c", "d"])
+            .conditions(vec![eq("a.k", int(1, 33))]),
+    );
+    check(
+        "SELECT * FROM a FULL JOIN (b JOIN c ON b.k = 1) ON true",
+        select().tables(&["a", "b", "c"]),
+    );
+    // A level's WHERE and join quals form one AND; nested ANDs stay nested.
+    check(
+        "SELECT * FROM a JOIN b ON b.k = 1 WHERE a.k = 2 AND a.j = 3",
+        select().tables(&["a", "b"]).conditions(vec![and(vec![
+            and(vec![eq("a.k", int(2, 46)), eq("a.j", int(3, 58))]),
+            eq("b.k", int(1, 32)),
+        ])]),
+    );
+    // `$0` names no parameter.
+    check("SELECT 1 FROM t WHERE id = $0", select().tables(&["t"]));
+    // Assigning into a part of a column gives no key.
+    check(
+        "INSERT INTO t (id, arr[1]) VALUES (1, 2)",
+        stmt(K::Insert)
+            .tables(&["t"])
+            .conditions(vec![eq("t.id", int(1, 35))]),
+    );
+    // DEFAULT VALUES has no VALUES rows, and no column list to miss.
+    check(
+        "INSERT INTO t DEFAULT VALUES",
+        stmt(K::Insert).tables(&["t"]),
+    );
+    // SET ... TO DEFAULT is RESET; the other forms are the server's business.
+    check("SET pgdog.shard TO DEFAULT", stmt(K::SetShard(None)));
+    check(
+        "SET pgdog.shard = 1.5",
+        stmt(K::SetShard(Some("1.5".into()))),
+    );
+    check(
+        "SET pgdog.sharding_key = on",
+        stmt(K::SetShardingKey(Some("on".into()))),
+    );
+    check("SET pgdog.shard = 1, 2", stmt(K::Session));
+    check("SET pgdog.shard FROM CURRENT", stmt(K::Session));
+    check("SET \"PgDog\".shard = 1", stmt(K::Session));
+    // REFRESH MATERIALIZED VIEW rewrites the view's data on every shard.
+    check("REFRESH MATERIALIZED VIEW mv", stmt(K::Ddl).tables(&["mv"]));
+    // EXPLAIN takes the explained statement's `write`.
+    check(
+        "EXPLAIN SELECT * INTO archive FROM jobs",
+        stmt(K::Explain).tables(&["archive", "jobs"]).write(true),
+    );
+    check(
+        "CREATE TABLE archive AS SELECT * FROM jobs WHERE id = 1",
+        stmt(K::Ddl)
+            .tables(&["archive", "jobs"])
+            .conditions(vec![eq("id", int(1, 54))]),
+    );
+    // INTO in a set operation's leftmost arm is Postgres's SELECT INTO.
+    check(
+        "SELECT 1 INTO archive UNION SELECT 2",
+        select().tables(&["archive"]).write(true),
+    );
+}
+
+/// A stack overflow aborts the whole test binary: run `test` in a child
+/// process of this binary (on the harness's usual 2 MiB test-thread stack)
+/// and report a crash as a failure.
+fn in_child_process(name: &str, test: impl FnOnce()) {
+    const CHILD: &str = "EXTRACT_ENGINES_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        test();
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, "1")
+        .env_remove("RUST_MIN_STACK")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{name} failed in its child process ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn a_tree_deeper_than_max_depth_is_too_deep_for_the_view_engine() {
+    in_child_process(
+        "a_tree_deeper_than_max_depth_is_too_deep_for_the_view_engine",
+        || {
+            // Deeper than parse_raw converts: only the view engine sees it.
+            let tree = ParseTree::parse(&nested_ands(2000)).unwrap();
+            assert_eq!(summarize(&tree), Err(ExtractError::TooDeep));
+        },
+    );
+}
+
+#[test]
+fn a_tree_deeper_than_max_depth_is_too_deep_for_the_protobuf_engine() {
+    in_child_process(
+        "a_tree_deeper_than_max_depth_is_too_deep_for_the_protobuf_engine",
+        || {
+            use parser_ffi::protobuf::{self as pb, node::Node as N};
+            let sql = "SELECT 1 FROM t WHERE id = 1 AND id = 1";
+            let mut tree = parse_raw(sql).unwrap();
+            let Some(N::SelectStmt(select)) = tree.stmts[0].stmt.as_mut().unwrap().node.as_mut()
+            else {
+                panic!("not a SELECT")
+            };
+            // Nest the WHERE's AND 5000 levels deep, by hand.
+            let mut where_clause = select.where_clause.take().unwrap();
+            let Some(N::BoolExpr(and)) = where_clause.node.as_ref() else {
+                panic!("not an AND")
+            };
+            let (leaf, template) = (and.args[0].clone(), and.clone());
+            for _ in 0..5000 {
+                let mut level = template.clone();
+                level.args = vec![leaf.clone(), *where_clause];
+                where_clause = Box::new(pb::Node {
+                    node: Some(N::BoolExpr(level)),
+                });
+            }
+            select.where_clause = Some(where_clause);
+            assert_eq!(summarize_protobuf(&tree), Err(ExtractError::TooDeep));
+            drop_on_a_big_stack(tree);
+        },
+    );
+}
+
+#[test]
+fn the_deepest_tree_parse_raw_converts_is_summarized_alike_without_overflow() {
+    in_child_process(
+        "the_deepest_tree_parse_raw_converts_is_summarized_alike_without_overflow",
+        || {
+            // The deepest nesting parse_raw converts (it refuses MAX_DEPTH
+            // nodes); the extractors run on the test thread's stack all the same.
+            let (depth, sql, raw) = (900..=1000)
+                .rev()
+                .find_map(|depth| {
+                    let sql = nested_ands(depth);
+                    parse_raw(&sql).ok().map(|raw| (depth, sql, raw))
+                })
+                .unwrap();
+            assert!(depth >= 990, "parse_raw stopped at {depth}");
+            let summary = summarize_protobuf(&raw).unwrap();
+            drop_on_a_big_stack(raw);
+            assert_eq!(summary.statements[0].conditions.len(), 1);
+            let view = summarize(&ParseTree::parse(&sql).unwrap());
+            assert_eq!(view, Ok(summary), "view engine at {depth} levels");
+        },
+    );
+}
+
+/// Dropping prost structs recurses once per level: give deep ones room.
+fn drop_on_a_big_stack<T: Send + 'static>(value: T) {
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || drop(value))
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+/// `SELECT 1 FROM t WHERE (id = 1 AND (id = 1 AND ... id = 1))`, `depth` ANDs deep.
+fn nested_ands(depth: usize) -> String {
+    format!(
+        "SELECT 1 FROM t WHERE {}id = 1{}",
+        "(id = 1 AND ".repeat(depth),
+        ")".repeat(depth)
+    )
+}
