@@ -14,7 +14,6 @@
 //! `cargo bench -p bench --bench parser` (criterion's own flags work too).
 
 use std::ffi::CString;
-use std::time::Instant;
 
 #[global_allocator]
 static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;

@@ -3,6 +3,8 @@
 //! pgbench set, on a 2-database cluster with `[[sharded_tables]]`:
 //! - `parse`: parser-ffi's zero-copy parse alone (the C parser),
 //! - `miss`: parse + summary extraction + route (a cache miss),
+//! - `miss_protobuf`: the same with `query_parser_engine = "pg_query_protobuf"`
+//!   (pg_query's protobuf parse and the extractor over its structs),
 //! - `hit`: AST cache lookup of the text + route (a repeated simple query or
 //!   an unnamed prepared statement),
 //! - `prepared`: route alone from a summary the statement already holds (a
@@ -135,7 +137,10 @@ fn sharding() -> Arc<Sharding> {
 }
 
 fn text_params<'a>(params: &'a [&'a str]) -> Vec<ParamValue<'a>> {
-    params.iter().map(|p| ParamValue::Text(p.as_bytes())).collect()
+    params
+        .iter()
+        .map(|p| ParamValue::Text(p.as_bytes()))
+        .collect()
 }
 
 /// Parse, summarize and route: a cache miss.
@@ -144,6 +149,17 @@ fn miss(sql: &str, params: &[ParamValue<'_>], sharding: &Sharding) -> bool {
         return false;
     };
     let Ok(summary) = router::extract::summarize(&tree) else {
+        return false;
+    };
+    route::route_all(&summary, params, &Overrides::default(), sharding).is_ok()
+}
+
+/// A cache miss with the protobuf engine.
+fn miss_protobuf(sql: &str, params: &[ParamValue<'_>], sharding: &Sharding) -> bool {
+    let Ok(tree) = parser_ffi::parse_protobuf(sql) else {
+        return false;
+    };
+    let Ok(summary) = router::extract::summarize_protobuf(&tree) else {
         return false;
     };
     route::route_all(&summary, params, &Overrides::default(), sharding).is_ok()
@@ -163,9 +179,18 @@ fn criterion_benches(c: &mut Criterion, sharding: &Sharding) {
     for (name, sql, params) in prepared_set() {
         let params = text_params(&params);
         let mut group = c.benchmark_group(format!("route/{name}"));
-        group.bench_function("parse", |b| b.iter(|| ParseTree::parse(black_box(sql)).is_ok()));
-        group.bench_function("miss", |b| b.iter(|| miss(black_box(sql), &params, sharding)));
-        group.bench_function("hit", |b| b.iter(|| hit(&cache, black_box(sql), &params, sharding)));
+        group.bench_function("parse", |b| {
+            b.iter(|| ParseTree::parse(black_box(sql)).is_ok())
+        });
+        group.bench_function("miss", |b| {
+            b.iter(|| miss(black_box(sql), &params, sharding))
+        });
+        group.bench_function("miss_protobuf", |b| {
+            b.iter(|| miss_protobuf(black_box(sql), &params, sharding))
+        });
+        group.bench_function("hit", |b| {
+            b.iter(|| hit(&cache, black_box(sql), &params, sharding))
+        });
         if let Ok(lookup) = cache.lookup(sql, ParserEngine::ZeroCopy) {
             group.bench_function("prepared", |b| {
                 b.iter(|| {
@@ -184,7 +209,9 @@ fn criterion_benches(c: &mut Criterion, sharding: &Sharding) {
     for (name, first, second) in literal_set() {
         let mut group = c.benchmark_group(format!("route_literals/{name}"));
         black_box(hit(&cache, first, &[], sharding));
-        group.bench_function("parse", |b| b.iter(|| ParseTree::parse(black_box(second)).is_ok()));
+        group.bench_function("parse", |b| {
+            b.iter(|| ParseTree::parse(black_box(second)).is_ok())
+        });
         group.bench_function("literal_hit", |b| {
             b.iter(|| hit(&cache, black_box(second), &[], sharding))
         });
@@ -199,8 +226,8 @@ fn print_table(sharding: &Sharding) {
     println!("ns/op are medians; hit/parse = median of per-round ratios (target < 0.10).");
     println!();
     println!(
-        "{:<18} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12}",
-        "statement", "parse", "miss", "hit", "prepared", "hit/parse", "prep/parse"
+        "{:<18} {:>10} {:>10} {:>14} {:>10} {:>10} {:>10} {:>12}",
+        "statement", "parse", "miss", "miss_protobuf", "hit", "prepared", "hit/parse", "prep/parse"
     );
     for (name, sql, params) in prepared_set() {
         let params = text_params(&params);
@@ -208,13 +235,21 @@ fn print_table(sharding: &Sharding) {
             println!("{name:<18} does not parse");
             continue;
         };
-        let routed = route::route_all(&lookup.entry.summary, &params, &Overrides::default(), sharding);
+        let routed = route::route_all(
+            &lookup.entry.summary,
+            &params,
+            &Overrides::default(),
+            sharding,
+        );
         let (ns, vs_parse) = bench::timing::interleaved(&[
             &|| {
                 black_box(ParseTree::parse(black_box(sql)).is_ok());
             },
             &|| {
                 black_box(miss(black_box(sql), &params, sharding));
+            },
+            &|| {
+                black_box(miss_protobuf(black_box(sql), &params, sharding));
             },
             &|| {
                 black_box(hit(&cache, black_box(sql), &params, sharding));
@@ -232,13 +267,14 @@ fn print_table(sharding: &Sharding) {
             },
         ]);
         println!(
-            "{name:<18} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>10.3} {:>12.3}   -> {:?}",
+            "{name:<18} {:>10.0} {:>10.0} {:>14.0} {:>10.0} {:>10.0} {:>10.3} {:>12.3}   -> {:?}",
             ns[0],
             ns[1],
             ns[2],
             ns[3],
-            1.0 / vs_parse[2],
+            ns[4],
             1.0 / vs_parse[3],
+            1.0 / vs_parse[4],
             routed.map(|r| r.route),
         );
     }

@@ -50,4 +50,3 @@ pub fn geomean(values: &[f64]) -> f64 {
     }
     (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp()
 }
-

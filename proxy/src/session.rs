@@ -730,8 +730,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 conn.rbuf.reserve(1 + len - conn.rbuf.len());
                 break;
             }
-            self.plan
-                .drain_local(&mut self.to_client, routing::client_status(&self.txn, conn.status));
+            self.plan.drain_local(
+                &mut self.to_client,
+                routing::client_status(&self.txn, conn.status),
+            );
             let message = conn.rbuf.split_to(1 + len);
             let body = &message[5..];
             match tag {

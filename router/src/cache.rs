@@ -4,30 +4,41 @@
 //!
 //! # Keys
 //! Edge comments come off first ([`template::split_edge_comments`]); the rest
-//! (the core) is keyed by its template ([`template::template`]: literals
-//! replaced by a NUL placeholder) when the entry can be *templated*, else by
-//! its exact text. An entry is templated when every literal-valued key in
-//! its summary ([`ValueSource::Integer`] / [`ValueSource::Text`]) sits exactly
-//! on one of the lexer's literals (or on a `-` right before a number, which
-//! the parser folds into the constant) and has that literal's value. Those
-//! values are rewritten to [`ValueSource::Param`]`(literal_base + 1 + j)`,
-//! where `literal_base` is the highest `$n` of the statement and `j` indexes
-//! [`Entry::uses`]; each lookup then returns the values of *its* text's
+//! (the core) is keyed by its template ([`template::template`]: number and
+//! string literals replaced by NUL-led placeholders, one per kind) when the
+//! entry can be *templated*, else by its exact text. An entry is templated
+//! when every literal-valued key in its summary ([`ValueSource::Integer`] /
+//! [`ValueSource::Text`]) sits exactly on one of the lexer's literals (or on
+//! a `-` right before a number, which the parser folds into the constant)
+//! and has that literal's value. Those values are rewritten to
+//! [`ValueSource::Param`]`(literal_base + 1 + j)`, where `literal_base` is
+//! the highest `$n` of the statement and `j` indexes [`Entry::uses`] (the
+//! literals the summary reads, in text order; `LIMIT 10` is not one of them
+//! but still shares the key). Each lookup returns the values of *its* text's
 //! literals ([`Lookup::literals`]), and [`Lookup::params`] lays out bind
 //! parameters followed by those literals, which the router reads as text
 //! parameters. Anything else (a literal the lexer does not template, a
 //! statement the lexer is unsure of, `SET pgdog.shard = 1` whose value sits in
 //! the statement kind) is keyed by its exact text: correctness over hit rate.
+//! A lookup tries the template key, then the exact text.
 //!
+//! Comments in the middle of a statement are part of its key; the overrides
+//! they name are read once, on the miss, and kept in the entry.
+
 //! # Size
 //! The cache holds at most `max_entries` entries and `max_bytes` estimated
 //! bytes, evicting least recently used entries until both hold. An entry's
-//! bytes are its key, its text, its summary (walked) and its tree, estimated:
+//! bytes are its key, its text, its summary (walked) and its tree. Trees are
+//! estimated from the text's length with constants measured on this kind of
+//! machine (growth of the resident set per tree kept, 5,000 trees each of
+//! 28- to 2,051-byte statements, glibc malloc):
 //! - zero-copy tree: the parser's memory context starts with one 8 KiB block
-//!   ([`C_CONTEXT_BYTES`]) and nodes and scanner buffers take about
-//!   [`C_BYTES_PER_TEXT_BYTE`] bytes per byte of text beyond that;
-//! - protobuf tree: about [`PROTOBUF_BYTES_PER_TEXT_BYTE`] bytes of Rust heap
-//!   per byte of text (boxed nodes, `Vec`s and `String`s);
+//!   ([`C_CONTEXT_BYTES`]; about 7 KiB of it touched for a point SELECT) and
+//!   grows by about [`C_BYTES_PER_TEXT_BYTE`] bytes per byte of text (32 KiB
+//!   for a 2 KiB ORM query);
+//! - protobuf tree: [`PROTOBUF_BASE_BYTES`] plus [`PROTOBUF_BYTES_PER_TEXT_BYTE`]
+//!   per byte of text (16 KiB for a point SELECT, 267 KiB for the ORM query:
+//!   boxed nodes, `Vec`s and `String`s, and the allocator's slack);
 //!
 //! plus [`ENTRY_OVERHEAD`] for the entry, its `Arc` and the LRU's node. An
 //! entry larger than `max_bytes` is not cached at all.
@@ -58,12 +69,14 @@ use crate::summary::{Condition, StatementKind, Summary, Value, ValueSource};
 use crate::template::{self, LiteralKind, Template};
 
 /// The parser's memory context: its first block (Postgres's
-/// `ALLOCSET_DEFAULT_INITSIZE`), which even `SELECT 1` fills in part.
+/// `ALLOCSET_DEFAULT_INITSIZE`), which even `SELECT 1` mostly fills.
 pub const C_CONTEXT_BYTES: usize = 8 * 1024;
 /// C parse tree bytes per byte of statement text, beyond the first block.
-pub const C_BYTES_PER_TEXT_BYTE: usize = 32;
+pub const C_BYTES_PER_TEXT_BYTE: usize = 12;
+/// pg_query protobuf tree: the cost of the smallest tree.
+pub const PROTOBUF_BASE_BYTES: usize = 12 * 1024;
 /// pg_query protobuf tree bytes per byte of statement text.
-pub const PROTOBUF_BYTES_PER_TEXT_BYTE: usize = 48;
+pub const PROTOBUF_BYTES_PER_TEXT_BYTE: usize = 128;
 /// The entry struct, the `Arc` counts, the LRU's node and hash slot.
 pub const ENTRY_OVERHEAD: usize = size_of::<Entry>() + 128;
 
@@ -95,7 +108,8 @@ pub struct Entry {
     pub tree: Tree,
     /// The core text that was parsed; the tree's locations point into it.
     pub text: String,
-    /// Keyed by template: other texts with other literal values share it.
+    /// Keyed by template: other texts with other literal values share it
+    /// (possibly reading none of them: `... LIMIT 10`).
     pub templated: bool,
     /// The highest `$n` of the statement (0 when not templated): literal
     /// parameters are numbered after it.
@@ -362,10 +376,12 @@ fn literal_values(entry: &Entry, core: &str, template: Option<&Template>) -> Opt
     if !entry.templated {
         return Some(Vec::new());
     }
-    let template = template?;
-    entry
-        .uses
-        .iter()
+    values_of(&entry.uses, core, template?)
+}
+
+/// The values of the literals `uses` names, in `core` as `template` lexed it.
+fn values_of(uses: &[LiteralUse], core: &str, template: &Template) -> Option<Vec<String>> {
+    uses.iter()
         .map(|used| {
             let value = template.literals.get(used.index)?.value(core);
             Some(if used.negate {
@@ -398,18 +414,23 @@ fn build_entry(
     };
     let mut literal_base = 0;
     let mut uses = Vec::new();
+    let mut literals = None;
     let mut key_len = core.len();
     if let Some(template) = template.filter(|t| !t.literals.is_empty()) {
         let mut candidate = summary.clone();
         if let Some((base, used)) = parameterize(&mut candidate, core, template) {
-            candidate.canonicalize();
-            summary = candidate;
-            literal_base = base;
-            uses = used;
-            key_len = template.key.len();
+            // With no literal read, every text of the key has this summary.
+            if let Some(values) = values_of(&used, core, template) {
+                candidate.canonicalize();
+                summary = candidate;
+                literal_base = base;
+                uses = used;
+                literals = Some(values);
+                key_len = template.key.len();
+            }
         }
     }
-    let templated = !uses.is_empty();
+    let templated = literals.is_some();
     let overrides = if core.contains("pgdog_") {
         template::inner_overrides(core)
     } else {
@@ -417,7 +438,7 @@ fn build_entry(
     };
     let tree_bytes = match &tree {
         Tree::ZeroCopy(_) => C_CONTEXT_BYTES + C_BYTES_PER_TEXT_BYTE * core.len(),
-        Tree::Protobuf(_) => PROTOBUF_BYTES_PER_TEXT_BYTE * core.len(),
+        Tree::Protobuf(_) => PROTOBUF_BASE_BYTES + PROTOBUF_BYTES_PER_TEXT_BYTE * core.len(),
     };
     let bytes = ENTRY_OVERHEAD
         + key_len
@@ -426,24 +447,16 @@ fn build_entry(
         + summary_bytes(&summary)
         + uses.len() * size_of::<LiteralUse>()
         + overrides.sharding_key.as_ref().map_or(0, String::len);
-    let mut entry = Entry {
+    let entry = Entry {
         summary,
         tree,
         text: core.to_owned(),
         templated,
-        literal_base: if templated { literal_base } else { 0 },
+        literal_base,
         uses,
         overrides,
         bytes,
     };
-    let literals = match (templated, template) {
-        (true, Some(template)) => literal_values(&entry, core, Some(template)),
-        _ => None,
-    };
-    if templated && literals.is_none() {
-        // Cannot happen: the uses were taken from this template.
-        entry.templated = false;
-    }
     Ok((entry, literals))
 }
 

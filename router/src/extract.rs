@@ -23,12 +23,68 @@
 //!   subqueries, CTE bodies, INSERT/UPDATE/DELETE/MERGE/COPY/DDL targets),
 //!   except unqualified names equal to a CTE name defined anywhere in the
 //!   statement. schema = `schemaname`, name = `relname`, alias = `alias.aliasname`.
-//! - **conditions**: one per query level that yields a condition (a level
-//!   whose condition is empty adds nothing). Levels: every SelectStmt (its
-//!   WHERE AND-ed with the quals of INNER JoinExprs in its FROM, at any join
-//!   nesting), every UpdateStmt / DeleteStmt (WHERE), every MergeStmt (its
-//!   join condition), and an InsertStmt's VALUES (below). Set operations'
-//!   arms, subqueries in FROM, sublinks and CTE bodies are levels of their own.
+//! - **conditions**: the key conditions that restrict the statement's rows,
+//!   from the query levels that do; all must hold. A level's own condition:
+//!   a SELECT's WHERE AND-ed with the quals of the INNER JoinExprs of its FROM
+//!   reached through preserved sides (both sides of INNER, the left of LEFT,
+//!   the right of RIGHT, neither of FULL; at any join nesting); an UPDATE's
+//!   WHERE with its FROM, a DELETE's WHERE with its USING, a MERGE's join
+//!   condition with its source (one FROM item), alike; an INSERT's VALUES
+//!   (below). A level whose condition is empty adds nothing. The levels that
+//!   contribute:
+//!   - the statement's own: the top-level SELECT / INSERT / UPDATE / DELETE /
+//!     MERGE, or the query that EXPLAIN, COPY (query) TO, CREATE TABLE AS,
+//!     DECLARE CURSOR or PREPARE wraps;
+//!   - from a contributing level, the FROM items reached through preserved
+//!     sides (every item of a SELECT's or UPDATE's FROM list, of a DELETE's
+//!     USING, a MERGE's source; then join sides as above), recursively: a
+//!     subquery (RangeSubselect, LATERAL or not) adds its query's conditions;
+//!     an unqualified RangeVar naming a CTE in scope adds that CTE's (below);
+//!   - an INSERT's SELECT (INSERT ... SELECT);
+//!   - set operations (a SelectStmt with `op`): UNION (ALL or not) adds ONE
+//!     condition, the `Or` of its arms' (each arm's conditions AND-ed, one
+//!     left as is), and none if some arm has none; INTERSECT adds every arm's
+//!     conditions; EXCEPT the left arm's only. Nested set operations combine
+//!     the same way, recursively.
+//!
+//!   Nothing else contributes. Subqueries inside expressions (SubLinks of
+//!   every kind: IN, EXISTS, NOT EXISTS, ANY/ALL, scalar, ARRAY(...), wherever
+//!   they sit: WHERE, target list, HAVING, ON, VALUES, SET, RETURNING) add
+//!   nothing, nor do their own FROM subqueries and CTEs; neither do FROM
+//!   items on the nullable side of an outer join, nor EXCEPT's right arm:
+//!   they filter or extend the statement's rows, they do not say where those
+//!   rows live (`WHERE k = 3 OR id IN (SELECT ... WHERE k = 4)` reads every
+//!   shard).
+//!
+//!   **CTEs** are scoped as in Postgres (a WITH's CTEs are visible to its
+//!   query and the levels below; to each other in a RECURSIVE WITH, to the
+//!   later ones only otherwise). A CTE's body is evaluated once per
+//!   statement, as a query of its own, and its conditions are added wherever
+//!   a contributing FROM references the CTE; a reference met while the body
+//!   is being evaluated (recursion) adds nothing. A CTE referenced only from
+//!   sublinks, or not at all, adds nothing. Data-modifying CTEs (INSERT /
+//!   UPDATE / DELETE / MERGE) of the top-level statement's WITH are added
+//!   whether referenced or not: they run either way, and their rows must stay
+//!   put (the rest of the statement is then restricted to their shards too).
+//!   A CTE whose conditions count more than [`MAX_CTE_CONDITION_NODES`]
+//!   nodes (each Eq, Any, And and Or one) adds nothing where it is
+//!   referenced: CTEs referencing each other could otherwise multiply a
+//!   statement's conditions exponentially, and a condition left out only
+//!   makes routing read more shards, never fewer. (A data-modifying CTE of
+//!   the top-level WITH is added once however large: an INSERT's rows must
+//!   go to their shards only.) CTEs with the same name in one WITH (which
+//!   Postgres refuses): the first one counts.
+//! - **target**: the table the statement writes, as in **tables**: an
+//!   INSERT's, UPDATE's, DELETE's or MERGE's relation, a COPY ... FROM's
+//!   table; of the top-level statement only (or of the statement EXPLAIN
+//!   explains), never of a data-modifying CTE. `None` otherwise.
+//! - **set_columns**: the columns a top-level UPDATE (or the UPDATE that
+//!   EXPLAIN explains) assigns, and those of every UPDATE action of a MERGE
+//!   (`WHEN MATCHED` and `WHEN NOT MATCHED BY SOURCE ... THEN UPDATE SET`:
+//!   both change target rows): each ResTarget's name (`SET (a, b) = ...`
+//!   names both; `SET a[1] = ...` names `a`), sorted and deduplicated. Not
+//!   INSERT ... ON CONFLICT DO UPDATE's: upserts routinely assign every
+//!   column, the key included, to the value the row already has.
 //! - An expression becomes a [`Condition`] like this (anything else is "no
 //!   condition"):
 //!   - AND: the children's conditions (dropping those without one); one left
@@ -46,18 +102,27 @@
 //!   - A value: A_Const (Integer -> `Integer`; Float and String -> `Text`;
 //!     NULL -> `Null`; Boolean and BitString are not values), ParamRef ->
 //!     `Param`, or a TypeCast of a value: `cast` = the outermost cast's type
-//!     name, last part, lower-cased (the parser already turns `int` into
-//!     `pg_catalog.int4`). Locations are the A_Const's.
+//!     name, last part, lower-cased in ASCII only, as Postgres folds
+//!     identifiers (the parser already turns `int` into `pg_catalog.int4`).
+//!     Locations are the A_Const's.
 //! - **INSERT VALUES**: with a column list, each row gives an `And` of `Eq`s
 //!   of the columns whose value is a value (as above), with `table` = the
 //!   target's alias or else its name; one `Eq` is returned as is. Several
 //!   rows give an `Or` of the rows (a row giving no condition makes the whole
 //!   VALUES give none). Without a column list, `insert_without_columns` is
-//!   set. `INSERT ... SELECT`: the SELECT's levels as usual.
-//! - Finally [`Summary::canonicalize`] sorts tables and conditions, so the
-//!   order in which a walker meets things does not matter.
-//! - A tree nested deeper than [`MAX_DEPTH`] levels of expression gives
-//!   [`ExtractError::TooDeep`], never a stack overflow.
+//!   set (by any INSERT ... VALUES that contributes, as above: the top-level
+//!   one or a data-modifying CTE). `INSERT ... SELECT`: the SELECT's levels,
+//!   as above.
+//! - Finally [`Summary::canonicalize`] sorts and deduplicates tables,
+//!   conditions (a CTE referenced twice adds its conditions once) and
+//!   set_columns, so the order in which a walker meets things does not matter.
+//! - A tree nested deeper than [`MAX_DEPTH`] levels of expression, or more
+//!   than [`MAX_DEPTH`] contributing query levels deep (the statement's own
+//!   query is level 1; a set operation's arms, a FROM subquery, an INSERT's
+//!   SELECT and a referenced CTE's body are each one deeper than the level
+//!   that leads to them, so a UNION chain is as deep as it is long, and so
+//!   are its nested ORs), gives [`ExtractError::TooDeep`], never a stack
+//!   overflow.
 
 pub mod protobuf;
 pub mod view;
@@ -72,6 +137,10 @@ use crate::summary::{Condition, StatementSummary};
 
 /// Deepest expression nesting the extractors follow.
 pub const MAX_DEPTH: usize = 1000;
+
+/// Largest CTE condition (in nodes) that is copied to where the CTE is
+/// referenced (see the rules above).
+pub const MAX_CTE_CONDITION_NODES: usize = 1000;
 
 /// Why a tree could not be summarized.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

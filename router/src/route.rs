@@ -20,9 +20,11 @@
 //!    missed), keyless INSERTs and COPY FROM are refused (pgshard cannot tell
 //!    where the row belongs). List such tables in `[[omnisharded_tables]]`
 //!    to read them from one database and write them everywhere.
-//! 5. Conditions (one per query level) give shard sets: `k = v` the database
-//!    of `v`, `k = ANY(array)` the union of its elements', AND the
-//!    intersection, OR the union (free if any branch is). An empty AND of one
+//! 5. Conditions (one per query level that restricts the statement's rows,
+//!    a UNION's arms OR-ed into one: see [`crate::extract`]; sublinks give
+//!    none) give shard sets: `k = v` the database of `v`, `k = ANY(array)`
+//!    the union of its elements', AND the intersection, OR the union (free
+//!    if any branch is). An empty AND of one
 //!    column (`k = 1 AND k = 2`, or `k = ANY('{}')`) matches no row and goes
 //!    to the lowest database named; of different columns (`a.k = 1 AND
 //!    b.k = 2`) it is a cross-shard join: an error. A NULL or missing value
@@ -36,12 +38,13 @@
 //!    intersected; an empty intersection is an error. Conditions count only
 //!    when the statement touches a sharded (or unknown, or family) table.
 //! 6. Restricted -> `Shard`, `Shards` or `All`. An INSERT (or MERGE) whose
-//!    rows go to several databases is refused unless it reads other sharded
-//!    tables (INSERT ... SELECT, which each database runs on its own rows).
+//!    rows go to several databases is refused unless it reads sharded tables
+//!    other than its target (INSERT ... SELECT, which each database runs on
+//!    its own rows).
 //! 7. Unrestricted, touching sharded tables: reads, UPDATE, DELETE, COPY TO,
 //!    EXPLAIN -> `All`; INSERT ... VALUES (or MERGE) without the key -> error
-//!    naming the column to add; INSERT ... SELECT from other sharded tables ->
-//!    `All`; COPY FROM -> error (not supported yet).
+//!    naming the column to add; INSERT ... SELECT from sharded tables other
+//!    than the target -> `All`; COPY FROM -> error (not supported yet).
 //! 8. Only omnisharded / catalog tables: writes `All`, reads (locking ones
 //!    too) `Any`. No tables: DDL `All`, the rest `Any`. DDL on sharded tables
 //!    goes `All` (every database holds a part), on a family table to its
@@ -49,15 +52,23 @@
 //! 9. `cross_shard_disabled` refuses a statement that touches sharded tables
 //!    and would run on more than one database (DDL excepted).
 //! 10. Statement strings: see [`route_all`].
+//! 11. Writes that would put rows where they do not belong are refused
+//!     (after rules 1-3: overrides and one-database clusters decide first):
+//!     a statement that sets the sharding key column of its target (a
+//!     sharded table's own key, or a column-only entry's column on an
+//!     unknown table: `UPDATE orders SET tenant_id = 4 ...`) would leave the
+//!     row on its old key's shard; a write into an omnisharded table that
+//!     also reads sharded, unknown or family tables (`INSERT INTO countries
+//!     SELECT ... FROM orders`) would compute different rows on each
+//!     database, or write one copy only, and the copies would diverge.
 //!
-//! Limitations (the summary does not carry what it would take): it does not
-//! say which table a statement writes, so `INSERT INTO countries SELECT ...
-//! FROM orders WHERE tenant_id = 1` (an omnisharded target fed from one
-//! shard) is routed by the sharded table, and it does not say which columns
-//! an UPDATE sets, so `UPDATE orders SET tenant_id = 4 WHERE tenant_id = 3`
-//! goes to the old key's shard and the row does not move. An INSERT ...
-//! SELECT is told from INSERT ... VALUES by the number of sharded table
-//! references (two or more: a SELECT from sharded tables).
+//! Limitations: an INSERT ... SELECT is told from INSERT ... VALUES by
+//! whether the statement names a sharded table other than its target (the
+//! same table read back under the same name counts once, so `INSERT INTO
+//! orders SELECT * FROM orders` is refused as keyless, and a VALUES row
+//! with a sublink on another sharded table counts as a SELECT). A
+//! data-modifying CTE restricts the whole statement to its shards, and
+//! neither its target nor its SET columns are checked by rule 11.
 
 mod keys;
 mod shard_set;
@@ -177,6 +188,18 @@ pub enum RouteError {
         "pgdog.sharding_key is set, but this cluster has no sharded tables to type and hash it with"
     )]
     NoKeySpace,
+    #[error(
+        "this statement sets {column}, the sharding key of {table}: changing a sharding key would move the row to another shard, which is not supported; delete the row and insert it again with the new key"
+    )]
+    ShardingKeyChange { table: String, column: String },
+    #[error(
+        "this statement writes omnisharded table {table} from {read}, which {what}: each database would write from its own rows only and the copies of {table} would diverge, which is not supported; read the rows first and write {table} with their values (or list {read} in [[omnisharded_tables]] if every database holds all of it)"
+    )]
+    OmnishardedFromSharded {
+        table: String,
+        read: String,
+        what: &'static str,
+    },
 }
 
 /// Route one statement.
@@ -282,12 +305,17 @@ fn to_route(set: &ShardSet, databases: usize) -> Route {
 /// What the tables of a statement are, gathered in one pass.
 #[derive(Default)]
 struct TableFacts<'a> {
-    /// Table references that are configured-sharded or unknown.
-    sharded_refs: usize,
+    /// A configured-sharded or unknown table other than the target (for an
+    /// INSERT or MERGE: its rows come from a query over sharded tables).
+    reads_sharded: bool,
     /// Any sharded, unknown or family table.
     touches_sharded: bool,
-    /// The first configured-sharded or unknown table, and whether unknown.
+    /// The first configured-sharded or unknown table, and whether unknown:
+    /// the target if it is one.
     first_sharded: Option<(&'a str, bool)>,
+    /// The first sharded, unknown or family table other than the target, and
+    /// how to say what it is.
+    first_read: Option<(&'a str, &'static str)>,
     /// The intersection of the family tables' databases.
     families: Option<ShardSet>,
 }
@@ -358,6 +386,7 @@ fn decide(
     }
 
     let facts = table_facts(stmt, &keys)?;
+    check_write_target(stmt, &facts, sharding)?;
     if !facts.touches_sharded {
         let route = match stmt.kind {
             StatementKind::Ddl => Route::All,
@@ -380,13 +409,19 @@ fn decide(
     let (table, unknown) = facts.first_sharded.unwrap_or(("", false));
     let is_insert = stmt.kind == StatementKind::Insert;
     let is_merge = stmt.kind == StatementKind::Merge;
-    if is_insert && stmt.insert_without_columns && facts.sharded_refs > 0 {
+    let target_sharded = stmt.target.as_ref().is_some_and(|target| {
+        matches!(
+            classify(target, sharding),
+            TableClass::Sharded | TableClass::Unknown
+        )
+    });
+    if is_insert && stmt.insert_without_columns && target_sharded {
         return Err(without_key(stmt, sharding, table, unknown));
     }
     let restriction = restrict(stmt, &keys, facts.families)?;
     let (route, pinned) = match restriction {
         Restriction::Set(set) => {
-            if set.len() > 1 && (is_insert || is_merge) && facts.sharded_refs < 2 {
+            if set.len() > 1 && (is_insert || is_merge) && !facts.reads_sharded {
                 return Err(if is_insert {
                     RouteError::MultiRowInsert {
                         table: table.to_owned(),
@@ -407,7 +442,7 @@ fn decide(
         Restriction::Free => match stmt.kind {
             // Each database copies its own rows: only sound when the rows
             // come from (co-located) sharded tables.
-            StatementKind::Insert | StatementKind::Merge if facts.sharded_refs >= 2 => {
+            StatementKind::Insert | StatementKind::Merge if facts.reads_sharded => {
                 (Route::All, false)
             }
             StatementKind::Insert | StatementKind::Merge => {
@@ -446,10 +481,21 @@ fn table_facts<'a>(
 ) -> Result<TableFacts<'a>, RouteError> {
     let sharding = keys.sharding;
     let mut facts = TableFacts::default();
+    let target = stmt.target.as_ref();
+    if let Some(target) = target {
+        let class = classify(target, sharding);
+        if matches!(class, TableClass::Sharded | TableClass::Unknown) {
+            facts.first_sharded = Some((&target.name, class == TableClass::Unknown));
+        }
+    }
     for table in &stmt.tables {
+        let other = target != Some(table);
         match classify(table, sharding) {
             TableClass::Family { family, key } => {
                 facts.touches_sharded = true;
+                if other && facts.first_read.is_none() {
+                    facts.first_read = Some((&table.name, "is a sharded table family"));
+                }
                 let database =
                     keys.database(&family.keys, &crate::sharding::Key::Int(key), || {
                         format!("table {}", table.name)
@@ -458,16 +504,63 @@ fn table_facts<'a>(
                 facts.families = Some(intersect(facts.families.take(), set)?);
             }
             class @ (TableClass::Sharded | TableClass::Unknown) => {
+                let unknown = class == TableClass::Unknown;
                 facts.touches_sharded = true;
-                facts.sharded_refs += 1;
+                facts.reads_sharded |= other;
                 if facts.first_sharded.is_none() {
-                    facts.first_sharded = Some((&table.name, class == TableClass::Unknown));
+                    facts.first_sharded = Some((&table.name, unknown));
+                }
+                if other && facts.first_read.is_none() {
+                    let what = if unknown {
+                        "is not in the sharding config (so is treated as sharded)"
+                    } else {
+                        "is sharded"
+                    };
+                    facts.first_read = Some((&table.name, what));
                 }
             }
             TableClass::Omnisharded | TableClass::Catalog => {}
         }
     }
     Ok(facts)
+}
+
+/// Rule 11: refuse writes that would leave rows where they do not belong.
+fn check_write_target(
+    stmt: &StatementSummary,
+    facts: &TableFacts<'_>,
+    sharding: &Sharding,
+) -> Result<(), RouteError> {
+    let Some(target) = &stmt.target else {
+        return Ok(());
+    };
+    let class = classify(target, sharding);
+    if !stmt.set_columns.is_empty() {
+        let key = sharding.tables.iter().find(|entry| {
+            let keys_target = match class {
+                TableClass::Sharded => entry_names(entry, target),
+                TableClass::Unknown => entry.name.is_none(),
+                _ => false,
+            };
+            keys_target && stmt.set_columns.contains(&entry.column)
+        });
+        if let Some(entry) = key {
+            return Err(RouteError::ShardingKeyChange {
+                table: target.name.clone(),
+                column: entry.column.clone(),
+            });
+        }
+    }
+    if class == TableClass::Omnisharded {
+        if let Some((read, what)) = facts.first_read {
+            return Err(RouteError::OmnishardedFromSharded {
+                table: target.name.clone(),
+                read: read.to_owned(),
+                what,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Intersect the levels' restrictions with the family tables' databases.

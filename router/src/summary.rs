@@ -60,14 +60,23 @@ pub struct StatementSummary {
     /// Every table the statement names, in order of first appearance, once
     /// per (schema, name, alias). CTE names that shadow a table are not tables.
     pub tables: Vec<TableRef>,
-    /// Key conditions, one per query level (each SELECT/UPDATE/DELETE level's
-    /// WHERE with its JOIN ... ON quals, an INSERT's VALUES rows): all must
-    /// hold, so the router intersects the shard sets they give.
+    /// Key conditions of the query levels that restrict the statement's
+    /// rows (the statement's own level, FROM subqueries and CTEs reached
+    /// through preserved join sides, an INSERT's VALUES rows or SELECT; a set
+    /// operation's arms combined into one; never sublinks: see
+    /// [`crate::extract`]): all must hold, so the router intersects the
+    /// shard sets they give.
     pub conditions: Vec<Condition>,
     /// For INSERT: the target's VALUES rows carry no usable key because the
     /// column list is absent (`INSERT INTO t VALUES (...)`); the router refuses
     /// such inserts into sharded tables rather than guess.
     pub insert_without_columns: bool,
+    /// The table an INSERT / UPDATE / DELETE / MERGE / COPY FROM writes (the
+    /// top-level statement's, or the explained one's; never a CTE's).
+    pub target: Option<TableRef>,
+    /// Columns a top-level UPDATE (or a MERGE's UPDATE actions) assigns,
+    /// sorted and deduplicated; not an upsert's (ON CONFLICT DO UPDATE).
+    pub set_columns: Vec<String>,
 }
 
 /// A table as the statement names it.
@@ -84,7 +93,7 @@ pub struct TableRef {
 /// key-like (`a > 1`, function calls, column = column) are dropped by the
 /// extractor: inside `And` they just do not restrict; an `Or` with such a
 /// branch restricts nothing and is dropped whole.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Condition {
     /// `column = value` (either side), `column IN (v1, v2)` gives an `Or`.
     Eq {
@@ -101,7 +110,7 @@ pub enum Condition {
 }
 
 /// A column reference: `tenant_id`, `o.tenant_id`, `public.orders.tenant_id`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ColumnRef {
     /// The qualifier as written: a table name or an alias (`None` if unqualified).
     pub table: Option<String>,
@@ -109,7 +118,7 @@ pub struct ColumnRef {
 }
 
 /// A value compared with a key column.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Value {
     pub source: ValueSource,
     /// Type of an explicit cast (`$3::int`, `'7'::bigint`, `CAST(x AS uuid)`),
@@ -119,7 +128,7 @@ pub struct Value {
 }
 
 /// Where a value comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ValueSource {
     /// An integer literal that fits an int4 (`42`, `-7`); `location` as below
     /// (for `-7`, the offset of the minus sign, as the parser records it).
@@ -145,16 +154,21 @@ impl Summary {
 }
 
 impl StatementSummary {
-    /// Sort and deduplicate `tables`; sort `conditions` and the children of
-    /// every `And`/`Or` (by their `Debug` text: any total order will do, it
-    /// only has to be the same for every extractor).
+    /// Sort and deduplicate `tables`, `set_columns` and `conditions` (all
+    /// conditions must hold, so a repeated one, as a CTE referenced twice
+    /// gives, says nothing more), and sort the children of every `And`/`Or`.
+    /// Any total order will do, it only has to be the same for every
+    /// extractor: the derived one, sorted in place without allocating.
     pub fn canonicalize(&mut self) {
-        self.tables.sort();
+        self.tables.sort_unstable();
         self.tables.dedup();
+        self.set_columns.sort_unstable();
+        self.set_columns.dedup();
         for condition in &mut self.conditions {
             condition.canonicalize();
         }
         sort_conditions(&mut self.conditions);
+        self.conditions.dedup();
     }
 }
 
@@ -170,5 +184,7 @@ impl Condition {
 }
 
 fn sort_conditions(conditions: &mut [Condition]) {
-    conditions.sort_by_cached_key(|c| format!("{c:?}"));
+    if conditions.len() > 1 {
+        conditions.sort_unstable();
+    }
 }

@@ -42,8 +42,8 @@ pub const STRING_PLACEHOLDER: &str = "\0'";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template<'a> {
     /// The text with every [`Literal`] replaced by [`NUMBER_PLACEHOLDER`] or
-    /// [`STRING_PLACEHOLDER`]; borrowed
-    /// (the text itself) when there is no literal.
+    /// [`STRING_PLACEHOLDER`]; borrowed (the text itself) when there is no
+    /// literal.
     pub key: Cow<'a, str>,
     /// The literals, in order of position.
     pub literals: Vec<Literal>,
@@ -120,12 +120,12 @@ pub fn split_edge_comments(sql: &str) -> (&str, Overrides) {
         end -= 1;
     }
     let body = sql.get(start..end).unwrap_or_default();
-    let core = match may_end_in_comment(body) {
-        true => match trailing_comments(body, &mut overrides) {
-            Some(significant) => body.get(..significant).unwrap_or(body),
-            None => body,
-        },
-        false => body,
+    let core = if may_end_in_comment(body) {
+        trailing_comments(body, &mut overrides)
+            .and_then(|significant| body.get(..significant))
+            .unwrap_or(body)
+    } else {
+        body
     };
     (core, overrides)
 }
@@ -135,12 +135,10 @@ pub fn split_edge_comments(sql: &str) -> (&str, Overrides) {
 /// the lexer gives up are not read.
 pub fn inner_overrides(core: &str) -> Overrides {
     let mut overrides = Overrides::default();
-    let mut lexer = Lexer::new(core);
-    while let Ok(Some(token)) = lexer.next_token() {
-        if let Token::Comment { start, end } = token {
-            read_overrides(core.get(start..end).unwrap_or_default(), &mut overrides);
-        }
-    }
+    // Unsure text: keep what was read before the lexer gave up.
+    let _ = Lexer::new(core).run(&mut |_| {}, &mut |start, end| {
+        read_overrides(core.get(start..end).unwrap_or_default(), &mut overrides);
+    });
     overrides
 }
 
@@ -152,20 +150,24 @@ pub fn template(core: &str) -> Option<Template<'_>> {
     let mut key = String::new();
     let mut copied = 0;
     let mut literals = Vec::new();
-    while let Some(token) = lexer.next_token().ok()? {
-        if let Token::Literal(literal) = token {
-            if literals.is_empty() {
-                key.reserve(core.len());
-            }
-            key.push_str(core.get(copied..literal.start)?);
-            key.push_str(match literal.kind {
-                LiteralKind::Number => NUMBER_PLACEHOLDER,
-                LiteralKind::String { .. } => STRING_PLACEHOLDER,
-            });
-            copied = literal.end;
-            literals.push(literal);
-        }
-    }
+    lexer
+        .run(
+            &mut |literal| {
+                if literals.is_empty() {
+                    key.reserve(core.len() + 8);
+                }
+                // Literal offsets sit on ASCII bytes: always char boundaries.
+                key.push_str(core.get(copied..literal.start).unwrap_or_default());
+                key.push_str(match literal.kind {
+                    LiteralKind::Number => NUMBER_PLACEHOLDER,
+                    LiteralKind::String { .. } => STRING_PLACEHOLDER,
+                });
+                copied = literal.end;
+                literals.push(literal);
+            },
+            &mut |_, _| {},
+        )
+        .ok()?;
     let key = if literals.is_empty() {
         Cow::Borrowed(core)
     } else {
@@ -179,25 +181,71 @@ pub fn template(core: &str) -> Option<Template<'_>> {
     })
 }
 
+// Byte classes, so the lexer's hot loops do one table load per byte.
+
 /// Postgres's whitespace (`scan.l` `space`: space, tab, newline, carriage
 /// return, form feed, vertical tab).
-pub(crate) fn is_space(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+const SPACE: u8 = 1;
+/// `scan.l` `ident_start`: letters, `_`, any byte of a multi-byte character.
+const IDENT_START: u8 = 2;
+/// `ident_cont`: those, digits and `$`.
+const IDENT_CONT: u8 = 4;
+/// Needs a closer look: quotes, `$`, `-`, `/`, `.`, digits, NUL.
+const SPECIAL: u8 = 8;
+/// `0`-`9`.
+const DIGIT: u8 = 16;
+
+const CLASSES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < table.len() {
+        let c = i as u8;
+        let mut class = 0;
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+            class |= SPACE;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+            class |= IDENT_START | IDENT_CONT;
+        }
+        if c.is_ascii_digit() || c == b'$' {
+            class |= IDENT_CONT;
+        }
+        if c.is_ascii_digit() {
+            class |= DIGIT;
+        }
+        if c.is_ascii_digit() || matches!(c, b'\'' | b'"' | b'$' | b'-' | b'/' | b'.' | 0) {
+            class |= SPECIAL;
+        }
+        table[i] = class;
+        i += 1;
+    }
+    table
+};
+
+fn class(c: u8) -> u8 {
+    CLASSES[usize::from(c)]
 }
 
-fn is_ident_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
+/// Postgres's whitespace.
+pub(crate) fn is_space(c: u8) -> bool {
+    class(c) & SPACE != 0
 }
 
 fn is_ident_cont(c: u8) -> bool {
-    is_ident_start(c) || c.is_ascii_digit() || c == b'$'
+    class(c) & IDENT_CONT != 0
 }
 
-fn skip_space(b: &[u8], mut i: usize) -> usize {
-    while b.get(i).is_some_and(|&c| is_space(c)) {
-        i += 1;
-    }
-    i
+/// The end of the run of bytes of class `class_bit` from `i`.
+fn run_end(b: &[u8], i: usize, class_bit: u8) -> usize {
+    let rest = b.get(i..).unwrap_or_default();
+    i + rest
+        .iter()
+        .position(|&c| class(c) & class_bit == 0)
+        .unwrap_or(rest.len())
+}
+
+fn skip_space(b: &[u8], i: usize) -> usize {
+    run_end(b, i, SPACE)
 }
 
 /// End of the `--` comment at `start`: its newline (not included) or the end.
@@ -219,7 +267,7 @@ fn block_comment_end(b: &[u8], start: usize) -> Option<usize> {
                 i += 2;
             }
             (b'*', Some(b'/')) => {
-                depth -= 1;
+                depth = depth.saturating_sub(1);
                 i += 2;
                 if depth == 0 {
                     return Some(i);
@@ -281,6 +329,13 @@ fn quote_follows(b: &[u8], mut i: usize) -> bool {
 /// Digits of `radix` from `i`, with single underscores between them (Postgres
 /// 16+); `underscore_first` allows one before the first digit (after `0x`).
 fn digits(b: &[u8], mut i: usize, radix: u32, underscore_first: bool) -> usize {
+    if radix == 10 && !underscore_first {
+        // The common case: a run of decimal digits with no underscore.
+        let end = run_end(b, i, DIGIT);
+        if b.get(end) != Some(&b'_') {
+            return end;
+        }
+    }
     let is_digit = |c: u8| char::from(c).is_digit(radix);
     if !underscore_first {
         if !b.get(i).is_some_and(|&c| is_digit(c)) {
@@ -298,10 +353,23 @@ fn digits(b: &[u8], mut i: usize, radix: u32, underscore_first: bool) -> usize {
 }
 
 fn may_end_in_comment(body: &str) -> bool {
-    let last_line = body
-        .rfind(['\n', '\r'])
-        .map_or(body, |p| body.get(p..).unwrap_or_default());
-    body.ends_with("*/") || last_line.contains("--")
+    if body.ends_with("*/") {
+        return true;
+    }
+    // A `--` on the last line (`str::find`/`rfind` of one byte are memchr).
+    let line = body
+        .rfind('\n')
+        .map_or(body, |p| body.get(p + 1..).unwrap_or_default());
+    let mut rest = line
+        .rfind('\r')
+        .map_or(line, |p| line.get(p + 1..).unwrap_or_default());
+    while let Some(p) = rest.find('-') {
+        if rest.as_bytes().get(p + 1) == Some(&b'-') {
+            return true;
+        }
+        rest = rest.get(p + 1..).unwrap_or_default();
+    }
+    false
 }
 
 /// Where the significant part of `body` ends, reading the overrides of the
@@ -309,11 +377,9 @@ fn may_end_in_comment(body: &str) -> bool {
 fn trailing_comments(body: &str, overrides: &mut Overrides) -> Option<usize> {
     let mut lexer = Lexer::new(body);
     let mut comments = Vec::new();
-    while let Some(token) = lexer.next_token().ok()? {
-        if let Token::Comment { start, end } = token {
-            comments.push((start, end));
-        }
-    }
+    lexer
+        .run(&mut |_| {}, &mut |start, end| comments.push((start, end)))
+        .ok()?;
     let significant = lexer.significant_end;
     for &(start, end) in comments.iter().filter(|(start, _)| *start >= significant) {
         read_overrides(body.get(start..end).unwrap_or_default(), overrides);
@@ -363,12 +429,6 @@ fn key_value(rest: &str) -> Option<String> {
     }
 }
 
-/// What the lexer reports; everything else it steps over.
-enum Token {
-    Literal(Literal),
-    Comment { start: usize, end: usize },
-}
-
 /// The lexer gave up: the text is not what it expects.
 struct Unsure;
 
@@ -391,52 +451,58 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    fn next_token(&mut self) -> Result<Option<Token>, Unsure> {
+    /// Lex the whole text, reporting literals and comments (by offsets);
+    /// everything else is stepped over.
+    fn run(
+        &mut self,
+        on_literal: &mut impl FnMut(Literal),
+        on_comment: &mut impl FnMut(usize, usize),
+    ) -> Result<(), Unsure> {
         let b = self.b;
         while let Some(&c) = b.get(self.i) {
+            let class = class(c);
+            if class & SPACE != 0 {
+                self.i = skip_space(b, self.i + 1);
+                continue;
+            }
             let start = self.i;
-            let next = b.get(start + 1).copied();
-            match c {
-                c if is_space(c) => {
-                    self.i += 1;
-                    continue;
-                }
-                b'-' if next == Some(b'-') => {
-                    self.i = line_comment_end(b, start);
-                    return Ok(Some(Token::Comment { start, end: self.i }));
-                }
-                b'/' if next == Some(b'*') => {
-                    self.i = block_comment_end(b, start).ok_or(Unsure)?;
-                    return Ok(Some(Token::Comment { start, end: self.i }));
-                }
-                b'\'' => {
-                    let (end, escaped) = quoted_end(b, start, b'\'').ok_or(Unsure)?;
-                    self.string_ends(end)?;
-                    let kind = LiteralKind::String { escaped };
-                    return Ok(Some(Token::Literal(Literal { start, end, kind })));
-                }
-                b'"' => self.i = quoted_end(b, start, b'"').ok_or(Unsure)?.0,
-                b'$' => self.dollar()?,
-                b'0'..=b'9' => {
-                    if let Some(literal) = self.number()? {
-                        return Ok(Some(Token::Literal(literal)));
-                    }
-                }
-                b'.' if next.is_some_and(|c| c.is_ascii_digit()) => {
-                    if let Some(literal) = self.number()? {
-                        return Ok(Some(Token::Literal(literal)));
-                    }
-                }
-                // `..` is a token of its own: `..5` is not `.` and `.5`.
-                b'.' if next == Some(b'.') => self.i += 2,
-                0 => return Err(Unsure),
-                c if is_ident_start(c) => self.word()?,
+            if class & IDENT_START != 0 {
+                self.word()?;
+            } else if class & SPECIAL == 0 {
                 // Operators and punctuation.
-                _ => self.i += 1,
+                self.i += 1;
+            } else {
+                let next = b.get(start + 1).copied();
+                match c {
+                    b'-' if next == Some(b'-') => {
+                        self.i = line_comment_end(b, start);
+                        on_comment(start, self.i);
+                        continue;
+                    }
+                    b'/' if next == Some(b'*') => {
+                        self.i = block_comment_end(b, start).ok_or(Unsure)?;
+                        on_comment(start, self.i);
+                        continue;
+                    }
+                    b'\'' => {
+                        let (end, escaped) = quoted_end(b, start, b'\'').ok_or(Unsure)?;
+                        self.string_ends(end)?;
+                        let kind = LiteralKind::String { escaped };
+                        on_literal(Literal { start, end, kind });
+                    }
+                    b'"' => self.i = quoted_end(b, start, b'"').ok_or(Unsure)?.0,
+                    b'$' => self.dollar()?,
+                    b'0'..=b'9' => self.number(on_literal)?,
+                    b'.' if next.is_some_and(|c| c.is_ascii_digit()) => self.number(on_literal)?,
+                    // `..` is a token of its own: `..5` is not `.` and `.5`.
+                    b'.' if next == Some(b'.') => self.i += 2,
+                    0 => return Err(Unsure),
+                    _ => self.i += 1,
+                }
             }
             self.significant_end = self.i;
         }
-        Ok(None)
+        Ok(())
     }
 
     /// A quoted constant ends at `end`; give up if a quote follows.
@@ -473,7 +539,7 @@ impl<'a> Lexer<'a> {
         let mut tag_end = start + 1;
         while b
             .get(tag_end)
-            .is_some_and(|&c| is_ident_start(c) || c.is_ascii_digit())
+            .is_some_and(|&c| is_ident_cont(c) && c != b'$')
         {
             tag_end += 1;
         }
@@ -492,7 +558,7 @@ impl<'a> Lexer<'a> {
 
     /// A number at `self.i` (a digit, or `.` and a digit); a literal if it is
     /// a plain decimal.
-    fn number(&mut self) -> Result<Option<Literal>, Unsure> {
+    fn number(&mut self, on_literal: &mut impl FnMut(Literal)) -> Result<(), Unsure> {
         let b = self.b;
         let start = self.i;
         let radix = match (b.get(start), b.get(start + 1).map(|c| c | 0x20)) {
@@ -534,11 +600,14 @@ impl<'a> Lexer<'a> {
         self.i = i;
         self.significant_end = i;
         let plain = radix == 10 && !b.get(start..i).unwrap_or_default().contains(&b'_');
-        Ok(plain.then_some(Literal {
-            start,
-            end: i,
-            kind: LiteralKind::Number,
-        }))
+        if plain {
+            on_literal(Literal {
+                start,
+                end: i,
+                kind: LiteralKind::Number,
+            });
+        }
+        Ok(())
     }
 
     /// An identifier or keyword, or a prefixed quoted constant (`E'...'`,
@@ -546,38 +615,33 @@ impl<'a> Lexer<'a> {
     fn word(&mut self) -> Result<(), Unsure> {
         let b = self.b;
         let start = self.i;
-        let first = b.get(start).map_or(0, |c| c | 0x20);
-        let next = b.get(start + 1).copied();
-        let after = b.get(start + 2).copied();
-        match (first, next, after) {
-            (b'e', Some(b'\''), _) => {
-                let end = escape_string_end(b, start + 1).ok_or(Unsure)?;
-                self.string_ends(end)
-            }
-            (b'b' | b'x', Some(b'\''), _) => {
-                let close = b
-                    .get(start + 2..)
-                    .and_then(|rest| rest.iter().position(|&c| c == b'\''))
-                    .ok_or(Unsure)?;
-                self.string_ends(start + 2 + close + 1)
-            }
-            (b'u', Some(b'&'), Some(b'\'')) => {
-                let (end, _) = quoted_end(b, start + 2, b'\'').ok_or(Unsure)?;
-                self.string_ends(end)
-            }
-            (b'u', Some(b'&'), Some(b'"')) => {
-                self.i = quoted_end(b, start + 2, b'"').ok_or(Unsure)?.0;
-                Ok(())
-            }
-            _ => {
-                let mut i = start + 1;
-                while b.get(i).is_some_and(|&c| is_ident_cont(c)) {
-                    i += 1;
+        if matches!(b.get(start + 1), Some(b'\'' | b'&')) {
+            let first = b.get(start).map_or(0, |c| c | 0x20);
+            let after = b.get(start + 2).copied();
+            let end = match (first, b.get(start + 1), after) {
+                (b'e', Some(b'\''), _) => Some(escape_string_end(b, start + 1).ok_or(Unsure)?),
+                (b'b' | b'x', Some(b'\''), _) => {
+                    let close = b
+                        .get(start + 2..)
+                        .and_then(|rest| rest.iter().position(|&c| c == b'\''))
+                        .ok_or(Unsure)?;
+                    Some(start + 2 + close + 1)
                 }
-                self.i = i;
-                Ok(())
+                (b'u', Some(b'&'), Some(b'\'')) => {
+                    Some(quoted_end(b, start + 2, b'\'').ok_or(Unsure)?.0)
+                }
+                (b'u', Some(b'&'), Some(b'"')) => {
+                    self.i = quoted_end(b, start + 2, b'"').ok_or(Unsure)?.0;
+                    return Ok(());
+                }
+                _ => None,
+            };
+            if let Some(end) = end {
+                return self.string_ends(end);
             }
         }
+        self.i = run_end(b, start + 1, IDENT_CONT);
+        Ok(())
     }
 }
 
@@ -699,7 +763,7 @@ mod tests {
         let string = template("x = -'1'").unwrap();
         assert_eq!(number.key, "x = -\0#");
         assert_eq!(string.key, "x = -\0'");
-        assert_eq!(template("x = 22").unwrap().key, number.key);
+        assert_eq!(template("x = -22").unwrap().key, number.key);
         assert_eq!(template("x = 'it''s'").unwrap().key, "x = \0'");
     }
 

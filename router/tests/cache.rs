@@ -273,6 +273,17 @@ fn only_key_literals_become_parameters() {
 }
 
 #[test]
+fn literals_outside_keys_share_the_entry() {
+    let cache = big();
+    let a = lookup(&cache, "SELECT * FROM t ORDER BY 1 LIMIT 10");
+    assert!(a.entry.templated && a.literals.is_empty());
+    let b = lookup(&cache, "SELECT * FROM t ORDER BY 2 LIMIT 20");
+    assert!(b.hit && b.literals.is_empty());
+    let bind = [ParamValue::Text(b"x")];
+    assert_eq!(b.params(&bind).as_ref(), bind);
+}
+
+#[test]
 fn quoted_strings() {
     let cache = big();
     let a = lookup(&cache, "SELECT * FROM t WHERE name = 'it''s'");
@@ -592,44 +603,5 @@ fn lookups_agree_with_fresh_parses() {
             );
         }
         assert!(hits > 300, "{hits} hits");
-    }
-}
-
-#[test]
-#[ignore]
-fn calibrate_tmp() {
-    fn rss() -> usize {
-        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-        statm.split(' ').nth(1).unwrap().parse::<usize>().unwrap() * 4096
-    }
-    let orm = format!(
-        "SELECT {} FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.tenant_id = $1 AND o.status IN ('a', 'b', 'c') ORDER BY o.created_at DESC LIMIT 50",
-        (0..60).map(|i| format!("o.column_number_{i} AS alias_{i}")).collect::<Vec<_>>().join(", ")
-    );
-    for sql in [
-        "SELECT * FROM t WHERE id = 1".to_owned(),
-        "UPDATE pgbench_accounts SET abalance = abalance + 100 WHERE aid = 5".to_owned(),
-        "INSERT INTO t (a, b, c) VALUES (1, 'x', 2), (3, 'y', 4), (5, 'z', 6), (7, 'w', 8), (9, 'v', 10)".to_owned(),
-        orm,
-    ] {
-        const N: usize = 5000;
-        let before = rss();
-        let trees: Vec<_> = (0..N).map(|_| parser_ffi::ParseTree::parse(&sql).unwrap()).collect();
-        let c = (rss() - before) / N;
-        std::mem::forget(trees);
-        let before = rss();
-        let trees: Vec<_> = (0..N).map(|_| parser_ffi::parse_protobuf(&sql).unwrap()).collect();
-        let p = (rss() - before) / N;
-        std::mem::forget(trees);
-        let before = rss();
-        for _ in 0..N {
-            drop(parser_ffi::parse_protobuf(&sql).unwrap());
-        }
-        eprintln!("dropped: {}", (rss() - before) / N);
-        let before = rss();
-        let trees: Vec<_> = (0..N).map(|_| parser_ffi::parse_raw(&sql).unwrap()).collect();
-        eprintln!("raw: {}", (rss() - before) / N);
-        std::mem::forget(trees);
-        eprintln!("len {} c {} ({:.1}/byte) protobuf {} ({:.1}/byte)", sql.len(), c, c as f64 / sql.len() as f64, p, p as f64 / sql.len() as f64);
     }
 }

@@ -139,6 +139,8 @@ fn stmt(kind: StatementKind) -> StatementSummary {
         tables: Vec::new(),
         conditions: Vec::new(),
         insert_without_columns: false,
+        target: None,
+        set_columns: Vec::new(),
     }
 }
 
@@ -151,6 +153,9 @@ trait Build {
     fn conditions(self, conditions: Vec<Condition>) -> Self;
     fn write(self, write: bool) -> Self;
     fn locking(self) -> Self;
+    /// The written table, as `schema.name alias`.
+    fn target(self, table: &str) -> Self;
+    fn set_columns(self, columns: &[&str]) -> Self;
 }
 
 impl Build for StatementSummary {
@@ -169,6 +174,14 @@ impl Build for StatementSummary {
     }
     fn locking(mut self) -> Self {
         self.locking = true;
+        self
+    }
+    fn target(mut self, spec: &str) -> Self {
+        self.target = Some(table(spec));
+        self
+    }
+    fn set_columns(mut self, columns: &[&str]) -> Self {
+        self.set_columns = columns.iter().map(|c| c.to_string()).collect();
         self
     }
 }
@@ -360,7 +373,7 @@ fn casts_and_nulls() {
 }
 
 #[test]
-fn joins_subqueries_and_set_operations_are_levels() {
+fn joins_and_from_subqueries_are_levels() {
     check(
         "SELECT * FROM a JOIN b ON b.k = 1 LEFT JOIN c ON c.k = 2 WHERE a.k = 3",
         select().tables(&["a", "b", "c"]).conditions(vec![and(vec![
@@ -368,17 +381,18 @@ fn joins_subqueries_and_set_operations_are_levels() {
             eq("b.k", int(1, 32)),
         ])]),
     );
+    // The FROM subquery restricts the rows; the sublink does not.
     check(
         "SELECT * FROM (SELECT * FROM a WHERE k = 1) s WHERE s.k IN (SELECT k FROM b WHERE k = 2)",
         select()
             .tables(&["a", "b"])
-            .conditions(vec![eq("k", int(1, 41)), eq("k", int(2, 86))]),
+            .conditions(vec![eq("k", int(1, 41))]),
     );
     check(
         "SELECT k FROM a WHERE k = 1 UNION ALL SELECT k FROM b WHERE k = $1",
         select()
             .tables(&["a", "b"])
-            .conditions(vec![eq("k", int(1, 26)), eq("k", param(1))]),
+            .conditions(vec![or(vec![eq("k", int(1, 26)), eq("k", param(1))])]),
     );
 }
 
@@ -413,6 +427,7 @@ fn inserts() {
         "INSERT INTO t (id, name, at) VALUES (1, 'a', now())",
         stmt(StatementKind::Insert)
             .tables(&["t"])
+            .target("t")
             .conditions(vec![and(vec![
                 eq("t.id", int(1, 37)),
                 eq("t.name", text("a", 40)),
@@ -422,19 +437,21 @@ fn inserts() {
         "INSERT INTO s.t AS x (id) VALUES ($1), ($2)",
         stmt(StatementKind::Insert)
             .tables(&["s.t x"])
+            .target("s.t x")
             .conditions(vec![or(vec![eq("x.id", param(1)), eq("x.id", param(2))])]),
     );
     check(
         "INSERT INTO t (id, at) VALUES (1, now()), (now(), now())",
-        stmt(StatementKind::Insert).tables(&["t"]),
+        stmt(StatementKind::Insert).tables(&["t"]).target("t"),
     );
-    let mut without_columns = stmt(StatementKind::Insert).tables(&["t"]);
+    let mut without_columns = stmt(StatementKind::Insert).tables(&["t"]).target("t");
     without_columns.insert_without_columns = true;
     check("INSERT INTO t VALUES (1, 2)", without_columns);
     check(
         "INSERT INTO t (id) SELECT id FROM u WHERE id = 4",
         stmt(StatementKind::Insert)
             .tables(&["t", "u"])
+            .target("t")
             .conditions(vec![eq("id", int(4, 47))]),
     );
 }
@@ -445,18 +462,22 @@ fn updates_deletes_merges() {
         "UPDATE t SET a = 1 WHERE id = 2",
         stmt(StatementKind::Update)
             .tables(&["t"])
+            .target("t")
+            .set_columns(&["a"])
             .conditions(vec![eq("id", int(2, 30))]),
     );
     check(
         "DELETE FROM t USING u WHERE t.id = u.id AND u.k = 'z'",
         stmt(StatementKind::Delete)
             .tables(&["t", "u"])
+            .target("t")
             .conditions(vec![eq("u.k", text("z", 50))]),
     );
     check(
         "MERGE INTO t USING s ON t.id = s.id AND t.k = 3 WHEN MATCHED THEN DELETE",
         stmt(StatementKind::Merge)
             .tables(&["s", "t"])
+            .target("t")
             .conditions(vec![eq("t.k", int(3, 46))]),
     );
 }
@@ -484,7 +505,10 @@ fn statement_kinds() {
     check("DISCARD ALL", stmt(K::Session));
     check(
         "COPY t (a) FROM STDIN",
-        stmt(K::Copy { to: false }).tables(&["t"]).write(true),
+        stmt(K::Copy { to: false })
+            .tables(&["t"])
+            .target("t")
+            .write(true),
     );
     check(
         "COPY (SELECT * FROM t WHERE id = 1) TO STDOUT",
@@ -496,6 +520,8 @@ fn statement_kinds() {
         "EXPLAIN ANALYZE UPDATE t SET a = 1 WHERE id = 2",
         stmt(K::Explain)
             .tables(&["t"])
+            .target("t")
+            .set_columns(&["a"])
             .conditions(vec![eq("id", int(2, 46))])
             .write(true),
     );
@@ -574,12 +600,13 @@ fn readings_where_the_rules_leave_room() {
         "INSERT INTO t (id, arr[1]) VALUES (1, 2)",
         stmt(K::Insert)
             .tables(&["t"])
+            .target("t")
             .conditions(vec![eq("t.id", int(1, 35))]),
     );
     // DEFAULT VALUES has no VALUES rows, and no column list to miss.
     check(
         "INSERT INTO t DEFAULT VALUES",
-        stmt(K::Insert).tables(&["t"]),
+        stmt(K::Insert).tables(&["t"]).target("t"),
     );
     // SET ... TO DEFAULT is RESET; the other forms are the server's business.
     check("SET pgdog.shard TO DEFAULT", stmt(K::SetShard(None)));
@@ -612,6 +639,431 @@ fn readings_where_the_rules_leave_room() {
         "SELECT 1 INTO archive UNION SELECT 2",
         select().tables(&["archive"]).write(true),
     );
+}
+
+/// Subqueries inside expressions restrict which rows qualify, not where the
+/// statement's rows live: they add no condition, wherever they sit, and
+/// neither do their own FROM subqueries and CTEs.
+#[test]
+fn sublinks_add_no_condition() {
+    check(
+        "SELECT * FROM t WHERE k = 3 OR id IN (SELECT id FROM t WHERE k = 4)",
+        select().tables(&["t"]),
+    );
+    check(
+        "SELECT (SELECT count(*) FROM u WHERE k = 3) FROM t",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "SELECT * FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE k = 3)",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM u WHERE k = 3)",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "SELECT * FROM t WHERE k = ANY (SELECT k FROM u WHERE k = 3)",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "SELECT * FROM t WHERE k > ALL (SELECT k FROM u WHERE k = 3)",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "SELECT ARRAY(SELECT k FROM u WHERE k = 3) FROM t",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "SELECT k FROM t GROUP BY k HAVING k IN (SELECT k FROM u WHERE k = 3)",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "SELECT * FROM t JOIN u ON u.id IN (SELECT id FROM v WHERE k = 3)",
+        select().tables(&["t", "u", "v"]),
+    );
+    check(
+        "SELECT * FROM t WHERE id IN (WITH c AS (SELECT id FROM u WHERE k = 3) SELECT c.id FROM c, (SELECT 1 FROM v WHERE k = 4) s)",
+        select().tables(&["t", "u", "v"]),
+    );
+    check(
+        "DELETE FROM t WHERE id IN (SELECT id FROM u WHERE k = 3) RETURNING (SELECT 1 FROM v WHERE k = 4)",
+        stmt(StatementKind::Delete).tables(&["t", "u", "v"]).target("t"),
+    );
+    check(
+        "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM u WHERE k = 3) AND t.k = 1",
+        select()
+            .tables(&["t", "u"])
+            .conditions(vec![eq("t.k", int(1, 69))]),
+    );
+    check(
+        "INSERT INTO t (k, v) VALUES (1, (SELECT v FROM u WHERE k = 3))",
+        stmt(StatementKind::Insert)
+            .tables(&["t", "u"])
+            .target("t")
+            .conditions(vec![eq("t.k", int(1, 29))]),
+    );
+    check(
+        "UPDATE t SET v = (SELECT v FROM u WHERE k = 3) WHERE k = 1 RETURNING (SELECT 1 FROM w WHERE k = 4)",
+        stmt(StatementKind::Update)
+            .tables(&["t", "u", "w"])
+            .target("t")
+            .set_columns(&["v"])
+            .conditions(vec![eq("k", int(1, 57))]),
+    );
+}
+
+/// FROM subqueries (LATERAL too) and their joins count through preserved
+/// join sides only, at any nesting; UPDATE's FROM and DELETE's USING alike.
+#[test]
+fn from_subqueries_count_through_preserved_sides() {
+    check(
+        "SELECT * FROM t LEFT JOIN (SELECT * FROM u WHERE k = 3) s ON true WHERE t.k = 1",
+        select()
+            .tables(&["t", "u"])
+            .conditions(vec![eq("t.k", int(1, 78))]),
+    );
+    check(
+        "SELECT * FROM (SELECT * FROM u WHERE k = 3) s RIGHT JOIN t ON true",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "SELECT * FROM t FULL JOIN (SELECT * FROM u WHERE k = 3) s ON true",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "SELECT * FROM (SELECT * FROM u WHERE k = 3) s LEFT JOIN t ON true",
+        select()
+            .tables(&["t", "u"])
+            .conditions(vec![eq("k", int(3, 41))]),
+    );
+    check(
+        "SELECT * FROM t, LATERAL (SELECT * FROM u WHERE u.k = t.k AND u.j = 2) s",
+        select()
+            .tables(&["t", "u"])
+            .conditions(vec![eq("u.j", int(2, 68))]),
+    );
+    check(
+        "SELECT * FROM t JOIN (SELECT * FROM (SELECT * FROM u WHERE k = 3) a WHERE a.j = 4) b ON b.i = 5",
+        select().tables(&["t", "u"]).conditions(vec![
+            eq("b.i", int(5, 94)),
+            eq("a.j", int(4, 80)),
+            eq("k", int(3, 63)),
+        ]),
+    );
+    check(
+        "UPDATE t SET v = 1 FROM (SELECT * FROM u WHERE k = 3) s JOIN w ON w.k = 2 WHERE t.id = s.id",
+        stmt(StatementKind::Update)
+            .tables(&["t", "u", "w"])
+            .target("t")
+            .set_columns(&["v"])
+            .conditions(vec![eq("w.k", int(2, 72)), eq("k", int(3, 51))]),
+    );
+    check(
+        "DELETE FROM t USING u LEFT JOIN (SELECT * FROM v WHERE k = 2) s ON true WHERE t.k = 1",
+        stmt(StatementKind::Delete)
+            .tables(&["t", "u", "v"])
+            .target("t")
+            .conditions(vec![eq("t.k", int(1, 84))]),
+    );
+    check(
+        "MERGE INTO t USING (SELECT * FROM u WHERE k = 2) s ON t.id = s.id WHEN MATCHED THEN DELETE",
+        stmt(StatementKind::Merge)
+            .tables(&["t", "u"])
+            .target("t")
+            .conditions(vec![eq("k", int(2, 46))]),
+    );
+}
+
+/// UNION: one condition, the OR of the arms' (none if an arm has none);
+/// INTERSECT: every arm's; EXCEPT: the left arm's; nested alike.
+#[test]
+fn set_operations_combine_their_arms() {
+    check(
+        "SELECT * FROM t WHERE k = 3 UNION ALL SELECT * FROM t",
+        select().tables(&["t"]),
+    );
+    check(
+        "SELECT 1 FROM a WHERE k = 1 UNION SELECT 1 FROM b WHERE k = 2 UNION SELECT 1 FROM c WHERE k = 3",
+        select().tables(&["a", "b", "c"]).conditions(vec![or(vec![
+            or(vec![eq("k", int(1, 26)), eq("k", int(2, 60))]),
+            eq("k", int(3, 94)),
+        ])]),
+    );
+    check(
+        "SELECT 1 FROM (SELECT * FROM a WHERE k = 1) s WHERE s.j = 2 UNION SELECT 1 FROM b WHERE k = 3",
+        select().tables(&["a", "b"]).conditions(vec![or(vec![
+            and(vec![eq("s.j", int(2, 58)), eq("k", int(1, 41))]),
+            eq("k", int(3, 92)),
+        ])]),
+    );
+    check(
+        "SELECT k FROM a WHERE k = 1 INTERSECT SELECT k FROM b WHERE k = 2",
+        select()
+            .tables(&["a", "b"])
+            .conditions(vec![eq("k", int(1, 26)), eq("k", int(2, 64))]),
+    );
+    check(
+        "SELECT k FROM a WHERE k = 1 EXCEPT SELECT k FROM b WHERE k = 2",
+        select()
+            .tables(&["a", "b"])
+            .conditions(vec![eq("k", int(1, 26))]),
+    );
+    check(
+        "(SELECT k FROM a WHERE k = 1 EXCEPT SELECT k FROM b WHERE k = 2) UNION SELECT k FROM c WHERE k = 3",
+        select().tables(&["a", "b", "c"]).conditions(vec![or(vec![
+            eq("k", int(1, 27)),
+            eq("k", int(3, 97)),
+        ])]),
+    );
+    check(
+        "INSERT INTO t (k) SELECT k FROM a WHERE k = 1 UNION SELECT k FROM b WHERE k = 2",
+        stmt(StatementKind::Insert)
+            .tables(&["a", "b", "t"])
+            .target("t")
+            .conditions(vec![or(vec![eq("k", int(1, 44)), eq("k", int(2, 78))])]),
+    );
+    check(
+        "SELECT * FROM (SELECT * FROM a WHERE k = 1 UNION ALL SELECT * FROM b WHERE k = 2) s WHERE s.j = 3",
+        select().tables(&["a", "b"]).conditions(vec![
+            eq("s.j", int(3, 96)),
+            or(vec![eq("k", int(1, 41)), eq("k", int(2, 79))]),
+        ]),
+    );
+}
+
+/// A CTE's body counts where a contributing FROM references it; a
+/// data-modifying CTE of the statement's own WITH counts always.
+#[test]
+fn ctes_count_where_referenced() {
+    check(
+        "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM c",
+        select()
+            .tables(&["t"])
+            .conditions(vec![eq("k", int(1, 37))]),
+    );
+    check(
+        "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM u",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "WITH c AS (SELECT id FROM t WHERE k = 1) SELECT * FROM u WHERE id IN (SELECT id FROM c)",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM u LEFT JOIN c ON true",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM c UNION ALL SELECT * FROM u",
+        select().tables(&["t", "u"]),
+    );
+    check(
+        "WITH a AS (SELECT * FROM b), b AS (SELECT * FROM t WHERE k = 1) SELECT * FROM a",
+        select().tables(&["t"]),
+    );
+    check(
+        "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM c UNION ALL SELECT * FROM u WHERE k = 2",
+        select().tables(&["t", "u"]).conditions(vec![or(vec![
+            eq("k", int(1, 37)),
+            eq("k", int(2, 92)),
+        ])]),
+    );
+    check(
+        "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM c JOIN c AS d ON true",
+        select()
+            .tables(&["t"])
+            .conditions(vec![eq("k", int(1, 37))]),
+    );
+    check(
+        "WITH a AS (SELECT * FROM t WHERE k = 1), b AS (SELECT * FROM a WHERE j = 2) SELECT * FROM b",
+        select()
+            .tables(&["t"])
+            .conditions(vec![eq("k", int(1, 37)), eq("j", int(2, 73))]),
+    );
+    check("WITH RECURSIVE r AS (SELECT * FROM t WHERE k = 1 UNION ALL SELECT t.* FROM t JOIN r ON t.parent = r.id) SELECT * FROM r", select().tables(&["t"]));
+    check(
+        "WITH RECURSIVE r AS (SELECT * FROM t WHERE k = 1 UNION ALL SELECT t.* FROM t JOIN r ON t.parent = r.id WHERE t.k = 1) SELECT * FROM r",
+        select().tables(&["t"]).conditions(vec![or(vec![
+            eq("k", int(1, 47)),
+            eq("t.k", int(1, 115)),
+        ])]),
+    );
+    check(
+        "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM (WITH c AS (SELECT * FROM u WHERE k = 2) SELECT * FROM c) s",
+        select()
+            .tables(&["t", "u"])
+            .conditions(vec![eq("k", int(2, 92))]),
+    );
+    check(
+        "WITH a AS (SELECT * FROM t WHERE k = 1) SELECT * FROM (WITH b AS (SELECT * FROM a) SELECT * FROM b) s",
+        select()
+            .tables(&["t"])
+            .conditions(vec![eq("k", int(1, 37))]),
+    );
+    check(
+        "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM u",
+        select()
+            .tables(&["t", "u"])
+            .write(true)
+            .conditions(vec![eq("k", int(1, 35))]),
+    );
+    check(
+        "WITH i AS (INSERT INTO t (k) VALUES (1) RETURNING *) UPDATE u SET v = 1 WHERE k = 2",
+        stmt(StatementKind::Update)
+            .tables(&["t", "u"])
+            .target("u")
+            .set_columns(&["v"])
+            .conditions(vec![eq("t.k", int(1, 37)), eq("k", int(2, 82))]),
+    );
+}
+
+/// `target`: the table the statement itself (or the explained one) writes;
+/// `set_columns`: what an UPDATE or a MERGE's UPDATE assigns, not an upsert.
+#[test]
+fn targets_and_set_columns() {
+    use StatementKind as K;
+    check(
+        "UPDATE s.t AS u SET b = 1, a = 2, (c, a) = (3, 4), arr[1] = 5, comp.f = 6 WHERE u.id = 1",
+        stmt(K::Update)
+            .tables(&["s.t u"])
+            .target("s.t u")
+            .set_columns(&["a", "arr", "b", "c", "comp"])
+            .conditions(vec![eq("u.id", int(1, 87))]),
+    );
+    check("DELETE FROM t", stmt(K::Delete).tables(&["t"]).target("t"));
+    check(
+        "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED AND s.x THEN UPDATE SET v = 1 WHEN MATCHED THEN UPDATE SET w = 2, v = 3 WHEN NOT MATCHED THEN INSERT (id) VALUES (s.id)",
+        stmt(K::Merge)
+            .tables(&["s", "t"])
+            .target("t")
+            .set_columns(&["v", "w"]),
+    );
+    check(
+        "INSERT INTO t (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET k = excluded.k",
+        stmt(K::Insert)
+            .tables(&["t"])
+            .target("t")
+            .conditions(vec![eq("t.id", int(1, 27))]),
+    );
+    // NOT MATCHED BY SOURCE updates target rows too.
+    check(
+        "MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED BY SOURCE THEN UPDATE SET gone = true",
+        stmt(K::Merge)
+            .tables(&["s", "t"])
+            .target("t")
+            .set_columns(&["gone"]),
+    );
+    check(
+        "COPY t TO STDOUT",
+        stmt(K::Copy { to: true }).tables(&["t"]),
+    );
+    check(
+        "EXPLAIN DELETE FROM s.t x",
+        stmt(K::Explain)
+            .tables(&["s.t x"])
+            .target("s.t x")
+            .write(true),
+    );
+    check(
+        "WITH u AS (UPDATE t SET k = 1 RETURNING *) SELECT * FROM u",
+        select().tables(&["t"]).write(true),
+    );
+    check(
+        "SELECT * INTO archive FROM jobs",
+        select().tables(&["archive", "jobs"]).write(true),
+    );
+    // Postgres folds identifiers in ASCII only: so does a cast's type name.
+    check(
+        "SELECT 1 FROM t WHERE id = $1::\"ÄInt8\"",
+        select()
+            .tables(&["t"])
+            .conditions(vec![eq("id", cast(param(1), "Äint8"))]),
+    );
+}
+
+/// The summary both engines give for `sql` (they must agree).
+#[track_caller]
+fn same_in_both(sql: &str) -> Summary {
+    let protobuf = summarize_protobuf(&parse_raw(sql).unwrap()).unwrap();
+    let pg_query = summarize_protobuf(&parse_protobuf(sql).unwrap()).unwrap();
+    assert_eq!(pg_query, protobuf, "protobuf engine over parse_protobuf");
+    let view = summarize(&ParseTree::parse(sql).unwrap()).unwrap();
+    assert_eq!(view, protobuf, "view engine");
+    protobuf
+}
+
+fn nodes(conditions: &[Condition]) -> usize {
+    conditions
+        .iter()
+        .map(|condition| match condition {
+            Condition::And(children) | Condition::Or(children) => 1 + nodes(children),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// A CTE whose conditions count more than `MAX_CTE_CONDITION_NODES` nodes
+/// adds nothing where it is referenced, so CTEs that double each other's
+/// conditions stay cheap.
+#[test]
+fn large_cte_conditions_are_not_copied() {
+    use router::extract::MAX_CTE_CONDITION_NODES;
+    let cte_of = |n: usize| {
+        let values: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        format!(
+            "WITH c AS (SELECT * FROM t WHERE k IN ({})) SELECT * FROM c",
+            values.join(", ")
+        )
+    };
+    // An OR of n - 1 Eqs: n nodes.
+    let fits = same_in_both(&cte_of(MAX_CTE_CONDITION_NODES - 1));
+    assert_eq!(
+        nodes(&fits.statements[0].conditions),
+        MAX_CTE_CONDITION_NODES
+    );
+    let too_big = same_in_both(&cte_of(MAX_CTE_CONDITION_NODES));
+    assert!(too_big.statements[0].conditions.is_empty());
+
+    // Each CTE reads the previous one in both arms of a UNION.
+    let mut sql = "WITH c0 AS (SELECT * FROM t WHERE k = 1)".to_owned();
+    for i in 1..=60 {
+        let previous = i - 1;
+        sql.push_str(&format!(
+            ", c{i} AS (SELECT * FROM c{previous} WHERE j = 1 \
+             UNION ALL SELECT * FROM c{previous} WHERE j = 2)"
+        ));
+    }
+    sql.push_str(" SELECT * FROM c60");
+    let start = std::time::Instant::now();
+    let summary = same_in_both(&sql);
+    assert!(nodes(&summary.statements[0].conditions) <= 2 * MAX_CTE_CONDITION_NODES + 5);
+    assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
+}
+
+/// Query levels count through CTE references too: a chain of CTEs, each
+/// reading the previous one, is as deep as it is long, and both engines say
+/// where it becomes too deep.
+#[test]
+fn cte_chains_count_as_query_levels() {
+    use router::extract::MAX_DEPTH;
+    let chain = |n: usize| {
+        let mut sql = "WITH c0 AS (SELECT * FROM t WHERE k = 1)".to_owned();
+        for i in 1..n {
+            sql.push_str(&format!(", c{i} AS (SELECT * FROM c{})", i - 1));
+        }
+        sql.push_str(&format!(" SELECT * FROM c{}", n - 1));
+        sql
+    };
+    // The statement is level 1; CTE `c{n-1}`'s body level 2, ..., `c0`'s n + 1.
+    let sql = chain(MAX_DEPTH - 1);
+    let summary = same_in_both(&sql);
+    assert_eq!(summary.statements[0].conditions.len(), 1);
+    let sql = chain(MAX_DEPTH);
+    let protobuf = summarize_protobuf(&parse_raw(&sql).unwrap());
+    assert_eq!(protobuf, Err(ExtractError::TooDeep));
+    let view = summarize(&ParseTree::parse(&sql).unwrap());
+    assert_eq!(view, Err(ExtractError::TooDeep));
 }
 
 /// A stack overflow aborts the whole test binary: run `test` in a child

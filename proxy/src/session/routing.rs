@@ -102,11 +102,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Route a simple query on a sharded cluster.
     pub(super) async fn route_query(&mut self, frame_sql: &str) -> Result<Plan, End> {
-        let lookup = match self
-            .state
-            .cache
-            .lookup(frame_sql, self.engine)
-        {
+        let lookup = match self.state.cache.lookup(frame_sql, self.engine) {
             Ok(lookup) => lookup,
             // Postgres gives the client its own syntax error.
             Err(_) => return Ok(self.unparsed_target(true)),
@@ -269,10 +265,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Refuse a statement; inside a transaction, the transaction is over: it
     /// is rolled back on its server and the client sees it aborted.
     pub(super) fn refuse(&mut self, code: &str, message: &str, simple: bool) {
-        let open_on_server = self
-            .server
-            .as_ref()
-            .is_some_and(|s| s.conn.status != b'I');
+        let open_on_server = self.server.as_ref().is_some_and(|s| s.conn.status != b'I');
         if open_on_server {
             messages::query(&mut self.to_server, "ROLLBACK");
             self.plan.push(Step::injected_query());
@@ -308,7 +301,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Some(Target::Any);
         };
         let base = usize::from(info.entry.literal_base);
-        let mut params: Vec<ParamValue<'_>> = Vec::with_capacity(bind.params.len() + info.literals.len());
+        let mut params: Vec<ParamValue<'_>> =
+            Vec::with_capacity(bind.params.len() + info.literals.len());
         for (i, value) in bind.params.iter().enumerate() {
             params.push(match value {
                 None => ParamValue::Null,
@@ -316,8 +310,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Some(bytes) => ParamValue::Text(bytes),
             });
         }
-        params.resize(params.len().max(base), ParamValue::Null);
-        params.extend(info.literals.iter().map(|l| ParamValue::Text(l.as_bytes())));
+        if !info.literals.is_empty() {
+            // Literals are numbered right after the highest `$n` the text
+            // uses, whatever number of parameter types the Parse declared.
+            params.resize(base, ParamValue::Null);
+            params.extend(info.literals.iter().map(|l| ParamValue::Text(l.as_bytes())));
+        }
         let overrides = self.overrides(&info.overrides);
         match route::route_all(&info.entry.summary, &params, &overrides, &self.sharding) {
             Err(err) => {

@@ -1,8 +1,9 @@
 //! Summaries from pg_query's protobuf structs (engine `pg_query_protobuf`),
 //! following the rules in [`super`]. One walk per statement visits every node
 //! on a heap stack (no recursion per tree level, so no input can exhaust the
-//! thread's stack); the query levels it meets (SELECT/INSERT/UPDATE/DELETE/
-//! MERGE) each read their own condition, again on a heap stack.
+//! thread's stack) for tables, CTE names, locking and `INTO`; then a second
+//! pass, again on a heap stack, follows only the query levels that restrict
+//! the statement's rows (`Levels`) and reads each one's condition.
 //!
 //! The walk knows which fields of which protobuf struct may hold nodes from
 //! the table at the end (`node_children!`), checked against the corpus by
@@ -10,7 +11,7 @@
 
 use parser_ffi::protobuf::{self as pb, a_const::Val, node::Node as NodeEnum};
 
-use super::{ExtractError, MAX_DEPTH};
+use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
     ColumnRef, Condition, StatementKind, StatementSummary, Summary, TableRef, Value, ValueSource,
 };
@@ -39,23 +40,86 @@ fn statement<'a>(
     let Found {
         mut tables,
         ctes,
-        conditions,
         locking,
         select_into,
         modifying_cte,
-        insert_without_columns,
     } = found;
     if !ctes.is_empty() {
         tables.retain(|table| table.schema.is_some() || !ctes.contains(&table.name));
     }
+    let mut levels = Levels::default();
+    if let Some(root) = root {
+        levels.run(root)?;
+    }
+    let (target, set_columns) = target_and_set_columns(root);
     Ok(StatementSummary {
         kind,
         write: write.unwrap_or(select_into || modifying_cte),
         locking,
         tables,
-        conditions,
-        insert_without_columns,
+        conditions: levels.lists.pop().unwrap_or_default(),
+        insert_without_columns: levels.insert_without_columns,
+        target,
+        set_columns,
     })
+}
+
+/// The table the statement writes and the columns an UPDATE (or a MERGE's
+/// UPDATE actions) assigns: of the statement, or of the one EXPLAIN explains.
+fn target_and_set_columns(root: Option<&NodeEnum>) -> (Option<TableRef>, Vec<String>) {
+    let stmt = match root {
+        Some(NodeEnum::ExplainStmt(explain)) => inner(&explain.query),
+        stmt => stmt,
+    };
+    let mut columns = Vec::new();
+    let relation = match stmt {
+        Some(NodeEnum::InsertStmt(insert)) => &insert.relation,
+        Some(NodeEnum::UpdateStmt(update)) => {
+            assigned(&update.target_list, &mut columns);
+            &update.relation
+        }
+        Some(NodeEnum::DeleteStmt(delete)) => &delete.relation,
+        Some(NodeEnum::MergeStmt(merge)) => {
+            // WHEN MATCHED and WHEN NOT MATCHED BY SOURCE: both update.
+            for clause in &merge.merge_when_clauses {
+                if let Some(NodeEnum::MergeWhenClause(clause)) = clause.node.as_ref() {
+                    if clause.command_type() == pb::CmdType::CmdUpdate {
+                        assigned(&clause.target_list, &mut columns);
+                    }
+                }
+            }
+            &merge.relation
+        }
+        Some(NodeEnum::CopyStmt(copy)) if copy.is_from => &copy.relation,
+        _ => return (None, Vec::new()),
+    };
+    let target = relation
+        .as_ref()
+        .filter(|range_var| !range_var.relname.is_empty())
+        .map(table_ref);
+    columns.sort_unstable();
+    columns.dedup();
+    (target, columns)
+}
+
+/// The column names a SET list assigns.
+fn assigned(targets: &[pb::Node], columns: &mut Vec<String>) {
+    for target in targets {
+        if let Some(NodeEnum::ResTarget(target)) = target.node.as_ref() {
+            columns.extend(non_empty(&target.name));
+        }
+    }
+}
+
+fn table_ref(range_var: &pb::RangeVar) -> TableRef {
+    TableRef {
+        schema: non_empty(&range_var.schemaname),
+        name: range_var.relname.clone(),
+        alias: range_var
+            .alias
+            .as_ref()
+            .and_then(|alias| non_empty(&alias.aliasname)),
+    }
 }
 
 /// The statement's kind and whether it writes: `None` for a SELECT, which
@@ -163,11 +227,9 @@ fn is_ddl(node: &NodeEnum) -> bool {
 struct Found {
     tables: Vec<TableRef>,
     ctes: Vec<String>,
-    conditions: Vec<Condition>,
     locking: bool,
     select_into: bool,
     modifying_cte: bool,
-    insert_without_columns: bool,
 }
 
 impl Found {
@@ -180,7 +242,7 @@ impl Found {
                 stack.items.clear();
                 return Err(ExtractError::TooDeep);
             }
-            if self.visit(item, depth)? {
+            if self.visit(item) {
                 stack.depth = depth + 1;
                 item.push_children(stack);
             }
@@ -189,17 +251,20 @@ impl Found {
     }
 
     /// Take what `item` gives; `false` to skip what lies below it.
-    fn visit(&mut self, item: Item<'_>, depth: usize) -> Result<bool, ExtractError> {
+    fn visit(&mut self, item: Item<'_>) -> bool {
         let node = match item {
             Item::Node(node) => node,
-            Item::RangeVar(range_var) => return Ok(self.table(range_var)),
-            Item::Select(select) => return self.select(select, depth).map(|()| true),
-            Item::Other(_) => return Ok(true),
+            Item::RangeVar(range_var) => return self.table(range_var),
+            Item::Select(select) => {
+                self.select(select);
+                return true;
+            }
+            Item::Other(_) => return true,
         };
         match node {
-            NodeEnum::RangeVar(range_var) => return Ok(self.table(range_var)),
+            NodeEnum::RangeVar(range_var) => return self.table(range_var),
             // `FOR UPDATE OF o` names FROM items (often aliases), not tables.
-            NodeEnum::LockingClause(_) => return Ok(false),
+            NodeEnum::LockingClause(_) => return false,
             NodeEnum::CommonTableExpr(cte) => {
                 self.ctes.push(cte.ctename.clone());
                 self.modifying_cte |= matches!(
@@ -212,65 +277,412 @@ impl Found {
                     )
                 );
             }
-            NodeEnum::SelectStmt(select) => self.select(select, depth)?,
-            NodeEnum::InsertStmt(insert) => self.insert(insert),
-            NodeEnum::UpdateStmt(update) => self.level(update.where_clause.as_deref(), depth)?,
-            NodeEnum::DeleteStmt(delete) => self.level(delete.where_clause.as_deref(), depth)?,
-            NodeEnum::MergeStmt(merge) => self.level(merge.join_condition.as_deref(), depth)?,
+            NodeEnum::SelectStmt(select) => self.select(select),
             _ => {}
         }
-        Ok(true)
+        true
     }
 
     /// Note a table; `true`: the walk goes on into its alias.
     fn table(&mut self, range_var: &pb::RangeVar) -> bool {
         if !range_var.relname.is_empty() {
-            self.tables.push(TableRef {
-                schema: non_empty(&range_var.schemaname),
-                name: range_var.relname.clone(),
-                alias: range_var
-                    .alias
-                    .as_ref()
-                    .and_then(|alias| non_empty(&alias.aliasname)),
-            });
+            self.tables.push(table_ref(range_var));
         }
         true
     }
 
-    /// A SELECT level: its WHERE AND-ed with the quals of the INNER joins in
-    /// its FROM.
-    fn select(&mut self, select: &pb::SelectStmt, depth: usize) -> Result<(), ExtractError> {
+    fn select(&mut self, select: &pb::SelectStmt) {
         self.locking |= !select.locking_clause.is_empty();
         self.select_into |= select.into_clause.is_some();
-        let mut parts = Vec::new();
-        parts.extend(condition(select.where_clause.as_deref(), depth + 1)?);
-        for item in &select.from_clause {
-            join_quals(item, depth + 1, &mut parts)?;
+    }
+}
+
+/// The second pass: the query levels that restrict the statement's rows (see
+/// [`super`]), on a heap stack of tasks, run depth first in the statement's
+/// order (a CTE's body is evaluated completely when first referenced; the
+/// data-modifying CTEs of the statement's own WITH before what its FROM
+/// leads to). `lists` holds the condition lists being filled: the
+/// statement's at the bottom, one more per UNION arm and per CTE body under
+/// evaluation.
+///
+/// Query levels open around a task are counted (the statement's own query
+/// is level 1; a set operation's arms, a FROM subquery, an INSERT's SELECT
+/// and a referenced CTE's body are one deeper): past [`MAX_DEPTH`] the
+/// statement is [`ExtractError::TooDeep`], so that conditions (a UNION chain
+/// nests its ORs) stay as shallow as the rest.
+#[derive(Default)]
+struct Levels<'a> {
+    tasks: Vec<Task<'a>>,
+    lists: Vec<Vec<Condition>>,
+    scopes: Scopes<'a>,
+    insert_without_columns: bool,
+}
+
+/// A query: a node, or a SelectStmt held directly (a set operation's arm).
+#[derive(Clone, Copy)]
+enum Query<'a> {
+    Node(&'a NodeEnum),
+    Select(&'a pb::SelectStmt),
+}
+
+enum Task<'a> {
+    /// Add the conditions of `query` (at tree depth `depth`, query level
+    /// `level`, naming the CTEs of `scope`) to the innermost list; `top`: the
+    /// statement's own query.
+    Query {
+        query: Query<'a>,
+        depth: usize,
+        level: usize,
+        scope: Scope,
+        top: bool,
+    },
+    /// Start a new innermost list.
+    Open,
+    /// Close the two innermost lists (a UNION's arms): their `Or` goes to the
+    /// list below.
+    Union,
+    /// A contributing FROM (at query level `level`) references CTE `index`:
+    /// add its conditions to the innermost list, evaluating its body first if
+    /// that has not been done; `always`: however large they are (a
+    /// data-modifying CTE of the statement's own WITH).
+    Cte {
+        index: usize,
+        level: usize,
+        always: bool,
+    },
+    /// CTE `index`'s body is evaluated (the innermost list): keep it, add it.
+    CteDone { index: usize, always: bool },
+}
+
+impl<'a> Levels<'a> {
+    /// The conditions of the statement `root` (left in `lists[0]`).
+    fn run(&mut self, root: &'a NodeEnum) -> Result<(), ExtractError> {
+        // EXPLAIN, COPY (query), CREATE TABLE AS, DECLARE, PREPARE: the
+        // wrapped query is the statement's level.
+        let mut node = root;
+        let mut depth = 1;
+        loop {
+            let query = match node {
+                NodeEnum::ExplainStmt(wrapper) => &wrapper.query,
+                NodeEnum::CopyStmt(wrapper) => &wrapper.query,
+                NodeEnum::CreateTableAsStmt(wrapper) => &wrapper.query,
+                NodeEnum::DeclareCursorStmt(wrapper) => &wrapper.query,
+                NodeEnum::PrepareStmt(wrapper) => &wrapper.query,
+                _ => break,
+            };
+            let Some(query) = inner(query) else {
+                break;
+            };
+            node = query;
+            depth += 1;
         }
-        self.conditions.extend(and(parts));
+        self.lists.push(Vec::new());
+        self.tasks.push(Task::Query {
+            query: Query::Node(node),
+            depth,
+            level: 1,
+            scope: None,
+            top: true,
+        });
+        while let Some(task) = self.tasks.pop() {
+            match task {
+                Task::Query {
+                    query,
+                    depth,
+                    level,
+                    scope,
+                    top,
+                } => {
+                    if level > MAX_DEPTH {
+                        return Err(ExtractError::TooDeep);
+                    }
+                    let at = At {
+                        depth,
+                        level,
+                        scope,
+                    };
+                    self.query(query, at, top)?;
+                }
+                Task::Open => self.lists.push(Vec::new()),
+                Task::Union => {
+                    let right = self.lists.pop().unwrap_or_default();
+                    let left = self.lists.pop().unwrap_or_default();
+                    if let (Some(left), Some(right)) = (and(left), and(right)) {
+                        self.add(Some(Condition::Or(vec![left, right])));
+                    }
+                }
+                Task::Cte {
+                    index,
+                    level,
+                    always,
+                } => self.cte(index, level, always),
+                Task::CteDone { index, always } => {
+                    let conditions = self.lists.pop().unwrap_or_default();
+                    let fits = fits(&conditions);
+                    if let Some(cte) = self.scopes.ctes.get_mut(index) {
+                        cte.state = CteState::Done { conditions, fits };
+                    }
+                    // Level 0: adding a finished CTE queues nothing.
+                    self.cte(index, 0, always);
+                }
+            }
+        }
         Ok(())
     }
 
-    fn level(&mut self, expr: Option<&pb::Node>, depth: usize) -> Result<(), ExtractError> {
-        self.conditions.extend(condition(expr, depth + 1)?);
+    /// Add a level's condition, if any, to the innermost list.
+    fn add(&mut self, condition: Option<Condition>) {
+        if let (Some(condition), Some(list)) = (condition, self.lists.last_mut()) {
+            list.push(condition);
+        }
+    }
+
+    fn query(&mut self, query: Query<'a>, at: At, top: bool) -> Result<(), ExtractError> {
+        let node = match query {
+            Query::Select(select) => return self.select(select, at, top),
+            Query::Node(NodeEnum::SelectStmt(select)) => return self.select(select, at, top),
+            Query::Node(node) => node,
+        };
+        let depth = at.depth;
+        let mut parts = Vec::new();
+        let at = match node {
+            NodeEnum::InsertStmt(insert) => {
+                let at = self.with(insert.with_clause.as_ref(), at);
+                self.insert(insert, at);
+                at
+            }
+            NodeEnum::UpdateStmt(update) => {
+                let at = self.with(update.with_clause.as_ref(), at);
+                parts.extend(condition(update.where_clause.as_deref(), depth + 1)?);
+                self.from(&update.from_clause, at, &mut parts)?;
+                at
+            }
+            NodeEnum::DeleteStmt(delete) => {
+                let at = self.with(delete.with_clause.as_ref(), at);
+                parts.extend(condition(delete.where_clause.as_deref(), depth + 1)?);
+                self.from(&delete.using_clause, at, &mut parts)?;
+                at
+            }
+            NodeEnum::MergeStmt(merge) => {
+                let at = self.with(merge.with_clause.as_ref(), at);
+                parts.extend(condition(merge.join_condition.as_deref(), depth + 1)?);
+                let source = merge.source_relation.as_deref();
+                self.from(source.map_or(&[][..], std::slice::from_ref), at, &mut parts)?;
+                at
+            }
+            _ => return Ok(()),
+        };
+        self.add(and(parts));
+        self.data_modifying_ctes(top, at);
         Ok(())
+    }
+
+    /// A SELECT: its own level, or a set operation's arms.
+    fn select(
+        &mut self,
+        select: &'a pb::SelectStmt,
+        at: At,
+        top: bool,
+    ) -> Result<(), ExtractError> {
+        let at = self.with(select.with_clause.as_ref(), at);
+        let arm = |arm: &'a Option<Box<pb::SelectStmt>>| {
+            arm.as_deref().map(|select| Task::Query {
+                query: Query::Select(select),
+                depth: at.depth + 1,
+                level: at.level + 1,
+                scope: at.scope,
+                top: false,
+            })
+        };
+        // Tasks run last pushed first: left arms before right ones.
+        match select.op() {
+            pb::SetOperation::SetopUnion => {
+                if let (Some(left), Some(right)) = (arm(&select.larg), arm(&select.rarg)) {
+                    self.tasks.push(Task::Union);
+                    self.tasks.push(right);
+                    self.tasks.push(Task::Open);
+                    self.tasks.push(left);
+                    self.tasks.push(Task::Open);
+                }
+            }
+            pb::SetOperation::SetopIntersect => {
+                self.tasks.extend(arm(&select.rarg));
+                self.tasks.extend(arm(&select.larg));
+            }
+            pb::SetOperation::SetopExcept => self.tasks.extend(arm(&select.larg)),
+            _ => {
+                let mut parts = Vec::new();
+                parts.extend(condition(select.where_clause.as_deref(), at.depth + 1)?);
+                self.from(&select.from_clause, at, &mut parts)?;
+                self.add(and(parts));
+            }
+        }
+        self.data_modifying_ctes(top, at);
+        Ok(())
+    }
+
+    /// Where a query's WITH (if any) puts its levels: its CTEs become visible.
+    fn with(&mut self, with: Option<&'a pb::WithClause>, at: At) -> At {
+        let Some(with) = with else {
+            return at;
+        };
+        // WithClause (depth + 1) > its list of CTEs (+ 2) > ctequery (+ 3).
+        let scope = self.scopes.enter(with, at.scope, at.depth + 3);
+        At { scope, ..at }
+    }
+
+    /// At the statement's own level, the data-modifying CTEs of its WITH
+    /// (the scope `at` names) are added whether referenced or not. Called
+    /// once the level has queued what it leads to: they are evaluated first,
+    /// in order.
+    fn data_modifying_ctes(&mut self, top: bool, at: At) {
+        let Some(position) = at.scope.filter(|_| top) else {
+            return;
+        };
+        let Some(group) = self.scopes.groups.get(position.group) else {
+            return;
+        };
+        for index in (group.first..group.first + group.len).rev() {
+            let modifying = self.scopes.ctes.get(index).is_some_and(|cte| {
+                matches!(
+                    cte.body,
+                    Some(
+                        NodeEnum::InsertStmt(_)
+                            | NodeEnum::UpdateStmt(_)
+                            | NodeEnum::DeleteStmt(_)
+                            | NodeEnum::MergeStmt(_)
+                    )
+                )
+            });
+            if modifying {
+                self.cte(index, at.level, true);
+            }
+        }
+    }
+
+    /// Add CTE `index`'s conditions to the innermost list (see [`Task::Cte`]).
+    fn cte(&mut self, index: usize, level: usize, always: bool) {
+        let Levels {
+            tasks,
+            lists,
+            scopes,
+            ..
+        } = self;
+        let scope = scopes.body_scope(index);
+        let Some(cte) = scopes.ctes.get_mut(index) else {
+            return;
+        };
+        match &cte.state {
+            CteState::New => {
+                cte.state = CteState::Evaluating;
+                tasks.push(Task::CteDone { index, always });
+                tasks.extend(cte.body.map(|body| Task::Query {
+                    query: Query::Node(body),
+                    depth: cte.depth,
+                    level: level + 1,
+                    scope,
+                    top: false,
+                }));
+                tasks.push(Task::Open);
+            }
+            // Referenced from its own body: nothing more to add.
+            CteState::Evaluating => {}
+            CteState::Done { conditions, fits } => {
+                if let (true, Some(list)) = (*fits || always, lists.last_mut()) {
+                    list.extend(conditions.iter().cloned());
+                }
+            }
+        }
+    }
+
+    /// The FROM items reached through preserved sides: the quals of INNER
+    /// joins go to `parts`; subqueries and CTE references are queued, to be
+    /// evaluated in the order written. `at` is the level's own place.
+    fn from(
+        &mut self,
+        items: &'a [pb::Node],
+        at: At,
+        parts: &mut Vec<Condition>,
+    ) -> Result<(), ExtractError> {
+        let mut pending: Vec<(&'a pb::Node, usize)> = items
+            .iter()
+            .rev()
+            .map(|item| (item, at.depth + 1))
+            .collect();
+        let queued = self.tasks.len();
+        while let Some((item, depth)) = pending.pop() {
+            if depth > MAX_DEPTH {
+                return Err(ExtractError::TooDeep);
+            }
+            match item.node.as_ref() {
+                Some(NodeEnum::JoinExpr(join)) => {
+                    let (left, right) = match join.jointype() {
+                        pb::JoinType::JoinInner => {
+                            parts.extend(condition(join.quals.as_deref(), depth + 1)?);
+                            (&join.larg, &join.rarg)
+                        }
+                        pb::JoinType::JoinLeft => (&join.larg, &None),
+                        pb::JoinType::JoinRight => (&None, &join.rarg),
+                        _ => (&None, &None),
+                    };
+                    pending.extend(right.as_deref().map(|side| (side, depth + 1)));
+                    pending.extend(left.as_deref().map(|side| (side, depth + 1)));
+                }
+                Some(NodeEnum::RangeSubselect(subselect)) => {
+                    let query = inner(&subselect.subquery);
+                    self.tasks.extend(query.map(|query| Task::Query {
+                        query: Query::Node(query),
+                        depth: depth + 1,
+                        level: at.level + 1,
+                        scope: at.scope,
+                        top: false,
+                    }));
+                }
+                Some(NodeEnum::RangeVar(range_var)) if range_var.schemaname.is_empty() => {
+                    let found = self.scopes.find(at.scope, &range_var.relname);
+                    self.tasks.extend(found.map(|index| Task::Cte {
+                        index,
+                        level: at.level,
+                        always: false,
+                    }));
+                }
+                _ => {}
+            }
+        }
+        // Queued in the order written; run in that order.
+        self.tasks[queued..].reverse();
+        Ok(())
+    }
+
+    /// An INSERT: its VALUES rows, or its SELECT's levels.
+    fn insert(&mut self, insert: &'a pb::InsertStmt, at: At) {
+        match inner(&insert.select_stmt) {
+            Some(NodeEnum::SelectStmt(values))
+                if !values.values_lists.is_empty()
+                    && values.op() == pb::SetOperation::SetopNone =>
+            {
+                let found = self.values(insert, values);
+                self.add(found);
+            }
+            Some(source) => self.tasks.push(Task::Query {
+                query: Query::Node(source),
+                depth: at.depth + 1,
+                level: at.level + 1,
+                scope: at.scope,
+                top: false,
+            }),
+            // DEFAULT VALUES.
+            None => {}
+        }
     }
 
     /// `INSERT ... VALUES`: one condition for all rows (see [`super`]).
-    fn insert(&mut self, insert: &pb::InsertStmt) {
-        let Some(NodeEnum::SelectStmt(values)) = inner(&insert.select_stmt) else {
-            return;
-        };
-        if values.values_lists.is_empty() || values.op() != pb::SetOperation::SetopNone {
-            return;
-        }
+    fn values(&mut self, insert: &pb::InsertStmt, values: &pb::SelectStmt) -> Option<Condition> {
         if insert.cols.is_empty() {
             self.insert_without_columns = true;
-            return;
+            return None;
         }
-        let Some(target) = &insert.relation else {
-            return;
-        };
+        let target = insert.relation.as_ref()?;
         let alias = target
             .alias
             .as_ref()
@@ -279,15 +691,146 @@ impl Found {
         let mut rows = Vec::with_capacity(values.values_lists.len());
         for row in &values.values_lists {
             let Some(NodeEnum::List(row)) = row.node.as_ref() else {
-                return;
+                return None;
             };
-            match row_condition(&table, &insert.cols, &row.items) {
-                Some(row) => rows.push(row),
-                None => return,
-            }
+            rows.push(row_condition(&table, &insert.cols, &row.items)?);
         }
-        self.conditions.extend(or(rows));
+        or(rows)
     }
+}
+
+/// Where a query sits: its tree depth, its query level, the CTEs it sees.
+#[derive(Clone, Copy)]
+struct At {
+    depth: usize,
+    level: usize,
+    scope: Scope,
+}
+
+/// The CTEs a name is looked up in: those of WITH number `group` numbered
+/// below `end`, then the group's outer scope. `None`: no CTE visible.
+type Scope = Option<ScopePosition>;
+
+#[derive(Clone, Copy)]
+struct ScopePosition {
+    group: usize,
+    end: usize,
+}
+
+/// The CTEs of the contributing levels, by WITH (a group); names are looked
+/// up by binary search, so many CTEs cost n log n.
+#[derive(Default)]
+struct Scopes<'a> {
+    ctes: Vec<Cte<'a>>,
+    groups: Vec<Group>,
+    /// Each group's (name, CTE number)s sorted, at the group's CTE numbers.
+    by_name: Vec<(&'a str, usize)>,
+}
+
+struct Cte<'a> {
+    body: Option<&'a NodeEnum>,
+    /// Tree depth of the body.
+    depth: usize,
+    group: usize,
+    state: CteState,
+}
+
+struct Group {
+    first: usize,
+    len: usize,
+    recursive: bool,
+    outer: Scope,
+}
+
+enum CteState {
+    New,
+    Evaluating,
+    /// Evaluated; `fits`: small enough to be copied where referenced.
+    Done {
+        conditions: Vec<Condition>,
+        fits: bool,
+    },
+}
+
+impl<'a> Scopes<'a> {
+    /// Add a WITH's CTEs (bodies at tree depth `depth`) below `outer`; the
+    /// scope of the WITH's query.
+    fn enter(&mut self, with: &'a pb::WithClause, outer: Scope, depth: usize) -> Scope {
+        let group = self.groups.len();
+        let first = self.ctes.len();
+        for cte in &with.ctes {
+            let Some(NodeEnum::CommonTableExpr(cte)) = cte.node.as_ref() else {
+                continue;
+            };
+            self.by_name.push((&cte.ctename, self.ctes.len()));
+            self.ctes.push(Cte {
+                body: inner(&cte.ctequery),
+                depth,
+                group,
+                state: CteState::New,
+            });
+        }
+        let end = self.ctes.len();
+        if let Some(names) = self.by_name.get_mut(first..end) {
+            names.sort_unstable();
+        }
+        self.groups.push(Group {
+            first,
+            len: end - first,
+            recursive: with.recursive,
+            outer,
+        });
+        Some(ScopePosition { group, end })
+    }
+
+    /// What CTE `index`'s body sees: in a RECURSIVE WITH every CTE of it,
+    /// else the earlier ones, then the outer scope.
+    fn body_scope(&self, index: usize) -> Scope {
+        let group = self.ctes.get(index)?.group;
+        let end = match self.groups.get(group) {
+            Some(with) if with.recursive => with.first + with.len,
+            _ => index,
+        };
+        Some(ScopePosition { group, end })
+    }
+
+    /// The CTE an unqualified name refers to from `scope`: the first visible
+    /// one of that name (Postgres refuses two in one WITH), innermost first.
+    fn find(&self, mut scope: Scope, name: &str) -> Option<usize> {
+        while let Some(position) = scope {
+            let group = self.groups.get(position.group)?;
+            let names = self.by_name.get(group.first..group.first + group.len)?;
+            let from = names.partition_point(|&(candidate, _)| candidate < name);
+            let found = names
+                .get(from..)?
+                .iter()
+                .take_while(|&&(candidate, _)| candidate == name)
+                .map(|&(_, index)| index)
+                .find(|&index| index < position.end);
+            if found.is_some() {
+                return found;
+            }
+            scope = group.outer;
+        }
+        None
+    }
+}
+
+/// Whether conditions hold at most [`MAX_CTE_CONDITION_NODES`] Eq, Any, And
+/// and Or nodes (counted on a heap stack, stopping past the limit).
+fn fits(conditions: &[Condition]) -> bool {
+    let mut nodes = 0;
+    let mut stack: Vec<&Condition> = conditions.iter().collect();
+    while let Some(condition) = stack.pop() {
+        nodes += 1;
+        if nodes > MAX_CTE_CONDITION_NODES {
+            return false;
+        }
+        if let Condition::And(children) | Condition::Or(children) = condition {
+            stack.extend(children);
+        }
+    }
+    true
 }
 
 /// One VALUES row: the `Eq`s of the columns given a value.
@@ -310,38 +853,6 @@ fn row_condition(table: &str, columns: &[pb::Node], row: &[pb::Node]) -> Option<
         })
     });
     and(eqs.collect())
-}
-
-/// Push the quals of the INNER joins in the FROM item `item` onto `parts`,
-/// at any join nesting reached through preserved sides: the quals of an inner
-/// join under an outer join's nullable side restrict only that side, not the
-/// level's rows. A loop: join trees nest one level per join.
-fn join_quals(
-    item: &pb::Node,
-    depth: usize,
-    parts: &mut Vec<Condition>,
-) -> Result<(), ExtractError> {
-    let mut items = vec![(item, depth)];
-    while let Some((item, depth)) = items.pop() {
-        if depth > MAX_DEPTH {
-            return Err(ExtractError::TooDeep);
-        }
-        let Some(NodeEnum::JoinExpr(join)) = item.node.as_ref() else {
-            continue;
-        };
-        let (left, right) = match join.jointype() {
-            pb::JoinType::JoinInner => {
-                parts.extend(condition(join.quals.as_deref(), depth + 1)?);
-                (&join.larg, &join.rarg)
-            }
-            pb::JoinType::JoinLeft => (&join.larg, &None),
-            pb::JoinType::JoinRight => (&None, &join.rarg),
-            _ => (&None, &None),
-        };
-        let sides = [left, right].into_iter().flatten();
-        items.extend(sides.map(|side| (&**side, depth + 1)));
-    }
-    Ok(())
 }
 
 /// The condition an expression gives, if any. Evaluated on a heap stack, not

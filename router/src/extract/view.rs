@@ -1,34 +1,40 @@
 //! Summaries from parser-ffi's zero-copy view of the C tree (the default engine).
 //!
-//! One iterative walk per statement ([`view::walk_with`] on one reused stack)
-//! meets every node once: RangeVars become tables, CTE names are noted for the
-//! exclusion rule, SelectStmts report locking and `INTO`, and every query level
-//! (SelectStmt, UpdateStmt, DeleteStmt, MergeStmt, InsertStmt) adds its
-//! condition, read from the level's own WHERE / JOIN ... ON / VALUES. Those
-//! reads follow only the boolean skeleton of an expression (AND, OR, NOT) down
-//! to its comparisons, so the walk is the only full pass over the tree.
+//! Two passes per statement, neither recursing on the tree's depth:
+//! - one iterative walk ([`view::walk_with`] on a reused stack) meets every
+//!   node once for what the rules take from anywhere in the statement:
+//!   tables, CTE names (for the tables' exclusion rule), locking and the
+//!   SELECT write flags;
+//! - [`Levels`] then follows only the query structure of the levels that
+//!   contribute conditions (FROM lists through preserved join sides,
+//!   subqueries in FROM, referenced CTEs, set operations, INSERT ... SELECT)
+//!   and reads each level's WHERE / ON / VALUES down its boolean skeleton.
 //!
-//! The one recursion is over nested AND/OR/NOT, bounded by [`MAX_DEPTH`]; join
-//! trees and cast chains are followed with loops. Strings are copied out of the
-//! tree only for the summary itself, after deduplication.
+//! Nothing recurses on the tree: query levels are followed with a task stack
+//! and nested AND/OR/NOT evaluated on explicit stacks (both refused past
+//! [`MAX_DEPTH`]), join trees and cast chains are followed with loops.
+//! Strings are copied out of the tree only for the summary itself.
 
 use parser_ffi::protobuf::{
-    AExprKind, BoolExprType, JoinType, SetOperation, TransactionStmtKind, VariableSetKind,
+    AExprKind, BoolExprType, CmdType, JoinType, SetOperation, TransactionStmtKind, VariableSetKind,
 };
 use parser_ffi::view::{
     self, AConst, ConstValue, InsertStmt, List, Node, NodeRef, SelectStmt, TypeName,
-    VariableSetStmt, Walk,
+    VariableSetStmt, Walk, WithClause,
 };
 use parser_ffi::ParseTree;
 
-use super::{ExtractError, MAX_DEPTH};
+use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
     ColumnRef, Condition, StatementKind, StatementSummary, Summary, TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see the rules in [`super`]).
 pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
-    let mut scratch = Scratch::default();
+    let mut scratch = Scratch {
+        stack: Vec::with_capacity(32),
+        ..Scratch::default()
+    };
     let mut statements = Vec::with_capacity(tree.statement_list().len());
     for raw in tree.statements() {
         let summary = match raw.stmt() {
@@ -41,6 +47,8 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
                 tables: Vec::new(),
                 conditions: Vec::new(),
                 insert_without_columns: false,
+                target: None,
+                set_columns: Vec::new(),
             },
         };
         statements.push(summary);
@@ -50,18 +58,18 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
     Ok(summary)
 }
 
-/// A table as found in the tree: (schema, name, alias), borrowed.
-type Relation<'a> = (Option<&'a str>, &'a str, Option<&'a str>);
-
 /// Buffers reused across the statements of one string.
 #[derive(Default)]
 struct Scratch<'a> {
     /// The walk's stack.
     stack: Vec<Node<'a>>,
-    /// FROM items still to look at for INNER JOIN quals.
+    /// CTE names met by the walk.
+    cte_names: Vec<&'a str>,
+    tasks: Vec<Task<'a>>,
+    sinks: Vec<Vec<Condition>>,
+    /// A FROM's join tree still to look at.
     joins: Vec<Node<'a>>,
-    relations: Vec<Relation<'a>>,
-    ctes: Vec<&'a str>,
+    scopes: Scopes<'a>,
     /// State of [`condition`].
     booleans: Booleans<'a>,
 }
@@ -82,57 +90,147 @@ fn statement<'a>(
     let (kind, write) = classify(stmt);
     let Scratch {
         stack,
+        cte_names,
+        tasks,
+        sinks,
         joins,
-        relations,
-        ctes,
+        scopes,
         booleans,
     } = scratch;
-    relations.clear();
-    ctes.clear();
-    let mut visitor = Visitor {
-        joins,
-        booleans,
-        relations,
-        ctes,
-        conditions: Vec::new(),
+    cte_names.clear();
+    let mut found = Found {
+        tables: Vec::new(),
+        cte_names,
         locking: false,
         select_into: false,
         modifying_cte: false,
-        insert_without_columns: false,
-        error: None,
     };
-    view::walk_with(stack, stmt, |node| visitor.visit(node));
-    if let Some(err) = visitor.error {
-        return Err(err);
-    }
+    view::walk_with(stack, stmt, |node| found.visit(node));
     let write = match write {
         Write::Always => true,
         Write::Never => false,
-        Write::IfSelectWrites => visitor.select_into || visitor.modifying_cte,
+        Write::IfSelectWrites => found.select_into || found.modifying_cte,
+    };
+
+    tasks.clear();
+    sinks.clear();
+    joins.clear();
+    scopes.clear();
+    let (conditions, insert_without_columns) = match own_query(stmt) {
+        Some(query) => Levels {
+            tasks,
+            out: Vec::new(),
+            sinks,
+            joins,
+            scopes,
+            booleans,
+            insert_without_columns: false,
+        }
+        .run(query)?,
+        None => (Vec::new(), false),
     };
     Ok(StatementSummary {
         kind,
         write,
-        locking: visitor.locking,
-        tables: tables(visitor.relations, visitor.ctes),
-        conditions: visitor.conditions,
-        insert_without_columns: visitor.insert_without_columns,
+        locking: found.locking,
+        tables: without_ctes(found.tables, found.cte_names),
+        conditions,
+        insert_without_columns,
+        target: target(stmt),
+        set_columns: set_columns(stmt),
     })
 }
 
-/// The tables: deduplicated while still borrowed, CTE references dropped.
-fn tables(relations: &mut Vec<Relation<'_>>, ctes: &[&str]) -> Vec<TableRef> {
-    relations.sort_unstable();
-    relations.dedup();
-    relations
-        .iter()
-        .filter(|(schema, name, _)| schema.is_some() || !ctes.contains(name))
-        .map(|&(schema, name, alias)| TableRef {
-            schema: schema.map(str::to_owned),
-            name: name.to_owned(),
-            alias: alias.map(str::to_owned),
-        })
-        .collect()
+/// The statement EXPLAIN explains, or the statement itself.
+fn explained(stmt: Node<'_>) -> Node<'_> {
+    match stmt.kind() {
+        NodeRef::ExplainStmt(explain) => explain.query().unwrap_or(stmt),
+        _ => stmt,
+    }
+}
+
+/// The table the statement writes: an INSERT's, UPDATE's, DELETE's or
+/// MERGE's relation, a COPY ... FROM's table.
+fn target(stmt: Node<'_>) -> Option<TableRef> {
+    let relation = match explained(stmt).kind() {
+        NodeRef::InsertStmt(insert) => insert.relation(),
+        NodeRef::UpdateStmt(update) => update.relation(),
+        NodeRef::DeleteStmt(delete) => delete.relation(),
+        NodeRef::MergeStmt(merge) => merge.relation(),
+        NodeRef::CopyStmt(copy) if copy.is_from() => copy.relation(),
+        _ => None,
+    }?;
+    Some(TableRef {
+        schema: relation.schemaname().map(str::to_owned),
+        name: relation.relname()?.to_owned(),
+        alias: relation
+            .alias()
+            .and_then(|alias| alias.aliasname())
+            .map(str::to_owned),
+    })
+}
+
+/// The columns an UPDATE, or a MERGE's UPDATE actions, assign (canonicalize
+/// sorts them).
+fn set_columns(stmt: Node<'_>) -> Vec<String> {
+    let mut columns = Vec::new();
+    let mut add = |targets: List<'_>| {
+        for target in targets.iter().flatten() {
+            if let NodeRef::ResTarget(target) = target.kind() {
+                columns.extend(target.name().map(str::to_owned));
+            }
+        }
+    };
+    match explained(stmt).kind() {
+        NodeRef::UpdateStmt(update) => add(update.target_list()),
+        NodeRef::MergeStmt(merge) => {
+            for clause in merge.merge_when_clauses().iter().flatten() {
+                if let NodeRef::MergeWhenClause(clause) = clause.kind() {
+                    // WHEN MATCHED and WHEN NOT MATCHED BY SOURCE both
+                    // update target rows (NOT MATCHED BY TARGET cannot).
+                    if clause.command_type() == CmdType::CmdUpdate {
+                        add(clause.target_list());
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    columns
+}
+
+/// The statement's own query: the statement itself, or the query EXPLAIN,
+/// COPY (query) TO, CREATE TABLE AS, DECLARE CURSOR or PREPARE wraps.
+fn own_query(stmt: Node<'_>) -> Option<Node<'_>> {
+    let mut stmt = stmt;
+    // A loop: EXPLAIN may wrap CREATE TABLE AS, which wraps a query.
+    loop {
+        stmt = match stmt.kind() {
+            NodeRef::SelectStmt(_)
+            | NodeRef::InsertStmt(_)
+            | NodeRef::UpdateStmt(_)
+            | NodeRef::DeleteStmt(_)
+            | NodeRef::MergeStmt(_) => return Some(stmt),
+            NodeRef::ExplainStmt(explain) => explain.query()?,
+            NodeRef::CopyStmt(copy) => copy.query()?,
+            NodeRef::CreateTableAsStmt(create) => create.query()?,
+            NodeRef::DeclareCursorStmt(declare) => declare.query()?,
+            NodeRef::PrepareStmt(prepare) => prepare.query()?,
+            _ => return None,
+        };
+    }
+}
+
+/// Drop the references to CTEs (unqualified names equal to a CTE's name).
+fn without_ctes(mut tables: Vec<TableRef>, ctes: &mut [&str]) -> Vec<TableRef> {
+    if !ctes.is_empty() {
+        // Sorted, so that many CTEs and many tables cost n log n.
+        ctes.sort_unstable();
+        tables.retain(|table| {
+            table.schema.is_some() || ctes.binary_search(&table.name.as_str()).is_err()
+        });
+    }
+    tables
 }
 
 /// Kind and write rule of a top-level statement.
@@ -171,7 +269,9 @@ fn classify(stmt: Node<'_>) -> (StatementKind, Write) {
         NodeRef::VariableSetStmt(set) => (variable_set(set), Write::Never),
         NodeRef::VariableShowStmt(_) | NodeRef::DiscardStmt(_) => (K::Session, Write::Never),
         NodeRef::ExplainStmt(explain) => {
-            let write = explain.query().map_or(Write::Never, |query| classify(query).1);
+            let write = explain
+                .query()
+                .map_or(Write::Never, |query| classify(query).1);
             (K::Explain, write)
         }
         NodeRef::CallStmt(_) | NodeRef::DoStmt(_) => (K::Other, Write::Always),
@@ -213,251 +313,616 @@ fn variable_set(set: VariableSetStmt<'_>) -> StatementKind {
 }
 
 /// Schema changes (and the other catalog-changing statements routed with them).
+#[rustfmt::skip]
 fn is_ddl(node: NodeRef<'_>) -> bool {
     use NodeRef as N;
     matches!(
         node,
-        N::CreateSchemaStmt(_)
-            | N::AlterTableStmt(_)
-            | N::AlterCollationStmt(_)
-            | N::AlterDomainStmt(_)
-            | N::GrantStmt(_)
-            | N::GrantRoleStmt(_)
-            | N::AlterDefaultPrivilegesStmt(_)
-            | N::CreateStmt(_)
-            | N::CreateTableSpaceStmt(_)
-            | N::DropTableSpaceStmt(_)
-            | N::AlterTableSpaceOptionsStmt(_)
-            | N::AlterTableMoveAllStmt(_)
-            | N::CreateExtensionStmt(_)
-            | N::AlterExtensionStmt(_)
-            | N::AlterExtensionContentsStmt(_)
-            | N::CreateFdwStmt(_)
-            | N::AlterFdwStmt(_)
-            | N::CreateForeignServerStmt(_)
-            | N::AlterForeignServerStmt(_)
-            | N::CreateForeignTableStmt(_)
-            | N::CreateUserMappingStmt(_)
-            | N::AlterUserMappingStmt(_)
-            | N::DropUserMappingStmt(_)
-            | N::ImportForeignSchemaStmt(_)
-            | N::CreatePolicyStmt(_)
-            | N::AlterPolicyStmt(_)
-            | N::CreateAmStmt(_)
-            | N::CreateTrigStmt(_)
-            | N::CreateEventTrigStmt(_)
-            | N::AlterEventTrigStmt(_)
-            | N::CreatePLangStmt(_)
-            | N::CreateRoleStmt(_)
-            | N::AlterRoleStmt(_)
-            | N::AlterRoleSetStmt(_)
-            | N::DropRoleStmt(_)
-            | N::CreateSeqStmt(_)
-            | N::AlterSeqStmt(_)
-            | N::DefineStmt(_)
-            | N::CreateDomainStmt(_)
-            | N::CreateOpClassStmt(_)
-            | N::CreateOpFamilyStmt(_)
-            | N::AlterOpFamilyStmt(_)
-            | N::DropStmt(_)
-            | N::TruncateStmt(_)
-            | N::CommentStmt(_)
-            | N::SecLabelStmt(_)
-            | N::IndexStmt(_)
-            | N::CreateStatsStmt(_)
-            | N::AlterStatsStmt(_)
-            | N::CreateFunctionStmt(_)
-            | N::AlterFunctionStmt(_)
-            | N::RenameStmt(_)
-            | N::AlterObjectDependsStmt(_)
-            | N::AlterObjectSchemaStmt(_)
-            | N::AlterOwnerStmt(_)
-            | N::AlterOperatorStmt(_)
-            | N::AlterTypeStmt(_)
-            | N::RuleStmt(_)
-            | N::CompositeTypeStmt(_)
-            | N::CreateEnumStmt(_)
-            | N::CreateRangeStmt(_)
-            | N::AlterEnumStmt(_)
-            | N::ViewStmt(_)
-            | N::CreatedbStmt(_)
-            | N::AlterDatabaseStmt(_)
-            | N::AlterDatabaseRefreshCollStmt(_)
-            | N::AlterDatabaseSetStmt(_)
-            | N::DropdbStmt(_)
-            | N::AlterSystemStmt(_)
-            | N::CreateTableAsStmt(_)
-            | N::RefreshMatViewStmt(_)
-            | N::CreateConversionStmt(_)
-            | N::CreateCastStmt(_)
-            | N::CreateTransformStmt(_)
-            | N::DropOwnedStmt(_)
-            | N::ReassignOwnedStmt(_)
-            | N::AlterTsDictionaryStmt(_)
-            | N::AlterTsConfigurationStmt(_)
-            | N::CreatePublicationStmt(_)
-            | N::AlterPublicationStmt(_)
-            | N::CreateSubscriptionStmt(_)
-            | N::AlterSubscriptionStmt(_)
-            | N::DropSubscriptionStmt(_)
+        N::CreateSchemaStmt(_) | N::AlterTableStmt(_) | N::AlterCollationStmt(_)
+            | N::AlterDomainStmt(_) | N::GrantStmt(_) | N::GrantRoleStmt(_)
+            | N::AlterDefaultPrivilegesStmt(_) | N::CreateStmt(_) | N::CreateTableSpaceStmt(_)
+            | N::DropTableSpaceStmt(_) | N::AlterTableSpaceOptionsStmt(_)
+            | N::AlterTableMoveAllStmt(_) | N::CreateExtensionStmt(_) | N::AlterExtensionStmt(_)
+            | N::AlterExtensionContentsStmt(_) | N::CreateFdwStmt(_) | N::AlterFdwStmt(_)
+            | N::CreateForeignServerStmt(_) | N::AlterForeignServerStmt(_)
+            | N::CreateForeignTableStmt(_) | N::CreateUserMappingStmt(_)
+            | N::AlterUserMappingStmt(_) | N::DropUserMappingStmt(_)
+            | N::ImportForeignSchemaStmt(_) | N::CreatePolicyStmt(_) | N::AlterPolicyStmt(_)
+            | N::CreateAmStmt(_) | N::CreateTrigStmt(_) | N::CreateEventTrigStmt(_)
+            | N::AlterEventTrigStmt(_) | N::CreatePLangStmt(_) | N::CreateRoleStmt(_)
+            | N::AlterRoleStmt(_) | N::AlterRoleSetStmt(_) | N::DropRoleStmt(_)
+            | N::CreateSeqStmt(_) | N::AlterSeqStmt(_) | N::DefineStmt(_) | N::CreateDomainStmt(_)
+            | N::CreateOpClassStmt(_) | N::CreateOpFamilyStmt(_) | N::AlterOpFamilyStmt(_)
+            | N::DropStmt(_) | N::TruncateStmt(_) | N::CommentStmt(_) | N::SecLabelStmt(_)
+            | N::IndexStmt(_) | N::CreateStatsStmt(_) | N::AlterStatsStmt(_)
+            | N::CreateFunctionStmt(_) | N::AlterFunctionStmt(_) | N::RenameStmt(_)
+            | N::AlterObjectDependsStmt(_) | N::AlterObjectSchemaStmt(_) | N::AlterOwnerStmt(_)
+            | N::AlterOperatorStmt(_) | N::AlterTypeStmt(_) | N::RuleStmt(_)
+            | N::CompositeTypeStmt(_) | N::CreateEnumStmt(_) | N::CreateRangeStmt(_)
+            | N::AlterEnumStmt(_) | N::ViewStmt(_) | N::CreatedbStmt(_) | N::AlterDatabaseStmt(_)
+            | N::AlterDatabaseRefreshCollStmt(_) | N::AlterDatabaseSetStmt(_) | N::DropdbStmt(_)
+            | N::AlterSystemStmt(_) | N::CreateTableAsStmt(_) | N::RefreshMatViewStmt(_)
+            | N::CreateConversionStmt(_) | N::CreateCastStmt(_) | N::CreateTransformStmt(_)
+            | N::DropOwnedStmt(_) | N::ReassignOwnedStmt(_) | N::AlterTsDictionaryStmt(_)
+            | N::AlterTsConfigurationStmt(_) | N::CreatePublicationStmt(_)
+            | N::AlterPublicationStmt(_) | N::CreateSubscriptionStmt(_)
+            | N::AlterSubscriptionStmt(_) | N::DropSubscriptionStmt(_)
     )
 }
 
-/// What the walk collects for one statement.
-struct Visitor<'s, 'a> {
-    joins: &'s mut Vec<Node<'a>>,
-    booleans: &'s mut Booleans<'a>,
-    relations: &'s mut Vec<Relation<'a>>,
-    ctes: &'s mut Vec<&'a str>,
-    conditions: Vec<Condition>,
+/// What the walk collects from anywhere in a statement.
+struct Found<'s, 'a> {
+    /// Every RangeVar (CTE references included until the end).
+    tables: Vec<TableRef>,
+    cte_names: &'s mut Vec<&'a str>,
     locking: bool,
     select_into: bool,
     modifying_cte: bool,
-    insert_without_columns: bool,
-    error: Option<ExtractError>,
 }
 
-impl<'a> Visitor<'_, 'a> {
+impl<'a> Found<'_, 'a> {
     fn visit(&mut self, node: NodeRef<'a>) -> Walk {
-        let result = match node {
+        match node {
             NodeRef::RangeVar(range) => {
                 if let Some(name) = range.relname() {
                     let alias = range.alias().and_then(|alias| alias.aliasname());
-                    self.relations.push((range.schemaname(), name, alias));
+                    self.tables.push(TableRef {
+                        schema: range.schemaname().map(str::to_owned),
+                        name: name.to_owned(),
+                        alias: alias.map(str::to_owned),
+                    });
                 }
                 // Only the alias below.
-                return Walk::SkipChildren;
+                Walk::SkipChildren
             }
             NodeRef::CommonTableExpr(cte) => {
                 if let Some(name) = cte.ctename() {
-                    self.ctes.push(name);
+                    self.cte_names.push(name);
                 }
-                if let Some(query) = cte.ctequery() {
-                    self.modifying_cte |= matches!(
-                        query.kind(),
-                        NodeRef::InsertStmt(_)
-                            | NodeRef::UpdateStmt(_)
-                            | NodeRef::DeleteStmt(_)
-                            | NodeRef::MergeStmt(_)
-                    );
-                }
-                Ok(())
+                self.modifying_cte |= cte.ctequery().is_some_and(is_data_modifying);
+                Walk::Continue
             }
-            NodeRef::SelectStmt(select) => self.select(select),
-            NodeRef::UpdateStmt(update) => self.level(update.where_clause()),
-            NodeRef::DeleteStmt(delete) => self.level(delete.where_clause()),
-            NodeRef::MergeStmt(merge) => self.level(merge.join_condition()),
-            NodeRef::InsertStmt(insert) => {
-                self.insert(insert);
-                Ok(())
+            NodeRef::SelectStmt(select) => {
+                self.locking |= !select.locking_clause().is_empty();
+                self.select_into |= select.into_clause().is_some();
+                Walk::Continue
             }
             // `FOR UPDATE OF o` names FROM items (often aliases), not tables.
-            NodeRef::LockingClause(_) => return Walk::SkipChildren,
+            NodeRef::LockingClause(_) => Walk::SkipChildren,
             // Leaves (their children are name parts at most).
-            NodeRef::ColumnRef(_) | NodeRef::AConst(_) | NodeRef::ParamRef(_) => {
-                return Walk::SkipChildren
-            }
-            _ => Ok(()),
-        };
-        match result {
-            Ok(()) => Walk::Continue,
-            Err(err) => {
-                self.error = Some(err);
-                Walk::Stop
-            }
+            NodeRef::ColumnRef(_) | NodeRef::AConst(_) | NodeRef::ParamRef(_) => Walk::SkipChildren,
+            _ => Walk::Continue,
         }
     }
+}
 
-    /// A SELECT level: WHERE AND-ed with the quals of the INNER joins in FROM.
-    fn select(&mut self, select: SelectStmt<'a>) -> Result<(), ExtractError> {
-        if !select.locking_clause().is_empty() {
-            self.locking = true;
-        }
-        if select.into_clause().is_some() {
-            self.select_into = true;
-        }
-        let mut level = Gathered::default();
-        if let Some(expr) = select.where_clause() {
-            if let Some(found) = condition(expr, self.booleans)? {
-                level.push(found, 2);
-            }
-        }
-        let from = select.from_clause();
-        if !from.is_empty() {
-            self.joins.clear();
-            from.push_nodes(self.joins);
-            while let Some(item) = self.joins.pop() {
-                let NodeRef::JoinExpr(join) = item.kind() else {
-                    continue;
-                };
-                // Only quals that restrict the level's rows count: those of
-                // inner joins reached through preserved sides.
-                let (left, right) = match join.jointype() {
-                    JoinType::JoinInner => {
-                        if let Some(quals) = join.quals() {
-                            if let Some(found) = condition(quals, self.booleans)? {
-                                level.push(found, 2);
-                            }
-                        }
-                        (join.larg(), join.rarg())
+fn is_data_modifying(query: Node<'_>) -> bool {
+    matches!(
+        query.kind(),
+        NodeRef::InsertStmt(_)
+            | NodeRef::UpdateStmt(_)
+            | NodeRef::DeleteStmt(_)
+            | NodeRef::MergeStmt(_)
+    )
+}
+
+/// The conditions of the levels that contribute (see the rules in [`super`]).
+///
+/// Levels nest as deep as the parser lets them and set operations chain
+/// without limit, so this is a task machine rather than a recursion: a level
+/// is read at once (its WHERE, its FROM's join tree with the INNER quals),
+/// and what it leads to (FROM subqueries, referenced CTEs, UNION arms) waits
+/// on `tasks`. Conditions collect in sinks: `out` (sink 0, the statement's)
+/// and `sinks[n - 1]` for each UNION arm and CTE body. Tasks run depth first
+/// in the statement's order, as the recursive reading of the rules would: a
+/// CTE's body is evaluated completely when first referenced. A plain
+/// statement (no subquery, CTE or set operation in FROM) needs no task and
+/// allocates nothing here.
+struct Levels<'s, 'a> {
+    tasks: &'s mut Vec<Task<'a>>,
+    out: Vec<Condition>,
+    sinks: &'s mut Vec<Vec<Condition>>,
+    /// A FROM's join tree still to look at.
+    joins: &'s mut Vec<Node<'a>>,
+    scopes: &'s mut Scopes<'a>,
+    booleans: &'s mut Booleans<'a>,
+    insert_without_columns: bool,
+}
+
+/// Work left for [`Levels`]. `depth` counts the query levels open around
+/// the task (the statement's own query is at 1); `sink` is where the
+/// conditions found go.
+enum Task<'a> {
+    /// A contributing level (below the statement's own query).
+    Query {
+        query: Node<'a>,
+        scope: Scope,
+        depth: usize,
+        sink: usize,
+    },
+    /// A contributing FROM references a CTE.
+    Reference {
+        cte: usize,
+        depth: usize,
+        sink: usize,
+    },
+    /// Both arms of a UNION are done: the OR of their AND-ed conditions.
+    Union {
+        left: usize,
+        right: usize,
+        sink: usize,
+    },
+    /// A CTE's body is done; its conditions are in sink `body`.
+    CteDone { cte: usize, body: usize },
+    /// Add a CTE's conditions to `sink` (capped unless `always`).
+    AddCte {
+        cte: usize,
+        sink: usize,
+        always: bool,
+    },
+}
+
+/// The statement's own sink.
+const OUT: usize = 0;
+
+impl<'a> Levels<'_, 'a> {
+    /// The conditions of the statement's own query.
+    fn run(mut self, query: Node<'a>) -> Result<(Vec<Condition>, bool), ExtractError> {
+        self.query(query, None, true, 1, OUT)?;
+        while let Some(task) = self.tasks.pop() {
+            match task {
+                Task::Query {
+                    query,
+                    scope,
+                    depth,
+                    sink,
+                } => self.query(query, scope, false, depth, sink)?,
+                Task::Reference { cte, depth, sink } => self.reference(cte, depth, sink, false),
+                Task::Union { left, right, sink } => {
+                    let left = and_all(std::mem::take(self.sink(left)));
+                    let right = and_all(std::mem::take(self.sink(right)));
+                    if let (Some(left), Some(right)) = (left, right) {
+                        self.sink(sink).push(Condition::Or(vec![left, right]));
                     }
-                    JoinType::JoinLeft => (join.larg(), None),
-                    JoinType::JoinRight => (None, join.rarg()),
-                    _ => (None, None),
-                };
-                self.joins.extend(left);
-                self.joins.extend(right);
+                }
+                Task::CteDone { cte, body } => {
+                    let conditions = std::mem::take(self.sink(body));
+                    let nodes = count_nodes(&conditions);
+                    self.scopes.ctes[cte].state = CteState::Done { conditions, nodes };
+                }
+                Task::AddCte { cte, sink, always } => self.add_cte(cte, sink, always),
             }
         }
-        self.conditions.extend(level.into_and());
-        Ok(())
+        Ok((self.out, self.insert_without_columns))
     }
 
-    /// An UPDATE / DELETE / MERGE level: one expression.
-    fn level(&mut self, expr: Option<Node<'a>>) -> Result<(), ExtractError> {
-        if let Some(expr) = expr {
-            self.conditions.extend(condition(expr, self.booleans)?);
+    fn new_sink(&mut self) -> usize {
+        self.sinks.push(Vec::new());
+        self.sinks.len()
+    }
+
+    fn sink(&mut self, sink: usize) -> &mut Vec<Condition> {
+        match sink
+            .checked_sub(1)
+            .and_then(|index| self.sinks.get_mut(index))
+        {
+            Some(sink) => sink,
+            None => &mut self.out,
         }
+    }
+
+    /// Read one level. `top`: the statement's own query, whose WITH's
+    /// data-modifying CTEs contribute unreferenced.
+    fn query(
+        &mut self,
+        query: Node<'a>,
+        scope: Scope,
+        top: bool,
+        depth: usize,
+        sink: usize,
+    ) -> Result<(), ExtractError> {
+        if depth > MAX_DEPTH {
+            return Err(ExtractError::TooDeep);
+        }
+        // Tasks pushed last run first: a WITH's data-modifying CTEs are
+        // pushed after what the query leads to.
+        let (with, own_expr, from) = match query.kind() {
+            NodeRef::SelectStmt(select) => {
+                let scope = self.enter(select.with_clause(), scope);
+                let (larg, rarg) = (select.larg(), select.rarg());
+                let arm = |query: SelectStmt<'a>, sink| Task::Query {
+                    query: query.as_node(),
+                    scope,
+                    depth: depth + 1,
+                    sink,
+                };
+                match select.op() {
+                    SetOperation::SetopUnion => {
+                        if let (Some(larg), Some(rarg)) = (larg, rarg) {
+                            let (left, right) = (self.new_sink(), self.new_sink());
+                            self.tasks.push(Task::Union { left, right, sink });
+                            self.tasks.push(arm(rarg, right));
+                            self.tasks.push(arm(larg, left));
+                        }
+                    }
+                    SetOperation::SetopIntersect => {
+                        self.tasks.extend(rarg.map(|rarg| arm(rarg, sink)));
+                        self.tasks.extend(larg.map(|larg| arm(larg, sink)));
+                    }
+                    SetOperation::SetopExcept => {
+                        self.tasks.extend(larg.map(|larg| arm(larg, sink)));
+                    }
+                    _ => {
+                        let from = select.from_clause().iter();
+                        self.level(select.where_clause(), from, scope, depth, sink)?;
+                    }
+                }
+                self.data_modifying_ctes(top, scope, depth, sink);
+                return Ok(());
+            }
+            NodeRef::InsertStmt(insert) => {
+                let scope = self.enter(insert.with_clause(), scope);
+                match insert.select_stmt() {
+                    Some(source) if !self.values(insert, source, sink) => {
+                        // INSERT ... SELECT (never itself an INSERT: no deeper).
+                        self.query(source, scope, false, depth + 1, sink)?;
+                    }
+                    // VALUES, done; or DEFAULT VALUES.
+                    _ => {}
+                }
+                self.data_modifying_ctes(top, scope, depth, sink);
+                return Ok(());
+            }
+            NodeRef::UpdateStmt(update) => (
+                update.with_clause(),
+                update.where_clause(),
+                FromItems::List(update.from_clause()),
+            ),
+            NodeRef::DeleteStmt(delete) => (
+                delete.with_clause(),
+                delete.where_clause(),
+                FromItems::List(delete.using_clause()),
+            ),
+            NodeRef::MergeStmt(merge) => (
+                merge.with_clause(),
+                merge.join_condition(),
+                FromItems::One(merge.source_relation()),
+            ),
+            _ => return Ok(()),
+        };
+        let scope = self.enter(with, scope);
+        match from {
+            FromItems::List(items) => self.level(own_expr, items.iter(), scope, depth, sink)?,
+            FromItems::One(item) => {
+                self.level(own_expr, std::iter::once(item), scope, depth, sink)?
+            }
+        }
+        self.data_modifying_ctes(top, scope, depth, sink);
         Ok(())
     }
 
-    /// An INSERT level: its VALUES rows (INSERT ... SELECT is left to the
-    /// SELECT's own levels, met by the walk).
-    fn insert(&mut self, insert: InsertStmt<'a>) {
-        let Some(NodeRef::SelectStmt(values)) = insert.select_stmt().map(Node::kind) else {
-            return;
+    /// A level's own condition (`expr` AND-ed with the quals of the INNER
+    /// joins of its FROM reached through preserved sides) goes to `sink`;
+    /// the FROM's subqueries and CTE references become tasks, run in order.
+    fn level(
+        &mut self,
+        expr: Option<Node<'a>>,
+        from: impl Iterator<Item = Option<Node<'a>>>,
+        scope: Scope,
+        depth: usize,
+        sink: usize,
+    ) -> Result<(), ExtractError> {
+        let mut own = Gathered::Empty;
+        self.expression(expr, &mut own)?;
+        let start = self.tasks.len();
+        for item in from.flatten() {
+            // Join trees nest as deep as they have joins: a stack. Right
+            // sides are pushed first, so left ones are read first.
+            self.joins.push(item);
+            while let Some(item) = self.joins.pop() {
+                match item.kind() {
+                    NodeRef::JoinExpr(join) => {
+                        let (left, right) = match join.jointype() {
+                            JoinType::JoinInner => {
+                                self.expression(join.quals(), &mut own)?;
+                                (join.larg(), join.rarg())
+                            }
+                            JoinType::JoinLeft => (join.larg(), None),
+                            JoinType::JoinRight => (None, join.rarg()),
+                            _ => (None, None),
+                        };
+                        self.joins.extend(right);
+                        self.joins.extend(left);
+                    }
+                    NodeRef::RangeSubselect(subselect) => {
+                        if let Some(query) = subselect.subquery() {
+                            self.tasks.push(Task::Query {
+                                query,
+                                scope,
+                                depth: depth + 1,
+                                sink,
+                            });
+                        }
+                    }
+                    NodeRef::RangeVar(range) if range.schemaname().is_none() => {
+                        let cte = range
+                            .relname()
+                            .and_then(|name| self.scopes.find(scope, name));
+                        if let Some(cte) = cte {
+                            self.tasks.push(Task::Reference { cte, depth, sink });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.tasks[start..].reverse();
+        self.sink(sink).extend(own.into_and());
+        Ok(())
+    }
+
+    /// An INSERT's VALUES rows, if its source is VALUES (else false).
+    fn values(&mut self, insert: InsertStmt<'a>, source: Node<'a>, sink: usize) -> bool {
+        let NodeRef::SelectStmt(values) = source.kind() else {
+            return false;
         };
         let rows = values.values_lists();
         if rows.is_empty() || values.op() != SetOperation::SetopNone {
-            return;
+            return false;
         }
         let columns = insert.cols();
         if columns.is_empty() {
             self.insert_without_columns = true;
-            return;
+            return true;
         }
-        let Some(target) = insert.relation() else {
-            return;
-        };
-        let Some(table) = target
-            .alias()
+        let target = insert.relation();
+        let table = target
+            .and_then(|target| target.alias())
             .and_then(|alias| alias.aliasname())
-            .or(target.relname())
-        else {
-            return;
+            .or(target.and_then(|target| target.relname()));
+        let Some(table) = table else {
+            return true;
         };
-        let mut any = Gathered::default();
+        let mut any = Gathered::Empty;
         for row in rows.iter() {
             let Some(NodeRef::List(row)) = row.map(Node::kind) else {
-                return;
+                return true;
             };
             match row_condition(table, columns, row) {
                 Some(found) => any.push(found, rows.len()),
-                None => return,
+                None => return true,
             }
         }
-        self.conditions.extend(any.into_or());
+        self.sink(sink).extend(any.into_or());
+        true
     }
+
+    /// AND an expression's condition into `own`.
+    fn expression(
+        &mut self,
+        expr: Option<Node<'a>>,
+        own: &mut Gathered,
+    ) -> Result<(), ExtractError> {
+        if let Some(expr) = expr {
+            if let Some(found) = condition(expr, self.booleans)? {
+                own.push(found, 2);
+            }
+        }
+        Ok(())
+    }
+
+    fn enter(&mut self, with: Option<WithClause<'a>>, scope: Scope) -> Scope {
+        match with {
+            Some(with) => self.scopes.enter(with, scope),
+            None => scope,
+        }
+    }
+
+    /// At the top, the data-modifying CTEs of the WITH just entered
+    /// contribute, referenced or not (pushed last: they run first, in order).
+    fn data_modifying_ctes(&mut self, top: bool, scope: Scope, depth: usize, sink: usize) {
+        let Some(position) = scope.filter(|_| top) else {
+            return;
+        };
+        let Some(with) = self.scopes.groups.get(position.group) else {
+            return;
+        };
+        for cte in (with.first..with.first + with.len).rev() {
+            if self.scopes.ctes[cte].body.is_some_and(is_data_modifying) {
+                self.reference(cte, depth, sink, true);
+            }
+        }
+    }
+
+    /// CTE number `cte` contributes to `sink`: evaluate its body first if
+    /// not done yet; while it is being evaluated, a reference adds nothing.
+    fn reference(&mut self, cte: usize, depth: usize, sink: usize, always: bool) {
+        match self.scopes.ctes[cte].state {
+            CteState::Pending => {
+                self.scopes.ctes[cte].state = CteState::Running;
+                let body = self.new_sink();
+                self.tasks.push(Task::AddCte { cte, sink, always });
+                self.tasks.push(Task::CteDone { cte, body });
+                if let Some(query) = self.scopes.ctes[cte].body {
+                    self.tasks.push(Task::Query {
+                        query,
+                        scope: self.scopes.body_scope(cte),
+                        depth: depth + 1,
+                        sink: body,
+                    });
+                }
+            }
+            CteState::Running => {}
+            CteState::Done { .. } => self.add_cte(cte, sink, always),
+        }
+    }
+
+    fn add_cte(&mut self, cte: usize, sink: usize, always: bool) {
+        let sinks = &mut *self.sinks;
+        let target = match sink.checked_sub(1).and_then(|index| sinks.get_mut(index)) {
+            Some(target) => target,
+            None => &mut self.out,
+        };
+        let Some(entry) = self.scopes.ctes.get_mut(cte) else {
+            return;
+        };
+        // Canonicalize drops repeated conditions of the statement's own list,
+        // so a CTE referenced again there need not be copied again (the
+        // copies would cost time and memory in proportion to the references).
+        if sink == OUT && entry.in_out {
+            return;
+        }
+        if let CteState::Done { conditions, nodes } = &entry.state {
+            if always || *nodes <= MAX_CTE_CONDITION_NODES {
+                target.extend(conditions.iter().cloned());
+                entry.in_out |= sink == OUT;
+            }
+        }
+    }
+}
+
+/// A level's FROM: a list (SELECT, UPDATE, DELETE's USING) or one item (a
+/// MERGE's source).
+enum FromItems<'a> {
+    List(List<'a>),
+    One(Option<Node<'a>>),
+}
+
+/// A list of conditions AND-ed: one as is, none gives none.
+fn and_all(mut conditions: Vec<Condition>) -> Option<Condition> {
+    match conditions.len() {
+        0 | 1 => conditions.pop(),
+        _ => Some(Condition::And(conditions)),
+    }
+}
+
+/// Where a name is looked up: the CTEs of group `group` numbered below
+/// `end`, then the group's outer scope. `None`: no CTE visible.
+type Scope = Option<ScopePosition>;
+
+#[derive(Clone, Copy)]
+struct ScopePosition {
+    group: usize,
+    end: usize,
+}
+
+/// Every CTE of the contributing levels, by WITH (a group), with lookups in
+/// O(groups in scope x log CTEs).
+#[derive(Default)]
+struct Scopes<'a> {
+    ctes: Vec<Cte<'a>>,
+    groups: Vec<Group>,
+    /// Each group's (name, CTE number)s, sorted by name, one range per group.
+    by_name: Vec<(&'a str, usize)>,
+}
+
+struct Cte<'a> {
+    body: Option<Node<'a>>,
+    group: usize,
+    state: CteState,
+    /// Its conditions were added to the statement's own list.
+    in_out: bool,
+}
+
+struct Group {
+    /// Its CTEs are numbered `first..first + len`, its names are
+    /// `by_name[first..first + len]` (the same numbers: both grow together).
+    first: usize,
+    len: usize,
+    recursive: bool,
+    outer: Scope,
+}
+
+enum CteState {
+    Pending,
+    Running,
+    Done {
+        conditions: Vec<Condition>,
+        nodes: usize,
+    },
+}
+
+impl<'a> Scopes<'a> {
+    fn clear(&mut self) {
+        self.ctes.clear();
+        self.groups.clear();
+        self.by_name.clear();
+    }
+
+    /// Add a WITH's CTEs; returns the scope of its query.
+    fn enter(&mut self, with: WithClause<'a>, outer: Scope) -> Scope {
+        let group = self.groups.len();
+        let first = self.ctes.len();
+        for cte in with.ctes().iter().flatten() {
+            if let NodeRef::CommonTableExpr(cte) = cte.kind() {
+                let name = cte.ctename().unwrap_or_default();
+                self.by_name.push((name, self.ctes.len()));
+                self.ctes.push(Cte {
+                    body: cte.ctequery(),
+                    group,
+                    state: CteState::Pending,
+                    in_out: false,
+                });
+            }
+        }
+        let end = self.ctes.len();
+        self.by_name[first..end].sort_unstable();
+        self.groups.push(Group {
+            first,
+            len: end - first,
+            recursive: with.recursive(),
+            outer,
+        });
+        Some(ScopePosition { group, end })
+    }
+
+    /// What a CTE's body sees: in a RECURSIVE WITH every CTE of it, else the
+    /// earlier ones.
+    fn body_scope(&self, cte: usize) -> Scope {
+        let group = self.ctes[cte].group;
+        let end = match self.groups.get(group) {
+            Some(with) if with.recursive => with.first + with.len,
+            _ => cte,
+        };
+        Some(ScopePosition { group, end })
+    }
+
+    /// The CTE an unqualified name refers to from `scope`, if any.
+    fn find(&self, scope: Scope, name: &str) -> Option<usize> {
+        let mut scope = scope;
+        while let Some(position) = scope {
+            let group = self.groups.get(position.group)?;
+            let names = self.by_name.get(group.first..group.first + group.len)?;
+            // The first visible CTE of that name, if several (Postgres
+            // refuses those).
+            let from = names.partition_point(|&(candidate, _)| candidate < name);
+            let found = names[from..]
+                .iter()
+                .take_while(|&&(candidate, _)| candidate == name)
+                .map(|&(_, cte)| cte)
+                .find(|&cte| cte < position.end);
+            if found.is_some() {
+                return found;
+            }
+            scope = group.outer;
+        }
+        None
+    }
+}
+
+/// How many Eq, Any, And and Or nodes `conditions` hold (without recursion).
+fn count_nodes(conditions: &[Condition]) -> usize {
+    let mut count = 0;
+    let mut stack: Vec<&[Condition]> = vec![conditions];
+    while let Some(list) = stack.pop() {
+        count += list.len();
+        for condition in list {
+            if let Condition::And(children) | Condition::Or(children) = condition {
+                stack.push(children);
+            }
+        }
+    }
+    count
 }
 
 /// One VALUES row: the `Eq`s of the plain columns given a value.
@@ -486,17 +951,53 @@ fn row_condition(table: &str, columns: List<'_>, row: List<'_>) -> Option<Condit
     all.into_and()
 }
 
-/// The condition an expression gives, if any.
+/// The condition a level's expression gives, if any.
+///
+/// The common shapes, a comparison or one AND/OR of comparisons, are read
+/// directly; nested AND/OR/NOT below the top go to [`nested_condition`].
+fn condition<'a>(
+    expr: Node<'a>,
+    booleans: &mut Booleans<'a>,
+) -> Result<Option<Condition>, ExtractError> {
+    match expr.kind() {
+        NodeRef::BoolExpr(bool_expr) => {
+            let args = bool_expr.args();
+            let mut frame = Frame::new(bool_op(bool_expr), args.len());
+            for arg in args.iter().flatten() {
+                let found = match arg.kind() {
+                    NodeRef::BoolExpr(_) => nested_condition(arg, 2, booleans)?,
+                    NodeRef::AExpr(a_expr) => comparison(a_expr),
+                    _ => None,
+                };
+                frame.fold(found);
+            }
+            Ok(frame.finish())
+        }
+        NodeRef::AExpr(a_expr) => Ok(comparison(a_expr)),
+        _ => Ok(None),
+    }
+}
+
+fn bool_op(bool_expr: view::BoolExpr<'_>) -> BoolOp {
+    match bool_expr.boolop() {
+        BoolExprType::AndExpr => BoolOp::And,
+        BoolExprType::OrExpr => BoolOp::Or,
+        _ => BoolOp::Not,
+    }
+}
+
+/// The condition of an expression at `depth` (a level's expression is at
+/// depth 1, a boolean node's arguments one deeper).
 ///
 /// AND/OR/NOT are evaluated with explicit stacks (one [`Frame`] per open
 /// boolean node, its arguments waiting on `pending`) rather than recursion, so
-/// no input can exhaust the thread's stack. A level's expression is at depth
-/// 1 and a boolean node's arguments one deeper; meeting any node deeper than
+/// no input can exhaust the thread's stack. Meeting any node deeper than
 /// [`MAX_DEPTH`] is [`ExtractError::TooDeep`]. Every argument is looked at,
 /// even after an OR branch without a condition, so whether a tree is too deep
 /// does not depend on what its other branches hold.
-fn condition<'a>(
+fn nested_condition<'a>(
     expr: Node<'a>,
+    depth: usize,
     booleans: &mut Booleans<'a>,
 ) -> Result<Option<Condition>, ExtractError> {
     let Booleans { frames, pending } = booleans;
@@ -504,26 +1005,17 @@ fn condition<'a>(
     pending.clear();
     let mut next = expr;
     loop {
-        if frames.len() >= MAX_DEPTH {
+        if depth + frames.len() > MAX_DEPTH {
             return Err(ExtractError::TooDeep);
         }
         let mut result = match next.kind() {
             NodeRef::BoolExpr(bool_expr) => {
-                let op = match bool_expr.boolop() {
-                    BoolExprType::AndExpr => BoolOp::And,
-                    BoolExprType::OrExpr => BoolOp::Or,
-                    _ => BoolOp::Not,
-                };
                 let args = bool_expr.args();
                 let before = pending.len();
                 args.push_nodes(pending);
-                frames.push(Frame {
-                    op,
-                    capacity: args.len(),
-                    remaining: pending.len() - before,
-                    gathered: Gathered::Empty,
-                    keyed: true,
-                });
+                let mut frame = Frame::new(bool_op(bool_expr), args.len());
+                frame.remaining = pending.len() - before;
+                frames.push(frame);
                 None
             }
             NodeRef::AExpr(a_expr) => Some(comparison(a_expr)),
@@ -551,7 +1043,7 @@ fn condition<'a>(
     }
 }
 
-/// The stacks [`condition`] works on, reused from one expression to the next.
+/// The stacks [`nested_condition`] works on, reused from one expression to the next.
 #[derive(Default)]
 struct Booleans<'a> {
     frames: Vec<Frame>,
@@ -560,7 +1052,7 @@ struct Booleans<'a> {
     pending: Vec<Node<'a>>,
 }
 
-/// An AND, OR or NOT being evaluated by [`condition`].
+/// An AND, OR or NOT being evaluated.
 struct Frame {
     op: BoolOp,
     /// Number of arguments (to size the result).
@@ -580,6 +1072,16 @@ enum BoolOp {
 }
 
 impl Frame {
+    fn new(op: BoolOp, capacity: usize) -> Frame {
+        Frame {
+            op,
+            capacity,
+            remaining: 0,
+            gathered: Gathered::Empty,
+            keyed: true,
+        }
+    }
+
     /// Take in the condition (or none) of one argument.
     fn fold(&mut self, found: Option<Condition>) {
         match (self.op, found) {
@@ -647,7 +1149,10 @@ fn comparison(a_expr: view::AExpr<'_>) -> Option<Condition> {
 /// `col IN (v1, ...)`: one `Eq`, or an `Or` of them; every element a value.
 fn one_of(column: Column<'_>, values: List<'_>) -> Option<Condition> {
     // Check every element before copying anything out.
-    if !values.iter().all(|value| value.and_then(value_of).is_some()) {
+    if !values
+        .iter()
+        .all(|value| value.and_then(value_of).is_some())
+    {
         return None;
     }
     let mut any = Gathered::default();
@@ -791,12 +1296,12 @@ fn constant_of(constant: AConst<'_>) -> Option<SourceOf<'_>> {
     }
 }
 
-/// A type name's last part, lower-cased.
+/// A type name's last part, lower-cased in ASCII (as Postgres folds names).
 fn type_name(type_name: TypeName<'_>) -> Option<String> {
     let names = type_name.names();
     let last = names.get(names.len().checked_sub(1)?)?;
     match last.kind() {
-        NodeRef::String(name) => name.sval().map(str::to_lowercase),
+        NodeRef::String(name) => name.sval().map(str::to_ascii_lowercase),
         _ => None,
     }
 }
@@ -813,19 +1318,18 @@ enum Gathered {
 impl Gathered {
     /// Add one; `capacity` is how many are expected in all.
     fn push(&mut self, condition: Condition, capacity: usize) {
-        *self = match std::mem::take(self) {
-            Gathered::Empty => Gathered::One(condition),
-            Gathered::One(first) => {
-                let mut all = Vec::with_capacity(capacity.max(2));
-                all.push(first);
-                all.push(condition);
-                Gathered::Many(all)
+        match self {
+            Gathered::Many(all) => all.push(condition),
+            Gathered::Empty => *self = Gathered::One(condition),
+            Gathered::One(_) => {
+                if let Gathered::One(first) = std::mem::take(self) {
+                    let mut all = Vec::with_capacity(capacity.max(2));
+                    all.push(first);
+                    all.push(condition);
+                    *self = Gathered::Many(all);
+                }
             }
-            Gathered::Many(mut all) => {
-                all.push(condition);
-                Gathered::Many(all)
-            }
-        };
+        }
     }
 
     /// AND rule: conditions without a use were never added; one stays as is.

@@ -147,13 +147,22 @@ fn stmt(kind: StatementKind, tables: &[&str], conditions: Vec<Condition>) -> Sta
             | StatementKind::Copy { to: false }
             | StatementKind::Ddl
     );
+    let tables: Vec<TableRef> = tables.iter().map(|t| table(t)).collect();
+    // Writes write their first table.
+    let target = if write && kind != StatementKind::Ddl {
+        tables.first().cloned()
+    } else {
+        None
+    };
     StatementSummary {
         kind,
         write,
         locking: false,
-        tables: tables.iter().map(|t| table(t)).collect(),
+        tables,
         conditions,
         insert_without_columns: false,
+        target,
+        set_columns: Vec::new(),
     }
 }
 
@@ -638,4 +647,59 @@ fn statement_strings() {
             write: false
         })
     );
+}
+
+#[test]
+fn writes_that_would_misplace_rows() {
+    let update = |tables: &[&str], set: &[&str]| {
+        let mut update = stmt(StatementKind::Update, tables, vec![eq("k", int(1))]);
+        update.set_columns = set.iter().map(|c| c.to_string()).collect();
+        update
+    };
+    assert!(matches!(
+        run(&update(&["t"], &["k", "x"])),
+        Err(RouteError::ShardingKeyChange { ref table, ref column }) if table == "t" && column == "k"
+    ));
+    assert_eq!(run(&update(&["t"], &["x"])), shard(0));
+    // A column-only entry keys unknown tables, not configured ones.
+    assert!(matches!(
+        run(&update(&["queue"], &["cid"])),
+        Err(RouteError::ShardingKeyChange { ref column, .. }) if column == "cid"
+    ));
+    assert_eq!(run(&update(&["t"], &["cid"])), shard(0));
+    assert_eq!(run(&update(&["f_3"], &["k"])), shard(0));
+    assert_eq!(run(&update(&["r"], &["k"])), Ok(Route::All));
+    // Overrides decide first.
+    let overrides = Overrides {
+        shard: Some(2),
+        ..Overrides::default()
+    };
+    let routed = route(&update(&["t"], &["k"]), &[], &overrides, &sharding());
+    assert_eq!(routed.map(|r| r.route), shard(2));
+
+    // An omnisharded target written from sharded, unknown or family tables.
+    for (tables, source) in [
+        (&["r", "t"], "t"),
+        (&["r", "queue"], "queue"),
+        (&["r", "f_3"], "f_3"),
+    ] {
+        let insert = stmt(StatementKind::Insert, tables, vec![eq("k", int(1))]);
+        assert!(
+            matches!(
+                run(&insert),
+                Err(RouteError::OmnishardedFromSharded { ref table, ref read, .. })
+                    if table == "r" && read == source
+            ),
+            "{tables:?}"
+        );
+    }
+    assert_eq!(
+        run(&stmt(StatementKind::Insert, &["r", "pg_class"], vec![])),
+        Ok(Route::All)
+    );
+    // A sharded target read from an omnisharded table is keyed as usual.
+    assert!(matches!(
+        run(&stmt(StatementKind::Insert, &["t", "r"], vec![])),
+        Err(RouteError::InsertWithoutKey { .. })
+    ));
 }
