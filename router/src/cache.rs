@@ -250,6 +250,29 @@ impl AstCache {
     /// replaced.
     pub fn lookup(&self, sql: &str, engine: ParserEngine) -> Result<Lookup, LookupError> {
         let (core, edge) = template::split_edge_comments(sql);
+        // The exact text first: a statement without literals (every prepared
+        // statement, most repeated queries) is found without lexing it. Its
+        // entry reads no literal, so no template is needed to answer. Keys
+        // with placeholders hold NUL, which no statement text can.
+        if !core.contains('\0') {
+            let mut inner = self.lock();
+            let exact = inner
+                .lru
+                .get(core)
+                .filter(|entry| entry.uses.is_empty() && entry.tree.engine() == engine)
+                .cloned();
+            if let Some(entry) = exact {
+                inner.hits += 1;
+                drop(inner);
+                let overrides = merge(edge, &entry.overrides);
+                return Ok(Lookup {
+                    entry,
+                    literals: Vec::new(),
+                    overrides,
+                    hit: true,
+                });
+            }
+        }
         let template = template::template(core);
         if template.is_none() && core.contains('\0') {
             return Err(ParseError::NulByte.into());
