@@ -10,27 +10,9 @@ use std::collections::BTreeSet;
 
 use parser_ffi::{deparse, parse_protobuf, parse_raw, view, ParseTree};
 
-fn corpus() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
-        .collect();
-    files.sort();
-    let mut entries = Vec::new();
-    for file in files {
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (i, entry) in text.split("\n----\n").enumerate() {
-            let entry = entry.trim_matches('\n');
-            if !entry.trim().is_empty() {
-                entries.push((format!("{name}#{i}"), entry.to_owned()));
-            }
-        }
-    }
-    entries
-}
+#[path = "shared/corpus.rs"]
+mod shared_corpus;
+use shared_corpus::corpus;
 
 #[test]
 fn corpus_is_large_and_distinct() {

@@ -13,39 +13,9 @@ use router::summary::{
     ColumnRef, Condition, StatementKind, StatementSummary, Summary, TableRef, Value, ValueSource,
 };
 
-/// The corpus entries as (`file#index`, SQL): files are split at `----` lines.
-fn corpus() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../parser-ffi/tests/corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "sql"))
-        .collect();
-    files.sort();
-    let mut entries = Vec::new();
-    for file in files {
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        let text = std::fs::read_to_string(&file).unwrap();
-        let mut entry = String::new();
-        let mut index = 0;
-        for line in text.lines().chain(std::iter::once("----")) {
-            if line == "----" {
-                if !entry.trim().is_empty() {
-                    entries.push((
-                        format!("{name}#{index}"),
-                        entry.trim_matches('\n').to_owned(),
-                    ));
-                }
-                entry.clear();
-                index += 1;
-            } else {
-                entry.push_str(line);
-                entry.push('\n');
-            }
-        }
-    }
-    entries
-}
+#[path = "../../parser-ffi/tests/shared/corpus.rs"]
+mod shared_corpus;
+use shared_corpus::corpus;
 
 #[test]
 fn engines_agree_on_the_corpus() {

@@ -15,12 +15,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use router::cache::Lookup;
 use router::route::{self, Overrides, ParamValue, Route};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::plan::Step;
-use super::statements::{RouteInfo, Statement};
+use super::statements::Statement;
 use super::{End, Session};
 use crate::fanout::{self, Merger};
 use crate::pool::Pooled;
@@ -105,7 +106,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let lookup = match self.state.cache.lookup(frame_sql, self.engine) {
             Ok(lookup) => lookup,
             // Postgres gives the client its own syntax error.
-            Err(_) => return Ok(self.unparsed_target(true)),
+            Err(_) => return Ok(Plan::Send(Target::Any)),
         };
         let summary = &lookup.entry.summary;
         if self.txn == Txn::Failed {
@@ -188,12 +189,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Route::Shards(set) => Some(set.clone()),
             Route::All => Some((0..self.pools.len()).collect()),
         }
-    }
-
-    /// A statement that did not parse: Postgres reports the error. Inside a
-    /// deferred transaction it runs on any shard outside it.
-    fn unparsed_target(&self, _simple: bool) -> Plan {
-        Plan::Send(Target::Any)
     }
 
     fn in_failed_txn(&mut self, summary: &Summary) -> Plan {
@@ -300,22 +295,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let Some(info) = self.route_info(statement) else {
             return Some(Target::Any);
         };
-        let base = usize::from(info.entry.literal_base);
-        let mut params: Vec<ParamValue<'_>> =
-            Vec::with_capacity(bind.params.len() + info.literals.len());
-        for (i, value) in bind.params.iter().enumerate() {
-            params.push(match value {
+        let bind_params: Vec<ParamValue<'_>> = bind
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, value)| match value {
                 None => ParamValue::Null,
                 Some(bytes) if bind.param_format(i) == 1 => ParamValue::Binary(bytes),
                 Some(bytes) => ParamValue::Text(bytes),
-            });
-        }
-        if !info.literals.is_empty() {
-            // Literals are numbered right after the highest `$n` the text
-            // uses, whatever number of parameter types the Parse declared.
-            params.resize(base, ParamValue::Null);
-            params.extend(info.literals.iter().map(|l| ParamValue::Text(l.as_bytes())));
-        }
+            })
+            .collect();
+        let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
         match route::route_all(&info.entry.summary, &params, &overrides, &self.sharding) {
             Err(err) => {
@@ -344,22 +334,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// A prepared statement's cache entry, looked up once per statement.
-    fn route_info(&self, statement: &Statement) -> Option<RouteInfo> {
+    fn route_info<'s>(&self, statement: &'s Statement) -> Option<&'s Lookup> {
         statement
             .route
             .get_or_init(|| {
                 let sql = String::from_utf8_lossy(&statement.query);
-                self.state
-                    .cache
-                    .lookup(&sql, self.engine)
-                    .ok()
-                    .map(|l| RouteInfo {
-                        entry: l.entry,
-                        literals: l.literals,
-                        overrides: l.overrides,
-                    })
+                self.state.cache.lookup(&sql, self.engine).ok()
             })
-            .clone()
+            .as_ref()
     }
 
     /// Where a Describe of `statement` goes before any Bind: the shard its
@@ -369,9 +351,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let Some(info) = self.route_info(statement) else {
             return Target::Any;
         };
-        let base = usize::from(info.entry.literal_base);
-        let mut params = vec![ParamValue::Null; base];
-        params.extend(info.literals.iter().map(|l| ParamValue::Text(l.as_bytes())));
+        let params = info.params(&[]);
         let overrides = self.overrides(&info.overrides);
         match route::route_all(&info.entry.summary, &params, &overrides, &self.sharding) {
             Ok(routed) => match routed.route {

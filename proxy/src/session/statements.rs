@@ -25,21 +25,10 @@ pub struct Statement {
     /// Running it leaves session state on the server (SET, temp tables,
     /// LISTEN...): the server needs a reset before another client gets it.
     pub leaves_state: bool,
-    /// The AST cache's entry for the text, looked up at the first Bind on a
-    /// sharded cluster (`None`: it does not parse; Postgres will say why).
-    pub route: OnceLock<Option<RouteInfo>>,
-}
-
-/// What routing a prepared statement needs, kept with the statement so a
-/// Bind costs no cache lookup.
-#[derive(Debug, Clone)]
-pub struct RouteInfo {
-    pub entry: Arc<router::cache::Entry>,
-    /// Literal values of the text (templated entries), passed as text
-    /// parameters after the Bind's own.
-    pub literals: Vec<String>,
-    /// Overrides from the text's edge comments.
-    pub overrides: router::route::Overrides,
+    /// The AST cache's lookup of the text, made at the first Bind or
+    /// Describe on a sharded cluster and kept, so later ones cost no lookup
+    /// (`None`: it does not parse; Postgres will say why).
+    pub route: OnceLock<Option<router::cache::Lookup>>,
 }
 
 /// Above this many distinct statements the registry starts over; statements
