@@ -5,9 +5,9 @@
 //! - `miss`: parse + summary extraction + route (a cache miss),
 //! - `miss_protobuf`: the same with `query_parser_engine = "pg_query_protobuf"`
 //!   (pg_query's protobuf parse and the extractor over its structs),
-//! - `hit`: AST cache lookup of the text + route (a repeated simple query or
-//!   an unnamed prepared statement),
-//! - `prepared`: route alone from a summary the statement already holds (a
+//! - `hit`: AST cache lookup of the text + route with the entry's plan (a
+//!   repeated simple query or an unnamed prepared statement),
+//! - `prepared`: route alone from the entry a statement already holds (a
 //!   Bind of a named prepared statement),
 //!
 //! and for simple-protocol statements carrying literals, `literal_hit`: the
@@ -167,16 +167,19 @@ fn miss_protobuf(sql: &str, params: &[ParamValue<'_>], sharding: &Sharding) -> b
     route::route_all(&summary, params, &Overrides::default(), sharding).is_ok()
 }
 
-/// Look up in the cache and route: a hit once warm.
-fn hit(cache: &AstCache, sql: &str, params: &[ParamValue<'_>], sharding: &Sharding) -> bool {
+/// Look up in the cache and route with the entry's plan: a hit once warm.
+fn hit(cache: &AstCache, sql: &str, params: &[ParamValue<'_>], sharding: &Arc<Sharding>) -> bool {
     let Ok(lookup) = cache.lookup(sql, ParserEngine::ZeroCopy) else {
         return false;
     };
     let params = lookup.params(params);
-    route::route_all(&lookup.entry.summary, &params, &lookup.overrides, sharding).is_ok()
+    lookup
+        .entry
+        .route(&params, &lookup.overrides, sharding)
+        .is_ok()
 }
 
-fn criterion_benches(c: &mut Criterion, sharding: &Sharding) {
+fn criterion_benches(c: &mut Criterion, sharding: &Arc<Sharding>) {
     let cache = AstCache::new(10_000, 64 << 20);
     for (name, sql, params) in prepared_set() {
         let params = text_params(&params);
@@ -196,13 +199,9 @@ fn criterion_benches(c: &mut Criterion, sharding: &Sharding) {
         if let Ok(lookup) = cache.lookup(sql, ParserEngine::ZeroCopy) {
             group.bench_function("prepared", |b| {
                 b.iter(|| {
-                    route::route_all(
-                        black_box(&lookup.entry.summary),
-                        &params,
-                        &Overrides::default(),
-                        sharding,
-                    )
-                    .is_ok()
+                    black_box(&lookup.entry)
+                        .route(&params, &Overrides::default(), sharding)
+                        .is_ok()
                 })
             });
         }
@@ -221,7 +220,7 @@ fn criterion_benches(c: &mut Criterion, sharding: &Sharding) {
     }
 }
 
-fn print_table(sharding: &Sharding) {
+fn print_table(sharding: &Arc<Sharding>) {
     let cache = AstCache::new(10_000, 64 << 20);
     println!();
     println!("Table: interleaved timing (41 rounds of ~4 ms batches per variant, rotating order);");
@@ -258,13 +257,9 @@ fn print_table(sharding: &Sharding) {
             },
             &|| {
                 black_box(
-                    route::route_all(
-                        black_box(&lookup.entry.summary),
-                        &params,
-                        &Overrides::default(),
-                        sharding,
-                    )
-                    .is_ok(),
+                    black_box(&lookup.entry)
+                        .route(&params, &Overrides::default(), sharding)
+                        .is_ok(),
                 );
             },
         ]);
@@ -324,5 +319,9 @@ fn main() {
         .measurement_time(std::time::Duration::from_secs(1));
     criterion_benches(&mut criterion, &sharding);
     criterion.final_summary();
-    print_table(&sharding);
+    // `--profile-time N` (criterion's mode for profilers) runs the selected
+    // benches only: the table would drown them in the profile.
+    if !std::env::args().any(|arg| arg == "--profile-time") {
+        print_table(&sharding);
+    }
 }

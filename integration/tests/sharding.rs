@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -674,15 +674,35 @@ async fn overrides(cluster: &Cluster) {
 }
 
 async fn query_cache(cluster: &Cluster) {
+    let admin = cluster.admin().await;
+    // SHOW STATS carries the shared cache's counters on every row.
+    let counters = |rows: Vec<HashMap<String, String>>| {
+        let row = rows.first().cloned().unwrap_or_default();
+        [
+            "query_cache_hits",
+            "query_cache_misses",
+            "query_cache_evictions",
+        ]
+        .map(|c| {
+            row.get(c)
+                .unwrap_or_else(|| panic!("no {c} in SHOW STATS: {row:?}"))
+                .parse::<u64>()
+                .unwrap()
+        })
+    };
+    let before = counters(rows(&admin, "SHOW STATS").await);
     let client = cluster.connect().await;
     for t in [42, 43, 42, 44, 42] {
         simple(
             &client,
-            &format!("SELECT item FROM orders WHERE tenant_id = {t}"),
+            &format!("SELECT item, 'cache probe' AS probe FROM orders WHERE tenant_id = {t}"),
         )
         .await;
     }
-    let admin = cluster.admin().await;
+    let after = counters(rows(&admin, "SHOW STATS").await);
+    // The first text parses; the others share its template.
+    assert!(after[0] >= before[0] + 4, "hits {before:?} -> {after:?}");
+    assert!(after[1] > before[1], "misses {before:?} -> {after:?}");
     let cache = rows(&admin, "SHOW QUERY_CACHE").await;
     println!("SHOW QUERY_CACHE: {cache:?}");
     assert!(!cache.is_empty(), "SHOW QUERY_CACHE returned no rows");

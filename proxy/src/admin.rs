@@ -371,7 +371,13 @@ fn show_stats(state: &State, out: &mut BytesMut) {
         "avg_xact_time",
         "avg_wait_time",
         "total_errors",
+        // The AST cache is shared by every pool: its counters are
+        // process-wide, the same on each row (per entry: SHOW QUERY_CACHE).
+        "query_cache_hits",
+        "query_cache_misses",
+        "query_cache_evictions",
     ];
+    let cache = state.cache.stats();
     let mut rows = Rows::new(out, &columns);
     for pool in state.all_pools() {
         let s = &pool.stats;
@@ -391,6 +397,9 @@ fn show_stats(state: &State, out: &mut BytesMut) {
             (xact_time / xacts.max(1)).to_string(),
             (wait_time / xacts.max(1)).to_string(),
             s.errors.load(Ordering::Relaxed).to_string(),
+            cache.hits.to_string(),
+            cache.misses.to_string(),
+            cache.evictions.to_string(),
         ]);
     }
     rows.done("SHOW");

@@ -136,6 +136,7 @@ impl State {
     /// are kept (with their connections); the others are rebuilt. Clients
     /// keep the pools they hold until they next check a server out.
     pub fn apply_config(&self, config: Arc<Config>) {
+        let config = self.keep_sharding(config);
         self.cache.resize(
             config.general.query_cache_limit,
             config.general.query_cache_max_bytes,
@@ -191,6 +192,29 @@ impl State {
         *pools = next;
         *write(&self.config) = config;
         self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// `config` with each cluster's sharding model shared with the running
+    /// config where it is unchanged: cache entries keep their routing plans
+    /// by model (see `router::cache::Entry::route`). When a model changed,
+    /// the cache is cleared so that entries are planned against the new one.
+    fn keep_sharding(&self, config: Arc<Config>) -> Arc<Config> {
+        let old = self.config();
+        let mut changed = false;
+        let mut kept = (*config).clone();
+        for (name, cluster) in kept.clusters.iter_mut() {
+            match old.clusters.get(name) {
+                Some(before) if before.sharding == cluster.sharding => {
+                    cluster.sharding = Arc::clone(&before.sharding);
+                }
+                Some(_) => changed = true,
+                None => {}
+            }
+        }
+        if changed {
+            self.cache.clear();
+        }
+        Arc::new(kept)
     }
 
     /// A SCRAM secret for a user that does not exist: its salt is the same
@@ -278,5 +302,51 @@ impl State {
     /// Mark a client's state for SHOW CLIENTS.
     pub fn set_client_state(info: &ClientInfo, state: u8) {
         info.state.store(state, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(tables: &str) -> Arc<Config> {
+        let pgdog = format!(
+            "[[databases]]\nname = \"db\"\nhost = \"127.0.0.1\"\nshard = 0\n\
+             [[databases]]\nname = \"db\"\nhost = \"127.0.0.1\"\nshard = 1\n{tables}"
+        );
+        let users = "[[users]]\nname = \"u\"\ndatabase = \"db\"\npassword = \"p\"\n";
+        match Config::from_toml(&pgdog, users) {
+            Ok(config) => Arc::new(config),
+            Err(err) => panic!("test config: {err}"),
+        }
+    }
+
+    fn sharding(state: &State) -> Arc<router::sharding::Sharding> {
+        match state.config().clusters.get("db") {
+            Some(cluster) => Arc::clone(&cluster.sharding),
+            None => panic!("no cluster db"),
+        }
+    }
+
+    #[tokio::test]
+    async fn reloads_keep_unchanged_sharding_and_clear_the_cache_on_changes() {
+        let keyed = "[[sharded_tables]]\ndatabase = \"db\"\nname = \"t\"\ncolumn = \"id\"\n";
+        let state = State::new(config(keyed), None);
+        let before = sharding(&state);
+        assert!(state
+            .cache
+            .lookup(
+                "SELECT * FROM t WHERE id = $1",
+                router::sharding::ParserEngine::ZeroCopy,
+            )
+            .is_ok());
+        // The same model in a new config: the same Arc, the cache kept.
+        state.apply_config(config(keyed));
+        assert!(Arc::ptr_eq(&before, &sharding(&state)));
+        assert_eq!(state.cache.stats().entries, 1);
+        // Another model: entries would route with plans for the old one.
+        state.apply_config(config(&keyed.replace("\"id\"", "\"other\"")));
+        assert!(!Arc::ptr_eq(&before, &sharding(&state)));
+        assert_eq!(state.cache.stats().entries, 0);
     }
 }

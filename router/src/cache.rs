@@ -20,7 +20,8 @@
 //! parameters. Anything else (a literal the lexer does not template, a
 //! statement the lexer is unsure of, `SET pgdog.shard = 1` whose value sits in
 //! the statement kind) is keyed by its exact text: correctness over hit rate.
-//! A lookup tries the template key, then the exact text.
+//! A lookup tries the exact text (untemplated entries only, no lexing),
+//! then the template key, then the exact text again.
 //!
 //! Comments in the middle of a statement are part of its key; the overrides
 //! they name are read once, on the miss, and kept in the entry.
@@ -28,7 +29,8 @@
 //! # Size
 //! The cache holds at most `max_entries` entries and `max_bytes` estimated
 //! bytes, evicting least recently used entries until both hold. An entry's
-//! bytes are its key, its text, its summary (walked) and its tree. Trees are
+//! bytes are its key, its text, its summary (walked, and again for
+//! its routing plan, which mirrors it) and its tree. Trees are
 //! estimated from the text's length with constants measured on this kind of
 //! machine (growth of the resident set per tree kept, 5,000 trees each of
 //! 28- to 2,051-byte statements, glibc malloc):
@@ -56,15 +58,15 @@
 
 use std::borrow::Cow;
 use std::mem::size_of;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use lru::LruCache;
 use parser_ffi::protobuf::ParseResult;
 use parser_ffi::{ParseError, ParseTree};
 
 use crate::extract::{self, ExtractError};
-use crate::route::{Overrides, ParamValue};
-use crate::sharding::ParserEngine;
+use crate::route::{self, Overrides, ParamValue, Plan, RouteError, Routed};
+use crate::sharding::{ParserEngine, Sharding};
 use crate::summary::{Condition, StatementKind, Summary, Value, ValueSource};
 use crate::template::{self, LiteralKind, Template};
 
@@ -122,6 +124,56 @@ pub struct Entry {
     pub overrides: Overrides,
     /// Estimated bytes (see the module docs).
     pub bytes: usize,
+    /// A templated entry's template key. It is also kept under its own
+    /// [`Entry::text`], so that the text it was built from (a statement
+    /// repeated as is: `... LIMIT 10`, an unnamed prepared statement with a
+    /// literal) is found without lexing.
+    template_key: Option<String>,
+    /// The values of the literals [`Entry::uses`] reads, in [`Entry::text`].
+    text_literals: Vec<String>,
+    /// The summary planned against the config it was first routed with
+    /// (see [`Entry::route`]).
+    plan: OnceLock<(Arc<Sharding>, Plan)>,
+}
+
+impl Entry {
+    /// The cache keys of this entry: its template key (if templated), then
+    /// its text.
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.template_key
+            .as_deref()
+            .into_iter()
+            .chain(std::iter::once(self.text.as_str()))
+    }
+
+    /// Route this statement: with the plan kept for `sharding` (made on the
+    /// first call), so that a hit costs the key values' typing and hashing,
+    /// not the table and column resolution. `params` as from
+    /// [`Lookup::params`]. The plan is kept for the first config it is
+    /// routed with; under an equal config (a reload that changed nothing
+    /// here) it still serves, under a different one the statement is
+    /// planned anew each time (the proxy clears the cache when a reload
+    /// changes a cluster's sharding).
+    pub fn route(
+        &self,
+        params: &[ParamValue<'_>],
+        overrides: &Overrides,
+        sharding: &Arc<Sharding>,
+    ) -> Result<Routed, RouteError> {
+        match self.plan.get() {
+            Some((planned, plan)) if Arc::ptr_eq(planned, sharding) || **planned == **sharding => {
+                plan.route(params, overrides, sharding)
+            }
+            Some(_) => route::route_all(&self.summary, params, overrides, sharding),
+            None => {
+                let plan = Plan::new(&self.summary, sharding);
+                let routed = plan.route(params, overrides, sharding);
+                // Another thread may have planned first; either plan serves.
+                let _ = self.plan.set((Arc::clone(sharding), plan));
+                routed
+            }
+        }
+    }
 }
 
 /// A literal a templated entry reads.
@@ -149,6 +201,21 @@ pub struct Lookup {
 }
 
 impl Lookup {
+    /// A hit on `entry` by its own text, with `edge` the overrides of the
+    /// text's edge comments.
+    fn exact(entry: Arc<Entry>, edge: Overrides) -> Lookup {
+        Lookup {
+            literals: if entry.text_literals.is_empty() {
+                Vec::new()
+            } else {
+                entry.text_literals.clone()
+            },
+            overrides: merge(edge, &entry.overrides),
+            entry,
+            hit: true,
+        }
+    }
+
     /// The parameters to route with: the first `literal_base` bind
     /// parameters (padded with `Null` if fewer arrived), then the literals
     /// as text. Without literals, `bind` itself.
@@ -196,8 +263,12 @@ pub struct AstCache {
     inner: Mutex<Inner>,
 }
 
+/// Keys map to entries; a templated entry sits under two keys (its template
+/// and its text), which are promoted, evicted and counted together.
 struct Inner {
     lru: LruCache<String, Arc<Entry>>,
+    /// Distinct entries (not keys).
+    entries: usize,
     bytes: usize,
     max_entries: usize,
     max_bytes: usize,
@@ -209,13 +280,46 @@ struct Inner {
 impl Inner {
     /// Evict until both bounds hold; the evicted entries go to `dropped`.
     fn evict(&mut self, dropped: &mut Vec<Arc<Entry>>) {
-        while self.lru.len() > self.max_entries || self.bytes > self.max_bytes {
+        while self.entries > self.max_entries || self.bytes > self.max_bytes {
             let Some((_, entry)) = self.lru.pop_lru() else {
                 break;
             };
-            self.bytes = self.bytes.saturating_sub(entry.bytes);
+            self.unlink(&entry);
             self.evictions += 1;
             dropped.push(entry);
+        }
+    }
+
+    /// Remove the keys that still map to `entry` and stop counting it.
+    fn unlink(&mut self, entry: &Arc<Entry>) {
+        for key in entry.keys() {
+            if self.lru.peek(key).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+                self.lru.pop(key);
+            }
+        }
+        self.entries = self.entries.saturating_sub(1);
+        self.bytes = self.bytes.saturating_sub(entry.bytes);
+    }
+
+    /// Add `entry` under each of its keys, replacing what they held.
+    fn insert(&mut self, entry: &Arc<Entry>, dropped: &mut Vec<Arc<Entry>>) {
+        for key in entry.keys() {
+            if let Some((_, old)) = self.lru.push(key.to_owned(), Arc::clone(entry)) {
+                if !Arc::ptr_eq(&old, entry) {
+                    self.unlink(&old);
+                    dropped.push(old);
+                }
+            }
+        }
+        self.entries += 1;
+        self.bytes += entry.bytes;
+        self.evict(dropped);
+    }
+
+    /// Mark `key` used (the other key of an entry just found).
+    fn touch(&mut self, key: Option<&str>) {
+        if let Some(key) = key {
+            self.lru.promote(key);
         }
     }
 }
@@ -235,6 +339,7 @@ impl AstCache {
         AstCache {
             inner: Mutex::new(Inner {
                 lru: LruCache::unbounded(),
+                entries: 0,
                 bytes: 0,
                 max_entries,
                 max_bytes,
@@ -249,28 +354,19 @@ impl AstCache {
     /// docs). An entry parsed by the other engine counts as a miss and is
     /// replaced.
     pub fn lookup(&self, sql: &str, engine: ParserEngine) -> Result<Lookup, LookupError> {
-        let (core, edge) = template::split_edge_comments(sql);
         // The exact text first: a statement without literals (every prepared
-        // statement, most repeated queries) is found without lexing it. Its
-        // entry reads no literal, so no template is needed to answer. Keys
-        // with placeholders hold NUL, which no statement text can.
-        if !core.contains('\0') {
-            let mut inner = self.lock();
-            let exact = inner
-                .lru
-                .get(core)
-                .filter(|entry| entry.uses.is_empty() && entry.tree.engine() == engine)
-                .cloned();
-            if let Some(entry) = exact {
-                inner.hits += 1;
-                drop(inner);
-                let overrides = merge(edge, &entry.overrides);
-                return Ok(Lookup {
-                    entry,
-                    literals: Vec::new(),
-                    overrides,
-                    hit: true,
-                });
+        // statement, most repeated queries) or the text a templated entry
+        // was built from is found without lexing it. A text as drivers send
+        // it (no comment or space at its edges) is its own core: it is
+        // tried before looking for edge comments (splitting a core gives
+        // the core back, without overrides).
+        if let Some(entry) = self.exact(sql, engine) {
+            return Ok(Lookup::exact(entry, Overrides::default()));
+        }
+        let (core, edge) = template::split_edge_comments(sql);
+        if core.len() != sql.len() {
+            if let Some(entry) = self.exact(core, engine) {
+                return Ok(Lookup::exact(entry, edge));
             }
         }
         let template = template::template(core);
@@ -289,8 +385,13 @@ impl AstCache {
                 found = inner.lru.get(core).cloned();
             }
             let found = found.filter(|entry| entry.tree.engine() == engine);
-            match found {
-                Some(_) => inner.hits += 1,
+            match &found {
+                Some(entry) => {
+                    if entry.templated {
+                        inner.touch(Some(&entry.text));
+                    }
+                    inner.hits += 1;
+                }
                 None => inner.misses += 1,
             }
             found
@@ -307,14 +408,9 @@ impl AstCache {
             }
         }
 
-        let (entry, templated) = build_entry(core, template.as_ref(), engine)?;
-        let entry = Arc::new(entry);
-        let key = match (&templated, template) {
-            (Some(_), Some(template)) => template.key.into_owned(),
-            _ => core.to_owned(),
-        };
-        let literals = templated.unwrap_or_default();
-        self.insert(key, Arc::clone(&entry));
+        let entry = Arc::new(build_entry(core, template, engine)?);
+        let literals = entry.text_literals.clone();
+        self.insert(&entry);
         let overrides = merge(edge, &entry.overrides);
         Ok(Lookup {
             entry,
@@ -324,6 +420,23 @@ impl AstCache {
         })
     }
 
+    /// The entry whose text is `core`, counted as a hit. Only an entry's
+    /// text answers: it parsed, so it holds no NUL, while template keys hold
+    /// NUL placeholders (which a client's text could otherwise spell).
+    fn exact(&self, core: &str, engine: ParserEngine) -> Option<Arc<Entry>> {
+        let mut inner = self.lock();
+        let entry = inner
+            .lru
+            .get(core)
+            .filter(|entry| {
+                entry.template_key.as_deref() != Some(core) && entry.tree.engine() == engine
+            })
+            .cloned()?;
+        inner.touch(entry.template_key.as_deref());
+        inner.hits += 1;
+        Some(entry)
+    }
+
     /// Counters and sizes.
     pub fn stats(&self) -> CacheStats {
         let inner = self.lock();
@@ -331,7 +444,7 @@ impl AstCache {
             hits: inner.hits,
             misses: inner.misses,
             evictions: inner.evictions,
-            entries: inner.lru.len(),
+            entries: inner.entries,
             bytes: inner.bytes,
             max_entries: inner.max_entries,
             max_bytes: inner.max_bytes,
@@ -343,6 +456,7 @@ impl AstCache {
         let old = {
             let mut inner = self.lock();
             inner.bytes = 0;
+            inner.entries = 0;
             std::mem::replace(&mut inner.lru, LruCache::unbounded())
         };
         drop(old);
@@ -360,19 +474,14 @@ impl AstCache {
         drop(dropped);
     }
 
-    fn insert(&self, key: String, entry: Arc<Entry>) {
+    fn insert(&self, entry: &Arc<Entry>) {
         let mut dropped = Vec::new();
         {
             let mut inner = self.lock();
             if inner.max_entries == 0 || entry.bytes > inner.max_bytes {
                 return;
             }
-            inner.bytes += entry.bytes;
-            if let Some((_, old)) = inner.lru.push(key, entry) {
-                inner.bytes = inner.bytes.saturating_sub(old.bytes);
-                dropped.push(old);
-            }
-            inner.evict(&mut dropped);
+            inner.insert(entry, &mut dropped);
         }
         drop(dropped);
     }
@@ -416,13 +525,12 @@ fn values_of(uses: &[LiteralUse], core: &str, template: &Template) -> Option<Vec
         .collect()
 }
 
-/// Parse and summarize `core`; template the entry if it can be. Returns the
-/// entry and, if templated, the literal values of this text.
+/// Parse and summarize `core`; template the entry if it can be.
 fn build_entry(
     core: &str,
-    template: Option<&Template>,
+    template: Option<Template<'_>>,
     engine: ParserEngine,
-) -> Result<(Entry, Option<Vec<String>>), LookupError> {
+) -> Result<Entry, LookupError> {
     let (tree, mut summary) = match engine {
         ParserEngine::ZeroCopy => {
             let tree = ParseTree::parse(core)?;
@@ -437,23 +545,23 @@ fn build_entry(
     };
     let mut literal_base = 0;
     let mut uses = Vec::new();
-    let mut literals = None;
-    let mut key_len = core.len();
+    let mut text_literals = Vec::new();
+    let mut template_key = None;
     if let Some(template) = template.filter(|t| !t.literals.is_empty()) {
         let mut candidate = summary.clone();
-        if let Some((base, used)) = parameterize(&mut candidate, core, template) {
+        if let Some((base, used)) = parameterize(&mut candidate, core, &template) {
             // With no literal read, every text of the key has this summary.
-            if let Some(values) = values_of(&used, core, template) {
+            if let Some(values) = values_of(&used, core, &template) {
                 candidate.canonicalize();
                 summary = candidate;
                 literal_base = base;
                 uses = used;
-                literals = Some(values);
-                key_len = template.key.len();
+                text_literals = values;
+                template_key = Some(template.key.into_owned());
             }
         }
     }
-    let templated = literals.is_some();
+    let templated = template_key.is_some();
     let overrides = if core.contains("pgdog_") {
         template::inner_overrides(core)
     } else {
@@ -463,11 +571,15 @@ fn build_entry(
         Tree::ZeroCopy(_) => C_CONTEXT_BYTES + C_BYTES_PER_TEXT_BYTE * core.len(),
         Tree::Protobuf(_) => PROTOBUF_BASE_BYTES + PROTOBUF_BYTES_PER_TEXT_BYTE * core.len(),
     };
+    // The text is kept in the entry and as a key, the template key in the
+    // entry and as a key.
     let bytes = ENTRY_OVERHEAD
-        + key_len
-        + core.len()
+        + 2 * template_key.as_ref().map_or(0, String::len)
+        + 2 * core.len()
+        + text_literals.iter().map(|l| l.len() + size_of::<String>()).sum::<usize>()
         + tree_bytes
-        + summary_bytes(&summary)
+        // The summary, and its plan, which mirrors its conditions.
+        + 2 * summary_bytes(&summary)
         + uses.len() * size_of::<LiteralUse>()
         + overrides.sharding_key.as_ref().map_or(0, String::len);
     let entry = Entry {
@@ -479,8 +591,11 @@ fn build_entry(
         uses,
         overrides,
         bytes,
+        template_key,
+        text_literals,
+        plan: OnceLock::new(),
     };
-    Ok((entry, literals))
+    Ok(entry)
 }
 
 /// Rewrite the literal-valued keys of `summary` to parameters after the

@@ -131,6 +131,30 @@ fn is_pg_space(byte: u8) -> bool {
 
 /// An integer as `int2in`/`int4in`/`int8in` read it (Postgres 15): optional
 /// whitespace, an optional sign, decimal digits, optional whitespace.
+/// An integer key written as plain digits (what drivers send), read without
+/// UTF-8 validation or trimming: `None` for other types and other spellings,
+/// which [`parse_text`] reads.
+#[inline]
+pub fn plain_int(data_type: DataType, bytes: &[u8]) -> Option<Result<Key, KeyError>> {
+    let integer = matches!(
+        data_type,
+        DataType::BigInt | DataType::Integer | DataType::SmallInt
+    );
+    // Up to 18 digits cannot overflow an i64.
+    if !integer || !(1..=18).contains(&bytes.len()) || !bytes.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let value = bytes
+        .iter()
+        .fold(0i64, |acc, &digit| acc * 10 + i64::from(digit - b'0'));
+    Some(if in_range(data_type, i128::from(value)) {
+        Ok(Key::Int(value))
+    } else {
+        // Digits only: the bytes are ASCII.
+        Err(out_of_range(data_type, &String::from_utf8_lossy(bytes)))
+    })
+}
+
 fn parse_int(data_type: DataType, text: &str) -> Result<i64, KeyError> {
     let bytes = text.as_bytes();
     let start = bytes
@@ -232,6 +256,7 @@ fn hex_value(byte: u8) -> Option<u8> {
 
 /// The `postgres` hash of a key, after `hash_combine64(0, h)`: what
 /// `PARTITION BY HASH` takes modulo the partition count.
+#[inline]
 pub fn postgres_hash(key: &Key) -> u64 {
     let hash = match key {
         // hashint2extended/hashint4extended/hashint8extended agree on every
@@ -283,6 +308,7 @@ fn citus_range_index(hash: i32, shard_count: usize) -> Option<usize> {
 
 /// The logical shard holding `key`, or `None` when a list/range mapping has
 /// no entry for it.
+#[inline]
 pub fn logical_shard(keys: &KeySpace, key: &Key) -> Option<usize> {
     match &keys.function {
         ShardFunction::Hash {
@@ -290,7 +316,15 @@ pub fn logical_shard(keys: &KeySpace, key: &Key) -> Option<usize> {
             shard_count,
         } => {
             let count = u64::try_from(*shard_count).ok().filter(|&n| n > 0)?;
-            usize::try_from(postgres_hash(key) % count).ok()
+            let hash = postgres_hash(key);
+            // A 64-bit division is the slowest step of routing a cached
+            // statement; shard counts are mostly powers of two.
+            let index = if count.is_power_of_two() {
+                hash & (count - 1)
+            } else {
+                hash % count
+            };
+            usize::try_from(index).ok()
         }
         ShardFunction::Hash {
             hasher: Hasher::Citus,
@@ -311,6 +345,7 @@ pub fn logical_shard(keys: &KeySpace, key: &Key) -> Option<usize> {
 }
 
 /// The database holding `key`: its logical shard through the placement.
+#[inline]
 pub fn database(keys: &KeySpace, key: &Key) -> Option<usize> {
     logical_shard(keys, key).and_then(|s| keys.placement.get(s).copied())
 }

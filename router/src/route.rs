@@ -71,18 +71,19 @@
 //! neither its target nor its SET columns are checked by rule 11.
 
 mod keys;
+mod plan;
 mod shard_set;
 mod tables;
 
 #[cfg(test)]
 mod tests;
 
-use crate::sharding::{KeySpace, Sharding};
-use crate::summary::{StatementKind, StatementSummary, Summary};
+use crate::sharding::Sharding;
+use crate::summary::{StatementSummary, Summary};
 
-use keys::{type_name, Keys, Restriction};
+pub use plan::Plan;
+use plan::StatementPlan;
 use shard_set::ShardSet;
-use tables::{classify, entry_names, TableClass};
 
 /// Where a statement goes. Shard numbers are database numbers (`[[databases]]`
 /// `shard`), already through logical-shard placement.
@@ -209,7 +210,9 @@ pub fn route(
     overrides: &Overrides,
     sharding: &Sharding,
 ) -> Result<Routed, RouteError> {
-    decide(stmt, params, overrides, sharding).map(|decision| decision.routed)
+    StatementPlan::new(stmt, sharding)
+        .decide(params, overrides, sharding)
+        .map(|decision| decision.routed)
 }
 
 /// Route a whole statement string: every statement must agree on one
@@ -220,28 +223,21 @@ pub fn route(
 /// MERGE, COPY, or a family table's statement) joined with a different
 /// route is an error too: running it on the other route's databases would
 /// duplicate its rows or miss its table. An empty string goes `Any`.
+///
+/// This plans and routes in one go; a caller routing the same statement
+/// again (a cache entry, a prepared statement) keeps the [`Plan`].
 pub fn route_all(
     summary: &Summary,
     params: &[ParamValue<'_>],
     overrides: &Overrides,
     sharding: &Sharding,
 ) -> Result<Routed, RouteError> {
-    let mut out = Decision {
-        routed: Routed {
-            route: Route::Any,
-            write: false,
-        },
-        pinned: false,
-    };
-    for stmt in &summary.statements {
-        let next = decide(stmt, params, overrides, sharding)?;
-        out = combine(out, next, sharding.databases)?;
-    }
-    Ok(out.routed)
+    Plan::new(summary, sharding).route(params, overrides, sharding)
 }
 
 /// A route, and whether the statement must run on exactly those databases
 /// (not merely may: running it elsewhere too would be wrong).
+#[derive(Debug, Clone)]
 struct Decision {
     routed: Routed,
     pinned: bool,
@@ -300,362 +296,4 @@ fn to_route(set: &ShardSet, databases: usize) -> Route {
         _ if len >= databases => Route::All,
         _ => Route::Shards(set.iter().collect()),
     }
-}
-
-/// What the tables of a statement are, gathered in one pass.
-#[derive(Default)]
-struct TableFacts<'a> {
-    /// A configured-sharded or unknown table other than the target (for an
-    /// INSERT or MERGE: its rows come from a query over sharded tables).
-    reads_sharded: bool,
-    /// Any sharded, unknown or family table.
-    touches_sharded: bool,
-    /// The first configured-sharded or unknown table, and whether unknown:
-    /// the target if it is one.
-    first_sharded: Option<(&'a str, bool)>,
-    /// The first sharded, unknown or family table other than the target, and
-    /// how to say what it is.
-    first_read: Option<(&'a str, &'static str)>,
-    /// The intersection of the family tables' databases.
-    families: Option<ShardSet>,
-}
-
-fn decide(
-    stmt: &StatementSummary,
-    params: &[ParamValue<'_>],
-    overrides: &Overrides,
-    sharding: &Sharding,
-) -> Result<Decision, RouteError> {
-    let write = stmt.write || stmt.locking;
-    let done = |route: Route, pinned: bool| Decision {
-        routed: Routed { route, write },
-        pinned,
-    };
-    match stmt.kind {
-        StatementKind::Begin
-        | StatementKind::Commit
-        | StatementKind::Rollback
-        | StatementKind::TransactionOther
-        | StatementKind::Session
-        | StatementKind::SetShard(_)
-        | StatementKind::SetShardingKey(_) => {
-            return Ok(Decision {
-                routed: Routed {
-                    route: Route::Any,
-                    write: false,
-                },
-                pinned: false,
-            })
-        }
-        _ => {}
-    }
-    let databases = sharding.databases;
-    let keys = Keys {
-        stmt,
-        params,
-        sharding,
-    };
-    if let Some(shard) = overrides.shard {
-        if shard >= databases {
-            return Err(RouteError::NoSuchShard { shard, databases });
-        }
-        return Ok(done(Route::Shard(shard), true));
-    }
-    if let Some(value) = &overrides.sharding_key {
-        let key_space = override_key_space(stmt, sharding).ok_or(RouteError::NoKeySpace)?;
-        let key = crate::hash::parse_text(key_space.data_type, value).map_err(|err| {
-            let crate::hash::KeyError::Invalid(reason) = err;
-            RouteError::BadKey {
-                column: "pgdog.sharding_key".to_owned(),
-                data_type: type_name(key_space.data_type),
-                reason,
-            }
-        })?;
-        let shard = keys.database(key_space, &key, || "pgdog.sharding_key".to_owned())?;
-        return Ok(done(Route::Shard(shard), true));
-    }
-    if databases <= 1 {
-        let route = if stmt.tables.is_empty() && stmt.kind != StatementKind::Ddl {
-            Route::Any
-        } else if databases == 1 {
-            Route::Shard(0)
-        } else {
-            Route::All
-        };
-        return Ok(done(route, false));
-    }
-
-    let facts = table_facts(stmt, &keys)?;
-    check_write_target(stmt, &facts, sharding)?;
-    if !facts.touches_sharded {
-        let route = match stmt.kind {
-            StatementKind::Ddl => Route::All,
-            _ if stmt.tables.is_empty() || !stmt.write => Route::Any,
-            _ => Route::All,
-        };
-        return Ok(done(route, false));
-    }
-    let family_pinned = facts.families.is_some();
-    if stmt.kind == StatementKind::Ddl {
-        // Every database holds a part of a sharded table, so schema changes
-        // go everywhere; a family table lives on its own database only.
-        let route = match &facts.families {
-            Some(set) => to_route(set, databases),
-            None => Route::All,
-        };
-        return Ok(done(route, family_pinned));
-    }
-
-    let (table, unknown) = facts.first_sharded.unwrap_or(("", false));
-    let is_insert = stmt.kind == StatementKind::Insert;
-    let is_merge = stmt.kind == StatementKind::Merge;
-    let target_sharded = stmt.target.as_ref().is_some_and(|target| {
-        matches!(
-            classify(target, sharding),
-            TableClass::Sharded | TableClass::Unknown
-        )
-    });
-    if is_insert && stmt.insert_without_columns && target_sharded {
-        return Err(without_key(stmt, sharding, table, unknown));
-    }
-    let restriction = restrict(stmt, &keys, facts.families)?;
-    let (route, pinned) = match restriction {
-        Restriction::Set(set) => {
-            if set.len() > 1 && (is_insert || is_merge) && !facts.reads_sharded {
-                return Err(if is_insert {
-                    RouteError::MultiRowInsert {
-                        table: table.to_owned(),
-                        shards: join(set.iter()),
-                    }
-                } else {
-                    without_key(stmt, sharding, table, unknown)
-                });
-            }
-            let pinned = family_pinned
-                || matches!(
-                    stmt.kind,
-                    StatementKind::Insert | StatementKind::Merge | StatementKind::Copy { .. }
-                );
-            (to_route(&set, databases), pinned)
-        }
-        Restriction::Nothing(lowest) => (Route::Shard(lowest.unwrap_or(0)), false),
-        Restriction::Free => match stmt.kind {
-            // Each database copies its own rows: only sound when the rows
-            // come from (co-located) sharded tables.
-            StatementKind::Insert | StatementKind::Merge if facts.reads_sharded => {
-                (Route::All, false)
-            }
-            StatementKind::Insert | StatementKind::Merge => {
-                return Err(without_key(stmt, sharding, table, unknown));
-            }
-            StatementKind::Copy { to: false } if unknown => {
-                return Err(RouteError::UnknownTableWrite {
-                    statement: "COPY",
-                    table: table.to_owned(),
-                });
-            }
-            StatementKind::Copy { to: false } => {
-                return Err(RouteError::CopyIntoSharded {
-                    table: table.to_owned(),
-                });
-            }
-            _ => (Route::All, false),
-        },
-    };
-    if sharding.cross_shard_disabled {
-        let count = match &route {
-            Route::Shards(shards) => shards.len(),
-            Route::All => databases,
-            Route::Shard(_) | Route::Any => 1,
-        };
-        if count > 1 {
-            return Err(RouteError::CrossShardDisabled { count });
-        }
-    }
-    Ok(done(route, pinned))
-}
-
-fn table_facts<'a>(
-    stmt: &'a StatementSummary,
-    keys: &Keys<'_, '_>,
-) -> Result<TableFacts<'a>, RouteError> {
-    let sharding = keys.sharding;
-    let mut facts = TableFacts::default();
-    let target = stmt.target.as_ref();
-    if let Some(target) = target {
-        let class = classify(target, sharding);
-        if matches!(class, TableClass::Sharded | TableClass::Unknown) {
-            facts.first_sharded = Some((&target.name, class == TableClass::Unknown));
-        }
-    }
-    for table in &stmt.tables {
-        let other = target != Some(table);
-        match classify(table, sharding) {
-            TableClass::Family { family, key } => {
-                facts.touches_sharded = true;
-                if other && facts.first_read.is_none() {
-                    facts.first_read = Some((&table.name, "is a sharded table family"));
-                }
-                let database =
-                    keys.database(&family.keys, &crate::sharding::Key::Int(key), || {
-                        format!("table {}", table.name)
-                    })?;
-                let set = ShardSet::single(sharding.databases, database);
-                facts.families = Some(intersect(facts.families.take(), set)?);
-            }
-            class @ (TableClass::Sharded | TableClass::Unknown) => {
-                let unknown = class == TableClass::Unknown;
-                facts.touches_sharded = true;
-                facts.reads_sharded |= other;
-                if facts.first_sharded.is_none() {
-                    facts.first_sharded = Some((&table.name, unknown));
-                }
-                if other && facts.first_read.is_none() {
-                    let what = if unknown {
-                        "is not in the sharding config (so is treated as sharded)"
-                    } else {
-                        "is sharded"
-                    };
-                    facts.first_read = Some((&table.name, what));
-                }
-            }
-            TableClass::Omnisharded | TableClass::Catalog => {}
-        }
-    }
-    Ok(facts)
-}
-
-/// Rule 11: refuse writes that would leave rows where they do not belong.
-fn check_write_target(
-    stmt: &StatementSummary,
-    facts: &TableFacts<'_>,
-    sharding: &Sharding,
-) -> Result<(), RouteError> {
-    let Some(target) = &stmt.target else {
-        return Ok(());
-    };
-    let class = classify(target, sharding);
-    if !stmt.set_columns.is_empty() {
-        let key = sharding.tables.iter().find(|entry| {
-            let keys_target = match class {
-                TableClass::Sharded => entry_names(entry, target),
-                TableClass::Unknown => entry.name.is_none(),
-                _ => false,
-            };
-            keys_target && stmt.set_columns.contains(&entry.column)
-        });
-        if let Some(entry) = key {
-            return Err(RouteError::ShardingKeyChange {
-                table: target.name.clone(),
-                column: entry.column.clone(),
-            });
-        }
-    }
-    if class == TableClass::Omnisharded {
-        if let Some((read, what)) = facts.first_read {
-            return Err(RouteError::OmnishardedFromSharded {
-                table: target.name.clone(),
-                read: read.to_owned(),
-                what,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Intersect the levels' restrictions with the family tables' databases.
-fn restrict(
-    stmt: &StatementSummary,
-    keys: &Keys<'_, '_>,
-    families: Option<ShardSet>,
-) -> Result<Restriction, RouteError> {
-    let mut set = families;
-    let mut nothing = false;
-    let mut lowest: Option<usize> = None;
-    for condition in &stmt.conditions {
-        match keys.restriction(condition, 0)? {
-            Restriction::Free => {}
-            Restriction::Nothing(hint) => {
-                nothing = true;
-                lowest = match (lowest, hint) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-            }
-            Restriction::Set(next) => set = Some(intersect(set, next)?),
-        }
-    }
-    Ok(match set {
-        Some(set) => Restriction::Set(set),
-        None if nothing => Restriction::Nothing(lowest),
-        None => Restriction::Free,
-    })
-}
-
-fn intersect(set: Option<ShardSet>, next: ShardSet) -> Result<ShardSet, RouteError> {
-    let Some(mut set) = set else {
-        return Ok(next);
-    };
-    let first = set.first().unwrap_or(0);
-    set.intersect_with(&next);
-    if set.is_empty() {
-        return Err(keys::different_shards(first, next.first().unwrap_or(0)));
-    }
-    Ok(set)
-}
-
-/// The error for an INSERT or MERGE into `table` that names no usable key.
-fn without_key(
-    stmt: &StatementSummary,
-    sharding: &Sharding,
-    table: &str,
-    unknown: bool,
-) -> RouteError {
-    let is_merge = stmt.kind == StatementKind::Merge;
-    let column = stmt
-        .tables
-        .iter()
-        .filter(|t| t.name == table)
-        .find_map(|t| sharding.tables.iter().find(|e| entry_names(e, t)))
-        .map(|entry| entry.column.clone());
-    match column {
-        Some(column) if !unknown && is_merge => RouteError::MergeWithoutKey {
-            table: table.to_owned(),
-            column,
-        },
-        Some(column) if !unknown => RouteError::InsertWithoutKey {
-            table: table.to_owned(),
-            column,
-        },
-        _ => RouteError::UnknownTableWrite {
-            statement: if is_merge { "MERGE" } else { "INSERT" },
-            table: table.to_owned(),
-        },
-    }
-}
-
-/// The key space a `pgdog.sharding_key` value is typed and hashed with.
-fn override_key_space<'s>(stmt: &StatementSummary, sharding: &'s Sharding) -> Option<&'s KeySpace> {
-    let named = stmt
-        .tables
-        .iter()
-        .find_map(|t| sharding.tables.iter().find(|e| entry_names(e, t)));
-    if let Some(entry) = named {
-        return Some(&entry.keys);
-    }
-    let family = stmt
-        .tables
-        .iter()
-        .find_map(|t| match classify(t, sharding) {
-            TableClass::Family { family, .. } => Some(family),
-            _ => None,
-        });
-    if let Some(family) = family {
-        return Some(&family.keys);
-    }
-    sharding
-        .tables
-        .first()
-        .map(|entry| &entry.keys)
-        .or_else(|| sharding.families.first().map(|family| &family.keys))
 }

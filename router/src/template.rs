@@ -353,23 +353,18 @@ fn digits(b: &[u8], mut i: usize, radix: u32, underscore_first: bool) -> usize {
 }
 
 fn may_end_in_comment(body: &str) -> bool {
-    if body.ends_with("*/") {
+    let b = body.as_bytes();
+    if b.ends_with(b"*/") {
         return true;
     }
-    // A `--` on the last line (`str::find`/`rfind` of one byte are memchr).
-    let line = body
-        .rfind('\n')
-        .map_or(body, |p| body.get(p + 1..).unwrap_or_default());
-    let mut rest = line
-        .rfind('\r')
-        .map_or(line, |p| line.get(p + 1..).unwrap_or_default());
-    while let Some(p) = rest.find('-') {
-        if rest.as_bytes().get(p + 1) == Some(&b'-') {
-            return true;
-        }
-        rest = rest.get(p + 1..).unwrap_or_default();
+    // A `--` on the last line. Most texts hold no `-` at all; memchr's SIMD
+    // search settles that in a few nanoseconds, where a byte loop (or std's
+    // `rfind`) costs more than the rest of a cache hit.
+    if memchr::memchr(b'-', b).is_none() {
+        return false;
     }
-    false
+    let line = memchr::memrchr2(b'\n', b'\r', b).map_or(b, |p| b.get(p + 1..).unwrap_or_default());
+    memchr::memchr_iter(b'-', line).any(|p| line.get(p + 1) == Some(&b'-'))
 }
 
 /// Where the significant part of `body` ends, reading the overrides of the

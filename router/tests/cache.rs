@@ -9,6 +9,11 @@ use router::sharding::ParserEngine;
 use router::summary::{Condition, StatementKind, ValueSource};
 use router::template::{NUMBER_PLACEHOLDER, STRING_PLACEHOLDER};
 
+// Test code: a failed unwrap in the loader is a failed test.
+#[allow(clippy::unwrap_used)]
+#[path = "../../parser-ffi/tests/shared/corpus.rs"]
+mod shared_corpus;
+
 const ENGINES: [ParserEngine; 2] = [ParserEngine::ZeroCopy, ParserEngine::PgQueryProtobuf];
 
 fn big() -> AstCache {
@@ -154,6 +159,14 @@ fn parse_errors_are_returned_not_cached() {
         assert_eq!(err, LookupError::Parse(parser_ffi::ParseError::NulByte));
         let err = cache.lookup("SELECT 1\0", engine).unwrap_err();
         assert_eq!(err, LookupError::Parse(parser_ffi::ParseError::NulByte));
+        // A text that spells a templated entry's key (NUL placeholders
+        // included) does not find that entry.
+        let templated = cache.lookup("SELECT * FROM t LIMIT 10", engine).unwrap();
+        assert!(templated.entry.templated);
+        let err = cache
+            .lookup("SELECT * FROM t LIMIT \0#", engine)
+            .unwrap_err();
+        assert_eq!(err, LookupError::Parse(parser_ffi::ParseError::NulByte));
     }
     assert!(big()
         .lookup("/* only a comment */", ParserEngine::ZeroCopy)
@@ -220,6 +233,85 @@ fn templated_hits_return_this_texts_literals() {
         assert!(d.hit);
         assert_eq!(d.literals, ["43"]);
         assert_eq!(cache.stats().entries, 2);
+    }
+}
+
+#[test]
+fn a_templated_entry_is_also_found_by_its_own_text() {
+    for engine in ENGINES {
+        let cache = big();
+        let first = cache
+            .lookup("SELECT * FROM t WHERE id = 1 LIMIT 5", engine)
+            .unwrap();
+        assert!(first.entry.templated && !first.hit);
+        // The same text again: the exact-text key answers, with the values
+        // the entry kept for its own text.
+        let again = cache
+            .lookup("SELECT * FROM t WHERE id = 1 LIMIT 5", engine)
+            .unwrap();
+        assert!(again.hit && Arc::ptr_eq(&first.entry, &again.entry));
+        assert_eq!(again.literals, ["1"]);
+        // Another text of the template: the template key answers.
+        let other = cache
+            .lookup("SELECT * FROM t WHERE id = 9 LIMIT 7", engine)
+            .unwrap();
+        assert!(other.hit && Arc::ptr_eq(&first.entry, &other.entry));
+        assert_eq!(other.literals, ["9"]);
+        let stats = cache.stats();
+        assert_eq!((stats.entries, stats.bytes), (1, first.entry.bytes));
+    }
+}
+
+#[test]
+fn both_keys_of_an_entry_are_evicted_and_used_together() {
+    let cache = AstCache::new(2, 1 << 30);
+    let a = lookup(&cache, "SELECT * FROM t WHERE id = 1");
+    assert!(a.entry.templated);
+    lookup(&cache, "SELECT b FROM t");
+    // Used through its template key only: its text key is used too.
+    assert!(lookup(&cache, "SELECT * FROM t WHERE id = 2").hit);
+    lookup(&cache, "SELECT c FROM t"); // evicts `b`, not the entry of `a`
+    let stats = cache.stats();
+    assert_eq!((stats.entries, stats.evictions), (2, 1));
+    assert!(lookup(&cache, "SELECT * FROM t WHERE id = 1").hit);
+    assert!(!lookup(&cache, "SELECT b FROM t").hit); // evicts `c`
+    lookup(&cache, "SELECT d FROM t"); // evicts the entry of `a`: both keys
+    let stats = cache.stats();
+    assert_eq!((stats.entries, stats.evictions), (2, 3));
+    assert!(!lookup(&cache, "SELECT * FROM t WHERE id = 3").hit);
+    assert!(lookup(&cache, "SELECT * FROM t WHERE id = 1").hit);
+    let stats = cache.stats();
+    assert_eq!(stats.entries, 2);
+    assert!(stats.bytes > 0);
+    cache.clear();
+    assert_eq!((cache.stats().entries, cache.stats().bytes), (0, 0));
+}
+
+#[test]
+fn entries_route_with_a_plan_kept_per_config() {
+    let config = |shards: usize| {
+        let databases: String = (0..shards)
+            .map(|i| format!("[[databases]]\nname = \"db\"\nhost = \"h\"\nshard = {i}\n"))
+            .collect();
+        let toml = format!(
+            "{databases}[[sharded_tables]]\ndatabase = \"db\"\nname = \"t\"\ncolumn = \"id\"\n"
+        );
+        let users = "[[users]]\nname = \"u\"\ndatabase = \"db\"\npassword = \"p\"\n";
+        let config = router::config::Config::from_toml(&toml, users).unwrap();
+        Arc::clone(&config.clusters["db"].sharding)
+    };
+    let (two, two_again, four) = (config(2), config(2), config(4));
+    assert!(!Arc::ptr_eq(&two, &two_again));
+    let cache = big();
+    let entry = lookup(&cache, "SELECT * FROM t WHERE id = $1").entry;
+    let none = router::route::Overrides::default();
+    for key in 0..200 {
+        let text = key.to_string();
+        let params = [ParamValue::Text(text.as_bytes())];
+        for sharding in [&two, &two_again, &four] {
+            let fresh = router::route::route_all(&entry.summary, &params, &none, sharding);
+            assert_eq!(entry.route(&params, &none, sharding), fresh, "key {key}");
+        }
     }
 }
 
@@ -604,4 +696,28 @@ fn lookups_agree_with_fresh_parses() {
         }
         assert!(hits > 300, "{hits} hits");
     }
+}
+
+/// The cache tries a text as its own core before splitting off its edge
+/// comments; that is sound because splitting a core gives the core back
+/// with no overrides.
+#[test]
+fn a_core_splits_to_itself() {
+    use router::template::split_edge_comments;
+    let mut checked = 0;
+    for (name, sql) in shared_corpus::corpus() {
+        for text in [
+            sql.clone(),
+            format!("  /* pgdog_shard: 1 */ {sql}\n -- pgdog_sharding_key: 5\n"),
+            format!("{sql} /* pgdog_shard: 0 */"),
+            format!("-- a\n{sql}\r\n-- b"),
+        ] {
+            let (core, _) = split_edge_comments(&text);
+            let (again, overrides) = split_edge_comments(core);
+            assert_eq!(again, core, "{name}: {text:?}");
+            assert_eq!(overrides, Default::default(), "{name}: {text:?}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 4000, "{checked}");
 }

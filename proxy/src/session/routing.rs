@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use router::cache::Lookup;
-use router::route::{self, Overrides, ParamValue, Route};
+use router::route::{Overrides, ParamValue, Route};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -146,7 +146,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         let params = lookup.params(&[]);
         let overrides = self.overrides(&lookup.overrides);
-        let routed = route::route_all(summary, &params, &overrides, &self.sharding);
+        let routed = lookup.entry.route(&params, &overrides, &self.sharding);
         match routed {
             Err(err) => {
                 self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, &err.to_string(), true);
@@ -307,7 +307,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .collect();
         let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
-        match route::route_all(&info.entry.summary, &params, &overrides, &self.sharding) {
+        match info.entry.route(&params, &overrides, &self.sharding) {
             Err(err) => {
                 self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, &err.to_string(), false);
                 None
@@ -353,7 +353,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         let params = info.params(&[]);
         let overrides = self.overrides(&info.overrides);
-        match route::route_all(&info.entry.summary, &params, &overrides, &self.sharding) {
+        match info.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => match routed.route {
                 Route::Shard(shard) => Target::Near(shard),
                 _ => Target::Any,

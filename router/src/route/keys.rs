@@ -25,10 +25,42 @@ pub(crate) enum Restriction {
     Nothing(Option<usize>),
 }
 
-/// Everything condition evaluation reads.
-pub(crate) struct Keys<'a, 'p> {
+/// A condition with its columns resolved against the sharding config: what
+/// is left to do once the bind parameters are known. Built once per
+/// (statement, config) by [`Keys::compile`]; [`eval`] runs it per Bind.
+#[derive(Debug, Clone)]
+pub(crate) enum Compiled {
+    /// Known without parameters: no key, a literal key, or an error (kept
+    /// in place so that errors come in the order conditions are read).
+    Fixed(Result<Restriction, RouteError>),
+    /// `key = $n` (`array: false`) or `key = ANY($n)`: parameter `n` typed
+    /// and hashed in the key space of each `[[sharded_tables]]` entry listed
+    /// (by index, with the type the value is read as), then unrestricted if
+    /// `then_free` (a later entry compares it in a foreign type).
+    Param {
+        n: u16,
+        array: bool,
+        keys: Vec<(usize, DataType)>,
+        then_free: bool,
+    },
+    /// `one_column`: every leaf compares the same column, so an empty
+    /// intersection matches no row instead of being a cross-shard join.
+    And {
+        children: Vec<Compiled>,
+        one_column: bool,
+    },
+    Or(Vec<Compiled>),
+}
+
+impl Compiled {
+    pub(crate) fn is_fixed(&self) -> bool {
+        matches!(self, Compiled::Fixed(_))
+    }
+}
+
+/// What compiling conditions reads.
+pub(crate) struct Keys<'a> {
     pub stmt: &'a StatementSummary,
-    pub params: &'a [ParamValue<'p>],
     pub sharding: &'a Sharding,
 }
 
@@ -40,88 +72,42 @@ enum Owner<'a> {
     AnyTable,
 }
 
-impl Keys<'_, '_> {
-    pub(crate) fn restriction(
-        &self,
-        condition: &Condition,
-        depth: usize,
-    ) -> Result<Restriction, RouteError> {
+/// A key value as evaluation sees it.
+#[derive(Clone, Copy)]
+enum Operand<'a> {
+    Null,
+    Integer(i64),
+    Text(&'a str),
+    Param(ParamValue<'a>),
+}
+
+impl Keys<'_> {
+    pub(crate) fn compile(&self, condition: &Condition, depth: usize) -> Compiled {
         if depth > MAX_DEPTH {
             // Extractors never nest this deep; not restricting is safe.
-            return Ok(Restriction::Free);
+            return Compiled::Fixed(Ok(Restriction::Free));
         }
         match condition {
-            Condition::Eq { column, value } => self.compare(column, value, false),
-            Condition::Any { column, value } => self.compare(column, value, true),
-            Condition::And(children) => {
-                let mut set: Option<ShardSet> = None;
-                let mut lowest: Option<usize> = None;
-                let mut nothing = false;
-                let mut clash: Option<(usize, usize)> = None;
-                for child in children {
-                    match self.restriction(child, depth + 1)? {
-                        Restriction::Free => {}
-                        Restriction::Nothing(hint) => {
-                            nothing = true;
-                            lowest = min_hint(lowest, hint);
-                        }
-                        Restriction::Set(child) => {
-                            lowest = min_hint(lowest, child.first());
-                            match &mut set {
-                                None => set = Some(child),
-                                Some(set) => {
-                                    let before = set.first();
-                                    set.intersect_with(&child);
-                                    if set.is_empty() && clash.is_none() {
-                                        clash =
-                                            Some((before.unwrap_or(0), child.first().unwrap_or(0)));
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                // `k = 1 AND k = 2` matches no row; `a.k = 1 AND b.k = 2`
-                // joins rows that live on different databases.
-                if let Some((first, second)) = clash {
-                    if single_column(condition, 0).is_none() {
-                        return Err(different_shards(first, second));
-                    }
-                }
-                Ok(match set {
-                    Some(set) if !nothing && !set.is_empty() => Restriction::Set(set),
-                    None if !nothing => Restriction::Free,
-                    _ => Restriction::Nothing(lowest),
-                })
-            }
-            Condition::Or(children) => {
-                let mut set: Option<ShardSet> = None;
-                let mut lowest: Option<usize> = None;
-                for child in children {
-                    match self.restriction(child, depth + 1)? {
-                        Restriction::Free => return Ok(Restriction::Free),
-                        Restriction::Nothing(hint) => lowest = min_hint(lowest, hint),
-                        Restriction::Set(child) => match &mut set {
-                            None => set = Some(child),
-                            Some(set) => set.union_with(&child),
-                        },
-                    }
-                }
-                Ok(match set {
-                    Some(set) => Restriction::Set(set),
-                    None => Restriction::Nothing(lowest),
-                })
-            }
+            Condition::Eq { column, value } => self.compile_leaf(column, value, false),
+            Condition::Any { column, value } => self.compile_leaf(column, value, true),
+            Condition::And(children) => Compiled::And {
+                children: children
+                    .iter()
+                    .map(|child| self.compile(child, depth + 1))
+                    .collect(),
+                one_column: single_column(condition, 0).is_some(),
+            },
+            Condition::Or(children) => Compiled::Or(
+                children
+                    .iter()
+                    .map(|child| self.compile(child, depth + 1))
+                    .collect(),
+            ),
         }
     }
 
     /// `column = value` (`array: false`) or `column = ANY(value)`.
-    fn compare(
-        &self,
-        column: &ColumnRef,
-        value: &Value,
-        array: bool,
-    ) -> Result<Restriction, RouteError> {
+    fn compile_leaf(&self, column: &ColumnRef, value: &Value, array: bool) -> Compiled {
         let owner = match &column.table {
             None => Owner::AnyTable,
             Some(qualifier) => match self.resolve(qualifier) {
@@ -131,14 +117,13 @@ impl Keys<'_, '_> {
                 },
                 // A subquery's or CTE's alias: its columns may be renamed
                 // or computed, so they say nothing about where rows live.
-                None => return Ok(Restriction::Free),
+                None => return Compiled::Fixed(Ok(Restriction::Free)),
             },
         };
-        let databases = self.sharding.databases;
-        let mut set = ShardSet::empty(databases);
-        let mut found = false;
+        let mut keys = Vec::new();
+        let mut then_free = false;
         let mut done: Option<&KeySpace> = None;
-        for entry in &self.sharding.tables {
+        for (index, entry) in self.sharding.tables.iter().enumerate() {
             if entry.column != column.column || !self.owns(&owner, entry) {
                 continue;
             }
@@ -147,23 +132,31 @@ impl Keys<'_, '_> {
                 continue;
             }
             done = Some(&entry.keys);
-            found = true;
-            let keyed = if array {
-                self.array_databases(entry, value, &mut set)?
-            } else {
-                self.value_database(entry, value, &mut set)?
-            };
-            if !keyed {
-                return Ok(Restriction::Free);
+            match effective_type(value.cast.as_deref(), entry.keys.data_type) {
+                Some(data_type) => keys.push((index, data_type)),
+                None => {
+                    then_free = true;
+                    break;
+                }
             }
         }
-        Ok(if !found {
-            Restriction::Free
-        } else if set.is_empty() {
-            Restriction::Nothing(None)
-        } else {
-            Restriction::Set(set)
-        })
+        if keys.is_empty() {
+            return Compiled::Fixed(Ok(Restriction::Free));
+        }
+        let operand = match &value.source {
+            ValueSource::Param(n) => {
+                return Compiled::Param {
+                    n: *n,
+                    array,
+                    keys,
+                    then_free,
+                }
+            }
+            ValueSource::Null => Operand::Null,
+            ValueSource::Integer { value, .. } => Operand::Integer(*value),
+            ValueSource::Text { text, .. } => Operand::Text(text),
+        };
+        Compiled::Fixed(leaf(&keys, then_free, operand, array, self.sharding))
     }
 
     /// The statement's table that `qualifier` names: an alias first, then a
@@ -193,100 +186,236 @@ impl Keys<'_, '_> {
                 .any(|t| classify(t, self.sharding) == TableClass::Unknown),
         }
     }
+}
 
-    /// Add the database of one key value; `false` when the value restricts
-    /// nothing (NULL, missing parameter, compared in a foreign type).
-    fn value_database(
-        &self,
-        entry: &ShardedTable,
-        value: &Value,
-        set: &mut ShardSet,
-    ) -> Result<bool, RouteError> {
-        let Some(data_type) = effective_type(value.cast.as_deref(), entry.keys.data_type) else {
-            return Ok(false);
-        };
-        let parsed = match &value.source {
-            ValueSource::Null => return Ok(false),
-            ValueSource::Integer { value, .. } => match data_type {
-                // Any integer compares with any integer column; one that does
-                // not fit the column's type matches no row, wherever it runs.
-                DataType::BigInt | DataType::Integer | DataType::SmallInt => Ok(Key::Int(*value)),
-                _ => hash::parse_text(data_type, &value.to_string()),
-            },
-            ValueSource::Text { text, .. } => hash::parse_text(data_type, text),
-            ValueSource::Param(n) => match self.param(*n) {
-                ParamValue::Null => return Ok(false),
-                ParamValue::Text(bytes) => match std::str::from_utf8(bytes) {
-                    Ok(text) => hash::parse_text(data_type, text),
-                    Err(_) => return Err(not_utf8(entry, data_type)),
-                },
-                ParamValue::Binary(bytes) => hash::decode_binary(data_type, bytes),
-            },
-        };
-        let key = parsed.map_err(|err| bad_key(entry, data_type, err))?;
-        set.insert(self.database(&entry.keys, &key, || column_name(entry))?);
-        Ok(true)
-    }
-
-    /// Add the databases of every element of an array value.
-    fn array_databases(
-        &self,
-        entry: &ShardedTable,
-        value: &Value,
-        set: &mut ShardSet,
-    ) -> Result<bool, RouteError> {
-        let Some(data_type) = effective_type(value.cast.as_deref(), entry.keys.data_type) else {
-            return Ok(false);
-        };
-        let parsed = match &value.source {
-            // `k = ANY(5)` is not an array; Postgres will say so.
-            ValueSource::Null | ValueSource::Integer { .. } => return Ok(false),
-            ValueSource::Text { text, .. } => hash::parse_text_array(data_type, text),
-            ValueSource::Param(n) => match self.param(*n) {
-                ParamValue::Null => return Ok(false),
-                ParamValue::Text(bytes) => match std::str::from_utf8(bytes) {
-                    Ok(text) => hash::parse_text_array(data_type, text),
-                    Err(_) => return Err(not_utf8(entry, data_type)),
-                },
-                ParamValue::Binary(bytes) => hash::decode_binary_array(data_type, bytes),
-            },
-        };
-        let keys = parsed.map_err(|err| bad_key(entry, data_type, err))?;
-        for key in &keys {
-            set.insert(self.database(&entry.keys, key, || column_name(entry))?);
+/// Where the rows `condition` selects live, given the bind parameters.
+pub(crate) fn eval(
+    condition: &Compiled,
+    params: &[ParamValue<'_>],
+    sharding: &Sharding,
+    depth: usize,
+) -> Result<Restriction, RouteError> {
+    match condition {
+        Compiled::Fixed(result) => result.clone(),
+        Compiled::Param {
+            n,
+            array,
+            keys,
+            then_free,
+        } => {
+            let value = usize::from(*n)
+                .checked_sub(1)
+                .and_then(|i| params.get(i))
+                .copied()
+                // A missing parameter is not known yet (a statement described
+                // before its Bind): it restricts nothing, like NULL.
+                .unwrap_or(ParamValue::Null);
+            leaf(keys, *then_free, Operand::Param(value), *array, sharding)
         }
-        Ok(true)
-    }
-
-    /// Parameter `$n`; a missing one reads as NULL (not known yet, e.g. when
-    /// a statement is described before its Bind).
-    fn param(&self, n: u16) -> ParamValue<'_> {
-        usize::from(n)
-            .checked_sub(1)
-            .and_then(|i| self.params.get(i))
-            .copied()
-            .unwrap_or(ParamValue::Null)
-    }
-
-    /// The database of `key`, checked against the cluster.
-    pub(crate) fn database(
-        &self,
-        keys: &KeySpace,
-        key: &Key,
-        of: impl FnOnce() -> String,
-    ) -> Result<usize, RouteError> {
-        let databases = self.sharding.databases;
-        match hash::database(keys, key) {
-            None => Err(RouteError::NoShardForKey {
-                key: key_text(key),
-                of: of(),
-            }),
-            Some(database) if database >= databases => Err(RouteError::NoSuchShard {
-                shard: database,
-                databases,
-            }),
-            Some(database) => Ok(database),
+        // Compiled trees are as deep as the conditions, which the
+        // extractors cap; the guard keeps a hand-built one from overflowing.
+        Compiled::And { .. } | Compiled::Or(_) if depth > MAX_DEPTH => Ok(Restriction::Free),
+        Compiled::And {
+            children,
+            one_column,
+        } => {
+            let mut set: Option<ShardSet> = None;
+            let mut lowest: Option<usize> = None;
+            let mut nothing = false;
+            let mut clash: Option<(usize, usize)> = None;
+            for child in children {
+                match eval(child, params, sharding, depth + 1)? {
+                    Restriction::Free => {}
+                    Restriction::Nothing(hint) => {
+                        nothing = true;
+                        lowest = min_hint(lowest, hint);
+                    }
+                    Restriction::Set(child) => {
+                        lowest = min_hint(lowest, child.first());
+                        match &mut set {
+                            None => set = Some(child),
+                            Some(set) => {
+                                let before = set.first();
+                                set.intersect_with(&child);
+                                if set.is_empty() && clash.is_none() {
+                                    clash = Some((before.unwrap_or(0), child.first().unwrap_or(0)));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            // `k = 1 AND k = 2` matches no row; `a.k = 1 AND b.k = 2` joins
+            // rows that live on different databases.
+            if let Some((first, second)) = clash {
+                if !one_column {
+                    return Err(different_shards(first, second));
+                }
+            }
+            Ok(match set {
+                Some(set) if !nothing && !set.is_empty() => Restriction::Set(set),
+                None if !nothing => Restriction::Free,
+                _ => Restriction::Nothing(lowest),
+            })
         }
+        Compiled::Or(children) => {
+            let mut set: Option<ShardSet> = None;
+            let mut lowest: Option<usize> = None;
+            for child in children {
+                match eval(child, params, sharding, depth + 1)? {
+                    Restriction::Free => return Ok(Restriction::Free),
+                    Restriction::Nothing(hint) => lowest = min_hint(lowest, hint),
+                    Restriction::Set(child) => match &mut set {
+                        None => set = Some(child),
+                        Some(set) => set.union_with(&child),
+                    },
+                }
+            }
+            Ok(match set {
+                Some(set) => Restriction::Set(set),
+                None => Restriction::Nothing(lowest),
+            })
+        }
+    }
+}
+
+/// The database of parameter `n` read as `data_type` in the key space of
+/// `[[sharded_tables]]` entry `entry`; `None` when it restricts nothing (a
+/// NULL or missing value, an entry the config does not have). The same as
+/// [`leaf`] for one key space and a scalar, without the set.
+#[inline]
+pub(crate) fn param_database(
+    n: u16,
+    entry: usize,
+    data_type: DataType,
+    params: &[ParamValue<'_>],
+    sharding: &Sharding,
+) -> Result<Option<usize>, RouteError> {
+    let Some(entry) = sharding.tables.get(entry) else {
+        return Ok(None);
+    };
+    let value = usize::from(n)
+        .checked_sub(1)
+        .and_then(|i| params.get(i))
+        .copied()
+        .unwrap_or(ParamValue::Null);
+    match value_key(entry, data_type, Operand::Param(value))? {
+        Some(key) => database(sharding, &entry.keys, &key, || column_name(entry)).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// One leaf: the databases of `operand` in the key space of each entry of
+/// `keys`; unrestricted when the value restricts nothing (NULL, missing,
+/// compared in a foreign type).
+fn leaf(
+    keys: &[(usize, DataType)],
+    then_free: bool,
+    operand: Operand<'_>,
+    array: bool,
+    sharding: &Sharding,
+) -> Result<Restriction, RouteError> {
+    let mut set = ShardSet::empty(sharding.databases);
+    for &(index, data_type) in keys {
+        let Some(entry) = sharding.tables.get(index) else {
+            // A plan used with another config; not restricting is safe.
+            return Ok(Restriction::Free);
+        };
+        if array {
+            let Some(keys) = array_keys(entry, data_type, operand)? else {
+                return Ok(Restriction::Free);
+            };
+            for key in &keys {
+                set.insert(database(sharding, &entry.keys, key, || column_name(entry))?);
+            }
+        } else {
+            let Some(key) = value_key(entry, data_type, operand)? else {
+                return Ok(Restriction::Free);
+            };
+            set.insert(database(sharding, &entry.keys, &key, || {
+                column_name(entry)
+            })?);
+        }
+    }
+    Ok(if then_free {
+        Restriction::Free
+    } else if set.is_empty() {
+        Restriction::Nothing(None)
+    } else {
+        Restriction::Set(set)
+    })
+}
+
+/// One key value read as `data_type`; `None` for NULL.
+#[inline]
+fn value_key(
+    entry: &ShardedTable,
+    data_type: DataType,
+    operand: Operand<'_>,
+) -> Result<Option<Key>, RouteError> {
+    let parsed = match operand {
+        Operand::Null | Operand::Param(ParamValue::Null) => return Ok(None),
+        Operand::Integer(value) => match data_type {
+            // Any integer compares with any integer column; one that does
+            // not fit the column's type matches no row, wherever it runs.
+            DataType::BigInt | DataType::Integer | DataType::SmallInt => Ok(Key::Int(value)),
+            _ => hash::parse_text(data_type, &value.to_string()),
+        },
+        Operand::Text(text) => hash::parse_text(data_type, text),
+        Operand::Param(ParamValue::Text(bytes)) => match hash::plain_int(data_type, bytes) {
+            Some(parsed) => parsed,
+            None => match std::str::from_utf8(bytes) {
+                Ok(text) => hash::parse_text(data_type, text),
+                Err(_) => return Err(not_utf8(entry, data_type)),
+            },
+        },
+        Operand::Param(ParamValue::Binary(bytes)) => hash::decode_binary(data_type, bytes),
+    };
+    parsed
+        .map(Some)
+        .map_err(|err| bad_key(entry, data_type, err))
+}
+
+/// The elements of an array value read as `data_type`; `None` for NULL
+/// (and for a scalar: `k = ANY(5)` is not an array; Postgres will say so).
+fn array_keys(
+    entry: &ShardedTable,
+    data_type: DataType,
+    operand: Operand<'_>,
+) -> Result<Option<Vec<Key>>, RouteError> {
+    let parsed = match operand {
+        Operand::Null | Operand::Integer(_) | Operand::Param(ParamValue::Null) => return Ok(None),
+        Operand::Text(text) => hash::parse_text_array(data_type, text),
+        Operand::Param(ParamValue::Text(bytes)) => match std::str::from_utf8(bytes) {
+            Ok(text) => hash::parse_text_array(data_type, text),
+            Err(_) => return Err(not_utf8(entry, data_type)),
+        },
+        Operand::Param(ParamValue::Binary(bytes)) => hash::decode_binary_array(data_type, bytes),
+    };
+    parsed
+        .map(Some)
+        .map_err(|err| bad_key(entry, data_type, err))
+}
+
+/// The database of `key`, checked against the cluster.
+#[inline]
+pub(crate) fn database(
+    sharding: &Sharding,
+    keys: &KeySpace,
+    key: &Key,
+    of: impl FnOnce() -> String,
+) -> Result<usize, RouteError> {
+    let databases = sharding.databases;
+    match hash::database(keys, key) {
+        None => Err(RouteError::NoShardForKey {
+            key: key_text(key),
+            of: of(),
+        }),
+        Some(database) if database >= databases => Err(RouteError::NoSuchShard {
+            shard: database,
+            databases,
+        }),
+        Some(database) => Ok(database),
     }
 }
 

@@ -3,7 +3,8 @@
 //! expected database is written down, independent of hashing.
 
 use super::*;
-use crate::sharding::{DataType, Key, ShardFunction, ShardedTable, TableFamily};
+use crate::sharding::{DataType, Key, KeySpace, ShardFunction, ShardedTable, TableFamily};
+use crate::summary::StatementKind;
 use crate::summary::{ColumnRef, Condition, TableRef, Value, ValueSource};
 
 fn list(data_type: DataType, entries: &[(Key, usize)], databases: usize) -> KeySpace {

@@ -1,0 +1,617 @@
+//! Routing in two steps: what a statement's tables and key columns are
+//! under one sharding config ([`StatementPlan::new`], once per statement and
+//! config), then where it goes with this Bind's parameters and overrides
+//! ([`StatementPlan::decide`], per execution). Everything that does not
+//! depend on parameter values (table classification, column resolution,
+//! key-space lookup, literal keys, the errors of rules 7 and 11) is settled
+//! in the first step, so a cached statement routes with a hash and a few
+//! branches.
+
+use crate::sharding::{Key, KeySpace, Sharding};
+use crate::summary::{StatementKind, StatementSummary, Summary};
+
+use super::keys::{self, type_name, Compiled, Keys, Restriction};
+use super::shard_set::ShardSet;
+use super::tables::{classify, entry_names, TableClass};
+use super::{combine, join, to_route, Decision, Overrides, ParamValue, Route, RouteError, Routed};
+
+/// A statement string planned against one sharding config. Route it with
+/// the same config it was planned with (a cache keeps the pair together);
+/// with another, keys it cannot resolve restrict nothing.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    statements: Vec<StatementPlan>,
+}
+
+impl Plan {
+    pub fn new(summary: &Summary, sharding: &Sharding) -> Plan {
+        Plan {
+            statements: summary
+                .statements
+                .iter()
+                .map(|stmt| StatementPlan::new(stmt, sharding))
+                .collect(),
+        }
+    }
+
+    /// Where the statement string goes (see [`super::route_all`]).
+    pub fn route(
+        &self,
+        params: &[ParamValue<'_>],
+        overrides: &Overrides,
+        sharding: &Sharding,
+    ) -> Result<Routed, RouteError> {
+        if let [only] = self.statements.as_slice() {
+            return only
+                .decide(params, overrides, sharding)
+                .map(|decision| decision.routed);
+        }
+        let mut out = Decision {
+            routed: Routed {
+                route: Route::Any,
+                write: false,
+            },
+            pinned: false,
+        };
+        for stmt in &self.statements {
+            let next = stmt.decide(params, overrides, sharding)?;
+            out = combine(out, next, sharding.databases)?;
+        }
+        Ok(out.routed)
+    }
+}
+
+/// One statement planned against one config.
+#[derive(Debug, Clone)]
+pub(crate) struct StatementPlan {
+    /// Rule 1: transaction control and session statements go `Any`,
+    /// whatever the overrides say.
+    control: bool,
+    write: bool,
+    /// The key space a `pgdog.sharding_key` override is read in (rule 2).
+    override_space: Option<Space>,
+    /// Rules 3-11, without overrides.
+    body: Body,
+}
+
+/// A key space of the config, by index.
+#[derive(Debug, Clone, Copy)]
+enum Space {
+    Table(usize),
+    Family(usize),
+}
+
+impl Space {
+    fn get(self, sharding: &Sharding) -> Option<&KeySpace> {
+        match self {
+            Space::Table(i) => sharding.tables.get(i).map(|entry| &entry.keys),
+            Space::Family(i) => sharding.families.get(i).map(|family| &family.keys),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    /// Known without parameters.
+    Fixed(Result<Decision, RouteError>),
+    /// Depends on the key values.
+    Keyed(Box<Keyed>),
+}
+
+/// A statement on sharded tables whose conditions read parameters.
+#[derive(Debug, Clone)]
+struct Keyed {
+    /// One per query level that restricts the statement's rows.
+    conditions: Vec<Compiled>,
+    /// The intersection of the family tables' databases.
+    families: Option<ShardSet>,
+    /// Where it goes when no condition restricts it (rule 7).
+    free: Result<(Route, bool), RouteError>,
+    /// For an INSERT or MERGE whose rows would go to several databases:
+    /// the error, unless it reads other sharded tables (rule 6). `None`
+    /// for other statements.
+    several: Option<Several>,
+    /// A restricted statement must run on exactly its databases.
+    pinned: bool,
+    /// The common shape, `key = $n` alone: routed without building shard
+    /// sets (see [`Keyed::decide`]).
+    single: Option<Single>,
+}
+
+/// `key = $n` with one key space, the statement's only restriction.
+#[derive(Debug, Clone, Copy)]
+struct Single {
+    n: u16,
+    entry: usize,
+    data_type: crate::sharding::DataType,
+}
+
+#[derive(Debug, Clone)]
+enum Several {
+    /// A multi-row INSERT into this table.
+    Insert(String),
+    Error(RouteError),
+}
+
+impl StatementPlan {
+    pub(crate) fn new(stmt: &StatementSummary, sharding: &Sharding) -> StatementPlan {
+        let control = matches!(
+            stmt.kind,
+            StatementKind::Begin
+                | StatementKind::Commit
+                | StatementKind::Rollback
+                | StatementKind::TransactionOther
+                | StatementKind::Session
+                | StatementKind::SetShard(_)
+                | StatementKind::SetShardingKey(_)
+        );
+        let write = stmt.write || stmt.locking;
+        StatementPlan {
+            control,
+            write,
+            override_space: if control {
+                None
+            } else {
+                override_key_space(stmt, sharding)
+            },
+            body: if control {
+                Body::Fixed(Ok(Decision {
+                    routed: Routed {
+                        route: Route::Any,
+                        write: false,
+                    },
+                    pinned: false,
+                }))
+            } else {
+                plan_body(stmt, sharding, write)
+            },
+        }
+    }
+
+    pub(crate) fn decide(
+        &self,
+        params: &[ParamValue<'_>],
+        overrides: &Overrides,
+        sharding: &Sharding,
+    ) -> Result<Decision, RouteError> {
+        let done = |route: Route, pinned: bool| Decision {
+            routed: Routed {
+                route,
+                write: self.write,
+            },
+            pinned,
+        };
+        if self.control {
+            return Ok(Decision {
+                routed: Routed {
+                    route: Route::Any,
+                    write: false,
+                },
+                pinned: false,
+            });
+        }
+        let databases = sharding.databases;
+        if let Some(shard) = overrides.shard {
+            if shard >= databases {
+                return Err(RouteError::NoSuchShard { shard, databases });
+            }
+            return Ok(done(Route::Shard(shard), true));
+        }
+        if let Some(value) = &overrides.sharding_key {
+            let key_space = self
+                .override_space
+                .and_then(|space| space.get(sharding))
+                .ok_or(RouteError::NoKeySpace)?;
+            let key = crate::hash::parse_text(key_space.data_type, value).map_err(|err| {
+                let crate::hash::KeyError::Invalid(reason) = err;
+                RouteError::BadKey {
+                    column: "pgdog.sharding_key".to_owned(),
+                    data_type: type_name(key_space.data_type),
+                    reason,
+                }
+            })?;
+            let shard = keys::database(sharding, key_space, &key, || {
+                "pgdog.sharding_key".to_owned()
+            })?;
+            return Ok(done(Route::Shard(shard), true));
+        }
+        match &self.body {
+            Body::Fixed(decision) => decision.clone(),
+            Body::Keyed(keyed) => keyed.decide(params, sharding, self.write),
+        }
+    }
+}
+
+impl Keyed {
+    fn decide(
+        &self,
+        params: &[ParamValue<'_>],
+        sharding: &Sharding,
+        write: bool,
+    ) -> Result<Decision, RouteError> {
+        let databases = sharding.databases;
+        if let Some(single) = self.single {
+            // One value, one database: the set would hold just it. A value
+            // that restricts nothing (NULL, missing) takes the general path.
+            if let Some(database) =
+                keys::param_database(single.n, single.entry, single.data_type, params, sharding)?
+            {
+                return Ok(Decision {
+                    routed: Routed {
+                        route: Route::Shard(database),
+                        write,
+                    },
+                    pinned: self.pinned,
+                });
+            }
+        }
+        let restriction = restrict(&self.conditions, params, sharding, self.families.clone())?;
+        let (route, pinned) = match restriction {
+            Restriction::Set(set) => {
+                if set.len() > 1 {
+                    match &self.several {
+                        None => {}
+                        Some(Several::Insert(table)) => {
+                            return Err(RouteError::MultiRowInsert {
+                                table: table.clone(),
+                                shards: join(set.iter()),
+                            })
+                        }
+                        Some(Several::Error(err)) => return Err(err.clone()),
+                    }
+                }
+                (to_route(&set, databases), self.pinned)
+            }
+            Restriction::Nothing(lowest) => (Route::Shard(lowest.unwrap_or(0)), false),
+            Restriction::Free => self.free.clone()?,
+        };
+        if sharding.cross_shard_disabled {
+            let count = match &route {
+                Route::Shards(shards) => shards.len(),
+                Route::All => databases,
+                Route::Shard(_) | Route::Any => 1,
+            };
+            if count > 1 {
+                return Err(RouteError::CrossShardDisabled { count });
+            }
+        }
+        Ok(Decision {
+            routed: Routed { route, write },
+            pinned,
+        })
+    }
+}
+
+/// Rules 3-11 for a statement that is not transaction control, without
+/// overrides: fixed where parameter values cannot change the outcome.
+fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body {
+    let databases = sharding.databases;
+    let done = |route: Route, pinned: bool| {
+        Body::Fixed(Ok(Decision {
+            routed: Routed { route, write },
+            pinned,
+        }))
+    };
+    if databases <= 1 {
+        let route = if stmt.tables.is_empty() && stmt.kind != StatementKind::Ddl {
+            Route::Any
+        } else if databases == 1 {
+            Route::Shard(0)
+        } else {
+            Route::All
+        };
+        return done(route, false);
+    }
+    let facts = match table_facts(stmt, sharding) {
+        Ok(facts) => facts,
+        Err(err) => return Body::Fixed(Err(err)),
+    };
+    if let Err(err) = check_write_target(stmt, &facts, sharding) {
+        return Body::Fixed(Err(err));
+    }
+    if !facts.touches_sharded {
+        let route = match stmt.kind {
+            StatementKind::Ddl => Route::All,
+            _ if stmt.tables.is_empty() || !stmt.write => Route::Any,
+            _ => Route::All,
+        };
+        return done(route, false);
+    }
+    let family_pinned = facts.families.is_some();
+    if stmt.kind == StatementKind::Ddl {
+        // Every database holds a part of a sharded table, so schema changes
+        // go everywhere; a family table lives on its own database only.
+        let route = match &facts.families {
+            Some(set) => to_route(set, databases),
+            None => Route::All,
+        };
+        return done(route, family_pinned);
+    }
+
+    let (table, unknown) = facts.first_sharded.unwrap_or(("", false));
+    let is_insert = stmt.kind == StatementKind::Insert;
+    let is_merge = stmt.kind == StatementKind::Merge;
+    let target_sharded = stmt.target.as_ref().is_some_and(|target| {
+        matches!(
+            classify(target, sharding),
+            TableClass::Sharded | TableClass::Unknown
+        )
+    });
+    if is_insert && stmt.insert_without_columns && target_sharded {
+        return Body::Fixed(Err(without_key(stmt, sharding, table, unknown)));
+    }
+    let free = match stmt.kind {
+        // Each database copies its own rows: only sound when the rows come
+        // from (co-located) sharded tables.
+        StatementKind::Insert | StatementKind::Merge if facts.reads_sharded => {
+            Ok((Route::All, false))
+        }
+        StatementKind::Insert | StatementKind::Merge => {
+            Err(without_key(stmt, sharding, table, unknown))
+        }
+        StatementKind::Copy { to: false } if unknown => Err(RouteError::UnknownTableWrite {
+            statement: "COPY",
+            table: table.to_owned(),
+        }),
+        StatementKind::Copy { to: false } => Err(RouteError::CopyIntoSharded {
+            table: table.to_owned(),
+        }),
+        _ => Ok((Route::All, false)),
+    };
+    let several = match (is_insert, is_merge) {
+        _ if facts.reads_sharded => None,
+        (true, _) => Some(Several::Insert(table.to_owned())),
+        (_, true) => Some(Several::Error(without_key(stmt, sharding, table, unknown))),
+        _ => None,
+    };
+    let keys = Keys { stmt, sharding };
+    let conditions: Vec<Compiled> = stmt
+        .conditions
+        .iter()
+        .map(|condition| keys.compile(condition, 0))
+        .collect();
+    let single = match (conditions.as_slice(), &facts.families) {
+        (
+            [Compiled::Param {
+                n,
+                array: false,
+                keys,
+                then_free: false,
+            }],
+            None,
+        ) => match keys.as_slice() {
+            &[(entry, data_type)] => Some(Single {
+                n: *n,
+                entry,
+                data_type,
+            }),
+            _ => None,
+        },
+        _ => None,
+    };
+    let keyed = Keyed {
+        conditions,
+        single,
+        families: facts.families,
+        free,
+        several,
+        pinned: family_pinned
+            || matches!(
+                stmt.kind,
+                StatementKind::Insert | StatementKind::Merge | StatementKind::Copy { .. }
+            ),
+    };
+    if keyed.conditions.iter().all(Compiled::is_fixed) {
+        // No parameter to wait for: settle it now.
+        return Body::Fixed(keyed.decide(&[], sharding, write));
+    }
+    Body::Keyed(Box::new(keyed))
+}
+
+/// Intersect the levels' restrictions with the family tables' databases.
+fn restrict(
+    conditions: &[Compiled],
+    params: &[ParamValue<'_>],
+    sharding: &Sharding,
+    families: Option<ShardSet>,
+) -> Result<Restriction, RouteError> {
+    let mut set = families;
+    let mut nothing = false;
+    let mut lowest: Option<usize> = None;
+    for condition in conditions {
+        match keys::eval(condition, params, sharding, 0)? {
+            Restriction::Free => {}
+            Restriction::Nothing(hint) => {
+                nothing = true;
+                lowest = match (lowest, hint) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            Restriction::Set(next) => set = Some(intersect(set, next)?),
+        }
+    }
+    Ok(match set {
+        Some(set) => Restriction::Set(set),
+        None if nothing => Restriction::Nothing(lowest),
+        None => Restriction::Free,
+    })
+}
+
+/// What the tables of a statement are, gathered in one pass.
+#[derive(Default)]
+struct TableFacts<'a> {
+    /// A configured-sharded or unknown table other than the target (for an
+    /// INSERT or MERGE: its rows come from a query over sharded tables).
+    reads_sharded: bool,
+    /// Any sharded, unknown or family table.
+    touches_sharded: bool,
+    /// The first configured-sharded or unknown table, and whether unknown:
+    /// the target if it is one.
+    first_sharded: Option<(&'a str, bool)>,
+    /// The first sharded, unknown or family table other than the target, and
+    /// how to say what it is.
+    first_read: Option<(&'a str, &'static str)>,
+    /// The intersection of the family tables' databases.
+    families: Option<ShardSet>,
+}
+
+fn table_facts<'a>(
+    stmt: &'a StatementSummary,
+    sharding: &Sharding,
+) -> Result<TableFacts<'a>, RouteError> {
+    let mut facts = TableFacts::default();
+    let target = stmt.target.as_ref();
+    if let Some(target) = target {
+        let class = classify(target, sharding);
+        if matches!(class, TableClass::Sharded | TableClass::Unknown) {
+            facts.first_sharded = Some((&target.name, class == TableClass::Unknown));
+        }
+    }
+    for table in &stmt.tables {
+        let other = target != Some(table);
+        match classify(table, sharding) {
+            TableClass::Family { family, key } => {
+                facts.touches_sharded = true;
+                if other && facts.first_read.is_none() {
+                    facts.first_read = Some((&table.name, "is a sharded table family"));
+                }
+                let database = keys::database(sharding, &family.keys, &Key::Int(key), || {
+                    format!("table {}", table.name)
+                })?;
+                let set = ShardSet::single(sharding.databases, database);
+                facts.families = Some(intersect(facts.families.take(), set)?);
+            }
+            class @ (TableClass::Sharded | TableClass::Unknown) => {
+                let unknown = class == TableClass::Unknown;
+                facts.touches_sharded = true;
+                facts.reads_sharded |= other;
+                if facts.first_sharded.is_none() {
+                    facts.first_sharded = Some((&table.name, unknown));
+                }
+                if other && facts.first_read.is_none() {
+                    let what = if unknown {
+                        "is not in the sharding config (so is treated as sharded)"
+                    } else {
+                        "is sharded"
+                    };
+                    facts.first_read = Some((&table.name, what));
+                }
+            }
+            TableClass::Omnisharded | TableClass::Catalog => {}
+        }
+    }
+    Ok(facts)
+}
+
+/// Rule 11: refuse writes that would leave rows where they do not belong.
+fn check_write_target(
+    stmt: &StatementSummary,
+    facts: &TableFacts<'_>,
+    sharding: &Sharding,
+) -> Result<(), RouteError> {
+    let Some(target) = &stmt.target else {
+        return Ok(());
+    };
+    let class = classify(target, sharding);
+    if !stmt.set_columns.is_empty() {
+        let key = sharding.tables.iter().find(|entry| {
+            let keys_target = match class {
+                TableClass::Sharded => entry_names(entry, target),
+                TableClass::Unknown => entry.name.is_none(),
+                _ => false,
+            };
+            keys_target && stmt.set_columns.contains(&entry.column)
+        });
+        if let Some(entry) = key {
+            return Err(RouteError::ShardingKeyChange {
+                table: target.name.clone(),
+                column: entry.column.clone(),
+            });
+        }
+    }
+    if class == TableClass::Omnisharded {
+        if let Some((read, what)) = facts.first_read {
+            return Err(RouteError::OmnishardedFromSharded {
+                table: target.name.clone(),
+                read: read.to_owned(),
+                what,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Intersect the levels' restrictions with the family tables' databases.
+fn intersect(set: Option<ShardSet>, next: ShardSet) -> Result<ShardSet, RouteError> {
+    let Some(mut set) = set else {
+        return Ok(next);
+    };
+    let first = set.first().unwrap_or(0);
+    set.intersect_with(&next);
+    if set.is_empty() {
+        return Err(keys::different_shards(first, next.first().unwrap_or(0)));
+    }
+    Ok(set)
+}
+
+/// The error for an INSERT or MERGE into `table` that names no usable key.
+fn without_key(
+    stmt: &StatementSummary,
+    sharding: &Sharding,
+    table: &str,
+    unknown: bool,
+) -> RouteError {
+    let is_merge = stmt.kind == StatementKind::Merge;
+    let column = stmt
+        .tables
+        .iter()
+        .filter(|t| t.name == table)
+        .find_map(|t| sharding.tables.iter().find(|e| entry_names(e, t)))
+        .map(|entry| entry.column.clone());
+    match column {
+        Some(column) if !unknown && is_merge => RouteError::MergeWithoutKey {
+            table: table.to_owned(),
+            column,
+        },
+        Some(column) if !unknown => RouteError::InsertWithoutKey {
+            table: table.to_owned(),
+            column,
+        },
+        _ => RouteError::UnknownTableWrite {
+            statement: if is_merge { "MERGE" } else { "INSERT" },
+            table: table.to_owned(),
+        },
+    }
+}
+
+/// The key space a `pgdog.sharding_key` value is typed and hashed with.
+fn override_key_space(stmt: &StatementSummary, sharding: &Sharding) -> Option<Space> {
+    let named = stmt
+        .tables
+        .iter()
+        .find_map(|t| sharding.tables.iter().position(|e| entry_names(e, t)));
+    if let Some(index) = named {
+        return Some(Space::Table(index));
+    }
+    let family = stmt
+        .tables
+        .iter()
+        .find_map(|t| match classify(t, sharding) {
+            TableClass::Family { family, .. } => sharding
+                .families
+                .iter()
+                .position(|f| std::ptr::eq(f, family)),
+            _ => None,
+        });
+    if let Some(index) = family {
+        return Some(Space::Family(index));
+    }
+    if !sharding.tables.is_empty() {
+        Some(Space::Table(0))
+    } else if !sharding.families.is_empty() {
+        Some(Space::Family(0))
+    } else {
+        None
+    }
+}
