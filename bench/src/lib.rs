@@ -180,3 +180,9 @@ mod tests {
         assert!((3500..=4600).contains(&len), "{len}");
     }
 }
+
+/// parser-ffi's statement corpus loader, for the walk's tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "../../parser-ffi/tests/shared/corpus.rs"]
+mod shared_corpus;

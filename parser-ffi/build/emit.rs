@@ -78,41 +78,36 @@ pub fn view(tables: &Tables, bindings: &str) -> String {
     }
     out.push_str("];\n\n");
 
-    // NodeRef: every node kind, typed.
-    out.push_str("/// A node, typed by its tag.\n#[derive(Clone, Copy)]\npub enum NodeRef<'a> {\n");
+    // NodeRef: every node kind, typed. Its layout is (u32 tag, node pointer)
+    // with the NodeTag as discriminant, so that `Node::kind` is a check that
+    // the tag is known and a reinterpretation, not a jump per node type.
+    out.push_str("/// A node, typed by its tag.\n///\n/// Layout (relied on by [`Node::kind`]): `repr(C, u32)`, each variant's\n/// discriminant is its `NodeTag`, and every variant but `Other` holds one\n/// `repr(transparent)` reference to the node.\n#[derive(Clone, Copy)]\n#[repr(C, u32)]\npub enum NodeRef<'a> {\n");
     for node in &tables.nodes {
         let name = prost_name(&node.proto_name);
         if node.c_name == "List" {
-            out.push_str("    List(List<'a>),\n");
+            out.push_str("    List(List<'a>) = raw::NodeTag::T_List,\n");
         } else {
-            let _ = writeln!(out, "    {name}({name}<'a>),");
-        }
-    }
-    out.push_str("    /// A tag this view does not know (not produced by the raw parser).\n    Other(u32),\n}\n\n");
-
-    out.push_str("impl<'a> Node<'a> {\n    /// This node, typed by its tag.\n    pub fn kind(self) -> NodeRef<'a> {\n        match self.tag() {\n");
-    for node in &tables.nodes {
-        let name = prost_name(&node.proto_name);
-        if node.c_name == "List" {
             let _ = writeln!(
                 out,
-                "            raw::NodeTag::T_List => NodeRef::List(\n                {SAFETY_TREE}\n                unsafe {{ List::from_raw((self.0 as *const raw::Node).cast_mut().cast()) }},\n            ),"
-            );
-        } else {
-            let c_struct = if matches!(node.c_name.as_str(), "IntList" | "OidList") {
-                "List"
-            } else {
-                &node.c_name
-            };
-            let _ = writeln!(
-                out,
-                "            raw::NodeTag::T_{} => NodeRef::{name}({name}(\n                // SAFETY: the tag says this node is a {c_struct}.\n                unsafe {{ self.cast::<raw::{c_struct}>() }},\n            )),",
+                "    {name}({name}<'a>) = raw::NodeTag::T_{},",
                 node.c_name
             );
         }
     }
-    out.push_str("            other => NodeRef::Other(other),\n        }\n    }\n\n");
+    out.push_str("    /// A tag this view does not know (not produced by the raw parser).\n    Other(u32) = u32::MAX,\n}\n\n");
 
+    out.push_str("/// Whether the view has a type for `tag` (a `NodeRef` variant other than `Other`).\nconst fn known_tag(tag: u32) -> bool {\n    matches!(\n        tag,\n");
+    let tags: Vec<String> = tables
+        .nodes
+        .iter()
+        .map(|n| format!("raw::NodeTag::T_{}", n.c_name))
+        .collect();
+    let _ = writeln!(out, "        {}", tags.join("\n            | "));
+    out.push_str("    )\n}\n\n");
+    out.push_str(
+        "/// A known node as `NodeRef` lays it out.\n#[repr(C)]\nstruct TaggedNode<'a> {\n    tag: u32,\n    node: &'a raw::Node,\n}\n\nconst _: () = assert!(\n    std::mem::size_of::<NodeRef<'static>>() == std::mem::size_of::<TaggedNode<'static>>()\n        && std::mem::align_of::<NodeRef<'static>>() == std::mem::align_of::<TaggedNode<'static>>()\n);\n\n",
+    );
+    out.push_str("impl<'a> Node<'a> {\n    /// This node, typed by its tag.\n    #[inline]\n    pub fn kind(self) -> NodeRef<'a> {\n        let tag = self.tag();\n        if !known_tag(tag) {\n            return NodeRef::Other(tag);\n        }\n        // SAFETY: `NodeRef` is `repr(C, u32)`: a u32 discriminant, then (at the\n        // alignment of a pointer) the variant's payload. The variant whose\n        // discriminant is `tag` holds one `repr(transparent)` reference to the\n        // struct that `tag` names (a `List` for the list tags), and this node is\n        // that struct (its tag says so), valid for 'a. `TaggedNode` is the same\n        // (u32, pointer) layout, so it is a valid `NodeRef` of that variant.\n        unsafe { std::mem::transmute::<TaggedNode<'a>, NodeRef<'a>>(TaggedNode { tag, node: self.0 }) }\n    }\n\n");
     out.push_str("}\n\n");
     // Where each node type keeps its children, for the table-driven walk.
     out.push_str("/// The pointer members of each node type that lead to children: (byte offset,\n/// whether it points to a List). Embedded nodes are flattened into their container.\n#[allow(clippy::match_same_arms)]\npub(crate) fn child_fields(tag: u32) -> &'static [(u32, bool)] {\n    match tag {\n");
@@ -178,7 +173,7 @@ fn view_struct(out: &mut String, tables: &Tables, node: &NodeType) {
     let c = &node.c_name;
     let _ = writeln!(
         out,
-        "/// A `{c}` node, read in place.\n#[derive(Clone, Copy)]\npub struct {name}<'a>(pub(crate) &'a raw::{c});\n\nimpl<'a> {name}<'a> {{\n    /// This node as a generic node.\n    pub fn as_node(self) -> Node<'a> {{\n        Node::from_struct(self.0)\n    }}\n"
+        "/// A `{c}` node, read in place.\n#[derive(Clone, Copy)]\n#[repr(transparent)]\npub struct {name}<'a>(pub(crate) &'a raw::{c});\n\nimpl<'a> {name}<'a> {{\n    /// This node as a generic node.\n    pub fn as_node(self) -> Node<'a> {{\n        Node::from_struct(self.0)\n    }}\n"
     );
     for field in &node.fields {
         let method = rust_ident(&field.proto_name);

@@ -79,18 +79,12 @@ impl<'a> Node<'a> {
             }
         }
     }
-
-    /// # Safety
-    /// This node's tag must say it is a `T`.
-    pub(crate) unsafe fn cast<T>(self) -> &'a T {
-        // SAFETY: the caller checked the tag; the node lives for 'a.
-        unsafe { &*(self.0 as *const raw::Node).cast::<T>() }
-    }
 }
 
 /// A `List` of nodes (or of integers or OIDs, which the raw parser does not
 /// produce in node positions). Empty (`NIL`) lists are null in C.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct List<'a>(Option<&'a raw::List>);
 
 impl<'a> List<'a> {
@@ -191,6 +185,7 @@ pub(crate) unsafe fn deref<'a, T>(ptr: *mut T) -> Option<&'a T> {
 
 /// An `Integer` value node.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct Integer<'a>(pub(crate) &'a raw::Integer);
 
 impl Integer<'_> {
@@ -201,6 +196,7 @@ impl Integer<'_> {
 
 /// A `Float` value node: the literal's text, as written.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct Float<'a>(pub(crate) &'a raw::Float);
 
 impl<'a> Float<'a> {
@@ -212,6 +208,7 @@ impl<'a> Float<'a> {
 
 /// A `Boolean` value node.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct Boolean<'a>(pub(crate) &'a raw::Boolean);
 
 impl Boolean<'_> {
@@ -222,6 +219,7 @@ impl Boolean<'_> {
 
 /// A `String` value node (identifiers in name lists, string constants).
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct String<'a>(pub(crate) &'a raw::String);
 
 impl<'a> String<'a> {
@@ -233,6 +231,7 @@ impl<'a> String<'a> {
 
 /// A `BitString` value node (`B'101'`, `X'1F'`), text as the parser keeps it.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct BitString<'a>(pub(crate) &'a raw::BitString);
 
 impl<'a> BitString<'a> {
@@ -244,10 +243,12 @@ impl<'a> BitString<'a> {
 
 /// An integer list node (not produced by the raw parser in node positions).
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct IntList<'a>(pub(crate) &'a raw::List);
 
 /// An OID list node (not produced by the raw parser in node positions).
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct OidList<'a>(pub(crate) &'a raw::List);
 
 impl IntList<'_> {
@@ -285,6 +286,7 @@ pub enum ConstValue<'a> {
 
 /// An `A_Const`: a literal constant.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct AConst<'a>(pub(crate) &'a raw::A_Const);
 
 impl<'a> AConst<'a> {
@@ -370,3 +372,60 @@ pub fn walk_with<'a>(
 }
 
 include!(concat!(env!("OUT_DIR"), "/view_generated.rs"));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A zeroed node of `tag`, in a buffer larger than any node struct.
+    fn fake(tag: u32) -> Box<[u64; 512]> {
+        let mut buffer = Box::new([0u64; 512]);
+        // SAFETY: the buffer is 4 KiB, 8-aligned; a node's tag is its first u32.
+        unsafe { buffer.as_mut_ptr().cast::<u32>().write(tag) };
+        buffer
+    }
+
+    fn node(buffer: &[u64; 512]) -> Node<'_> {
+        // SAFETY: a zeroed struct with a valid tag: every pointer member is
+        // NULL and every list NIL, which the view reads as absent.
+        Node(unsafe { &*buffer.as_ptr().cast::<raw::Node>() })
+    }
+
+    #[test]
+    fn kind_types_every_known_tag_as_that_node() {
+        assert!(NODE_TYPES.len() > 200);
+        for &(name, tag) in NODE_TYPES {
+            let buffer = fake(tag);
+            let node = node(&buffer);
+            let kind = node.kind();
+            assert!(!matches!(kind, NodeRef::Other(_)), "{name}");
+            // The variant holds this node.
+            let back = kind.as_node().map(|n| n.0 as *const raw::Node);
+            if !matches!(name, "List" | "IntList" | "OidList") {
+                assert_eq!(back, Some(node.0 as *const raw::Node), "{name}");
+            }
+        }
+        type Is = fn(NodeRef<'_>) -> bool;
+        let cases: [(u32, Is); 5] = [
+            (raw::NodeTag::T_RangeVar, |k| {
+                matches!(k, NodeRef::RangeVar(_))
+            }),
+            (raw::NodeTag::T_SelectStmt, |k| {
+                matches!(k, NodeRef::SelectStmt(_))
+            }),
+            (raw::NodeTag::T_String, |k| matches!(k, NodeRef::String(_))),
+            (raw::NodeTag::T_List, |k| matches!(k, NodeRef::List(_))),
+            (raw::NodeTag::T_IntList, |k| {
+                matches!(k, NodeRef::IntList(_))
+            }),
+        ];
+        for (tag, is) in cases {
+            let buffer = fake(tag);
+            assert!(is(node(&buffer).kind()), "tag {tag}");
+        }
+        for tag in [0, 99_999, u32::MAX] {
+            let buffer = fake(tag);
+            assert!(matches!(node(&buffer).kind(), NodeRef::Other(t) if t == tag));
+        }
+    }
+}
