@@ -63,14 +63,14 @@ fn visit<'a>(node: NodeRef<'a>, found: &mut Found<'a>) -> Walk {
         }
         // Nodes over leaves only (names, values, columns): nothing below.
         NodeRef::ResTarget(target)
-            if target.indirection().len() == 0 && target.val().is_none_or(is_leaf) =>
+            if target.indirection().is_empty() && target.val().is_none_or(is_leaf) =>
         {
             return Walk::SkipChildren;
         }
         NodeRef::TypeCast(cast) if cast.arg().is_none_or(is_leaf) => return Walk::SkipChildren,
         NodeRef::SortBy(sort) if sort.node().is_none_or(is_leaf) => return Walk::SkipChildren,
         NodeRef::FuncCall(call)
-            if call.agg_order().len() == 0
+            if call.agg_order().is_empty()
                 && call.agg_filter().is_none()
                 && call.over().is_none()
                 && call.args().iter().all(|arg| arg.is_none_or(is_leaf)) =>
