@@ -44,7 +44,7 @@ async fn routes_by_key(n: usize) {
     let servers = common::servers(n);
     create_sharded_schema(&servers);
     let cluster = Cluster::start_sharded(servers, "", SHARDING);
-    let sections: [(&str, Section); 9] = [
+    let sections: [(&str, Section); 10] = [
         ("inserts and reads", |c| Box::pin(inserts_and_reads(c))),
         ("transactions", |c| Box::pin(transactions(c))),
         ("cross-shard transaction", |c| {
@@ -54,6 +54,9 @@ async fn routes_by_key(n: usize) {
         ("table family", |c| Box::pin(table_family(c))),
         ("overrides", |c| Box::pin(overrides(c))),
         ("query cache", |c| Box::pin(query_cache(c))),
+        ("set local in a deferred transaction", |c| {
+            Box::pin(set_local_in_deferred_transaction(c))
+        }),
         ("bad keys", |c| Box::pin(bad_keys(c))),
         ("cross_shard_disabled", |c| {
             Box::pin(cross_shard_disabled(c))
@@ -671,6 +674,45 @@ async fn overrides(cluster: &Cluster) {
             "SET pgdog.sharding_key = '{key}'"
         );
     }
+}
+
+/// `BEGIN; SET LOCAL ...; <keyed statement>` (the row-level-security
+/// pattern): the SET LOCAL travels with the deferred BEGIN to the shard the
+/// statement picks, lasts for the transaction only, and its errors reach the
+/// client.
+async fn set_local_in_deferred_transaction(cluster: &Cluster) {
+    let (a, _) = keys_on_two_shards(cluster, 5000).await;
+    let client = cluster.connect().await;
+    let read = format!(
+        "SELECT current_setting('app.tenant', true) AS tenant, \
+         current_setting('statement_timeout') AS timeout, count(*) AS n \
+         FROM orders WHERE tenant_id = {}",
+        a.0
+    );
+    simple(&client, "BEGIN").await;
+    simple(&client, "SET LOCAL app.tenant = '42' -- trailing comment").await;
+    simple(&client, "set local statement_timeout to '4321ms'").await;
+    assert_eq!(column(&client, &read, "tenant").await, ["42"]);
+    assert_eq!(column(&client, &read, "timeout").await, ["4321ms"]);
+    simple(&client, "COMMIT").await;
+    // Gone with the transaction, on whichever server serves the next one.
+    simple(&client, "BEGIN").await;
+    // Unset ('' on a server that saw it, NULL on one that did not).
+    let tenant = column(&client, &read, "tenant").await;
+    assert_eq!(tenant.len(), 1, "{tenant:?}");
+    assert_ne!(tenant, ["42"]);
+    assert_eq!(column(&client, &read, "timeout").await, ["0"]);
+    simple(&client, "COMMIT").await;
+
+    // A bad value: SET is answered at once, the error comes with the
+    // transaction's first statement, and the transaction is aborted.
+    simple(&client, "BEGIN").await;
+    simple(&client, "SET LOCAL statement_timeout = 'soon'").await;
+    let err = client.simple_query(&read).await.unwrap_err();
+    let message = describe(&err);
+    assert!(message.contains("statement_timeout"), "{message}");
+    simple(&client, "ROLLBACK").await;
+    assert_eq!(column(&client, &read, "timeout").await, ["0"]);
 }
 
 async fn query_cache(cluster: &Cluster) {

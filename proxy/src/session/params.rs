@@ -259,6 +259,32 @@ fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
+/// The command tag of a statement whose effect ends with the transaction
+/// (`SET LOCAL`, `SET TRANSACTION ...`, `SET CONSTRAINTS ...`), when `sql` is
+/// exactly one such statement; `None` for anything else (plain SET is session
+/// state, tracked by [`setting_changes`]).
+pub fn transaction_scoped(sql: &str) -> Option<&'static str> {
+    let tree = ParseTree::parse(sql).ok()?;
+    let mut statements = tree.statements();
+    let only = statements.next()?.stmt()?;
+    if statements.next().is_some() {
+        return None;
+    }
+    match only.kind() {
+        NodeRef::VariableSetStmt(set)
+            if set.is_local()
+                || (set.kind() == VariableSetKind::VarSetMulti
+                    && set
+                        .name()
+                        .is_some_and(|n| n.eq_ignore_ascii_case("TRANSACTION"))) =>
+        {
+            Some("SET")
+        }
+        NodeRef::ConstraintsSetStmt(_) => Some("SET CONSTRAINTS"),
+        _ => None,
+    }
+}
+
 /// The setting changes of a SET/RESET query, or `None` when some statement
 /// in it changes session state in a way pgshard cannot replay (SET
 /// SESSION CHARACTERISTICS, a parse error, ...). SET LOCAL changes nothing
@@ -417,6 +443,32 @@ mod tests {
             Kind::SessionState
         );
         assert_eq!(classify("PREPARE p AS SELECT 1"), Kind::SessionState);
+        assert_eq!(
+            transaction_scoped("SET LOCAL app.tenant = '7'"),
+            Some("SET")
+        );
+        assert_eq!(
+            transaction_scoped("set local statement_timeout to 5"),
+            Some("SET")
+        );
+        assert_eq!(
+            transaction_scoped("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+            Some("SET")
+        );
+        assert_eq!(
+            transaction_scoped("SET CONSTRAINTS ALL DEFERRED"),
+            Some("SET CONSTRAINTS")
+        );
+        for not in [
+            "SET app.tenant = '7'",
+            "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+            "RESET statement_timeout",
+            "SET LOCAL a = 1; SET LOCAL b = 2",
+            "SHOW statement_timeout",
+            "SET LOCAL",
+        ] {
+            assert_eq!(transaction_scoped(not), None, "{not}");
+        }
         assert_eq!(classify("PREPARE TRANSACTION 'x'"), Kind::Plain);
         assert_eq!(classify("LISTEN jobs"), Kind::SessionState);
         assert_eq!(classify("select pg_advisory_lock(1)"), Kind::SessionState);

@@ -42,6 +42,9 @@ pub enum Step {
         /// error does not skip it.
         sync: bool,
         effect: Effect,
+        /// An ErrorResponse in the reply goes to the client even when the
+        /// rest is swallowed.
+        errors: bool,
     },
     /// A reply pgshard makes itself (ParseComplete, CloseComplete, errors of
     /// its own), sent when every earlier reply has been; `ready` appends a
@@ -70,6 +73,7 @@ impl Step {
             forward: true,
             sync: terminals == SYNC,
             effect,
+            errors: true,
         }
     }
 
@@ -82,6 +86,20 @@ impl Step {
             forward: false,
             sync: true,
             effect: Effect::None,
+            errors: false,
+        }
+    }
+
+    /// An injected simple Query whose errors the client must see (a deferred
+    /// transaction's BEGIN carrying the client's `SET LOCAL`s): the rest of
+    /// its reply is swallowed.
+    pub fn injected_query_showing_errors() -> Step {
+        Step::Server {
+            terminals: SYNC,
+            forward: false,
+            sync: true,
+            effect: Effect::None,
+            errors: true,
         }
     }
 
@@ -92,6 +110,7 @@ impl Step {
             forward: false,
             sync: false,
             effect,
+            errors: false,
         }
     }
 }
@@ -182,6 +201,7 @@ impl Plan {
             terminals,
             forward,
             sync,
+            errors,
             ..
         }) = self.steps.front()
         else {
@@ -193,7 +213,7 @@ impl Plan {
                 completed: Effect::None,
             };
         };
-        let (forward, sync) = (*forward, *sync);
+        let (forward, sync) = (*forward || (tag == b'E' && *errors), *sync);
         if tag == b'E' && !sync {
             // The server skips every message up to the next Sync: those steps
             // get no reply, and local replies among them are not sent either.
@@ -238,6 +258,22 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn injected_queries_can_show_their_errors() {
+        let mut plan = Plan::default();
+        plan.push(Step::injected_query_showing_errors());
+        plan.push(Step::forward(SYNC));
+        assert!(!plan.on_server_message(b'C').forward);
+        assert!(plan.on_server_message(b'E').forward);
+        assert!(!plan.on_server_message(b'Z').forward);
+        assert!(plan.on_server_message(b'E').forward);
+        assert!(plan.on_server_message(b'Z').forward);
+        assert!(plan.is_empty());
+        let mut plan = Plan::default();
+        plan.push(Step::injected_query());
+        assert!(!plan.on_server_message(b'E').forward);
+    }
+
     use super::*;
 
     fn local(bytes: &'static [u8]) -> Step {

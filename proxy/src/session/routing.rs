@@ -20,6 +20,7 @@ use router::route::{Overrides, ParamValue, Route};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::params;
 use super::plan::Step;
 use super::statements::Statement;
 use super::{End, Session};
@@ -127,6 +128,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     self.txn = Txn::Deferred(Bytes::copy_from_slice(frame_sql.as_bytes()));
                     self.local_tag("BEGIN", true);
                     return Ok(Plan::Done);
+                }
+                // `SET LOCAL` and its kind before the first keyed statement:
+                // they belong to the transaction, which opens later, so they
+                // travel with its BEGIN (their errors reach the client then).
+                StatementKind::Session if matches!(self.txn, Txn::Deferred(_)) => {
+                    if let Some(tag) = params::transaction_scoped(frame_sql) {
+                        if let Txn::Deferred(begin) = &self.txn {
+                            let mut text = BytesMut::from(&begin[..]);
+                            // A newline ends a trailing `--` comment.
+                            text.extend_from_slice(b"\n;");
+                            text.extend_from_slice(frame_sql.as_bytes());
+                            self.txn = Txn::Deferred(text.freeze());
+                        }
+                        self.local_tag(tag, true);
+                        return Ok(Plan::Done);
+                    }
                 }
                 StatementKind::Commit | StatementKind::Rollback
                     if matches!(self.txn, Txn::Deferred(_)) =>
@@ -423,12 +440,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         Ok(())
     }
 
-    /// A deferred transaction opens on the server just attached.
+    /// A deferred transaction opens on the server just attached: its BEGIN,
+    /// then any `SET LOCAL` the client sent before this statement. An error
+    /// there reaches the client (the transaction is then aborted on the
+    /// server, and the statement fails too).
     pub(super) fn open_deferred(&mut self) {
         if let Txn::Deferred(begin) = std::mem::take(&mut self.txn) {
             let begin = String::from_utf8_lossy(&begin).into_owned();
             messages::query(&mut self.to_server, &begin);
-            self.plan.push(Step::injected_query());
+            self.plan.push(Step::injected_query_showing_errors());
         }
     }
 
