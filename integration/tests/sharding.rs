@@ -438,6 +438,33 @@ async fn cross_shard_transaction(cluster: &Cluster) {
     tx.rollback().await.unwrap();
     let found = order_on(&shards, a.0, 2).await;
     assert!(found.is_empty(), "extended: tenant {}'s row survived", a.0);
+
+    // All in the extended protocol, ROLLBACK of the failed transaction too.
+    client.execute("BEGIN", &[]).await.unwrap();
+    client
+        .execute(
+            "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 3, 'first')",
+            &[&a.0],
+        )
+        .await
+        .unwrap();
+    let err = client
+        .execute(
+            "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 3, 'second')",
+            &[&b.0],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), Some("0A000"), "{}", describe(&err));
+    let err = client.execute("SELECT 1", &[]).await.unwrap_err();
+    assert_eq!(code(&err), Some("25P02"), "{}", describe(&err));
+    client.execute("ROLLBACK", &[]).await.unwrap_or_else(|e| {
+        panic!(
+            "extended ROLLBACK of a failed transaction: {}",
+            describe(&e)
+        )
+    });
+    assert!(order_on(&shards, a.0, 3).await.is_empty());
     let rows = client
         .query("SELECT id FROM orders WHERE tenant_id = $1", &[&a.0])
         .await
@@ -713,6 +740,46 @@ async fn set_local_in_deferred_transaction(cluster: &Cluster) {
     assert!(message.contains("statement_timeout"), "{message}");
     simple(&client, "ROLLBACK").await;
     assert_eq!(column(&client, &read, "timeout").await, ["0"]);
+
+    // The same in the extended protocol (what JDBC and psycopg send):
+    // BEGIN, SET LOCAL, COMMIT and ROLLBACK as Parse/Bind/Execute.
+    let shards = cluster.shards().await;
+    let read = "SELECT current_setting('app.tenant', true) AS tenant, count(*) AS n \
+                FROM orders WHERE tenant_id = $1";
+    client.execute("BEGIN", &[]).await.unwrap();
+    client
+        .execute("SET LOCAL app.tenant = '77'", &[])
+        .await
+        .unwrap();
+    let row = client.query_one(read, &[&a.0]).await.unwrap();
+    assert_eq!(row.get::<_, Option<String>>(0).as_deref(), Some("77"));
+    client
+        .execute(
+            "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 9, 'extended')",
+            &[&a.0],
+        )
+        .await
+        .unwrap();
+    client.execute("ROLLBACK", &[]).await.unwrap();
+    assert!(
+        order_on(&shards, a.0, 9).await.is_empty(),
+        "the extended-protocol ROLLBACK undid the insert"
+    );
+    client.execute("BEGIN", &[]).await.unwrap();
+    client
+        .execute(
+            "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 9, 'extended')",
+            &[&a.0],
+        )
+        .await
+        .unwrap();
+    client.execute("COMMIT", &[]).await.unwrap();
+    assert_eq!(order_on(&shards, a.0, 9).await, [a.1], "committed");
+    // BEGIN then COMMIT with nothing in between: answered by pgshard.
+    client.execute("BEGIN", &[]).await.unwrap();
+    client.execute("COMMIT", &[]).await.unwrap();
+    let row = client.query_one(read, &[&a.0]).await.unwrap();
+    assert_ne!(row.get::<_, Option<String>>(0).as_deref(), Some("77"));
 }
 
 async fn query_cache(cluster: &Cluster) {

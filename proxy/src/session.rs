@@ -103,6 +103,10 @@ pub struct Session<S> {
     overrides_in_txn: bool,
     /// A Bind that goes to several shards, held with what follows until Sync.
     batch: Option<Batch>,
+    /// The portal just bound is transaction control pgshard answers itself
+    /// (extended protocol): its Describe and Execute get local replies, with
+    /// this command tag, until the next Parse, Bind or Sync.
+    local_portal: Option<&'static str>,
     /// ErrorResponses relayed to the client so far.
     errors_forwarded: u64,
 }
@@ -119,6 +123,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             overrides: Overrides::default(),
             overrides_in_txn: false,
             batch: None,
+            local_portal: None,
             errors_forwarded: 0,
             generation,
             state: start.state,
@@ -239,6 +244,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let tag = frame.tag;
         if self.skipping && matches!(tag, b'P' | b'B' | b'D' | b'E' | b'C' | b'H') {
             return Ok(());
+        }
+        if let Some(tag) = self.local_portal {
+            match frame.tag {
+                b'E' => {
+                    self.local_tag(tag, false);
+                    return Ok(());
+                }
+                b'D' => {
+                    self.local_reply(messages::no_data);
+                    return Ok(());
+                }
+                b'C' => {
+                    self.local_reply(messages::close_complete);
+                    return Ok(());
+                }
+                b'H' => return Ok(()),
+                _ => self.local_portal = None,
+            }
         }
         if let Some(batch) = &mut self.batch {
             match tag {

@@ -83,6 +83,16 @@ pub fn parse_complete(out: &mut BytesMut) {
     out.put_slice(&[b'1', 0, 0, 0, 4]);
 }
 
+/// `2` BindComplete.
+pub fn bind_complete(out: &mut BytesMut) {
+    out.put_slice(&[b'2', 0, 0, 0, 4]);
+}
+
+/// `n` NoData.
+pub fn no_data(out: &mut BytesMut) {
+    out.put_slice(&[b'n', 0, 0, 0, 4]);
+}
+
 /// `3` CloseComplete.
 pub fn close_complete(out: &mut BytesMut) {
     out.put_slice(&[b'3', 0, 0, 0, 4]);

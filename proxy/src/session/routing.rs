@@ -265,7 +265,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.txn != Txn::None || self.server.as_ref().is_some_and(|s| s.conn.status != b'I')
     }
 
-    fn local_tag(&mut self, tag: &str, simple: bool) {
+    pub(super) fn local_tag(&mut self, tag: &str, simple: bool) {
         let mut reply = BytesMut::new();
         messages::command_complete(&mut reply, tag);
         self.plan.push(Step::Local {
@@ -301,6 +301,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         bind: &Bind,
         rewritten: impl FnOnce(&mut BytesMut),
     ) -> Option<Target> {
+        let Some(info) = self.route_info(statement) else {
+            if self.txn == Txn::Failed {
+                self.local_error(
+                    sqlstate::IN_FAILED_TRANSACTION,
+                    "current transaction is aborted, commands ignored until end of transaction block",
+                    false,
+                );
+                return None;
+            }
+            return Some(Target::Any);
+        };
+        if let Some(tag) = self.local_transaction_statement(&info.entry.summary, &statement.query) {
+            // Answered here: BindComplete now, the rest of the portal's
+            // messages until Sync by `Session::local_portal`.
+            let mut reply = BytesMut::new();
+            messages::bind_complete(&mut reply);
+            self.plan.push(Step::Local {
+                bytes: reply.freeze(),
+                ready: false,
+            });
+            self.local_portal = Some(tag);
+            return None;
+        }
         if self.txn == Txn::Failed {
             self.local_error(
                 sqlstate::IN_FAILED_TRANSACTION,
@@ -309,9 +332,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             );
             return None;
         }
-        let Some(info) = self.route_info(statement) else {
-            return Some(Target::Any);
-        };
         let bind_params: Vec<ParamValue<'_>> = bind
             .params
             .iter()
@@ -347,6 +367,47 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     None
                 }
             },
+        }
+    }
+
+    /// Transaction control pgshard answers itself for a Bind (what the
+    /// simple protocol does in `route_query`): BEGIN is deferred, COMMIT or
+    /// ROLLBACK of a deferred or failed transaction ends it, and a
+    /// transaction-scoped SET joins the deferred BEGIN. Returns the
+    /// statement's command tag, or `None` when the Bind goes to a server.
+    fn local_transaction_statement(
+        &mut self,
+        summary: &Summary,
+        query: &[u8],
+    ) -> Option<&'static str> {
+        let [only] = summary.statements.as_slice() else {
+            return None;
+        };
+        match (&only.kind, &self.txn) {
+            (StatementKind::Begin, Txn::None) if !self.in_txn() && !self.plan.awaiting_server() => {
+                self.txn = Txn::Deferred(Bytes::copy_from_slice(query));
+                Some("BEGIN")
+            }
+            (StatementKind::Commit | StatementKind::Rollback, Txn::Deferred(_) | Txn::Failed) => {
+                // A failed transaction was rolled back on its server already.
+                let tag = if only.kind == StatementKind::Commit && self.txn != Txn::Failed {
+                    "COMMIT"
+                } else {
+                    "ROLLBACK"
+                };
+                self.txn = Txn::None;
+                self.end_txn_overrides();
+                Some(tag)
+            }
+            (StatementKind::Session, Txn::Deferred(begin)) => {
+                let tag = params::transaction_scoped(std::str::from_utf8(query).ok()?)?;
+                let mut text = BytesMut::from(&begin[..]);
+                text.extend_from_slice(b"\n;");
+                text.extend_from_slice(query);
+                self.txn = Txn::Deferred(text.freeze());
+                Some(tag)
+            }
+            _ => None,
         }
     }
 
