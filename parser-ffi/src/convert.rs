@@ -17,8 +17,12 @@ use crate::view;
 pub const MAX_DEPTH: u32 = 1_000;
 
 /// When less stack than this is left, conversion continues on a new segment
-/// of `STACK_SEGMENT` bytes (debug builds use several KiB per level).
-pub(crate) const STACK_RED_ZONE: usize = 128 * 1024;
+/// of `STACK_SEGMENT` bytes. Checked every `STACK_CHECK_EVERY` levels: the
+/// zone holds that many levels with room to spare. Release builds use a few
+/// KiB per level; debug builds tens of KiB (every arm of the dispatch keeps
+/// its own stack slots), so they check every level.
+pub(crate) const STACK_RED_ZONE: usize = 256 * 1024;
+pub(crate) const STACK_CHECK_EVERY: u32 = if cfg!(debug_assertions) { 1 } else { 4 };
 pub(crate) const STACK_SEGMENT: usize = 2 * 1024 * 1024;
 
 /// Why a tree could not be converted.
