@@ -682,6 +682,30 @@ async fn overrides(cluster: &Cluster) {
         "after RESET pgdog.shard"
     );
 
+    // The same settings in the extended protocol (JDBC, psycopg).
+    let extended = cluster.connect().await;
+    extended
+        .execute(&format!("SET pgdog.shard = {last}"), &[])
+        .await
+        .unwrap_or_else(|e| panic!("extended SET pgdog.shard: {}", describe(&e)));
+    let rows = extended
+        .query("SELECT shard FROM whoami", &[])
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "extended SET pgdog.shard pins the session");
+    assert_eq!(rows[0].get::<_, i32>(0), last as i32);
+    let err = extended
+        .execute(&format!("SET pgdog.shard = {n}"), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), Some("22023"), "{}", describe(&err));
+    extended.execute("RESET pgdog.shard", &[]).await.unwrap();
+    let rows = extended
+        .query("SELECT shard FROM whoami", &[])
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), n, "after an extended RESET pgdog.shard");
+
     // Sharding keys, hashed like orders.tenant_id (the first sharded table).
     let oracle = cluster.shard(0).await;
     for key in [1i64, 2, 3, 42] {

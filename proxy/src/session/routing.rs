@@ -119,9 +119,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     return Ok(self.set_shard_override(value.as_deref(), true));
                 }
                 StatementKind::SetShardingKey(value) => {
-                    self.overrides.sharding_key = value.clone();
-                    self.overrides_in_txn = self.in_txn();
-                    self.local_tag(if value.is_some() { "SET" } else { "RESET" }, true);
+                    let tag = self.apply_sharding_key_override(value.clone());
+                    self.local_tag(tag, true);
                     return Ok(Plan::Done);
                 }
                 StatementKind::Begin if !self.in_txn() && !self.plan.awaiting_server() => {
@@ -230,26 +229,40 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     fn set_shard_override(&mut self, value: Option<&str>, simple: bool) -> Plan {
+        match self.apply_shard_override(value) {
+            Ok(tag) => self.local_tag(tag, simple),
+            Err(message) => self.local_error(sqlstate::INVALID_PARAMETER_VALUE, &message, simple),
+        }
+        Plan::Done
+    }
+
+    /// `SET pgdog.shard` (`None`: RESET): its command tag, or why the value
+    /// is refused.
+    fn apply_shard_override(&mut self, value: Option<&str>) -> Result<&'static str, String> {
         match value.map(|v| v.trim().parse::<usize>()) {
             None => {
                 self.overrides.shard = None;
-                self.local_tag("RESET", simple);
+                Ok("RESET")
             }
             Some(Ok(shard)) if shard < self.pools.len() => {
                 self.overrides.shard = Some(shard);
                 self.overrides_in_txn = self.in_txn();
-                self.local_tag("SET", simple);
+                Ok("SET")
             }
-            Some(_) => {
-                let message = format!(
-                    "invalid value for pgdog.shard: {:?} (this cluster has shards 0 to {})",
-                    value.unwrap_or_default(),
-                    self.pools.len().saturating_sub(1)
-                );
-                self.local_error(sqlstate::INVALID_PARAMETER_VALUE, &message, simple);
-            }
+            Some(_) => Err(format!(
+                "invalid value for pgdog.shard: {:?} (this cluster has shards 0 to {})",
+                value.unwrap_or_default(),
+                self.pools.len().saturating_sub(1)
+            )),
         }
-        Plan::Done
+    }
+
+    /// `SET pgdog.sharding_key` (`None`: RESET): its command tag.
+    fn apply_sharding_key_override(&mut self, value: Option<String>) -> &'static str {
+        let tag = if value.is_some() { "SET" } else { "RESET" };
+        self.overrides.sharding_key = value;
+        self.overrides_in_txn = self.in_txn();
+        tag
     }
 
     /// Overrides set inside a transaction last until it ends.
@@ -312,17 +325,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             return Some(Target::Any);
         };
-        if let Some(tag) = self.local_transaction_statement(&info.entry.summary, &statement.query) {
-            // Answered here: BindComplete now, the rest of the portal's
-            // messages until Sync by `Session::local_portal`.
-            let mut reply = BytesMut::new();
-            messages::bind_complete(&mut reply);
-            self.plan.push(Step::Local {
-                bytes: reply.freeze(),
-                ready: false,
-            });
-            self.local_portal = Some(tag);
-            return None;
+        match self.local_statement(&info.entry.summary, &statement.query) {
+            Some(Ok(tag)) => {
+                // Answered here: BindComplete now, the rest of the portal's
+                // messages until Sync by `Session::local_portal`.
+                let mut reply = BytesMut::new();
+                messages::bind_complete(&mut reply);
+                self.plan.push(Step::Local {
+                    bytes: reply.freeze(),
+                    ready: false,
+                });
+                self.local_portal = Some(tag);
+                return None;
+            }
+            Some(Err(message)) => {
+                self.local_error(sqlstate::INVALID_PARAMETER_VALUE, &message, false);
+                return None;
+            }
+            None => {}
         }
         if self.txn == Txn::Failed {
             self.local_error(
@@ -370,23 +390,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
-    /// Transaction control pgshard answers itself for a Bind (what the
-    /// simple protocol does in `route_query`): BEGIN is deferred, COMMIT or
-    /// ROLLBACK of a deferred or failed transaction ends it, and a
-    /// transaction-scoped SET joins the deferred BEGIN. Returns the
-    /// statement's command tag, or `None` when the Bind goes to a server.
-    fn local_transaction_statement(
+    /// Statements pgshard answers itself for a Bind (what the simple
+    /// protocol does in `route_query`): BEGIN is deferred, COMMIT or ROLLBACK
+    /// of a deferred or failed transaction ends it, a transaction-scoped SET
+    /// joins the deferred BEGIN, and `SET pgdog.shard` / `SET
+    /// pgdog.sharding_key` set the session's overrides. Returns the
+    /// statement's command tag (or why it is refused), or `None` when the
+    /// Bind goes to a server.
+    fn local_statement(
         &mut self,
         summary: &Summary,
         query: &[u8],
-    ) -> Option<&'static str> {
+    ) -> Option<Result<&'static str, String>> {
         let [only] = summary.statements.as_slice() else {
             return None;
         };
-        match (&only.kind, &self.txn) {
+        if self.txn != Txn::Failed {
+            match &only.kind {
+                StatementKind::SetShard(value) => {
+                    return Some(self.apply_shard_override(value.as_deref()));
+                }
+                StatementKind::SetShardingKey(value) => {
+                    return Some(Ok(self.apply_sharding_key_override(value.clone())));
+                }
+                _ => {}
+            }
+        }
+        let tag = match (&only.kind, &self.txn) {
             (StatementKind::Begin, Txn::None) if !self.in_txn() && !self.plan.awaiting_server() => {
                 self.txn = Txn::Deferred(Bytes::copy_from_slice(query));
-                Some("BEGIN")
+                "BEGIN"
             }
             (StatementKind::Commit | StatementKind::Rollback, Txn::Deferred(_) | Txn::Failed) => {
                 // A failed transaction was rolled back on its server already.
@@ -397,7 +430,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 };
                 self.txn = Txn::None;
                 self.end_txn_overrides();
-                Some(tag)
+                tag
             }
             (StatementKind::Session, Txn::Deferred(begin)) => {
                 let tag = params::transaction_scoped(std::str::from_utf8(query).ok()?)?;
@@ -405,10 +438,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 text.extend_from_slice(b"\n;");
                 text.extend_from_slice(query);
                 self.txn = Txn::Deferred(text.freeze());
-                Some(tag)
+                tag
             }
-            _ => None,
-        }
+            _ => return None,
+        };
+        Some(Ok(tag))
     }
 
     /// A prepared statement's cache entry, looked up once per statement.
