@@ -219,13 +219,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             self.end_txn_overrides();
             self.local_tag("ROLLBACK", true);
         } else {
-            self.local_error(
-                sqlstate::IN_FAILED_TRANSACTION,
-                "current transaction is aborted, commands ignored until end of transaction block",
-                true,
-            );
+            self.aborted(true);
         }
         Plan::Done
+    }
+
+    /// The error for a statement inside a transaction pgshard refused.
+    fn aborted(&mut self, simple: bool) {
+        self.local_error(
+            sqlstate::IN_FAILED_TRANSACTION,
+            "current transaction is aborted, commands ignored until end of transaction block",
+            simple,
+        );
     }
 
     fn set_shard_override(&mut self, value: Option<&str>, simple: bool) -> Plan {
@@ -316,11 +321,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     ) -> Option<Target> {
         let Some(info) = self.route_info(statement) else {
             if self.txn == Txn::Failed {
-                self.local_error(
-                    sqlstate::IN_FAILED_TRANSACTION,
-                    "current transaction is aborted, commands ignored until end of transaction block",
-                    false,
-                );
+                self.aborted(false);
                 return None;
             }
             return Some(Target::Any);
@@ -345,11 +346,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             None => {}
         }
         if self.txn == Txn::Failed {
-            self.local_error(
-                sqlstate::IN_FAILED_TRANSACTION,
-                "current transaction is aborted, commands ignored until end of transaction block",
-                false,
-            );
+            self.aborted(false);
             return None;
         }
         let bind_params: Vec<ParamValue<'_>> = bind
