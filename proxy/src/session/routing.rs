@@ -113,52 +113,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.txn == Txn::Failed {
             return Ok(self.in_failed_txn(summary));
         }
-        if let [only] = summary.statements.as_slice() {
-            match &only.kind {
-                StatementKind::SetShard(value) => {
-                    return Ok(self.set_shard_override(value.as_deref(), true));
-                }
-                StatementKind::SetShardingKey(value) => {
-                    let tag = self.apply_sharding_key_override(value.clone());
-                    self.local_tag(tag, true);
-                    return Ok(Plan::Done);
-                }
-                StatementKind::Begin if !self.in_txn() && !self.plan.awaiting_server() => {
-                    self.txn = Txn::Deferred(Bytes::copy_from_slice(frame_sql.as_bytes()));
-                    self.local_tag("BEGIN", true);
-                    return Ok(Plan::Done);
-                }
-                // `SET LOCAL` and its kind before the first keyed statement:
-                // they belong to the transaction, which opens later, so they
-                // travel with its BEGIN (their errors reach the client then).
-                StatementKind::Session if matches!(self.txn, Txn::Deferred(_)) => {
-                    if let Some(tag) = params::transaction_scoped(frame_sql) {
-                        if let Txn::Deferred(begin) = &self.txn {
-                            let mut text = BytesMut::from(&begin[..]);
-                            // A newline ends a trailing `--` comment.
-                            text.extend_from_slice(b"\n;");
-                            text.extend_from_slice(frame_sql.as_bytes());
-                            self.txn = Txn::Deferred(text.freeze());
-                        }
-                        self.local_tag(tag, true);
-                        return Ok(Plan::Done);
-                    }
-                }
-                StatementKind::Commit | StatementKind::Rollback
-                    if matches!(self.txn, Txn::Deferred(_)) =>
-                {
-                    self.txn = Txn::None;
-                    self.end_txn_overrides();
-                    let tag = if only.kind == StatementKind::Commit {
-                        "COMMIT"
-                    } else {
-                        "ROLLBACK"
-                    };
-                    self.local_tag(tag, true);
-                    return Ok(Plan::Done);
-                }
-                _ => {}
+        // Transaction control and pgdog settings are answered here, as in
+        // the extended protocol.
+        match self.local_statement(summary, frame_sql.as_bytes()) {
+            Some(Ok(tag)) => {
+                self.local_tag(tag, true);
+                return Ok(Plan::Done);
             }
+            Some(Err(message)) => {
+                self.local_error(sqlstate::INVALID_PARAMETER_VALUE, &message, true);
+                return Ok(Plan::Done);
+            }
+            None => {}
         }
         let params = lookup.params(&[]);
         let overrides = self.overrides(&lookup.overrides);
@@ -231,14 +197,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             "current transaction is aborted, commands ignored until end of transaction block",
             simple,
         );
-    }
-
-    fn set_shard_override(&mut self, value: Option<&str>, simple: bool) -> Plan {
-        match self.apply_shard_override(value) {
-            Ok(tag) => self.local_tag(tag, simple),
-            Err(message) => self.local_error(sqlstate::INVALID_PARAMETER_VALUE, &message, simple),
-        }
-        Plan::Done
     }
 
     /// `SET pgdog.shard` (`None`: RESET): its command tag, or why the value
@@ -387,8 +345,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
-    /// Statements pgshard answers itself for a Bind (what the simple
-    /// protocol does in `route_query`): BEGIN is deferred, COMMIT or ROLLBACK
+    /// Statements pgshard answers itself (a simple query, or a Bind, whose
+    /// portal `Session::local_portal` then answers): BEGIN is deferred, COMMIT or ROLLBACK
     /// of a deferred or failed transaction ends it, a transaction-scoped SET
     /// joins the deferred BEGIN, and `SET pgdog.shard` / `SET
     /// pgdog.sharding_key` set the session's overrides. Returns the
@@ -431,6 +389,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             (StatementKind::Session, Txn::Deferred(begin)) => {
                 let tag = params::transaction_scoped(std::str::from_utf8(query).ok()?)?;
+                // They belong to the transaction, which opens later: they
+                // travel with its BEGIN (their errors reach the client then).
+                // A newline ends a trailing `--` comment.
                 let mut text = BytesMut::from(&begin[..]);
                 text.extend_from_slice(b"\n;");
                 text.extend_from_slice(query);

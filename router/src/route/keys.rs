@@ -203,13 +203,7 @@ pub(crate) fn eval(
             keys,
             then_free,
         } => {
-            let value = usize::from(*n)
-                .checked_sub(1)
-                .and_then(|i| params.get(i))
-                .copied()
-                // A missing parameter is not known yet (a statement described
-                // before its Bind): it restricts nothing, like NULL.
-                .unwrap_or(ParamValue::Null);
+            let value = param(params, *n);
             leaf(keys, *then_free, Operand::Param(value), *array, sharding)
         }
         // Compiled trees are as deep as the conditions, which the
@@ -279,6 +273,16 @@ pub(crate) fn eval(
     }
 }
 
+/// Parameter `$n`. A missing one is not known yet (a statement described
+/// before its Bind): it reads as NULL, which restricts nothing.
+fn param<'p>(params: &[ParamValue<'p>], n: u16) -> ParamValue<'p> {
+    usize::from(n)
+        .checked_sub(1)
+        .and_then(|i| params.get(i))
+        .copied()
+        .unwrap_or(ParamValue::Null)
+}
+
 /// The database of parameter `n` read as `data_type` in the key space of
 /// `[[sharded_tables]]` entry `entry`; `None` when it restricts nothing (a
 /// NULL or missing value, an entry the config does not have). The same as
@@ -294,12 +298,7 @@ pub(crate) fn param_database(
     let Some(entry) = sharding.tables.get(entry) else {
         return Ok(None);
     };
-    let value = usize::from(n)
-        .checked_sub(1)
-        .and_then(|i| params.get(i))
-        .copied()
-        .unwrap_or(ParamValue::Null);
-    match value_key(entry, data_type, Operand::Param(value))? {
+    match value_key(entry, data_type, Operand::Param(param(params, n)))? {
         Some(key) => database(sharding, &entry.keys, &key, || column_name(entry)).map(Some),
         None => Ok(None),
     }
