@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod binaries;
+pub mod driver_cluster;
 pub mod postgres_server;
 pub mod test_proxy;
 

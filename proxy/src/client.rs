@@ -20,6 +20,7 @@ use crate::protocol::messages;
 use crate::protocol::startup::Startup;
 use crate::session::login::{self, AuthFailure, First};
 use crate::session::params::ParamSet;
+use crate::session::watch_client;
 use crate::session::{Session, Start};
 use crate::state::{ClientInfo, State, CLIENT_IDLE};
 use crate::tls::{ClientStream, TlsAcceptor};
@@ -161,8 +162,13 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
         Some(report) if mode == PoolerMode::Transaction => report,
         _ => {
             // Like every other use of a server, a login waits out PAUSE
-            // (the database may be restarting behind it).
-            if !wait_for_resume(&state).await {
+            // (the database may be restarting behind it). A client that
+            // leaves meanwhile ends the wait, holding nothing.
+            let Ok(resumed) = watch_client(&mut client, &mut buf, wait_for_resume(&state)).await
+            else {
+                return;
+            };
+            if !resumed {
                 login::fatal(
                     &mut client,
                     sqlstate::CANNOT_CONNECT_NOW,
@@ -171,7 +177,11 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
                 .await;
                 return;
             }
-            match login_on_server(&pool, &defaults).await {
+            let login = watch_client(&mut client, &mut buf, login_on_server(&pool, &defaults));
+            let Ok(login) = login.await else {
+                return;
+            };
+            match login {
                 Ok((checked_out, report)) => {
                     server = Some(checked_out);
                     report

@@ -81,6 +81,26 @@ pub struct Pooled {
     pub conn: ServerConn,
     pool: Arc<Pool>,
     _permit: OwnedSemaphorePermit,
+    _active: ActiveClient,
+}
+
+/// Counts a client holding a server of the pool (SHOW POOLS `cl_active`)
+/// for as long as it exists, however the connection ends: given back,
+/// dropped mid-query, or lost with the client.
+#[derive(Debug)]
+struct ActiveClient(Arc<Pool>);
+
+impl ActiveClient {
+    fn new(pool: &Arc<Pool>) -> ActiveClient {
+        pool.stats.active_clients.fetch_add(1, Ordering::Relaxed);
+        ActiveClient(Arc::clone(pool))
+    }
+}
+
+impl Drop for ActiveClient {
+    fn drop(&mut self) {
+        self.0.stats.active_clients.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Pooled {
@@ -160,6 +180,7 @@ impl Pool {
                 conn,
                 pool: Arc::clone(self),
                 _permit: permit,
+                _active: ActiveClient::new(self),
             });
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -173,6 +194,7 @@ impl Pool {
             conn,
             pool: Arc::clone(self),
             _permit: permit,
+            _active: ActiveClient::new(self),
         })
     }
 
@@ -180,8 +202,12 @@ impl Pool {
     /// and clean; anything else must be dropped instead.
     pub fn checkin(&self, pooled: Pooled) {
         let Pooled {
-            mut conn, _permit, ..
+            mut conn,
+            _permit,
+            _active,
+            ..
         } = pooled;
+        drop(_active);
         if conn.status != b'I' || conn.dirty || self.expired(&conn) {
             return;
         }

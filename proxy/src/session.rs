@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tracing::{debug, warn};
 
 use crate::pool::{PoolError, Pooled};
-use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::backend::{error_code, error_response, sqlstate, Severity};
 use crate::protocol::frame::FrontendMessage;
 use crate::protocol::frame::{decode_frontend_frame, Frame};
 use crate::protocol::messages;
@@ -40,7 +40,7 @@ pub(crate) const CLIENT_FLUSH_AT: usize = 64 * 1024;
 
 /// Why a session ends.
 #[derive(Debug)]
-enum End {
+pub(crate) enum End {
     /// Terminate, EOF or a broken client socket.
     ClientGone,
     /// A FATAL error to send before closing.
@@ -109,6 +109,10 @@ pub struct Session<S> {
     local_portal: Option<&'static str>,
     /// ErrorResponses relayed to the client so far.
     errors_forwarded: u64,
+    /// The server connection (id) that holds the client's unnamed
+    /// statement: the last Parse of it went there, and no simple query
+    /// (which drops it) followed. Elsewhere it is parsed again first.
+    unnamed_on: Option<u64>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -125,6 +129,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             batch: None,
             local_portal: None,
             errors_forwarded: 0,
+            unnamed_on: None,
             generation,
             state: start.state,
             info: start.info,
@@ -225,7 +230,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     tokio::select! {
                         read = self.client.read_buf(&mut self.cbuf) => match read {
                             Ok(0) | Err(_) => return End::ClientGone,
-                            Ok(_) => {}
+                            // Counted where the client's last server was.
+                            Ok(n) => if let Some(pool) = self.pools.get(self.shard) {
+                                count(&pool.stats.bytes_received, n);
+                            },
                         },
                         _ = shutdown.wait_for(|s| *s) => {
                             return End::Fatal(
@@ -395,12 +403,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
         }
         self.count_query();
+        self.unnamed_on = None;
         self.put_frame(&frame);
         self.plan.push(Step::forward_with(plan::SYNC, effect));
         Ok(())
     }
 
     async fn on_parse(&mut self, frame: Frame) -> Result<(), End> {
+        let frame_bytes = frame.clone();
         let (name, query, param_types) = match FrontendMessage::decode(frame) {
             Ok(FrontendMessage::Parse {
                 name,
@@ -416,6 +426,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Ok(());
         }
         self.unsynced = true;
+        if name.is_empty() {
+            return self.on_unnamed_parse(&frame_bytes, &statement);
+        }
         let Some(server) = &mut self.server else {
             // No server attached (no transaction open): the Parse waits for
             // the Bind or Describe that needs it. Checking a server out just
@@ -433,6 +446,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         } else {
             self.prepare_on_server(&statement, true, Some(name));
         }
+        Ok(())
+    }
+
+    /// Parse of the unnamed statement: forwarded as it is to the attached
+    /// server, else answered here and parsed with the Bind or Describe that
+    /// needs it (on whichever server that is).
+    fn on_unnamed_parse(&mut self, frame: &Frame, statement: &Statement) -> Result<(), End> {
+        let Some(server) = &mut self.server else {
+            self.unnamed_on = None;
+            self.local_reply(messages::parse_complete);
+            return Ok(());
+        };
+        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
+        self.unnamed_on = Some(server.conn.id);
+        self.put_frame(frame);
+        self.plan.push(Step::forward(plan::PARSE));
         Ok(())
     }
 
@@ -520,16 +549,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 .await;
         };
         let rest = &body[name_start + name_len..];
+        let unnamed = name_len == 0;
+        // The name the server knows the statement by.
+        let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
         let target = if self.sharded() && frame.tag == b'B' {
             let bind = match FrontendMessage::decode(frame.clone()) {
                 Ok(FrontendMessage::Bind(bind)) => bind,
                 Ok(_) => return Ok(()),
                 Err(e) => return Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
             };
-            let target = self.route_bind(&statement, &bind, |out| {
+            let target = self.route_bind(&statement, unnamed, &bind, |out| {
                 let at = messages::begin(out, b'B');
                 out.put_slice(&body[..name_start]);
-                out.put_slice(&statement.name);
+                out.put_slice(server_name);
                 out.put_slice(rest);
                 messages::finish(out, at);
             });
@@ -550,18 +582,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         if let Some(server) = &mut self.server {
             server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
-            if !server.conn.prepared.contains(statement.id) {
+            if unnamed {
+                if self.unnamed_on != Some(server.conn.id) {
+                    self.unnamed_on = Some(server.conn.id);
+                    messages::parse(
+                        &mut self.to_server,
+                        b"",
+                        &statement.query,
+                        &statement.param_types,
+                    );
+                    self.plan.push(Step::injected(plan::PARSE, Effect::None));
+                }
+            } else if !server.conn.prepared.contains(statement.id) {
                 let name = Bytes::copy_from_slice(&body[name_start..name_start + name_len]);
                 self.prepare_on_server(&statement, false, Some(name));
             }
         }
         let at = messages::begin(&mut self.to_server, frame.tag);
         self.to_server.put_slice(&body[..name_start]);
-        self.to_server.put_slice(&statement.name);
+        self.to_server.put_slice(server_name);
         self.to_server.put_slice(rest);
         messages::finish(&mut self.to_server, at);
         self.unsynced = true;
-        self.plan.push(Step::forward(terminals));
+        self.plan.push(if frame.tag == b'B' && !unnamed {
+            Step::forward_with(terminals, Effect::Bound(statement.id))
+        } else {
+            Step::forward(terminals)
+        });
         Ok(())
     }
 
@@ -619,7 +666,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Target::Any if self.sharded() => self.any_shard(),
                 Target::Any => 0,
             };
-            if let Err(err) = self.attach(shard).await {
+            if let Err(err) = self.attach(shard).await? {
                 let (code, message) = pool_error_reply(&err);
                 self.local_error(code, &message, simple);
                 return Ok(false);
@@ -632,26 +679,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// Check a server of `shard` out and attach it to this session.
-    async fn attach(&mut self, shard: usize) -> Result<(), PoolError> {
-        let server = self.checkout_server(shard).await?;
+    async fn attach(&mut self, shard: usize) -> Result<Result<(), PoolError>, End> {
+        let server = match self.checkout_server(shard).await? {
+            Ok(server) => server,
+            Err(err) => return Ok(Err(err)),
+        };
         self.set_cancel_target(Some(cancel_target(&server))).await;
         State::set_client_state(&self.info, CLIENT_ACTIVE);
-        server
-            .pool()
-            .stats
-            .active_clients
-            .fetch_add(1, Ordering::Relaxed);
         self.checked_out_at = Instant::now();
         self.server = Some(server);
         self.shard = shard;
-        Ok(())
+        Ok(Ok(()))
     }
 
-    /// Check a server of `shard` out of its pool and bring its settings in line.
-    async fn checkout_server(&mut self, shard: usize) -> Result<Pooled, PoolError> {
+    /// Check a server of `shard` out of its pool and bring its settings in
+    /// line. Waiting (for PAUSE to end, for a free connection) ends early,
+    /// with `Err`, if the client leaves meanwhile.
+    async fn checkout_server(&mut self, shard: usize) -> Result<Result<Pooled, PoolError>, End> {
         if *self.state.paused.borrow() {
             let mut paused = self.state.paused.subscribe();
-            let _ = paused.wait_for(|p| !*p).await;
+            let resumed = paused.wait_for(|p| !*p);
+            let _ = watch_client(&mut self.client, &mut self.cbuf, resumed).await?;
         }
         let generation = self.state.generation.load(Ordering::Acquire);
         if generation != self.generation {
@@ -662,24 +710,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             self.generation = generation;
         }
         let Some(pool) = self.pools.get(shard).cloned() else {
-            return Err(PoolError::Closed);
+            return Ok(Err(PoolError::Closed));
         };
         State::set_client_state(&self.info, CLIENT_WAITING);
-        let result = pool.checkout().await;
+        let result = watch_client(&mut self.client, &mut self.cbuf, pool.checkout()).await;
         State::set_client_state(&self.info, CLIENT_IDLE);
-        let mut server = result?;
+        let mut server = match result? {
+            Ok(server) => server,
+            Err(err) => return Ok(Err(err)),
+        };
         if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
-            match server.conn.run(&sql).await? {
-                Ok(()) => server.conn.applied = self.params.clone(),
-                Err(message) => {
+            match server.conn.run(&sql).await {
+                Ok(Ok(())) => server.conn.applied = self.params.clone(),
+                Ok(Err(message)) => {
                     // The client's settings were valid when it set them; a
                     // server that refuses them now is not one to use.
                     warn!(%message, "server refused the client's settings");
-                    return Err(PoolError::Server(ServerError::Refused(message)));
+                    return Ok(Err(PoolError::Server(ServerError::Refused(message))));
                 }
+                Err(err) => return Ok(Err(PoolError::Server(err))),
             }
         }
-        Ok(server)
+        Ok(Ok(server))
     }
 
     fn put_frame(&mut self, frame: &Frame) {
@@ -769,6 +821,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
                 b'S' => conn.note_parameter(body),
                 b'C' => {
+                    retire_on_ddl(&self.state, body);
                     if body.starts_with(b"COMMIT\0") {
                         for change in self.pending.drain(..) {
                             self.params.apply(&change, &self.defaults);
@@ -788,6 +841,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 _ => {}
             }
             let verdict = self.plan.on_server_message(tag);
+            if tag == b'E' && verdict.forward && matches!(self.txn, Txn::Deferred(_)) {
+                // A statement of the transaction failed (it ran outside it,
+                // before it opened): the transaction is aborted, as it
+                // would be on Postgres.
+                self.txn = Txn::Failed;
+            }
+            if let Some(Effect::Bound(id)) = verdict.failed.first() {
+                if error_code(body).is_some_and(stale_statement) {
+                    self.state.statements.retire(*id);
+                }
+            }
             for effect in verdict.failed {
                 if let Effect::Prepared(id, name) = effect {
                     conn.prepared.remove(id);
@@ -875,10 +939,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Hand a server back clean, or close it. `reset` runs DISCARD ALL
     /// (session mode's end); a dirty server gets it regardless.
     async fn release(&mut self, mut server: Pooled, reset: bool) {
+        if self.unnamed_on == Some(server.conn.id) {
+            self.unnamed_on = None;
+        }
         self.set_cancel_target(None).await;
         State::set_client_state(&self.info, CLIENT_IDLE);
         let pool = Arc::clone(server.pool());
-        pool.stats.active_clients.fetch_sub(1, Ordering::Relaxed);
         count(
             &pool.stats.xact_time_us,
             self.checked_out_at.elapsed().as_micros() as usize,
@@ -909,7 +975,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         if self.plan.awaiting_server() || self.unsynced || self.copy_in {
             // A query is still running: closing the connection makes
-            // Postgres abort it and roll back; nothing else is as sure.
+            // Postgres abort it and roll back; nothing else is as sure. A
+            // cancel first stops a statement that would not notice the
+            // closed socket until it next writes (pg_sleep, a long scan).
+            if self.plan.awaiting_server() {
+                let target = cancel_target(&server);
+                tokio::spawn(async move { crate::cancel::send(&target).await });
+            }
             self.set_cancel_target(None).await;
             return;
         }
@@ -930,6 +1002,52 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             tokio::spawn(async move { crate::cancel::send(&target).await });
         }
     }
+}
+
+/// Most client bytes buffered while a session waits on something else
+/// (a pool, PAUSE, a fan-out); past it the client is not read until the
+/// wait ends (pipelining clients wait, as with a full socket buffer).
+const WATCH_BUFFER_LIMIT: usize = 1024 * 1024;
+
+/// Wait for `wait` while watching the client: what it sends meanwhile is
+/// kept in `cbuf` for later; if it leaves, the wait is abandoned with
+/// [`End::ClientGone`] (dropping `wait` gives back whatever it held).
+pub(crate) async fn watch_client<S: AsyncRead + Unpin, T>(
+    client: &mut S,
+    cbuf: &mut BytesMut,
+    wait: impl std::future::Future<Output = T>,
+) -> Result<T, End> {
+    tokio::pin!(wait);
+    loop {
+        if cbuf.len() >= WATCH_BUFFER_LIMIT {
+            return Ok(wait.await);
+        }
+        tokio::select! {
+            biased;
+            out = &mut wait => return Ok(out),
+            read = client.read_buf(cbuf) => match read {
+                Ok(0) | Err(_) => return Err(End::ClientGone),
+                Ok(_) => {}
+            },
+        }
+    }
+}
+
+/// A command tag that says the schema changed (CREATE, ALTER, DROP...):
+/// shared statements analysed before it may be stale, so they are retired.
+pub(crate) fn retire_on_ddl(state: &State, tag: &[u8]) {
+    const DDL: [&[u8]; 4] = [b"CREATE ", b"ALTER ", b"DROP ", b"COMMENT"];
+    if DDL.iter().any(|word| tag.starts_with(word)) {
+        state.statements.retire_all();
+    }
+}
+
+/// A Bind error that says the server's copy of a statement no longer fits
+/// the schema: "cached plan must not change result type" (0A000) or an
+/// error of the statement's re-analysis (class 42: a column's type
+/// changed, a table is gone).
+fn stale_statement(code: &[u8]) -> bool {
+    code == b"0A000" || code.starts_with(b"42")
 }
 
 /// How long cleaning a server up may take before it is closed instead.

@@ -198,3 +198,51 @@ pub fn errors(replies: &[(u8, Bytes)]) -> Vec<String> {
 pub fn tags(replies: &[(u8, Bytes)]) -> String {
     replies.iter().map(|(tag, _)| char::from(*tag)).collect()
 }
+
+/// Bind `portal` to `statement` with text parameters (`None` is NULL).
+pub fn bind_text(portal: &str, statement: &str, params: &[Option<&str>]) -> Vec<u8> {
+    let mut body = BytesMut::new();
+    cstr(&mut body, portal);
+    cstr(&mut body, statement);
+    body.put_u16(0);
+    body.put_u16(params.len() as u16);
+    for param in params {
+        match param {
+            None => body.put_i32(-1),
+            Some(value) => {
+                body.put_i32(value.len() as i32);
+                body.put_slice(value.as_bytes());
+            }
+        }
+    }
+    body.put_u16(0);
+    message(b'B', &body)
+}
+
+/// Describe a statement (`S`) or portal (`P`).
+pub fn describe(kind: u8, name: &str) -> Vec<u8> {
+    let mut body = BytesMut::new();
+    body.put_u8(kind);
+    cstr(&mut body, name);
+    message(b'D', &body)
+}
+
+/// Execute `portal`, at most `max_rows` rows (0: all).
+pub fn execute_portal(portal: &str, max_rows: i32) -> Vec<u8> {
+    let mut body = BytesMut::new();
+    cstr(&mut body, portal);
+    body.put_i32(max_rows);
+    message(b'E', &body)
+}
+
+/// The text of the first column of every DataRow among `replies`.
+pub fn first_column(replies: &[(u8, Bytes)]) -> Vec<String> {
+    replies
+        .iter()
+        .filter(|(tag, _)| *tag == b'D')
+        .map(|(_, body)| {
+            let len = i32::from_be_bytes([body[2], body[3], body[4], body[5]]);
+            String::from_utf8_lossy(&body[6..6 + len.max(0) as usize]).into_owned()
+        })
+        .collect()
+}

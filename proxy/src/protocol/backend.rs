@@ -55,6 +55,23 @@ pub fn error_response(out: &mut BytesMut, severity: Severity, code: &str, messag
     messages::finish(out, at);
 }
 
+/// The SQLSTATE (field `C`) of an ErrorResponse or NoticeResponse body;
+/// `None` when the body has none or is malformed.
+pub fn error_code(body: &[u8]) -> Option<&[u8]> {
+    let mut rest = body;
+    while let Some((&field, tail)) = rest.split_first() {
+        if field == 0 {
+            return None;
+        }
+        let end = tail.iter().position(|&b| b == 0)?;
+        if field == b'C' {
+            return Some(&tail[..end]);
+        }
+        rest = &tail[end + 1..];
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +84,15 @@ mod tests {
             &out[..],
             b"E\x00\x00\x00\x21SFATAL\x00VFATAL\x00C3D000\x00Mno db\x00\x00"
         );
+    }
+
+    #[test]
+    fn error_code_is_read_from_its_field() {
+        let mut out = BytesMut::new();
+        error_response(&mut out, Severity::Error, "0A000", "cached plan");
+        assert_eq!(error_code(&out[5..]), Some(&b"0A000"[..]));
+        assert_eq!(error_code(b"SERROR\0Mno code\0\0"), None);
+        assert_eq!(error_code(b"SERROR\0Cunterminated"), None);
+        assert_eq!(error_code(b""), None);
     }
 }

@@ -194,12 +194,17 @@ impl Reader {
         Ok(self.body.get_i32())
     }
 
-    /// A count, refused when negative or when the rest of the body could not
-    /// hold that many items of `min_item` bytes (so a hostile count never
-    /// reserves memory the message does not back).
+    /// A count of parameters, parameter types or format codes: an unsigned
+    /// 16-bit integer, as Postgres reads it (`pq_getmsgint(msg, 2)` in
+    /// `exec_parse_message`/`exec_bind_message`), so up to 65,535. Refused
+    /// when the rest of the body could not hold that many items of `min_item`
+    /// bytes (so a hostile count never reserves memory the message does not
+    /// back).
     fn count(&mut self, min_item: usize) -> Result<usize, FrameError> {
-        let n = self.i16()?;
-        let n = usize::try_from(n).map_err(|_| self.malformed("negative count"))?;
+        if self.body.len() < 2 {
+            return Err(self.malformed("message too short"));
+        }
+        let n = usize::from(self.body.get_u16());
         if n * min_item > self.body.len() {
             return Err(self.malformed("count larger than the message"));
         }
@@ -436,6 +441,39 @@ mod tests {
         ] {
             assert!(message(bytes).is_err(), "{bytes:?}");
         }
+    }
+
+    #[test]
+    fn counts_are_unsigned_16_bit_as_in_postgres() {
+        // A Parse with 40,000 parameter types and a Bind with 65,535 NULL
+        // parameters (the most Postgres accepts): counts above 32,767 are
+        // not negative.
+        let mut body = b"\0SELECT 1\0".to_vec();
+        body.extend_from_slice(&40_000u16.to_be_bytes());
+        body.extend(std::iter::repeat_n([0, 0, 0, 23], 40_000).flatten());
+        let Ok(FrontendMessage::Parse { param_types, .. }) = message(&frame_bytes(b'P', &body))
+        else {
+            panic!("Parse with 40,000 types refused");
+        };
+        assert_eq!(param_types.len(), 40_000);
+        let mut body = b"\0\0\0\0".to_vec();
+        body.extend_from_slice(&u16::MAX.to_be_bytes());
+        body.extend(std::iter::repeat_n([0xff; 4], 65_535).flatten());
+        body.extend_from_slice(&[0, 0]);
+        let Ok(FrontendMessage::Bind(bind)) = message(&frame_bytes(b'B', &body)) else {
+            panic!("Bind with 65,535 parameters refused");
+        };
+        assert_eq!(bind.params.len(), 65_535);
+        assert!(bind.params.iter().all(Option::is_none));
+        // A count the body cannot back is still refused.
+        assert!(message(b"B\x00\x00\x00\x08\x00\x00\xff\xff").is_err());
+    }
+
+    fn frame_bytes(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag];
+        out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+        out.extend_from_slice(body);
+        out
     }
 
     #[test]

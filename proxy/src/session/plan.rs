@@ -28,6 +28,9 @@ pub enum Effect {
     DiscardAll,
     /// DEALLOCATE ALL: the server forgets every statement.
     DeallocateAll,
+    /// A Bind of shared statement `id`: if it fails because the server's
+    /// copy is stale, the statement is retired.
+    Bound(u64),
 }
 
 /// One expected reply.

@@ -79,6 +79,8 @@ pub enum Plan {
 pub struct Batch {
     pub shards: Vec<usize>,
     pub statement: Arc<Statement>,
+    /// The client's unnamed statement: parsed unnamed on every shard.
+    pub unnamed: bool,
     /// Bind and what followed it, statement names already rewritten.
     pub bytes: BytesMut,
 }
@@ -255,6 +257,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     pub(super) fn refuse(&mut self, code: &str, message: &str, simple: bool) {
         let open_on_server = self.server.as_ref().is_some_and(|s| s.conn.status != b'I');
         if open_on_server {
+            self.unnamed_on = None;
             messages::query(&mut self.to_server, "ROLLBACK");
             self.plan.push(Step::injected_query());
         }
@@ -274,6 +277,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     pub(super) fn route_bind(
         &mut self,
         statement: &Arc<Statement>,
+        unnamed: bool,
         bind: &Bind,
         rewritten: impl FnOnce(&mut BytesMut),
     ) -> Option<Target> {
@@ -325,7 +329,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 None
             }
             Ok(routed) => match self.shards_of(&routed.route) {
-                None => Some(Target::Any),
+                None => Some(self.portal_target(bind)),
                 Some(shards) if shards.len() == 1 => Some(Target::Shard(shards[0])),
                 Some(shards) => {
                     if self.in_txn() {
@@ -337,11 +341,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     self.batch = Some(Batch {
                         shards,
                         statement: Arc::clone(statement),
+                        unnamed,
                         bytes,
                     });
                     None
                 }
             },
+        }
+    }
+
+    /// Where a Bind any shard could run goes. A named portal inside a
+    /// deferred transaction must live as long as the transaction (a cursor
+    /// fetched across Syncs: asyncpg, pgjdbc with a fetch size), so the
+    /// transaction opens on that shard (the attached one if any); otherwise
+    /// it runs outside the transaction, anywhere.
+    fn portal_target(&self, bind: &Bind) -> Target {
+        if bind.portal.is_empty() || !matches!(self.txn, Txn::Deferred(_)) {
+            return Target::Any;
+        }
+        if self.server.is_some() {
+            Target::Shard(self.shard)
+        } else {
+            Target::Shard(self.any_shard())
         }
     }
 
@@ -461,7 +482,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.server.is_none() {
             return Ok(());
         }
-        if self.unsynced {
+        // A server answers only at a Sync: one goes after what the client
+        // left unsynced, or after what pgshard sent for it (a Describe
+        // before a Bind held for a fan-out, whose Sync pgshard consumed).
+        if self.unsynced || (self.plan.awaiting_server() && self.plan.pending_syncs() == 0) {
             messages::sync(&mut self.to_server);
             self.plan.push(Step::injected_query());
         }
@@ -471,7 +495,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let Some(server) = &mut self.server else {
                 break;
             };
-            match server.conn.stream.read_buf(&mut server.conn.rbuf).await {
+            let read = server.conn.stream.read_buf(&mut server.conn.rbuf);
+            match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
                 Ok(0) | Err(_) => {
                     self.server = None;
                     return Err(End::Fatal(
@@ -500,6 +525,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     pub(super) fn open_deferred(&mut self) {
         if let Txn::Deferred(begin) = std::mem::take(&mut self.txn) {
             let begin = String::from_utf8_lossy(&begin).into_owned();
+            self.unnamed_on = None;
             messages::query(&mut self.to_server, &begin);
             self.plan.push(Step::injected_query_showing_errors());
         }
@@ -513,22 +539,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Run one statement on several shards and stream the merged reply,
     /// ReadyForQuery included. `statement`: a prepared statement the
-    /// request uses, prepared first where a server lacks it.
+    /// request uses, prepared first where a server lacks it (`unnamed`: the
+    /// client's unnamed statement, parsed afresh on every server).
     pub(super) async fn fan_out(
         &mut self,
         shards: &[usize],
-        statement: Option<&Arc<Statement>>,
+        statement: Option<(&Arc<Statement>, bool)>,
         request: impl Fn(&Pooled, &mut BytesMut),
     ) -> Result<(), End> {
+        let errors = self.errors_forwarded;
         if self.server.is_some() {
             self.detach().await?;
         }
         let status = self.client_status(b'I');
         self.plan.drain_local(&mut self.to_client, status);
+        if self.errors_forwarded != errors {
+            // What ran before the fan-out (a Describe's Parse) failed: the
+            // rest up to the client's Sync is skipped, as Postgres does.
+            messages::ready_for_query(&mut self.to_client, status);
+            return self.flush_client().await;
+        }
         let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
         let mut failure = None;
         for &shard in shards {
-            match self.checkout_server(shard).await {
+            match self.checkout_server(shard).await? {
                 Ok(server) => servers.push(server),
                 Err(err) => {
                     failure = Some(err);
@@ -550,22 +584,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         }
-        let mut lost = false;
-        for server in &mut servers {
+        // Per server: whether pgshard's Parse went with the request, and
+        // whether its ParseComplete came back (the server then holds the
+        // statement, whatever happened to the rest of the request).
+        let mut parse_sent = vec![false; servers.len()];
+        let mut parsed = vec![false; servers.len()];
+        let mut broken = vec![false; servers.len()];
+        for (index, server) in servers.iter_mut().enumerate() {
             let mut out = BytesMut::new();
-            if let Some(statement) = statement {
-                if !server.conn.prepared.contains(statement.id) {
-                    out.extend_from_slice(&statement.parse);
-                    server.conn.prepared.insert(statement.id);
+            match statement {
+                Some((statement, true)) => {
+                    messages::parse(&mut out, b"", &statement.query, &statement.param_types);
                 }
+                Some((statement, false)) if !server.conn.prepared.contains(statement.id) => {
+                    out.extend_from_slice(&statement.parse);
+                    parse_sent[index] = true;
+                }
+                _ => {}
             }
             request(server, &mut out);
-            if server.conn.stream.write_all(&out).await.is_err() {
-                lost = true;
+            let write = server.conn.stream.write_all(&out);
+            if super::watch_client(&mut self.client, &mut self.cbuf, write)
+                .await?
+                .is_err()
+            {
+                broken[index] = true;
             }
         }
         let mut merger = Merger::default();
-        let mut broken = vec![lost; servers.len()];
         for (index, server) in servers.iter_mut().enumerate() {
             if broken[index] {
                 continue;
@@ -574,9 +620,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 loop {
                     match fanout::next_message(&mut server.conn.rbuf) {
                         Ok(Some(message)) => {
-                            if message[0] == b'Z' {
-                                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                                break 'reply;
+                            match message[0] {
+                                b'Z' => {
+                                    server.conn.status = message.get(5).copied().unwrap_or(b'I');
+                                    break 'reply;
+                                }
+                                b'1' => parsed[index] = true,
+                                b'C' => super::retire_on_ddl(&self.state, &message[5..]),
+                                _ => {}
                             }
                             merger.on_message(index, &message, &mut self.to_client);
                         }
@@ -590,7 +641,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 if self.to_client.len() >= super::CLIENT_FLUSH_AT {
                     self.flush_client().await?;
                 }
-                match server.conn.stream.read_buf(&mut server.conn.rbuf).await {
+                let read = server.conn.stream.read_buf(&mut server.conn.rbuf);
+                match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
                     Ok(0) | Err(_) => {
                         broken[index] = true;
                         break;
@@ -607,19 +659,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 sqlstate::CONNECTION_FAILURE,
                 "a shard's server closed the connection during a cross-shard statement",
             );
+        } else if merger.finish(&mut self.to_client) {
+            self.errors_forwarded += 1;
         }
-        let failed = if any_broken {
-            true
-        } else {
-            merger.finish(&mut self.to_client)
-        };
         for (index, mut server) in servers.into_iter().enumerate() {
             if broken[index] {
                 continue;
             }
-            if failed {
-                if let Some(statement) = statement {
-                    server.conn.prepared.remove(statement.id);
+            if let Some((statement, false)) = statement {
+                if parse_sent[index] {
+                    if parsed[index] {
+                        server.conn.prepared.insert(statement.id);
+                    } else {
+                        server.conn.prepared.remove(statement.id);
+                    }
                 }
             }
             server
@@ -642,7 +695,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let mut bytes = batch.bytes;
         messages::sync(&mut bytes);
         let bytes = bytes.freeze();
-        self.fan_out(&batch.shards, Some(&batch.statement), |_, out| {
+        let statement = (&batch.statement, batch.unnamed);
+        self.fan_out(&batch.shards, Some(statement), |_, out| {
             out.extend_from_slice(&bytes)
         })
         .await

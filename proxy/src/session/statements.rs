@@ -1,8 +1,16 @@
-//! Protocol-level prepared statements under pooling: every client Parse is
-//! mapped to one pgshard statement (`__pgshard_<id>`), shared by all clients
-//! that prepare the same text with the same parameter types, so a server
-//! connection prepares each statement once whoever asked for it, and client
-//! names never collide.
+//! Protocol-level prepared statements under pooling: every named client
+//! Parse is mapped to one pgshard statement (`__pgshard_<id>`), shared by all
+//! clients that prepare the same text with the same parameter types, so a
+//! server connection prepares each statement once whoever asked for it, and
+//! client names never collide. The unnamed statement is not shared on
+//! servers: the session parses it afresh (as Postgres does), and keeps the
+//! registry entry only for the text's routing.
+//!
+//! Sharing must not outlive the schema a statement was analysed against
+//! (Postgres fixes a statement's parameter and result types at Parse): a
+//! DDL command seen through pgshard retires every shared statement, and a
+//! Bind that fails because its server copy is stale retires that one, so a
+//! later Parse of the same text makes a new server statement.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -90,6 +98,25 @@ impl Registry {
         statement
     }
 
+    /// New Parses of statement `id`'s text get a new statement (its server
+    /// copies are stale). Clients that hold `id` keep it, as on Postgres.
+    pub fn retire(&self, id: u64) {
+        let mut inner = lock(&self.inner);
+        let emptied = inner.by_text.iter_mut().find_map(|(text, statements)| {
+            let at = statements.iter().position(|s| s.id == id)?;
+            statements.swap_remove(at);
+            Some(text.clone()).filter(|_| statements.is_empty())
+        });
+        if let Some(text) = emptied {
+            inner.by_text.remove(&text);
+        }
+    }
+
+    /// Every statement is retired (the schema changed).
+    pub fn retire_all(&self) {
+        lock(&self.inner).by_text.clear();
+    }
+
     pub fn len(&self) -> usize {
         lock(&self.inner).by_text.values().map(Vec::len).sum()
     }
@@ -162,6 +189,23 @@ mod tests {
         assert_ne!(a.id, c.id);
         assert_eq!(&a.name[..], format!("__pgshard_{}", a.id).as_bytes());
         assert_eq!(a.parse[0], b'P');
+    }
+
+    #[test]
+    fn retired_statements_are_not_handed_out_again() {
+        let registry = Registry::default();
+        let q = Bytes::from_static(b"SELECT x FROM t WHERE $1::int = 1");
+        let other = Bytes::from_static(b"SELECT 2");
+        let a = registry.get_or_insert(&q, &[]);
+        let b = registry.get_or_insert(&other, &[]);
+        registry.retire(a.id);
+        let c = registry.get_or_insert(&q, &[]);
+        assert_ne!(a.id, c.id);
+        assert_eq!(registry.get_or_insert(&other, &[]).id, b.id);
+        registry.retire(9_999);
+        registry.retire_all();
+        assert!(registry.is_empty());
+        assert_ne!(registry.get_or_insert(&other, &[]).id, b.id);
     }
 
     #[test]

@@ -1,0 +1,471 @@
+//! Protocol defects real drivers found (postgres.js, asyncpg, psycopg,
+//! node-postgres, pgjdbc), each reproduced here on the raw protocol or with
+//! tokio-postgres against real servers: shared statements gone stale after
+//! DDL, 16-bit counts read as signed, a pipelined fan-out that hung and
+//! leaked its server, errors in a deferred transaction, cursors in a
+//! deferred transaction, admin counters, abandoned sessions, and fan-out
+//! statements broken after one failure.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::wire::{self, errors, first_column, tags, Read, Wire};
+use common::{code, create_sharded_schema, rows, sharded_config, Cluster, SHARDING, USERS};
+use integration::TestProxy;
+
+/// Users: `app` (SCRAM) and `raw`, trusted, so raw sockets need no
+/// password exchange.
+fn users() -> String {
+    format!(
+        "{USERS}[[users]]\nname = \"raw\"\ndatabase = \"prod\"\nauth_type = \"trust\"\n\
+         server_user = \"app\"\nserver_password = \"app-pw\"\n"
+    )
+}
+
+/// One server behind pgshard in transaction mode, `general` added.
+fn unsharded(general: &str) -> Cluster {
+    Cluster::start_with(1, general, &users())
+}
+
+/// `n` shards holding only their own partitions (see `create_sharded_schema`).
+fn sharded(n: usize, general: &str) -> Cluster {
+    let servers = common::servers(n);
+    create_sharded_schema(&servers);
+    let proxy = TestProxy::start(&sharded_config(&servers, general, SHARDING), &users()).unwrap();
+    Cluster {
+        proxy,
+        databases: common::databases(&servers),
+        general: format!("[general]\n{general}\n"),
+        servers,
+    }
+}
+
+async fn login(cluster: &Cluster) -> Wire {
+    Wire::login(cluster.port(), "raw", "prod").await
+}
+
+/// Send `messages` in one write and read up to ReadyForQuery.
+async fn exchange(raw: &mut Wire, messages: &[Vec<u8>]) -> Vec<(u8, bytes::Bytes)> {
+    raw.send(&messages.concat()).await;
+    raw.until_ready().await
+}
+
+/// Parse (unnamed or `name`) + Bind + Execute + Sync of `sql` with text
+/// parameters.
+async fn run_extended(
+    raw: &mut Wire,
+    name: &str,
+    sql: &str,
+    params: &[Option<&str>],
+) -> Vec<(u8, bytes::Bytes)> {
+    exchange(
+        raw,
+        &[
+            wire::parse(name, sql),
+            wire::bind_text("", name, params),
+            wire::execute(),
+            wire::sync(),
+        ],
+    )
+    .await
+}
+
+/// Defect 1: the unnamed statement is parsed afresh, as on Postgres: after
+/// `DROP TABLE t; CREATE TABLE t (x text)` the same text works (psycopg
+/// with `prepare=False`), for a SELECT and for `INSERT ... RETURNING`.
+#[tokio::test]
+async fn unnamed_statements_follow_ddl() {
+    let cluster = unsharded("default_pool_size = 1");
+    let mut raw = login(&cluster).await;
+    exchange(&mut raw, &[wire::query("CREATE TABLE t (x int)")]).await;
+    let select = "SELECT x FROM t WHERE $1::int = 1";
+    let insert = "INSERT INTO t VALUES ($1) RETURNING *";
+    let replies = run_extended(&mut raw, "", insert, &[Some("7")]).await;
+    assert_eq!(first_column(&replies), vec!["7"], "{replies:?}");
+    let replies = run_extended(&mut raw, "", select, &[Some("1")]).await;
+    assert_eq!(first_column(&replies), vec!["7"], "{replies:?}");
+    exchange(
+        &mut raw,
+        &[wire::query("DROP TABLE t; CREATE TABLE t (x text)")],
+    )
+    .await;
+    let replies = run_extended(&mut raw, "", insert, &[Some("seven")]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new(), "{replies:?}");
+    assert_eq!(first_column(&replies), vec!["seven"]);
+    let replies = run_extended(&mut raw, "", select, &[Some("1")]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new(), "{replies:?}");
+    assert_eq!(first_column(&replies), vec!["seven"]);
+    // Describe-first of the unnamed statement, in another batch than its
+    // Bind (the server may change in between in transaction mode).
+    let replies = exchange(
+        &mut raw,
+        &[
+            wire::parse("", select),
+            wire::describe(b'S', ""),
+            wire::sync(),
+        ],
+    )
+    .await;
+    assert_eq!(tags(&replies), "1tTZ", "{replies:?}");
+    let replies = exchange(
+        &mut raw,
+        &[
+            wire::bind_text("", "", &[Some("1")]),
+            wire::execute(),
+            wire::sync(),
+        ],
+    )
+    .await;
+    assert_eq!(tags(&replies), "2DCZ", "{replies:?}");
+}
+
+/// Defect 1: a named statement whose server copy is stale fails as it
+/// does on Postgres, and the client's recovery (a Parse under a new name,
+/// postgres.js) gets a new server statement; a DDL through pgshard makes
+/// later Parses of any text new statements too.
+#[tokio::test]
+async fn stale_named_statements_can_be_prepared_again() {
+    let cluster = unsharded("default_pool_size = 1");
+    let mut raw = login(&cluster).await;
+    let direct = cluster.shard(0).await;
+    direct
+        .batch_execute("CREATE TABLE s (x int); INSERT INTO s VALUES (1)")
+        .await
+        .unwrap();
+    let sql = "SELECT x FROM s";
+    let replies = run_extended(&mut raw, "first", sql, &[]).await;
+    assert_eq!(first_column(&replies), vec!["1"], "{replies:?}");
+    // DDL behind pgshard's back: the server copy is stale.
+    direct
+        .batch_execute("ALTER TABLE s ALTER COLUMN x TYPE text")
+        .await
+        .unwrap();
+    let replies = exchange(
+        &mut raw,
+        &[
+            wire::bind_text("", "first", &[]),
+            wire::execute(),
+            wire::sync(),
+        ],
+    )
+    .await;
+    assert_eq!(
+        errors(&replies),
+        vec!["0A000"],
+        "as on Postgres: {replies:?}"
+    );
+    let replies = run_extended(&mut raw, "second", sql, &[]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new(), "{replies:?}");
+    assert_eq!(first_column(&replies), vec!["1"]);
+
+    // Through pgshard: another client's DDL; a new Parse of a text prepared
+    // before it is analysed afresh.
+    let sql = "SELECT x FROM u WHERE $1::int = 1";
+    exchange(
+        &mut raw,
+        &[wire::query(
+            "CREATE TABLE u (x int); INSERT INTO u VALUES (5)",
+        )],
+    )
+    .await;
+    let replies = run_extended(&mut raw, "u1", sql, &[Some("1")]).await;
+    assert_eq!(first_column(&replies), vec!["5"], "{replies:?}");
+    let mut other = login(&cluster).await;
+    exchange(
+        &mut other,
+        &[wire::query("ALTER TABLE u ALTER COLUMN x TYPE text")],
+    )
+    .await;
+    let replies = run_extended(&mut other, "u2", sql, &[Some("1")]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new(), "{replies:?}");
+    assert_eq!(first_column(&replies), vec!["5"]);
+}
+
+/// `SELECT cardinality(ARRAY[$1::int, ..., $n::int])`.
+fn many_params(n: usize) -> String {
+    let list: Vec<String> = (1..=n).map(|i| format!("${i}::int")).collect();
+    format!("SELECT cardinality(ARRAY[{}])", list.join(","))
+}
+
+/// Defect 2: parameter counts are unsigned 16-bit: 32,768 and 65,535
+/// parameters work, on one server and on a sharded cluster.
+#[tokio::test]
+async fn parameter_counts_up_to_65535() {
+    for cluster in [unsharded(""), sharded(2, "")] {
+        let mut raw = login(&cluster).await;
+        for n in [32_768, 65_535] {
+            let params = vec![Some("1"); n];
+            let replies = run_extended(&mut raw, "", &many_params(n), &params).await;
+            assert_eq!(
+                first_column(&replies),
+                vec![n.to_string()],
+                "{n}: {:?}",
+                errors(&replies)
+            );
+        }
+    }
+}
+
+/// Defect 4: Parse(named) + Describe + Bind + Execute + Sync in one batch
+/// for statements that go to several shards (postgres.js tagged templates)
+/// is answered in full, and holds no server afterwards.
+#[tokio::test]
+async fn pipelined_fan_out_with_describe_is_answered() {
+    let cluster = sharded(2, "default_pool_size = 2");
+    let mut raw = login(&cluster).await;
+    for (i, sql) in [
+        "CREATE TABLE IF NOT EXISTS pipe_t (a int)",
+        "SELECT shard FROM whoami",
+        "DROP TABLE IF EXISTS pipe_t",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let name = format!("s{i}");
+        let batch = [
+            wire::parse(&name, sql),
+            wire::describe(b'S', &name),
+            wire::bind_text("", &name, &[]),
+            wire::execute(),
+            wire::sync(),
+        ];
+        raw.send(&batch.concat()).await;
+        let mut replies = Vec::new();
+        loop {
+            match raw.read_within(Duration::from_secs(5)).await {
+                Read::Message(tag, body) => {
+                    replies.push((tag, body));
+                    if tag == b'Z' {
+                        break;
+                    }
+                }
+                other => panic!("{sql}: {other:?} after {:?}", tags(&replies)),
+            }
+        }
+        assert_eq!(errors(&replies), Vec::<String>::new(), "{sql}: {replies:?}");
+        let expected = if i == 1 { "1tT2DDCZ" } else { "1tn2CZ" };
+        assert_eq!(tags(&replies), expected, "{sql}");
+    }
+    drop(raw);
+    let admin = cluster.admin().await;
+    wait_for_idle_pools(&admin).await;
+}
+
+/// Defect 5: an error before a transaction's first keyed statement aborts
+/// it, as on Postgres.
+#[tokio::test]
+async fn errors_abort_a_deferred_transaction() {
+    let cluster = sharded(2, "");
+    let client = cluster.connect().await;
+    client.batch_execute("BEGIN").await.unwrap();
+    let err = client.simple_query("SELECT 1/0").await.unwrap_err();
+    assert_eq!(code(&err), Some("22012"));
+    let err = client.simple_query("SELECT 1").await.unwrap_err();
+    assert_eq!(code(&err), Some("25P02"));
+    let err = client
+        .simple_query("SELECT * FROM orders WHERE tenant_id = 1")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), Some("25P02"));
+    client.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        common::column(&client, "SELECT 2 AS two", "two").await,
+        vec!["2"]
+    );
+    // The extended protocol: the error comes at Bind.
+    let mut raw = login(&cluster).await;
+    exchange(&mut raw, &[wire::query("BEGIN")]).await;
+    let replies = run_extended(&mut raw, "", "SELECT 1 / $1::int", &[Some("0")]).await;
+    assert_eq!(errors(&replies), vec!["22012"]);
+    assert_eq!(replies.last().unwrap().1[..], b"E"[..], "status E");
+    let replies = run_extended(&mut raw, "", "SELECT 1", &[]).await;
+    assert_eq!(errors(&replies), vec!["25P02"]);
+    let replies = exchange(&mut raw, &[wire::query("COMMIT")]).await;
+    assert_eq!(tags(&replies), "CZ");
+    assert_eq!(&replies[0].1[..], b"ROLLBACK\0");
+}
+
+/// Defect 6: a cursor (named portal fetched across Syncs) on a keyless
+/// query inside a transaction keeps its portal (asyncpg, pgjdbc).
+#[tokio::test]
+async fn cursors_in_a_deferred_transaction_keep_their_portal() {
+    let cluster = sharded(2, "");
+    let mut client = cluster.connect().await;
+    let txn = client.transaction().await.unwrap();
+    let statement = txn
+        .prepare("SELECT g FROM generate_series(1, 1000) g")
+        .await
+        .unwrap();
+    let portal = txn.bind(&statement, &[]).await.unwrap();
+    let mut seen = 0;
+    loop {
+        let rows = txn.query_portal(&portal, 10).await.unwrap();
+        if rows.is_empty() {
+            break;
+        }
+        for row in rows {
+            seen += 1;
+            assert_eq!(row.get::<_, i32>(0), seen);
+        }
+    }
+    assert_eq!(seen, 1000);
+    // A keyed statement afterwards joins the same transaction if it lives
+    // on the same shard, or is refused; either way the cursor worked.
+    txn.commit().await.unwrap();
+}
+
+/// The `SHOW POOLS` rows of cluster `prod`, user `app` (one per shard).
+async fn pool_rows(admin: &tokio_postgres::Client) -> Vec<HashMap<String, String>> {
+    rows(admin, "SHOW POOLS")
+        .await
+        .into_iter()
+        .filter(|r| r["database"] == "prod" && r["user"] == "app")
+        .collect()
+}
+
+/// Wait until no client holds or waits for a server, failing after 10 s.
+async fn wait_for_idle_pools(admin: &tokio_postgres::Client) {
+    let mut last = Vec::new();
+    for _ in 0..100 {
+        last = pool_rows(admin).await;
+        if last
+            .iter()
+            .all(|r| r["cl_active"] == "0" && r["cl_waiting"] == "0" && r["sv_active"] == "0")
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("pools still busy: {last:?}");
+}
+
+/// Defect 7: `cl_active` counts the clients holding a server, fan-outs
+/// included, and drops back to 0; `total_received` counts client bytes.
+#[tokio::test]
+async fn admin_counters_stay_true() {
+    let cluster = sharded(2, "");
+    let admin = cluster.admin().await;
+    {
+        let client = cluster.connect().await;
+        client.simple_query("SELECT * FROM orders").await.unwrap();
+        client
+            .simple_query("SELECT * FROM orders WHERE tenant_id = 3")
+            .await
+            .unwrap();
+        client.batch_execute("BEGIN").await.unwrap();
+        client
+            .simple_query("SELECT * FROM orders WHERE tenant_id = 3")
+            .await
+            .unwrap();
+        let active: usize = pool_rows(&admin)
+            .await
+            .iter()
+            .map(|r| r["cl_active"].parse::<usize>().unwrap())
+            .sum();
+        assert_eq!(active, 1, "one client holds one server");
+        client.batch_execute("COMMIT").await.unwrap();
+    }
+    wait_for_idle_pools(&admin).await;
+    let stats = rows(&admin, "SHOW STATS").await;
+    let received: u64 = stats
+        .iter()
+        .filter(|r| r["database"] == "prod")
+        .map(|r| r["total_received"].parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        received > 0,
+        "total_received counts client bytes: {stats:?}"
+    );
+}
+
+/// Defect 8: clients that leave while waiting for a server, in a fan-out,
+/// or during PAUSE release everything; the pools serve afterwards.
+#[tokio::test]
+async fn abandoned_sessions_release_everything() {
+    let cluster = sharded(2, "default_pool_size = 2\ncheckout_timeout = 30000");
+    let admin = cluster.admin().await;
+    // Holds shard 0's and shard 1's servers, so that others wait.
+    let holders = [cluster.connect().await, cluster.connect().await];
+    for holder in &holders {
+        holder.batch_execute("BEGIN").await.unwrap();
+    }
+    holders[0]
+        .simple_query("SELECT * FROM orders WHERE tenant_id = 1")
+        .await
+        .unwrap();
+    holders[1]
+        .simple_query("SELECT * FROM orders WHERE tenant_id = 2")
+        .await
+        .unwrap();
+    let abandon = |sql: &'static str| {
+        let port = cluster.port();
+        async move {
+            let mut tasks = Vec::new();
+            for _ in 0..100 {
+                tasks.push(tokio::spawn(async move {
+                    let mut raw = Wire::login(port, "raw", "prod").await;
+                    raw.send(&wire::query(sql)).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    drop(raw);
+                }));
+            }
+            for task in tasks {
+                task.await.unwrap();
+            }
+        }
+    };
+    // Waiting on a fan-out's checkout and on a keyed checkout.
+    abandon("SELECT * FROM orders").await;
+    abandon("SELECT * FROM orders WHERE tenant_id = 1").await;
+    for holder in &holders {
+        holder.batch_execute("COMMIT").await.unwrap();
+    }
+    // In a running fan-out.
+    abandon("SELECT pg_sleep(20) FROM whoami").await;
+    // During PAUSE.
+    admin.simple_query("PAUSE").await.unwrap();
+    abandon("SELECT 1").await;
+    admin.simple_query("RESUME").await.unwrap();
+    wait_for_idle_pools(&admin).await;
+    let clients = rows(&admin, "SHOW CLIENTS").await;
+    assert!(
+        clients.iter().all(|c| c["user"] != "raw"),
+        "abandoned clients still listed: {clients:?}"
+    );
+    let client = cluster.connect().await;
+    let started = std::time::Instant::now();
+    client.simple_query("SELECT * FROM orders").await.unwrap();
+    client
+        .simple_query("SELECT * FROM orders WHERE tenant_id = 5")
+        .await
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "pools serve");
+}
+
+/// Defect 9: a statement sent to several shards that fails at run time
+/// works with the next parameters, on this connection and on new ones.
+#[tokio::test]
+async fn fan_out_statements_survive_a_failure() {
+    let cluster = sharded(2, "");
+    let sql = "SELECT shard FROM whoami WHERE shard < 10 / $1::int";
+    for _ in 0..2 {
+        let client = cluster.connect().await;
+        let statement = client.prepare(sql).await.unwrap();
+        let err = client.query(&statement, &[&0i32]).await.unwrap_err();
+        assert_eq!(code(&err), Some("22012"));
+        for _ in 0..3 {
+            let rows = client.query(&statement, &[&2i32]).await.unwrap();
+            assert_eq!(rows.len(), 2);
+        }
+    }
+    let mut raw = login(&cluster).await;
+    let replies = run_extended(&mut raw, "", sql, &[Some("0")]).await;
+    assert_eq!(errors(&replies), vec!["22012"]);
+    let replies = run_extended(&mut raw, "", sql, &[Some("5")]).await;
+    assert_eq!(tags(&replies), "12DDCZ", "{replies:?}");
+}
