@@ -186,6 +186,55 @@ async fn stale_named_statements_can_be_prepared_again() {
     assert_eq!(first_column(&replies), vec!["5"]);
 }
 
+/// Defect 3: statement tracking stays true when an error makes the server
+/// skip messages pgshard answered or injected: a Parse answered locally
+/// (the server already had the statement) and a Close pgshard injected to
+/// make room (`prepared_statements_limit`). Before, the client's name
+/// outlived a skipped Parse (42P05 on the next Parse of it), and a skipped
+/// Close left the server holding a statement pgshard thought gone (42P05
+/// "__pgshard_N already exists" on its next use).
+#[tokio::test]
+async fn statement_tracking_survives_skipped_messages() {
+    let cluster = unsharded("default_pool_size = 1\nprepared_statements_limit = 2");
+    let mut raw = login(&cluster).await;
+    let failing = "SELECT 1 / $1::int";
+    for (name, sql) in [("a", "SELECT 2"), ("b", "SELECT 3")] {
+        let replies = run_extended(&mut raw, name, sql, &[]).await;
+        assert_eq!(tags(&replies), "12DCZ", "{replies:?}");
+    }
+    // The server holds "SELECT 2" and "SELECT 3". An error at Bind skips
+    // the rest: a Parse the server would answer from what it has, and a
+    // Parse that needs room (a Close of the oldest first).
+    let replies = exchange(
+        &mut raw,
+        &[
+            wire::parse("f", failing),
+            wire::bind_text("", "f", &[Some("0")]),
+            wire::execute(),
+            wire::parse("again", "SELECT 2"),
+            wire::parse("new", "SELECT 4"),
+            wire::sync(),
+        ],
+    )
+    .await;
+    assert_eq!(tags(&replies), "1EZ", "{replies:?}");
+    assert_eq!(errors(&replies), vec!["22012"]);
+    // As on Postgres: "again" and "new" do not exist; making them works,
+    // and every statement runs.
+    for (name, sql, value) in [
+        ("again", "SELECT 2", "2"),
+        ("new", "SELECT 4", "4"),
+        ("c", "SELECT 3", "3"),
+        ("a2", "SELECT 2", "2"),
+    ] {
+        let replies = run_extended(&mut raw, name, sql, &[]).await;
+        assert_eq!(errors(&replies), Vec::<String>::new(), "{name}: {replies:?}");
+        assert_eq!(first_column(&replies), vec![value]);
+    }
+    let replies = run_extended(&mut raw, "f2", failing, &[Some("1")]).await;
+    assert_eq!(first_column(&replies), vec!["1"], "{replies:?}");
+}
+
 /// `SELECT cardinality(ARRAY[$1::int, ..., $n::int])`.
 fn many_params(n: usize) -> String {
     let list: Vec<String> = (1..=n).map(|i| format!("${i}::int")).collect();

@@ -437,12 +437,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             // connections' transactions open (pgbench -M prepared with -j)
             // would deadlock on the pool. A bad statement's error arrives
             // with the Bind instead, as with PgBouncer and PgDog.
-            self.local_reply(messages::parse_complete);
+            self.plan
+                .push(Step::LocalParse(Effect::Named(statement.id, name)));
             return Ok(());
         };
         server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
         if server.conn.prepared.contains(statement.id) {
-            self.local_reply(messages::parse_complete);
+            self.plan
+                .push(Step::LocalParse(Effect::Named(statement.id, name)));
         } else {
             self.prepare_on_server(&statement, true, Some(name));
         }
@@ -497,7 +499,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     b'S',
                     format!("__pgshard_{oldest}").as_bytes(),
                 );
-                self.plan.push(Step::injected(plan::CLOSE, Effect::None));
+                self.plan
+                    .push(Step::injected(plan::CLOSE, Effect::Closed(oldest)));
             }
         }
         self.to_server.extend_from_slice(&statement.parse);
@@ -853,11 +856,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
             }
             for effect in verdict.failed {
-                if let Effect::Prepared(id, name) = effect {
-                    conn.prepared.remove(id);
-                    if let Some(name) = name {
-                        self.statements.remove_if_id(&name, id);
+                match effect {
+                    Effect::Prepared(id, name) => {
+                        conn.prepared.remove(id);
+                        if let Some(name) = name {
+                            self.statements.remove_if_id(&name, id);
+                        }
                     }
+                    Effect::Named(id, name) => self.statements.remove_if_id(&name, id),
+                    Effect::Closed(id) => conn.prepared.insert(id),
+                    _ => {}
                 }
             }
             if tag == b'Z' {

@@ -31,6 +31,13 @@ pub enum Effect {
     /// A Bind of shared statement `id`: if it fails because the server's
     /// copy is stale, the statement is retired.
     Bound(u64),
+    /// An injected Close of statement `id` (the server held too many): if
+    /// an error skips it, the server still has the statement.
+    Closed(u64),
+    /// A ParseComplete pgshard answered itself for the client's `name`
+    /// (statement `id`): if an error skips it, Postgres would not have
+    /// created the statement, so the name no longer means it.
+    Named(u64, Bytes),
 }
 
 /// One expected reply.
@@ -53,6 +60,9 @@ pub enum Step {
     /// its own), sent when every earlier reply has been; `ready` appends a
     /// ReadyForQuery with the transaction status current at that moment.
     Local { bytes: Bytes, ready: bool },
+    /// A ParseComplete pgshard answers itself for a named Parse; if an
+    /// error skips it, its effect ([`Effect::Named`]) is reported failed.
+    LocalParse(Effect),
 }
 
 /// Terminal replies of each frontend message kind.
@@ -165,12 +175,16 @@ impl Plan {
     /// Move every local reply at the head of the queue to `out`; `status` is
     /// the transaction status for any ReadyForQuery among them.
     pub fn drain_local(&mut self, out: &mut BytesMut, status: u8) {
-        while let Some(Step::Local { .. }) = self.steps.front() {
-            if let Some(Step::Local { bytes, ready }) = self.steps.pop_front() {
-                out.extend_from_slice(&bytes);
-                if ready {
-                    messages::ready_for_query(out, status);
+        while let Some(Step::Local { .. } | Step::LocalParse(_)) = self.steps.front() {
+            match self.steps.pop_front() {
+                Some(Step::Local { bytes, ready }) => {
+                    out.extend_from_slice(&bytes);
+                    if ready {
+                        messages::ready_for_query(out, status);
+                    }
                 }
+                Some(Step::LocalParse(_)) => messages::parse_complete(out),
+                _ => {}
             }
         }
     }
@@ -231,6 +245,11 @@ impl Plan {
                     }
                     Step::Local { .. } => {
                         self.steps.pop_front();
+                    }
+                    Step::LocalParse(_) => {
+                        if let Some(Step::LocalParse(effect)) = self.steps.pop_front() {
+                            failed.push(effect);
+                        }
                     }
                 }
             }
@@ -322,6 +341,34 @@ mod tests {
         assert!(out.is_empty(), "a Close after the error gets no reply");
         assert!(plan.on_server_message(b'Z').forward);
         assert!(plan.is_empty());
+    }
+
+    #[test]
+    fn skipped_local_parses_and_closes_are_reported() {
+        let mut plan = Plan::default();
+        plan.push(Step::forward(BIND));
+        plan.push(Step::injected(CLOSE, Effect::Closed(4)));
+        plan.push(Step::LocalParse(Effect::Named(5, Bytes::from_static(b"s5"))));
+        plan.push(Step::forward(SYNC));
+        let verdict = plan.on_server_message(b'E');
+        assert_eq!(
+            verdict.failed,
+            vec![
+                Effect::Closed(4),
+                Effect::Named(5, Bytes::from_static(b"s5"))
+            ]
+        );
+        let mut out = BytesMut::new();
+        plan.drain_local(&mut out, b'I');
+        assert!(out.is_empty(), "a skipped Parse gets no ParseComplete");
+        assert!(plan.on_server_message(b'Z').forward);
+        assert!(plan.is_empty());
+
+        let mut plan = Plan::default();
+        plan.push(Step::LocalParse(Effect::Named(5, Bytes::new())));
+        let mut out = BytesMut::new();
+        plan.drain_local(&mut out, b'I');
+        assert_eq!(&out[..], b"1\0\0\0\x04");
     }
 
     #[test]
