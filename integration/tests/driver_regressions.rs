@@ -228,7 +228,11 @@ async fn statement_tracking_survives_skipped_messages() {
         ("a2", "SELECT 2", "2"),
     ] {
         let replies = run_extended(&mut raw, name, sql, &[]).await;
-        assert_eq!(errors(&replies), Vec::<String>::new(), "{name}: {replies:?}");
+        assert_eq!(
+            errors(&replies),
+            Vec::<String>::new(),
+            "{name}: {replies:?}"
+        );
         assert_eq!(first_column(&replies), vec![value]);
     }
     let replies = run_extended(&mut raw, "f2", failing, &[Some("1")]).await;
@@ -481,10 +485,18 @@ async fn abandoned_sessions_release_everything() {
     abandon("SELECT 1").await;
     admin.simple_query("RESUME").await.unwrap();
     wait_for_idle_pools(&admin).await;
-    let clients = rows(&admin, "SHOW CLIENTS").await;
+    // Sessions notice their client left as soon as they next look.
+    let mut clients = Vec::new();
+    for _ in 0..100 {
+        clients = rows(&admin, "SHOW CLIENTS").await;
+        if clients.iter().all(|c| c["user"] != "raw") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(
         clients.iter().all(|c| c["user"] != "raw"),
-        "abandoned clients still listed: {clients:?}"
+        "abandoned clients still listed after 10 s: {clients:?}"
     );
     let client = cluster.connect().await;
     let started = std::time::Instant::now();
@@ -517,4 +529,160 @@ async fn fan_out_statements_survive_a_failure() {
     assert_eq!(errors(&replies), vec!["22012"]);
     let replies = run_extended(&mut raw, "", sql, &[Some("5")]).await;
     assert_eq!(tags(&replies), "12DDCZ", "{replies:?}");
+}
+
+/// A list setting given at startup (`-c search_path=a,public`, asyncpg's
+/// `server_settings`) means what it means to Postgres: two schemas, not
+/// one quoted name.
+#[tokio::test]
+async fn startup_list_settings_keep_their_meaning() {
+    let cluster = unsharded("");
+    let options = "options='-c search_path=a,public'";
+    let through = common::connect_str(&format!(
+        "host=127.0.0.1 port={} user=app password=app-pw dbname=prod {options}",
+        cluster.port()
+    ))
+    .await
+    .unwrap();
+    let direct = common::connect_str(&format!(
+        "host=127.0.0.1 port={} user=app password=app-pw dbname=shard_0 {options}",
+        cluster.servers[0].port()
+    ))
+    .await
+    .unwrap();
+    for sql in [
+        "SHOW search_path",
+        "SELECT current_schemas(false)::text",
+        "SHOW application_name",
+    ] {
+        let got: Vec<String> = through
+            .simple_query(sql)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        let expected_values: Vec<String> = direct
+            .simple_query(sql)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, expected_values, "{sql}");
+    }
+}
+
+/// Statements that need the transaction block (DECLARE, SAVEPOINT) before
+/// a transaction's first keyed statement open it, instead of running
+/// outside it and failing (psycopg's server-side cursors on keyless
+/// queries).
+#[tokio::test]
+async fn cursors_and_savepoints_open_a_deferred_transaction() {
+    let cluster = sharded(2, "");
+    let client = cluster.connect().await;
+    // One statement per query: BEGIN is answered by pgshard.
+    for sql in [
+        "BEGIN",
+        "DECLARE c CURSOR FOR SELECT g FROM generate_series(1, 5) g",
+    ] {
+        client.batch_execute(sql).await.unwrap();
+    }
+    let fetched = common::column(&client, "FETCH 3 FROM c", "g").await;
+    assert_eq!(fetched, vec!["1", "2", "3"]);
+    let fetched = common::column(&client, "FETCH 9 FROM c", "g").await;
+    assert_eq!(fetched, vec!["4", "5"]);
+    for sql in [
+        "CLOSE c",
+        "COMMIT",
+        "BEGIN",
+        "SAVEPOINT a",
+        "RELEASE a",
+        "SAVEPOINT b",
+    ] {
+        client.batch_execute(sql).await.unwrap();
+    }
+    let err = client.simple_query("SELECT 1/0").await.unwrap_err();
+    assert_eq!(code(&err), Some("22012"));
+    client
+        .batch_execute("ROLLBACK TO SAVEPOINT b")
+        .await
+        .unwrap();
+    assert_eq!(
+        common::column(&client, "SELECT 7 AS x", "x").await,
+        vec!["7"]
+    );
+    client.batch_execute("ROLLBACK").await.unwrap();
+}
+
+/// Pipelined statements, each with its own Sync, on alternating shards
+/// (postgres.js on one connection): an error in one segment skips only
+/// that segment's messages, not those of the segment being sent when the
+/// error arrives.
+#[tokio::test]
+async fn an_error_skips_only_its_own_segment() {
+    let cluster = sharded(2, "");
+    let direct = cluster.shard(0).await;
+    let mut keys = [None, None];
+    for key in 1..100i64 {
+        let shard = common::postgres_hash_shard(&direct, key, 2).await;
+        keys[shard].get_or_insert(key);
+    }
+    let [Some(a), Some(b)] = keys else {
+        panic!("no keys for both shards")
+    };
+    let client = cluster.connect().await;
+    for key in [a, b] {
+        client
+            .simple_query(&format!(
+                "INSERT INTO orders (tenant_id, id, item) VALUES ({key}, 1, 'x')"
+            ))
+            .await
+            .unwrap();
+    }
+    let mut raw = login(&cluster).await;
+    let mut batch = Vec::new();
+    let read = |key: i64| format!("SELECT tenant_id FROM orders WHERE tenant_id = {key}");
+    let statements = [
+        format!("SELECT 1/0 FROM orders WHERE tenant_id = {a}"),
+        read(b),
+        read(a),
+        format!("SELECT tenant_id FROM orders WHERE tenant_id IN ({a}, {b}) ORDER BY 1"),
+        format!("SELECT 1/0 FROM orders WHERE tenant_id IN ({a}, {b})"),
+        read(b),
+    ];
+    for (i, sql) in statements.iter().enumerate() {
+        let name = format!("p{i}");
+        batch.extend([
+            wire::parse(&name, sql),
+            wire::describe(b'S', &name),
+            wire::bind_text("", &name, &[]),
+            wire::execute(),
+            wire::sync(),
+        ]);
+    }
+    raw.send(&batch.concat()).await;
+    let expected: [(&str, Vec<i64>); 6] = [
+        ("1tTEZ", vec![]),
+        ("1tT2DCZ", vec![b]),
+        ("1tT2DCZ", vec![a]),
+        ("1tT2DDCZ", vec![a.min(b), a.max(b)]),
+        ("1tTEZ", vec![]),
+        ("1tT2DCZ", vec![b]),
+    ];
+    for (i, (tags_expected, keys)) in expected.into_iter().enumerate() {
+        let replies = raw.until_ready().await;
+        assert_eq!(tags(&replies), tags_expected, "statement {i}: {replies:?}");
+        let mut got = first_column(&replies);
+        got.sort();
+        let mut want: Vec<String> = keys.iter().map(i64::to_string).collect();
+        want.sort();
+        assert_eq!(got, want, "statement {i}");
+    }
 }

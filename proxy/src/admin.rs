@@ -151,6 +151,11 @@ async fn execute(command: &str, state: &Arc<State>, out: &mut BytesMut) -> Resul
             info!("resumed");
             messages::command_complete(out, "RESUME");
         }
+        // Session settings drivers send at login (pgjdbc: `SET
+        // extra_float_digits = 2` to servers it takes for old ones) mean
+        // nothing here: accepted, as no-ops, so such drivers can connect.
+        ("SET", _) => messages::command_complete(out, "SET"),
+        ("RESET", _) => messages::command_complete(out, "RESET"),
         ("SHUTDOWN", "") => {
             info!("SHUTDOWN from the admin console");
             state.shutdown.send_replace(true);

@@ -107,8 +107,9 @@ pub struct Session<S> {
     /// (extended protocol): its Describe and Execute get local replies, with
     /// this command tag, until the next Parse, Bind or Sync.
     local_portal: Option<&'static str>,
-    /// ErrorResponses relayed to the client so far.
-    errors_forwarded: u64,
+    /// ErrorResponses relayed to the client for the segment it is sending
+    /// (after its last Sync): the rest of that segment is to be skipped.
+    segment_errors: u64,
     /// The server connection (id) that holds the client's unnamed
     /// statement: the last Parse of it went there, and no simple query
     /// (which drops it) followed. Elsewhere it is parsed again first.
@@ -128,7 +129,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             overrides_in_txn: false,
             batch: None,
             local_portal: None,
-            errors_forwarded: 0,
+            segment_errors: 0,
             unnamed_on: None,
             generation,
             state: start.state,
@@ -250,6 +251,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// One client message.
     async fn on_client_frame(&mut self, frame: Frame) -> Result<(), End> {
         let tag = frame.tag;
+
         if self.skipping && matches!(tag, b'P' | b'B' | b'D' | b'E' | b'C' | b'H') {
             return Ok(());
         }
@@ -813,6 +815,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 routing::client_status(&self.txn, conn.status),
             );
             let message = conn.rbuf.split_to(1 + len);
+
             let body = &message[5..];
             match tag {
                 b'Z' => {
@@ -907,8 +910,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 } else {
                     self.to_client.extend_from_slice(&message);
                 }
-                if tag == b'E' {
-                    self.errors_forwarded += 1;
+                if tag == b'E' && self.plan.pending_syncs() <= 1 {
+                    // An error of the latest segment (what the client sent
+                    // after its last Sync, or since its last Query), not of
+                    // an earlier one still being answered.
+                    self.segment_errors += 1;
                 }
                 count(&pool.stats.bytes_sent, message.len());
             }

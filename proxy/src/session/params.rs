@@ -45,7 +45,14 @@ impl ParamSet {
         // Setting names are case-insensitive: one spelling, so the same
         // setting from two clients compares equal.
         let name = name.to_ascii_lowercase();
-        let sql = format!("SET {} TO {}", quote_ident(&name), quote_literal(value));
+        // set_config takes the value as the startup packet gives it: a list
+        // setting (`search_path=a,public`) is split, where `SET name TO
+        // 'a,public'` would make it one quoted element.
+        let sql = format!(
+            "SELECT pg_catalog.set_config({}, {}, false)",
+            quote_literal(&name),
+            quote_literal(value)
+        );
         self.0.insert(name, sql);
     }
 
@@ -368,8 +375,10 @@ mod tests {
         ]);
         assert_eq!(
             s.sync_sql(&ParamSet::default()).unwrap(),
-            "SET \"application_name\" TO 'it''s';SET \"search_path\" TO 'a,b';\
-             SET \"statement_timeout\" TO '5s';SET \"work_mem\" TO '1MB';"
+            "SELECT pg_catalog.set_config('application_name', 'it''s', false);\
+             SELECT pg_catalog.set_config('search_path', 'a,b', false);\
+             SELECT pg_catalog.set_config('statement_timeout', '5s', false);\
+             SELECT pg_catalog.set_config('work_mem', '1MB', false);"
         );
         assert!(ParamSet::from_startup(&[("options".into(), "-x".into())]).is_err());
     }

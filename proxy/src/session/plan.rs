@@ -167,6 +167,16 @@ impl Plan {
         self.steps.is_empty()
     }
 
+    /// Messages were sent to the server after its last Sync or Query: they
+    /// are answered only once another Sync follows.
+    pub fn unsynced_tail(&self) -> bool {
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| matches!(s, Step::Server { .. }))
+            .is_some_and(|s| matches!(s, Step::Server { sync: false, .. }))
+    }
+
     /// The next reply owed is a ReadyForQuery (a Query or Sync is running).
     pub fn at_sync(&self) -> bool {
         matches!(self.steps.front(), Some(Step::Server { sync: true, .. }))
@@ -348,7 +358,10 @@ mod tests {
         let mut plan = Plan::default();
         plan.push(Step::forward(BIND));
         plan.push(Step::injected(CLOSE, Effect::Closed(4)));
-        plan.push(Step::LocalParse(Effect::Named(5, Bytes::from_static(b"s5"))));
+        plan.push(Step::LocalParse(Effect::Named(
+            5,
+            Bytes::from_static(b"s5"),
+        )));
         plan.push(Step::forward(SYNC));
         let verdict = plan.on_server_message(b'E');
         assert_eq!(
@@ -369,6 +382,20 @@ mod tests {
         let mut out = BytesMut::new();
         plan.drain_local(&mut out, b'I');
         assert_eq!(&out[..], b"1\0\0\0\x04");
+    }
+
+    #[test]
+    fn an_unsynced_tail_is_seen_behind_a_sync() {
+        let mut plan = Plan::default();
+        assert!(!plan.unsynced_tail());
+        plan.push(Step::forward(BIND));
+        plan.push(Step::forward(SYNC));
+        assert!(!plan.unsynced_tail());
+        plan.push(Step::forward(PARSE));
+        plan.push(local(b"1"));
+        assert!(plan.unsynced_tail());
+        plan.push(Step::injected_query());
+        assert!(!plan.unsynced_tail());
     }
 
     #[test]

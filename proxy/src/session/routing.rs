@@ -137,7 +137,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(Plan::Done)
             }
             Ok(routed) => match self.shards_of(&routed.route) {
-                None => Ok(Plan::Send(Target::Any)),
+                None => Ok(Plan::Send(self.block_target(needs_transaction_block(
+                    summary,
+                    frame_sql.as_bytes(),
+                )))),
                 Some(shards) if shards.len() == 1 => Ok(Plan::Send(Target::Shard(shards[0]))),
                 Some(shards) => {
                     if summary.statements.len() > 1 {
@@ -329,7 +332,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 None
             }
             Ok(routed) => match self.shards_of(&routed.route) {
-                None => Some(self.portal_target(bind)),
+                None => Some(self.block_target(
+                    !bind.portal.is_empty()
+                        || needs_transaction_block(&info.entry.summary, &statement.query),
+                )),
                 Some(shards) if shards.len() == 1 => Some(Target::Shard(shards[0])),
                 Some(shards) => {
                     if self.in_txn() {
@@ -350,13 +356,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
-    /// Where a Bind any shard could run goes. A named portal inside a
-    /// deferred transaction must live as long as the transaction (a cursor
-    /// fetched across Syncs: asyncpg, pgjdbc with a fetch size), so the
-    /// transaction opens on that shard (the attached one if any); otherwise
-    /// it runs outside the transaction, anywhere.
-    fn portal_target(&self, bind: &Bind) -> Target {
-        if bind.portal.is_empty() || !matches!(self.txn, Txn::Deferred(_)) {
+    /// Where a statement any shard could run goes. One that needs the
+    /// transaction block (`needs_block`: DECLARE, SAVEPOINT, a named portal
+    /// fetched across Syncs as asyncpg and pgjdbc's fetch size do) opens a
+    /// deferred transaction on a shard (the attached one if any); others
+    /// run outside it, anywhere.
+    fn block_target(&self, needs_block: bool) -> Target {
+        if !needs_block || !matches!(self.txn, Txn::Deferred(_)) {
             return Target::Any;
         }
         if self.server.is_some() {
@@ -483,13 +489,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Ok(());
         }
         // A server answers only at a Sync: one goes after what the client
-        // left unsynced, or after what pgshard sent for it (a Describe
-        // before a Bind held for a fan-out, whose Sync pgshard consumed).
-        if self.unsynced || (self.plan.awaiting_server() && self.plan.pending_syncs() == 0) {
+        // left unsynced, or after what pgshard sent for it (a Parse and
+        // Describe before a Bind held for a fan-out, whose Sync pgshard
+        // consumed).
+        if self.unsynced || self.plan.unsynced_tail() {
             messages::sync(&mut self.to_server);
             self.plan.push(Step::injected_query());
         }
-        let errors = self.errors_forwarded;
+        let errors = self.segment_errors;
         self.flush().await?;
         while self.plan.awaiting_server() {
             let Some(server) = &mut self.server else {
@@ -507,7 +514,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(_) => self.on_server_data().await?,
             }
         }
-        if self.errors_forwarded != errors && self.unsynced {
+        if self.segment_errors != errors && self.unsynced {
             // The client saw an error: it expects the rest up to its Sync
             // to be skipped.
             self.skipping = true;
@@ -547,13 +554,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         statement: Option<(&Arc<Statement>, bool)>,
         request: impl Fn(&Pooled, &mut BytesMut),
     ) -> Result<(), End> {
-        let errors = self.errors_forwarded;
+        let errors = self.segment_errors;
         if self.server.is_some() {
             self.detach().await?;
         }
         let status = self.client_status(b'I');
         self.plan.drain_local(&mut self.to_client, status);
-        if self.errors_forwarded != errors {
+        if self.segment_errors != errors {
             // What ran before the fan-out (a Describe's Parse) failed: the
             // rest up to the client's Sync is skipped, as Postgres does.
             messages::ready_for_query(&mut self.to_client, status);
@@ -660,7 +667,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 "a shard's server closed the connection during a cross-shard statement",
             );
         } else if merger.finish(&mut self.to_client) {
-            self.errors_forwarded += 1;
+            self.segment_errors += 1;
         }
         for (index, mut server) in servers.into_iter().enumerate() {
             if broken[index] {
@@ -700,5 +707,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             out.extend_from_slice(&bytes)
         })
         .await
+    }
+}
+
+/// A statement that fails outside a transaction block, or whose effect
+/// must last as long as the transaction: SAVEPOINT, RELEASE, ROLLBACK TO
+/// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR.
+fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
+    match summary.statements.as_slice() {
+        [only] if only.kind == StatementKind::TransactionOther => true,
+        [_] => {
+            let sql = String::from_utf8_lossy(sql);
+            let [first] = params::leading_words::<1>(&sql);
+            first.eq_ignore_ascii_case("DECLARE")
+        }
+        _ => false,
     }
 }
