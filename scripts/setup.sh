@@ -7,6 +7,9 @@
 #   postgresql     real servers for tests and the demo (initdb, pg_ctl, pgbench)
 #   valgrind       the parser's memory check (parser-ffi/tests/memcheck.rs)
 #   openssl        a throwaway certificate for the TLS test (integration/tests/pooling.rs)
+#
+# With --drivers (scripts/test.sh) it also installs the driver suite's
+# client libraries (see the end of this file).
 set -euo pipefail
 
 die() { echo "setup: $*" >&2; exit 1; }
@@ -46,5 +49,17 @@ fi
 # Postgres refuses to run as root; the harness then runs it as `postgres`.
 if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
   die "running as root but there is no 'postgres' user; install the postgresql package"
+fi
+# `--drivers`: the driver suite's clients (integration/drivers/*/setup.sh),
+# each from its registry (PyPI, npm, the Go module proxy, Maven Central) into
+# the repository's ignored directories; the toolchains (python3, node, go,
+# java, mvn) must be there.
+if [ "${1:-}" = "--drivers" ]; then
+  drivers="$(cd "$(dirname "$0")/../integration/drivers" && pwd)"
+  for language in python node go java; do
+    started=$(date +%s)
+    bash "$drivers/$language/setup.sh" || die "installing the $language drivers failed"
+    echo "setup: $language drivers ready ($(( $(date +%s) - started ))s)"
+  done
 fi
 echo "setup: ok"

@@ -3,7 +3,7 @@
 # integration tests that start real Postgres servers). Installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --drivers
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

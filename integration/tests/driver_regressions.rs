@@ -686,3 +686,120 @@ async fn an_error_skips_only_its_own_segment() {
         assert_eq!(got, want, "statement {i}");
     }
 }
+
+/// A SET sent through the extended protocol (postgres.js, named pg
+/// statements) is the client's setting from then on, as a simple-query SET
+/// is: on later transactions, whichever server runs them.
+#[tokio::test]
+async fn extended_protocol_settings_are_kept() {
+    let cluster = unsharded("default_pool_size = 2");
+    let mut raw = login(&cluster).await;
+    for name in ["", "tz"] {
+        let replies = run_extended(&mut raw, name, "SET TimeZone = 'America/New_York'", &[]).await;
+        assert_eq!(errors(&replies), Vec::<String>::new(), "{replies:?}");
+        for _ in 0..3 {
+            let replies = exchange(&mut raw, &[wire::query("SHOW TimeZone")]).await;
+            assert_eq!(first_column(&replies), vec!["America/New_York"]);
+        }
+        exchange(&mut raw, &[wire::query("RESET TimeZone")]).await;
+    }
+    // A SET followed by an error in the same segment is rolled back with
+    // the implicit transaction, as on Postgres.
+    let replies = exchange(
+        &mut raw,
+        &[
+            wire::parse("", "SET TimeZone = 'Asia/Tokyo'"),
+            wire::bind_text("", "", &[]),
+            wire::execute(),
+            wire::parse("", "SELECT 1/0"),
+            wire::bind_text("", "", &[]),
+            wire::execute(),
+            wire::sync(),
+        ],
+    )
+    .await;
+    assert_eq!(errors(&replies), vec!["22012"]);
+    let replies = exchange(&mut raw, &[wire::query("SHOW TimeZone")]).await;
+    assert_ne!(first_column(&replies), vec!["Asia/Tokyo"]);
+}
+
+/// Session mode: RESET and SET ... TO DEFAULT return to the client's
+/// startup values, as on Postgres.
+#[tokio::test]
+async fn session_mode_reset_returns_to_startup_values() {
+    let cluster = unsharded("pooler_mode = \"session\"");
+    let client = common::connect_str(&format!(
+        "host=127.0.0.1 port={} user=app password=app-pw dbname=prod application_name=foo",
+        cluster.port()
+    ))
+    .await
+    .unwrap();
+    let show = "SHOW application_name";
+    for reset in [
+        "SET application_name = DEFAULT",
+        "RESET application_name",
+        "RESET ALL",
+    ] {
+        client
+            .batch_execute("SET application_name = 'bar'")
+            .await
+            .unwrap();
+        assert_eq!(
+            common::column(&client, show, "application_name").await,
+            vec!["bar"]
+        );
+        client.batch_execute(reset).await.unwrap();
+        assert_eq!(
+            common::column(&client, show, "application_name").await,
+            vec!["foo"],
+            "after {reset}"
+        );
+    }
+}
+
+/// A statement that goes to several shards fetched in parts (a cursor: a
+/// row-limited Execute, or a Flush before Sync) is refused at once instead
+/// of waiting for a Sync that never comes (pg-cursor, postgres.js
+/// `.cursor()`).
+#[tokio::test]
+async fn fan_out_cursors_are_refused_not_hung() {
+    let cluster = sharded(2, "");
+    let mut raw = login(&cluster).await;
+    let sql = "SELECT tenant_id FROM orders";
+    for (tail, synced) in [
+        (
+            vec![wire::describe(b'P', "c"), wire::message(b'H', &[])],
+            false,
+        ),
+        (
+            vec![wire::execute_portal("c", 10), wire::message(b'H', &[])],
+            false,
+        ),
+        (vec![wire::execute_portal("c", 10), wire::sync()], true),
+    ] {
+        let mut batch = vec![wire::parse("", sql), wire::bind_text("c", "", &[])];
+        batch.extend(tail);
+        raw.send(&batch.concat()).await;
+        // Without a Sync the client waits for the replies: they must come.
+        let mut replies = Vec::new();
+        while let Read::Message(tag, body) = raw.read_within(Duration::from_secs(3)).await {
+            replies.push((tag, body));
+            if tag == b'E' {
+                break;
+            }
+        }
+        assert_eq!(tags(&replies), "1E", "{replies:?}");
+        assert_eq!(errors(&replies), vec!["0A000"]);
+        if !synced {
+            raw.send(&wire::sync()).await;
+        }
+        let rest = raw.until_ready().await;
+        assert_eq!(tags(&rest), "Z");
+        let after = exchange(&mut raw, &[wire::query("SELECT 5")]).await;
+        assert_eq!(
+            first_column(&after),
+            vec!["5"],
+            "{replies:?} then {after:?}"
+        );
+    }
+}

@@ -107,6 +107,14 @@ pub struct Session<S> {
     /// (extended protocol): its Describe and Execute get local replies, with
     /// this command tag, until the next Parse, Bind or Sync.
     local_portal: Option<&'static str>,
+    /// Setting changes of extended-protocol statements bound since the last
+    /// Sync: the client's once that Sync's ReadyForQuery comes without an
+    /// error in between (an error rolls the implicit transaction back).
+    extended_settings: Vec<ParamChange>,
+    /// Session mode: the client's settings differ from the server's (a
+    /// RESET returned the server to its own default, not the client's
+    /// startup value); brought in line before the next statement.
+    resync: bool,
     /// ErrorResponses relayed to the client for the segment it is sending
     /// (after its last Sync): the rest of that segment is to be skipped.
     segment_errors: u64,
@@ -130,6 +138,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             batch: None,
             local_portal: None,
             segment_errors: 0,
+            extended_settings: Vec::new(),
+            resync: false,
             unnamed_on: None,
             generation,
             state: start.state,
@@ -275,7 +285,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         if let Some(batch) = &mut self.batch {
             match tag {
-                b'E' | b'D' | b'C' | b'H' => {
+                b'H' | b'E' if tag == b'H' || execute_row_limit(&frame.body) != 0 => {
+                    self.batch = None;
+                    self.local_error(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        "a statement that goes to several shards cannot be fetched in parts (an Execute with a row limit, or a Flush before Sync, as cursors do): its shards' rows are merged at Sync; fetch it whole, or give it the sharding key",
+                        false,
+                    );
+                    return Ok(());
+                }
+                b'E' | b'D' | b'C' => {
                     put_frame(&mut batch.bytes, &frame);
                     return Ok(());
                 }
@@ -609,6 +628,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.to_server.put_slice(rest);
         messages::finish(&mut self.to_server, at);
         self.unsynced = true;
+        if frame.tag == b'B' {
+            if let Some(changes) = &statement.settings {
+                self.extended_settings.extend(changes.iter().cloned());
+            }
+        }
         self.plan.push(if frame.tag == b'B' && !unnamed {
             Step::forward_with(terminals, Effect::Bound(statement.id))
         } else {
@@ -680,7 +704,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if matches!(target, Target::Shard(_)) {
             self.open_deferred();
         }
+        self.resync_settings();
         Ok(true)
+    }
+
+    /// Session mode: after a RESET (or a SET to DEFAULT), the server holds
+    /// its own default where the client's startup value belongs (Postgres
+    /// resets to the startup packet's values, which this server connection
+    /// never saw): set them before the next statement, outside any
+    /// transaction.
+    fn resync_settings(&mut self) {
+        if !self.resync || self.plan.awaiting_server() {
+            return;
+        }
+        let Some(server) = &mut self.server else {
+            return;
+        };
+        if server.conn.status != b'I' {
+            return;
+        }
+        self.resync = false;
+        if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
+            server.conn.applied = self.params.clone();
+            self.unnamed_on = None;
+            messages::query(&mut self.to_server, &sql);
+            self.plan.push(Step::injected_query());
+        }
     }
 
     /// Check a server of `shard` out and attach it to this session.
@@ -832,6 +881,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         for change in self.pending.drain(..) {
                             self.params.apply(&change, &self.defaults);
                             conn.applied.apply_on_server(&change);
+                            self.resync |= self.mode == PoolerMode::Session;
                         }
                     } else if body.starts_with(b"ROLLBACK\0") {
                         self.pending.clear();
@@ -871,20 +921,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     _ => {}
                 }
             }
+            if tag == b'E' && verdict.forward {
+                self.extended_settings.clear();
+            }
             if tag == b'Z' {
                 let status = conn.status;
+                let extended = std::mem::take(&mut self.extended_settings);
+                if !self.failed {
+                    let changes = match &verdict.completed {
+                        Effect::Settings(changes) => changes.clone(),
+                        _ => Vec::new(),
+                    };
+                    for change in changes.into_iter().chain(extended) {
+                        if status == b'I' {
+                            self.params.apply(&change, &self.defaults);
+                            conn.applied.apply_on_server(&change);
+                            self.resync |= self.mode == PoolerMode::Session;
+                        } else {
+                            self.pending.push(change);
+                        }
+                    }
+                }
                 if !self.failed {
                     match verdict.completed {
-                        Effect::Settings(changes) => {
-                            for change in changes {
-                                if status == b'I' {
-                                    self.params.apply(&change, &self.defaults);
-                                    conn.applied.apply_on_server(&change);
-                                } else {
-                                    self.pending.push(change);
-                                }
-                            }
-                        }
                         Effect::DiscardAll => {
                             conn.prepared.clear();
                             conn.applied = ParamSet::default();
@@ -1045,6 +1104,17 @@ pub(crate) async fn watch_client<S: AsyncRead + Unpin, T>(
             },
         }
     }
+}
+
+/// The row limit of an Execute message body (0: all rows; also when the
+/// body is malformed, which the server will refuse).
+fn execute_row_limit(body: &[u8]) -> i32 {
+    let Some(end) = body.iter().position(|&b| b == 0) else {
+        return 0;
+    };
+    body.get(end + 1..end + 5)
+        .and_then(|limit| limit.try_into().ok())
+        .map_or(0, i32::from_be_bytes)
 }
 
 /// A command tag that says the schema changed (CREATE, ALTER, DROP...):

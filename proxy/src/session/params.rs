@@ -308,6 +308,11 @@ pub fn setting_changes(sql: &str) -> Option<Vec<ParamChange>> {
         if set.is_local() {
             continue;
         }
+        if set.kind() == VariableSetKind::VarResetAll {
+            // RESET ALL names no setting.
+            changes.push(ParamChange::ResetAll);
+            continue;
+        }
         let name = set.name()?.to_ascii_lowercase();
         match set.kind() {
             VariableSetKind::VarSetValue | VariableSetKind::VarSetCurrent => {

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::{Bytes, BytesMut};
 
 use crate::protocol::messages;
+use crate::session::params::{self, Kind, ParamChange};
 use crate::state::lock;
 
 /// One statement as pgshard prepares it on servers.
@@ -30,9 +31,13 @@ pub struct Statement {
     pub parse: Bytes,
     pub query: Bytes,
     pub param_types: Vec<u32>,
-    /// Running it leaves session state on the server (SET, temp tables,
-    /// LISTEN...): the server needs a reset before another client gets it.
+    /// Running it leaves session state on the server that pgshard does not
+    /// track (temp tables, LISTEN, a SET it cannot read...): the server
+    /// needs a reset before another client gets it.
     pub leaves_state: bool,
+    /// The settings it changes (SET / RESET), tracked as the client's when
+    /// it runs without error, as for a simple query.
+    pub settings: Option<Vec<ParamChange>>,
     /// The AST cache's lookup of the text, made at the first Bind or
     /// Describe on a sharded cluster and kept, so later ones cost no lookup
     /// (`None`: it does not parse; Postgres will say why).
@@ -76,6 +81,7 @@ impl Registry {
         inner.next_id += 1;
         let id = inner.next_id;
         let name = Bytes::from(format!("__pgshard_{id}"));
+        let (leaves_state, settings) = state_effects(query);
         let mut parse = BytesMut::with_capacity(query.len() + 32);
         messages::parse(&mut parse, &name, query, param_types);
         let statement = Arc::new(Statement {
@@ -84,10 +90,8 @@ impl Registry {
             parse: parse.freeze(),
             query: query.clone(),
             param_types: param_types.to_vec(),
-            leaves_state: matches!(
-                crate::session::params::classify(&String::from_utf8_lossy(query)),
-                crate::session::params::Kind::SessionState | crate::session::params::Kind::Setting
-            ),
+            leaves_state,
+            settings,
             route: OnceLock::new(),
         });
         inner
@@ -123,6 +127,21 @@ impl Registry {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// What running `query` does to the session: whether it leaves untracked
+/// state, and the setting changes to track.
+fn state_effects(query: &Bytes) -> (bool, Option<Vec<ParamChange>>) {
+    let sql = String::from_utf8_lossy(query);
+    match params::classify(&sql) {
+        Kind::SessionState => (true, None),
+        Kind::Setting => match params::setting_changes(&sql) {
+            Some(changes) if !changes.is_empty() => (false, Some(changes)),
+            Some(_) => (false, None),
+            None => (true, None),
+        },
+        _ => (false, None),
     }
 }
 
