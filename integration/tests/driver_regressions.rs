@@ -803,3 +803,91 @@ async fn fan_out_cursors_are_refused_not_hung() {
         );
     }
 }
+
+/// Several statements before one Sync, some going to several shards (pgx
+/// batches, libpq and psycopg pipelines): each gets its replies in order,
+/// rows of every shard and summed counts; and the segment is all or
+/// nothing, as one implicit transaction on Postgres is.
+#[tokio::test]
+async fn pipelines_with_cross_shard_statements() {
+    let cluster = sharded(2, "");
+    let mut raw = login(&cluster).await;
+    let direct = cluster.shard(0).await;
+    let mut keys = [None, None];
+    for key in 1..100i64 {
+        let shard = common::postgres_hash_shard(&direct, key, 2).await;
+        keys[shard].get_or_insert(key);
+    }
+    let [Some(a), Some(b)] = keys else {
+        panic!("no keys for both shards")
+    };
+    let insert = "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 1, 'p')";
+    let (a_text, b_text) = (a.to_string(), b.to_string());
+    let batch = [
+        // DDL to every shard, a keyed insert to each shard, a read of
+        // every shard (described first), an unnamed statement re-parsed.
+        wire::parse("ddl", "CREATE TABLE IF NOT EXISTS pipe_x (a int)"),
+        wire::bind_text("", "ddl", &[]),
+        wire::execute(),
+        wire::parse("ins", insert),
+        wire::bind_text("", "ins", &[Some(&a_text)]),
+        wire::execute(),
+        wire::bind_text("", "ins", &[Some(&b_text)]),
+        wire::execute(),
+        wire::parse("", "SELECT tenant_id FROM orders ORDER BY 1"),
+        wire::bind_text("", "", &[]),
+        wire::describe(b'P', ""),
+        wire::execute(),
+        wire::parse("", "SELECT 42"),
+        wire::bind_text("", "", &[]),
+        wire::execute(),
+        wire::sync(),
+    ];
+    let replies = exchange(&mut raw, &batch).await;
+    assert_eq!(errors(&replies), Vec::<String>::new(), "{replies:?}");
+    assert_eq!(tags(&replies), "12C12C2C12TDDC12DCZ", "{replies:?}");
+    let commands: Vec<String> = replies
+        .iter()
+        .filter(|(tag, _)| *tag == b'C')
+        .map(|(_, body)| String::from_utf8_lossy(&body[..body.len() - 1]).into_owned())
+        .collect();
+    assert_eq!(
+        commands,
+        vec![
+            "CREATE TABLE",
+            "INSERT 0 1",
+            "INSERT 0 1",
+            "SELECT 2",
+            "SELECT 1"
+        ]
+    );
+    let mut rows = first_column(&replies);
+    rows.sort();
+    let mut want = vec![a.to_string(), b.to_string(), "42".to_owned()];
+    want.sort();
+    assert_eq!(rows, want);
+
+    // All or nothing: a failure on one shard leaves nothing of the
+    // segment anywhere (the DDL included).
+    let batch = [
+        wire::parse("", "CREATE TABLE pipe_y (a int)"),
+        wire::bind_text("", "", &[]),
+        wire::execute(),
+        wire::bind_text("", "ins", &[Some(&b_text)]),
+        wire::execute(),
+        wire::sync(),
+    ];
+    let replies = exchange(&mut raw, &batch).await;
+    assert_eq!(errors(&replies), vec!["23505"], "{replies:?}");
+    for shard in cluster.shards().await {
+        let found = common::column(
+            &shard,
+            "SELECT count(*)::text AS n FROM pg_tables WHERE tablename = 'pipe_y'",
+            "n",
+        )
+        .await;
+        assert_eq!(found, vec!["0"], "pipe_y left behind");
+    }
+    let replies = exchange(&mut raw, &[wire::query("SELECT 5")]).await;
+    assert_eq!(first_column(&replies), vec!["5"]);
+}

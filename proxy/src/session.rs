@@ -8,6 +8,7 @@ pub mod login;
 pub mod params;
 pub mod plan;
 pub mod routing;
+pub mod segment;
 pub mod statements;
 
 use std::sync::atomic::Ordering;
@@ -32,7 +33,8 @@ use crate::state::{
 };
 use params::{Kind, ParamChange, ParamSet};
 use plan::{Effect, Plan, Step};
-use routing::{Batch, Target, Txn};
+use routing::{Target, Txn};
+use segment::Segment;
 use statements::{ClientStatements, Statement};
 
 /// Flush replies to the client once this much is buffered.
@@ -102,7 +104,7 @@ pub struct Session<S> {
     /// They were set inside a transaction: they end with it.
     overrides_in_txn: bool,
     /// A Bind that goes to several shards, held with what follows until Sync.
-    batch: Option<Batch>,
+    batch: Option<Segment>,
     /// The portal just bound is transaction control pgshard answers itself
     /// (extended protocol): its Describe and Execute get local replies, with
     /// this command tag, until the next Parse, Bind or Sync.
@@ -283,37 +285,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 _ => self.local_portal = None,
             }
         }
-        if let Some(batch) = &mut self.batch {
-            match tag {
-                b'H' | b'E' if tag == b'H' || execute_row_limit(&frame.body) != 0 => {
-                    self.batch = None;
-                    self.local_error(
-                        sqlstate::FEATURE_NOT_SUPPORTED,
-                        "a statement that goes to several shards cannot be fetched in parts (an Execute with a row limit, or a Flush before Sync, as cursors do): its shards' rows are merged at Sync; fetch it whole, or give it the sharding key",
-                        false,
-                    );
-                    return Ok(());
-                }
-                b'E' | b'D' | b'C' => {
-                    put_frame(&mut batch.bytes, &frame);
-                    return Ok(());
-                }
-                b'S' => {
-                    self.skipping = false;
-                    self.unsynced = false;
-                    return self.run_batch().await;
-                }
-                b'P' | b'B' => {
-                    self.batch = None;
-                    self.local_error(
-                        sqlstate::FEATURE_NOT_SUPPORTED,
-                        "a statement that goes to several shards must be followed by Sync before the next Parse or Bind",
-                        false,
-                    );
-                    return Ok(());
-                }
-                _ => self.batch = None,
-            }
+        if self.batch.is_some() {
+            return self.on_segment_frame(frame).await;
         }
         match tag {
             b'Q' => self.on_query(frame).await,
@@ -1104,17 +1077,6 @@ pub(crate) async fn watch_client<S: AsyncRead + Unpin, T>(
             },
         }
     }
-}
-
-/// The row limit of an Execute message body (0: all rows; also when the
-/// body is malformed, which the server will refuse).
-fn execute_row_limit(body: &[u8]) -> i32 {
-    let Some(end) = body.iter().position(|&b| b == 0) else {
-        return 0;
-    };
-    body.get(end + 1..end + 5)
-        .and_then(|limit| limit.try_into().ok())
-        .map_or(0, i32::from_be_bytes)
 }
 
 /// A command tag that says the schema changed (CREATE, ALTER, DROP...):

@@ -163,6 +163,12 @@ pub fn close(out: &mut BytesMut, kind: u8, name: &[u8]) {
     finish(out, at);
 }
 
+/// `H` Flush (frontend): the server sends what it has, without ending the
+/// implicit transaction as Sync would.
+pub fn flush(out: &mut BytesMut) {
+    out.put_slice(&[b'H', 0, 0, 0, 4]);
+}
+
 /// `S`: Sync (frontend).
 pub fn sync(out: &mut BytesMut) {
     out.put_slice(&[b'S', 0, 0, 0, 4]);

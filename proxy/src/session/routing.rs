@@ -6,7 +6,10 @@
 //! "deferred") and opened on the shard of the first statement that routes to
 //! one. Statements with no data dependency (`SELECT 1`, SET, reads of
 //! omnisharded tables, a Describe before the key is known) run meanwhile on
-//! any shard, outside the transaction. Once the transaction is open, a
+//! any shard, outside the transaction; one of them failing aborts the
+//! transaction all the same (status `E`, then 25P02). Statements that need
+//! the transaction block (DECLARE, SAVEPOINT, a named portal fetched across
+//! Syncs) open it on a shard of their own. Once the transaction is open, a
 //! statement routed elsewhere is refused and the transaction is rolled back
 //! on its server; the client sees an aborted transaction (status `E`) until it
 //! ends it, as Postgres would show after an error.
@@ -73,18 +76,6 @@ pub enum Plan {
     Send(Target),
 }
 
-/// Extended-protocol messages held until Sync because their Bind goes to
-/// several shards.
-#[derive(Debug)]
-pub struct Batch {
-    pub shards: Vec<usize>,
-    pub statement: Arc<Statement>,
-    /// The client's unnamed statement: parsed unnamed on every shard.
-    pub unnamed: bool,
-    /// Bind and what followed it, statement names already rewritten.
-    pub bytes: BytesMut,
-}
-
 const CROSS_SHARD_TXN: &str = "cross-shard transactions are not supported yet: every statement of a transaction must route to the shard of its first statement (use one sharding key per transaction)";
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -94,7 +85,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// The overrides in force for this statement: comment ones win.
-    fn overrides(&self, from_comments: &Overrides) -> Overrides {
+    pub(super) fn overrides(&self, from_comments: &Overrides) -> Overrides {
         Overrides {
             shard: from_comments.shard.or(self.overrides.shard),
             sharding_key: from_comments
@@ -160,7 +151,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         messages::query(&mut out, frame_sql);
                         out.freeze()
                     };
-                    self.fan_out(&shards, None, |_, out| out.extend_from_slice(&query))
+                    self.fan_out(&shards, |_, out| out.extend_from_slice(&query))
                         .await?;
                     Ok(Plan::Done)
                 }
@@ -169,7 +160,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// The databases of a route; `None` for [`Route::Any`].
-    fn shards_of(&self, route: &Route) -> Option<Vec<usize>> {
+    pub(super) fn shards_of(&self, route: &Route) -> Option<Vec<usize>> {
         match route {
             Route::Any => None,
             Route::Shard(s) => Some(vec![*s]),
@@ -314,16 +305,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             self.aborted(false);
             return None;
         }
-        let bind_params: Vec<ParamValue<'_>> = bind
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, value)| match value {
-                None => ParamValue::Null,
-                Some(bytes) if bind.param_format(i) == 1 => ParamValue::Binary(bytes),
-                Some(bytes) => ParamValue::Text(bytes),
-            })
-            .collect();
+        let bind_params = bind_params(bind);
         let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
         match info.entry.route(&params, &overrides, &self.sharding) {
@@ -344,12 +326,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     }
                     let mut bytes = BytesMut::new();
                     rewritten(&mut bytes);
-                    self.batch = Some(Batch {
+                    self.batch = Some(super::segment::Segment::start(
                         shards,
-                        statement: Arc::clone(statement),
+                        bind.portal.clone(),
+                        bytes.freeze(),
+                        statement,
                         unnamed,
-                        bytes,
-                    });
+                    ));
                     None
                 }
             },
@@ -431,7 +414,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// A prepared statement's cache entry, looked up once per statement.
-    fn route_info<'s>(&self, statement: &'s Statement) -> Option<&'s Lookup> {
+    pub(super) fn route_info<'s>(&self, statement: &'s Statement) -> Option<&'s Lookup> {
         statement
             .route
             .get_or_init(|| {
@@ -544,14 +527,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.state.any_shard.fetch_add(1, Ordering::Relaxed) % n
     }
 
-    /// Run one statement on several shards and stream the merged reply,
-    /// ReadyForQuery included. `statement`: a prepared statement the
-    /// request uses, prepared first where a server lacks it (`unnamed`: the
-    /// client's unnamed statement, parsed afresh on every server).
+    /// Run one simple query on several shards and stream the merged reply,
+    /// ReadyForQuery included.
     pub(super) async fn fan_out(
         &mut self,
         shards: &[usize],
-        statement: Option<(&Arc<Statement>, bool)>,
         request: impl Fn(&Pooled, &mut BytesMut),
     ) -> Result<(), End> {
         let errors = self.segment_errors;
@@ -591,24 +571,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         }
-        // Per server: whether pgshard's Parse went with the request, and
-        // whether its ParseComplete came back (the server then holds the
-        // statement, whatever happened to the rest of the request).
-        let mut parse_sent = vec![false; servers.len()];
-        let mut parsed = vec![false; servers.len()];
         let mut broken = vec![false; servers.len()];
         for (index, server) in servers.iter_mut().enumerate() {
             let mut out = BytesMut::new();
-            match statement {
-                Some((statement, true)) => {
-                    messages::parse(&mut out, b"", &statement.query, &statement.param_types);
-                }
-                Some((statement, false)) if !server.conn.prepared.contains(statement.id) => {
-                    out.extend_from_slice(&statement.parse);
-                    parse_sent[index] = true;
-                }
-                _ => {}
-            }
             request(server, &mut out);
             let write = server.conn.stream.write_all(&out);
             if super::watch_client(&mut self.client, &mut self.cbuf, write)
@@ -632,7 +597,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                                     server.conn.status = message.get(5).copied().unwrap_or(b'I');
                                     break 'reply;
                                 }
-                                b'1' => parsed[index] = true,
                                 b'C' => super::retire_on_ddl(&self.state, &message[5..]),
                                 _ => {}
                             }
@@ -669,18 +633,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         } else if merger.finish(&mut self.to_client) {
             self.segment_errors += 1;
         }
-        for (index, mut server) in servers.into_iter().enumerate() {
+        for (index, server) in servers.into_iter().enumerate() {
             if broken[index] {
                 continue;
-            }
-            if let Some((statement, false)) = statement {
-                if parse_sent[index] {
-                    if parsed[index] {
-                        server.conn.prepared.insert(statement.id);
-                    } else {
-                        server.conn.prepared.remove(statement.id);
-                    }
-                }
             }
             server
                 .pool()
@@ -692,21 +647,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let status = self.client_status(b'I');
         messages::ready_for_query(&mut self.to_client, status);
         self.flush_client().await
-    }
-
-    /// At Sync: run the held fan-out batch.
-    pub(super) async fn run_batch(&mut self) -> Result<(), End> {
-        let Some(batch) = self.batch.take() else {
-            return Ok(());
-        };
-        let mut bytes = batch.bytes;
-        messages::sync(&mut bytes);
-        let bytes = bytes.freeze();
-        let statement = (&batch.statement, batch.unnamed);
-        self.fan_out(&batch.shards, Some(statement), |_, out| {
-            out.extend_from_slice(&bytes)
-        })
-        .await
     }
 }
 
@@ -723,4 +663,17 @@ fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// A Bind's parameter values as the router takes them.
+pub(super) fn bind_params(bind: &Bind) -> Vec<ParamValue<'_>> {
+    bind.params
+        .iter()
+        .enumerate()
+        .map(|(i, value)| match value {
+            None => ParamValue::Null,
+            Some(bytes) if bind.param_format(i) == 1 => ParamValue::Binary(bytes),
+            Some(bytes) => ParamValue::Text(bytes),
+        })
+        .collect()
 }

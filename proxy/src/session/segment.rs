@@ -1,0 +1,673 @@
+//! Extended-protocol segments that need several shards: from the first Bind
+//! that goes to more than one shard up to the client's Sync, every message
+//! is held, then the segment runs on all the shards it touches at once, in
+//! one implicit transaction per shard, and the replies are merged message by
+//! message in the client's order.
+//!
+//! A segment may hold many statements (pgx batches, libpq and psycopg
+//! pipelines): each Bind goes to the shards its route names (several, one,
+//! or, for a statement any shard can run, the segment's first), and the
+//! Describe, Execute and Close of its portal follow it there. Each shard
+//! gets its part followed by a Flush, not a Sync, so that nothing commits
+//! until every shard has answered: with no error anywhere all of them get
+//! the Sync; after an error the shard that failed ends its transaction at
+//! the Sync (rolled back, as Postgres does) and the others are closed, which
+//! rolls theirs back too, so the segment is all-or-nothing as on one
+//! Postgres (a crash between the Syncs can still split it: two-phase commit
+//! is the transactions issue's).
+//!
+//! What the client sees is what one Postgres would send: one reply per
+//! message, rows of every shard concatenated, counts summed (see
+//! [`crate::fanout::Merger`]), one ReadyForQuery.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::plan;
+use super::statements::Statement;
+use super::{End, Session};
+use crate::fanout::{self, Merger};
+use crate::pool::Pooled;
+use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::frame::{Frame, FrontendMessage};
+use crate::protocol::messages;
+
+/// The messages held since the segment's first multi-shard Bind.
+#[derive(Debug, Default)]
+pub struct Segment {
+    items: Vec<Item>,
+    /// The shards each portal bound in the segment lives on.
+    portals: HashMap<Bytes, Vec<usize>>,
+    /// The client's unnamed statement as of now, and how many times the
+    /// segment has re-parsed it (each Parse of it counts).
+    unnamed: Option<Arc<Statement>>,
+    unnamed_generation: u64,
+}
+
+/// One client message of the segment.
+#[derive(Debug)]
+enum Item {
+    /// Answered by pgshard in its place (the ParseComplete of a Parse: the
+    /// statement is parsed on each shard with its first use; the
+    /// CloseComplete of a statement, which servers keep).
+    Local(Bytes),
+    /// A message for `shards`; its reply ends with one of `terminals`.
+    Send {
+        shards: Vec<usize>,
+        bytes: Bytes,
+        terminals: &'static [u8],
+        /// The statement it names, parsed first on a server that lacks it
+        /// (for the unnamed one: the generation it must be).
+        uses: Option<Uses>,
+    },
+}
+
+#[derive(Debug, Clone)]
+enum Uses {
+    Named(Arc<Statement>),
+    Unnamed(Arc<Statement>, u64),
+}
+
+/// A reply a server owes: for segment item `item`, or for a Parse pgshard
+/// injected before it (`parse_of`).
+#[derive(Debug)]
+struct Unit {
+    item: Option<usize>,
+    terminals: &'static [u8],
+    parse_of: Option<u64>,
+}
+
+/// One server taking part.
+struct Part {
+    shard: usize,
+    server: Pooled,
+    units: std::collections::VecDeque<Unit>,
+    /// It reported an error: it skips the rest until the Sync.
+    failed: bool,
+}
+
+impl Segment {
+    /// A segment starting with a Bind for `shards`.
+    pub fn start(
+        shards: Vec<usize>,
+        portal: Bytes,
+        bind: Bytes,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+    ) -> Segment {
+        let mut segment = Segment::default();
+        if unnamed {
+            segment.unnamed = Some(Arc::clone(statement));
+        }
+        segment.push_bind(shards, portal, bind, statement, unnamed);
+        segment
+    }
+
+    fn push_bind(
+        &mut self,
+        shards: Vec<usize>,
+        portal: Bytes,
+        bytes: Bytes,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+    ) {
+        let uses = if unnamed {
+            Uses::Unnamed(Arc::clone(statement), self.unnamed_generation)
+        } else {
+            Uses::Named(Arc::clone(statement))
+        };
+        self.portals.insert(portal, shards.clone());
+        self.items.push(Item::Send {
+            shards,
+            bytes,
+            terminals: plan::BIND,
+            uses: Some(uses),
+        });
+    }
+
+    /// The shards of the segment's first statement: where statements any
+    /// shard can run go.
+    fn first_shard(&self) -> usize {
+        self.items
+            .iter()
+            .find_map(|item| match item {
+                Item::Send { shards, .. } => shards.first().copied(),
+                Item::Local(_) => None,
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// Why a held message cannot join the segment.
+const MIXED: &str =
+    "this message cannot join a pipeline holding a statement that goes to several shards";
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// A client message while a segment is held. `Ok(true)` when the
+    /// segment took it.
+    pub(super) async fn on_segment_frame(&mut self, frame: Frame) -> Result<(), End> {
+        let Some(mut segment) = self.batch.take() else {
+            return Ok(());
+        };
+        let refusal = match frame.tag {
+            b'S' => {
+                self.skipping = false;
+                self.unsynced = false;
+                return self.run_segment(segment).await;
+            }
+            b'H' => Some("a statement that goes to several shards cannot be fetched in parts (an Execute with a row limit, or a Flush before Sync, as cursors do): its shards' rows are merged at Sync; fetch it whole, or give it the sharding key".to_owned()),
+            b'P' => self.segment_parse(&mut segment, frame).err(),
+            b'B' => self.segment_bind(&mut segment, frame).err(),
+            b'D' | b'E' | b'C' => self.segment_portal_message(&mut segment, frame).err(),
+            _ => Some(format!("{MIXED} (message type {})", char::from(frame.tag))),
+        };
+        match refusal {
+            None => self.batch = Some(segment),
+            Some(message) => self.local_error(sqlstate::FEATURE_NOT_SUPPORTED, &message, false),
+        }
+        Ok(())
+    }
+
+    fn segment_parse(&mut self, segment: &mut Segment, frame: Frame) -> Result<(), String> {
+        let Ok(FrontendMessage::Parse {
+            name,
+            query,
+            param_types,
+        }) = FrontendMessage::decode(frame)
+        else {
+            return Err("malformed Parse".into());
+        };
+        let statement = self.state.statements.get_or_insert(&query, &param_types);
+        self.statements
+            .insert(name.clone(), Arc::clone(&statement))?;
+        if name.is_empty() {
+            segment.unnamed = Some(statement);
+            segment.unnamed_generation += 1;
+            self.unnamed_on = None;
+        }
+        let mut reply = BytesMut::new();
+        messages::parse_complete(&mut reply);
+        segment.items.push(Item::Local(reply.freeze()));
+        Ok(())
+    }
+
+    fn segment_bind(&mut self, segment: &mut Segment, frame: Frame) -> Result<(), String> {
+        let body = frame.body.clone();
+        let Ok(FrontendMessage::Bind(bind)) = FrontendMessage::decode(frame) else {
+            return Err("malformed Bind".into());
+        };
+        let unnamed = bind.statement.is_empty();
+        let statement = if unnamed {
+            segment.unnamed.clone()
+        } else {
+            self.statements.get(&bind.statement).cloned()
+        }
+        .ok_or_else(|| {
+            format!(
+                "prepared statement \"{}\" does not exist",
+                String::from_utf8_lossy(&bind.statement)
+            )
+        })?;
+        let shards = match self.segment_route(&statement, &bind)? {
+            Some(shards) => shards,
+            None => vec![segment.first_shard()],
+        };
+        // The Bind with the server's name for the statement.
+        let name_start = bind.portal.len() + 1;
+        let rest = &body[name_start + bind.statement.len()..];
+        let mut bytes = BytesMut::with_capacity(body.len() + 16);
+        let at = messages::begin(&mut bytes, b'B');
+        bytes.put_slice(&body[..name_start]);
+        if !unnamed {
+            bytes.put_slice(&statement.name);
+        }
+        bytes.put_slice(rest);
+        messages::finish(&mut bytes, at);
+        segment.push_bind(
+            shards,
+            bind.portal.clone(),
+            bytes.freeze(),
+            &statement,
+            unnamed,
+        );
+        Ok(())
+    }
+
+    /// Describe, Execute or Close inside a segment.
+    fn segment_portal_message(
+        &mut self,
+        segment: &mut Segment,
+        frame: Frame,
+    ) -> Result<(), String> {
+        let message = FrontendMessage::decode(frame.clone()).map_err(|e| e.to_string())?;
+        let first = segment.first_shard();
+        let (shards, terminals, uses, bytes) = match message {
+            FrontendMessage::Execute { portal, max_rows } => {
+                let shards = segment.portals.get(&portal).cloned().unwrap_or(vec![first]);
+                if max_rows != 0 && shards.len() > 1 {
+                    return Err("a statement that goes to several shards cannot be fetched in parts (an Execute with a row limit): its shards' rows are merged at Sync; fetch it whole, or give it the sharding key".into());
+                }
+                (shards, plan::EXECUTE, None, frame_bytes(&frame))
+            }
+            FrontendMessage::Describe { kind: b'P', name } => {
+                let shard = segment.portals.get(&name).and_then(|s| s.first().copied());
+                (
+                    vec![shard.unwrap_or(first)],
+                    plan::DESCRIBE,
+                    None,
+                    frame_bytes(&frame),
+                )
+            }
+            FrontendMessage::Describe { name, .. } => {
+                let (uses, server_name) = if name.is_empty() {
+                    let statement = segment
+                        .unnamed
+                        .clone()
+                        .ok_or("unnamed statement does not exist")?;
+                    (
+                        Uses::Unnamed(statement, segment.unnamed_generation),
+                        Bytes::new(),
+                    )
+                } else {
+                    let statement = self.statements.get(&name).cloned().ok_or_else(|| {
+                        format!(
+                            "prepared statement \"{}\" does not exist",
+                            String::from_utf8_lossy(&name)
+                        )
+                    })?;
+                    let server_name = statement.name.clone();
+                    (Uses::Named(statement), server_name)
+                };
+                let mut bytes = BytesMut::new();
+                let at = messages::begin(&mut bytes, b'D');
+                bytes.put_u8(b'S');
+                bytes.put_slice(&server_name);
+                bytes.put_u8(0);
+                messages::finish(&mut bytes, at);
+                (vec![first], plan::DESCRIBE, Some(uses), bytes.freeze())
+            }
+            FrontendMessage::Close { kind: b'S', name } => {
+                self.statements.remove(&name);
+                let mut reply = BytesMut::new();
+                messages::close_complete(&mut reply);
+                segment.items.push(Item::Local(reply.freeze()));
+                return Ok(());
+            }
+            FrontendMessage::Close { name, .. } => {
+                let shards = segment.portals.remove(&name).unwrap_or(vec![first]);
+                (shards, plan::CLOSE, None, frame_bytes(&frame))
+            }
+            _ => return Err(MIXED.into()),
+        };
+        segment.items.push(Item::Send {
+            shards,
+            bytes,
+            terminals,
+            uses,
+        });
+        Ok(())
+    }
+
+    /// The shards a Bind inside a segment goes to (`None`: any shard).
+    fn segment_route(
+        &mut self,
+        statement: &Arc<Statement>,
+        bind: &crate::protocol::frame::Bind,
+    ) -> Result<Option<Vec<usize>>, String> {
+        let Some(info) = self.route_info(statement) else {
+            return Ok(None);
+        };
+        let summary = &info.entry.summary;
+        if summary.statements.iter().any(|s| {
+            matches!(
+                s.kind,
+                router::summary::StatementKind::Begin
+                    | router::summary::StatementKind::Commit
+                    | router::summary::StatementKind::Rollback
+                    | router::summary::StatementKind::TransactionOther
+                    | router::summary::StatementKind::SetShard(_)
+                    | router::summary::StatementKind::SetShardingKey(_)
+                    | router::summary::StatementKind::Session
+            )
+        }) {
+            return Err(format!(
+                "{MIXED}: transaction control and settings must be sent after its Sync"
+            ));
+        }
+        let params = super::routing::bind_params(bind);
+        let params = info.params(&params);
+        let overrides = self.overrides(&info.overrides);
+        let routed = info
+            .entry
+            .route(&params, &overrides, &self.sharding)
+            .map_err(|e| e.to_string())?;
+        Ok(self.shards_of(&routed.route))
+    }
+
+    /// Run a held segment on every shard it touches and merge the replies,
+    /// ReadyForQuery included.
+    async fn run_segment(&mut self, segment: Segment) -> Result<(), End> {
+        let status = self.client_status(b'I');
+        // What the client sent before the segment's first multi-shard Bind
+        // went to the attached server: its replies come first, and its
+        // implicit transaction joins the segment's (a Flush, not a Sync).
+        let errors = self.segment_errors;
+        let adopted = match self.server.is_some() {
+            true => self.adopt_attached().await?,
+            false => None,
+        };
+        self.plan.drain_local(&mut self.to_client, status);
+        if self.segment_errors != errors {
+            // That part failed: the rest of the segment is skipped.
+            if let Some(part) = adopted {
+                self.end_parts(vec![part], true).await;
+            }
+            messages::ready_for_query(&mut self.to_client, status);
+            return self.flush_client().await;
+        }
+        let mut shards: Vec<usize> = segment
+            .items
+            .iter()
+            .flat_map(|item| match item {
+                Item::Send { shards, .. } => shards.clone(),
+                Item::Local(_) => Vec::new(),
+            })
+            .collect();
+        shards.extend(adopted.as_ref().map(|p| p.shard));
+        shards.sort_unstable();
+        shards.dedup();
+        let mut parts: Vec<Part> = adopted.into_iter().collect();
+        for shard in shards {
+            if parts.iter().any(|p| p.shard == shard) {
+                continue;
+            }
+            match self.checkout_server(shard).await? {
+                Ok(server) => parts.push(Part {
+                    shard,
+                    server,
+                    units: Default::default(),
+                    failed: false,
+                }),
+                Err(err) => {
+                    // Nothing of the segment ran: close what is held (an
+                    // adopted server's transaction rolls back).
+                    drop(parts);
+                    let (code, message) = super::pool_error_reply(&err);
+                    error_response(&mut self.to_client, Severity::Error, code, &message);
+                    messages::ready_for_query(&mut self.to_client, status);
+                    return self.flush_client().await;
+                }
+            }
+        }
+        parts.sort_by_key(|p| p.shard);
+        for part in &mut parts {
+            let request = build_request(part, &segment.items);
+            let write = part.server.conn.stream.write_all(&request);
+            if super::watch_client(&mut self.client, &mut self.cbuf, write)
+                .await?
+                .is_err()
+            {
+                part.failed = true;
+            }
+        }
+        let failed = self.merge_segment(&mut parts, &segment.items).await?;
+        if failed {
+            self.segment_errors += 1;
+        }
+        self.end_parts(parts, failed).await;
+        let status = self.client_status(b'I');
+        messages::ready_for_query(&mut self.to_client, status);
+        self.flush_client().await
+    }
+
+    /// Take the attached server into the segment: Flush what was sent to
+    /// it and relay the replies (errors among them count for the segment).
+    async fn adopt_attached(&mut self) -> Result<Option<Part>, End> {
+        if self.plan.unsynced_tail() {
+            messages::flush(&mut self.to_server);
+        }
+        self.flush().await?;
+        while self.plan.awaiting_server() {
+            let Some(server) = &mut self.server else {
+                break;
+            };
+            let read = server.conn.stream.read_buf(&mut server.conn.rbuf);
+            match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
+                Ok(0) | Err(_) => {
+                    self.server = None;
+                    return Err(End::Fatal(
+                        sqlstate::CONNECTION_FAILURE,
+                        "server closed the connection unexpectedly".into(),
+                    ));
+                }
+                Ok(_) => self.on_server_data().await?,
+            }
+        }
+        let Some(server) = self.server.take() else {
+            return Ok(None);
+        };
+        self.set_cancel_target(None).await;
+        Ok(Some(Part {
+            shard: self.shard,
+            server,
+            units: Default::default(),
+            failed: false,
+        }))
+    }
+
+    /// Relay the segment's replies item by item. Returns whether it failed.
+    async fn merge_segment(&mut self, parts: &mut [Part], items: &[Item]) -> Result<bool, End> {
+        let mut failed = parts.iter().any(|p| p.failed);
+        if failed {
+            error_response(
+                &mut self.to_client,
+                Severity::Error,
+                sqlstate::CONNECTION_FAILURE,
+                "a shard's server closed the connection during a cross-shard statement",
+            );
+            return Ok(true);
+        }
+        for (index, item) in items.iter().enumerate() {
+            let Item::Send { shards, .. } = item else {
+                if let Item::Local(bytes) = item {
+                    self.to_client.extend_from_slice(bytes);
+                }
+                continue;
+            };
+            let mut merger = Merger::default();
+            for (position, &shard) in shards.iter().enumerate() {
+                let Some(part) = parts.iter_mut().find(|p| p.shard == shard) else {
+                    continue;
+                };
+                failed |= !self.read_unit(part, index, position, &mut merger).await?;
+                if failed {
+                    break;
+                }
+            }
+            failed |= merger.finish(&mut self.to_client);
+            if self.to_client.len() >= super::CLIENT_FLUSH_AT {
+                self.flush_client().await?;
+            }
+            if failed {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Read `part`'s replies up to the end of its unit for item `index`
+    /// (swallowing those of Parses pgshard injected before it), feeding the
+    /// item's to `merger` as the item's `position`-th shard. Returns false
+    /// when the server reported an error (relayed, if it is the first).
+    async fn read_unit(
+        &mut self,
+        part: &mut Part,
+        index: usize,
+        position: usize,
+        merger: &mut Merger,
+    ) -> Result<bool, End> {
+        loop {
+            let Some(unit) = part.units.front() else {
+                return Ok(true);
+            };
+            if unit.item.is_some_and(|item| item > index) {
+                return Ok(true);
+            }
+            let (injected, terminals, parse_of) =
+                (unit.item.is_none(), unit.terminals, unit.parse_of);
+            let message = loop {
+                match fanout::next_message(&mut part.server.conn.rbuf) {
+                    Ok(Some(message)) => break message,
+                    Ok(None) => {}
+                    Err(fanout::BadLength) => {
+                        part.failed = true;
+                        return Ok(false);
+                    }
+                }
+                let conn = &mut part.server.conn;
+                let read = conn.stream.read_buf(&mut conn.rbuf);
+                match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
+                    Ok(0) | Err(_) => {
+                        part.failed = true;
+                        error_response(
+                            &mut self.to_client,
+                            Severity::Error,
+                            sqlstate::CONNECTION_FAILURE,
+                            "a shard's server closed the connection during a cross-shard statement",
+                        );
+                        return Ok(false);
+                    }
+                    Ok(_) => {}
+                }
+            };
+            let tag = message[0];
+            if tag == b'C' {
+                super::retire_on_ddl(&self.state, &message[5..]);
+            }
+            if tag == b'E' {
+                part.failed = true;
+                merger.on_message(0, &message, &mut self.to_client);
+                return Ok(false);
+            }
+            let done = terminals.contains(&tag);
+            if injected {
+                if let (true, Some(id)) = (done, parse_of) {
+                    part.server.conn.prepared.insert(id);
+                }
+            } else if !matches!(tag, b'N' | b'S' | b'A') || position == 0 {
+                merger.on_message(position, &message, &mut self.to_client);
+            }
+            if done {
+                part.units.pop_front();
+                if !injected {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Finish every part: with no failure, each commits at its Sync and
+    /// goes back to its pool; after one, a part that failed ends its
+    /// (rolled back) transaction at the Sync, and the others are closed,
+    /// which rolls theirs back.
+    async fn end_parts(&mut self, parts: Vec<Part>, failed: bool) {
+        for mut part in parts {
+            if failed && !part.failed {
+                continue; // dropped: Postgres rolls the transaction back
+            }
+            let mut sync = BytesMut::new();
+            messages::sync(&mut sync);
+            let done = async {
+                part.server.conn.stream.write_all(&sync).await.ok()?;
+                loop {
+                    match fanout::next_message(&mut part.server.conn.rbuf) {
+                        Ok(Some(message)) if message[0] == b'Z' => {
+                            part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
+                            return Some(());
+                        }
+                        Ok(Some(_)) => continue,
+                        Ok(None) => {}
+                        Err(_) => return None,
+                    }
+                    let conn = &mut part.server.conn;
+                    match conn.stream.read_buf(&mut conn.rbuf).await {
+                        Ok(0) | Err(_) => return None,
+                        Ok(_) => {}
+                    }
+                }
+            };
+            if done.await.is_some() {
+                part.server
+                    .pool()
+                    .stats
+                    .query_count
+                    .fetch_add(1, Ordering::Relaxed);
+                self.release(part.server, false).await;
+            }
+        }
+    }
+}
+
+/// The bytes of `part`'s share of the segment, ending with a Flush; fills
+/// `part.units` with the replies they are owed.
+fn build_request(part: &mut Part, items: &[Item]) -> BytesMut {
+    let mut out = BytesMut::new();
+    let mut parsed_unnamed: Option<u64> = None;
+    let mut parsed_named: Vec<u64> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        let Item::Send {
+            shards,
+            bytes,
+            terminals,
+            uses,
+        } = item
+        else {
+            continue;
+        };
+        if !shards.contains(&part.shard) {
+            continue;
+        }
+        match uses {
+            Some(Uses::Named(statement))
+                if !part.server.conn.prepared.contains(statement.id)
+                    && !parsed_named.contains(&statement.id) =>
+            {
+                out.extend_from_slice(&statement.parse);
+                parsed_named.push(statement.id);
+                part.units.push_back(Unit {
+                    item: None,
+                    terminals: plan::PARSE,
+                    parse_of: Some(statement.id),
+                });
+            }
+            Some(Uses::Unnamed(statement, generation)) if parsed_unnamed != Some(*generation) => {
+                messages::parse(&mut out, b"", &statement.query, &statement.param_types);
+                parsed_unnamed = Some(*generation);
+                part.units.push_back(Unit {
+                    item: None,
+                    terminals: plan::PARSE,
+                    parse_of: None,
+                });
+            }
+            _ => {}
+        }
+        out.extend_from_slice(bytes);
+        part.units.push_back(Unit {
+            item: Some(index),
+            terminals,
+            parse_of: None,
+        });
+    }
+    messages::flush(&mut out);
+    out
+}
+
+fn frame_bytes(frame: &Frame) -> Bytes {
+    let mut out = BytesMut::with_capacity(frame.body.len() + 5);
+    super::put_frame(&mut out, frame);
+    out.freeze()
+}
