@@ -3,39 +3,47 @@
 //! server connection, which the session holds for one transaction
 //! (transaction mode) or for its whole life (session mode); server replies
 //! are relayed in order, with pgshard's own replies interleaved by the plan.
+//!
+//! This file holds the session's state and its message loop (the simple
+//! protocol included); `extended.rs` the extended protocol, `attach.rs` the
+//! server connections it holds, `server_replies.rs` what comes back,
+//! `routing.rs` and `segment.rs` the sharded cluster's parts, `plan.rs` the
+//! pure response plan.
 
+mod attach;
+mod extended;
 pub mod login;
 pub mod params;
 pub mod plan;
 pub mod routing;
 pub mod segment;
+mod server_replies;
 pub mod statements;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use router::config::PoolerMode;
 use router::route::Overrides;
 use router::sharding::{ParserEngine, Sharding};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tracing::{debug, warn};
+use tracing::warn;
 
 use crate::pool::{PoolError, Pooled};
-use crate::protocol::backend::{error_code, error_response, sqlstate, Severity};
-use crate::protocol::frame::FrontendMessage;
+use crate::protocol::backend::{error_response, sqlstate, Severity};
 use crate::protocol::frame::{decode_frontend_frame, Frame};
 use crate::protocol::messages;
-use crate::server_conn::ServerError;
-use crate::state::{
-    CancelTarget, ClientInfo, ClusterPools, State, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING,
-};
+use crate::state::{ClientInfo, ClusterPools, State};
+use attach::cancel_target;
+pub(crate) use attach::watch_client;
 use params::{Kind, ParamChange, ParamSet};
 use plan::{Effect, Plan, Step};
 use routing::{Target, Txn};
 use segment::Segment;
-use statements::{ClientStatements, Statement};
+pub(crate) use server_replies::retire_on_ddl;
+use statements::ClientStatements;
 
 /// Flush replies to the client once this much is buffered.
 pub(crate) const CLIENT_FLUSH_AT: usize = 64 * 1024;
@@ -403,64 +411,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         Ok(())
     }
 
-    async fn on_parse(&mut self, frame: Frame) -> Result<(), End> {
-        let frame_bytes = frame.clone();
-        let (name, query, param_types) = match FrontendMessage::decode(frame) {
-            Ok(FrontendMessage::Parse {
-                name,
-                query,
-                param_types,
-            }) => (name, query, param_types),
-            Ok(_) => return Ok(()),
-            Err(e) => return Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
-        };
-        let statement = self.state.statements.get_or_insert(&query, &param_types);
-        if let Err(message) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
-            self.local_error(sqlstate::DUPLICATE_PREPARED_STATEMENT, &message, false);
-            return Ok(());
-        }
-        self.unsynced = true;
-        if name.is_empty() {
-            return self.on_unnamed_parse(&frame_bytes, &statement);
-        }
-        let Some(server) = &mut self.server else {
-            // No server attached (no transaction open): the Parse waits for
-            // the Bind or Describe that needs it. Checking a server out just
-            // to prepare would hold it across the client's think time, and
-            // clients that prepare synchronously while holding other
-            // connections' transactions open (pgbench -M prepared with -j)
-            // would deadlock on the pool. A bad statement's error arrives
-            // with the Bind instead, as with PgBouncer and PgDog.
-            self.plan
-                .push(Step::LocalParse(Effect::Named(statement.id, name)));
-            return Ok(());
-        };
-        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
-        if server.conn.prepared.contains(statement.id) {
-            self.plan
-                .push(Step::LocalParse(Effect::Named(statement.id, name)));
-        } else {
-            self.prepare_on_server(&statement, true, Some(name));
-        }
-        Ok(())
-    }
-
-    /// Parse of the unnamed statement: forwarded as it is to the attached
-    /// server, else answered here and parsed with the Bind or Describe that
-    /// needs it (on whichever server that is).
-    fn on_unnamed_parse(&mut self, frame: &Frame, statement: &Statement) -> Result<(), End> {
-        let Some(server) = &mut self.server else {
-            self.unnamed_on = None;
-            self.local_reply(messages::parse_complete);
-            return Ok(());
-        };
-        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
-        self.unnamed_on = Some(server.conn.id);
-        self.put_frame(frame);
-        self.plan.push(Step::forward(plan::PARSE));
-        Ok(())
-    }
-
     /// A reply pgshard makes itself, in its place among the server's.
     fn local_reply(&mut self, encode: fn(&mut BytesMut)) {
         let mut reply = BytesMut::new();
@@ -469,176 +419,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             bytes: reply.freeze(),
             ready: false,
         });
-    }
-
-    /// Send `statement`'s Parse to the attached server, closing its least
-    /// recently used statement first if the server holds too many. With
-    /// `forward` the reply is the client's; else it is swallowed. If the
-    /// Parse fails, `client_name` stops naming the statement.
-    fn prepare_on_server(
-        &mut self,
-        statement: &Statement,
-        forward: bool,
-        client_name: Option<Bytes>,
-    ) {
-        let Some(server) = &mut self.server else {
-            return;
-        };
-        let conn = &mut server.conn;
-        if conn.prepared.len() >= self.prepared_limit {
-            if let Some(oldest) = conn.prepared.oldest() {
-                conn.prepared.remove(oldest);
-                messages::close(
-                    &mut self.to_server,
-                    b'S',
-                    format!("__pgshard_{oldest}").as_bytes(),
-                );
-                self.plan
-                    .push(Step::injected(plan::CLOSE, Effect::Closed(oldest)));
-            }
-        }
-        self.to_server.extend_from_slice(&statement.parse);
-        conn.prepared.insert(statement.id);
-        let effect = Effect::Prepared(statement.id, client_name);
-        self.plan.push(if forward {
-            Step::forward_with(plan::PARSE, effect)
-        } else {
-            Step::injected(plan::PARSE, effect)
-        });
-    }
-
-    /// Bind and Describe: a statement name pgshard renamed is rewritten,
-    /// and prepared first if this server lacks it.
-    async fn on_bind_or_describe(&mut self, frame: Frame) -> Result<(), End> {
-        let terminals = if frame.tag == b'B' {
-            plan::BIND
-        } else {
-            plan::DESCRIBE
-        };
-        let body = &frame.body;
-        // Where the statement name starts: after the portal name (Bind) or
-        // the kind byte (Describe of a statement).
-        let name_start = match frame.tag {
-            b'B' => body.iter().position(|&b| b == 0).map(|p| p + 1),
-            _ if body.first() == Some(&b'S') => Some(1),
-            _ => None,
-        };
-        let Some(name_start) = name_start else {
-            return self
-                .forward_extended(&frame, Step::forward(terminals))
-                .await;
-        };
-        let Some(name_len) = body[name_start..].iter().position(|&b| b == 0) else {
-            return Err(End::Fatal(
-                sqlstate::PROTOCOL_VIOLATION,
-                format!("malformed \"{}\" message", char::from(frame.tag)),
-            ));
-        };
-        let Some(statement) = self
-            .statements
-            .get(&body[name_start..name_start + name_len])
-            .cloned()
-        else {
-            // Not prepared through pgshard (or never prepared): Postgres
-            // gives the client the error it would give anyway.
-            return self
-                .forward_extended(&frame, Step::forward(terminals))
-                .await;
-        };
-        let rest = &body[name_start + name_len..];
-        let unnamed = name_len == 0;
-        // The name the server knows the statement by.
-        let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
-        let target = if self.sharded() && frame.tag == b'B' {
-            let bind = match FrontendMessage::decode(frame.clone()) {
-                Ok(FrontendMessage::Bind(bind)) => bind,
-                Ok(_) => return Ok(()),
-                Err(e) => return Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
-            };
-            let target = self.route_bind(&statement, unnamed, &bind, |out| {
-                let at = messages::begin(out, b'B');
-                out.put_slice(&body[..name_start]);
-                out.put_slice(server_name);
-                out.put_slice(rest);
-                messages::finish(out, at);
-            });
-            match target {
-                Some(target) => target,
-                None => {
-                    self.unsynced = true;
-                    return Ok(());
-                }
-            }
-        } else if self.sharded() {
-            self.describe_target(&statement)
-        } else {
-            Target::Any
-        };
-        if !self.ensure_server_or_reply(target, false).await? {
-            return Ok(());
-        }
-        if let Some(server) = &mut self.server {
-            server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
-            if unnamed {
-                if self.unnamed_on != Some(server.conn.id) {
-                    self.unnamed_on = Some(server.conn.id);
-                    messages::parse(
-                        &mut self.to_server,
-                        b"",
-                        &statement.query,
-                        &statement.param_types,
-                    );
-                    self.plan.push(Step::injected(plan::PARSE, Effect::None));
-                }
-            } else if !server.conn.prepared.contains(statement.id) {
-                let name = Bytes::copy_from_slice(&body[name_start..name_start + name_len]);
-                self.prepare_on_server(&statement, false, Some(name));
-            }
-        }
-        let at = messages::begin(&mut self.to_server, frame.tag);
-        self.to_server.put_slice(&body[..name_start]);
-        self.to_server.put_slice(server_name);
-        self.to_server.put_slice(rest);
-        messages::finish(&mut self.to_server, at);
-        self.unsynced = true;
-        if frame.tag == b'B' {
-            if let Some(changes) = &statement.settings {
-                self.extended_settings.extend(changes.iter().cloned());
-            }
-        }
-        self.plan.push(if frame.tag == b'B' && !unnamed {
-            Step::forward_with(terminals, Effect::Bound(statement.id))
-        } else {
-            Step::forward(terminals)
-        });
-        Ok(())
-    }
-
-    async fn on_close(&mut self, frame: Frame) -> Result<(), End> {
-        match FrontendMessage::decode(frame.clone()) {
-            Ok(FrontendMessage::Close { kind: b'S', name }) => {
-                // Servers keep the statement for other clients; closing a
-                // name that does not exist is not an error in Postgres.
-                self.statements.remove(&name);
-                self.local_reply(messages::close_complete);
-                Ok(())
-            }
-            Ok(_) => {
-                self.forward_extended(&frame, Step::forward(plan::CLOSE))
-                    .await
-            }
-            Err(e) => Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
-        }
-    }
-
-    async fn forward_extended(&mut self, frame: &Frame, step: Step) -> Result<(), End> {
-        if !self.ensure_server_or_reply(Target::Any, false).await? {
-            return Ok(());
-        }
-        self.unsynced = true;
-        self.put_frame(frame);
-        self.plan.push(step);
-        Ok(())
     }
 
     /// An error pgshard raises itself. In the extended protocol the rest up
@@ -654,111 +434,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if !simple {
             self.skipping = true;
         }
-    }
-
-    /// Make sure a server is attached; if none can be had, reply with the
-    /// error and return `Ok(false)`.
-    async fn ensure_server_or_reply(&mut self, target: Target, simple: bool) -> Result<bool, End> {
-        if self.sharded() && !self.fit_server(target, simple).await? {
-            return Ok(false);
-        }
-        if self.server.is_none() {
-            let shard = match target {
-                Target::Shard(shard) | Target::Near(shard) => shard,
-                Target::Any if self.sharded() => self.any_shard(),
-                Target::Any => 0,
-            };
-            if let Err(err) = self.attach(shard).await? {
-                let (code, message) = pool_error_reply(&err);
-                self.local_error(code, &message, simple);
-                return Ok(false);
-            }
-        }
-        if matches!(target, Target::Shard(_)) {
-            self.open_deferred();
-        }
-        self.resync_settings();
-        Ok(true)
-    }
-
-    /// Session mode: after a RESET (or a SET to DEFAULT), the server holds
-    /// its own default where the client's startup value belongs (Postgres
-    /// resets to the startup packet's values, which this server connection
-    /// never saw): set them before the next statement, outside any
-    /// transaction.
-    fn resync_settings(&mut self) {
-        if !self.resync || self.plan.awaiting_server() {
-            return;
-        }
-        let Some(server) = &mut self.server else {
-            return;
-        };
-        if server.conn.status != b'I' {
-            return;
-        }
-        self.resync = false;
-        if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
-            server.conn.applied = self.params.clone();
-            self.unnamed_on = None;
-            messages::query(&mut self.to_server, &sql);
-            self.plan.push(Step::injected_query());
-        }
-    }
-
-    /// Check a server of `shard` out and attach it to this session.
-    async fn attach(&mut self, shard: usize) -> Result<Result<(), PoolError>, End> {
-        let server = match self.checkout_server(shard).await? {
-            Ok(server) => server,
-            Err(err) => return Ok(Err(err)),
-        };
-        self.set_cancel_target(Some(cancel_target(&server))).await;
-        State::set_client_state(&self.info, CLIENT_ACTIVE);
-        self.checked_out_at = Instant::now();
-        self.server = Some(server);
-        self.shard = shard;
-        Ok(Ok(()))
-    }
-
-    /// Check a server of `shard` out of its pool and bring its settings in
-    /// line. Waiting (for PAUSE to end, for a free connection) ends early,
-    /// with `Err`, if the client leaves meanwhile.
-    async fn checkout_server(&mut self, shard: usize) -> Result<Result<Pooled, PoolError>, End> {
-        if *self.state.paused.borrow() {
-            let mut paused = self.state.paused.subscribe();
-            let resumed = paused.wait_for(|p| !*p);
-            let _ = watch_client(&mut self.client, &mut self.cbuf, resumed).await?;
-        }
-        let generation = self.state.generation.load(Ordering::Acquire);
-        if generation != self.generation {
-            if let Some(pools) = self.state.pools(&self.info.database, &self.info.user) {
-                self.pools = pools;
-            }
-            (self.sharding, self.engine) = sharding_of(&self.state, &self.info.database);
-            self.generation = generation;
-        }
-        let Some(pool) = self.pools.get(shard).cloned() else {
-            return Ok(Err(PoolError::Closed));
-        };
-        State::set_client_state(&self.info, CLIENT_WAITING);
-        let result = watch_client(&mut self.client, &mut self.cbuf, pool.checkout()).await;
-        State::set_client_state(&self.info, CLIENT_IDLE);
-        let mut server = match result? {
-            Ok(server) => server,
-            Err(err) => return Ok(Err(err)),
-        };
-        if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
-            match server.conn.run(&sql).await {
-                Ok(Ok(())) => server.conn.applied = self.params.clone(),
-                Ok(Err(message)) => {
-                    // The client's settings were valid when it set them; a
-                    // server that refuses them now is not one to use.
-                    warn!(%message, "server refused the client's settings");
-                    return Ok(Err(PoolError::Server(ServerError::Refused(message))));
-                }
-                Err(err) => return Ok(Err(PoolError::Server(err))),
-            }
-        }
-        Ok(Ok(server))
     }
 
     fn put_frame(&mut self, frame: &Frame) {
@@ -807,307 +482,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.to_client.clear();
         result.map_err(|_| End::ClientGone)
     }
-
-    /// Handle every whole message the server has sent.
-    async fn on_server_data(&mut self) -> Result<(), End> {
-        loop {
-            let Some(server) = &mut self.server else {
-                return Ok(());
-            };
-            let (conn, pool) = server.parts();
-            if conn.rbuf.len() < 5 {
-                break;
-            }
-            let tag = conn.rbuf[0];
-            let len = u32::from_be_bytes([conn.rbuf[1], conn.rbuf[2], conn.rbuf[3], conn.rbuf[4]])
-                as usize;
-            if len < 4 {
-                self.server = None;
-                return Err(End::Fatal(
-                    sqlstate::PROTOCOL_VIOLATION,
-                    "invalid message from server".into(),
-                ));
-            }
-            if conn.rbuf.len() < 1 + len {
-                conn.rbuf.reserve(1 + len - conn.rbuf.len());
-                break;
-            }
-            self.plan.drain_local(
-                &mut self.to_client,
-                routing::client_status(&self.txn, conn.status),
-            );
-            let message = conn.rbuf.split_to(1 + len);
-
-            let body = &message[5..];
-            match tag {
-                b'Z' => {
-                    conn.status = body.first().copied().unwrap_or(b'I');
-                    if conn.status == b'I' && self.txn == Txn::None && self.overrides_in_txn {
-                        self.overrides = Overrides::default();
-                        self.overrides_in_txn = false;
-                    }
-                }
-                b'S' => conn.note_parameter(body),
-                b'C' => {
-                    retire_on_ddl(&self.state, body);
-                    if body.starts_with(b"COMMIT\0") {
-                        for change in self.pending.drain(..) {
-                            self.params.apply(&change, &self.defaults);
-                            conn.applied.apply_on_server(&change);
-                            self.resync |= self.mode == PoolerMode::Session;
-                        }
-                    } else if body.starts_with(b"ROLLBACK\0") {
-                        self.pending.clear();
-                    }
-                }
-                b'E' if self.plan.at_sync() => self.failed = true,
-                b'G' => {
-                    self.copy_in = true;
-                    if !self.plan.at_sync() {
-                        self.plan.copy_in_started();
-                    }
-                }
-                _ => {}
-            }
-            let verdict = self.plan.on_server_message(tag);
-            if tag == b'E' && verdict.forward && matches!(self.txn, Txn::Deferred(_)) {
-                // A statement of the transaction failed (it ran outside it,
-                // before it opened): the transaction is aborted, as it
-                // would be on Postgres.
-                self.txn = Txn::Failed;
-            }
-            if let Some(Effect::Bound(id)) = verdict.failed.first() {
-                if error_code(body).is_some_and(stale_statement) {
-                    self.state.statements.retire(*id);
-                }
-            }
-            for effect in verdict.failed {
-                match effect {
-                    Effect::Prepared(id, name) => {
-                        conn.prepared.remove(id);
-                        if let Some(name) = name {
-                            self.statements.remove_if_id(&name, id);
-                        }
-                    }
-                    Effect::Named(id, name) => self.statements.remove_if_id(&name, id),
-                    Effect::Closed(id) => conn.prepared.insert(id),
-                    _ => {}
-                }
-            }
-            if tag == b'E' && verdict.forward {
-                self.extended_settings.clear();
-            }
-            if tag == b'Z' {
-                let status = conn.status;
-                let extended = std::mem::take(&mut self.extended_settings);
-                if !self.failed {
-                    let changes = match &verdict.completed {
-                        Effect::Settings(changes) => changes.clone(),
-                        _ => Vec::new(),
-                    };
-                    for change in changes.into_iter().chain(extended) {
-                        if status == b'I' {
-                            self.params.apply(&change, &self.defaults);
-                            conn.applied.apply_on_server(&change);
-                            self.resync |= self.mode == PoolerMode::Session;
-                        } else {
-                            self.pending.push(change);
-                        }
-                    }
-                }
-                if !self.failed {
-                    match verdict.completed {
-                        Effect::DiscardAll => {
-                            conn.prepared.clear();
-                            conn.applied = ParamSet::default();
-                            conn.dirty = false;
-                            self.statements.clear();
-                            self.params = self.defaults.clone();
-                            self.pending.clear();
-                        }
-                        Effect::DeallocateAll => conn.prepared.clear(),
-                        _ => {}
-                    }
-                }
-                self.failed = false;
-                if status == b'I' {
-                    pool.stats.xact_count.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            if verdict.forward {
-                if tag == b'Z' && self.txn != Txn::None {
-                    // pgshard holds a transaction the server does not know of.
-                    let status = routing::client_status(&self.txn, conn.status);
-                    messages::ready_for_query(&mut self.to_client, status);
-                } else {
-                    self.to_client.extend_from_slice(&message);
-                }
-                if tag == b'E' && self.plan.pending_syncs() <= 1 {
-                    // An error of the latest segment (what the client sent
-                    // after its last Sync, or since its last Query), not of
-                    // an earlier one still being answered.
-                    self.segment_errors += 1;
-                }
-                count(&pool.stats.bytes_sent, message.len());
-            }
-            if self.to_client.len() >= CLIENT_FLUSH_AT {
-                self.flush_client().await?;
-            }
-        }
-        let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
-        self.flush_client().await
-    }
-
-    /// In transaction mode, give the server back once the transaction is
-    /// over and nothing is in flight.
-    async fn maybe_release(&mut self) -> Result<(), End> {
-        if self.mode != PoolerMode::Transaction {
-            return Ok(());
-        }
-        let Some(server) = &self.server else {
-            return Ok(());
-        };
-        if self.plan.awaiting_server()
-            || self.unsynced
-            || self.copy_in
-            || server.conn.status != b'I'
-            || !self.to_server.is_empty()
-        {
-            return Ok(());
-        }
-        if let Some(server) = self.server.take() {
-            self.release(server, false).await;
-        }
-        Ok(())
-    }
-
-    /// Hand a server back clean, or close it. `reset` runs DISCARD ALL
-    /// (session mode's end); a dirty server gets it regardless.
-    async fn release(&mut self, mut server: Pooled, reset: bool) {
-        if self.unnamed_on == Some(server.conn.id) {
-            self.unnamed_on = None;
-        }
-        self.set_cancel_target(None).await;
-        State::set_client_state(&self.info, CLIENT_IDLE);
-        let pool = Arc::clone(server.pool());
-        count(
-            &pool.stats.xact_time_us,
-            self.checked_out_at.elapsed().as_micros() as usize,
-        );
-        let cleanup = async {
-            if server.conn.status != b'I' {
-                server.conn.run("ROLLBACK").await.ok()?.ok()?;
-            }
-            if reset || server.conn.dirty {
-                server.conn.run("DISCARD ALL").await.ok()?.ok()?;
-                server.conn.prepared.clear();
-                server.conn.applied = ParamSet::default();
-                server.conn.dirty = false;
-            }
-            Some(())
-        };
-        match tokio::time::timeout(CLEANUP_TIMEOUT, cleanup).await {
-            Ok(Some(())) => pool.checkin(server),
-            _ => debug!("server connection closed instead of reset"),
-        }
-    }
-
-    /// The client is gone: leave its server rolled back (and reset in
-    /// session mode) before anyone else gets it.
-    async fn finish(&mut self) {
-        let Some(server) = self.server.take() else {
-            return;
-        };
-        if self.plan.awaiting_server() || self.unsynced || self.copy_in {
-            // A query is still running: closing the connection makes
-            // Postgres abort it and roll back; nothing else is as sure. A
-            // cancel first stops a statement that would not notice the
-            // closed socket until it next writes (pg_sleep, a long scan).
-            if self.plan.awaiting_server() {
-                let target = cancel_target(&server);
-                tokio::spawn(async move { crate::cancel::send(&target).await });
-            }
-            self.set_cancel_target(None).await;
-            return;
-        }
-        let reset = self.mode == PoolerMode::Session;
-        self.release(server, reset).await;
-    }
-
-    async fn set_cancel_target(&self, target: Option<CancelTarget>) {
-        *self.info.cancel.lock().await = target;
-    }
-
-    /// `query_timeout` passed: cancel the running query; the server answers
-    /// with its "canceling statement" error.
-    async fn cancel_running_query(&mut self) {
-        if let Some(server) = &self.server {
-            warn!(timeout = ?server.pool().settings.query_timeout, "query_timeout: cancelling");
-            let target = cancel_target(server);
-            tokio::spawn(async move { crate::cancel::send(&target).await });
-        }
-    }
 }
 
-/// Most client bytes buffered while a session waits on something else
-/// (a pool, PAUSE, a fan-out); past it the client is not read until the
-/// wait ends (pipelining clients wait, as with a full socket buffer).
-const WATCH_BUFFER_LIMIT: usize = 1024 * 1024;
-
-/// Wait for `wait` while watching the client: what it sends meanwhile is
-/// kept in `cbuf` for later; if it leaves, the wait is abandoned with
-/// [`End::ClientGone`] (dropping `wait` gives back whatever it held).
-pub(crate) async fn watch_client<S: AsyncRead + Unpin, T>(
-    client: &mut S,
-    cbuf: &mut BytesMut,
-    wait: impl std::future::Future<Output = T>,
-) -> Result<T, End> {
-    tokio::pin!(wait);
-    loop {
-        if cbuf.len() >= WATCH_BUFFER_LIMIT {
-            return Ok(wait.await);
-        }
-        tokio::select! {
-            biased;
-            out = &mut wait => return Ok(out),
-            read = client.read_buf(cbuf) => match read {
-                Ok(0) | Err(_) => return Err(End::ClientGone),
-                Ok(_) => {}
-            },
-        }
-    }
-}
-
-/// A command tag that says the schema changed (CREATE, ALTER, DROP...):
-/// shared statements analysed before it may be stale, so they are retired.
-pub(crate) fn retire_on_ddl(state: &State, tag: &[u8]) {
-    const DDL: [&[u8]; 4] = [b"CREATE ", b"ALTER ", b"DROP ", b"COMMENT"];
-    if DDL.iter().any(|word| tag.starts_with(word)) {
-        state.statements.retire_all();
-    }
-}
-
-/// A Bind error that says the server's copy of a statement no longer fits
-/// the schema: "cached plan must not change result type" (0A000) or an
-/// error of the statement's re-analysis (class 42: a column's type
-/// changed, a table is gone).
-fn stale_statement(code: &[u8]) -> bool {
-    code == b"0A000" || code.starts_with(b"42")
-}
-
-/// How long cleaning a server up may take before it is closed instead.
-const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
-
-fn cancel_target(server: &Pooled) -> CancelTarget {
-    CancelTarget {
-        addr: server.conn.addr,
-        process_id: server.conn.process_id,
-        secret_key: server.conn.secret_key.clone(),
-    }
-}
-
-fn count(counter: &std::sync::atomic::AtomicU64, n: usize) {
+pub(super) fn count(counter: &std::sync::atomic::AtomicU64, n: usize) {
     counter.fetch_add(n as u64, Ordering::Relaxed);
 }
 

@@ -142,13 +142,17 @@ impl Segment {
     }
 }
 
+/// Why a portal on several shards cannot be read before the Sync.
+const IN_PARTS: &str = "a statement that goes to several shards cannot be fetched in parts (an Execute with a row limit, or a Flush before Sync, as cursors do): its shards' rows are merged at Sync; fetch it whole, or give it the sharding key";
+
 /// Why a held message cannot join the segment.
 const MIXED: &str =
     "this message cannot join a pipeline holding a statement that goes to several shards";
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
-    /// A client message while a segment is held. `Ok(true)` when the
-    /// segment took it.
+    /// A client message while a segment is held: added to it, or the
+    /// segment is refused (dropped, with the client's error) when the
+    /// message cannot join it; Sync runs it.
     pub(super) async fn on_segment_frame(&mut self, frame: Frame) -> Result<(), End> {
         let Some(mut segment) = self.batch.take() else {
             return Ok(());
@@ -159,7 +163,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.unsynced = false;
                 return self.run_segment(segment).await;
             }
-            b'H' => Some("a statement that goes to several shards cannot be fetched in parts (an Execute with a row limit, or a Flush before Sync, as cursors do): its shards' rows are merged at Sync; fetch it whole, or give it the sharding key".to_owned()),
+            b'H' => Some(IN_PARTS.to_owned()),
             b'P' => self.segment_parse(&mut segment, frame).err(),
             b'B' => self.segment_bind(&mut segment, frame).err(),
             b'D' | b'E' | b'C' => self.segment_portal_message(&mut segment, frame).err(),
@@ -249,7 +253,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             FrontendMessage::Execute { portal, max_rows } => {
                 let shards = segment.portals.get(&portal).cloned().unwrap_or(vec![first]);
                 if max_rows != 0 && shards.len() > 1 {
-                    return Err("a statement that goes to several shards cannot be fetched in parts (an Execute with a row limit): its shards' rows are merged at Sync; fetch it whole, or give it the sharding key".into());
+                    return Err(IN_PARTS.into());
                 }
                 (shards, plan::EXECUTE, None, frame_bytes(&frame))
             }
@@ -352,6 +356,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// ReadyForQuery included.
     async fn run_segment(&mut self, segment: Segment) -> Result<(), End> {
         let status = self.client_status(b'I');
+        // SETs bound before the segment run on the attached server, in its
+        // transaction: the client's if the segment commits.
+        let settings = std::mem::take(&mut self.extended_settings);
         // What the client sent before the segment's first multi-shard Bind
         // went to the attached server: its replies come first, and its
         // implicit transaction joins the segment's (a Flush, not a Sync).
@@ -419,6 +426,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             self.segment_errors += 1;
         }
         self.end_parts(parts, failed).await;
+        if !failed {
+            for change in settings {
+                self.params.apply(&change, &self.defaults);
+            }
+        }
         let status = self.client_status(b'I');
         messages::ready_for_query(&mut self.to_client, status);
         self.flush_client().await

@@ -1,0 +1,266 @@
+//! A session's server connections: checking one out for the shard a
+//! statement needs (waiting out PAUSE and the pool while watching the
+//! client), keeping its settings in line with the client's, and giving it
+//! back clean (or closed) when the transaction ends or the client leaves.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use router::config::PoolerMode;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tracing::{debug, warn};
+
+use super::params::ParamSet;
+use super::plan::Step;
+use super::routing::Target;
+use super::{count, pool_error_reply, sharding_of, End, Session};
+use crate::pool::{PoolError, Pooled};
+use crate::protocol::messages;
+use crate::server_conn::ServerError;
+use crate::state::{CancelTarget, State, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// Make sure a server is attached; if none can be had, reply with the
+    /// error and return `Ok(false)`.
+    pub(super) async fn ensure_server_or_reply(
+        &mut self,
+        target: Target,
+        simple: bool,
+    ) -> Result<bool, End> {
+        if self.sharded() && !self.fit_server(target, simple).await? {
+            return Ok(false);
+        }
+        if self.server.is_none() {
+            let shard = match target {
+                Target::Shard(shard) | Target::Near(shard) => shard,
+                Target::Any if self.sharded() => self.any_shard(),
+                Target::Any => 0,
+            };
+            if let Err(err) = self.attach(shard).await? {
+                let (code, message) = pool_error_reply(&err);
+                self.local_error(code, &message, simple);
+                return Ok(false);
+            }
+        }
+        if matches!(target, Target::Shard(_)) {
+            self.open_deferred();
+        }
+        self.resync_settings();
+        Ok(true)
+    }
+
+    /// Session mode: after a RESET (or a SET to DEFAULT), the server holds
+    /// its own default where the client's startup value belongs (Postgres
+    /// resets to the startup packet's values, which this server connection
+    /// never saw): set them before the next statement, outside any
+    /// transaction.
+    pub(super) fn resync_settings(&mut self) {
+        if !self.resync || self.plan.awaiting_server() {
+            return;
+        }
+        let Some(server) = &mut self.server else {
+            return;
+        };
+        if server.conn.status != b'I' {
+            return;
+        }
+        self.resync = false;
+        if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
+            server.conn.applied = self.params.clone();
+            self.unnamed_on = None;
+            messages::query(&mut self.to_server, &sql);
+            self.plan.push(Step::injected_query());
+        }
+    }
+
+    /// Check a server of `shard` out and attach it to this session.
+    pub(super) async fn attach(&mut self, shard: usize) -> Result<Result<(), PoolError>, End> {
+        let server = match self.checkout_server(shard).await? {
+            Ok(server) => server,
+            Err(err) => return Ok(Err(err)),
+        };
+        self.set_cancel_target(Some(cancel_target(&server))).await;
+        State::set_client_state(&self.info, CLIENT_ACTIVE);
+        self.checked_out_at = Instant::now();
+        self.server = Some(server);
+        self.shard = shard;
+        Ok(Ok(()))
+    }
+
+    /// Check a server of `shard` out of its pool and bring its settings in
+    /// line. Waiting (for PAUSE to end, for a free connection) ends early,
+    /// with `Err`, if the client leaves meanwhile.
+    pub(super) async fn checkout_server(
+        &mut self,
+        shard: usize,
+    ) -> Result<Result<Pooled, PoolError>, End> {
+        if *self.state.paused.borrow() {
+            let mut paused = self.state.paused.subscribe();
+            let resumed = paused.wait_for(|p| !*p);
+            let _ = watch_client(&mut self.client, &mut self.cbuf, resumed).await?;
+        }
+        let generation = self.state.generation.load(Ordering::Acquire);
+        if generation != self.generation {
+            if let Some(pools) = self.state.pools(&self.info.database, &self.info.user) {
+                self.pools = pools;
+            }
+            (self.sharding, self.engine) = sharding_of(&self.state, &self.info.database);
+            self.generation = generation;
+        }
+        let Some(pool) = self.pools.get(shard).cloned() else {
+            return Ok(Err(PoolError::Closed));
+        };
+        State::set_client_state(&self.info, CLIENT_WAITING);
+        let result = watch_client(&mut self.client, &mut self.cbuf, pool.checkout()).await;
+        State::set_client_state(&self.info, CLIENT_IDLE);
+        let mut server = match result? {
+            Ok(server) => server,
+            Err(err) => return Ok(Err(err)),
+        };
+        if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
+            match server.conn.run(&sql).await {
+                Ok(Ok(())) => server.conn.applied = self.params.clone(),
+                Ok(Err(message)) => {
+                    // The client's settings were valid when it set them; a
+                    // server that refuses them now is not one to use.
+                    warn!(%message, "server refused the client's settings");
+                    return Ok(Err(PoolError::Server(ServerError::Refused(message))));
+                }
+                Err(err) => return Ok(Err(PoolError::Server(err))),
+            }
+        }
+        Ok(Ok(server))
+    }
+
+    pub(super) async fn set_cancel_target(&self, target: Option<CancelTarget>) {
+        *self.info.cancel.lock().await = target;
+    }
+
+    /// `query_timeout` passed: cancel the running query; the server answers
+    /// with its "canceling statement" error.
+    pub(super) async fn cancel_running_query(&mut self) {
+        if let Some(server) = &self.server {
+            warn!(timeout = ?server.pool().settings.query_timeout, "query_timeout: cancelling");
+            let target = cancel_target(server);
+            tokio::spawn(async move { crate::cancel::send(&target).await });
+        }
+    }
+
+    /// In transaction mode, give the server back once the transaction is
+    /// over and nothing is in flight.
+    pub(super) async fn maybe_release(&mut self) -> Result<(), End> {
+        if self.mode != PoolerMode::Transaction {
+            return Ok(());
+        }
+        let Some(server) = &self.server else {
+            return Ok(());
+        };
+        if self.plan.awaiting_server()
+            || self.unsynced
+            || self.copy_in
+            || server.conn.status != b'I'
+            || !self.to_server.is_empty()
+        {
+            return Ok(());
+        }
+        if let Some(server) = self.server.take() {
+            self.release(server, false).await;
+        }
+        Ok(())
+    }
+
+    /// Hand a server back clean, or close it. `reset` runs DISCARD ALL
+    /// (session mode's end); a dirty server gets it regardless.
+    pub(super) async fn release(&mut self, mut server: Pooled, reset: bool) {
+        if self.unnamed_on == Some(server.conn.id) {
+            self.unnamed_on = None;
+        }
+        self.set_cancel_target(None).await;
+        State::set_client_state(&self.info, CLIENT_IDLE);
+        let pool = Arc::clone(server.pool());
+        count(
+            &pool.stats.xact_time_us,
+            self.checked_out_at.elapsed().as_micros() as usize,
+        );
+        let cleanup = async {
+            if server.conn.status != b'I' {
+                server.conn.run("ROLLBACK").await.ok()?.ok()?;
+            }
+            if reset || server.conn.dirty {
+                server.conn.run("DISCARD ALL").await.ok()?.ok()?;
+                server.conn.prepared.clear();
+                server.conn.applied = ParamSet::default();
+                server.conn.dirty = false;
+            }
+            Some(())
+        };
+        match tokio::time::timeout(CLEANUP_TIMEOUT, cleanup).await {
+            Ok(Some(())) => pool.checkin(server),
+            _ => debug!("server connection closed instead of reset"),
+        }
+    }
+
+    /// The client is gone: leave its server rolled back (and reset in
+    /// session mode) before anyone else gets it.
+    pub(super) async fn finish(&mut self) {
+        let Some(server) = self.server.take() else {
+            return;
+        };
+        if self.plan.awaiting_server() || self.unsynced || self.copy_in {
+            // A query is still running: closing the connection makes
+            // Postgres abort it and roll back; nothing else is as sure. A
+            // cancel first stops a statement that would not notice the
+            // closed socket until it next writes (pg_sleep, a long scan).
+            if self.plan.awaiting_server() {
+                let target = cancel_target(&server);
+                tokio::spawn(async move { crate::cancel::send(&target).await });
+            }
+            self.set_cancel_target(None).await;
+            return;
+        }
+        let reset = self.mode == PoolerMode::Session;
+        self.release(server, reset).await;
+    }
+}
+
+/// Most client bytes buffered while a session waits on something else
+/// (a pool, PAUSE, a fan-out); past it the client is not read until the
+/// wait ends (pipelining clients wait, as with a full socket buffer).
+const WATCH_BUFFER_LIMIT: usize = 1024 * 1024;
+
+/// Wait for `wait` while watching the client: what it sends meanwhile is
+/// kept in `cbuf` for later; if it leaves, the wait is abandoned with
+/// [`End::ClientGone`] (dropping `wait` gives back whatever it held).
+pub(crate) async fn watch_client<S: AsyncRead + Unpin, T>(
+    client: &mut S,
+    cbuf: &mut BytesMut,
+    wait: impl std::future::Future<Output = T>,
+) -> Result<T, End> {
+    tokio::pin!(wait);
+    loop {
+        if cbuf.len() >= WATCH_BUFFER_LIMIT {
+            return Ok(wait.await);
+        }
+        tokio::select! {
+            biased;
+            out = &mut wait => return Ok(out),
+            read = client.read_buf(cbuf) => match read {
+                Ok(0) | Err(_) => return Err(End::ClientGone),
+                Ok(_) => {}
+            },
+        }
+    }
+}
+
+/// How long cleaning a server up may take before it is closed instead.
+const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(super) fn cancel_target(server: &Pooled) -> CancelTarget {
+    CancelTarget {
+        addr: server.conn.addr,
+        process_id: server.conn.process_id,
+        secret_key: server.conn.secret_key.clone(),
+    }
+}

@@ -1,0 +1,252 @@
+//! The extended protocol under pooling: Parse, Bind, Describe and Close
+//! with statement names rewritten to pgshard's shared statements (the
+//! unnamed one parsed afresh where it runs), statements prepared on a
+//! server that lacks them, and Binds routed on sharded clusters.
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes};
+use router::config::PoolerMode;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::plan::{self, Effect, Step};
+use super::routing::Target;
+use super::statements::Statement;
+use super::{End, Session};
+use crate::protocol::backend::sqlstate;
+use crate::protocol::frame::{Frame, FrontendMessage};
+use crate::protocol::messages;
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    pub(super) async fn on_parse(&mut self, frame: Frame) -> Result<(), End> {
+        let frame_bytes = frame.clone();
+        let (name, query, param_types) = match FrontendMessage::decode(frame) {
+            Ok(FrontendMessage::Parse {
+                name,
+                query,
+                param_types,
+            }) => (name, query, param_types),
+            Ok(_) => return Ok(()),
+            Err(e) => return Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
+        };
+        let statement = self.state.statements.get_or_insert(&query, &param_types);
+        if let Err(message) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
+            self.local_error(sqlstate::DUPLICATE_PREPARED_STATEMENT, &message, false);
+            return Ok(());
+        }
+        self.unsynced = true;
+        if name.is_empty() {
+            return self.on_unnamed_parse(&frame_bytes, &statement);
+        }
+        let Some(server) = &mut self.server else {
+            // No server attached (no transaction open): the Parse waits for
+            // the Bind or Describe that needs it. Checking a server out just
+            // to prepare would hold it across the client's think time, and
+            // clients that prepare synchronously while holding other
+            // connections' transactions open (pgbench -M prepared with -j)
+            // would deadlock on the pool. A bad statement's error arrives
+            // with the Bind instead, as with PgBouncer and PgDog.
+            self.plan
+                .push(Step::LocalParse(Effect::Named(statement.id, name)));
+            return Ok(());
+        };
+        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
+        if server.conn.prepared.contains(statement.id) {
+            self.plan
+                .push(Step::LocalParse(Effect::Named(statement.id, name)));
+        } else {
+            self.prepare_on_server(&statement, true, Some(name));
+        }
+        Ok(())
+    }
+
+    /// Parse of the unnamed statement: forwarded as it is to the attached
+    /// server, else answered here and parsed with the Bind or Describe that
+    /// needs it (on whichever server that is).
+    pub(super) fn on_unnamed_parse(
+        &mut self,
+        frame: &Frame,
+        statement: &Statement,
+    ) -> Result<(), End> {
+        let Some(server) = &mut self.server else {
+            self.unnamed_on = None;
+            self.local_reply(messages::parse_complete);
+            return Ok(());
+        };
+        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
+        self.unnamed_on = Some(server.conn.id);
+        self.put_frame(frame);
+        self.plan.push(Step::forward(plan::PARSE));
+        Ok(())
+    }
+
+    /// Send `statement`'s Parse to the attached server, closing its least
+    /// recently used statement first if the server holds too many. With
+    /// `forward` the reply is the client's; else it is swallowed. If the
+    /// Parse fails, `client_name` stops naming the statement.
+    pub(super) fn prepare_on_server(
+        &mut self,
+        statement: &Statement,
+        forward: bool,
+        client_name: Option<Bytes>,
+    ) {
+        let Some(server) = &mut self.server else {
+            return;
+        };
+        let conn = &mut server.conn;
+        if conn.prepared.len() >= self.prepared_limit {
+            if let Some(oldest) = conn.prepared.oldest() {
+                conn.prepared.remove(oldest);
+                messages::close(
+                    &mut self.to_server,
+                    b'S',
+                    format!("__pgshard_{oldest}").as_bytes(),
+                );
+                self.plan
+                    .push(Step::injected(plan::CLOSE, Effect::Closed(oldest)));
+            }
+        }
+        self.to_server.extend_from_slice(&statement.parse);
+        conn.prepared.insert(statement.id);
+        let effect = Effect::Prepared(statement.id, client_name);
+        self.plan.push(if forward {
+            Step::forward_with(plan::PARSE, effect)
+        } else {
+            Step::injected(plan::PARSE, effect)
+        });
+    }
+
+    /// Bind and Describe: a statement name pgshard renamed is rewritten,
+    /// and prepared first if this server lacks it.
+    pub(super) async fn on_bind_or_describe(&mut self, frame: Frame) -> Result<(), End> {
+        let terminals = if frame.tag == b'B' {
+            plan::BIND
+        } else {
+            plan::DESCRIBE
+        };
+        let body = &frame.body;
+        // Where the statement name starts: after the portal name (Bind) or
+        // the kind byte (Describe of a statement).
+        let name_start = match frame.tag {
+            b'B' => body.iter().position(|&b| b == 0).map(|p| p + 1),
+            _ if body.first() == Some(&b'S') => Some(1),
+            _ => None,
+        };
+        let Some(name_start) = name_start else {
+            return self
+                .forward_extended(&frame, Step::forward(terminals))
+                .await;
+        };
+        let Some(name_len) = body[name_start..].iter().position(|&b| b == 0) else {
+            return Err(End::Fatal(
+                sqlstate::PROTOCOL_VIOLATION,
+                format!("malformed \"{}\" message", char::from(frame.tag)),
+            ));
+        };
+        let Some(statement) = self
+            .statements
+            .get(&body[name_start..name_start + name_len])
+            .cloned()
+        else {
+            // Not prepared through pgshard (or never prepared): Postgres
+            // gives the client the error it would give anyway.
+            return self
+                .forward_extended(&frame, Step::forward(terminals))
+                .await;
+        };
+        let rest = &body[name_start + name_len..];
+        let unnamed = name_len == 0;
+        // The name the server knows the statement by.
+        let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
+        let target = if self.sharded() && frame.tag == b'B' {
+            let bind = match FrontendMessage::decode(frame.clone()) {
+                Ok(FrontendMessage::Bind(bind)) => bind,
+                Ok(_) => return Ok(()),
+                Err(e) => return Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
+            };
+            let target = self.route_bind(&statement, unnamed, &bind, |out| {
+                let at = messages::begin(out, b'B');
+                out.put_slice(&body[..name_start]);
+                out.put_slice(server_name);
+                out.put_slice(rest);
+                messages::finish(out, at);
+            });
+            match target {
+                Some(target) => target,
+                None => {
+                    self.unsynced = true;
+                    return Ok(());
+                }
+            }
+        } else if self.sharded() {
+            self.describe_target(&statement)
+        } else {
+            Target::Any
+        };
+        if !self.ensure_server_or_reply(target, false).await? {
+            return Ok(());
+        }
+        if let Some(server) = &mut self.server {
+            server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
+            if unnamed {
+                if self.unnamed_on != Some(server.conn.id) {
+                    self.unnamed_on = Some(server.conn.id);
+                    messages::parse(
+                        &mut self.to_server,
+                        b"",
+                        &statement.query,
+                        &statement.param_types,
+                    );
+                    self.plan.push(Step::injected(plan::PARSE, Effect::None));
+                }
+            } else if !server.conn.prepared.contains(statement.id) {
+                let name = Bytes::copy_from_slice(&body[name_start..name_start + name_len]);
+                self.prepare_on_server(&statement, false, Some(name));
+            }
+        }
+        let at = messages::begin(&mut self.to_server, frame.tag);
+        self.to_server.put_slice(&body[..name_start]);
+        self.to_server.put_slice(server_name);
+        self.to_server.put_slice(rest);
+        messages::finish(&mut self.to_server, at);
+        self.unsynced = true;
+        if frame.tag == b'B' {
+            if let Some(changes) = &statement.settings {
+                self.extended_settings.extend(changes.iter().cloned());
+            }
+        }
+        self.plan.push(if frame.tag == b'B' && !unnamed {
+            Step::forward_with(terminals, Effect::Bound(statement.id))
+        } else {
+            Step::forward(terminals)
+        });
+        Ok(())
+    }
+
+    pub(super) async fn on_close(&mut self, frame: Frame) -> Result<(), End> {
+        match FrontendMessage::decode(frame.clone()) {
+            Ok(FrontendMessage::Close { kind: b'S', name }) => {
+                // Servers keep the statement for other clients; closing a
+                // name that does not exist is not an error in Postgres.
+                self.statements.remove(&name);
+                self.local_reply(messages::close_complete);
+                Ok(())
+            }
+            Ok(_) => {
+                self.forward_extended(&frame, Step::forward(plan::CLOSE))
+                    .await
+            }
+            Err(e) => Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
+        }
+    }
+
+    pub(super) async fn forward_extended(&mut self, frame: &Frame, step: Step) -> Result<(), End> {
+        if !self.ensure_server_or_reply(Target::Any, false).await? {
+            return Ok(());
+        }
+        self.unsynced = true;
+        self.put_frame(frame);
+        self.plan.push(step);
+        Ok(())
+    }
+}
