@@ -14,6 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::wire::{self, errors, tags, Read, Wire};
 use common::{code, column, rows, Cluster, USERS};
+use integration::TestProxy;
 use tokio::io::AsyncWriteExt;
 
 /// Users: `app` (SCRAM) and `raw`, trusted, so raw sockets need no
@@ -392,4 +393,90 @@ async fn named_statements_follow_deallocate_and_refuse_duplicates() {
     assert_eq!(&replies[1].1[6..], b"2");
     // The connection is in a normal state afterwards.
     assert_raw_query(&mut raw, "SELECT 8", "8").await;
+}
+
+/// A server speaking just enough of the protocol: trust login, then every
+/// query answered with one row, except a query containing `hostile`, which
+/// gets `reply` (a message with an impossible length). No real Postgres
+/// sends such bytes: this is pgshard's defence against a broken stream.
+async fn fake_server(listener: tokio::net::TcpListener, reply: &'static [u8]) {
+    use tokio::io::AsyncReadExt;
+    loop {
+        let Ok((mut socket, _)) = listener.accept().await else {
+            return;
+        };
+        tokio::spawn(async move {
+            let mut buf = bytes::BytesMut::new();
+            // The startup packet: length, then the rest.
+            while buf.len() < 4
+                || buf.len() < u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize
+            {
+                if socket.read_buf(&mut buf).await.unwrap_or(0) == 0 {
+                    return;
+                }
+            }
+            let _ = buf.split_to(u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize);
+            let mut hello = wire::message(b'R', &[0, 0, 0, 0]);
+            hello.extend(wire::message(b'S', b"server_version\x0015.0\x00"));
+            hello.extend(wire::message(b'K', &[0, 0, 0, 1, 0, 0, 0, 2]));
+            hello.extend(wire::message(b'Z', b"I"));
+            let _ = socket.write_all(&hello).await;
+            loop {
+                while buf.len() >= 5 {
+                    let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
+                    if buf.len() < 1 + len {
+                        break;
+                    }
+                    let message = buf.split_to(1 + len);
+                    match message[0] {
+                        b'Q' if message.windows(7).any(|w| w == b"hostile") => {
+                            let _ = socket.write_all(reply).await;
+                        }
+                        b'Q' => {
+                            let mut out = wire::message(b'T', b"\x00\x01x\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x19\xff\xff\xff\xff\xff\xff\x00\x00");
+                            out.extend(wire::message(b'D', b"\x00\x01\x00\x00\x00\x01y"));
+                            out.extend(wire::message(b'C', b"SELECT 1\x00"));
+                            out.extend(wire::message(b'Z', b"I"));
+                            let _ = socket.write_all(&out).await;
+                        }
+                        b'X' => return,
+                        _ => {}
+                    }
+                }
+                if socket.read_buf(&mut buf).await.unwrap_or(0) == 0 {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// A server message whose length is impossible for its kind (a 2 GiB
+/// DataRow, a 100 kB ReadyForQuery) ends that session with a clean error,
+/// reserving nothing like that much, and everyone else goes on.
+#[tokio::test]
+async fn a_hostile_server_length_is_a_clean_error() {
+    common::watch_proxy_panics();
+    for reply in [&b"D\x7f\xff\xff\xf0"[..], b"Z\x00\x01\x86\xa0I"] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(fake_server(listener, reply));
+        let config = format!(
+            "[general]\nshutdown_timeout = 1000\n{}\
+             [[databases]]\nname = \"prod\"\nhost = \"127.0.0.1\"\nport = {port}\ndatabase_name = \"fake\"\n",
+            common::ADMIN
+        );
+        let users = "[[users]]\nname = \"raw\"\ndatabase = \"prod\"\nauth_type = \"trust\"\n\
+                     server_user = \"fake\"\n";
+        let proxy = TestProxy::start(&config, users).unwrap();
+        let mut victim = Wire::login(proxy.port(), "raw", "prod").await;
+        let mut other = Wire::login(proxy.port(), "raw", "prod").await;
+        victim.send(&wire::query("SELECT 'hostile'")).await;
+        let replies = victim.until_closed(Duration::from_secs(5)).await;
+        assert_eq!(errors(&replies), vec!["08P01"], "{replies:?}");
+        other.send(&wire::query("SELECT 1")).await;
+        assert_eq!(tags(&other.until_ready().await), "TDCZ");
+        server.abort();
+    }
+    assert_eq!(common::proxy_panics(), 0);
 }

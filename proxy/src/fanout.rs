@@ -12,7 +12,7 @@
 //! (ORDER BY, aggregates, LIMIT across shards) is a later stage: rows arrive
 //! in shard order.
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 
 use crate::protocol::messages;
 
@@ -97,31 +97,10 @@ impl Merger {
     }
 }
 
-/// A server message whose length field is impossible (below 4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("invalid message length from server")]
-pub struct BadLength;
-
-/// Split the next whole server message off `rbuf`; `None` when it is not
-/// complete yet.
-pub fn next_message(rbuf: &mut BytesMut) -> Result<Option<Bytes>, BadLength> {
-    if rbuf.len() < 5 {
-        return Ok(None);
-    }
-    let len = u32::from_be_bytes([rbuf[1], rbuf[2], rbuf[3], rbuf[4]]) as usize;
-    if len < 4 {
-        return Err(BadLength);
-    }
-    if rbuf.len() < 1 + len {
-        rbuf.reserve(1 + len - rbuf.len());
-        return Ok(None);
-    }
-    Ok(Some(rbuf.split_to(1 + len).freeze()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::frame::split_backend_message;
 
     fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
         let mut out = vec![tag];
@@ -133,7 +112,7 @@ mod tests {
     fn tags(out: &[u8]) -> Vec<(u8, Vec<u8>)> {
         let mut buf = BytesMut::from(out);
         let mut seen = Vec::new();
-        while let Ok(Some(m)) = next_message(&mut buf) {
+        while let Ok(Some(m)) = split_backend_message(&mut buf) {
             seen.push((m[0], m[5..].to_vec()));
         }
         seen
@@ -209,13 +188,5 @@ mod tests {
         merger.finish(&mut out);
         let seen: Vec<u8> = tags(&out).into_iter().map(|(t, _)| t).collect();
         assert_eq!(seen, b"HddcC".to_vec());
-    }
-
-    #[test]
-    fn bad_lengths_are_refused() {
-        let mut buf = BytesMut::from(&b"D\0\0\0\x02"[..]);
-        assert!(next_message(&mut buf).is_err());
-        let mut buf = BytesMut::from(&b"D\0\0\0\x09ab"[..]);
-        assert_eq!(next_message(&mut buf), Ok(None));
     }
 }

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::auth::{md5, scram};
-use crate::protocol::frame::{decode_backend_frame, Frame, LARGE_MESSAGE_LIMIT};
+use crate::protocol::frame::{decode_backend_frame, Frame};
 use crate::protocol::messages;
 use crate::protocol::startup::Startup;
 use crate::session::params::ParamSet;
@@ -279,7 +279,7 @@ impl ServerConn {
     /// Read one whole message from the server.
     pub async fn read_frame(&mut self) -> Result<Frame, ServerError> {
         loop {
-            match decode_backend_frame(&mut self.rbuf, LARGE_MESSAGE_LIMIT) {
+            match decode_backend_frame(&mut self.rbuf) {
                 Ok(Some(frame)) => return Ok(frame),
                 Ok(None) => {}
                 Err(e) => return Err(ServerError::Protocol(e.to_string())),

@@ -55,15 +55,67 @@ pub fn decode_frontend_frame(
     take_frame(buf, limit)
 }
 
-/// Decode one server message (any tag) from the front of `buf`, its length
-/// capped at `max` (servers send large DataRows; the cap only stops a broken
-/// stream from growing the buffer without bound).
-pub fn decode_backend_frame(buf: &mut BytesMut, max: usize) -> Result<Option<Frame>, FrameError> {
-    take_frame(buf, max)
+/// The most a server may send in one message of type `tag`. Messages that
+/// carry data (DataRow, CopyData, RowDescription, errors, notices,
+/// notifications, function results: libpq's `VALID_LONG_MESSAGE_TYPE`) up to
+/// what Postgres can allocate (`MaxAllocSize`); ParameterDescription up to
+/// 65,535 parameter types; any other message up to 30,000 bytes, the size
+/// past which libpq declares a stream of short messages lost
+/// (`pqParseInput3`).
+pub fn backend_limit(tag: u8) -> usize {
+    match tag {
+        b'd' | b'D' | b'E' | b'V' | b'N' | b'A' | b'T' => LARGE_MESSAGE_LIMIT,
+        b't' => 2 + 4 * usize::from(u16::MAX),
+        _ => SHORT_BACKEND_LIMIT,
+    }
+}
+
+/// libpq's bound on a message that is not one of the long kinds.
+const SHORT_BACKEND_LIMIT: usize = 30_000;
+
+/// Decode one server message from the front of `buf`, its length capped by
+/// [`backend_limit`].
+pub fn decode_backend_frame(buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+    let Some(mut message) = split_backend_message(buf)? else {
+        return Ok(None);
+    };
+    let tag = message[0];
+    message.advance(5);
+    Ok(Some(Frame { tag, body: message }))
+}
+
+/// Split one whole server message (tag and length included, to be relayed
+/// untouched) off the front of `buf`: the one framing of server messages.
+/// The length is checked against [`backend_limit`] as soon as the header is
+/// in.
+pub fn split_backend_message(buf: &mut BytesMut) -> Result<Option<Bytes>, FrameError> {
+    let Some(&tag) = buf.first() else {
+        return Ok(None);
+    };
+    Ok(split_message(buf, backend_limit(tag))?.map(BytesMut::freeze))
 }
 
 /// Split one frame whose body may be at most `limit` bytes off `buf`.
 fn take_frame(buf: &mut BytesMut, limit: usize) -> Result<Option<Frame>, FrameError> {
+    let Some(mut frame) = split_message(buf, limit)? else {
+        return Ok(None);
+    };
+    let tag = frame[0];
+    frame.advance(5);
+    Ok(Some(Frame {
+        tag,
+        body: frame.freeze(),
+    }))
+}
+
+/// How much more room a buffer makes at once for a message still arriving:
+/// a length field claiming a large message reserves memory only as its
+/// bytes come.
+const RESERVE_AHEAD: usize = 256 * 1024;
+
+/// Split one whole message whose body may be at most `limit` bytes off
+/// `buf` (header included); `None` until it is all there.
+fn split_message(buf: &mut BytesMut, limit: usize) -> Result<Option<BytesMut>, FrameError> {
     if buf.len() < 5 {
         return Ok(None);
     }
@@ -73,15 +125,10 @@ fn take_frame(buf: &mut BytesMut, limit: usize) -> Result<Option<Frame>, FrameEr
         return Err(FrameError::BadLength { tag, length });
     }
     if buf.len() < 1 + length {
-        buf.reserve(1 + length - buf.len());
+        buf.reserve((1 + length - buf.len()).min(RESERVE_AHEAD));
         return Ok(None);
     }
-    let mut frame = buf.split_to(1 + length);
-    frame.advance(5);
-    Ok(Some(Frame {
-        tag,
-        body: frame.freeze(),
-    }))
+    Ok(Some(buf.split_to(1 + length)))
 }
 
 /// A client message after startup, with views into the frame's body.
@@ -477,13 +524,32 @@ mod tests {
     }
 
     #[test]
-    fn backend_frames_are_capped_too() {
-        let mut buf = BytesMut::from(&b"D\x00\x00\x00\x0a\x00\x01\x00\x00\x00\x00"[..]);
+    fn backend_messages_are_capped_by_kind() {
+        let mut buf = BytesMut::from(&b"D\x00\x00\x00\x0a\x00\x01\x00\x00\x00\x00Z\x00"[..]);
+        let whole = split_backend_message(&mut buf).unwrap().unwrap();
+        assert_eq!(&whole[..], b"D\x00\x00\x00\x0a\x00\x01\x00\x00\x00\x00");
+        assert_eq!(split_backend_message(&mut buf), Ok(None));
+        buf.extend_from_slice(b"\x00\x00\x05I");
+        assert_eq!(decode_backend_frame(&mut buf).unwrap().unwrap().tag, b'Z');
+        // A DataRow may be large (its bytes are not reserved in advance); a
+        // ReadyForQuery or a ParameterStatus may not; nothing is over 1 GiB.
+        let mut buf = BytesMut::from(&b"D\x3f\xff\xff\xff"[..]);
+        assert_eq!(split_backend_message(&mut buf), Ok(None));
+        assert!(buf.capacity() < 1 << 20, "reserved {}", buf.capacity());
+        for hostile in [
+            &b"D\xff\xff\xff\xff"[..],
+            b"Z\x00\x01\x00\x00",
+            b"S\x00\x00\x80\x00",
+            b"1\x00\x00\x00\x03",
+        ] {
+            let mut buf = BytesMut::from(hostile);
+            assert!(split_backend_message(&mut buf).is_err(), "{hostile:?}");
+        }
+        let mut buf = BytesMut::from(&b"t\x00\x04\x00\x02"[..]);
         assert_eq!(
-            decode_backend_frame(&mut buf, 100).unwrap().unwrap().tag,
-            b'D'
+            split_backend_message(&mut buf),
+            Ok(None),
+            "65,535 types fit"
         );
-        let mut buf = BytesMut::from(&b"D\x7f\xff\xff\xff"[..]);
-        assert!(decode_backend_frame(&mut buf, 100).is_err());
     }
 }

@@ -27,9 +27,10 @@ use super::params;
 use super::plan::Step;
 use super::statements::Statement;
 use super::{End, Session};
-use crate::fanout::{self, Merger};
+use crate::fanout::Merger;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
+use crate::protocol::frame::split_backend_message;
 use crate::protocol::frame::Bind;
 use crate::protocol::messages;
 
@@ -590,7 +591,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             'reply: loop {
                 loop {
-                    match fanout::next_message(&mut server.conn.rbuf) {
+                    match split_backend_message(&mut server.conn.rbuf) {
                         Ok(Some(message)) => {
                             match message[0] {
                                 b'Z' => {
@@ -603,7 +604,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                             merger.on_message(index, &message, &mut self.to_client);
                         }
                         Ok(None) => break,
-                        Err(fanout::BadLength) => {
+                        Err(_) => {
                             broken[index] = true;
                             break 'reply;
                         }

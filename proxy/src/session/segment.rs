@@ -30,9 +30,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::plan;
 use super::statements::Statement;
 use super::{End, Session};
-use crate::fanout::{self, Merger};
+use crate::fanout::Merger;
 use crate::pool::Pooled;
 use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::frame::split_backend_message;
 use crate::protocol::frame::{Frame, FrontendMessage};
 use crate::protocol::messages;
 
@@ -532,10 +533,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let (injected, terminals, parse_of) =
                 (unit.item.is_none(), unit.terminals, unit.parse_of);
             let message = loop {
-                match fanout::next_message(&mut part.server.conn.rbuf) {
+                match split_backend_message(&mut part.server.conn.rbuf) {
                     Ok(Some(message)) => break message,
                     Ok(None) => {}
-                    Err(fanout::BadLength) => {
+                    Err(_) => {
                         part.failed = true;
                         return Ok(false);
                     }
@@ -596,7 +597,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let done = async {
                 part.server.conn.stream.write_all(&sync).await.ok()?;
                 loop {
-                    match fanout::next_message(&mut part.server.conn.rbuf) {
+                    match split_backend_message(&mut part.server.conn.rbuf) {
                         Ok(Some(message)) if message[0] == b'Z' => {
                             part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
                             return Some(());

@@ -9,12 +9,14 @@ use std::sync::atomic::Ordering;
 use router::config::PoolerMode;
 use router::route::Overrides;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::warn;
 
 use super::params::ParamSet;
 use super::plan::Effect;
 use super::routing::{self, Txn};
 use super::{count, End, Session, CLIENT_FLUSH_AT};
 use crate::protocol::backend::{error_code, sqlstate};
+use crate::protocol::frame::split_backend_message;
 use crate::protocol::messages;
 use crate::state::State;
 
@@ -26,28 +28,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return Ok(());
             };
             let (conn, pool) = server.parts();
-            if conn.rbuf.len() < 5 {
-                break;
-            }
-            let tag = conn.rbuf[0];
-            let len = u32::from_be_bytes([conn.rbuf[1], conn.rbuf[2], conn.rbuf[3], conn.rbuf[4]])
-                as usize;
-            if len < 4 {
-                self.server = None;
-                return Err(End::Fatal(
-                    sqlstate::PROTOCOL_VIOLATION,
-                    "invalid message from server".into(),
-                ));
-            }
-            if conn.rbuf.len() < 1 + len {
-                conn.rbuf.reserve(1 + len - conn.rbuf.len());
-                break;
-            }
+            let message = match split_backend_message(&mut conn.rbuf) {
+                Ok(Some(message)) => message,
+                Ok(None) => break,
+                Err(err) => {
+                    warn!(%err, "server sent an invalid message");
+                    self.server = None;
+                    return Err(End::Fatal(
+                        sqlstate::PROTOCOL_VIOLATION,
+                        "the server sent an invalid message; the connection is closed".into(),
+                    ));
+                }
+            };
+            let tag = message[0];
             self.plan.drain_local(
                 &mut self.to_client,
                 routing::client_status(&self.txn, conn.status),
             );
-            let message = conn.rbuf.split_to(1 + len);
 
             let body = &message[5..];
             match tag {
