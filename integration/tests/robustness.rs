@@ -480,3 +480,35 @@ async fn a_hostile_server_length_is_a_clean_error() {
     }
     assert_eq!(common::proxy_panics(), 0);
 }
+
+/// A shard that cannot be reached is reported with a SQLSTATE and which
+/// database and shard, never with the server's address (that goes to the
+/// log).
+#[tokio::test]
+async fn an_unreachable_server_is_reported_without_its_address() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let config = format!(
+        "[general]\nshutdown_timeout = 1000\nconnect_timeout = 1000\n{}\
+         [[databases]]\nname = \"prod\"\nhost = \"127.0.0.1\"\nport = {port}\ndatabase_name = \"gone\"\n",
+        common::ADMIN
+    );
+    let users = "[[users]]\nname = \"raw\"\ndatabase = \"prod\"\nauth_type = \"trust\"\nserver_user = \"x\"\n";
+    let proxy = TestProxy::start(&config, users).unwrap();
+    let mut raw = Wire::connect(proxy.port()).await;
+    raw.send(&wire::startup(0, &[("user", "raw"), ("database", "prod")]))
+        .await;
+    let replies = raw.until_closed(Duration::from_secs(5)).await;
+    let error = replies
+        .iter()
+        .find(|(tag, _)| *tag == b'E')
+        .map(|(_, body)| String::from_utf8_lossy(body).into_owned())
+        .unwrap_or_else(|| panic!("no error: {replies:?}"));
+    assert_eq!(errors(&replies), vec!["08006"], "{error}");
+    assert!(error.contains("shard 0"), "{error}");
+    assert!(
+        !error.contains("127.0.0.1") && !error.contains(&port.to_string()),
+        "{error}"
+    );
+}

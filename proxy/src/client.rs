@@ -11,9 +11,10 @@ use bytes::BytesMut;
 use router::config::{AuthType, PoolerMode};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::admin;
+use crate::errors::ClientError;
 use crate::pool::{Pool, Pooled};
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
@@ -249,12 +250,8 @@ async fn login_on_server(
     let mut server = match pool.checkout().await {
         Ok(server) => server,
         Err(err) => {
-            warn!(%err, cluster = %pool.cluster, "no server for a new client");
-            let message = format!(
-                "cannot reach a server for database \"{}\": {err}",
-                pool.cluster
-            );
-            return Err((sqlstate::CONNECTION_FAILURE, message));
+            let error = ClientError::from_pool(&err, &pool.cluster, pool.shard);
+            return Err((error.code, error.message));
         }
     };
     if let Some(sql) = defaults.sync_sql(&server.conn.applied) {
@@ -268,8 +265,8 @@ async fn login_on_server(
                 return Err((sqlstate::INVALID_PARAMETER_VALUE, message));
             }
             Err(err) => {
-                let message = format!("server connection failed during login: {err}");
-                return Err((sqlstate::CONNECTION_FAILURE, message));
+                let error = ClientError::from_pool(&err.into(), &pool.cluster, pool.shard);
+                return Err((error.code, error.message));
             }
         }
     }

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod cancel;
 pub mod client;
 pub mod config_files;
+pub mod errors;
 pub mod fanout;
 pub mod pool;
 pub mod protocol;

@@ -31,7 +31,8 @@ use router::sharding::{ParserEngine, Sharding};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tracing::warn;
 
-use crate::pool::{PoolError, Pooled};
+use crate::errors::ClientError;
+use crate::pool::Pooled;
 use crate::protocol::backend::{error_response, sqlstate, Severity};
 use crate::protocol::frame::{decode_frontend_frame, Frame};
 use crate::protocol::messages;
@@ -424,9 +425,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// An error pgshard raises itself. In the extended protocol the rest up
     /// to Sync is skipped, as Postgres does; a simple query gets its
     /// ReadyForQuery right away.
-    fn local_error(&mut self, code: &str, message: &str, simple: bool) {
+    fn local_error(&mut self, error: ClientError, simple: bool) {
         let mut reply = BytesMut::new();
-        error_response(&mut reply, Severity::Error, code, message);
+        error.encode(&mut reply);
         self.plan.push(Step::Local {
             bytes: reply.freeze(),
             ready: simple,
@@ -492,16 +493,6 @@ fn put_frame(out: &mut BytesMut, frame: &Frame) {
     out.put_u8(frame.tag);
     out.put_u32(frame.body.len() as u32 + 4);
     out.put_slice(&frame.body);
-}
-
-/// The SQLSTATE and message a client gets when no server can be had.
-pub(crate) fn pool_error_reply(err: &PoolError) -> (&'static str, String) {
-    let code = match err {
-        PoolError::Timeout(_) => sqlstate::TOO_MANY_CONNECTIONS,
-        PoolError::Closed => sqlstate::ADMIN_SHUTDOWN,
-        PoolError::Server(_) => sqlstate::CONNECTION_FAILURE,
-    };
-    (code, err.to_string())
 }
 
 /// A cluster's sharding model and the configured parser engine.

@@ -15,7 +15,8 @@ use tracing::{debug, warn};
 use super::params::ParamSet;
 use super::plan::Step;
 use super::routing::Target;
-use super::{count, pool_error_reply, sharding_of, End, Session};
+use super::{count, sharding_of, End, Session};
+use crate::errors::ClientError;
 use crate::pool::{PoolError, Pooled};
 use crate::protocol::messages;
 use crate::server_conn::ServerError;
@@ -39,8 +40,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Target::Any => 0,
             };
             if let Err(err) = self.attach(shard).await? {
-                let (code, message) = pool_error_reply(&err);
-                self.local_error(code, &message, simple);
+                let error = ClientError::from_pool(&err, &self.info.database, shard);
+                self.local_error(error, simple);
                 return Ok(false);
             }
         }

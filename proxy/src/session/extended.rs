@@ -13,6 +13,7 @@ use super::plan::{self, Effect, Step};
 use super::routing::Target;
 use super::statements::Statement;
 use super::{End, Session};
+use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::{Frame, FrontendMessage};
 use crate::protocol::messages;
@@ -31,7 +32,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         let statement = self.state.statements.get_or_insert(&query, &param_types);
         if let Err(message) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
-            self.local_error(sqlstate::DUPLICATE_PREPARED_STATEMENT, &message, false);
+            self.local_error(
+                ClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, message),
+                false,
+            );
             return Ok(());
         }
         self.unsynced = true;

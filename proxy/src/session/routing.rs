@@ -27,6 +27,7 @@ use super::params;
 use super::plan::Step;
 use super::statements::Statement;
 use super::{End, Session};
+use crate::errors::ClientError;
 use crate::fanout::Merger;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
@@ -115,7 +116,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return Ok(Plan::Done);
             }
             Some(Err(message)) => {
-                self.local_error(sqlstate::INVALID_PARAMETER_VALUE, &message, true);
+                self.local_error(
+                    ClientError::new(sqlstate::INVALID_PARAMETER_VALUE, message),
+                    true,
+                );
                 return Ok(Plan::Done);
             }
             None => {}
@@ -125,7 +129,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let routed = lookup.entry.route(&params, &overrides, &self.sharding);
         match routed {
             Err(err) => {
-                self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, &err.to_string(), true);
+                self.refuse(
+                    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string()),
+                    true,
+                );
                 Ok(Plan::Done)
             }
             Ok(routed) => match self.shards_of(&routed.route) {
@@ -136,15 +143,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Some(shards) if shards.len() == 1 => Ok(Plan::Send(Target::Shard(shards[0]))),
                 Some(shards) => {
                     if summary.statements.len() > 1 {
-                        self.refuse(
-                            sqlstate::FEATURE_NOT_SUPPORTED,
-                            "a query string whose statements go to several shards must be sent one statement at a time",
-                            true,
-                        );
+                        self.refuse(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time"), true);
                         return Ok(Plan::Done);
                     }
                     if self.in_txn() {
-                        self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN, true);
+                        self.refuse(
+                            ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN),
+                            true,
+                        );
                         return Ok(Plan::Done);
                     }
                     let query = {
@@ -190,8 +196,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// The error for a statement inside a transaction pgshard refused.
     fn aborted(&mut self, simple: bool) {
         self.local_error(
-            sqlstate::IN_FAILED_TRANSACTION,
-            "current transaction is aborted, commands ignored until end of transaction block",
+            ClientError::new(
+                sqlstate::IN_FAILED_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ),
             simple,
         );
     }
@@ -249,7 +257,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Refuse a statement; inside a transaction, the transaction is over: it
     /// is rolled back on its server and the client sees it aborted.
-    pub(super) fn refuse(&mut self, code: &str, message: &str, simple: bool) {
+    pub(super) fn refuse(&mut self, error: ClientError, simple: bool) {
         let open_on_server = self.server.as_ref().is_some_and(|s| s.conn.status != b'I');
         if open_on_server {
             self.unnamed_on = None;
@@ -259,7 +267,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if open_on_server || self.txn != Txn::None {
             self.txn = Txn::Failed;
         }
-        self.local_error(code, message, simple);
+        self.local_error(error, simple);
     }
 
     /// The transaction status the client should see now.
@@ -297,7 +305,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return None;
             }
             Some(Err(message)) => {
-                self.local_error(sqlstate::INVALID_PARAMETER_VALUE, &message, false);
+                self.local_error(
+                    ClientError::new(sqlstate::INVALID_PARAMETER_VALUE, message),
+                    false,
+                );
                 return None;
             }
             None => {}
@@ -311,7 +322,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let overrides = self.overrides(&info.overrides);
         match info.entry.route(&params, &overrides, &self.sharding) {
             Err(err) => {
-                self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, &err.to_string(), false);
+                self.refuse(
+                    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string()),
+                    false,
+                );
                 None
             }
             Ok(routed) => match self.shards_of(&routed.route) {
@@ -322,7 +336,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Some(shards) if shards.len() == 1 => Some(Target::Shard(shards[0])),
                 Some(shards) => {
                     if self.in_txn() {
-                        self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN, false);
+                        self.refuse(
+                            ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN),
+                            false,
+                        );
                         return None;
                     }
                     let mut bytes = BytesMut::new();
@@ -460,7 +477,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Ok(true);
         }
         if server.conn.status != b'I' || self.copy_in {
-            self.refuse(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN, simple);
+            self.refuse(
+                ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN),
+                simple,
+            );
             return Ok(false);
         }
         self.detach().await?;
@@ -553,22 +573,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             match self.checkout_server(shard).await? {
                 Ok(server) => servers.push(server),
                 Err(err) => {
-                    failure = Some(err);
+                    failure = Some((shard, err));
                     break;
                 }
             }
         }
-        if let Some(err) = failure {
+        if let Some((failed_shard, err)) = failure {
             for server in servers {
                 self.release(server, false).await;
             }
-            let (code, message) = super::pool_error_reply(&err);
-            crate::protocol::backend::error_response(
-                &mut self.to_client,
-                crate::protocol::backend::Severity::Error,
-                code,
-                &message,
-            );
+            ClientError::from_pool(&err, &self.info.database, failed_shard)
+                .encode(&mut self.to_client);
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         }

@@ -30,6 +30,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::plan;
 use super::statements::Statement;
 use super::{End, Session};
+use crate::errors::ClientError;
 use crate::fanout::Merger;
 use crate::pool::Pooled;
 use crate::protocol::backend::{error_response, sqlstate, Severity};
@@ -172,7 +173,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         match refusal {
             None => self.batch = Some(segment),
-            Some(message) => self.local_error(sqlstate::FEATURE_NOT_SUPPORTED, &message, false),
+            Some(message) => self.local_error(
+                ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message),
+                false,
+            ),
         }
         Ok(())
     }
@@ -404,8 +408,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     // Nothing of the segment ran: close what is held (an
                     // adopted server's transaction rolls back).
                     drop(parts);
-                    let (code, message) = super::pool_error_reply(&err);
-                    error_response(&mut self.to_client, Severity::Error, code, &message);
+                    ClientError::from_pool(&err, &self.info.database, shard)
+                        .encode(&mut self.to_client);
                     messages::ready_for_query(&mut self.to_client, status);
                     return self.flush_client().await;
                 }
