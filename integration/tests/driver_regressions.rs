@@ -891,3 +891,71 @@ async fn pipelines_with_cross_shard_statements() {
     let replies = exchange(&mut raw, &[wire::query("SELECT 5")]).await;
     assert_eq!(first_column(&replies), vec!["5"]);
 }
+
+/// A keyless read's shards are read concurrently: the rows of a fast shard
+/// reach the client while a slow one is still working.
+#[tokio::test]
+async fn a_slow_shard_does_not_hold_back_the_others() {
+    let cluster = sharded(2, "");
+    let mut raw = login(&cluster).await;
+    let started = std::time::Instant::now();
+    raw.send(&wire::query(
+        "SELECT shard FROM whoami, LATERAL (SELECT pg_sleep(CASE WHEN shard = 0 THEN 3 ELSE 0 END)) s",
+    ))
+    .await;
+    let mut first_row = None;
+    let mut rows = Vec::new();
+    loop {
+        let (tag, body) = raw.recv().await;
+        if tag == b'D' {
+            first_row.get_or_insert(started.elapsed());
+            rows.push(first_column(&[(tag, body)]).remove(0));
+        }
+        if tag == b'Z' {
+            break;
+        }
+    }
+    assert_eq!(rows, vec!["1", "0"], "the fast shard's row first");
+    let first_row = first_row.unwrap();
+    assert!(
+        first_row < Duration::from_millis(2500),
+        "first row after {first_row:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(3));
+}
+
+/// A CancelRequest and `query_timeout` stop a statement on every shard.
+#[tokio::test]
+async fn cancel_and_query_timeout_stop_a_fan_out() {
+    let cluster = sharded(2, "");
+    let client = cluster.connect().await;
+    let token = client.cancel_token();
+    let started = std::time::Instant::now();
+    let cancel = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        token.cancel_query(tokio_postgres::NoTls).await.unwrap();
+    });
+    let err = client
+        .simple_query("SELECT pg_sleep(20) FROM whoami")
+        .await
+        .unwrap_err();
+    cancel.await.unwrap();
+    assert_eq!(code(&err), Some("57014"), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        common::column(&client, "SELECT 3 AS x", "x").await,
+        vec!["3"]
+    );
+
+    let cluster = sharded(2, "query_timeout = 500");
+    let client = cluster.connect().await;
+    let started = std::time::Instant::now();
+    let err = client
+        .simple_query("SELECT pg_sleep(20) FROM whoami")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), Some("57014"), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let admin = cluster.admin().await;
+    wait_for_idle_pools(&admin).await;
+}

@@ -308,7 +308,7 @@ fn show_servers(state: &State, out: &mut BytesMut) {
         let Ok(target) = client.cancel.try_lock() else {
             continue;
         };
-        if let Some(target) = &*target {
+        for target in target.iter() {
             rows.row(&[
                 "S".into(),
                 client.user.clone(),

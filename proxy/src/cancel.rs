@@ -28,10 +28,14 @@ pub async fn handle(state: &State, process_id: u32, secret: &[u8]) {
     }
     // Held while the request is delivered: the session cannot hand its
     // server to another client in the meantime.
-    let target = client.cancel.lock().await;
-    match &*target {
-        Some(target) => send(target).await,
-        None => debug!(process_id, "cancel for an idle client"),
+    let targets = client.cancel.lock().await;
+    if targets.is_empty() {
+        debug!(process_id, "cancel for an idle client");
+    }
+    // Every server running the client's statement (several in a fan-out).
+    let sends: Vec<_> = targets.iter().map(send).collect();
+    for sent in sends {
+        sent.await;
     }
 }
 

@@ -305,6 +305,6 @@ fn client_info(
         addr: peer,
         connected_at: SystemTime::now(),
         state: AtomicU8::new(CLIENT_IDLE),
-        cancel: tokio::sync::Mutex::new(None),
+        cancel: tokio::sync::Mutex::new(Vec::new()),
     }
 }

@@ -12,6 +12,7 @@
 
 mod attach;
 mod extended;
+mod fan_out;
 pub mod login;
 pub mod params;
 pub mod plan;

@@ -45,7 +45,7 @@ pub struct ClientInfo {
     /// mutex: a cancel holds it while it delivers the request, and the
     /// session takes it before handing the server back, so a late cancel
     /// can never reach a server that already serves someone else.
-    pub cancel: tokio::sync::Mutex<Option<CancelTarget>>,
+    pub cancel: tokio::sync::Mutex<Vec<CancelTarget>>,
 }
 
 /// The pools of one (cluster, user): one per shard, by shard number.

@@ -136,7 +136,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     pub(super) async fn set_cancel_target(&self, target: Option<CancelTarget>) {
-        *self.info.cancel.lock().await = target;
+        *self.info.cancel.lock().await = target.into_iter().collect();
     }
 
     /// `query_timeout` passed: cancel the running query; the server answers
@@ -229,7 +229,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 /// Most client bytes buffered while a session waits on something else
 /// (a pool, PAUSE, a fan-out); past it the client is not read until the
 /// wait ends (pipelining clients wait, as with a full socket buffer).
-const WATCH_BUFFER_LIMIT: usize = 1024 * 1024;
+pub(super) const WATCH_BUFFER_LIMIT: usize = 1024 * 1024;
 
 /// Wait for `wait` while watching the client: what it sends meanwhile is
 /// kept in `cbuf` for later; if it leaves, the wait is abandoned with

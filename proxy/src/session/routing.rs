@@ -21,17 +21,14 @@ use bytes::{Bytes, BytesMut};
 use router::cache::Lookup;
 use router::route::{Overrides, ParamValue, Route};
 use router::summary::{StatementKind, Summary};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::params;
 use super::plan::Step;
 use super::statements::Statement;
 use super::{End, Session};
 use crate::errors::ClientError;
-use crate::fanout::Merger;
-use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::split_backend_message;
 use crate::protocol::frame::Bind;
 use crate::protocol::messages;
 
@@ -546,123 +543,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     pub(super) fn any_shard(&self) -> usize {
         let n = self.pools.len().max(1);
         self.state.any_shard.fetch_add(1, Ordering::Relaxed) % n
-    }
-
-    /// Run one simple query on several shards and stream the merged reply,
-    /// ReadyForQuery included.
-    pub(super) async fn fan_out(
-        &mut self,
-        shards: &[usize],
-        request: impl Fn(&Pooled, &mut BytesMut),
-    ) -> Result<(), End> {
-        let errors = self.segment_errors;
-        if self.server.is_some() {
-            self.detach().await?;
-        }
-        let status = self.client_status(b'I');
-        self.plan.drain_local(&mut self.to_client, status);
-        if self.segment_errors != errors {
-            // What ran before the fan-out (a Describe's Parse) failed: the
-            // rest up to the client's Sync is skipped, as Postgres does.
-            messages::ready_for_query(&mut self.to_client, status);
-            return self.flush_client().await;
-        }
-        let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
-        let mut failure = None;
-        for &shard in shards {
-            match self.checkout_server(shard).await? {
-                Ok(server) => servers.push(server),
-                Err(err) => {
-                    failure = Some((shard, err));
-                    break;
-                }
-            }
-        }
-        if let Some((failed_shard, err)) = failure {
-            for server in servers {
-                self.release(server, false).await;
-            }
-            ClientError::from_pool(&err, &self.info.database, failed_shard)
-                .encode(&mut self.to_client);
-            messages::ready_for_query(&mut self.to_client, status);
-            return self.flush_client().await;
-        }
-        let mut broken = vec![false; servers.len()];
-        for (index, server) in servers.iter_mut().enumerate() {
-            let mut out = BytesMut::new();
-            request(server, &mut out);
-            let write = server.conn.stream.write_all(&out);
-            if super::watch_client(&mut self.client, &mut self.cbuf, write)
-                .await?
-                .is_err()
-            {
-                broken[index] = true;
-            }
-        }
-        let mut merger = Merger::default();
-        for (index, server) in servers.iter_mut().enumerate() {
-            if broken[index] {
-                continue;
-            }
-            'reply: loop {
-                loop {
-                    match split_backend_message(&mut server.conn.rbuf) {
-                        Ok(Some(message)) => {
-                            match message[0] {
-                                b'Z' => {
-                                    server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                                    break 'reply;
-                                }
-                                b'C' => super::retire_on_ddl(&self.state, &message[5..]),
-                                _ => {}
-                            }
-                            merger.on_message(index, &message, &mut self.to_client);
-                        }
-                        Ok(None) => break,
-                        Err(_) => {
-                            broken[index] = true;
-                            break 'reply;
-                        }
-                    }
-                }
-                if self.to_client.len() >= super::CLIENT_FLUSH_AT {
-                    self.flush_client().await?;
-                }
-                let read = server.conn.stream.read_buf(&mut server.conn.rbuf);
-                match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
-                    Ok(0) | Err(_) => {
-                        broken[index] = true;
-                        break;
-                    }
-                    Ok(_) => {}
-                }
-            }
-        }
-        let any_broken = broken.iter().any(|b| *b);
-        if any_broken {
-            crate::protocol::backend::error_response(
-                &mut self.to_client,
-                crate::protocol::backend::Severity::Error,
-                sqlstate::CONNECTION_FAILURE,
-                "a shard's server closed the connection during a cross-shard statement",
-            );
-        } else if merger.finish(&mut self.to_client) {
-            self.segment_errors += 1;
-        }
-        for (index, server) in servers.into_iter().enumerate() {
-            if broken[index] {
-                continue;
-            }
-            server
-                .pool()
-                .stats
-                .query_count
-                .fetch_add(1, Ordering::Relaxed);
-            self.release(server, false).await;
-        }
-        let status = self.client_status(b'I');
-        messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await
     }
 }
 

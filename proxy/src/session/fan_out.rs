@@ -1,0 +1,215 @@
+//! A simple query that goes to several shards: sent to a server of each,
+//! whose replies are read concurrently (one task per server, bounded
+//! channel) and merged as they come: the first server to answer supplies
+//! the headers, every server's rows stream to the client as they arrive (a
+//! slow shard delays only its own rows), one CommandComplete sums the
+//! counts. A CancelRequest from the client, `query_timeout` and the client
+//! leaving all stop it: the first two cancel the statement on every shard,
+//! the last closes the servers.
+
+use std::sync::atomic::Ordering;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use super::{cancel_target, End, Session};
+use crate::errors::ClientError;
+use crate::fanout::Merger;
+use crate::pool::Pooled;
+use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::frame::split_backend_message;
+use crate::protocol::messages;
+
+/// Server messages in flight from the reading tasks to the session: enough
+/// to keep every shard busy, few enough that a fast shard cannot fill
+/// memory while the client is slow.
+const IN_FLIGHT: usize = 256;
+
+/// What a reading task reports: a whole message of server `index`, or that
+/// its connection broke.
+type Report = (usize, Option<Bytes>);
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// Run one simple query on several shards and stream the merged reply,
+    /// ReadyForQuery included.
+    pub(super) async fn fan_out(
+        &mut self,
+        shards: &[usize],
+        request: impl Fn(&Pooled, &mut BytesMut),
+    ) -> Result<(), End> {
+        let errors = self.segment_errors;
+        if self.server.is_some() {
+            self.detach().await?;
+        }
+        let status = self.client_status(b'I');
+        self.plan.drain_local(&mut self.to_client, status);
+        if self.segment_errors != errors {
+            // What ran before the fan-out failed: the rest is skipped.
+            messages::ready_for_query(&mut self.to_client, status);
+            return self.flush_client().await;
+        }
+        let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
+        for &shard in shards {
+            match self.checkout_server(shard).await? {
+                Ok(server) => servers.push(server),
+                Err(err) => {
+                    for server in servers {
+                        self.release(server, false).await;
+                    }
+                    ClientError::from_pool(&err, &self.info.database, shard)
+                        .encode(&mut self.to_client);
+                    messages::ready_for_query(&mut self.to_client, status);
+                    return self.flush_client().await;
+                }
+            }
+        }
+        let targets = servers.iter().map(cancel_target).collect::<Vec<_>>();
+        *self.info.cancel.lock().await = targets.clone();
+        let query_timeout = servers
+            .first()
+            .and_then(|s| s.pool().settings.query_timeout);
+        let (reports, mut incoming) = mpsc::channel::<Report>(IN_FLIGHT);
+        let mut tasks = Vec::with_capacity(servers.len());
+        for (index, mut server) in servers.into_iter().enumerate() {
+            let mut out = BytesMut::new();
+            request(&server, &mut out);
+            let reports = reports.clone();
+            tasks.push(tokio::spawn(async move {
+                let ok = server.conn.stream.write_all(&out).await.is_ok()
+                    && read_reply(&mut server, index, &reports).await;
+                (server, ok)
+            }));
+        }
+        drop(reports);
+        let merged = self.merge_reports(&mut incoming, query_timeout).await;
+        if merged.is_err() {
+            // The client left: stop the statement everywhere and close
+            // the servers (the tasks drop them as they end).
+            for target in &targets {
+                let target = target.clone();
+                tokio::spawn(async move { crate::cancel::send(&target).await });
+            }
+            for task in &tasks {
+                task.abort();
+            }
+        }
+        self.info.cancel.lock().await.clear();
+        let mut broken = merged.is_err();
+        for task in tasks {
+            match task.await {
+                Ok((server, true)) => {
+                    server
+                        .pool()
+                        .stats
+                        .query_count
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.release(server, false).await;
+                }
+                _ => broken = true,
+            }
+        }
+        let failed = merged?;
+        if broken {
+            error_response(
+                &mut self.to_client,
+                Severity::Error,
+                sqlstate::CONNECTION_FAILURE,
+                "a shard's server closed the connection during a cross-shard statement",
+            );
+        } else if failed {
+            self.segment_errors += 1;
+        }
+        let status = self.client_status(b'I');
+        messages::ready_for_query(&mut self.to_client, status);
+        self.flush_client().await
+    }
+
+    /// Relay the servers' messages as they come until every server is done;
+    /// `query_timeout` cancels the statement on every shard. Returns whether
+    /// the statement failed; `Err` when the client left.
+    async fn merge_reports(
+        &mut self,
+        incoming: &mut mpsc::Receiver<Report>,
+        query_timeout: Option<std::time::Duration>,
+    ) -> Result<bool, End> {
+        let mut merger = Merger::default();
+        // The server whose headers stand for all (the first to answer).
+        let mut first: Option<usize> = None;
+        let mut broken = false;
+        let deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut timed_out = false;
+        loop {
+            let timeout = async {
+                match deadline {
+                    Some(at) if !timed_out => tokio::time::sleep_until(at).await,
+                    _ => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                report = incoming.recv() => match report {
+                    None => break,
+                    Some((_, None)) => broken = true,
+                    Some((index, Some(message))) => {
+                        let tag = message[0];
+                        if tag == b'C' {
+                            super::retire_on_ddl(&self.state, &message[5..]);
+                        }
+                        if !matches!(tag, b'N' | b'S' | b'A') {
+                            first.get_or_insert(index);
+                        }
+                        // Position 0 for the first server to answer.
+                        let position = if first == Some(index) { 0 } else { index + 1 };
+                        merger.on_message(position, &message, &mut self.to_client);
+                        if incoming.is_empty() || self.to_client.len() >= super::CLIENT_FLUSH_AT {
+                            self.flush_client().await?;
+                        }
+                    }
+                },
+                read = self.client.read_buf(&mut self.cbuf),
+                    if self.cbuf.len() < super::attach::WATCH_BUFFER_LIMIT => match read {
+                    Ok(0) | Err(_) => return Err(End::ClientGone),
+                    Ok(_) => {}
+                },
+                () = timeout => {
+                    timed_out = true;
+                    let targets = self.info.cancel.lock().await.clone();
+                    tracing::warn!(?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
+                    for target in targets {
+                        tokio::spawn(async move { crate::cancel::send(&target).await });
+                    }
+                }
+            }
+        }
+        Ok(broken || merger.finish(&mut self.to_client))
+    }
+}
+
+/// A reading task: send each whole message of `server`'s reply to the
+/// session until its ReadyForQuery (recorded, not sent). Returns whether
+/// the reply came whole.
+async fn read_reply(server: &mut Pooled, index: usize, reports: &mpsc::Sender<Report>) -> bool {
+    loop {
+        match split_backend_message(&mut server.conn.rbuf) {
+            Ok(Some(message)) if message[0] == b'Z' => {
+                server.conn.status = message.get(5).copied().unwrap_or(b'I');
+                return true;
+            }
+            Ok(Some(message)) => {
+                if reports.send((index, Some(message))).await.is_err() {
+                    return false;
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(_) => break,
+        }
+        let conn = &mut server.conn;
+        match conn.stream.read_buf(&mut conn.rbuf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    let _ = reports.send((index, None)).await;
+    false
+}
