@@ -416,6 +416,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         }
         parts.sort_by_key(|p| p.shard);
+        // A CancelRequest from the client reaches every shard's server.
+        *self.info.cancel.lock().await = parts
+            .iter()
+            .map(|p| super::cancel_target(&p.server))
+            .collect();
         for part in &mut parts {
             let request = build_request(part, &segment.items);
             let write = part.server.conn.stream.write_all(&request);
@@ -426,7 +431,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 part.failed = true;
             }
         }
-        let failed = self.merge_segment(&mut parts, &segment.items).await?;
+        let merged = self.merge_segment(&mut parts, &segment.items).await;
+        let targets = std::mem::take(&mut *self.info.cancel.lock().await);
+        if merged.is_err() {
+            // The client left: stop the statements; the servers close as
+            // `parts` drops.
+            for target in targets {
+                tokio::spawn(async move { crate::cancel::send(&target).await });
+            }
+        }
+        let failed = merged?;
         if failed {
             self.segment_errors += 1;
         }
