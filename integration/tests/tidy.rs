@@ -1,0 +1,151 @@
+//! The architecture invariants ARCHITECTURE.md states, checked on the
+//! source: every `.rs` file opens with a `//!` line; `unsafe` code only in
+//! parser-ffi; router and parser-ffi do no I/O; the proxy frames network
+//! messages (reads lengths off the wire) only in its protocol codec, which
+//! does not use tokio.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Every `.rs` file of the workspace's crates, skipping build output and
+/// installed dependencies.
+fn rust_files(under: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![workspace().join(under)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !matches!(
+                    name.as_str(),
+                    "target" | "node_modules" | ".venv" | ".cache" | "corpus" | "artifacts"
+                ) {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The lines of `text` that are code: comments dropped, and nothing after
+/// a `#[cfg(test)]` (test modules sit at the end of a file).
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .take_while(|(_, line)| line.trim() != "#[cfg(test)]")
+        .map(|(i, line)| (i + 1, line.split("//").next().unwrap_or("")))
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(workspace())
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+#[test]
+fn every_rust_file_says_what_it_owns() {
+    let mut missing = Vec::new();
+    for crate_dir in ["proxy", "router", "parser-ffi", "bench", "integration"] {
+        for file in rust_files(crate_dir) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            if !text.starts_with("//!") {
+                missing.push(relative(&file));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "no `//!` first line: {missing:?}");
+}
+
+#[test]
+fn unsafe_code_lives_only_in_parser_ffi() {
+    let mut found = Vec::new();
+    for crate_dir in ["proxy", "router", "bench", "integration"] {
+        for file in rust_files(crate_dir) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (line, code) in code_lines(&text) {
+                let unsafe_use = code.split_whitespace().any(|word| {
+                    word == "unsafe" || word.starts_with("unsafe{") || word.starts_with("unsafe(")
+                });
+                if unsafe_use && !code.contains('"') {
+                    found.push(format!("{}:{line}", relative(&file)));
+                }
+            }
+        }
+        let lib = ["src/lib.rs", "src/main.rs"]
+            .iter()
+            .map(|f| workspace().join(crate_dir).join(f))
+            .find(|p| p.exists())
+            .unwrap();
+        let text = std::fs::read_to_string(&lib).unwrap();
+        assert!(
+            text.contains("#![forbid(unsafe_code)]"),
+            "{} does not forbid unsafe code",
+            relative(&lib)
+        );
+    }
+    assert!(found.is_empty(), "unsafe outside parser-ffi: {found:?}");
+}
+
+#[test]
+fn router_and_parser_ffi_do_no_io() {
+    let mut found = Vec::new();
+    for dir in ["router/src", "parser-ffi/src"] {
+        for file in rust_files(dir) {
+            let name = relative(&file);
+            // Test files and the valgrind driver binary read the corpus.
+            if name.ends_with("tests.rs") || name.contains("/bin/") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (line, code) in code_lines(&text) {
+                for io in ["std::fs", "std::net", "std::process", "tokio", "std::env"] {
+                    if code.contains(io) {
+                        found.push(format!("{name}:{line}: {io}"));
+                    }
+                }
+            }
+        }
+    }
+    for manifest in ["router/Cargo.toml", "parser-ffi/Cargo.toml"] {
+        let text = std::fs::read_to_string(workspace().join(manifest)).unwrap();
+        assert!(!text.contains("tokio"), "{manifest} depends on tokio");
+    }
+    assert!(found.is_empty(), "I/O in a pure crate: {found:?}");
+}
+
+#[test]
+fn network_lengths_are_read_only_by_the_codec() {
+    let mut found = Vec::new();
+    for file in rust_files("proxy/src") {
+        let name = relative(&file);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let codec = name.starts_with("proxy/src/protocol");
+        for (line, code) in code_lines(&text) {
+            if codec {
+                if code.contains("tokio") {
+                    found.push(format!("{name}:{line}: the codec uses tokio"));
+                }
+            } else if code.contains("from_be_bytes") {
+                // Framing (a length off the wire) belongs to the codec,
+                // which checks every length against its cap.
+                found.push(format!("{name}:{line}: reads a length outside the codec"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:?}");
+}
