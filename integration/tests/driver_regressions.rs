@@ -890,6 +890,25 @@ async fn pipelines_with_cross_shard_statements() {
     }
     let replies = exchange(&mut raw, &[wire::query("SELECT 5")]).await;
     assert_eq!(first_column(&replies), vec!["5"]);
+
+    // The unnamed statement parsed before the segment began is the one a
+    // Bind inside it means; a Parse an error skipped never happened.
+    let batch = [
+        wire::parse("", "SELECT 7"),
+        wire::bind_text("", "ddl", &[]),
+        wire::execute(),
+        wire::bind_text("", "", &[]),
+        wire::execute(),
+        wire::bind_text("", "ins", &[Some(&b_text)]),
+        wire::execute(),
+        wire::parse("late", "SELECT 8"),
+        wire::sync(),
+    ];
+    let replies = exchange(&mut raw, &batch).await;
+    assert_eq!(tags(&replies), "12NC2DC2EZ", "{replies:?}");
+    assert_eq!(first_column(&replies), vec!["7"]);
+    let replies = run_extended(&mut raw, "late", "SELECT 8", &[]).await;
+    assert_eq!(first_column(&replies), vec!["8"], "{replies:?}");
 }
 
 /// A keyless read's shards are read concurrently: the rows of a fast shard

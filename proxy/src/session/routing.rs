@@ -347,6 +347,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         bytes.freeze(),
                         statement,
                         unnamed,
+                        self.statements.get(b"").cloned(),
                     ));
                     None
                 }

@@ -55,8 +55,10 @@ pub struct Segment {
 enum Item {
     /// Answered by pgshard in its place (the ParseComplete of a Parse: the
     /// statement is parsed on each shard with its first use; the
-    /// CloseComplete of a statement, which servers keep).
-    Local(Bytes),
+    /// CloseComplete of a statement, which servers keep). `named`: the
+    /// client's name and statement a Parse made, which an earlier error
+    /// undoes (Postgres would have skipped the Parse).
+    Local(Bytes, Option<(Bytes, u64)>),
     /// A message for `shards`; its reply ends with one of `terminals`.
     Send {
         shards: Vec<usize>,
@@ -94,14 +96,20 @@ struct Part {
 
 impl Segment {
     /// A segment starting with a Bind for `shards`.
+    /// `current_unnamed`: the client's unnamed statement when the segment
+    /// starts (a Bind of it may follow).
     pub fn start(
         shards: Vec<usize>,
         portal: Bytes,
         bind: Bytes,
         statement: &Arc<Statement>,
         unnamed: bool,
+        current_unnamed: Option<Arc<Statement>>,
     ) -> Segment {
-        let mut segment = Segment::default();
+        let mut segment = Segment {
+            unnamed: current_unnamed,
+            ..Segment::default()
+        };
         if unnamed {
             segment.unnamed = Some(Arc::clone(statement));
         }
@@ -138,7 +146,7 @@ impl Segment {
             .iter()
             .find_map(|item| match item {
                 Item::Send { shards, .. } => shards.first().copied(),
-                Item::Local(_) => None,
+                Item::Local(..) => None,
             })
             .unwrap_or(0)
     }
@@ -146,6 +154,27 @@ impl Segment {
 
 /// Why a portal on several shards cannot be read before the Sync.
 const IN_PARTS: &str = "a statement that goes to several shards cannot be fetched in parts (an Execute with a row limit, or a Flush before Sync, as cursors do): its shards' rows are merged at Sync; fetch it whole, or give it the sharding key";
+
+fn refused(message: &str) -> ClientError {
+    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message)
+}
+
+fn malformed(kind: &str) -> ClientError {
+    ClientError::new(
+        sqlstate::PROTOCOL_VIOLATION,
+        format!("malformed {kind} message"),
+    )
+}
+
+fn no_statement(name: &[u8]) -> ClientError {
+    ClientError::new(
+        "26000",
+        format!(
+            "prepared statement \"{}\" does not exist",
+            String::from_utf8_lossy(name)
+        ),
+    )
+}
 
 /// Why a held message cannot join the segment.
 const MIXED: &str =
@@ -159,40 +188,46 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let Some(mut segment) = self.batch.take() else {
             return Ok(());
         };
-        let refusal = match frame.tag {
+        let refusal: Option<ClientError> = match frame.tag {
             b'S' => {
                 self.skipping = false;
                 self.unsynced = false;
                 return self.run_segment(segment).await;
             }
-            b'H' => Some(IN_PARTS.to_owned()),
+            b'H' => Some(refused(IN_PARTS)),
             b'P' => self.segment_parse(&mut segment, frame).err(),
             b'B' => self.segment_bind(&mut segment, frame).err(),
             b'D' | b'E' | b'C' => self.segment_portal_message(&mut segment, frame).err(),
-            _ => Some(format!("{MIXED} (message type {})", char::from(frame.tag))),
+            _ => Some(refused(&format!(
+                "{MIXED} (message type {})",
+                char::from(frame.tag)
+            ))),
         };
         match refusal {
             None => self.batch = Some(segment),
-            Some(message) => self.local_error(
-                ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message),
-                false,
-            ),
+            Some(error) => {
+                // Nothing of the segment runs: its Parses never happened.
+                self.forget_parses(&segment.items, 0);
+                self.local_error(error, false);
+            }
         }
         Ok(())
     }
 
-    fn segment_parse(&mut self, segment: &mut Segment, frame: Frame) -> Result<(), String> {
+    fn segment_parse(&mut self, segment: &mut Segment, frame: Frame) -> Result<(), ClientError> {
         let Ok(FrontendMessage::Parse {
             name,
             query,
             param_types,
         }) = FrontendMessage::decode(frame)
         else {
-            return Err("malformed Parse".into());
+            return Err(malformed("Parse"));
         };
         let statement = self.state.statements.get_or_insert(&query, &param_types);
+        let statement_id = statement.id;
         self.statements
-            .insert(name.clone(), Arc::clone(&statement))?;
+            .insert(name.clone(), Arc::clone(&statement))
+            .map_err(|message| ClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, message))?;
         if name.is_empty() {
             segment.unnamed = Some(statement);
             segment.unnamed_generation += 1;
@@ -200,14 +235,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         let mut reply = BytesMut::new();
         messages::parse_complete(&mut reply);
-        segment.items.push(Item::Local(reply.freeze()));
+        let named = (!name.is_empty()).then_some((name, statement_id));
+        segment.items.push(Item::Local(reply.freeze(), named));
         Ok(())
     }
 
-    fn segment_bind(&mut self, segment: &mut Segment, frame: Frame) -> Result<(), String> {
+    fn segment_bind(&mut self, segment: &mut Segment, frame: Frame) -> Result<(), ClientError> {
         let body = frame.body.clone();
         let Ok(FrontendMessage::Bind(bind)) = FrontendMessage::decode(frame) else {
-            return Err("malformed Bind".into());
+            return Err(malformed("Bind"));
         };
         let unnamed = bind.statement.is_empty();
         let statement = if unnamed {
@@ -215,12 +251,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         } else {
             self.statements.get(&bind.statement).cloned()
         }
-        .ok_or_else(|| {
-            format!(
-                "prepared statement \"{}\" does not exist",
-                String::from_utf8_lossy(&bind.statement)
-            )
-        })?;
+        .ok_or_else(|| no_statement(&bind.statement))?;
         let shards = match self.segment_route(&statement, &bind)? {
             Some(shards) => shards,
             None => vec![segment.first_shard()],
@@ -251,14 +282,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         &mut self,
         segment: &mut Segment,
         frame: Frame,
-    ) -> Result<(), String> {
-        let message = FrontendMessage::decode(frame.clone()).map_err(|e| e.to_string())?;
+    ) -> Result<(), ClientError> {
+        let message = FrontendMessage::decode(frame.clone())
+            .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
         let first = segment.first_shard();
         let (shards, terminals, uses, bytes) = match message {
             FrontendMessage::Execute { portal, max_rows } => {
                 let shards = segment.portals.get(&portal).cloned().unwrap_or(vec![first]);
                 if max_rows != 0 && shards.len() > 1 {
-                    return Err(IN_PARTS.into());
+                    return Err(refused(IN_PARTS));
                 }
                 (shards, plan::EXECUTE, None, frame_bytes(&frame))
             }
@@ -273,21 +305,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             FrontendMessage::Describe { name, .. } => {
                 let (uses, server_name) = if name.is_empty() {
-                    let statement = segment
-                        .unnamed
-                        .clone()
-                        .ok_or("unnamed statement does not exist")?;
+                    let statement = segment.unnamed.clone().ok_or_else(|| no_statement(b""))?;
                     (
                         Uses::Unnamed(statement, segment.unnamed_generation),
                         Bytes::new(),
                     )
                 } else {
-                    let statement = self.statements.get(&name).cloned().ok_or_else(|| {
-                        format!(
-                            "prepared statement \"{}\" does not exist",
-                            String::from_utf8_lossy(&name)
-                        )
-                    })?;
+                    let statement = self
+                        .statements
+                        .get(&name)
+                        .cloned()
+                        .ok_or_else(|| no_statement(&name))?;
                     let server_name = statement.name.clone();
                     (Uses::Named(statement), server_name)
                 };
@@ -303,14 +331,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.statements.remove(&name);
                 let mut reply = BytesMut::new();
                 messages::close_complete(&mut reply);
-                segment.items.push(Item::Local(reply.freeze()));
+                segment.items.push(Item::Local(reply.freeze(), None));
                 return Ok(());
             }
             FrontendMessage::Close { name, .. } => {
                 let shards = segment.portals.remove(&name).unwrap_or(vec![first]);
                 (shards, plan::CLOSE, None, frame_bytes(&frame))
             }
-            _ => return Err(MIXED.into()),
+            _ => return Err(refused(MIXED)),
         };
         segment.items.push(Item::Send {
             shards,
@@ -326,7 +354,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         &mut self,
         statement: &Arc<Statement>,
         bind: &crate::protocol::frame::Bind,
-    ) -> Result<Option<Vec<usize>>, String> {
+    ) -> Result<Option<Vec<usize>>, ClientError> {
         let Some(info) = self.route_info(statement) else {
             return Ok(None);
         };
@@ -343,9 +371,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     | router::summary::StatementKind::Session
             )
         }) {
-            return Err(format!(
+            return Err(refused(&format!(
                 "{MIXED}: transaction control and settings must be sent after its Sync"
-            ));
+            )));
         }
         let params = super::routing::bind_params(bind);
         let params = info.params(&params);
@@ -353,7 +381,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let routed = info
             .entry
             .route(&params, &overrides, &self.sharding)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| refused(&e.to_string()))?;
         Ok(self.shards_of(&routed.route))
     }
 
@@ -375,6 +403,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.plan.drain_local(&mut self.to_client, status);
         if self.segment_errors != errors {
             // That part failed: the rest of the segment is skipped.
+            self.forget_parses(&segment.items, 0);
             if let Some(part) = adopted {
                 self.end_parts(vec![part], true).await;
             }
@@ -386,7 +415,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .iter()
             .flat_map(|item| match item {
                 Item::Send { shards, .. } => shards.clone(),
-                Item::Local(_) => Vec::new(),
+                Item::Local(..) => Vec::new(),
             })
             .collect();
         shards.extend(adopted.as_ref().map(|p| p.shard));
@@ -408,6 +437,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     // Nothing of the segment ran: close what is held (an
                     // adopted server's transaction rolls back).
                     drop(parts);
+                    self.forget_parses(&segment.items, 0);
                     ClientError::from_pool(&err, &self.info.database, shard)
                         .encode(&mut self.to_client);
                     messages::ready_for_query(&mut self.to_client, status);
@@ -440,9 +470,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 tokio::spawn(async move { crate::cancel::send(&target).await });
             }
         }
-        let failed = merged?;
-        if failed {
+        let failed_at = merged?;
+        let failed = failed_at.is_some();
+        if let Some(index) = failed_at {
             self.segment_errors += 1;
+            self.forget_parses(&segment.items, index + 1);
         }
         self.end_parts(parts, failed).await;
         if !failed {
@@ -490,8 +522,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }))
     }
 
-    /// Relay the segment's replies item by item. Returns whether it failed.
-    async fn merge_segment(&mut self, parts: &mut [Part], items: &[Item]) -> Result<bool, End> {
+    /// Relay the segment's replies item by item. Returns the item that
+    /// failed, if one did.
+    async fn merge_segment(
+        &mut self,
+        parts: &mut [Part],
+        items: &[Item],
+    ) -> Result<Option<usize>, End> {
         let mut failed = parts.iter().any(|p| p.failed);
         if failed {
             error_response(
@@ -500,11 +537,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 sqlstate::CONNECTION_FAILURE,
                 "a shard's server closed the connection during a cross-shard statement",
             );
-            return Ok(true);
+            return Ok(Some(0));
         }
         for (index, item) in items.iter().enumerate() {
             let Item::Send { shards, .. } = item else {
-                if let Item::Local(bytes) = item {
+                if let Item::Local(bytes, _) = item {
                     self.to_client.extend_from_slice(bytes);
                 }
                 continue;
@@ -524,10 +561,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.flush_client().await?;
             }
             if failed {
-                return Ok(true);
+                return Ok(Some(index));
             }
         }
-        Ok(false)
+        Ok(None)
+    }
+
+    /// Parses of the segment from item `from` on did not happen (an error
+    /// came first): the client's names made by them are gone, as on
+    /// Postgres.
+    fn forget_parses(&mut self, items: &[Item], from: usize) {
+        for item in items.iter().skip(from) {
+            if let Item::Local(_, Some((name, id))) = item {
+                self.statements.remove_if_id(name, *id);
+            }
+        }
     }
 
     /// Read `part`'s replies up to the end of its unit for item `index`
