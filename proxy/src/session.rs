@@ -56,7 +56,25 @@ pub(crate) enum End {
     /// Terminate, EOF or a broken client socket.
     ClientGone,
     /// A FATAL error to send before closing.
-    Fatal(&'static str, String),
+    Fatal(ClientError),
+}
+
+impl End {
+    /// The client broke the protocol.
+    pub(crate) fn protocol(error: impl std::fmt::Display) -> End {
+        End::Fatal(ClientError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            error.to_string(),
+        ))
+    }
+
+    /// The session's server went away mid-statement.
+    pub(crate) fn server_lost() -> End {
+        End::Fatal(ClientError::new(
+            sqlstate::CONNECTION_FAILURE,
+            "server closed the connection unexpectedly",
+        ))
+    }
 }
 
 /// What a logged-in session starts from.
@@ -185,9 +203,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             self.set_cancel_target(Some(cancel_target(server))).await;
         }
         let end = self.serve().await;
-        if let End::Fatal(code, message) = &end {
+        if let End::Fatal(error) = &end {
             self.to_client.clear();
-            error_response(&mut self.to_client, Severity::Fatal, code, message);
+            error_response(
+                &mut self.to_client,
+                Severity::Fatal,
+                error.code,
+                &error.message,
+            );
             let _ = self.client.write_all(&self.to_client).await;
         }
         self.finish().await;
@@ -201,7 +224,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 let frame = match decode_frontend_frame(&mut self.cbuf, self.max_message) {
                     Ok(Some(frame)) => frame,
                     Ok(None) => break,
-                    Err(e) => return End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string()),
+                    Err(e) => return End::protocol(e),
                 };
                 if let Err(end) = self.on_client_frame(frame).await {
                     return end;
@@ -235,10 +258,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                             Ok(0) | Err(_) => {
                                 warn!("server connection lost mid-session");
                                 self.server = None;
-                                return End::Fatal(
-                                    sqlstate::CONNECTION_FAILURE,
-                                    "server closed the connection unexpectedly".into(),
-                                );
+                                return End::server_lost();
                             }
                             Ok(_) => {
                                 if let Err(end) = self.on_server_data().await {
@@ -259,10 +279,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                             },
                         },
                         _ = shutdown.wait_for(|s| *s) => {
-                            return End::Fatal(
-                                sqlstate::ADMIN_SHUTDOWN,
-                                "terminating connection: pgshard is shutting down".into(),
-                            );
+                            return End::Fatal(ClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: pgshard is shutting down"));
                         }
                     }
                 }
@@ -353,10 +370,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(())
             }
             b'X' => Err(End::ClientGone),
-            other => Err(End::Fatal(
+            other => Err(End::Fatal(ClientError::new(
                 sqlstate::PROTOCOL_VIOLATION,
                 format!("invalid frontend message type {}", char::from(other)),
-            )),
+            ))),
         }
     }
 
@@ -463,10 +480,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             if let Some(server) = &mut self.server {
                 if server.conn.stream.write_all(&self.to_server).await.is_err() {
                     self.server = None;
-                    return Err(End::Fatal(
-                        sqlstate::CONNECTION_FAILURE,
-                        "server closed the connection unexpectedly".into(),
-                    ));
+                    return Err(End::server_lost());
                 }
             }
             self.to_server.clear();

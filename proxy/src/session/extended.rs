@@ -28,7 +28,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 param_types,
             }) => (name, query, param_types),
             Ok(_) => return Ok(()),
-            Err(e) => return Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
+            Err(e) => return Err(End::protocol(e)),
         };
         let statement = self.state.statements.get_or_insert(&query, &param_types);
         if let Err(message) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
@@ -142,10 +142,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 .await;
         };
         let Some(name_len) = body[name_start..].iter().position(|&b| b == 0) else {
-            return Err(End::Fatal(
+            return Err(End::Fatal(ClientError::new(
                 sqlstate::PROTOCOL_VIOLATION,
                 format!("malformed \"{}\" message", char::from(frame.tag)),
-            ));
+            )));
         };
         let Some(statement) = self
             .statements
@@ -166,7 +166,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let bind = match FrontendMessage::decode(frame.clone()) {
                 Ok(FrontendMessage::Bind(bind)) => bind,
                 Ok(_) => return Ok(()),
-                Err(e) => return Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
+                Err(e) => return Err(End::protocol(e)),
             };
             let target = self.route_bind(&statement, unnamed, &bind, |out| {
                 let at = messages::begin(out, b'B');
@@ -240,7 +240,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.forward_extended(&frame, Step::forward(plan::CLOSE))
                     .await
             }
-            Err(e) => Err(End::Fatal(sqlstate::PROTOCOL_VIOLATION, e.to_string())),
+            Err(e) => Err(End::protocol(e)),
         }
     }
 

@@ -508,10 +508,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
                 Ok(0) | Err(_) => {
                     self.server = None;
-                    return Err(End::Fatal(
-                        sqlstate::CONNECTION_FAILURE,
-                        "server closed the connection unexpectedly".into(),
-                    ));
+                    return Err(End::server_lost());
                 }
                 Ok(_) => self.on_server_data().await?,
             }

@@ -15,6 +15,7 @@ use super::params::ParamSet;
 use super::plan::Effect;
 use super::routing::{self, Txn};
 use super::{count, End, Session, CLIENT_FLUSH_AT};
+use crate::errors::ClientError;
 use crate::protocol::backend::{error_code, sqlstate};
 use crate::protocol::frame::split_backend_message;
 use crate::protocol::messages;
@@ -34,10 +35,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Err(err) => {
                     warn!(%err, "server sent an invalid message");
                     self.server = None;
-                    return Err(End::Fatal(
+                    return Err(End::Fatal(ClientError::new(
                         sqlstate::PROTOCOL_VIOLATION,
-                        "the server sent an invalid message; the connection is closed".into(),
-                    ));
+                        "the server sent an invalid message; the connection is closed",
+                    )));
                 }
             };
             let tag = message[0];
