@@ -21,7 +21,7 @@ use bytes::{Bytes, BytesMut};
 use router::cache::Lookup;
 use router::route::{Overrides, ParamValue, Route};
 use router::summary::{StatementKind, Summary};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::params;
 use super::plan::Step;
@@ -500,19 +500,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         let errors = self.segment_errors;
         self.flush().await?;
-        while self.plan.awaiting_server() {
-            let Some(server) = &mut self.server else {
-                break;
-            };
-            let read = server.conn.stream.read_buf(&mut server.conn.rbuf);
-            match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
-                Ok(0) | Err(_) => {
-                    self.server = None;
-                    return Err(End::server_lost());
-                }
-                Ok(_) => self.on_server_data().await?,
-            }
-        }
+        self.answer_all().await?;
         if self.segment_errors != errors && self.unsynced {
             // The client saw an error: it expects the rest up to its Sync
             // to be skipped.

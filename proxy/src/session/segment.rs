@@ -494,19 +494,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::flush(&mut self.to_server);
         }
         self.flush().await?;
-        while self.plan.awaiting_server() {
-            let Some(server) = &mut self.server else {
-                break;
-            };
-            let read = server.conn.stream.read_buf(&mut server.conn.rbuf);
-            match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
-                Ok(0) | Err(_) => {
-                    self.server = None;
-                    return Err(End::server_lost());
-                }
-                Ok(_) => self.on_server_data().await?,
-            }
-        }
+        self.answer_all().await?;
         let Some(server) = self.server.take() else {
             return Ok(None);
         };

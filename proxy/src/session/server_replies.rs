@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use router::config::PoolerMode;
 use router::route::Overrides;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tracing::warn;
 
 use super::params::ParamSet;
@@ -22,6 +22,25 @@ use crate::protocol::messages;
 use crate::state::State;
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// Read the attached server, relaying what it sends, until the plan owes
+    /// the client nothing more from it (while watching the client).
+    pub(super) async fn answer_all(&mut self) -> Result<(), End> {
+        while self.plan.awaiting_server() {
+            let Some(server) = &mut self.server else {
+                break;
+            };
+            let read = server.conn.stream.read_buf(&mut server.conn.rbuf);
+            match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
+                Ok(0) | Err(_) => {
+                    self.server = None;
+                    return Err(End::server_lost());
+                }
+                Ok(_) => self.on_server_data().await?,
+            }
+        }
+        Ok(())
+    }
+
     /// Handle every whole message the server has sent.
     pub(super) async fn on_server_data(&mut self) -> Result<(), End> {
         loop {
