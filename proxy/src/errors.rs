@@ -77,6 +77,15 @@ impl ClientError {
         }
     }
 
+    /// A shard's server went away while a statement ran on several shards:
+    /// what ran elsewhere may have happened.
+    pub fn shard_lost() -> ClientError {
+        ClientError::new(
+            sqlstate::CONNECTION_FAILURE,
+            "a shard's server closed the connection during a cross-shard statement",
+        )
+    }
+
     /// Append it as an ErrorResponse.
     pub fn encode(&self, out: &mut BytesMut) {
         error_response(out, Severity::Error, self.code, &self.message);

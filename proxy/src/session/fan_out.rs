@@ -17,7 +17,6 @@ use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
 use crate::fanout::Merger;
 use crate::pool::Pooled;
-use crate::protocol::backend::{error_response, sqlstate, Severity};
 use crate::protocol::frame::split_backend_message;
 use crate::protocol::messages;
 
@@ -111,12 +110,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         let failed = merged?;
         if broken {
-            error_response(
-                &mut self.to_client,
-                Severity::Error,
-                sqlstate::CONNECTION_FAILURE,
-                "a shard's server closed the connection during a cross-shard statement",
-            );
+            ClientError::shard_lost().encode(&mut self.to_client);
         } else if failed {
             self.segment_errors += 1;
         }

@@ -33,7 +33,7 @@ use super::{End, Session};
 use crate::errors::ClientError;
 use crate::fanout::Merger;
 use crate::pool::Pooled;
-use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::split_backend_message;
 use crate::protocol::frame::{Frame, FrontendMessage};
 use crate::protocol::messages;
@@ -516,12 +516,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     ) -> Result<Option<usize>, End> {
         let mut failed = parts.iter().any(|p| p.failed);
         if failed {
-            error_response(
-                &mut self.to_client,
-                Severity::Error,
-                sqlstate::CONNECTION_FAILURE,
-                "a shard's server closed the connection during a cross-shard statement",
-            );
+            ClientError::shard_lost().encode(&mut self.to_client);
             return Ok(Some(0));
         }
         for (index, item) in items.iter().enumerate() {
@@ -597,12 +592,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
                     Ok(0) | Err(_) => {
                         part.failed = true;
-                        error_response(
-                            &mut self.to_client,
-                            Severity::Error,
-                            sqlstate::CONNECTION_FAILURE,
-                            "a shard's server closed the connection during a cross-shard statement",
-                        );
+                        ClientError::shard_lost().encode(&mut self.to_client);
                         return Ok(false);
                     }
                     Ok(_) => {}
