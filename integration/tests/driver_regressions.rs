@@ -45,6 +45,20 @@ fn sharded(n: usize, general: &str) -> Cluster {
     }
 }
 
+/// A `tenant_id` on shard 0 and one on shard 1 of a 2-shard cluster.
+async fn keys_on_both_shards(cluster: &Cluster) -> (i64, i64) {
+    let direct = cluster.shard(0).await;
+    let mut keys = [None, None];
+    for key in 1..100i64 {
+        let shard = common::postgres_hash_shard(&direct, key, 2).await;
+        keys[shard].get_or_insert(key);
+    }
+    let [Some(a), Some(b)] = keys else {
+        panic!("no keys for both shards")
+    };
+    (a, b)
+}
+
 async fn login(cluster: &Cluster) -> Wire {
     Wire::login(cluster.port(), "raw", "prod").await
 }
@@ -628,15 +642,7 @@ async fn cursors_and_savepoints_open_a_deferred_transaction() {
 #[tokio::test]
 async fn an_error_skips_only_its_own_segment() {
     let cluster = sharded(2, "");
-    let direct = cluster.shard(0).await;
-    let mut keys = [None, None];
-    for key in 1..100i64 {
-        let shard = common::postgres_hash_shard(&direct, key, 2).await;
-        keys[shard].get_or_insert(key);
-    }
-    let [Some(a), Some(b)] = keys else {
-        panic!("no keys for both shards")
-    };
+    let (a, b) = keys_on_both_shards(&cluster).await;
     let client = cluster.connect().await;
     for key in [a, b] {
         client
@@ -812,15 +818,7 @@ async fn fan_out_cursors_are_refused_not_hung() {
 async fn pipelines_with_cross_shard_statements() {
     let cluster = sharded(2, "");
     let mut raw = login(&cluster).await;
-    let direct = cluster.shard(0).await;
-    let mut keys = [None, None];
-    for key in 1..100i64 {
-        let shard = common::postgres_hash_shard(&direct, key, 2).await;
-        keys[shard].get_or_insert(key);
-    }
-    let [Some(a), Some(b)] = keys else {
-        panic!("no keys for both shards")
-    };
+    let (a, b) = keys_on_both_shards(&cluster).await;
     let insert = "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 1, 'p')";
     let (a_text, b_text) = (a.to_string(), b.to_string());
     let batch = [

@@ -120,7 +120,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// Relay the servers' messages as they come until every server is done;
-    /// `query_timeout` cancels the statement on every shard. Returns whether
+    /// `query_timeout` with nothing from any shard cancels the statement on
+    /// every shard. Returns whether
     /// the statement failed; `Err` when the client left.
     async fn merge_reports(
         &mut self,
@@ -131,7 +132,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         // The server whose headers stand for all (the first to answer).
         let mut first: Option<usize> = None;
         let mut broken = false;
-        let deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
+        // As for one server: the statement is cancelled when no shard has
+        // sent anything for `query_timeout`.
+        let mut deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
         let mut timed_out = false;
         loop {
             let timeout = async {
@@ -145,6 +148,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     None => break,
                     Some((_, None)) => broken = true,
                     Some((index, Some(message))) => {
+                        deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
                         let tag = message[0];
                         if tag == b'C' {
                             super::retire_on_ddl(&self.state, &message[5..]);
