@@ -357,6 +357,36 @@ async fn errors_abort_a_deferred_transaction() {
     assert_eq!(&replies[0].1[..], b"ROLLBACK\0");
 }
 
+/// A second BEGIN inside a deferred transaction gets Postgres's warning
+/// and leaves the transaction deferred: it opens later on the shard of its
+/// first keyed statement, not on the shard the BEGIN happened to reach.
+#[tokio::test]
+async fn nested_begin_keeps_the_transaction_deferred() {
+    let cluster = sharded(2, "");
+    let mut raw = login(&cluster).await;
+    exchange(&mut raw, &[wire::query("BEGIN")]).await;
+    let replies = exchange(&mut raw, &[wire::query("BEGIN")]).await;
+    assert_eq!(tags(&replies), "NCZ");
+    assert!(
+        String::from_utf8_lossy(&replies[0].1).contains("25001"),
+        "the warning's SQLSTATE"
+    );
+    assert_eq!(&replies[1].1[..], b"BEGIN\0");
+    assert_eq!(&replies[2].1[..], b"T");
+    // Both keys of one shard, then a key of the other: the transaction
+    // opened on the first key's shard, and the third is refused.
+    let (a, b) = keys_on_both_shards(&cluster).await;
+    let insert =
+        |k: i64| format!("INSERT INTO orders (tenant_id, id, item) VALUES ({k}, {k}, 'nested')");
+    let replies = exchange(&mut raw, &[wire::query(&insert(a))]).await;
+    assert_eq!(tags(&replies), "CZ");
+    let replies = exchange(&mut raw, &[wire::query(&insert(b))]).await;
+    assert_eq!(errors(&replies), vec!["0A000"]);
+    let replies = exchange(&mut raw, &[wire::query("ROLLBACK")]).await;
+    assert_eq!(tags(&replies), "CZ");
+    assert_eq!(&replies[1].1[..], b"I");
+}
+
 /// Defect 6: a cursor (named portal fetched across Syncs) on a keyless
 /// query inside a transaction keeps its portal (asyncpg, pgjdbc).
 #[tokio::test]

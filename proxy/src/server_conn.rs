@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::auth::{md5, scram};
-use crate::protocol::frame::{decode_backend_frame, Frame};
+use crate::protocol::frame::{decode_backend_frame, split_backend_message, Frame, FrameError};
 use crate::protocol::messages;
 use crate::protocol::startup::Startup;
 use crate::session::params::ParamSet;
@@ -115,9 +115,10 @@ impl PreparedSet {
 /// A logged-in server connection.
 #[derive(Debug)]
 pub struct ServerConn {
-    pub stream: TcpStream,
+    /// The socket: only this type reads or writes it.
+    stream: TcpStream,
     /// Bytes read from the server and not yet handled.
-    pub rbuf: BytesMut,
+    rbuf: BytesMut,
     pub addr: SocketAddr,
     /// The server's cancel key.
     pub process_id: u32,
@@ -274,6 +275,38 @@ impl ServerConn {
                 _ => {}
             }
         }
+    }
+
+    /// Read what the server has sent into the buffer; `Ok(0)` when it
+    /// closed the connection. Cancel-safe: a read abandoned in a `select!`
+    /// loses nothing.
+    pub async fn fill(&mut self) -> std::io::Result<usize> {
+        self.stream.read_buf(&mut self.rbuf).await
+    }
+
+    /// The next whole message already read (tag, length and body), framed
+    /// with the per-kind length caps; `None` until one is complete.
+    pub fn next_message(&mut self) -> Result<Option<Bytes>, FrameError> {
+        split_backend_message(&mut self.rbuf)
+    }
+
+    /// The next whole message, reading as needed.
+    pub async fn recv(&mut self) -> Result<Bytes, ServerError> {
+        loop {
+            match self.next_message() {
+                Ok(Some(message)) => return Ok(message),
+                Ok(None) => {}
+                Err(e) => return Err(ServerError::Protocol(e.to_string())),
+            }
+            if self.fill().await? == 0 {
+                return Err(ServerError::Closed);
+            }
+        }
+    }
+
+    /// Write `bytes` to the server.
+    pub async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await
     }
 
     /// Read one whole message from the server.

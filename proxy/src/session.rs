@@ -15,11 +15,12 @@ mod extended;
 mod fan_out;
 pub mod login;
 pub mod params;
-pub mod plan;
+pub mod reply_plan;
 pub mod routing;
 pub mod segment;
 mod server_replies;
 pub mod statements;
+mod transaction;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -41,11 +42,11 @@ use crate::state::{ClientInfo, ClusterPools, State};
 use attach::cancel_target;
 pub(crate) use attach::watch_client;
 use params::{Kind, ParamChange, ParamSet};
-use plan::{Effect, Plan, Step};
-use routing::{Target, Txn};
+use reply_plan::{Effect, ReplyPlan, Step};
 use segment::Segment;
 pub(crate) use server_replies::retire_on_ddl;
 use statements::ClientStatements;
+use transaction::{Target, Transaction};
 
 /// Flush replies to the client once this much is buffered.
 pub(crate) const CLIENT_FLUSH_AT: usize = 64 * 1024;
@@ -101,7 +102,7 @@ pub struct Session<S> {
     to_client: BytesMut,
     to_server: BytesMut,
     server: Option<Pooled>,
-    plan: Plan,
+    plan: ReplyPlan,
     statements: ClientStatements,
     /// Startup settings: what RESET returns to.
     defaults: ParamSet,
@@ -126,11 +127,10 @@ pub struct Session<S> {
     engine: ParserEngine,
     /// The shard of the attached server.
     shard: usize,
-    txn: Txn,
+    /// The client's transaction on a sharded cluster.
+    txn: Transaction,
     /// `SET pgdog.shard` / `SET pgdog.sharding_key`.
     overrides: Overrides,
-    /// They were set inside a transaction: they end with it.
-    overrides_in_txn: bool,
     /// A Bind that goes to several shards, held with what follows until Sync.
     batch: Option<Segment>,
     /// The portal just bound is transaction control pgshard answers itself
@@ -162,9 +162,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             sharding,
             engine,
             shard: 0,
-            txn: Txn::None,
+            txn: Transaction::default(),
             overrides: Overrides::default(),
-            overrides_in_txn: false,
             batch: None,
             local_portal: None,
             segment_errors: 0,
@@ -181,7 +180,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             to_client: BytesMut::with_capacity(8 * 1024),
             to_server: BytesMut::with_capacity(8 * 1024),
             server: start.server,
-            plan: Plan::default(),
+            plan: ReplyPlan::default(),
             statements: ClientStatements::default(),
             params: start.defaults.clone(),
             defaults: start.defaults,
@@ -254,7 +253,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                             Ok(0) | Err(_) => return End::ClientGone,
                             Ok(n) => count(&server.pool().stats.bytes_received, n),
                         },
-                        read = server.conn.stream.read_buf(&mut server.conn.rbuf) => match read {
+                        read = server.conn.fill() => match read {
                             Ok(0) | Err(_) => {
                                 warn!("server connection lost mid-session");
                                 self.server = None;
@@ -320,7 +319,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             b'P' => self.on_parse(frame).await,
             b'B' | b'D' => self.on_bind_or_describe(frame).await,
             b'E' => {
-                self.forward_extended(&frame, Step::forward(plan::EXECUTE))
+                self.forward_extended(&frame, Step::forward(reply_plan::EXECUTE))
                     .await
             }
             b'C' => self.on_close(frame).await,
@@ -342,7 +341,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
                 self.count_query();
                 self.put_frame(&frame);
-                self.plan.push(Step::forward(plan::SYNC));
+                self.plan.push(Step::forward(reply_plan::SYNC));
                 Ok(())
             }
             b'H' => {
@@ -357,7 +356,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
                 self.count_query();
                 self.put_frame(&frame);
-                self.plan.push(Step::forward(plan::SYNC));
+                self.plan.push(Step::forward(reply_plan::SYNC));
                 Ok(())
             }
             b'd' | b'c' | b'f' => {
@@ -411,8 +410,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         let target = if self.sharded() {
             match self.route_query(&sql).await? {
-                routing::Plan::Done => return Ok(()),
-                routing::Plan::Send(target) => target,
+                routing::Dispatch::Done => return Ok(()),
+                routing::Dispatch::Send(target) => target,
             }
         } else {
             Target::Any
@@ -426,7 +425,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.count_query();
         self.unnamed_on = None;
         self.put_frame(&frame);
-        self.plan.push(Step::forward_with(plan::SYNC, effect));
+        self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
         Ok(())
     }
 
@@ -478,7 +477,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     async fn flush(&mut self) -> Result<(), End> {
         if !self.to_server.is_empty() {
             if let Some(server) = &mut self.server {
-                if server.conn.stream.write_all(&self.to_server).await.is_err() {
+                if server.conn.send(&self.to_server).await.is_err() {
                     self.server = None;
                     return Err(End::server_lost());
                 }

@@ -21,11 +21,14 @@ pub mod sqlstate {
     pub const INTERNAL_ERROR: &str = "XX000";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const IN_FAILED_TRANSACTION: &str = "25P02";
+    pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
 }
 
-/// Severity of an ErrorResponse; FATAL ends the session.
+/// Severity of an ErrorResponse; FATAL ends the session. A WARNING goes
+/// out as a NoticeResponse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Severity {
+    Warning,
     Error,
     Fatal,
 }
@@ -33,15 +36,22 @@ pub enum Severity {
 impl Severity {
     fn as_str(self) -> &'static str {
         match self {
+            Severity::Warning => "WARNING",
             Severity::Error => "ERROR",
             Severity::Fatal => "FATAL",
         }
     }
 }
 
-/// Append an ErrorResponse (`E`) with severity, SQLSTATE and message to `out`.
+/// Append an ErrorResponse (`E`), or for a warning a NoticeResponse (`N`),
+/// with severity, SQLSTATE and message to `out`.
 pub fn error_response(out: &mut BytesMut, severity: Severity, code: &str, message: &str) {
-    let at = messages::begin(out, b'E');
+    let tag = if severity == Severity::Warning {
+        b'N'
+    } else {
+        b'E'
+    };
+    let at = messages::begin(out, tag);
     for (field, value) in [
         (b'S', severity.as_str()),
         (b'V', severity.as_str()),

@@ -13,8 +13,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tracing::{debug, warn};
 
 use super::params::ParamSet;
-use super::plan::Step;
-use super::routing::Target;
+use super::reply_plan::Step;
+use super::transaction::Target;
 use super::{count, sharding_of, End, Session};
 use crate::errors::ClientError;
 use crate::pool::{PoolError, Pooled};

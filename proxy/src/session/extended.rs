@@ -9,9 +9,9 @@ use bytes::{BufMut, Bytes};
 use router::config::PoolerMode;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::plan::{self, Effect, Step};
-use super::routing::Target;
+use super::reply_plan::{self, Effect, Step};
 use super::statements::Statement;
+use super::transaction::Target;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
@@ -80,7 +80,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
         self.unnamed_on = Some(server.conn.id);
         self.put_frame(frame);
-        self.plan.push(Step::forward(plan::PARSE));
+        self.plan.push(Step::forward(reply_plan::PARSE));
         Ok(())
     }
 
@@ -107,16 +107,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     format!("__pgshard_{oldest}").as_bytes(),
                 );
                 self.plan
-                    .push(Step::injected(plan::CLOSE, Effect::Closed(oldest)));
+                    .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
             }
         }
         self.to_server.extend_from_slice(&statement.parse);
         conn.prepared.insert(statement.id);
         let effect = Effect::Prepared(statement.id, client_name);
         self.plan.push(if forward {
-            Step::forward_with(plan::PARSE, effect)
+            Step::forward_with(reply_plan::PARSE, effect)
         } else {
-            Step::injected(plan::PARSE, effect)
+            Step::injected(reply_plan::PARSE, effect)
         });
     }
 
@@ -124,9 +124,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// and prepared first if this server lacks it.
     pub(super) async fn on_bind_or_describe(&mut self, frame: Frame) -> Result<(), End> {
         let terminals = if frame.tag == b'B' {
-            plan::BIND
+            reply_plan::BIND
         } else {
-            plan::DESCRIBE
+            reply_plan::DESCRIBE
         };
         let body = &frame.body;
         // Where the statement name starts: after the portal name (Bind) or
@@ -201,7 +201,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         &statement.query,
                         &statement.param_types,
                     );
-                    self.plan.push(Step::injected(plan::PARSE, Effect::None));
+                    self.plan
+                        .push(Step::injected(reply_plan::PARSE, Effect::None));
                 }
             } else if !server.conn.prepared.contains(statement.id) {
                 let name = Bytes::copy_from_slice(&body[name_start..name_start + name_len]);
@@ -237,7 +238,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(())
             }
             Ok(_) => {
-                self.forward_extended(&frame, Step::forward(plan::CLOSE))
+                self.forward_extended(&frame, Step::forward(reply_plan::CLOSE))
                     .await
             }
             Err(e) => Err(End::protocol(e)),

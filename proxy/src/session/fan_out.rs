@@ -10,14 +10,13 @@
 use std::sync::atomic::Ordering;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::mpsc;
 
 use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
 use crate::fanout::Merger;
 use crate::pool::Pooled;
-use crate::protocol::frame::split_backend_message;
 use crate::protocol::messages;
 
 /// Server messages in flight from the reading tasks to the session: enough
@@ -75,7 +74,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             request(&server, &mut out);
             let reports = reports.clone();
             tasks.push(tokio::spawn(async move {
-                let ok = server.conn.stream.write_all(&out).await.is_ok()
+                let ok = server.conn.send(&out).await.is_ok()
                     && read_reply(&mut server, index, &reports).await;
                 (server, ok)
             }));
@@ -188,7 +187,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 /// the reply came whole.
 async fn read_reply(server: &mut Pooled, index: usize, reports: &mpsc::Sender<Report>) -> bool {
     loop {
-        match split_backend_message(&mut server.conn.rbuf) {
+        match server.conn.next_message() {
             Ok(Some(message)) if message[0] == b'Z' => {
                 server.conn.status = message.get(5).copied().unwrap_or(b'I');
                 return true;
@@ -203,7 +202,7 @@ async fn read_reply(server: &mut Pooled, index: usize, reports: &mpsc::Sender<Re
             Err(_) => break,
         }
         let conn = &mut server.conn;
-        match conn.stream.read_buf(&mut conn.rbuf).await {
+        match conn.fill().await {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }

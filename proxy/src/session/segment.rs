@@ -25,16 +25,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::plan;
+use super::reply_plan;
 use super::statements::Statement;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::fanout::Merger;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::split_backend_message;
 use crate::protocol::frame::{Frame, FrontendMessage};
 use crate::protocol::messages;
 
@@ -134,7 +133,7 @@ impl Segment {
         self.items.push(Item::Send {
             shards,
             bytes,
-            terminals: plan::BIND,
+            terminals: reply_plan::BIND,
             uses: Some(uses),
         });
     }
@@ -292,13 +291,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 if max_rows != 0 && shards.len() > 1 {
                     return Err(refused(IN_PARTS));
                 }
-                (shards, plan::EXECUTE, None, frame_bytes(&frame))
+                (shards, reply_plan::EXECUTE, None, frame_bytes(&frame))
             }
             FrontendMessage::Describe { kind: b'P', name } => {
                 let shard = segment.portals.get(&name).and_then(|s| s.first().copied());
                 (
                     vec![shard.unwrap_or(first)],
-                    plan::DESCRIBE,
+                    reply_plan::DESCRIBE,
                     None,
                     frame_bytes(&frame),
                 )
@@ -325,7 +324,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 bytes.put_slice(&server_name);
                 bytes.put_u8(0);
                 messages::finish(&mut bytes, at);
-                (vec![first], plan::DESCRIBE, Some(uses), bytes.freeze())
+                (
+                    vec![first],
+                    reply_plan::DESCRIBE,
+                    Some(uses),
+                    bytes.freeze(),
+                )
             }
             FrontendMessage::Close { kind: b'S', name } => {
                 self.statements.remove(&name);
@@ -336,7 +340,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             FrontendMessage::Close { name, .. } => {
                 let shards = segment.portals.remove(&name).unwrap_or(vec![first]);
-                (shards, plan::CLOSE, None, frame_bytes(&frame))
+                (shards, reply_plan::CLOSE, None, frame_bytes(&frame))
             }
             _ => return Err(refused(MIXED)),
         };
@@ -453,7 +457,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .collect();
         for part in &mut parts {
             let request = build_request(part, &segment.items);
-            let write = part.server.conn.stream.write_all(&request);
+            let write = part.server.conn.send(&request);
             if super::watch_client(&mut self.client, &mut self.cbuf, write)
                 .await?
                 .is_err()
@@ -579,7 +583,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let (injected, terminals, parse_of) =
                 (unit.item.is_none(), unit.terminals, unit.parse_of);
             let message = loop {
-                match split_backend_message(&mut part.server.conn.rbuf) {
+                match part.server.conn.next_message() {
                     Ok(Some(message)) => break message,
                     Ok(None) => {}
                     Err(_) => {
@@ -588,7 +592,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     }
                 }
                 let conn = &mut part.server.conn;
-                let read = conn.stream.read_buf(&mut conn.rbuf);
+                let read = conn.fill();
                 match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
                     Ok(0) | Err(_) => {
                         part.failed = true;
@@ -636,9 +640,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let mut sync = BytesMut::new();
             messages::sync(&mut sync);
             let done = async {
-                part.server.conn.stream.write_all(&sync).await.ok()?;
+                part.server.conn.send(&sync).await.ok()?;
                 loop {
-                    match split_backend_message(&mut part.server.conn.rbuf) {
+                    match part.server.conn.next_message() {
                         Ok(Some(message)) if message[0] == b'Z' => {
                             part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
                             return Some(());
@@ -648,7 +652,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         Err(_) => return None,
                     }
                     let conn = &mut part.server.conn;
-                    match conn.stream.read_buf(&mut conn.rbuf).await {
+                    match conn.fill().await {
                         Ok(0) | Err(_) => return None,
                         Ok(_) => {}
                     }
@@ -694,7 +698,7 @@ fn build_request(part: &mut Part, items: &[Item]) -> BytesMut {
                 parsed_named.push(statement.id);
                 part.units.push_back(Unit {
                     item: None,
-                    terminals: plan::PARSE,
+                    terminals: reply_plan::PARSE,
                     parse_of: Some(statement.id),
                 });
             }
@@ -703,7 +707,7 @@ fn build_request(part: &mut Part, items: &[Item]) -> BytesMut {
                 parsed_unnamed = Some(*generation);
                 part.units.push_back(Unit {
                     item: None,
-                    terminals: plan::PARSE,
+                    terminals: reply_plan::PARSE,
                     parse_of: None,
                 });
             }

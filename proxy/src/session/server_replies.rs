@@ -8,16 +8,14 @@ use std::sync::atomic::Ordering;
 
 use router::config::PoolerMode;
 use router::route::Overrides;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
 use super::params::ParamSet;
-use super::plan::Effect;
-use super::routing::{self, Txn};
+use super::reply_plan::Effect;
 use super::{count, End, Session, CLIENT_FLUSH_AT};
 use crate::errors::ClientError;
 use crate::protocol::backend::{error_code, sqlstate};
-use crate::protocol::frame::split_backend_message;
 use crate::protocol::messages;
 use crate::state::State;
 
@@ -29,7 +27,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let Some(server) = &mut self.server else {
                 break;
             };
-            let read = server.conn.stream.read_buf(&mut server.conn.rbuf);
+            let read = server.conn.fill();
             match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
                 Ok(0) | Err(_) => {
                     self.server = None;
@@ -48,7 +46,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return Ok(());
             };
             let (conn, pool) = server.parts();
-            let message = match split_backend_message(&mut conn.rbuf) {
+            let message = match conn.next_message() {
                 Ok(Some(message)) => message,
                 Ok(None) => break,
                 Err(err) => {
@@ -61,18 +59,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
             };
             let tag = message[0];
-            self.plan.drain_local(
-                &mut self.to_client,
-                routing::client_status(&self.txn, conn.status),
-            );
+            self.plan
+                .drain_local(&mut self.to_client, self.txn.status(conn.status));
 
             let body = &message[5..];
             match tag {
                 b'Z' => {
                     conn.status = body.first().copied().unwrap_or(b'I');
-                    if conn.status == b'I' && self.txn == Txn::None && self.overrides_in_txn {
+                    if self.txn.on_end(Some(conn.status)) {
                         self.overrides = Overrides::default();
-                        self.overrides_in_txn = false;
                     }
                 }
                 b'S' => conn.note_parameter(body),
@@ -98,11 +93,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 _ => {}
             }
             let verdict = self.plan.on_server_message(tag);
-            if tag == b'E' && verdict.forward && matches!(self.txn, Txn::Deferred(_)) {
-                // A statement of the transaction failed (it ran outside it,
-                // before it opened): the transaction is aborted, as it
-                // would be on Postgres.
-                self.txn = Txn::Failed;
+            if tag == b'E' && verdict.forward {
+                // A statement of a deferred transaction failed (it ran
+                // outside it, before it opened): the transaction is
+                // aborted, as it would be on Postgres.
+                self.txn.on_error();
             }
             if let Some(Effect::Bound(id)) = verdict.failed.first() {
                 if error_code(body).is_some_and(stale_statement) {
@@ -163,9 +158,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
             }
             if verdict.forward {
-                if tag == b'Z' && self.txn != Txn::None {
+                if tag == b'Z' && self.txn.overrides_server() {
                     // pgshard holds a transaction the server does not know of.
-                    let status = routing::client_status(&self.txn, conn.status);
+                    let status = self.txn.status(conn.status);
                     messages::ready_for_query(&mut self.to_client, status);
                 } else {
                     self.to_client.extend_from_slice(&message);

@@ -140,13 +140,13 @@ pub struct Verdict {
 
 /// The queue of expected replies for one client.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub struct ReplyPlan {
     steps: VecDeque<Step>,
     /// ReadyForQuery replies still owed by the server (Syncs and Queries sent).
     pending_syncs: usize,
 }
 
-impl Plan {
+impl ReplyPlan {
     pub fn push(&mut self, step: Step) {
         if let Step::Server { sync: true, .. } = step {
             self.pending_syncs += 1;
@@ -292,7 +292,7 @@ impl Plan {
 mod tests {
     #[test]
     fn injected_queries_can_show_their_errors() {
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(Step::injected_query_showing_errors());
         plan.push(Step::forward(SYNC));
         assert!(!plan.on_server_message(b'C').forward);
@@ -301,7 +301,7 @@ mod tests {
         assert!(plan.on_server_message(b'E').forward);
         assert!(plan.on_server_message(b'Z').forward);
         assert!(plan.is_empty());
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(Step::injected_query());
         assert!(!plan.on_server_message(b'E').forward);
     }
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn injected_parse_is_swallowed_and_local_replies_interleave() {
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(local(b"1"));
         plan.push(Step::injected(PARSE, Effect::Prepared(3, None)));
         plan.push(Step::forward(BIND));
@@ -338,7 +338,7 @@ mod tests {
 
     #[test]
     fn error_skips_to_sync_and_reports_failed_prepares() {
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(Step::injected(PARSE, Effect::Prepared(9, None)));
         plan.push(Step::forward(BIND));
         plan.push(local(b"3"));
@@ -355,7 +355,7 @@ mod tests {
 
     #[test]
     fn skipped_local_parses_and_closes_are_reported() {
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(Step::forward(BIND));
         plan.push(Step::injected(CLOSE, Effect::Closed(4)));
         plan.push(Step::LocalParse(Effect::Named(
@@ -377,7 +377,7 @@ mod tests {
         assert!(plan.on_server_message(b'Z').forward);
         assert!(plan.is_empty());
 
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(Step::LocalParse(Effect::Named(5, Bytes::new())));
         let mut out = BytesMut::new();
         plan.drain_local(&mut out, b'I');
@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn an_unsynced_tail_is_seen_behind_a_sync() {
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         assert!(!plan.unsynced_tail());
         plan.push(Step::forward(BIND));
         plan.push(Step::forward(SYNC));
@@ -400,7 +400,7 @@ mod tests {
 
     #[test]
     fn simple_query_error_keeps_the_query_step() {
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(Step::forward(SYNC));
         assert!(plan.on_server_message(b'E').forward);
         assert_eq!(plan.pending_syncs(), 1);
@@ -410,7 +410,7 @@ mod tests {
 
     #[test]
     fn local_reply_with_ready_uses_current_status() {
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(Step::Local {
             bytes: Bytes::from_static(b"C\0\0\0\x0fDEALLOCATE\0"),
             ready: true,
@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn copy_in_drops_syncs_sent_behind_the_execute() {
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(Step::forward(EXECUTE));
         plan.push(Step::forward(SYNC));
         plan.copy_in_started();
@@ -433,7 +433,7 @@ mod tests {
 
     #[test]
     fn async_messages_pass_anywhere() {
-        let mut plan = Plan::default();
+        let mut plan = ReplyPlan::default();
         plan.push(Step::injected(PARSE, Effect::None));
         assert!(plan.on_server_message(b'N').forward);
         assert!(!plan.on_server_message(b'1').forward);

@@ -1,0 +1,286 @@
+//! The client's transaction on a sharded cluster as pgshard sees it: a pure
+//! state machine (no I/O, no session) the session asks what to do with each
+//! statement and tells what its server reported.
+//!
+//! A client's `BEGIN` is answered here (the transaction is *deferred*) and
+//! opened on the shard of the first statement that routes to one.
+//! Statements with no data dependency (`SELECT 1`, SET, reads of omnisharded
+//! tables, a Describe before the key is known) run meanwhile on any shard,
+//! outside the transaction; one of them failing aborts the transaction all
+//! the same (status `E`, then 25P02). Statements that need the transaction
+//! block (DECLARE, SAVEPOINT, a named portal fetched across Syncs) open it on
+//! a shard of their own. Once the transaction is open on a server, a
+//! statement routed elsewhere is refused, the transaction is rolled back on
+//! its server, and the client sees an aborted transaction until it ends it,
+//! as Postgres shows after an error. `SET LOCAL` and the like sent while the
+//! transaction is deferred travel with its BEGIN; `SET pgdog.*` overrides
+//! made inside a transaction end with it.
+
+use bytes::{Bytes, BytesMut};
+
+/// Where the transaction is, beyond what the attached server (if any)
+/// reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Txn {
+    /// Nothing pending here: the attached server's status is the truth.
+    #[default]
+    None,
+    /// BEGIN was answered by pgshard; the text to open it with.
+    Deferred(Bytes),
+    /// pgshard refused a statement inside the transaction (and rolled it
+    /// back on its server), or a statement run before it opened failed:
+    /// everything but COMMIT/ROLLBACK is refused.
+    Failed,
+}
+
+/// The attached server, as far as the transaction is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attached {
+    pub shard: usize,
+    /// Its last ReadyForQuery status: `I`, `T` or `E`.
+    pub status: u8,
+    /// It is in COPY IN.
+    pub copy_in: bool,
+}
+
+impl Attached {
+    /// A transaction (or a COPY) is open on it.
+    fn busy(&self) -> bool {
+        self.status != b'I' || self.copy_in
+    }
+}
+
+/// What a statement means for the transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control<'a> {
+    /// `BEGIN` / `START TRANSACTION`, with its text (isolation options).
+    Begin(&'a [u8]),
+    Commit,
+    Rollback,
+    /// `SET LOCAL`, `SET TRANSACTION`, `SET CONSTRAINTS`: its text and tag.
+    Scoped(&'a [u8], &'static str),
+    /// Anything else (several statements in one string included).
+    Other,
+}
+
+/// What to do with a statement before it is routed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Answered here with this command tag; `ends`: the transaction ended
+    /// (overrides scoped to it go).
+    Answer { tag: &'static str, ends: bool },
+    /// Refused with 25P02: the transaction is aborted.
+    Aborted,
+    /// BEGIN inside the deferred transaction: answered `BEGIN` with
+    /// Postgres's warning (25001, "there is already a transaction in
+    /// progress").
+    NestedBegin,
+    /// Route it.
+    Route,
+}
+
+/// Where the next statement must run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Any shard (the attached server's, else one picked round-robin),
+    /// outside a deferred transaction.
+    Any,
+    /// This shard; a deferred transaction opens there.
+    Shard(usize),
+    /// This shard if no transaction holds another, outside a deferred
+    /// transaction: a Describe whose tables live there (a family table).
+    Near(usize),
+}
+
+/// Where a routed statement goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    Send(Target),
+    /// To several shards at once, outside any transaction.
+    FanOut,
+    /// Several shards inside a transaction: refused with [`CROSS_SHARD_TXN`].
+    Refuse,
+}
+
+/// Whether the attached server suits a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    Keep,
+    /// Give it back (it is idle) and check out another.
+    Detach,
+    /// The transaction holds it: refused with [`CROSS_SHARD_TXN`].
+    Refuse,
+}
+
+pub const CROSS_SHARD_TXN: &str = "cross-shard transactions are not supported yet: every statement of a transaction must route to the shard of its first statement (use one sharding key per transaction)";
+
+/// The client's transaction.
+#[derive(Debug, Default)]
+pub struct Transaction {
+    txn: Txn,
+    /// `SET pgdog.*` overrides were made inside the transaction: they end
+    /// with it.
+    scoped_overrides: bool,
+}
+
+impl Transaction {
+    /// The transaction status the client sees, given its server's.
+    pub fn status(&self, server_status: u8) -> u8 {
+        match self.txn {
+            Txn::None => server_status,
+            Txn::Deferred(_) => b'T',
+            Txn::Failed => b'E',
+        }
+    }
+
+    /// pgshard holds a transaction state the server does not know of: the
+    /// server's ReadyForQuery status is replaced by [`Transaction::status`].
+    pub fn overrides_server(&self) -> bool {
+        self.txn != Txn::None
+    }
+
+    pub fn failed(&self) -> bool {
+        self.txn == Txn::Failed
+    }
+
+    pub fn deferred(&self) -> bool {
+        matches!(self.txn, Txn::Deferred(_))
+    }
+
+    /// A transaction is open or deferred.
+    pub fn active(&self, server: Option<Attached>) -> bool {
+        self.txn != Txn::None || server.is_some_and(|s| s.status != b'I')
+    }
+
+    /// A statement, before routing. `busy`: replies to earlier statements
+    /// are still due (a BEGIN then goes to the server, in order).
+    pub fn on_statement(
+        &mut self,
+        control: Control<'_>,
+        server: Option<Attached>,
+        busy: bool,
+    ) -> Verdict {
+        let ended = |tag| Verdict::Answer { tag, ends: true };
+        match (&self.txn, control) {
+            // A failed transaction was rolled back on its server already.
+            (Txn::Failed, Control::Commit | Control::Rollback) => {
+                self.txn = Txn::None;
+                ended("ROLLBACK")
+            }
+            (Txn::Failed, _) => Verdict::Aborted,
+            (Txn::None, Control::Begin(text)) if !self.active(server) && !busy => {
+                self.txn = Txn::Deferred(Bytes::copy_from_slice(text));
+                Verdict::Answer {
+                    tag: "BEGIN",
+                    ends: false,
+                }
+            }
+            (Txn::Deferred(_), Control::Begin(_)) => Verdict::NestedBegin,
+            (Txn::Deferred(_), Control::Commit) => {
+                self.txn = Txn::None;
+                ended("COMMIT")
+            }
+            (Txn::Deferred(_), Control::Rollback) => {
+                self.txn = Txn::None;
+                ended("ROLLBACK")
+            }
+            (Txn::Deferred(begin), Control::Scoped(text, tag)) => {
+                // They belong to the transaction, which opens later: they
+                // travel with its BEGIN (their errors reach the client then).
+                // A newline ends a trailing `--` comment.
+                let mut joined = BytesMut::from(&begin[..]);
+                joined.extend_from_slice(b"\n;");
+                joined.extend_from_slice(text);
+                self.txn = Txn::Deferred(joined.freeze());
+                Verdict::Answer { tag, ends: false }
+            }
+            _ => Verdict::Route,
+        }
+    }
+
+    /// Where a routed statement goes: `shards` is `None` when any shard
+    /// may run it; `needs_block` when it fails outside a transaction block
+    /// or must last as long as it (DECLARE, SAVEPOINT, a named portal).
+    /// `any_shard` picks a shard when one must be chosen.
+    pub fn place(
+        &self,
+        shards: Option<&[usize]>,
+        needs_block: bool,
+        server: Option<Attached>,
+        any_shard: impl FnOnce() -> usize,
+    ) -> Placement {
+        match shards {
+            None if needs_block && self.deferred() => {
+                Placement::Send(Target::Shard(server.map_or_else(any_shard, |s| s.shard)))
+            }
+            None => Placement::Send(Target::Any),
+            Some([shard]) => Placement::Send(Target::Shard(*shard)),
+            Some(_) if self.active(server) => Placement::Refuse,
+            Some(_) => Placement::FanOut,
+        }
+    }
+
+    /// Whether the attached server can run a statement bound for `target`.
+    pub fn fit(&self, target: Target, server: Attached) -> Fit {
+        let keep = match target {
+            Target::Any => true,
+            // A deferred transaction opens on a server of its own.
+            Target::Shard(shard) => shard == server.shard && !self.deferred(),
+            // A transaction's server is the one to ask, whatever its shard.
+            Target::Near(shard) => shard == server.shard || server.busy(),
+        };
+        if keep {
+            Fit::Keep
+        } else if server.busy() {
+            Fit::Refuse
+        } else {
+            Fit::Detach
+        }
+    }
+
+    /// pgshard refuses a statement: inside a transaction, the transaction
+    /// is over. Returns whether it must be rolled back on the server.
+    pub fn refuse(&mut self, server: Option<Attached>) -> bool {
+        let open_on_server = server.is_some_and(|s| s.status != b'I');
+        if open_on_server || self.txn != Txn::None {
+            self.txn = Txn::Failed;
+        }
+        open_on_server
+    }
+
+    /// A server attached for [`Target::Shard`]: the text that opens the
+    /// deferred transaction there (its BEGIN and any `SET LOCAL`).
+    pub fn open(&mut self) -> Option<Bytes> {
+        match std::mem::take(&mut self.txn) {
+            Txn::Deferred(begin) => Some(begin),
+            other => {
+                self.txn = other;
+                None
+            }
+        }
+    }
+
+    /// The client saw an error from its server. One before the transaction
+    /// opened (a statement run outside it) aborts it all the same.
+    pub fn on_error(&mut self) {
+        if self.deferred() {
+            self.txn = Txn::Failed;
+        }
+    }
+
+    /// `SET pgdog.*` changed the session's overrides.
+    pub fn on_override(&mut self, server: Option<Attached>) {
+        self.scoped_overrides = self.active(server);
+    }
+
+    /// The transaction ended here or on the server (its ReadyForQuery
+    /// status, `None` when pgshard answered): whether overrides made inside
+    /// it must go.
+    pub fn on_end(&mut self, server_status: Option<u8>) -> bool {
+        let ended = self.txn == Txn::None && server_status.is_none_or(|s| s == b'I');
+        ended && std::mem::take(&mut self.scoped_overrides)
+    }
+}
+
+#[cfg(test)]
+mod tests;
