@@ -4,11 +4,12 @@
 //! (transaction mode) or for its whole life (session mode); server replies
 //! are relayed in order, with pgshard's own replies interleaved by the plan.
 //!
-//! This file holds the session's state and its message loop (the simple
-//! protocol included); `extended.rs` the extended protocol, `attach.rs` the
+//! This file holds the session's state and its message loop; `simple.rs`
+//! the simple protocol, `extended.rs` the extended protocol, `attach.rs` the
 //! server connections it holds, `server_replies.rs` what comes back,
-//! `routing.rs` and `segment.rs` the sharded cluster's parts, `plan.rs` the
-//! pure response plan.
+//! `routing.rs`, `fan_out.rs` and `segment.rs` the sharded cluster's parts,
+//! and two pure parts: `reply_plan.rs` the replies owed, `transaction.rs`
+//! what the client's transaction allows.
 
 mod attach;
 mod extended;
@@ -19,6 +20,7 @@ pub mod reply_plan;
 pub mod routing;
 pub mod segment;
 mod server_replies;
+mod simple;
 pub mod statements;
 mod transaction;
 
@@ -41,8 +43,8 @@ use crate::protocol::messages;
 use crate::state::{ClientInfo, ClusterPools, State};
 use attach::cancel_target;
 pub(crate) use attach::watch_client;
-use params::{Kind, ParamChange, ParamSet};
-use reply_plan::{Effect, ReplyPlan, Step};
+use params::{ParamChange, ParamSet};
+use reply_plan::{ReplyPlan, Step};
 use segment::Segment;
 pub(crate) use server_replies::retire_on_ddl;
 use statements::ClientStatements;
@@ -293,23 +295,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.skipping && matches!(tag, b'P' | b'B' | b'D' | b'E' | b'C' | b'H') {
             return Ok(());
         }
-        if let Some(tag) = self.local_portal {
-            match frame.tag {
-                b'E' => {
-                    self.local_tag(tag, false);
-                    return Ok(());
-                }
-                b'D' => {
-                    self.local_reply(messages::no_data);
-                    return Ok(());
-                }
-                b'C' => {
-                    self.local_reply(messages::close_complete);
-                    return Ok(());
-                }
-                b'H' => return Ok(()),
-                _ => self.local_portal = None,
-            }
+        if self.local_portal.is_some() && self.on_local_portal(tag) {
+            return Ok(());
         }
         if self.batch.is_some() {
             return self.on_segment_frame(frame).await;
@@ -324,24 +311,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             b'C' => self.on_close(frame).await,
             b'S' => {
-                self.skipping = false;
-                self.unsynced = false;
-                if self.server.is_none() && !self.plan.awaiting_server() {
-                    // Everything since the last Sync was answered locally.
-                    self.plan.push(Step::Local {
-                        bytes: Bytes::new(),
-                        ready: true,
-                    });
-                    return Ok(());
-                }
-                if self.copy_in {
-                    // Postgres ignores Sync in COPY IN: no reply is owed.
-                    self.put_frame(&frame);
-                    return Ok(());
-                }
-                self.count_query();
-                self.put_frame(&frame);
-                self.plan.push(Step::forward(reply_plan::SYNC));
+                self.on_sync(&frame);
                 Ok(())
             }
             b'H' => {
@@ -376,57 +346,45 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
-    async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
-        let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
-        let sql = String::from_utf8_lossy(sql_bytes);
-        let kind = params::classify(&sql);
-        let mut dirty = kind == Kind::SessionState;
-        let mut effect = Effect::None;
-        match kind {
-            Kind::Plain | Kind::SessionState => {}
-            Kind::Setting => match params::setting_changes(&sql) {
-                Some(changes) if !changes.is_empty() => effect = Effect::Settings(changes),
-                Some(_) => {}
-                None => dirty = true,
-            },
-            Kind::Deallocate => match params::deallocate_target(&sql) {
-                Some(Some(name)) if self.statements.remove(name.as_bytes()).is_some() => {
-                    // A statement pgshard renamed: only the client's name goes.
-                    let mut reply = BytesMut::new();
-                    messages::command_complete(&mut reply, "DEALLOCATE");
-                    self.plan.push(Step::Local {
-                        bytes: reply.freeze(),
-                        ready: true,
-                    });
-                    return Ok(());
-                }
-                Some(None) => {
-                    self.statements.clear();
-                    effect = Effect::DeallocateAll;
-                }
-                _ => {}
-            },
-            Kind::DiscardAll => effect = Effect::DiscardAll,
-        }
-        let target = if self.sharded() {
-            match self.route_query(&sql).await? {
-                routing::Dispatch::Done => return Ok(()),
-                routing::Dispatch::Send(target) => target,
-            }
-        } else {
-            Target::Any
+    /// A message for the portal pgshard answers itself (transaction
+    /// control bound in the extended protocol): answered here, or (any
+    /// other message) the portal is done. Returns whether it was answered.
+    fn on_local_portal(&mut self, tag: u8) -> bool {
+        let Some(command) = self.local_portal else {
+            return false;
         };
-        if !self.ensure_server_or_reply(target, true).await? {
-            return Ok(());
+        match tag {
+            b'E' => self.local_tag(command, false),
+            b'D' => self.local_reply(messages::no_data),
+            b'C' => self.local_reply(messages::close_complete),
+            b'H' => {}
+            _ => {
+                self.local_portal = None;
+                return false;
+            }
         }
-        if let Some(server) = &mut self.server {
-            server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
+        true
+    }
+
+    fn on_sync(&mut self, frame: &Frame) {
+        self.skipping = false;
+        self.unsynced = false;
+        if self.server.is_none() && !self.plan.awaiting_server() {
+            // Everything since the last Sync was answered locally.
+            self.plan.push(Step::Local {
+                bytes: Bytes::new(),
+                ready: true,
+            });
+            return;
+        }
+        if self.copy_in {
+            // Postgres ignores Sync in COPY IN: no reply is owed.
+            self.put_frame(frame);
+            return;
         }
         self.count_query();
-        self.unnamed_on = None;
-        self.put_frame(&frame);
-        self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
-        Ok(())
+        self.put_frame(frame);
+        self.plan.push(Step::forward(reply_plan::SYNC));
     }
 
     /// A reply pgshard makes itself, in its place among the server's.

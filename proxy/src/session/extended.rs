@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes};
+use bytes::{BufMut, Bytes, BytesMut};
 use router::config::PoolerMode;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -163,24 +163,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         // The name the server knows the statement by.
         let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
         let target = if self.sharded() && frame.tag == b'B' {
-            let bind = match FrontendMessage::decode(frame.clone()) {
-                Ok(FrontendMessage::Bind(bind)) => bind,
-                Ok(_) => return Ok(()),
-                Err(e) => return Err(End::protocol(e)),
-            };
-            let target = self.route_bind(&statement, unnamed, &bind, |out| {
+            let rewritten = |out: &mut BytesMut| {
                 let at = messages::begin(out, b'B');
                 out.put_slice(&body[..name_start]);
                 out.put_slice(server_name);
                 out.put_slice(rest);
                 messages::finish(out, at);
-            });
-            match target {
+            };
+            match self.bind_target(&frame, &statement, unnamed, rewritten)? {
                 Some(target) => target,
-                None => {
-                    self.unsynced = true;
-                    return Ok(());
-                }
+                None => return Ok(()),
             }
         } else if self.sharded() {
             self.describe_target(&statement)
@@ -190,25 +182,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if !self.ensure_server_or_reply(target, false).await? {
             return Ok(());
         }
-        if let Some(server) = &mut self.server {
-            server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
-            if unnamed {
-                if self.unnamed_on != Some(server.conn.id) {
-                    self.unnamed_on = Some(server.conn.id);
-                    messages::parse(
-                        &mut self.to_server,
-                        b"",
-                        &statement.query,
-                        &statement.param_types,
-                    );
-                    self.plan
-                        .push(Step::injected(reply_plan::PARSE, Effect::None));
-                }
-            } else if !server.conn.prepared.contains(statement.id) {
-                let name = Bytes::copy_from_slice(&body[name_start..name_start + name_len]);
-                self.prepare_on_server(&statement, false, Some(name));
-            }
-        }
+        self.statement_on_server(&statement, &body[name_start..name_start + name_len]);
         let at = messages::begin(&mut self.to_server, frame.tag);
         self.to_server.put_slice(&body[..name_start]);
         self.to_server.put_slice(server_name);
@@ -226,6 +200,54 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Step::forward(terminals)
         });
         Ok(())
+    }
+
+    /// Where a Bind goes on a sharded cluster; `None` when it was answered
+    /// here or held for a fan-out.
+    fn bind_target(
+        &mut self,
+        frame: &Frame,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        rewritten: impl FnOnce(&mut BytesMut),
+    ) -> Result<Option<Target>, End> {
+        let bind = match FrontendMessage::decode(frame.clone()) {
+            Ok(FrontendMessage::Bind(bind)) => bind,
+            Ok(_) => return Ok(None),
+            Err(e) => return Err(End::protocol(e)),
+        };
+        let target = self.route_bind(statement, unnamed, &bind, rewritten);
+        if target.is_none() {
+            self.unsynced = true;
+        }
+        Ok(target)
+    }
+
+    /// Make sure the attached server holds `statement` (known to the client
+    /// as `client_name`) before a Bind or Describe of it: the unnamed one is
+    /// parsed again where its last Parse did not go, a shared one prepared
+    /// where it is missing.
+    fn statement_on_server(&mut self, statement: &Arc<Statement>, client_name: &[u8]) {
+        let Some(server) = &mut self.server else {
+            return;
+        };
+        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
+        if client_name.is_empty() {
+            if self.unnamed_on != Some(server.conn.id) {
+                self.unnamed_on = Some(server.conn.id);
+                messages::parse(
+                    &mut self.to_server,
+                    b"",
+                    &statement.query,
+                    &statement.param_types,
+                );
+                self.plan
+                    .push(Step::injected(reply_plan::PARSE, Effect::None));
+            }
+        } else if !server.conn.prepared.contains(statement.id) {
+            let name = Bytes::copy_from_slice(client_name);
+            self.prepare_on_server(statement, false, Some(name));
+        }
     }
 
     pub(super) async fn on_close(&mut self, frame: Frame) -> Result<(), End> {

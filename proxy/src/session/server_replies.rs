@@ -6,6 +6,7 @@
 
 use std::sync::atomic::Ordering;
 
+use bytes::Bytes;
 use router::config::PoolerMode;
 use router::route::Overrides;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -41,137 +42,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Handle every whole message the server has sent.
     pub(super) async fn on_server_data(&mut self) -> Result<(), End> {
-        loop {
-            let Some(server) = &mut self.server else {
-                return Ok(());
-            };
-            let (conn, pool) = server.parts();
-            let message = match conn.next_message() {
-                Ok(Some(message)) => message,
-                Ok(None) => break,
-                Err(err) => {
-                    warn!(%err, "server sent an invalid message");
-                    self.server = None;
-                    return Err(End::Fatal(ClientError::new(
-                        sqlstate::PROTOCOL_VIOLATION,
-                        "the server sent an invalid message; the connection is closed",
-                    )));
-                }
-            };
+        while let Some(message) = self.next_server_message()? {
             let tag = message[0];
-            self.plan
-                .drain_local(&mut self.to_client, self.txn.status(conn.status));
-
+            let status = self.status();
+            self.plan.drain_local(&mut self.to_client, status);
             let body = &message[5..];
-            match tag {
-                b'Z' => {
-                    conn.status = body.first().copied().unwrap_or(b'I');
-                    if self.txn.on_end(Some(conn.status)) {
-                        self.overrides = Overrides::default();
-                    }
-                }
-                b'S' => conn.note_parameter(body),
-                b'C' => {
-                    retire_on_ddl(&self.state, body);
-                    if body.starts_with(b"COMMIT\0") {
-                        for change in self.pending.drain(..) {
-                            self.params.apply(&change, &self.defaults);
-                            conn.applied.apply_on_server(&change);
-                            self.resync |= self.mode == PoolerMode::Session;
-                        }
-                    } else if body.starts_with(b"ROLLBACK\0") {
-                        self.pending.clear();
-                    }
-                }
-                b'E' if self.plan.at_sync() => self.failed = true,
-                b'G' => {
-                    self.copy_in = true;
-                    if !self.plan.at_sync() {
-                        self.plan.copy_in_started();
-                    }
-                }
-                _ => {}
-            }
+            self.note_server_message(tag, body);
             let verdict = self.plan.on_server_message(tag);
             if tag == b'E' && verdict.forward {
                 // A statement of a deferred transaction failed (it ran
                 // outside it, before it opened): the transaction is
                 // aborted, as it would be on Postgres.
                 self.txn.on_error();
-            }
-            if let Some(Effect::Bound(id)) = verdict.failed.first() {
-                if error_code(body).is_some_and(stale_statement) {
-                    self.state.statements.retire(*id);
-                }
-            }
-            for effect in verdict.failed {
-                match effect {
-                    Effect::Prepared(id, name) => {
-                        conn.prepared.remove(id);
-                        if let Some(name) = name {
-                            self.statements.remove_if_id(&name, id);
-                        }
-                    }
-                    Effect::Named(id, name) => self.statements.remove_if_id(&name, id),
-                    Effect::Closed(id) => conn.prepared.insert(id),
-                    _ => {}
-                }
-            }
-            if tag == b'E' && verdict.forward {
                 self.extended_settings.clear();
             }
+            self.undo_failed(body, verdict.failed);
             if tag == b'Z' {
-                let status = conn.status;
-                let extended = std::mem::take(&mut self.extended_settings);
-                if !self.failed {
-                    let changes = match &verdict.completed {
-                        Effect::Settings(changes) => changes.clone(),
-                        _ => Vec::new(),
-                    };
-                    for change in changes.into_iter().chain(extended) {
-                        if status == b'I' {
-                            self.params.apply(&change, &self.defaults);
-                            conn.applied.apply_on_server(&change);
-                            self.resync |= self.mode == PoolerMode::Session;
-                        } else {
-                            self.pending.push(change);
-                        }
-                    }
-                }
-                if !self.failed {
-                    match verdict.completed {
-                        Effect::DiscardAll => {
-                            conn.prepared.clear();
-                            conn.applied = ParamSet::default();
-                            conn.dirty = false;
-                            self.statements.clear();
-                            self.params = self.defaults.clone();
-                            self.pending.clear();
-                        }
-                        Effect::DeallocateAll => conn.prepared.clear(),
-                        _ => {}
-                    }
-                }
-                self.failed = false;
-                if status == b'I' {
-                    pool.stats.xact_count.fetch_add(1, Ordering::Relaxed);
-                }
+                self.on_ready(verdict.completed);
             }
             if verdict.forward {
-                if tag == b'Z' && self.txn.overrides_server() {
-                    // pgshard holds a transaction the server does not know of.
-                    let status = self.txn.status(conn.status);
-                    messages::ready_for_query(&mut self.to_client, status);
-                } else {
-                    self.to_client.extend_from_slice(&message);
-                }
-                if tag == b'E' && self.plan.pending_syncs() <= 1 {
-                    // An error of the latest segment (what the client sent
-                    // after its last Sync, or since its last Query), not of
-                    // an earlier one still being answered.
-                    self.segment_errors += 1;
-                }
-                count(&pool.stats.bytes_sent, message.len());
+                self.forward_server_message(&message);
             }
             if self.to_client.len() >= CLIENT_FLUSH_AT {
                 self.flush_client().await?;
@@ -180,6 +70,152 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let status = self.status();
         self.plan.drain_local(&mut self.to_client, status);
         self.flush_client().await
+    }
+
+    /// The next whole message the attached server sent, if one was read.
+    fn next_server_message(&mut self) -> Result<Option<Bytes>, End> {
+        let Some(server) = &mut self.server else {
+            return Ok(None);
+        };
+        match server.conn.next_message() {
+            Ok(message) => Ok(message),
+            Err(err) => {
+                warn!(%err, "server sent an invalid message");
+                self.server = None;
+                Err(End::Fatal(ClientError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    "the server sent an invalid message; the connection is closed",
+                )))
+            }
+        }
+    }
+
+    /// What a server message says about the connection and the session,
+    /// whatever the plan does with it: transaction status, parameter
+    /// reports, settings kept at COMMIT, schema changes, COPY IN.
+    fn note_server_message(&mut self, tag: u8, body: &[u8]) {
+        let Some(server) = &mut self.server else {
+            return;
+        };
+        let conn = &mut server.conn;
+        match tag {
+            b'Z' => {
+                conn.status = body.first().copied().unwrap_or(b'I');
+                if self.txn.on_end(Some(conn.status)) {
+                    self.overrides = Overrides::default();
+                }
+            }
+            b'S' => conn.note_parameter(body),
+            b'C' => {
+                retire_on_ddl(&self.state, body);
+                if body.starts_with(b"COMMIT\0") {
+                    for change in self.pending.drain(..) {
+                        self.params.apply(&change, &self.defaults);
+                        conn.applied.apply_on_server(&change);
+                        self.resync |= self.mode == PoolerMode::Session;
+                    }
+                } else if body.starts_with(b"ROLLBACK\0") {
+                    self.pending.clear();
+                }
+            }
+            b'E' if self.plan.at_sync() => self.failed = true,
+            b'G' => {
+                self.copy_in = true;
+                if !self.plan.at_sync() {
+                    self.plan.copy_in_started();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Undo what was recorded for messages an error made the server skip;
+    /// retire a shared statement whose Bind found it stale.
+    fn undo_failed(&mut self, body: &[u8], failed: Vec<Effect>) {
+        if let Some(Effect::Bound(id)) = failed.first() {
+            if error_code(body).is_some_and(stale_statement) {
+                self.state.statements.retire(*id);
+            }
+        }
+        let Some(server) = &mut self.server else {
+            return;
+        };
+        for effect in failed {
+            match effect {
+                Effect::Prepared(id, name) => {
+                    server.conn.prepared.remove(id);
+                    if let Some(name) = name {
+                        self.statements.remove_if_id(&name, id);
+                    }
+                }
+                Effect::Named(id, name) => self.statements.remove_if_id(&name, id),
+                Effect::Closed(id) => server.conn.prepared.insert(id),
+                _ => {}
+            }
+        }
+    }
+
+    /// A ReadyForQuery: the settings and resets of what it ends take effect
+    /// (at once outside a transaction, at its COMMIT inside one), unless
+    /// an error rolled them back.
+    fn on_ready(&mut self, completed: Effect) {
+        let Some(server) = &mut self.server else {
+            return;
+        };
+        let (conn, pool) = server.parts();
+        let status = conn.status;
+        let extended = std::mem::take(&mut self.extended_settings);
+        if !std::mem::take(&mut self.failed) {
+            let changes = match &completed {
+                Effect::Settings(changes) => changes.clone(),
+                _ => Vec::new(),
+            };
+            for change in changes.into_iter().chain(extended) {
+                if status == b'I' {
+                    self.params.apply(&change, &self.defaults);
+                    conn.applied.apply_on_server(&change);
+                    self.resync |= self.mode == PoolerMode::Session;
+                } else {
+                    self.pending.push(change);
+                }
+            }
+            match completed {
+                Effect::DiscardAll => {
+                    conn.prepared.clear();
+                    conn.applied = ParamSet::default();
+                    conn.dirty = false;
+                    self.statements.clear();
+                    self.params = self.defaults.clone();
+                    self.pending.clear();
+                }
+                Effect::DeallocateAll => conn.prepared.clear(),
+                _ => {}
+            }
+        }
+        if status == b'I' {
+            pool.stats.xact_count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Pass a server message on to the client.
+    fn forward_server_message(&mut self, message: &Bytes) {
+        let tag = message[0];
+        if tag == b'Z' && self.txn.overrides_server() {
+            // pgshard holds a transaction the server does not know of.
+            let status = self.status();
+            messages::ready_for_query(&mut self.to_client, status);
+        } else {
+            self.to_client.extend_from_slice(message);
+        }
+        if tag == b'E' && self.plan.pending_syncs() <= 1 {
+            // An error of the latest segment (what the client sent after
+            // its last Sync, or since its last Query), not of an earlier
+            // one still being answered.
+            self.segment_errors += 1;
+        }
+        if let Some(server) = &self.server {
+            count(&server.pool().stats.bytes_sent, message.len());
+        }
     }
 }
 

@@ -1,0 +1,71 @@
+//! The simple protocol: a Query's text is classified for what it changes
+//! in the session (settings, DEALLOCATE, DISCARD ALL, session state), routed
+//! on a sharded cluster, and sent to the server with the reply it owes
+//! planned.
+
+use bytes::BytesMut;
+use router::config::PoolerMode;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::params::{self, Kind};
+use super::reply_plan::{self, Effect, Step};
+use super::routing;
+use super::transaction::Target;
+use super::{End, Session};
+use crate::protocol::frame::Frame;
+use crate::protocol::messages;
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
+        let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
+        let sql = String::from_utf8_lossy(sql_bytes);
+        let kind = params::classify(&sql);
+        let mut dirty = kind == Kind::SessionState;
+        let mut effect = Effect::None;
+        match kind {
+            Kind::Plain | Kind::SessionState => {}
+            Kind::Setting => match params::setting_changes(&sql) {
+                Some(changes) if !changes.is_empty() => effect = Effect::Settings(changes),
+                Some(_) => {}
+                None => dirty = true,
+            },
+            Kind::Deallocate => match params::deallocate_target(&sql) {
+                Some(Some(name)) if self.statements.remove(name.as_bytes()).is_some() => {
+                    // A statement pgshard renamed: only the client's name goes.
+                    let mut reply = BytesMut::new();
+                    messages::command_complete(&mut reply, "DEALLOCATE");
+                    self.plan.push(Step::Local {
+                        bytes: reply.freeze(),
+                        ready: true,
+                    });
+                    return Ok(());
+                }
+                Some(None) => {
+                    self.statements.clear();
+                    effect = Effect::DeallocateAll;
+                }
+                _ => {}
+            },
+            Kind::DiscardAll => effect = Effect::DiscardAll,
+        }
+        let target = if self.sharded() {
+            match self.route_query(&sql).await? {
+                routing::Dispatch::Done => return Ok(()),
+                routing::Dispatch::Send(target) => target,
+            }
+        } else {
+            Target::Any
+        };
+        if !self.ensure_server_or_reply(target, true).await? {
+            return Ok(());
+        }
+        if let Some(server) = &mut self.server {
+            server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
+        }
+        self.count_query();
+        self.unnamed_on = None;
+        self.put_frame(&frame);
+        self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
+        Ok(())
+    }
+}
