@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::BytesMut;
-use router::config::{AuthType, PoolerMode};
+use router::config::{AuthType, Config, PoolerMode};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::{debug, info};
 
 use crate::admin;
 use crate::errors::ClientError;
-use crate::pool::{Pool, Pooled};
+use crate::pool::{LoginReport, Pool, Pooled};
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 use crate::protocol::startup::Startup;
@@ -62,17 +62,80 @@ pub async fn serve(stream: TcpStream, state: Arc<State>, tls: Option<TlsAcceptor
     start_session(client, buf, startup, state, peer).await;
 }
 
+/// Take a client from its startup packet to the admin console or a pooled
+/// session, or turn it away with an ErrorResponse.
 async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
     mut client: S,
-    mut buf: BytesMut,
+    buf: BytesMut,
     startup: Startup,
     state: Arc<State>,
     peer: Option<SocketAddr>,
 ) {
     let config = state.config();
-    let user = startup.param("user").unwrap_or_default().to_owned();
-    let database = startup.param("database").unwrap_or(&user).to_owned();
-    // A newer 3.x minor or protocol options: say what we speak (3.0).
+    let arrival = Arrival::new(startup, peer);
+    if !negotiate_protocol_version(&mut client, &arrival.startup).await {
+        return;
+    }
+    if let Some((code, message)) = turned_away(&state, &config) {
+        login::fatal(&mut client, code, message).await;
+        return;
+    }
+    if arrival.database == config.admin.name {
+        serve_admin_console(client, buf, state, &config, &arrival).await;
+    } else {
+        start_pooled_session(client, buf, state, &config, &arrival).await;
+    }
+}
+
+/// Who a new client says it is: its startup packet, the user and database
+/// that names (the database defaults to the user, as in Postgres), and the
+/// address it connected from.
+struct Arrival {
+    startup: Startup,
+    user: String,
+    database: String,
+    peer: Option<SocketAddr>,
+}
+
+impl Arrival {
+    fn new(startup: Startup, peer: Option<SocketAddr>) -> Arrival {
+        let user = startup.param("user").unwrap_or_default().to_owned();
+        let database = startup.param("database").unwrap_or(&user).to_owned();
+        Arrival {
+            startup,
+            user,
+            database,
+            peer,
+        }
+    }
+
+    /// The client's entry for the registry, which assigns its process id
+    /// and cancel secret.
+    fn client_info(&self) -> ClientInfo {
+        ClientInfo {
+            process_id: 0,
+            secret: 0,
+            user: self.user.clone(),
+            database: self.database.clone(),
+            application_name: self
+                .startup
+                .param("application_name")
+                .unwrap_or_default()
+                .to_owned(),
+            addr: self.peer,
+            connected_at: SystemTime::now(),
+            state: AtomicU8::new(CLIENT_IDLE),
+            cancel: tokio::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// A newer 3.x minor or protocol options: say what we speak (3.0).
+/// `false` if the client is gone.
+async fn negotiate_protocol_version<S: AsyncWrite + Unpin>(
+    client: &mut S,
+    startup: &Startup,
+) -> bool {
     let unknown: Vec<&str> = startup
         .params
         .iter()
@@ -83,51 +146,64 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
         let mut out = BytesMut::new();
         messages::negotiate_protocol_version(&mut out, 0, &unknown);
         if client.write_all(&out).await.is_err() {
-            return;
+            return false;
         }
     }
+    true
+}
+
+/// Why pgshard takes no new client now (shutting down, `max_client_conn`
+/// reached), as a SQLSTATE and a message; `None` if it takes this one.
+fn turned_away(state: &State, config: &Config) -> Option<(&'static str, &'static str)> {
     if state.is_shutting_down() {
-        login::fatal(
-            &mut client,
-            sqlstate::CANNOT_CONNECT_NOW,
-            "pgshard is shutting down",
-        )
-        .await;
-        return;
+        return Some((sqlstate::CANNOT_CONNECT_NOW, "pgshard is shutting down"));
     }
     if state.client_count() >= config.general.max_client_conn {
-        login::fatal(
-            &mut client,
+        return Some((
             sqlstate::TOO_MANY_CONNECTIONS,
             "sorry, too many clients already (max_client_conn)",
-        )
-        .await;
-        return;
+        ));
     }
-    if database == config.admin.name {
-        let password = (user == config.admin.user)
-            .then_some(config.admin.password.as_deref())
-            .flatten();
-        let method = match config.general.auth_type {
-            AuthType::Trust => AuthType::Scram,
-            other => other,
-        };
-        match login::authenticate(&mut client, &mut buf, &state, method, &user, password).await {
-            Ok(()) => {}
-            Err(failure) => return refuse(&mut client, &user, failure).await,
-        }
-        let info = state.register_client(client_info(&user, &database, &startup, peer));
-        info!(%user, "admin console login");
-        admin::serve(client, buf, Arc::clone(&state), Arc::clone(&info)).await;
-        state.unregister_client(info.process_id);
-        return;
+    None
+}
+
+/// Authenticate a client of the admin database (only `[admin]`'s user has a
+/// password, and `trust` means SCRAM there) and serve the console.
+async fn serve_admin_console<S: AsyncRead + AsyncWrite + Unpin>(
+    mut client: S,
+    mut buf: BytesMut,
+    state: Arc<State>,
+    config: &Config,
+    arrival: &Arrival,
+) {
+    let user = &arrival.user;
+    let password = (*user == config.admin.user)
+        .then_some(config.admin.password.as_deref())
+        .flatten();
+    let method = match config.general.auth_type {
+        AuthType::Trust => AuthType::Scram,
+        other => other,
+    };
+    match login::authenticate(&mut client, &mut buf, &state, method, user, password).await {
+        Ok(()) => {}
+        Err(failure) => return refuse(&mut client, user, failure).await,
     }
-    if !config.clusters.contains_key(&database) {
-        let message = format!("database \"{database}\" does not exist");
-        login::fatal(&mut client, sqlstate::INVALID_CATALOG_NAME, &message).await;
-        return;
-    }
-    let configured = config.user(&user, &database);
+    let info = state.register_client(arrival.client_info());
+    info!(%user, "admin console login");
+    admin::serve(client, buf, Arc::clone(&state), Arc::clone(&info)).await;
+    state.unregister_client(info.process_id);
+}
+
+/// The authentication method and password for a client of a pooled
+/// database: the configured user's, else `[general]`'s method and no
+/// password (`None`: an unknown user). Under trust a configured user without
+/// a password still counts as known (`Some("")`).
+fn pool_user_credentials<'c>(
+    config: &'c Config,
+    user: &str,
+    database: &str,
+) -> (AuthType, Option<&'c str>) {
+    let configured = config.user(user, database);
     let method = configured.map_or(config.general.auth_type, |u| config.auth_type(u));
     let password = configured.and_then(|u| u.password.as_deref());
     let password = if configured.is_some() && method == AuthType::Trust {
@@ -135,73 +211,52 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
     } else {
         password
     };
-    if let Err(failure) =
-        login::authenticate(&mut client, &mut buf, &state, method, &user, password).await
-    {
-        return refuse(&mut client, &user, failure).await;
+    (method, password)
+}
+
+/// Authenticate a client of a pooled database, tell it the server's
+/// parameters and its cancel key, and run its session.
+async fn start_pooled_session<S: AsyncRead + AsyncWrite + Unpin>(
+    mut client: S,
+    mut buf: BytesMut,
+    state: Arc<State>,
+    config: &Config,
+    arrival: &Arrival,
+) {
+    let (user, database) = (&arrival.user, &arrival.database);
+    if !config.clusters.contains_key(database) {
+        let message = format!("database \"{database}\" does not exist");
+        login::fatal(&mut client, sqlstate::INVALID_CATALOG_NAME, &message).await;
+        return;
     }
-    let defaults = match ParamSet::from_startup(&startup.params) {
+    let (method, password) = pool_user_credentials(config, user, database);
+    if let Err(failure) =
+        login::authenticate(&mut client, &mut buf, &state, method, user, password).await
+    {
+        return refuse(&mut client, user, failure).await;
+    }
+    let defaults = match ParamSet::from_startup(&arrival.startup.params) {
         Ok(defaults) => defaults,
         Err(message) => {
             login::fatal(&mut client, sqlstate::PROTOCOL_VIOLATION, &message).await;
             return;
         }
     };
-    let Some(pools) = state.pools(&database, &user) else {
-        login::deny(&mut client, &user).await;
+    let Some(pools) = state.pools(database, user) else {
+        login::deny(&mut client, user).await;
         return;
     };
     let Some(pool) = pools.first().cloned() else {
         return;
     };
     let mode = pool.settings.pooler_mode;
-    // The values the client is told (ParameterStatus) are what a server
-    // reports with the client's settings applied; the first login with a
-    // given set of settings asks a server, which also validates them.
-    let mut server = None;
-    let report = match pool.login_report(&defaults) {
-        Some(report) if mode == PoolerMode::Transaction => report,
-        _ => {
-            // Like every other use of a server, a login waits out PAUSE
-            // (the database may be restarting behind it). A client that
-            // leaves meanwhile ends the wait, holding nothing.
-            let Ok(resumed) = watch_client(&mut client, &mut buf, wait_for_resume(&state)).await
-            else {
-                return;
-            };
-            if !resumed {
-                login::fatal(
-                    &mut client,
-                    sqlstate::CANNOT_CONNECT_NOW,
-                    "pgshard is shutting down",
-                )
-                .await;
-                return;
-            }
-            let login = watch_client(&mut client, &mut buf, login_on_server(&pool, &defaults));
-            let Ok(login) = login.await else {
-                return;
-            };
-            match login {
-                Ok((checked_out, report)) => {
-                    server = Some(checked_out);
-                    report
-                }
-                Err((code, message)) => {
-                    login::fatal(&mut client, code, &message).await;
-                    return;
-                }
-            }
-        }
+    let Some((report, server)) =
+        login_report(&mut client, &mut buf, &state, &pool, &defaults).await
+    else {
+        return;
     };
-    let info = state.register_client(client_info(&user, &database, &startup, peer));
-    let mut out = BytesMut::with_capacity(512);
-    messages::authentication(&mut out, 0, &[]);
-    for (name, value) in report.iter() {
-        messages::parameter_status(&mut out, name, value);
-    }
-    messages::backend_key_data(&mut out, info.process_id, info.secret);
-    messages::ready_for_query(&mut out, b'I');
+    let info = state.register_client(arrival.client_info());
+    let out = login_ok(&report, &info);
     let server = match (mode, server) {
         (PoolerMode::Transaction, Some(server)) => {
             pool.checkin(server);
@@ -229,6 +284,66 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
         },
     );
     session.run().await;
+}
+
+/// The parameters to report to the client (ParameterStatus): what a server
+/// reports with the client's settings applied. The first login with a given
+/// set of settings (and every login in session mode) asks a server, which
+/// also validates them, and hands over the server it checked out. `None`
+/// if the client is gone or was refused (and told so).
+async fn login_report<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut S,
+    buf: &mut BytesMut,
+    state: &State,
+    pool: &Arc<Pool>,
+    defaults: &ParamSet,
+) -> Option<(LoginReport, Option<Pooled>)> {
+    match pool.login_report(defaults) {
+        Some(report) if pool.settings.pooler_mode == PoolerMode::Transaction => {
+            Some((report, None))
+        }
+        _ => {
+            // Like every other use of a server, a login waits out PAUSE
+            // (the database may be restarting behind it). A client that
+            // leaves meanwhile ends the wait, holding nothing.
+            let Ok(resumed) = watch_client(client, buf, wait_for_resume(state)).await else {
+                return None;
+            };
+            if !resumed {
+                login::fatal(
+                    client,
+                    sqlstate::CANNOT_CONNECT_NOW,
+                    "pgshard is shutting down",
+                )
+                .await;
+                return None;
+            }
+            let login = watch_client(client, buf, login_on_server(pool, defaults));
+            let Ok(login) = login.await else {
+                return None;
+            };
+            match login {
+                Ok((checked_out, report)) => Some((report, Some(checked_out))),
+                Err((code, message)) => {
+                    login::fatal(client, code, &message).await;
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// AuthenticationOk, the reported parameters, the client's cancel key and
+/// ReadyForQuery: what a client reads once it is logged in.
+fn login_ok(report: &LoginReport, info: &ClientInfo) -> BytesMut {
+    let mut out = BytesMut::with_capacity(512);
+    messages::authentication(&mut out, 0, &[]);
+    for (name, value) in report.iter() {
+        messages::parameter_status(&mut out, name, value);
+    }
+    messages::backend_key_data(&mut out, info.process_id, info.secret);
+    messages::ready_for_query(&mut out, b'I');
+    out
 }
 
 /// Wait while the admin console has pgshard paused; `false` if it started
@@ -284,27 +399,5 @@ async fn refuse<S: AsyncWrite + Unpin>(client: &mut S, user: &str, failure: Auth
         AuthFailure::Protocol(message) => {
             login::fatal(client, sqlstate::PROTOCOL_VIOLATION, &message).await;
         }
-    }
-}
-
-fn client_info(
-    user: &str,
-    database: &str,
-    startup: &Startup,
-    peer: Option<SocketAddr>,
-) -> ClientInfo {
-    ClientInfo {
-        process_id: 0,
-        secret: 0,
-        user: user.to_owned(),
-        database: database.to_owned(),
-        application_name: startup
-            .param("application_name")
-            .unwrap_or_default()
-            .to_owned(),
-        addr: peer,
-        connected_at: SystemTime::now(),
-        state: AtomicU8::new(CLIENT_IDLE),
-        cancel: tokio::sync::Mutex::new(Vec::new()),
     }
 }

@@ -176,6 +176,78 @@ impl ServerConn {
         }
     }
 
+    /// Answer one authentication request (`R`) from the server during
+    /// [`login`](Self::login): encode the reply into `out`, or nothing for
+    /// AuthenticationOk and SASLFinal. `scram` carries a SCRAM exchange from
+    /// one request to the next.
+    fn answer_authentication(
+        target: &ServerTarget,
+        mut body: &[u8],
+        scram: &mut Option<scram::ClientExchange>,
+        out: &mut BytesMut,
+    ) -> Result<(), ServerError> {
+        if body.len() < 4 {
+            return Err(ServerError::Protocol("short authentication request".into()));
+        }
+        let code = body.get_u32();
+        let password = || {
+            target
+                .password
+                .as_deref()
+                .ok_or_else(|| ServerError::NoPassword(target.user.clone()))
+        };
+        match code {
+            // After SCRAM, Ok counts only once the server has
+            // proved it knows the password too (SASLFinal).
+            0 if scram.as_ref().is_some_and(|s| !s.is_complete()) => {
+                return Err(ServerError::Protocol(
+                    "server skipped SCRAM's final message".into(),
+                ));
+            }
+            0 => {}
+            3 => {
+                let mut payload = password()?.as_bytes().to_vec();
+                payload.push(0);
+                messages::password(out, &payload);
+            }
+            5 => {
+                if body.len() < 4 {
+                    return Err(ServerError::Protocol("short MD5 salt".into()));
+                }
+                let salt = [body[0], body[1], body[2], body[3]];
+                let hashed = md5::md5_password(&target.user, password()?, salt);
+                let mut payload = hashed.into_bytes();
+                payload.push(0);
+                messages::password(out, &payload);
+            }
+            10 => {
+                let offers_scram = body.split(|&b| b == 0).any(|m| m == b"SCRAM-SHA-256");
+                if !offers_scram {
+                    return Err(ServerError::UnsupportedAuth(code));
+                }
+                let mut exchange = scram::ClientExchange::new(password()?);
+                let first = exchange.client_first();
+                messages::sasl_initial_response(out, "SCRAM-SHA-256", &first);
+                *scram = Some(exchange);
+            }
+            11 => {
+                let exchange = scram
+                    .as_mut()
+                    .ok_or_else(|| ServerError::Protocol("SASL continue without SASL".into()))?;
+                let reply = exchange.server_first(body)?;
+                messages::password(out, &reply);
+            }
+            12 => {
+                let exchange = scram
+                    .as_mut()
+                    .ok_or_else(|| ServerError::Protocol("SASL final without SASL".into()))?;
+                exchange.server_final(body)?;
+            }
+            other => return Err(ServerError::UnsupportedAuth(other)),
+        }
+        Ok(())
+    }
+
     async fn login(&mut self, target: &ServerTarget) -> Result<(), ServerError> {
         let startup = Startup {
             major: 3,
@@ -194,69 +266,12 @@ impl ServerConn {
             let mut body = frame.body;
             match frame.tag {
                 b'R' => {
-                    if body.len() < 4 {
-                        return Err(ServerError::Protocol("short authentication request".into()));
-                    }
-                    let code = body.get_u32();
-                    let password = || {
-                        target
-                            .password
-                            .as_deref()
-                            .ok_or_else(|| ServerError::NoPassword(target.user.clone()))
-                    };
                     out.clear();
-                    match code {
-                        // After SCRAM, Ok counts only once the server has
-                        // proved it knows the password too (SASLFinal).
-                        0 if scram.as_ref().is_some_and(|s| !s.is_complete()) => {
-                            return Err(ServerError::Protocol(
-                                "server skipped SCRAM's final message".into(),
-                            ));
-                        }
-                        0 => continue,
-                        3 => {
-                            let mut payload = password()?.as_bytes().to_vec();
-                            payload.push(0);
-                            messages::password(&mut out, &payload);
-                        }
-                        5 => {
-                            if body.len() < 4 {
-                                return Err(ServerError::Protocol("short MD5 salt".into()));
-                            }
-                            let salt = [body[0], body[1], body[2], body[3]];
-                            let hashed = md5::md5_password(&target.user, password()?, salt);
-                            let mut payload = hashed.into_bytes();
-                            payload.push(0);
-                            messages::password(&mut out, &payload);
-                        }
-                        10 => {
-                            let offers_scram =
-                                body.split(|&b| b == 0).any(|m| m == b"SCRAM-SHA-256");
-                            if !offers_scram {
-                                return Err(ServerError::UnsupportedAuth(code));
-                            }
-                            let mut exchange = scram::ClientExchange::new(password()?);
-                            let first = exchange.client_first();
-                            messages::sasl_initial_response(&mut out, "SCRAM-SHA-256", &first);
-                            scram = Some(exchange);
-                        }
-                        11 => {
-                            let exchange = scram.as_mut().ok_or_else(|| {
-                                ServerError::Protocol("SASL continue without SASL".into())
-                            })?;
-                            let reply = exchange.server_first(&body)?;
-                            messages::password(&mut out, &reply);
-                        }
-                        12 => {
-                            let exchange = scram.as_mut().ok_or_else(|| {
-                                ServerError::Protocol("SASL final without SASL".into())
-                            })?;
-                            exchange.server_final(&body)?;
-                            continue;
-                        }
-                        other => return Err(ServerError::UnsupportedAuth(other)),
+                    Self::answer_authentication(target, &body, &mut scram, &mut out)?;
+                    // AuthenticationOk and SASLFinal need no reply.
+                    if !out.is_empty() {
+                        self.stream.write_all(&out).await?;
                     }
-                    self.stream.write_all(&out).await?;
                 }
                 b'S' => self.note_parameter(&body),
                 b'K' => {

@@ -65,7 +65,7 @@ use parser_ffi::protobuf::ParseResult;
 use parser_ffi::{ParseError, ParseTree};
 
 use crate::extract::{self, ExtractError};
-use crate::route::{self, Overrides, ParamValue, Plan, RouteError, Routed};
+use crate::route::{self, Overrides, ParamValue, RouteError, RoutePlan, Routed};
 use crate::sharding::{ParserEngine, Sharding};
 use crate::summary::{Condition, StatementKind, Summary, Value, ValueSource};
 use crate::template::{self, LiteralKind, Template};
@@ -133,7 +133,7 @@ pub struct Entry {
     text_literals: Vec<String>,
     /// The summary planned against the config it was first routed with
     /// (see [`Entry::route`]).
-    plan: OnceLock<(Arc<Sharding>, Plan)>,
+    plan: OnceLock<(Arc<Sharding>, RoutePlan)>,
 }
 
 impl Entry {
@@ -166,7 +166,7 @@ impl Entry {
             }
             Some(_) => route::route_all(&self.summary, params, overrides, sharding),
             None => {
-                let plan = Plan::new(&self.summary, sharding);
+                let plan = RoutePlan::new(&self.summary, sharding);
                 let routed = plan.route(params, overrides, sharding);
                 // Another thread may have planned first; either plan serves.
                 let _ = self.plan.set((Arc::clone(sharding), plan));

@@ -13,19 +13,19 @@
 //! `config/pool_settings.rs`, the cross-key rules in `config/validate.rs`, and
 //! `[[sharded_tables]]`, `[[sharded_mappings]]` and `[[omnisharded_tables]]`,
 //! resolved into each cluster's [`crate::sharding::Sharding`], in
-//! `config/sharding.rs`.
+//! `config/sharded_tables.rs`.
 
 mod database;
 mod general;
 mod pool_settings;
-mod sharding;
+mod sharded_tables;
 mod user;
 mod validate;
 
 #[cfg(test)]
 mod mapping_tests;
 #[cfg(test)]
-mod sharding_tests;
+mod sharded_tables_tests;
 #[cfg(test)]
 mod tests;
 
@@ -37,7 +37,7 @@ use serde::Deserialize;
 pub use database::{Cluster, Database};
 pub use general::{AuthType, General, PoolerMode};
 pub use pool_settings::PoolSettings;
-pub use sharding::MAX_SHARD_COUNT;
+pub use sharded_tables::MAX_SHARD_COUNT;
 pub use user::{Admin, User};
 
 /// What is wrong with a configuration, naming the file and the key path.
@@ -70,11 +70,11 @@ struct PgdogFile {
     #[serde(default)]
     admin: Admin,
     #[serde(default)]
-    sharded_tables: Vec<sharding::ShardedTableEntry>,
+    sharded_tables: Vec<sharded_tables::ShardedTableEntry>,
     #[serde(default)]
-    sharded_mappings: Vec<sharding::ShardedMappingEntry>,
+    sharded_mappings: Vec<sharded_tables::ShardedMappingEntry>,
     #[serde(default)]
-    omnisharded_tables: Vec<sharding::OmnishardedEntry>,
+    omnisharded_tables: Vec<sharded_tables::OmnishardedEntry>,
 }
 
 /// The whole of `users.toml`.
@@ -104,7 +104,7 @@ impl Config {
         validate::general(&pgdog.general)?;
         validate::databases(&pgdog.general, &pgdog.databases)?;
         let mut clusters = database::clusters(pgdog.databases)?;
-        sharding::resolve(
+        sharded_tables::resolve(
             &pgdog.general,
             &mut clusters,
             pgdog.sharded_tables,

@@ -81,7 +81,7 @@ mod tests;
 use crate::sharding::Sharding;
 use crate::summary::{StatementSummary, Summary};
 
-pub use plan::Plan;
+pub use plan::RoutePlan;
 use plan::StatementPlan;
 use shard_set::ShardSet;
 
@@ -225,14 +225,14 @@ pub fn route(
 /// duplicate its rows or miss its table. An empty string goes `Any`.
 ///
 /// This plans and routes in one go; a caller routing the same statement
-/// again (a cache entry, a prepared statement) keeps the [`Plan`].
+/// again (a cache entry, a prepared statement) keeps the [`RoutePlan`].
 pub fn route_all(
     summary: &Summary,
     params: &[ParamValue<'_>],
     overrides: &Overrides,
     sharding: &Sharding,
 ) -> Result<Routed, RouteError> {
-    Plan::new(summary, sharding).route(params, overrides, sharding)
+    RoutePlan::new(summary, sharding).route(params, overrides, sharding)
 }
 
 /// A route, and whether the statement must run on exactly those databases

@@ -138,7 +138,7 @@ pub(super) fn clusters(databases: Vec<Database>) -> Result<BTreeMap<String, Clus
             }
             complete.push(db);
         }
-        // The tables are filled in by `sharding::resolve`, once every
+        // The tables are filled in by `sharded_tables::resolve`, once every
         // cluster's size is known.
         let sharding = Arc::new(Sharding {
             databases: complete.len(),

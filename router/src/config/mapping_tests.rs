@@ -3,7 +3,7 @@
 
 use crate::sharding::{Key, ShardFunction};
 
-use super::sharding_tests::{error_at, function, mapping, prod, table};
+use super::sharded_tables_tests::{error_at, function, mapping, prod, table};
 
 #[test]
 fn list_mappings() {

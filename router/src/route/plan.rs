@@ -19,13 +19,13 @@ use super::{combine, join, to_route, Decision, Overrides, ParamValue, Route, Rou
 /// the same config it was planned with (a cache keeps the pair together);
 /// with another, keys it cannot resolve restrict nothing.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct RoutePlan {
     statements: Vec<StatementPlan>,
 }
 
-impl Plan {
-    pub fn new(summary: &Summary, sharding: &Sharding) -> Plan {
-        Plan {
+impl RoutePlan {
+    pub fn new(summary: &Summary, sharding: &Sharding) -> RoutePlan {
+        RoutePlan {
             statements: summary
                 .statements
                 .iter()

@@ -1,6 +1,9 @@
 //! Tests for SCRAM-SHA-256: the RFC 7677 transcript, both sides talking, and hostile input.
 
+use super::crypto::{hmac_sha256, xor};
+use super::message::parse_server_first;
 use super::*;
+use crate::auth::AuthError;
 
 // RFC 7677 section 3: user "user", password "pencil".
 const PASSWORD: &str = "pencil";

@@ -1,0 +1,184 @@
+//! Tests of the framing and of the client messages' decode, from byte
+//! literals: whole, pipelined, truncated, hostile lengths and malformed bodies.
+
+use super::*;
+
+const MAX: usize = 1 << 20;
+
+fn frame(bytes: &[u8]) -> Result<Option<Frame>, FrameError> {
+    decode_frontend_frame(&mut BytesMut::from(bytes), MAX)
+}
+
+fn message(bytes: &[u8]) -> Result<FrontendMessage, FrameError> {
+    FrontendMessage::decode(frame(bytes)?.expect("a whole frame"))
+}
+
+#[test]
+fn query() {
+    assert_eq!(
+        message(b"Q\x00\x00\x00\x0dSELECT 1\x00").unwrap(),
+        FrontendMessage::Query(Bytes::from_static(b"SELECT 1"))
+    );
+}
+
+#[test]
+fn parse_bind_describe_execute_sync() {
+    let parse = message(b"P\x00\x00\x00\x17s1\x00SELECT $1\x00\x00\x01\x00\x00\x00\x17").unwrap();
+    assert_eq!(
+        parse,
+        FrontendMessage::Parse {
+            name: Bytes::from_static(b"s1"),
+            query: Bytes::from_static(b"SELECT $1"),
+            param_types: vec![23],
+        }
+    );
+    let bind = message(b"B\x00\x00\x00\x1c\x00s1\x00\x00\x01\x00\x01\x00\x02\x00\x00\x00\x04\x00\x00\x00\x2a\xff\xff\xff\xff\x00\x00").unwrap();
+    let FrontendMessage::Bind(bind) = bind else {
+        panic!("{bind:?}")
+    };
+    assert_eq!(bind.statement, Bytes::from_static(b"s1"));
+    assert_eq!(
+        bind.params,
+        vec![Some(Bytes::from_static(b"\x00\x00\x00\x2a")), None]
+    );
+    assert_eq!(bind.param_format(1), 1);
+    assert_eq!(
+        message(b"D\x00\x00\x00\x08Ss1\x00").unwrap(),
+        FrontendMessage::Describe {
+            kind: b'S',
+            name: Bytes::from_static(b"s1")
+        }
+    );
+    assert_eq!(
+        message(b"E\x00\x00\x00\x09\x00\x00\x00\x00\x0a").unwrap(),
+        FrontendMessage::Execute {
+            portal: Bytes::new(),
+            max_rows: 10
+        }
+    );
+    assert_eq!(
+        message(b"S\x00\x00\x00\x04").unwrap(),
+        FrontendMessage::Sync
+    );
+}
+
+#[test]
+fn pipelined_messages_come_out_one_by_one() {
+    let mut buf = BytesMut::from(&b"S\x00\x00\x00\x04H\x00\x00\x00\x04X\x00\x00"[..]);
+    assert_eq!(
+        decode_frontend_frame(&mut buf, MAX).unwrap().unwrap().tag,
+        b'S'
+    );
+    assert_eq!(
+        decode_frontend_frame(&mut buf, MAX).unwrap().unwrap().tag,
+        b'H'
+    );
+    assert_eq!(decode_frontend_frame(&mut buf, MAX).unwrap(), None);
+    buf.extend_from_slice(b"\x00\x04");
+    assert_eq!(
+        decode_frontend_frame(&mut buf, MAX).unwrap().unwrap().tag,
+        b'X'
+    );
+    assert!(buf.is_empty());
+}
+
+#[test]
+fn hostile_lengths_are_refused_from_the_header() {
+    // Sync claiming 10 MB, a Query over the configured maximum, a length
+    // shorter than itself, and an unknown tag.
+    assert!(matches!(
+        frame(b"S\x00\x98\x96\x80"),
+        Err(FrameError::BadLength { tag: b'S', .. })
+    ));
+    assert!(matches!(
+        frame(b"Q\x7f\xff\xff\xff"),
+        Err(FrameError::BadLength { tag: b'Q', .. })
+    ));
+    assert!(matches!(
+        frame(b"Q\x00\x00\x00\x03"),
+        Err(FrameError::BadLength { .. })
+    ));
+    assert_eq!(
+        frame(b"Z\x00\x00\x00\x04"),
+        Err(FrameError::UnknownTag(b'Z'))
+    );
+}
+
+#[test]
+fn malformed_bodies_are_errors_not_panics() {
+    // Unterminated query, trailing bytes, Bind with a count larger than the
+    // body, a negative parameter length, a bad Describe kind, truncation.
+    for bytes in [
+        &b"Q\x00\x00\x00\x08abcd"[..],
+        b"Q\x00\x00\x00\x07a\x00b",
+        b"B\x00\x00\x00\x08\x00\x00\x7f\xff",
+        b"B\x00\x00\x00\x0e\x00\x00\x00\x00\x00\x01\xff\xff\xff\xfe",
+        b"D\x00\x00\x00\x06X\x00",
+        b"E\x00\x00\x00\x06\x00\x00",
+        b"P\x00\x00\x00\x09\x00x\x00\x00\x02",
+    ] {
+        assert!(message(bytes).is_err(), "{bytes:?}");
+    }
+}
+
+#[test]
+fn counts_are_unsigned_16_bit_as_in_postgres() {
+    // A Parse with 40,000 parameter types and a Bind with 65,535 NULL
+    // parameters (the most Postgres accepts): counts above 32,767 are
+    // not negative.
+    let mut body = b"\0SELECT 1\0".to_vec();
+    body.extend_from_slice(&40_000u16.to_be_bytes());
+    body.extend(std::iter::repeat_n([0, 0, 0, 23], 40_000).flatten());
+    let Ok(FrontendMessage::Parse { param_types, .. }) = message(&frame_bytes(b'P', &body)) else {
+        panic!("Parse with 40,000 types refused");
+    };
+    assert_eq!(param_types.len(), 40_000);
+    let mut body = b"\0\0\0\0".to_vec();
+    body.extend_from_slice(&u16::MAX.to_be_bytes());
+    body.extend(std::iter::repeat_n([0xff; 4], 65_535).flatten());
+    body.extend_from_slice(&[0, 0]);
+    let Ok(FrontendMessage::Bind(bind)) = message(&frame_bytes(b'B', &body)) else {
+        panic!("Bind with 65,535 parameters refused");
+    };
+    assert_eq!(bind.params.len(), 65_535);
+    assert!(bind.params.iter().all(Option::is_none));
+    // A count the body cannot back is still refused.
+    assert!(message(b"B\x00\x00\x00\x08\x00\x00\xff\xff").is_err());
+}
+
+fn frame_bytes(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+#[test]
+fn backend_messages_are_capped_by_kind() {
+    let mut buf = BytesMut::from(&b"D\x00\x00\x00\x0a\x00\x01\x00\x00\x00\x00Z\x00"[..]);
+    let whole = split_backend_message(&mut buf).unwrap().unwrap();
+    assert_eq!(&whole[..], b"D\x00\x00\x00\x0a\x00\x01\x00\x00\x00\x00");
+    assert_eq!(split_backend_message(&mut buf), Ok(None));
+    buf.extend_from_slice(b"\x00\x00\x05I");
+    assert_eq!(decode_backend_frame(&mut buf).unwrap().unwrap().tag, b'Z');
+    // A DataRow may be large (its bytes are not reserved in advance); a
+    // ReadyForQuery or a ParameterStatus may not; nothing is over 1 GiB.
+    let mut buf = BytesMut::from(&b"D\x3f\xff\xff\xff"[..]);
+    assert_eq!(split_backend_message(&mut buf), Ok(None));
+    assert!(buf.capacity() < 1 << 20, "reserved {}", buf.capacity());
+    for hostile in [
+        &b"D\xff\xff\xff\xff"[..],
+        b"Z\x00\x01\x00\x00",
+        b"S\x00\x00\x80\x00",
+        b"1\x00\x00\x00\x03",
+    ] {
+        let mut buf = BytesMut::from(hostile);
+        assert!(split_backend_message(&mut buf).is_err(), "{hostile:?}");
+    }
+    let mut buf = BytesMut::from(&b"t\x00\x04\x00\x02"[..]);
+    assert_eq!(
+        split_backend_message(&mut buf),
+        Ok(None),
+        "65,535 types fit"
+    );
+}
