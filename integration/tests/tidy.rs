@@ -149,3 +149,101 @@ fn network_lengths_are_read_only_by_the_codec() {
     }
     assert!(found.is_empty(), "{found:?}");
 }
+
+/// The proxy's code stays readable in one sitting: no file with more than
+/// 500 lines of code before its tests, no function longer than 80 lines
+/// (counted from its `fn` line to its closing brace; test files and test
+/// modules aside).
+#[test]
+fn proxy_files_and_functions_stay_small() {
+    const FILE_LINES: usize = 500;
+    const FN_LINES: usize = 80;
+    let mut found = Vec::new();
+    for file in rust_files("proxy/src") {
+        let name = relative(&file);
+        if name.ends_with("/tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = code_lines(&text).map(|(_, code)| code).collect();
+        if lines.len() > FILE_LINES {
+            found.push(format!("{name}: {} lines", lines.len()));
+        }
+        let mut i = 0;
+        while i < lines.len() {
+            let Some(fn_name) = function_name(lines[i]) else {
+                i += 1;
+                continue;
+            };
+            let (start, mut depth, mut opened) = (i, 0i64, false);
+            while i < lines.len() {
+                let code = without_literals(lines[i]);
+                depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+                opened |= code.contains('{');
+                if (opened && depth <= 0) || (!opened && code.trim_end().ends_with(';')) {
+                    break;
+                }
+                i += 1;
+            }
+            if i - start + 1 > FN_LINES {
+                found.push(format!(
+                    "{name}:{}: fn {fn_name} has {} lines",
+                    start + 1,
+                    i - start + 1
+                ));
+            }
+            i += 1;
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+/// The name of the function a line declares, if it does.
+fn function_name(line: &str) -> Option<&str> {
+    let mut words = line.split_whitespace().peekable();
+    while let Some(word) = words.next() {
+        if word == "fn" {
+            let next = words.next()?;
+            return next.split(['(', '<']).next();
+        }
+        let qualifier = word.starts_with("pub")
+            || matches!(word, "async" | "const" | "unsafe" | "extern" | "\"C\"");
+        if !qualifier {
+            return None;
+        }
+    }
+    None
+}
+
+/// A line with its string and char literals emptied (their braces do not
+/// count).
+fn without_literals(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+                out.push_str("\"\"");
+            }
+            '\'' if line.contains("'{'") || line.contains("'}'") => {
+                // A char literal brace: skip to its closing quote.
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}

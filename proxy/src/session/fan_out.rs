@@ -47,21 +47,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         }
-        let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
-        for &shard in shards {
-            match self.checkout_server(shard).await? {
-                Ok(server) => servers.push(server),
-                Err(err) => {
-                    for server in servers {
-                        self.release(server, false).await;
-                    }
-                    ClientError::from_pool(&err, &self.info.database, shard)
-                        .encode(&mut self.to_client);
-                    messages::ready_for_query(&mut self.to_client, status);
-                    return self.flush_client().await;
-                }
-            }
-        }
+        let Some(servers) = self.fan_out_servers(shards).await? else {
+            messages::ready_for_query(&mut self.to_client, status);
+            return self.flush_client().await;
+        };
         let targets = servers.iter().map(cancel_target).collect::<Vec<_>>();
         *self.info.cancel.lock().await = targets.clone();
         let query_timeout = servers
@@ -118,10 +107,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.flush_client().await
     }
 
+    /// A server for each shard; `None` when one cannot be had (its error is
+    /// written for the client; the others go back to their pools).
+    async fn fan_out_servers(&mut self, shards: &[usize]) -> Result<Option<Vec<Pooled>>, End> {
+        let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
+        for &shard in shards {
+            match self.checkout_server(shard).await? {
+                Ok(server) => servers.push(server),
+                Err(err) => {
+                    for server in servers {
+                        self.release(server, false).await;
+                    }
+                    ClientError::from_pool(&err, &self.info.database, shard)
+                        .encode(&mut self.to_client);
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(servers))
+    }
+
     /// Relay the servers' messages as they come until every server is done;
     /// `query_timeout` with nothing from any shard cancels the statement on
-    /// every shard. Returns whether
-    /// the statement failed; `Err` when the client left.
+    /// every shard. Returns whether the statement failed; `Err` when the
+    /// client left.
     async fn merge_reports(
         &mut self,
         incoming: &mut mpsc::Receiver<Report>,

@@ -1,0 +1,143 @@
+//! Unit tests of startup parameters, setting changes and statement classes.
+
+use super::*;
+
+fn set(pairs: &[(&str, &str)]) -> ParamSet {
+    let params: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    ParamSet::from_startup(&params).unwrap()
+}
+
+#[test]
+fn startup_params_become_set_statements() {
+    let s = set(&[
+        ("user", "u"),
+        ("database", "d"),
+        ("application_name", "it's"),
+        (
+            "options",
+            "-c search_path=a,b --statement-timeout=5s -cwork_mem=1MB",
+        ),
+    ]);
+    assert_eq!(
+        s.sync_sql(&ParamSet::default()).unwrap(),
+        "SELECT pg_catalog.set_config('application_name', 'it''s', false);\
+         SELECT pg_catalog.set_config('search_path', 'a,b', false);\
+         SELECT pg_catalog.set_config('statement_timeout', '5s', false);\
+         SELECT pg_catalog.set_config('work_mem', '1MB', false);"
+    );
+    assert!(ParamSet::from_startup(&[("options".into(), "-x".into())]).is_err());
+}
+
+#[test]
+fn sync_resets_what_the_client_does_not_have() {
+    let client = set(&[("TimeZone", "UTC")]);
+    let server = set(&[("application_name", "x"), ("timezone", "UTC")]);
+    assert_eq!(
+        client.sync_sql(&server).unwrap(),
+        "RESET \"application_name\";"
+    );
+    assert_eq!(client.sync_sql(&client), None);
+}
+
+#[test]
+fn reset_returns_to_startup_values() {
+    let defaults = set(&[("application_name", "app")]);
+    let mut s = defaults.clone();
+    let changes =
+        setting_changes("SET application_name = 'x'; SET LOCAL work_mem = '1MB'").unwrap();
+    assert_eq!(changes.len(), 1);
+    s.apply(&changes[0], &defaults);
+    assert_ne!(s, defaults);
+    for change in setting_changes("RESET application_name").unwrap() {
+        s.apply(&change, &defaults);
+    }
+    assert_eq!(s, defaults);
+    s.apply(&ParamChange::ResetAll, &defaults);
+    assert_eq!(s, defaults);
+}
+
+#[test]
+fn setting_texts_are_sliced_per_statement() {
+    let changes =
+        setting_changes("SET search_path TO a, b;SET TIME ZONE 'UTC'; set role none").unwrap();
+    assert_eq!(
+        changes,
+        vec![
+            ParamChange::Set {
+                name: "search_path".into(),
+                sql: "SET search_path TO a, b".into()
+            },
+            ParamChange::Set {
+                name: "timezone".into(),
+                sql: "SET TIME ZONE 'UTC'".into()
+            },
+            ParamChange::Set {
+                name: "role".into(),
+                sql: "set role none".into()
+            },
+        ]
+    );
+    assert_eq!(
+        setting_changes("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"),
+        None
+    );
+    assert_eq!(setting_changes("SET x = "), None);
+}
+
+#[test]
+fn classify_statements() {
+    assert_eq!(classify(" /* c */ -- x\n set x=1"), Kind::Setting);
+    assert_eq!(classify("reset all"), Kind::Setting);
+    assert_eq!(classify("DEALLOCATE s1"), Kind::Deallocate);
+    assert_eq!(classify("discard all"), Kind::DiscardAll);
+    assert_eq!(classify("discard plans"), Kind::Plain);
+    assert_eq!(classify("CREATE TEMP TABLE t (a int)"), Kind::SessionState);
+    assert_eq!(
+        classify("select 1; create temporary table t()"),
+        Kind::SessionState
+    );
+    assert_eq!(classify("PREPARE p AS SELECT 1"), Kind::SessionState);
+    assert_eq!(
+        transaction_scoped("SET LOCAL app.tenant = '7'"),
+        Some("SET")
+    );
+    assert_eq!(
+        transaction_scoped("set local statement_timeout to 5"),
+        Some("SET")
+    );
+    assert_eq!(
+        transaction_scoped("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+        Some("SET")
+    );
+    assert_eq!(
+        transaction_scoped("SET CONSTRAINTS ALL DEFERRED"),
+        Some("SET CONSTRAINTS")
+    );
+    for not in [
+        "SET app.tenant = '7'",
+        "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+        "RESET statement_timeout",
+        "SET LOCAL a = 1; SET LOCAL b = 2",
+        "SHOW statement_timeout",
+        "SET LOCAL",
+    ] {
+        assert_eq!(transaction_scoped(not), None, "{not}");
+    }
+    assert_eq!(classify("PREPARE TRANSACTION 'x'"), Kind::Plain);
+    assert_eq!(classify("LISTEN jobs"), Kind::SessionState);
+    assert_eq!(classify("select pg_advisory_lock(1)"), Kind::SessionState);
+    assert_eq!(classify("select pg_advisory_xact_lock(1)"), Kind::Plain);
+    assert_eq!(classify("SELECT 1"), Kind::Plain);
+    assert_eq!(classify(""), Kind::Plain);
+    assert_eq!(classify("/* unterminated"), Kind::Plain);
+}
+
+#[test]
+fn deallocate_targets() {
+    assert_eq!(deallocate_target("DEALLOCATE s1"), Some(Some("s1".into())));
+    assert_eq!(deallocate_target("deallocate prepare all"), Some(None));
+    assert_eq!(deallocate_target("DEALLOCATE a; DEALLOCATE b"), None);
+}

@@ -1,0 +1,364 @@
+//! Running a held segment: a server per shard it touches (the attached one
+//! adopted), each shard's part sent with a Flush, the replies merged unit by
+//! unit in the client's order, then Sync everywhere or, after an error,
+//! the failing shard synced and the others closed.
+
+use std::sync::atomic::Ordering;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{Item, Part, Segment, Unit, Uses};
+use crate::errors::ClientError;
+use crate::fanout::Merger;
+use crate::protocol::messages;
+use crate::session::reply_plan;
+use crate::session::{End, Session};
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// Run a held segment on every shard it touches and merge the replies,
+    /// ReadyForQuery included.
+    pub(super) async fn run_segment(&mut self, segment: Segment) -> Result<(), End> {
+        let status = self.client_status(b'I');
+        // SETs bound before the segment run on the attached server, in its
+        // transaction: the client's if the segment commits.
+        let settings = std::mem::take(&mut self.extended_settings);
+        // What the client sent before the segment's first multi-shard Bind
+        // went to the attached server: its replies come first, and its
+        // implicit transaction joins the segment's (a Flush, not a Sync).
+        let errors = self.segment_errors;
+        let adopted = match self.server.is_some() {
+            true => self.adopt_attached().await?,
+            false => None,
+        };
+        self.plan.drain_local(&mut self.to_client, status);
+        if self.segment_errors != errors {
+            // That part failed: the rest of the segment is skipped.
+            self.forget_parses(&segment.items, 0);
+            if let Some(part) = adopted {
+                self.end_parts(vec![part], true).await;
+            }
+            messages::ready_for_query(&mut self.to_client, status);
+            return self.flush_client().await;
+        }
+        let Some(mut parts) = self.segment_parts(&segment.items, adopted).await? else {
+            // Nothing of the segment ran: the error is the client's.
+            self.forget_parses(&segment.items, 0);
+            messages::ready_for_query(&mut self.to_client, status);
+            return self.flush_client().await;
+        };
+        // A CancelRequest from the client reaches every shard's server.
+        *self.info.cancel.lock().await = parts
+            .iter()
+            .map(|p| crate::session::cancel_target(&p.server))
+            .collect();
+        for part in &mut parts {
+            let request = build_request(part, &segment.items);
+            let write = part.server.conn.send(&request);
+            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
+                .await?
+                .is_err()
+            {
+                part.failed = true;
+            }
+        }
+        let merged = self.merge_segment(&mut parts, &segment.items).await;
+        let targets = std::mem::take(&mut *self.info.cancel.lock().await);
+        if merged.is_err() {
+            // The client left: stop the statements; the servers close as
+            // `parts` drops.
+            for target in targets {
+                tokio::spawn(async move { crate::cancel::send(&target).await });
+            }
+        }
+        let failed_at = merged?;
+        let failed = failed_at.is_some();
+        if let Some(index) = failed_at {
+            self.segment_errors += 1;
+            self.forget_parses(&segment.items, index + 1);
+        }
+        self.end_parts(parts, failed).await;
+        if !failed {
+            for change in settings {
+                self.params.apply(&change, &self.defaults);
+            }
+        }
+        let status = self.client_status(b'I');
+        messages::ready_for_query(&mut self.to_client, status);
+        self.flush_client().await
+    }
+
+    /// A server for every shard the segment touches (the adopted one
+    /// included), in shard order; `None` when one cannot be had (its error
+    /// is written for the client, and what is held is closed: an adopted
+    /// server's transaction rolls back).
+    async fn segment_parts(
+        &mut self,
+        items: &[Item],
+        adopted: Option<Part>,
+    ) -> Result<Option<Vec<Part>>, End> {
+        let mut shards: Vec<usize> = items
+            .iter()
+            .flat_map(|item| match item {
+                Item::Send { shards, .. } => shards.clone(),
+                Item::Local(..) => Vec::new(),
+            })
+            .collect();
+        shards.extend(adopted.as_ref().map(|p| p.shard));
+        shards.sort_unstable();
+        shards.dedup();
+        let mut parts: Vec<Part> = adopted.into_iter().collect();
+        for shard in shards {
+            if parts.iter().any(|p| p.shard == shard) {
+                continue;
+            }
+            match self.checkout_server(shard).await? {
+                Ok(server) => parts.push(Part {
+                    shard,
+                    server,
+                    units: Default::default(),
+                    failed: false,
+                }),
+                Err(err) => {
+                    ClientError::from_pool(&err, &self.info.database, shard)
+                        .encode(&mut self.to_client);
+                    return Ok(None);
+                }
+            }
+        }
+        parts.sort_by_key(|p| p.shard);
+        Ok(Some(parts))
+    }
+
+    /// Take the attached server into the segment: Flush what was sent to
+    /// it and relay the replies (errors among them count for the segment).
+    async fn adopt_attached(&mut self) -> Result<Option<Part>, End> {
+        if self.plan.unsynced_tail() {
+            messages::flush(&mut self.to_server);
+        }
+        self.flush().await?;
+        self.answer_all().await?;
+        let Some(server) = self.server.take() else {
+            return Ok(None);
+        };
+        self.set_cancel_target(None).await;
+        Ok(Some(Part {
+            shard: self.shard,
+            server,
+            units: Default::default(),
+            failed: false,
+        }))
+    }
+
+    /// Relay the segment's replies item by item. Returns the item that
+    /// failed, if one did.
+    async fn merge_segment(
+        &mut self,
+        parts: &mut [Part],
+        items: &[Item],
+    ) -> Result<Option<usize>, End> {
+        let mut failed = parts.iter().any(|p| p.failed);
+        if failed {
+            ClientError::shard_lost().encode(&mut self.to_client);
+            return Ok(Some(0));
+        }
+        for (index, item) in items.iter().enumerate() {
+            let Item::Send { shards, .. } = item else {
+                if let Item::Local(bytes, _) = item {
+                    self.to_client.extend_from_slice(bytes);
+                }
+                continue;
+            };
+            let mut merger = Merger::default();
+            for (position, &shard) in shards.iter().enumerate() {
+                let Some(part) = parts.iter_mut().find(|p| p.shard == shard) else {
+                    continue;
+                };
+                failed |= !self.read_unit(part, index, position, &mut merger).await?;
+                if failed {
+                    break;
+                }
+            }
+            failed |= merger.finish(&mut self.to_client);
+            if self.to_client.len() >= crate::session::CLIENT_FLUSH_AT {
+                self.flush_client().await?;
+            }
+            if failed {
+                return Ok(Some(index));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Parses of the segment from item `from` on did not happen (an error
+    /// came first): the client's names made by them are gone, as on
+    /// Postgres.
+    pub(super) fn forget_parses(&mut self, items: &[Item], from: usize) {
+        for item in items.iter().skip(from) {
+            if let Item::Local(_, Some((name, id))) = item {
+                self.statements.remove_if_id(name, *id);
+            }
+        }
+    }
+
+    /// Read `part`'s replies up to the end of its unit for item `index`
+    /// (swallowing those of Parses pgshard injected before it), feeding the
+    /// item's to `merger` as the item's `position`-th shard. Returns false
+    /// when the server reported an error (relayed, if it is the first).
+    async fn read_unit(
+        &mut self,
+        part: &mut Part,
+        index: usize,
+        position: usize,
+        merger: &mut Merger,
+    ) -> Result<bool, End> {
+        loop {
+            let Some(unit) = part.units.front() else {
+                return Ok(true);
+            };
+            if unit.item.is_some_and(|item| item > index) {
+                return Ok(true);
+            }
+            let (injected, terminals, parse_of) =
+                (unit.item.is_none(), unit.terminals, unit.parse_of);
+            let message = loop {
+                match part.server.conn.next_message() {
+                    Ok(Some(message)) => break message,
+                    Ok(None) => {}
+                    Err(_) => {
+                        part.failed = true;
+                        return Ok(false);
+                    }
+                }
+                let conn = &mut part.server.conn;
+                let read = conn.fill();
+                match crate::session::watch_client(&mut self.client, &mut self.cbuf, read).await? {
+                    Ok(0) | Err(_) => {
+                        part.failed = true;
+                        ClientError::shard_lost().encode(&mut self.to_client);
+                        return Ok(false);
+                    }
+                    Ok(_) => {}
+                }
+            };
+            let tag = message[0];
+            if tag == b'C' {
+                crate::session::retire_on_ddl(&self.state, &message[5..]);
+            }
+            if tag == b'E' {
+                part.failed = true;
+                merger.on_message(0, &message, &mut self.to_client);
+                return Ok(false);
+            }
+            let done = terminals.contains(&tag);
+            if injected {
+                if let (true, Some(id)) = (done, parse_of) {
+                    part.server.conn.prepared.insert(id);
+                }
+            } else if !matches!(tag, b'N' | b'S' | b'A') || position == 0 {
+                merger.on_message(position, &message, &mut self.to_client);
+            }
+            if done {
+                part.units.pop_front();
+                if !injected {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Finish every part: with no failure, each commits at its Sync and
+    /// goes back to its pool; after one, a part that failed ends its
+    /// (rolled back) transaction at the Sync, and the others are closed,
+    /// which rolls theirs back.
+    async fn end_parts(&mut self, parts: Vec<Part>, failed: bool) {
+        for mut part in parts {
+            if failed && !part.failed {
+                continue; // dropped: Postgres rolls the transaction back
+            }
+            let mut sync = BytesMut::new();
+            messages::sync(&mut sync);
+            let done = async {
+                part.server.conn.send(&sync).await.ok()?;
+                loop {
+                    match part.server.conn.next_message() {
+                        Ok(Some(message)) if message[0] == b'Z' => {
+                            part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
+                            return Some(());
+                        }
+                        Ok(Some(_)) => continue,
+                        Ok(None) => {}
+                        Err(_) => return None,
+                    }
+                    let conn = &mut part.server.conn;
+                    match conn.fill().await {
+                        Ok(0) | Err(_) => return None,
+                        Ok(_) => {}
+                    }
+                }
+            };
+            if done.await.is_some() {
+                part.server
+                    .pool()
+                    .stats
+                    .query_count
+                    .fetch_add(1, Ordering::Relaxed);
+                self.release(part.server, false).await;
+            }
+        }
+    }
+}
+
+/// The bytes of `part`'s share of the segment, ending with a Flush; fills
+/// `part.units` with the replies they are owed.
+fn build_request(part: &mut Part, items: &[Item]) -> BytesMut {
+    let mut out = BytesMut::new();
+    let mut parsed_unnamed: Option<u64> = None;
+    let mut parsed_named: Vec<u64> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        let Item::Send {
+            shards,
+            bytes,
+            terminals,
+            uses,
+        } = item
+        else {
+            continue;
+        };
+        if !shards.contains(&part.shard) {
+            continue;
+        }
+        match uses {
+            Some(Uses::Named(statement))
+                if !part.server.conn.prepared.contains(statement.id)
+                    && !parsed_named.contains(&statement.id) =>
+            {
+                out.extend_from_slice(&statement.parse);
+                parsed_named.push(statement.id);
+                part.units.push_back(Unit {
+                    item: None,
+                    terminals: reply_plan::PARSE,
+                    parse_of: Some(statement.id),
+                });
+            }
+            Some(Uses::Unnamed(statement, generation)) if parsed_unnamed != Some(*generation) => {
+                messages::parse(&mut out, b"", &statement.query, &statement.param_types);
+                parsed_unnamed = Some(*generation);
+                part.units.push_back(Unit {
+                    item: None,
+                    terminals: reply_plan::PARSE,
+                    parse_of: None,
+                });
+            }
+            _ => {}
+        }
+        out.extend_from_slice(bytes);
+        part.units.push_back(Unit {
+            item: Some(index),
+            terminals,
+            parse_of: None,
+        });
+    }
+    messages::flush(&mut out);
+    out
+}
