@@ -67,7 +67,7 @@ use parser_ffi::{ParseError, ParseTree};
 use crate::extract::{self, ExtractError};
 use crate::route::{self, Overrides, ParamValue, RouteError, RoutePlan, Routed};
 use crate::sharding::{ParserEngine, Sharding};
-use crate::summary::{Condition, StatementKind, Summary, Value, ValueSource};
+use crate::summary::{Condition, SessionEffect, StatementKind, Summary, Value, ValueSource};
 use crate::template::{self, LiteralKind, Template};
 
 /// The parser's memory context: its first block (Postgres's
@@ -606,11 +606,14 @@ fn parameterize(
     core: &str,
     template: &Template,
 ) -> Option<(u16, Vec<LiteralUse>)> {
+    // Values the summary holds as text (the pgdog settings' values, a SET's
+    // text span) belong to the text they were read from: such a statement is
+    // keyed by its exact text.
     let valued_kind = summary.statements.iter().any(|stmt| {
         matches!(
             stmt.kind,
             StatementKind::SetShard(Some(_)) | StatementKind::SetShardingKey(Some(_))
-        )
+        ) || matches!(stmt.session, Some(SessionEffect::Set { .. }))
     });
     if valued_kind {
         return None;

@@ -74,6 +74,16 @@
 //!   the top-level WITH is added once however large: an INSERT's rows must
 //!   go to their shards only.) CTEs with the same name in one WITH (which
 //!   Postgres refuses): the first one counts.
+//! - **session**: VariableSetStmt: SET LOCAL and SET TRANSACTION (a
+//!   `VAR_SET_MULTI` named TRANSACTION) -> TransactionScoped("SET"); RESET
+//!   ALL -> ResetAll; SET name TO value(s) / FROM CURRENT -> Set with the
+//!   lower-cased name and the RawStmt's `stmt_location` / `stmt_len`; SET
+//!   name TO DEFAULT and RESET name -> Reset; anything else (SET SESSION
+//!   CHARACTERISTICS) -> Untracked. ConstraintsSetStmt ->
+//!   TransactionScoped("SET CONSTRAINTS"); DeallocateStmt -> Deallocate (the
+//!   name, `None` for ALL); DiscardStmt ALL -> DiscardAll; `None` otherwise.
+//!   (`SET pgdog.*` gets its effect too: on an unsharded cluster it is an
+//!   ordinary custom setting.)
 //! - **target**: the table the statement writes, as in **tables**: an
 //!   INSERT's, UPDATE's, DELETE's or MERGE's relation, a COPY ... FROM's
 //!   table; of the top-level statement only (or of the statement EXPLAIN

@@ -77,6 +77,53 @@ pub struct StatementSummary {
     /// Columns a top-level UPDATE (or a MERGE's UPDATE actions) assigns,
     /// sorted and deduplicated; not an upsert's (ON CONFLICT DO UPDATE).
     pub set_columns: Vec<String>,
+    /// What the statement does to session state a pooler tracks (settings,
+    /// DEALLOCATE, DISCARD ALL); `None` for anything else.
+    pub session: Option<SessionEffect>,
+}
+
+/// What a statement does to the session's state on its server connection,
+/// as a pooler must track it to move the session between connections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEffect {
+    /// `SET name = ...`, `SET name TO ...`, `SET name FROM CURRENT` (session
+    /// scope). `name` lower-cased; the statement is replayed from its text,
+    /// `start..start + len` in the parsed string (`len` 0: to its end), as
+    /// the parser's `stmt_location` / `stmt_len` say.
+    Set {
+        name: String,
+        start: usize,
+        len: usize,
+    },
+    /// `RESET name`, `SET name TO DEFAULT`.
+    Reset { name: String },
+    /// `RESET ALL`.
+    ResetAll,
+    /// `SET LOCAL ...`, `SET TRANSACTION ...`, `SET CONSTRAINTS ...`: ends
+    /// with the transaction. The statement's command tag.
+    TransactionScoped(&'static str),
+    /// A session change the pooler cannot replay (`SET SESSION
+    /// CHARACTERISTICS AS TRANSACTION ...`).
+    Untracked,
+    /// `DEALLOCATE name`; `None` for `DEALLOCATE ALL`.
+    Deallocate(Option<String>),
+    /// `DISCARD ALL`.
+    DiscardAll,
+}
+
+impl SessionEffect {
+    /// The text of a [`SessionEffect::Set`] in `sql`, the string it was
+    /// parsed from, trimmed.
+    pub fn set_text<'s>(&self, sql: &'s str) -> Option<&'s str> {
+        let SessionEffect::Set { start, len, .. } = self else {
+            return None;
+        };
+        let text = match len {
+            0 => sql.get(*start..)?,
+            len => sql.get(*start..start.checked_add(*len)?)?,
+        };
+        Some(text.trim())
+    }
 }
 
 /// A table as the statement names it.

@@ -507,6 +507,31 @@ fn literal_values_outside_conditions_are_not_templated() {
     assert!(lookup(&cache, "SET pgdog.shard = 2").hit);
 }
 
+/// A SET's text is what a pooler replays: each text keeps its own entry,
+/// whose span slices this text's value, never another's.
+#[test]
+fn set_statements_are_keyed_by_their_text() {
+    let cache = big();
+    for (sql, value) in [
+        (
+            "SET application_name = 'one'",
+            "SET application_name = 'one'",
+        ),
+        (
+            "SET application_name = 'two'",
+            "SET application_name = 'two'",
+        ),
+        ("/* c */ SET work_mem = 64; SELECT 1", "SET work_mem = 64"),
+        ("SET work_mem = 128; SELECT 1", "SET work_mem = 128"),
+    ] {
+        let found = lookup(&cache, sql);
+        assert!(!found.entry.templated, "{sql}");
+        let effect = found.entry.summary.statements[0].session.clone().unwrap();
+        assert_eq!(effect.set_text(&found.entry.text), Some(value), "{sql}");
+    }
+    assert!(lookup(&cache, "SET application_name = 'one'").hit);
+}
+
 #[test]
 fn keys_never_equal_statement_text() {
     let cache = big();

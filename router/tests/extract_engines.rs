@@ -10,8 +10,22 @@
 use parser_ffi::{parse_protobuf, parse_raw, ParseTree};
 use router::extract::{summarize, summarize_protobuf, ExtractError};
 use router::summary::{
-    ColumnRef, Condition, StatementKind, StatementSummary, Summary, TableRef, Value, ValueSource,
+    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
+    ValueSource,
 };
+
+/// The effect of `SET name ...` parsed alone: the whole text.
+fn set(name: &str) -> SessionEffect {
+    SessionEffect::Set {
+        name: name.into(),
+        start: 0,
+        len: 0,
+    }
+}
+
+fn reset(name: &str) -> SessionEffect {
+    SessionEffect::Reset { name: name.into() }
+}
 
 #[path = "../../parser-ffi/tests/shared/corpus.rs"]
 mod shared_corpus;
@@ -111,6 +125,7 @@ fn stmt(kind: StatementKind) -> StatementSummary {
         insert_without_columns: false,
         target: None,
         set_columns: Vec::new(),
+        session: None,
     }
 }
 
@@ -126,6 +141,7 @@ trait Build {
     /// The written table, as `schema.name alias`.
     fn target(self, table: &str) -> Self;
     fn set_columns(self, columns: &[&str]) -> Self;
+    fn session(self, effect: SessionEffect) -> Self;
 }
 
 impl Build for StatementSummary {
@@ -150,6 +166,11 @@ impl Build for StatementSummary {
         self.target = Some(table(spec));
         self
     }
+    fn session(mut self, effect: SessionEffect) -> Self {
+        self.session = Some(effect);
+        self
+    }
+
     fn set_columns(mut self, columns: &[&str]) -> Self {
         self.set_columns = columns.iter().map(|c| c.to_string()).collect();
         self
@@ -460,19 +481,31 @@ fn statement_kinds() {
     check("COMMIT AND CHAIN", stmt(K::Commit));
     check("ROLLBACK", stmt(K::Rollback));
     check("SAVEPOINT a", stmt(K::TransactionOther));
-    check("SET pgdog.shard = 3", stmt(K::SetShard(Some("3".into()))));
+    check(
+        "SET pgdog.shard = 3",
+        stmt(K::SetShard(Some("3".into()))).session(set("pgdog.shard")),
+    );
     check(
         "SET pgdog.shard TO -3",
-        stmt(K::SetShard(Some("-3".into()))),
+        stmt(K::SetShard(Some("-3".into()))).session(set("pgdog.shard")),
     );
-    check("RESET pgdog.shard", stmt(K::SetShard(None)));
+    check(
+        "RESET pgdog.shard",
+        stmt(K::SetShard(None)).session(reset("pgdog.shard")),
+    );
     check(
         "SET pgdog.sharding_key TO 'abc'",
-        stmt(K::SetShardingKey(Some("abc".into()))),
+        stmt(K::SetShardingKey(Some("abc".into()))).session(set("pgdog.sharding_key")),
     );
-    check("SET search_path = public", stmt(K::Session));
+    check(
+        "SET search_path = public",
+        stmt(K::Session).session(set("search_path")),
+    );
     check("SHOW pgdog.shard", stmt(K::Session));
-    check("DISCARD ALL", stmt(K::Session));
+    check(
+        "DISCARD ALL",
+        stmt(K::Session).session(SessionEffect::DiscardAll),
+    );
     check(
         "COPY t (a) FROM STDIN",
         stmt(K::Copy { to: false })
@@ -579,18 +612,30 @@ fn readings_where_the_rules_leave_room() {
         stmt(K::Insert).tables(&["t"]).target("t"),
     );
     // SET ... TO DEFAULT is RESET; the other forms are the server's business.
-    check("SET pgdog.shard TO DEFAULT", stmt(K::SetShard(None)));
+    check(
+        "SET pgdog.shard TO DEFAULT",
+        stmt(K::SetShard(None)).session(reset("pgdog.shard")),
+    );
     check(
         "SET pgdog.shard = 1.5",
-        stmt(K::SetShard(Some("1.5".into()))),
+        stmt(K::SetShard(Some("1.5".into()))).session(set("pgdog.shard")),
     );
     check(
         "SET pgdog.sharding_key = on",
-        stmt(K::SetShardingKey(Some("on".into()))),
+        stmt(K::SetShardingKey(Some("on".into()))).session(set("pgdog.sharding_key")),
     );
-    check("SET pgdog.shard = 1, 2", stmt(K::Session));
-    check("SET pgdog.shard FROM CURRENT", stmt(K::Session));
-    check("SET \"PgDog\".shard = 1", stmt(K::Session));
+    check(
+        "SET pgdog.shard = 1, 2",
+        stmt(K::Session).session(set("pgdog.shard")),
+    );
+    check(
+        "SET pgdog.shard FROM CURRENT",
+        stmt(K::Session).session(set("pgdog.shard")),
+    );
+    check(
+        "SET \"PgDog\".shard = 1",
+        stmt(K::Session).session(set("pgdog.shard")),
+    );
     // REFRESH MATERIALIZED VIEW rewrites the view's data on every shard.
     check("REFRESH MATERIALIZED VIEW mv", stmt(K::Ddl).tables(&["mv"]));
     // EXPLAIN takes the explained statement's `write`.
@@ -1144,4 +1189,44 @@ fn nested_ands(depth: usize) -> String {
         "(id = 1 AND ".repeat(depth),
         ")".repeat(depth)
     )
+}
+
+#[test]
+fn session_effects() {
+    use StatementKind as K;
+    let sql = "SET search_path TO a, b;RESET work_mem; DEALLOCATE s1";
+    let mut expected = Summary {
+        statements: vec![
+            stmt(K::Session).session(SessionEffect::Set {
+                name: "search_path".into(),
+                start: 0,
+                len: 23,
+            }),
+            stmt(K::Session).session(reset("work_mem")),
+            stmt(K::Other).session(SessionEffect::Deallocate(Some("s1".into()))),
+        ],
+    };
+    expected.canonicalize();
+    check_all(sql, expected);
+    #[rustfmt::skip]
+    let cases = [
+        ("RESET ALL", SessionEffect::ResetAll),
+        ("SET LOCAL a.b = 1", SessionEffect::TransactionScoped("SET")),
+        ("SET TRANSACTION READ ONLY", SessionEffect::TransactionScoped("SET")),
+        ("SET CONSTRAINTS ALL IMMEDIATE", SessionEffect::TransactionScoped("SET CONSTRAINTS")),
+        ("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", SessionEffect::Untracked),
+        ("SET TIME ZONE DEFAULT", reset("timezone")),
+    ];
+    for (sql, effect) in cases {
+        let kind = if sql.starts_with("SET CONSTRAINTS") {
+            K::Other
+        } else {
+            K::Session
+        };
+        check(sql, stmt(kind).session(effect));
+    }
+    check(
+        "DEALLOCATE ALL",
+        stmt(K::Other).session(SessionEffect::Deallocate(None)),
+    );
 }

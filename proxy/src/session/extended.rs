@@ -30,7 +30,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Ok(_) => return Ok(()),
             Err(e) => return Err(End::protocol(e)),
         };
-        let statement = self.state.statements.get_or_insert(&query, &param_types);
+        let statement = self.state.statements.get_or_insert(
+            &query,
+            &param_types,
+            &self.state.cache,
+            self.engine,
+        );
         if let Err(message) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
             self.local_error(
                 ClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, message),

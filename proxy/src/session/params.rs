@@ -2,12 +2,13 @@
 //! startup parameters it sent and the SET/RESET statements it ran, kept as SET
 //! statements so they can be replayed on another server connection, plus the
 //! cheap keyword checks that decide when a statement needs a closer look.
+//! That closer look is the statement's summary from the AST cache
+//! (`router::extract` says what each statement does to the session):
+//! nothing here parses SQL.
 
 use std::collections::BTreeMap;
 
-use parser_ffi::protobuf::VariableSetKind;
-use parser_ffi::view::NodeRef;
-use parser_ffi::ParseTree;
+use router::summary::{SessionEffect, Summary};
 
 /// Startup parameters that are not settings (or that pgshard handles itself).
 const NOT_SETTINGS: &[&str] = &["user", "database", "replication", "options"];
@@ -212,30 +213,29 @@ fn is(word: &str, keyword: &str) -> bool {
 pub enum Kind {
     /// Nothing the pooler cares about.
     Plain,
-    /// SET or RESET: parse it to track the change.
-    Setting,
-    /// DEALLOCATE: may name a protocol-level statement pgshard renamed.
-    Deallocate,
-    /// DISCARD ALL: resets everything on the server.
-    DiscardAll,
+    /// SET, RESET, DEALLOCATE or DISCARD: its summary says what it changes
+    /// ([`session_changes`]).
+    Tracked,
     /// Leaves session state on the server connection (temp tables, LISTEN,
     /// SQL PREPARE, WITH HOLD cursors, session advisory locks, LOAD).
     SessionState,
 }
 
-/// Classify a simple query (all its statements, conservatively).
+/// Classify a statement string (all its statements, conservatively).
 pub fn classify(sql: &str) -> Kind {
-    let [first, second] = leading_words::<2>(sql);
-    let kind = match first.as_bytes().first().map(u8::to_ascii_uppercase) {
-        Some(b'S' | b'R') if is(first, "SET") || is(first, "RESET") => Kind::Setting,
-        Some(b'D') if is(first, "DEALLOCATE") => Kind::Deallocate,
-        Some(b'D') if is(first, "DISCARD") && is(second, "ALL") => Kind::DiscardAll,
-        _ => Kind::Plain,
+    let [first] = leading_words::<1>(sql);
+    let tracked = match first.as_bytes().first().map(u8::to_ascii_uppercase) {
+        Some(b'S' | b'R') => is(first, "SET") || is(first, "RESET"),
+        Some(b'D') => is(first, "DEALLOCATE") || is(first, "DISCARD"),
+        _ => false,
     };
-    if kind == Kind::Plain && leaves_session_state(sql) {
-        return Kind::SessionState;
+    if tracked {
+        Kind::Tracked
+    } else if leaves_session_state(sql) {
+        Kind::SessionState
+    } else {
+        Kind::Plain
     }
-    kind
 }
 
 /// Conservative check for statements with session-lifetime effects. False
@@ -266,93 +266,52 @@ fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
-/// The command tag of a statement whose effect ends with the transaction
-/// (`SET LOCAL`, `SET TRANSACTION ...`, `SET CONSTRAINTS ...`), when `sql` is
-/// exactly one such statement; `None` for anything else (plain SET is session
-/// state, tracked by [`setting_changes`]).
-pub fn transaction_scoped(sql: &str) -> Option<&'static str> {
-    let tree = ParseTree::parse(sql).ok()?;
-    let mut statements = tree.statements();
-    let only = statements.next()?.stmt()?;
-    if statements.next().is_some() {
-        return None;
-    }
-    match only.kind() {
-        NodeRef::VariableSetStmt(set)
-            if set.is_local()
-                || (set.kind() == VariableSetKind::VarSetMulti
-                    && set
-                        .name()
-                        .is_some_and(|n| n.eq_ignore_ascii_case("TRANSACTION"))) =>
-        {
-            Some("SET")
-        }
-        NodeRef::ConstraintsSetStmt(_) => Some("SET CONSTRAINTS"),
-        _ => None,
-    }
+/// What a statement string does to the session state pgshard tracks, read
+/// from its summary; `text` is the string the summary was parsed from (the
+/// cache entry's), which SET texts are sliced from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionChanges {
+    /// Setting changes, in order (SET LOCAL and the like end with the
+    /// transaction and are not among them).
+    pub settings: Vec<ParamChange>,
+    /// A change pgshard cannot replay (`SET SESSION CHARACTERISTICS`): the
+    /// server connection needs a reset before another client gets it.
+    pub untracked: bool,
+    /// The string is one `DEALLOCATE`: the name, `None` for ALL.
+    pub deallocate: Option<Option<String>>,
+    /// A `DISCARD ALL` is among its statements.
+    pub discard_all: bool,
 }
 
-/// The setting changes of a SET/RESET query, or `None` when some statement
-/// in it changes session state in a way pgshard cannot replay (SET
-/// SESSION CHARACTERISTICS, a parse error, ...). SET LOCAL changes nothing
-/// past the transaction and is skipped.
-pub fn setting_changes(sql: &str) -> Option<Vec<ParamChange>> {
-    let tree = ParseTree::parse(sql).ok()?;
-    let mut changes = Vec::new();
-    for raw in tree.statements() {
-        let NodeRef::VariableSetStmt(set) = raw.stmt()?.kind() else {
-            // Other statements in the string: if they are themselves session
-            // state, the caller's classify() has seen them.
+pub fn session_changes(summary: &Summary, text: &str) -> SessionChanges {
+    let mut changes = SessionChanges::default();
+    let single = summary.statements.len() == 1;
+    for statement in &summary.statements {
+        let Some(effect) = &statement.session else {
             continue;
         };
-        if set.is_local() {
-            continue;
-        }
-        if set.kind() == VariableSetKind::VarResetAll {
-            // RESET ALL names no setting.
-            changes.push(ParamChange::ResetAll);
-            continue;
-        }
-        let name = set.name()?.to_ascii_lowercase();
-        match set.kind() {
-            VariableSetKind::VarSetValue | VariableSetKind::VarSetCurrent => {
-                let start = usize::try_from(raw.stmt_location()).ok()?;
-                let text = match usize::try_from(raw.stmt_len()).ok()? {
-                    0 => sql.get(start..)?,
-                    len => sql.get(start..start + len)?,
-                };
-                changes.push(ParamChange::Set {
-                    name,
-                    sql: text.trim().to_owned(),
-                });
+        match effect {
+            SessionEffect::Set { name, .. } => match effect.set_text(text) {
+                Some(sql) => changes.settings.push(ParamChange::Set {
+                    name: name.clone(),
+                    sql: sql.to_owned(),
+                }),
+                None => changes.untracked = true,
+            },
+            SessionEffect::Reset { name } => {
+                changes
+                    .settings
+                    .push(ParamChange::Reset { name: name.clone() });
             }
-            VariableSetKind::VarSetDefault | VariableSetKind::VarReset => {
-                changes.push(ParamChange::Reset { name });
-            }
-            VariableSetKind::VarResetAll => changes.push(ParamChange::ResetAll),
-            VariableSetKind::VarSetMulti | VariableSetKind::Undefined => return None,
+            SessionEffect::ResetAll => changes.settings.push(ParamChange::ResetAll),
+            SessionEffect::TransactionScoped(_) => {}
+            SessionEffect::Untracked => changes.untracked = true,
+            SessionEffect::Deallocate(name) if single => changes.deallocate = Some(name.clone()),
+            SessionEffect::Deallocate(_) => {}
+            SessionEffect::DiscardAll => changes.discard_all = true,
         }
     }
-    Some(changes)
-}
-
-/// The statement a `DEALLOCATE` query names: `Some(None)` for ALL, `None`
-/// when the query is not a single DEALLOCATE.
-pub fn deallocate_target(sql: &str) -> Option<Option<String>> {
-    let tree = ParseTree::parse(sql).ok()?;
-    let mut statements = tree.statements();
-    let raw = statements.next()?;
-    if statements.next().is_some() {
-        return None;
-    }
-    let NodeRef::DeallocateStmt(stmt) = raw.stmt()?.kind() else {
-        return None;
-    };
-    if stmt.isall() {
-        Some(None)
-    } else {
-        Some(Some(stmt.name()?.to_owned()))
-    }
+    changes
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use router::cache::Lookup;
 use router::route::{Overrides, ParamValue, Route};
-use router::summary::{StatementKind, Summary};
+use router::summary::{SessionEffect, StatementKind, StatementSummary, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::params;
@@ -260,10 +260,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Returns whether the statement was answered.
     fn answer_locally(&mut self, summary: &Summary, query: &[u8], simple: bool) -> bool {
         let only = match summary.statements.as_slice() {
-            [only] => Some(&only.kind),
+            [only] => Some(only),
             _ => None,
         };
-        let overridden = match only {
+        let overridden = match only.map(|only| &only.kind) {
             _ if self.txn.failed() => None,
             Some(StatementKind::SetShard(value)) => {
                 Some(self.apply_shard_override(value.as_deref()))
@@ -281,7 +281,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return true;
             }
             None => {
-                let control = self.control(only, query);
+                let control = Self::control(only, query);
                 let busy = self.plan.awaiting_server();
                 match self.txn.on_statement(control, self.attached(), busy) {
                     Verdict::Route => return false,
@@ -325,16 +325,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// What the only statement of a string (`None`: several) means for
     /// the transaction.
-    fn control<'q>(&self, only: Option<&StatementKind>, query: &'q [u8]) -> Control<'q> {
-        match only {
-            Some(StatementKind::Begin) => Control::Begin(query),
-            Some(StatementKind::Commit) => Control::Commit,
-            Some(StatementKind::Rollback) => Control::Rollback,
-            // Only a deferred transaction takes them; parsed only then.
-            Some(StatementKind::Session) if self.txn.deferred() => std::str::from_utf8(query)
-                .ok()
-                .and_then(params::transaction_scoped)
-                .map_or(Control::Other, |tag| Control::Scoped(query, tag)),
+    fn control<'q>(only: Option<&StatementSummary>, query: &'q [u8]) -> Control<'q> {
+        let Some(only) = only else {
+            return Control::Other;
+        };
+        match (&only.kind, &only.session) {
+            (StatementKind::Begin, _) => Control::Begin(query),
+            (StatementKind::Commit, _) => Control::Commit,
+            (StatementKind::Rollback, _) => Control::Rollback,
+            (_, Some(SessionEffect::TransactionScoped(tag))) => Control::Scoped(query, tag),
             _ => Control::Other,
         }
     }

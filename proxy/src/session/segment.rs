@@ -224,7 +224,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         else {
             return Err(malformed("Parse"));
         };
-        let statement = self.state.statements.get_or_insert(&query, &param_types);
+        let statement = self.state.statements.get_or_insert(
+            &query,
+            &param_types,
+            &self.state.cache,
+            self.engine,
+        );
         let statement_id = statement.id;
         self.statements
             .insert(name.clone(), Arc::clone(&statement))

@@ -22,31 +22,38 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let kind = params::classify(&sql);
         let mut dirty = kind == Kind::SessionState;
         let mut effect = Effect::None;
-        match kind {
-            Kind::Plain | Kind::SessionState => {}
-            Kind::Setting => match params::setting_changes(&sql) {
-                Some(changes) if !changes.is_empty() => effect = Effect::Settings(changes),
-                Some(_) => {}
-                None => dirty = true,
-            },
-            Kind::Deallocate => match params::deallocate_target(&sql) {
-                Some(Some(name)) if self.statements.remove(name.as_bytes()).is_some() => {
-                    // A statement pgshard renamed: only the client's name goes.
-                    let mut reply = BytesMut::new();
-                    messages::command_complete(&mut reply, "DEALLOCATE");
-                    self.plan.push(Step::Local {
-                        bytes: reply.freeze(),
-                        ready: true,
-                    });
-                    return Ok(());
+        if kind == Kind::Tracked {
+            match self.state.cache.lookup(&sql, self.engine) {
+                Ok(lookup) => {
+                    let changes =
+                        params::session_changes(&lookup.entry.summary, &lookup.entry.text);
+                    dirty |= changes.untracked;
+                    match changes.deallocate {
+                        Some(Some(name)) if self.statements.remove(name.as_bytes()).is_some() => {
+                            // A statement pgshard renamed: only the client's
+                            // name goes.
+                            let mut reply = BytesMut::new();
+                            messages::command_complete(&mut reply, "DEALLOCATE");
+                            self.plan.push(Step::Local {
+                                bytes: reply.freeze(),
+                                ready: true,
+                            });
+                            return Ok(());
+                        }
+                        Some(None) => {
+                            self.statements.clear();
+                            effect = Effect::DeallocateAll;
+                        }
+                        _ if changes.discard_all => effect = Effect::DiscardAll,
+                        _ if !changes.settings.is_empty() => {
+                            effect = Effect::Settings(changes.settings);
+                        }
+                        _ => {}
+                    }
                 }
-                Some(None) => {
-                    self.statements.clear();
-                    effect = Effect::DeallocateAll;
-                }
-                _ => {}
-            },
-            Kind::DiscardAll => effect = Effect::DiscardAll,
+                // The server reports the error; whatever ran is not tracked.
+                Err(_) => dirty = true,
+            }
         }
         let target = if self.sharded() {
             match self.route_query(&sql).await? {

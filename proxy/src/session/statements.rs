@@ -17,6 +17,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{Bytes, BytesMut};
 
+use router::cache::AstCache as Cache;
+use router::sharding::ParserEngine;
+
 use crate::protocol::messages;
 use crate::session::params::{self, Kind, ParamChange};
 use crate::state::lock;
@@ -66,7 +69,15 @@ struct RegistryInner {
 
 impl Registry {
     /// The statement for this text and parameter types, created on first use.
-    pub fn get_or_insert(&self, query: &Bytes, param_types: &[u32]) -> Arc<Statement> {
+    /// Its session effects are read from the statement's summary in
+    /// `cache` (the AST cache, with the cluster's parser `engine`).
+    pub fn get_or_insert(
+        &self,
+        query: &Bytes,
+        param_types: &[u32],
+        cache: &Cache,
+        engine: ParserEngine,
+    ) -> Arc<Statement> {
         let mut inner = lock(&self.inner);
         let known = inner
             .by_text
@@ -81,7 +92,7 @@ impl Registry {
         inner.next_id += 1;
         let id = inner.next_id;
         let name = Bytes::from(format!("__pgshard_{id}"));
-        let (leaves_state, settings) = state_effects(query);
+        let (leaves_state, settings) = state_effects(query, cache, engine);
         let mut parse = BytesMut::with_capacity(query.len() + 32);
         messages::parse(&mut parse, &name, query, param_types);
         let statement = Arc::new(Statement {
@@ -131,17 +142,24 @@ impl Registry {
 }
 
 /// What running `query` does to the session: whether it leaves untracked
-/// state, and the setting changes to track.
-fn state_effects(query: &Bytes) -> (bool, Option<Vec<ParamChange>>) {
+/// state, and the setting changes to track (from its summary in `cache`).
+fn state_effects(
+    query: &Bytes,
+    cache: &Cache,
+    engine: ParserEngine,
+) -> (bool, Option<Vec<ParamChange>>) {
     let sql = String::from_utf8_lossy(query);
     match params::classify(&sql) {
         Kind::SessionState => (true, None),
-        Kind::Setting => match params::setting_changes(&sql) {
-            Some(changes) if !changes.is_empty() => (false, Some(changes)),
-            Some(_) => (false, None),
-            None => (true, None),
+        Kind::Tracked => match cache.lookup(&sql, engine) {
+            Ok(lookup) => {
+                let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
+                let settings = Some(changes.settings).filter(|s| !s.is_empty());
+                (changes.untracked || changes.discard_all, settings)
+            }
+            Err(_) => (true, None),
         },
-        _ => (false, None),
+        Kind::Plain => (false, None),
     }
 }
 
@@ -197,13 +215,46 @@ impl ClientStatements {
 mod tests {
     use super::*;
 
+    fn get(registry: &Registry, query: &Bytes, types: &[u32]) -> Arc<Statement> {
+        let cache = Cache::new(100, 1 << 20);
+        registry.get_or_insert(query, types, &cache, ParserEngine::default())
+    }
+
+    #[test]
+    fn session_effects_come_from_the_summary() {
+        let registry = Registry::default();
+        let set = get(&registry, &Bytes::from_static(b"SET work_mem = '1MB'"), &[]);
+        assert!(!set.leaves_state);
+        assert_eq!(
+            set.settings,
+            Some(vec![ParamChange::Set {
+                name: "work_mem".into(),
+                sql: "SET work_mem = '1MB'".into()
+            }])
+        );
+        let local = get(
+            &registry,
+            &Bytes::from_static(b"SET LOCAL work_mem = '1MB'"),
+            &[],
+        );
+        assert_eq!(
+            (local.leaves_state, local.settings.is_none()),
+            (false, true)
+        );
+        let untracked = b"SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY";
+        let untracked = get(&registry, &Bytes::from_static(untracked), &[]);
+        assert!(untracked.leaves_state);
+        let listen = get(&registry, &Bytes::from_static(b"LISTEN jobs"), &[]);
+        assert!(listen.leaves_state);
+    }
+
     #[test]
     fn same_text_same_statement() {
         let registry = Registry::default();
         let q = Bytes::from_static(b"SELECT $1");
-        let a = registry.get_or_insert(&q, &[]);
-        let b = registry.get_or_insert(&q, &[]);
-        let c = registry.get_or_insert(&q, &[23]);
+        let a = get(&registry, &q, &[]);
+        let b = get(&registry, &q, &[]);
+        let c = get(&registry, &q, &[23]);
         assert_eq!(a.id, b.id);
         assert_ne!(a.id, c.id);
         assert_eq!(&a.name[..], format!("__pgshard_{}", a.id).as_bytes());
@@ -215,22 +266,22 @@ mod tests {
         let registry = Registry::default();
         let q = Bytes::from_static(b"SELECT x FROM t WHERE $1::int = 1");
         let other = Bytes::from_static(b"SELECT 2");
-        let a = registry.get_or_insert(&q, &[]);
-        let b = registry.get_or_insert(&other, &[]);
+        let a = get(&registry, &q, &[]);
+        let b = get(&registry, &other, &[]);
         registry.retire(a.id);
-        let c = registry.get_or_insert(&q, &[]);
+        let c = get(&registry, &q, &[]);
         assert_ne!(a.id, c.id);
-        assert_eq!(registry.get_or_insert(&other, &[]).id, b.id);
+        assert_eq!(get(&registry, &other, &[]).id, b.id);
         registry.retire(9_999);
         registry.retire_all();
         assert!(registry.is_empty());
-        assert_ne!(registry.get_or_insert(&other, &[]).id, b.id);
+        assert_ne!(get(&registry, &other, &[]).id, b.id);
     }
 
     #[test]
     fn named_statements_cannot_be_redefined() {
         let registry = Registry::default();
-        let s = registry.get_or_insert(&Bytes::from_static(b"SELECT 1"), &[]);
+        let s = get(&registry, &Bytes::from_static(b"SELECT 1"), &[]);
         let mut client = ClientStatements::default();
         client
             .insert(Bytes::from_static(b"s1"), Arc::clone(&s))

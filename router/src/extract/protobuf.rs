@@ -13,7 +13,8 @@ use parser_ffi::protobuf::{self as pb, a_const::Val, node::Node as NodeEnum};
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    ColumnRef, Condition, StatementKind, StatementSummary, Summary, TableRef, Value, ValueSource,
+    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
+    ValueSource,
 };
 
 /// Summarize every statement of `tree` (see [`super`] for the rules).
@@ -21,7 +22,11 @@ pub fn summarize(tree: &pb::ParseResult) -> Result<Summary, ExtractError> {
     let mut stack = Stack::default();
     let mut statements = Vec::with_capacity(tree.stmts.len());
     for raw in &tree.stmts {
-        statements.push(statement(inner(&raw.stmt), &mut stack)?);
+        let root = inner(&raw.stmt);
+        let mut summary = statement(root, &mut stack)?;
+        summary.session =
+            root.and_then(|root| session_effect(root, raw.stmt_location, raw.stmt_len));
+        statements.push(summary);
     }
     let mut summary = Summary { statements };
     summary.canonicalize();
@@ -61,7 +66,50 @@ fn statement<'a>(
         insert_without_columns: levels.insert_without_columns,
         target,
         set_columns,
+        session: None,
     })
+}
+
+/// What a top-level statement does to tracked session state (see the
+/// rules in [`super`]); `location` and `len` are its RawStmt's.
+fn session_effect(root: &NodeEnum, location: i32, len: i32) -> Option<SessionEffect> {
+    use pb::VariableSetKind as V;
+    match root {
+        NodeEnum::VariableSetStmt(set) => {
+            let kind = set.kind();
+            let transaction =
+                kind == V::VarSetMulti && set.name.eq_ignore_ascii_case("TRANSACTION");
+            if set.is_local || transaction {
+                return Some(SessionEffect::TransactionScoped("SET"));
+            }
+            let name = || Some(set.name.to_ascii_lowercase()).filter(|n| !n.is_empty());
+            Some(match kind {
+                V::VarResetAll => SessionEffect::ResetAll,
+                V::VarSetValue | V::VarSetCurrent => {
+                    match (name(), usize::try_from(location), usize::try_from(len)) {
+                        (Some(name), Ok(start), Ok(len)) => SessionEffect::Set { name, start, len },
+                        _ => SessionEffect::Untracked,
+                    }
+                }
+                V::VarSetDefault | V::VarReset => match name() {
+                    Some(name) => SessionEffect::Reset { name },
+                    None => SessionEffect::Untracked,
+                },
+                _ => SessionEffect::Untracked,
+            })
+        }
+        NodeEnum::ConstraintsSetStmt(_) => {
+            Some(SessionEffect::TransactionScoped("SET CONSTRAINTS"))
+        }
+        NodeEnum::DeallocateStmt(stmt) if stmt.isall => Some(SessionEffect::Deallocate(None)),
+        NodeEnum::DeallocateStmt(stmt) if !stmt.name.is_empty() => {
+            Some(SessionEffect::Deallocate(Some(stmt.name.clone())))
+        }
+        NodeEnum::DiscardStmt(discard) if discard.target() == pb::DiscardMode::DiscardAll => {
+            Some(SessionEffect::DiscardAll)
+        }
+        _ => None,
+    }
 }
 
 /// The table the statement writes and the columns an UPDATE (or a MERGE's

@@ -1508,6 +1508,7 @@ fn summary_fields_in_full() {
                 insert_without_columns: false,
                 target: None,
                 set_columns: vec![],
+                session: None,
             },
             StatementSummary {
                 kind: StatementKind::Commit,
@@ -1518,6 +1519,7 @@ fn summary_fields_in_full() {
                 insert_without_columns: false,
                 target: None,
                 set_columns: vec![],
+                session: None,
             },
         ]
     );
@@ -1807,5 +1809,66 @@ fn timing_against_the_parse() {
              cloning the output {output:>4.0} ns)",
             100.0 * extract / parse
         );
+    }
+}
+
+#[test]
+fn session_effects() {
+    use crate::summary::SessionEffect as E;
+    let effects = |sql: &str| -> Vec<Option<E>> {
+        summary_of(sql)
+            .statements
+            .into_iter()
+            .map(|s| s.session)
+            .collect()
+    };
+    let set = |name: &str, start: usize, len: usize| {
+        Some(E::Set {
+            name: name.into(),
+            start,
+            len,
+        })
+    };
+    let sql = "SET search_path TO a, b;SET TIME ZONE 'UTC'; set Role none";
+    let found = effects(sql);
+    assert_eq!(
+        found,
+        vec![
+            set("search_path", 0, 23),
+            set("timezone", 24, 19),
+            set("role", 45, 0)
+        ]
+    );
+    let texts: Vec<&str> = found
+        .iter()
+        .map(|e| e.as_ref().unwrap().set_text(sql).unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "SET search_path TO a, b",
+            "SET TIME ZONE 'UTC'",
+            "set Role none"
+        ]
+    );
+    #[rustfmt::skip]
+    let cases: &[(&str, Option<E>)] = &[
+        ("SET application_name FROM CURRENT", set("application_name", 0, 0)),
+        ("RESET work_mem", Some(E::Reset { name: "work_mem".into() })),
+        ("SET work_mem TO DEFAULT", Some(E::Reset { name: "work_mem".into() })),
+        ("RESET ALL", Some(E::ResetAll)),
+        ("SET LOCAL app.tenant = '7'", Some(E::TransactionScoped("SET"))),
+        ("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", Some(E::TransactionScoped("SET"))),
+        ("SET CONSTRAINTS ALL DEFERRED", Some(E::TransactionScoped("SET CONSTRAINTS"))),
+        ("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", Some(E::Untracked)),
+        ("DEALLOCATE s1", Some(E::Deallocate(Some("s1".into())))),
+        ("DEALLOCATE PREPARE ALL", Some(E::Deallocate(None))),
+        ("DISCARD ALL", Some(E::DiscardAll)),
+        ("DISCARD PLANS", None),
+        ("SHOW work_mem", None),
+        ("SELECT set_config('a.b', '1', false)", None),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(effects(sql), vec![expected.clone()], "{sql}");
     }
 }

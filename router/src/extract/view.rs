@@ -16,7 +16,8 @@
 //! Strings are copied out of the tree only for the summary itself.
 
 use parser_ffi::protobuf::{
-    AExprKind, BoolExprType, CmdType, JoinType, SetOperation, TransactionStmtKind, VariableSetKind,
+    AExprKind, BoolExprType, CmdType, DiscardMode, JoinType, SetOperation, TransactionStmtKind,
+    VariableSetKind,
 };
 use parser_ffi::view::{
     self, AConst, ConstValue, InsertStmt, List, Node, NodeRef, SelectStmt, TypeName,
@@ -26,7 +27,8 @@ use parser_ffi::ParseTree;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    ColumnRef, Condition, StatementKind, StatementSummary, Summary, TableRef, Value, ValueSource,
+    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
+    ValueSource,
 };
 
 /// Summarize every statement of `tree` (see the rules in [`super`]).
@@ -38,7 +40,11 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
     let mut statements = Vec::with_capacity(tree.statement_list().len());
     for raw in tree.statements() {
         let summary = match raw.stmt() {
-            Some(stmt) => statement(stmt, &mut scratch)?,
+            Some(stmt) => {
+                let mut summary = statement(stmt, &mut scratch)?;
+                summary.session = session_effect(stmt, raw.stmt_location(), raw.stmt_len());
+                summary
+            }
             // raw_parser never leaves a RawStmt empty; summarize it as nothing.
             None => StatementSummary {
                 kind: StatementKind::Other,
@@ -49,6 +55,7 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
                 insert_without_columns: false,
                 target: None,
                 set_columns: Vec::new(),
+                session: None,
             },
         };
         statements.push(summary);
@@ -138,7 +145,49 @@ fn statement<'a>(
         insert_without_columns,
         target: target(stmt),
         set_columns: set_columns(stmt),
+        session: None,
     })
+}
+
+/// What a top-level statement does to tracked session state (see the
+/// rules in [`super`]); `location` and `len` are its RawStmt's.
+fn session_effect(stmt: Node<'_>, location: i32, len: i32) -> Option<SessionEffect> {
+    match stmt.kind() {
+        NodeRef::VariableSetStmt(set) => {
+            let kind = set.kind();
+            let transaction = kind == VariableSetKind::VarSetMulti
+                && set
+                    .name()
+                    .is_some_and(|n| n.eq_ignore_ascii_case("TRANSACTION"));
+            if set.is_local() || transaction {
+                return Some(SessionEffect::TransactionScoped("SET"));
+            }
+            let name = || set.name().map(str::to_ascii_lowercase);
+            Some(match kind {
+                VariableSetKind::VarResetAll => SessionEffect::ResetAll,
+                VariableSetKind::VarSetValue | VariableSetKind::VarSetCurrent => {
+                    match (name(), usize::try_from(location), usize::try_from(len)) {
+                        (Some(name), Ok(start), Ok(len)) => SessionEffect::Set { name, start, len },
+                        _ => SessionEffect::Untracked,
+                    }
+                }
+                VariableSetKind::VarSetDefault | VariableSetKind::VarReset => match name() {
+                    Some(name) => SessionEffect::Reset { name },
+                    None => SessionEffect::Untracked,
+                },
+                _ => SessionEffect::Untracked,
+            })
+        }
+        NodeRef::ConstraintsSetStmt(_) => Some(SessionEffect::TransactionScoped("SET CONSTRAINTS")),
+        NodeRef::DeallocateStmt(stmt) if stmt.isall() => Some(SessionEffect::Deallocate(None)),
+        NodeRef::DeallocateStmt(stmt) => {
+            Some(SessionEffect::Deallocate(Some(stmt.name()?.to_owned())))
+        }
+        NodeRef::DiscardStmt(discard) if discard.target() == DiscardMode::DiscardAll => {
+            Some(SessionEffect::DiscardAll)
+        }
+        _ => None,
+    }
 }
 
 /// The statement EXPLAIN explains, or the statement itself.

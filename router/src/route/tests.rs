@@ -164,6 +164,7 @@ fn stmt(kind: StatementKind, tables: &[&str], conditions: Vec<Condition>) -> Sta
         insert_without_columns: false,
         target,
         set_columns: Vec::new(),
+        session: None,
     }
 }
 

@@ -42,14 +42,25 @@ fn sync_resets_what_the_client_does_not_have() {
     assert_eq!(client.sync_sql(&client), None);
 }
 
+/// The changes of `sql` as the session reads them: from its summary.
+fn changes(sql: &str) -> SessionChanges {
+    let tree = parser_ffi::ParseTree::parse(sql).unwrap();
+    let summary = router::extract::summarize(&tree).unwrap();
+    session_changes(&summary, sql)
+}
+
+fn setting_changes(sql: &str) -> Option<Vec<ParamChange>> {
+    let changes = changes(sql);
+    (!changes.untracked).then_some(changes.settings)
+}
+
 #[test]
 fn reset_returns_to_startup_values() {
     let defaults = set(&[("application_name", "app")]);
     let mut s = defaults.clone();
-    let changes =
-        setting_changes("SET application_name = 'x'; SET LOCAL work_mem = '1MB'").unwrap();
-    assert_eq!(changes.len(), 1);
-    s.apply(&changes[0], &defaults);
+    let found = setting_changes("SET application_name = 'x'; SET LOCAL work_mem = '1MB'").unwrap();
+    assert_eq!(found.len(), 1);
+    s.apply(&found[0], &defaults);
     assert_ne!(s, defaults);
     for change in setting_changes("RESET application_name").unwrap() {
         s.apply(&change, &defaults);
@@ -61,10 +72,10 @@ fn reset_returns_to_startup_values() {
 
 #[test]
 fn setting_texts_are_sliced_per_statement() {
-    let changes =
+    let found =
         setting_changes("SET search_path TO a, b;SET TIME ZONE 'UTC'; set role none").unwrap();
     assert_eq!(
-        changes,
+        found,
         vec![
             ParamChange::Set {
                 name: "search_path".into(),
@@ -84,48 +95,28 @@ fn setting_texts_are_sliced_per_statement() {
         setting_changes("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"),
         None
     );
-    assert_eq!(setting_changes("SET x = "), None);
+    // Transaction-scoped: nothing outlives the transaction.
+    for sql in [
+        "SET LOCAL app.tenant = '7'",
+        "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+        "SET CONSTRAINTS ALL DEFERRED",
+    ] {
+        assert_eq!(changes(sql), SessionChanges::default(), "{sql}");
+    }
 }
 
 #[test]
 fn classify_statements() {
-    assert_eq!(classify(" /* c */ -- x\n set x=1"), Kind::Setting);
-    assert_eq!(classify("reset all"), Kind::Setting);
-    assert_eq!(classify("DEALLOCATE s1"), Kind::Deallocate);
-    assert_eq!(classify("discard all"), Kind::DiscardAll);
-    assert_eq!(classify("discard plans"), Kind::Plain);
+    assert_eq!(classify(" /* c */ -- x\n set x=1"), Kind::Tracked);
+    assert_eq!(classify("reset all"), Kind::Tracked);
+    assert_eq!(classify("DEALLOCATE s1"), Kind::Tracked);
+    assert_eq!(classify("discard all"), Kind::Tracked);
     assert_eq!(classify("CREATE TEMP TABLE t (a int)"), Kind::SessionState);
     assert_eq!(
         classify("select 1; create temporary table t()"),
         Kind::SessionState
     );
     assert_eq!(classify("PREPARE p AS SELECT 1"), Kind::SessionState);
-    assert_eq!(
-        transaction_scoped("SET LOCAL app.tenant = '7'"),
-        Some("SET")
-    );
-    assert_eq!(
-        transaction_scoped("set local statement_timeout to 5"),
-        Some("SET")
-    );
-    assert_eq!(
-        transaction_scoped("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
-        Some("SET")
-    );
-    assert_eq!(
-        transaction_scoped("SET CONSTRAINTS ALL DEFERRED"),
-        Some("SET CONSTRAINTS")
-    );
-    for not in [
-        "SET app.tenant = '7'",
-        "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
-        "RESET statement_timeout",
-        "SET LOCAL a = 1; SET LOCAL b = 2",
-        "SHOW statement_timeout",
-        "SET LOCAL",
-    ] {
-        assert_eq!(transaction_scoped(not), None, "{not}");
-    }
     assert_eq!(classify("PREPARE TRANSACTION 'x'"), Kind::Plain);
     assert_eq!(classify("LISTEN jobs"), Kind::SessionState);
     assert_eq!(classify("select pg_advisory_lock(1)"), Kind::SessionState);
@@ -136,8 +127,10 @@ fn classify_statements() {
 }
 
 #[test]
-fn deallocate_targets() {
-    assert_eq!(deallocate_target("DEALLOCATE s1"), Some(Some("s1".into())));
-    assert_eq!(deallocate_target("deallocate prepare all"), Some(None));
-    assert_eq!(deallocate_target("DEALLOCATE a; DEALLOCATE b"), None);
+fn deallocate_and_discard() {
+    assert_eq!(changes("DEALLOCATE s1").deallocate, Some(Some("s1".into())));
+    assert_eq!(changes("deallocate prepare all").deallocate, Some(None));
+    assert_eq!(changes("DEALLOCATE a; DEALLOCATE b").deallocate, None);
+    assert!(changes("DISCARD ALL").discard_all);
+    assert_eq!(changes("DISCARD PLANS"), SessionChanges::default());
 }
