@@ -12,6 +12,7 @@
 //! what the client's transaction allows.
 
 mod attach;
+mod attached;
 mod extended;
 mod fan_out;
 pub mod login;
@@ -43,6 +44,7 @@ use crate::protocol::messages;
 use crate::state::{ClientInfo, ClusterPools, State};
 use attach::cancel_target;
 pub(crate) use attach::watch_client;
+use attached::Attached;
 use params::{ParamChange, ParamSet};
 use reply_plan::{ReplyPlan, Step};
 use segment::Segment;
@@ -103,7 +105,8 @@ pub struct Session<S> {
     cbuf: BytesMut,
     to_client: BytesMut,
     to_server: BytesMut,
-    server: Option<Pooled>,
+    /// The server connections held between messages.
+    attached: Attached,
     plan: ReplyPlan,
     statements: ClientStatements,
     /// Startup settings: what RESET returns to.
@@ -127,7 +130,7 @@ pub struct Session<S> {
     /// The cluster's sharding model and parser engine (refreshed on reload).
     sharding: Arc<Sharding>,
     engine: ParserEngine,
-    /// The shard of the attached server.
+    /// The shard of the main attached server, or of the last one.
     shard: usize,
     /// The client's transaction on a sharded cluster.
     txn: Transaction,
@@ -181,7 +184,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             cbuf,
             to_client: BytesMut::with_capacity(8 * 1024),
             to_server: BytesMut::with_capacity(8 * 1024),
-            server: start.server,
+            attached: Attached::new(0, start.server),
             plan: ReplyPlan::default(),
             statements: ClientStatements::default(),
             params: start.defaults.clone(),
@@ -200,7 +203,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Serve the client until it leaves; the server connection goes back to
     /// its pool clean, or is closed.
     pub async fn run(mut self) {
-        if let Some(server) = &self.server {
+        if let Some(server) = self.attached.main() {
             self.set_cancel_target(Some(cancel_target(server))).await;
         }
         let end = self.serve().await;
@@ -238,11 +241,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return end;
             }
             let query_timeout = self
-                .server
-                .as_ref()
+                .attached
+                .main()
                 .and_then(|s| s.pool().settings.query_timeout)
                 .filter(|_| self.plan.awaiting_server());
-            match &mut self.server {
+            match self.attached.main_mut() {
                 Some(server) => {
                     let timeout = async {
                         match query_timeout {
@@ -258,7 +261,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         read = server.conn.fill() => match read {
                             Ok(0) | Err(_) => {
                                 warn!("server connection lost mid-session");
-                                self.server = None;
+                                self.attached.take_main();
                                 return End::server_lost();
                             }
                             Ok(_) => {
@@ -315,7 +318,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(())
             }
             b'H' => {
-                if self.server.is_some() {
+                if self.attached.is_some() {
                     self.put_frame(&frame);
                 }
                 Ok(())
@@ -333,7 +336,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 if tag != b'd' {
                     self.copy_in = false;
                 }
-                if self.server.is_some() {
+                if self.attached.is_some() {
                     self.put_frame(&frame);
                 }
                 Ok(())
@@ -369,7 +372,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     fn on_sync(&mut self, frame: &Frame) {
         self.skipping = false;
         self.unsynced = false;
-        if self.server.is_none() && !self.plan.awaiting_server() {
+        if self.attached.is_none() && !self.plan.awaiting_server() {
             // Everything since the last Sync was answered locally.
             self.plan.push(Step::Local {
                 bytes: Bytes::new(),
@@ -417,7 +420,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     fn count_query(&self) {
-        if let Some(server) = &self.server {
+        if let Some(server) = self.attached.main() {
             server
                 .pool()
                 .stats
@@ -428,15 +431,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// The transaction status the client sees.
     fn status(&self) -> u8 {
-        self.client_status(self.server.as_ref().map_or(b'I', |s| s.conn.status))
+        self.client_status(self.attached.main().map_or(b'I', |s| s.conn.status))
     }
 
     /// Send what is buffered: to the server first, so it starts working.
     async fn flush(&mut self) -> Result<(), End> {
         if !self.to_server.is_empty() {
-            if let Some(server) = &mut self.server {
+            if let Some(server) = self.attached.main_mut() {
                 if server.conn.send(&self.to_server).await.is_err() {
-                    self.server = None;
+                    self.attached.take_main();
                     return Err(End::server_lost());
                 }
             }

@@ -33,7 +33,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.sharded() && !self.fit_server(target, simple).await? {
             return Ok(false);
         }
-        if self.server.is_none() {
+        if self.attached.is_none() {
             let shard = match target {
                 Target::Shard(shard) | Target::Near(shard) => shard,
                 Target::Any if self.sharded() => self.any_shard(),
@@ -61,7 +61,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if !self.resync || self.plan.awaiting_server() {
             return;
         }
-        let Some(server) = &mut self.server else {
+        let Some(server) = self.attached.main_mut() else {
             return;
         };
         if server.conn.status != b'I' {
@@ -85,7 +85,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.set_cancel_target(Some(cancel_target(&server))).await;
         State::set_client_state(&self.info, CLIENT_ACTIVE);
         self.checked_out_at = Instant::now();
-        self.server = Some(server);
+        self.attached.attach(shard, server);
         self.shard = shard;
         Ok(Ok(()))
     }
@@ -142,7 +142,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// `query_timeout` passed: cancel the running query; the server answers
     /// with its "canceling statement" error.
     pub(super) async fn cancel_running_query(&mut self) {
-        if let Some(server) = &self.server {
+        if let Some(server) = self.attached.main() {
             warn!(timeout = ?server.pool().settings.query_timeout, "query_timeout: cancelling");
             let target = cancel_target(server);
             tokio::spawn(async move { crate::cancel::send(&target).await });
@@ -155,7 +155,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.mode != PoolerMode::Transaction {
             return Ok(());
         }
-        let Some(server) = &self.server else {
+        let Some(server) = self.attached.main() else {
             return Ok(());
         };
         if self.plan.awaiting_server()
@@ -166,7 +166,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         {
             return Ok(());
         }
-        if let Some(server) = self.server.take() {
+        if let Some(server) = self.attached.take_main() {
             self.release(server, false).await;
         }
         Ok(())
@@ -206,9 +206,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// The client is gone: leave its server rolled back (and reset in
     /// session mode) before anyone else gets it.
     pub(super) async fn finish(&mut self) {
-        let Some(server) = self.server.take() else {
+        let reset = self.mode == PoolerMode::Session;
+        let mut held = self.attached.take_all().into_iter();
+        let Some((_, server)) = held.next() else {
             return;
         };
+        // Servers besides the main one run nothing now: rolled back (and
+        // reset) as they go back.
+        for (_, other) in held {
+            self.release(other, reset).await;
+        }
         if self.plan.awaiting_server() || self.unsynced || self.copy_in {
             // A query is still running: closing the connection makes
             // Postgres abort it and roll back; nothing else is as sure. A
@@ -221,7 +228,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             self.set_cancel_target(None).await;
             return;
         }
-        let reset = self.mode == PoolerMode::Session;
         self.release(server, reset).await;
     }
 }

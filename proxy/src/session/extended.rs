@@ -47,7 +47,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if name.is_empty() {
             return self.on_unnamed_parse(&frame_bytes, &statement);
         }
-        let Some(server) = &mut self.server else {
+        let Some(server) = self.attached.main_mut() else {
             // No server attached (no transaction open): the Parse waits for
             // the Bind or Describe that needs it. Checking a server out just
             // to prepare would hold it across the client's think time, and
@@ -77,7 +77,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         frame: &Frame,
         statement: &Statement,
     ) -> Result<(), End> {
-        let Some(server) = &mut self.server else {
+        let Some(server) = self.attached.main_mut() else {
             self.unnamed_on = None;
             self.local_reply(messages::parse_complete);
             return Ok(());
@@ -99,7 +99,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         forward: bool,
         client_name: Option<Bytes>,
     ) {
-        let Some(server) = &mut self.server else {
+        let Some(server) = self.attached.main_mut() else {
             return;
         };
         let conn = &mut server.conn;
@@ -233,7 +233,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// parsed again where its last Parse did not go, a shared one prepared
     /// where it is missing.
     fn statement_on_server(&mut self, statement: &Arc<Statement>, client_name: &[u8]) {
-        let Some(server) = &mut self.server else {
+        let Some(server) = self.attached.main_mut() else {
             return;
         };
         server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;

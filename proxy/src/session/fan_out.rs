@@ -37,7 +37,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         request: impl Fn(&Pooled, &mut BytesMut),
     ) -> Result<(), End> {
         let errors = self.segment_errors;
-        if self.server.is_some() {
+        if self.attached.is_some() {
             self.detach().await?;
         }
         let status = self.client_status(b'I');

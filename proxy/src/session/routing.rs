@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::params;
 use super::reply_plan::Step;
 use super::statements::Statement;
-use super::transaction::{Attached, Control, Fit, Placement, Target, Verdict, CROSS_SHARD_TXN};
+use super::transaction::{Control, Fit, Placement, ServerView, Target, Verdict, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::protocol::backend::{error_response, sqlstate, Severity};
@@ -100,13 +100,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Where the transaction lets a routed statement go.
     fn place(&self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
         self.txn
-            .place(shards, needs_block, self.attached(), || self.any_shard())
+            .place(shards, needs_block, self.server_view(), || self.any_shard())
     }
 
     /// The attached server, as the transaction sees it.
-    pub(super) fn attached(&self) -> Option<Attached> {
-        self.server.as_ref().map(|server| Attached {
-            shard: self.shard,
+    pub(super) fn server_view(&self) -> Option<ServerView> {
+        let shard = self.attached.shard()?;
+        self.attached.main().map(|server| ServerView {
+            shard,
             status: server.conn.status,
             copy_in: self.copy_in,
         })
@@ -143,7 +144,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             Some(Ok(shard)) if shard < self.pools.len() => {
                 self.overrides.shard = Some(shard);
-                self.txn.on_override(self.attached());
+                self.txn.on_override(self.server_view());
                 Ok("SET")
             }
             Some(_) => Err(format!(
@@ -158,7 +159,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     fn apply_sharding_key_override(&mut self, value: Option<String>) -> &'static str {
         let tag = if value.is_some() { "SET" } else { "RESET" };
         self.overrides.sharding_key = value;
-        self.txn.on_override(self.attached());
+        self.txn.on_override(self.server_view());
         tag
     }
 
@@ -181,7 +182,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Refuse a statement; inside a transaction, the transaction is over: it
     /// is rolled back on its server and the client sees it aborted.
     pub(super) fn refuse(&mut self, error: ClientError, simple: bool) {
-        if self.txn.refuse(self.attached()) {
+        if self.txn.refuse(self.server_view()) {
             self.unnamed_on = None;
             messages::query(&mut self.to_server, "ROLLBACK");
             self.plan.push(Step::injected_query());
@@ -283,7 +284,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             None => {
                 let control = Self::control(only, query);
                 let busy = self.plan.awaiting_server();
-                match self.txn.on_statement(control, self.attached(), busy) {
+                match self.txn.on_statement(control, self.server_view(), busy) {
                     Verdict::Route => return false,
                     Verdict::Aborted => {
                         self.aborted(simple);
@@ -371,7 +372,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// (finishing what is in flight) so another can be checked out. Fails
     /// with the client's error when the transaction holds it.
     pub(super) async fn fit_server(&mut self, target: Target, simple: bool) -> Result<bool, End> {
-        let Some(attached) = self.attached() else {
+        let Some(attached) = self.server_view() else {
             return Ok(true);
         };
         match self.txn.fit(target, attached) {
@@ -390,7 +391,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Finish what the attached (idle) server is doing and give it back.
     pub(super) async fn detach(&mut self) -> Result<(), End> {
-        if self.server.is_none() {
+        if self.attached.is_none() {
             return Ok(());
         }
         // A server answers only at a Sync: one goes after what the client
@@ -409,7 +410,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             // to be skipped.
             self.skipping = true;
         }
-        if let Some(server) = self.server.take() {
+        if let Some(server) = self.attached.take_main() {
             self.release(server, false).await;
         }
         Ok(())

@@ -25,13 +25,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// the client nothing more from it (while watching the client).
     pub(super) async fn answer_all(&mut self) -> Result<(), End> {
         while self.plan.awaiting_server() {
-            let Some(server) = &mut self.server else {
+            let Some(server) = self.attached.main_mut() else {
                 break;
             };
             let read = server.conn.fill();
             match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
                 Ok(0) | Err(_) => {
-                    self.server = None;
+                    self.attached.take_main();
                     return Err(End::server_lost());
                 }
                 Ok(_) => self.on_server_data().await?,
@@ -74,14 +74,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// The next whole message the attached server sent, if one was read.
     fn next_server_message(&mut self) -> Result<Option<Bytes>, End> {
-        let Some(server) = &mut self.server else {
+        let Some(server) = self.attached.main_mut() else {
             return Ok(None);
         };
         match server.conn.next_message() {
             Ok(message) => Ok(message),
             Err(err) => {
                 warn!(%err, "server sent an invalid message");
-                self.server = None;
+                self.attached.take_main();
                 Err(End::Fatal(ClientError::new(
                     sqlstate::PROTOCOL_VIOLATION,
                     "the server sent an invalid message; the connection is closed",
@@ -94,7 +94,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// whatever the plan does with it: transaction status, parameter
     /// reports, settings kept at COMMIT, schema changes, COPY IN.
     fn note_server_message(&mut self, tag: u8, body: &[u8]) {
-        let Some(server) = &mut self.server else {
+        let Some(server) = self.attached.main_mut() else {
             return;
         };
         let conn = &mut server.conn;
@@ -137,7 +137,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.state.statements.retire(*id);
             }
         }
-        let Some(server) = &mut self.server else {
+        let Some(server) = self.attached.main_mut() else {
             return;
         };
         for effect in failed {
@@ -159,7 +159,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// (at once outside a transaction, at its COMMIT inside one), unless
     /// an error rolled them back.
     fn on_ready(&mut self, completed: Effect) {
-        let Some(server) = &mut self.server else {
+        let Some(server) = self.attached.main_mut() else {
             return;
         };
         let (conn, pool) = server.parts();
@@ -213,7 +213,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             // one still being answered.
             self.segment_errors += 1;
         }
-        if let Some(server) = &self.server {
+        if let Some(server) = self.attached.main() {
             count(&server.pool().stats.bytes_sent, message.len());
         }
     }

@@ -66,7 +66,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if !self.ensure_server_or_reply(target, true).await? {
             return Ok(());
         }
-        if let Some(server) = &mut self.server {
+        if let Some(server) = self.attached.main_mut() {
             server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
         }
         self.count_query();

@@ -35,7 +35,7 @@ pub enum Txn {
 
 /// The attached server, as far as the transaction is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Attached {
+pub struct ServerView {
     pub shard: usize,
     /// Its last ReadyForQuery status: `I`, `T` or `E`.
     pub status: u8,
@@ -43,7 +43,7 @@ pub struct Attached {
     pub copy_in: bool,
 }
 
-impl Attached {
+impl ServerView {
     /// A transaction (or a COPY) is open on it.
     fn busy(&self) -> bool {
         self.status != b'I' || self.copy_in
@@ -148,7 +148,7 @@ impl Transaction {
     }
 
     /// A transaction is open or deferred.
-    pub fn active(&self, server: Option<Attached>) -> bool {
+    pub fn active(&self, server: Option<ServerView>) -> bool {
         self.txn != Txn::None || server.is_some_and(|s| s.status != b'I')
     }
 
@@ -157,7 +157,7 @@ impl Transaction {
     pub fn on_statement(
         &mut self,
         control: Control<'_>,
-        server: Option<Attached>,
+        server: Option<ServerView>,
         busy: bool,
     ) -> Verdict {
         let ended = |tag| Verdict::Answer { tag, ends: true };
@@ -206,7 +206,7 @@ impl Transaction {
         &self,
         shards: Option<&[usize]>,
         needs_block: bool,
-        server: Option<Attached>,
+        server: Option<ServerView>,
         any_shard: impl FnOnce() -> usize,
     ) -> Placement {
         match shards {
@@ -221,7 +221,7 @@ impl Transaction {
     }
 
     /// Whether the attached server can run a statement bound for `target`.
-    pub fn fit(&self, target: Target, server: Attached) -> Fit {
+    pub fn fit(&self, target: Target, server: ServerView) -> Fit {
         let keep = match target {
             Target::Any => true,
             // A deferred transaction opens on a server of its own.
@@ -240,7 +240,7 @@ impl Transaction {
 
     /// pgshard refuses a statement: inside a transaction, the transaction
     /// is over. Returns whether it must be rolled back on the server.
-    pub fn refuse(&mut self, server: Option<Attached>) -> bool {
+    pub fn refuse(&mut self, server: Option<ServerView>) -> bool {
         let open_on_server = server.is_some_and(|s| s.status != b'I');
         if open_on_server || self.txn != Txn::None {
             self.txn = Txn::Failed;
@@ -269,7 +269,7 @@ impl Transaction {
     }
 
     /// `SET pgdog.*` changed the session's overrides.
-    pub fn on_override(&mut self, server: Option<Attached>) {
+    pub fn on_override(&mut self, server: Option<ServerView>) {
         self.scoped_overrides = self.active(server);
     }
 

@@ -27,7 +27,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         // went to the attached server: its replies come first, and its
         // implicit transaction joins the segment's (a Flush, not a Sync).
         let errors = self.segment_errors;
-        let adopted = match self.server.is_some() {
+        let adopted = match self.attached.is_some() {
             true => self.adopt_attached().await?,
             false => None,
         };
@@ -138,12 +138,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         self.flush().await?;
         self.answer_all().await?;
-        let Some(server) = self.server.take() else {
+        let (Some(shard), Some(server)) = (self.attached.shard(), self.attached.take_main()) else {
             return Ok(None);
         };
         self.set_cancel_target(None).await;
         Ok(Some(Part {
-            shard: self.shard,
+            shard,
             server,
             units: Default::default(),
             failed: false,

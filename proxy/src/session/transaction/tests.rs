@@ -18,7 +18,7 @@ fn machine(state: &str) -> Transaction {
     }
 }
 
-fn server(spec: &str) -> Option<Attached> {
+fn server(spec: &str) -> Option<ServerView> {
     if spec == "-" {
         return None;
     }
@@ -27,7 +27,7 @@ fn server(spec: &str) -> Option<Attached> {
         None => (spec, false),
     };
     let (shard, status) = head.split_at(head.len() - 1);
-    Some(Attached {
+    Some(ServerView {
         shard: shard.parse().unwrap(),
         status: status.as_bytes()[0],
         copy_in: copy,
