@@ -1,16 +1,17 @@
 //! Cross-shard execution: one statement sent to several shard servers at
-//! once, their replies concatenated into the one reply the client expects.
+//! once, their replies merged into the one reply the client expects.
 //!
-//! Requests go to every server first, so the shards work in parallel; replies
-//! are then read one server after another and streamed to the client: the
-//! first server's reply supplies everything but the rows' totals (ParseComplete
-//! excepted: every Parse in a fan-out is pgshard's own), the others contribute
-//! only rows (DataRow, CopyData) and their row counts, and one merged
-//! CommandComplete closes the reply (`SELECT 7` = the sum over shards). The
-//! first error any shard reports is the client's; the rest of the replies are
-//! read and dropped so every server comes back clean. Proper merging
-//! (ORDER BY, aggregates, LIMIT across shards) is a later stage: rows arrive
-//! in shard order.
+//! The `Merger` is pure: it is fed each server's whole messages as they
+//! arrive (the simple-query fan-out reads the servers concurrently, an
+//! extended-protocol segment unit by unit) and writes what the client should
+//! see: the first server's reply supplies everything but the rows' totals
+//! (ParseComplete excepted: every Parse in a fan-out is pgshard's own), the
+//! others contribute only rows (DataRow, CopyData) and their row counts, and
+//! one merged CommandComplete closes the reply (`SELECT 7` = the sum over
+//! shards). The first error any shard reports is the client's; the rest of
+//! the replies are read and dropped so every server comes back clean. Proper
+//! merging (ORDER BY, aggregates, LIMIT across shards) is a later stage:
+//! rows arrive in the order shards send them.
 
 use bytes::BytesMut;
 
