@@ -10,7 +10,8 @@ use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tracing::{info, warn};
 
-use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::errors::ClientError;
+use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::{decode_frontend_frame, SMALL_MESSAGE_LIMIT};
 use crate::protocol::messages;
 use crate::session::params::leading_words;
@@ -52,12 +53,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 Ok(_) => continue,
             },
             Err(e) => {
-                error_response(
-                    &mut out,
-                    Severity::Fatal,
-                    sqlstate::PROTOCOL_VIOLATION,
-                    &e.to_string(),
-                );
+                ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string())
+                    .encode_fatal(&mut out);
                 let _ = client.write_all(&out).await;
                 return;
             }
@@ -69,8 +66,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 let mut any = false;
                 for command in sql.split(';').map(str::trim).filter(|c| !c.is_empty()) {
                     any = true;
-                    if let Err(message) = execute(command, &state, &mut out).await {
-                        error_response(&mut out, Severity::Error, sqlstate::SYNTAX_ERROR, &message);
+                    if let Err(error) = execute(command, &state, &mut out).await {
+                        error.encode(&mut out);
                         break;
                     }
                 }
@@ -82,12 +79,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             b'X' => return,
             b'S' => messages::ready_for_query(&mut out, b'I'),
             _ if frame.body.len() > SMALL_MESSAGE_LIMIT => return,
-            _ => error_response(
-                &mut out,
-                Severity::Error,
+            _ => ClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "the admin console accepts simple queries only",
-            ),
+            )
+            .encode(&mut out),
         }
     }
 }
@@ -116,7 +112,7 @@ impl<'a> Rows<'a> {
 }
 
 /// Run one admin command, appending its reply.
-async fn execute(command: &str, state: &Arc<State>, out: &mut BytesMut) -> Result<(), String> {
+async fn execute(command: &str, state: &Arc<State>, out: &mut BytesMut) -> Result<(), ClientError> {
     let [verb, what] = leading_words::<2>(command);
     let verb = verb.to_ascii_uppercase();
     let what = what.to_ascii_uppercase();
@@ -133,7 +129,8 @@ async fn execute(command: &str, state: &Arc<State>, out: &mut BytesMut) -> Resul
             rows.done("SHOW");
         }
         ("RELOAD", "") => {
-            reload(state)?;
+            reload(state)
+                .map_err(|message| ClientError::new(sqlstate::CONFIG_FILE_ERROR, message))?;
             messages::command_complete(out, "RELOAD");
         }
         ("PAUSE", "") => {
@@ -161,7 +158,12 @@ async fn execute(command: &str, state: &Arc<State>, out: &mut BytesMut) -> Resul
             state.shutdown.send_replace(true);
             messages::command_complete(out, "SHUTDOWN");
         }
-        _ => return Err(format!("unsupported admin command: {command}")),
+        _ => {
+            return Err(ClientError::new(
+                sqlstate::SYNTAX_ERROR,
+                format!("unsupported admin command: {command}"),
+            ))
+        }
     }
     Ok(())
 }

@@ -90,6 +90,11 @@ impl ClientError {
     pub fn encode(&self, out: &mut BytesMut) {
         error_response(out, Severity::Error, self.code, &self.message);
     }
+
+    /// Append it as a FATAL ErrorResponse: the connection ends after it.
+    pub fn encode_fatal(&self, out: &mut BytesMut) {
+        error_response(out, Severity::Fatal, self.code, &self.message);
+    }
 }
 
 #[cfg(test)]

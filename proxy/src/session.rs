@@ -38,7 +38,7 @@ use tracing::warn;
 
 use crate::errors::ClientError;
 use crate::pool::Pooled;
-use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::{decode_frontend_frame, Frame};
 use crate::protocol::messages;
 use crate::state::{ClientInfo, ClusterPools, State};
@@ -209,12 +209,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let end = self.serve().await;
         if let End::Fatal(error) = &end {
             self.to_client.clear();
-            error_response(
-                &mut self.to_client,
-                Severity::Fatal,
-                error.code,
-                &error.message,
-            );
+            error.encode_fatal(&mut self.to_client);
             let _ = self.client.write_all(&self.to_client).await;
         }
         self.finish().await;

@@ -36,11 +36,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             &self.state.cache,
             self.engine,
         );
-        if let Err(message) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
-            self.local_error(
-                ClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, message),
-                false,
-            );
+        if let Err(error) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
+            self.local_error(error, false);
             return Ok(());
         }
         self.unsynced = true;

@@ -7,7 +7,8 @@ use router::config::AuthType;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::auth::{md5, scram};
-use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::errors::ClientError;
+use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::{decode_frontend_frame, Frame, SMALL_MESSAGE_LIMIT};
 use crate::protocol::messages;
 use crate::protocol::startup::{decode_startup, Startup, StartupMessage};
@@ -67,9 +68,9 @@ pub async fn read_first<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Send a FATAL error and give up on the client.
-pub async fn fatal<S: AsyncWrite + Unpin>(client: &mut S, code: &str, message: &str) {
+pub async fn fatal<S: AsyncWrite + Unpin>(client: &mut S, code: &'static str, message: &str) {
     let mut out = BytesMut::new();
-    error_response(&mut out, Severity::Fatal, code, message);
+    ClientError::new(code, message).encode_fatal(&mut out);
     let _ = client.write_all(&out).await;
     let _ = client.shutdown().await;
 }

@@ -136,7 +136,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// `SET pgdog.shard` (`None`: RESET): its command tag, or why the value
     /// is refused.
-    fn apply_shard_override(&mut self, value: Option<&str>) -> Result<&'static str, String> {
+    fn apply_shard_override(&mut self, value: Option<&str>) -> Result<&'static str, ClientError> {
         match value.map(|v| v.trim().parse::<usize>()) {
             None => {
                 self.overrides.shard = None;
@@ -147,10 +147,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.txn.on_override(self.server_view());
                 Ok("SET")
             }
-            Some(_) => Err(format!(
-                "invalid value for pgdog.shard: {:?} (this cluster has shards 0 to {})",
-                value.unwrap_or_default(),
-                self.pools.len().saturating_sub(1)
+            Some(_) => Err(ClientError::new(
+                sqlstate::INVALID_PARAMETER_VALUE,
+                format!(
+                    "invalid value for pgdog.shard: {:?} (this cluster has shards 0 to {})",
+                    value.unwrap_or_default(),
+                    self.pools.len().saturating_sub(1)
+                ),
             )),
         }
     }
@@ -276,8 +279,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         let tag = match overridden {
             Some(Ok(tag)) => tag,
-            Some(Err(message)) => {
-                let error = ClientError::new(sqlstate::INVALID_PARAMETER_VALUE, message);
+            Some(Err(error)) => {
                 self.local_error(error, simple);
                 return true;
             }

@@ -232,8 +232,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         );
         let statement_id = statement.id;
         self.statements
-            .insert(name.clone(), Arc::clone(&statement))
-            .map_err(|message| ClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, message))?;
+            .insert(name.clone(), Arc::clone(&statement))?;
         if name.is_empty() {
             segment.unnamed = Some(statement);
             segment.unnamed_generation += 1;

@@ -20,6 +20,8 @@ use bytes::{Bytes, BytesMut};
 use router::cache::AstCache as Cache;
 use router::sharding::ParserEngine;
 
+use crate::errors::ClientError;
+use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 use crate::session::params::{self, Kind, ParamChange};
 use crate::state::lock;
@@ -176,11 +178,14 @@ impl ClientStatements {
 
     /// Bind `name` to `statement`. A named statement that already exists is
     /// an error in Postgres (42P05); the unnamed one is replaced.
-    pub fn insert(&mut self, name: Bytes, statement: Arc<Statement>) -> Result<(), String> {
+    pub fn insert(&mut self, name: Bytes, statement: Arc<Statement>) -> Result<(), ClientError> {
         if !name.is_empty() && self.by_name.contains_key(&name) {
-            return Err(format!(
-                "prepared statement \"{}\" already exists",
-                String::from_utf8_lossy(&name)
+            return Err(ClientError::new(
+                sqlstate::DUPLICATE_PREPARED_STATEMENT,
+                format!(
+                    "prepared statement \"{}\" already exists",
+                    String::from_utf8_lossy(&name)
+                ),
             ));
         }
         self.by_name.insert(name, statement);
