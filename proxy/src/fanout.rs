@@ -36,6 +36,11 @@ pub fn is_ready(tag: u8) -> bool {
 }
 
 impl Merger {
+    /// A shard's error went out: nothing else will.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
     /// One whole message from server `index` (0-based, in reading order);
     /// what the client should see is appended to `out`.
     pub fn on_message(&mut self, index: usize, message: &[u8], out: &mut BytesMut) {

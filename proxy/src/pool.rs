@@ -12,6 +12,7 @@ use router::config::PoolSettings;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, warn};
 
+use crate::metrics::PoolHistograms;
 use crate::server_conn::{ServerConn, ServerError, ServerTarget};
 use crate::session::params::ParamSet;
 use crate::state::lock;
@@ -52,6 +53,8 @@ pub struct Pool {
     permits: Arc<Semaphore>,
     idle: Mutex<Vec<ServerConn>>,
     pub stats: PoolStats,
+    /// Checkout wait and transaction time, for the metrics endpoint.
+    pub histograms: PoolHistograms,
     next_id: Arc<AtomicU64>,
     /// ParameterStatus values a server reports for a client's startup
     /// settings, so logins with settings seen before need no server.
@@ -123,6 +126,7 @@ impl Pool {
         target: ServerTarget,
         settings: PoolSettings,
         next_id: Arc<AtomicU64>,
+        histograms: PoolHistograms,
     ) -> Arc<Pool> {
         let pool = Arc::new(Pool {
             cluster: cluster.to_owned(),
@@ -133,6 +137,7 @@ impl Pool {
             settings,
             idle: Mutex::new(Vec::new()),
             stats: PoolStats::default(),
+            histograms,
             next_id,
             login_reports: Mutex::new(HashMap::new()),
         });
@@ -145,7 +150,10 @@ impl Pool {
     /// `checkout_timeout`.
     pub async fn checkout(self: &Arc<Self>) -> Result<Pooled, PoolError> {
         let permit = match self.permits.clone().try_acquire_owned() {
-            Ok(permit) => permit,
+            Ok(permit) => {
+                self.histograms.observe_wait(Duration::ZERO);
+                permit
+            }
             Err(_) => {
                 let started = Instant::now();
                 self.stats.waiting.fetch_add(1, Ordering::Relaxed);
@@ -155,6 +163,7 @@ impl Pool {
                 )
                 .await;
                 self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
+                self.histograms.observe_wait(started.elapsed());
                 let waited = started.elapsed().as_micros() as u64;
                 self.stats.wait_time_us.fetch_add(waited, Ordering::Relaxed);
                 self.stats.max_wait_us.fetch_max(waited, Ordering::Relaxed);

@@ -43,6 +43,15 @@ pub async fn run_with_state(
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, tls = tls.is_some(), "listening");
     }
+    if let Some(port) = config.general.openmetrics_port {
+        match TcpListener::bind((config.general.host.as_str(), port)).await {
+            Ok(metrics) => {
+                tokio::spawn(crate::metrics::serve(metrics, Arc::clone(&state)));
+            }
+            // Clients matter more than metrics: keep serving them.
+            Err(err) => warn!(%err, port, "cannot listen for metrics (openmetrics_port)"),
+        }
+    }
     let mut admin_shutdown = state.shutdown.subscribe();
     loop {
         tokio::select! {

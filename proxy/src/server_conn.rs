@@ -305,20 +305,6 @@ impl ServerConn {
         split_backend_message(&mut self.rbuf)
     }
 
-    /// The next whole message, reading as needed.
-    pub async fn recv(&mut self) -> Result<Bytes, ServerError> {
-        loop {
-            match self.next_message() {
-                Ok(Some(message)) => return Ok(message),
-                Ok(None) => {}
-                Err(e) => return Err(ServerError::Protocol(e.to_string())),
-            }
-            if self.fill().await? == 0 {
-                return Err(ServerError::Closed);
-            }
-        }
-    }
-
     /// Write `bytes` to the server.
     pub async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.stream.write_all(bytes).await

@@ -141,7 +141,7 @@ pub struct Session<S> {
     /// The portal just bound is transaction control pgshard answers itself
     /// (extended protocol): its Describe and Execute get local replies, with
     /// this command tag, until the next Parse, Bind or Sync.
-    local_portal: Option<&'static str>,
+    local_portal: Option<routing::LocalPortal>,
     /// Setting changes of extended-protocol statements bound since the last
     /// Sync: the client's once that Sync's ReadyForQuery comes without an
     /// error in between (an error rolls the implicit transaction back).
@@ -208,6 +208,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         let end = self.serve().await;
         if let End::Fatal(error) = &end {
+            self.state.metrics.error(error.code.as_bytes());
             self.to_client.clear();
             error.encode_fatal(&mut self.to_client);
             let _ = self.client.write_all(&self.to_client).await;
@@ -348,11 +349,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// control bound in the extended protocol): answered here, or (any
     /// other message) the portal is done. Returns whether it was answered.
     fn on_local_portal(&mut self, tag: u8) -> bool {
-        let Some(command) = self.local_portal else {
+        let Some(portal) = self.local_portal else {
             return false;
         };
         match tag {
-            b'E' => self.local_tag(command, false),
+            b'E' => {
+                if portal.nested {
+                    self.warn_nested_begin();
+                }
+                self.local_tag(portal.tag, false);
+            }
             b'D' => self.local_reply(messages::no_data),
             b'C' => self.local_reply(messages::close_complete),
             b'H' => {}
@@ -399,6 +405,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// to Sync is skipped, as Postgres does; a simple query gets its
     /// ReadyForQuery right away.
     fn local_error(&mut self, error: ClientError, simple: bool) {
+        self.state.metrics.error(error.code.as_bytes());
         let mut reply = BytesMut::new();
         error.encode(&mut reply);
         self.plan.push(Step::Local {

@@ -13,6 +13,7 @@ use router::config::Config;
 use tokio::sync::watch;
 
 use crate::auth::scram::ScramSecret;
+use crate::metrics::{Metrics, PoolLabels};
 use crate::pool::Pool;
 use crate::server_conn::ServerTarget;
 use crate::session::statements::Registry;
@@ -76,6 +77,8 @@ pub struct State {
     pub cache: router::cache::AstCache,
     /// Round-robin position for statements any shard can run.
     pub any_shard: AtomicUsize,
+    /// What the metrics endpoint counts as it happens.
+    pub metrics: Metrics,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -123,6 +126,7 @@ impl State {
                 config.general.query_cache_max_bytes,
             ),
             any_shard: AtomicUsize::new(0),
+            metrics: Metrics::default(),
         });
         state.apply_config(config);
         state
@@ -170,6 +174,7 @@ impl State {
                             if let Some(pool) = old.and_then(|o| o.get(i)) {
                                 pool.close_idle();
                             }
+                            let labels = PoolLabels::new(&user.database, &user.name, i);
                             Pool::new(
                                 &user.database,
                                 &user.name,
@@ -177,6 +182,7 @@ impl State {
                                 target,
                                 settings,
                                 Arc::clone(&self.next_server_id),
+                                self.metrics.pool_histograms(&labels),
                             )
                         }
                     }

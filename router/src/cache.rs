@@ -408,9 +408,14 @@ impl AstCache {
             }
         }
 
+        // A valued statement with literals (`SET app.user_id = '<uuid>'`, one
+        // per request) would fill the cache with entries never met again.
+        let cacheable = template.as_ref().is_some_and(|t| t.literals.is_empty());
         let entry = Arc::new(build_entry(core, template, engine)?);
         let literals = entry.text_literals.clone();
-        self.insert(&entry);
+        if cacheable || !valued(&entry.summary) {
+            self.insert(&entry);
+        }
         let overrides = merge(edge, &entry.overrides);
         Ok(Lookup {
             entry,
@@ -601,21 +606,25 @@ fn build_entry(
 /// Rewrite the literal-valued keys of `summary` to parameters after the
 /// statement's own (`template.max_param`); `None` if some value does not sit
 /// on a literal of `template` or the summary holds literal values elsewhere.
+/// The summary holds values as text (the pgdog settings' values, a SET's
+/// text span): they belong to the text they were read from, so the
+/// statement is never templated, and is cached (by its exact text) only
+/// when it has no literal.
+fn valued(summary: &Summary) -> bool {
+    summary.statements.iter().any(|stmt| {
+        matches!(
+            stmt.kind,
+            StatementKind::SetShard(Some(_)) | StatementKind::SetShardingKey(Some(_))
+        ) || matches!(stmt.session, Some(SessionEffect::Set { .. }))
+    })
+}
+
 fn parameterize(
     summary: &mut Summary,
     core: &str,
     template: &Template,
 ) -> Option<(u16, Vec<LiteralUse>)> {
-    // Values the summary holds as text (the pgdog settings' values, a SET's
-    // text span) belong to the text they were read from: such a statement is
-    // keyed by its exact text.
-    let valued_kind = summary.statements.iter().any(|stmt| {
-        matches!(
-            stmt.kind,
-            StatementKind::SetShard(Some(_)) | StatementKind::SetShardingKey(Some(_))
-        ) || matches!(stmt.session, Some(SessionEffect::Set { .. }))
-    });
-    if valued_kind {
+    if valued(summary) {
         return None;
     }
     let base = u16::try_from(template.max_param).ok()?;

@@ -181,10 +181,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.set_cancel_target(None).await;
         State::set_client_state(&self.info, CLIENT_IDLE);
         let pool = Arc::clone(server.pool());
-        count(
-            &pool.stats.xact_time_us,
-            self.checked_out_at.elapsed().as_micros() as usize,
-        );
+        let held = self.checked_out_at.elapsed();
+        count(&pool.stats.xact_time_us, held.as_micros() as usize);
+        pool.histograms.observe_transaction(held);
         let cleanup = async {
             if server.conn.status != b'I' {
                 server.conn.run("ROLLBACK").await.ok()?.ok()?;

@@ -17,6 +17,7 @@ use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
 use crate::fanout::Merger;
 use crate::pool::Pooled;
+use crate::protocol::backend::error_code;
 use crate::protocol::messages;
 
 /// Server messages in flight from the reading tasks to the session: enough
@@ -166,7 +167,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         }
                         // Position 0 for the first server to answer.
                         let position = if first == Some(index) { 0 } else { index + 1 };
+                        let failed = merger.failed();
                         merger.on_message(position, &message, &mut self.to_client);
+                        if !failed && merger.failed() {
+                            self.state.metrics.error(error_code(&message[5..]).unwrap_or_default());
+                        }
                         if incoming.is_empty() || self.to_client.len() >= super::CLIENT_FLUSH_AT {
                             self.flush_client().await?;
                         }

@@ -99,8 +99,9 @@ impl ParamSet {
         }
         for (name, set) in &self.0 {
             if server.0.get(name) != Some(set) {
+                // A newline ends a trailing `--` comment of the SET's text.
                 sql.push_str(set);
-                sql.push(';');
+                sql.push_str("\n;");
             }
         }
         Some(sql)
@@ -240,7 +241,7 @@ pub fn classify(sql: &str) -> Kind {
 
 /// Conservative check for statements with session-lifetime effects. False
 /// positives only cost a DISCARD ALL when the server is released.
-fn leaves_session_state(sql: &str) -> bool {
+pub fn leaves_session_state(sql: &str) -> bool {
     let starts = std::iter::once(0).chain(sql.match_indices(';').map(|(i, _)| i + 1));
     for start in starts {
         let [first, second] = leading_words::<2>(&sql[start..]);

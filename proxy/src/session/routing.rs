@@ -19,9 +19,19 @@ use super::statements::Statement;
 use super::transaction::{Control, Fit, Placement, ServerView, Target, Verdict, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
+use crate::metrics::RouteKind;
 use crate::protocol::backend::{error_response, sqlstate, Severity};
 use crate::protocol::frame::Bind;
 use crate::protocol::messages;
+
+/// A portal pgshard answers itself (transaction control bound in the
+/// extended protocol): its Execute gets `tag`, after the nested-BEGIN
+/// warning when `nested`.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalPortal {
+    pub tag: &'static str,
+    pub nested: bool,
+}
 
 /// What became of a simple query.
 pub enum Dispatch {
@@ -65,6 +75,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => routed,
             Err(err) => {
+                self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 self.refuse(error, true);
                 return Ok(Dispatch::Done);
@@ -72,6 +83,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         let shards = self.shards_of(&routed.route);
         if shards.as_ref().is_some_and(|s| s.len() > 1) && summary.statements.len() > 1 {
+            self.state.metrics.route(RouteKind::Refused);
             self.refuse(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time"), true);
             return Ok(Dispatch::Done);
         }
@@ -97,10 +109,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
-    /// Where the transaction lets a routed statement go.
+    /// Where the transaction lets a routed statement go (counted for the
+    /// metrics).
     fn place(&self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
-        self.txn
-            .place(shards, needs_block, self.server_view(), || self.any_shard())
+        let placement = self
+            .txn
+            .place(shards, needs_block, self.server_view(), || self.any_shard());
+        let kind = match placement {
+            Placement::Send(Target::Any) => RouteKind::Any,
+            Placement::Send(_) => RouteKind::One,
+            Placement::FanOut if shards.is_some_and(|s| s.len() >= self.pools.len()) => {
+                RouteKind::All
+            }
+            Placement::FanOut => RouteKind::Several,
+            Placement::Refuse => RouteKind::Refused,
+        };
+        self.state.metrics.route(kind);
+        placement
     }
 
     /// The attached server, as the transaction sees it.
@@ -223,6 +248,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let routed = match info.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => routed,
             Err(err) => {
+                self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 self.refuse(error, false);
                 return None;
@@ -277,6 +303,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             _ => None,
         };
+        let mut nested = false;
         let tag = match overridden {
             Some(Ok(tag)) => tag,
             Some(Err(error)) => {
@@ -293,17 +320,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         return true;
                     }
                     Verdict::NestedBegin => {
-                        let mut warning = BytesMut::new();
-                        error_response(
-                            &mut warning,
-                            Severity::Warning,
-                            sqlstate::ACTIVE_SQL_TRANSACTION,
-                            "there is already a transaction in progress",
-                        );
-                        self.plan.push(Step::Local {
-                            bytes: warning.freeze(),
-                            ready: false,
-                        });
+                        nested = true;
                         "BEGIN"
                     }
                     Verdict::Answer { tag, ends } => {
@@ -316,14 +333,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         };
         if simple {
+            if nested {
+                self.warn_nested_begin();
+            }
             self.local_tag(tag, true);
         } else {
             // BindComplete now, the rest of the portal's messages until
             // Sync by `Session::local_portal`.
             self.local_reply(messages::bind_complete);
-            self.local_portal = Some(tag);
+            self.local_portal = Some(LocalPortal { tag, nested });
         }
         true
+    }
+
+    /// Postgres's warning for a BEGIN inside a transaction, sent as its
+    /// statement runs.
+    pub(super) fn warn_nested_begin(&mut self) {
+        let mut warning = BytesMut::new();
+        error_response(
+            &mut warning,
+            Severity::Warning,
+            sqlstate::ACTIVE_SQL_TRANSACTION,
+            "there is already a transaction in progress",
+        );
+        self.plan.push(Step::Local {
+            bytes: warning.freeze(),
+            ready: false,
+        });
     }
 
     /// What the only statement of a string (`None`: several) means for

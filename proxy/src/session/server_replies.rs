@@ -207,6 +207,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         } else {
             self.to_client.extend_from_slice(message);
         }
+        if tag == b'E' {
+            self.state
+                .metrics
+                .error(error_code(&message[5..]).unwrap_or_default());
+        }
         if tag == b'E' && self.plan.pending_syncs() <= 1 {
             // An error of the latest segment (what the client sent after
             // its last Sync, or since its last Query), not of an earlier

@@ -20,7 +20,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
         let sql = String::from_utf8_lossy(sql_bytes);
         let kind = params::classify(&sql);
-        let mut dirty = kind == Kind::SessionState;
+        // A tracked string may leave other state too (`DISCARD PLANS;
+        // CREATE TEMP TABLE t ()`).
+        let mut dirty = kind == Kind::SessionState
+            || (kind == Kind::Tracked && params::leaves_session_state(&sql));
         let mut effect = Effect::None;
         if kind == Kind::Tracked {
             match self.state.cache.lookup(&sql, self.engine) {

@@ -157,7 +157,9 @@ fn state_effects(
             Ok(lookup) => {
                 let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
                 let settings = Some(changes.settings).filter(|s| !s.is_empty());
-                (changes.untracked || changes.discard_all, settings)
+                let leaves =
+                    changes.untracked || changes.discard_all || params::leaves_session_state(&sql);
+                (leaves, settings)
             }
             Err(_) => (true, None),
         },

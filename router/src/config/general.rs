@@ -143,6 +143,12 @@ pub struct General {
     pub query_cache_limit: usize,
     /// Most bytes the AST cache holds. At least [`MIN_QUERY_CACHE_MAX_BYTES`].
     pub query_cache_max_bytes: usize,
+    /// Port of the Prometheus / OpenMetrics endpoint (`GET /metrics` on
+    /// `host`); off when absent, as in PgDog.
+    pub openmetrics_port: Option<u16>,
+    /// Prefix of every metric name (`<namespace>_<metric>`); none when
+    /// absent.
+    pub openmetrics_namespace: Option<String>,
 }
 
 impl Default for General {
@@ -170,6 +176,8 @@ impl Default for General {
             query_parser_engine: ParserEngine::ZeroCopy,
             query_cache_limit: 10_000,
             query_cache_max_bytes: DEFAULT_QUERY_CACHE_MAX_BYTES,
+            openmetrics_port: None,
+            openmetrics_namespace: None,
         }
     }
 }

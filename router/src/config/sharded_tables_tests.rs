@@ -147,6 +147,11 @@ fn general_sharding_keys() {
 
     let g = general("query_cache_limit = 1\nquery_cache_max_bytes = 1024").unwrap();
     assert_eq!((g.query_cache_limit, g.query_cache_max_bytes), (1, 1024));
+    let g = general("openmetrics_port = 9090\nopenmetrics_namespace = \"pgshard\"").unwrap();
+    assert_eq!(g.openmetrics_port, Some(9090));
+    assert_eq!(g.openmetrics_namespace.as_deref(), Some("pgshard"));
+    assert!(general("openmetrics_namespace = \"9x\"").is_err());
+    assert!(general("openmetrics_namespace = \"a-b\"").is_err());
     for (value, engine) in [
         ("zero_copy", ParserEngine::ZeroCopy),
         ("pg_query_raw", ParserEngine::ZeroCopy),

@@ -51,6 +51,19 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
             format!("must be at least {MIN_QUERY_CACHE_MAX_BYTES} bytes"),
         );
     }
+    if let Some(namespace) = &general.openmetrics_namespace {
+        let mut chars = namespace.chars();
+        let valid = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return fail(
+                "openmetrics_namespace",
+                format!("{namespace:?} is not a metric name prefix (letters, digits and _, not starting with a digit)"),
+            );
+        }
+    }
     match (&general.tls_certificate, &general.tls_private_key) {
         (Some(_), None) => fail(
             "tls_private_key",

@@ -23,12 +23,26 @@ fn startup_params_become_set_statements() {
     ]);
     assert_eq!(
         s.sync_sql(&ParamSet::default()).unwrap(),
-        "SELECT pg_catalog.set_config('application_name', 'it''s', false);\
-         SELECT pg_catalog.set_config('search_path', 'a,b', false);\
-         SELECT pg_catalog.set_config('statement_timeout', '5s', false);\
-         SELECT pg_catalog.set_config('work_mem', '1MB', false);"
+        "SELECT pg_catalog.set_config('application_name', 'it''s', false)\n;\
+         SELECT pg_catalog.set_config('search_path', 'a,b', false)\n;\
+         SELECT pg_catalog.set_config('statement_timeout', '5s', false)\n;\
+         SELECT pg_catalog.set_config('work_mem', '1MB', false)\n;"
     );
     assert!(ParamSet::from_startup(&[("options".into(), "-x".into())]).is_err());
+}
+
+#[test]
+fn replayed_texts_survive_trailing_comments() {
+    let defaults = ParamSet::default();
+    let mut client = ParamSet::default();
+    for change in setting_changes("SET a.x = 1 -- first\n; SET a.y = 2").unwrap() {
+        client.apply(&change, &defaults);
+    }
+    let sql = client.sync_sql(&defaults).unwrap();
+    assert_eq!(sql, "SET a.x = 1 -- first\n;SET a.y = 2\n;");
+    // Both statements survive: the comment ends at its newline.
+    let tree = parser_ffi::ParseTree::parse(&sql).unwrap();
+    assert_eq!(tree.statements().count(), 2);
 }
 
 #[test]

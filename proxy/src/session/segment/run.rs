@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::{Item, Part, Segment, Unit, Uses};
 use crate::errors::ClientError;
 use crate::fanout::Merger;
+use crate::protocol::backend::error_code;
 use crate::protocol::messages;
 use crate::session::reply_plan;
 use crate::session::{End, Session};
@@ -247,6 +248,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             if tag == b'E' {
                 part.failed = true;
+                if !merger.failed() {
+                    self.state
+                        .metrics
+                        .error(error_code(&message[5..]).unwrap_or_default());
+                }
                 merger.on_message(0, &message, &mut self.to_client);
                 return Ok(false);
             }
