@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod messaging;
 pub mod timing;
 pub mod walk;
 

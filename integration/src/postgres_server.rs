@@ -313,6 +313,19 @@ impl PgServer {
         }
     }
 
+    /// The running postmaster's process id, from `postmaster.pid` in the
+    /// data directory. Its children are the server's backends and background
+    /// processes (benches read their CPU time from `/proc`).
+    pub fn postmaster_pid(&self) -> Result<i32, HarnessError> {
+        let pid_file = self.home.path().join("data/postmaster.pid");
+        let text = std::fs::read_to_string(&pid_file)
+            .map_err(|err| HarnessError::Io(format!("read {}", pid_file.display()), err))?;
+        text.lines()
+            .next()
+            .and_then(|line| line.trim().parse().ok())
+            .ok_or_else(|| HarnessError::Setup(format!("no pid in {}", pid_file.display())))
+    }
+
     /// Stop the server cleanly (`pg_ctl stop -m fast`).
     pub fn stop(&mut self) -> Result<(), HarnessError> {
         self.pg_ctl_stop("fast")?;
@@ -322,15 +335,7 @@ impl PgServer {
 
     /// Kill the postmaster with SIGKILL, as a crash would, and wait until it is gone.
     pub fn kill(&mut self) -> Result<(), HarnessError> {
-        let pid_file = self.home.path().join("data/postmaster.pid");
-        let text = std::fs::read_to_string(&pid_file)
-            .map_err(|err| HarnessError::Io(format!("read {}", pid_file.display()), err))?;
-        let pid: i32 = text
-            .lines()
-            .next()
-            .and_then(|line| line.trim().parse().ok())
-            .ok_or_else(|| HarnessError::Setup(format!("no pid in {}", pid_file.display())))?;
-        let pid = Pid::from_raw(pid);
+        let pid = Pid::from_raw(self.postmaster_pid()?);
         kill(pid, Signal::SIGKILL)
             .map_err(|err| HarnessError::Setup(format!("kill -9 {pid}: {err}")))?;
         self.running = false;
