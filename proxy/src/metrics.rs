@@ -11,11 +11,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus_client::encoding::{text, EncodeLabelSet};
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::{text, EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -101,13 +103,68 @@ pub struct Metrics {
     /// route costs one atomic add.
     route_counters: [Counter; 5],
     errors: Family<ClassLabels, Counter>,
-    wait: Family<PoolLabels, Histogram>,
-    transaction: Family<PoolLabels, Histogram>,
+    wait: Family<PoolLabels, Seconds>,
+    transaction: Family<PoolLabels, Seconds>,
 }
 
-fn seconds_histogram() -> Histogram {
-    // 100 µs to ~52 s.
-    Histogram::new(exponential_buckets(0.0001, 2.0, 20))
+/// Finite buckets of [`Seconds`]: 100 µs doubling up to ~52 s.
+const BUCKETS: usize = 20;
+const FIRST_BUCKET_NS: u64 = 100_000;
+
+/// A histogram of durations whose observation is three relaxed atomic
+/// adds. prometheus-client's `Histogram` takes a write lock per
+/// observation, which every checkout of a pool would contend for.
+#[derive(Debug, Clone, Default)]
+pub struct Seconds(Arc<SecondsInner>);
+
+#[derive(Debug, Default)]
+struct SecondsInner {
+    /// Per-bucket counts; the last one is `+Inf`.
+    buckets: [AtomicU64; BUCKETS + 1],
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+}
+
+impl Seconds {
+    pub fn observe(&self, duration: Duration) {
+        let ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        let index = (0..BUCKETS)
+            .find(|&i| ns <= FIRST_BUCKET_NS << i)
+            .unwrap_or(BUCKETS);
+        self.0.buckets[index].fetch_add(1, Ordering::Relaxed);
+        self.0.count.fetch_add(1, Ordering::Relaxed);
+        self.0.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
+impl TypedMetric for Seconds {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Seconds {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let buckets: Vec<(f64, u64)> = self
+            .0
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, count)| {
+                // prometheus-client writes `f64::MAX` as `+Inf`.
+                let bound = match i {
+                    BUCKETS => f64::MAX,
+                    i => (FIRST_BUCKET_NS << i) as f64 / 1e9,
+                };
+                (bound, count.load(Ordering::Relaxed))
+            })
+            .collect();
+        let count = self.0.count.load(Ordering::Relaxed);
+        let sum = self.0.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
 }
 
 impl Default for Metrics {
@@ -124,8 +181,8 @@ impl Default for Metrics {
             routes,
             route_counters,
             errors: Family::default(),
-            wait: Family::new_with_constructor(seconds_histogram),
-            transaction: Family::new_with_constructor(seconds_histogram),
+            wait: Family::default(),
+            transaction: Family::default(),
         }
     }
 }
@@ -156,17 +213,17 @@ impl Metrics {
 /// (a transaction in transaction mode).
 #[derive(Debug, Clone)]
 pub struct PoolHistograms {
-    pub wait: Histogram,
-    pub transaction: Histogram,
+    pub wait: Seconds,
+    pub transaction: Seconds,
 }
 
 impl PoolHistograms {
     pub fn observe_wait(&self, wait: Duration) {
-        self.wait.observe(wait.as_secs_f64());
+        self.wait.observe(wait);
     }
 
     pub fn observe_transaction(&self, held: Duration) {
-        self.transaction.observe(held.as_secs_f64());
+        self.transaction.observe(held);
     }
 }
 
@@ -378,5 +435,30 @@ mod tests {
         assert!(out.contains("errors_total{class=\"42\"} 2"), "{out}");
         assert!(out.contains("errors_total{class=\"0A\"} 1"), "{out}");
         assert!(out.contains("routes_total{route=\"one\"} 1"), "{out}");
+    }
+
+    #[test]
+    fn durations_fall_in_cumulative_buckets() {
+        let seconds = Seconds::default();
+        for ms in [0, 1, 1, 30_000, 100_000] {
+            seconds.observe(Duration::from_millis(ms));
+        }
+        let mut registry = Registry::default();
+        registry.register("wait_seconds", "w", seconds.clone());
+        let mut out = String::new();
+        text::encode(&mut out, &registry).unwrap();
+        for line in [
+            "wait_seconds_sum 130.002",
+            "wait_seconds_count 5",
+            "wait_seconds_bucket{le=\"0.0001\"} 1",
+            // 1 ms falls in the (0.8 ms, 1.6 ms] bucket.
+            "wait_seconds_bucket{le=\"0.0008\"} 1",
+            "wait_seconds_bucket{le=\"0.0016\"} 3",
+            "wait_seconds_bucket{le=\"26.2144\"} 3",
+            "wait_seconds_bucket{le=\"52.4288\"} 4",
+            "wait_seconds_bucket{le=\"+Inf\"} 5",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line} in:\n{out}");
+        }
     }
 }
