@@ -7,7 +7,8 @@
 //! This file holds the session's state and its message loop; `simple.rs`
 //! the simple protocol, `extended.rs` the extended protocol, `attach.rs` the
 //! server connections it holds, `server_replies.rs` what comes back,
-//! `routing.rs`, `fan_out.rs` and `segment.rs` the sharded cluster's parts,
+//! `routing.rs`, `local.rs`, `fan_out.rs` and `segment.rs` the sharded
+//! cluster's parts,
 //! and two pure parts: `reply_plan.rs` the replies owed, `transaction.rs`
 //! what the client's transaction allows.
 
@@ -15,6 +16,7 @@ mod attach;
 mod attached;
 mod extended;
 mod fan_out;
+mod local;
 pub mod login;
 pub mod params;
 pub mod reply_plan;
@@ -141,7 +143,7 @@ pub struct Session<S> {
     /// The portal just bound is transaction control pgshard answers itself
     /// (extended protocol): its Describe and Execute get local replies, with
     /// this command tag, until the next Parse, Bind or Sync.
-    local_portal: Option<routing::LocalPortal>,
+    local_portal: Option<local::LocalPortal>,
     /// Setting changes of extended-protocol statements bound since the last
     /// Sync: the client's once that Sync's ReadyForQuery comes without an
     /// error in between (an error rolls the implicit transaction back).

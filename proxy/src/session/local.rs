@@ -1,0 +1,182 @@
+//! Statements pgshard answers itself on a sharded cluster, in the simple
+//! protocol or at a Bind: `SET pgdog.shard` / `SET pgdog.sharding_key`
+//! (the session's overrides), and the transaction control the transaction
+//! state machine takes (a deferred BEGIN, its end, a `SET LOCAL` joining
+//! it, anything in an aborted transaction).
+
+use bytes::BytesMut;
+use router::route::Overrides;
+use router::summary::{SessionEffect, StatementKind, StatementSummary, Summary};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::reply_plan::Step;
+use super::transaction::{Control, Verdict};
+use super::Session;
+use crate::errors::ClientError;
+use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::messages;
+
+/// A portal pgshard answers itself (transaction control bound in the
+/// extended protocol): its Execute gets `tag`, after the nested-BEGIN
+/// warning when `nested`.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalPortal {
+    pub tag: &'static str,
+    pub nested: bool,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// The error for a statement inside a transaction pgshard refused.
+    pub(super) fn aborted(&mut self, simple: bool) {
+        self.local_error(
+            ClientError::new(
+                sqlstate::IN_FAILED_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ),
+            simple,
+        );
+    }
+
+    /// `SET pgdog.shard` (`None`: RESET): its command tag, or why the value
+    /// is refused.
+    fn apply_shard_override(&mut self, value: Option<&str>) -> Result<&'static str, ClientError> {
+        match value.map(|v| v.trim().parse::<usize>()) {
+            None => {
+                self.overrides.shard = None;
+                Ok("RESET")
+            }
+            Some(Ok(shard)) if shard < self.pools.len() => {
+                self.overrides.shard = Some(shard);
+                self.txn.on_override(self.server_view());
+                Ok("SET")
+            }
+            Some(_) => Err(ClientError::new(
+                sqlstate::INVALID_PARAMETER_VALUE,
+                format!(
+                    "invalid value for pgdog.shard: {:?} (this cluster has shards 0 to {})",
+                    value.unwrap_or_default(),
+                    self.pools.len().saturating_sub(1)
+                ),
+            )),
+        }
+    }
+
+    /// `SET pgdog.sharding_key` (`None`: RESET): its command tag.
+    fn apply_sharding_key_override(&mut self, value: Option<String>) -> &'static str {
+        let tag = if value.is_some() { "SET" } else { "RESET" };
+        self.overrides.sharding_key = value;
+        self.txn.on_override(self.server_view());
+        tag
+    }
+
+    /// Overrides set inside a transaction last until it ends.
+    pub(super) fn end_txn_overrides(&mut self) {
+        if self.txn.on_end(None) {
+            self.overrides = Overrides::default();
+        }
+    }
+
+    pub(super) fn local_tag(&mut self, tag: &str, simple: bool) {
+        let mut reply = BytesMut::new();
+        messages::command_complete(&mut reply, tag);
+        self.plan.push(Step::Local {
+            bytes: reply.freeze(),
+            ready: simple,
+        });
+    }
+
+    /// Statements pgshard answers itself, as a simple query or as a Bind
+    /// (whose portal `Session::local_portal` then answers): `SET
+    /// pgdog.shard` / `SET pgdog.sharding_key` set the session's overrides,
+    /// and transaction control the transaction answers (a deferred BEGIN,
+    /// its end, `SET LOCAL` joining it, anything in an aborted one).
+    /// Returns whether the statement was answered.
+    pub(super) fn answer_locally(&mut self, summary: &Summary, query: &[u8], simple: bool) -> bool {
+        let only = match summary.statements.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        };
+        let overridden = match only.map(|only| &only.kind) {
+            _ if self.txn.failed() => None,
+            Some(StatementKind::SetShard(value)) => {
+                Some(self.apply_shard_override(value.as_deref()))
+            }
+            Some(StatementKind::SetShardingKey(value)) => {
+                Some(Ok(self.apply_sharding_key_override(value.clone())))
+            }
+            _ => None,
+        };
+        let mut nested = false;
+        let tag = match overridden {
+            Some(Ok(tag)) => tag,
+            Some(Err(error)) => {
+                self.local_error(error, simple);
+                return true;
+            }
+            None => {
+                let control = Self::control(only, query);
+                let busy = self.plan.awaiting_server();
+                match self.txn.on_statement(control, self.server_view(), busy) {
+                    Verdict::Route => return false,
+                    Verdict::Aborted => {
+                        self.aborted(simple);
+                        return true;
+                    }
+                    Verdict::NestedBegin => {
+                        nested = true;
+                        "BEGIN"
+                    }
+                    Verdict::Answer { tag, ends } => {
+                        if ends {
+                            self.end_txn_overrides();
+                        }
+                        tag
+                    }
+                }
+            }
+        };
+        if simple {
+            if nested {
+                self.warn_nested_begin();
+            }
+            self.local_tag(tag, true);
+        } else {
+            // BindComplete now, the rest of the portal's messages until
+            // Sync by `Session::local_portal`.
+            self.local_reply(messages::bind_complete);
+            self.local_portal = Some(LocalPortal { tag, nested });
+        }
+        true
+    }
+
+    /// Postgres's warning for a BEGIN inside a transaction, sent as its
+    /// statement runs.
+    pub(super) fn warn_nested_begin(&mut self) {
+        let mut warning = BytesMut::new();
+        error_response(
+            &mut warning,
+            Severity::Warning,
+            sqlstate::ACTIVE_SQL_TRANSACTION,
+            "there is already a transaction in progress",
+        );
+        self.plan.push(Step::Local {
+            bytes: warning.freeze(),
+            ready: false,
+        });
+    }
+
+    /// What the only statement of a string (`None`: several) means for
+    /// the transaction.
+    fn control<'q>(only: Option<&StatementSummary>, query: &'q [u8]) -> Control<'q> {
+        let Some(only) = only else {
+            return Control::Other;
+        };
+        match (&only.kind, &only.session) {
+            (StatementKind::Begin, _) => Control::Begin(query),
+            (StatementKind::Commit, _) => Control::Commit,
+            (StatementKind::Rollback, _) => Control::Rollback,
+            (_, Some(SessionEffect::TransactionScoped(tag))) => Control::Scoped(query, tag),
+            _ => Control::Other,
+        }
+    }
+}
