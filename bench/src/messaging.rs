@@ -16,6 +16,7 @@ pub mod cluster;
 pub mod cpu;
 pub mod message;
 pub mod options;
+pub mod plot;
 pub mod pubsub;
 pub mod queue;
 pub mod report;

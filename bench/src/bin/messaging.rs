@@ -3,20 +3,36 @@
 
 #![forbid(unsafe_code)]
 
+use anyhow::Context;
 use clap::Parser;
 
-use bench::messaging::{report, run_all, Options};
+use bench::messaging::{plot, report, run_all, Options};
 
 #[global_allocator]
 static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
     let options = Options::parse();
+    if let (Some(json), Some(svg)) = (&options.plot_from, &options.svg) {
+        let text =
+            std::fs::read_to_string(json).with_context(|| format!("read {}", json.display()))?;
+        let results = serde_json::from_str(&text).context("parse the results JSON")?;
+        std::fs::write(svg, plot::svg(&results)?)
+            .with_context(|| format!("write {}", svg.display()))?;
+        println!("chart written to {}", svg.display());
+        return Ok(());
+    }
     let report = run_all(&options)?;
     println!("{}", report::table(&report.results));
     if let Some(path) = &options.json {
         report.write_json(path)?;
         println!("results written to {}", path.display());
+    }
+    if let Some(path) = &options.svg {
+        let results = serde_json::to_value(&report).context("encode the results")?;
+        std::fs::write(path, plot::svg(&results)?)
+            .with_context(|| format!("write {}", path.display()))?;
+        println!("chart written to {}", path.display());
     }
     if !report.passed() {
         eprintln!(

@@ -136,6 +136,13 @@ pub struct Options {
     /// Write every result to this file as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Draw the results (throughput and end-to-end latency by target) into
+    /// this SVG file.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// Run nothing: draw the results JSON of an earlier run into `--svg`.
+    #[arg(long, requires = "svg")]
+    pub plot_from: Option<PathBuf>,
 }
 
 impl Options {
