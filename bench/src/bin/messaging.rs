@@ -17,21 +17,20 @@ fn main() -> anyhow::Result<()> {
         let text =
             std::fs::read_to_string(json).with_context(|| format!("read {}", json.display()))?;
         let results = serde_json::from_str(&text).context("parse the results JSON")?;
-        std::fs::write(svg, plot::svg(&results)?)
-            .with_context(|| format!("write {}", svg.display()))?;
+        write(svg, &plot::svg(&results)?)?;
         println!("chart written to {}", svg.display());
         return Ok(());
     }
     let report = run_all(&options)?;
     println!("{}", report::table(&report.results));
     if let Some(path) = &options.json {
-        report.write_json(path)?;
+        let text = serde_json::to_string_pretty(&report).context("encode the results")?;
+        write(path, &text)?;
         println!("results written to {}", path.display());
     }
     if let Some(path) = &options.svg {
         let results = serde_json::to_value(&report).context("encode the results")?;
-        std::fs::write(path, plot::svg(&results)?)
-            .with_context(|| format!("write {}", path.display()))?;
+        write(path, &plot::svg(&results)?)?;
         println!("chart written to {}", path.display());
     }
     if !report.passed() {
@@ -41,4 +40,12 @@ fn main() -> anyhow::Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// Write `text` to `path`, creating its directory.
+fn write(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("write {}", path.display()))
 }

@@ -134,14 +134,14 @@ pub struct Options {
     #[arg(long, default_value_t = 60)]
     pub drain: u64,
     /// Write every result to this file as JSON.
-    #[arg(long)]
+    #[arg(long, default_value = "target/messaging.json")]
     pub json: Option<PathBuf>,
     /// Draw the results (throughput and end-to-end latency by target) into
     /// this SVG file.
-    #[arg(long)]
+    #[arg(long, default_value = "target/messaging.svg")]
     pub svg: Option<PathBuf>,
     /// Run nothing: draw the results JSON of an earlier run into `--svg`.
-    #[arg(long, requires = "svg")]
+    #[arg(long)]
     pub plot_from: Option<PathBuf>,
 }
 

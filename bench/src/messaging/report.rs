@@ -4,7 +4,6 @@
 
 use std::fmt::Write as _;
 
-use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::check::Check;
@@ -115,11 +114,6 @@ impl Report {
     /// Whether every check passed.
     pub fn passed(&self) -> bool {
         self.results.iter().all(|r| r.check.passed)
-    }
-
-    pub fn write_json(&self, path: &std::path::Path) -> Result<()> {
-        let text = serde_json::to_string_pretty(self).context("encode the results")?;
-        std::fs::write(path, text).with_context(|| format!("write {}", path.display()))
     }
 }
 
