@@ -8,7 +8,8 @@
 //!   `pubsub` and `queue`: the client tasks of each workload.
 //! - `stats`: live counters, latency histograms, the progress line; `cpu`:
 //!   CPU time read from `/proc`; `check`: gapless/ordered and queue
-//!   accounting checks; `report`: results, tables and JSON; `run`: one run
+//!   accounting checks; `report`: results, tables and JSON; `plot`: the
+//!   chart (SVG); `run`: one run
 //!   over every target.
 
 pub mod check;

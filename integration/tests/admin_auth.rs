@@ -283,6 +283,43 @@ async fn admin_console_show_commands() {
     assert_eq!(config["shutdown_timeout"], "1000", "{config:?}");
     assert_eq!(config["pooler_mode"], "transaction", "{config:?}");
 
+    let databases = rows(&admin, "SHOW DATABASES").await;
+    let prod = databases
+        .iter()
+        .find(|d| d["name"] == "prod" && d["shard"] == "0")
+        .unwrap_or_else(|| panic!("no prod database in {databases:?}"));
+    assert_eq!(prod["database"], "shard_0", "{prod:?}");
+    assert_eq!(prod["port"], cluster.servers[0].port().to_string());
+    assert_eq!(prod["pool_size"], "4", "{prod:?}");
+    assert_eq!(prod["pool_mode"], "transaction", "{prod:?}");
+    assert_eq!(prod["paused"], "0", "{prod:?}");
+    assert!(
+        prod["current_connections"].parse::<usize>().unwrap() >= 1,
+        "{prod:?}"
+    );
+    let users = rows(&admin, "SHOW USERS").await;
+    assert!(
+        users.iter().any(|u| u["name"] == "app"
+            && u["database"] == "prod"
+            && u["pool_mode"] == "transaction"),
+        "{users:?}"
+    );
+    let lists: HashMap<String, String> = rows(&admin, "SHOW LISTS")
+        .await
+        .into_iter()
+        .map(|r| (r["list"].clone(), r["items"].clone()))
+        .collect();
+    assert_eq!(lists["databases"], databases.len().to_string(), "{lists:?}");
+    assert_eq!(lists["users"], users.len().to_string(), "{lists:?}");
+    assert!(
+        lists["used_clients"].parse::<usize>().unwrap() >= 2,
+        "{lists:?}"
+    );
+    assert!(
+        lists["free_servers"].parse::<usize>().unwrap() >= 1,
+        "{lists:?}"
+    );
+
     let version = column(&admin, "SHOW VERSION", "version").await;
     assert_eq!(version.len(), 1);
     assert!(version[0].starts_with("pgshard "), "{version:?}");

@@ -1,6 +1,9 @@
 //! The admin console (database `admin` by default): PgBouncer's SHOW
 //! commands with its column names where they overlap (POOLS, CLIENTS,
-//! SERVERS, STATS, CONFIG, QUERY_CACHE, VERSION), and RELOAD, PAUSE, RESUME, SHUTDOWN.
+//! SERVERS, STATS, CONFIG, QUERY_CACHE, VERSION; DATABASES, USERS and LISTS
+//! in `admin/lists.rs`), and RELOAD, PAUSE, RESUME, SHUTDOWN.
+
+mod lists;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -123,6 +126,9 @@ async fn execute(command: &str, state: &Arc<State>, out: &mut BytesMut) -> Resul
         ("SHOW", "STATS") => show_stats(state, out),
         ("SHOW", "CONFIG") => show_config(state, out),
         ("SHOW", "QUERY_CACHE") => show_query_cache(state, out),
+        ("SHOW", "DATABASES") => lists::show_databases(state, out),
+        ("SHOW", "USERS") => lists::show_users(state, out),
+        ("SHOW", "LISTS") => lists::show_lists(state, out),
         ("SHOW", "VERSION") => {
             let mut rows = Rows::new(out, &["version"]);
             rows.row(&[format!("pgshard {}", env!("CARGO_PKG_VERSION"))]);

@@ -5,12 +5,11 @@
 //! are relayed in order, with pgshard's own replies interleaved by the plan.
 //!
 //! This file holds the session's state and its message loop; `simple.rs`
-//! the simple protocol, `extended.rs` the extended protocol, `attach.rs` the
-//! server connections it holds, `server_replies.rs` what comes back,
-//! `routing.rs`, `local.rs`, `fan_out.rs` and `segment.rs` the sharded
-//! cluster's parts,
-//! and two pure parts: `reply_plan.rs` the replies owed, `transaction.rs`
-//! what the client's transaction allows.
+//! the simple protocol, `extended.rs` the extended protocol, `attach.rs` and
+//! `attached.rs` the server connections it holds, `server_replies.rs` what
+//! comes back, `routing.rs`, `local.rs`, `fan_out.rs` and `segment.rs` the
+//! sharded cluster's parts, and two pure parts: `reply_plan.rs` the replies
+//! owed, `transaction.rs` what the client's transaction allows.
 
 mod attach;
 mod attached;

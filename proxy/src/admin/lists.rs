@@ -1,0 +1,115 @@
+//! The admin console's `SHOW DATABASES`, `SHOW USERS` and `SHOW LISTS`, in
+//! PgBouncer's column shapes (a `shard` column added where a cluster has
+//! several databases, as `SHOW POOLS` has).
+
+use bytes::BytesMut;
+
+use super::Rows;
+use crate::state::State;
+
+/// One row per shard database of every cluster.
+pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
+    let config = state.config();
+    let general = &config.general;
+    let paused = u8::from(*state.paused.borrow());
+    let pools = state.all_pools();
+    let mut rows = Rows::new(
+        out,
+        &[
+            "name",
+            "host",
+            "port",
+            "database",
+            "force_user",
+            "pool_size",
+            "min_pool_size",
+            "reserve_pool",
+            "server_lifetime",
+            "pool_mode",
+            "max_connections",
+            "current_connections",
+            "paused",
+            "disabled",
+            "shard",
+        ],
+    );
+    for (name, cluster) in &config.clusters {
+        for (shard, database) in cluster.shards.iter().enumerate() {
+            let connections: usize = pools
+                .iter()
+                .filter(|p| p.cluster == *name && p.shard == shard)
+                .map(|p| p.servers())
+                .sum();
+            rows.row(&[
+                name.clone(),
+                database.host.clone(),
+                database.port.to_string(),
+                database
+                    .database_name
+                    .clone()
+                    .unwrap_or_else(|| name.clone()),
+                database.user.clone().unwrap_or_default(),
+                database
+                    .pool_size
+                    .unwrap_or(general.default_pool_size)
+                    .to_string(),
+                database
+                    .min_pool_size
+                    .unwrap_or(general.min_pool_size)
+                    .to_string(),
+                "0".into(),
+                (general.server_lifetime_ms / 1000).to_string(),
+                general.pooler_mode.as_str().to_owned(),
+                "0".into(),
+                connections.to_string(),
+                paused.to_string(),
+                "0".into(),
+                shard.to_string(),
+            ]);
+        }
+    }
+    rows.done("SHOW");
+}
+
+/// One row per configured user.
+pub(super) fn show_users(state: &State, out: &mut BytesMut) {
+    let config = state.config();
+    let mut rows = Rows::new(out, &["name", "database", "pool_mode"]);
+    for user in &config.users {
+        let mode = user.pooler_mode.unwrap_or(config.general.pooler_mode);
+        rows.row(&[
+            user.name.clone(),
+            user.database.clone(),
+            mode.as_str().to_owned(),
+        ]);
+    }
+    rows.done("SHOW");
+}
+
+/// The sizes of pgshard's lists, as PgBouncer names them (no DNS cache:
+/// those rows are 0).
+pub(super) fn show_lists(state: &State, out: &mut BytesMut) {
+    let config = state.config();
+    let pools = state.all_pools();
+    let databases: usize = config.clusters.values().map(|c| c.shards.len()).sum();
+    let used_servers: usize = pools.iter().map(|p| p.active()).sum();
+    let free_servers: usize = pools.iter().map(|p| p.idle_count()).sum();
+    let mut rows = Rows::new(out, &["list", "items"]);
+    for (list, items) in [
+        ("databases", databases),
+        ("users", config.users.len()),
+        ("pools", pools.len()),
+        ("free_clients", 0),
+        ("used_clients", state.client_count()),
+        ("login_clients", 0),
+        ("free_servers", free_servers),
+        ("used_servers", used_servers),
+        ("dns_names", 0),
+        ("dns_zones", 0),
+        ("dns_queries", 0),
+        ("dns_pending", 0),
+    ] {
+        rows.row(&[list.to_owned(), items.to_string()]);
+    }
+    rows.done("SHOW");
+}
