@@ -373,6 +373,11 @@ async fn nested_begin_keeps_the_transaction_deferred() {
     );
     assert_eq!(&replies[1].1[..], b"BEGIN\0");
     assert_eq!(&replies[2].1[..], b"T");
+    // In the extended protocol the warning comes with the Execute, as
+    // Postgres sends it: after BindComplete, before CommandComplete.
+    let replies = run_extended(&mut raw, "", "BEGIN", &[]).await;
+    assert_eq!(tags(&replies), "12NCZ");
+    assert_eq!(&replies.last().unwrap().1[..], b"T");
     // Both keys of one shard, then a key of the other: the transaction
     // opened on the first key's shard, and the third is refused.
     let (a, b) = keys_on_both_shards(&cluster).await;

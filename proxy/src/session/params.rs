@@ -209,39 +209,36 @@ fn is(word: &str, keyword: &str) -> bool {
     word.eq_ignore_ascii_case(keyword)
 }
 
-/// What a client statement means for the pooler, from its leading keywords.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Nothing the pooler cares about.
-    Plain,
-    /// SET, RESET, DEALLOCATE or DISCARD: its summary says what it changes
-    /// ([`session_changes`]).
-    Tracked,
-    /// Leaves session state on the server connection (temp tables, LISTEN,
-    /// SQL PREPARE, WITH HOLD cursors, session advisory locks, LOAD).
-    SessionState,
+/// What a client statement string means for the pooler, from its
+/// keywords alone (no parse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Keywords {
+    /// It starts with SET, RESET, DEALLOCATE or DISCARD: its summary says
+    /// what it changes ([`session_changes`]).
+    pub tracked: bool,
+    /// Some statement of it leaves session state on the server connection
+    /// (temp tables, LISTEN, SQL PREPARE, WITH HOLD cursors, session
+    /// advisory locks, LOAD).
+    pub leaves_state: bool,
 }
 
 /// Classify a statement string (all its statements, conservatively).
-pub fn classify(sql: &str) -> Kind {
+pub fn classify(sql: &str) -> Keywords {
     let [first] = leading_words::<1>(sql);
     let tracked = match first.as_bytes().first().map(u8::to_ascii_uppercase) {
         Some(b'S' | b'R') => is(first, "SET") || is(first, "RESET"),
         Some(b'D') => is(first, "DEALLOCATE") || is(first, "DISCARD"),
         _ => false,
     };
-    if tracked {
-        Kind::Tracked
-    } else if leaves_session_state(sql) {
-        Kind::SessionState
-    } else {
-        Kind::Plain
+    Keywords {
+        tracked,
+        leaves_state: leaves_session_state(sql),
     }
 }
 
 /// Conservative check for statements with session-lifetime effects. False
 /// positives only cost a DISCARD ALL when the server is released.
-pub fn leaves_session_state(sql: &str) -> bool {
+fn leaves_session_state(sql: &str) -> bool {
     let starts = std::iter::once(0).chain(sql.match_indices(';').map(|(i, _)| i + 1));
     for start in starts {
         let [first, second] = leading_words::<2>(&sql[start..]);

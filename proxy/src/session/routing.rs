@@ -49,9 +49,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
-    /// Route a simple query on a sharded cluster.
-    pub(super) async fn route_query(&mut self, frame_sql: &str) -> Result<Dispatch, End> {
-        let lookup = match self.state.cache.lookup(frame_sql, self.engine) {
+    /// Route a simple query on a sharded cluster; `known` is its cache
+    /// lookup when the caller made it already.
+    pub(super) async fn route_query(
+        &mut self,
+        frame_sql: &str,
+        known: Option<Lookup>,
+    ) -> Result<Dispatch, End> {
+        let lookup = match known.map_or_else(|| self.state.cache.lookup(frame_sql, self.engine), Ok)
+        {
             Ok(lookup) => lookup,
             // Postgres gives the client its own syntax error.
             Err(_) => return Ok(Dispatch::Send(Target::Any)),

@@ -7,7 +7,7 @@ use bytes::BytesMut;
 use router::config::PoolerMode;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::params::{self, Kind};
+use super::params;
 use super::reply_plan::{self, Effect, Step};
 use super::routing;
 use super::transaction::Target;
@@ -19,13 +19,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
         let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
         let sql = String::from_utf8_lossy(sql_bytes);
-        let kind = params::classify(&sql);
-        // A tracked string may leave other state too (`DISCARD PLANS;
-        // CREATE TEMP TABLE t ()`).
-        let mut dirty = kind == Kind::SessionState
-            || (kind == Kind::Tracked && params::leaves_session_state(&sql));
+        let keywords = params::classify(&sql);
+        let mut dirty = keywords.leaves_state;
         let mut effect = Effect::None;
-        if kind == Kind::Tracked {
+        // A tracked string's lookup, kept for routing.
+        let mut known = None;
+        if keywords.tracked {
             match self.state.cache.lookup(&sql, self.engine) {
                 Ok(lookup) => {
                     let changes =
@@ -53,13 +52,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         }
                         _ => {}
                     }
+                    known = Some(lookup);
                 }
                 // The server reports the error; whatever ran is not tracked.
                 Err(_) => dirty = true,
             }
         }
         let target = if self.sharded() {
-            match self.route_query(&sql).await? {
+            match self.route_query(&sql, known).await? {
                 routing::Dispatch::Done => return Ok(()),
                 routing::Dispatch::Send(target) => target,
             }

@@ -23,7 +23,7 @@ use router::sharding::ParserEngine;
 use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
-use crate::session::params::{self, Kind, ParamChange};
+use crate::session::params::{self, ParamChange};
 use crate::state::lock;
 
 /// One statement as pgshard prepares it on servers.
@@ -151,19 +151,18 @@ fn state_effects(
     engine: ParserEngine,
 ) -> (bool, Option<Vec<ParamChange>>) {
     let sql = String::from_utf8_lossy(query);
-    match params::classify(&sql) {
-        Kind::SessionState => (true, None),
-        Kind::Tracked => match cache.lookup(&sql, engine) {
-            Ok(lookup) => {
-                let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
-                let settings = Some(changes.settings).filter(|s| !s.is_empty());
-                let leaves =
-                    changes.untracked || changes.discard_all || params::leaves_session_state(&sql);
-                (leaves, settings)
-            }
-            Err(_) => (true, None),
-        },
-        Kind::Plain => (false, None),
+    let keywords = params::classify(&sql);
+    if !keywords.tracked {
+        return (keywords.leaves_state, None);
+    }
+    match cache.lookup(&sql, engine) {
+        Ok(lookup) => {
+            let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
+            let settings = Some(changes.settings).filter(|s| !s.is_empty());
+            let leaves = changes.untracked || changes.discard_all || keywords.leaves_state;
+            (leaves, settings)
+        }
+        Err(_) => (true, None),
     }
 }
 

@@ -121,23 +121,42 @@ fn setting_texts_are_sliced_per_statement() {
 
 #[test]
 fn classify_statements() {
-    assert_eq!(classify(" /* c */ -- x\n set x=1"), Kind::Tracked);
-    assert_eq!(classify("reset all"), Kind::Tracked);
-    assert_eq!(classify("DEALLOCATE s1"), Kind::Tracked);
-    assert_eq!(classify("discard all"), Kind::Tracked);
-    assert_eq!(classify("CREATE TEMP TABLE t (a int)"), Kind::SessionState);
+    let tracked = |sql| classify(sql).tracked;
+    let leaves = |sql| classify(sql).leaves_state;
+    for sql in [
+        " /* c */ -- x\n set x=1",
+        "reset all",
+        "DEALLOCATE s1",
+        "discard all",
+    ] {
+        assert!(tracked(sql) && !leaves(sql), "{sql}");
+    }
+    for sql in [
+        "CREATE TEMP TABLE t (a int)",
+        "select 1; create temporary table t()",
+        "PREPARE p AS SELECT 1",
+        "LISTEN jobs",
+        "select pg_advisory_lock(1)",
+    ] {
+        assert!(leaves(sql) && !tracked(sql), "{sql}");
+    }
+    // Both at once: tracked, and the server needs a reset too.
     assert_eq!(
-        classify("select 1; create temporary table t()"),
-        Kind::SessionState
+        classify("DISCARD PLANS; CREATE TEMP TABLE t ()"),
+        Keywords {
+            tracked: true,
+            leaves_state: true
+        }
     );
-    assert_eq!(classify("PREPARE p AS SELECT 1"), Kind::SessionState);
-    assert_eq!(classify("PREPARE TRANSACTION 'x'"), Kind::Plain);
-    assert_eq!(classify("LISTEN jobs"), Kind::SessionState);
-    assert_eq!(classify("select pg_advisory_lock(1)"), Kind::SessionState);
-    assert_eq!(classify("select pg_advisory_xact_lock(1)"), Kind::Plain);
-    assert_eq!(classify("SELECT 1"), Kind::Plain);
-    assert_eq!(classify(""), Kind::Plain);
-    assert_eq!(classify("/* unterminated"), Kind::Plain);
+    for sql in [
+        "PREPARE TRANSACTION 'x'",
+        "select pg_advisory_xact_lock(1)",
+        "SELECT 1",
+        "",
+        "/* unterminated",
+    ] {
+        assert_eq!(classify(sql), Keywords::default(), "{sql}");
+    }
 }
 
 #[test]
