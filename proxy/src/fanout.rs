@@ -9,12 +9,25 @@
 //! others contribute only rows (DataRow, CopyData) and their row counts, and
 //! one merged CommandComplete closes the reply (`SELECT 7` = the sum over
 //! shards). The first error any shard reports is the client's; the rest of
-//! the replies are read and dropped so every server comes back clean. Proper
-//! merging (ORDER BY, aggregates, LIMIT across shards) is a later stage:
-//! rows arrive in the order shards send them.
+//! the replies are read and dropped so every server comes back clean.
+//!
+//! A SELECT whose answer needs more than the shards' rows side by side
+//! (ORDER BY, LIMIT, aggregates, GROUP BY, DISTINCT: see
+//! [`router::merge`]) goes through a [`RowMerge`] (`fanout/row_merge.rs`):
+//! the rows are merged, the count is the merged rows'. Values are read by
+//! `fanout/values.rs` and `fanout/numeric.rs`.
+
+mod numeric;
+mod row_merge;
+mod values;
 
 use bytes::BytesMut;
 
+pub use row_merge::{RowMerge, Window};
+pub use values::ValueError;
+
+use crate::errors::ClientError;
+use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 
 /// Merges the reply streams of several servers for one statement.
@@ -25,9 +38,11 @@ pub struct Merger {
     /// The first server's CommandComplete tag without its count (`SELECT`,
     /// `INSERT 0`), or the whole tag when it has no count.
     tag: Option<(String, bool)>,
-    rows: u64,
+    row_count: u64,
     /// The first server ended a COPY TO: one CopyDone goes before the tag.
     copy_done: bool,
+    /// The rows are merged by a plan, not concatenated.
+    rows: Option<RowMerge>,
 }
 
 /// Whether a server message is the last of a server's reply.
@@ -36,6 +51,30 @@ pub fn is_ready(tag: u8) -> bool {
 }
 
 impl Merger {
+    /// A merger that merges rows by `rows`' plan.
+    pub fn merging(rows: RowMerge) -> Merger {
+        Merger {
+            rows: Some(rows),
+            ..Merger::default()
+        }
+    }
+
+    /// Whether server `index` (as passed to [`Merger::on_message`]) should
+    /// be read next: an ordered merge waits for the shards it has no row of.
+    pub fn wants(&self, index: usize) -> bool {
+        self.failed || self.rows.as_ref().is_none_or(|rows| rows.wants(index))
+    }
+
+    /// The merge cannot go on: the client gets this error instead.
+    fn merge_failed(&mut self, error: &ValueError, out: &mut BytesMut) {
+        self.failed = true;
+        let code = match error {
+            ValueError::OutOfRange(_) => "22003",
+            _ => sqlstate::FEATURE_NOT_SUPPORTED,
+        };
+        ClientError::new(code, error.to_string()).encode(out);
+    }
+
     /// A shard's error went out: nothing else will.
     pub fn failed(&self) -> bool {
         self.failed
@@ -55,6 +94,7 @@ impl Merger {
                 out.extend_from_slice(message);
             }
             _ if self.failed => {}
+            b'T' | b'D' | b'C' if self.rows.is_some() => self.merge_rows(index, tag, message, out),
             b'C' => self.count(index, body),
             b'c' => self.copy_done |= index == 0,
             b'D' | b'd' => out.extend_from_slice(message),
@@ -62,6 +102,26 @@ impl Merger {
             // notices and parameter changes: the first server's stand for all.
             _ if index == 0 => out.extend_from_slice(message),
             _ => {}
+        }
+    }
+
+    /// A message of the row stream, through the row merge.
+    fn merge_rows(&mut self, index: usize, tag: u8, message: &[u8], out: &mut BytesMut) {
+        let Some(rows) = self.rows.as_mut() else {
+            return;
+        };
+        let body = message.get(5..).unwrap_or(&[]);
+        let merged = match tag {
+            b'T' if index == 0 => rows.describe(body, out),
+            b'T' => Ok(()),
+            b'D' => rows.row(index, message, out),
+            _ => {
+                self.tag = Some(("SELECT".to_owned(), true));
+                rows.shard_done(index, out)
+            }
+        };
+        if let Err(error) = merged {
+            self.merge_failed(&error, out);
         }
     }
 
@@ -75,18 +135,33 @@ impl Merger {
             _ => (text.clone().into_owned(), None),
         };
         if let Some(n) = count {
-            self.rows += n;
+            self.row_count += n;
         }
         if index == 0 || self.tag.is_none() {
             self.tag = Some((head, count.is_some()));
         }
     }
 
+    fn rows_total(&mut self, sent: u64) {
+        self.row_count = sent;
+    }
+
     /// Close the merged reply (without its ReadyForQuery). Returns whether
     /// the statement failed.
-    pub fn finish(self, out: &mut BytesMut) -> bool {
+    pub fn finish(mut self, out: &mut BytesMut) -> bool {
+        if let Some(mut rows) = self.rows.take() {
+            if !self.failed {
+                match rows.finish(out) {
+                    Ok(()) => self.rows = Some(rows),
+                    Err(error) => self.merge_failed(&error, out),
+                }
+            }
+        }
         if self.failed {
             return true;
+        }
+        if let Some(rows) = &self.rows {
+            self.rows_total(rows.sent());
         }
         if self.copy_done {
             let at = messages::begin(out, b'c');
@@ -94,7 +169,7 @@ impl Merger {
         }
         if let Some((head, counted)) = self.tag {
             if counted {
-                messages::command_complete(out, &format!("{head} {}", self.rows));
+                messages::command_complete(out, &format!("{head} {}", self.row_count));
             } else {
                 messages::command_complete(out, &head);
             }

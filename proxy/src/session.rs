@@ -17,6 +17,7 @@ mod extended;
 mod fan_out;
 mod local;
 pub mod login;
+mod merge;
 pub mod params;
 pub mod reply_plan;
 pub mod routing;

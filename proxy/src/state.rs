@@ -79,6 +79,10 @@ pub struct State {
     pub any_shard: AtomicUsize,
     /// What the metrics endpoint counts as it happens.
     pub metrics: Metrics,
+    /// Per database (cluster name): whether its shards order text in byte
+    /// order (a C-like collation), learned on the first cross-shard merge
+    /// that compares text.
+    pub bytewise_text: Mutex<HashMap<String, bool>>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -126,6 +130,7 @@ impl State {
                 config.general.query_cache_max_bytes,
             ),
             any_shard: AtomicUsize::new(0),
+            bytewise_text: Mutex::new(HashMap::new()),
             metrics: Metrics::default(),
         });
         state.apply_config(config);

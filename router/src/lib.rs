@@ -9,7 +9,8 @@
 //! (summaries from parser-ffi's zero-copy tree or pg_query's protobuf structs),
 //! [`route`] (summary + parameters + sharding -> route), [`template`] (statement
 //! text to cache key: edge comments, overrides, literals), [`cache`] (the LRU
-//! AST cache the proxy owns).
+//! AST cache the proxy owns), [`merge`] (what a cross-shard SELECT needs to be
+//! answered exactly).
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,7 @@ pub mod cache;
 pub mod config;
 pub mod extract;
 pub mod hash;
+pub mod merge;
 pub mod route;
 pub mod sharding;
 pub mod summary;

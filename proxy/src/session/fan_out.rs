@@ -8,6 +8,8 @@
 //! the last closes the servers.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
@@ -15,19 +17,27 @@ use tokio::sync::mpsc;
 
 use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
-use crate::fanout::Merger;
+use crate::fanout::{Merger, RowMerge, Window};
 use crate::pool::Pooled;
 use crate::protocol::backend::error_code;
 use crate::protocol::messages;
+use router::merge::MergePlan;
 
-/// Server messages in flight from the reading tasks to the session: enough
+/// Server messages in flight from each reading task to the session: enough
 /// to keep every shard busy, few enough that a fast shard cannot fill
-/// memory while the client is slow.
-const IN_FLIGHT: usize = 256;
+/// memory while the client (or, in an ordered merge, another shard) is
+/// slow.
+const IN_FLIGHT: usize = 64;
 
-/// What a reading task reports: a whole message of server `index`, or that
-/// its connection broke.
-type Report = (usize, Option<Bytes>);
+/// What a reading task reports: a whole message of its server, or (`None`)
+/// that its connection broke.
+type Report = Option<Bytes>;
+
+/// A SELECT's rows merged by plan (see [`crate::fanout::RowMerge`]).
+pub(super) struct MergeRequest {
+    pub plan: Arc<MergePlan>,
+    pub window: Window,
+}
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Run one simple query on several shards and stream the merged reply,
@@ -36,6 +46,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         &mut self,
         shards: &[usize],
         request: impl Fn(&Pooled, &mut BytesMut),
+        merge: Option<MergeRequest>,
     ) -> Result<(), End> {
         let errors = self.segment_errors;
         if self.attached.is_some() {
@@ -48,29 +59,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         }
-        let Some(servers) = self.fan_out_servers(shards).await? else {
+        let Some(mut servers) = self.fan_out_servers(shards).await? else {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
+        };
+        let merger = match merge {
+            None => Merger::default(),
+            Some(merge) => {
+                let bytewise = self.bytewise_text(&mut servers).await;
+                let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
+                Merger::merging(rows)
+            }
         };
         let targets = servers.iter().map(cancel_target).collect::<Vec<_>>();
         *self.info.cancel.lock().await = targets.clone();
         let query_timeout = servers
             .first()
             .and_then(|s| s.pool().settings.query_timeout);
-        let (reports, mut incoming) = mpsc::channel::<Report>(IN_FLIGHT);
-        let mut tasks = Vec::with_capacity(servers.len());
-        for (index, mut server) in servers.into_iter().enumerate() {
-            let mut out = BytesMut::new();
-            request(&server, &mut out);
-            let reports = reports.clone();
-            tasks.push(tokio::spawn(async move {
-                let ok = server.conn.send(&out).await.is_ok()
-                    && read_reply(&mut server, index, &reports).await;
-                (server, ok)
-            }));
-        }
-        drop(reports);
-        let merged = self.merge_reports(&mut incoming, query_timeout).await;
+        let (tasks, mut incoming) = spawn_readers(servers, request);
+        let merged = self
+            .merge_reports(&mut incoming, merger, query_timeout)
+            .await;
         if merged.is_err() {
             // The client left: stop the statement everywhere and close
             // the servers (the tasks drop them as they end).
@@ -134,10 +143,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// client left.
     async fn merge_reports(
         &mut self,
-        incoming: &mut mpsc::Receiver<Report>,
+        incoming: &mut [Option<mpsc::Receiver<Report>>],
+        mut merger: Merger,
         query_timeout: Option<std::time::Duration>,
     ) -> Result<bool, End> {
-        let mut merger = Merger::default();
         // The server whose headers stand for all (the first to answer).
         let mut first: Option<usize> = None;
         let mut broken = false;
@@ -152,11 +161,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     _ => std::future::pending().await,
                 }
             };
+            let position = |index: usize| if first == Some(index) { 0 } else { index + 1 };
+            let wanted: Vec<usize> = (0..incoming.len())
+                .filter(|&i| incoming[i].is_some() && merger.wants(position(i)))
+                .collect();
+            let open: Vec<usize> = (0..incoming.len())
+                .filter(|&i| incoming[i].is_some())
+                .collect();
+            if open.is_empty() {
+                break;
+            }
+            // A shard that broke off may leave an ordered merge waiting on
+            // it: then any open shard is read.
+            let candidates = if wanted.is_empty() { open } else { wanted };
             tokio::select! {
-                report = incoming.recv() => match report {
-                    None => break,
-                    Some((_, None)) => broken = true,
-                    Some((index, Some(message))) => {
+                (index, report) = next_report(incoming, &candidates) => match report {
+                    None => incoming[index] = None,
+                    Some(None) => broken = true,
+                    Some(Some(message)) => {
                         deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
                         let tag = message[0];
                         if tag == b'C' {
@@ -172,7 +194,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         if !failed && merger.failed() {
                             self.state.metrics.error(error_code(&message[5..]).unwrap_or_default());
                         }
-                        if incoming.is_empty() || self.to_client.len() >= super::CLIENT_FLUSH_AT {
+                        let idle = incoming.iter().flatten().all(mpsc::Receiver::is_empty);
+                        if idle || self.to_client.len() >= super::CLIENT_FLUSH_AT {
                             self.flush_client().await?;
                         }
                     }
@@ -196,10 +219,54 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 }
 
+/// Send each server its request and read its reply in a task of its own,
+/// into a bounded channel of its own.
+fn spawn_readers(
+    servers: Vec<Pooled>,
+    request: impl Fn(&Pooled, &mut BytesMut),
+) -> (Vec<Reader>, Vec<Option<mpsc::Receiver<Report>>>) {
+    let mut tasks = Vec::with_capacity(servers.len());
+    let mut incoming = Vec::with_capacity(servers.len());
+    for mut server in servers {
+        let mut out = BytesMut::new();
+        request(&server, &mut out);
+        let (reports, receiver) = mpsc::channel::<Report>(IN_FLIGHT);
+        incoming.push(Some(receiver));
+        tasks.push(tokio::spawn(async move {
+            let ok =
+                server.conn.send(&out).await.is_ok() && read_reply(&mut server, &reports).await;
+            (server, ok)
+        }));
+    }
+    (tasks, incoming)
+}
+
+/// A reading task: gives back its server and whether the reply came whole.
+type Reader = tokio::task::JoinHandle<(Pooled, bool)>;
+
+/// The next report of one of the `candidates`' channels: its index, and
+/// the report (`None`: the channel closed, its task is over).
+async fn next_report(
+    incoming: &mut [Option<mpsc::Receiver<Report>>],
+    candidates: &[usize],
+) -> (usize, Option<Report>) {
+    std::future::poll_fn(|cx| {
+        for &index in candidates {
+            if let Some(Some(receiver)) = incoming.get_mut(index) {
+                if let Poll::Ready(report) = receiver.poll_recv(cx) {
+                    return Poll::Ready((index, report));
+                }
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
 /// A reading task: send each whole message of `server`'s reply to the
 /// session until its ReadyForQuery (recorded, not sent). Returns whether
 /// the reply came whole.
-async fn read_reply(server: &mut Pooled, index: usize, reports: &mpsc::Sender<Report>) -> bool {
+async fn read_reply(server: &mut Pooled, reports: &mpsc::Sender<Report>) -> bool {
     loop {
         match server.conn.next_message() {
             Ok(Some(message)) if message[0] == b'Z' => {
@@ -207,7 +274,7 @@ async fn read_reply(server: &mut Pooled, index: usize, reports: &mpsc::Sender<Re
                 return true;
             }
             Ok(Some(message)) => {
-                if reports.send((index, Some(message))).await.is_err() {
+                if reports.send(Some(message)).await.is_err() {
                     return false;
                 }
                 continue;
@@ -221,6 +288,6 @@ async fn read_reply(server: &mut Pooled, index: usize, reports: &mpsc::Sender<Re
             Ok(_) => {}
         }
     }
-    let _ = reports.send((index, None)).await;
+    let _ = reports.send(None).await;
     false
 }

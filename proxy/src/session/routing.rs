@@ -14,6 +14,7 @@ use router::route::{Overrides, ParamValue, Route};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::merge::Rows;
 use super::params;
 use super::reply_plan::Step;
 use super::statements::Statement;
@@ -94,13 +95,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(Dispatch::Done)
             }
             Placement::FanOut => {
+                let (sql, merge) = match super::merge::simple_query_rows(summary, frame_sql) {
+                    Ok(Rows::Concatenated) => (None, None),
+                    Ok(Rows::Merged { sql, request }) => (sql, Some(request)),
+                    Err(error) => {
+                        self.state.metrics.route(RouteKind::Refused);
+                        self.refuse(error, true);
+                        return Ok(Dispatch::Done);
+                    }
+                };
                 let query = {
                     let mut out = BytesMut::new();
-                    messages::query(&mut out, frame_sql);
+                    messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
                     out.freeze()
                 };
                 let shards = shards.unwrap_or_default();
-                self.fan_out(&shards, |_, out| out.extend_from_slice(&query))
+                self.fan_out(&shards, |_, out| out.extend_from_slice(&query), merge)
                     .await?;
                 Ok(Dispatch::Done)
             }
@@ -206,6 +216,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 None
             }
             Placement::FanOut => {
+                let sql = String::from_utf8_lossy(&statement.query);
+                if let Err(error) = super::merge::extended_rows(&info.entry.summary, &sql) {
+                    self.state.metrics.route(RouteKind::Refused);
+                    self.refuse(error, false);
+                    return None;
+                }
                 let mut bytes = BytesMut::new();
                 rewritten(&mut bytes);
                 self.batch = Some(super::segment::Segment::start(

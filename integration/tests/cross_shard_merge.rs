@@ -1,0 +1,214 @@
+//! Cross-shard SELECTs merged by pgshard, checked against one reference
+//! Postgres holding every row: a table of statements (ORDER BY, LIMIT /
+//! OFFSET, aggregates, GROUP BY, DISTINCT) whose answers must be exactly the
+//! reference's, and a table of statements pgshard must refuse with 0A000.
+//! The randomized differential test is `cross_shard_diff.rs`.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Cluster, USERS};
+use integration::{PgServer, TestProxy};
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+const SHARDING: &str = "\
+[[sharded_tables]]
+database = \"prod\"
+name = \"users\"
+column = \"id\"
+data_type = \"bigint\"
+hasher = \"postgres\"
+";
+
+const TABLE: &str = "(id bigint NOT NULL, grp int, score int, name text, amount numeric(10,2), \
+                     active bool, created date, seen timestamptz)";
+
+/// Rows with NULLs, ties and every merged type, one keyed INSERT each.
+fn rows() -> Vec<String> {
+    let mut values = Vec::new();
+    for id in 1..=240i64 {
+        let grp = if id % 17 == 0 {
+            "NULL".into()
+        } else {
+            (id % 7).to_string()
+        };
+        let score = if id % 23 == 0 {
+            "NULL".into()
+        } else {
+            ((id * 37) % 101).to_string()
+        };
+        let name = format!("'n{:02}'", (id * 13) % 41);
+        let amount = format!("{}.{:02}", (id * 7) % 90, (id * 11) % 100);
+        let active = if id % 3 == 0 { "true" } else { "false" };
+        let created = format!("date '2024-01-01' + {}", (id * 5) % 60);
+        let seen = format!(
+            "timestamptz '2024-03-01 00:00:00+00' + interval '{} minutes'",
+            (id * 97) % 5000
+        );
+        values.push(format!(
+            "INSERT INTO users (id, grp, score, name, amount, active, created, seen) \
+             VALUES ({id}, {grp}, {score}, {name}, {amount}, {active}, {created}, {seen})"
+        ));
+    }
+    values
+}
+
+/// Each shard holds its hash partition; the reference holds everything.
+fn start(n: usize) -> (Cluster, PgServer, String) {
+    common::watch_proxy_panics();
+    let mut servers = common::servers(n + 1);
+    let reference = servers.pop().unwrap();
+    for (i, server) in servers.iter().enumerate() {
+        let sql = format!(
+            "SET ROLE app; CREATE TABLE users {TABLE} PARTITION BY HASH (id);\
+             CREATE TABLE users_on_shard PARTITION OF users FOR VALUES WITH (MODULUS {n}, REMAINDER {i});"
+        );
+        server.psql(&format!("shard_{i}"), &sql).unwrap();
+    }
+    reference
+        .psql(
+            &format!("shard_{n}"),
+            &format!(
+                "SET ROLE app; CREATE TABLE users {TABLE}; {}",
+                rows().join(";")
+            ),
+        )
+        .unwrap();
+    let proxy = TestProxy::start(&common::sharded_config(&servers, "", SHARDING), USERS).unwrap();
+    let cluster = Cluster {
+        proxy,
+        databases: common::databases(&servers),
+        general: String::new(),
+        servers,
+    };
+    (cluster, reference, format!("shard_{n}"))
+}
+
+type Answer = Result<(Vec<String>, Vec<Vec<Option<String>>>), String>;
+
+async fn answer(client: &Client, sql: &str, sorted: bool) -> Answer {
+    let messages = client
+        .simple_query(sql)
+        .await
+        .map_err(|e| common::code(&e).unwrap_or("?").to_owned())?;
+    let mut names = Vec::new();
+    let mut rows = Vec::new();
+    for message in messages {
+        if let SimpleQueryMessage::Row(row) = message {
+            names = row.columns().iter().map(|c| c.name().to_owned()).collect();
+            rows.push(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_owned))
+                    .collect(),
+            );
+        }
+    }
+    if sorted {
+        rows.sort();
+    }
+    Ok((names, rows))
+}
+
+/// Statements whose answer is exact: `true` when their ORDER BY fixes the
+/// row order (compared in order), else compared as sets of rows.
+const EXACT: &[(&str, bool)] = &[
+    ("SELECT count(*) FROM users", true),
+    ("SELECT count(*), count(grp), sum(score), min(score), max(score) FROM users", true),
+    ("SELECT sum(amount), min(amount), max(amount), min(name), max(name) FROM users", true),
+    ("SELECT min(created), max(created), min(seen), max(seen) FROM users", true),
+    ("SELECT bool_and(active), bool_or(active), every(id > 0) FROM users", true),
+    ("SELECT sum(id) FROM users", true),
+    ("SELECT count(*) FROM users WHERE id < 0", true),
+    ("SELECT sum(score), max(name) FROM users WHERE id < 0", true),
+    ("SELECT id, score FROM users ORDER BY score DESC NULLS LAST, id LIMIT 7", true),
+    ("SELECT id, score FROM users ORDER BY score NULLS FIRST, id OFFSET 230", true),
+    ("SELECT id FROM users ORDER BY name, id DESC LIMIT 5 OFFSET 10", true),
+    ("SELECT id FROM users ORDER BY amount DESC, id LIMIT 12", true),
+    ("SELECT id, created FROM users ORDER BY created, seen DESC, id LIMIT 9", true),
+    ("SELECT id AS k FROM users ORDER BY k DESC LIMIT 3", true),
+    ("SELECT id, lower(name) FROM users ORDER BY 2, 1 LIMIT 4", true),
+    ("SELECT * FROM users ORDER BY id LIMIT 3 OFFSET 100", true),
+    ("SELECT id FROM users LIMIT 0", true),
+    ("SELECT grp, count(*), sum(score), min(name) FROM users GROUP BY grp ORDER BY grp", true),
+    ("SELECT grp, count(*) AS n FROM users GROUP BY grp ORDER BY n DESC, grp LIMIT 3", true),
+    ("SELECT count(*) FROM users GROUP BY grp, active", false),
+    ("SELECT active, sum(amount) FROM users GROUP BY active", false),
+    ("SELECT grp AS g, max(amount) FROM users GROUP BY g ORDER BY max(amount) DESC, g", true),
+    ("SELECT name, count(*) FROM users WHERE score > 50 GROUP BY name ORDER BY name OFFSET 2 LIMIT 5", true),
+    ("SELECT created, count(*) FROM users GROUP BY created ORDER BY created DESC LIMIT 4", true),
+    ("SELECT DISTINCT grp FROM users", false),
+    ("SELECT DISTINCT grp, active FROM users ORDER BY grp NULLS FIRST, active LIMIT 6", true),
+    ("SELECT count(*) FILTER (WHERE active) FROM users", true),
+    ("SELECT id, name FROM users WHERE score > 90", false),
+];
+
+/// Statements pgshard must refuse (0A000) rather than answer wrongly.
+const REFUSED: &[&str] = &[
+    "SELECT avg(score) FROM users",
+    "SELECT count(DISTINCT grp) FROM users",
+    "SELECT grp FROM users GROUP BY grp HAVING count(*) > 30",
+    "SELECT id, rank() OVER (ORDER BY score) FROM users",
+    "SELECT string_agg(name, ',') FROM users",
+    "SELECT sum(score) * 2 FROM users",
+    "SELECT * FROM (SELECT grp, count(*) FROM users GROUP BY grp) g",
+    "SELECT id FROM users UNION SELECT id FROM users",
+    "SELECT DISTINCT ON (grp) grp, id FROM users",
+];
+
+async fn check(n: usize) {
+    let (cluster, reference, database) = start(n);
+    let proxy = cluster.connect().await;
+    for insert in rows() {
+        proxy.simple_query(&insert).await.unwrap();
+    }
+    let direct = common::connect(reference.port(), "app", "app-pw", &database)
+        .await
+        .unwrap();
+    let mut failures = Vec::new();
+    for &(sql, ordered) in EXACT {
+        let expected = answer(&direct, sql, !ordered).await;
+        let got = answer(&proxy, sql, !ordered).await;
+        assert!(
+            expected.is_ok(),
+            "{sql}: the reference failed: {expected:?}"
+        );
+        if got != expected {
+            failures.push(format!(
+                "{sql}\n  pgshard:   {got:?}\n  reference: {expected:?}"
+            ));
+        }
+    }
+    for sql in REFUSED {
+        match answer(&proxy, sql, true).await {
+            Err(code) if code == "0A000" => {}
+            other => failures.push(format!("{sql}: expected 0A000, got {other:?}")),
+        }
+    }
+    // The session is still usable after the refusals.
+    assert_eq!(
+        answer(&proxy, "SELECT count(*) FROM users", true)
+            .await
+            .unwrap()
+            .1,
+        vec![vec![Some("240".to_owned())]]
+    );
+    assert_eq!(common::proxy_panics(), 0);
+    assert!(
+        failures.is_empty(),
+        "{} of the cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cross_shard_selects_match_one_postgres_on_two_shards() {
+    check(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cross_shard_selects_match_one_postgres_on_four_shards() {
+    check(4).await;
+}

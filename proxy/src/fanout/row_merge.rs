@@ -1,0 +1,658 @@
+//! The rows of a cross-shard SELECT merged by its [`MergePlan`]: a k-way
+//! merge of the shards' sorted streams, LIMIT / OFFSET over the merged
+//! stream, and partial groups combined (GROUP BY, plain aggregates,
+//! DISTINCT). Pure: the fan-out feeds it each shard's RowDescription,
+//! DataRows and end, and asks which shards it needs to hear from next.
+//!
+//! Memory: an ordered merge holds at most the rows that have arrived and
+//! not yet gone out (it only asks for rows of shards whose queue is empty,
+//! so the fan-out's bounded channels hold back the rest); grouping holds
+//! one row per group; a plain LIMIT holds nothing.
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use router::merge::{Aggregate, Column, MergePlan};
+
+use super::numeric::Decimal;
+use super::values::{self, Kind, ValueError};
+use crate::protocol::messages;
+
+/// The rows the client asked for: skip `offset`, then at most `count`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Window {
+    pub offset: u64,
+    pub count: Option<u64>,
+}
+
+/// One column as the shards describe it.
+#[derive(Debug, Clone, Copy)]
+struct Field {
+    oid: u32,
+    binary: bool,
+    /// `None` when the merge does not compare this column.
+    kind: Option<Kind>,
+}
+
+/// A DataRow and where its values are.
+#[derive(Debug)]
+struct Row {
+    message: Bytes,
+    values: Vec<Option<(usize, usize)>>,
+}
+
+impl Row {
+    fn value(&self, column: usize) -> Option<&[u8]> {
+        let (start, end) = self.values.get(column).copied().flatten()?;
+        self.message.get(start..end)
+    }
+}
+
+/// A group's state: the key columns' first values and the accumulators.
+#[derive(Debug)]
+struct Group {
+    values: Vec<Option<Vec<u8>>>,
+}
+
+#[derive(Debug)]
+pub struct RowMerge {
+    plan: Arc<MergePlan>,
+    window: Window,
+    bytewise_text: bool,
+    fields: Option<Vec<Field>>,
+    /// Ordered merge: each shard's rows not yet sent, and whether it ended.
+    queues: Vec<VecDeque<Row>>,
+    done: Vec<bool>,
+    /// Grouping: groups by key, in order of first appearance.
+    groups: HashMap<Vec<u8>, usize>,
+    group_rows: Vec<Group>,
+    /// Rows skipped for OFFSET and rows sent.
+    skipped: u64,
+    sent: u64,
+}
+
+impl RowMerge {
+    pub fn new(
+        plan: Arc<MergePlan>,
+        window: Window,
+        shards: usize,
+        bytewise_text: bool,
+    ) -> RowMerge {
+        RowMerge {
+            plan,
+            window,
+            bytewise_text,
+            fields: None,
+            queues: (0..shards).map(|_| VecDeque::new()).collect(),
+            done: vec![false; shards],
+            groups: HashMap::new(),
+            group_rows: Vec::new(),
+            skipped: 0,
+            sent: 0,
+        }
+    }
+
+    /// Rows sent to the client (the CommandComplete count).
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    fn grouping(&self) -> bool {
+        self.plan.groups.is_some() || self.plan.distinct
+    }
+
+    fn ordered(&self) -> bool {
+        !self.plan.order.is_empty() && !self.grouping()
+    }
+
+    /// Whether the fan-out should hand over shard `index`'s next message.
+    pub fn wants(&self, index: usize) -> bool {
+        !self.ordered() || self.full() || self.queues.get(index).is_none_or(VecDeque::is_empty)
+    }
+
+    fn full(&self) -> bool {
+        self.window.count.is_some_and(|count| self.sent >= count)
+    }
+
+    /// The first shard's RowDescription: fields read and checked, the
+    /// client's (hidden columns stripped) written to `out`.
+    pub fn describe(&mut self, body: &[u8], out: &mut BytesMut) -> Result<(), ValueError> {
+        let unreadable = ValueError::Unreadable("row description");
+        let (fields, ends) = read_fields(body).ok_or(unreadable)?;
+        let mut checked = Vec::with_capacity(fields.len());
+        for (column, (oid, binary)) in fields.iter().copied().enumerate() {
+            let kind = if self.compares(column, fields.len()) {
+                Some(Kind::of(oid, self.bytewise_text)?)
+            } else {
+                None
+            };
+            if let Some(Column::Aggregate(Aggregate::Sum)) = self.column(column) {
+                if !matches!(oid, 20 | 1700) {
+                    return Err(ValueError::Type(oid));
+                }
+            }
+            checked.push(Field { oid, binary, kind });
+        }
+        let visible = fields.len().saturating_sub(self.plan.hidden);
+        let at = messages::begin(out, b'T');
+        out.put_u16(visible as u16);
+        out.extend_from_slice(&body[2..ends.get(visible).copied().unwrap_or(2)]);
+        messages::finish(out, at);
+        self.fields = Some(checked);
+        Ok(())
+    }
+
+    /// The row position of plan column `column` in a row `width` wide.
+    fn at(&self, column: usize, width: usize) -> usize {
+        match column.checked_sub(self.plan.targets) {
+            Some(hidden) => width.saturating_sub(self.plan.hidden) + hidden,
+            None => column,
+        }
+    }
+
+    fn column(&self, column: usize) -> Option<Column> {
+        self.plan.groups.as_ref()?.get(column).copied()
+    }
+
+    /// Whether column `column` is ordered (sort key, min/max).
+    fn compares(&self, column: usize, width: usize) -> bool {
+        self.plan
+            .order
+            .iter()
+            .any(|k| self.at(k.column, width) == column)
+            || matches!(
+                self.column(column),
+                Some(Column::Aggregate(Aggregate::Min | Aggregate::Max))
+            )
+    }
+
+    /// A DataRow of shard `index`.
+    pub fn row(
+        &mut self,
+        index: usize,
+        message: &[u8],
+        out: &mut BytesMut,
+    ) -> Result<(), ValueError> {
+        let row = parse_row(message).ok_or(ValueError::Unreadable("row"))?;
+        if self
+            .fields
+            .as_ref()
+            .is_none_or(|f| f.len() != row.values.len())
+        {
+            return Err(ValueError::Unreadable("row"));
+        }
+        if self.grouping() {
+            return self.accumulate(&row);
+        }
+        if !self.ordered() {
+            self.emit(&row, out);
+            return Ok(());
+        }
+        if let Some(queue) = self.queues.get_mut(index) {
+            queue.push_back(row);
+        }
+        self.drain(out)
+    }
+
+    /// Shard `index` has sent all its rows.
+    pub fn shard_done(&mut self, index: usize, out: &mut BytesMut) -> Result<(), ValueError> {
+        if let Some(done) = self.done.get_mut(index) {
+            *done = true;
+        }
+        if self.ordered() {
+            self.drain(out)?;
+        }
+        Ok(())
+    }
+
+    /// Send rows while every shard still sending has one waiting.
+    fn drain(&mut self, out: &mut BytesMut) -> Result<(), ValueError> {
+        loop {
+            let waiting =
+                (0..self.queues.len()).any(|i| self.queues[i].is_empty() && !self.done[i]);
+            if waiting {
+                return Ok(());
+            }
+            let mut best: Option<usize> = None;
+            for i in 0..self.queues.len() {
+                let Some(row) = self.queues[i].front() else {
+                    continue;
+                };
+                let better = match best {
+                    None => true,
+                    Some(b) => self.compare_rows(row, &self.queues[b][0])? == Ordering::Less,
+                };
+                if better {
+                    best = Some(i);
+                }
+            }
+            let Some(best) = best else { return Ok(()) };
+            if let Some(row) = self.queues[best].pop_front() {
+                self.emit(&row, out);
+            }
+        }
+    }
+
+    fn compare_rows(&self, a: &Row, b: &Row) -> Result<Ordering, ValueError> {
+        let fields = self.fields.as_deref().unwrap_or_default();
+        for key in &self.plan.order {
+            let column = self.at(key.column, a.values.len());
+            let (x, y) = (a.value(column), b.value(column));
+            let order = match (x, y) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) => {
+                    if key.nulls_first {
+                        Ordering::Less
+                    } else {
+                        Ordering::Greater
+                    }
+                }
+                (Some(_), None) => {
+                    if key.nulls_first {
+                        Ordering::Greater
+                    } else {
+                        Ordering::Less
+                    }
+                }
+                (Some(x), Some(y)) => {
+                    let field = fields.get(column).ok_or(ValueError::Unreadable("row"))?;
+                    let kind = field.kind.ok_or(ValueError::Type(field.oid))?;
+                    let order = values::compare(kind, field.binary, x, y)?;
+                    if key.descending {
+                        order.reverse()
+                    } else {
+                        order
+                    }
+                }
+            };
+            if order != Ordering::Equal {
+                return Ok(order);
+            }
+        }
+        Ok(Ordering::Equal)
+    }
+
+    /// One merged row through the window to the client.
+    fn emit(&mut self, row: &Row, out: &mut BytesMut) {
+        if self.full() {
+            return;
+        }
+        if self.skipped < self.window.offset {
+            self.skipped += 1;
+            return;
+        }
+        self.sent += 1;
+        let visible = row.values.len().saturating_sub(self.plan.hidden);
+        if visible == row.values.len() {
+            out.extend_from_slice(&row.message);
+            return;
+        }
+        let values: Vec<Option<&[u8]>> = (0..visible).map(|c| row.value(c)).collect();
+        write_row(out, &values);
+    }
+
+    /// Fold a shard's partial group into its group.
+    fn accumulate(&mut self, row: &Row) -> Result<(), ValueError> {
+        let fields = self.fields.as_deref().unwrap_or_default();
+        let columns = self.columns(fields.len());
+        let mut key = Vec::new();
+        for (c, column) in columns.iter().enumerate() {
+            if *column != Column::Key {
+                continue;
+            }
+            match row.value(c) {
+                None => key.push(0),
+                Some(value) => {
+                    key.push(1);
+                    let start = key.len();
+                    key.extend_from_slice(&[0; 4]);
+                    let field = fields[c];
+                    match Kind::of(field.oid, true) {
+                        Ok(kind) => values::canonical(kind, field.binary, value, &mut key)?,
+                        Err(_) => values::canonical_any(field.oid, value, &mut key)?,
+                    }
+                    let len = (key.len() - start - 4) as u32;
+                    key[start..start + 4].copy_from_slice(&len.to_be_bytes());
+                }
+            }
+        }
+        let next = self.group_rows.len();
+        let at = *self.groups.entry(key).or_insert(next);
+        if at == next {
+            let values = (0..fields.len())
+                .map(|c| row.value(c).map(<[u8]>::to_vec))
+                .collect();
+            self.group_rows.push(Group { values });
+            return Ok(());
+        }
+        for (c, column) in columns.iter().enumerate() {
+            let Column::Aggregate(aggregate) = column else {
+                continue;
+            };
+            let field = fields[c];
+            let current = self.group_rows[at].values[c].take();
+            let combined = combine(*aggregate, field, current, row.value(c))?;
+            self.group_rows[at].values[c] = combined;
+        }
+        Ok(())
+    }
+
+    /// Group key or aggregate per column (DISTINCT: every column a key).
+    fn columns(&self, count: usize) -> Vec<Column> {
+        match &self.plan.groups {
+            Some(columns) => columns.clone(),
+            None => vec![Column::Key; count],
+        }
+    }
+
+    /// Every shard has ended: send what grouping held. Returns the rows sent.
+    pub fn finish(&mut self, out: &mut BytesMut) -> Result<(), ValueError> {
+        if self.ordered() {
+            self.done.iter_mut().for_each(|d| *d = true);
+            return self.drain(out);
+        }
+        if !self.grouping() {
+            return Ok(());
+        }
+        if self.group_rows.is_empty()
+            && self
+                .plan
+                .groups
+                .as_ref()
+                .is_some_and(|c| !c.contains(&Column::Key))
+        {
+            return Err(ValueError::Unreadable("aggregate row"));
+        }
+        let groups = std::mem::take(&mut self.group_rows);
+        let mut rows: Vec<Row> = groups.into_iter().map(|g| group_row(&g.values)).collect();
+        if !self.plan.order.is_empty() {
+            let mut failure = None;
+            rows.sort_by(|a, b| {
+                self.compare_rows(a, b).unwrap_or_else(|e| {
+                    failure.get_or_insert(e);
+                    Ordering::Equal
+                })
+            });
+            if let Some(failure) = failure {
+                return Err(failure);
+            }
+        }
+        for row in rows {
+            self.emit(&row, out);
+        }
+        Ok(())
+    }
+}
+
+/// Combine an aggregate's running value with a shard's partial one.
+fn combine(
+    aggregate: Aggregate,
+    field: Field,
+    current: Option<Vec<u8>>,
+    next: Option<&[u8]>,
+) -> Result<Option<Vec<u8>>, ValueError> {
+    let (current, next) = match (current, next) {
+        (None, next) => return Ok(next.map(<[u8]>::to_vec)),
+        (current, None) => return Ok(current),
+        (Some(a), Some(b)) => (a, b),
+    };
+    let binary = field.binary;
+    Ok(Some(match aggregate {
+        Aggregate::Count | Aggregate::Sum if field.oid == 20 => {
+            let total = values::integer(&current, binary)?
+                .checked_add(values::integer(next, binary)?)
+                .ok_or(ValueError::OutOfRange("bigint"))?;
+            if binary {
+                total.to_be_bytes().to_vec()
+            } else {
+                total.to_string().into_bytes()
+            }
+        }
+        Aggregate::Count | Aggregate::Sum => {
+            let (a, b) = (
+                Decimal::read(&current, binary)?,
+                Decimal::read(next, binary)?,
+            );
+            let scale = a.scale().max(b.scale());
+            let total = a.add(&b);
+            if binary {
+                total.to_binary(scale)
+            } else {
+                total.to_text(scale).into_bytes()
+            }
+        }
+        Aggregate::Min | Aggregate::Max => {
+            let kind = field.kind.ok_or(ValueError::Type(field.oid))?;
+            let order = values::compare(kind, binary, next, &current)?;
+            let take = if aggregate == Aggregate::Min {
+                order == Ordering::Less
+            } else {
+                order == Ordering::Greater
+            };
+            if take {
+                next.to_vec()
+            } else {
+                current
+            }
+        }
+        Aggregate::BoolAnd | Aggregate::BoolOr => {
+            let (a, b) = (
+                values::boolean(&current, binary)?,
+                values::boolean(next, binary)?,
+            );
+            let value = if aggregate == Aggregate::BoolAnd {
+                a && b
+            } else {
+                a || b
+            };
+            match (binary, value) {
+                (true, v) => vec![u8::from(v)],
+                (false, true) => b"t".to_vec(),
+                (false, false) => b"f".to_vec(),
+            }
+        }
+    }))
+}
+
+/// A RowDescription's (type oid, binary) per field and where each field
+/// starts (and, last, where the fields end).
+fn read_fields(body: &[u8]) -> Option<(Vec<(u32, bool)>, Vec<usize>)> {
+    let count = u16::from_be_bytes(body.get(..2)?.try_into().ok()?) as usize;
+    let mut fields = Vec::with_capacity(count);
+    let mut starts = Vec::with_capacity(count + 1);
+    let mut at = 2;
+    for _ in 0..count {
+        starts.push(at);
+        let name_end = at + body.get(at..)?.iter().position(|&b| b == 0)?;
+        let fixed = body.get(name_end + 1..name_end + 19)?;
+        let oid = u32::from_be_bytes(fixed[6..10].try_into().ok()?);
+        let format = u16::from_be_bytes(fixed[16..18].try_into().ok()?);
+        fields.push((oid, format == 1));
+        at = name_end + 19;
+    }
+    starts.push(at);
+    Some((fields, starts))
+}
+
+/// A whole DataRow message's value ranges.
+fn parse_row(message: &[u8]) -> Option<Row> {
+    let count = u16::from_be_bytes(message.get(5..7)?.try_into().ok()?) as usize;
+    let mut values = Vec::with_capacity(count);
+    let mut at = 7;
+    for _ in 0..count {
+        let len = i32::from_be_bytes(message.get(at..at + 4)?.try_into().ok()?);
+        at += 4;
+        if len < 0 {
+            values.push(None);
+            continue;
+        }
+        let end = at
+            .checked_add(len as usize)
+            .filter(|&end| end <= message.len())?;
+        values.push(Some((at, end)));
+        at = end;
+    }
+    Some(Row {
+        message: Bytes::copy_from_slice(message),
+        values,
+    })
+}
+
+fn write_row(out: &mut BytesMut, values: &[Option<&[u8]>]) {
+    let at = messages::begin(out, b'D');
+    out.put_u16(values.len() as u16);
+    for value in values {
+        match value {
+            None => out.put_i32(-1),
+            Some(v) => {
+                out.put_i32(v.len() as i32);
+                out.extend_from_slice(v);
+            }
+        }
+    }
+    messages::finish(out, at);
+}
+
+fn group_row(values: &[Option<Vec<u8>>]) -> Row {
+    let mut out = BytesMut::new();
+    let borrowed: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+    write_row(&mut out, &borrowed);
+    parse_row(&out).unwrap_or(Row {
+        message: Bytes::new(),
+        values: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use router::merge::{Column, MergePlan, SortKey};
+
+    /// A RowDescription body of int4 columns (text format).
+    fn description(names: &[&str], oid: u32) -> Vec<u8> {
+        let mut body = (names.len() as u16).to_be_bytes().to_vec();
+        for name in names {
+            body.extend_from_slice(name.as_bytes());
+            body.push(0);
+            body.extend_from_slice(&[0; 6]);
+            body.extend_from_slice(&oid.to_be_bytes());
+            body.extend_from_slice(&[0, 4, 0xff, 0xff, 0xff, 0xff, 0, 0]);
+        }
+        body
+    }
+
+    fn data_row(values: &[Option<&str>]) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        let values: Vec<Option<&[u8]>> = values.iter().map(|v| v.map(str::as_bytes)).collect();
+        write_row(&mut out, &values);
+        out.to_vec()
+    }
+
+    fn rows_of(out: &[u8]) -> Vec<Vec<Option<String>>> {
+        let mut buf = BytesMut::from(out);
+        let mut rows = Vec::new();
+        while let Ok(Some(m)) = crate::protocol::frame::split_backend_message(&mut buf) {
+            if m[0] == b'D' {
+                let row = parse_row(&m).unwrap();
+                rows.push(
+                    (0..row.values.len())
+                        .map(|c| {
+                            row.value(c)
+                                .map(|v| String::from_utf8_lossy(v).into_owned())
+                        })
+                        .collect(),
+                );
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn aggregates_combine_and_order_merges() {
+        use Aggregate::*;
+        let plan = MergePlan {
+            groups: Some(vec![
+                Column::Key,
+                Column::Aggregate(Count),
+                Column::Aggregate(Min),
+                Column::Aggregate(Max),
+            ]),
+            order: vec![SortKey {
+                column: 0,
+                descending: false,
+                nulls_first: false,
+            }],
+            targets: 4,
+            ..MergePlan::default()
+        };
+        let mut merge = RowMerge::new(Arc::new(plan), Window::default(), 3, true);
+        let mut out = BytesMut::new();
+        merge
+            .describe(&description(&["g", "n", "lo", "hi"], 20), &mut out)
+            .unwrap();
+        for (shard, rows) in [
+            (0, [["2", "3", "5", "9"], ["1", "1", "4", "4"]]),
+            (1, [["2", "2", "1", "7"], ["3", "5", "0", "12"]]),
+        ] {
+            for row in rows {
+                merge
+                    .row(shard, &data_row(&row.map(Some)), &mut out)
+                    .unwrap();
+            }
+            merge.shard_done(shard, &mut out).unwrap();
+        }
+        merge.finish(&mut out).unwrap();
+        let expect = |r: [&str; 4]| r.map(|v| Some(v.to_owned())).to_vec();
+        assert_eq!(
+            rows_of(&out),
+            vec![
+                expect(["1", "1", "4", "4"]),
+                expect(["2", "5", "1", "9"]),
+                expect(["3", "5", "0", "12"])
+            ]
+        );
+    }
+
+    #[test]
+    fn ordered_merge_with_a_window() {
+        let plan = MergePlan {
+            order: vec![SortKey {
+                column: 0,
+                descending: true,
+                nulls_first: true,
+            }],
+            targets: 1,
+            ..MergePlan::default()
+        };
+        let window = Window {
+            offset: 1,
+            count: Some(3),
+        };
+        let mut merge = RowMerge::new(Arc::new(plan), window, 2, true);
+        let mut out = BytesMut::new();
+        merge.describe(&description(&["v"], 23), &mut out).unwrap();
+        merge.row(0, &data_row(&[None]), &mut out).unwrap();
+        assert!(!merge.wants(0) && merge.wants(1));
+        for v in ["9", "4", "1"] {
+            merge.row(1, &data_row(&[Some(v)]), &mut out).unwrap();
+        }
+        merge.shard_done(1, &mut out).unwrap();
+        for v in ["7", "3"] {
+            merge.row(0, &data_row(&[Some(v)]), &mut out).unwrap();
+        }
+        merge.shard_done(0, &mut out).unwrap();
+        merge.finish(&mut out).unwrap();
+        let values: Vec<_> = rows_of(&out).into_iter().map(|r| r[0].clone()).collect();
+        assert_eq!(
+            values,
+            vec![
+                Some("9".to_owned()),
+                Some("7".to_owned()),
+                Some("4".to_owned())
+            ]
+        );
+        assert_eq!(merge.sent(), 3);
+    }
+}

@@ -1,0 +1,489 @@
+//! Cross-shard SELECT planning: what a keyless read that runs on several
+//! shards needs so that the client gets exactly what one Postgres holding
+//! every row would answer, or why pgshard cannot give that.
+//!
+//! [`plan`] reads one SELECT (pg_query's protobuf tree, decoded by
+//! [`parser_ffi::parse_protobuf`]: the direct conversion's recursion has
+//! debug-build frames too large for a tokio worker's stack, and a fan-out
+//! costs far more than the decode) and gives a [`Shape`]:
+//! - [`Shape::Concat`]: the shards' rows together are the answer, in any
+//!   order (a plain filter, a co-located join): the proxy streams them
+//!   untouched;
+//! - [`Shape::Merge`]: a [`MergePlan`] the proxy applies to the shards'
+//!   replies: a k-way merge of the shards' sorted streams (ORDER BY), LIMIT
+//!   and OFFSET, partial aggregates combined per group (GROUP BY, plain
+//!   aggregates, DISTINCT), and the statement the shards run instead of the
+//!   client's (hidden sort and group columns appended to the select list,
+//!   `LIMIT n OFFSET m` sent as `LIMIT n + m`);
+//! - [`Shape::Refuse`]: anything whose rows depend on rows of several shards
+//!   in a way the merge does not rebuild (window functions, HAVING, set
+//!   operations, `count(DISTINCT)`, aggregates inside expressions or in FROM
+//!   subqueries and CTEs, `FOR UPDATE`, DISTINCT ON, ...), with the
+//!   construct named.
+//!
+//! # Rules
+//! 1. Output columns are the select list's, in order; a `*` stands for
+//!    however many columns the shards describe. Hidden columns go after
+//!    them and are stripped from every reply.
+//! 2. A sort or group key is matched to an output column by position
+//!    (`ORDER BY 2`), by an output name (`ORDER BY total` for `sum(x) AS
+//!    total`; in GROUP BY only when no select-list expression matches), or
+//!    by the same expression (`ORDER BY lower(name)` with `lower(name)` in
+//!    the list; locations ignored). Otherwise it becomes a hidden column.
+//! 3. A query aggregates when it has GROUP BY or an aggregate in its select
+//!    list or ORDER BY. Each output column is then a group key (no
+//!    aggregate in it: Postgres has checked it is computable from the
+//!    groups) or one supported aggregate call: `count`, `sum`, `min`, `max`,
+//!    `bool_and`, `bool_or`, `every`, with an optional FILTER. Shards return
+//!    their partial groups, all of them (LIMIT and OFFSET are applied after
+//!    merging, so they are taken off the shards' statement).
+//! 4. Without aggregation, DISTINCT merges like a GROUP BY of every output
+//!    column; ORDER BY is a k-way merge of the shards' own sorted output;
+//!    `LIMIT n OFFSET m` asks each shard for `n + m` rows.
+//! 5. LIMIT / OFFSET are integer literals, bind parameters, `ALL` or NULL.
+//!
+//! The plan says nothing about types: the proxy compares and combines values
+//! by the types the shards describe, and fails the statement (never guesses)
+//! on a type or collation it cannot compare exactly.
+
+mod expr;
+
+#[cfg(test)]
+mod tests;
+
+use parser_ffi::protobuf::{self as pb, node::Node as N};
+
+/// What a cross-shard SELECT needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// The rows of every shard, in any order, are the answer.
+    Concat,
+    Merge(MergePlan),
+    Refuse(Unmergeable),
+}
+
+/// How the shards' replies become the client's.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MergePlan {
+    /// The statement the shards run instead of the client's, when it differs.
+    pub shard_sql: Option<String>,
+    /// Hidden columns after the output columns (stripped from replies).
+    pub hidden: usize,
+    /// Items of the select list. Column numbers from `targets` on name
+    /// hidden columns, counted from the end of the row minus `hidden` (a
+    /// `*` stands for as many columns as the shards describe).
+    pub targets: usize,
+    /// Sort keys over the shards' columns (output and hidden), major first.
+    pub order: Vec<SortKey>,
+    /// Row window applied after merging.
+    pub limit: Limit,
+    /// Per shard column (output then hidden): group key or aggregate. `None`
+    /// when the query does not aggregate; `Some` with no keys: one group.
+    pub groups: Option<Vec<Column>>,
+    /// Without aggregation: duplicate rows (all output columns) collapse.
+    pub distinct: bool,
+}
+
+/// One sort key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SortKey {
+    /// 0-based column of the shards' rows.
+    pub column: usize,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+/// A column of an aggregating query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    Key,
+    Aggregate(Aggregate),
+}
+
+/// An aggregate whose partial results combine exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    /// Partial counts are summed (int8).
+    Count,
+    /// Partial sums are summed in the result type (int8 or numeric).
+    Sum,
+    Min,
+    Max,
+    /// `bool_and` / `every`.
+    BoolAnd,
+    BoolOr,
+}
+
+/// LIMIT and OFFSET as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Limit {
+    /// `None`: no LIMIT (or `LIMIT ALL` / `LIMIT NULL`).
+    pub count: Option<Bound>,
+    pub offset: Option<Bound>,
+}
+
+/// A LIMIT or OFFSET value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    Value(i64),
+    /// `$n`, 1-based.
+    Param(u16),
+}
+
+/// Why a cross-shard SELECT cannot be answered exactly; the message names
+/// the construct and what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unmergeable {
+    #[error("{0} across shards is not supported: add the sharding key to the WHERE clause so the statement runs on one shard")]
+    Construct(&'static str),
+    #[error("aggregate {0}() across shards is not supported (count, sum, min, max, bool_and and bool_or are): add the sharding key to the WHERE clause so the statement runs on one shard")]
+    Aggregate(String),
+    #[error("avg() across shards is not supported yet: select sum(x) and count(x) and divide, or add the sharding key to the WHERE clause")]
+    Average,
+    #[error("an aggregate inside an expression across shards is not supported: select the aggregate itself, or add the sharding key to the WHERE clause")]
+    AggregateInExpression,
+    #[error("the statement could not be analysed for a cross-shard merge: {0}")]
+    Unreadable(String),
+}
+
+/// Plan the SELECT `sql` (one statement) for running on several shards.
+pub fn plan(sql: &str) -> Shape {
+    let tree = match parser_ffi::parse_protobuf(sql) {
+        Ok(tree) => tree,
+        Err(err) => return Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+    };
+    let mut tree = tree;
+    let Some(select) = top_select(&mut tree) else {
+        return Shape::Concat;
+    };
+    match plan_select(select) {
+        Ok(None) => Shape::Concat,
+        Ok(Some((plan, rewritten))) => {
+            let shard_sql = if rewritten {
+                match parser_ffi::deparse_protobuf(&tree) {
+                    Ok(sql) => Some(sql),
+                    Err(err) => return Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+                }
+            } else {
+                None
+            };
+            Shape::Merge(MergePlan { shard_sql, ..plan })
+        }
+        Err(why) => Shape::Refuse(why),
+    }
+}
+
+/// The statement's SELECT (an EXPLAIN's is not merged: `None`).
+fn top_select(tree: &mut pb::ParseResult) -> Option<&mut pb::SelectStmt> {
+    let [raw] = tree.stmts.as_mut_slice() else {
+        return None;
+    };
+    match raw.stmt.as_mut()?.node.as_mut()? {
+        N::SelectStmt(select) => Some(select),
+        _ => None,
+    }
+}
+
+/// The plan, and whether the select was rewritten; `None` when the rows
+/// concatenate.
+fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>, Unmergeable> {
+    refuse_constructs(select)?;
+    let star = select
+        .target_list
+        .iter()
+        .any(|t| expr::is_star(target_val(t)));
+    let aggregates = !select.group_clause.is_empty()
+        || select
+            .target_list
+            .iter()
+            .any(|t| expr::has_aggregate(target_val(t)))
+        || select
+            .sort_clause
+            .iter()
+            .any(|s| expr::has_aggregate(sort_node(s)));
+    let distinct = !select.distinct_clause.is_empty();
+    if star && aggregates {
+        return Err(Unmergeable::Construct(
+            "an aggregate with * in the select list",
+        ));
+    }
+    let limited = select.limit_count.is_some() || select.limit_offset.is_some();
+    if !aggregates && !distinct && !limited && select.sort_clause.is_empty() {
+        return Ok(None);
+    }
+    let limit = Limit {
+        count: bound(select.limit_count.as_deref(), "LIMIT")?,
+        offset: bound(select.limit_offset.as_deref(), "OFFSET")?,
+    };
+    let mut hidden = Vec::new();
+    let order = sort_keys(select, &mut hidden)?;
+    let groups = if aggregates {
+        Some(group_columns(select, &mut hidden)?)
+    } else {
+        None
+    };
+    let mut rewritten = !hidden.is_empty();
+    let hidden_count = hidden.len();
+    select.target_list.extend(hidden);
+    if aggregates || distinct {
+        // Every shard's groups are needed: the window is the merge's.
+        rewritten |= limited;
+        select.limit_count = None;
+        select.limit_offset = None;
+    } else if limit.offset.is_some() {
+        rewritten = true;
+        let offset = select.limit_offset.take();
+        if let (Some(count), Some(offset)) = (select.limit_count.take(), offset) {
+            select.limit_count = Some(pushed_limit(count, offset));
+        }
+    }
+    let plan = MergePlan {
+        shard_sql: None,
+        hidden: hidden_count,
+        targets: select.target_list.len() - hidden_count,
+        order,
+        limit,
+        groups,
+        distinct: distinct && !aggregates,
+    };
+    Ok(Some((plan, rewritten)))
+}
+
+/// Everything rule 3 and the module docs list as refused.
+fn refuse_constructs(select: &pb::SelectStmt) -> Result<(), Unmergeable> {
+    use Unmergeable::Construct;
+    if select.op != pb::SetOperation::SetopNone as i32 {
+        return Err(Construct("a set operation (UNION, INTERSECT, EXCEPT)"));
+    }
+    if !select.values_lists.is_empty() {
+        return Ok(());
+    }
+    if !select.locking_clause.is_empty() {
+        return Err(Construct("FOR UPDATE / FOR SHARE"));
+    }
+    if select.having_clause.is_some() {
+        return Err(Construct("HAVING"));
+    }
+    if select.group_distinct || select.group_clause.iter().any(expr::is_grouping_set) {
+        return Err(Construct("GROUPING SETS, ROLLUP or CUBE"));
+    }
+    if select.distinct_clause.iter().any(|d| d.node.is_some()) {
+        return Err(Construct("DISTINCT ON"));
+    }
+    if !select.window_clause.is_empty() {
+        return Err(Construct("a window function"));
+    }
+    if select.limit_option == pb::LimitOption::WithTies as i32 {
+        return Err(Construct("FETCH FIRST ... WITH TIES"));
+    }
+    let lists = select.target_list.iter().map(target_val);
+    let sorts = select.sort_clause.iter().map(sort_node);
+    for node in lists
+        .chain(sorts)
+        .chain(select.group_clause.iter().map(Some))
+    {
+        expr::check(node)?;
+    }
+    for item in &select.from_clause {
+        expr::check_from(item)?;
+    }
+    if let Some(with) = &select.with_clause {
+        for cte in &with.ctes {
+            if let Some(N::CommonTableExpr(cte)) = &cte.node {
+                expr::check_nested(cte.ctequery.as_deref(), "a WITH query")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The sort keys of ORDER BY; expressions not in the select list are added
+/// to `hidden`.
+fn sort_keys(
+    select: &pb::SelectStmt,
+    hidden: &mut Vec<pb::Node>,
+) -> Result<Vec<SortKey>, Unmergeable> {
+    let mut keys = Vec::with_capacity(select.sort_clause.len());
+    for item in &select.sort_clause {
+        let Some(N::SortBy(sort)) = &item.node else {
+            return Err(Unmergeable::Unreadable("an ORDER BY item".into()));
+        };
+        let descending = match pb::SortByDir::try_from(sort.sortby_dir) {
+            Ok(pb::SortByDir::SortbyDesc) => true,
+            Ok(pb::SortByDir::SortbyUsing) => {
+                return Err(Unmergeable::Construct("ORDER BY ... USING"))
+            }
+            _ => false,
+        };
+        let nulls_first = match pb::SortByNulls::try_from(sort.sortby_nulls) {
+            Ok(pb::SortByNulls::SortbyNullsFirst) => true,
+            Ok(pb::SortByNulls::SortbyNullsLast) => false,
+            _ => descending,
+        };
+        let node = sort.node.as_deref();
+        let column = match resolve(select, node, true)? {
+            Some(column) => column,
+            None => add_hidden(select, hidden, node),
+        };
+        keys.push(SortKey {
+            column,
+            descending,
+            nulls_first,
+        });
+    }
+    Ok(keys)
+}
+
+/// Group key or aggregate for every column, hidden group keys added.
+fn group_columns(
+    select: &pb::SelectStmt,
+    hidden: &mut Vec<pb::Node>,
+) -> Result<Vec<Column>, Unmergeable> {
+    for item in &select.group_clause {
+        if resolve(select, Some(item), false)?.is_none() {
+            add_hidden(select, hidden, Some(item));
+        }
+    }
+    let targets = select.target_list.iter().chain(hidden.iter());
+    targets.map(|t| expr::column_kind(target_val(t))).collect()
+}
+
+/// The output column a sort or group item names (rule 2).
+fn resolve(
+    select: &pb::SelectStmt,
+    node: Option<&pb::Node>,
+    names_first: bool,
+) -> Result<Option<usize>, Unmergeable> {
+    let Some(node) = node else {
+        return Ok(None);
+    };
+    let star = select
+        .target_list
+        .iter()
+        .any(|t| expr::is_star(target_val(t)));
+    if star && expr::integer(node).is_some() {
+        return Err(Unmergeable::Construct(
+            "ORDER BY or GROUP BY position with * in the select list",
+        ));
+    }
+    if star {
+        // Where a `*` ends is the shards' to say: keys go after it, hidden.
+        return Ok(None);
+    }
+    if let Some(position) = expr::integer(node) {
+        let index = usize::try_from(position - 1)
+            .ok()
+            .filter(|&i| i < select.target_list.len());
+        return match index {
+            Some(index) if !expr::is_star(target_val(&select.target_list[index])) => {
+                Ok(Some(index))
+            }
+            _ => Err(Unmergeable::Unreadable(format!(
+                "position {position} is not in the select list"
+            ))),
+        };
+    }
+    let by_name = || {
+        let name = expr::bare_name(node)?;
+        select.target_list.iter().position(|t| match &t.node {
+            Some(N::ResTarget(target)) => target.name == name,
+            _ => false,
+        })
+    };
+    let by_expression = || {
+        let shape = expr::shape(node);
+        select
+            .target_list
+            .iter()
+            .position(|t| target_val(t).is_some_and(|v| expr::shape(v) == shape))
+    };
+    Ok(if names_first {
+        by_name().or_else(by_expression)
+    } else {
+        by_expression().or_else(by_name)
+    })
+}
+
+/// Append `node` as a hidden output column; its index.
+fn add_hidden(
+    select: &pb::SelectStmt,
+    hidden: &mut Vec<pb::Node>,
+    node: Option<&pb::Node>,
+) -> usize {
+    let index = select.target_list.len() + hidden.len();
+    let shape = node.map(expr::shape);
+    if let Some(at) = hidden
+        .iter()
+        .position(|h| target_val(h).map(expr::shape) == shape)
+    {
+        return select.target_list.len() + at;
+    }
+    hidden.push(pb::Node {
+        node: Some(N::ResTarget(Box::new(pb::ResTarget {
+            name: String::new(),
+            indirection: Vec::new(),
+            val: node.map(|n| Box::new(n.clone())),
+            location: -1,
+        }))),
+    });
+    index
+}
+
+/// `LIMIT count + offset` for the shards: a literal when both are, else
+/// `count::int8 + offset::int8` (the casts keep a parameter's inferred type
+/// int8, as in `LIMIT $1`).
+fn pushed_limit(count: Box<pb::Node>, offset: Box<pb::Node>) -> Box<pb::Node> {
+    if let (Some(n), Some(m)) = (expr::integer(&count), expr::integer(&offset)) {
+        return Box::new(expr::int8_literal(n.saturating_add(m)));
+    }
+    let operator = pb::Node {
+        node: Some(N::String(pb::String { sval: "+".into() })),
+    };
+    Box::new(pb::Node {
+        node: Some(N::AExpr(Box::new(pb::AExpr {
+            kind: pb::AExprKind::AexprOp as i32,
+            name: vec![operator],
+            lexpr: Some(Box::new(expr::int8_cast(*count))),
+            rexpr: Some(Box::new(expr::int8_cast(*offset))),
+            rexpr_list_start: -1,
+            rexpr_list_end: -1,
+            location: -1,
+        }))),
+    })
+}
+
+/// A LIMIT or OFFSET value (rule 5); `None` for absent, ALL or NULL.
+fn bound(node: Option<&pb::Node>, what: &'static str) -> Result<Option<Bound>, Unmergeable> {
+    let Some(node) = node else {
+        return Ok(None);
+    };
+    match &node.node {
+        Some(N::AConst(constant)) if constant.isnull => Ok(None),
+        Some(N::ParamRef(param)) => u16::try_from(param.number)
+            .map(|n| Some(Bound::Param(n)))
+            .map_err(|_| Unmergeable::Unreadable(format!("{what} ${}", param.number))),
+        _ => match expr::integer(node) {
+            Some(value) => Ok(Some(Bound::Value(value))),
+            None => Err(Unmergeable::Construct(match what {
+                "LIMIT" => "a LIMIT that is not an integer or a parameter",
+                _ => "an OFFSET that is not an integer or a parameter",
+            })),
+        },
+    }
+}
+
+/// A select-list item's expression.
+fn target_val(node: &pb::Node) -> Option<&pb::Node> {
+    match &node.node {
+        Some(N::ResTarget(target)) => target.val.as_deref(),
+        _ => None,
+    }
+}
+
+/// An ORDER BY item's expression.
+fn sort_node(node: &pb::Node) -> Option<&pb::Node> {
+    match &node.node {
+        Some(N::SortBy(sort)) => sort.node.as_deref(),
+        _ => None,
+    }
+}

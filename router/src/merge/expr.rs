@@ -1,0 +1,393 @@
+//! Expressions as the cross-shard planner reads them: where the aggregates
+//! and window functions are, which aggregates combine exactly, and when two
+//! expressions are the same.
+
+use parser_ffi::protobuf::{self as pb, node::Node as N};
+
+use super::{Aggregate, Column, Unmergeable};
+
+/// Postgres's built-in aggregates whose partial results pgshard does not
+/// combine (those it does are [`supported`]); a call of one is refused.
+const OTHER_AGGREGATES: &[&str] = &[
+    "avg",
+    "any_value",
+    "array_agg",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+    "corr",
+    "covar_pop",
+    "covar_samp",
+    "cume_dist",
+    "dense_rank",
+    "json_agg",
+    "json_agg_strict",
+    "json_object_agg",
+    "json_object_agg_strict",
+    "json_object_agg_unique",
+    "json_object_agg_unique_strict",
+    "jsonb_agg",
+    "jsonb_agg_strict",
+    "jsonb_object_agg",
+    "jsonb_object_agg_strict",
+    "jsonb_object_agg_unique",
+    "jsonb_object_agg_unique_strict",
+    "mode",
+    "percent_rank",
+    "percentile_cont",
+    "percentile_disc",
+    "range_agg",
+    "range_intersect_agg",
+    "rank",
+    "regr_avgx",
+    "regr_avgy",
+    "regr_count",
+    "regr_intercept",
+    "regr_r2",
+    "regr_slope",
+    "regr_sxx",
+    "regr_sxy",
+    "regr_syy",
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "string_agg",
+    "var_pop",
+    "var_samp",
+    "variance",
+    "xmlagg",
+];
+
+/// The aggregates that combine exactly.
+fn supported(name: &str) -> Option<Aggregate> {
+    Some(match name {
+        "count" => Aggregate::Count,
+        "sum" => Aggregate::Sum,
+        "min" => Aggregate::Min,
+        "max" => Aggregate::Max,
+        "bool_and" | "every" => Aggregate::BoolAnd,
+        "bool_or" => Aggregate::BoolOr,
+        _ => return None,
+    })
+}
+
+/// A call's function name, lower-cased as the parser leaves it; a schema
+/// other than `pg_catalog` makes it a user function (`None`).
+fn function_name(call: &pb::FuncCall) -> Option<&str> {
+    let names: Vec<&str> = call
+        .funcname
+        .iter()
+        .filter_map(|n| match &n.node {
+            Some(N::String(s)) => Some(s.sval.as_str()),
+            _ => None,
+        })
+        .collect();
+    match names.as_slice() {
+        [name] | ["pg_catalog", name] => Some(name),
+        _ => None,
+    }
+}
+
+/// Whether `call` is an aggregate call (not a window function).
+fn is_aggregate_call(call: &pb::FuncCall) -> bool {
+    if call.over.is_some() {
+        return false;
+    }
+    let named = function_name(call)
+        .is_some_and(|name| supported(name).is_some() || OTHER_AGGREGATES.contains(&name));
+    named
+        || call.agg_star
+        || call.agg_distinct
+        || call.agg_within_group
+        || call.agg_filter.is_some()
+        || !call.agg_order.is_empty()
+}
+
+/// Visit every function call of an expression, outside sublinks (their
+/// aggregates are their own query's). An expression kind this walker does
+/// not know is refused when it hides a call.
+fn calls(
+    node: Option<&pb::Node>,
+    visit: &mut dyn FnMut(&pb::FuncCall) -> Result<(), Unmergeable>,
+) -> Result<(), Unmergeable> {
+    let Some(node) = node.and_then(|n| n.node.as_ref()) else {
+        return Ok(());
+    };
+    let all = |nodes: &[pb::Node],
+               visit: &mut dyn FnMut(&pb::FuncCall) -> Result<(), Unmergeable>| {
+        nodes.iter().try_for_each(|n| calls(Some(n), visit))
+    };
+    match node {
+        N::FuncCall(call) => {
+            visit(call)?;
+            all(&call.args, visit)?;
+            all(&call.agg_order, visit)?;
+            calls(call.agg_filter.as_deref(), visit)
+        }
+        N::AExpr(e) => {
+            calls(e.lexpr.as_deref(), visit)?;
+            calls(e.rexpr.as_deref(), visit)
+        }
+        N::BoolExpr(e) => all(&e.args, visit),
+        N::TypeCast(e) => calls(e.arg.as_deref(), visit),
+        N::CollateClause(e) => calls(e.arg.as_deref(), visit),
+        N::NullTest(e) => calls(e.arg.as_deref(), visit),
+        N::BooleanTest(e) => calls(e.arg.as_deref(), visit),
+        N::CoalesceExpr(e) => all(&e.args, visit),
+        N::MinMaxExpr(e) => all(&e.args, visit),
+        N::CaseExpr(e) => {
+            calls(e.arg.as_deref(), visit)?;
+            all(&e.args, visit)?;
+            calls(e.defresult.as_deref(), visit)
+        }
+        N::CaseWhen(e) => {
+            calls(e.expr.as_deref(), visit)?;
+            calls(e.result.as_deref(), visit)
+        }
+        N::RowExpr(e) => all(&e.args, visit),
+        N::AArrayExpr(e) => all(&e.elements, visit),
+        N::NamedArgExpr(e) => calls(e.arg.as_deref(), visit),
+        N::AIndirection(e) => calls(e.arg.as_deref(), visit),
+        N::List(e) => all(&e.items, visit),
+        N::SortBy(e) => calls(e.node.as_deref(), visit),
+        N::ColumnRef(_) | N::AConst(_) | N::ParamRef(_) | N::AStar(_) | N::SubLink(_) => Ok(()),
+        N::SqlvalueFunction(_) | N::String(_) | N::Integer(_) => Ok(()),
+        N::GroupingFunc(_) => Err(Unmergeable::Construct("GROUPING()")),
+        other => {
+            if format!("{other:?}").contains("FuncCall") {
+                Err(Unmergeable::Unreadable(
+                    "an expression kind it does not know holds a function call".into(),
+                ))
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Whether an expression holds an aggregate call (outside sublinks).
+pub(super) fn has_aggregate(node: Option<&pb::Node>) -> bool {
+    calls(node, &mut |call| {
+        if is_aggregate_call(call) {
+            Err(Unmergeable::Average)
+        } else {
+            Ok(())
+        }
+    })
+    .is_err()
+}
+
+/// Refuse window functions and aggregates that do not combine.
+pub(super) fn check(node: Option<&pb::Node>) -> Result<(), Unmergeable> {
+    calls(node, &mut |call| {
+        if call.over.is_some() {
+            return Err(Unmergeable::Construct("a window function"));
+        }
+        if !is_aggregate_call(call) {
+            return Ok(());
+        }
+        let name = function_name(call).unwrap_or("a user-defined aggregate");
+        if call.agg_distinct {
+            return Err(Unmergeable::Construct(
+                "an aggregate over DISTINCT values (count(DISTINCT ...))",
+            ));
+        }
+        if call.agg_within_group {
+            return Err(Unmergeable::Aggregate(name.to_owned()));
+        }
+        match supported(name) {
+            Some(_) => Ok(()),
+            None if name == "avg" => Err(Unmergeable::Average),
+            None => Err(Unmergeable::Aggregate(name.to_owned())),
+        }
+    })
+}
+
+/// A select-list column of an aggregating query: a group key (no aggregate
+/// in it) or exactly one supported aggregate call.
+pub(super) fn column_kind(node: Option<&pb::Node>) -> Result<Column, Unmergeable> {
+    if !has_aggregate(node) {
+        return Ok(Column::Key);
+    }
+    if let Some(N::FuncCall(call)) = node.and_then(|n| n.node.as_ref()) {
+        let inner = call.args.iter().any(|a| has_aggregate(Some(a)));
+        if let (Some(kind), false) = (function_name(call).and_then(supported), inner) {
+            if !is_star(node) && call.over.is_none() {
+                return Ok(Column::Aggregate(kind));
+            }
+        }
+    }
+    Err(Unmergeable::AggregateInExpression)
+}
+
+/// A FROM item: subqueries in it run on each shard alone, so they must not
+/// need rows of other shards.
+pub(super) fn check_from(item: &pb::Node) -> Result<(), Unmergeable> {
+    match &item.node {
+        Some(N::RangeSubselect(sub)) => check_nested(sub.subquery.as_deref(), "a subquery in FROM"),
+        Some(N::JoinExpr(join)) => {
+            join.larg.as_deref().map_or(Ok(()), check_from)?;
+            join.rarg.as_deref().map_or(Ok(()), check_from)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A nested query that each shard computes over its own rows only: it must
+/// not aggregate, deduplicate, sort-and-cut or combine rows across shards.
+pub(super) fn check_nested(
+    query: Option<&pb::Node>,
+    what: &'static str,
+) -> Result<(), Unmergeable> {
+    let Some(N::SelectStmt(select)) = query.and_then(|q| q.node.as_ref()) else {
+        return Ok(());
+    };
+    let refuse = || Err(Unmergeable::Construct(what_aggregates(what)));
+    if select.op != pb::SetOperation::SetopNone as i32 {
+        if select.op != pb::SetOperation::SetopUnion as i32 || !select.all {
+            return refuse();
+        }
+        for arm in [&select.larg, &select.rarg].into_iter().flatten() {
+            let node = pb::Node {
+                node: Some(N::SelectStmt(arm.clone())),
+            };
+            check_nested(Some(&node), what)?;
+        }
+        return Ok(());
+    }
+    let cuts = !select.group_clause.is_empty()
+        || select.having_clause.is_some()
+        || !select.distinct_clause.is_empty()
+        || select.limit_count.is_some()
+        || select.limit_offset.is_some()
+        || !select.window_clause.is_empty();
+    let targets = select.target_list.iter().map(|t| match &t.node {
+        Some(N::ResTarget(t)) => t.val.as_deref(),
+        _ => None,
+    });
+    let mut windows = false;
+    let mut aggregates = false;
+    for target in targets {
+        calls(target, &mut |call| {
+            windows |= call.over.is_some();
+            aggregates |= is_aggregate_call(call);
+            Ok(())
+        })?;
+    }
+    if cuts || windows || aggregates {
+        return refuse();
+    }
+    select.from_clause.iter().try_for_each(check_from)
+}
+
+fn what_aggregates(what: &'static str) -> &'static str {
+    match what {
+        "a WITH query" => "a WITH query that aggregates, deduplicates, limits or combines rows",
+        _ => "a subquery in FROM that aggregates, deduplicates, limits or combines rows",
+    }
+}
+
+/// `GROUPING SETS`, `ROLLUP`, `CUBE`.
+pub(super) fn is_grouping_set(node: &pb::Node) -> bool {
+    matches!(node.node, Some(N::GroupingSet(_)))
+}
+
+/// An integer literal.
+pub(super) fn integer(node: &pb::Node) -> Option<i64> {
+    match &node.node {
+        Some(N::AConst(pb::AConst {
+            val: Some(pb::a_const::Val::Ival(i)),
+            ..
+        })) => Some(i64::from(i.ival)),
+        Some(N::AConst(pb::AConst {
+            val: Some(pb::a_const::Val::Fval(f)),
+            ..
+        })) => f.fval.parse().ok(),
+        _ => None,
+    }
+}
+
+/// `*` or `t.*`.
+pub(super) fn is_star(node: Option<&pb::Node>) -> bool {
+    match node.and_then(|n| n.node.as_ref()) {
+        Some(N::ColumnRef(c)) => c.fields.iter().any(|f| matches!(f.node, Some(N::AStar(_)))),
+        _ => false,
+    }
+}
+
+/// An unqualified column name (`ORDER BY total`).
+pub(super) fn bare_name(node: &pb::Node) -> Option<&str> {
+    match &node.node {
+        Some(N::ColumnRef(c)) => match c.fields.as_slice() {
+            [pb::Node {
+                node: Some(N::String(s)),
+            }] => Some(&s.sval),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// An expression with its locations taken out: two expressions with the
+/// same shape are the same expression.
+pub(super) fn shape(node: &pb::Node) -> String {
+    let text = format!("{node:?}");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    // `location`, and `rexpr_list_start` / `list_end` and the like.
+    while let Some(at) = position_field(rest) {
+        let (head, tail) = rest.split_at(at);
+        out.push_str(head);
+        rest = tail.trim_start_matches(|c: char| c == '-' || c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The end of the next `location: ` / `_start: ` / `_end: ` label in `text`.
+fn position_field(text: &str) -> Option<usize> {
+    ["location: ", "_start: ", "_end: "]
+        .iter()
+        .filter_map(|label| text.find(label).map(|at| at + label.len()))
+        .min()
+}
+
+/// An int8 constant.
+pub(super) fn int8_literal(value: i64) -> pb::Node {
+    let constant = match i32::try_from(value) {
+        Ok(ival) => pb::a_const::Val::Ival(pb::Integer { ival }),
+        Err(_) => pb::a_const::Val::Fval(pb::Float {
+            fval: value.to_string(),
+        }),
+    };
+    pb::Node {
+        node: Some(N::AConst(pb::AConst {
+            isnull: false,
+            location: -1,
+            val: Some(constant),
+        })),
+    }
+}
+
+/// `node::pg_catalog.int8`.
+pub(super) fn int8_cast(node: pb::Node) -> pb::Node {
+    let name = |s: &str| pb::Node {
+        node: Some(N::String(pb::String { sval: s.into() })),
+    };
+    pb::Node {
+        node: Some(N::TypeCast(Box::new(pb::TypeCast {
+            arg: Some(Box::new(node)),
+            type_name: Some(pb::TypeName {
+                names: vec![name("pg_catalog"), name("int8")],
+                type_oid: 0,
+                setof: false,
+                pct_type: false,
+                typmods: Vec::new(),
+                typemod: -1,
+                array_bounds: Vec::new(),
+                location: -1,
+            }),
+            location: -1,
+        }))),
+    }
+}

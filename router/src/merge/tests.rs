@@ -1,0 +1,203 @@
+//! Cross-shard planning cases: one line per statement.
+
+use super::*;
+
+/// The plan of `sql`, which must be mergeable.
+fn merged(sql: &str) -> MergePlan {
+    match plan(sql) {
+        Shape::Merge(plan) => plan,
+        other => panic!("{sql}: expected a merge, got {other:?}"),
+    }
+}
+
+fn refused(sql: &str) -> String {
+    match plan(sql) {
+        Shape::Refuse(why) => why.to_string(),
+        other => panic!("{sql}: expected a refusal, got {other:?}"),
+    }
+}
+
+fn key(column: usize, descending: bool, nulls_first: bool) -> SortKey {
+    SortKey {
+        column,
+        descending,
+        nulls_first,
+    }
+}
+
+#[test]
+fn plain_reads_concatenate() {
+    for sql in [
+        "SELECT * FROM users WHERE score > 3",
+        "SELECT u.id, o.qty FROM users u JOIN orders o ON o.user_id = u.id",
+        "SELECT lower(name) FROM users",
+        "SELECT * FROM (SELECT id FROM users WHERE score > 1) s",
+        "WITH a AS (SELECT id FROM users) SELECT * FROM a",
+        "VALUES (1), (2)",
+        "SELECT now()",
+    ] {
+        assert_eq!(plan(sql), Shape::Concat, "{sql}");
+    }
+}
+
+#[test]
+fn order_by_and_limit() {
+    let p = merged("SELECT id, name FROM users ORDER BY name DESC, 1 LIMIT 5");
+    assert_eq!(p.order, vec![key(1, true, true), key(0, false, false)]);
+    assert_eq!(
+        p.limit,
+        Limit {
+            count: Some(Bound::Value(5)),
+            offset: None
+        }
+    );
+    assert_eq!((p.shard_sql, p.hidden, p.groups), (None, 0, None));
+
+    let p = merged("SELECT id AS k FROM users ORDER BY k NULLS FIRST");
+    assert_eq!(p.order, vec![key(0, false, true)]);
+
+    let p = merged("SELECT id FROM users ORDER BY score, lower(name) DESC NULLS LAST");
+    assert_eq!(p.order, vec![key(1, false, false), key(2, true, false)]);
+    assert_eq!(p.hidden, 2);
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some(
+            "SELECT id, score, lower(name) FROM users ORDER BY score, lower(name) DESC NULLS LAST"
+        )
+    );
+
+    let p = merged("SELECT id FROM users ORDER BY id LIMIT 10 OFFSET 20");
+    assert_eq!(
+        p.limit,
+        Limit {
+            count: Some(Bound::Value(10)),
+            offset: Some(Bound::Value(20))
+        }
+    );
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT id FROM users ORDER BY id LIMIT 30")
+    );
+
+    let p = merged("SELECT id FROM users ORDER BY id LIMIT $1 OFFSET $2");
+    assert_eq!(
+        p.limit,
+        Limit {
+            count: Some(Bound::Param(1)),
+            offset: Some(Bound::Param(2))
+        }
+    );
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT id FROM users ORDER BY id LIMIT $1::bigint + $2::bigint")
+    );
+
+    // After a `*`, keys are hidden columns even when the star holds them.
+    let p = merged("SELECT * FROM users ORDER BY id LIMIT 3");
+    assert_eq!(
+        (p.targets, p.hidden, p.order.clone()),
+        (1, 1, vec![key(1, false, false)])
+    );
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT *, id FROM users ORDER BY id LIMIT 3")
+    );
+
+    let p = merged("SELECT * FROM users OFFSET 3");
+    assert_eq!(p.shard_sql.as_deref(), Some("SELECT * FROM users"));
+    let p = merged("SELECT * FROM users LIMIT ALL");
+    assert_eq!(p.limit, Limit::default());
+}
+
+#[test]
+fn aggregates_and_groups() {
+    use Aggregate::*;
+    let p = merged("SELECT count(*), sum(score), min(name), max(created), bool_and(active), every(active) FROM users");
+    let expected = [Count, Sum, Min, Max, BoolAnd, BoolAnd].map(Column::Aggregate);
+    assert_eq!(p.groups.as_deref(), Some(&expected[..]));
+
+    let p = merged("SELECT grp, count(*) AS n FROM users GROUP BY grp ORDER BY n DESC LIMIT 3");
+    assert_eq!(p.groups, Some(vec![Column::Key, Column::Aggregate(Count)]));
+    assert_eq!(p.order, vec![key(1, true, true)]);
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT grp, count(*) AS n FROM users GROUP BY grp ORDER BY n DESC")
+    );
+
+    let p = merged("SELECT count(*) FROM users GROUP BY grp, active");
+    assert_eq!(p.hidden, 2);
+    assert_eq!(
+        p.groups,
+        Some(vec![Column::Aggregate(Count), Column::Key, Column::Key])
+    );
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT count(*), grp, active FROM users GROUP BY grp, active")
+    );
+
+    let p = merged("SELECT grp AS g, sum(score) FROM users GROUP BY g ORDER BY sum(score)");
+    assert_eq!((p.hidden, p.order.clone()), (0, vec![key(1, false, false)]));
+
+    let p = merged("SELECT count(*) FILTER (WHERE active) FROM users");
+    assert_eq!(p.groups, Some(vec![Column::Aggregate(Count)]));
+
+    let p = merged("SELECT DISTINCT grp FROM users ORDER BY grp");
+    assert_eq!((p.distinct, p.groups), (true, None));
+}
+
+#[test]
+fn what_cannot_merge_is_refused() {
+    for (sql, says) in [
+        ("SELECT avg(score) FROM users", "avg()"),
+        ("SELECT string_agg(name, ',') FROM users", "string_agg()"),
+        ("SELECT count(DISTINCT grp) FROM users", "DISTINCT values"),
+        ("SELECT sum(score) + 1 FROM users", "inside an expression"),
+        (
+            "SELECT coalesce(max(score), 0) FROM users",
+            "inside an expression",
+        ),
+        (
+            "SELECT grp FROM users GROUP BY grp HAVING count(*) > 2",
+            "HAVING",
+        ),
+        (
+            "SELECT id, rank() OVER (ORDER BY score) FROM users",
+            "window function",
+        ),
+        (
+            "SELECT id FROM users UNION SELECT user_id FROM orders",
+            "set operation",
+        ),
+        ("SELECT * FROM users FOR UPDATE", "FOR UPDATE"),
+        ("SELECT DISTINCT ON (grp) grp, id FROM users", "DISTINCT ON"),
+        (
+            "SELECT grp, count(*) FROM users GROUP BY ROLLUP (grp)",
+            "ROLLUP",
+        ),
+        (
+            "SELECT * FROM (SELECT grp, count(*) FROM users GROUP BY grp) g",
+            "subquery in FROM",
+        ),
+        (
+            "WITH t AS (SELECT * FROM users LIMIT 5) SELECT * FROM t",
+            "WITH query",
+        ),
+        ("SELECT * FROM users LIMIT (SELECT 1)", "LIMIT that is not"),
+        (
+            "SELECT * FROM users FETCH FIRST 2 ROWS WITH TIES",
+            "WITH TIES",
+        ),
+        ("SELECT * FROM users ORDER BY 2", "position with *"),
+        (
+            "SELECT *, count(*) FROM users GROUP BY id",
+            "with * in the select list",
+        ),
+        (
+            "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY score) FROM users",
+            "percentile_cont",
+        ),
+    ] {
+        let why = refused(sql);
+        assert!(why.contains(says), "{sql}: {why}");
+    }
+}
