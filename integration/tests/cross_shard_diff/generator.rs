@@ -1,0 +1,623 @@
+//! The seeded generator of SELECTs over the sharded tables: row reads with
+//! filters, ORDER BY and LIMIT/OFFSET, aggregates, GROUP BY/HAVING,
+//! DISTINCT, co-located joins and joins to the omnisharded table, keyed
+//! reads, and shapes pgshard may have to refuse. Every statement has one right
+//! answer: an ORDER BY under LIMIT/OFFSET is made total (the unique key
+//! last), and a statement whose order is not total is compared as a
+//! multiset.
+
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::seq::IndexedRandom;
+use rand::{RngExt, SeedableRng};
+
+use super::data::{literal, NAMES, NOTES};
+use super::sources::{Source, SOURCES};
+
+/// What a statement exercises, for the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Category {
+    Keyed,
+    KeyList,
+    Filter,
+    Order,
+    Limit,
+    Aggregate,
+    GroupByKey,
+    GroupBy,
+    Distinct,
+    Join,
+    JoinAggregate,
+    /// Window functions, set operations, subqueries and joins off the key:
+    /// a fan-out can answer only some (co-located subqueries); pgshard may
+    /// refuse the rest.
+    Beyond,
+}
+
+impl Category {
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Keyed => "keyed",
+            Category::KeyList => "key list",
+            Category::Filter => "filter",
+            Category::Order => "order by",
+            Category::Limit => "limit/offset",
+            Category::Aggregate => "aggregate",
+            Category::GroupByKey => "group by key",
+            Category::GroupBy => "group by",
+            Category::Distinct => "distinct",
+            Category::Join => "join",
+            Category::JoinAggregate => "join + aggregate",
+            Category::Beyond => "beyond merging",
+        }
+    }
+}
+
+/// One generated statement.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub category: Category,
+    pub sql: String,
+    /// The ORDER BY fixes the order of every returned row: compare in order.
+    pub ordered: bool,
+}
+
+/// A select-list item and its alias, if any.
+#[derive(Clone)]
+struct Item {
+    expr: String,
+    alias: Option<String>,
+}
+
+impl Item {
+    fn sql(&self) -> String {
+        match &self.alias {
+            Some(alias) => format!("{} AS {alias}", self.expr),
+            None => self.expr.clone(),
+        }
+    }
+}
+
+pub struct Generator {
+    rng: Xoshiro256PlusPlus,
+    ids: Vec<i64>,
+}
+
+impl Generator {
+    pub fn new(seed: u64, ids: Vec<i64>) -> Generator {
+        Generator {
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            ids,
+        }
+    }
+
+    pub fn next_case(&mut self) -> Case {
+        let source = self.source();
+        match self.rng.random_range(0..100) {
+            0..=29 => self.rows(source),
+            30..=44 => self.aggregate(source),
+            45..=74 => self.grouped(source),
+            75..=89 => self.distinct(source),
+            _ => self.beyond(),
+        }
+    }
+
+    fn source(&mut self) -> &'static Source {
+        match self.rng.random_range(0..100) {
+            0..=44 => &SOURCES[0],
+            45..=64 => &SOURCES[1],
+            _ => SOURCES[2..].choose(&mut self.rng).unwrap_or(&SOURCES[0]),
+        }
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        self.rng.random_bool(p)
+    }
+
+    fn pick(&mut self, from: &[String]) -> String {
+        from.choose(&mut self.rng).cloned().unwrap_or_default()
+    }
+
+    fn number(&mut self, range: std::ops::Range<i64>) -> i64 {
+        self.rng.random_range(range)
+    }
+
+    /// A user id, usually one that exists.
+    fn key_value(&mut self) -> i64 {
+        let existing = self.ids.choose(&mut self.rng).copied();
+        match existing {
+            Some(id) if self.chance(0.85) => id,
+            _ => self.number(-400..3100),
+        }
+    }
+
+    /// The category of a statement of `source`: `keyed` (from
+    /// [`Generator::where_clause`]) first, then joins, then `single`, the
+    /// shape's own.
+    fn category(
+        source: &Source,
+        keyed: Option<Category>,
+        single: Category,
+        aggregate: bool,
+    ) -> Category {
+        match (keyed, source.join(), aggregate) {
+            (Some(keyed), ..) => keyed,
+            (None, true, false) => Category::Join,
+            (None, true, true) => Category::JoinAggregate,
+            (None, false, _) => single,
+        }
+    }
+
+    /// `WHERE ...` (or nothing) and, if it restricts the sharding key,
+    /// [`Category::Keyed`] (one value) or [`Category::KeyList`] (several).
+    fn where_clause(&mut self, source: &Source) -> (String, Option<Category>) {
+        let mut predicates = Vec::new();
+        for _ in 0..self.rng.random_range(0..=2) {
+            let predicate = self.predicate(source);
+            predicates.push(predicate);
+        }
+        let mut keyed = None;
+        if self.chance(0.12) {
+            let (key, k) = (source.key, self.key_value());
+            let (predicate, category) = match self.rng.random_range(0..4) {
+                0 | 1 => (format!("{key} = {k}"), Category::Keyed),
+                2 => {
+                    let (k2, k3) = (self.key_value(), self.key_value());
+                    (format!("{key} IN ({k}, {k2}, {k3})"), Category::KeyList)
+                }
+                _ => {
+                    let k2 = self.key_value();
+                    (format!("({key} = {k} OR {key} = {k2})"), Category::KeyList)
+                }
+            };
+            predicates.push(predicate);
+            keyed = Some(category);
+        }
+        if predicates.is_empty() {
+            return (String::new(), None);
+        }
+        if predicates.len() > 1 && self.chance(0.2) {
+            // OR with an unkeyed predicate restricts nothing: a fan-out.
+            return (format!(" WHERE {}", predicates.join(" OR ")), None);
+        }
+        (format!(" WHERE {}", predicates.join(" AND ")), keyed)
+    }
+}
+
+/// Predicates and HAVING conditions, with random constants.
+impl Generator {
+    fn predicate(&mut self, source: &Source) -> String {
+        let (g, s, n) = (self.number(0..8), self.number(0..101), self.number(0..30));
+        let name = literal(NAMES.choose(&mut self.rng).copied().unwrap_or(""));
+        let note = literal(NOTES.choose(&mut self.rng).copied().unwrap_or(""));
+        let k = self.key_value();
+        let mut options = Vec::new();
+        if let Some(p) = source.users {
+            options.extend([
+                format!("{p}grp = {g}"),
+                format!("{p}score > {s}"),
+                format!("{p}score <= {s}"),
+                format!("{p}name = {name}"),
+                format!("{p}name IS NULL"),
+                format!("{p}score IS NOT NULL"),
+                format!("{p}grp IN ({g}, {}, {})", (g + 3) % 8, (g + 5) % 8),
+                format!("{p}score BETWEEN {s} AND {}", s + 30),
+                format!("{p}active"),
+                format!("NOT {p}active"),
+                format!("{p}active IS NULL"),
+                format!("{p}created >= DATE '2023-06-01' + {}", n * 10),
+                format!("{p}amount > {}.50", s * 50),
+                format!("{p}amount < 0"),
+                format!("{p}name LIKE 'a%'"),
+                format!("{p}name > 'M'"),
+                format!("({p}grp <> {g} OR {p}score < {s})"),
+                format!("{p}id > {k}"),
+            ]);
+        }
+        if let Some(p) = source.orders {
+            options.extend([
+                format!("{p}qty > {}", n % 10),
+                format!("{p}qty IS NULL"),
+                format!("{p}price < {}", s * 2),
+                format!("{p}note IS NULL"),
+                format!("{p}note = {note}"),
+                format!("{p}id = {}", n % 4 + 1),
+                format!("{p}id IN (1, {})", n % 4 + 2),
+            ]);
+        }
+        if let Some(p) = source.teams {
+            options.extend([
+                format!("{p}weight > {}", n % 5),
+                format!("{p}team <> 'red'"),
+                format!("{p}weight IS NULL"),
+            ]);
+        }
+        self.pick(&options)
+    }
+
+    fn having(&mut self, source: &Source) -> String {
+        let (c, s) = (self.number(1..5), self.number(0..400));
+        let mut options = vec![format!("count(*) > {c}")];
+        if let Some(p) = source.users {
+            options.extend([
+                format!("sum({p}score) > {s}"),
+                format!("max({p}score) < {}", s / 4),
+                format!("min({p}name) IS NOT NULL"),
+                format!("bool_or({p}active)"),
+                format!("avg({p}score) > {}", s / 8),
+            ]);
+        }
+        if let Some(p) = source.orders {
+            options.extend([
+                format!("sum({p}qty) > {}", s / 20),
+                format!("count({p}note) >= 1"),
+            ]);
+        }
+        if let Some(p) = source.teams {
+            options.push(format!("max({p}weight) > 2"));
+        }
+        self.pick(&options)
+    }
+}
+
+/// Select lists, ORDER BY and LIMIT.
+impl Generator {
+    /// `count` items of `candidates`, some aliased (`c1`, `c2`... never a
+    /// column's name, so ORDER BY by alias is unambiguous).
+    fn select_items(
+        &mut self,
+        candidates: &[String],
+        count: std::ops::RangeInclusive<usize>,
+    ) -> Vec<Item> {
+        let count = self.rng.random_range(count);
+        (0..count)
+            .map(|i| Item {
+                expr: self.pick(candidates),
+                alias: self.chance(0.3).then(|| format!("c{}", i + 1)),
+            })
+            .collect()
+    }
+
+    fn direction(&mut self) -> &'static str {
+        let directions = [
+            "",
+            " ASC",
+            " DESC",
+            " NULLS FIRST",
+            " DESC NULLS LAST",
+            " ASC NULLS LAST",
+            " DESC NULLS FIRST",
+        ];
+        directions.choose(&mut self.rng).copied().unwrap_or("")
+    }
+
+    /// One ORDER BY key: a select-list position, an alias, a selected
+    /// expression or one of `candidates` (which may not be selected).
+    fn order_key(&mut self, items: &[Item], candidates: &[String]) -> String {
+        let star = items.iter().any(|item| item.expr == "*");
+        let i = self.rng.random_range(0..items.len().max(1));
+        match (self.rng.random_range(0..4), items.get(i)) {
+            (0, Some(_)) if !star => (i + 1).to_string(),
+            (
+                1,
+                Some(Item {
+                    alias: Some(alias), ..
+                }),
+            ) => alias.clone(),
+            (2, Some(item)) if !star => item.expr.clone(),
+            _ => self.pick(candidates),
+        }
+    }
+
+    /// ` ORDER BY ...` (or nothing) and whether it is total: then `unique`
+    /// (keys unique over the rows) closes it.
+    fn order_by(
+        &mut self,
+        items: &[Item],
+        candidates: &[String],
+        unique: &[String],
+    ) -> (String, bool) {
+        let mode = self.rng.random_range(0..10);
+        if mode < 3 {
+            return (String::new(), false);
+        }
+        let mut keys = Vec::new();
+        for _ in 0..self.rng.random_range(1..=3) {
+            let key = self.order_key(items, candidates);
+            keys.push(format!("{key}{}", self.direction()));
+        }
+        let total = mode >= 5;
+        if total {
+            for key in unique {
+                keys.push(format!("{key}{}", self.direction()));
+            }
+        }
+        (format!(" ORDER BY {}", keys.join(", ")), total)
+    }
+
+    fn limit(&mut self) -> String {
+        let (n, m) = (self.number(0..25), self.number(0..60));
+        match self.rng.random_range(0..7) {
+            0 => " LIMIT 1".to_owned(),
+            1 => format!(" LIMIT {n}"),
+            2 => format!(" OFFSET {m}"),
+            3 => format!(" LIMIT {n} OFFSET {m}"),
+            4 => format!(" OFFSET {m} LIMIT {n}"),
+            5 => format!(" FETCH FIRST {n} ROWS ONLY"),
+            _ => format!(" OFFSET {m} ROWS FETCH NEXT {n} ROWS ONLY"),
+        }
+    }
+}
+
+fn list(items: &[Item]) -> String {
+    items.iter().map(Item::sql).collect::<Vec<_>>().join(", ")
+}
+
+fn owned(keys: &[&str]) -> Vec<String> {
+    keys.iter().map(|k| (*k).to_owned()).collect()
+}
+
+/// The statement shapes.
+impl Generator {
+    fn rows(&mut self, source: &Source) -> Case {
+        let candidates = source.items();
+        let items = if !source.join() && self.chance(0.1) {
+            vec![Item {
+                expr: "*".to_owned(),
+                alias: None,
+            }]
+        } else {
+            self.select_items(&candidates, 1..=4)
+        };
+        let (filter, keyed) = self.where_clause(source);
+        let (order, total) = self.order_by(&items, &candidates, &owned(source.unique));
+        let limit = if total && self.chance(0.6) {
+            self.limit()
+        } else {
+            String::new()
+        };
+        let single = match (limit.is_empty(), order.is_empty()) {
+            (false, _) => Category::Limit,
+            (true, false) => Category::Order,
+            (true, true) => Category::Filter,
+        };
+        Case {
+            category: Self::category(source, keyed, single, false),
+            sql: format!(
+                "SELECT {} FROM {}{filter}{order}{limit}",
+                list(&items),
+                source.from
+            ),
+            ordered: total,
+        }
+    }
+
+    fn aggregate(&mut self, source: &Source) -> Case {
+        let items = self.select_items(&source.aggregates(), 1..=4);
+        let (filter, keyed) = self.where_clause(source);
+        let mut tail = String::new();
+        if self.chance(0.15) {
+            tail = format!(" HAVING {}", self.having(source));
+        }
+        if self.chance(0.1) {
+            tail.push_str(&self.limit());
+        }
+        Case {
+            category: Self::category(source, keyed, Category::Aggregate, true),
+            sql: format!("SELECT {} FROM {}{filter}{tail}", list(&items), source.from),
+            ordered: true,
+        }
+    }
+
+    fn grouped(&mut self, source: &Source) -> Case {
+        let candidates = source.groups();
+        let mut groups = vec![self.pick(&candidates)];
+        if self.chance(0.25) {
+            groups.push(self.pick(&candidates));
+            groups.dedup();
+        }
+        let mut items = Vec::new();
+        for (i, group) in groups.iter().enumerate() {
+            if self.chance(0.85) {
+                let alias = self.chance(0.2).then(|| format!("g{}", i + 1));
+                items.push(Item {
+                    expr: group.clone(),
+                    alias,
+                });
+            }
+        }
+        let shown = items.len();
+        items.extend(self.select_items(&source.aggregates(), 1..=3));
+        let by: Vec<String> = groups
+            .iter()
+            .map(
+                |g| match items[..shown].iter().position(|item| &item.expr == g) {
+                    Some(i) if self.chance(0.3) => (i + 1).to_string(),
+                    _ => g.clone(),
+                },
+            )
+            .collect();
+        let (filter, keyed) = self.where_clause(source);
+        let having = if self.chance(0.3) {
+            format!(" HAVING {}", self.having(source))
+        } else {
+            String::new()
+        };
+        let mut order_candidates = groups.clone();
+        order_candidates.extend(source.aggregates());
+        let (order, total) = self.order_by(&items, &order_candidates, &groups);
+        let limit = if total && self.chance(0.5) {
+            self.limit()
+        } else {
+            String::new()
+        };
+        let single = if groups.iter().any(|g| source.is_key(g)) {
+            Category::GroupByKey
+        } else {
+            Category::GroupBy
+        };
+        Case {
+            category: Self::category(source, keyed, single, true),
+            sql: format!(
+                "SELECT {} FROM {}{filter} GROUP BY {}{having}{order}{limit}",
+                list(&items),
+                source.from,
+                by.join(", ")
+            ),
+            ordered: total,
+        }
+    }
+
+    fn distinct(&mut self, source: &Source) -> Case {
+        if self.chance(0.25) {
+            return self.distinct_on(source);
+        }
+        let items = self.select_items(&source.groups(), 1..=3);
+        let exprs: Vec<String> = items.iter().map(|item| item.expr.clone()).collect();
+        let (filter, keyed) = self.where_clause(source);
+        let (order, total) = self.order_by(&items, &exprs, &exprs);
+        let limit = if total && self.chance(0.5) {
+            self.limit()
+        } else {
+            String::new()
+        };
+        Case {
+            category: Self::category(source, keyed, Category::Distinct, false),
+            sql: format!(
+                "SELECT DISTINCT {} FROM {}{filter}{order}{limit}",
+                list(&items),
+                source.from
+            ),
+            ordered: total,
+        }
+    }
+
+    /// `DISTINCT ON (g)` with an ORDER BY that picks each group's row.
+    fn distinct_on(&mut self, source: &Source) -> Case {
+        let on = self.pick(&source.groups());
+        let other = self.pick(&source.items());
+        let (filter, keyed) = self.where_clause(source);
+        let mut keys = vec![
+            format!("{on}{}", self.direction()),
+            format!("{other}{}", self.direction()),
+        ];
+        for key in source.unique {
+            keys.push(format!("{key}{}", self.direction()));
+        }
+        let limit = if self.chance(0.3) {
+            self.limit()
+        } else {
+            String::new()
+        };
+        Case {
+            category: Self::category(source, keyed, Category::Distinct, false),
+            sql: format!(
+                "SELECT DISTINCT ON ({on}) {on}, {other}, {} FROM {}{filter} ORDER BY {}{limit}",
+                source.unique.join(", "),
+                source.from,
+                keys.join(", ")
+            ),
+            ordered: true,
+        }
+    }
+
+    /// A statement beyond merging rows (see [`Category::Beyond`]).
+    fn beyond(&mut self) -> Case {
+        let (sql, ordered) = BEYOND.choose(&mut self.rng).copied().unwrap_or_default();
+        let sql = sql
+            .replace("$g", &self.number(0..8).to_string())
+            .replace("$s", &self.number(0..101).to_string())
+            .replace("$q", &self.number(1..10).to_string());
+        Case {
+            category: Category::Beyond,
+            sql,
+            ordered,
+        }
+    }
+}
+
+/// Statements of [`Category::Beyond`] and whether their order is total;
+/// `$g`, `$s` and `$q` become a group, a score and a quantity.
+const BEYOND: &[(&str, bool)] = &[
+    (
+        "SELECT id, score, rank() OVER (ORDER BY score DESC NULLS LAST, id) AS r \
+         FROM users ORDER BY id",
+        true,
+    ),
+    (
+        "SELECT grp, sum(score) OVER (PARTITION BY grp) AS s FROM users",
+        false,
+    ),
+    (
+        "SELECT id, row_number() OVER (PARTITION BY grp ORDER BY id) FROM users WHERE score > $s",
+        false,
+    ),
+    (
+        "SELECT id FROM users WHERE score > (SELECT avg(score) FROM users)",
+        false,
+    ),
+    (
+        "SELECT id, name FROM users WHERE grp IN (SELECT grp FROM users WHERE score > $s)",
+        false,
+    ),
+    ("SELECT grp FROM users UNION SELECT qty FROM orders", false),
+    (
+        "SELECT name FROM users WHERE grp = $g UNION ALL SELECT note FROM orders WHERE qty = $q",
+        false,
+    ),
+    (
+        "SELECT name FROM users INTERSECT SELECT note FROM orders",
+        false,
+    ),
+    ("SELECT grp FROM users EXCEPT SELECT qty FROM orders", false),
+    (
+        "SELECT count(*) FROM (SELECT DISTINCT grp FROM users) s",
+        true,
+    ),
+    (
+        "WITH s AS (SELECT grp, count(*) AS c FROM users GROUP BY grp) SELECT max(c) FROM s",
+        true,
+    ),
+    (
+        "SELECT u.id, v.id FROM users u JOIN users v \
+         ON u.grp = v.grp AND u.score = v.score AND u.id < v.id",
+        false,
+    ),
+    (
+        "SELECT u.id, o.id FROM users u JOIN orders o ON u.grp = o.qty WHERE u.score > $s",
+        false,
+    ),
+    (
+        "SELECT id FROM users u \
+         WHERE EXISTS (SELECT 1 FROM orders o WHERE o.user_id = u.id AND o.qty > $q)",
+        false,
+    ),
+    (
+        "SELECT id FROM users WHERE id IN (SELECT user_id FROM orders WHERE qty > $q)",
+        false,
+    ),
+    (
+        "SELECT id FROM users WHERE id NOT IN (SELECT user_id FROM orders)",
+        false,
+    ),
+    ("SELECT (SELECT count(*) FROM orders) AS n", true),
+    (
+        "SELECT u.id, (SELECT count(*) FROM orders o WHERE o.user_id = u.id) AS n FROM users u",
+        false,
+    ),
+    (
+        "SELECT max(s) FROM (SELECT grp, sum(score) AS s FROM users GROUP BY grp) g",
+        true,
+    ),
+    (
+        "SELECT grp, count(*) FROM users GROUP BY ROLLUP (grp)",
+        false,
+    ),
+    (
+        "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY score) FROM users",
+        true,
+    ),
+    (
+        "SELECT array_agg(id ORDER BY id) FROM users WHERE grp = $g",
+        true,
+    ),
+];
