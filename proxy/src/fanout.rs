@@ -15,16 +15,14 @@
 //! (ORDER BY, LIMIT, aggregates, GROUP BY, DISTINCT: see
 //! [`router::merge`]) goes through a [`RowMerge`] (`fanout/row_merge.rs`):
 //! the rows are merged, the count is the merged rows'. Values are read by
-//! `fanout/values.rs` and `fanout/numeric.rs`.
+//! `protocol/values.rs` and `protocol/numeric.rs`, rows by `protocol/rows.rs`.
 
-mod numeric;
 mod row_merge;
-mod values;
 
 use bytes::BytesMut;
 
+pub use crate::protocol::values::ValueError;
 pub use row_merge::{RowMerge, Window};
-pub use values::ValueError;
 
 use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;

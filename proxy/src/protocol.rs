@@ -7,4 +7,7 @@
 pub mod backend;
 pub mod frame;
 pub mod messages;
+pub mod numeric;
+pub mod rows;
 pub mod startup;
+pub mod values;

@@ -16,9 +16,10 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use router::merge::{Aggregate, Column, MergePlan};
 
-use super::numeric::Decimal;
-use super::values::{self, Kind, ValueError};
 use crate::protocol::messages;
+use crate::protocol::numeric::Decimal;
+use crate::protocol::rows::{parse_row, read_fields, write_row, Row};
+use crate::protocol::values::{self, Kind, ValueError};
 
 /// The rows the client asked for: skip `offset`, then at most `count`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -34,20 +35,6 @@ struct Field {
     binary: bool,
     /// `None` when the merge does not compare this column.
     kind: Option<Kind>,
-}
-
-/// A DataRow and where its values are.
-#[derive(Debug)]
-struct Row {
-    message: Bytes,
-    values: Vec<Option<(usize, usize)>>,
-}
-
-impl Row {
-    fn value(&self, column: usize) -> Option<&[u8]> {
-        let (start, end) = self.values.get(column).copied().flatten()?;
-        self.message.get(start..end)
-    }
 }
 
 /// A group's state: the key columns' first values and the accumulators.
@@ -454,65 +441,6 @@ fn combine(
             }
         }
     }))
-}
-
-/// A RowDescription's (type oid, binary) per field and where each field
-/// starts (and, last, where the fields end).
-fn read_fields(body: &[u8]) -> Option<(Vec<(u32, bool)>, Vec<usize>)> {
-    let count = u16::from_be_bytes(body.get(..2)?.try_into().ok()?) as usize;
-    let mut fields = Vec::with_capacity(count);
-    let mut starts = Vec::with_capacity(count + 1);
-    let mut at = 2;
-    for _ in 0..count {
-        starts.push(at);
-        let name_end = at + body.get(at..)?.iter().position(|&b| b == 0)?;
-        let fixed = body.get(name_end + 1..name_end + 19)?;
-        let oid = u32::from_be_bytes(fixed[6..10].try_into().ok()?);
-        let format = u16::from_be_bytes(fixed[16..18].try_into().ok()?);
-        fields.push((oid, format == 1));
-        at = name_end + 19;
-    }
-    starts.push(at);
-    Some((fields, starts))
-}
-
-/// A whole DataRow message's value ranges.
-fn parse_row(message: &[u8]) -> Option<Row> {
-    let count = u16::from_be_bytes(message.get(5..7)?.try_into().ok()?) as usize;
-    let mut values = Vec::with_capacity(count);
-    let mut at = 7;
-    for _ in 0..count {
-        let len = i32::from_be_bytes(message.get(at..at + 4)?.try_into().ok()?);
-        at += 4;
-        if len < 0 {
-            values.push(None);
-            continue;
-        }
-        let end = at
-            .checked_add(len as usize)
-            .filter(|&end| end <= message.len())?;
-        values.push(Some((at, end)));
-        at = end;
-    }
-    Some(Row {
-        message: Bytes::copy_from_slice(message),
-        values,
-    })
-}
-
-fn write_row(out: &mut BytesMut, values: &[Option<&[u8]>]) {
-    let at = messages::begin(out, b'D');
-    out.put_u16(values.len() as u16);
-    for value in values {
-        match value {
-            None => out.put_i32(-1),
-            Some(v) => {
-                out.put_i32(v.len() as i32);
-                out.extend_from_slice(v);
-            }
-        }
-    }
-    messages::finish(out, at);
 }
 
 fn group_row(values: &[Option<Vec<u8>>]) -> Row {

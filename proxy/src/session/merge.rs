@@ -16,7 +16,7 @@ use crate::errors::ClientError;
 use crate::fanout::Window;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::messages;
+use crate::protocol::{messages, rows};
 
 /// What the shards' collation must be for byte order to be Postgres's:
 /// `datcollate` (libc) or `datlocale` (builtin provider, Postgres 17+).
@@ -150,21 +150,10 @@ async fn ask_collation(server: &mut Pooled) -> Option<bool> {
 
 /// A text-format DataRow's values.
 fn text_values(message: &[u8]) -> Option<Vec<Option<String>>> {
-    let count = u16::from_be_bytes(message.get(5..7)?.try_into().ok()?);
-    let mut at = 7;
-    let mut values = Vec::new();
-    for _ in 0..count {
-        let len = i32::from_be_bytes(message.get(at..at + 4)?.try_into().ok()?);
-        at += 4;
-        if len < 0 {
-            values.push(None);
-            continue;
-        }
-        let end = at + len as usize;
-        values.push(Some(
-            String::from_utf8_lossy(message.get(at..end)?).into_owned(),
-        ));
-        at = end;
-    }
-    Some(values)
+    let row = rows::parse_row(message)?;
+    let values = (0..row.values.len()).map(|c| {
+        row.value(c)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    });
+    Some(values.collect())
 }
