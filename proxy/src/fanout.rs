@@ -92,7 +92,9 @@ impl Merger {
                 out.extend_from_slice(message);
             }
             _ if self.failed => {}
-            b'T' | b'D' | b'C' if self.rows.is_some() => self.merge_rows(index, tag, message, out),
+            b'T' | b'D' | b'C' | b'n' if self.rows.is_some() => {
+                self.merge_rows(index, tag, message, out)
+            }
             b'C' => self.count(index, body),
             b'c' => self.copy_done |= index == 0,
             b'D' | b'd' => out.extend_from_slice(message),
@@ -112,6 +114,12 @@ impl Merger {
         let merged = match tag {
             b'T' if index == 0 => rows.describe(body, out),
             b'T' => Ok(()),
+            b'n' => {
+                if index == 0 && rows.forwards_description() {
+                    out.extend_from_slice(message);
+                }
+                Ok(())
+            }
             b'D' => rows.row(index, message, out),
             _ => {
                 self.tag = Some(("SELECT".to_owned(), true));

@@ -48,6 +48,8 @@ pub struct RowMerge {
     plan: Arc<MergePlan>,
     window: Window,
     bytewise_text: bool,
+    /// The client sees the shards' row description (it asked for it).
+    forward_description: bool,
     fields: Option<Vec<Field>>,
     /// Ordered merge: each shard's rows not yet sent, and whether it ended.
     queues: Vec<VecDeque<Row>>,
@@ -71,6 +73,7 @@ impl RowMerge {
             plan,
             window,
             bytewise_text,
+            forward_description: true,
             fields: None,
             queues: (0..shards).map(|_| VecDeque::new()).collect(),
             done: vec![false; shards],
@@ -79,6 +82,18 @@ impl RowMerge {
             skipped: 0,
             sent: 0,
         }
+    }
+
+    /// A merge whose row description is read, not sent: pgshard asked for
+    /// it (an Execute of a portal the client did not describe).
+    pub fn silent(mut self) -> RowMerge {
+        self.forward_description = false;
+        self
+    }
+
+    /// Whether the client sees the row description.
+    pub fn forwards_description(&self) -> bool {
+        self.forward_description
     }
 
     /// Rows sent to the client (the CommandComplete count).
@@ -122,11 +137,13 @@ impl RowMerge {
             }
             checked.push(Field { oid, binary, kind });
         }
-        let visible = fields.len().saturating_sub(self.plan.hidden);
-        let at = messages::begin(out, b'T');
-        out.put_u16(visible as u16);
-        out.extend_from_slice(&body[2..ends.get(visible).copied().unwrap_or(2)]);
-        messages::finish(out, at);
+        if self.forward_description {
+            let visible = fields.len().saturating_sub(self.plan.hidden);
+            let at = messages::begin(out, b'T');
+            out.put_u16(visible as u16);
+            out.extend_from_slice(&body[2..ends.get(visible).copied().unwrap_or(2)]);
+            messages::finish(out, at);
+        }
         self.fields = Some(checked);
         Ok(())
     }
@@ -336,6 +353,10 @@ impl RowMerge {
 
     /// Every shard has ended: send what grouping held. Returns the rows sent.
     pub fn finish(&mut self, out: &mut BytesMut) -> Result<(), ValueError> {
+        if !self.done.contains(&true) {
+            // No shard sent rows (a Describe's reply): nothing to send.
+            return Ok(());
+        }
         if self.ordered() {
             self.done.iter_mut().for_each(|d| *d = true);
             return self.drain(out);

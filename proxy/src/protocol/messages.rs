@@ -155,6 +155,32 @@ pub fn parse(out: &mut BytesMut, name: &[u8], sql: &[u8], param_types: &[u32]) {
     finish(out, at);
 }
 
+/// `B`: Bind of `statement` into `portal` (frontend), from a decoded Bind.
+pub fn bind(out: &mut BytesMut, bind: &super::frame::Bind, statement: &[u8], result_formats: &[i16]) {
+    let at = begin(out, b'B');
+    put_cstr(out, &bind.portal);
+    put_cstr(out, statement);
+    out.put_u16(bind.param_formats.len() as u16);
+    for format in &bind.param_formats {
+        out.put_i16(*format);
+    }
+    out.put_u16(bind.params.len() as u16);
+    for param in &bind.params {
+        match param {
+            None => out.put_i32(-1),
+            Some(value) => {
+                out.put_i32(value.len() as i32);
+                out.put_slice(value);
+            }
+        }
+    }
+    out.put_u16(result_formats.len() as u16);
+    for format in result_formats {
+        out.put_i16(*format);
+    }
+    finish(out, at);
+}
+
 /// `C`: Close of a statement (`S`) or portal (`P`) (frontend).
 pub fn close(out: &mut BytesMut, kind: u8, name: &[u8]) {
     let at = begin(out, b'C');
@@ -199,6 +225,28 @@ pub fn sasl_initial_response(out: &mut BytesMut, mechanism: &str, data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bind_round_trips_through_the_decoder() {
+        use super::super::frame::{decode_frontend_frame, Bind, FrontendMessage};
+        use bytes::Bytes;
+        let bind = Bind {
+            portal: Bytes::from_static(b"p"),
+            statement: Bytes::from_static(b"s"),
+            param_formats: vec![0, 1],
+            params: vec![Some(Bytes::from_static(b"42")), None],
+            result_formats: vec![1, 0],
+        };
+        let mut out = BytesMut::new();
+        super::bind(&mut out, &bind, b"__pgshard_7", &[1, 0, 0]);
+        let frame = decode_frontend_frame(&mut out, 1 << 20).unwrap().unwrap();
+        let Ok(FrontendMessage::Bind(decoded)) = FrontendMessage::decode(frame) else {
+            panic!("not a Bind");
+        };
+        assert_eq!(decoded.statement, Bytes::from_static(b"__pgshard_7"));
+        assert_eq!((decoded.portal, decoded.params), (bind.portal, bind.params));
+        assert_eq!(decoded.result_formats, vec![1, 0, 0]);
+    }
 
     #[test]
     fn fixed_layouts() {

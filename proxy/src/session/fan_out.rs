@@ -66,7 +66,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let merger = match merge {
             None => Merger::default(),
             Some(merge) => {
-                let bytewise = self.bytewise_text(&mut servers).await;
+                let bytewise = self.bytewise_text(servers.first_mut()).await;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
                 Merger::merging(rows)
             }

@@ -5,18 +5,20 @@
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use router::merge::{self, Bound, Shape};
+use bytes::{Bytes, BytesMut};
+use router::merge::{self, Bound, MergePlan, Shape};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fan_out::MergeRequest;
+use super::statements::Statement;
 use super::Session;
 use crate::errors::ClientError;
 use crate::fanout::Window;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::{messages, rows};
+use crate::protocol::frame::Bind;
+use crate::protocol::{messages, rows, values};
 
 /// What the shards' collation must be for byte order to be Postgres's:
 /// `datcollate` (libc) or `datlocale` (builtin provider, Postgres 17+).
@@ -35,57 +37,143 @@ pub(super) enum Rows {
 /// The merge a simple query that runs on several shards needs; `Err` when
 /// its answer cannot be exact.
 pub(super) fn simple_query_rows(summary: &Summary, sql: &str) -> Result<Rows, ClientError> {
-    let [statement] = summary.statements.as_slice() else {
+    let Some(mut plan) = plan_rows(summary, sql)? else {
         return Ok(Rows::Concatenated);
     };
+    let bound = |bound: Option<Bound>| match bound {
+        None => Ok(None),
+        Some(Bound::Value(n)) => Ok(Some(u64::try_from(n).unwrap_or(0))),
+        Some(Bound::Param(n)) => Err(ClientError::new(
+            sqlstate::SYNTAX_ERROR,
+            format!("there is no parameter ${n} in a simple query"),
+        )),
+    };
+    let window = Window {
+        offset: bound(plan.limit.offset)?.unwrap_or(0),
+        count: bound(plan.limit.count)?,
+    };
+    let sql = plan.shard_sql.take();
+    let request = MergeRequest {
+        plan: Arc::new(plan),
+        window,
+    };
+    Ok(Rows::Merged { sql, request })
+}
+
+/// The merge plan of a statement that runs on several shards (`None`: its
+/// rows concatenate).
+fn plan_rows(summary: &Summary, sql: &str) -> Result<Option<MergePlan>, ClientError> {
+    let [statement] = summary.statements.as_slice() else {
+        return Ok(None);
+    };
     if statement.kind != StatementKind::Select || statement.write {
-        return Ok(Rows::Concatenated);
+        return Ok(None);
     }
     match merge::plan(sql) {
-        Shape::Concat => Ok(Rows::Concatenated),
+        Shape::Concat => Ok(None),
         Shape::Refuse(why) => Err(ClientError::new(
             sqlstate::FEATURE_NOT_SUPPORTED,
             why.to_string(),
         )),
-        Shape::Merge(mut plan) => {
-            let bound = |bound: Option<Bound>| match bound {
-                None => Ok(None),
-                Some(Bound::Value(n)) => Ok(Some(u64::try_from(n).unwrap_or(0))),
-                Some(Bound::Param(n)) => Err(ClientError::new(
-                    sqlstate::SYNTAX_ERROR,
-                    format!("there is no parameter ${n} in a simple query"),
-                )),
-            };
-            let window = Window {
-                offset: bound(plan.limit.offset)?.unwrap_or(0),
-                count: bound(plan.limit.count)?,
-            };
-            let sql = plan.shard_sql.take();
-            let request = MergeRequest {
-                plan: Arc::new(plan),
-                window,
-            };
-            Ok(Rows::Merged { sql, request })
-        }
+        Shape::Merge(plan) => Ok(Some(plan)),
     }
 }
 
-/// A statement bound in the extended protocol that runs on several shards:
-/// its rows must concatenate; merges run in the simple protocol only so far.
-pub(super) fn extended_rows(summary: &Summary, sql: &str) -> Result<(), ClientError> {
-    match simple_query_rows(summary, sql)? {
-        Rows::Concatenated => Ok(()),
-        Rows::Merged { .. } => Err(ClientError::new(
-            sqlstate::FEATURE_NOT_SUPPORTED,
-            "cross-shard ORDER BY, LIMIT, OFFSET, DISTINCT, GROUP BY and aggregates are merged for simple queries only so far, not yet in the extended protocol: add the sharding key to the WHERE clause, or send the statement as a simple query",
-        )),
-    }
+/// What a prepared statement's rows need on several shards, planned once.
+#[derive(Debug, Clone)]
+pub enum StatementMerge {
+    Concatenated,
+    /// Merged by `plan`; the shards run `shard_statement` when the plan
+    /// rewrites the statement.
+    Merged {
+        plan: Arc<MergePlan>,
+        shard_statement: Option<Arc<Statement>>,
+    },
+    Refused(ClientError),
+}
+
+/// A multi-shard Bind's merge: the plan, the rows its parameters ask for,
+/// and the statement the shards run instead of the client's.
+#[derive(Debug)]
+pub struct BindMerge {
+    pub plan: Arc<MergePlan>,
+    pub window: Window,
+    pub shard_statement: Option<Arc<Statement>>,
+}
+
+/// A LIMIT or OFFSET bound read from the Bind's parameters.
+fn bind_bound(bound: Option<Bound>, bind: &Bind) -> Result<Option<u64>, ClientError> {
+    let n = match bound {
+        None => return Ok(None),
+        Some(Bound::Value(n)) => return Ok(Some(u64::try_from(n).unwrap_or(0))),
+        Some(Bound::Param(n)) => usize::from(n).saturating_sub(1),
+    };
+    let Some(value) = bind.params.get(n) else {
+        return Err(ClientError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!("the Bind has no parameter ${}", n + 1),
+        ));
+    };
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let binary = bind.param_format(n) == 1;
+    let value = values::integer(value, binary).map_err(|e| {
+        ClientError::new(sqlstate::INVALID_PARAMETER_VALUE, e.to_string())
+    })?;
+    Ok(Some(u64::try_from(value).unwrap_or(0)))
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// The merge a Bind of `statement` (summarized as `summary`) running
+    /// on several shards needs: `None` when its rows concatenate.
+    pub(super) fn bind_merge(
+        &self,
+        statement: &Statement,
+        summary: &Summary,
+        bind: &Bind,
+    ) -> Result<Option<BindMerge>, ClientError> {
+        let planned = statement.merge.get_or_init(|| {
+            let sql = String::from_utf8_lossy(&statement.query);
+            match plan_rows(summary, &sql) {
+                Ok(None) => StatementMerge::Concatenated,
+                Err(error) => StatementMerge::Refused(error),
+                Ok(Some(mut plan)) => {
+                    let shard_statement = plan.shard_sql.take().map(|sql| {
+                        self.state.statements.get_or_insert(
+                            &Bytes::from(sql),
+                            &statement.param_types,
+                            &self.state.cache,
+                            self.engine,
+                        )
+                    });
+                    StatementMerge::Merged {
+                        plan: Arc::new(plan),
+                        shard_statement,
+                    }
+                }
+            }
+        });
+        match planned {
+            StatementMerge::Concatenated => Ok(None),
+            StatementMerge::Refused(error) => Err(error.clone()),
+            StatementMerge::Merged {
+                plan,
+                shard_statement,
+            } => Ok(Some(BindMerge {
+                window: Window {
+                    offset: bind_bound(plan.limit.offset, bind)?.unwrap_or(0),
+                    count: bind_bound(plan.limit.count, bind)?,
+                },
+                plan: Arc::clone(plan),
+                shard_statement: shard_statement.clone(),
+            })),
+        }
+    }
+
     /// Whether this database's shards order text bytewise; asked of
     /// `servers[0]` the first time (a server that cannot say counts as no).
-    pub(super) async fn bytewise_text(&mut self, servers: &mut [Pooled]) -> bool {
+    pub(super) async fn bytewise_text(&mut self, server: Option<&mut Pooled>) -> bool {
         let database = self.info.database.clone();
         if let Some(known) = self
             .state
@@ -96,7 +184,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         {
             return known;
         }
-        let Some(server) = servers.first_mut() else {
+        let Some(server) = server else {
             return false;
         };
         let Some(bytewise) = ask_collation(server).await else {

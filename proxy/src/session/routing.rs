@@ -216,21 +216,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 None
             }
             Placement::FanOut => {
-                let sql = String::from_utf8_lossy(&statement.query);
-                if let Err(error) = super::merge::extended_rows(&info.entry.summary, &sql) {
-                    self.state.metrics.route(RouteKind::Refused);
-                    self.refuse(error, false);
-                    return None;
-                }
+                let merge = match self.bind_merge(statement, &info.entry.summary, bind) {
+                    Ok(merge) => merge,
+                    Err(error) => {
+                        self.state.metrics.route(RouteKind::Refused);
+                        self.refuse(error, false);
+                        return None;
+                    }
+                };
                 let mut bytes = BytesMut::new();
                 rewritten(&mut bytes);
                 self.batch = Some(super::segment::Segment::start(
                     shards.unwrap_or_default(),
-                    bind.portal.clone(),
-                    bytes.freeze(),
+                    (bind.portal.clone(), bytes.freeze()),
                     statement,
                     unnamed,
                     self.statements.get(b"").cloned(),
+                    merge.map(|merge| (merge, bind)),
                 ));
                 None
             }

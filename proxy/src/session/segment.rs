@@ -22,6 +22,7 @@
 //!
 //! This file collects the segment; `segment/run.rs` runs it.
 
+mod read;
 mod run;
 
 use std::collections::HashMap;
@@ -30,13 +31,14 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::merge::BindMerge;
 use super::reply_plan;
 use super::statements::Statement;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{Frame, FrontendMessage};
+use crate::protocol::frame::{Bind, Frame, FrontendMessage};
 use crate::protocol::messages;
 
 /// The messages held since the segment's first multi-shard Bind.
@@ -45,6 +47,8 @@ pub struct Segment {
     items: Vec<Item>,
     /// The shards each portal bound in the segment lives on.
     portals: HashMap<Bytes, Vec<usize>>,
+    /// Portals on several shards whose rows are merged by plan.
+    merges: HashMap<Bytes, Arc<BindMerge>>,
     /// The client's unnamed statement as of now, and how many times the
     /// segment has re-parsed it (each Parse of it counts).
     unnamed: Option<Arc<Statement>>,
@@ -68,7 +72,18 @@ enum Item {
         /// The statement it names, parsed first on a server that lacks it
         /// (for the unnamed one: the generation it must be).
         uses: Option<Uses>,
+        /// A Describe or Execute of a portal whose rows are merged.
+        merge: Option<ItemMerge>,
     },
+}
+
+/// A portal message whose reply goes through a row merge.
+#[derive(Debug, Clone)]
+struct ItemMerge {
+    bind: Arc<BindMerge>,
+    /// An Execute (sent after a Describe of its portal, whose description
+    /// the merge reads and the client does not see), not a Describe.
+    execute: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -101,11 +116,11 @@ impl Segment {
     /// starts (a Bind of it may follow).
     pub fn start(
         shards: Vec<usize>,
-        portal: Bytes,
-        bind: Bytes,
+        (portal, bind): (Bytes, Bytes),
         statement: &Arc<Statement>,
         unnamed: bool,
         current_unnamed: Option<Arc<Statement>>,
+        merge: Option<(BindMerge, &Bind)>,
     ) -> Segment {
         let mut segment = Segment {
             unnamed: current_unnamed,
@@ -114,29 +129,46 @@ impl Segment {
         if unnamed {
             segment.unnamed = Some(Arc::clone(statement));
         }
-        segment.push_bind(shards, portal, bind, statement, unnamed);
+        segment.push_bind(shards, (portal, bind), statement, unnamed, merge);
         segment
     }
 
     fn push_bind(
         &mut self,
         shards: Vec<usize>,
-        portal: Bytes,
-        bytes: Bytes,
+        (portal, mut bytes): (Bytes, Bytes),
         statement: &Arc<Statement>,
         unnamed: bool,
+        merge: Option<(BindMerge, &Bind)>,
     ) {
-        let uses = if unnamed {
+        let mut uses = if unnamed {
             Uses::Unnamed(Arc::clone(statement), self.unnamed_generation)
         } else {
             Uses::Named(Arc::clone(statement))
         };
+        self.merges.remove(&portal);
+        if let Some((merge, bind)) = merge {
+            if let Some(rewritten) = &merge.shard_statement {
+                // The shards run the rewritten statement under its own
+                // name, its hidden columns in text.
+                let mut formats = bind.result_formats.clone();
+                if formats.len() > 1 {
+                    formats.resize(formats.len() + merge.plan.hidden, 0);
+                }
+                let mut out = BytesMut::new();
+                messages::bind(&mut out, bind, &rewritten.name, &formats);
+                bytes = out.freeze();
+                uses = Uses::Named(Arc::clone(rewritten));
+            }
+            self.merges.insert(portal.clone(), Arc::new(merge));
+        }
         self.portals.insert(portal, shards.clone());
         self.items.push(Item::Send {
             shards,
             bytes,
             terminals: reply_plan::BIND,
             uses: Some(uses),
+            merge: None,
         });
     }
 
@@ -261,6 +293,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Some(shards) => shards,
             None => vec![segment.first_shard()],
         };
+        let merge = match self.route_info(&statement) {
+            Some(info) if shards.len() > 1 => {
+                self.bind_merge(&statement, &info.entry.summary, &bind)?
+            }
+            _ => None,
+        };
         // The Bind with the server's name for the statement.
         let name_start = bind.portal.len() + 1;
         let rest = &body[name_start + bind.statement.len()..];
@@ -274,10 +312,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         messages::finish(&mut bytes, at);
         segment.push_bind(
             shards,
-            bind.portal.clone(),
-            bytes.freeze(),
+            (bind.portal.clone(), bytes.freeze()),
             &statement,
             unnamed,
+            merge.map(|merge| (merge, &bind)),
         );
         Ok(())
     }
@@ -291,16 +329,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let message = FrontendMessage::decode(frame.clone())
             .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
         let first = segment.first_shard();
+        let mut merge = None;
         let (shards, terminals, uses, bytes) = match message {
             FrontendMessage::Execute { portal, max_rows } => {
                 let shards = segment.portals.get(&portal).cloned().unwrap_or(vec![first]);
                 if max_rows != 0 && shards.len() > 1 {
                     return Err(refused(IN_PARTS));
                 }
-                (shards, reply_plan::EXECUTE, None, frame_bytes(&frame))
+                let mut bytes = BytesMut::new();
+                if let Some(bind) = segment.merges.get(&portal) {
+                    // The merge reads the rows' types from the portal.
+                    describe(&mut bytes, b'P', &portal);
+                    merge = Some(ItemMerge {
+                        bind: Arc::clone(bind),
+                        execute: true,
+                    });
+                }
+                bytes.extend_from_slice(&frame_bytes(&frame));
+                (shards, reply_plan::EXECUTE, None, bytes.freeze())
             }
             FrontendMessage::Describe { kind: b'P', name } => {
                 let shard = segment.portals.get(&name).and_then(|s| s.first().copied());
+                merge = segment.merges.get(&name).map(|bind| ItemMerge {
+                    bind: Arc::clone(bind),
+                    execute: false,
+                });
                 (
                     vec![shard.unwrap_or(first)],
                     reply_plan::DESCRIBE,
@@ -325,11 +378,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     (Uses::Named(statement), server_name)
                 };
                 let mut bytes = BytesMut::new();
-                let at = messages::begin(&mut bytes, b'D');
-                bytes.put_u8(b'S');
-                bytes.put_slice(&server_name);
-                bytes.put_u8(0);
-                messages::finish(&mut bytes, at);
+                describe(&mut bytes, b'S', &server_name);
                 (
                     vec![first],
                     reply_plan::DESCRIBE,
@@ -345,6 +394,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return Ok(());
             }
             FrontendMessage::Close { name, .. } => {
+                segment.merges.remove(&name);
                 let shards = segment.portals.remove(&name).unwrap_or(vec![first]);
                 (shards, reply_plan::CLOSE, None, frame_bytes(&frame))
             }
@@ -355,6 +405,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             bytes,
             terminals,
             uses,
+            merge,
         });
         Ok(())
     }
@@ -394,6 +445,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .map_err(|e| refused(&e.to_string()))?;
         Ok(self.shards_of(&routed.route))
     }
+}
+
+/// A Describe of statement or portal `name` (`kind` `S` or `P`).
+fn describe(out: &mut BytesMut, kind: u8, name: &[u8]) {
+    let at = messages::begin(out, b'D');
+    out.put_u8(kind);
+    out.put_slice(name);
+    out.put_u8(0);
+    messages::finish(out, at);
 }
 
 fn frame_bytes(frame: &Frame) -> Bytes {

@@ -47,6 +47,9 @@ pub struct Statement {
     /// Describe on a sharded cluster and kept, so later ones cost no lookup
     /// (`None`: it does not parse; Postgres will say why).
     pub route: OnceLock<Option<router::cache::Lookup>>,
+    /// What running it on several shards needs (see `session/merge.rs`),
+    /// planned at its first multi-shard Bind and kept.
+    pub merge: OnceLock<super::merge::StatementMerge>,
 }
 
 /// Above this many distinct statements the registry starts over; statements
@@ -106,6 +109,7 @@ impl Registry {
             leaves_state,
             settings,
             route: OnceLock::new(),
+            merge: OnceLock::new(),
         });
         inner
             .by_text

@@ -4,14 +4,14 @@
 //! the failing shard synced and the others closed.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Item, Part, Segment, Unit, Uses};
 use crate::errors::ClientError;
-use crate::fanout::Merger;
-use crate::protocol::backend::error_code;
+use crate::fanout::{Merger, RowMerge};
 use crate::protocol::messages;
 use crate::session::reply_plan;
 use crate::session::{End, Session};
@@ -53,6 +53,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .iter()
             .map(|p| crate::session::cancel_target(&p.server))
             .collect();
+        let merges = segment
+            .items
+            .iter()
+            .any(|item| matches!(item, Item::Send { merge: Some(_), .. }));
+        let bytewise = match merges {
+            // Asked of a server outside any transaction (not an adopted one).
+            true => {
+                let idle = parts.iter_mut().find(|p| p.server.conn.status == b'I');
+                self.bytewise_text(idle.map(|p| &mut p.server)).await
+            }
+            false => false,
+        };
         for part in &mut parts {
             let request = build_request(part, &segment.items);
             let write = part.server.conn.send(&request);
@@ -63,7 +75,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 part.failed = true;
             }
         }
-        let merged = self.merge_segment(&mut parts, &segment.items).await;
+        let merged = self
+            .merge_segment(&mut parts, &segment.items, bytewise)
+            .await;
         let targets = std::mem::take(&mut *self.info.cancel.lock().await);
         if merged.is_err() {
             // The client left: stop the statements; the servers close as
@@ -157,6 +171,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         &mut self,
         parts: &mut [Part],
         items: &[Item],
+        bytewise: bool,
     ) -> Result<Option<usize>, End> {
         let mut failed = parts.iter().any(|p| p.failed);
         if failed {
@@ -164,20 +179,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Ok(Some(0));
         }
         for (index, item) in items.iter().enumerate() {
-            let Item::Send { shards, .. } = item else {
+            let Item::Send { shards, merge, .. } = item else {
                 if let Item::Local(bytes, _) = item {
                     self.to_client.extend_from_slice(bytes);
                 }
                 continue;
             };
-            let mut merger = Merger::default();
-            for (position, &shard) in shards.iter().enumerate() {
-                let Some(part) = parts.iter_mut().find(|p| p.shard == shard) else {
-                    continue;
-                };
-                failed |= !self.read_unit(part, index, position, &mut merger).await?;
-                if failed {
-                    break;
+            let mut merger = match merge {
+                None => Merger::default(),
+                Some(merge) => {
+                    let bind = &merge.bind;
+                    let rows = RowMerge::new(Arc::clone(&bind.plan), bind.window, shards.len(), bytewise);
+                    Merger::merging(if merge.execute { rows.silent() } else { rows })
+                }
+            };
+            if merge.as_ref().is_some_and(|m| m.execute) {
+                failed |= !self.read_interleaved(parts, shards, index, &mut merger).await?;
+            } else {
+                for (position, &shard) in shards.iter().enumerate() {
+                    let Some(part) = parts.iter_mut().find(|p| p.shard == shard) else {
+                        continue;
+                    };
+                    failed |= !self.read_unit(part, index, position, &mut merger).await?;
+                    if failed {
+                        break;
+                    }
                 }
             }
             failed |= merger.finish(&mut self.to_client);
@@ -198,77 +224,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         for item in items.iter().skip(from) {
             if let Item::Local(_, Some((name, id))) = item {
                 self.statements.remove_if_id(name, *id);
-            }
-        }
-    }
-
-    /// Read `part`'s replies up to the end of its unit for item `index`
-    /// (swallowing those of Parses pgshard injected before it), feeding the
-    /// item's to `merger` as the item's `position`-th shard. Returns false
-    /// when the server reported an error (relayed, if it is the first).
-    async fn read_unit(
-        &mut self,
-        part: &mut Part,
-        index: usize,
-        position: usize,
-        merger: &mut Merger,
-    ) -> Result<bool, End> {
-        loop {
-            let Some(unit) = part.units.front() else {
-                return Ok(true);
-            };
-            if unit.item.is_some_and(|item| item > index) {
-                return Ok(true);
-            }
-            let (injected, terminals, parse_of) =
-                (unit.item.is_none(), unit.terminals, unit.parse_of);
-            let message = loop {
-                match part.server.conn.next_message() {
-                    Ok(Some(message)) => break message,
-                    Ok(None) => {}
-                    Err(_) => {
-                        part.failed = true;
-                        return Ok(false);
-                    }
-                }
-                let conn = &mut part.server.conn;
-                let read = conn.fill();
-                match crate::session::watch_client(&mut self.client, &mut self.cbuf, read).await? {
-                    Ok(0) | Err(_) => {
-                        part.failed = true;
-                        ClientError::shard_lost().encode(&mut self.to_client);
-                        return Ok(false);
-                    }
-                    Ok(_) => {}
-                }
-            };
-            let tag = message[0];
-            if tag == b'C' {
-                crate::session::retire_on_ddl(&self.state, &message[5..]);
-            }
-            if tag == b'E' {
-                part.failed = true;
-                if !merger.failed() {
-                    self.state
-                        .metrics
-                        .error(error_code(&message[5..]).unwrap_or_default());
-                }
-                merger.on_message(0, &message, &mut self.to_client);
-                return Ok(false);
-            }
-            let done = terminals.contains(&tag);
-            if injected {
-                if let (true, Some(id)) = (done, parse_of) {
-                    part.server.conn.prepared.insert(id);
-                }
-            } else if !matches!(tag, b'N' | b'S' | b'A') || position == 0 {
-                merger.on_message(position, &message, &mut self.to_client);
-            }
-            if done {
-                part.units.pop_front();
-                if !injected {
-                    return Ok(true);
-                }
             }
         }
     }
@@ -327,6 +282,7 @@ fn build_request(part: &mut Part, items: &[Item]) -> BytesMut {
             bytes,
             terminals,
             uses,
+            ..
         } = item
         else {
             continue;

@@ -1,0 +1,164 @@
+//! Reading a running segment's replies: one unit (a client message's reply)
+//! of one shard at a time, or, for an Execute whose rows are merged, the
+//! shards' units interleaved as the merge asks (an ordered merge needs a row
+//! of every shard before it can send one, and must not hold a shard's whole
+//! result while it waits).
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::Part;
+use crate::errors::ClientError;
+use crate::fanout::Merger;
+use crate::protocol::backend::error_code;
+use crate::session::{End, Session};
+
+/// One step of reading a part's unit for an item.
+enum UnitRead {
+    /// A message of the unit; `true` when it ends it.
+    Message(Bytes, bool),
+    /// The part has nothing (more) for this item.
+    Over,
+    /// The server reported an error (the part skips the rest).
+    Error(Bytes),
+    /// The connection broke.
+    Lost,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// Read `part`'s replies up to the end of its unit for item `index`
+    /// (swallowing those of Parses pgshard injected before it), feeding the
+    /// item's to `merger` as the item's `position`-th shard. Returns false
+    /// when the server reported an error (relayed, if it is the first).
+    pub(super) async fn read_unit(
+        &mut self,
+        part: &mut Part,
+        index: usize,
+        position: usize,
+        merger: &mut Merger,
+    ) -> Result<bool, End> {
+        loop {
+            match self.unit_message(part, index).await? {
+                UnitRead::Over => return Ok(true),
+                UnitRead::Lost => return Ok(false),
+                UnitRead::Error(message) => {
+                    self.relay_error(&message, merger);
+                    return Ok(false);
+                }
+                UnitRead::Message(message, done) => {
+                    self.feed(position, &message, merger);
+                    if done {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Read the units of item `index` on `shards` interleaved: each step
+    /// reads a shard the merge wants a message of. Returns false when a
+    /// shard failed.
+    pub(super) async fn read_interleaved(
+        &mut self,
+        parts: &mut [Part],
+        shards: &[usize],
+        index: usize,
+        merger: &mut Merger,
+    ) -> Result<bool, End> {
+        let mut active: Vec<usize> = (0..shards.len()).collect();
+        while !active.is_empty() {
+            let pick = active.iter().position(|&p| merger.wants(p)).unwrap_or(0);
+            let position = active[pick];
+            let Some(part) = parts.iter_mut().find(|p| p.shard == shards[position]) else {
+                active.remove(pick);
+                continue;
+            };
+            match self.unit_message(part, index).await? {
+                UnitRead::Over => {
+                    active.remove(pick);
+                }
+                UnitRead::Lost => return Ok(false),
+                UnitRead::Error(message) => {
+                    self.relay_error(&message, merger);
+                    return Ok(false);
+                }
+                UnitRead::Message(message, done) => {
+                    self.feed(position, &message, merger);
+                    if done {
+                        active.remove(pick);
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// A message of an item's reply to the merger: notices and parameter
+    /// changes from the first shard only.
+    fn feed(&mut self, position: usize, message: &[u8], merger: &mut Merger) {
+        if !matches!(message[0], b'N' | b'S' | b'A') || position == 0 {
+            merger.on_message(position, message, &mut self.to_client);
+        }
+    }
+
+    /// A shard's error: the client's if it is the first.
+    fn relay_error(&mut self, message: &[u8], merger: &mut Merger) {
+        if !merger.failed() {
+            let code = error_code(&message[5..]).unwrap_or_default();
+            self.state.metrics.error(code);
+        }
+        merger.on_message(0, message, &mut self.to_client);
+    }
+
+    /// The next message of `part`'s unit for item `index`, the replies of
+    /// Parses pgshard injected before it swallowed.
+    async fn unit_message(&mut self, part: &mut Part, index: usize) -> Result<UnitRead, End> {
+        loop {
+            let Some(unit) = part.units.front() else {
+                return Ok(UnitRead::Over);
+            };
+            if unit.item.is_some_and(|item| item > index) {
+                return Ok(UnitRead::Over);
+            }
+            let (injected, terminals, parse_of) =
+                (unit.item.is_none(), unit.terminals, unit.parse_of);
+            let message = loop {
+                match part.server.conn.next_message() {
+                    Ok(Some(message)) => break message,
+                    Ok(None) => {}
+                    Err(_) => {
+                        part.failed = true;
+                        return Ok(UnitRead::Lost);
+                    }
+                }
+                let read = part.server.conn.fill();
+                match crate::session::watch_client(&mut self.client, &mut self.cbuf, read).await? {
+                    Ok(0) | Err(_) => {
+                        part.failed = true;
+                        ClientError::shard_lost().encode(&mut self.to_client);
+                        return Ok(UnitRead::Lost);
+                    }
+                    Ok(_) => {}
+                }
+            };
+            let tag = message[0];
+            if tag == b'C' {
+                crate::session::retire_on_ddl(&self.state, &message[5..]);
+            }
+            if tag == b'E' {
+                part.failed = true;
+                return Ok(UnitRead::Error(message));
+            }
+            let done = terminals.contains(&tag);
+            if done {
+                part.units.pop_front();
+            }
+            if !injected {
+                return Ok(UnitRead::Message(message, done));
+            }
+            if let (true, Some(id)) = (done, parse_of) {
+                part.server.conn.prepared.insert(id);
+            }
+        }
+    }
+}
