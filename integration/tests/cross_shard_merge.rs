@@ -141,12 +141,14 @@ const EXACT: &[(&str, bool)] = &[
     ("SELECT DISTINCT grp FROM users", false),
     ("SELECT DISTINCT grp, active FROM users ORDER BY grp NULLS FIRST, active LIMIT 6", true),
     ("SELECT count(*) FILTER (WHERE active) FROM users", true),
+    ("SELECT avg(score), avg(amount), avg(id) FROM users", true),
+    ("SELECT grp, avg(score) FROM users GROUP BY grp ORDER BY avg(score) DESC NULLS LAST, grp", true),
+    ("SELECT active, avg(amount) AS mean FROM users WHERE id > 300 GROUP BY active", false),
     ("SELECT id, name FROM users WHERE score > 90", false),
 ];
 
 /// Statements pgshard must refuse (0A000) rather than answer wrongly.
 const REFUSED: &[&str] = &[
-    "SELECT avg(score) FROM users",
     "SELECT count(DISTINCT grp) FROM users",
     "SELECT grp FROM users GROUP BY grp HAVING count(*) > 30",
     "SELECT id, rank() OVER (ORDER BY score) FROM users",

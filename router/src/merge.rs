@@ -34,7 +34,8 @@
 //!    list or ORDER BY. Each output column is then a group key (no
 //!    aggregate in it: Postgres has checked it is computable from the
 //!    groups) or one supported aggregate call: `count`, `sum`, `min`, `max`,
-//!    `bool_and`, `bool_or`, `every`, with an optional FILTER. Shards return
+//!    `bool_and`, `bool_or`, `every`, `avg` (run as `sum` plus a hidden
+//!    `count`), with an optional FILTER. Shards return
 //!    their partial groups, all of them (LIMIT and OFFSET are applied after
 //!    merging, so they are taken off the shards' statement).
 //! 4. Without aggregation, DISTINCT merges like a GROUP BY of every output
@@ -98,6 +99,11 @@ pub struct SortKey {
 pub enum Column {
     Key,
     Aggregate(Aggregate),
+    /// `avg(x)`: the shards return `sum(x)` here and `count(x)` in column
+    /// `count`; the merge divides as Postgres's numeric division does.
+    Average {
+        count: usize,
+    },
 }
 
 /// An aggregate whose partial results combine exactly.
@@ -112,6 +118,8 @@ pub enum Aggregate {
     /// `bool_and` / `every`.
     BoolAnd,
     BoolOr,
+    /// Only while planning: becomes [`Column::Average`].
+    Avg,
 }
 
 /// LIMIT and OFFSET as written.
@@ -136,9 +144,10 @@ pub enum Bound {
 pub enum Unmergeable {
     #[error("{0} across shards is not supported: add the sharding key to the WHERE clause so the statement runs on one shard")]
     Construct(&'static str),
-    #[error("aggregate {0}() across shards is not supported (count, sum, min, max, bool_and and bool_or are): add the sharding key to the WHERE clause so the statement runs on one shard")]
+    #[error("aggregate {0}() across shards is not supported (count, sum, avg, min, max, bool_and and bool_or are): add the sharding key to the WHERE clause so the statement runs on one shard")]
     Aggregate(String),
-    #[error("avg() across shards is not supported yet: select sum(x) and count(x) and divide, or add the sharding key to the WHERE clause")]
+    /// Internal: marks an aggregate found while walking an expression.
+    #[error("an aggregate")]
     Average,
     #[error("an aggregate inside an expression across shards is not supported: select the aggregate itself, or add the sharding key to the WHERE clause")]
     AggregateInExpression,
@@ -218,7 +227,7 @@ fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>,
     let mut hidden = Vec::new();
     let order = sort_keys(select, &mut hidden)?;
     let groups = if aggregates {
-        Some(group_columns(select, &mut hidden)?)
+        Some(group_columns(&mut *select, &mut hidden)?)
     } else {
         None
     };
@@ -336,16 +345,36 @@ fn sort_keys(
 
 /// Group key or aggregate for every column, hidden group keys added.
 fn group_columns(
-    select: &pb::SelectStmt,
+    select: &mut pb::SelectStmt,
     hidden: &mut Vec<pb::Node>,
 ) -> Result<Vec<Column>, Unmergeable> {
-    for item in &select.group_clause {
-        if resolve(select, Some(item), false)?.is_none() {
-            add_hidden(select, hidden, Some(item));
+    for item in select.group_clause.clone() {
+        if resolve(select, Some(&item), false)?.is_none() {
+            add_hidden(select, hidden, Some(&item));
         }
     }
     let targets = select.target_list.iter().chain(hidden.iter());
-    targets.map(|t| expr::column_kind(target_val(t))).collect()
+    let mut columns = targets
+        .map(|t| expr::column_kind(target_val(t)))
+        .collect::<Result<Vec<_>, _>>()?;
+    // avg(x) runs as sum(x) with a hidden count(x) beside it.
+    for column in 0..columns.len() {
+        if columns[column] != Column::Aggregate(Aggregate::Avg) {
+            continue;
+        }
+        let visible = select.target_list.len();
+        let target = match column.checked_sub(visible) {
+            None => &mut select.target_list[column],
+            Some(at) => &mut hidden[at],
+        };
+        let count = expr::average_to_sum(target)?;
+        columns[column] = Column::Average {
+            count: visible + hidden.len(),
+        };
+        hidden.push(res_target(count));
+        columns.push(Column::Aggregate(Aggregate::Count));
+    }
+    Ok(columns)
 }
 
 /// The output column a sort or group item names (rule 2).
@@ -385,10 +414,10 @@ fn resolve(
     }
     let by_name = || {
         let name = expr::bare_name(node)?;
-        select.target_list.iter().position(|t| match &t.node {
-            Some(N::ResTarget(target)) => target.name == name,
-            _ => false,
-        })
+        select
+            .target_list
+            .iter()
+            .position(|t| expr::output_name(t) == Some(name))
     };
     let by_expression = || {
         let shape = expr::shape(node);
@@ -418,15 +447,22 @@ fn add_hidden(
     {
         return select.target_list.len() + at;
     }
-    hidden.push(pb::Node {
+    if let Some(node) = node {
+        hidden.push(res_target(node.clone()));
+    }
+    index
+}
+
+/// A select-list item of `node`, unnamed.
+fn res_target(node: pb::Node) -> pb::Node {
+    pb::Node {
         node: Some(N::ResTarget(Box::new(pb::ResTarget {
             name: String::new(),
             indirection: Vec::new(),
-            val: node.map(|n| Box::new(n.clone())),
+            val: Some(Box::new(node)),
             location: -1,
         }))),
-    });
-    index
+    }
 }
 
 /// `LIMIT count + offset` for the shards: a literal when both are, else

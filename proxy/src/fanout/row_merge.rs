@@ -28,6 +28,9 @@ pub struct Window {
     pub count: Option<u64>,
 }
 
+/// A RowDescription field's type oid, length and modifier for `numeric`.
+const NUMERIC_FIELD: [u8; 10] = [0, 0, 0x06, 0xa4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+
 /// One column as the shards describe it.
 #[derive(Debug, Clone, Copy)]
 struct Field {
@@ -124,16 +127,22 @@ impl RowMerge {
         let unreadable = ValueError::Unreadable("row description");
         let (fields, ends) = read_fields(body).ok_or(unreadable)?;
         let mut checked = Vec::with_capacity(fields.len());
+        let mut averages = Vec::new();
         for (column, (oid, binary)) in fields.iter().copied().enumerate() {
+            let average = matches!(self.column(column), Some(Column::Average { .. }));
+            // An average is compared as the numeric it becomes.
+            let compared = if average { 1700 } else { oid };
             let kind = if self.compares(column, fields.len()) {
-                Some(Kind::of(oid, self.bytewise_text)?)
+                Some(Kind::of(compared, self.bytewise_text)?)
             } else {
                 None
             };
-            if let Some(Column::Aggregate(Aggregate::Sum)) = self.column(column) {
-                if !matches!(oid, 20 | 1700) {
-                    return Err(ValueError::Type(oid));
-                }
+            let summed = average || self.column(column) == Some(Column::Aggregate(Aggregate::Sum));
+            if summed && !matches!(oid, 20 | 1700) {
+                return Err(ValueError::Type(oid));
+            }
+            if average {
+                averages.push(ends[column]);
             }
             checked.push(Field { oid, binary, kind });
         }
@@ -141,7 +150,15 @@ impl RowMerge {
             let visible = fields.len().saturating_sub(self.plan.hidden);
             let at = messages::begin(out, b'T');
             out.put_u16(visible as u16);
+            let fields_at = out.len();
             out.extend_from_slice(&body[2..ends.get(visible).copied().unwrap_or(2)]);
+            for start in averages.into_iter().filter(|&s| s < ends[visible]) {
+                // The client's column is avg's numeric, not the shards' sum.
+                let at = fields_at + start - 2;
+                let name = out[at..].iter().position(|&b| b == 0).unwrap_or(0);
+                let fixed = at + name + 1;
+                out[fixed + 6..fixed + 16].copy_from_slice(&NUMERIC_FIELD);
+            }
             messages::finish(out, at);
         }
         self.fields = Some(checked);
@@ -332,12 +349,14 @@ impl RowMerge {
             return Ok(());
         }
         for (c, column) in columns.iter().enumerate() {
-            let Column::Aggregate(aggregate) = column else {
-                continue;
+            let aggregate = match column {
+                Column::Aggregate(aggregate) => *aggregate,
+                Column::Average { .. } => Aggregate::Sum,
+                Column::Key => continue,
             };
             let field = fields[c];
             let current = self.group_rows[at].values[c].take();
-            let combined = combine(*aggregate, field, current, row.value(c))?;
+            let combined = combine(aggregate, field, current, row.value(c))?;
             self.group_rows[at].values[c] = combined;
         }
         Ok(())
@@ -373,7 +392,10 @@ impl RowMerge {
         {
             return Err(ValueError::Unreadable("aggregate row"));
         }
-        let groups = std::mem::take(&mut self.group_rows);
+        let mut groups = std::mem::take(&mut self.group_rows);
+        for group in &mut groups {
+            self.finish_averages(&mut group.values)?;
+        }
         let mut rows: Vec<Row> = groups.into_iter().map(|g| group_row(&g.values)).collect();
         if !self.plan.order.is_empty() {
             let mut failure = None;
@@ -394,6 +416,42 @@ impl RowMerge {
     }
 }
 
+impl RowMerge {
+    /// A group's averages: its sum divided by its count, as the numeric
+    /// Postgres's `avg` gives (NULL over no rows).
+    fn finish_averages(&self, values: &mut [Option<Vec<u8>>]) -> Result<(), ValueError> {
+        let fields = self.fields.as_deref().unwrap_or_default();
+        for (c, column) in self.columns(fields.len()).into_iter().enumerate() {
+            let Column::Average { count } = column else {
+                continue;
+            };
+            let field = fields[c];
+            let rows = match values.get(count).cloned().flatten() {
+                Some(n) => values::integer(&n, fields.get(count).is_some_and(|f| f.binary))?,
+                None => 0,
+            };
+            let sum = values[c].take();
+            values[c] = match (sum, u64::try_from(rows)) {
+                (Some(sum), Ok(rows)) if rows > 0 => {
+                    let sum = match field.oid {
+                        20 => Decimal::from_text(
+                            values::integer(&sum, field.binary)?.to_string().as_bytes(),
+                        )?,
+                        _ => Decimal::read(&sum, field.binary)?,
+                    };
+                    let (average, scale) = sum.average(rows);
+                    Some(match field.binary {
+                        true => average.to_binary(scale),
+                        false => average.to_text(scale).into_bytes(),
+                    })
+                }
+                _ => None,
+            };
+        }
+        Ok(())
+    }
+}
+
 /// Combine an aggregate's running value with a shard's partial one.
 fn combine(
     aggregate: Aggregate,
@@ -408,7 +466,7 @@ fn combine(
     };
     let binary = field.binary;
     Ok(Some(match aggregate {
-        Aggregate::Count | Aggregate::Sum if field.oid == 20 => {
+        Aggregate::Count | Aggregate::Sum | Aggregate::Avg if field.oid == 20 => {
             let total = values::integer(&current, binary)?
                 .checked_add(values::integer(next, binary)?)
                 .ok_or(ValueError::OutOfRange("bigint"))?;
@@ -418,7 +476,7 @@ fn combine(
                 total.to_string().into_bytes()
             }
         }
-        Aggregate::Count | Aggregate::Sum => {
+        Aggregate::Count | Aggregate::Sum | Aggregate::Avg => {
             let (a, b) = (
                 Decimal::read(&current, binary)?,
                 Decimal::read(next, binary)?,

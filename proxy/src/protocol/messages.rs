@@ -156,7 +156,12 @@ pub fn parse(out: &mut BytesMut, name: &[u8], sql: &[u8], param_types: &[u32]) {
 }
 
 /// `B`: Bind of `statement` into `portal` (frontend), from a decoded Bind.
-pub fn bind(out: &mut BytesMut, bind: &super::frame::Bind, statement: &[u8], result_formats: &[i16]) {
+pub fn bind(
+    out: &mut BytesMut,
+    bind: &super::frame::Bind,
+    statement: &[u8],
+    result_formats: &[i16],
+) {
     let at = begin(out, b'B');
     put_cstr(out, &bind.portal);
     put_cstr(out, statement);

@@ -224,6 +224,47 @@ impl Decimal {
         out
     }
 
+    /// This sum divided by a row count as `avg` finishes: Postgres's
+    /// `numeric_div`, whose result scale `select_div_scale` picks (at least
+    /// 16 significant digits, never below the sum's scale), rounded half
+    /// away from zero. Returns the quotient and its display scale.
+    pub fn average(&self, count: u64) -> (Decimal, usize) {
+        let (negative, digits, scale) = match self {
+            Decimal::Finite {
+                negative,
+                digits,
+                scale,
+            } => (*negative, digits, *scale),
+            special => return (special.clone(), 0),
+        };
+        if count == 0 {
+            return (Decimal::NaN, 0);
+        }
+        let (weight1, first1) = leading_group(digits, scale);
+        let count_digits: Vec<u8> = count.to_string().bytes().map(|b| b - b'0').collect();
+        let (weight2, first2) = leading_group(&count_digits, 0);
+        let mut qweight = weight1 - weight2;
+        if first1 <= first2 {
+            qweight -= 1;
+        }
+        let rscale = (16 - qweight * 4).max(scale as i64).clamp(0, 1000) as usize;
+        // digits * 10^(rscale - scale) / count, rounded.
+        let mut numerator = digits.clone();
+        numerator.resize(digits.len() + (rscale - scale), 0);
+        let divisor = u128::from(count);
+        let mut quotient = Vec::with_capacity(numerator.len());
+        let mut remainder: u128 = 0;
+        for d in numerator {
+            let current = remainder * 10 + u128::from(d);
+            quotient.push((current / divisor) as u8);
+            remainder = current % divisor;
+        }
+        if remainder * 2 >= divisor {
+            quotient = add_magnitudes(&quotient, &[1]);
+        }
+        (Decimal::finite(negative, quotient, rscale), rscale)
+    }
+
     /// The exact sum, with Postgres's special-value rules.
     pub fn add(&self, other: &Decimal) -> Decimal {
         use Decimal::*;
@@ -298,6 +339,31 @@ impl PartialOrd for Decimal {
     fn partial_cmp(&self, other: &Decimal) -> Option<Ordering> {
         Some(self.cmp(other))
     }
+}
+
+/// The base-10000 weight and first digit of the magnitude `digits` at
+/// `scale` (Postgres's NumericVar layout; zero: weight 0, digit 0).
+fn leading_group(digits: &[u8], scale: usize) -> (i64, u16) {
+    let Some(first) = digits.iter().position(|&d| d != 0) else {
+        return (0, 0);
+    };
+    // Decimal exponent of the leading digit: 10^e.
+    let exponent = (digits.len() - first) as i64 - 1 - scale as i64;
+    let weight = exponent.div_euclid(4);
+    // The group holds the digits from 10^(4*weight+3) down to 10^(4*weight).
+    let mut group = 0u16;
+    for power in (0..4).rev() {
+        let e = weight * 4 + power;
+        // Index of the digit for 10^e: len - 1 - scale - e.
+        let index = digits.len() as i64 - 1 - scale as i64 - e;
+        let digit = usize::try_from(index)
+            .ok()
+            .and_then(|i| digits.get(i))
+            .copied()
+            .unwrap_or(0);
+        group = group * 10 + u16::from(digit);
+    }
+    (weight, group)
 }
 
 /// `digits` at scale `from` rewritten at scale `to` (>= `from`).
@@ -411,6 +477,24 @@ mod tests {
             let scale = value.scale();
             let back = Decimal::from_binary(&value.to_binary(scale)).unwrap();
             assert_eq!(back.to_text(scale), text, "{text}");
+        }
+    }
+
+    #[test]
+    fn averages_divide_as_postgres_does() {
+        // Expected: Postgres 15's avg() of rows with this sum and count (psql).
+        for (sum, count, expected) in [
+            ("3", 2, "1.5000000000000000"),
+            ("10", 3, "3.3333333333333333"),
+            ("2", 3, "0.66666666666666666667"),
+            ("-2", 3, "-0.66666666666666666667"),
+            ("123456", 7, "17636.571428571429"),
+            ("12.25", 4, "3.0625000000000000"),
+            ("0", 5, "0.00000000000000000000"),
+            ("99999999", 1, "99999999.000000000000"),
+        ] {
+            let (value, scale) = dec(sum).average(count);
+            assert_eq!(value.to_text(scale), expected, "{sum} / {count}");
         }
     }
 

@@ -118,9 +118,8 @@ fn bind_bound(bound: Option<Bound>, bind: &Bind) -> Result<Option<u64>, ClientEr
         return Ok(None);
     };
     let binary = bind.param_format(n) == 1;
-    let value = values::integer(value, binary).map_err(|e| {
-        ClientError::new(sqlstate::INVALID_PARAMETER_VALUE, e.to_string())
-    })?;
+    let value = values::integer(value, binary)
+        .map_err(|e| ClientError::new(sqlstate::INVALID_PARAMETER_VALUE, e.to_string()))?;
     Ok(Some(u64::try_from(value).unwrap_or(0)))
 }
 

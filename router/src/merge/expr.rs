@@ -67,6 +67,7 @@ fn supported(name: &str) -> Option<Aggregate> {
         "max" => Aggregate::Max,
         "bool_and" | "every" => Aggregate::BoolAnd,
         "bool_or" => Aggregate::BoolOr,
+        "avg" => Aggregate::Avg,
         _ => return None,
     })
 }
@@ -197,7 +198,6 @@ pub(super) fn check(node: Option<&pb::Node>) -> Result<(), Unmergeable> {
         }
         match supported(name) {
             Some(_) => Ok(()),
-            None if name == "avg" => Err(Unmergeable::Average),
             None => Err(Unmergeable::Aggregate(name.to_owned())),
         }
     })
@@ -389,5 +389,54 @@ pub(super) fn int8_cast(node: pb::Node) -> pb::Node {
             }),
             location: -1,
         }))),
+    }
+}
+
+/// Rewrite the select-list item `avg(args) [FILTER]` to `sum(args)
+/// [FILTER]`; the `count(args) [FILTER]` to run beside it.
+pub(super) fn average_to_sum(target: &mut pb::Node) -> Result<pb::Node, Unmergeable> {
+    let Some(N::ResTarget(target)) = &mut target.node else {
+        return Err(Unmergeable::AggregateInExpression);
+    };
+    if target.name.is_empty() {
+        // The client's column keeps the name Postgres gives it.
+        target.name = "avg".into();
+    }
+    let Some(pb::Node {
+        node: Some(N::FuncCall(call)),
+    }) = target.val.as_deref_mut()
+    else {
+        return Err(Unmergeable::AggregateInExpression);
+    };
+    let name = |s: &str| pb::Node {
+        node: Some(N::String(pb::String { sval: s.into() })),
+    };
+    let mut count = call.clone();
+    count.funcname = vec![name("pg_catalog"), name("count")];
+    call.funcname = vec![name("pg_catalog"), name("sum")];
+    Ok(pb::Node {
+        node: Some(N::FuncCall(count)),
+    })
+}
+
+/// The name Postgres gives a select-list item's column: its alias, else a
+/// column reference's column or a function call's function name.
+pub(super) fn output_name(target: &pb::Node) -> Option<&str> {
+    let Some(N::ResTarget(target)) = &target.node else {
+        return None;
+    };
+    if !target.name.is_empty() {
+        return Some(&target.name);
+    }
+    match target.val.as_deref().and_then(|v| v.node.as_ref())? {
+        N::ColumnRef(c) => match c.fields.last()?.node.as_ref()? {
+            N::String(s) => Some(&s.sval),
+            _ => None,
+        },
+        N::FuncCall(call) => match call.funcname.last()?.node.as_ref()? {
+            N::String(s) => Some(&s.sval),
+            _ => None,
+        },
+        _ => None,
     }
 }

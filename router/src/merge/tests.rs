@@ -138,6 +138,24 @@ fn aggregates_and_groups() {
     let p = merged("SELECT grp AS g, sum(score) FROM users GROUP BY g ORDER BY sum(score)");
     assert_eq!((p.hidden, p.order.clone()), (0, vec![key(1, false, false)]));
 
+    let p = merged("SELECT grp, avg(score) FROM users GROUP BY grp ORDER BY avg(score)");
+    assert_eq!(
+        p.groups,
+        Some(vec![
+            Column::Key,
+            Column::Average { count: 2 },
+            Column::Aggregate(Count)
+        ])
+    );
+    assert_eq!(p.order, vec![key(1, false, false)]);
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT grp, pg_catalog.sum(score) AS avg, pg_catalog.count(score) FROM users GROUP BY grp ORDER BY avg(score)")
+    );
+
+    let p = merged("SELECT grp, max(score) FROM users GROUP BY grp ORDER BY max DESC");
+    assert_eq!((p.hidden, p.order.clone()), (0, vec![key(1, true, true)]));
+
     let p = merged("SELECT count(*) FILTER (WHERE active) FROM users");
     assert_eq!(p.groups, Some(vec![Column::Aggregate(Count)]));
 
@@ -148,7 +166,6 @@ fn aggregates_and_groups() {
 #[test]
 fn what_cannot_merge_is_refused() {
     for (sql, says) in [
-        ("SELECT avg(score) FROM users", "avg()"),
         ("SELECT string_agg(name, ',') FROM users", "string_agg()"),
         ("SELECT count(DISTINCT grp) FROM users", "DISTINCT values"),
         ("SELECT sum(score) + 1 FROM users", "inside an expression"),

@@ -189,12 +189,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 None => Merger::default(),
                 Some(merge) => {
                     let bind = &merge.bind;
-                    let rows = RowMerge::new(Arc::clone(&bind.plan), bind.window, shards.len(), bytewise);
+                    let rows =
+                        RowMerge::new(Arc::clone(&bind.plan), bind.window, shards.len(), bytewise);
                     Merger::merging(if merge.execute { rows.silent() } else { rows })
                 }
             };
             if merge.as_ref().is_some_and(|m| m.execute) {
-                failed |= !self.read_interleaved(parts, shards, index, &mut merger).await?;
+                failed |= !self
+                    .read_interleaved(parts, shards, index, &mut merger)
+                    .await?;
             } else {
                 for (position, &shard) in shards.iter().enumerate() {
                     let Some(part) = parts.iter_mut().find(|p| p.shard == shard) else {
