@@ -3,7 +3,7 @@
 //! tables, so that a misrouted row fails loudly: keyed writes and reads in
 //! both protocols, keyless fan-out, deferred transactions, omnisharded and
 //! table-family tables, `cross_shard_disabled`, manual overrides, the
-//! query cache and bad keys.
+//! query cache, bad keys and subqueries.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -44,7 +44,7 @@ async fn routes_by_key(n: usize) {
     let servers = common::servers(n);
     create_sharded_schema(&servers);
     let cluster = Cluster::start_sharded(servers, "", SHARDING);
-    let sections: [(&str, Section); 10] = [
+    let sections: [(&str, Section); 11] = [
         ("inserts and reads", |c| Box::pin(inserts_and_reads(c))),
         ("transactions", |c| Box::pin(transactions(c))),
         ("cross-shard transaction", |c| {
@@ -61,6 +61,7 @@ async fn routes_by_key(n: usize) {
         ("cross_shard_disabled", |c| {
             Box::pin(cross_shard_disabled(c))
         }),
+        ("subqueries", |c| Box::pin(subqueries(c))),
     ];
     let mut failed = Vec::new();
     for (name, section) in sections {
@@ -950,4 +951,68 @@ async fn cross_shard_disabled(cluster: &Cluster) {
         .await
         .unwrap_or_else(|e| panic!("omnisharded read: {}", describe(&e)));
     assert!(!rows.is_empty());
+}
+
+/// Subqueries whose rows live elsewhere than the statement's (issue 18):
+/// refused with 0A000 unless exact, that is on the statement's one shard or
+/// correlated on the sharding key.
+async fn subqueries(cluster: &Cluster) {
+    let (a, b) = keys_on_two_shards(cluster, 7000).await;
+    let (a, b) = (a.0, b.0);
+    let client = cluster.connect().await;
+    for (tenant, items) in [(a, ["x", "y", "z"]), (b, ["x", "y", "w"])] {
+        for (id, item) in (1..).zip(items) {
+            insert_simple(&client, tenant, id, item).await;
+        }
+    }
+    // Each would have run its subquery over one shard's rows.
+    let refused = [
+        format!("SELECT tenant_id, id FROM orders WHERE item = (SELECT item FROM orders WHERE tenant_id = {a} AND id = 1)"),
+        format!("SELECT id FROM orders WHERE tenant_id = {a} AND id >= (SELECT avg(id) FROM orders WHERE item = 'y')"),
+        format!("SELECT id FROM orders WHERE tenant_id = {a} AND item IN (SELECT item FROM orders WHERE tenant_id = {b})"),
+    ];
+    for sql in &refused {
+        let err = client.simple_query(sql).await.unwrap_err();
+        let message = describe(&err);
+        println!("refused as expected: {sql}: {message}");
+        assert_eq!(code(&err), Some("0A000"), "{sql}: {message}");
+        assert!(message.contains("subquery"), "{sql}: {message}");
+    }
+    let err = client
+        .query(
+            "SELECT id FROM orders WHERE tenant_id = $1 AND item IN (SELECT item FROM orders WHERE tenant_id = $2)",
+            &[&a, &b],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), Some("0A000"), "{}", describe(&err));
+    // Both levels on the statement's shard.
+    let ids = column(
+        &client,
+        &format!("SELECT id FROM orders WHERE tenant_id = {a} AND item IN (SELECT item FROM orders WHERE tenant_id = {a} AND id > 1) ORDER BY id"),
+        "id",
+    )
+    .await;
+    assert_eq!(ids, ["2", "3"], "keyed subquery on the outer query's shard");
+    // A keyed subquery alone goes to its shard (not one row per shard).
+    let counts = column(
+        &client,
+        &format!("SELECT (SELECT count(*) FROM orders WHERE tenant_id = {b}) AS n"),
+        "n",
+    )
+    .await;
+    assert_eq!(counts, ["3"], "scalar subquery on its shard");
+    // Correlated on the key: each shard meets its own rows' partners.
+    let rows = client
+        .query(
+            "SELECT o.tenant_id, o.id FROM orders o WHERE o.tenant_id = ANY($1) AND EXISTS (SELECT 1 FROM orders p WHERE p.tenant_id = o.tenant_id AND p.id = o.id + 1)",
+            &[&vec![a, b]],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("correlated EXISTS: {}", describe(&e)));
+    let mut got: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    got.sort_unstable();
+    let mut want = vec![(a, 1), (a, 2), (b, 1), (b, 2)];
+    want.sort_unstable();
+    assert_eq!(got, want, "correlated EXISTS across shards");
 }

@@ -733,13 +733,13 @@ fn locate(
     Some(used)
 }
 
-/// Call `f` on every value of every condition until it returns false;
-/// whether all returned true.
+/// Call `f` on every value of every condition (the sublinks' too) until it
+/// returns false; whether all returned true.
 fn for_each_value(summary: &mut Summary, f: &mut impl FnMut(&mut Value) -> bool) -> bool {
     let mut stack: Vec<&mut Condition> = summary
         .statements
         .iter_mut()
-        .flat_map(|stmt| stmt.conditions.iter_mut())
+        .flat_map(|stmt| stmt.all_conditions_mut())
         .collect();
     while let Some(condition) = stack.pop() {
         match condition {
@@ -765,11 +765,26 @@ fn summary_bytes(summary: &Summary) -> usize {
         if let StatementKind::SetShard(value) | StatementKind::SetShardingKey(value) = &stmt.kind {
             bytes += opt(value);
         }
-        for table in &stmt.tables {
-            bytes +=
-                size_of::<TableRef>() + opt(&table.schema) + table.name.len() + opt(&table.alias);
+        let table_bytes = |table: &TableRef| {
+            size_of::<TableRef>() + opt(&table.schema) + table.name.len() + opt(&table.alias)
+        };
+        bytes += stmt.tables.iter().map(table_bytes).sum::<usize>();
+        if let Some(sublinks) = &stmt.sublinks {
+            bytes += size_of::<crate::summary::Sublinks>();
+            bytes += sublinks
+                .tables_outside
+                .iter()
+                .map(table_bytes)
+                .sum::<usize>();
+            bytes += sublinks.other_names.iter().map(String::len).sum::<usize>();
+            for sublink in &sublinks.subqueries {
+                bytes += size_of::<crate::summary::Sublink>();
+                bytes += sublink.tables.iter().map(table_bytes).sum::<usize>();
+                bytes += sublink.from_tables.iter().map(table_bytes).sum::<usize>();
+                bytes += sublink.equalities.len() * 2 * size_of::<crate::summary::ColumnRef>();
+            }
         }
-        stack.extend(stmt.conditions.iter());
+        stack.extend(stmt.all_conditions());
     }
     while let Some(condition) = stack.pop() {
         bytes += size_of::<Condition>();

@@ -54,7 +54,7 @@
 //!   items on the nullable side of an outer join, nor EXCEPT's right arm:
 //!   they filter or extend the statement's rows, they do not say where those
 //!   rows live (`WHERE k = 3 OR id IN (SELECT ... WHERE k = 4)` reads every
-//!   shard).
+//!   shard). Sublinks have conditions of their own, in **sublinks** below.
 //!
 //!   **CTEs** are scoped as in Postgres (a WITH's CTEs are visible to its
 //!   query and the levels below; to each other in a RECURSIVE WITH, to the
@@ -74,6 +74,40 @@
 //!   the top-level WITH is added once however large: an INSERT's rows must
 //!   go to their shards only.) CTEs with the same name in one WITH (which
 //!   Postgres refuses): the first one counts.
+//! - **sublinks** ([`crate::summary::Sublinks`]): `None` unless the statement
+//!   has a SubLink (anywhere). Then one more walk visits every node, scoped
+//!   like the condition pass (a query's WITH makes its CTEs visible to the
+//!   query; a CTE body sees the earlier CTEs of its WITH, all of them if
+//!   RECURSIVE, and the enclosing scopes), and sorts what it meets into
+//!   regions: each SubLink opens a region for everything below it (the
+//!   sublinks nested in it open their own); the rest is outside. An
+//!   unqualified RangeVar whose name is a CTE in scope is a reference to
+//!   it; other RangeVars are tables of their region (and of the CTE body
+//!   they are in, if any). Per sublink, in region order:
+//!   - **tables**: its region's, plus the tables of the CTE bodies it
+//!     references, and of those these reference or define, transitively
+//!     (never of sublinks nested in them); past [`MAX_SUBLINK_TABLES`]
+//!     (counting each such CTE as one plus its own tables, repeats too),
+//!     none, and `reads_every_table`;
+//!   - **conditions**: the condition pass run on its query as the
+//!     statement's own (not `top`: no data-modifying CTEs), from the scope
+//!     it sits in, so that the CTEs of enclosing queries it references
+//!     through contributing FROMs add theirs;
+//!   - **from_tables** and **equalities**, only when its query is a SELECT
+//!     without a set operation: the RangeVars of its FROM through JoinExprs
+//!     of every type (and a TABLESAMPLE's relation), and the `col = col`
+//!     A_Exprs (operator `=`, both sides columns as for conditions) met
+//!     through ANDs only in its WHERE and in the quals of INNER joins
+//!     reached through preserved sides (as for conditions).
+//!
+//!   **tables_outside**: the region outside sublinks. **other_names**:
+//!   RangeSubselect, RangeFunction, RangeTableFunc (default `xmltable`),
+//!   JsonTable (default `json_table`) and JoinExpr aliases (and a join's
+//!   USING alias), the alias (else the name) of each CTE reference, and for
+//!   a RangeFunction without an alias the last name part of each FuncCall
+//!   it calls; any other function there sets **unnamed_item**. All lists are
+//!   sorted and deduplicated (sublinks too); tables named like a CTE of the
+//!   statement are dropped, as from `tables`.
 //! - **session**: VariableSetStmt: SET LOCAL and SET TRANSACTION (a
 //!   `VAR_SET_MULTI` named TRANSACTION) -> TransactionScoped("SET"); RESET
 //!   ALL -> ResetAll; SET name TO value(s) / FROM CURRENT -> Set with the
@@ -135,6 +169,7 @@
 //!   overflow.
 
 pub mod protobuf;
+mod sublinks;
 pub mod view;
 
 #[cfg(test)]
@@ -151,6 +186,13 @@ pub const MAX_DEPTH: usize = 1000;
 /// Largest CTE condition (in nodes) that is copied to where the CTE is
 /// referenced (see the rules above).
 pub const MAX_CTE_CONDITION_NODES: usize = 1000;
+
+/// Most tables a sublink's facts list (its own and those of the CTEs it
+/// references, counted with repeats) before it is read as reading every
+/// table of the statement (see the rules above): a statement with many
+/// sublinks referencing CTE chains could otherwise list tables in proportion
+/// to their product.
+pub const MAX_SUBLINK_TABLES: usize = 1000;
 
 /// Why a tree could not be summarized.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

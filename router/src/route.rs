@@ -22,7 +22,8 @@
 //!    to read them from one database and write them everywhere.
 //! 5. Conditions (one per query level that restricts the statement's rows,
 //!    a UNION's arms OR-ed into one: see [`crate::extract`]; sublinks give
-//!    none) give shard sets: `k = v` the database of `v`, `k = ANY(array)`
+//!    none to the statement, rule 12 places them) give shard sets: `k = v`
+//!    the database of `v`, `k = ANY(array)`
 //!    the union of its elements', AND the intersection, OR the union (free
 //!    if any branch is). An empty AND of one
 //!    column (`k = 1 AND k = 2`, or `k = ANY('{}')`) matches no row and goes
@@ -61,18 +62,67 @@
 //!     also reads sharded, unknown or family tables (`INSERT INTO countries
 //!     SELECT ... FROM orders`) would compute different rows on each
 //!     database, or write one copy only, and the copies would diverge.
+//! 12. Sublinks (subqueries inside expressions: `IN (SELECT ...)`, `EXISTS`,
+//!     scalar `(SELECT ...)`, `ANY/ALL (SELECT ...)`, `ARRAY(SELECT ...)`,
+//!     in WHERE, the target list, HAVING, ON, ORDER BY, VALUES, SET,
+//!     RETURNING, at any depth) are evaluated by each database the
+//!     statement runs on, over that database's rows only; a statement is
+//!     never routed by one of its levels alone. After rules 1-3, for every
+//!     statement but DDL, each sublink (nested ones each on their own; its
+//!     reads are its FROM, FROM subqueries, own CTEs, and the CTEs of
+//!     enclosing queries it references) that reads sharded, unknown or
+//!     family tables must be either
+//!     - **correlated** with an enclosing query on a co-located key: an
+//!       equality AND-ed into its own WHERE (or an INNER join's ON reached
+//!       through preserved sides) of a plain SELECT between the sharding
+//!       key of a table of its own FROM (qualified by that table's alias or
+//!       name, or unqualified) and the sharding key, in the same key space,
+//!       of the table an enclosing query's qualifier names (`EXISTS (SELECT
+//!       1 FROM orders o WHERE o.user_id = u.id)`): each database meets the
+//!       partners of its own rows, wherever the statement runs. The outer
+//!       qualifier must name no item of the sublink's own FROM, no FROM item
+//!       other than a table anywhere in the statement (a subquery's,
+//!       function's, join's or CTE reference's name), and only tables keyed
+//!       in that key space; a statement with a function in FROM whose name
+//!       cannot be told (`FROM coalesce(...)` without an alias) has no
+//!       correlations. Family tables in the sublink place it anyway; or
+//!     - **placed**: its conditions (rule 5, over its own levels) and family
+//!       tables restrict it to exactly one database `d`, and the statement
+//!       runs on `d` alone: its own levels (outside sublinks, CTE bodies
+//!       defined there included) read no sharded table, match no row, or
+//!       are restricted to exactly `d` (`WHERE id = 5 AND x IN (SELECT ...
+//!       FROM orders WHERE user_id = 5)`, co-located). All placed sublinks
+//!       must agree on `d`; the statement is then pinned to it in a string.
+//!       A placed sublink that matches no row (`k = 1 AND k = 2`) reads
+//!       nothing wherever it runs and places nothing.
+//!
+//!     Anything else is refused, naming the table and what to do: a sublink
+//!     without a key or correlation (a keyless one under a keyless outer
+//!     query too: each database would see its own part of the inner rows),
+//!     or one on another database, on several, or on a different one than
+//!     another sublink. Sublinks that read only omnisharded or catalog
+//!     tables, or none, are exact anywhere. A sublink that reads more than
+//!     [`crate::extract::MAX_SUBLINK_TABLES`] tables through CTEs is refused
+//!     when the statement reads any sharded table. The statement's own
+//!     levels are routed by rules 4-11 from the tables outside its sublinks.
 //!
 //! Limitations: an INSERT ... SELECT is told from INSERT ... VALUES by
-//! whether the statement names a sharded table other than its target (the
-//! same table read back under the same name counts once, so `INSERT INTO
-//! orders SELECT * FROM orders` is refused as keyless, and a VALUES row
-//! with a sublink on another sharded table counts as a SELECT). A
-//! data-modifying CTE restricts the whole statement to its shards, and
-//! neither its target nor its SET columns are checked by rule 11.
+//! whether the statement names a sharded table other than its target
+//! outside its sublinks (the same table read back under the same name
+//! counts once, so `INSERT INTO orders SELECT * FROM orders` is refused as
+//! keyless). A data-modifying CTE restricts the whole statement to its
+//! shards, and neither its target nor its SET columns are checked by rule
+//! 11. Like the tables of one level (rule 5), a FROM subquery or CTE is
+//! assumed to meet the rows it joins on the same database: one that
+//! aggregates, DISTINCTs or LIMITs rows of sharded tables without being
+//! restricted to one database itself is not refused here, even inside a
+//! placed or correlated sublink or under a single-shard statement (on
+//! several databases, that is the fan-out merge analysis's to refuse).
 
 mod keys;
 mod plan;
 mod shard_set;
+mod sublinks;
 mod tables;
 
 #[cfg(test)]
@@ -200,6 +250,19 @@ pub enum RouteError {
         table: String,
         read: String,
         what: &'static str,
+    },
+    #[error(
+        "a subquery reads {table}, which {what}, without its sharding key: each database would run it over its own rows only, and pgshard cannot combine query levels across shards; restrict the subquery to one shard with its sharding key (key = value, the shard of the outer query's rows), correlate it with the outer query on the sharding key of a co-located table (inner.key = outer.key), or run the subquery first and send its result"
+    )]
+    SubqueryWithoutKey { table: String, what: &'static str },
+    #[error(
+        "a subquery reads {table}, which {what}, on {subquery}, but the rest of the statement runs on {rest}: pgshard cannot combine query levels routed to different shards; give the subquery and the outer query the same sharding key value (or correlate the subquery with the outer query on the sharding key: inner.key = outer.key), or run the subquery first and send its result"
+    )]
+    SubqueryOnOtherShards {
+        table: String,
+        what: &'static str,
+        subquery: String,
+        rest: String,
     },
 }
 

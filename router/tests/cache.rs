@@ -752,3 +752,42 @@ fn a_core_splits_to_itself() {
     }
     assert!(checked > 4000, "{checked}");
 }
+
+/// A templated entry reads its sublinks' key literals from each text too:
+/// two texts of one template whose subqueries sit on different shards
+/// route differently (rule 12), with either engine.
+#[test]
+fn sublink_literals_are_parameters_too() {
+    let toml = "[[databases]]\nname = \"db\"\nhost = \"h\"\nshard = 0\n\
+                [[databases]]\nname = \"db\"\nhost = \"h\"\nshard = 1\n\
+                [[sharded_tables]]\ndatabase = \"db\"\nname = \"t\"\ncolumn = \"id\"\n";
+    let users = "[[users]]\nname = \"u\"\ndatabase = \"db\"\npassword = \"p\"\n";
+    let config = router::config::Config::from_toml(toml, users).unwrap();
+    let sharding = Arc::clone(&config.clusters["db"].sharding);
+    let none = router::route::Overrides::default();
+    for engine in ENGINES {
+        let cache = big();
+        // Keys 3 and 4 live on shard 1, 42 on shard 0 (see routes.rs).
+        let same = "SELECT * FROM t WHERE id = 3 AND x IN (SELECT x FROM t WHERE id = 4)";
+        let other = "SELECT * FROM t WHERE id = 3 AND x IN (SELECT x FROM t WHERE id = 42)";
+        let first = cache.lookup(same, engine).unwrap();
+        assert!(first.entry.templated);
+        let second = cache.lookup(other, engine).unwrap();
+        assert!(second.hit && Arc::ptr_eq(&first.entry, &second.entry));
+        assert_eq!(second.literals, ["3", "42"]);
+        let route = |lookup: &router::cache::Lookup| {
+            lookup
+                .entry
+                .route(&lookup.params(&[]), &none, &sharding)
+                .map(|routed| routed.route)
+        };
+        assert_eq!(route(&first), Ok(router::route::Route::Shard(1)));
+        assert!(
+            matches!(
+                route(&second),
+                Err(router::route::RouteError::SubqueryOnOtherShards { .. })
+            ),
+            "{engine:?}"
+        );
+    }
+}

@@ -10,8 +10,8 @@
 use parser_ffi::{parse_protobuf, parse_raw, ParseTree};
 use router::extract::{summarize, summarize_protobuf, ExtractError};
 use router::summary::{
-    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
-    ValueSource,
+    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Sublink, Sublinks,
+    Summary, TableRef, Value, ValueSource,
 };
 
 /// The effect of `SET name ...` parsed alone: the whole text.
@@ -93,18 +93,24 @@ fn check(sql: &str, expected: StatementSummary) {
     check_all(sql, expected);
 }
 
+/// Both engines give `expected` for `sql`. A statement expected without
+/// sublink facts is compared without them (the cases that are not about
+/// sublinks leave them out; the engines must still agree on them).
 #[track_caller]
 fn check_all(sql: &str, mut expected: Summary) {
     expected.canonicalize();
     let protobuf = summarize_protobuf(&parse_raw(sql).unwrap()).unwrap();
-    assert_eq!(protobuf, expected, "protobuf engine: {sql}");
     let pg_query = summarize_protobuf(&parse_protobuf(sql).unwrap()).unwrap();
-    assert_eq!(
-        pg_query, expected,
-        "protobuf engine over parse_protobuf: {sql}"
-    );
     let view = summarize(&ParseTree::parse(sql).unwrap()).unwrap();
-    assert_eq!(view, expected, "view engine: {sql}");
+    assert_eq!(protobuf, view, "the engines disagree: {sql}");
+    assert_eq!(pg_query, view, "protobuf engine over parse_protobuf: {sql}");
+    let mut protobuf = protobuf;
+    for (got, wanted) in protobuf.statements.iter_mut().zip(&expected.statements) {
+        if wanted.sublinks.is_none() {
+            got.sublinks = None;
+        }
+    }
+    assert_eq!(protobuf, expected, "both engines: {sql}");
 }
 
 fn stmt(kind: StatementKind) -> StatementSummary {
@@ -126,6 +132,7 @@ fn stmt(kind: StatementKind) -> StatementSummary {
         target: None,
         set_columns: Vec::new(),
         session: None,
+        sublinks: None,
     }
 }
 
@@ -995,6 +1002,221 @@ fn targets_and_set_columns() {
             .tables(&["t"])
             .conditions(vec![eq("id", cast(param(1), "Äint8"))]),
     );
+}
+
+// ---------------------------------------------------------------------------
+// Sublinks.
+
+/// A sublink reading `tables`, restricted by `conditions`; its own FROM's
+/// tables and column equalities are set with the methods below.
+fn sublink(tables: &[&str], conditions: Vec<Condition>) -> Sublink {
+    Sublink {
+        tables: tables.iter().map(|t| table(t)).collect(),
+        reads_every_table: false,
+        conditions,
+        from_tables: Vec::new(),
+        equalities: Vec::new(),
+    }
+}
+
+trait OwnLevel {
+    fn from(self, tables: &[&str]) -> Self;
+    fn equal(self, a: &str, b: &str) -> Self;
+}
+
+impl OwnLevel for Sublink {
+    fn from(mut self, tables: &[&str]) -> Self {
+        self.from_tables = tables.iter().map(|t| table(t)).collect();
+        self
+    }
+    fn equal(mut self, a: &str, b: &str) -> Self {
+        let (a, b) = (col(a), col(b));
+        self.equalities.push(if a <= b { (a, b) } else { (b, a) });
+        self
+    }
+}
+
+/// The sublink facts of a statement reading `outside` outside its sublinks.
+fn sublinks(outside: &[&str], subqueries: Vec<Sublink>) -> Option<Box<Sublinks>> {
+    Some(Box::new(Sublinks {
+        subqueries,
+        tables_outside: outside.iter().map(|t| table(t)).collect(),
+        other_names: Vec::new(),
+        unnamed_item: false,
+    }))
+}
+
+fn named(mut facts: Option<Box<Sublinks>>, names: &[&str], unnamed: bool) -> Option<Box<Sublinks>> {
+    if let Some(facts) = facts.as_deref_mut() {
+        facts.other_names = names.iter().map(|n| n.to_string()).collect();
+        facts.unnamed_item = unnamed;
+    }
+    facts
+}
+
+fn with(mut stmt: StatementSummary, facts: Option<Box<Sublinks>>) -> StatementSummary {
+    stmt.sublinks = facts;
+    stmt
+}
+
+/// Each sublink, nested ones too, with its own tables, conditions, own FROM
+/// and equalities; the statement's tables outside them.
+#[test]
+fn sublink_facts() {
+    // No sublink: no facts (the summary stays one pointer larger only).
+    let plain = same_in_both("SELECT * FROM t JOIN u ON u.k = t.k WHERE t.k = 1");
+    assert_eq!(plain.statements[0].sublinks, None);
+    check(
+        "SELECT * FROM t WHERE a = (SELECT a FROM t WHERE k = 1) AND b > 2",
+        with(
+            select().tables(&["t"]),
+            sublinks(
+                &["t"],
+                vec![sublink(&["t"], vec![eq("k", int(1, 53))]).from(&["t"])],
+            ),
+        ),
+    );
+    check(
+        "SELECT * FROM u x WHERE EXISTS (SELECT 1 FROM o JOIN i ON i.k = o.k AND i.k = x.k LEFT JOIN p ON p.k = x.k WHERE o.k = x.k AND (o.a = x.a OR o.b = 1) AND NOT o.c = x.c)",
+        with(
+            select().tables(&["u x", "o", "i", "p"]),
+            sublinks(
+                &["u x"],
+                vec![sublink(&["o", "i", "p"], vec![])
+                    .from(&["o", "i", "p"])
+                    .equal("i.k", "o.k")
+                    .equal("i.k", "x.k")
+                    .equal("o.k", "x.k")],
+            ),
+        ),
+    );
+    // Nested sublinks are sublinks of their own; a sublink's FROM subquery
+    // and own CTE are its own.
+    check(
+        "SELECT (SELECT count(*) FROM a WHERE a.k = b.k AND EXISTS (SELECT 1 FROM c WHERE c.k = 2)) FROM b",
+        with(
+            select().tables(&["a", "b", "c"]),
+            sublinks(
+                &["b"],
+                vec![
+                    sublink(&["a"], vec![]).from(&["a"]).equal("a.k", "b.k"),
+                    sublink(&["c"], vec![eq("c.k", int(2, 87))]).from(&["c"]),
+                ],
+            ),
+        ),
+    );
+    check(
+        "SELECT * FROM t WHERE k IN (WITH c AS (SELECT k FROM u WHERE k = 3) SELECT s.k FROM c, (SELECT k FROM v) s)",
+        with(
+            select().tables(&["t", "u", "v"]),
+            named(
+                sublinks(
+                    &["t"],
+                    vec![sublink(&["u", "v"], vec![eq("k", int(3, 65))])],
+                ),
+                &["c", "s"],
+                false,
+            ),
+        ),
+    );
+    // CTEs of enclosing queries: their tables and conditions where the
+    // sublink references them (through other CTEs too); the statement's
+    // own CTE bodies count outside sublinks.
+    check(
+        "WITH a AS (SELECT * FROM t WHERE k = 1), b AS (SELECT * FROM a JOIN w ON true) SELECT * FROM u WHERE id IN (SELECT id FROM b)",
+        with(
+            select().tables(&["t", "w", "u"]),
+            named(
+                sublinks(
+                    &["t", "w", "u"],
+                    vec![sublink(&["t", "w"], vec![eq("k", int(1, 37))])],
+                ),
+                &["a", "b"],
+                false,
+            ),
+        ),
+    );
+    check(
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r, t WHERE n < 5) SELECT * FROM u WHERE x IN (SELECT n FROM r)",
+        with(
+            select().tables(&["t", "u"]),
+            named(
+                sublinks(&["t", "u"], vec![sublink(&["t"], vec![])]),
+                &["r"],
+                false,
+            ),
+        ),
+    );
+    // Names of FROM items that are not tables; a function without an alias
+    // goes by its name, or by one that cannot be told.
+    check(
+        "SELECT * FROM t, unnest($1) WITH ORDINALITY, generate_series(1, 2) g, (SELECT 1) s, t AS x JOIN u USING (k) AS j WHERE EXISTS (SELECT 1 FROM coalesce(1))",
+        with(
+            select().tables(&["t", "t x", "u"]),
+            named(
+                sublinks(&["t", "t x", "u"], vec![sublink(&[], vec![])]),
+                &["g", "j", "s", "unnest"],
+                true,
+            ),
+        ),
+    );
+    // Anywhere: target list, HAVING, ON, VALUES, SET, RETURNING, ORDER BY.
+    check(
+        "UPDATE t SET v = (SELECT v FROM u WHERE k = 3) WHERE k = 1 RETURNING (SELECT 1 FROM w)",
+        with(
+            stmt(StatementKind::Update)
+                .tables(&["t", "u", "w"])
+                .target("t")
+                .set_columns(&["v"])
+                .conditions(vec![eq("k", int(1, 57))]),
+            sublinks(
+                &["t"],
+                vec![
+                    sublink(&["u"], vec![eq("k", int(3, 44))]).from(&["u"]),
+                    sublink(&["w"], vec![]).from(&["w"]),
+                ],
+            ),
+        ),
+    );
+    // A set operation has no own level to correlate.
+    check(
+        "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.k UNION SELECT 1 FROM v WHERE v.k = 2)",
+        with(
+            select().tables(&["t", "u", "v"]),
+            sublinks(&["t"], vec![sublink(&["u", "v"], vec![])]),
+        ),
+    );
+}
+
+/// Sublinks that reference CTE chains list at most `MAX_SUBLINK_TABLES`
+/// tables; past that, they are read as reading every table.
+#[test]
+fn sublinks_past_the_table_limit() {
+    let n = router::extract::MAX_SUBLINK_TABLES;
+    let mut sql = String::from("WITH c0 AS (SELECT 1 FROM t0)");
+    for i in 1..=n {
+        sql.push_str(&format!(", c{i} AS (SELECT 1 FROM c{}, t{i})", i - 1));
+    }
+    sql.push_str(&format!(
+        " SELECT (SELECT 1 FROM c{n}), (SELECT 1 FROM c{})",
+        n / 4
+    ));
+    let summary = same_in_both(&sql);
+    let facts = summary.statements[0].sublinks.as_deref().unwrap();
+    let every: Vec<bool> = facts
+        .subqueries
+        .iter()
+        .map(|sublink| sublink.reads_every_table)
+        .collect();
+    assert_eq!(every.len(), 2);
+    assert!(every.contains(&true) && every.contains(&false), "{every:?}");
+    for sublink in &facts.subqueries {
+        if sublink.reads_every_table {
+            assert!(sublink.tables.is_empty());
+        } else {
+            assert_eq!(sublink.tables.len(), n / 4 + 1);
+        }
+    }
 }
 
 /// The summary both engines give for `sql` (they must agree).

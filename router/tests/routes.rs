@@ -30,6 +30,8 @@ mod clusters;
 mod keys;
 #[path = "routes/statements.rs"]
 mod statements;
+#[path = "routes/sublinks.rs"]
+mod sublinks;
 #[path = "routes/tables.rs"]
 mod tables;
 

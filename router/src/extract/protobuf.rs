@@ -3,13 +3,16 @@
 //! on a heap stack (no recursion per tree level, so no input can exhaust the
 //! thread's stack) for tables, CTE names, locking and `INTO`; then a second
 //! pass, again on a heap stack, follows only the query levels that restrict
-//! the statement's rows (`Levels`) and reads each one's condition.
+//! the statement's rows (`Levels`) and reads each one's condition. A
+//! statement with a sublink gets a third pass ([`sublinks_protobuf`]).
 //!
 //! The walk knows which fields of which protobuf struct may hold nodes from
 //! the table at the end (`node_children!`), checked against the corpus by
 //! counting the `Node`s of each tree.
 
 use parser_ffi::protobuf::{self as pb, a_const::Val, node::Node as NodeEnum};
+
+mod sublinks_protobuf;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
@@ -44,10 +47,11 @@ fn statement<'a>(
     let (kind, write) = classify(root);
     let Found {
         mut tables,
-        ctes,
+        mut ctes,
         locking,
         select_into,
         modifying_cte,
+        sublink,
     } = found;
     if !ctes.is_empty() {
         tables.retain(|table| table.schema.is_some() || !ctes.contains(&table.name));
@@ -56,17 +60,33 @@ fn statement<'a>(
     if let Some(root) = root {
         levels.run(root)?;
     }
+    let conditions = levels.lists.pop().unwrap_or_default();
+    let insert_without_columns = levels.insert_without_columns;
+    let sublinks = match root {
+        Some(root) if sublink => {
+            ctes.sort_unstable();
+            let is_cte = |name: &str| ctes.binary_search_by(|cte| cte.as_str().cmp(name)).is_ok();
+            Some(Box::new(sublinks_protobuf::sublinks(
+                root,
+                &mut levels,
+                stack,
+                is_cte,
+            )?))
+        }
+        _ => None,
+    };
     let (target, set_columns) = target_and_set_columns(root);
     Ok(StatementSummary {
         kind,
         write: write.unwrap_or(select_into || modifying_cte),
         locking,
         tables,
-        conditions: levels.lists.pop().unwrap_or_default(),
-        insert_without_columns: levels.insert_without_columns,
+        conditions,
+        insert_without_columns,
         target,
         set_columns,
         session: None,
+        sublinks,
     })
 }
 
@@ -278,6 +298,8 @@ struct Found {
     locking: bool,
     select_into: bool,
     modifying_cte: bool,
+    /// The statement has a SubLink.
+    sublink: bool,
 }
 
 impl Found {
@@ -326,6 +348,7 @@ impl Found {
                 );
             }
             NodeEnum::SelectStmt(select) => self.select(select),
+            NodeEnum::SubLink(_) => self.sublink = true,
             _ => {}
         }
         true
@@ -432,6 +455,33 @@ impl<'a> Levels<'a> {
             scope: None,
             top: true,
         });
+        self.drain()
+    }
+
+    /// The conditions of `query` (a sublink's, at tree depth `depth`) seeing
+    /// the CTEs of `scope`.
+    fn run_at(
+        &mut self,
+        query: &'a NodeEnum,
+        depth: usize,
+        scope: Scope,
+    ) -> Result<Vec<Condition>, ExtractError> {
+        self.lists.clear();
+        self.tasks.clear();
+        self.lists.push(Vec::new());
+        self.tasks.push(Task::Query {
+            query: Query::Node(query),
+            depth,
+            level: 1,
+            scope,
+            top: false,
+        });
+        self.drain()?;
+        Ok(self.lists.pop().unwrap_or_default())
+    }
+
+    /// Run the queued tasks.
+    fn drain(&mut self) -> Result<(), ExtractError> {
         while let Some(task) = self.tasks.pop() {
             match task {
                 Task::Query {

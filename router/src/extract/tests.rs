@@ -1509,6 +1509,7 @@ fn summary_fields_in_full() {
                 target: None,
                 set_columns: vec![],
                 session: None,
+                sublinks: None,
             },
             StatementSummary {
                 kind: StatementKind::Commit,
@@ -1520,6 +1521,7 @@ fn summary_fields_in_full() {
                 target: None,
                 set_columns: vec![],
                 session: None,
+                sublinks: None,
             },
         ]
     );

@@ -1,6 +1,7 @@
 //! Summaries from parser-ffi's zero-copy view of the C tree (the default engine).
 //!
-//! Two passes per statement, neither recursing on the tree's depth:
+//! Two passes per statement (three with a sublink: see [`sublinks_view`]),
+//! none recursing on the tree's depth:
 //! - one iterative walk ([`view::walk_with`] on a reused stack) meets every
 //!   node once for what the rules take from anywhere in the statement:
 //!   tables, CTE names (for the tables' exclusion rule), locking and the
@@ -24,6 +25,8 @@ use parser_ffi::view::{
     VariableSetStmt, Walk, WithClause,
 };
 use parser_ffi::ParseTree;
+
+mod sublinks_view;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
@@ -56,6 +59,7 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
                 target: None,
                 set_columns: Vec::new(),
                 session: None,
+                sublinks: None,
             },
         };
         statements.push(summary);
@@ -111,6 +115,7 @@ fn statement<'a>(
         locking: false,
         select_into: false,
         modifying_cte: false,
+        sublink: false,
     };
     view::walk_with(stack, stmt, |node| found.visit(node));
     let write = match write {
@@ -125,27 +130,43 @@ fn statement<'a>(
     scopes.clear();
     let (conditions, insert_without_columns) = match own_query(stmt) {
         Some(query) => Levels {
-            tasks,
+            tasks: &mut *tasks,
             out: Vec::new(),
-            sinks,
-            joins,
-            scopes,
-            booleans,
+            sinks: &mut *sinks,
+            joins: &mut *joins,
+            scopes: &mut *scopes,
+            booleans: &mut *booleans,
             insert_without_columns: false,
         }
         .run(query)?,
         None => (Vec::new(), false),
     };
+    let tables = without_ctes(found.tables, found.cte_names);
+    let sublinks = if found.sublink {
+        let cte_names: &[&str] = found.cte_names;
+        let passes = sublinks_view::Passes {
+            tasks,
+            sinks,
+            joins,
+            scopes,
+            booleans,
+        };
+        let is_cte = |name: &str| cte_names.binary_search(&name).is_ok();
+        Some(Box::new(sublinks_view::sublinks(stmt, passes, is_cte)?))
+    } else {
+        None
+    };
     Ok(StatementSummary {
         kind,
         write,
         locking: found.locking,
-        tables: without_ctes(found.tables, found.cte_names),
+        tables,
         conditions,
         insert_without_columns,
         target: target(stmt),
         set_columns: set_columns(stmt),
         session: None,
+        sublinks,
     })
 }
 
@@ -407,6 +428,8 @@ struct Found<'s, 'a> {
     locking: bool,
     select_into: bool,
     modifying_cte: bool,
+    /// The statement has a SubLink.
+    sublink: bool,
 }
 
 impl<'a> Found<'_, 'a> {
@@ -434,6 +457,10 @@ impl<'a> Found<'_, 'a> {
             NodeRef::SelectStmt(select) => {
                 self.locking |= !select.locking_clause().is_empty();
                 self.select_into |= select.into_clause().is_some();
+                Walk::Continue
+            }
+            NodeRef::SubLink(_) => {
+                self.sublink = true;
                 Walk::Continue
             }
             // `FOR UPDATE OF o` names FROM items (often aliases), not tables.
@@ -516,8 +543,22 @@ const OUT: usize = 0;
 
 impl<'a> Levels<'_, 'a> {
     /// The conditions of the statement's own query.
-    fn run(mut self, query: Node<'a>) -> Result<(Vec<Condition>, bool), ExtractError> {
-        self.query(query, None, true, 1, OUT)?;
+    fn run(self, query: Node<'a>) -> Result<(Vec<Condition>, bool), ExtractError> {
+        self.run_at(query, None, true)
+    }
+
+    /// The conditions of `query` seeing the CTEs of `scope`; `top`: the
+    /// statement's own query (its WITH's data-modifying CTEs contribute).
+    fn run_at(
+        mut self,
+        query: Node<'a>,
+        scope: Scope,
+        top: bool,
+    ) -> Result<(Vec<Condition>, bool), ExtractError> {
+        // A new run: CTE conditions added to an earlier run's list are not
+        // in this one's.
+        self.scopes.run += 1;
+        self.query(query, scope, top, 1, OUT)?;
         while let Some(task) = self.tasks.pop() {
             match task {
                 Task::Query {
@@ -818,13 +859,16 @@ impl<'a> Levels<'_, 'a> {
         // Canonicalize drops repeated conditions of the statement's own list,
         // so a CTE referenced again there need not be copied again (the
         // copies would cost time and memory in proportion to the references).
-        if sink == OUT && entry.in_out {
+        let run = self.scopes.run;
+        if sink == OUT && entry.in_out == run {
             return;
         }
         if let CteState::Done { conditions, nodes } = &entry.state {
             if always || *nodes <= MAX_CTE_CONDITION_NODES {
                 target.extend(conditions.iter().cloned());
-                entry.in_out |= sink == OUT;
+                if sink == OUT {
+                    entry.in_out = run;
+                }
             }
         }
     }
@@ -863,14 +907,18 @@ struct Scopes<'a> {
     groups: Vec<Group>,
     /// Each group's (name, CTE number)s, sorted by name, one range per group.
     by_name: Vec<(&'a str, usize)>,
+    /// Counts the runs of [`Levels`] (the statement's, then one per
+    /// sublink), which share these CTEs and their evaluated conditions.
+    run: usize,
 }
 
 struct Cte<'a> {
     body: Option<Node<'a>>,
     group: usize,
     state: CteState,
-    /// Its conditions were added to the statement's own list.
-    in_out: bool,
+    /// The run (see [`Scopes::run`]) whose own list its conditions were
+    /// added to last.
+    in_out: usize,
 }
 
 struct Group {
@@ -910,7 +958,7 @@ impl<'a> Scopes<'a> {
                     body: cte.ctequery(),
                     group,
                     state: CteState::Pending,
-                    in_out: false,
+                    in_out: 0,
                 });
             }
         }

@@ -5,7 +5,7 @@
 use crate::extract::MAX_DEPTH;
 use crate::hash;
 use crate::sharding::{DataType, Key, KeySpace, ShardedTable, Sharding};
-use crate::summary::{ColumnRef, Condition, StatementSummary, TableRef, Value, ValueSource};
+use crate::summary::{ColumnRef, Condition, TableRef, Value, ValueSource};
 
 use super::shard_set::ShardSet;
 use super::tables::{classify, entry_names, TableClass};
@@ -58,9 +58,10 @@ impl Compiled {
     }
 }
 
-/// What compiling conditions reads.
+/// What compiling conditions reads: the tables their columns may name
+/// (a statement's, or a sublink's) and the config.
 pub(crate) struct Keys<'a> {
-    pub stmt: &'a StatementSummary,
+    pub tables: &'a [TableRef],
     pub sharding: &'a Sharding,
 }
 
@@ -159,10 +160,9 @@ impl Keys<'_> {
         Compiled::Fixed(leaf(&keys, then_free, operand, array, self.sharding))
     }
 
-    /// The statement's table that `qualifier` names: an alias first, then a
-    /// table name.
+    /// The table that `qualifier` names: an alias first, then a table name.
     fn resolve(&self, qualifier: &str) -> Option<&TableRef> {
-        let tables = &self.stmt.tables;
+        let tables = self.tables;
         tables
             .iter()
             .find(|t| t.alias.as_deref() == Some(qualifier))
@@ -178,9 +178,8 @@ impl Keys<'_> {
         match (owner, entry.name.is_some()) {
             (Owner::Table { table, .. }, true) => entry_names(entry, table),
             (Owner::Table { unknown, .. }, false) => *unknown,
-            (Owner::AnyTable, true) => self.stmt.tables.iter().any(|t| entry_names(entry, t)),
+            (Owner::AnyTable, true) => self.tables.iter().any(|t| entry_names(entry, t)),
             (Owner::AnyTable, false) => self
-                .stmt
                 .tables
                 .iter()
                 .any(|t| classify(t, self.sharding) == TableClass::Unknown),

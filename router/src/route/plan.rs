@@ -8,12 +8,15 @@
 //! branches.
 
 use crate::sharding::{Key, KeySpace, Sharding};
-use crate::summary::{StatementKind, StatementSummary, Summary};
+use crate::summary::{StatementKind, StatementSummary, Summary, TableRef};
 
 use super::keys::{self, type_name, Compiled, Keys, Restriction};
 use super::shard_set::ShardSet;
+use super::sublinks::{self, Placed};
 use super::tables::{classify, entry_names, TableClass};
-use super::{combine, join, to_route, Decision, Overrides, ParamValue, Route, RouteError, Routed};
+use super::{
+    combine, describe, join, to_route, Decision, Overrides, ParamValue, Route, RouteError, Routed,
+};
 
 /// A statement string planned against one sharding config. Route it with
 /// the same config it was planned with (a cache keeps the pair together);
@@ -116,6 +119,12 @@ struct Keyed {
     /// The common shape, `key = $n` alone: routed without building shard
     /// sets (see [`Keyed::decide`]).
     single: Option<Single>,
+    /// Sublinks whose rows must live on one database, which the statement
+    /// then runs on alone (rule 12).
+    placed: Vec<Placed>,
+    /// `None` when the statement reads sharded tables outside its sublinks;
+    /// else where it goes when no sublink places it.
+    unsharded: Option<Route>,
 }
 
 /// `key = $n` with one key space, the statement's only restriction.
@@ -230,6 +239,9 @@ impl Keyed {
         write: bool,
     ) -> Result<Decision, RouteError> {
         let databases = sharding.databases;
+        if !self.placed.is_empty() {
+            return self.decide_placed(params, sharding, write);
+        }
         if let Some(single) = self.single {
             // One value, one database: the set would hold just it. A value
             // that restricts nothing (NULL, missing) takes the general path.
@@ -246,7 +258,17 @@ impl Keyed {
             }
         }
         let restriction = restrict(&self.conditions, params, sharding, self.families.clone())?;
-        let (route, pinned) = match restriction {
+        let (route, pinned) = self.main_route(restriction, databases)?;
+        self.finish(route, pinned, sharding, write)
+    }
+
+    /// Where the statement's own levels put it.
+    fn main_route(
+        &self,
+        restriction: Restriction,
+        databases: usize,
+    ) -> Result<(Route, bool), RouteError> {
+        Ok(match restriction {
             Restriction::Set(set) => {
                 if set.len() > 1 {
                     match &self.several {
@@ -264,7 +286,54 @@ impl Keyed {
             }
             Restriction::Nothing(lowest) => (Route::Shard(lowest.unwrap_or(0)), false),
             Restriction::Free => self.free.clone()?,
+        })
+    }
+
+    /// Rule 12: the statement's own route must be the one database its
+    /// placed sublinks need (or read no sharded table, or match no row).
+    fn decide_placed(
+        &self,
+        params: &[ParamValue<'_>],
+        sharding: &Sharding,
+        write: bool,
+    ) -> Result<Decision, RouteError> {
+        let databases = sharding.databases;
+        let restriction = match self.unsharded {
+            None => Some(restrict(
+                &self.conditions,
+                params,
+                sharding,
+                self.families.clone(),
+            )?),
+            Some(_) => None,
         };
+        let need = sublinks::database(&self.placed, params, sharding)?;
+        let (route, pinned) = match (need, restriction) {
+            (None, None) => (self.unsharded.clone().unwrap_or(Route::Any), false),
+            (None, Some(restriction)) => self.main_route(restriction, databases)?,
+            (Some((database, _)), None | Some(Restriction::Nothing(_))) => {
+                (Route::Shard(database), true)
+            }
+            (Some((database, sublink)), Some(restriction)) => {
+                let (route, _) = self.main_route(restriction, databases)?;
+                if route != Route::Shard(database) {
+                    return Err(sublink.elsewhere(format!("shard {database}"), describe(&route)));
+                }
+                (route, true)
+            }
+        };
+        self.finish(route, pinned, sharding, write)
+    }
+
+    /// Apply `cross_shard_disabled` (rule 9).
+    fn finish(
+        &self,
+        route: Route,
+        pinned: bool,
+        sharding: &Sharding,
+        write: bool,
+    ) -> Result<Decision, RouteError> {
+        let databases = sharding.databases;
         if sharding.cross_shard_disabled {
             let count = match &route {
                 Route::Shards(shards) => shards.len(),
@@ -302,31 +371,84 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
         };
         return done(route, false);
     }
-    let facts = match table_facts(stmt, sharding) {
+    let facts = match table_facts(stmt.target.as_ref(), &stmt.tables, sharding) {
         Ok(facts) => facts,
         Err(err) => return Body::Fixed(Err(err)),
     };
     if let Err(err) = check_write_target(stmt, &facts, sharding) {
         return Body::Fixed(Err(err));
     }
-    if !facts.touches_sharded {
-        let route = match stmt.kind {
-            StatementKind::Ddl => Route::All,
-            _ if stmt.tables.is_empty() || !stmt.write => Route::Any,
-            _ => Route::All,
+    let unsharded = match stmt.kind {
+        StatementKind::Ddl => Route::All,
+        _ if stmt.tables.is_empty() || !stmt.write => Route::Any,
+        _ => Route::All,
+    };
+    let sublinks = match stmt.sublinks.as_deref() {
+        // Schema changes do not run their sublinks here (a view's run where
+        // the view is read).
+        Some(sublinks) if stmt.kind != StatementKind::Ddl => sublinks,
+        _ if !facts.touches_sharded => return done(unsharded, false),
+        _ if stmt.kind == StatementKind::Ddl => {
+            // Every database holds a part of a sharded table, so schema
+            // changes go everywhere; a family table lives on its own
+            // database only.
+            let route = match &facts.families {
+                Some(set) => to_route(set, databases),
+                None => Route::All,
+            };
+            return done(route, facts.families.is_some());
+        }
+        _ => return plan_keyed(stmt, sharding, write, &facts, &stmt.tables, Vec::new()),
+    };
+    // Rule 12: the statement's own levels are those outside its sublinks.
+    let outside = &sublinks.tables_outside;
+    let main = match table_facts(stmt.target.as_ref(), outside, sharding) {
+        Ok(main) => main,
+        Err(err) => return Body::Fixed(Err(err)),
+    };
+    let first = facts.first_sharded.map(|(table, unknown)| {
+        let what = if unknown {
+            "is not in the sharding config (so is treated as sharded)"
+        } else {
+            "is sharded"
         };
-        return done(route, false);
+        (table, what)
+    });
+    let first = first.or(facts.first_read);
+    let placed = match sublinks::plan(stmt, sublinks, sharding, first) {
+        Ok(placed) => placed,
+        Err(err) => return Body::Fixed(Err(err)),
+    };
+    match (main.touches_sharded, placed.is_empty()) {
+        (false, true) => done(unsharded, false),
+        (false, false) => {
+            let keyed = Keyed {
+                conditions: Vec::new(),
+                families: None,
+                free: Ok((unsharded.clone(), false)),
+                several: None,
+                pinned: false,
+                single: None,
+                placed,
+                unsharded: Some(unsharded),
+            };
+            settle(keyed, sharding, write)
+        }
+        (true, _) => plan_keyed(stmt, sharding, write, &main, outside, placed),
     }
+}
+
+/// Rules 4-12 for a statement whose own levels read sharded tables:
+/// `facts` of those levels' `tables`, and the sublinks that place it.
+fn plan_keyed(
+    stmt: &StatementSummary,
+    sharding: &Sharding,
+    write: bool,
+    facts: &TableFacts<'_>,
+    tables: &[TableRef],
+    placed: Vec<Placed>,
+) -> Body {
     let family_pinned = facts.families.is_some();
-    if stmt.kind == StatementKind::Ddl {
-        // Every database holds a part of a sharded table, so schema changes
-        // go everywhere; a family table lives on its own database only.
-        let route = match &facts.families {
-            Some(set) => to_route(set, databases),
-            None => Route::All,
-        };
-        return done(route, family_pinned);
-    }
 
     let (table, unknown) = facts.first_sharded.unwrap_or(("", false));
     let is_insert = stmt.kind == StatementKind::Insert;
@@ -364,13 +486,14 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
         (_, true) => Some(Several::Error(without_key(stmt, sharding, table, unknown))),
         _ => None,
     };
-    let keys = Keys { stmt, sharding };
+    let keys = Keys { tables, sharding };
     let conditions: Vec<Compiled> = stmt
         .conditions
         .iter()
         .map(|condition| keys.compile(condition, 0))
         .collect();
     let single = match (conditions.as_slice(), &facts.families) {
+        _ if !placed.is_empty() => None,
         (
             [Compiled::Param {
                 n,
@@ -392,7 +515,7 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
     let keyed = Keyed {
         conditions,
         single,
-        families: facts.families,
+        families: facts.families.clone(),
         free,
         several,
         pinned: family_pinned
@@ -400,8 +523,16 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
                 stmt.kind,
                 StatementKind::Insert | StatementKind::Merge | StatementKind::Copy { .. }
             ),
+        placed,
+        unsharded: None,
     };
-    if keyed.conditions.iter().all(Compiled::is_fixed) {
+    settle(keyed, sharding, write)
+}
+
+/// A fixed body if no parameter can change the outcome.
+fn settle(keyed: Keyed, sharding: &Sharding, write: bool) -> Body {
+    if keyed.conditions.iter().all(Compiled::is_fixed) && keyed.placed.iter().all(Placed::is_fixed)
+    {
         // No parameter to wait for: settle it now.
         return Body::Fixed(keyed.decide(&[], sharding, write));
     }
@@ -409,7 +540,7 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
 }
 
 /// Intersect the levels' restrictions with the family tables' databases.
-fn restrict(
+pub(super) fn restrict(
     conditions: &[Compiled],
     params: &[ParamValue<'_>],
     sharding: &Sharding,
@@ -438,9 +569,10 @@ fn restrict(
     })
 }
 
-/// What the tables of a statement are, gathered in one pass.
+/// What the tables of a statement (or of a part of it) are, gathered in
+/// one pass.
 #[derive(Default)]
-struct TableFacts<'a> {
+pub(super) struct TableFacts<'a> {
     /// A configured-sharded or unknown table other than the target (for an
     /// INSERT or MERGE: its rows come from a query over sharded tables).
     reads_sharded: bool,
@@ -451,24 +583,25 @@ struct TableFacts<'a> {
     first_sharded: Option<(&'a str, bool)>,
     /// The first sharded, unknown or family table other than the target, and
     /// how to say what it is.
-    first_read: Option<(&'a str, &'static str)>,
+    pub(super) first_read: Option<(&'a str, &'static str)>,
     /// The intersection of the family tables' databases.
-    families: Option<ShardSet>,
+    pub(super) families: Option<ShardSet>,
 }
 
-fn table_facts<'a>(
-    stmt: &'a StatementSummary,
+/// The facts of `tables`, of a statement writing `target` (if any).
+pub(super) fn table_facts<'a>(
+    target: Option<&'a TableRef>,
+    tables: &'a [TableRef],
     sharding: &Sharding,
 ) -> Result<TableFacts<'a>, RouteError> {
     let mut facts = TableFacts::default();
-    let target = stmt.target.as_ref();
     if let Some(target) = target {
         let class = classify(target, sharding);
         if matches!(class, TableClass::Sharded | TableClass::Unknown) {
             facts.first_sharded = Some((&target.name, class == TableClass::Unknown));
         }
     }
-    for table in &stmt.tables {
+    for table in tables {
         let other = target != Some(table);
         match classify(table, sharding) {
             TableClass::Family { family, key } => {

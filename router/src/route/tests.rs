@@ -5,7 +5,7 @@
 use super::*;
 use crate::sharding::{DataType, Key, KeySpace, ShardFunction, ShardedTable, TableFamily};
 use crate::summary::StatementKind;
-use crate::summary::{ColumnRef, Condition, TableRef, Value, ValueSource};
+use crate::summary::{ColumnRef, Condition, Sublink, Sublinks, TableRef, Value, ValueSource};
 
 fn list(data_type: DataType, entries: &[(Key, usize)], databases: usize) -> KeySpace {
     KeySpace {
@@ -165,6 +165,7 @@ fn stmt(kind: StatementKind, tables: &[&str], conditions: Vec<Condition>) -> Sta
         target,
         set_columns: Vec::new(),
         session: None,
+        sublinks: None,
     }
 }
 
@@ -703,5 +704,260 @@ fn writes_that_would_misplace_rows() {
     assert!(matches!(
         run(&stmt(StatementKind::Insert, &["t", "r"], vec![])),
         Err(RouteError::InsertWithoutKey { .. })
+    ));
+}
+
+// ---- rule 12: sublinks ------------------------------------------------------
+
+/// 2 databases; `users` by bigint `id` (1664081458 -> 1, 736124275 -> 0,
+/// 5 -> 1, 6 -> 0) and `orders` by `user_id` in the same key space
+/// (co-located); `plans` by `id` in another; omnisharded `r`.
+fn users_by_id() -> Sharding {
+    let ids = list(
+        DataType::BigInt,
+        &ints(&[(1664081458, 1), (736124275, 0), (5, 1), (6, 0)]),
+        2,
+    );
+    let entry = |name: &str, column: &str, keys: &KeySpace| ShardedTable {
+        name: Some(name.to_owned()),
+        schema: None,
+        column: column.to_owned(),
+        keys: keys.clone(),
+    };
+    let other = list(DataType::BigInt, &ints(&[(5, 0), (6, 1)]), 2);
+    Sharding {
+        databases: 2,
+        tables: vec![
+            entry("users", "id", &ids),
+            entry("orders", "user_id", &ids),
+            entry("plans", "id", &other),
+        ],
+        families: Vec::new(),
+        omnisharded: vec![(None, "r".into())],
+        cross_shard_disabled: false,
+    }
+}
+
+/// `outer` with one sublink per `(tables, conditions)`, the tables being
+/// both the sublink's and its own FROM's; `outside` the outer tables.
+fn with_sublinks(
+    mut outer: StatementSummary,
+    sublinks: Vec<(&[&str], Vec<Condition>)>,
+) -> StatementSummary {
+    let outside = outer.tables.clone();
+    let mut subqueries = Vec::new();
+    for (tables, conditions) in sublinks {
+        let tables: Vec<TableRef> = tables.iter().map(|t| table(t)).collect();
+        outer.tables.extend(tables.iter().cloned());
+        subqueries.push(Sublink {
+            tables: tables.clone(),
+            reads_every_table: false,
+            conditions,
+            from_tables: tables,
+            equalities: Vec::new(),
+        });
+    }
+    outer.sublinks = Some(Box::new(Sublinks {
+        subqueries,
+        tables_outside: outside,
+        other_names: Vec::new(),
+        unnamed_item: false,
+    }));
+    outer
+}
+
+fn correlate(mut stmt: StatementSummary, inner: &str, outer: &str) -> StatementSummary {
+    if let Some(sublinks) = stmt.sublinks.as_deref_mut() {
+        for sublink in &mut sublinks.subqueries {
+            sublink.equalities.push((col(inner), col(outer)));
+        }
+    }
+    stmt
+}
+
+fn on_users(stmt: &StatementSummary, params: &[ParamValue<'_>]) -> Result<Route, RouteError> {
+    route(stmt, params, &Overrides::default(), &users_by_id()).map(|r| r.route)
+}
+
+/// Issue 18: each level was routed alone, and the other level ran on the
+/// wrong rows.
+#[test]
+fn sublinks_on_other_shards_are_refused() {
+    // `SELECT id FROM users WHERE grp = (SELECT grp FROM users WHERE id =
+    // 1664081458) AND score > 921`: the subquery's rows are on database 1.
+    let keyless_outer = with_sublinks(
+        select(&["users"], vec![]),
+        vec![(&["users"], vec![eq("id", int(1664081458))])],
+    );
+    assert_eq!(
+        on_users(&keyless_outer, &[]),
+        Err(RouteError::SubqueryOnOtherShards {
+            table: "users".into(),
+            what: "is sharded",
+            subquery: "shard 1".into(),
+            rest: "all shards".into(),
+        })
+    );
+    // `SELECT id, score FROM users WHERE id = 736124275 AND score >= (SELECT
+    // avg(score) FROM users WHERE grp = 8)`: the average needs every shard.
+    let keyless_inner = with_sublinks(
+        select(&["users"], vec![eq("id", int(736124275))]),
+        vec![(&["users"], vec![eq("grp", int(8))])],
+    );
+    assert_eq!(
+        on_users(&keyless_inner, &[]),
+        Err(RouteError::SubqueryWithoutKey {
+            table: "users".into(),
+            what: "is sharded",
+        })
+    );
+    // Overrides and one-database clusters decide first.
+    let overrides = Overrides {
+        shard: Some(0),
+        ..Overrides::default()
+    };
+    let routed = route(&keyless_outer, &[], &overrides, &users_by_id());
+    assert_eq!(routed.map(|r| r.route), shard(0));
+    let solo = Sharding {
+        databases: 1,
+        ..users_by_id()
+    };
+    let routed = route(&keyless_inner, &[], &Overrides::default(), &solo);
+    assert_eq!(routed.map(|r| r.route), shard(0));
+}
+
+#[test]
+fn sublinks_on_the_statements_shard() {
+    let keyed = |outer: Value, inner: Value| {
+        with_sublinks(
+            select(&["users"], vec![eq("id", outer)]),
+            vec![(&["orders"], vec![eq("user_id", inner)])],
+        )
+    };
+    // Same database (co-located keys), by literals or parameters.
+    assert_eq!(on_users(&keyed(int(5), int(1664081458)), &[]), shard(1));
+    let both = keyed(param(1), param(2));
+    let text = |t: &'static str| ParamValue::Text(t.as_bytes());
+    assert_eq!(on_users(&both, &[text("6"), text("736124275")]), shard(0));
+    assert_eq!(
+        on_users(&both, &[text("6"), text("5")]),
+        Err(RouteError::SubqueryOnOtherShards {
+            table: "orders".into(),
+            what: "is sharded",
+            subquery: "shard 1".into(),
+            rest: "shard 0".into(),
+        })
+    );
+    // A NULL (or missing) key restricts nothing.
+    assert!(matches!(
+        on_users(&both, &[text("6"), ParamValue::Null]),
+        Err(RouteError::SubqueryWithoutKey { .. })
+    ));
+    // Another key space: the same value lives elsewhere.
+    let plans = with_sublinks(
+        select(&["users"], vec![eq("id", int(5))]),
+        vec![(&["plans"], vec![eq("id", int(5))])],
+    );
+    assert!(matches!(
+        on_users(&plans, &[]),
+        Err(RouteError::SubqueryOnOtherShards { .. })
+    ));
+    // No sharded table outside the sublinks: where the sublinks' rows are.
+    let unsharded = with_sublinks(
+        select(&["r"], vec![]),
+        vec![(&["users"], vec![eq("id", int(5))]), (&["r"], vec![])],
+    );
+    assert_eq!(on_users(&unsharded, &[]), shard(1));
+    let none = with_sublinks(select(&[], vec![]), vec![(&["r"], vec![])]);
+    assert_eq!(on_users(&none, &[]), Ok(Route::Any));
+    // Two sublinks on different databases.
+    let two = with_sublinks(
+        select(&[], vec![]),
+        vec![
+            (&["users"], vec![eq("id", int(5))]),
+            (&["orders"], vec![eq("user_id", int(6))]),
+        ],
+    );
+    assert!(matches!(
+        on_users(&two, &[]),
+        Err(RouteError::SubqueryOnOtherShards { ref rest, .. }) if rest.contains("another subquery")
+    ));
+    // Rows that match no key at all: the sublink reads nothing anywhere.
+    let nothing = with_sublinks(
+        select(&["users"], vec![]),
+        vec![(
+            &["orders"],
+            vec![Condition::And(vec![
+                eq("user_id", int(5)),
+                eq("user_id", int(6)),
+            ])],
+        )],
+    );
+    assert_eq!(on_users(&nothing, &[]), Ok(Route::All));
+    // A placed statement must run there alone, in a string too.
+    let string = Summary {
+        statements: vec![keyed(int(5), int(5)), select(&["users"], vec![])],
+    };
+    assert!(matches!(
+        route_all(&string, &[], &Overrides::default(), &users_by_id()),
+        Err(RouteError::StatementsOnDifferentShards { .. })
+    ));
+}
+
+#[test]
+fn correlated_sublinks_run_anywhere() {
+    let exists = |outer_table: &str, inner_table: &str| {
+        with_sublinks(
+            select(&[outer_table], vec![]),
+            vec![(&[inner_table], vec![])],
+        )
+    };
+    // orders.user_id = users.id, co-located: exact on every database.
+    let correlated = correlate(exists("users u", "orders o"), "o.user_id", "u.id");
+    assert_eq!(on_users(&correlated, &[]), Ok(Route::All));
+    let reversed = correlate(exists("users u", "orders o"), "u.id", "o.user_id");
+    assert_eq!(on_users(&reversed, &[]), Ok(Route::All));
+    let unqualified = correlate(exists("users u", "orders"), "user_id", "u.id");
+    assert_eq!(on_users(&unqualified, &[]), Ok(Route::All));
+    let unaliased = correlate(exists("users", "orders o"), "o.user_id", "users.id");
+    assert_eq!(on_users(&unaliased, &[]), Ok(Route::All));
+    // Not the key, not co-located, not an outer table, or not a table.
+    for (outer, inner, a, b) in [
+        ("users u", "orders o", "o.id", "u.id"),
+        ("users u", "orders o", "o.user_id", "u.grp"),
+        ("plans p", "orders o", "o.user_id", "p.id"),
+        ("r", "orders o", "o.user_id", "r.id"),
+        ("users u", "orders o", "o.user_id", "x.id"),
+        ("users u", "orders o", "o.user_id", "id"),
+        ("users o", "orders o", "o.user_id", "o.id"),
+    ] {
+        let stmt = correlate(exists(outer, inner), a, b);
+        assert!(
+            matches!(
+                on_users(&stmt, &[]),
+                Err(RouteError::SubqueryWithoutKey { .. })
+            ),
+            "{outer} / {inner}: {a} = {b}"
+        );
+    }
+    // A qualifier that names a subquery, function or CTE somewhere.
+    let mut shadowed = correlate(exists("users u", "orders o"), "o.user_id", "u.id");
+    if let Some(sublinks) = shadowed.sublinks.as_deref_mut() {
+        sublinks.other_names.push("u".into());
+    }
+    assert!(on_users(&shadowed, &[]).is_err());
+    let mut unnamed = correlate(exists("users u", "orders o"), "o.user_id", "u.id");
+    if let Some(sublinks) = unnamed.sublinks.as_deref_mut() {
+        sublinks.unnamed_item = true;
+    }
+    assert!(on_users(&unnamed, &[]).is_err());
+    // Too many tables to tell: refused when anything is sharded.
+    let mut every = exists("users u", "r");
+    if let Some(sublinks) = every.sublinks.as_deref_mut() {
+        sublinks.subqueries[0].reads_every_table = true;
+    }
+    assert!(matches!(
+        on_users(&every, &[]),
+        Err(RouteError::SubqueryWithoutKey { ref table, .. }) if table == "users"
     ));
 }

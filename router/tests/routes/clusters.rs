@@ -79,9 +79,12 @@ fn four_databases() {
     c.check("SELECT * FROM orders WHERE tenant_id IN (1, 2, 3, 4)", &[], "all");
     c.check("SELECT * FROM orders WHERE tenant_id = ANY($1)", &[arr8(&[Some(1), Some(13), Some(4)])], "0,2,3");
     c.check("SELECT * FROM orders WHERE tenant_id IN (1, 2) AND tenant_id IN (2, 3)", &[], "2");
-    // A sublink's key does not restrict where the statement's rows live.
-    c.check("SELECT * FROM orders WHERE tenant_id IN (1, 2) AND id IN (SELECT order_id FROM order_items WHERE tenant_id IN (2, 3))", &[], "0,2");
-    c.check("SELECT * FROM orders WHERE tenant_id IN (1, 3) AND id IN (SELECT order_id FROM order_items WHERE tenant_id = 2)", &[], "0,1");
+    // A sublink's key does not restrict where the statement's rows live,
+    // and a sublink runs on each database the statement runs on (rule 12).
+    c.check("SELECT * FROM orders WHERE tenant_id IN (1, 2) AND id IN (SELECT order_id FROM order_items WHERE tenant_id IN (2, 3))", &[], "err: a subquery reads order_items, which is sharded, on shards 1, 2, but the rest of the statement runs on each shard separately");
+    c.check("SELECT * FROM orders WHERE tenant_id IN (1, 3) AND id IN (SELECT order_id FROM order_items WHERE tenant_id = 2)", &[], "err: on shard 2, but the rest of the statement runs on shards 0, 1");
+    c.check("SELECT * FROM orders WHERE tenant_id IN (2, 42) AND id IN (SELECT order_id FROM order_items WHERE tenant_id = 13)", &[], "2");
+    c.check("SELECT * FROM orders o WHERE tenant_id IN (1, 2) AND EXISTS (SELECT 1 FROM order_items i WHERE i.tenant_id = o.tenant_id)", &[], "0,2");
     c.check("UPDATE orders SET amount = 1 WHERE tenant_id IN (1, 2)", &[], "w 0,2");
     c.check("DELETE FROM orders WHERE tenant_id = ANY('{3,4}')", &[], "w 1,3");
     c.check("INSERT INTO orders (tenant_id, id) VALUES (1, 1), (12, 2)", &[], "w 0");

@@ -37,10 +37,11 @@ fn aliases_and_joins() {
 #[rustfmt::skip]
 fn subqueries_and_ctes() {
     let c = prod();
-    // A sublink filters the statement's rows; it does not say where they live.
-    c.check("SELECT * FROM orders WHERE id IN (SELECT order_id FROM order_items WHERE tenant_id = 3)", &[], "all");
+    // A sublink filters the statement's rows; it does not say where they
+    // live. It runs where the statement runs (rule 12, see `sublinks`).
+    c.check("SELECT * FROM orders WHERE id IN (SELECT order_id FROM order_items WHERE tenant_id = 3)", &[], "err: a subquery reads order_items, which is sharded, on shard 1, but the rest of the statement runs on all shards");
     c.check("SELECT * FROM orders WHERE tenant_id = 3 AND id IN (SELECT order_id FROM order_items WHERE tenant_id = 4)", &[], "1");
-    c.check("SELECT * FROM orders WHERE tenant_id = 1 AND id IN (SELECT order_id FROM order_items WHERE tenant_id = 3)", &[], "0");
+    c.check("SELECT * FROM orders WHERE tenant_id = 1 AND id IN (SELECT order_id FROM order_items WHERE tenant_id = 3)", &[], "err: on shard 1, but the rest of the statement runs on shard 0");
     c.check("SELECT * FROM (SELECT * FROM orders WHERE tenant_id = 3) s", &[], "1");
     c.check("SELECT * FROM (SELECT * FROM orders WHERE tenant_id = $1) s WHERE s.amount > 5", &[T("42")], "0");
     // A subquery's alias says nothing about where its rows come from.
@@ -52,8 +53,9 @@ fn subqueries_and_ctes() {
     c.check("SELECT * FROM orders WHERE tenant_id = 3 UNION ALL SELECT * FROM orders WHERE tenant_id = 4", &[], "1");
     c.check("SELECT * FROM orders WHERE tenant_id = 1 UNION SELECT * FROM orders WHERE tenant_id = 3", &[], "all");
     c.check("SELECT (SELECT count(*) FROM order_items i WHERE i.tenant_id = 3 AND i.order_id = o.id) FROM orders o WHERE o.tenant_id = 3", &[], "1");
-    c.check("SELECT * FROM orders o WHERE EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = o.id) AND o.tenant_id = $1", &[T("3")], "1");
-    c.check("SELECT * FROM countries WHERE code IN (SELECT country FROM orders WHERE tenant_id = 3)", &[], "all");
+    c.check("SELECT * FROM orders o WHERE EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = o.id) AND o.tenant_id = $1", &[T("3")], "err: a subquery reads order_items, which is sharded, without its sharding key");
+    c.check("SELECT * FROM orders o WHERE EXISTS (SELECT 1 FROM order_items i WHERE i.tenant_id = o.tenant_id AND i.order_id = o.id) AND o.tenant_id = $1", &[T("3")], "1");
+    c.check("SELECT * FROM countries WHERE code IN (SELECT country FROM orders WHERE tenant_id = 3)", &[], "1");
     c.check("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 5) SELECT * FROM t", &[], "any");
 }
 
@@ -67,16 +69,18 @@ fn levels_that_do_not_restrict_rows() {
     let c = prod();
     c.check("SELECT * FROM orders WHERE tenant_id = 3 UNION ALL SELECT * FROM orders", &[], "all");
     c.check("SELECT * FROM orders WHERE tenant_id = 3 UNION SELECT * FROM orders WHERE tenant_id = $1", &[N], "all");
-    c.check("SELECT * FROM orders WHERE tenant_id = 3 OR id IN (SELECT id FROM orders WHERE tenant_id = 4)", &[], "all");
-    c.check("SELECT o.*, (SELECT count(*) FROM order_items i WHERE i.tenant_id = 3) FROM orders o", &[], "all");
-    c.check("SELECT (SELECT max(amount) FROM orders WHERE tenant_id = 3)", &[], "all");
-    c.check("SELECT * FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = o.id AND i.tenant_id = 3)", &[], "all");
-    c.check("SELECT * FROM orders WHERE EXISTS (SELECT 1 FROM order_items WHERE tenant_id = 3)", &[], "all");
-    c.check("SELECT * FROM orders WHERE amount > ALL (SELECT amount FROM order_items WHERE tenant_id = 3)", &[], "all");
+    // (A sublink keyed to one shard must then have the whole statement
+    // there, which a statement reading every shard cannot: rule 12.)
+    c.check("SELECT * FROM orders WHERE tenant_id = 3 OR id IN (SELECT id FROM orders WHERE tenant_id = 4)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
+    c.check("SELECT o.*, (SELECT count(*) FROM order_items i WHERE i.tenant_id = 3) FROM orders o", &[], "err: on shard 1, but the rest of the statement runs on all shards");
+    c.check("SELECT (SELECT max(amount) FROM orders WHERE tenant_id = 3)", &[], "1");
+    c.check("SELECT * FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = o.id AND i.tenant_id = 3)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
+    c.check("SELECT * FROM orders WHERE EXISTS (SELECT 1 FROM order_items WHERE tenant_id = 3)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
+    c.check("SELECT * FROM orders WHERE amount > ALL (SELECT amount FROM order_items WHERE tenant_id = 3)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
     c.check("SELECT * FROM orders o LEFT JOIN (SELECT * FROM order_items WHERE tenant_id = 3) i ON i.order_id = o.id", &[], "all");
     c.check("SELECT * FROM orders o LEFT JOIN LATERAL (SELECT * FROM order_items i WHERE i.order_id = o.id AND i.tenant_id = 3) i ON true", &[], "all");
     c.check("WITH i AS (SELECT * FROM order_items WHERE tenant_id = 3) SELECT * FROM orders o LEFT JOIN i ON i.order_id = o.id", &[], "all");
-    c.check("WITH i AS (SELECT * FROM order_items WHERE tenant_id = 3) SELECT * FROM orders WHERE id IN (SELECT order_id FROM i)", &[], "all");
+    c.check("WITH i AS (SELECT * FROM order_items WHERE tenant_id = 3) SELECT * FROM orders WHERE id IN (SELECT order_id FROM i)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
     c.check("WITH i AS (SELECT tenant_id FROM order_items WHERE tenant_id = 3) SELECT tenant_id FROM i UNION ALL SELECT tenant_id FROM orders", &[], "all");
     c.check("SELECT id FROM orders WHERE tenant_id = 3 EXCEPT SELECT id FROM orders WHERE tenant_id = 1", &[], "1");
     c.check("SELECT id FROM orders WHERE tenant_id = 3 INTERSECT SELECT id FROM orders WHERE tenant_id = 4", &[], "1");
@@ -202,7 +206,7 @@ fn updates_and_deletes() {
     c.check("DELETE FROM orders", &[], "w all");
     c.check("DELETE FROM orders WHERE id = 5", &[], "w all");
     c.check("DELETE FROM orders o USING countries c WHERE c.code = o.country AND o.tenant_id = 3", &[], "w 1");
-    c.check("DELETE FROM orders WHERE id IN (SELECT order_id FROM order_items WHERE tenant_id = 3)", &[], "w all");
+    c.check("DELETE FROM orders WHERE id IN (SELECT order_id FROM order_items WHERE tenant_id = 3)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
     c.check("WITH d AS (DELETE FROM orders WHERE tenant_id = 3 RETURNING *) SELECT count(*) FROM d", &[], "w 1");
     c.check("UPDATE countries SET name = 'x' WHERE code = 'fr'", &[], "w all");
     c.check("DELETE FROM countries WHERE code = $1", &[T("fr")], "w all");

@@ -1,0 +1,319 @@
+//! The sublink facts from the zero-copy view (see the rules in
+//! [`crate::extract`]): one more walk of the statement, scoped (each query
+//! enters its WITH, each CTE body sees what Postgres lets it see), that
+//! sorts tables and CTE references into regions ([`Regions`]); then, per
+//! sublink, a run of [`Levels`] over its query from the scope it sits in,
+//! and a look at its own level. Iterative throughout, like the rest of the
+//! engine.
+
+use parser_ffi::protobuf::{AExprKind, BoolExprType, JoinType, SetOperation};
+use parser_ffi::view::{Alias, Node, NodeRef, RangeVar, WithClause};
+
+use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
+use super::{column_of, is_equals, Booleans, Levels, Scope, Scopes, Task};
+use crate::extract::ExtractError;
+use crate::summary::{Condition, Sublinks, TableRef};
+
+/// The buffers of the condition pass, lent to the sublinks' runs.
+pub(super) struct Passes<'s, 'a> {
+    pub tasks: &'s mut Vec<Task<'a>>,
+    pub sinks: &'s mut Vec<Vec<Condition>>,
+    pub joins: &'s mut Vec<Node<'a>>,
+    pub scopes: &'s mut Scopes<'a>,
+    pub booleans: &'s mut Booleans<'a>,
+}
+
+/// One node still to visit: the CTEs it sees, its region, and the CTE
+/// whose body it is in (not counting bodies outside its sublink).
+struct Visit<'a> {
+    node: Node<'a>,
+    scope: Scope,
+    region: usize,
+    cte: Option<usize>,
+}
+
+/// The sublinks of `stmt` (which has at least one); `is_cte` tells the
+/// names of the statement's CTEs.
+pub(super) fn sublinks<'a>(
+    stmt: Node<'a>,
+    passes: Passes<'_, 'a>,
+    is_cte: impl Fn(&str) -> bool,
+) -> Result<Sublinks, ExtractError> {
+    let Passes {
+        tasks,
+        sinks,
+        joins,
+        scopes,
+        booleans,
+    } = passes;
+    let mut regions = Regions::new();
+    // Each sublink's query, and the CTEs it sees.
+    let mut queries: Vec<(Option<Node<'a>>, Scope)> = Vec::new();
+    let mut stack = vec![Visit {
+        node: stmt,
+        scope: None,
+        region: OUTSIDE,
+        cte: None,
+    }];
+    let mut children = Vec::new();
+    while let Some(Visit {
+        node,
+        mut scope,
+        mut region,
+        mut cte,
+    }) = stack.pop()
+    {
+        let with = match node.kind() {
+            NodeRef::SelectStmt(select) => select.with_clause(),
+            NodeRef::InsertStmt(insert) => insert.with_clause(),
+            NodeRef::UpdateStmt(update) => update.with_clause(),
+            NodeRef::DeleteStmt(delete) => delete.with_clause(),
+            NodeRef::MergeStmt(merge) => merge.with_clause(),
+            NodeRef::SubLink(sublink) => {
+                region = regions.new_sublink();
+                cte = None;
+                queries.push((sublink.subselect(), scope));
+                None
+            }
+            NodeRef::RangeVar(range) => {
+                range_var(range, scope, region, cte, scopes, &mut regions);
+                continue;
+            }
+            // CTE bodies are visited from their WITH's query, below.
+            NodeRef::CommonTableExpr(_)
+            // `FOR UPDATE OF o` names FROM items, not tables.
+            | NodeRef::LockingClause(_)
+            | NodeRef::ColumnRef(_)
+            | NodeRef::AConst(_)
+            | NodeRef::ParamRef(_) => continue,
+            NodeRef::RangeSubselect(subselect) => {
+                name(subselect.alias(), None, &mut regions);
+                None
+            }
+            NodeRef::RangeFunction(function) => {
+                if function.alias().is_some() {
+                    name(function.alias(), None, &mut regions);
+                } else {
+                    function_names(function.functions(), &mut regions);
+                }
+                None
+            }
+            NodeRef::RangeTableFunc(function) => {
+                name(function.alias(), Some("xmltable"), &mut regions);
+                None
+            }
+            NodeRef::JsonTable(table) => {
+                name(table.alias(), Some("json_table"), &mut regions);
+                None
+            }
+            NodeRef::JoinExpr(join) => {
+                name(join.alias(), None, &mut regions);
+                name(join.join_using_alias(), None, &mut regions);
+                None
+            }
+            _ => None,
+        };
+        if let Some(with) = with {
+            scope = enter(with, scope, region, cte, scopes, &mut regions, &mut stack);
+        }
+        node.push_children(&mut children);
+        stack.extend(children.drain(..).map(|node| Visit {
+            node,
+            scope,
+            region,
+            cte,
+        }));
+    }
+
+    let mut levels = Vec::with_capacity(queries.len());
+    for (query, scope) in queries {
+        let conditions = match query {
+            Some(query) => {
+                tasks.clear();
+                sinks.clear();
+                joins.clear();
+                let run = Levels {
+                    tasks: &mut *tasks,
+                    out: Vec::new(),
+                    sinks: &mut *sinks,
+                    joins: &mut *joins,
+                    scopes: &mut *scopes,
+                    booleans: &mut *booleans,
+                    insert_without_columns: false,
+                };
+                run.run_at(query, scope, false)?.0
+            }
+            None => Vec::new(),
+        };
+        levels.push((conditions, own_level(query)));
+    }
+    Ok(regions.finish(levels, is_cte))
+}
+
+/// A query's WITH: its CTEs become visible (the scope returned) and their
+/// bodies are queued, each seeing what Postgres lets it see.
+fn enter<'a>(
+    with: WithClause<'a>,
+    outer: Scope,
+    region: usize,
+    cte: Option<usize>,
+    scopes: &mut Scopes<'a>,
+    regions: &mut Regions,
+    stack: &mut Vec<Visit<'a>>,
+) -> Scope {
+    let first = scopes.ctes.len();
+    let scope = scopes.enter(with, outer);
+    for inner in first..scopes.ctes.len() {
+        regions.contains(cte, inner);
+        if let Some(body) = scopes.ctes[inner].body {
+            stack.push(Visit {
+                node: body,
+                scope: scopes.body_scope(inner),
+                region,
+                cte: Some(inner),
+            });
+        }
+    }
+    scope
+}
+
+/// A RangeVar: a CTE reference if its unqualified name is a CTE in scope,
+/// else a table.
+fn range_var(
+    range: RangeVar<'_>,
+    scope: Scope,
+    region: usize,
+    cte: Option<usize>,
+    scopes: &Scopes<'_>,
+    regions: &mut Regions,
+) {
+    let Some(relname) = range.relname() else {
+        return;
+    };
+    let alias = range.alias().and_then(|alias| alias.aliasname());
+    if range.schemaname().is_none() {
+        if let Some(target) = scopes.find(scope, relname) {
+            regions.reference(region, cte, target, alias.unwrap_or(relname));
+            return;
+        }
+    }
+    regions.table(region, cte, table_of(range, relname));
+}
+
+fn table_of(range: RangeVar<'_>, relname: &str) -> TableRef {
+    TableRef {
+        schema: range.schemaname().map(str::to_owned),
+        name: relname.to_owned(),
+        alias: range
+            .alias()
+            .and_then(|alias| alias.aliasname())
+            .map(str::to_owned),
+    }
+}
+
+/// A FROM item named by `alias`, else by `default` if it has one.
+fn name(alias: Option<Alias<'_>>, default: Option<&str>, regions: &mut Regions) {
+    if let Some(name) = alias.and_then(|alias| alias.aliasname()).or(default) {
+        regions.name(name);
+    }
+}
+
+/// A function in FROM without an alias goes by its name: each call's last
+/// name part (several for ROWS FROM); any other expression (`coalesce(...)`,
+/// `current_date`) by a name we cannot tell.
+fn function_names(functions: parser_ffi::view::List<'_>, regions: &mut Regions) {
+    for item in functions.iter().flatten() {
+        // Each item is a list: the function, then its column definitions.
+        let function = match item.kind() {
+            NodeRef::List(parts) => parts.get(0),
+            _ => None,
+        };
+        let called = match function.map(Node::kind) {
+            Some(NodeRef::FuncCall(call)) => {
+                let names = call.funcname();
+                names
+                    .len()
+                    .checked_sub(1)
+                    .and_then(|last| names.get(last))
+                    .and_then(|last| match last.kind() {
+                        NodeRef::String(name) => name.sval(),
+                        _ => None,
+                    })
+            }
+            _ => None,
+        };
+        match called {
+            Some(called) => regions.name(called),
+            None => regions.unnamed(),
+        }
+    }
+}
+
+/// A sublink's own level: the tables of its FROM (through joins of every
+/// kind) and the column equalities AND-ed into its WHERE and the quals of
+/// INNER joins reached through preserved sides. Nothing unless a plain
+/// SELECT.
+fn own_level(query: Option<Node<'_>>) -> OwnLevel {
+    let mut own = OwnLevel::default();
+    let Some(NodeRef::SelectStmt(select)) = query.map(Node::kind) else {
+        return own;
+    };
+    if select.op() != SetOperation::SetopNone {
+        return own;
+    }
+    let mut exprs: Vec<Node<'_>> = select.where_clause().into_iter().collect();
+    // FROM items, with whether they are reached through preserved sides.
+    let mut items: Vec<(Node<'_>, bool)> = select
+        .from_clause()
+        .iter()
+        .flatten()
+        .map(|item| (item, true))
+        .collect();
+    while let Some((item, preserved)) = items.pop() {
+        match item.kind() {
+            NodeRef::JoinExpr(join) => {
+                let (left, right) = match join.jointype() {
+                    JoinType::JoinInner => {
+                        if preserved {
+                            exprs.extend(join.quals());
+                        }
+                        (preserved, preserved)
+                    }
+                    JoinType::JoinLeft => (preserved, false),
+                    JoinType::JoinRight => (false, preserved),
+                    _ => (false, false),
+                };
+                items.extend(join.larg().map(|side| (side, left)));
+                items.extend(join.rarg().map(|side| (side, right)));
+            }
+            NodeRef::RangeVar(range) => {
+                if let Some(relname) = range.relname() {
+                    own.from_tables.push(table_of(range, relname));
+                }
+            }
+            NodeRef::RangeTableSample(sample) => {
+                items.extend(sample.relation().map(|relation| (relation, preserved)));
+            }
+            _ => {}
+        }
+    }
+    // The AND skeleton of those expressions.
+    while let Some(expr) = exprs.pop() {
+        match expr.kind() {
+            NodeRef::BoolExpr(bool_expr) if bool_expr.boolop() == BoolExprType::AndExpr => {
+                exprs.extend(bool_expr.args().iter().flatten());
+            }
+            NodeRef::AExpr(a_expr)
+                if a_expr.kind() == AExprKind::AexprOp && is_equals(a_expr.name()) =>
+            {
+                let left = a_expr.lexpr().and_then(column_of);
+                let right = a_expr.rexpr().and_then(column_of);
+                if let (Some(left), Some(right)) = (left, right) {
+                    own.equality(left.to_column(), right.to_column());
+                }
+            }
+            _ => {}
+        }
+    }
+    own
+}

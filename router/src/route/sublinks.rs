@@ -1,0 +1,233 @@
+//! Rule 12: subqueries inside expressions (sublinks). Postgres runs a
+//! sublink on the database that evaluates the expression around it, over
+//! that database's rows only, so a sublink that reads sharded tables is
+//! exact in one of two ways: it is correlated with an enclosing query on a
+//! co-located sharding key (each database meets the partners of its own
+//! rows), or its rows all live on one database and the whole statement runs
+//! there. [`plan`] sorts the sublinks once per statement and config;
+//! [`database`] says, per execution, which database the placed ones need.
+
+use crate::sharding::{KeySpace, Sharding};
+use crate::summary::{ColumnRef, StatementSummary, Sublink, Sublinks, TableRef};
+
+use super::keys::{Compiled, Keys, Restriction};
+use super::plan::{restrict, table_facts};
+use super::shard_set::ShardSet;
+use super::tables::{classify, entry_names, TableClass};
+use super::{join, ParamValue, RouteError};
+
+/// A sublink whose rows must all live on one database, which the statement
+/// then runs on alone.
+#[derive(Debug, Clone)]
+pub(super) struct Placed {
+    /// One per level of it that restricts its rows.
+    conditions: Vec<Compiled>,
+    /// The databases of the family tables it reads.
+    families: Option<ShardSet>,
+    /// For errors: a table it reads, and what that table is.
+    table: String,
+    what: &'static str,
+}
+
+impl Placed {
+    pub(super) fn is_fixed(&self) -> bool {
+        self.conditions.iter().all(Compiled::is_fixed)
+    }
+
+    /// The error for a sublink on `databases` when the rest of the
+    /// statement runs on `rest`.
+    pub(super) fn elsewhere(&self, databases: String, rest: String) -> RouteError {
+        RouteError::SubqueryOnOtherShards {
+            table: self.table.clone(),
+            what: self.what,
+            subquery: databases,
+            rest,
+        }
+    }
+}
+
+/// The sublinks of `stmt` that must be placed: those that read sharded,
+/// unknown or family tables and are not correlated on a co-located key. A
+/// sublink read as reading every table (see [`Sublink::reads_every_table`])
+/// is refused when the statement reads such a table anywhere.
+pub(super) fn plan(
+    stmt: &StatementSummary,
+    sublinks: &Sublinks,
+    sharding: &Sharding,
+    first_sharded: Option<(&str, &'static str)>,
+) -> Result<Vec<Placed>, RouteError> {
+    let mut placed = Vec::new();
+    for sublink in &sublinks.subqueries {
+        if sublink.reads_every_table {
+            match first_sharded {
+                Some((table, what)) => {
+                    return Err(RouteError::SubqueryWithoutKey {
+                        table: table.to_owned(),
+                        what,
+                    })
+                }
+                None => continue,
+            }
+        }
+        let facts = table_facts(None, &sublink.tables, sharding)?;
+        let Some((table, what)) = facts.first_read else {
+            continue;
+        };
+        if facts.families.is_none() && correlated(sublink, sublinks, stmt, sharding) {
+            continue;
+        }
+        let keys = Keys {
+            tables: &sublink.tables,
+            sharding,
+        };
+        placed.push(Placed {
+            conditions: sublink
+                .conditions
+                .iter()
+                .map(|condition| keys.compile(condition, 0))
+                .collect(),
+            families: facts.families,
+            table: table.to_owned(),
+            what,
+        });
+    }
+    Ok(placed)
+}
+
+/// The one database the placed sublinks need with these parameters, and
+/// the first sublink that needs it; `None` when none can match a row (it
+/// reads nothing wherever it runs). An error when one is unrestricted or
+/// restricted to several databases, or two need different ones.
+pub(super) fn database<'p>(
+    placed: &'p [Placed],
+    params: &[ParamValue<'_>],
+    sharding: &Sharding,
+) -> Result<Option<(usize, &'p Placed)>, RouteError> {
+    let mut need: Option<(usize, &Placed)> = None;
+    for sublink in placed {
+        let set = match restrict(
+            &sublink.conditions,
+            params,
+            sharding,
+            sublink.families.clone(),
+        )? {
+            Restriction::Nothing(_) => continue,
+            Restriction::Free => {
+                return Err(RouteError::SubqueryWithoutKey {
+                    table: sublink.table.clone(),
+                    what: sublink.what,
+                })
+            }
+            Restriction::Set(set) => set,
+        };
+        let first = set.first().unwrap_or(0);
+        if set.len() > 1 {
+            return Err(sublink.elsewhere(
+                format!("shards {}", join(set.iter())),
+                "each shard separately".to_owned(),
+            ));
+        }
+        match need {
+            Some((database, _)) if database != first => {
+                return Err(sublink.elsewhere(
+                    format!("shard {first}"),
+                    format!("shard {database}, which another subquery reads"),
+                ));
+            }
+            Some(_) => {}
+            None => need = Some((first, sublink)),
+        }
+    }
+    Ok(need)
+}
+
+/// Whether some equality of `sublink`'s own level correlates it with an
+/// enclosing query on a co-located sharding key (either way round).
+fn correlated(
+    sublink: &Sublink,
+    sublinks: &Sublinks,
+    stmt: &StatementSummary,
+    sharding: &Sharding,
+) -> bool {
+    !sublinks.unnamed_item
+        && sublink.equalities.iter().any(|(a, b)| {
+            correlates(a, b, sublink, sublinks, stmt, sharding)
+                || correlates(b, a, sublink, sublinks, stmt, sharding)
+        })
+}
+
+/// `inner = outer` where `inner` is the sharding key of a table of the
+/// sublink's own FROM and `outer` the sharding key, in the same key space,
+/// of every table outside it that its qualifier can name. The qualifier
+/// must name no item of the sublink's own FROM and no FROM item other than
+/// a table anywhere in the statement: then whatever Postgres resolves it
+/// to is one of those tables.
+fn correlates(
+    inner: &ColumnRef,
+    outer: &ColumnRef,
+    sublink: &Sublink,
+    sublinks: &Sublinks,
+    stmt: &StatementSummary,
+    sharding: &Sharding,
+) -> bool {
+    let Some(qualifier) = outer.table.as_deref() else {
+        return false;
+    };
+    if sublink.from_tables.iter().any(|t| named(t, qualifier))
+        || sublinks
+            .other_names
+            .binary_search_by(|name| name.as_str().cmp(qualifier))
+            .is_ok()
+    {
+        return false;
+    }
+    // The inner column: of the table its qualifier names in the sublink's
+    // own FROM, or, unqualified, of any table there keyed by it (a table
+    // has its key column, so Postgres resolves the name at this level).
+    let inner_tables = sublink
+        .from_tables
+        .iter()
+        .filter(|t| inner.table.as_deref().is_none_or(|q| named(t, q)));
+    let spaces: Vec<&KeySpace> = inner_tables
+        .flat_map(|t| key_spaces(t, &inner.column, sharding))
+        .collect();
+    if spaces.is_empty() {
+        return false;
+    }
+    let mut outer_tables = stmt
+        .tables
+        .iter()
+        .filter(|t| named(t, qualifier))
+        .peekable();
+    outer_tables.peek().is_some()
+        && outer_tables
+            .all(|t| key_spaces(t, &outer.column, sharding).any(|space| spaces.contains(&space)))
+}
+
+/// Whether a column qualified with `qualifier` can name `table`: by its
+/// alias, or by its name when it has none.
+fn named(table: &TableRef, qualifier: &str) -> bool {
+    match &table.alias {
+        Some(alias) => alias == qualifier,
+        None => table.name == qualifier,
+    }
+}
+
+/// The key spaces in which `column` is `table`'s sharding key: its own
+/// entries' for a configured table, column-only entries' for an unknown
+/// one, none for other tables.
+fn key_spaces<'a>(
+    table: &'a TableRef,
+    column: &'a str,
+    sharding: &'a Sharding,
+) -> impl Iterator<Item = &'a KeySpace> + 'a {
+    let class = classify(table, sharding);
+    sharding.tables.iter().filter_map(move |entry| {
+        let keys_table = match class {
+            TableClass::Sharded => entry_names(entry, table),
+            TableClass::Unknown => entry.name.is_none(),
+            _ => false,
+        };
+        (keys_table && entry.column == column).then_some(&entry.keys)
+    })
+}
