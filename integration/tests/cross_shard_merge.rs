@@ -142,6 +142,8 @@ const EXACT: &[(&str, bool)] = &[
     ("SELECT DISTINCT grp, active FROM users ORDER BY grp NULLS FIRST, active LIMIT 6", true),
     ("SELECT count(*) FILTER (WHERE active) FROM users", true),
     ("SELECT avg(score), avg(amount), avg(id) FROM users", true),
+    ("SELECT count(*)::int AS n, sum(score)::numeric(20,2), max(amount)::int FROM users", true),
+    ("SELECT grp, count(*)::int FROM users GROUP BY grp ORDER BY 2 DESC, 1", true),
     ("SELECT grp, avg(score) FROM users GROUP BY grp ORDER BY avg(score) DESC NULLS LAST, grp", true),
     ("SELECT active, avg(amount) AS mean FROM users WHERE id > 300 GROUP BY active", false),
     ("SELECT id, name FROM users WHERE score > 90", false),

@@ -137,8 +137,12 @@ impl RowMerge {
             } else {
                 None
             };
-            let summed = average || self.column(column) == Some(Column::Aggregate(Aggregate::Sum));
-            if summed && !matches!(oid, 20 | 1700) {
+            let summed = average
+                || matches!(
+                    self.column(column),
+                    Some(Column::Aggregate(Aggregate::Sum | Aggregate::Count))
+                );
+            if summed && !matches!(oid, 20 | 21 | 23 | 1700) {
                 return Err(ValueError::Type(oid));
             }
             if average {
@@ -466,12 +470,23 @@ fn combine(
     };
     let binary = field.binary;
     Ok(Some(match aggregate {
-        Aggregate::Count | Aggregate::Sum | Aggregate::Avg if field.oid == 20 => {
+        Aggregate::Count | Aggregate::Sum | Aggregate::Avg if matches!(field.oid, 20 | 21 | 23) => {
+            // In the column's own integer type, with its range.
+            let (range, bytes) = match field.oid {
+                21 => ("smallint", 2),
+                23 => ("integer", 4),
+                _ => ("bigint", 8),
+            };
             let total = values::integer(&current, binary)?
                 .checked_add(values::integer(next, binary)?)
-                .ok_or(ValueError::OutOfRange("bigint"))?;
+                .filter(|&t| {
+                    bytes == 8
+                        || t.unsigned_abs() < 1 << (bytes * 8 - 1)
+                        || t == -(1 << (bytes * 8 - 1))
+                })
+                .ok_or(ValueError::OutOfRange(range))?;
             if binary {
-                total.to_be_bytes().to_vec()
+                total.to_be_bytes()[8 - bytes..].to_vec()
             } else {
                 total.to_string().into_bytes()
             }

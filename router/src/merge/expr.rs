@@ -209,15 +209,45 @@ pub(super) fn column_kind(node: Option<&pb::Node>) -> Result<Column, Unmergeable
     if !has_aggregate(node) {
         return Ok(Column::Key);
     }
-    if let Some(N::FuncCall(call)) = node.and_then(|n| n.node.as_ref()) {
+    // `count(*)::int`: a cast to a number type keeps the order of the
+    // values and sums of them, so partial results combine in the cast's
+    // type (the merge checks its range as the cast would).
+    let (call, cast) = match node.and_then(|n| n.node.as_ref()) {
+        Some(N::FuncCall(call)) => (Some(call), None),
+        Some(N::TypeCast(cast)) => match cast.arg.as_deref().and_then(|a| a.node.as_ref()) {
+            Some(N::FuncCall(call)) => (Some(call), cast.type_name.as_ref()),
+            _ => (None, None),
+        },
+        _ => (None, None),
+    };
+    if let Some(call) = call {
         let inner = call.args.iter().any(|a| has_aggregate(Some(a)));
         if let (Some(kind), false) = (function_name(call).and_then(supported), inner) {
-            if !is_star(node) && call.over.is_none() {
+            let cast_ok = match cast {
+                None => true,
+                Some(type_name) => {
+                    matches!(
+                        kind,
+                        Aggregate::Count | Aggregate::Sum | Aggregate::Min | Aggregate::Max
+                    ) && number_type(type_name)
+                }
+            };
+            if cast_ok && call.over.is_none() {
                 return Ok(Column::Aggregate(kind));
             }
         }
     }
     Err(Unmergeable::AggregateInExpression)
+}
+
+/// `int2`, `int4`, `int8` or `numeric` (any typmod: rounding keeps order),
+/// as the parser names them.
+fn number_type(type_name: &pb::TypeName) -> bool {
+    let last = type_name.names.last().and_then(|n| match &n.node {
+        Some(N::String(s)) => Some(s.sval.as_str()),
+        _ => None,
+    });
+    type_name.array_bounds.is_empty() && matches!(last, Some("int2" | "int4" | "int8" | "numeric"))
 }
 
 /// A FROM item: subqueries in it run on each shard alone, so they must not

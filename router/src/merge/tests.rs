@@ -156,6 +156,18 @@ fn aggregates_and_groups() {
     let p = merged("SELECT grp, max(score) FROM users GROUP BY grp ORDER BY max DESC");
     assert_eq!((p.hidden, p.order.clone()), (0, vec![key(1, true, true)]));
 
+    let p = merged(
+        "SELECT count(*)::int AS n, sum(score)::numeric(20,2), max(score)::bigint FROM users",
+    );
+    assert_eq!(
+        p.groups,
+        Some(vec![
+            Column::Aggregate(Count),
+            Column::Aggregate(Sum),
+            Column::Aggregate(Max)
+        ])
+    );
+
     let p = merged("SELECT count(*) FILTER (WHERE active) FROM users");
     assert_eq!(p.groups, Some(vec![Column::Aggregate(Count)]));
 
@@ -169,6 +181,11 @@ fn what_cannot_merge_is_refused() {
         ("SELECT string_agg(name, ',') FROM users", "string_agg()"),
         ("SELECT count(DISTINCT grp) FROM users", "DISTINCT values"),
         ("SELECT sum(score) + 1 FROM users", "inside an expression"),
+        ("SELECT min(score)::text FROM users", "inside an expression"),
+        (
+            "SELECT bool_and(active)::int FROM users",
+            "inside an expression",
+        ),
         (
             "SELECT coalesce(max(score), 0) FROM users",
             "inside an expression",
