@@ -141,6 +141,12 @@ const EXACT: &[(&str, bool)] = &[
     ("SELECT DISTINCT grp FROM users", false),
     ("SELECT DISTINCT grp, active FROM users ORDER BY grp NULLS FIRST, active LIMIT 6", true),
     ("SELECT count(*) FILTER (WHERE active) FROM users", true),
+    ("SELECT grp, count(*) FROM users GROUP BY grp HAVING count(*) > 30 ORDER BY grp", true),
+    ("SELECT grp FROM users GROUP BY grp HAVING sum(score) >= 1500 AND NOT max(name) < 'n39' OR grp IS NULL", false),
+    ("SELECT active, count(*) FROM users GROUP BY active HAVING avg(score) > 49.5", false),
+    ("SELECT count(*) FROM users HAVING count(*) > 1000", true),
+    ("SELECT DISTINCT ON (grp) grp, id, score FROM users ORDER BY grp NULLS FIRST, score DESC NULLS LAST, id", true),
+    ("SELECT DISTINCT ON (active) id FROM users ORDER BY active, id DESC LIMIT 1 OFFSET 1", true),
     ("SELECT avg(score), avg(amount), avg(id) FROM users", true),
     ("SELECT count(*)::int AS n, sum(score)::numeric(20,2), max(amount)::int FROM users", true),
     ("SELECT grp, count(*)::int FROM users GROUP BY grp ORDER BY 2 DESC, 1", true),
@@ -152,13 +158,12 @@ const EXACT: &[(&str, bool)] = &[
 /// Statements pgshard must refuse (0A000) rather than answer wrongly.
 const REFUSED: &[&str] = &[
     "SELECT count(DISTINCT grp) FROM users",
-    "SELECT grp FROM users GROUP BY grp HAVING count(*) > 30",
+    "SELECT grp FROM users GROUP BY grp HAVING count(*) > 30 AND lower(max(name)) = 'n1'",
     "SELECT id, rank() OVER (ORDER BY score) FROM users",
     "SELECT string_agg(name, ',') FROM users",
     "SELECT sum(score) * 2 FROM users",
     "SELECT * FROM (SELECT grp, count(*) FROM users GROUP BY grp) g",
     "SELECT id FROM users UNION SELECT id FROM users",
-    "SELECT DISTINCT ON (grp) grp, id FROM users",
 ];
 
 async fn check(n: usize) {

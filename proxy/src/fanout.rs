@@ -17,6 +17,7 @@
 //! the rows are merged, the count is the merged rows'. Values are read by
 //! `protocol/values.rs` and `protocol/numeric.rs`, rows by `protocol/rows.rs`.
 
+mod having;
 mod row_merge;
 
 use bytes::BytesMut;

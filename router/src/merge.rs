@@ -16,7 +16,7 @@
 //!   client's (hidden sort and group columns appended to the select list,
 //!   `LIMIT n OFFSET m` sent as `LIMIT n + m`);
 //! - [`Shape::Refuse`]: anything whose rows depend on rows of several shards
-//!   in a way the merge does not rebuild (window functions, HAVING, set
+//!   in a way the merge does not rebuild (window functions, set
 //!   operations, `count(DISTINCT)`, aggregates inside expressions or in FROM
 //!   subqueries and CTEs, `FOR UPDATE`, DISTINCT ON, ...), with the
 //!   construct named.
@@ -39,20 +39,27 @@
 //!    their partial groups, all of them (LIMIT and OFFSET are applied after
 //!    merging, so they are taken off the shards' statement).
 //! 4. Without aggregation, DISTINCT merges like a GROUP BY of every output
-//!    column; ORDER BY is a k-way merge of the shards' own sorted output;
+//!    column; DISTINCT ON keeps the first of the merged rows per key (the
+//!    shards sort by the keys when the statement does not sort); ORDER BY is a k-way merge of the shards' own sorted output;
 //!    `LIMIT n OFFSET m` asks each shard for `n + m` rows.
-//! 5. LIMIT / OFFSET are integer literals, bind parameters, `ALL` or NULL.
+//! 5. HAVING is taken off the shards' statement; the aggregates and keys it
+//!    reads become columns (hidden when not selected) and the merge keeps
+//!    the groups it holds for (see `merge/having.rs` for what it can read).
+//! 6. LIMIT / OFFSET are integer literals, bind parameters, `ALL` or NULL.
 //!
 //! The plan says nothing about types: the proxy compares and combines values
 //! by the types the shards describe, and fails the statement (never guesses)
 //! on a type or collation it cannot compare exactly.
 
 mod expr;
+mod having;
 
 #[cfg(test)]
 mod tests;
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
+
+pub use having::{Comparison, Operand, Predicate};
 
 /// What a cross-shard SELECT needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +90,11 @@ pub struct MergePlan {
     pub groups: Option<Vec<Column>>,
     /// Without aggregation: duplicate rows (all output columns) collapse.
     pub distinct: bool,
+    /// DISTINCT ON: of the merged (sorted) rows, the first per value of
+    /// these columns.
+    pub distinct_on: Vec<usize>,
+    /// HAVING, evaluated on the merged groups.
+    pub having: Option<Predicate>,
 }
 
 /// One sort key.
@@ -202,6 +214,7 @@ fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>,
         .iter()
         .any(|t| expr::is_star(target_val(t)));
     let aggregates = !select.group_clause.is_empty()
+        || select.having_clause.is_some()
         || select
             .target_list
             .iter()
@@ -210,15 +223,26 @@ fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>,
             .sort_clause
             .iter()
             .any(|s| expr::has_aggregate(sort_node(s)));
-    let distinct = !select.distinct_clause.is_empty();
+    let distinct_on = select.distinct_clause.iter().any(|d| d.node.is_some());
+    let distinct = !select.distinct_clause.is_empty() && !distinct_on;
+    if distinct_on && aggregates {
+        return Err(Unmergeable::Construct("DISTINCT ON with aggregates"));
+    }
     if star && aggregates {
         return Err(Unmergeable::Construct(
             "an aggregate with * in the select list",
         ));
     }
     let limited = select.limit_count.is_some() || select.limit_offset.is_some();
-    if !aggregates && !distinct && !limited && select.sort_clause.is_empty() {
+    if !aggregates && !distinct && !distinct_on && !limited && select.sort_clause.is_empty() {
         return Ok(None);
+    }
+    let mut rewritten = false;
+    if distinct_on && select.sort_clause.is_empty() {
+        // Any row per key is Postgres's answer: the shards sort by the
+        // keys so that the merge sees each key's rows together.
+        rewritten = true;
+        select.sort_clause = select.distinct_clause.iter().map(expr::sort_by).collect();
     }
     let limit = Limit {
         count: bound(select.limit_count.as_deref(), "LIMIT")?,
@@ -226,12 +250,35 @@ fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>,
     };
     let mut hidden = Vec::new();
     let order = sort_keys(select, &mut hidden)?;
+    let having = match select.having_clause.take() {
+        None => None,
+        Some(node) => {
+            rewritten = true;
+            let mut column = |n: &pb::Node| -> Result<usize, Unmergeable> {
+                Ok(match resolve(select, Some(n), false)? {
+                    Some(column) => column,
+                    None => add_hidden(select, &mut hidden, Some(n)),
+                })
+            };
+            Some(having::predicate(&node, &mut column)?)
+        }
+    };
+    let mut distinct_keys = Vec::new();
+    if distinct_on {
+        for item in select.distinct_clause.clone() {
+            let column = match resolve(select, Some(&item), true)? {
+                Some(column) => column,
+                None => add_hidden(select, &mut hidden, Some(&item)),
+            };
+            distinct_keys.push(column);
+        }
+    }
     let groups = if aggregates {
         Some(group_columns(&mut *select, &mut hidden)?)
     } else {
         None
     };
-    let mut rewritten = !hidden.is_empty();
+    rewritten |= !hidden.is_empty();
     let hidden_count = hidden.len();
     select.target_list.extend(hidden);
     if aggregates || distinct {
@@ -254,6 +301,8 @@ fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>,
         limit,
         groups,
         distinct: distinct && !aggregates,
+        distinct_on: distinct_keys,
+        having,
     };
     Ok(Some((plan, rewritten)))
 }
@@ -270,14 +319,8 @@ fn refuse_constructs(select: &pb::SelectStmt) -> Result<(), Unmergeable> {
     if !select.locking_clause.is_empty() {
         return Err(Construct("FOR UPDATE / FOR SHARE"));
     }
-    if select.having_clause.is_some() {
-        return Err(Construct("HAVING"));
-    }
     if select.group_distinct || select.group_clause.iter().any(expr::is_grouping_set) {
         return Err(Construct("GROUPING SETS, ROLLUP or CUBE"));
-    }
-    if select.distinct_clause.iter().any(|d| d.node.is_some()) {
-        return Err(Construct("DISTINCT ON"));
     }
     if !select.window_clause.is_empty() {
         return Err(Construct("a window function"));
@@ -488,7 +531,7 @@ fn pushed_limit(count: Box<pb::Node>, offset: Box<pb::Node>) -> Box<pb::Node> {
     })
 }
 
-/// A LIMIT or OFFSET value (rule 5); `None` for absent, ALL or NULL.
+/// A LIMIT or OFFSET value (rule 6); `None` for absent, ALL or NULL.
 fn bound(node: Option<&pb::Node>, what: &'static str) -> Result<Option<Bound>, Unmergeable> {
     let Some(node) = node else {
         return Ok(None);

@@ -17,7 +17,6 @@ use bytes::{BufMut, Bytes, BytesMut};
 use router::merge::{Aggregate, Column, MergePlan};
 
 use crate::protocol::messages;
-use crate::protocol::numeric::Decimal;
 use crate::protocol::rows::{parse_row, read_fields, write_row, Row};
 use crate::protocol::values::{self, Kind, ValueError};
 
@@ -40,11 +39,9 @@ struct Field {
     kind: Option<Kind>,
 }
 
-/// A group's state: the key columns' first values and the accumulators.
-#[derive(Debug)]
-struct Group {
-    values: Vec<Option<Vec<u8>>>,
-}
+mod groups;
+
+use groups::Group;
 
 #[derive(Debug)]
 pub struct RowMerge {
@@ -60,6 +57,10 @@ pub struct RowMerge {
     /// Grouping: groups by key, in order of first appearance.
     groups: HashMap<Vec<u8>, usize>,
     group_rows: Vec<Group>,
+    /// Bind parameters (as text) a HAVING predicate reads.
+    params: Vec<Option<String>>,
+    /// DISTINCT ON: the key of the last row that went through.
+    last_key: Option<Vec<u8>>,
     /// Rows skipped for OFFSET and rows sent.
     skipped: u64,
     sent: u64,
@@ -82,6 +83,8 @@ impl RowMerge {
             done: vec![false; shards],
             groups: HashMap::new(),
             group_rows: Vec::new(),
+            params: Vec::new(),
+            last_key: None,
             skipped: 0,
             sent: 0,
         }
@@ -91,6 +94,12 @@ impl RowMerge {
     /// it (an Execute of a portal the client did not describe).
     pub fn silent(mut self) -> RowMerge {
         self.forward_description = false;
+        self
+    }
+
+    /// The Bind's parameters as text, for HAVING.
+    pub fn with_params(mut self, params: Vec<Option<String>>) -> RowMerge {
+        self.params = params;
         self
     }
 
@@ -212,7 +221,7 @@ impl RowMerge {
             return self.accumulate(&row);
         }
         if !self.ordered() {
-            self.emit(&row, out);
+            self.emit(&row, out)?;
             return Ok(());
         }
         if let Some(queue) = self.queues.get_mut(index) {
@@ -255,7 +264,7 @@ impl RowMerge {
             }
             let Some(best) = best else { return Ok(()) };
             if let Some(row) = self.queues[best].pop_front() {
-                self.emit(&row, out);
+                self.emit(&row, out)?;
             }
         }
     }
@@ -300,78 +309,38 @@ impl RowMerge {
     }
 
     /// One merged row through the window to the client.
-    fn emit(&mut self, row: &Row, out: &mut BytesMut) {
+    fn emit(&mut self, row: &Row, out: &mut BytesMut) -> Result<(), ValueError> {
         if self.full() {
-            return;
+            return Ok(());
+        }
+        if !self.plan.distinct_on.is_empty() {
+            // Rows come sorted by the keys first: a key's first row wins.
+            let width = row.values.len();
+            let columns: Vec<usize> = self
+                .plan
+                .distinct_on
+                .iter()
+                .map(|&c| self.at(c, width))
+                .collect();
+            let key = self.key_of(row, &columns)?;
+            if self.last_key.as_ref() == Some(&key) {
+                return Ok(());
+            }
+            self.last_key = Some(key);
         }
         if self.skipped < self.window.offset {
             self.skipped += 1;
-            return;
+            return Ok(());
         }
         self.sent += 1;
         let visible = row.values.len().saturating_sub(self.plan.hidden);
         if visible == row.values.len() {
             out.extend_from_slice(&row.message);
-            return;
+            return Ok(());
         }
         let values: Vec<Option<&[u8]>> = (0..visible).map(|c| row.value(c)).collect();
         write_row(out, &values);
-    }
-
-    /// Fold a shard's partial group into its group.
-    fn accumulate(&mut self, row: &Row) -> Result<(), ValueError> {
-        let fields = self.fields.as_deref().unwrap_or_default();
-        let columns = self.columns(fields.len());
-        let mut key = Vec::new();
-        for (c, column) in columns.iter().enumerate() {
-            if *column != Column::Key {
-                continue;
-            }
-            match row.value(c) {
-                None => key.push(0),
-                Some(value) => {
-                    key.push(1);
-                    let start = key.len();
-                    key.extend_from_slice(&[0; 4]);
-                    let field = fields[c];
-                    match Kind::of(field.oid, true) {
-                        Ok(kind) => values::canonical(kind, field.binary, value, &mut key)?,
-                        Err(_) => values::canonical_any(field.oid, value, &mut key)?,
-                    }
-                    let len = (key.len() - start - 4) as u32;
-                    key[start..start + 4].copy_from_slice(&len.to_be_bytes());
-                }
-            }
-        }
-        let next = self.group_rows.len();
-        let at = *self.groups.entry(key).or_insert(next);
-        if at == next {
-            let values = (0..fields.len())
-                .map(|c| row.value(c).map(<[u8]>::to_vec))
-                .collect();
-            self.group_rows.push(Group { values });
-            return Ok(());
-        }
-        for (c, column) in columns.iter().enumerate() {
-            let aggregate = match column {
-                Column::Aggregate(aggregate) => *aggregate,
-                Column::Average { .. } => Aggregate::Sum,
-                Column::Key => continue,
-            };
-            let field = fields[c];
-            let current = self.group_rows[at].values[c].take();
-            let combined = combine(aggregate, field, current, row.value(c))?;
-            self.group_rows[at].values[c] = combined;
-        }
         Ok(())
-    }
-
-    /// Group key or aggregate per column (DISTINCT: every column a key).
-    fn columns(&self, count: usize) -> Vec<Column> {
-        match &self.plan.groups {
-            Some(columns) => columns.clone(),
-            None => vec![Column::Key; count],
-        }
     }
 
     /// Every shard has ended: send what grouping held. Returns the rows sent.
@@ -396,10 +365,7 @@ impl RowMerge {
         {
             return Err(ValueError::Unreadable("aggregate row"));
         }
-        let mut groups = std::mem::take(&mut self.group_rows);
-        for group in &mut groups {
-            self.finish_averages(&mut group.values)?;
-        }
+        let groups = self.finished_groups()?;
         let mut rows: Vec<Row> = groups.into_iter().map(|g| group_row(&g.values)).collect();
         if !self.plan.order.is_empty() {
             let mut failure = None;
@@ -414,127 +380,10 @@ impl RowMerge {
             }
         }
         for row in rows {
-            self.emit(&row, out);
+            self.emit(&row, out)?;
         }
         Ok(())
     }
-}
-
-impl RowMerge {
-    /// A group's averages: its sum divided by its count, as the numeric
-    /// Postgres's `avg` gives (NULL over no rows).
-    fn finish_averages(&self, values: &mut [Option<Vec<u8>>]) -> Result<(), ValueError> {
-        let fields = self.fields.as_deref().unwrap_or_default();
-        for (c, column) in self.columns(fields.len()).into_iter().enumerate() {
-            let Column::Average { count } = column else {
-                continue;
-            };
-            let field = fields[c];
-            let rows = match values.get(count).cloned().flatten() {
-                Some(n) => values::integer(&n, fields.get(count).is_some_and(|f| f.binary))?,
-                None => 0,
-            };
-            let sum = values[c].take();
-            values[c] = match (sum, u64::try_from(rows)) {
-                (Some(sum), Ok(rows)) if rows > 0 => {
-                    let sum = match field.oid {
-                        20 => Decimal::from_text(
-                            values::integer(&sum, field.binary)?.to_string().as_bytes(),
-                        )?,
-                        _ => Decimal::read(&sum, field.binary)?,
-                    };
-                    let (average, scale) = sum.average(rows);
-                    Some(match field.binary {
-                        true => average.to_binary(scale),
-                        false => average.to_text(scale).into_bytes(),
-                    })
-                }
-                _ => None,
-            };
-        }
-        Ok(())
-    }
-}
-
-/// Combine an aggregate's running value with a shard's partial one.
-fn combine(
-    aggregate: Aggregate,
-    field: Field,
-    current: Option<Vec<u8>>,
-    next: Option<&[u8]>,
-) -> Result<Option<Vec<u8>>, ValueError> {
-    let (current, next) = match (current, next) {
-        (None, next) => return Ok(next.map(<[u8]>::to_vec)),
-        (current, None) => return Ok(current),
-        (Some(a), Some(b)) => (a, b),
-    };
-    let binary = field.binary;
-    Ok(Some(match aggregate {
-        Aggregate::Count | Aggregate::Sum | Aggregate::Avg if matches!(field.oid, 20 | 21 | 23) => {
-            // In the column's own integer type, with its range.
-            let (range, bytes) = match field.oid {
-                21 => ("smallint", 2),
-                23 => ("integer", 4),
-                _ => ("bigint", 8),
-            };
-            let total = values::integer(&current, binary)?
-                .checked_add(values::integer(next, binary)?)
-                .filter(|&t| {
-                    bytes == 8
-                        || t.unsigned_abs() < 1 << (bytes * 8 - 1)
-                        || t == -(1 << (bytes * 8 - 1))
-                })
-                .ok_or(ValueError::OutOfRange(range))?;
-            if binary {
-                total.to_be_bytes()[8 - bytes..].to_vec()
-            } else {
-                total.to_string().into_bytes()
-            }
-        }
-        Aggregate::Count | Aggregate::Sum | Aggregate::Avg => {
-            let (a, b) = (
-                Decimal::read(&current, binary)?,
-                Decimal::read(next, binary)?,
-            );
-            let scale = a.scale().max(b.scale());
-            let total = a.add(&b);
-            if binary {
-                total.to_binary(scale)
-            } else {
-                total.to_text(scale).into_bytes()
-            }
-        }
-        Aggregate::Min | Aggregate::Max => {
-            let kind = field.kind.ok_or(ValueError::Type(field.oid))?;
-            let order = values::compare(kind, binary, next, &current)?;
-            let take = if aggregate == Aggregate::Min {
-                order == Ordering::Less
-            } else {
-                order == Ordering::Greater
-            };
-            if take {
-                next.to_vec()
-            } else {
-                current
-            }
-        }
-        Aggregate::BoolAnd | Aggregate::BoolOr => {
-            let (a, b) = (
-                values::boolean(&current, binary)?,
-                values::boolean(next, binary)?,
-            );
-            let value = if aggregate == Aggregate::BoolAnd {
-                a && b
-            } else {
-                a || b
-            };
-            match (binary, value) {
-                (true, v) => vec![u8::from(v)],
-                (false, true) => b"t".to_vec(),
-                (false, false) => b"f".to_vec(),
-            }
-        }
-    }))
 }
 
 fn group_row(values: &[Option<Vec<u8>>]) -> Row {

@@ -79,6 +79,36 @@ pub fn compare(kind: Kind, binary: bool, a: &[u8], b: &[u8]) -> Result<Ordering,
     })
 }
 
+/// Compare a value of `kind` with one of another wire format or a
+/// literal's text (`b` in text when `b_binary` is false), as Postgres
+/// compares a number column with a numeric literal: integers and numerics
+/// as exact decimals.
+pub fn compare_mixed(
+    kind: Kind,
+    (a, a_binary): (&[u8], bool),
+    (b, b_binary): (&[u8], bool),
+) -> Result<Ordering, ValueError> {
+    let decimal = |value: &[u8], binary: bool| -> Result<Decimal, ValueError> {
+        match (kind, binary) {
+            (Kind::Integer, true) => {
+                Decimal::from_text(integer(value, true)?.to_string().as_bytes())
+            }
+            (Kind::Integer | Kind::Numeric, _) => Decimal::read(value, binary),
+            _ => Err(ValueError::Unreadable("number")),
+        }
+    };
+    Ok(match kind {
+        Kind::Integer | Kind::Numeric => decimal(a, a_binary)?.cmp(&decimal(b, b_binary)?),
+        Kind::Float => float_order(float(a, a_binary)?, float(b, b_binary)?),
+        Kind::Bool => boolean(a, a_binary)?.cmp(&boolean(b, b_binary)?),
+        Kind::Bytes => a.cmp(b),
+        Kind::Padded => trim_spaces(a).cmp(trim_spaces(b)),
+        Kind::Date | Kind::Timestamp | Kind::TimestampTz | Kind::Time => {
+            instant(kind, a, a_binary)?.cmp(&instant(kind, b, b_binary)?)
+        }
+    })
+}
+
 /// Bytes equal exactly when the values are equal (a group key).
 pub fn canonical(
     kind: Kind,

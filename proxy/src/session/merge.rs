@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use router::merge::{self, Bound, MergePlan, Shape};
+use router::merge::{self, Bound, MergePlan, Operand, Predicate, Shape};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -18,6 +18,7 @@ use crate::fanout::Window;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::Bind;
+use crate::protocol::numeric::Decimal;
 use crate::protocol::{messages, rows, values};
 
 /// What the shards' collation must be for byte order to be Postgres's:
@@ -52,6 +53,16 @@ pub(super) fn simple_query_rows(summary: &Summary, sql: &str) -> Result<Rows, Cl
         offset: bound(plan.limit.offset)?.unwrap_or(0),
         count: bound(plan.limit.count)?,
     };
+    if let Some(n) = plan
+        .having
+        .as_ref()
+        .and_then(|h| having_params(h).into_iter().max())
+    {
+        return Err(ClientError::new(
+            sqlstate::SYNTAX_ERROR,
+            format!("there is no parameter ${n} in a simple query"),
+        ));
+    }
     let sql = plan.shard_sql.take();
     let request = MergeRequest {
         plan: Arc::new(plan),
@@ -93,12 +104,72 @@ pub enum StatementMerge {
 }
 
 /// A multi-shard Bind's merge: the plan, the rows its parameters ask for,
-/// and the statement the shards run instead of the client's.
+/// the statement the shards run instead of the client's, and the
+/// parameters HAVING reads, as text.
 #[derive(Debug)]
 pub struct BindMerge {
     pub plan: Arc<MergePlan>,
     pub window: Window,
     pub shard_statement: Option<Arc<Statement>>,
+    pub params: Vec<Option<String>>,
+}
+
+/// The parameter numbers a HAVING predicate reads.
+fn having_params(predicate: &Predicate) -> Vec<u16> {
+    let mut found = Vec::new();
+    let mut operand = |o: &Operand| {
+        if let Operand::Param(n) = o {
+            found.push(*n);
+        }
+    };
+    let mut stack = vec![predicate];
+    while let Some(p) = stack.pop() {
+        match p {
+            Predicate::And(parts) | Predicate::Or(parts) => stack.extend(parts),
+            Predicate::Not(part) => stack.push(part),
+            Predicate::IsNull { operand: o, .. } => operand(o),
+            Predicate::Compare { left, right, .. } => {
+                operand(left);
+                operand(right);
+            }
+        }
+    }
+    found
+}
+
+/// The Bind's parameters HAVING reads, as text: a binary one must have a
+/// declared integer, numeric or text type.
+fn bind_text_params(
+    plan: &MergePlan,
+    bind: &Bind,
+    types: &[u32],
+) -> Result<Vec<Option<String>>, ClientError> {
+    let Some(predicate) = &plan.having else {
+        return Ok(Vec::new());
+    };
+    let mut params = vec![None; bind.params.len()];
+    for n in having_params(predicate) {
+        let at = usize::from(n).saturating_sub(1);
+        let Some(Some(value)) = bind.params.get(at) else {
+            continue;
+        };
+        let text = match (bind.param_format(at), types.get(at).copied().unwrap_or(0)) {
+            (0, _) | (_, 25 | 1043 | 19) => Some(String::from_utf8_lossy(value).into_owned()),
+            (_, 20 | 21 | 23) => values::integer(value, true).ok().map(|v| v.to_string()),
+            (_, 1700) => Decimal::from_binary(value)
+                .ok()
+                .map(|d| d.to_text(d.scale())),
+            _ => None,
+        };
+        let Some(text) = text else {
+            return Err(ClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                format!("parameter ${n} of a cross-shard HAVING is binary without a declared integer, numeric or text type: declare its type in Parse or send it as text"),
+            ));
+        };
+        params[at] = Some(text);
+    }
+    Ok(params)
 }
 
 /// A LIMIT or OFFSET bound read from the Bind's parameters.
@@ -164,6 +235,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     offset: bind_bound(plan.limit.offset, bind)?.unwrap_or(0),
                     count: bind_bound(plan.limit.count, bind)?,
                 },
+                params: bind_text_params(plan, bind, &statement.param_types)?,
                 plan: Arc::clone(plan),
                 shard_statement: shard_statement.clone(),
             })),

@@ -332,21 +332,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let mut merge = None;
         let (shards, terminals, uses, bytes) = match message {
             FrontendMessage::Execute { portal, max_rows } => {
-                let shards = segment.portals.get(&portal).cloned().unwrap_or(vec![first]);
-                if max_rows != 0 && shards.len() > 1 {
-                    return Err(refused(IN_PARTS));
-                }
-                let mut bytes = BytesMut::new();
-                if let Some(bind) = segment.merges.get(&portal) {
-                    // The merge reads the rows' types from the portal.
-                    describe(&mut bytes, b'P', &portal);
-                    merge = Some(ItemMerge {
-                        bind: Arc::clone(bind),
-                        execute: true,
-                    });
-                }
-                bytes.extend_from_slice(&frame_bytes(&frame));
-                (shards, reply_plan::EXECUTE, None, bytes.freeze())
+                let (shards, bytes, execute_merge) = execute(segment, &portal, max_rows, &frame)?;
+                merge = execute_merge;
+                (shards, reply_plan::EXECUTE, None, bytes)
             }
             FrontendMessage::Describe { kind: b'P', name } => {
                 let shard = segment.portals.get(&name).and_then(|s| s.first().copied());
@@ -445,6 +433,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .map_err(|e| refused(&e.to_string()))?;
         Ok(self.shards_of(&routed.route))
     }
+}
+
+/// An Execute of `portal` in a segment: its shards, what they are sent
+/// (a portal whose rows are merged is described first, for the merge),
+/// and its merge.
+fn execute(
+    segment: &Segment,
+    portal: &Bytes,
+    max_rows: i32,
+    frame: &Frame,
+) -> Result<(Vec<usize>, Bytes, Option<ItemMerge>), ClientError> {
+    let first = segment.first_shard();
+    let shards = segment.portals.get(portal).cloned().unwrap_or(vec![first]);
+    if max_rows != 0 && shards.len() > 1 {
+        return Err(refused(IN_PARTS));
+    }
+    let mut bytes = BytesMut::new();
+    let mut merge = None;
+    if let Some(bind) = segment.merges.get(portal) {
+        describe(&mut bytes, b'P', portal);
+        merge = Some(ItemMerge {
+            bind: Arc::clone(bind),
+            execute: true,
+        });
+    }
+    bytes.extend_from_slice(&frame_bytes(frame));
+    Ok((shards, bytes.freeze(), merge))
 }
 
 /// A Describe of statement or portal `name` (`kind` `S` or `P`).

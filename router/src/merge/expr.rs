@@ -470,3 +470,16 @@ pub(super) fn output_name(target: &pb::Node) -> Option<&str> {
         _ => None,
     }
 }
+
+/// `ORDER BY node` (ascending, default NULLS order).
+pub(super) fn sort_by(node: &pb::Node) -> pb::Node {
+    pb::Node {
+        node: Some(N::SortBy(Box::new(pb::SortBy {
+            node: Some(Box::new(node.clone())),
+            sortby_dir: pb::SortByDir::SortbyDefault as i32,
+            sortby_nulls: pb::SortByNulls::SortbyNullsDefault as i32,
+            use_op: Vec::new(),
+            location: -1,
+        }))),
+    }
+}

@@ -168,8 +168,55 @@ fn aggregates_and_groups() {
         ])
     );
 
+    let p = merged("SELECT grp FROM users GROUP BY grp HAVING count(*) > 2 AND (max(score) <= $1 OR grp IS NULL)");
+    assert_eq!(
+        p.groups,
+        Some(vec![
+            Column::Key,
+            Column::Aggregate(Count),
+            Column::Aggregate(Max)
+        ])
+    );
+    let compare = |left, op, right| Predicate::Compare { left, op, right };
+    assert_eq!(
+        p.having,
+        Some(Predicate::And(vec![
+            compare(
+                Operand::Column(1),
+                Comparison::Gt,
+                Operand::Literal("2".into())
+            ),
+            Predicate::Or(vec![
+                compare(Operand::Column(2), Comparison::Le, Operand::Param(1)),
+                Predicate::IsNull {
+                    operand: Operand::Column(0),
+                    negated: false
+                },
+            ]),
+        ]))
+    );
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT grp, count(*), max(score) FROM users GROUP BY grp")
+    );
+
     let p = merged("SELECT count(*) FILTER (WHERE active) FROM users");
     assert_eq!(p.groups, Some(vec![Column::Aggregate(Count)]));
+
+    let p = merged("SELECT DISTINCT ON (grp) grp, id FROM users ORDER BY grp, score DESC");
+    assert_eq!(
+        (p.distinct_on.clone(), p.order.len(), p.hidden),
+        (vec![0], 2, 1)
+    );
+    let p = merged("SELECT DISTINCT ON (grp) id FROM users");
+    assert_eq!(
+        (p.distinct_on.clone(), p.order.clone()),
+        (vec![1], vec![key(1, false, false)])
+    );
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT DISTINCT ON (grp) id, grp FROM users ORDER BY grp")
+    );
 
     let p = merged("SELECT DISTINCT grp FROM users ORDER BY grp");
     assert_eq!((p.distinct, p.groups), (true, None));
@@ -191,7 +238,7 @@ fn what_cannot_merge_is_refused() {
             "inside an expression",
         ),
         (
-            "SELECT grp FROM users GROUP BY grp HAVING count(*) > 2",
+            "SELECT grp FROM users GROUP BY grp HAVING count(*) > 2 AND lower(max(name)) = 'a'",
             "HAVING",
         ),
         (
@@ -203,7 +250,10 @@ fn what_cannot_merge_is_refused() {
             "set operation",
         ),
         ("SELECT * FROM users FOR UPDATE", "FOR UPDATE"),
-        ("SELECT DISTINCT ON (grp) grp, id FROM users", "DISTINCT ON"),
+        (
+            "SELECT DISTINCT ON (grp) grp, count(*) FROM users GROUP BY grp",
+            "DISTINCT ON",
+        ),
         (
             "SELECT grp, count(*) FROM users GROUP BY ROLLUP (grp)",
             "ROLLUP",

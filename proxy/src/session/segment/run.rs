@@ -53,18 +53,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .iter()
             .map(|p| crate::session::cancel_target(&p.server))
             .collect();
-        let merges = segment
-            .items
-            .iter()
-            .any(|item| matches!(item, Item::Send { merge: Some(_), .. }));
-        let bytewise = match merges {
-            // Asked of a server outside any transaction (not an adopted one).
-            true => {
-                let idle = parts.iter_mut().find(|p| p.server.conn.status == b'I');
-                self.bytewise_text(idle.map(|p| &mut p.server)).await
-            }
-            false => false,
-        };
+        let bytewise = self.segment_bytewise(&mut parts, &segment.items).await;
         for part in &mut parts {
             let request = build_request(part, &segment.items);
             let write = part.server.conn.send(&request);
@@ -101,6 +90,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let status = self.client_status(b'I');
         messages::ready_for_query(&mut self.to_client, status);
         self.flush_client().await
+    }
+
+    /// Whether the shards order text bytewise, asked only when a merge
+    /// needs it, of a server outside any transaction (not an adopted one).
+    async fn segment_bytewise(&mut self, parts: &mut [Part], items: &[Item]) -> bool {
+        let merges = items
+            .iter()
+            .any(|item| matches!(item, Item::Send { merge: Some(_), .. }));
+        if !merges {
+            return false;
+        }
+        let idle = parts.iter_mut().find(|p| p.server.conn.status == b'I');
+        self.bytewise_text(idle.map(|p| &mut p.server)).await
     }
 
     /// A server for every shard the segment touches (the adopted one
@@ -191,6 +193,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     let bind = &merge.bind;
                     let rows =
                         RowMerge::new(Arc::clone(&bind.plan), bind.window, shards.len(), bytewise);
+                    let rows = rows.with_params(bind.params.clone());
                     Merger::merging(if merge.execute { rows.silent() } else { rows })
                 }
             };
