@@ -42,6 +42,9 @@ pub struct Merger {
     copy_done: bool,
     /// The rows are merged by a plan, not concatenated.
     rows: Option<RowMerge>,
+    /// Lines pgshard adds before the rows of a one-column text reply (an
+    /// EXPLAIN's: how it routes and merges).
+    preamble: Vec<String>,
 }
 
 /// Whether a server message is the last of a server's reply.
@@ -56,6 +59,12 @@ impl Merger {
             rows: Some(rows),
             ..Merger::default()
         }
+    }
+
+    /// Lines to send as rows of the one text column before the shards' rows.
+    pub fn with_preamble(mut self, lines: Vec<String>) -> Merger {
+        self.preamble = lines;
+        self
     }
 
     /// Whether server `index` (as passed to [`Merger::on_message`]) should
@@ -101,7 +110,15 @@ impl Merger {
             b'D' | b'd' => out.extend_from_slice(message),
             // Headers (RowDescription, BindComplete, CopyOutResponse...),
             // notices and parameter changes: the first server's stand for all.
-            _ if index == 0 => out.extend_from_slice(message),
+            _ if index == 0 => {
+                out.extend_from_slice(message);
+                if tag == b'T' && body.starts_with(&[0, 1]) {
+                    for line in std::mem::take(&mut self.preamble) {
+                        messages::data_row(out, &[Some(&line)]);
+                        self.row_count += 1;
+                    }
+                }
+            }
             _ => {}
         }
     }

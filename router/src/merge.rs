@@ -194,6 +194,51 @@ pub fn plan(sql: &str) -> Shape {
     }
 }
 
+/// An EXPLAIN of a SELECT that runs on several shards: the SELECT's shape,
+/// whether the plan is in text (pgshard can add its own lines), and the
+/// EXPLAIN the shards run when the SELECT is rewritten.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    pub shape: Shape,
+    pub text: bool,
+    pub shard_sql: Option<String>,
+}
+
+/// Plan `sql` if it is an EXPLAIN of a SELECT (`None` otherwise).
+pub fn explain(sql: &str) -> Option<Explained> {
+    let mut tree = parser_ffi::parse_protobuf(sql).ok()?;
+    let [raw] = tree.stmts.as_mut_slice() else {
+        return None;
+    };
+    let N::ExplainStmt(explain) = raw.stmt.as_mut()?.node.as_mut()? else {
+        return None;
+    };
+    let text = explain.options.iter().all(|option| match &option.node {
+        Some(N::DefElem(d)) if d.defname == "format" => matches!(
+            d.arg.as_deref().and_then(|a| a.node.as_ref()),
+            Some(N::String(s)) if s.sval.eq_ignore_ascii_case("text")
+        ),
+        _ => true,
+    });
+    let N::SelectStmt(select) = explain.query.as_mut()?.node.as_mut()? else {
+        return None;
+    };
+    let (shape, rewritten) = match plan_select(select) {
+        Ok(None) => (Shape::Concat, false),
+        Ok(Some((plan, rewritten))) => (Shape::Merge(plan), rewritten),
+        Err(why) => (Shape::Refuse(why), false),
+    };
+    let shard_sql = match rewritten {
+        true => Some(parser_ffi::deparse_protobuf(&tree).ok()?),
+        false => None,
+    };
+    Some(Explained {
+        shape,
+        text,
+        shard_sql,
+    })
+}
+
 /// The statement's SELECT (an EXPLAIN's is not merged: `None`).
 fn top_select(tree: &mut pb::ParseResult) -> Option<&mut pb::SelectStmt> {
     let [raw] = tree.stmts.as_mut_slice() else {

@@ -46,7 +46,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         &mut self,
         shards: &[usize],
         request: impl Fn(&Pooled, &mut BytesMut),
-        merge: Option<MergeRequest>,
+        (merge, preamble): (Option<MergeRequest>, Vec<String>),
     ) -> Result<(), End> {
         let errors = self.segment_errors;
         if self.attached.is_some() {
@@ -64,7 +64,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return self.flush_client().await;
         };
         let merger = match merge {
-            None => Merger::default(),
+            None => Merger::default().with_preamble(preamble),
             Some(merge) => {
                 let bytewise = self.bytewise_text(servers.first_mut()).await;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);

@@ -71,6 +71,98 @@ pub(super) fn simple_query_rows(summary: &Summary, sql: &str) -> Result<Rows, Cl
     Ok(Rows::Merged { sql, request })
 }
 
+/// An EXPLAIN run on `shards`: the text the shards run (`None`: the
+/// client's) and the lines pgshard adds before their plans; `Err` when the
+/// statement explained would be refused.
+pub(super) fn explain_rows(
+    summary: &Summary,
+    sql: &str,
+    shards: &[usize],
+) -> Result<Option<(Option<String>, Vec<String>)>, ClientError> {
+    let [statement] = summary.statements.as_slice() else {
+        return Ok(None);
+    };
+    if statement.kind != StatementKind::Explain {
+        return Ok(None);
+    }
+    let Some(explained) = merge::explain(sql) else {
+        return Ok(None);
+    };
+    let list: Vec<String> = shards.iter().map(usize::to_string).collect();
+    let mut lines = vec![format!(
+        "pgshard: runs on {} shards ({}); each shard's plan follows",
+        shards.len(),
+        list.join(", ")
+    )];
+    match &explained.shape {
+        Shape::Refuse(why) => {
+            return Err(ClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                why.to_string(),
+            ))
+        }
+        Shape::Concat => lines.push("pgshard: rows concatenated (no merge needed)".into()),
+        Shape::Merge(plan) => lines.extend(plan_lines(plan)),
+    }
+    if let Some(shard_sql) = &explained.shard_sql {
+        lines.push(format!("pgshard: shards run: {shard_sql}"));
+    }
+    Ok(Some((
+        explained.shard_sql.clone(),
+        if explained.text { lines } else { Vec::new() },
+    )))
+}
+
+/// A merge plan in words, for EXPLAIN.
+fn plan_lines(plan: &MergePlan) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(columns) = &plan.groups {
+        let keys = columns.iter().filter(|c| **c == merge::Column::Key).count();
+        lines.push(format!(
+            "pgshard: partial groups merged on {keys} key column(s), aggregates combined ({} column(s))",
+            columns.len() - keys
+        ));
+    }
+    if plan.having.is_some() {
+        lines.push("pgshard: HAVING evaluated on the merged groups".into());
+    }
+    if plan.distinct {
+        lines.push("pgshard: DISTINCT over the merged rows".into());
+    }
+    if !plan.distinct_on.is_empty() {
+        lines.push("pgshard: DISTINCT ON: the first merged row per key".into());
+    }
+    if !plan.order.is_empty() {
+        let how = match plan.groups.is_some() || plan.distinct {
+            true => "merged groups sorted",
+            false => "k-way merge of the shards' sorted rows",
+        };
+        lines.push(format!(
+            "pgshard: ORDER BY ({} key(s)): {how}",
+            plan.order.len()
+        ));
+    }
+    let bound = |b: Option<Bound>| match b {
+        None => "none".to_owned(),
+        Some(Bound::Value(n)) => n.to_string(),
+        Some(Bound::Param(n)) => format!("${n}"),
+    };
+    if plan.limit.count.is_some() || plan.limit.offset.is_some() {
+        lines.push(format!(
+            "pgshard: LIMIT {} OFFSET {} applied to the merged rows",
+            bound(plan.limit.count),
+            bound(plan.limit.offset)
+        ));
+    }
+    if plan.hidden > 0 {
+        lines.push(format!(
+            "pgshard: {} hidden column(s) added for sorting or grouping, stripped from the rows",
+            plan.hidden
+        ));
+    }
+    lines
+}
+
 /// The merge plan of a statement that runs on several shards (`None`: its
 /// rows concatenate).
 fn plan_rows(summary: &Summary, sql: &str) -> Result<Option<MergePlan>, ClientError> {

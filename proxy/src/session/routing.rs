@@ -95,9 +95,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(Dispatch::Done)
             }
             Placement::FanOut => {
-                let (sql, merge) = match super::merge::simple_query_rows(summary, frame_sql) {
-                    Ok(Rows::Concatenated) => (None, None),
-                    Ok(Rows::Merged { sql, request }) => (sql, Some(request)),
+                let shards = shards.unwrap_or_default();
+                let explained = super::merge::explain_rows(summary, frame_sql, &shards);
+                let rows = match explained {
+                    Ok(Some((sql, lines))) => Ok((sql, None, lines)),
+                    Ok(None) => {
+                        super::merge::simple_query_rows(summary, frame_sql).map(|rows| match rows {
+                            Rows::Concatenated => (None, None, Vec::new()),
+                            Rows::Merged { sql, request } => (sql, Some(request), Vec::new()),
+                        })
+                    }
+                    Err(error) => Err(error),
+                };
+                let (sql, merge, preamble) = match rows {
+                    Ok(rows) => rows,
                     Err(error) => {
                         self.state.metrics.route(RouteKind::Refused);
                         self.refuse(error, true);
@@ -109,9 +120,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
                     out.freeze()
                 };
-                let shards = shards.unwrap_or_default();
-                self.fan_out(&shards, |_, out| out.extend_from_slice(&query), merge)
-                    .await?;
+                self.fan_out(
+                    &shards,
+                    |_, out| out.extend_from_slice(&query),
+                    (merge, preamble),
+                )
+                .await?;
                 Ok(Dispatch::Done)
             }
         }

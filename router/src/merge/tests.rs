@@ -285,3 +285,23 @@ fn what_cannot_merge_is_refused() {
         assert!(why.contains(says), "{sql}: {why}");
     }
 }
+
+#[test]
+fn explain_plans_the_select_it_explains() {
+    let e = explain("EXPLAIN SELECT id FROM users ORDER BY id LIMIT 5 OFFSET 5").unwrap();
+    assert!(e.text);
+    assert!(matches!(e.shape, Shape::Merge(_)));
+    assert_eq!(
+        e.shard_sql.as_deref(),
+        Some("EXPLAIN SELECT id FROM users ORDER BY id LIMIT 10")
+    );
+    let e = explain("EXPLAIN (FORMAT JSON, ANALYZE) SELECT * FROM users").unwrap();
+    assert_eq!((e.text, e.shape, e.shard_sql), (false, Shape::Concat, None));
+    assert!(matches!(
+        explain("EXPLAIN SELECT rank() OVER () FROM users")
+            .unwrap()
+            .shape,
+        Shape::Refuse(_)
+    ));
+    assert_eq!(explain("SELECT 1"), None);
+}
