@@ -217,15 +217,30 @@ async fn check(n: usize) {
 async fn explain(proxy: &Client, n: usize) {
     let sql = "EXPLAIN SELECT id FROM users ORDER BY score LIMIT 3 OFFSET 1";
     let lines = common::column(proxy, sql, "QUERY PLAN").await;
-    assert!(lines[0].starts_with(&format!("pgshard: runs on {n} shards")), "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("pgshard: runs on {n} shards")),
+        "{lines:?}"
+    );
     assert!(lines.iter().any(|l| l.contains("k-way merge")), "{lines:?}");
-    let shard_sql = "pgshard: shards run: EXPLAIN SELECT id, score FROM users ORDER BY score LIMIT 4";
+    let shard_sql =
+        "pgshard: shards run: EXPLAIN SELECT id, score FROM users ORDER BY score LIMIT 4";
     assert!(lines.iter().any(|l| l == shard_sql), "{lines:?}");
     // Each shard's plan follows: one Limit node per shard.
-    assert_eq!(lines.iter().filter(|l| l.starts_with("Limit")).count(), n, "{lines:?}");
-    let lines = common::column(proxy, "EXPLAIN (FORMAT JSON) SELECT count(*) FROM users", "QUERY PLAN").await;
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("Limit")).count(),
+        n,
+        "{lines:?}"
+    );
+    let lines = common::column(
+        proxy,
+        "EXPLAIN (FORMAT JSON) SELECT count(*) FROM users",
+        "QUERY PLAN",
+    )
+    .await;
     assert_eq!(lines.len(), n, "JSON plans get no pgshard lines: {lines:?}");
-    let refused = proxy.simple_query("EXPLAIN SELECT rank() OVER () FROM users").await;
+    let refused = proxy
+        .simple_query("EXPLAIN SELECT rank() OVER () FROM users")
+        .await;
     assert_eq!(refused.err().as_ref().and_then(common::code), Some("0A000"));
 }
 

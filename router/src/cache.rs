@@ -134,6 +134,10 @@ pub struct Entry {
     /// The summary planned against the config it was first routed with
     /// (see [`Entry::route`]).
     plan: OnceLock<(Arc<Sharding>, RoutePlan)>,
+    /// Set once [`crate::merge::plan`] has found that the statement's rows
+    /// concatenate across shards (a fact of its structure, the same for
+    /// every text of a templated entry), so a keyless read parses once.
+    pub concatenates: OnceLock<()>,
 }
 
 impl Entry {
@@ -599,6 +603,7 @@ fn build_entry(
         template_key,
         text_literals,
         plan: OnceLock::new(),
+        concatenates: OnceLock::new(),
     };
     Ok(entry)
 }

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use router::cache::Entry;
 use router::merge::{self, Bound, MergePlan, Operand, Predicate, Shape};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -37,8 +38,12 @@ pub(super) enum Rows {
 
 /// The merge a simple query that runs on several shards needs; `Err` when
 /// its answer cannot be exact.
-pub(super) fn simple_query_rows(summary: &Summary, sql: &str) -> Result<Rows, ClientError> {
-    let Some(mut plan) = plan_rows(summary, sql)? else {
+pub(super) fn simple_query_rows(entry: &Entry, sql: &str) -> Result<Rows, ClientError> {
+    if entry.concatenates.get().is_some() {
+        return Ok(Rows::Concatenated);
+    }
+    let Some(mut plan) = plan_rows(&entry.summary, sql)? else {
+        let _ = entry.concatenates.set(());
         return Ok(Rows::Concatenated);
     };
     let bound = |bound: Option<Bound>| match bound {

@@ -100,7 +100,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 let rows = match explained {
                     Ok(Some((sql, lines))) => Ok((sql, None, lines)),
                     Ok(None) => {
-                        super::merge::simple_query_rows(summary, frame_sql).map(|rows| match rows {
+                        super::merge::simple_query_rows(&lookup.entry, frame_sql).map(|rows| match rows {
                             Rows::Concatenated => (None, None, Vec::new()),
                             Rows::Merged { sql, request } => (sql, Some(request), Vec::new()),
                         })
