@@ -67,6 +67,14 @@ impl Merger {
         self
     }
 
+    /// Position `index` will send nothing (the fan-out numbers the first
+    /// server to answer 0, so its other number goes unused).
+    pub fn skip_position(&mut self, index: usize) {
+        if let Some(rows) = self.rows.as_mut() {
+            rows.skip(index);
+        }
+    }
+
     /// Whether server `index` (as passed to [`Merger::on_message`]) should
     /// be read next: an ordered merge waits for the shards it has no row of.
     pub fn wants(&self, index: usize) -> bool {
@@ -221,6 +229,48 @@ mod tests {
             seen.push((m[0], m[5..].to_vec()));
         }
         seen
+    }
+
+    /// The fan-out numbers servers 0 (the first to answer) and index + 1
+    /// (the rest): with the first's other number skipped, an ordered
+    /// merge streams rows before the end instead of holding them all.
+    #[test]
+    fn an_ordered_merge_streams_with_the_fan_outs_numbering() {
+        use std::sync::Arc;
+        let plan = router::merge::MergePlan {
+            order: vec![router::merge::SortKey {
+                column: 0,
+                descending: false,
+                nulls_first: false,
+            }],
+            targets: 1,
+            ..Default::default()
+        };
+        // Two servers: server 1 answers first (position 0), server 0 is
+        // position 1, position 2 (server 1's own number) never sends.
+        let mut merger = Merger::merging(RowMerge::new(Arc::new(plan), Window::default(), 3, true));
+        merger.skip_position(2);
+        let mut out = BytesMut::new();
+        let mut desc = vec![0, 1, b'v', 0];
+        desc.extend_from_slice(&[
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 23, 0, 4, 255, 255, 255, 255, 0, 0,
+        ]);
+        merger.on_message(0, &msg(b'T', &desc), &mut out);
+        let row = |v: &str| {
+            let mut body = vec![0, 1];
+            body.extend_from_slice(&(v.len() as u32).to_be_bytes());
+            body.extend_from_slice(v.as_bytes());
+            msg(b'D', &body)
+        };
+        for i in 0..100 {
+            merger.on_message(0, &row(&(2 * i).to_string()), &mut out);
+            merger.on_message(1, &row(&(2 * i + 1).to_string()), &mut out);
+        }
+        let streamed = tags(&out).iter().filter(|(t, _)| *t == b'D').count();
+        assert!(
+            streamed >= 190,
+            "only {streamed} rows went out before the end"
+        );
     }
 
     #[test]

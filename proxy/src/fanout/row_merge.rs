@@ -108,6 +108,13 @@ impl RowMerge {
         self.forward_description
     }
 
+    /// Slot `index` will send nothing: the merge does not wait for it.
+    pub fn skip(&mut self, index: usize) {
+        if let Some(done) = self.done.get_mut(index) {
+            *done = true;
+        }
+    }
+
     /// Rows sent to the client (the CommandComplete count).
     pub fn sent(&self) -> u64 {
         self.sent

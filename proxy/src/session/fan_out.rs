@@ -184,8 +184,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         if tag == b'C' {
                             super::retire_on_ddl(&self.state, &message[5..]);
                         }
-                        if !matches!(tag, b'N' | b'S' | b'A') {
-                            first.get_or_insert(index);
+                        if !matches!(tag, b'N' | b'S' | b'A') && first.is_none() {
+                            first = Some(index);
+                            // Its own slot (`index + 1`) will never be fed.
+                            merger.skip_position(index + 1);
                         }
                         // Position 0 for the first server to answer.
                         let position = if first == Some(index) { 0 } else { index + 1 };

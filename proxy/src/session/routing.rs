@@ -100,9 +100,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 let rows = match explained {
                     Ok(Some((sql, lines))) => Ok((sql, None, lines)),
                     Ok(None) => {
-                        super::merge::simple_query_rows(&lookup.entry, frame_sql).map(|rows| match rows {
-                            Rows::Concatenated => (None, None, Vec::new()),
-                            Rows::Merged { sql, request } => (sql, Some(request), Vec::new()),
+                        super::merge::simple_query_rows(&lookup.entry, frame_sql).map(|rows| {
+                            match rows {
+                                Rows::Concatenated => (None, None, Vec::new()),
+                                Rows::Merged { sql, request } => (sql, Some(request), Vec::new()),
+                            }
                         })
                     }
                     Err(error) => Err(error),
