@@ -14,8 +14,7 @@
 //! 12).
 //!
 //! Run: `cargo test -p integration --test cross_shard_diff -- --nocapture`.
-//! Wrong answers fail the test, except in the categories of `KNOWN_WRONG`
-//! (reported, counted, not failed until the router refuses them).
+//! Every wrong answer fails the test, in every category.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -261,20 +260,10 @@ fn compare(ordered: bool, got: &Answer, want: &Answer) -> Verdict {
 }
 
 /// Counts per category and protocol, and the wrong answers.
-/// Categories whose wrong answers are reported but do not fail the test
-/// yet: joins of sharded tables on other columns than the key and
-/// subqueries that read other shards are still routed level by level
-/// (issue 18's remaining work). Every other category must be exact or
-/// refused.
-const KNOWN_WRONG: &[&str] = &["beyond merging"];
-
 #[derive(Default)]
 struct Tally {
     counts: BTreeMap<(Category, Protocol), [usize; 4]>,
     failures: Vec<String>,
-    /// Wrong answers of a category pgshard is known to get wrong still
-    /// ([`KNOWN_WRONG`]): shown, counted, not failed.
-    known_wrong: Vec<String>,
     /// Statements both servers refused with the same SQLSTATE (a generator
     /// bug unless it is rare): shown once each.
     both_failed: Vec<String>,
@@ -302,12 +291,7 @@ impl Tally {
             return;
         };
         let protocols: Vec<&str> = wrong.iter().map(|(p, ..)| p.name()).collect();
-        let list = if KNOWN_WRONG.contains(&case.category.name()) {
-            &mut self.known_wrong
-        } else {
-            &mut self.failures
-        };
-        list.push(format!(
+        self.failures.push(format!(
             "#{index} [{}] in {} ({}): {why}\n    SQL: {}\n    pgshard:   {}\n    reference: {}",
             case.category.name(),
             protocols.join(", "),
@@ -330,19 +314,6 @@ impl Tally {
             .and_then(|v| v.parse().ok());
         for failure in self.failures.iter().take(shown.unwrap_or(SHOWN_FAILURES)) {
             println!("[{n} shards, seed {seed}] WRONG {failure}");
-        }
-        for known in self
-            .known_wrong
-            .iter()
-            .take(shown.unwrap_or(SHOWN_FAILURES))
-        {
-            println!("[{n} shards, seed {seed}] KNOWN WRONG {known}");
-        }
-        if !self.known_wrong.is_empty() {
-            println!(
-                "[{n} shards, seed {seed}] {} known-wrong statements (not failed: see KNOWN_WRONG)",
-                self.known_wrong.len()
-            );
         }
         for statement in self.both_failed.iter().take(5) {
             println!("[{n} shards] both servers failed: {statement}");

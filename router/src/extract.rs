@@ -108,6 +108,51 @@
 //!   it calls; any other function there sets **unnamed_item**. All lists are
 //!   sorted and deduplicated (sublinks too); tables named like a CTE of the
 //!   statement are dropped, as from `tables`.
+//! - **joins** ([`crate::summary::Joins`]): `None` unless the statement has
+//!   a JoinExpr, a SELECT whose FROM list has two items or more, an UPDATE
+//!   with FROM, a DELETE with USING, or a MERGE, and one of its levels
+//!   joins. Then one more walk meets every node and reads, for each
+//!   SelectStmt without a set operation (anywhere: sublinks, FROM
+//!   subqueries, CTE bodies, arms, the wrapped query), UpdateStmt,
+//!   DeleteStmt and MergeStmt, a [`crate::summary::JoinLevel`], kept when
+//!   it has two items or more, or one and an outer join:
+//!   - **items**, in order: an UPDATE's, DELETE's or MERGE's relation,
+//!     then the leaves of the FROM list's (USING list's, MERGE source's)
+//!     join trees, left to right: a RangeVar (through RangeTableSample) is
+//!     a table (`renamed` when its alias has column names), unless its
+//!     unqualified name is a CTE name of the statement: then it is a
+//!     derived item reading that CTE (when several CTEs have the name, one
+//!     that `reads_every_table`); a RangeSubselect is a derived item.
+//!     Functions, table functions and JSON_TABLE are not items;
+//!   - **outer_joins**: each LEFT, RIGHT or FULL JoinExpr (any other
+//!     non-INNER type as FULL), in pre-order (a join before its left side,
+//!     its left side before its right), with the item ranges of its two
+//!     sides; a MERGE's target and source are first, as a FULL join;
+//!   - **equalities**: the `col = col` A_Exprs (as for sublinks) met
+//!     through ANDs only in the WHERE (`outer: None`), the quals of INNER
+//!     joins at any depth (`None`), the quals of each outer join (its
+//!     index), a MERGE's join condition (its FULL join's);
+//!   - **usings**: each JoinExpr with USING columns or NATURAL: its sides'
+//!     ranges, the columns, and its outer join, if it is one;
+//!   - **conditions**: the level's own condition, as for **conditions**
+//!     (its WHERE, then the quals of INNER joins reached through preserved
+//!     sides in pre-order, AND-ed: one as is; a MERGE's join condition).
+//!
+//!   A derived item: **name**, the subquery's alias (a CTE reference's
+//!   alias, else the CTE's name); **lateral**; **tables**, every RangeVar
+//!   under its query (sublinks included), those named like a CTE replaced
+//!   by the tables of every CTE of that name, transitively; past
+//!   [`MAX_SUBLINK_TABLES`] (with repeats) none, and `reads_every_table`.
+//!   When its query is a SELECT without a set operation: **from_tables**,
+//!   the RangeVars of its FROM through JoinExprs of every type and
+//!   RangeTableSample, without column aliases nor CTE names;
+//!   **columns** and **stars**, its select list's plain ColumnRefs (output
+//!   name: the ResTarget's, else the column's) and `*` / `t.*`, renamed by
+//!   position by the CTE's column names, then the alias's (an alias
+//!   reaching a `*` drops it and what follows); **equalities** (when
+//!   lateral) and **conditions**, as for a sublink's own level and for a
+//!   level's own condition. Lists are sorted and deduplicated; a level's
+//!   items keep their order.
 //! - **session**: VariableSetStmt: SET LOCAL and SET TRANSACTION (a
 //!   `VAR_SET_MULTI` named TRANSACTION) -> TransactionScoped("SET"); RESET
 //!   ALL -> ResetAll; SET name TO value(s) / FROM CURRENT -> Set with the
@@ -168,6 +213,7 @@
 //!   are its nested ORs), gives [`ExtractError::TooDeep`], never a stack
 //!   overflow.
 
+mod joins;
 pub mod protobuf;
 mod sublinks;
 pub mod view;

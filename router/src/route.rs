@@ -106,19 +106,79 @@
 //!     when the statement reads any sharded table. The statement's own
 //!     levels are routed by rules 4-11 from the tables outside its sublinks.
 //!
+//! 13. Joins (`route/joins.rs`): each database joins the rows it holds,
+//!     so after rules 1-3, for every statement but DDL, each query level
+//!     (anywhere: the statement's own, FROM subqueries, CTE bodies, set
+//!     operations' arms, sublinks, an INSERT's SELECT; an UPDATE's target
+//!     with its FROM, a DELETE's with its USING, a MERGE's target and
+//!     source as a FULL join) must pair only rows that live on one
+//!     database. Its *sharded items* are its sharded, unknown and family
+//!     tables and the FROM subqueries and CTE references that name one
+//!     (omnisharded and catalog tables, functions, VALUES and subqueries
+//!     over them are whole on every database and never need co-location).
+//!     With two or more, each must be
+//!     - **connected** to the others, transitively, by equalities `a.k =
+//!       b.k` between their sharding keys in one key space (co-located:
+//!       same type, function, shard count and placement), AND-ed into the
+//!       WHERE or the ON of an INNER join (at any join depth), or `USING
+//!       (k)` / NATURAL where `k` is the key of an item on each side. An
+//!       outer join's ON (or USING) connects its two sides once each side
+//!       it keeps (LEFT: the left, RIGHT: the right, FULL: both) is
+//!       connected itself: each kept row then meets its partners on its
+//!       own database, and is null-extended there only when it has none
+//!       anywhere, as Postgres would; it connects two items of its
+//!       nullable side (the rows that fail it are dropped), but never two
+//!       items of a side it keeps (it filters none of their rows). A
+//!       qualifier names the level's item by alias (a table by name when
+//!       it has none), an unqualified column the items keyed by that name;
+//!       a table with column aliases has no key. A subquery's or CTE's
+//!       output column is a key when it is a plain column of its own
+//!       level's select list (`k`, `t.k AS x`, or passed through by `*` or
+//!       `t.*`, renamed by column aliases) that is the key of a table of
+//!       its own FROM; a LATERAL subquery whose own WHERE (or INNER ON)
+//!       equates the key of a table of its FROM with an earlier item's key
+//!       is connected to that item (as by the ON of the join that holds
+//!       them apart); or
+//!     - **on one shard** with the others: every part of the level that
+//!       is not connected to the rest is restricted to the same one
+//!       database, by the level's own condition (its WHERE and the ON of
+//!       INNER joins reached through preserved sides) as it names the
+//!       part's tables, by the own conditions of its subqueries and CTEs,
+//!       by its family tables (`... ON u.grp = o.qty WHERE u.id = 5 AND
+//!       o.tenant_id = 5`). A part whose condition matches no row pairs
+//!       nothing and is left out.
+//!
+//!     An outer join that keeps rows every database holds (a kept side
+//!     with no sharded item) while its other side has one is exact only
+//!     when the statement runs on one database `d` and every part of that
+//!     level is restricted to `d`. Anything else is refused, naming two
+//!     items and what to do (or the outer join). INSERT ... SELECT,
+//!     UPDATE ... FROM, DELETE ... USING and MERGE are checked as reads
+//!     are: each database would write from its own pairs only.
+//!
 //! Limitations: an INSERT ... SELECT is told from INSERT ... VALUES by
 //! whether the statement names a sharded table other than its target
 //! outside its sublinks (the same table read back under the same name
 //! counts once, so `INSERT INTO orders SELECT * FROM orders` is refused as
 //! keyless). A data-modifying CTE restricts the whole statement to its
 //! shards, and neither its target nor its SET columns are checked by rule
-//! 11. Like the tables of one level (rule 5), a FROM subquery or CTE is
-//! assumed to meet the rows it joins on the same database: one that
-//! aggregates, DISTINCTs or LIMITs rows of sharded tables without being
-//! restricted to one database itself is not refused here, even inside a
-//! placed or correlated sublink or under a single-shard statement (on
-//! several databases, that is the fan-out merge analysis's to refuse).
+//! 11. A FROM subquery or CTE that aggregates, DISTINCTs, LIMITs or
+//! windows rows of sharded tables without being restricted to one database
+//! itself is not refused here, even when joined on a key it passes
+//! through, inside a placed or correlated sublink or under a single-shard
+//! statement (on several databases, that is the fan-out merge analysis's
+//! to refuse). Rule 13 follows a subquery's or CTE's keys one level deep
+//! (a column of a subquery nested in it, or of a CTE it reads, is no key)
+//! and gives a set operation in FROM no key; it takes no restriction from
+//! an outer join's ON (`countries c LEFT JOIN orders o ON ... AND
+//! o.tenant_id = 3` is refused: put the key in WHERE or pick a shard), and
+//! never reads an outer join as the inner one a WHERE makes of it (a kept
+//! side of rows every database holds is refused off one shard even under
+//! `WHERE o.amount > 0`); columns are matched to tables by name as for
+//! conditions (rule 5), so an unqualified column-only key names the
+//! level's unknown tables.
 
+mod joins;
 mod keys;
 mod plan;
 mod shard_set;
@@ -264,6 +324,19 @@ pub enum RouteError {
         subquery: String,
         rest: String,
     },
+    #[error(
+        "this statement joins {first}, which {first_what}, with {second}, which {second_what}, but not on their sharding keys: each database would join only the rows it holds, and pairs whose rows live on different shards would be missed; join them with an equality between their co-located sharding keys (in WHERE, in an inner join's ON, or in the ON of an outer join between its two sides), or restrict both to the same shard with their sharding keys (key = value for each)"
+    )]
+    JoinWithoutKey {
+        first: String,
+        first_what: &'static str,
+        second: String,
+        second_what: &'static str,
+    },
+    #[error(
+        "this statement outer-joins {table}, which {what}, to rows that every database holds (omnisharded or catalog tables, functions, VALUES) and keeps those rows when they find no partner: each database would return them again, matched against its own rows of {table} only; run it on one shard (restrict {table} to one shard with its sharding key in WHERE, or pick a shard with /* pgdog_shard: N */), or make it an inner join"
+    )]
+    OuterJoinEverywhere { table: String, what: &'static str },
 }
 
 /// Route one statement.

@@ -671,8 +671,7 @@ fn lookups_agree_with_fresh_parses() {
         }
         let mut summary = summary.clone();
         for stmt in &mut summary.statements {
-            stmt.conditions
-                .iter_mut()
+            stmt.all_conditions_mut()
                 .for_each(|c| walk(c, base, literals));
         }
         summary.canonicalize();

@@ -26,6 +26,8 @@
 
 #[path = "routes/clusters.rs"]
 mod clusters;
+#[path = "routes/joins.rs"]
+mod joins;
 #[path = "routes/keys.rs"]
 mod keys;
 #[path = "routes/statements.rs"]

@@ -12,6 +12,7 @@
 
 use parser_ffi::protobuf::{self as pb, a_const::Val, node::Node as NodeEnum};
 
+mod joins_protobuf;
 mod sublinks_protobuf;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
@@ -52,6 +53,7 @@ fn statement<'a>(
         select_into,
         modifying_cte,
         sublink,
+        join,
     } = found;
     if !ctes.is_empty() {
         tables.retain(|table| table.schema.is_some() || !ctes.contains(&table.name));
@@ -75,6 +77,10 @@ fn statement<'a>(
         }
         _ => None,
     };
+    let joins = match root {
+        Some(root) if join => joins_protobuf::joins(root, stack)?,
+        _ => None,
+    };
     let (target, set_columns) = target_and_set_columns(root);
     Ok(StatementSummary {
         kind,
@@ -87,6 +93,7 @@ fn statement<'a>(
         set_columns,
         session: None,
         sublinks,
+        joins,
     })
 }
 
@@ -300,6 +307,10 @@ struct Found {
     modifying_cte: bool,
     /// The statement has a SubLink.
     sublink: bool,
+    /// The statement may join FROM items: it has a JoinExpr, a FROM list
+    /// of two items or more, an UPDATE ... FROM, a DELETE ... USING or a
+    /// MERGE.
+    join: bool,
 }
 
 impl Found {
@@ -349,6 +360,9 @@ impl Found {
             }
             NodeEnum::SelectStmt(select) => self.select(select),
             NodeEnum::SubLink(_) => self.sublink = true,
+            NodeEnum::JoinExpr(_) | NodeEnum::MergeStmt(_) => self.join = true,
+            NodeEnum::UpdateStmt(update) => self.join |= !update.from_clause.is_empty(),
+            NodeEnum::DeleteStmt(delete) => self.join |= !delete.using_clause.is_empty(),
             _ => {}
         }
         true
@@ -365,6 +379,7 @@ impl Found {
     fn select(&mut self, select: &pb::SelectStmt) {
         self.locking |= !select.locking_clause.is_empty();
         self.select_into |= select.into_clause.is_some();
+        self.join |= select.from_clause.len() > 1;
     }
 }
 

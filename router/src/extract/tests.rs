@@ -1510,6 +1510,7 @@ fn summary_fields_in_full() {
                 set_columns: vec![],
                 session: None,
                 sublinks: None,
+                joins: None,
             },
             StatementSummary {
                 kind: StatementKind::Commit,
@@ -1522,6 +1523,7 @@ fn summary_fields_in_full() {
                 set_columns: vec![],
                 session: None,
                 sublinks: None,
+                joins: None,
             },
         ]
     );

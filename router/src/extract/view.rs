@@ -26,6 +26,7 @@ use parser_ffi::view::{
 };
 use parser_ffi::ParseTree;
 
+mod joins_view;
 mod sublinks_view;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
@@ -60,6 +61,7 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
                 set_columns: Vec::new(),
                 session: None,
                 sublinks: None,
+                joins: None,
             },
         };
         statements.push(summary);
@@ -116,6 +118,7 @@ fn statement<'a>(
         select_into: false,
         modifying_cte: false,
         sublink: false,
+        join: false,
     };
     view::walk_with(stack, stmt, |node| found.visit(node));
     let write = match write {
@@ -142,6 +145,11 @@ fn statement<'a>(
         None => (Vec::new(), false),
     };
     let tables = without_ctes(found.tables, found.cte_names);
+    let join_levels = if found.join {
+        joins_view::joins(stmt, stack, booleans)?
+    } else {
+        None
+    };
     let sublinks = if found.sublink {
         let cte_names: &[&str] = found.cte_names;
         let passes = sublinks_view::Passes {
@@ -167,6 +175,7 @@ fn statement<'a>(
         set_columns: set_columns(stmt),
         session: None,
         sublinks,
+        joins: join_levels,
     })
 }
 
@@ -430,6 +439,10 @@ struct Found<'s, 'a> {
     modifying_cte: bool,
     /// The statement has a SubLink.
     sublink: bool,
+    /// The statement may join FROM items: it has a JoinExpr, a FROM list
+    /// of two items or more, an UPDATE ... FROM, a DELETE ... USING or a
+    /// MERGE.
+    join: bool,
 }
 
 impl<'a> Found<'_, 'a> {
@@ -457,6 +470,19 @@ impl<'a> Found<'_, 'a> {
             NodeRef::SelectStmt(select) => {
                 self.locking |= !select.locking_clause().is_empty();
                 self.select_into |= select.into_clause().is_some();
+                self.join |= select.from_clause().len() > 1;
+                Walk::Continue
+            }
+            NodeRef::JoinExpr(_) | NodeRef::MergeStmt(_) => {
+                self.join = true;
+                Walk::Continue
+            }
+            NodeRef::UpdateStmt(update) => {
+                self.join |= !update.from_clause().is_empty();
+                Walk::Continue
+            }
+            NodeRef::DeleteStmt(delete) => {
+                self.join |= !delete.using_clause().is_empty();
                 Walk::Continue
             }
             NodeRef::SubLink(_) => {

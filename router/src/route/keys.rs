@@ -63,6 +63,9 @@ impl Compiled {
 pub(crate) struct Keys<'a> {
     pub tables: &'a [TableRef],
     pub sharding: &'a Sharding,
+    /// Only columns of these tables (some of `tables`) restrict anything:
+    /// what a condition says about one part of a join (rule 13).
+    pub only: Option<&'a [TableRef]>,
 }
 
 /// Which `[[sharded_tables]]` entries a column reference can be.
@@ -112,6 +115,9 @@ impl Keys<'_> {
         let owner = match &column.table {
             None => Owner::AnyTable,
             Some(qualifier) => match self.resolve(qualifier) {
+                Some(table) if self.only.is_some_and(|only| !only.contains(table)) => {
+                    return Compiled::Fixed(Ok(Restriction::Free))
+                }
                 Some(table) => Owner::Table {
                     table,
                     unknown: classify(table, self.sharding) == TableClass::Unknown,
@@ -175,12 +181,12 @@ impl Keys<'_> {
     /// one when the statement reads such a table (a configured table is
     /// sharded by its own entry's column only).
     fn owns(&self, owner: &Owner<'_>, entry: &ShardedTable) -> bool {
+        let tables = self.only.unwrap_or(self.tables);
         match (owner, entry.name.is_some()) {
             (Owner::Table { table, .. }, true) => entry_names(entry, table),
             (Owner::Table { unknown, .. }, false) => *unknown,
-            (Owner::AnyTable, true) => self.tables.iter().any(|t| entry_names(entry, t)),
-            (Owner::AnyTable, false) => self
-                .tables
+            (Owner::AnyTable, true) => tables.iter().any(|t| entry_names(entry, t)),
+            (Owner::AnyTable, false) => tables
                 .iter()
                 .any(|t| classify(t, self.sharding) == TableClass::Unknown),
         }

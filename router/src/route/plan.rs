@@ -10,6 +10,7 @@
 use crate::sharding::{Key, KeySpace, Sharding};
 use crate::summary::{StatementKind, StatementSummary, Summary, TableRef};
 
+use super::joins::{self, JoinPlan};
 use super::keys::{self, type_name, Compiled, Keys, Restriction};
 use super::shard_set::ShardSet;
 use super::sublinks::{self, Placed};
@@ -73,8 +74,11 @@ pub(crate) struct StatementPlan {
     write: bool,
     /// The key space a `pgdog.sharding_key` override is read in (rule 2).
     override_space: Option<Space>,
-    /// Rules 3-11, without overrides.
+    /// Rules 3-12, without overrides.
     body: Body,
+    /// Rule 13: the join levels to check once the route is known; a fixed
+    /// error if one can never be exact.
+    joins: Option<Box<Result<JoinPlan, RouteError>>>,
 }
 
 /// A key space of the config, by index.
@@ -174,6 +178,13 @@ impl StatementPlan {
             } else {
                 plan_body(stmt, sharding, write)
             },
+            // Rule 13, after rule 3 (one database) and never for schema
+            // changes (a view's joins run where the view is read).
+            joins: if control || sharding.databases <= 1 || stmt.kind == StatementKind::Ddl {
+                None
+            } else {
+                joins::plan(stmt, sharding).transpose().map(Box::new)
+            },
         }
     }
 
@@ -224,10 +235,16 @@ impl StatementPlan {
             })?;
             return Ok(done(Route::Shard(shard), true));
         }
-        match &self.body {
+        let decision = match &self.body {
             Body::Fixed(decision) => decision.clone(),
             Body::Keyed(keyed) => keyed.decide(params, sharding, self.write),
+        }?;
+        match self.joins.as_deref() {
+            None => {}
+            Some(Ok(joins)) => joins.check(params, sharding, &decision.routed.route)?,
+            Some(Err(err)) => return Err(err.clone()),
         }
+        Ok(decision)
     }
 }
 
@@ -486,7 +503,11 @@ fn plan_keyed(
         (_, true) => Some(Several::Error(without_key(stmt, sharding, table, unknown))),
         _ => None,
     };
-    let keys = Keys { tables, sharding };
+    let keys = Keys {
+        tables,
+        sharding,
+        only: None,
+    };
     let conditions: Vec<Compiled> = stmt
         .conditions
         .iter()

@@ -79,6 +79,7 @@ pub(super) fn plan(
         let keys = Keys {
             tables: &sublink.tables,
             sharding,
+            only: None,
         };
         placed.push(Placed {
             conditions: sublink
@@ -200,13 +201,16 @@ fn correlates(
         .filter(|t| named(t, qualifier))
         .peekable();
     outer_tables.peek().is_some()
-        && outer_tables
-            .all(|t| key_spaces(t, &outer.column, sharding).any(|space| spaces.contains(&space)))
+        && outer_tables.all(|t| {
+            key_spaces(t, &outer.column, sharding)
+                .iter()
+                .any(|space| spaces.contains(space))
+        })
 }
 
 /// Whether a column qualified with `qualifier` can name `table`: by its
 /// alias, or by its name when it has none.
-fn named(table: &TableRef, qualifier: &str) -> bool {
+pub(super) fn named(table: &TableRef, qualifier: &str) -> bool {
     match &table.alias {
         Some(alias) => alias == qualifier,
         None => table.name == qualifier,
@@ -216,18 +220,22 @@ fn named(table: &TableRef, qualifier: &str) -> bool {
 /// The key spaces in which `column` is `table`'s sharding key: its own
 /// entries' for a configured table, column-only entries' for an unknown
 /// one, none for other tables.
-fn key_spaces<'a>(
-    table: &'a TableRef,
-    column: &'a str,
-    sharding: &'a Sharding,
-) -> impl Iterator<Item = &'a KeySpace> + 'a {
+pub(super) fn key_spaces<'s>(
+    table: &TableRef,
+    column: &str,
+    sharding: &'s Sharding,
+) -> Vec<&'s KeySpace> {
     let class = classify(table, sharding);
-    sharding.tables.iter().filter_map(move |entry| {
-        let keys_table = match class {
-            TableClass::Sharded => entry_names(entry, table),
-            TableClass::Unknown => entry.name.is_none(),
-            _ => false,
-        };
-        (keys_table && entry.column == column).then_some(&entry.keys)
-    })
+    sharding
+        .tables
+        .iter()
+        .filter_map(|entry| {
+            let keys_table = match class {
+                TableClass::Sharded => entry_names(entry, table),
+                TableClass::Unknown => entry.name.is_none(),
+                _ => false,
+            };
+            (keys_table && entry.column == column).then_some(&entry.keys)
+        })
+        .collect()
 }

@@ -166,6 +166,7 @@ fn stmt(kind: StatementKind, tables: &[&str], conditions: Vec<Condition>) -> Sta
         set_columns: Vec::new(),
         session: None,
         sublinks: None,
+        joins: None,
     }
 }
 

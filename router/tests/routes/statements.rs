@@ -13,21 +13,26 @@ fn aliases_and_joins() {
     c.check("SELECT * FROM public.orders WHERE tenant_id = 3", &[], "1");
     c.check("SELECT * FROM public.orders WHERE public.orders.tenant_id = 3", &[], "1");
     c.check("SELECT * FROM orders o JOIN order_items i ON i.order_id = o.id AND i.tenant_id = o.tenant_id WHERE o.tenant_id = 3", &[], "1");
-    c.check("SELECT * FROM orders o JOIN order_items i ON i.order_id = o.id AND i.tenant_id = 3", &[], "1");
+    // Rule 13: joined on another column, each side must be keyed to the shard (orders' rows
+    // on the other shard would be missed).
+    c.check("SELECT * FROM orders o JOIN order_items i ON i.order_id = o.id AND i.tenant_id = 3", &[], "err: joins orders o, which is sharded, with order_items i, which is sharded, but not on their sharding keys");
+    c.check("SELECT * FROM orders o JOIN order_items i ON i.order_id = o.id AND i.tenant_id = 3 AND o.tenant_id = 3", &[], "1");
     c.check("SELECT * FROM orders o JOIN order_items i USING (tenant_id) WHERE tenant_id = 4", &[], "1");
     c.check("SELECT * FROM orders o, order_items i WHERE o.tenant_id = 3 AND i.tenant_id = 3", &[], "1");
     c.check("SELECT * FROM orders o, order_items i WHERE o.tenant_id = 3 AND i.tenant_id = 4", &[], "1");
     c.check("SELECT * FROM orders o, order_items i WHERE o.tenant_id = 1 AND i.tenant_id = 3", &[], "err: different shards");
-    c.check("SELECT * FROM orders o JOIN order_items i ON i.order_id = o.id", &[], "all");
+    c.check("SELECT * FROM orders o JOIN order_items i ON i.order_id = o.id", &[], "err: but not on their sharding keys");
+    c.check("SELECT * FROM orders o JOIN order_items i ON i.order_id = o.id AND i.tenant_id = o.tenant_id", &[], "all");
     c.check("SELECT * FROM users u JOIN orders o ON o.tenant_id = u.id WHERE u.id = 3", &[], "1");
     c.check("SELECT * FROM users WHERE id = 42", &[], "0");
     c.check("SELECT * FROM users u WHERE u.id = $1", &[i8b(100)], "1");
     c.check("SELECT * FROM orders o JOIN countries c ON c.code = o.country WHERE o.tenant_id = 3", &[], "1");
     c.check("SELECT * FROM orders o JOIN countries c ON c.code = o.country", &[], "all");
-    c.check("SELECT * FROM orders o LEFT JOIN order_items i ON i.order_id = o.id WHERE o.tenant_id = 3", &[], "1");
-    c.check("SELECT * FROM orders o LEFT JOIN order_items i ON i.tenant_id = 3", &[], "all");
+    c.check("SELECT * FROM orders o LEFT JOIN order_items i ON i.order_id = o.id WHERE o.tenant_id = 3", &[], "err: but not on their sharding keys");
+    c.check("SELECT * FROM orders o LEFT JOIN order_items i ON i.order_id = o.id AND i.tenant_id = o.tenant_id WHERE o.tenant_id = 3", &[], "1");
+    c.check("SELECT * FROM orders o LEFT JOIN order_items i ON i.tenant_id = 3", &[], "err: but not on their sharding keys");
     // A column that is not the key of the table it names.
-    c.check("SELECT * FROM orders o JOIN users u ON true WHERE o.id = 3", &[], "all");
+    c.check("SELECT * FROM orders o JOIN users u ON true WHERE o.id = 3", &[], "err: but not on their sharding keys");
     c.check("SELECT * FROM orders o WHERE o.customer_id = 3", &[], "all");
     c.check("SELECT * FROM orders WHERE customer_id = 3", &[], "all");
     c.check("SELECT * FROM orders o WHERE o.status = 'x'", &[], "all");
@@ -47,7 +52,8 @@ fn subqueries_and_ctes() {
     // A subquery's alias says nothing about where its rows come from.
     c.check("SELECT * FROM (SELECT * FROM orders) s WHERE s.tenant_id = 3", &[], "all");
     c.check("WITH o AS (SELECT * FROM orders WHERE tenant_id = 3) SELECT * FROM o", &[], "1");
-    c.check("WITH o AS (SELECT * FROM orders WHERE tenant_id = 3) SELECT * FROM o JOIN order_items i ON i.order_id = o.id", &[], "1");
+    c.check("WITH o AS (SELECT * FROM orders WHERE tenant_id = 3) SELECT * FROM o JOIN order_items i ON i.order_id = o.id", &[], "err: but not on their sharding keys");
+    c.check("WITH o AS (SELECT * FROM orders WHERE tenant_id = 3) SELECT * FROM o JOIN order_items i ON i.order_id = o.id AND i.tenant_id = o.tenant_id", &[], "1");
     c.check("WITH o AS (SELECT * FROM orders) SELECT * FROM o WHERE o.tenant_id = 3", &[], "all");
     c.check("WITH o AS (SELECT * FROM orders) SELECT * FROM o", &[], "all");
     c.check("SELECT * FROM orders WHERE tenant_id = 3 UNION ALL SELECT * FROM orders WHERE tenant_id = 4", &[], "1");
@@ -77,9 +83,13 @@ fn levels_that_do_not_restrict_rows() {
     c.check("SELECT * FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = o.id AND i.tenant_id = 3)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
     c.check("SELECT * FROM orders WHERE EXISTS (SELECT 1 FROM order_items WHERE tenant_id = 3)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
     c.check("SELECT * FROM orders WHERE amount > ALL (SELECT amount FROM order_items WHERE tenant_id = 3)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
-    c.check("SELECT * FROM orders o LEFT JOIN (SELECT * FROM order_items WHERE tenant_id = 3) i ON i.order_id = o.id", &[], "all");
-    c.check("SELECT * FROM orders o LEFT JOIN LATERAL (SELECT * FROM order_items i WHERE i.order_id = o.id AND i.tenant_id = 3) i ON true", &[], "all");
-    c.check("WITH i AS (SELECT * FROM order_items WHERE tenant_id = 3) SELECT * FROM orders o LEFT JOIN i ON i.order_id = o.id", &[], "all");
+    // (Joined on another column than the key, these are refused by rule 13: each database
+    // would null-extend the orders whose items live on the other shard.)
+    c.check("SELECT * FROM orders o LEFT JOIN (SELECT * FROM order_items WHERE tenant_id = 3) i ON i.order_id = o.id", &[], "err: but not on their sharding keys");
+    c.check("SELECT * FROM orders o LEFT JOIN LATERAL (SELECT * FROM order_items i WHERE i.order_id = o.id AND i.tenant_id = 3) i ON true", &[], "err: but not on their sharding keys");
+    c.check("WITH i AS (SELECT * FROM order_items WHERE tenant_id = 3) SELECT * FROM orders o LEFT JOIN i ON i.order_id = o.id", &[], "err: but not on their sharding keys");
+    c.check("SELECT * FROM orders o LEFT JOIN (SELECT * FROM order_items WHERE tenant_id = 3) i ON i.order_id = o.id AND i.tenant_id = o.tenant_id", &[], "all");
+    c.check("SELECT * FROM orders o LEFT JOIN LATERAL (SELECT * FROM order_items i WHERE i.order_id = o.id AND i.tenant_id = o.tenant_id AND i.tenant_id = 3) i ON true", &[], "all");
     c.check("WITH i AS (SELECT * FROM order_items WHERE tenant_id = 3) SELECT * FROM orders WHERE id IN (SELECT order_id FROM i)", &[], "err: on shard 1, but the rest of the statement runs on all shards");
     c.check("WITH i AS (SELECT tenant_id FROM order_items WHERE tenant_id = 3) SELECT tenant_id FROM i UNION ALL SELECT tenant_id FROM orders", &[], "all");
     c.check("SELECT id FROM orders WHERE tenant_id = 3 EXCEPT SELECT id FROM orders WHERE tenant_id = 1", &[], "1");
@@ -87,8 +97,11 @@ fn levels_that_do_not_restrict_rows() {
     c.check("SELECT id FROM orders WHERE tenant_id = 3 INTERSECT SELECT id FROM orders WHERE tenant_id = 1", &[], "err: different shards");
     // The levels that do restrict the rows still do.
     c.check("SELECT * FROM orders o LEFT JOIN (SELECT * FROM order_items WHERE tenant_id = 4) i ON i.order_id = o.id WHERE o.tenant_id = 3", &[], "1");
-    c.check("SELECT * FROM (SELECT * FROM order_items WHERE tenant_id = 3) i LEFT JOIN orders o ON i.order_id = o.id", &[], "1");
-    c.check("WITH i AS (SELECT * FROM order_items WHERE tenant_id = 3) SELECT * FROM i JOIN orders o ON o.id = i.order_id", &[], "1");
+    c.check("SELECT * FROM (SELECT * FROM order_items WHERE tenant_id = 3) i LEFT JOIN orders o ON i.order_id = o.id AND o.tenant_id = i.tenant_id", &[], "1");
+    c.check("WITH i AS (SELECT * FROM order_items WHERE tenant_id = 3) SELECT * FROM i JOIN orders o ON o.id = i.order_id AND o.tenant_id = i.tenant_id", &[], "1");
+    // (Rule 13: joined on another column, orders' rows would be missed on the other shard.)
+    c.check("SELECT * FROM (SELECT * FROM order_items WHERE tenant_id = 3) i LEFT JOIN orders o ON i.order_id = o.id", &[], "err: but not on their sharding keys");
+    c.check("WITH i AS (SELECT * FROM order_items WHERE tenant_id = 3) SELECT * FROM i JOIN orders o ON o.id = i.order_id", &[], "err: but not on their sharding keys");
     c.check("SELECT id FROM orders WHERE tenant_id = 3 UNION ALL SELECT id FROM order_items WHERE tenant_id = $1", &[T("4")], "1");
     // An OR-ed set of shards.
     let big = on("big");
@@ -198,7 +211,8 @@ fn updates_and_deletes() {
     c.check("UPDATE orders SET amount = 1 WHERE id = 5", &[], "w all");
     c.check("UPDATE orders SET amount = 1 WHERE tenant_id IN (1, 3)", &[], "w all");
     c.check("UPDATE orders SET amount = 1 WHERE tenant_id IN (1, 2)", &[], "w 0");
-    c.check("UPDATE orders o SET amount = 1 FROM order_items i WHERE i.order_id = o.id AND o.tenant_id = 3", &[], "w 1");
+    c.check("UPDATE orders o SET amount = 1 FROM order_items i WHERE i.order_id = o.id AND o.tenant_id = 3", &[], "err: but not on their sharding keys");
+    c.check("UPDATE orders o SET amount = 1 FROM order_items i WHERE i.order_id = o.id AND i.tenant_id = o.tenant_id AND o.tenant_id = 3", &[], "w 1");
     c.check("UPDATE orders SET country = c.code FROM countries c WHERE c.name = 'France' AND orders.tenant_id = 3", &[], "w 1");
     c.check("UPDATE orders SET amount = (SELECT max(amount) FROM order_items WHERE tenant_id = 3) WHERE tenant_id = 3", &[], "w 1");
     c.check("DELETE FROM orders WHERE tenant_id = $1 RETURNING id", &[T("42")], "w 0");
@@ -213,7 +227,8 @@ fn updates_and_deletes() {
     c.check("UPDATE foo SET x = 1", &[], "w all");
     c.check("DELETE FROM foo WHERE id = 1", &[], "w all");
     c.check("UPDATE invoices SET total = 0 WHERE customer_id = 3", &[], "w 1");
-    c.check("MERGE INTO orders o USING order_items i ON o.id = i.order_id AND o.tenant_id = 3 WHEN MATCHED THEN UPDATE SET amount = 1", &[], "w 1");
+    c.check("MERGE INTO orders o USING order_items i ON o.id = i.order_id AND o.tenant_id = 3 WHEN MATCHED THEN UPDATE SET amount = 1", &[], "err: but not on their sharding keys");
+    c.check("MERGE INTO orders o USING order_items i ON o.id = i.order_id AND o.tenant_id = i.tenant_id AND o.tenant_id = 3 WHEN MATCHED THEN UPDATE SET amount = 1", &[], "w 1");
     c.check("MERGE INTO orders o USING (VALUES (1)) v(id) ON o.id = v.id WHEN MATCHED THEN DELETE", &[], "err: MERGE INTO orders must match exactly one value of its sharding key tenant_id");
 }
 
@@ -225,7 +240,7 @@ fn locking() {
     c.check("SELECT * FROM orders WHERE tenant_id = $1 FOR NO KEY UPDATE", &[T("42")], "w 0");
     c.check("SELECT * FROM orders WHERE tenant_id = 3 FOR SHARE SKIP LOCKED", &[], "w 1");
     c.check("SELECT * FROM orders ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1", &[], "w all");
-    c.check("SELECT * FROM orders o JOIN order_items i ON i.order_id = o.id WHERE o.tenant_id = 3 FOR UPDATE OF o", &[], "w 1");
+    c.check("SELECT * FROM orders o JOIN order_items i ON i.order_id = o.id AND i.tenant_id = o.tenant_id WHERE o.tenant_id = 3 FOR UPDATE OF o", &[], "w 1");
     c.check("SELECT * FROM countries FOR SHARE", &[], "w any");
     c.check("SELECT * FROM queue_p3 ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1", &[], "w 1");
 }
