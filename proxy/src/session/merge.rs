@@ -76,6 +76,10 @@ pub(super) fn simple_query_rows(entry: &Entry, sql: &str) -> Result<Rows, Client
     Ok(Rows::Merged { sql, request })
 }
 
+/// What an EXPLAIN sends the shards (`None`: the client's text) and the
+/// lines pgshard puts before their plans.
+pub(super) type Explain = (Option<String>, Vec<String>);
+
 /// An EXPLAIN run on `shards`: the text the shards run (`None`: the
 /// client's) and the lines pgshard adds before their plans; `Err` when the
 /// statement explained would be refused.
@@ -83,7 +87,7 @@ pub(super) fn explain_rows(
     summary: &Summary,
     sql: &str,
     shards: &[usize],
-) -> Result<Option<(Option<String>, Vec<String>)>, ClientError> {
+) -> Result<Option<Explain>, ClientError> {
     let [statement] = summary.statements.as_slice() else {
         return Ok(None);
     };
