@@ -1565,6 +1565,31 @@ node_children! {
     OidList: items;
 }
 
+/// Call `found` on each `a = b` between two columns met through ANDs only.
+fn equalities(expr: &pb::Node, mut found: impl FnMut(ColumnRef, ColumnRef)) {
+    let mut exprs = vec![expr];
+    while let Some(expr) = exprs.pop() {
+        match expr.node.as_ref() {
+            Some(NodeEnum::BoolExpr(bool_expr))
+                if bool_expr.boolop() == pb::BoolExprType::AndExpr =>
+            {
+                exprs.extend(bool_expr.args.iter());
+            }
+            Some(NodeEnum::AExpr(a_expr)) if a_expr.kind() == pb::AExprKind::AexprOp => {
+                let equals = a_expr.name.last().is_some_and(|name| {
+                    matches!(name.node.as_ref(), Some(NodeEnum::String(op)) if op.sval == "=")
+                });
+                let left = a_expr.lexpr.as_deref().and_then(column);
+                let right = a_expr.rexpr.as_deref().and_then(column);
+                if let (true, Some(left), Some(right)) = (equals, left, right) {
+                    found(left, right);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1473,3 +1473,25 @@ impl Gathered {
         }
     }
 }
+
+/// Call `found` on each `a = b` between two columns met through ANDs only.
+fn equalities(expr: Node<'_>, mut found: impl FnMut(ColumnRef, ColumnRef)) {
+    let mut exprs = vec![expr];
+    while let Some(expr) = exprs.pop() {
+        match expr.kind() {
+            NodeRef::BoolExpr(bool_expr) if bool_expr.boolop() == BoolExprType::AndExpr => {
+                exprs.extend(bool_expr.args().iter().flatten());
+            }
+            NodeRef::AExpr(a_expr)
+                if a_expr.kind() == AExprKind::AexprOp && is_equals(a_expr.name()) =>
+            {
+                let left = a_expr.lexpr().and_then(column_of);
+                let right = a_expr.rexpr().and_then(column_of);
+                if let (Some(left), Some(right)) = (left, right) {
+                    found(left.to_column(), right.to_column());
+                }
+            }
+            _ => {}
+        }
+    }
+}

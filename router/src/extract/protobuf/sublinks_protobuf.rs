@@ -9,7 +9,7 @@
 use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
-use super::{column, inner, non_empty, table_ref, Item, Levels, Scope, Scopes, Stack};
+use super::{equalities, inner, non_empty, table_ref, Item, Levels, Scope, Scopes, Stack};
 use crate::extract::ExtractError;
 use crate::summary::Sublinks;
 
@@ -312,25 +312,8 @@ fn own_level(query: Option<&NodeEnum>) -> OwnLevel {
         }
     }
     // The AND skeleton of those expressions.
-    while let Some(expr) = exprs.pop() {
-        match expr.node.as_ref() {
-            Some(NodeEnum::BoolExpr(bool_expr))
-                if bool_expr.boolop() == pb::BoolExprType::AndExpr =>
-            {
-                exprs.extend(bool_expr.args.iter());
-            }
-            Some(NodeEnum::AExpr(a_expr)) if a_expr.kind() == pb::AExprKind::AexprOp => {
-                let equals = a_expr.name.last().is_some_and(|name| {
-                    matches!(name.node.as_ref(), Some(NodeEnum::String(op)) if op.sval == "=")
-                });
-                let left = a_expr.lexpr.as_deref().and_then(column);
-                let right = a_expr.rexpr.as_deref().and_then(column);
-                if let (true, Some(left), Some(right)) = (equals, left, right) {
-                    own.equality(left, right);
-                }
-            }
-            _ => {}
-        }
+    for expr in exprs {
+        equalities(expr, |left, right| own.equality(left, right));
     }
     own
 }

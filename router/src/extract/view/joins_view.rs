@@ -5,16 +5,16 @@
 //! Iterative throughout, like the rest of the engine: join trees on a
 //! stack, conditions through [`condition`].
 
-use parser_ffi::protobuf::{AExprKind, BoolExprType, JoinType, SetOperation};
+use parser_ffi::protobuf::{JoinType, SetOperation};
 use parser_ffi::view::{self, Alias, List, Node, NodeRef, RangeVar, SelectStmt, Walk};
 
 use super::super::joins::{
     finish, LevelBuilder, OwnFacts, QueryFacts, RawCte, RawItem, RawLevel, Target,
 };
 use super::super::MAX_SUBLINK_TABLES;
-use super::{column_of, condition, is_equals, Booleans};
+use super::{column_of, condition, equalities, Booleans};
 use crate::extract::ExtractError;
-use crate::summary::{ColumnRef, Joins, OuterKind, TableRef};
+use crate::summary::{Joins, OuterKind, TableRef};
 
 /// The join facts of `stmt`, walked on `stack`.
 pub(super) fn joins<'a>(
@@ -373,26 +373,4 @@ fn names(list: List<'_>) -> Vec<String> {
             _ => None,
         })
         .collect()
-}
-
-/// Call `found` on each `a = b` between two columns met through ANDs only.
-fn equalities(expr: Node<'_>, mut found: impl FnMut(ColumnRef, ColumnRef)) {
-    let mut exprs = vec![expr];
-    while let Some(expr) = exprs.pop() {
-        match expr.kind() {
-            NodeRef::BoolExpr(bool_expr) if bool_expr.boolop() == BoolExprType::AndExpr => {
-                exprs.extend(bool_expr.args().iter().flatten());
-            }
-            NodeRef::AExpr(a_expr)
-                if a_expr.kind() == AExprKind::AexprOp && is_equals(a_expr.name()) =>
-            {
-                let left = a_expr.lexpr().and_then(column_of);
-                let right = a_expr.rexpr().and_then(column_of);
-                if let (Some(left), Some(right)) = (left, right) {
-                    found(left.to_column(), right.to_column());
-                }
-            }
-            _ => {}
-        }
-    }
 }

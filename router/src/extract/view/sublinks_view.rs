@@ -6,11 +6,11 @@
 //! and a look at its own level. Iterative throughout, like the rest of the
 //! engine.
 
-use parser_ffi::protobuf::{AExprKind, BoolExprType, JoinType, SetOperation};
+use parser_ffi::protobuf::{JoinType, SetOperation};
 use parser_ffi::view::{Alias, Node, NodeRef, RangeVar, WithClause};
 
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
-use super::{column_of, is_equals, Booleans, Levels, Scope, Scopes, Task};
+use super::{equalities, Booleans, Levels, Scope, Scopes, Task};
 use crate::extract::ExtractError;
 use crate::summary::{Condition, Sublinks, TableRef};
 
@@ -298,22 +298,8 @@ fn own_level(query: Option<Node<'_>>) -> OwnLevel {
         }
     }
     // The AND skeleton of those expressions.
-    while let Some(expr) = exprs.pop() {
-        match expr.kind() {
-            NodeRef::BoolExpr(bool_expr) if bool_expr.boolop() == BoolExprType::AndExpr => {
-                exprs.extend(bool_expr.args().iter().flatten());
-            }
-            NodeRef::AExpr(a_expr)
-                if a_expr.kind() == AExprKind::AexprOp && is_equals(a_expr.name()) =>
-            {
-                let left = a_expr.lexpr().and_then(column_of);
-                let right = a_expr.rexpr().and_then(column_of);
-                if let (Some(left), Some(right)) = (left, right) {
-                    own.equality(left.to_column(), right.to_column());
-                }
-            }
-            _ => {}
-        }
+    for expr in exprs {
+        equalities(expr, |left, right| own.equality(left, right));
     }
     own
 }
