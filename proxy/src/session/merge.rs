@@ -46,18 +46,7 @@ pub(super) fn simple_query_rows(entry: &Entry, sql: &str) -> Result<Rows, Client
         let _ = entry.concatenates.set(());
         return Ok(Rows::Concatenated);
     };
-    let bound = |bound: Option<Bound>| match bound {
-        None => Ok(None),
-        Some(Bound::Value(n)) => Ok(Some(u64::try_from(n).unwrap_or(0))),
-        Some(Bound::Param(n)) => Err(ClientError::new(
-            sqlstate::SYNTAX_ERROR,
-            format!("there is no parameter ${n} in a simple query"),
-        )),
-    };
-    let window = Window {
-        offset: bound(plan.limit.offset)?.unwrap_or(0),
-        count: bound(plan.limit.count)?,
-    };
+    let window = window(&plan, None)?;
     if let Some(n) = plan
         .having
         .as_ref()
@@ -273,12 +262,27 @@ fn bind_text_params(
     Ok(params)
 }
 
-/// A LIMIT or OFFSET bound read from the Bind's parameters.
-fn bind_bound(bound: Option<Bound>, bind: &Bind) -> Result<Option<u64>, ClientError> {
-    let n = match bound {
-        None => return Ok(None),
-        Some(Bound::Value(n)) => return Ok(Some(u64::try_from(n).unwrap_or(0))),
-        Some(Bound::Param(n)) => usize::from(n).saturating_sub(1),
+/// The rows `plan`'s LIMIT and OFFSET ask for, parameters read from `bind`
+/// (`None`: a simple query, which has none).
+fn window(plan: &MergePlan, bind: Option<&Bind>) -> Result<Window, ClientError> {
+    Ok(Window {
+        offset: bound_value(plan.limit.offset, bind)?.unwrap_or(0),
+        count: bound_value(plan.limit.count, bind)?,
+    })
+}
+
+/// A LIMIT or OFFSET bound's value.
+fn bound_value(bound: Option<Bound>, bind: Option<&Bind>) -> Result<Option<u64>, ClientError> {
+    let (n, bind) = match (bound, bind) {
+        (None, _) => return Ok(None),
+        (Some(Bound::Value(n)), _) => return Ok(Some(u64::try_from(n).unwrap_or(0))),
+        (Some(Bound::Param(n)), None) => {
+            return Err(ClientError::new(
+                sqlstate::SYNTAX_ERROR,
+                format!("there is no parameter ${n} in a simple query"),
+            ))
+        }
+        (Some(Bound::Param(n)), Some(bind)) => (usize::from(n).saturating_sub(1), bind),
     };
     let Some(value) = bind.params.get(n) else {
         return Err(ClientError::new(
@@ -332,10 +336,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 plan,
                 shard_statement,
             } => Ok(Some(BindMerge {
-                window: Window {
-                    offset: bind_bound(plan.limit.offset, bind)?.unwrap_or(0),
-                    count: bind_bound(plan.limit.count, bind)?,
-                },
+                window: window(plan, Some(bind))?,
                 params: bind_text_params(plan, bind, &statement.param_types)?,
                 plan: Arc::clone(plan),
                 shard_statement: shard_statement.clone(),
