@@ -96,16 +96,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             Placement::FanOut => {
                 let shards = shards.unwrap_or_default();
-                let explained = super::merge::explain_rows(summary, frame_sql, &shards);
+                let explained =
+                    super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
                 let rows = match explained {
                     Ok(Some((sql, lines))) => Ok((sql, None, lines)),
                     Ok(None) => {
-                        super::merge::simple_query_rows(&lookup.entry, frame_sql).map(|rows| {
-                            match rows {
+                        super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
+                            .map(|rows| match rows {
                                 Rows::Concatenated => (None, None, Vec::new()),
                                 Rows::Merged { sql, request } => (sql, Some(request), Vec::new()),
-                            }
-                        })
+                            })
                     }
                     Err(error) => Err(error),
                 };

@@ -4,6 +4,7 @@
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
+use super::keys::KeyColumns;
 use super::{Aggregate, Column, Unmergeable};
 
 /// Postgres's built-in aggregates whose partial results pgshard does not
@@ -178,19 +179,36 @@ pub(super) fn has_aggregate(node: Option<&pb::Node>) -> bool {
     .is_err()
 }
 
-/// Refuse window functions and aggregates that do not combine.
-pub(super) fn check(node: Option<&pb::Node>) -> Result<(), Unmergeable> {
+/// Refuse window functions and aggregates that do not combine. When each
+/// shard's groups are whole (`whole_groups`), every aggregate is final on
+/// its shard. An aggregate over the DISTINCT values of a sharding key
+/// combines as the aggregate does: each value is on one shard.
+pub(super) fn check(
+    node: Option<&pb::Node>,
+    keys: &KeyColumns,
+    whole_groups: bool,
+) -> Result<(), Unmergeable> {
     calls(node, &mut |call| {
         if call.over.is_some() {
             return Err(Unmergeable::Construct("a window function"));
         }
-        if !is_aggregate_call(call) {
+        if !is_aggregate_call(call) || whole_groups {
             return Ok(());
         }
         let name = function_name(call).unwrap_or("a user-defined aggregate");
-        if call.agg_distinct {
+        let distinct_keys = matches!(
+            supported(name),
+            Some(
+                Aggregate::Count
+                    | Aggregate::Sum
+                    | Aggregate::Min
+                    | Aggregate::Max
+                    | Aggregate::Avg
+            )
+        ) && matches!(call.args.as_slice(), [arg] if keys.is_key(Some(arg)));
+        if call.agg_distinct && !distinct_keys {
             return Err(Unmergeable::Construct(
-                "an aggregate over DISTINCT values (count(DISTINCT ...))",
+                "an aggregate over DISTINCT values (count(DISTINCT ...)) of a column that is not the sharding key",
             ));
         }
         if call.agg_within_group {
