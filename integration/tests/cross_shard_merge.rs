@@ -153,6 +153,11 @@ const EXACT: &[(&str, bool)] = &[
     ("SELECT grp, avg(score) FROM users GROUP BY grp ORDER BY avg(score) DESC NULLS LAST, grp", true),
     ("SELECT active, avg(amount) AS mean FROM users WHERE id > 300 GROUP BY active", false),
     ("SELECT id, name FROM users WHERE score > 90", false),
+    ("SELECT stddev(score), variance(score), stddev_pop(amount), var_pop(amount), var_samp(id) FROM users", true),
+    ("SELECT grp, stddev(amount) AS s, count(*) FROM users GROUP BY grp ORDER BY s DESC NULLS LAST, grp", true),
+    ("SELECT active, stddev_samp(score) FILTER (WHERE grp > 2) FROM users GROUP BY active HAVING variance(score) > 10", false),
+    ("SELECT stddev(score) FROM users WHERE id = 5 OR id = 6", true),
+    ("SELECT stddev(score), var_pop(score) FROM users WHERE id < 0", true),
     // Groups of the sharding key are whole on their shard: any aggregate.
     ("SELECT id, string_agg(name, ',' ORDER BY name), stddev(score) FROM users WHERE score > 80 GROUP BY id", false),
     ("SELECT id, count(*) AS n FROM users GROUP BY id HAVING count(*) >= 1 ORDER BY id DESC LIMIT 5 OFFSET 2", true),

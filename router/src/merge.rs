@@ -35,7 +35,10 @@
 //!    aggregate in it: Postgres has checked it is computable from the
 //!    groups) or one supported aggregate call: `count`, `sum`, `min`, `max`,
 //!    `bool_and`, `bool_or`, `every`, `avg` (run as `sum` plus a hidden
-//!    `count`), with an optional FILTER. Shards return
+//!    `count`), `stddev` / `variance` and their `_samp` / `_pop` forms (run
+//!    as `sum` plus a hidden `count` and sum of squares in numeric; float
+//!    arguments are refused when the shards describe them), with an
+//!    optional FILTER. Shards return
 //!    their partial groups, all of them (LIMIT and OFFSET are applied after
 //!    merging, so they are taken off the shards' statement).
 //! 4. Without aggregation, DISTINCT merges like a GROUP BY of every output
@@ -127,6 +130,16 @@ pub enum Column {
     Average {
         count: usize,
     },
+    /// `stddev` / `variance` and their `_samp` / `_pop` forms: the shards
+    /// return `sum(x)` here, `count(x)` in column `count` and
+    /// `sum(x::numeric * x::numeric)` in column `squares`; the merge
+    /// finishes as Postgres's numeric_stddev_internal does.
+    Spread {
+        count: usize,
+        squares: usize,
+        sample: bool,
+        root: bool,
+    },
 }
 
 /// An aggregate whose partial results combine exactly.
@@ -143,6 +156,11 @@ pub enum Aggregate {
     BoolOr,
     /// Only while planning: becomes [`Column::Average`].
     Avg,
+    /// Only while planning: becomes [`Column::Spread`].
+    Spread {
+        sample: bool,
+        root: bool,
+    },
 }
 
 /// LIMIT and OFFSET as written.
@@ -167,7 +185,7 @@ pub enum Bound {
 pub enum Unmergeable {
     #[error("{0} across shards is not supported: add the sharding key to the WHERE clause so the statement runs on one shard")]
     Construct(&'static str),
-    #[error("aggregate {0}() across shards is not supported (count, sum, avg, min, max, bool_and and bool_or are): add the sharding key to the WHERE clause so the statement runs on one shard")]
+    #[error("aggregate {0}() across shards is not supported (count, sum, avg, min, max, bool_and, bool_or, stddev and variance are, and any aggregate grouped by the sharding key): add the sharding key to the WHERE clause so the statement runs on one shard")]
     Aggregate(String),
     /// Internal: marks an aggregate found while walking an expression.
     #[error("an aggregate")]
@@ -505,6 +523,29 @@ fn group_columns(
         };
         hidden.push(res_target(count));
         columns.push(Column::Aggregate(Aggregate::Count));
+    }
+    // stddev(x) and the like run as sum(x) with count(x) and the sum of
+    // squares beside it.
+    for column in 0..columns.len() {
+        let Column::Aggregate(Aggregate::Spread { sample, root }) = columns[column] else {
+            continue;
+        };
+        let visible = select.target_list.len();
+        let target = match column.checked_sub(visible) {
+            None => &mut select.target_list[column],
+            Some(at) => &mut hidden[at],
+        };
+        let (count, squares) = expr::spread_to_sums(target)?;
+        columns[column] = Column::Spread {
+            count: visible + hidden.len(),
+            squares: visible + hidden.len() + 1,
+            sample,
+            root,
+        };
+        hidden.push(res_target(count));
+        hidden.push(res_target(squares));
+        columns.push(Column::Aggregate(Aggregate::Count));
+        columns.push(Column::Aggregate(Aggregate::Sum));
     }
     Ok(columns)
 }

@@ -145,8 +145,11 @@ impl RowMerge {
         let mut checked = Vec::with_capacity(fields.len());
         let mut averages = Vec::new();
         for (column, (oid, binary)) in fields.iter().copied().enumerate() {
-            let average = matches!(self.column(column), Some(Column::Average { .. }));
-            // An average is compared as the numeric it becomes.
+            let average = matches!(
+                self.column(column),
+                Some(Column::Average { .. } | Column::Spread { .. })
+            );
+            // An average (or a stddev) is compared as the numeric it becomes.
             let compared = if average { 1700 } else { oid };
             let kind = if self.compares(column, fields.len()) {
                 Some(Kind::of(compared, self.bytewise_text)?)
@@ -173,7 +176,8 @@ impl RowMerge {
             let fields_at = out.len();
             out.extend_from_slice(&body[2..ends.get(visible).copied().unwrap_or(2)]);
             for start in averages.into_iter().filter(|&s| s < ends[visible]) {
-                // The client's column is avg's numeric, not the shards' sum.
+                // The client's column is avg's (stddev's) numeric, not the
+                // shards' sum.
                 let at = fields_at + start - 2;
                 let name = out[at..].iter().position(|&b| b == 0).unwrap_or(0);
                 let fixed = at + name + 1;

@@ -358,6 +358,44 @@ fn groups_of_a_sharding_key_are_whole_on_their_shard() {
 }
 
 #[test]
+fn spreads_run_as_sums_counts_and_squares() {
+    let p = merged("SELECT grp, stddev(score) FILTER (WHERE active) FROM users GROUP BY grp");
+    assert_eq!(
+        p.groups,
+        Some(vec![
+            Column::Key,
+            Column::Spread {
+                count: 2,
+                squares: 3,
+                sample: true,
+                root: true
+            },
+            Column::Aggregate(Aggregate::Count),
+            Column::Aggregate(Aggregate::Sum),
+        ])
+    );
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some(
+            "SELECT grp, pg_catalog.sum(score) FILTER (WHERE active) AS stddev, \
+             pg_catalog.count(score) FILTER (WHERE active), \
+             pg_catalog.sum(score::numeric * score::numeric) FILTER (WHERE active) FROM users GROUP BY grp"
+        )
+    );
+    let p = merged("SELECT var_pop(amount) AS v FROM users");
+    assert_eq!(
+        p.groups.as_deref().map(|g| g[0]),
+        Some(Column::Spread {
+            count: 1,
+            squares: 2,
+            sample: false,
+            root: false
+        })
+    );
+    assert!(refused("SELECT stddev(score)::int FROM users").contains("inside an expression"));
+}
+
+#[test]
 fn distinct_aggregates_of_a_sharding_key_combine() {
     let p = merged("SELECT count(DISTINCT id), sum(DISTINCT users.id) FROM users");
     assert_eq!(

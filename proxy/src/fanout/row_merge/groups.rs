@@ -8,7 +8,7 @@ use router::merge::{Aggregate, Column};
 
 use super::{Field, Row, RowMerge};
 use crate::fanout::having::{self, GroupView};
-use crate::protocol::numeric::Decimal;
+use crate::protocol::numeric::{Decimal, Spread};
 use crate::protocol::values::{self, Kind, ValueError};
 
 /// A group's state: the key columns' first values and the accumulators.
@@ -84,7 +84,7 @@ impl RowMerge {
         for (c, column) in columns.iter().enumerate() {
             let aggregate = match column {
                 Column::Aggregate(aggregate) => *aggregate,
-                Column::Average { .. } => Aggregate::Sum,
+                Column::Average { .. } | Column::Spread { .. } => Aggregate::Sum,
                 Column::Key => continue,
             };
             let field = fields[c];
@@ -114,7 +114,7 @@ impl RowMerge {
             .zip(columns)
             .map(|(field, column)| {
                 let oid = match column {
-                    Column::Average { .. } => 1700,
+                    Column::Average { .. } | Column::Spread { .. } => 1700,
                     _ => field.oid,
                 };
                 (Kind::of(oid, self.bytewise_text), field.binary)
@@ -122,36 +122,52 @@ impl RowMerge {
             .collect()
     }
 
-    /// A group's averages: its sum divided by its count, as the numeric
-    /// Postgres's `avg` gives (NULL over no rows).
+    /// A group's averages and spreads, from its sums and counts, as the
+    /// numeric Postgres's `avg` and `stddev` give (NULL over no rows).
     pub(super) fn finish_averages(&self, values: &mut [Option<Vec<u8>>]) -> Result<(), ValueError> {
         let fields = self.fields.as_deref().unwrap_or_default();
+        let number =
+            |c: usize, values: &[Option<Vec<u8>>]| -> Result<Option<Decimal>, ValueError> {
+                let (Some(Some(value)), Some(field)) = (values.get(c), fields.get(c)) else {
+                    return Ok(None);
+                };
+                Ok(Some(match field.oid {
+                    20 | 21 | 23 => Decimal::from_text(
+                        values::integer(value, field.binary)?.to_string().as_bytes(),
+                    )?,
+                    _ => Decimal::read(value, field.binary)?,
+                }))
+            };
+        let rows = |c: usize, values: &[Option<Vec<u8>>]| -> Result<u64, ValueError> {
+            let Some(Some(n)) = values.get(c) else {
+                return Ok(0);
+            };
+            let n = values::integer(n, fields.get(c).is_some_and(|f| f.binary))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        };
         for (c, column) in self.columns(fields.len()).into_iter().enumerate() {
-            let Column::Average { count } = column else {
-                continue;
-            };
-            let field = fields[c];
-            let rows = match values.get(count).cloned().flatten() {
-                Some(n) => values::integer(&n, fields.get(count).is_some_and(|f| f.binary))?,
-                None => 0,
-            };
-            let sum = values[c].take();
-            values[c] = match (sum, u64::try_from(rows)) {
-                (Some(sum), Ok(rows)) if rows > 0 => {
-                    let sum = match field.oid {
-                        20 => Decimal::from_text(
-                            values::integer(&sum, field.binary)?.to_string().as_bytes(),
-                        )?,
-                        _ => Decimal::read(&sum, field.binary)?,
-                    };
-                    let (average, scale) = sum.average(rows);
-                    Some(match field.binary {
-                        true => average.to_binary(scale),
-                        false => average.to_text(scale).into_bytes(),
-                    })
+            let finished = match column {
+                Column::Average { count } => match (rows(count, values)?, number(c, values)?) {
+                    (rows, Some(sum)) if rows > 0 => Some(sum.average(rows)),
+                    _ => None,
+                },
+                Column::Spread {
+                    count,
+                    squares,
+                    sample,
+                    root,
+                } => {
+                    let zero = Decimal::from_text(b"0")?;
+                    let sum = number(c, values)?.unwrap_or_else(|| zero.clone());
+                    let squares = number(squares, values)?.unwrap_or(zero);
+                    Spread { sample, root }.of(rows(count, values)?, &sum, &squares)
                 }
-                _ => None,
+                _ => continue,
             };
+            values[c] = finished.map(|(value, scale)| match fields[c].binary {
+                true => value.to_binary(scale),
+                false => value.to_text(scale).into_bytes(),
+            });
         }
         Ok(())
     }
@@ -171,7 +187,10 @@ fn combine(
     };
     let binary = field.binary;
     Ok(Some(match aggregate {
-        Aggregate::Count | Aggregate::Sum | Aggregate::Avg if matches!(field.oid, 20 | 21 | 23) => {
+        // (`Avg` and `Spread` become sums while planning.)
+        Aggregate::Count | Aggregate::Sum | Aggregate::Avg | Aggregate::Spread { .. }
+            if matches!(field.oid, 20 | 21 | 23) =>
+        {
             // In the column's own integer type, with its range.
             let (range, bytes) = match field.oid {
                 21 => ("smallint", 2),
@@ -192,7 +211,7 @@ fn combine(
                 total.to_string().into_bytes()
             }
         }
-        Aggregate::Count | Aggregate::Sum | Aggregate::Avg => {
+        Aggregate::Count | Aggregate::Sum | Aggregate::Avg | Aggregate::Spread { .. } => {
             let (a, b) = (
                 Decimal::read(&current, binary)?,
                 Decimal::read(next, binary)?,
