@@ -64,6 +64,7 @@
 mod expr;
 mod having;
 mod keys;
+mod ordered;
 
 #[cfg(test)]
 mod tests;
@@ -109,6 +110,8 @@ pub struct MergePlan {
     pub distinct_on: Vec<usize>,
     /// HAVING, evaluated on the merged groups.
     pub having: Option<Predicate>,
+    /// The delimiters of `string_agg` columns ([`Column::Ordered`]).
+    pub delimiters: Vec<String>,
 }
 
 /// One sort key.
@@ -140,6 +143,21 @@ pub enum Column {
         sample: bool,
         root: bool,
     },
+    /// `string_agg` / `array_agg` with an ORDER BY inside: the shards return
+    /// `array_agg(x ORDER BY ...)` here and `array_agg(k ORDER BY ...)` for
+    /// each of the `count` sort keys in the columns from `keys` on (bit i of
+    /// `descending` / `nulls_first`: key i's direction); the merge
+    /// interleaves them by the keys. `delimiter`: a `string_agg`'s, in
+    /// [`MergePlan::delimiters`] (the array's values are joined with it).
+    Ordered {
+        keys: usize,
+        count: u8,
+        descending: u8,
+        nulls_first: u8,
+        delimiter: Option<usize>,
+    },
+    /// A sort key array of an [`Column::Ordered`], merged with it.
+    OrderedKey,
 }
 
 /// An aggregate whose partial results combine exactly.
@@ -160,6 +178,10 @@ pub enum Aggregate {
     Spread {
         sample: bool,
         root: bool,
+    },
+    /// Only while planning: becomes [`Column::Ordered`].
+    Ordered {
+        string: bool,
     },
 }
 
@@ -375,8 +397,9 @@ fn plan_select(
             distinct_keys.push(column);
         }
     }
+    let mut delimiters = Vec::new();
     let groups = if aggregates {
-        Some(group_columns(&mut *select, &mut hidden)?)
+        Some(group_columns(&mut *select, &mut hidden, &mut delimiters)?)
     } else {
         None
     };
@@ -405,6 +428,7 @@ fn plan_select(
         distinct: distinct && !aggregates,
         distinct_on: distinct_keys,
         having,
+        delimiters,
     };
     Ok(Some((plan, rewritten)))
 }
@@ -497,6 +521,7 @@ fn sort_keys(
 fn group_columns(
     select: &mut pb::SelectStmt,
     hidden: &mut Vec<pb::Node>,
+    delimiters: &mut Vec<String>,
 ) -> Result<Vec<Column>, Unmergeable> {
     for item in select.group_clause.clone() {
         if resolve(select, Some(&item), false)?.is_none() {
@@ -546,6 +571,28 @@ fn group_columns(
         hidden.push(res_target(squares));
         columns.push(Column::Aggregate(Aggregate::Count));
         columns.push(Column::Aggregate(Aggregate::Sum));
+    }
+    // string_agg / array_agg with ORDER BY run as array_agg with the sort
+    // keys' arrays beside them.
+    for column in 0..columns.len() {
+        if !matches!(
+            columns[column],
+            Column::Aggregate(Aggregate::Ordered { .. })
+        ) {
+            continue;
+        }
+        let visible = select.target_list.len();
+        let first_key = visible + hidden.len();
+        let target = match column.checked_sub(visible) {
+            None => &mut select.target_list[column],
+            Some(at) => &mut hidden[at],
+        };
+        let (ordered, keys) = ordered::split(target, first_key, delimiters)?;
+        columns[column] = ordered;
+        for key in keys {
+            hidden.push(res_target(key));
+            columns.push(Column::OrderedKey);
+        }
     }
     Ok(columns)
 }

@@ -187,6 +187,7 @@ impl Source {
                     "sum(#id)",
                     "max(#id)",
                     "string_agg(#name, ',' ORDER BY #name)",
+                    "array_agg(#id ORDER BY #score DESC, #id)",
                     "count(*) FILTER (WHERE #active)",
                     "max(#score) - min(#score)",
                     "sum(#score) + count(*)",
@@ -207,6 +208,7 @@ impl Source {
                     "min(#note)",
                     "max(#qty)",
                     "count(DISTINCT #user_id)",
+                    "string_agg(#note, '|' ORDER BY #user_id, #id)",
                     "sum(#qty * #price)",
                     "max(#id)",
                 ]

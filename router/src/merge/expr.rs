@@ -12,7 +12,6 @@ use super::{Aggregate, Column, Unmergeable};
 const OTHER_AGGREGATES: &[&str] = &[
     "avg",
     "any_value",
-    "array_agg",
     "bit_and",
     "bit_or",
     "bit_xor",
@@ -49,7 +48,6 @@ const OTHER_AGGREGATES: &[&str] = &[
     "regr_sxx",
     "regr_sxy",
     "regr_syy",
-    "string_agg",
     "xmlagg",
 ];
 
@@ -79,6 +77,8 @@ fn supported(name: &str) -> Option<Aggregate> {
             sample: false,
             root: false,
         },
+        "string_agg" => Aggregate::Ordered { string: true },
+        "array_agg" => Aggregate::Ordered { string: false },
         _ => return None,
     })
 }
@@ -206,6 +206,9 @@ pub(super) fn check(
             return Ok(());
         }
         let name = function_name(call).unwrap_or("a user-defined aggregate");
+        if let Some(Aggregate::Ordered { string }) = supported(name) {
+            return super::ordered::check(call, string);
+        }
         let distinct_keys = matches!(
             supported(name),
             Some(

@@ -262,6 +262,10 @@ fn aggregates_and_groups() {
 fn what_cannot_merge_is_refused() {
     for (sql, says) in [
         ("SELECT string_agg(name, ',') FROM users", "string_agg()"),
+        (
+            "SELECT json_agg(name ORDER BY name) FROM users",
+            "json_agg()",
+        ),
         ("SELECT count(DISTINCT grp) FROM users", "DISTINCT values"),
         ("SELECT sum(score) + 1 FROM users", "inside an expression"),
         ("SELECT min(score)::text FROM users", "inside an expression"),
@@ -393,6 +397,56 @@ fn spreads_run_as_sums_counts_and_squares() {
         })
     );
     assert!(refused("SELECT stddev(score)::int FROM users").contains("inside an expression"));
+}
+
+#[test]
+fn ordered_aggregates_run_as_arrays_with_their_keys() {
+    let p = merged(
+        "SELECT grp, string_agg(name, '; ' ORDER BY score DESC, name) FROM users GROUP BY grp",
+    );
+    assert_eq!(
+        p.groups,
+        Some(vec![
+            Column::Key,
+            Column::Ordered {
+                keys: 2,
+                count: 2,
+                descending: 0b01,
+                nulls_first: 0b01,
+                delimiter: Some(0)
+            },
+            Column::OrderedKey,
+            Column::OrderedKey,
+        ])
+    );
+    assert_eq!(p.delimiters, vec!["; ".to_owned()]);
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some(
+            "SELECT grp, pg_catalog.array_agg(name ORDER BY score DESC, name) AS string_agg, \
+             pg_catalog.array_agg(score ORDER BY score DESC, name), \
+             pg_catalog.array_agg(name ORDER BY score DESC, name) FROM users GROUP BY grp"
+        )
+    );
+    let p = merged("SELECT array_agg(id ORDER BY created NULLS FIRST) AS ids FROM users");
+    assert_eq!(
+        p.groups.as_deref().map(|g| g[0]),
+        Some(Column::Ordered {
+            keys: 1,
+            count: 1,
+            descending: 0,
+            nulls_first: 1,
+            delimiter: None
+        })
+    );
+    for sql in [
+        "SELECT array_agg(id) FROM users",
+        "SELECT string_agg(name, grp::text ORDER BY name) FROM users",
+        "SELECT string_agg(DISTINCT name, ',' ORDER BY name) FROM users",
+    ] {
+        let why = refused(sql);
+        assert!(why.contains("without an ORDER BY"), "{sql}: {why}");
+    }
 }
 
 #[test]

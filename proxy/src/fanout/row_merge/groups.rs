@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 use router::merge::{Aggregate, Column};
 
-use super::{Field, Row, RowMerge};
+use super::{Field, Ordered, Row, RowMerge};
 use crate::fanout::having::{self, GroupView};
 use crate::protocol::numeric::{Decimal, Spread};
 use crate::protocol::values::{self, Kind, ValueError};
@@ -21,8 +21,15 @@ impl RowMerge {
     /// The merged groups, averages divided and HAVING applied.
     pub(super) fn finished_groups(&mut self) -> Result<Vec<Group>, ValueError> {
         let mut groups = std::mem::take(&mut self.group_rows);
+        let fields = self.fields.as_deref().unwrap_or_default();
+        let strings: Vec<(usize, usize)> = (self.columns(fields.len()).into_iter().enumerate())
+            .filter_map(|(c, column)| Some((c, Ordered::of(column)?.delimiter?)))
+            .collect();
         for group in &mut groups {
             self.finish_averages(&mut group.values)?;
+            for &(column, delimiter) in &strings {
+                self.finish_string(delimiter, column, &mut group.values)?;
+            }
         }
         if let Some(predicate) = &self.plan.having {
             let kinds = self.column_kinds();
@@ -85,7 +92,17 @@ impl RowMerge {
             let aggregate = match column {
                 Column::Aggregate(aggregate) => *aggregate,
                 Column::Average { .. } | Column::Spread { .. } => Aggregate::Sum,
-                Column::Key => continue,
+                Column::Key | Column::OrderedKey => continue,
+                Column::Ordered { .. } => {
+                    let Some(ordered) = Ordered::of(*column) else {
+                        continue;
+                    };
+                    let mut values = std::mem::take(&mut self.group_rows[at].values);
+                    let merged = self.merge_ordered(ordered, c, &mut values, row);
+                    self.group_rows[at].values = values;
+                    merged?;
+                    continue;
+                }
             };
             let field = fields[c];
             let current = self.group_rows[at].values[c].take();
@@ -115,6 +132,9 @@ impl RowMerge {
             .map(|(field, column)| {
                 let oid = match column {
                     Column::Average { .. } | Column::Spread { .. } => 1700,
+                    Column::Ordered {
+                        delimiter: Some(_), ..
+                    } => 25,
                     _ => field.oid,
                 };
                 (Kind::of(oid, self.bytewise_text), field.binary)
@@ -238,6 +258,8 @@ fn combine(
                 current
             }
         }
+        // Merged by `merge_ordered`, never here.
+        Aggregate::Ordered { .. } => return Err(ValueError::Unreadable("ordered aggregate")),
         Aggregate::BoolAnd | Aggregate::BoolOr => {
             let (a, b) = (
                 values::boolean(&current, binary)?,
