@@ -78,7 +78,13 @@ impl Merger {
     /// Whether server `index` (as passed to [`Merger::on_message`]) should
     /// be read next: an ordered merge waits for the shards it has no row of.
     pub fn wants(&self, index: usize) -> bool {
-        self.failed || self.rows.as_ref().is_none_or(|rows| rows.wants(index))
+        self.failed || self.satisfied() || self.rows.as_ref().is_none_or(|rows| rows.wants(index))
+    }
+
+    /// The merged rows are all out (a LIMIT reached): what the shards
+    /// still send is read and dropped, so they may be cancelled.
+    pub fn satisfied(&self) -> bool {
+        !self.failed && self.rows.as_ref().is_some_and(RowMerge::satisfied)
     }
 
     /// The merge cannot go on: the client gets this error instead.
@@ -103,6 +109,12 @@ impl Merger {
             return;
         };
         let body = message.get(5..).unwrap_or(&[]);
+        if self.satisfied() {
+            // The answer is complete: a cancelled shard's error (57014) and
+            // whatever else comes is not the client's.
+            self.tag = Some(("SELECT".to_owned(), true));
+            return;
+        }
         match tag {
             b'Z' | b'1' => {}
             b'E' if !self.failed => {

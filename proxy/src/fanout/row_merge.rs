@@ -141,6 +141,12 @@ impl RowMerge {
         self.window.count.is_some_and(|count| self.sent >= count)
     }
 
+    /// Every row the client asked for has gone out (after the row
+    /// description): no row still to come from a shard matters.
+    pub fn satisfied(&self) -> bool {
+        self.fields.is_some() && !self.grouping() && self.full()
+    }
+
     /// The first shard's RowDescription: fields read and checked, the
     /// client's (hidden columns stripped) written to `out`.
     pub fn describe(&mut self, body: &[u8], out: &mut BytesMut) -> Result<(), ValueError> {

@@ -77,9 +77,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .first()
             .and_then(|s| s.pool().settings.query_timeout);
         let (tasks, mut incoming) = spawn_readers(servers, request);
+        let mut cancels = Vec::new();
         let merged = self
-            .merge_reports(&mut incoming, merger, query_timeout)
+            .merge_reports(&mut incoming, merger, query_timeout, &mut cancels)
             .await;
+        // A server goes back to its pool only once a cancel sent to it has
+        // been delivered (the server closes the cancel connection after
+        // signalling its backend): it cannot hit the next client's query.
+        for cancel in cancels {
+            let _ = cancel.await;
+        }
         if merged.is_err() {
             // The client left: stop the statement everywhere and close
             // the servers (the tasks drop them as they end).
@@ -139,13 +146,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Relay the servers' messages as they come until every server is done;
     /// `query_timeout` with nothing from any shard cancels the statement on
-    /// every shard. Returns whether the statement failed; `Err` when the
-    /// client left.
+    /// every shard, and so does a merge whose LIMIT is reached on the shards
+    /// still running (the cancels' deliveries go to `cancels`). Returns
+    /// whether the statement failed; `Err` when the client left.
     async fn merge_reports(
         &mut self,
         incoming: &mut [Option<mpsc::Receiver<Report>>],
         mut merger: Merger,
         query_timeout: Option<std::time::Duration>,
+        cancels: &mut Vec<tokio::task::JoinHandle<()>>,
     ) -> Result<bool, End> {
         // The server whose headers stand for all (the first to answer).
         let mut first: Option<usize> = None;
@@ -191,10 +200,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         }
                         // Position 0 for the first server to answer.
                         let position = if first == Some(index) { 0 } else { index + 1 };
-                        let failed = merger.failed();
+                        let (failed, satisfied) = (merger.failed(), merger.satisfied());
                         merger.on_message(position, &message, &mut self.to_client);
                         if !failed && merger.failed() {
                             self.state.metrics.error(error_code(&message[5..]).unwrap_or_default());
+                        }
+                        if !satisfied && merger.satisfied() {
+                            self.cancel_running(incoming, cancels).await;
                         }
                         let idle = incoming.iter().flatten().all(mpsc::Receiver::is_empty);
                         if idle || self.to_client.len() >= super::CLIENT_FLUSH_AT {
@@ -212,12 +224,44 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     let targets = self.info.cancel.lock().await.clone();
                     tracing::warn!(?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
                     for target in targets {
-                        tokio::spawn(async move { crate::cancel::send(&target).await });
+                        cancels.push(tokio::spawn(async move { crate::cancel::send(&target).await }));
                     }
                 }
             }
         }
         Ok(broken || merger.finish(&mut self.to_client))
+    }
+
+    /// The merge has every row it needs: cancel the statement on the shards
+    /// still sending (their rows and the 57014 error are dropped). Not
+    /// inside a transaction, which the cancel would abort on those shards
+    /// (the extended protocol never cancels: a pipeline's later statements
+    /// would fail with it; there the rest, at most LIMIT + OFFSET rows per
+    /// shard, is read and dropped).
+    async fn cancel_running(
+        &mut self,
+        incoming: &[Option<mpsc::Receiver<Report>>],
+        cancels: &mut Vec<tokio::task::JoinHandle<()>>,
+    ) {
+        if self.client_status(b'I') != b'I' {
+            return;
+        }
+        let targets = self.info.cancel.lock().await.clone();
+        let running: Vec<_> = (0..incoming.len())
+            .filter(|&i| incoming[i].is_some())
+            .filter_map(|i| targets.get(i).cloned())
+            .collect();
+        if !running.is_empty() {
+            tracing::debug!(
+                shards = running.len(),
+                "LIMIT reached: cancelling the rest of a fan-out"
+            );
+        }
+        for target in running {
+            cancels.push(tokio::spawn(
+                async move { crate::cancel::send(&target).await },
+            ));
+        }
     }
 }
 
