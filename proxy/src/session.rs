@@ -24,6 +24,7 @@ pub mod routing;
 pub mod segment;
 mod server_replies;
 mod simple;
+mod split_insert;
 pub mod statements;
 mod transaction;
 

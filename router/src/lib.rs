@@ -21,5 +21,6 @@ pub mod hash;
 pub mod merge;
 pub mod route;
 pub mod sharding;
+pub mod split;
 pub mod summary;
 pub mod template;

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
-use crate::fanout::{Merger, RowMerge, Window};
+use crate::fanout::{Merger, RowMerge, SplitRows, Window};
 use crate::pool::Pooled;
 use crate::protocol::backend::error_code;
 use crate::protocol::messages;
@@ -39,6 +39,15 @@ pub(super) struct MergeRequest {
     pub window: Window,
 }
 
+/// How the shards' replies become the client's.
+pub(super) enum Reply {
+    /// Side by side, after these lines (an EXPLAIN's preamble).
+    Concat(Vec<String>),
+    Merge(MergeRequest),
+    /// A split INSERT's (RETURNING rows in the client's order).
+    Split(SplitRows),
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Run one simple query on several shards and stream the merged reply,
     /// ReadyForQuery included.
@@ -46,7 +55,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         &mut self,
         shards: &[usize],
         request: impl Fn(&Pooled, &mut BytesMut),
-        (merge, preamble): (Option<MergeRequest>, Vec<String>),
+        reply: Reply,
     ) -> Result<(), End> {
         let errors = self.segment_errors;
         if self.attached.is_some() {
@@ -63,9 +72,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         };
-        let merger = match merge {
-            None => Merger::default().with_preamble(preamble),
-            Some(merge) => {
+        let merger = match reply {
+            Reply::Concat(preamble) => Merger::default().with_preamble(preamble),
+            Reply::Split(split) => Merger::splitting(split),
+            Reply::Merge(merge) => {
                 let bytewise = self.bytewise_text(servers.first_mut()).await;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
                 Merger::merging(rows)

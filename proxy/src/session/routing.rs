@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use router::cache::Lookup;
-use router::route::{Overrides, ParamValue, Route};
+use router::route::{Overrides, ParamValue, Route, RouteError};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::fan_out::Reply;
 use super::merge::Rows;
 use super::params;
 use super::reply_plan::Step;
@@ -73,6 +74,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let overrides = self.overrides(&lookup.overrides);
         let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => routed,
+            Err(RouteError::MultiRowInsert { .. }) if summary.statements.len() == 1 => {
+                return self.split_insert(frame_sql).await;
+            }
             Err(err) => {
                 self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
@@ -99,17 +103,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 let explained =
                     super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
                 let rows = match explained {
-                    Ok(Some((sql, lines))) => Ok((sql, None, lines)),
+                    Ok(Some((sql, lines))) => Ok((sql, Reply::Concat(lines))),
                     Ok(None) => {
                         super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
                             .map(|rows| match rows {
-                                Rows::Concatenated => (None, None, Vec::new()),
-                                Rows::Merged { sql, request } => (sql, Some(request), Vec::new()),
+                                Rows::Concatenated => (None, Reply::Concat(Vec::new())),
+                                Rows::Merged { sql, request } => (sql, Reply::Merge(request)),
                             })
                     }
                     Err(error) => Err(error),
                 };
-                let (sql, merge, preamble) = match rows {
+                let (sql, reply) = match rows {
                     Ok(rows) => rows,
                     Err(error) => {
                         self.state.metrics.route(RouteKind::Refused);
@@ -122,12 +126,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
                     out.freeze()
                 };
-                self.fan_out(
-                    &shards,
-                    |_, out| out.extend_from_slice(&query),
-                    (merge, preamble),
-                )
-                .await?;
+                self.fan_out(&shards, |_, out| out.extend_from_slice(&query), reply)
+                    .await?;
                 Ok(Dispatch::Done)
             }
         }
@@ -135,7 +135,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Where the transaction lets a routed statement go (counted for the
     /// metrics).
-    fn place(&self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
+    pub(super) fn place(&self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
         let placement = self
             .txn
             .place(shards, needs_block, self.server_view(), || self.any_shard());
