@@ -168,6 +168,43 @@ async fn a_failing_shard_is_reported_with_the_shards_that_committed() {
     );
 }
 
+/// INSERT ... SELECT runs on every shard only when each row stays on its
+/// shard (the key comes from a co-located key); otherwise it is refused
+/// before any row is written.
+#[tokio::test]
+async fn insert_select_keeps_rows_on_their_shards() {
+    let cluster = cluster(2);
+    let client = cluster.connect().await;
+    let sql = format!(
+        "INSERT INTO orders (tenant_id, id, item) VALUES {}",
+        values(1..=20)
+    );
+    client.simple_query(&sql).await.unwrap();
+    // counters is sharded like orders (bigint, same hasher): co-located.
+    let copied = client
+        .simple_query(
+            "INSERT INTO counters (partition_id, next) SELECT tenant_id, id FROM orders WHERE id > 100",
+        )
+        .await
+        .unwrap();
+    assert_eq!(tag(&copied), Some(10));
+    let statement =
+        "INSERT INTO counters (next, partition_id) SELECT id, tenant_id FROM orders WHERE id <= 100";
+    assert_eq!(client.execute(statement, &[]).await.unwrap(), 10);
+    for sql in [
+        "INSERT INTO counters (partition_id, next) SELECT id, tenant_id FROM orders",
+        "INSERT INTO counters (partition_id, next) SELECT 1, id FROM orders",
+        "INSERT INTO counters (partition_id, next) SELECT tenant_id, id FROM orders LIMIT 1",
+    ] {
+        let err = client.simple_query(sql).await.unwrap_err();
+        assert_eq!(common::code(&err), Some("0A000"), "{sql}: {err:?}");
+        let err = client.execute(sql, &[]).await.unwrap_err();
+        assert_eq!(common::code(&err), Some("0A000"), "{sql}: {err:?}");
+    }
+    let count = common::column(&client, "SELECT count(*) AS n FROM counters", "n").await;
+    assert_eq!(count, vec!["20"]);
+}
+
 #[tokio::test]
 async fn what_cannot_be_split_is_refused_with_the_reason() {
     let cluster = cluster(2);

@@ -63,7 +63,7 @@
 
 mod expr;
 mod having;
-mod keys;
+pub(crate) mod keys;
 mod ordered;
 
 #[cfg(test)]

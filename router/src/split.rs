@@ -47,6 +47,8 @@ pub enum SplitError {
         table: String,
         why: String,
     },
+    #[error("INSERT INTO {table} ... SELECT: {why}")]
+    InsertSelect { table: String, why: String },
     #[error("the INSERT could not be analysed for splitting: {0}")]
     Unreadable(String),
 }
@@ -212,10 +214,16 @@ fn row_key(list: &pb::Node, column: usize, entry: &ShardedTable) -> Result<Key, 
     let Some(N::List(list)) = &list.node else {
         return Err("not a row of values".into());
     };
-    let mut value = list
+    let value = list
         .items
         .get(column)
         .ok_or("it has no value for the sharding key")?;
+    row_key_value(value, entry)
+}
+
+/// A sharding key written as a literal, optionally cast.
+fn row_key_value(value: &pb::Node, entry: &ShardedTable) -> Result<Key, String> {
+    let mut value = value;
     while let Some(N::TypeCast(cast)) = &value.node {
         value = cast.arg.as_deref().ok_or("an empty cast")?;
     }
@@ -254,6 +262,10 @@ fn is_negation(e: &pb::AExpr) -> bool {
     e.lexpr.is_none()
         && matches!(e.name.as_slice(), [pb::Node { node: Some(N::String(s)) }] if s.sval == "-")
 }
+
+mod insert_select;
+
+pub use insert_select::check_insert_select;
 
 #[cfg(test)]
 mod tests;

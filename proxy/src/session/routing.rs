@@ -85,6 +85,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         };
         let shards = self.shards_of(&routed.route);
+        if let Some(error) =
+            self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
+        {
+            self.state.metrics.route(RouteKind::Refused);
+            self.refuse(error, true);
+            return Ok(Dispatch::Done);
+        }
         if shards.as_ref().is_some_and(|s| s.len() > 1) && summary.statements.len() > 1 {
             self.state.metrics.route(RouteKind::Refused);
             self.refuse(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time"), true);
@@ -220,6 +227,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         };
         let shards = self.shards_of(&routed.route);
+        if let Some(error) =
+            self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
+        {
+            self.state.metrics.route(RouteKind::Refused);
+            self.refuse(error, false);
+            return None;
+        }
         // A named portal may be fetched across Syncs, as asyncpg and
         // pgjdbc's fetch size do: it needs the transaction block.
         let needs_block = !bind.portal.is_empty()

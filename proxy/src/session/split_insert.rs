@@ -6,9 +6,13 @@
 //! part is atomic on its own; across shards it is not (no two-phase commit
 //! yet): when one shard fails, the client gets its error and a WARNING
 //! naming the shards whose rows were inserted.
+//!
+//! Also here: the check that an INSERT ... SELECT into a sharded table
+//! keeps every row on its own shard (`router::split::check_insert_select`).
 
 use bytes::{Bytes, BytesMut};
-use router::split::split_insert;
+use router::split::{check_insert_select, split_insert};
+use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fan_out::Reply;
@@ -66,5 +70,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         self.fan_out(&shards, request, Reply::Split(rows)).await?;
         Ok(Dispatch::Done)
+    }
+
+    /// The error for an INSERT ... SELECT into a sharded table that would
+    /// write rows on shards their keys do not hash to (`shards`: where it
+    /// is routed); `None` for every other statement. Such statements are
+    /// parsed again here, per execution: they are rare.
+    pub(super) fn insert_select_error(
+        &self,
+        summary: &Summary,
+        sql: &[u8],
+        shards: Option<&[usize]>,
+    ) -> Option<ClientError> {
+        let ([statement], Some(shards)) = (summary.statements.as_slice(), shards) else {
+            return None;
+        };
+        if statement.kind != StatementKind::Insert || statement.tables.len() < 2 {
+            return None;
+        }
+        let sql = String::from_utf8_lossy(sql);
+        let why = check_insert_select(&sql, &self.sharding, shards).err()?;
+        Some(ClientError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            why.to_string(),
+        ))
     }
 }

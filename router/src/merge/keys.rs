@@ -15,12 +15,12 @@ use std::cell::Cell;
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
 use crate::route::tables::{classify, entry_names, TableClass};
-use crate::sharding::Sharding;
+use crate::sharding::{KeySpace, Sharding};
 use crate::summary::TableRef;
 
 /// Key columns of a SELECT's FROM items.
 #[derive(Debug, Default)]
-pub(super) struct KeyColumns {
+pub(crate) struct KeyColumns {
     columns: Vec<KeyColumn>,
     /// The FROM clause is exactly one table (an unqualified column can
     /// then only be that table's).
@@ -38,10 +38,12 @@ struct KeyColumn {
     /// The table is named by a `[[sharded_tables]]` entry, so it has the
     /// column; a column-only entry does not say the table has it.
     named: bool,
+    /// How its values map to databases.
+    keys: KeySpace,
 }
 
 impl KeyColumns {
-    pub(super) fn of(select: &pb::SelectStmt, sharding: &Sharding) -> KeyColumns {
+    pub(crate) fn of(select: &pb::SelectStmt, sharding: &Sharding) -> KeyColumns {
         let mut keys = KeyColumns::default();
         if select.with_clause.is_some() || sharding.is_trivial() {
             return keys;
@@ -95,6 +97,7 @@ impl KeyColumns {
                     qualifier: qualifier.clone(),
                     column: entry.column.clone(),
                     named,
+                    keys: entry.keys.clone(),
                 });
             }
         }
@@ -102,8 +105,13 @@ impl KeyColumns {
 
     /// Whether `node` is a plain reference to a key column.
     pub(super) fn is_key(&self, node: Option<&pb::Node>) -> bool {
+        self.key_space(node).is_some()
+    }
+
+    /// The key space of the key column `node` refers to, if it is one.
+    pub(crate) fn key_space(&self, node: Option<&pb::Node>) -> Option<&KeySpace> {
         let Some(N::ColumnRef(reference)) = node.and_then(|n| n.node.as_ref()) else {
-            return false;
+            return None;
         };
         let names: Option<Vec<&str>> = reference
             .fields
@@ -117,17 +125,17 @@ impl KeyColumns {
             Some([column]) => self
                 .columns
                 .iter()
-                .any(|k| k.column == *column && (k.named || self.single)),
+                .find(|k| k.column == *column && (k.named || self.single)),
             Some([qualifier, column]) => self
                 .columns
                 .iter()
-                .any(|k| k.column == *column && k.qualifier == *qualifier),
-            _ => false,
+                .find(|k| k.column == *column && k.qualifier == *qualifier),
+            _ => None,
         };
-        if found {
+        if found.is_some() {
             self.used.set(true);
         }
-        found
+        found.map(|k| &k.keys)
     }
 
     /// Whether the plan used what the config says the keys are.

@@ -117,3 +117,41 @@ fn what_cannot_split_says_why() {
         assert!(why.contains(says), "{sql}: {why}");
     }
 }
+
+#[test]
+fn insert_select_keeps_rows_on_their_shards_or_is_refused() {
+    let check = |sql: &str, databases: &[usize]| check_insert_select(sql, &sharding(), databases);
+    for (sql, databases) in [
+        // The key comes from a co-located key: each row stays put.
+        ("INSERT INTO orders (user_id, qty) SELECT user_id, qty FROM orders", &[0, 1][..]),
+        ("INSERT INTO orders (qty, user_id) SELECT o.qty, o.user_id FROM orders o WHERE qty > 1", &[0, 1]),
+        (
+            "INSERT INTO orders (user_id) SELECT user_id FROM orders UNION ALL SELECT user_id FROM orders",
+            &[0, 1],
+        ),
+        ("INSERT INTO orders (user_id) SELECT user_id FROM orders GROUP BY user_id", &[0, 1]),
+        // A literal key on the only shard the statement runs on.
+        ("INSERT INTO orders (user_id, qty) SELECT 2, qty FROM orders WHERE user_id = 2", &[1]),
+        // LIMIT on one shard is that shard's.
+        ("INSERT INTO orders (user_id) SELECT user_id FROM orders LIMIT 3", &[0]),
+        // Not an INSERT ... SELECT into a sharded table.
+        ("INSERT INTO orders (user_id) VALUES (1)", &[0]),
+        ("INSERT INTO r (a) SELECT 1", &[0, 1]),
+        ("SELECT 1", &[0, 1]),
+    ] {
+        assert_eq!(check(sql, databases), Ok(()), "{sql}");
+    }
+    for (sql, databases, says) in [
+        ("INSERT INTO orders (user_id, qty) SELECT qty, user_id FROM orders", &[0, 1][..], "from the sharding key of a co-located"),
+        ("INSERT INTO orders (user_id) SELECT user_id + 1 FROM orders", &[0, 1], "co-located"),
+        ("INSERT INTO orders (user_id) SELECT tenant FROM events", &[0, 1], "not co-located"),
+        ("INSERT INTO orders (user_id) SELECT 2 FROM orders", &[0, 1], "key of shard 1 but reads shard(s) 0, 1"),
+        ("INSERT INTO orders (user_id) SELECT user_id FROM orders LIMIT 3", &[0, 1], "per shard"),
+        ("INSERT INTO orders (user_id) SELECT user_id FROM orders UNION SELECT user_id FROM orders", &[0, 1], "UNION"),
+        ("INSERT INTO orders (user_id) SELECT * FROM orders", &[0, 1], "co-located"),
+    ] {
+        let why = check(sql, databases).unwrap_err().to_string();
+        assert!(why.contains(says), "{sql}: {why}");
+        assert!(why.starts_with("INSERT INTO orders ... SELECT"), "{why}");
+    }
+}
