@@ -13,6 +13,7 @@
 
 mod attach;
 mod attached;
+mod copy_in;
 mod extended;
 mod fan_out;
 mod local;

@@ -16,6 +16,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod copy;
 pub mod extract;
 pub mod hash;
 pub mod merge;

@@ -72,15 +72,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         };
-        let merger = match reply {
-            Reply::Concat(preamble) => Merger::default().with_preamble(preamble),
-            Reply::Split(split) => Merger::splitting(split),
-            Reply::Merge(merge) => {
-                let bytewise = self.bytewise_text(servers.first_mut()).await;
-                let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
-                Merger::merging(rows)
-            }
-        };
+        let merger = self.merger(reply, &mut servers).await;
         let targets = servers.iter().map(cancel_target).collect::<Vec<_>>();
         *self.info.cancel.lock().await = targets.clone();
         let query_timeout = servers
@@ -109,7 +101,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         }
         self.info.cancel.lock().await.clear();
-        let mut broken = merged.is_err();
+        let broken = self.release_readers(tasks).await || merged.is_err();
+        let failed = merged?;
+        if broken {
+            ClientError::shard_lost().encode(&mut self.to_client);
+        } else if failed {
+            self.segment_errors += 1;
+        }
+        let status = self.client_status(b'I');
+        messages::ready_for_query(&mut self.to_client, status);
+        self.flush_client().await
+    }
+
+    /// The merger of a fan-out's replies.
+    async fn merger(&mut self, reply: Reply, servers: &mut [Pooled]) -> Merger {
+        match reply {
+            Reply::Concat(preamble) => Merger::default().with_preamble(preamble),
+            Reply::Split(split) => Merger::splitting(split),
+            Reply::Merge(merge) => {
+                let bytewise = self.bytewise_text(servers.first_mut()).await;
+                let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
+                Merger::merging(rows)
+            }
+        }
+    }
+
+    /// Give back the servers of the reading tasks whose replies came
+    /// whole; whether any did not.
+    async fn release_readers(&mut self, tasks: Vec<Reader>) -> bool {
+        let mut broken = false;
         for task in tasks {
             match task.await {
                 Ok((server, true)) => {
@@ -123,20 +143,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 _ => broken = true,
             }
         }
-        let failed = merged?;
-        if broken {
-            ClientError::shard_lost().encode(&mut self.to_client);
-        } else if failed {
-            self.segment_errors += 1;
-        }
-        let status = self.client_status(b'I');
-        messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await
+        broken
     }
 
     /// A server for each shard; `None` when one cannot be had (its error is
     /// written for the client; the others go back to their pools).
-    async fn fan_out_servers(&mut self, shards: &[usize]) -> Result<Option<Vec<Pooled>>, End> {
+    pub(super) async fn fan_out_servers(
+        &mut self,
+        shards: &[usize],
+    ) -> Result<Option<Vec<Pooled>>, End> {
         let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
         for &shard in shards {
             match self.checkout_server(shard).await? {
@@ -233,9 +248,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     timed_out = true;
                     let targets = self.info.cancel.lock().await.clone();
                     tracing::warn!(?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
-                    for target in targets {
-                        cancels.push(tokio::spawn(async move { crate::cancel::send(&target).await }));
-                    }
+                    cancels.extend(targets.into_iter().map(send_cancel));
                 }
             }
         }
@@ -295,6 +308,11 @@ fn spawn_readers(
         }));
     }
     (tasks, incoming)
+}
+
+/// Deliver a cancel to `target` in a task of its own.
+fn send_cancel(target: crate::state::CancelTarget) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move { crate::cancel::send(&target).await })
 }
 
 /// A reading task: gives back its server and whether the reply came whole.

@@ -77,25 +77,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Err(RouteError::MultiRowInsert { .. }) if summary.statements.len() == 1 => {
                 return self.split_insert(frame_sql).await;
             }
+            Err(RouteError::CopyIntoSharded { .. }) if summary.statements.len() == 1 => {
+                return self.copy_sharded(frame_sql).await;
+            }
             Err(err) => {
-                self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                self.refuse(error, true);
-                return Ok(Dispatch::Done);
+                return Ok(self.refused(error));
             }
         };
         let shards = self.shards_of(&routed.route);
         if let Some(error) =
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
         {
-            self.state.metrics.route(RouteKind::Refused);
-            self.refuse(error, true);
-            return Ok(Dispatch::Done);
+            return Ok(self.refused(error));
         }
         if shards.as_ref().is_some_and(|s| s.len() > 1) && summary.statements.len() > 1 {
-            self.state.metrics.route(RouteKind::Refused);
-            self.refuse(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time"), true);
-            return Ok(Dispatch::Done);
+            return Ok(self.refused(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time")));
         }
         let needs_block = needs_transaction_block(summary, frame_sql.as_bytes());
         match self.place(shards.as_deref(), needs_block) {
@@ -106,38 +103,50 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(Dispatch::Done)
             }
             Placement::FanOut => {
-                let shards = shards.unwrap_or_default();
-                let explained =
-                    super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
-                let rows = match explained {
-                    Ok(Some((sql, lines))) => Ok((sql, Reply::Concat(lines))),
-                    Ok(None) => {
-                        super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
-                            .map(|rows| match rows {
-                                Rows::Concatenated => (None, Reply::Concat(Vec::new())),
-                                Rows::Merged { sql, request } => (sql, Reply::Merge(request)),
-                            })
-                    }
-                    Err(error) => Err(error),
-                };
-                let (sql, reply) = match rows {
-                    Ok(rows) => rows,
-                    Err(error) => {
-                        self.state.metrics.route(RouteKind::Refused);
-                        self.refuse(error, true);
-                        return Ok(Dispatch::Done);
-                    }
-                };
-                let query = {
-                    let mut out = BytesMut::new();
-                    messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
-                    out.freeze()
-                };
-                self.fan_out(&shards, |_, out| out.extend_from_slice(&query), reply)
-                    .await?;
-                Ok(Dispatch::Done)
+                self.fan_out_query(&lookup, frame_sql, shards.unwrap_or_default())
+                    .await
             }
         }
+    }
+
+    /// A simple query on several shards: its EXPLAIN lines or row merge,
+    /// then the fan-out.
+    async fn fan_out_query(
+        &mut self,
+        lookup: &Lookup,
+        frame_sql: &str,
+        shards: Vec<usize>,
+    ) -> Result<Dispatch, End> {
+        let summary = &lookup.entry.summary;
+        let explained = super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
+        let rows = match explained {
+            Ok(Some((sql, lines))) => Ok((sql, Reply::Concat(lines))),
+            Ok(None) => super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
+                .map(|rows| match rows {
+                    Rows::Concatenated => (None, Reply::Concat(Vec::new())),
+                    Rows::Merged { sql, request } => (sql, Reply::Merge(request)),
+                }),
+            Err(error) => Err(error),
+        };
+        let (sql, reply) = match rows {
+            Ok(rows) => rows,
+            Err(error) => return Ok(self.refused(error)),
+        };
+        let query = {
+            let mut out = BytesMut::new();
+            messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
+            out.freeze()
+        };
+        self.fan_out(&shards, |_, out| out.extend_from_slice(&query), reply)
+            .await?;
+        Ok(Dispatch::Done)
+    }
+
+    /// Refuse a simple query (counted as refused).
+    pub(super) fn refused(&mut self, error: ClientError) -> Dispatch {
+        self.state.metrics.route(RouteKind::Refused);
+        self.refuse(error, true);
+        Dispatch::Done
     }
 
     /// Where the transaction lets a routed statement go (counted for the

@@ -21,7 +21,6 @@ use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::fanout::SplitRows;
-use crate::metrics::RouteKind;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 
@@ -31,10 +30,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let split = match split_insert(sql, &self.sharding) {
             Ok(split) => split,
             Err(why) => {
-                self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string());
-                self.refuse(error, true);
-                return Ok(Dispatch::Done);
+                return Ok(self.refused(error));
             }
         };
         let shards: Vec<usize> = split.parts.iter().map(|p| p.database).collect();

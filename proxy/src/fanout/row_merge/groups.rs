@@ -193,6 +193,27 @@ impl RowMerge {
     }
 }
 
+/// Two integer partial sums (or counts), added in the column's own type,
+/// with its range.
+fn integer_sum(field: Field, current: &[u8], next: &[u8]) -> Result<Vec<u8>, ValueError> {
+    let binary = field.binary;
+    let (range, bytes) = match field.oid {
+        21 => ("smallint", 2),
+        23 => ("integer", 4),
+        _ => ("bigint", 8),
+    };
+    let total = values::integer(current, binary)?
+        .checked_add(values::integer(next, binary)?)
+        .filter(|&t| {
+            bytes == 8 || t.unsigned_abs() < 1 << (bytes * 8 - 1) || t == -(1 << (bytes * 8 - 1))
+        })
+        .ok_or(ValueError::OutOfRange(range))?;
+    Ok(match binary {
+        true => total.to_be_bytes()[8 - bytes..].to_vec(),
+        false => total.to_string().into_bytes(),
+    })
+}
+
 /// Combine an aggregate's running value with a shard's partial one.
 fn combine(
     aggregate: Aggregate,
@@ -211,25 +232,7 @@ fn combine(
         Aggregate::Count | Aggregate::Sum | Aggregate::Avg | Aggregate::Spread { .. }
             if matches!(field.oid, 20 | 21 | 23) =>
         {
-            // In the column's own integer type, with its range.
-            let (range, bytes) = match field.oid {
-                21 => ("smallint", 2),
-                23 => ("integer", 4),
-                _ => ("bigint", 8),
-            };
-            let total = values::integer(&current, binary)?
-                .checked_add(values::integer(next, binary)?)
-                .filter(|&t| {
-                    bytes == 8
-                        || t.unsigned_abs() < 1 << (bytes * 8 - 1)
-                        || t == -(1 << (bytes * 8 - 1))
-                })
-                .ok_or(ValueError::OutOfRange(range))?;
-            if binary {
-                total.to_be_bytes()[8 - bytes..].to_vec()
-            } else {
-                total.to_string().into_bytes()
-            }
+            integer_sum(field, &current, next)?
         }
         Aggregate::Count | Aggregate::Sum | Aggregate::Avg | Aggregate::Spread { .. } => {
             let (a, b) = (
