@@ -168,6 +168,39 @@ async fn a_failing_shard_is_reported_with_the_shards_that_committed() {
     );
 }
 
+/// An INSERT without a column list gets the table's columns (read from a
+/// shard's catalog) so its key can be routed, split or refused.
+#[tokio::test]
+async fn inserts_without_a_column_list_are_routed_by_the_tables_columns() {
+    let cluster = cluster(2);
+    let client = cluster.connect().await;
+    let (a, b) = keys_on_both(&cluster).await;
+    let one = client
+        .simple_query(&format!("INSERT INTO orders VALUES ({b}, 1, 'one')"))
+        .await
+        .unwrap();
+    assert_eq!(tag(&one), Some(1));
+    let two = client
+        .simple_query(&format!(
+            "INSERT INTO orders VALUES ({a}, 2, 'two'), ({b}, 2, 'two') RETURNING tenant_id"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(tag(&two), Some(2));
+    let shards = cluster.shards().await;
+    let on = |i: usize| common::column(&shards[i], "SELECT count(*) AS n FROM orders", "n");
+    assert_eq!(
+        (on(0).await, on(1).await),
+        (vec!["1".to_owned()], vec!["2".to_owned()])
+    );
+    // Still refused: no key among its values.
+    let err = client
+        .simple_query("INSERT INTO orders DEFAULT VALUES")
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"));
+}
+
 /// INSERT ... SELECT runs on every shard only when each row stays on its
 /// shard (the key comes from a co-located key); otherwise it is refused
 /// before any row is written.

@@ -83,6 +83,19 @@ pub struct State {
     /// order (a C-like collation), learned on the first cross-shard merge
     /// that compares text.
     pub bytewise_text: Mutex<HashMap<String, bool>>,
+    /// Per (database, table as written): the table's columns in order, as
+    /// a shard's catalog lists them (INSERT and COPY without a column
+    /// list). Forgotten on DDL through pgshard and on RELOAD.
+    pub table_columns: Mutex<HashMap<(String, String), Arc<Vec<String>>>>,
+}
+
+impl State {
+    /// Forget every table's columns (the schema may have changed).
+    pub fn forget_table_columns(&self) {
+        if let Ok(mut known) = self.table_columns.lock() {
+            known.clear();
+        }
+    }
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -131,6 +144,7 @@ impl State {
             ),
             any_shard: AtomicUsize::new(0),
             bytewise_text: Mutex::new(HashMap::new()),
+            table_columns: Mutex::new(HashMap::new()),
             metrics: Metrics::default(),
         });
         state.apply_config(config);
@@ -146,6 +160,7 @@ impl State {
     /// keep the pools they hold until they next check a server out.
     pub fn apply_config(&self, config: Arc<Config>) {
         let config = self.keep_sharding(config);
+        self.forget_table_columns();
         self.cache.resize(
             config.general.query_cache_limit,
             config.general.query_cache_max_bytes,

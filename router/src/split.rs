@@ -110,6 +110,65 @@ pub fn split_insert(sql: &str, sharding: &Sharding) -> Result<Split, SplitError>
     })
 }
 
+/// The table an INSERT writes, as written (schema-qualified when it is).
+pub fn insert_table(sql: &str) -> Option<String> {
+    let tree = parser_ffi::parse_protobuf(sql).ok()?;
+    let [raw] = tree.stmts.as_slice() else {
+        return None;
+    };
+    let Some(N::InsertStmt(insert)) = raw.stmt.as_ref()?.node.as_ref() else {
+        return None;
+    };
+    let relation = insert.relation.as_ref()?;
+    Some(match relation.schemaname.is_empty() {
+        true => relation.relname.clone(),
+        false => format!("{}.{}", relation.schemaname, relation.relname),
+    })
+}
+
+/// The INSERT `sql`, which names no columns, with the first of the
+/// table's `columns` (in table order) named: as many as its rows have
+/// values, so the key can be found and routed. `None` when it cannot be
+/// rewritten (no VALUES rows of known width, more values than columns).
+pub fn with_columns(sql: &str, columns: &[String]) -> Option<String> {
+    let mut tree = parser_ffi::parse_protobuf(sql).ok()?;
+    let [raw] = tree.stmts.as_mut_slice() else {
+        return None;
+    };
+    let Some(N::InsertStmt(insert)) = raw.stmt.as_mut()?.node.as_mut() else {
+        return None;
+    };
+    if !insert.cols.is_empty() {
+        return None;
+    }
+    let Some(N::SelectStmt(select)) = insert.select_stmt.as_deref()?.node.as_ref() else {
+        return None;
+    };
+    let width = select
+        .values_lists
+        .iter()
+        .map(|list| match &list.node {
+            Some(N::List(list)) => list.items.len(),
+            _ => usize::MAX,
+        })
+        .max()?;
+    if width > columns.len() {
+        return None;
+    }
+    insert.cols = columns[..width]
+        .iter()
+        .map(|name| pb::Node {
+            node: Some(N::ResTarget(Box::new(pb::ResTarget {
+                name: name.clone(),
+                indirection: Vec::new(),
+                val: None,
+                location: -1,
+            }))),
+        })
+        .collect();
+    parser_ffi::deparse_protobuf(&tree).ok()
+}
+
 /// The target table's `[[sharded_tables]]` entry, and its name.
 fn target<'s>(
     insert: &pb::InsertStmt,

@@ -10,6 +10,8 @@
 //! (a shard failing at COMMIT after others committed is the one gap left
 //! for two-phase commit, and is reported with a WARNING).
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 use router::copy::{plan_copy, CopyPlan, RowSplitter};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
@@ -86,7 +88,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 .unwrap_or_default(),
             false => Vec::new(),
         };
-        let splitter = RowSplitter::new(plan.clone(), &columns).map_err(|e| {
+        let splitter = RowSplitter::new(plan.clone(), columns.as_slice()).map_err(|e| {
             encode(ClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 e.to_string(),
@@ -293,6 +295,32 @@ async fn reply(server: &mut Pooled) -> Reply {
             }
             _ => {}
         }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// The columns of `table` in order (asked of `server` once, then
+    /// cached until DDL or RELOAD).
+    pub(super) async fn columns_of(
+        &mut self,
+        server: &mut Pooled,
+        table: &str,
+    ) -> Option<Arc<Vec<String>>> {
+        let key = (self.info.database.clone(), table.to_owned());
+        if let Some(known) = self.state.table_columns.lock().ok()?.get(&key) {
+            return Some(Arc::clone(known));
+        }
+        let columns = Arc::new(
+            table_columns(server, table)
+                .await
+                .filter(|c| !c.is_empty())?,
+        );
+        self.state
+            .table_columns
+            .lock()
+            .ok()?
+            .insert(key, Arc::clone(&columns));
+        Some(columns)
     }
 }
 

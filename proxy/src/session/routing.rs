@@ -32,6 +32,9 @@ pub enum Dispatch {
     /// Answered or refused locally, or already executed (fan-out).
     Done,
     Send(Target),
+    /// Send this text instead of the client's (an INSERT given the
+    /// table's column list).
+    Rewritten(Target, String),
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -79,6 +82,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             Err(RouteError::CopyIntoSharded { .. }) if summary.statements.len() == 1 => {
                 return self.copy_sharded(frame_sql).await;
+            }
+            Err(err @ RouteError::InsertWithoutKey { .. })
+                if summary.statements.len() == 1
+                    && summary.statements[0].insert_without_columns =>
+            {
+                return match self.insert_with_columns(frame_sql).await? {
+                    Some(sql) => match Box::pin(self.route_query(&sql, None)).await? {
+                        Dispatch::Send(target) => Ok(Dispatch::Rewritten(target, sql)),
+                        other => Ok(other),
+                    },
+                    None => Ok(self.refused(ClientError::new(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        err.to_string(),
+                    ))),
+                };
             }
             Err(err) => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());

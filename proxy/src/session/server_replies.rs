@@ -230,6 +230,7 @@ pub(crate) fn retire_on_ddl(state: &State, tag: &[u8]) {
     const DDL: [&[u8]; 4] = [b"CREATE ", b"ALTER ", b"DROP ", b"COMMENT"];
     if DDL.iter().any(|word| tag.starts_with(word)) {
         state.statements.retire_all();
+        state.forget_table_columns();
     }
 }
 

@@ -58,10 +58,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Err(_) => dirty = true,
             }
         }
+        let mut rewritten = None;
         let target = if self.sharded() {
             match self.route_query(&sql, known).await? {
                 routing::Dispatch::Done => return Ok(()),
                 routing::Dispatch::Send(target) => target,
+                routing::Dispatch::Rewritten(target, text) => {
+                    let mut body = BytesMut::from(text.as_bytes());
+                    body.extend_from_slice(&[0]);
+                    rewritten = Some(Frame {
+                        tag: b'Q',
+                        body: body.freeze(),
+                    });
+                    target
+                }
             }
         } else {
             Target::Any
@@ -74,7 +84,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         self.count_query();
         self.unnamed_on = None;
-        self.put_frame(&frame);
+        self.put_frame(rewritten.as_ref().unwrap_or(&frame));
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
         Ok(())
     }

@@ -10,8 +10,10 @@
 //! Also here: the check that an INSERT ... SELECT into a sharded table
 //! keeps every row on its own shard (`router::split::check_insert_select`).
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
-use router::split::{check_insert_select, split_insert};
+use router::split::{check_insert_select, insert_table, split_insert, with_columns};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -67,6 +69,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         self.fan_out(&shards, request, Reply::Split(rows)).await?;
         Ok(Dispatch::Done)
+    }
+
+    /// An INSERT into a sharded table that names no columns: the table's
+    /// columns (from a shard's catalog, cached) are written into it so its
+    /// key can be routed; `None` when that cannot be done (the caller
+    /// refuses it as before).
+    pub(super) async fn insert_with_columns(&mut self, sql: &str) -> Result<Option<String>, End> {
+        let Some(table) = insert_table(sql) else {
+            return Ok(None);
+        };
+        let key = (self.info.database.clone(), table.clone());
+        let known = (self.state.table_columns.lock().ok()).and_then(|m| m.get(&key).cloned());
+        let columns = match known {
+            Some(columns) => Some(columns),
+            None => self.fetch_columns(&table).await?,
+        };
+        Ok(columns.and_then(|columns| with_columns(sql, &columns)))
+    }
+
+    /// `table`'s columns asked of a server of shard 0 checked out for it.
+    async fn fetch_columns(&mut self, table: &str) -> Result<Option<Arc<Vec<String>>>, End> {
+        let mut server = match self.checkout_server(0).await? {
+            Ok(server) => server,
+            Err(_) => return Ok(None),
+        };
+        let columns = self.columns_of(&mut server, table).await;
+        self.release(server, false).await;
+        Ok(columns)
     }
 
     /// The error for an INSERT ... SELECT into a sharded table that would

@@ -155,3 +155,24 @@ fn insert_select_keeps_rows_on_their_shards_or_is_refused() {
         assert!(why.starts_with("INSERT INTO orders ... SELECT"), "{why}");
     }
 }
+
+#[test]
+fn inserts_without_columns_get_the_tables_columns() {
+    let columns: Vec<String> = ["user_id", "id", "note"].map(String::from).to_vec();
+    assert_eq!(
+        with_columns("INSERT INTO orders VALUES (1, 2), (3, 4, 'x')", &columns).as_deref(),
+        Some("INSERT INTO orders (user_id, id, note) VALUES (1, 2), (3, 4, 'x')")
+    );
+    assert_eq!(
+        with_columns("INSERT INTO orders VALUES (1) RETURNING *", &columns).as_deref(),
+        Some("INSERT INTO orders (user_id) VALUES (1) RETURNING *")
+    );
+    for sql in [
+        "INSERT INTO orders VALUES (1, 2, 3, 4)",
+        "INSERT INTO orders (id) VALUES (1)",
+        "INSERT INTO orders SELECT * FROM orders",
+        "INSERT INTO orders DEFAULT VALUES",
+    ] {
+        assert_eq!(with_columns(sql, &columns), None, "{sql}");
+    }
+}
