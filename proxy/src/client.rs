@@ -73,6 +73,7 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
 ) {
     let config = state.config();
     let arrival = Arrival::new(startup, peer);
+    arrival.record_in_span();
     if !negotiate_protocol_version(&mut client, &arrival.startup).await {
         return;
     }
@@ -106,6 +107,17 @@ impl Arrival {
             user,
             database,
             peer,
+        }
+    }
+
+    /// Who the client is, in its session span (opened at accept with its
+    /// address): every line it logs carries them.
+    fn record_in_span(&self) {
+        let span = tracing::Span::current();
+        span.record("user", self.user.as_str());
+        span.record("database", self.database.as_str());
+        if let Some(name) = self.startup.param("application_name") {
+            span.record("application_name", name);
         }
     }
 

@@ -19,6 +19,7 @@ mod local;
 pub mod login;
 mod merge;
 pub mod params;
+mod query_clock;
 pub mod reply_plan;
 pub mod routing;
 pub mod segment;
@@ -48,6 +49,7 @@ use attach::cancel_target;
 pub(crate) use attach::watch_client;
 use attached::Attached;
 use params::{ParamChange, ParamSet};
+use query_clock::QueryClock;
 use reply_plan::{ReplyPlan, Step};
 use segment::Segment;
 pub(crate) use server_replies::retire_on_ddl;
@@ -159,6 +161,8 @@ pub struct Session<S> {
     /// statement: the last Parse of it went there, and no simple query
     /// (which drops it) followed. Elsewhere it is parsed again first.
     unnamed_on: Option<u64>,
+    /// Times requests for the query histogram and the slow-query log.
+    clock: QueryClock,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -177,6 +181,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             extended_settings: Vec::new(),
             resync: false,
             unnamed_on: None,
+            clock: QueryClock::new(start.state.config().general.slow_query_threshold()),
             generation,
             state: start.state,
             info: start.info,
@@ -423,7 +428,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         put_frame(&mut self.to_server, frame);
     }
 
-    fn count_query(&self) {
+    fn count_query(&mut self) {
+        self.clock.start();
         if let Some(server) = self.attached.main() {
             server
                 .pool()

@@ -76,6 +76,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let query_timeout = servers
             .first()
             .and_then(|s| s.pool().settings.query_timeout);
+        let started = std::time::Instant::now();
         let (tasks, mut incoming) = spawn_readers(servers, request);
         let merged = self
             .merge_reports(&mut incoming, merger, query_timeout)
@@ -96,16 +97,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         for task in tasks {
             match task.await {
                 Ok((server, true)) => {
-                    server
-                        .pool()
-                        .stats
-                        .query_count
-                        .fetch_add(1, Ordering::Relaxed);
+                    let pool = server.pool();
+                    pool.stats.query_count.fetch_add(1, Ordering::Relaxed);
+                    pool.histograms.observe_query(started.elapsed());
                     self.release(server, false).await;
                 }
                 _ => broken = true,
             }
         }
+        self.clock.log_if_slow(started.elapsed(), shards);
         let failed = merged?;
         if broken {
             ClientError::shard_lost().encode(&mut self.to_client);

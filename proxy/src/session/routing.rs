@@ -135,7 +135,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Where the transaction lets a routed statement go (counted for the
     /// metrics).
-    fn place(&self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
+    fn place(&mut self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
         let placement = self
             .txn
             .place(shards, needs_block, self.server_view(), || self.any_shard());
@@ -149,6 +149,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Placement::Refuse => RouteKind::Refused,
         };
         self.state.metrics.route(kind);
+        self.clock.routed(kind);
         placement
     }
 

@@ -73,6 +73,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
         }
         self.count_query();
+        self.clock.statement(&sql);
         self.unnamed_on = None;
         self.put_frame(&frame);
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
