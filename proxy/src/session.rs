@@ -213,7 +213,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if let Some(server) = self.attached.main() {
             self.set_cancel_target(Some(cancel_target(server))).await;
         }
-        let end = self.serve().await;
+        let end = self.serve_unless_killed().await;
         if let End::Fatal(error) = &end {
             self.state.metrics.error(error.code.as_bytes());
             self.to_client.clear();

@@ -11,7 +11,7 @@ use crate::state::State;
 pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
     let config = state.config();
     let general = &config.general;
-    let paused = u8::from(*state.paused.borrow());
+    let paused = state.paused.borrow().clone();
     let pools = state.all_pools();
     let mut rows = Rows::new(
         out,
@@ -62,7 +62,7 @@ pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
                 general.pooler_mode.as_str().to_owned(),
                 "0".into(),
                 connections.to_string(),
-                paused.to_string(),
+                u8::from(paused.holds(name)).to_string(),
                 "0".into(),
                 shard.to_string(),
             ]);
