@@ -116,18 +116,9 @@ async fn show_help_fds_prepared_statements_and_config() {
 
     // Every client and server socket, PgBouncer's columns in its order.
     client.simple_query("SELECT 1").await.unwrap();
-    let fds = admin.simple_query("SHOW FDS").await.unwrap();
-    let columns: Vec<String> = fds
-        .iter()
-        .find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::RowDescription(columns) => {
-                Some(columns.iter().map(|c| c.name().to_owned()).collect())
-            }
-            _ => None,
-        })
-        .unwrap();
+    let fds = columns(&admin, "SHOW FDS").await;
     assert_eq!(
-        columns[..8],
+        fds[..8],
         ["fd", "task", "user", "database", "addr", "port", "cancel", "link"]
     );
     let fds = rows(&admin, "SHOW FDS").await;
@@ -280,6 +271,14 @@ async fn reconnect_replaces_servers_after_their_current_use() {
     assert_ne!(held, pooled);
 
     admin.simple_query("RECONNECT").await.unwrap();
+    // SHOW SERVERS marks the one in use (PgBouncer's close_needed).
+    let servers = rows(&admin, "SHOW SERVERS").await;
+    let in_use = servers
+        .iter()
+        .find(|s| s["remote_pid"] == held)
+        .unwrap_or_else(|| panic!("{held} not in {servers:?}"));
+    assert_eq!(in_use["state"], "active", "{in_use:?}");
+    assert_eq!(in_use["close_needed"], "1", "{in_use:?}");
     // The idle one is closed at once; the one in use serves its
     // transaction to the end.
     eventually("RECONNECT closes idle servers", || async {
@@ -310,6 +309,61 @@ async fn reconnect_replaces_servers_after_their_current_use() {
         .await
         .unwrap()
         .unwrap();
+    let servers = rows(&admin, "SHOW SERVERS").await;
+    assert!(
+        servers.iter().all(|s| s["close_needed"] == "0"),
+        "{servers:?}"
+    );
+}
+
+/// The column names of a SHOW command's reply.
+async fn columns(admin: &tokio_postgres::Client, sql: &str) -> Vec<String> {
+    admin
+        .simple_query(sql)
+        .await
+        .unwrap()
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::RowDescription(columns) => {
+                Some(columns.iter().map(|c| c.name().to_owned()).collect())
+            }
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn clients_and_servers_have_pgbouncers_columns_in_its_order() {
+    let cluster = Cluster::start("");
+    let admin = cluster.admin().await;
+    let pgbouncer = [
+        "type",
+        "user",
+        "database",
+        "replication",
+        "state",
+        "addr",
+        "port",
+        "local_addr",
+        "local_port",
+        "connect_time",
+        "request_time",
+        "wait",
+        "wait_us",
+        "close_needed",
+        "ptr",
+        "link",
+        "remote_pid",
+        "tls",
+        "application_name",
+        "prepared_statements",
+        "id",
+    ];
+    for command in ["SHOW CLIENTS", "SHOW SERVERS"] {
+        let names = columns(&admin, command).await;
+        assert_eq!(names[..pgbouncer.len()], pgbouncer, "{command}");
+        assert_eq!(names[pgbouncer.len()..], ["shard"], "{command}");
+    }
 }
 
 /// pgshard over one server with two databases (clusters) on it: `prod`

@@ -1,7 +1,8 @@
 //! Logs as an operator reads them: pgshard's JSON log format
 //! (`log_format = "json"`, the subscriber `proxy::logging` builds) captured
-//! while a 2-shard cluster runs a slow statement and a fast one. The slow
-//! one (over `log_min_duration_statement`) is logged once, with its
+//! while a 2-shard cluster runs slow statements (simple and extended
+//! protocol) and a fast one. Each slow one (over
+//! `log_min_duration_statement`) is logged once, with its
 //! duration, route and shard, inside the client's session span (peer, user,
 //! database, application_name); the fast one is not; no line carries colour
 //! codes.
@@ -65,13 +66,18 @@ async fn slow_queries_are_logged_as_json_in_the_client_span() {
         .simple_query("/* pgdog_shard: 0 */ SELECT 'quick'")
         .await
         .unwrap();
+    // The extended protocol: timed from the Bind's request to its Sync.
+    client
+        .query("SELECT pg_sleep(0.2)::text AS slept", &[])
+        .await
+        .unwrap();
 
     let lines = captured.lines();
     let slow: Vec<&serde_json::Value> = lines
         .iter()
         .filter(|l| l["fields"]["message"] == "slow query")
         .collect();
-    assert_eq!(slow.len(), 1, "{lines:#?}");
+    assert_eq!(slow.len(), 2, "{lines:#?}");
     let line = slow[0];
     let fields = &line["fields"];
     assert!(fields["duration_ms"].as_f64().unwrap() >= 300.0, "{line}");
@@ -91,6 +97,13 @@ async fn slow_queries_are_logged_as_json_in_the_client_span() {
         span["peer"].as_str().unwrap().starts_with("127.0.0.1:"),
         "{line}"
     );
+    let extended = &slow[1]["fields"];
+    assert_eq!(extended["route"], "any", "{extended}");
+    assert_eq!(
+        extended["statement"], "SELECT pg_sleep(0.2)::text AS slept",
+        "{extended}"
+    );
+    assert!(extended["duration_ms"].as_f64().unwrap() >= 200.0);
     // The login line is in the same span.
     assert!(
         lines

@@ -76,6 +76,8 @@ pub struct IdleServer {
     pub last_used: Instant,
     pub addr: std::net::SocketAddr,
     pub fd: i32,
+    /// Statements prepared on it.
+    pub prepared: usize,
 }
 
 /// The ParameterStatus (name, value) pairs a server reported.
@@ -270,12 +272,12 @@ impl Pool {
         self.settings
             .server_lifetime
             .is_some_and(|lifetime| conn.created.elapsed() >= lifetime)
-            || self.close_needed(conn.created)
+            || self.is_close_needed(conn.created)
     }
 
     /// Whether a connection created at `created` predates the last
     /// RECONNECT (PgBouncer's `close_needed`).
-    fn close_needed(&self, created: Instant) -> bool {
+    pub fn is_close_needed(&self, created: Instant) -> bool {
         let mark = self.retire_before_ns.load(Ordering::Relaxed);
         mark != 0 && created.saturating_duration_since(self.born).as_nanos() < u128::from(mark)
     }
@@ -293,13 +295,18 @@ impl Pool {
     pub fn closes_pending(&self) -> usize {
         lock(&self.checked_out)
             .values()
-            .filter(|out| self.close_needed(out.created))
+            .filter(|out| self.is_close_needed(out.created))
             .count()
     }
 
-    /// The checked-out connections (SHOW FDS).
-    pub fn checked_out(&self) -> Vec<CheckedOut> {
-        lock(&self.checked_out).values().copied().collect()
+    /// The checked-out connections by id, in id order (SHOW SERVERS, FDS).
+    pub fn checked_out(&self) -> Vec<(u64, CheckedOut)> {
+        let mut all: Vec<_> = lock(&self.checked_out)
+            .iter()
+            .map(|(id, out)| (*id, *out))
+            .collect();
+        all.sort_by_key(|(id, _)| *id);
+        all
     }
 
     /// What a server reported (ParameterStatus) for these startup settings,
@@ -338,6 +345,7 @@ impl Pool {
                 last_used: c.last_used,
                 addr: c.addr,
                 fd: c.fd(),
+                prepared: c.prepared.len(),
             })
             .collect()
     }

@@ -1,6 +1,7 @@
 //! The admin console's views of pools, clients, servers and the AST cache:
-//! `SHOW POOLS`, `CLIENTS`, `SERVERS`, `STATS` (PgBouncer's column names
-//! where they overlap, a `shard` column added), `QUERY_CACHE` (PgDog's) and
+//! `SHOW POOLS` and `STATS` (PgBouncer's column names where they overlap, a
+//! `shard` column added), `CLIENTS` and `SERVERS` (PgBouncer's columns in
+//! its order, then `shard`), `QUERY_CACHE` (PgDog's) and
 //! `PREPARED_STATEMENTS` (the shared statement registry).
 
 use std::sync::atomic::Ordering;
@@ -61,95 +62,145 @@ pub(super) fn unix_time(t: SystemTime) -> String {
         .unwrap_or_default()
 }
 
+/// The columns of PgBouncer's `SHOW CLIENTS` and `SHOW SERVERS`, in its
+/// order, then pgshard's `shard`. Columns pgshard has no value for
+/// (replication, local address, wait, ptr, link, tls, ...) are empty.
+const CONNECTION_COLUMNS: [&str; 22] = [
+    "type",
+    "user",
+    "database",
+    "replication",
+    "state",
+    "addr",
+    "port",
+    "local_addr",
+    "local_port",
+    "connect_time",
+    "request_time",
+    "wait",
+    "wait_us",
+    "close_needed",
+    "ptr",
+    "link",
+    "remote_pid",
+    "tls",
+    "application_name",
+    "prepared_statements",
+    "id",
+    "shard",
+];
+
+/// One row of [`CONNECTION_COLUMNS`].
+#[derive(Default)]
+struct Connection {
+    kind: &'static str,
+    user: String,
+    database: String,
+    state: &'static str,
+    addr: Option<std::net::SocketAddr>,
+    connect_time: String,
+    request_time: String,
+    close_needed: Option<bool>,
+    remote_pid: String,
+    application_name: String,
+    prepared_statements: String,
+    id: String,
+    shard: String,
+}
+
+impl Connection {
+    fn row(self) -> Vec<String> {
+        let addr = |f: fn(std::net::SocketAddr) -> String| self.addr.map(f).unwrap_or_default();
+        vec![
+            self.kind.to_owned(),
+            self.user.clone(),
+            self.database.clone(),
+            "none".to_owned(),
+            self.state.to_owned(),
+            addr(|a| a.ip().to_string()),
+            addr(|a| a.port().to_string()),
+            String::new(),
+            String::new(),
+            self.connect_time.clone(),
+            self.request_time.clone(),
+            "0".to_owned(),
+            "0".to_owned(),
+            self.close_needed
+                .map(|c| u8::from(c).to_string())
+                .unwrap_or_default(),
+            String::new(),
+            String::new(),
+            self.remote_pid.clone(),
+            String::new(),
+            self.application_name.clone(),
+            self.prepared_statements.clone(),
+            self.id.clone(),
+            self.shard.clone(),
+        ]
+    }
+}
+
 pub(super) fn show_clients(state: &State, out: &mut BytesMut) {
-    let columns = [
-        "type",
-        "user",
-        "database",
-        "state",
-        "addr",
-        "port",
-        "connect_time",
-        "application_name",
-        "id",
-    ];
-    let mut rows = Rows::new(out, &columns);
+    let mut rows = Rows::new(out, &CONNECTION_COLUMNS);
     for client in state.clients() {
         let client_state = match client.state.load(Ordering::Relaxed) {
             CLIENT_ACTIVE => "active",
             CLIENT_WAITING => "waiting",
             _ => "idle",
         };
-        rows.row(&[
-            "C".into(),
-            client.user.clone(),
-            client.database.clone(),
-            client_state.into(),
-            client.addr.map(|a| a.ip().to_string()).unwrap_or_default(),
-            client
-                .addr
-                .map(|a| a.port().to_string())
-                .unwrap_or_default(),
-            unix_time(client.connected_at),
-            client.application_name.clone(),
-            client.process_id.to_string(),
-        ]);
+        rows.row(
+            &Connection {
+                kind: "C",
+                user: client.user.clone(),
+                database: client.database.clone(),
+                state: client_state,
+                addr: client.addr,
+                connect_time: unix_time(client.connected_at),
+                application_name: client.application_name.clone(),
+                id: client.process_id.to_string(),
+                ..Connection::default()
+            }
+            .row(),
+        );
     }
     rows.done("SHOW");
 }
 
+/// Every server connection of every pool: idle ones, and those checked out
+/// (`active`), with PgBouncer's `close_needed` (opened before the last
+/// RECONNECT or KILL: closed when given back).
 pub(super) fn show_servers(state: &State, out: &mut BytesMut) {
-    let columns = [
-        "type",
-        "user",
-        "database",
-        "state",
-        "addr",
-        "port",
-        "connect_time",
-        "request_time",
-        "remote_pid",
-        "shard",
-        "id",
-    ];
-    let mut rows = Rows::new(out, &columns);
+    let mut rows = Rows::new(out, &CONNECTION_COLUMNS);
     let now = Instant::now();
     let at = |t: Instant| unix_time(SystemTime::now() - now.duration_since(t));
     for pool in state.all_pools() {
-        for idle in pool.idle_servers() {
-            rows.row(&[
-                "S".into(),
-                pool.target.user.clone(),
-                pool.target.database.clone(),
-                "idle".into(),
-                idle.addr.ip().to_string(),
-                idle.addr.port().to_string(),
-                at(idle.created),
-                at(idle.last_used),
-                idle.process_id.to_string(),
-                pool.shard.to_string(),
-                idle.id.to_string(),
-            ]);
-        }
-    }
-    for client in state.clients() {
-        let Ok(target) = client.cancel.try_lock() else {
-            continue;
+        let server = |state, created, id: u64, pid: u32| Connection {
+            kind: "S",
+            user: pool.target.user.clone(),
+            database: pool.target.database.clone(),
+            state,
+            connect_time: at(created),
+            close_needed: Some(pool.is_close_needed(created)),
+            remote_pid: pid.to_string(),
+            id: id.to_string(),
+            shard: pool.shard.to_string(),
+            ..Connection::default()
         };
-        for target in target.iter() {
-            rows.row(&[
-                "S".into(),
-                client.user.clone(),
-                client.database.clone(),
-                "active".into(),
-                target.addr.ip().to_string(),
-                target.addr.port().to_string(),
-                String::new(),
-                String::new(),
-                target.process_id.to_string(),
-                String::new(),
-                String::new(),
-            ]);
+        for (id, used) in pool.checked_out() {
+            let row = Connection {
+                addr: Some(used.addr),
+                ..server("active", used.created, id, used.process_id)
+            };
+            rows.row(&row.row());
+        }
+        for idle in pool.idle_servers() {
+            let row = Connection {
+                addr: Some(idle.addr),
+                request_time: at(idle.last_used),
+                prepared_statements: idle.prepared.to_string(),
+                ..server("idle", idle.created, idle.id, idle.process_id)
+            };
+            rows.row(&row.row());
         }
     }
     rows.done("SHOW");

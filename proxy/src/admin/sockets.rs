@@ -68,7 +68,7 @@ pub(super) fn show_fds(state: &State, out: &mut BytesMut) {
         for idle in pool.idle_servers() {
             rows.row(&server(idle.fd, idle.addr, idle.process_id));
         }
-        for used in pool.checked_out() {
+        for (_, used) in pool.checked_out() {
             rows.row(&server(used.fd, used.addr, used.process_id));
         }
     }
