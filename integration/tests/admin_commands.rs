@@ -1,6 +1,6 @@
 //! The admin console's newer commands against real servers, each checked by
 //! its effect, not only its reply: SHOW HELP, FDS, PREPARED_STATEMENTS and
-//! CONFIG; RESET QUERY_CACHE; KILL db (clients and server backends gone,
+//! CONFIG; SHOW QUERY_CACHE and RESET QUERY_CACHE; KILL db (clients and server backends gone,
 //! the database held until RESUME); RECONNECT and WAIT_CLOSE (backends
 //! replaced after their current use); PAUSE db / RESUME db (only that
 //! database held); MAINTENANCE ON/OFF (transactions under way finish).
@@ -113,6 +113,12 @@ async fn show_help_fds_prepared_statements_and_config() {
     // tokio-postgres leaves the types to the server.
     assert_eq!(ours["parameter_types"], "", "{ours:?}");
     assert_eq!(ours["used_by"], "1", "{ours:?}");
+    assert_eq!(ours["rewrite"], "", "{ours:?}");
+    assert!(
+        ours["memory_used"].parse::<usize>().unwrap() > 0,
+        "{ours:?}"
+    );
+    assert_eq!(rows(&admin, "SHOW PREPARED STATEMENTS").await, prepared);
 
     // Every client and server socket, PgBouncer's columns in its order.
     client.simple_query("SELECT 1").await.unwrap();
@@ -184,19 +190,39 @@ async fn reset_query_cache_empties_the_cache() {
         .simple_query("SELECT * FROM orders WHERE tenant_id = 7")
         .await
         .unwrap();
-    assert_ne!(rows(&admin, "SHOW QUERY_CACHE").await[0]["entries"], "0");
+    client
+        .simple_query("SELECT * FROM orders WHERE tenant_id = 8")
+        .await
+        .unwrap();
+    client
+        .simple_query("SELECT * FROM orders ORDER BY tenant_id")
+        .await
+        .unwrap();
+    // PgDog's shape: one row per statement, literals as `?`, with its
+    // hits and routes to one shard (direct) or several (multi).
+    let cache = rows(&admin, "SHOW QUERY_CACHE").await;
+    let keyed = cache
+        .iter()
+        .find(|r| r["query"] == "SELECT * FROM orders WHERE tenant_id = ?")
+        .unwrap_or_else(|| panic!("{cache:?}"));
+    assert_eq!(keyed["hits"], "1", "{keyed:?}");
+    assert_eq!(keyed["direct"], "2", "{keyed:?}");
+    assert_eq!(keyed["multi"], "0", "{keyed:?}");
+    let all = rows(&admin, "SHOW QUERY_CACHE order by").await;
+    assert_eq!(all.len(), 1, "the filter keeps one: {all:?}");
+    assert_eq!(all[0]["multi"], "1", "{all:?}");
+    assert_eq!(rows(&admin, "SHOW QUERY CACHE").await.len(), cache.len());
+
     admin.simple_query("RESET QUERY_CACHE").await.unwrap();
-    assert_eq!(rows(&admin, "SHOW QUERY_CACHE").await[0]["entries"], "0");
+    assert_eq!(rows(&admin, "SHOW QUERY_CACHE").await, Vec::new());
     // Statements are parsed (and routed) again.
     client
         .simple_query("SELECT * FROM orders WHERE tenant_id = 7")
         .await
         .unwrap();
     let cache = rows(&admin, "SHOW QUERY_CACHE").await;
-    assert!(
-        cache[0]["entries"].parse::<usize>().unwrap() >= 1,
-        "{cache:?}"
-    );
+    assert_eq!(cache.len(), 1, "{cache:?}");
+    assert_eq!(cache[0]["hits"], "0", "{cache:?}");
 }
 
 #[tokio::test]

@@ -149,13 +149,19 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
 
     /// Run one admin command, appending its reply.
     async fn execute(&mut self, command: &str) -> Result<(), Failure> {
-        let mut words = command.split_whitespace();
-        let verb = words.next().unwrap_or_default().to_ascii_uppercase();
-        let what = words.next().unwrap_or_default();
-        let what_upper = what.to_ascii_uppercase();
+        let Words {
+            verb,
+            what,
+            what_upper,
+            rest,
+        } = Words::of(command);
         // A database name, as PgBouncer takes it: bare or double-quoted.
         let database = what.trim_matches('"');
-        if words.next().is_some() && verb != "SET" {
+        let takes_rest = matches!(
+            (verb.as_str(), what_upper.as_str()),
+            ("SET", _) | ("SHOW", "QUERY_CACHE")
+        );
+        if !rest.is_empty() && !takes_rest {
             return Err(unsupported(command));
         }
         let (state, out) = (self.state, &mut *self.out);
@@ -166,7 +172,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
             ("SHOW", "SERVERS") => show::show_servers(state, out),
             ("SHOW", "STATS") => show::show_stats(state, out),
             ("SHOW", "CONFIG") => show_config::show_config(state, out),
-            ("SHOW", "QUERY_CACHE") => show::show_query_cache(state, out),
+            ("SHOW", "QUERY_CACHE") => show::show_query_cache(state, &rest, out),
             ("SHOW", "PREPARED_STATEMENTS" | "PREPARED") => {
                 show::show_prepared_statements(state, out)
             }
@@ -231,6 +237,40 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
     }
 }
 
+/// A command's words: the verb (upper case), the word after it (as
+/// written and upper case; PgDog's two-word names `QUERY CACHE` and
+/// `PREPARED STATEMENTS` read as `QUERY_CACHE` and `PREPARED_STATEMENTS`),
+/// and the rest, joined by single spaces.
+struct Words<'c> {
+    verb: String,
+    what: &'c str,
+    what_upper: String,
+    rest: String,
+}
+
+impl<'c> Words<'c> {
+    fn of(command: &'c str) -> Words<'c> {
+        let mut words = command.split_whitespace().peekable();
+        let verb = words.next().unwrap_or_default().to_ascii_uppercase();
+        let what = words.next().unwrap_or_default();
+        let mut what_upper = what.to_ascii_uppercase();
+        let second = words.peek().map(|w| w.to_ascii_uppercase());
+        match (what_upper.as_str(), second.as_deref()) {
+            ("QUERY", Some("CACHE")) | ("PREPARED", Some("STATEMENTS")) => {
+                what_upper = format!("{what_upper}_{}", second.unwrap_or_default());
+                words.next();
+            }
+            _ => {}
+        }
+        Words {
+            verb,
+            what,
+            what_upper,
+            rest: words.collect::<Vec<_>>().join(" "),
+        }
+    }
+}
+
 fn unsupported(command: &str) -> Failure {
     Failure::Error(ClientError::new(
         sqlstate::SYNTAX_ERROR,
@@ -242,7 +282,8 @@ fn unsupported(command: &str) -> Failure {
 /// whose detail has one line per command family).
 const HELP: &str = "\
 SHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|VERSION
-SHOW FDS|LISTS|STATS|QUERY_CACHE|PREPARED_STATEMENTS
+SHOW FDS|LISTS|STATS|PREPARED_STATEMENTS
+SHOW QUERY_CACHE [<filter>]
 RELOAD
 PAUSE [<db>]
 RESUME [<db>]

@@ -206,38 +206,30 @@ pub(super) fn show_servers(state: &State, out: &mut BytesMut) {
     rows.done("SHOW");
 }
 
-/// The AST cache: size, limits and hit/miss/eviction counts.
-pub(super) fn show_query_cache(state: &State, out: &mut BytesMut) {
-    let stats = state.cache.stats();
-    let lookups = stats.hits + stats.misses;
-    let mut rows = Rows::new(
-        out,
-        &[
-            "entries",
-            "bytes",
-            "max_entries",
-            "max_bytes",
-            "hits",
-            "misses",
-            "evictions",
-            "hit_ratio",
-            "engine",
-        ],
-    );
-    rows.row(&[
-        stats.entries.to_string(),
-        stats.bytes.to_string(),
-        stats.max_entries.to_string(),
-        stats.max_bytes.to_string(),
-        stats.hits.to_string(),
-        stats.misses.to_string(),
-        stats.evictions.to_string(),
-        format!("{:.3}", stats.hits as f64 / lookups.max(1) as f64),
-        match state.config().general.query_parser_engine {
-            router::sharding::ParserEngine::ZeroCopy => "zero_copy".to_owned(),
-            router::sharding::ParserEngine::PgQueryProtobuf => "pg_query_protobuf".to_owned(),
-        },
-    ]);
+/// The AST cache in PgDog's shape: one row per cached statement (its text,
+/// literals shown as `?` when templated), most hits first, with how often
+/// it was found (`hits`) and routed to one shard (`direct`) or several
+/// (`multi`). `filter`: only statements containing it (case-insensitive),
+/// as in PgDog. The cache's totals are in SHOW STATS and the metrics.
+pub(super) fn show_query_cache(state: &State, filter: &str, out: &mut BytesMut) {
+    let filter = filter.to_lowercase();
+    let mut entries: Vec<_> = state
+        .cache
+        .entries()
+        .into_iter()
+        .map(|entry| (entry.shown_text(), entry.stats.counts()))
+        .filter(|(text, _)| filter.is_empty() || text.to_lowercase().contains(&filter))
+        .collect();
+    entries.sort_by_key(|(_, (hits, _, _))| std::cmp::Reverse(*hits));
+    let mut rows = Rows::new(out, &["query", "hits", "direct", "multi"]);
+    for (text, (hits, direct, multi)) in entries {
+        rows.row(&[
+            text,
+            hits.to_string(),
+            direct.to_string(),
+            multi.to_string(),
+        ]);
+    }
     rows.done("SHOW");
 }
 
@@ -289,20 +281,34 @@ pub(super) fn show_stats(state: &State, out: &mut BytesMut) {
     rows.done("SHOW");
 }
 
-/// The statements of the process-wide registry (PgDog's `SHOW PREPARED`):
-/// pgshard's name on servers, the text, the parameter types a client's
-/// Parse gave, and how many clients hold it under a name of their own.
+/// The statements of the process-wide registry in PgDog's shape (`SHOW
+/// PREPARED STATEMENTS`): pgshard's name on servers, the text, `rewrite`
+/// (empty: pgshard does not rewrite prepared statements), how many clients
+/// hold it under a name of their own, the bytes it keeps; then the
+/// parameter types the client's Parse gave.
 pub(super) fn show_prepared_statements(state: &State, out: &mut BytesMut) {
-    let mut rows = Rows::new(out, &["name", "statement", "parameter_types", "used_by"]);
+    let mut rows = Rows::new(
+        out,
+        &[
+            "name",
+            "statement",
+            "rewrite",
+            "used_by",
+            "memory_used",
+            "parameter_types",
+        ],
+    );
     for statement in state.statements.statements() {
         let types: Vec<String> = statement.param_types.iter().map(u32::to_string).collect();
         rows.row(&[
             String::from_utf8_lossy(&statement.name).into_owned(),
             String::from_utf8_lossy(&statement.query).into_owned(),
-            types.join(","),
+            String::new(),
             // The registry and this list hold one reference each; the
             // others are clients'.
             Arc::strong_count(&statement).saturating_sub(2).to_string(),
+            (statement.parse.len() + statement.query.len()).to_string(),
+            types.join(","),
         ]);
     }
     rows.done("SHOW");

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use router::cache::Lookup;
+use router::cache::{Entry, Lookup};
 use router::route::{Overrides, ParamValue, Route};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -80,7 +80,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return Ok(Dispatch::Done);
             }
         };
-        let shards = self.shards_of(&routed.route);
+        let shards = self.routed_to(&lookup.entry, &routed.route);
         if shards.as_ref().is_some_and(|s| s.len() > 1) && summary.statements.len() > 1 {
             self.state.metrics.route(RouteKind::Refused);
             self.refuse(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time"), true);
@@ -163,6 +163,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         })
     }
 
+    /// The databases of `entry`'s route, counted in the entry (SHOW
+    /// QUERY_CACHE's direct and multi); `None` for [`Route::Any`].
+    pub(super) fn routed_to(&self, entry: &Entry, route: &Route) -> Option<Vec<usize>> {
+        let shards = self.shards_of(route);
+        entry.stats.routed(shards.as_ref().map_or(1, Vec::len));
+        shards
+    }
+
     /// The databases of a route; `None` for [`Route::Any`].
     pub(super) fn shards_of(&self, route: &Route) -> Option<Vec<usize>> {
         match route {
@@ -220,7 +228,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return None;
             }
         };
-        let shards = self.shards_of(&routed.route);
+        let shards = self.routed_to(&info.entry, &routed.route);
         // A named portal may be fetched across Syncs, as asyncpg and
         // pgjdbc's fetch size do: it needs the transaction block.
         let needs_block = !bind.portal.is_empty()
