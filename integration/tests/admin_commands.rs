@@ -447,6 +447,17 @@ async fn pause_db_holds_only_that_database_until_resume_db() {
     assert_eq!(one, vec!["1"]);
     let err = admin.simple_query("PAUSE nowhere").await.unwrap_err();
     assert_eq!(code(&err), Some("3D000"));
+
+    // PgDog's MAINTENANCE ON db holds that database only, too.
+    admin.simple_query("MAINTENANCE ON other").await.unwrap();
+    let mut held = Box::pin(column(&other, "SELECT 5 AS five", "five"));
+    assert!(still_pending(&mut held, Duration::from_millis(300)).await);
+    assert_eq!(column(&prod, "SELECT 6 AS six", "six").await, vec!["6"]);
+    admin.simple_query("MAINTENANCE OFF other").await.unwrap();
+    let five = tokio::time::timeout(Duration::from_secs(5), held)
+        .await
+        .expect("held after MAINTENANCE OFF other");
+    assert_eq!(five, vec!["5"]);
 }
 
 #[tokio::test]

@@ -155,11 +155,15 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
             what_upper,
             rest,
         } = Words::of(command);
-        // A database name, as PgBouncer takes it: bare or double-quoted.
-        let database = what.trim_matches('"');
+        // A database name, as PgBouncer takes it: bare or double-quoted
+        // (after ON/OFF in PgDog's MAINTENANCE).
+        let database = match verb.as_str() {
+            "MAINTENANCE" => rest.trim_matches('"'),
+            _ => what.trim_matches('"'),
+        };
         let takes_rest = matches!(
             (verb.as_str(), what_upper.as_str()),
-            ("SET", _) | ("SHOW", "QUERY_CACHE")
+            ("SET", _) | ("SHOW", "QUERY_CACHE") | ("MAINTENANCE", _)
         );
         if !rest.is_empty() && !takes_rest {
             return Err(unsupported(command));
@@ -207,7 +211,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
         let state = self.state;
         let takes_database = matches!(
             verb,
-            "PAUSE" | "RESUME" | "KILL" | "RECONNECT" | "WAIT_CLOSE"
+            "PAUSE" | "RESUME" | "KILL" | "RECONNECT" | "WAIT_CLOSE" | "MAINTENANCE"
         );
         // `None`: every database; an unknown one is an error.
         let target = match database {
@@ -229,7 +233,9 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
             ("KILL", _, Some(database)) => control::kill(state, database, self.out),
             ("RECONNECT", _, _) => control::reconnect(state, target, self.out),
             ("WAIT_CLOSE", _, _) => self.wait_close(target).await?,
-            ("MAINTENANCE", "ON" | "OFF", _) => control::maintenance(state, what == "ON", self.out),
+            ("MAINTENANCE", "ON" | "OFF", _) => {
+                control::maintenance(state, what == "ON", target, self.out)
+            }
             ("SHUTDOWN", "", _) => control::shutdown(state, self.out),
             _ => return Err(unsupported(command)),
         }
@@ -290,7 +296,7 @@ RESUME [<db>]
 KILL <db>
 RECONNECT [<db>]
 WAIT_CLOSE [<db>]
-MAINTENANCE ON|OFF
+MAINTENANCE ON|OFF [<db>]
 RESET QUERY_CACHE
 SHUTDOWN";
 

@@ -39,6 +39,8 @@ pub struct Paused {
     pub all: bool,
     /// MAINTENANCE ON (every database), until MAINTENANCE OFF.
     pub maintenance: bool,
+    /// MAINTENANCE ON db, until MAINTENANCE OFF db (or OFF).
+    pub maintenance_databases: BTreeSet<String>,
     /// PAUSE db and KILL db, until RESUME db (or RESUME).
     pub databases: BTreeSet<String>,
 }
@@ -46,7 +48,10 @@ pub struct Paused {
 impl Paused {
     /// Whether sessions of `database` must wait.
     pub fn holds(&self, database: &str) -> bool {
-        self.all || self.maintenance || self.databases.contains(database)
+        self.all
+            || self.maintenance
+            || self.databases.contains(database)
+            || self.maintenance_databases.contains(database)
     }
 }
 

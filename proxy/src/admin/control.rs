@@ -129,11 +129,24 @@ pub(super) fn reconnect(state: &State, database: Option<&str>, out: &mut BytesMu
     messages::command_complete(out, "RECONNECT");
 }
 
-/// MAINTENANCE ON|OFF (PgDog's): hold every session's next server checkout
-/// (transactions under way finish) without waiting, until OFF.
-pub(super) fn maintenance(state: &State, on: bool, out: &mut BytesMut) {
-    state.paused.send_modify(|paused| paused.maintenance = on);
-    info!(on, "maintenance mode");
+/// MAINTENANCE ON|OFF [db] (PgDog's): hold every session's (of `db`'s
+/// sessions') next server checkout (transactions under way finish) without
+/// waiting, until OFF. OFF without a database ends every maintenance.
+pub(super) fn maintenance(state: &State, on: bool, database: Option<&str>, out: &mut BytesMut) {
+    state.paused.send_modify(|paused| match (on, database) {
+        (true, None) => paused.maintenance = true,
+        (true, Some(database)) => {
+            paused.maintenance_databases.insert(database.to_owned());
+        }
+        (false, Some(database)) => {
+            paused.maintenance_databases.remove(database);
+        }
+        (false, None) => {
+            paused.maintenance = false;
+            paused.maintenance_databases.clear();
+        }
+    });
+    info!(on, database = database.unwrap_or("*"), "maintenance mode");
     messages::command_complete(out, "MAINTENANCE");
 }
 
