@@ -127,6 +127,14 @@ struct SecondsInner {
 }
 
 impl Seconds {
+    /// Observations so far and their sum.
+    pub fn totals(&self) -> (u64, Duration) {
+        (
+            self.0.count.load(Ordering::Relaxed),
+            Duration::from_nanos(self.0.sum_ns.load(Ordering::Relaxed)),
+        )
+    }
+
     pub fn observe(&self, duration: Duration) {
         let ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
         let index = (0..BUCKETS)

@@ -243,8 +243,10 @@ pub(super) fn show_stats(state: &State, out: &mut BytesMut) {
         "total_received",
         "total_sent",
         "total_xact_time",
+        "total_query_time",
         "total_wait_time",
         "avg_xact_time",
+        "avg_query_time",
         "avg_wait_time",
         "total_errors",
         // The AST cache is shared by every pool: its counters are
@@ -260,6 +262,9 @@ pub(super) fn show_stats(state: &State, out: &mut BytesMut) {
         let xacts = s.xact_count.load(Ordering::Relaxed);
         let xact_time = s.xact_time_us.load(Ordering::Relaxed);
         let wait_time = s.wait_time_us.load(Ordering::Relaxed);
+        // Requests timed into the query histogram (µs, as PgBouncer).
+        let (queries, query_time) = pool.histograms.query.totals();
+        let query_time = u64::try_from(query_time.as_micros()).unwrap_or(u64::MAX);
         rows.row(&[
             pool.cluster.clone(),
             pool.user.clone(),
@@ -269,8 +274,10 @@ pub(super) fn show_stats(state: &State, out: &mut BytesMut) {
             s.bytes_received.load(Ordering::Relaxed).to_string(),
             s.bytes_sent.load(Ordering::Relaxed).to_string(),
             xact_time.to_string(),
+            query_time.to_string(),
             wait_time.to_string(),
             (xact_time / xacts.max(1)).to_string(),
+            (query_time / queries.max(1)).to_string(),
             (wait_time / xacts.max(1)).to_string(),
             s.errors.load(Ordering::Relaxed).to_string(),
             cache.hits.to_string(),
