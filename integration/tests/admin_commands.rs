@@ -359,7 +359,7 @@ async fn columns(admin: &tokio_postgres::Client, sql: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn clients_and_servers_have_pgbouncers_columns_in_its_order() {
+async fn pgbouncers_views_have_its_columns_in_its_order() {
     let cluster = Cluster::start("");
     let admin = cluster.admin().await;
     let pgbouncer = [
@@ -390,6 +390,89 @@ async fn clients_and_servers_have_pgbouncers_columns_in_its_order() {
         assert_eq!(names[..pgbouncer.len()], pgbouncer, "{command}");
         assert_eq!(names[pgbouncer.len()..], ["shard"], "{command}");
     }
+    // The other views PgBouncer has: its columns first, in its order.
+    for (command, pgbouncer) in [
+        (
+            "SHOW POOLS",
+            &[
+                "database",
+                "user",
+                "cl_active",
+                "cl_waiting",
+                "cl_active_cancel_req",
+                "cl_waiting_cancel_req",
+                "sv_active",
+                "sv_active_cancel",
+                "sv_being_canceled",
+                "sv_idle",
+                "sv_used",
+                "sv_tested",
+                "sv_login",
+                "maxwait",
+                "maxwait_us",
+                "pool_mode",
+                "load_balance_hosts",
+            ][..],
+        ),
+        (
+            "SHOW DATABASES",
+            &[
+                "name",
+                "host",
+                "port",
+                "database",
+                "force_user",
+                "pool_size",
+                "min_pool_size",
+                "reserve_pool",
+                "server_lifetime",
+                "pool_mode",
+                "load_balance_hosts",
+                "max_connections",
+                "current_connections",
+                "max_client_connections",
+                "current_client_connections",
+                "paused",
+                "disabled",
+            ][..],
+        ),
+        (
+            "SHOW USERS",
+            &[
+                "name",
+                "pool_size",
+                "reserve_pool_size",
+                "pool_mode",
+                "max_user_connections",
+                "current_connections",
+                "max_user_client_connections",
+                "current_client_connections",
+            ][..],
+        ),
+        (
+            "SHOW CONFIG",
+            &["key", "value", "default", "changeable"][..],
+        ),
+        ("SHOW LISTS", &["list", "items"][..]),
+        ("SHOW VERSION", &["version"][..]),
+    ] {
+        let names = columns(&admin, command).await;
+        assert_eq!(names[..pgbouncer.len()], *pgbouncer, "{command}");
+    }
+    let client = cluster.connect().await;
+    client.simple_query("SELECT 1").await.unwrap();
+    let users = rows(&admin, "SHOW USERS").await;
+    let app = users.iter().find(|u| u["name"] == "app").unwrap();
+    assert_eq!(app["pool_size"], "10", "{app:?}");
+    assert_eq!(app["current_client_connections"], "1", "{app:?}");
+    let databases = rows(&admin, "SHOW DATABASES").await;
+    assert_eq!(databases[0]["current_client_connections"], "1");
+    let config = rows(&admin, "SHOW CONFIG").await;
+    let pool_size = config
+        .iter()
+        .find(|r| r["key"] == "default_pool_size")
+        .unwrap();
+    assert_eq!(pool_size["default"], "10", "{pool_size:?}");
 }
 
 /// pgshard over one server with two databases (clusters) on it: `prod`

@@ -19,7 +19,11 @@ pub(super) fn show_pools(state: &State, out: &mut BytesMut) {
         "user",
         "cl_active",
         "cl_waiting",
+        "cl_active_cancel_req",
+        "cl_waiting_cancel_req",
         "sv_active",
+        "sv_active_cancel",
+        "sv_being_canceled",
         "sv_idle",
         "sv_used",
         "sv_tested",
@@ -27,6 +31,7 @@ pub(super) fn show_pools(state: &State, out: &mut BytesMut) {
         "maxwait",
         "maxwait_us",
         "pool_mode",
+        "load_balance_hosts",
         "shard",
         "pool_size",
     ];
@@ -41,7 +46,12 @@ pub(super) fn show_pools(state: &State, out: &mut BytesMut) {
                 .load(Ordering::Relaxed)
                 .to_string(),
             pool.stats.waiting.load(Ordering::Relaxed).to_string(),
+            // Cancel requests are forwarded, not queued: none wait here.
+            "0".into(),
+            "0".into(),
             pool.active().to_string(),
+            "0".into(),
+            "0".into(),
             pool.idle_count().to_string(),
             "0".into(),
             "0".into(),
@@ -49,6 +59,7 @@ pub(super) fn show_pools(state: &State, out: &mut BytesMut) {
             (max_wait / 1_000_000).to_string(),
             (max_wait % 1_000_000).to_string(),
             pool.settings.pooler_mode.as_str().to_owned(),
+            String::new(),
             pool.shard.to_string(),
             pool.settings.pool_size.to_string(),
         ]);

@@ -2,9 +2,13 @@
 //! (read through the config's own serde names, so a new key is listed
 //! without more code), then the sharding model of each cluster (one row per
 //! sharded table, table family and omnisharded table) and the admin
-//! console's name and user, as `key`, `value`, `changeable` rows.
+//! console's name and user, as PgBouncer's `key`, `value`, `default`,
+//! `changeable` rows.
+
+use std::collections::HashMap;
 
 use bytes::BytesMut;
+use router::config::General;
 use router::sharding::{KeySpace, ShardFunction, Sharding};
 
 use super::Rows;
@@ -23,30 +27,27 @@ const FIXED: [&str; 7] = [
 
 pub(super) fn show_config(state: &State, out: &mut BytesMut) {
     let config = state.config();
-    let mut rows = Rows::new(out, &["key", "value", "changeable"]);
+    let defaults: HashMap<String, String> =
+        General::default().effective_keys().into_iter().collect();
+    let mut rows = Rows::new(out, &["key", "value", "default", "changeable"]);
     for (key, value) in config.general.effective_keys() {
         let changeable = if FIXED.contains(&key.as_str()) {
             "no"
         } else {
             "yes"
         };
-        rows.row(&[key, value, changeable.to_owned()]);
+        let default = defaults.get(&key).cloned().unwrap_or_default();
+        rows.row(&[key, value, default, changeable.to_owned()]);
     }
+    let mut more = Vec::new();
     for (name, cluster) in &config.clusters {
-        for (key, value) in sharding_rows(name, &cluster.sharding) {
-            rows.row(&[key, value, "yes".to_owned()]);
-        }
+        more.extend(sharding_rows(name, &cluster.sharding));
     }
-    rows.row(&[
-        "admin.name".to_owned(),
-        config.admin.name.clone(),
-        "yes".to_owned(),
-    ]);
-    rows.row(&[
-        "admin.user".to_owned(),
-        config.admin.user.clone(),
-        "yes".to_owned(),
-    ]);
+    more.push(("admin.name".to_owned(), config.admin.name.clone()));
+    more.push(("admin.user".to_owned(), config.admin.user.clone()));
+    for (key, value) in more {
+        rows.row(&[key, value, String::new(), "yes".to_owned()]);
+    }
     rows.done("SHOW");
 }
 
