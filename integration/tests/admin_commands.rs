@@ -450,6 +450,34 @@ async fn pgbouncers_views_have_its_columns_in_its_order() {
             ][..],
         ),
         (
+            "SHOW STATS",
+            &[
+                "database",
+                "total_server_assignment_count",
+                "total_xact_count",
+                "total_query_count",
+                "total_received",
+                "total_sent",
+                "total_xact_time",
+                "total_query_time",
+                "total_wait_time",
+                "total_client_parse_count",
+                "total_server_parse_count",
+                "total_bind_count",
+                "avg_server_assignment_count",
+                "avg_xact_count",
+                "avg_query_count",
+                "avg_recv",
+                "avg_sent",
+                "avg_xact_time",
+                "avg_query_time",
+                "avg_wait_time",
+                "avg_client_parse_count",
+                "avg_server_parse_count",
+                "avg_bind_count",
+            ][..],
+        ),
+        (
             "SHOW CONFIG",
             &["key", "value", "default", "changeable"][..],
         ),
@@ -467,6 +495,11 @@ async fn pgbouncers_views_have_its_columns_in_its_order() {
     assert_eq!(app["current_client_connections"], "1", "{app:?}");
     let databases = rows(&admin, "SHOW DATABASES").await;
     assert_eq!(databases[0]["current_client_connections"], "1");
+    let stats = rows(&admin, "SHOW STATS").await;
+    assert_eq!(stats[0]["database"], "prod");
+    assert_eq!(stats[0]["user"], "app");
+    let assignments: u64 = stats[0]["total_server_assignment_count"].parse().unwrap();
+    assert!(assignments >= 1, "{stats:?}");
     let config = rows(&admin, "SHOW CONFIG").await;
     let pool_size = config
         .iter()

@@ -1,10 +1,10 @@
 //! The admin console (database `admin` by default): its message loop and
 //! the dispatch of commands, in PgBouncer's shapes where PgBouncer has the
 //! command and PgDog's where only PgDog has it. The commands live in
-//! `admin/`: `show.rs` (POOLS, CLIENTS, SERVERS, STATS, QUERY_CACHE,
-//! PREPARED_STATEMENTS), `lists.rs` (DATABASES, USERS, LISTS),
-//! `show_config.rs` (CONFIG), `sockets.rs` (FDS) and `control.rs` (RELOAD,
-//! PAUSE, RESUME, KILL, RECONNECT, WAIT_CLOSE, MAINTENANCE, RESET
+//! `admin/`: `show.rs` (POOLS, CLIENTS, SERVERS, QUERY_CACHE,
+//! PREPARED_STATEMENTS), `stats.rs` (STATS), `lists.rs` (DATABASES, USERS,
+//! LISTS), `show_config.rs` (CONFIG), `sockets.rs` (FDS) and `control.rs`
+//! (RELOAD, PAUSE, RESUME, KILL, RECONNECT, WAIT_CLOSE, MAINTENANCE, RESET
 //! QUERY_CACHE, SHUTDOWN).
 
 mod control;
@@ -12,6 +12,7 @@ mod lists;
 mod show;
 mod show_config;
 mod sockets;
+mod stats;
 
 use std::sync::Arc;
 
@@ -174,7 +175,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
             ("SHOW", "POOLS") => show::show_pools(state, out),
             ("SHOW", "CLIENTS") => show::show_clients(state, out),
             ("SHOW", "SERVERS") => show::show_servers(state, out),
-            ("SHOW", "STATS") => show::show_stats(state, out),
+            ("SHOW", "STATS") => stats::show_stats(state, out),
             ("SHOW", "CONFIG") => show_config::show_config(state, out),
             ("SHOW", "QUERY_CACHE") => show::show_query_cache(state, &rest, out),
             ("SHOW", "PREPARED_STATEMENTS" | "PREPARED") => {

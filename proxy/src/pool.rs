@@ -282,6 +282,11 @@ impl Pool {
         mark != 0 && created.saturating_duration_since(self.born).as_nanos() < u128::from(mark)
     }
 
+    /// How long the pool has existed (SHOW STATS' per-second averages).
+    pub fn age(&self) -> Duration {
+        self.born.elapsed()
+    }
+
     /// RECONNECT: close idle connections now and the others when they are
     /// given back, so that new ones are opened.
     pub fn reconnect(&self) {

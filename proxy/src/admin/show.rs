@@ -1,8 +1,8 @@
 //! The admin console's views of pools, clients, servers and the AST cache:
-//! `SHOW POOLS` and `STATS` (PgBouncer's column names where they overlap, a
-//! `shard` column added), `CLIENTS` and `SERVERS` (PgBouncer's columns in
-//! its order, then `shard`), `QUERY_CACHE` (PgDog's) and
-//! `PREPARED_STATEMENTS` (the shared statement registry).
+//! `SHOW POOLS`, `CLIENTS` and `SERVERS` (PgBouncer's columns in its
+//! order, then `shard`), `QUERY_CACHE` and `PREPARED_STATEMENTS` (PgDog's;
+//! the AST cache's statements, the shared statement registry). `SHOW STATS`
+//! is `stats.rs`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -239,61 +239,6 @@ pub(super) fn show_query_cache(state: &State, filter: &str, out: &mut BytesMut) 
             hits.to_string(),
             direct.to_string(),
             multi.to_string(),
-        ]);
-    }
-    rows.done("SHOW");
-}
-
-pub(super) fn show_stats(state: &State, out: &mut BytesMut) {
-    let columns = [
-        "database",
-        "user",
-        "shard",
-        "total_xact_count",
-        "total_query_count",
-        "total_received",
-        "total_sent",
-        "total_xact_time",
-        "total_query_time",
-        "total_wait_time",
-        "avg_xact_time",
-        "avg_query_time",
-        "avg_wait_time",
-        "total_errors",
-        // The AST cache is shared by every pool: its counters are
-        // process-wide, the same on each row (per entry: SHOW QUERY_CACHE).
-        "query_cache_hits",
-        "query_cache_misses",
-        "query_cache_evictions",
-    ];
-    let cache = state.cache.stats();
-    let mut rows = Rows::new(out, &columns);
-    for pool in state.all_pools() {
-        let s = &pool.stats;
-        let xacts = s.xact_count.load(Ordering::Relaxed);
-        let xact_time = s.xact_time_us.load(Ordering::Relaxed);
-        let wait_time = s.wait_time_us.load(Ordering::Relaxed);
-        // Requests timed into the query histogram (µs, as PgBouncer).
-        let (queries, query_time) = pool.histograms.query.totals();
-        let query_time = u64::try_from(query_time.as_micros()).unwrap_or(u64::MAX);
-        rows.row(&[
-            pool.cluster.clone(),
-            pool.user.clone(),
-            pool.shard.to_string(),
-            xacts.to_string(),
-            s.query_count.load(Ordering::Relaxed).to_string(),
-            s.bytes_received.load(Ordering::Relaxed).to_string(),
-            s.bytes_sent.load(Ordering::Relaxed).to_string(),
-            xact_time.to_string(),
-            query_time.to_string(),
-            wait_time.to_string(),
-            (xact_time / xacts.max(1)).to_string(),
-            (query_time / queries.max(1)).to_string(),
-            (wait_time / xacts.max(1)).to_string(),
-            s.errors.load(Ordering::Relaxed).to_string(),
-            cache.hits.to_string(),
-            cache.misses.to_string(),
-            cache.evictions.to_string(),
         ]);
     }
     rows.done("SHOW");
