@@ -162,7 +162,9 @@ fn group_input(shards: usize) -> Input {
 
 /// The statement's plan and window, as the session makes them.
 fn plan(sql: &str) -> Result<(Arc<MergePlan>, Window)> {
-    let plan = match router::merge::plan(sql) {
+    // No sharding keys configured: every GROUP BY merges.
+    let sharding = router::sharding::Sharding::default();
+    let plan = match router::merge::plan(sql, &sharding).shape {
         Shape::Merge(plan) => plan,
         other => bail!("{sql}: planned {other:?}, not a merge"),
     };

@@ -153,6 +153,25 @@ const EXACT: &[(&str, bool)] = &[
     ("SELECT grp, avg(score) FROM users GROUP BY grp ORDER BY avg(score) DESC NULLS LAST, grp", true),
     ("SELECT active, avg(amount) AS mean FROM users WHERE id > 300 GROUP BY active", false),
     ("SELECT id, name FROM users WHERE score > 90", false),
+    ("SELECT stddev(score), variance(score), stddev_pop(amount), var_pop(amount), var_samp(id) FROM users", true),
+    ("SELECT grp, stddev(amount) AS s, count(*) FROM users GROUP BY grp ORDER BY s DESC NULLS LAST, grp", true),
+    ("SELECT active, stddev_samp(score) FILTER (WHERE grp > 2) FROM users GROUP BY active HAVING variance(score) > 10", false),
+    ("SELECT stddev(score) FROM users WHERE id = 5 OR id = 6", true),
+    ("SELECT stddev(score), var_pop(score) FROM users WHERE id < 0", true),
+    ("SELECT grp, string_agg(name, ',' ORDER BY name, id) FROM users GROUP BY grp ORDER BY grp", true),
+    ("SELECT array_agg(id ORDER BY score DESC NULLS LAST, id) AS ids FROM users WHERE id < 60", true),
+    ("SELECT active, array_agg(name || ' \"q\"' ORDER BY id DESC) FILTER (WHERE grp = 3), string_agg(name, '; ' ORDER BY seen, id) FROM users GROUP BY active", false),
+    ("SELECT string_agg(name, ',' ORDER BY name) FROM users WHERE id < 0", true),
+    ("SELECT array_agg(amount ORDER BY created DESC, amount, id), array_agg(created ORDER BY id) FROM users WHERE id % 5 = 0", true),
+    ("SELECT grp, string_agg(CASE WHEN id % 2 = 0 THEN name END, '' ORDER BY id) AS s FROM users GROUP BY grp HAVING count(*) > 30 ORDER BY s", true),
+    // Groups of the sharding key are whole on their shard: any aggregate.
+    ("SELECT id, string_agg(name, ',' ORDER BY name), stddev(score) FROM users WHERE score > 80 GROUP BY id", false),
+    ("SELECT id, count(*) AS n FROM users GROUP BY id HAVING count(*) >= 1 ORDER BY id DESC LIMIT 5 OFFSET 2", true),
+    ("SELECT DISTINCT count(*) FROM users GROUP BY id", false),
+    ("SELECT 1 AS one, count(*) FROM users GROUP BY id ORDER BY 2, one LIMIT 2", true),
+    // DISTINCT values of the sharding key are on one shard each.
+    ("SELECT count(DISTINCT id), sum(DISTINCT id), avg(DISTINCT id), max(DISTINCT id) FROM users", true),
+    ("SELECT grp, count(DISTINCT id) FROM users GROUP BY grp ORDER BY grp", true),
 ];
 
 /// Statements pgshard must refuse (0A000) rather than answer wrongly.
@@ -161,6 +180,7 @@ const REFUSED: &[&str] = &[
     "SELECT grp FROM users GROUP BY grp HAVING count(*) > 30 AND lower(max(name)) = 'n1'",
     "SELECT id, rank() OVER (ORDER BY score) FROM users",
     "SELECT string_agg(name, ',') FROM users",
+    "SELECT array_agg(id) FROM users",
     "SELECT sum(score) * 2 FROM users",
     "SELECT * FROM (SELECT grp, count(*) FROM users GROUP BY grp) g",
     "SELECT id FROM users UNION SELECT id FROM users",
@@ -196,6 +216,20 @@ async fn check(n: usize) {
         }
     }
     explain(&proxy, n).await;
+    // A row without its key is placed nowhere, so no NULL-key group can be
+    // split across shards (the column's NOT NULL is not what refuses it).
+    let null_key = proxy
+        .simple_query("INSERT INTO users (id, grp) VALUES (NULL, 1)")
+        .await;
+    let code = null_key
+        .err()
+        .as_ref()
+        .and_then(common::code)
+        .map(str::to_owned);
+    assert!(
+        code.as_deref().is_some_and(|c| c != "23502"),
+        "a NULL sharding key must be refused by pgshard: {code:?}"
+    );
     // The session is still usable after the refusals.
     assert_eq!(
         answer(&proxy, "SELECT count(*) FROM users", true)

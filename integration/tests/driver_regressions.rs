@@ -976,6 +976,39 @@ async fn a_slow_shard_does_not_hold_back_the_others() {
     assert!(started.elapsed() >= Duration::from_secs(3));
 }
 
+/// A merge whose LIMIT is reached cancels the shards still running: the
+/// client gets its row and a clean end, not the slow shard's 20 seconds or
+/// its 57014, and the cancelled servers serve the next statements.
+#[tokio::test]
+async fn a_reached_limit_cancels_the_slower_shards() {
+    let cluster = sharded(2, "");
+    let client = cluster.connect().await;
+    let started = std::time::Instant::now();
+    let rows = common::column(
+        &client,
+        "SELECT shard FROM whoami, LATERAL (SELECT pg_sleep(CASE WHEN shard = 0 THEN 20 ELSE 0 END)) s LIMIT 1",
+        "shard",
+    )
+    .await;
+    assert_eq!(rows, vec!["1"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the slow shard was waited for: {:?}",
+        started.elapsed()
+    );
+    // The cancel was delivered before the servers went back: statements
+    // that take a while on them now are not cancelled.
+    for _ in 0..3 {
+        let rows = common::column(
+            &client,
+            "SELECT shard FROM whoami, LATERAL (SELECT pg_sleep(0.2)) s ORDER BY shard",
+            "shard",
+        )
+        .await;
+        assert_eq!(rows, vec!["0", "1"]);
+    }
+}
+
 /// A CancelRequest and `query_timeout` stop a statement on every shard.
 #[tokio::test]
 async fn cancel_and_query_timeout_stop_a_fan_out() {

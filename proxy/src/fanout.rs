@@ -19,11 +19,13 @@
 
 mod having;
 mod row_merge;
+mod split_rows;
 
 use bytes::BytesMut;
 
 pub use crate::protocol::values::ValueError;
 pub use row_merge::{RowMerge, Window};
+pub use split_rows::SplitRows;
 
 use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
@@ -45,6 +47,8 @@ pub struct Merger {
     /// Lines pgshard adds before the rows of a one-column text reply (an
     /// EXPLAIN's: how it routes and merges).
     preamble: Vec<String>,
+    /// An INSERT split across shards: its RETURNING rows are reordered.
+    split: Option<SplitRows>,
 }
 
 /// Whether a server message is the last of a server's reply.
@@ -61,6 +65,14 @@ impl Merger {
         }
     }
 
+    /// A merger of a split INSERT's replies.
+    pub fn splitting(split: SplitRows) -> Merger {
+        Merger {
+            split: Some(split),
+            ..Merger::default()
+        }
+    }
+
     /// Lines to send as rows of the one text column before the shards' rows.
     pub fn with_preamble(mut self, lines: Vec<String>) -> Merger {
         self.preamble = lines;
@@ -73,12 +85,21 @@ impl Merger {
         if let Some(rows) = self.rows.as_mut() {
             rows.skip(index);
         }
+        if let (Some(split), Some(first)) = (self.split.as_mut(), index.checked_sub(1)) {
+            split.first_is(first);
+        }
     }
 
     /// Whether server `index` (as passed to [`Merger::on_message`]) should
     /// be read next: an ordered merge waits for the shards it has no row of.
     pub fn wants(&self, index: usize) -> bool {
-        self.failed || self.rows.as_ref().is_none_or(|rows| rows.wants(index))
+        self.failed || self.satisfied() || self.rows.as_ref().is_none_or(|rows| rows.wants(index))
+    }
+
+    /// The merged rows are all out (a LIMIT reached): what the shards
+    /// still send is read and dropped, so they may be cancelled.
+    pub fn satisfied(&self) -> bool {
+        !self.failed && self.rows.as_ref().is_some_and(RowMerge::satisfied)
     }
 
     /// The merge cannot go on: the client gets this error instead.
@@ -103,6 +124,24 @@ impl Merger {
             return;
         };
         let body = message.get(5..).unwrap_or(&[]);
+        if self.satisfied() {
+            // The answer is complete: a cancelled shard's error (57014) and
+            // whatever else comes is not the client's.
+            self.tag = Some(("SELECT".to_owned(), true));
+            return;
+        }
+        if let Some(split) = self.split.as_mut() {
+            match tag {
+                b'C' => split.committed(index),
+                b'D' if !self.failed => {
+                    if let Err(error) = split.row(index, message) {
+                        self.merge_failed(&error, out);
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
         match tag {
             b'Z' | b'1' => {}
             b'E' if !self.failed => {
@@ -187,6 +226,12 @@ impl Merger {
                     Ok(()) => self.rows = Some(rows),
                     Err(error) => self.merge_failed(&error, out),
                 }
+            }
+        }
+        if let Some(split) = self.split.take() {
+            match self.failed {
+                true => split.warn(out),
+                false => split.emit(out),
             }
         }
         if self.failed {

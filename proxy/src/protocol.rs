@@ -4,6 +4,7 @@
 //! Decoders take a `&mut BytesMut` and return `Ok(Some(msg))`, `Ok(None)` when
 //! more bytes are needed, or a typed error.
 
+pub mod arrays;
 pub mod backend;
 pub mod frame;
 pub mod messages;

@@ -13,6 +13,7 @@
 
 mod attach;
 mod attached;
+mod copy_in;
 mod extended;
 mod fan_out;
 mod local;
@@ -25,6 +26,7 @@ pub mod routing;
 pub mod segment;
 mod server_replies;
 mod simple;
+mod split_insert;
 pub mod statements;
 mod transaction;
 

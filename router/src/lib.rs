@@ -16,10 +16,12 @@
 
 pub mod cache;
 pub mod config;
+pub mod copy;
 pub mod extract;
 pub mod hash;
 pub mod merge;
 pub mod route;
 pub mod sharding;
+pub mod split;
 pub mod summary;
 pub mod template;

@@ -17,7 +17,7 @@
 //!   `LIMIT n OFFSET m` sent as `LIMIT n + m`);
 //! - [`Shape::Refuse`]: anything whose rows depend on rows of several shards
 //!   in a way the merge does not rebuild (window functions, set
-//!   operations, `count(DISTINCT)`, aggregates inside expressions or in FROM
+//!   operations, `count(DISTINCT)` of a column that is not a key, aggregates inside expressions or in FROM
 //!   subqueries and CTEs, `FOR UPDATE`, DISTINCT ON, ...), with the
 //!   construct named.
 //!
@@ -35,7 +35,10 @@
 //!    aggregate in it: Postgres has checked it is computable from the
 //!    groups) or one supported aggregate call: `count`, `sum`, `min`, `max`,
 //!    `bool_and`, `bool_or`, `every`, `avg` (run as `sum` plus a hidden
-//!    `count`), with an optional FILTER. Shards return
+//!    `count`), `stddev` / `variance` and their `_samp` / `_pop` forms (run
+//!    as `sum` plus a hidden `count` and sum of squares in numeric; float
+//!    arguments are refused when the shards describe them), with an
+//!    optional FILTER. Shards return
 //!    their partial groups, all of them (LIMIT and OFFSET are applied after
 //!    merging, so they are taken off the shards' statement).
 //! 4. Without aggregation, DISTINCT merges like a GROUP BY of every output
@@ -46,6 +49,13 @@
 //!    reads become columns (hidden when not selected) and the merge keeps
 //!    the groups it holds for (see `merge/having.rs` for what it can read).
 //! 6. LIMIT / OFFSET are integer literals, bind parameters, `ALL` or NULL.
+//! 7. A GROUP BY item that is a sharding key column (`merge/keys.rs` says
+//!    which columns are) makes every group whole on its shard: any
+//!    aggregate is final there, HAVING stays on the shards, and the rows
+//!    merge like plain rows (rule 4). An aggregate over the DISTINCT values
+//!    of a key column (`count(DISTINCT id)`) combines like the aggregate:
+//!    each value's rows are on one shard. A plan that used the keys says so
+//!    ([`Planned::by_key`]): it holds for that config only.
 //!
 //! The plan says nothing about types: the proxy compares and combines values
 //! by the types the shards describe, and fails the statement (never guesses)
@@ -53,11 +63,16 @@
 
 mod expr;
 mod having;
+pub(crate) mod keys;
+mod ordered;
 
 #[cfg(test)]
 mod tests;
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
+
+use crate::sharding::Sharding;
+use keys::KeyColumns;
 
 pub use having::{Comparison, Operand, Predicate};
 
@@ -95,6 +110,8 @@ pub struct MergePlan {
     pub distinct_on: Vec<usize>,
     /// HAVING, evaluated on the merged groups.
     pub having: Option<Predicate>,
+    /// The delimiters of `string_agg` columns ([`Column::Ordered`]).
+    pub delimiters: Vec<String>,
 }
 
 /// One sort key.
@@ -116,6 +133,31 @@ pub enum Column {
     Average {
         count: usize,
     },
+    /// `stddev` / `variance` and their `_samp` / `_pop` forms: the shards
+    /// return `sum(x)` here, `count(x)` in column `count` and
+    /// `sum(x::numeric * x::numeric)` in column `squares`; the merge
+    /// finishes as Postgres's numeric_stddev_internal does.
+    Spread {
+        count: usize,
+        squares: usize,
+        sample: bool,
+        root: bool,
+    },
+    /// `string_agg` / `array_agg` with an ORDER BY inside: the shards return
+    /// `array_agg(x ORDER BY ...)` here and `array_agg(k ORDER BY ...)` for
+    /// each of the `count` sort keys in the columns from `keys` on (bit i of
+    /// `descending` / `nulls_first`: key i's direction); the merge
+    /// interleaves them by the keys. `delimiter`: a `string_agg`'s, in
+    /// [`MergePlan::delimiters`] (the array's values are joined with it).
+    Ordered {
+        keys: usize,
+        count: u8,
+        descending: u8,
+        nulls_first: u8,
+        delimiter: Option<usize>,
+    },
+    /// A sort key array of an [`Column::Ordered`], merged with it.
+    OrderedKey,
 }
 
 /// An aggregate whose partial results combine exactly.
@@ -132,6 +174,15 @@ pub enum Aggregate {
     BoolOr,
     /// Only while planning: becomes [`Column::Average`].
     Avg,
+    /// Only while planning: becomes [`Column::Spread`].
+    Spread {
+        sample: bool,
+        root: bool,
+    },
+    /// Only while planning: becomes [`Column::Ordered`].
+    Ordered {
+        string: bool,
+    },
 }
 
 /// LIMIT and OFFSET as written.
@@ -156,7 +207,7 @@ pub enum Bound {
 pub enum Unmergeable {
     #[error("{0} across shards is not supported: add the sharding key to the WHERE clause so the statement runs on one shard")]
     Construct(&'static str),
-    #[error("aggregate {0}() across shards is not supported (count, sum, avg, min, max, bool_and and bool_or are): add the sharding key to the WHERE clause so the statement runs on one shard")]
+    #[error("aggregate {0}() across shards is not supported (count, sum, avg, min, max, bool_and, bool_or, stddev and variance are, and any aggregate grouped by the sharding key): add the sharding key to the WHERE clause so the statement runs on one shard")]
     Aggregate(String),
     /// Internal: marks an aggregate found while walking an expression.
     #[error("an aggregate")]
@@ -167,30 +218,50 @@ pub enum Unmergeable {
     Unreadable(String),
 }
 
-/// Plan the SELECT `sql` (one statement) for running on several shards.
-pub fn plan(sql: &str) -> Shape {
-    let tree = match parser_ffi::parse_protobuf(sql) {
+/// A plan, and whether it depends on which columns are sharding keys
+/// (then it holds for this sharding config only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    pub shape: Shape,
+    pub by_key: bool,
+}
+
+/// Plan the SELECT `sql` (one statement) for running on several shards of
+/// `sharding`.
+pub fn plan(sql: &str, sharding: &Sharding) -> Planned {
+    let mut tree = match parser_ffi::parse_protobuf(sql) {
         Ok(tree) => tree,
-        Err(err) => return Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
-    };
-    let mut tree = tree;
-    let Some(select) = top_select(&mut tree) else {
-        return Shape::Concat;
-    };
-    match plan_select(select) {
-        Ok(None) => Shape::Concat,
-        Ok(Some((plan, rewritten))) => {
-            let shard_sql = if rewritten {
-                match parser_ffi::deparse_protobuf(&tree) {
-                    Ok(sql) => Some(sql),
-                    Err(err) => return Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
-                }
-            } else {
-                None
-            };
-            Shape::Merge(MergePlan { shard_sql, ..plan })
+        Err(err) => {
+            return Planned {
+                shape: Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+                by_key: false,
+            }
         }
+    };
+    let Some(select) = top_select(&mut tree) else {
+        return Planned {
+            shape: Shape::Concat,
+            by_key: false,
+        };
+    };
+    let keys = KeyColumns::of(select, sharding);
+    let shape = match plan_select(select, &keys) {
+        Ok(None) => Shape::Concat,
+        Ok(Some((plan, rewritten))) => match rewritten {
+            false => Shape::Merge(plan),
+            true => match parser_ffi::deparse_protobuf(&tree) {
+                Ok(sql) => Shape::Merge(MergePlan {
+                    shard_sql: Some(sql),
+                    ..plan
+                }),
+                Err(err) => Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+            },
+        },
         Err(why) => Shape::Refuse(why),
+    };
+    Planned {
+        shape,
+        by_key: keys.used(),
     }
 }
 
@@ -205,7 +276,7 @@ pub struct Explained {
 }
 
 /// Plan `sql` if it is an EXPLAIN of a SELECT (`None` otherwise).
-pub fn explain(sql: &str) -> Option<Explained> {
+pub fn explain(sql: &str, sharding: &Sharding) -> Option<Explained> {
     let mut tree = parser_ffi::parse_protobuf(sql).ok()?;
     let [raw] = tree.stmts.as_mut_slice() else {
         return None;
@@ -223,7 +294,8 @@ pub fn explain(sql: &str) -> Option<Explained> {
     let N::SelectStmt(select) = explain.query.as_mut()?.node.as_mut()? else {
         return None;
     };
-    let (shape, rewritten) = match plan_select(select) {
+    let keys = KeyColumns::of(select, sharding);
+    let (shape, rewritten) = match plan_select(select, &keys) {
         Ok(None) => (Shape::Concat, false),
         Ok(Some((plan, rewritten))) => (Shape::Merge(plan), rewritten),
         Err(why) => (Shape::Refuse(why), false),
@@ -252,22 +324,29 @@ fn top_select(tree: &mut pb::ParseResult) -> Option<&mut pb::SelectStmt> {
 
 /// The plan, and whether the select was rewritten; `None` when the rows
 /// concatenate.
-fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>, Unmergeable> {
-    refuse_constructs(select)?;
+fn plan_select(
+    select: &mut pb::SelectStmt,
+    keys: &KeyColumns,
+) -> Result<Option<(MergePlan, bool)>, Unmergeable> {
+    // GROUP BY a sharding key: each shard's groups are whole, its rows
+    // final (HAVING included); they merge like plain rows.
+    let whole_groups = keys.groups_whole(&select.group_clause, &select.target_list);
+    refuse_constructs(select, keys, whole_groups)?;
     let star = select
         .target_list
         .iter()
         .any(|t| expr::is_star(target_val(t)));
-    let aggregates = !select.group_clause.is_empty()
-        || select.having_clause.is_some()
-        || select
-            .target_list
-            .iter()
-            .any(|t| expr::has_aggregate(target_val(t)))
-        || select
-            .sort_clause
-            .iter()
-            .any(|s| expr::has_aggregate(sort_node(s)));
+    let aggregates = !whole_groups
+        && (!select.group_clause.is_empty()
+            || select.having_clause.is_some()
+            || select
+                .target_list
+                .iter()
+                .any(|t| expr::has_aggregate(target_val(t)))
+            || select
+                .sort_clause
+                .iter()
+                .any(|s| expr::has_aggregate(sort_node(s))));
     let distinct_on = select.distinct_clause.iter().any(|d| d.node.is_some());
     let distinct = !select.distinct_clause.is_empty() && !distinct_on;
     if distinct_on && aggregates {
@@ -295,7 +374,7 @@ fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>,
     };
     let mut hidden = Vec::new();
     let order = sort_keys(select, &mut hidden)?;
-    let having = match select.having_clause.take() {
+    let having = match select.having_clause.take_if(|_| aggregates) {
         None => None,
         Some(node) => {
             rewritten = true;
@@ -318,8 +397,9 @@ fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>,
             distinct_keys.push(column);
         }
     }
+    let mut delimiters = Vec::new();
     let groups = if aggregates {
-        Some(group_columns(&mut *select, &mut hidden)?)
+        Some(group_columns(&mut *select, &mut hidden, &mut delimiters)?)
     } else {
         None
     };
@@ -348,12 +428,17 @@ fn plan_select(select: &mut pb::SelectStmt) -> Result<Option<(MergePlan, bool)>,
         distinct: distinct && !aggregates,
         distinct_on: distinct_keys,
         having,
+        delimiters,
     };
     Ok(Some((plan, rewritten)))
 }
 
 /// Everything rule 3 and the module docs list as refused.
-fn refuse_constructs(select: &pb::SelectStmt) -> Result<(), Unmergeable> {
+fn refuse_constructs(
+    select: &pb::SelectStmt,
+    keys: &KeyColumns,
+    whole_groups: bool,
+) -> Result<(), Unmergeable> {
     use Unmergeable::Construct;
     if select.op != pb::SetOperation::SetopNone as i32 {
         return Err(Construct("a set operation (UNION, INTERSECT, EXCEPT)"));
@@ -378,8 +463,9 @@ fn refuse_constructs(select: &pb::SelectStmt) -> Result<(), Unmergeable> {
     for node in lists
         .chain(sorts)
         .chain(select.group_clause.iter().map(Some))
+        .chain(std::iter::once(select.having_clause.as_deref()))
     {
-        expr::check(node)?;
+        expr::check(node, keys, whole_groups)?;
     }
     for item in &select.from_clause {
         expr::check_from(item)?;
@@ -435,6 +521,7 @@ fn sort_keys(
 fn group_columns(
     select: &mut pb::SelectStmt,
     hidden: &mut Vec<pb::Node>,
+    delimiters: &mut Vec<String>,
 ) -> Result<Vec<Column>, Unmergeable> {
     for item in select.group_clause.clone() {
         if resolve(select, Some(&item), false)?.is_none() {
@@ -461,6 +548,51 @@ fn group_columns(
         };
         hidden.push(res_target(count));
         columns.push(Column::Aggregate(Aggregate::Count));
+    }
+    // stddev(x) and the like run as sum(x) with count(x) and the sum of
+    // squares beside it.
+    for column in 0..columns.len() {
+        let Column::Aggregate(Aggregate::Spread { sample, root }) = columns[column] else {
+            continue;
+        };
+        let visible = select.target_list.len();
+        let target = match column.checked_sub(visible) {
+            None => &mut select.target_list[column],
+            Some(at) => &mut hidden[at],
+        };
+        let (count, squares) = expr::spread_to_sums(target)?;
+        columns[column] = Column::Spread {
+            count: visible + hidden.len(),
+            squares: visible + hidden.len() + 1,
+            sample,
+            root,
+        };
+        hidden.push(res_target(count));
+        hidden.push(res_target(squares));
+        columns.push(Column::Aggregate(Aggregate::Count));
+        columns.push(Column::Aggregate(Aggregate::Sum));
+    }
+    // string_agg / array_agg with ORDER BY run as array_agg with the sort
+    // keys' arrays beside them.
+    for column in 0..columns.len() {
+        if !matches!(
+            columns[column],
+            Column::Aggregate(Aggregate::Ordered { .. })
+        ) {
+            continue;
+        }
+        let visible = select.target_list.len();
+        let first_key = visible + hidden.len();
+        let target = match column.checked_sub(visible) {
+            None => &mut select.target_list[column],
+            Some(at) => &mut hidden[at],
+        };
+        let (ordered, keys) = ordered::split(target, first_key, delimiters)?;
+        columns[column] = ordered;
+        for key in keys {
+            hidden.push(res_target(key));
+            columns.push(Column::OrderedKey);
+        }
     }
     Ok(columns)
 }

@@ -183,7 +183,7 @@ mod keys;
 mod plan;
 mod shard_set;
 mod sublinks;
-mod tables;
+pub(crate) mod tables;
 
 #[cfg(test)]
 mod tests;

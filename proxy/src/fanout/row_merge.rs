@@ -29,6 +29,8 @@ pub struct Window {
 
 /// A RowDescription field's type oid, length and modifier for `numeric`.
 const NUMERIC_FIELD: [u8; 10] = [0, 0, 0x06, 0xa4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+/// The same for `text`.
+const TEXT_FIELD: [u8; 10] = [0, 0, 0, 25, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
 
 /// One column as the shards describe it.
 #[derive(Debug, Clone, Copy)]
@@ -40,8 +42,10 @@ struct Field {
 }
 
 mod groups;
+mod ordered;
 
 use groups::Group;
+use ordered::Ordered;
 
 #[derive(Debug)]
 pub struct RowMerge {
@@ -137,17 +141,36 @@ impl RowMerge {
         self.window.count.is_some_and(|count| self.sent >= count)
     }
 
+    /// Every row the client asked for has gone out (after the row
+    /// description): no row still to come from a shard matters.
+    pub fn satisfied(&self) -> bool {
+        self.fields.is_some() && !self.grouping() && self.full()
+    }
+
     /// The first shard's RowDescription: fields read and checked, the
     /// client's (hidden columns stripped) written to `out`.
     pub fn describe(&mut self, body: &[u8], out: &mut BytesMut) -> Result<(), ValueError> {
         let unreadable = ValueError::Unreadable("row description");
         let (fields, ends) = read_fields(body).ok_or(unreadable)?;
         let mut checked = Vec::with_capacity(fields.len());
-        let mut averages = Vec::new();
+        let mut retyped = Vec::new();
         for (column, (oid, binary)) in fields.iter().copied().enumerate() {
-            let average = matches!(self.column(column), Some(Column::Average { .. }));
-            // An average is compared as the numeric it becomes.
-            let compared = if average { 1700 } else { oid };
+            let average = matches!(
+                self.column(column),
+                Some(Column::Average { .. } | Column::Spread { .. })
+            );
+            let ordered = self.column(column).and_then(Ordered::of);
+            if let Some(ordered) = ordered {
+                self.check_ordered(ordered, column, &fields)?;
+            }
+            let string = ordered.is_some_and(|o| o.delimiter.is_some());
+            // An average (or a stddev) is compared as the numeric it
+            // becomes, a string_agg as text.
+            let compared = match (average, string) {
+                (true, _) => 1700,
+                (_, true) => 25,
+                _ => oid,
+            };
             let kind = if self.compares(column, fields.len()) {
                 Some(Kind::of(compared, self.bytewise_text)?)
             } else {
@@ -162,7 +185,9 @@ impl RowMerge {
                 return Err(ValueError::Type(oid));
             }
             if average {
-                averages.push(ends[column]);
+                retyped.push((ends[column], NUMERIC_FIELD));
+            } else if string {
+                retyped.push((ends[column], TEXT_FIELD));
             }
             checked.push(Field { oid, binary, kind });
         }
@@ -172,12 +197,13 @@ impl RowMerge {
             out.put_u16(visible as u16);
             let fields_at = out.len();
             out.extend_from_slice(&body[2..ends.get(visible).copied().unwrap_or(2)]);
-            for start in averages.into_iter().filter(|&s| s < ends[visible]) {
-                // The client's column is avg's numeric, not the shards' sum.
+            for (start, field) in retyped.into_iter().filter(|&(s, _)| s < ends[visible]) {
+                // The client's column is avg's (stddev's) numeric, not the
+                // shards' sum; string_agg's text, not their array.
                 let at = fields_at + start - 2;
                 let name = out[at..].iter().position(|&b| b == 0).unwrap_or(0);
                 let fixed = at + name + 1;
-                out[fixed + 6..fixed + 16].copy_from_slice(&NUMERIC_FIELD);
+                out[fixed + 6..fixed + 16].copy_from_slice(&field);
             }
             messages::finish(out, at);
         }

@@ -214,6 +214,26 @@ pub fn close(out: &mut BytesMut, kind: u8, name: &[u8]) {
 
 /// `H` Flush (frontend): the server sends what it has, without ending the
 /// implicit transaction as Sync would.
+/// CopyData with `data`.
+pub fn copy_data(out: &mut BytesMut, data: &[u8]) {
+    let at = begin(out, b'd');
+    out.extend_from_slice(data);
+    finish(out, at);
+}
+
+/// CopyDone.
+pub fn copy_done(out: &mut BytesMut) {
+    let at = begin(out, b'c');
+    finish(out, at);
+}
+
+/// CopyFail with `reason`.
+pub fn copy_fail(out: &mut BytesMut, reason: &str) {
+    let at = begin(out, b'f');
+    put_cstr(out, reason.as_bytes());
+    finish(out, at);
+}
+
 pub fn flush(out: &mut BytesMut) {
     out.put_slice(&[b'H', 0, 0, 0, 4]);
 }

@@ -2,11 +2,17 @@
 //! from its text or binary form, ordered, added, and written back with the
 //! display scale Postgres would give. Own code rather than a bignum crate:
 //! the merge needs only reading, ordering and addition of decimal digit
-//! strings, and Postgres's wire forms, in about a hundred lines.
+//! strings, and Postgres's wire forms, in about a hundred lines (the
+//! variance's products and square roots, in `numeric/variance.rs`, use
+//! `num-bigint`).
+
+mod variance;
 
 use std::cmp::Ordering;
 
 use super::values::ValueError;
+
+pub use variance::Spread;
 
 /// A numeric value.
 #[derive(Debug, Clone, PartialEq, Eq)]

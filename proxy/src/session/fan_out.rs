@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
-use crate::fanout::{Merger, RowMerge, Window};
+use crate::fanout::{Merger, RowMerge, SplitRows, Window};
 use crate::pool::Pooled;
 use crate::protocol::backend::error_code;
 use crate::protocol::messages;
@@ -39,6 +39,15 @@ pub(super) struct MergeRequest {
     pub window: Window,
 }
 
+/// How the shards' replies become the client's.
+pub(super) enum Reply {
+    /// Side by side, after these lines (an EXPLAIN's preamble).
+    Concat(Vec<String>),
+    Merge(MergeRequest),
+    /// A split INSERT's (RETURNING rows in the client's order).
+    Split(SplitRows),
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Run one simple query on several shards and stream the merged reply,
     /// ReadyForQuery included.
@@ -46,7 +55,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         &mut self,
         shards: &[usize],
         request: impl Fn(&Pooled, &mut BytesMut),
-        (merge, preamble): (Option<MergeRequest>, Vec<String>),
+        reply: Reply,
     ) -> Result<(), End> {
         let errors = self.segment_errors;
         if self.attached.is_some() {
@@ -63,14 +72,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         };
-        let merger = match merge {
-            None => Merger::default().with_preamble(preamble),
-            Some(merge) => {
-                let bytewise = self.bytewise_text(servers.first_mut()).await;
-                let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
-                Merger::merging(rows)
-            }
-        };
+        let merger = self.merger(reply, &mut servers).await;
         let targets = servers.iter().map(cancel_target).collect::<Vec<_>>();
         *self.info.cancel.lock().await = targets.clone();
         let query_timeout = servers
@@ -78,9 +80,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .and_then(|s| s.pool().settings.query_timeout);
         let started = std::time::Instant::now();
         let (tasks, mut incoming) = spawn_readers(servers, request);
+        let mut cancels = Vec::new();
         let merged = self
-            .merge_reports(&mut incoming, merger, query_timeout)
+            .merge_reports(&mut incoming, merger, query_timeout, &mut cancels)
             .await;
+        // A server goes back to its pool only once a cancel sent to it has
+        // been delivered (the server closes the cancel connection after
+        // signalling its backend): it cannot hit the next client's query.
+        for cancel in cancels {
+            let _ = cancel.await;
+        }
         if merged.is_err() {
             // The client left: stop the statement everywhere and close
             // the servers (the tasks drop them as they end).
@@ -93,19 +102,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         }
         self.info.cancel.lock().await.clear();
-        let mut broken = merged.is_err();
-        for task in tasks {
-            match task.await {
-                Ok((server, true)) => {
-                    let pool = server.pool();
-                    pool.stats.query_count.fetch_add(1, Ordering::Relaxed);
-                    pool.histograms.observe_query(started.elapsed());
-                    self.release(server, false).await;
-                }
-                _ => broken = true,
-            }
-        }
-        self.clock.log_if_slow(started.elapsed(), shards);
+        let took = started.elapsed();
+        let broken = self.release_readers(tasks, took).await || merged.is_err();
+        self.clock.log_if_slow(took, shards);
         let failed = merged?;
         if broken {
             ClientError::shard_lost().encode(&mut self.to_client);
@@ -117,9 +116,44 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.flush_client().await
     }
 
+    /// The merger of a fan-out's replies.
+    async fn merger(&mut self, reply: Reply, servers: &mut [Pooled]) -> Merger {
+        match reply {
+            Reply::Concat(preamble) => Merger::default().with_preamble(preamble),
+            Reply::Split(split) => Merger::splitting(split),
+            Reply::Merge(merge) => {
+                let bytewise = self.bytewise_text(servers.first_mut()).await;
+                let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
+                Merger::merging(rows)
+            }
+        }
+    }
+
+    /// Give back the servers of the reading tasks whose replies came
+    /// whole (their request took `took`: the query-time histogram);
+    /// whether any did not.
+    async fn release_readers(&mut self, tasks: Vec<Reader>, took: std::time::Duration) -> bool {
+        let mut broken = false;
+        for task in tasks {
+            match task.await {
+                Ok((server, true)) => {
+                    let pool = server.pool();
+                    pool.stats.query_count.fetch_add(1, Ordering::Relaxed);
+                    pool.histograms.observe_query(took);
+                    self.release(server, false).await;
+                }
+                _ => broken = true,
+            }
+        }
+        broken
+    }
+
     /// A server for each shard; `None` when one cannot be had (its error is
     /// written for the client; the others go back to their pools).
-    async fn fan_out_servers(&mut self, shards: &[usize]) -> Result<Option<Vec<Pooled>>, End> {
+    pub(super) async fn fan_out_servers(
+        &mut self,
+        shards: &[usize],
+    ) -> Result<Option<Vec<Pooled>>, End> {
         let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
         for &shard in shards {
             match self.checkout_server(shard).await? {
@@ -139,13 +173,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Relay the servers' messages as they come until every server is done;
     /// `query_timeout` with nothing from any shard cancels the statement on
-    /// every shard. Returns whether the statement failed; `Err` when the
-    /// client left.
+    /// every shard, and so does a merge whose LIMIT is reached on the shards
+    /// still running (the cancels' deliveries go to `cancels`). Returns
+    /// whether the statement failed; `Err` when the client left.
     async fn merge_reports(
         &mut self,
         incoming: &mut [Option<mpsc::Receiver<Report>>],
         mut merger: Merger,
         query_timeout: Option<std::time::Duration>,
+        cancels: &mut Vec<tokio::task::JoinHandle<()>>,
     ) -> Result<bool, End> {
         // The server whose headers stand for all (the first to answer).
         let mut first: Option<usize> = None;
@@ -191,10 +227,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         }
                         // Position 0 for the first server to answer.
                         let position = if first == Some(index) { 0 } else { index + 1 };
-                        let failed = merger.failed();
+                        let (failed, satisfied) = (merger.failed(), merger.satisfied());
                         merger.on_message(position, &message, &mut self.to_client);
                         if !failed && merger.failed() {
                             self.state.metrics.error(error_code(&message[5..]).unwrap_or_default());
+                        }
+                        if !satisfied && merger.satisfied() {
+                            self.cancel_running(incoming, cancels).await;
                         }
                         let idle = incoming.iter().flatten().all(mpsc::Receiver::is_empty);
                         if idle || self.to_client.len() >= super::CLIENT_FLUSH_AT {
@@ -211,13 +250,43 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     timed_out = true;
                     let targets = self.info.cancel.lock().await.clone();
                     tracing::warn!(?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
-                    for target in targets {
-                        tokio::spawn(async move { crate::cancel::send(&target).await });
-                    }
+                    cancels.extend(targets.into_iter().map(send_cancel));
                 }
             }
         }
         Ok(broken || merger.finish(&mut self.to_client))
+    }
+
+    /// The merge has every row it needs: cancel the statement on the shards
+    /// still sending (their rows and the 57014 error are dropped). Not
+    /// inside a transaction, which the cancel would abort on those shards
+    /// (the extended protocol never cancels: a pipeline's later statements
+    /// would fail with it; there the rest, at most LIMIT + OFFSET rows per
+    /// shard, is read and dropped).
+    async fn cancel_running(
+        &mut self,
+        incoming: &[Option<mpsc::Receiver<Report>>],
+        cancels: &mut Vec<tokio::task::JoinHandle<()>>,
+    ) {
+        if self.client_status(b'I') != b'I' {
+            return;
+        }
+        let targets = self.info.cancel.lock().await.clone();
+        let running: Vec<_> = (0..incoming.len())
+            .filter(|&i| incoming[i].is_some())
+            .filter_map(|i| targets.get(i).cloned())
+            .collect();
+        if !running.is_empty() {
+            tracing::debug!(
+                shards = running.len(),
+                "LIMIT reached: cancelling the rest of a fan-out"
+            );
+        }
+        for target in running {
+            cancels.push(tokio::spawn(
+                async move { crate::cancel::send(&target).await },
+            ));
+        }
     }
 }
 
@@ -241,6 +310,11 @@ fn spawn_readers(
         }));
     }
     (tasks, incoming)
+}
+
+/// Deliver a cancel to `target` in a task of its own.
+fn send_cancel(target: crate::state::CancelTarget) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move { crate::cancel::send(&target).await })
 }
 
 /// A reading task: gives back its server and whether the reply came whole.

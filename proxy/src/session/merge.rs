@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use router::cache::Entry;
 use router::merge::{self, Bound, MergePlan, Operand, Predicate, Shape};
+use router::sharding::Sharding;
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -38,12 +39,20 @@ pub(super) enum Rows {
 
 /// The merge a simple query that runs on several shards needs; `Err` when
 /// its answer cannot be exact.
-pub(super) fn simple_query_rows(entry: &Entry, sql: &str) -> Result<Rows, ClientError> {
+pub(super) fn simple_query_rows(
+    entry: &Entry,
+    sql: &str,
+    sharding: &Sharding,
+) -> Result<Rows, ClientError> {
     if entry.concatenates.get().is_some() {
         return Ok(Rows::Concatenated);
     }
-    let Some(mut plan) = plan_rows(&entry.summary, sql)? else {
-        let _ = entry.concatenates.set(());
+    let (planned, by_key) = plan_rows(&entry.summary, sql, sharding);
+    let Some(mut plan) = planned? else {
+        if !by_key {
+            // Holds for every config: the cache entry is shared by all.
+            let _ = entry.concatenates.set(());
+        }
         return Ok(Rows::Concatenated);
     };
     let window = window(&plan, None)?;
@@ -76,6 +85,7 @@ pub(super) fn explain_rows(
     summary: &Summary,
     sql: &str,
     shards: &[usize],
+    sharding: &Sharding,
 ) -> Result<Option<Explain>, ClientError> {
     let [statement] = summary.statements.as_slice() else {
         return Ok(None);
@@ -83,7 +93,7 @@ pub(super) fn explain_rows(
     if statement.kind != StatementKind::Explain {
         return Ok(None);
     }
-    let Some(explained) = merge::explain(sql) else {
+    let Some(explained) = merge::explain(sql, sharding) else {
         return Ok(None);
     };
     let list: Vec<String> = shards.iter().map(usize::to_string).collect();
@@ -161,23 +171,30 @@ fn plan_lines(plan: &MergePlan) -> Vec<String> {
     lines
 }
 
-/// The merge plan of a statement that runs on several shards (`None`: its
-/// rows concatenate).
-fn plan_rows(summary: &Summary, sql: &str) -> Result<Option<MergePlan>, ClientError> {
+/// The merge plan of a statement that runs on several shards of
+/// `sharding` (`None`: its rows concatenate), and whether it depends on
+/// which columns are sharding keys.
+fn plan_rows(
+    summary: &Summary,
+    sql: &str,
+    sharding: &Sharding,
+) -> (Result<Option<MergePlan>, ClientError>, bool) {
     let [statement] = summary.statements.as_slice() else {
-        return Ok(None);
+        return (Ok(None), false);
     };
     if statement.kind != StatementKind::Select || statement.write {
-        return Ok(None);
+        return (Ok(None), false);
     }
-    match merge::plan(sql) {
+    let planned = merge::plan(sql, sharding);
+    let result = match planned.shape {
         Shape::Concat => Ok(None),
         Shape::Refuse(why) => Err(ClientError::new(
             sqlstate::FEATURE_NOT_SUPPORTED,
             why.to_string(),
         )),
         Shape::Merge(plan) => Ok(Some(plan)),
-    }
+    };
+    (result, planned.by_key)
 }
 
 /// What a prepared statement's rows need on several shards, planned once.
@@ -308,9 +325,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         summary: &Summary,
         bind: &Bind,
     ) -> Result<Option<BindMerge>, ClientError> {
-        let planned = statement.merge.get_or_init(|| {
+        let plan_statement = || {
             let sql = String::from_utf8_lossy(&statement.query);
-            match plan_rows(summary, &sql) {
+            let (planned, by_key) = plan_rows(summary, &sql, &self.sharding);
+            let merge = match planned {
                 Ok(None) => StatementMerge::Concatenated,
                 Err(error) => StatementMerge::Refused(error),
                 Ok(Some(mut plan)) => {
@@ -327,8 +345,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         shard_statement,
                     }
                 }
-            }
-        });
+            };
+            (merge, by_key)
+        };
+        // A plan that depends on the config's keys is not kept: the
+        // statement is shared by every database.
+        let fresh;
+        let planned = match statement.merge.get() {
+            Some(planned) => planned,
+            None => match plan_statement() {
+                (merge, true) => {
+                    fresh = merge;
+                    &fresh
+                }
+                (merge, false) => statement.merge.get_or_init(|| merge),
+            },
+        };
         match planned {
             StatementMerge::Concatenated => Ok(None),
             StatementMerge::Refused(error) => Err(error.clone()),

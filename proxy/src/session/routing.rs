@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use router::cache::{Entry, Lookup};
-use router::route::{Overrides, ParamValue, Route};
+use router::route::{Overrides, ParamValue, Route, RouteError};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::fan_out::Reply;
 use super::merge::Rows;
 use super::params;
 use super::reply_plan::Step;
@@ -73,18 +74,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let overrides = self.overrides(&lookup.overrides);
         let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => routed,
+            Err(RouteError::MultiRowInsert { .. }) if summary.statements.len() == 1 => {
+                return self.split_insert(frame_sql).await;
+            }
+            Err(RouteError::CopyIntoSharded { .. }) if summary.statements.len() == 1 => {
+                return self.copy_sharded(frame_sql).await;
+            }
             Err(err) => {
-                self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                self.refuse(error, true);
-                return Ok(Dispatch::Done);
+                return Ok(self.refused(error));
             }
         };
         let shards = self.routed_to(&lookup.entry, &routed.route);
+        if let Some(error) =
+            self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
+        {
+            return Ok(self.refused(error));
+        }
         if shards.as_ref().is_some_and(|s| s.len() > 1) && summary.statements.len() > 1 {
-            self.state.metrics.route(RouteKind::Refused);
-            self.refuse(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time"), true);
-            return Ok(Dispatch::Done);
+            return Ok(self.refused(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time")));
         }
         let needs_block = needs_transaction_block(summary, frame_sql.as_bytes());
         match self.place(shards.as_deref(), needs_block) {
@@ -95,47 +103,55 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(Dispatch::Done)
             }
             Placement::FanOut => {
-                let shards = shards.unwrap_or_default();
-                let explained = super::merge::explain_rows(summary, frame_sql, &shards);
-                let rows = match explained {
-                    Ok(Some((sql, lines))) => Ok((sql, None, lines)),
-                    Ok(None) => {
-                        super::merge::simple_query_rows(&lookup.entry, frame_sql).map(|rows| {
-                            match rows {
-                                Rows::Concatenated => (None, None, Vec::new()),
-                                Rows::Merged { sql, request } => (sql, Some(request), Vec::new()),
-                            }
-                        })
-                    }
-                    Err(error) => Err(error),
-                };
-                let (sql, merge, preamble) = match rows {
-                    Ok(rows) => rows,
-                    Err(error) => {
-                        self.state.metrics.route(RouteKind::Refused);
-                        self.refuse(error, true);
-                        return Ok(Dispatch::Done);
-                    }
-                };
-                let query = {
-                    let mut out = BytesMut::new();
-                    messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
-                    out.freeze()
-                };
-                self.fan_out(
-                    &shards,
-                    |_, out| out.extend_from_slice(&query),
-                    (merge, preamble),
-                )
-                .await?;
-                Ok(Dispatch::Done)
+                self.fan_out_query(&lookup, frame_sql, shards.unwrap_or_default())
+                    .await
             }
         }
     }
 
+    /// A simple query on several shards: its EXPLAIN lines or row merge,
+    /// then the fan-out.
+    async fn fan_out_query(
+        &mut self,
+        lookup: &Lookup,
+        frame_sql: &str,
+        shards: Vec<usize>,
+    ) -> Result<Dispatch, End> {
+        let summary = &lookup.entry.summary;
+        let explained = super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
+        let rows = match explained {
+            Ok(Some((sql, lines))) => Ok((sql, Reply::Concat(lines))),
+            Ok(None) => super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
+                .map(|rows| match rows {
+                    Rows::Concatenated => (None, Reply::Concat(Vec::new())),
+                    Rows::Merged { sql, request } => (sql, Reply::Merge(request)),
+                }),
+            Err(error) => Err(error),
+        };
+        let (sql, reply) = match rows {
+            Ok(rows) => rows,
+            Err(error) => return Ok(self.refused(error)),
+        };
+        let query = {
+            let mut out = BytesMut::new();
+            messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
+            out.freeze()
+        };
+        self.fan_out(&shards, |_, out| out.extend_from_slice(&query), reply)
+            .await?;
+        Ok(Dispatch::Done)
+    }
+
+    /// Refuse a simple query (counted as refused).
+    pub(super) fn refused(&mut self, error: ClientError) -> Dispatch {
+        self.state.metrics.route(RouteKind::Refused);
+        self.refuse(error, true);
+        Dispatch::Done
+    }
+
     /// Where the transaction lets a routed statement go (counted for the
     /// metrics).
-    fn place(&mut self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
+    pub(super) fn place(&mut self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
         let placement = self
             .txn
             .place(shards, needs_block, self.server_view(), || self.any_shard());
@@ -229,6 +245,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         };
         let shards = self.routed_to(&info.entry, &routed.route);
+        if let Some(error) =
+            self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
+        {
+            self.state.metrics.route(RouteKind::Refused);
+            self.refuse(error, false);
+            return None;
+        }
         // A named portal may be fetched across Syncs, as asyncpg and
         // pgjdbc's fetch size do: it needs the transaction block.
         let needs_block = !bind.portal.is_empty()

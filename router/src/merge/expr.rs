@@ -4,6 +4,7 @@
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
+use super::keys::KeyColumns;
 use super::{Aggregate, Column, Unmergeable};
 
 /// Postgres's built-in aggregates whose partial results pgshard does not
@@ -11,7 +12,6 @@ use super::{Aggregate, Column, Unmergeable};
 const OTHER_AGGREGATES: &[&str] = &[
     "avg",
     "any_value",
-    "array_agg",
     "bit_and",
     "bit_or",
     "bit_xor",
@@ -48,13 +48,6 @@ const OTHER_AGGREGATES: &[&str] = &[
     "regr_sxx",
     "regr_sxy",
     "regr_syy",
-    "stddev",
-    "stddev_pop",
-    "stddev_samp",
-    "string_agg",
-    "var_pop",
-    "var_samp",
-    "variance",
     "xmlagg",
 ];
 
@@ -68,6 +61,24 @@ fn supported(name: &str) -> Option<Aggregate> {
         "bool_and" | "every" => Aggregate::BoolAnd,
         "bool_or" => Aggregate::BoolOr,
         "avg" => Aggregate::Avg,
+        "stddev" | "stddev_samp" => Aggregate::Spread {
+            sample: true,
+            root: true,
+        },
+        "variance" | "var_samp" => Aggregate::Spread {
+            sample: true,
+            root: false,
+        },
+        "stddev_pop" => Aggregate::Spread {
+            sample: false,
+            root: true,
+        },
+        "var_pop" => Aggregate::Spread {
+            sample: false,
+            root: false,
+        },
+        "string_agg" => Aggregate::Ordered { string: true },
+        "array_agg" => Aggregate::Ordered { string: false },
         _ => return None,
     })
 }
@@ -178,19 +189,39 @@ pub(super) fn has_aggregate(node: Option<&pb::Node>) -> bool {
     .is_err()
 }
 
-/// Refuse window functions and aggregates that do not combine.
-pub(super) fn check(node: Option<&pb::Node>) -> Result<(), Unmergeable> {
+/// Refuse window functions and aggregates that do not combine. When each
+/// shard's groups are whole (`whole_groups`), every aggregate is final on
+/// its shard. An aggregate over the DISTINCT values of a sharding key
+/// combines as the aggregate does: each value is on one shard.
+pub(super) fn check(
+    node: Option<&pb::Node>,
+    keys: &KeyColumns,
+    whole_groups: bool,
+) -> Result<(), Unmergeable> {
     calls(node, &mut |call| {
         if call.over.is_some() {
             return Err(Unmergeable::Construct("a window function"));
         }
-        if !is_aggregate_call(call) {
+        if !is_aggregate_call(call) || whole_groups {
             return Ok(());
         }
         let name = function_name(call).unwrap_or("a user-defined aggregate");
-        if call.agg_distinct {
+        if let Some(Aggregate::Ordered { string }) = supported(name) {
+            return super::ordered::check(call, string);
+        }
+        let distinct_keys = matches!(
+            supported(name),
+            Some(
+                Aggregate::Count
+                    | Aggregate::Sum
+                    | Aggregate::Min
+                    | Aggregate::Max
+                    | Aggregate::Avg
+            )
+        ) && matches!(call.args.as_slice(), [arg] if keys.is_key(Some(arg)));
+        if call.agg_distinct && !distinct_keys {
             return Err(Unmergeable::Construct(
-                "an aggregate over DISTINCT values (count(DISTINCT ...))",
+                "an aggregate over DISTINCT values (count(DISTINCT ...)) of a column that is not the sharding key",
             ));
         }
         if call.agg_within_group {
@@ -401,6 +432,11 @@ pub(super) fn int8_literal(value: i64) -> pb::Node {
 
 /// `node::pg_catalog.int8`.
 pub(super) fn int8_cast(node: pb::Node) -> pb::Node {
+    type_cast(node, "int8")
+}
+
+/// `node::pg_catalog.<type_name>`.
+fn type_cast(node: pb::Node, type_name: &str) -> pb::Node {
     let name = |s: &str| pb::Node {
         node: Some(N::String(pb::String { sval: s.into() })),
     };
@@ -408,7 +444,7 @@ pub(super) fn int8_cast(node: pb::Node) -> pb::Node {
         node: Some(N::TypeCast(Box::new(pb::TypeCast {
             arg: Some(Box::new(node)),
             type_name: Some(pb::TypeName {
-                names: vec![name("pg_catalog"), name("int8")],
+                names: vec![name("pg_catalog"), name(type_name)],
                 type_oid: 0,
                 setof: false,
                 pct_type: false,
@@ -447,6 +483,57 @@ pub(super) fn average_to_sum(target: &mut pb::Node) -> Result<pb::Node, Unmergea
     Ok(pb::Node {
         node: Some(N::FuncCall(count)),
     })
+}
+
+/// Rewrite the select-list item `stddev(x) [FILTER]` (or another spread)
+/// to `sum(x) [FILTER]`; the `count(x)` and `sum(x::numeric * x::numeric)`
+/// (same FILTER) to run beside it.
+pub(super) fn spread_to_sums(target: &mut pb::Node) -> Result<(pb::Node, pb::Node), Unmergeable> {
+    let Some(N::ResTarget(res)) = &mut target.node else {
+        return Err(Unmergeable::AggregateInExpression);
+    };
+    if res.name.is_empty() {
+        // The client's column keeps the name Postgres gives it.
+        let written = match res.val.as_deref().and_then(|v| v.node.as_ref()) {
+            Some(N::FuncCall(call)) => function_name(call).map(str::to_owned),
+            _ => None,
+        };
+        res.name = written.ok_or(Unmergeable::AggregateInExpression)?;
+    }
+    let Some(pb::Node {
+        node: Some(N::FuncCall(call)),
+    }) = res.val.as_deref_mut()
+    else {
+        return Err(Unmergeable::AggregateInExpression);
+    };
+    let [argument] = call.args.as_slice() else {
+        return Err(Unmergeable::AggregateInExpression);
+    };
+    let name = |s: &str| pb::Node {
+        node: Some(N::String(pb::String { sval: s.into() })),
+    };
+    let numeric = |node: &pb::Node| type_cast(node.clone(), "numeric");
+    let square = pb::Node {
+        node: Some(N::AExpr(Box::new(pb::AExpr {
+            kind: pb::AExprKind::AexprOp as i32,
+            name: vec![name("*")],
+            lexpr: Some(Box::new(numeric(argument))),
+            rexpr: Some(Box::new(numeric(argument))),
+            rexpr_list_start: -1,
+            rexpr_list_end: -1,
+            location: -1,
+        }))),
+    };
+    let mut count = call.clone();
+    count.funcname = vec![name("pg_catalog"), name("count")];
+    let mut squares = call.clone();
+    squares.funcname = vec![name("pg_catalog"), name("sum")];
+    squares.args = vec![square];
+    call.funcname = vec![name("pg_catalog"), name("sum")];
+    let node = |call: Box<pb::FuncCall>| pb::Node {
+        node: Some(N::FuncCall(call)),
+    };
+    Ok((node(count), node(squares)))
 }
 
 /// The name Postgres gives a select-list item's column: its alias, else a

@@ -1,6 +1,42 @@
 //! Cross-shard planning cases: one line per statement.
 
 use super::*;
+use crate::sharding::{DataType, KeySpace, ShardFunction, ShardedTable};
+
+/// 2 shards: `users` by `id`, `orders` by `user_id`, any table with a
+/// `tenant` column by it; `r` omnisharded.
+fn sharding() -> Sharding {
+    let keys = KeySpace {
+        data_type: DataType::BigInt,
+        function: ShardFunction::List(Vec::new()),
+        placement: vec![0, 1],
+    };
+    let entry = |name: Option<&str>, column: &str| ShardedTable {
+        name: name.map(str::to_owned),
+        schema: None,
+        column: column.to_owned(),
+        keys: keys.clone(),
+    };
+    Sharding {
+        databases: 2,
+        tables: vec![
+            entry(Some("users"), "id"),
+            entry(Some("orders"), "user_id"),
+            entry(None, "tenant"),
+        ],
+        families: Vec::new(),
+        omnisharded: vec![(None, "r".into())],
+        cross_shard_disabled: false,
+    }
+}
+
+fn plan(sql: &str) -> Shape {
+    super::plan(sql, &sharding()).shape
+}
+
+fn explain(sql: &str) -> Option<Explained> {
+    super::explain(sql, &sharding())
+}
 
 /// The plan of `sql`, which must be mergeable.
 fn merged(sql: &str) -> MergePlan {
@@ -226,6 +262,10 @@ fn aggregates_and_groups() {
 fn what_cannot_merge_is_refused() {
     for (sql, says) in [
         ("SELECT string_agg(name, ',') FROM users", "string_agg()"),
+        (
+            "SELECT json_agg(name ORDER BY name) FROM users",
+            "json_agg()",
+        ),
         ("SELECT count(DISTINCT grp) FROM users", "DISTINCT values"),
         ("SELECT sum(score) + 1 FROM users", "inside an expression"),
         ("SELECT min(score)::text FROM users", "inside an expression"),
@@ -273,7 +313,7 @@ fn what_cannot_merge_is_refused() {
         ),
         ("SELECT * FROM users ORDER BY 2", "position with *"),
         (
-            "SELECT *, count(*) FROM users GROUP BY id",
+            "SELECT *, count(*) FROM users GROUP BY grp",
             "with * in the select list",
         ),
         (
@@ -283,6 +323,155 @@ fn what_cannot_merge_is_refused() {
     ] {
         let why = refused(sql);
         assert!(why.contains(says), "{sql}: {why}");
+    }
+}
+
+#[test]
+fn groups_of_a_sharding_key_are_whole_on_their_shard() {
+    // Every aggregate is final on its shard: the rows concatenate.
+    for sql in [
+        "SELECT id, string_agg(name, ',') FROM users GROUP BY id",
+        "SELECT id, count(DISTINCT grp), stddev(score) FROM users GROUP BY 1",
+        "SELECT u.id, count(*) FROM users u JOIN orders o ON o.user_id = u.id GROUP BY u.id",
+        "SELECT o.user_id, sum(o.qty) FROM users u JOIN orders o ON o.user_id = u.id GROUP BY o.user_id HAVING sum(o.qty) > 3",
+        "SELECT tenant, count(*) FROM events GROUP BY tenant",
+        "SELECT *, count(*) FROM users GROUP BY id",
+    ] {
+        let planned = super::plan(sql, &sharding());
+        assert_eq!(planned.shape, Shape::Concat, "{sql}");
+        assert!(planned.by_key, "{sql}");
+    }
+    // Sorted and cut like plain rows; HAVING stays on the shards.
+    let p = merged("SELECT id, count(*) AS n FROM users GROUP BY id HAVING count(*) > 1 ORDER BY n DESC LIMIT 3");
+    assert_eq!(p.groups, None);
+    assert_eq!(p.having, None);
+    assert_eq!(p.order, vec![key(1, true, true)]);
+    assert_eq!(p.shard_sql, None);
+    // Groups of rows whose key may be NULL-extended, or of a table that
+    // may not have the column, or of no key, still merge.
+    for sql in [
+        "SELECT u.id, count(*) FROM orders o LEFT JOIN users u ON o.user_id = u.id GROUP BY u.id",
+        "SELECT tenant, count(*) FROM events e JOIN r ON r.a = e.b GROUP BY tenant",
+        "WITH users AS (SELECT 1 AS id) SELECT id, count(*) FROM users GROUP BY id",
+        "SELECT grp, count(*) FROM users GROUP BY grp",
+        "SELECT a, count(*) FROM r GROUP BY a",
+    ] {
+        let p = merged(sql);
+        assert!(p.groups.is_some(), "{sql}");
+    }
+}
+
+#[test]
+fn spreads_run_as_sums_counts_and_squares() {
+    let p = merged("SELECT grp, stddev(score) FILTER (WHERE active) FROM users GROUP BY grp");
+    assert_eq!(
+        p.groups,
+        Some(vec![
+            Column::Key,
+            Column::Spread {
+                count: 2,
+                squares: 3,
+                sample: true,
+                root: true
+            },
+            Column::Aggregate(Aggregate::Count),
+            Column::Aggregate(Aggregate::Sum),
+        ])
+    );
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some(
+            "SELECT grp, pg_catalog.sum(score) FILTER (WHERE active) AS stddev, \
+             pg_catalog.count(score) FILTER (WHERE active), \
+             pg_catalog.sum(score::numeric * score::numeric) FILTER (WHERE active) FROM users GROUP BY grp"
+        )
+    );
+    let p = merged("SELECT var_pop(amount) AS v FROM users");
+    assert_eq!(
+        p.groups.as_deref().map(|g| g[0]),
+        Some(Column::Spread {
+            count: 1,
+            squares: 2,
+            sample: false,
+            root: false
+        })
+    );
+    assert!(refused("SELECT stddev(score)::int FROM users").contains("inside an expression"));
+}
+
+#[test]
+fn ordered_aggregates_run_as_arrays_with_their_keys() {
+    let p = merged(
+        "SELECT grp, string_agg(name, '; ' ORDER BY score DESC, name) FROM users GROUP BY grp",
+    );
+    assert_eq!(
+        p.groups,
+        Some(vec![
+            Column::Key,
+            Column::Ordered {
+                keys: 2,
+                count: 2,
+                descending: 0b01,
+                nulls_first: 0b01,
+                delimiter: Some(0)
+            },
+            Column::OrderedKey,
+            Column::OrderedKey,
+        ])
+    );
+    assert_eq!(p.delimiters, vec!["; ".to_owned()]);
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some(
+            "SELECT grp, pg_catalog.array_agg(name ORDER BY score DESC, name) AS string_agg, \
+             pg_catalog.array_agg(score ORDER BY score DESC, name), \
+             pg_catalog.array_agg(name ORDER BY score DESC, name) FROM users GROUP BY grp"
+        )
+    );
+    let p = merged("SELECT array_agg(id ORDER BY created NULLS FIRST) AS ids FROM users");
+    assert_eq!(
+        p.groups.as_deref().map(|g| g[0]),
+        Some(Column::Ordered {
+            keys: 1,
+            count: 1,
+            descending: 0,
+            nulls_first: 1,
+            delimiter: None
+        })
+    );
+    for sql in [
+        "SELECT array_agg(id) FROM users",
+        "SELECT string_agg(name, grp::text ORDER BY name) FROM users",
+        "SELECT string_agg(DISTINCT name, ',' ORDER BY name) FROM users",
+    ] {
+        let why = refused(sql);
+        assert!(why.contains("without an ORDER BY"), "{sql}: {why}");
+    }
+}
+
+#[test]
+fn distinct_aggregates_of_a_sharding_key_combine() {
+    let p = merged("SELECT count(DISTINCT id), sum(DISTINCT users.id) FROM users");
+    assert_eq!(
+        p.groups,
+        Some(vec![
+            Column::Aggregate(Aggregate::Count),
+            Column::Aggregate(Aggregate::Sum)
+        ])
+    );
+    let p = merged("SELECT grp, count(DISTINCT o.user_id) FROM orders o GROUP BY grp");
+    assert_eq!(
+        p.groups,
+        Some(vec![Column::Key, Column::Aggregate(Aggregate::Count)])
+    );
+    for sql in [
+        "SELECT count(DISTINCT grp) FROM users",
+        "SELECT count(DISTINCT u.id) FROM orders u",
+        "SELECT grp FROM users GROUP BY grp HAVING count(DISTINCT score) > 1",
+        "SELECT bool_and(DISTINCT id > 3) FROM users",
+    ] {
+        let why = refused(sql);
+        assert!(why.contains("DISTINCT values"), "{sql}: {why}");
     }
 }
 

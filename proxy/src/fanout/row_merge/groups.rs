@@ -6,9 +6,9 @@ use std::cmp::Ordering;
 
 use router::merge::{Aggregate, Column};
 
-use super::{Field, Row, RowMerge};
+use super::{Field, Ordered, Row, RowMerge};
 use crate::fanout::having::{self, GroupView};
-use crate::protocol::numeric::Decimal;
+use crate::protocol::numeric::{Decimal, Spread};
 use crate::protocol::values::{self, Kind, ValueError};
 
 /// A group's state: the key columns' first values and the accumulators.
@@ -21,8 +21,15 @@ impl RowMerge {
     /// The merged groups, averages divided and HAVING applied.
     pub(super) fn finished_groups(&mut self) -> Result<Vec<Group>, ValueError> {
         let mut groups = std::mem::take(&mut self.group_rows);
+        let fields = self.fields.as_deref().unwrap_or_default();
+        let strings: Vec<(usize, usize)> = (self.columns(fields.len()).into_iter().enumerate())
+            .filter_map(|(c, column)| Some((c, Ordered::of(column)?.delimiter?)))
+            .collect();
         for group in &mut groups {
             self.finish_averages(&mut group.values)?;
+            for &(column, delimiter) in &strings {
+                self.finish_string(delimiter, column, &mut group.values)?;
+            }
         }
         if let Some(predicate) = &self.plan.having {
             let kinds = self.column_kinds();
@@ -84,8 +91,18 @@ impl RowMerge {
         for (c, column) in columns.iter().enumerate() {
             let aggregate = match column {
                 Column::Aggregate(aggregate) => *aggregate,
-                Column::Average { .. } => Aggregate::Sum,
-                Column::Key => continue,
+                Column::Average { .. } | Column::Spread { .. } => Aggregate::Sum,
+                Column::Key | Column::OrderedKey => continue,
+                Column::Ordered { .. } => {
+                    let Some(ordered) = Ordered::of(*column) else {
+                        continue;
+                    };
+                    let mut values = std::mem::take(&mut self.group_rows[at].values);
+                    let merged = self.merge_ordered(ordered, c, &mut values, row);
+                    self.group_rows[at].values = values;
+                    merged?;
+                    continue;
+                }
             };
             let field = fields[c];
             let current = self.group_rows[at].values[c].take();
@@ -114,7 +131,10 @@ impl RowMerge {
             .zip(columns)
             .map(|(field, column)| {
                 let oid = match column {
-                    Column::Average { .. } => 1700,
+                    Column::Average { .. } | Column::Spread { .. } => 1700,
+                    Column::Ordered {
+                        delimiter: Some(_), ..
+                    } => 25,
                     _ => field.oid,
                 };
                 (Kind::of(oid, self.bytewise_text), field.binary)
@@ -122,39 +142,76 @@ impl RowMerge {
             .collect()
     }
 
-    /// A group's averages: its sum divided by its count, as the numeric
-    /// Postgres's `avg` gives (NULL over no rows).
+    /// A group's averages and spreads, from its sums and counts, as the
+    /// numeric Postgres's `avg` and `stddev` give (NULL over no rows).
     pub(super) fn finish_averages(&self, values: &mut [Option<Vec<u8>>]) -> Result<(), ValueError> {
         let fields = self.fields.as_deref().unwrap_or_default();
+        let number =
+            |c: usize, values: &[Option<Vec<u8>>]| -> Result<Option<Decimal>, ValueError> {
+                let (Some(Some(value)), Some(field)) = (values.get(c), fields.get(c)) else {
+                    return Ok(None);
+                };
+                Ok(Some(match field.oid {
+                    20 | 21 | 23 => Decimal::from_text(
+                        values::integer(value, field.binary)?.to_string().as_bytes(),
+                    )?,
+                    _ => Decimal::read(value, field.binary)?,
+                }))
+            };
+        let rows = |c: usize, values: &[Option<Vec<u8>>]| -> Result<u64, ValueError> {
+            let Some(Some(n)) = values.get(c) else {
+                return Ok(0);
+            };
+            let n = values::integer(n, fields.get(c).is_some_and(|f| f.binary))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        };
         for (c, column) in self.columns(fields.len()).into_iter().enumerate() {
-            let Column::Average { count } = column else {
-                continue;
-            };
-            let field = fields[c];
-            let rows = match values.get(count).cloned().flatten() {
-                Some(n) => values::integer(&n, fields.get(count).is_some_and(|f| f.binary))?,
-                None => 0,
-            };
-            let sum = values[c].take();
-            values[c] = match (sum, u64::try_from(rows)) {
-                (Some(sum), Ok(rows)) if rows > 0 => {
-                    let sum = match field.oid {
-                        20 => Decimal::from_text(
-                            values::integer(&sum, field.binary)?.to_string().as_bytes(),
-                        )?,
-                        _ => Decimal::read(&sum, field.binary)?,
-                    };
-                    let (average, scale) = sum.average(rows);
-                    Some(match field.binary {
-                        true => average.to_binary(scale),
-                        false => average.to_text(scale).into_bytes(),
-                    })
+            let finished = match column {
+                Column::Average { count } => match (rows(count, values)?, number(c, values)?) {
+                    (rows, Some(sum)) if rows > 0 => Some(sum.average(rows)),
+                    _ => None,
+                },
+                Column::Spread {
+                    count,
+                    squares,
+                    sample,
+                    root,
+                } => {
+                    let zero = Decimal::from_text(b"0")?;
+                    let sum = number(c, values)?.unwrap_or_else(|| zero.clone());
+                    let squares = number(squares, values)?.unwrap_or(zero);
+                    Spread { sample, root }.of(rows(count, values)?, &sum, &squares)
                 }
-                _ => None,
+                _ => continue,
             };
+            values[c] = finished.map(|(value, scale)| match fields[c].binary {
+                true => value.to_binary(scale),
+                false => value.to_text(scale).into_bytes(),
+            });
         }
         Ok(())
     }
+}
+
+/// Two integer partial sums (or counts), added in the column's own type,
+/// with its range.
+fn integer_sum(field: Field, current: &[u8], next: &[u8]) -> Result<Vec<u8>, ValueError> {
+    let binary = field.binary;
+    let (range, bytes) = match field.oid {
+        21 => ("smallint", 2),
+        23 => ("integer", 4),
+        _ => ("bigint", 8),
+    };
+    let total = values::integer(current, binary)?
+        .checked_add(values::integer(next, binary)?)
+        .filter(|&t| {
+            bytes == 8 || t.unsigned_abs() < 1 << (bytes * 8 - 1) || t == -(1 << (bytes * 8 - 1))
+        })
+        .ok_or(ValueError::OutOfRange(range))?;
+    Ok(match binary {
+        true => total.to_be_bytes()[8 - bytes..].to_vec(),
+        false => total.to_string().into_bytes(),
+    })
 }
 
 /// Combine an aggregate's running value with a shard's partial one.
@@ -171,28 +228,13 @@ fn combine(
     };
     let binary = field.binary;
     Ok(Some(match aggregate {
-        Aggregate::Count | Aggregate::Sum | Aggregate::Avg if matches!(field.oid, 20 | 21 | 23) => {
-            // In the column's own integer type, with its range.
-            let (range, bytes) = match field.oid {
-                21 => ("smallint", 2),
-                23 => ("integer", 4),
-                _ => ("bigint", 8),
-            };
-            let total = values::integer(&current, binary)?
-                .checked_add(values::integer(next, binary)?)
-                .filter(|&t| {
-                    bytes == 8
-                        || t.unsigned_abs() < 1 << (bytes * 8 - 1)
-                        || t == -(1 << (bytes * 8 - 1))
-                })
-                .ok_or(ValueError::OutOfRange(range))?;
-            if binary {
-                total.to_be_bytes()[8 - bytes..].to_vec()
-            } else {
-                total.to_string().into_bytes()
-            }
+        // (`Avg` and `Spread` become sums while planning.)
+        Aggregate::Count | Aggregate::Sum | Aggregate::Avg | Aggregate::Spread { .. }
+            if matches!(field.oid, 20 | 21 | 23) =>
+        {
+            integer_sum(field, &current, next)?
         }
-        Aggregate::Count | Aggregate::Sum | Aggregate::Avg => {
+        Aggregate::Count | Aggregate::Sum | Aggregate::Avg | Aggregate::Spread { .. } => {
             let (a, b) = (
                 Decimal::read(&current, binary)?,
                 Decimal::read(next, binary)?,
@@ -219,6 +261,8 @@ fn combine(
                 current
             }
         }
+        // Merged by `merge_ordered`, never here.
+        Aggregate::Ordered { .. } => return Err(ValueError::Unreadable("ordered aggregate")),
         Aggregate::BoolAnd | Aggregate::BoolOr => {
             let (a, b) = (
                 values::boolean(&current, binary)?,

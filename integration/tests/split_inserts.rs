@@ -1,0 +1,243 @@
+//! Multi-row INSERTs whose rows belong to several shards, split by pgshard
+//! into one INSERT per shard: every row lands on its own shard (the shards'
+//! tables are hash partitions that reject any other row), the command tag
+//! counts them all, RETURNING rows come back in the client's order, ON
+//! CONFLICT on the key works, a failing shard gives its error and a
+//! WARNING naming the shards that committed, and what cannot be split is
+//! refused with the reason.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::wire::{self, Wire};
+use common::{Cluster, SHARDING, USERS};
+use integration::TestProxy;
+use tokio_postgres::SimpleQueryMessage;
+
+/// `n` shards with the common schema; users `app` and `raw` (trust, for
+/// the wire-level client).
+fn cluster(n: usize) -> Cluster {
+    common::watch_proxy_panics();
+    let servers = common::servers(n);
+    common::create_sharded_schema(&servers);
+    let users = format!(
+        "{USERS}[[users]]\nname = \"raw\"\ndatabase = \"prod\"\nauth_type = \"trust\"\n\
+         server_user = \"app\"\nserver_password = \"app-pw\"\n"
+    );
+    let config = common::sharded_config(&servers, "", SHARDING);
+    Cluster {
+        proxy: TestProxy::start(&config, &users).unwrap(),
+        databases: common::databases(&servers),
+        general: String::new(),
+        servers,
+    }
+}
+
+/// A key on shard 0 and one on shard 1 of two.
+async fn keys_on_both(cluster: &Cluster) -> (i64, i64) {
+    let direct = cluster.shard(0).await;
+    let (mut a, mut b) = (None, None);
+    for key in 1..100i64 {
+        match common::postgres_hash_shard(&direct, key, 2).await {
+            0 => a = a.or(Some(key)),
+            _ => b = b.or(Some(key)),
+        }
+    }
+    (a.unwrap(), b.unwrap())
+}
+
+/// `VALUES` rows for keys `keys`: (tenant_id, id, item).
+fn values(keys: impl Iterator<Item = i64>) -> String {
+    keys.map(|k| format!("({k}, {}, 'item {k}')", k * 10))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn tag(messages: &[SimpleQueryMessage]) -> Option<u64> {
+    messages.iter().find_map(|m| match m {
+        SimpleQueryMessage::CommandComplete(n) => Some(*n),
+        _ => None,
+    })
+}
+
+#[tokio::test]
+async fn rows_are_split_by_shard() {
+    for n in [2, 3] {
+        let cluster = cluster(n);
+        let client = cluster.connect().await;
+        let sql = format!(
+            "INSERT INTO orders (tenant_id, id, item) VALUES {}",
+            values(1..=40)
+        );
+        assert_eq!(tag(&client.simple_query(&sql).await.unwrap()), Some(40));
+        // Each shard holds exactly its keys (its partition would refuse
+        // any other), and together they hold all of them.
+        let mut total = 0;
+        for (i, shard) in cluster.shards().await.iter().enumerate() {
+            let keys = common::column(shard, "SELECT tenant_id FROM orders", "tenant_id").await;
+            for key in &keys {
+                let key: i64 = key.parse().unwrap();
+                assert_eq!(common::postgres_hash_shard(shard, key, n).await, i);
+            }
+            total += keys.len();
+        }
+        assert_eq!(total, 40, "{n} shards");
+
+        // RETURNING comes back in the order of the VALUES rows.
+        let sql = format!(
+            "INSERT INTO orders (id, tenant_id, item) VALUES {} RETURNING tenant_id, item",
+            (41..=60)
+                .rev()
+                .map(|k| format!("({}, {k}, 'r{k}')", k * 10))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let returned = common::column(&client, &sql, "tenant_id").await;
+        let expected: Vec<String> = (41..=60).rev().map(|k| k.to_string()).collect();
+        assert_eq!(returned, expected);
+
+        // ON CONFLICT on a target with the key updates on each shard.
+        let sql = format!(
+            "INSERT INTO orders (tenant_id, id, item) VALUES {} \
+             ON CONFLICT (tenant_id, id) DO UPDATE SET item = 'again'",
+            values(1..=10)
+        );
+        assert_eq!(tag(&client.simple_query(&sql).await.unwrap()), Some(10));
+        let again = common::column(
+            &client,
+            "SELECT count(*) AS n FROM orders WHERE item = 'again'",
+            "n",
+        )
+        .await;
+        assert_eq!(again, vec!["10"]);
+    }
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+#[tokio::test]
+async fn a_failing_shard_is_reported_with_the_shards_that_committed() {
+    let cluster = cluster(2);
+    let shards = cluster.shards().await;
+    let (a, b) = keys_on_both(&cluster).await;
+    // Row (b, 1) exists on shard 1: the split INSERT fails there only.
+    let client = cluster.connect().await;
+    client
+        .simple_query(&format!(
+            "INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 1, 'x')"
+        ))
+        .await
+        .unwrap();
+    let mut raw = Wire::login(cluster.port(), "raw", "prod").await;
+    raw.send(&wire::query(&format!(
+        "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'a'), ({b}, 1, 'b')"
+    )))
+    .await;
+    let replies = raw.until_ready().await;
+    let text = |tag: u8| -> Vec<String> {
+        replies
+            .iter()
+            .filter(|(t, _)| *t == tag)
+            .map(|(_, body)| String::from_utf8_lossy(body).into_owned())
+            .collect()
+    };
+    assert!(
+        text(b'E').iter().any(|e| e.contains("23505")),
+        "{replies:?}"
+    );
+    assert!(
+        text(b'N')
+            .iter()
+            .any(|n| n.contains("not atomic") && n.contains("shard(s) 0")),
+        "{replies:?}"
+    );
+    assert_eq!(
+        common::column(
+            &shards[0],
+            &format!("SELECT item FROM orders WHERE tenant_id = {a}"),
+            "item"
+        )
+        .await,
+        vec!["a"]
+    );
+    // The session goes on.
+    assert_eq!(
+        common::column(&client, "SELECT 1 AS one", "one").await,
+        vec!["1"]
+    );
+}
+
+/// INSERT ... SELECT runs on every shard only when each row stays on its
+/// shard (the key comes from a co-located key); otherwise it is refused
+/// before any row is written.
+#[tokio::test]
+async fn insert_select_keeps_rows_on_their_shards() {
+    let cluster = cluster(2);
+    let client = cluster.connect().await;
+    let sql = format!(
+        "INSERT INTO orders (tenant_id, id, item) VALUES {}",
+        values(1..=20)
+    );
+    client.simple_query(&sql).await.unwrap();
+    // counters is sharded like orders (bigint, same hasher): co-located.
+    let copied = client
+        .simple_query(
+            "INSERT INTO counters (partition_id, next) SELECT tenant_id, id FROM orders WHERE id > 100",
+        )
+        .await
+        .unwrap();
+    assert_eq!(tag(&copied), Some(10));
+    let statement =
+        "INSERT INTO counters (next, partition_id) SELECT id, tenant_id FROM orders WHERE id <= 100";
+    assert_eq!(client.execute(statement, &[]).await.unwrap(), 10);
+    for sql in [
+        "INSERT INTO counters (partition_id, next) SELECT id, tenant_id FROM orders",
+        "INSERT INTO counters (partition_id, next) SELECT 1, id FROM orders",
+        "INSERT INTO counters (partition_id, next) SELECT tenant_id, id FROM orders LIMIT 1",
+    ] {
+        let err = client.simple_query(sql).await.unwrap_err();
+        assert_eq!(common::code(&err), Some("0A000"), "{sql}: {err:?}");
+        let err = client.execute(sql, &[]).await.unwrap_err();
+        assert_eq!(common::code(&err), Some("0A000"), "{sql}: {err:?}");
+    }
+    let count = common::column(&client, "SELECT count(*) AS n FROM counters", "n").await;
+    assert_eq!(count, vec!["20"]);
+}
+
+#[tokio::test]
+async fn what_cannot_be_split_is_refused_with_the_reason() {
+    let cluster = cluster(2);
+    let client = cluster.connect().await;
+    let (a, b) = keys_on_both(&cluster).await;
+    for (sql, says) in [
+        (
+            format!("INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'a'), ({b}, 1, 'b') ON CONFLICT DO NOTHING"),
+            "ON CONFLICT target",
+        ),
+        (
+            format!("INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'a'), ({b}, 1, 'b') \
+             ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id"),
+            "RETURNING",
+        ),
+    ] {
+        let sql = sql.as_str();
+        let err = client.simple_query(sql).await.unwrap_err();
+        assert_eq!(common::code(&err), Some("0A000"), "{sql}");
+        assert!(common::describe(&err).contains(says), "{sql}: {err:?}");
+    }
+    // Inside a transaction the INSERT would span shards: refused as any
+    // cross-shard statement there.
+    client.simple_query("BEGIN").await.unwrap();
+    client.simple_query("SELECT 1").await.unwrap();
+    let err = client
+        .simple_query(&format!(
+            "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 7, 'a'), ({b}, 7, 'b')"
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"));
+    client.simple_query("ROLLBACK").await.unwrap();
+    let count = common::column(&client, "SELECT count(*) AS n FROM orders", "n").await;
+    assert_eq!(count, vec!["0"]);
+}

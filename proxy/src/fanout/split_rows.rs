@@ -1,0 +1,101 @@
+//! The reply of an INSERT split across shards (`router::split`): RETURNING
+//! rows put back in the order of the client's VALUES rows (each shard
+//! returns its own rows in its own order), and, when a shard failed after
+//! others committed, a WARNING naming the shards whose rows are in.
+
+use bytes::BytesMut;
+
+use crate::protocol::backend::{error_response, Severity};
+use crate::protocol::values::ValueError;
+
+/// One split INSERT's rows, by server index (the fan-out's reading order).
+#[derive(Debug, Default)]
+pub struct SplitRows {
+    /// The shard of each server.
+    shards: Vec<usize>,
+    /// The client's row numbers each server's INSERT holds, in order.
+    rows: Vec<Vec<usize>>,
+    /// RETURNING rows by client row number.
+    returned: Vec<Option<Vec<u8>>>,
+    /// Rows each server has returned so far.
+    taken: Vec<usize>,
+    committed: Vec<bool>,
+    /// The server the fan-out numbers 0 (the first to answer).
+    first: Option<usize>,
+}
+
+impl SplitRows {
+    pub fn new(parts: Vec<(usize, Vec<usize>)>) -> SplitRows {
+        let total = parts.iter().map(|(_, rows)| rows.len()).sum();
+        let servers = parts.len();
+        let (shards, rows) = parts.into_iter().unzip();
+        SplitRows {
+            shards,
+            rows,
+            returned: vec![None; total],
+            taken: vec![0; servers],
+            committed: vec![false; servers],
+            first: None,
+        }
+    }
+
+    /// The fan-out numbers server `index` 0.
+    pub(super) fn first_is(&mut self, index: usize) {
+        self.first = Some(index);
+    }
+
+    fn server(&self, position: usize) -> Option<usize> {
+        match position {
+            0 => self.first,
+            p => Some(p - 1),
+        }
+    }
+
+    /// A RETURNING row of the server at `position`.
+    pub(super) fn row(&mut self, position: usize, message: &[u8]) -> Result<(), ValueError> {
+        let extra = ValueError::Unreadable("RETURNING row beyond the rows inserted");
+        let server = self.server(position).ok_or(extra.clone())?;
+        let taken = self.taken.get_mut(server).ok_or(extra.clone())?;
+        let row = *self
+            .rows
+            .get(server)
+            .and_then(|rows| rows.get(*taken))
+            .ok_or(extra.clone())?;
+        *taken += 1;
+        *self.returned.get_mut(row).ok_or(extra)? = Some(message.to_vec());
+        Ok(())
+    }
+
+    /// The server at `position` finished its INSERT.
+    pub(super) fn committed(&mut self, position: usize) {
+        if let Some(done) = self
+            .server(position)
+            .and_then(|s| self.committed.get_mut(s))
+        {
+            *done = true;
+        }
+    }
+
+    /// The RETURNING rows in the client's order.
+    pub(super) fn emit(self, out: &mut BytesMut) {
+        for row in self.returned.into_iter().flatten() {
+            out.extend_from_slice(&row);
+        }
+    }
+
+    /// After a failure: which shards' rows were inserted anyway.
+    pub(super) fn warn(&self, out: &mut BytesMut) {
+        let done: Vec<String> = (0..self.shards.len())
+            .filter(|&s| self.committed[s])
+            .map(|s| self.shards[s].to_string())
+            .collect();
+        if done.is_empty() {
+            return;
+        }
+        let message = format!(
+            "this INSERT was split across shards and is not atomic: the rows for shard(s) {} were inserted, the others were not (enable two-phase commit for atomic writes)",
+            done.join(", ")
+        );
+        error_response(out, Severity::Warning, "01000", &message);
+    }
+}

@@ -1,0 +1,331 @@
+//! `COPY sharded_table FROM STDIN` (simple protocol, outside a transaction):
+//! a server of every shard runs `BEGIN; COPY ...`, the client's data is cut
+//! into rows (`router::copy`) and each row is sent to its shard's COPY in
+//! CopyData batches of at most [`BATCH`] bytes (a send waits for its
+//! server, so memory stays bounded whatever the size of the COPY); at the
+//! client's CopyDone every shard ends its COPY and, when all succeeded,
+//! commits (one `COPY n` with the total goes to the client). A row without
+//! a usable key, the client's CopyFail or a shard's error ends every
+//! shard's COPY and rolls every transaction back: nothing is written
+//! (a shard failing at COMMIT after others committed is the one gap left
+//! for two-phase commit, and is reported with a WARNING).
+
+use bytes::{Bytes, BytesMut};
+use router::copy::{plan_copy, CopyPlan, RowSplitter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+
+use super::routing::Dispatch;
+use super::transaction::{Placement, CROSS_SHARD_TXN};
+use super::{End, Session};
+use crate::errors::ClientError;
+use crate::pool::Pooled;
+use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::frame::decode_frontend_frame;
+use crate::protocol::messages;
+use crate::protocol::rows::parse_row;
+
+/// CopyData sent to a shard at once.
+const BATCH: usize = 64 * 1024;
+
+/// A server's reply up to its ReadyForQuery: its CommandComplete tags and
+/// its first error (whole message), or `Err` when the connection broke.
+type Reply = Result<(Vec<String>, Option<Bytes>), ()>;
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// Run the COPY `sql` into a sharded table.
+    pub(super) async fn copy_sharded(&mut self, sql: &str) -> Result<Dispatch, End> {
+        let plan = match plan_copy(sql, &self.sharding) {
+            Ok(plan) => plan,
+            Err(why) => {
+                return Ok(self.refused(ClientError::new(
+                    sqlstate::FEATURE_NOT_SUPPORTED,
+                    why.to_string(),
+                )))
+            }
+        };
+        let shards: Vec<usize> = (0..self.pools.len()).collect();
+        if !matches!(self.place(Some(&shards), false), Placement::FanOut) {
+            let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
+            return Ok(self.refused(error));
+        }
+        if self.attached.is_some() {
+            self.detach().await?;
+        }
+        let Some(mut servers) = self.fan_out_servers(&shards).await? else {
+            messages::ready_for_query(&mut self.to_client, b'I');
+            self.flush_client().await?;
+            return Ok(Dispatch::Done);
+        };
+        let mut sent = 0;
+        let started = self.start_copies(&mut servers, &plan, sql, &mut sent).await;
+        let outcome = match started {
+            Ok((splitter, response)) => {
+                self.to_client.extend_from_slice(&response);
+                self.flush_client().await?;
+                self.stream_rows(&mut servers, splitter).await?
+            }
+            Err(error) => Err(error),
+        };
+        self.end_copies(servers, sent, outcome).await?;
+        Ok(Dispatch::Done)
+    }
+
+    /// `BEGIN; COPY ...` on every server (`sent`: how many got it), up to
+    /// their CopyInResponse; the row splitter and the first server's
+    /// CopyInResponse for the client.
+    async fn start_copies(
+        &mut self,
+        servers: &mut [Pooled],
+        plan: &CopyPlan,
+        sql: &str,
+        sent: &mut usize,
+    ) -> Result<(RowSplitter, Bytes), Bytes> {
+        let columns = match plan.columns.is_empty() {
+            true => table_columns(&mut servers[0], &plan.table)
+                .await
+                .unwrap_or_default(),
+            false => Vec::new(),
+        };
+        let splitter = RowSplitter::new(plan.clone(), &columns).map_err(|e| {
+            encode(ClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                e.to_string(),
+            ))
+        })?;
+        let mut query = BytesMut::new();
+        messages::query(&mut query, &format!("BEGIN; {sql}"));
+        for server in servers.iter_mut() {
+            server.conn.send(&query).await.map_err(|_| lost())?;
+            *sent += 1;
+        }
+        let mut response = None;
+        for server in servers.iter_mut() {
+            loop {
+                let message = next(server).await.ok_or_else(lost)?;
+                match message[0] {
+                    b'G' => {
+                        response.get_or_insert(message);
+                        break;
+                    }
+                    b'E' => return Err(message),
+                    _ => {}
+                }
+            }
+        }
+        Ok((splitter, response.ok_or_else(lost)?))
+    }
+
+    /// Route the client's CopyData rows until its CopyDone (`Ok(Ok(n))`
+    /// with rows sent) or the COPY fails (`Ok(Err(error))`: the client has
+    /// been told nothing yet).
+    async fn stream_rows(
+        &mut self,
+        servers: &mut [Pooled],
+        mut splitter: RowSplitter,
+    ) -> Result<Result<(), Bytes>, End> {
+        let mut batches: Vec<BytesMut> = servers.iter().map(|_| BytesMut::new()).collect();
+        loop {
+            let frame = match decode_frontend_frame(&mut self.cbuf, self.max_message) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => match self.client.read_buf(&mut self.cbuf).await {
+                    Ok(0) | Err(_) => return Err(End::ClientGone),
+                    Ok(_) => continue,
+                },
+                Err(e) => return Err(End::protocol(e)),
+            };
+            let rows = match frame.tag {
+                b'd' => splitter.push(&frame.body),
+                b'c' => splitter.finish(),
+                b'f' => {
+                    let why = String::from_utf8_lossy(
+                        frame.body.strip_suffix(&[0]).unwrap_or(&frame.body),
+                    )
+                    .into_owned();
+                    let error = ClientError::new("57014", format!("COPY from stdin failed: {why}"));
+                    return Ok(Err(encode(error)));
+                }
+                // Flush and Sync mean nothing in COPY IN.
+                b'H' | b'S' => continue,
+                other => {
+                    let error = ClientError::new(
+                        sqlstate::PROTOCOL_VIOLATION,
+                        format!(
+                            "unexpected message type {} during COPY from stdin",
+                            char::from(other)
+                        ),
+                    );
+                    return Ok(Err(encode(error)));
+                }
+            };
+            let rows = match rows {
+                Ok(rows) => rows,
+                Err(why) => return Ok(Err(encode(ClientError::new("22P04", why.to_string())))),
+            };
+            for (database, row) in rows {
+                for (i, batch) in batches.iter_mut().enumerate() {
+                    if database.is_none_or(|d| d == i) {
+                        batch.extend_from_slice(&row);
+                    }
+                }
+            }
+            let done = frame.tag == b'c';
+            for (server, batch) in servers.iter_mut().zip(&mut batches) {
+                if (done && !batch.is_empty()) || batch.len() >= BATCH {
+                    let mut out = BytesMut::with_capacity(batch.len() + 5);
+                    messages::copy_data(&mut out, batch);
+                    batch.clear();
+                    if server.conn.send(&out).await.is_err() {
+                        return Ok(Err(lost()));
+                    }
+                }
+            }
+            if done {
+                return Ok(Ok(()));
+            }
+        }
+    }
+
+    /// End every server's COPY (CopyDone after success, CopyFail after a
+    /// failure), commit or roll back, and answer the client.
+    async fn end_copies(
+        &mut self,
+        mut servers: Vec<Pooled>,
+        sent: usize,
+        outcome: Result<(), Bytes>,
+    ) -> Result<(), End> {
+        let mut end = BytesMut::new();
+        match &outcome {
+            Ok(()) => messages::copy_done(&mut end),
+            Err(_) => messages::copy_fail(
+                &mut end,
+                "pgshard: the COPY failed on another shard or in the data",
+            ),
+        }
+        let mut failure = outcome.err();
+        let mut total: u64 = 0;
+        // Only the servers that got the COPY owe a reply (an idle server
+        // ignores CopyDone / CopyFail without a word).
+        for server in servers.iter_mut().take(sent) {
+            let replied = match server.conn.send(&end).await {
+                Ok(()) => reply(server).await,
+                Err(_) => Err(()),
+            };
+            match replied {
+                Ok((tags, None)) => total += copied(&tags),
+                Ok((_, Some(error))) => {
+                    failure.get_or_insert(error);
+                }
+                Err(()) => {
+                    failure.get_or_insert_with(lost);
+                }
+            }
+        }
+        let committed = match failure {
+            Some(_) => Vec::new(),
+            None => self.commit_all(&mut servers).await,
+        };
+        match failure {
+            Some(error) => self.to_client.extend_from_slice(&error),
+            None if committed.len() == servers.len() => {
+                messages::command_complete(&mut self.to_client, &format!("COPY {total}"))
+            }
+            None => {
+                let done: Vec<String> = committed.iter().map(usize::to_string).collect();
+                let message = format!("the COPY was committed on shard(s) {} only: the others failed at COMMIT (enable two-phase commit for atomic writes)", done.join(", "));
+                error_response(&mut self.to_client, Severity::Warning, "01000", &message);
+                ClientError::new("40001", "the COPY failed at COMMIT on some shards")
+                    .encode(&mut self.to_client);
+            }
+        }
+        for server in servers {
+            // `release` rolls back what is still open.
+            self.release(server, false).await;
+        }
+        messages::ready_for_query(&mut self.to_client, b'I');
+        self.flush_client().await
+    }
+
+    /// COMMIT on every server; the shards that committed.
+    async fn commit_all(&mut self, servers: &mut [Pooled]) -> Vec<usize> {
+        let mut committed = Vec::new();
+        for server in servers.iter_mut() {
+            if let Ok(Ok(())) = server.conn.run("COMMIT").await {
+                committed.push(server.pool().shard);
+            }
+        }
+        committed
+    }
+}
+
+/// The rows a server's `COPY n` tag counts.
+fn copied(tags: &[String]) -> u64 {
+    tags.iter()
+        .filter_map(|t| t.strip_prefix("COPY ")?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The next whole message of `server` (`None`: the connection broke).
+async fn next(server: &mut Pooled) -> Option<Bytes> {
+    loop {
+        if let Some(message) = server.conn.next_message().ok()? {
+            return Some(message);
+        }
+        if server.conn.fill().await.ok()? == 0 {
+            return None;
+        }
+    }
+}
+
+/// Read `server`'s reply up to its ReadyForQuery.
+async fn reply(server: &mut Pooled) -> Reply {
+    let mut tags = Vec::new();
+    let mut error = None;
+    loop {
+        let message = next(server).await.ok_or(())?;
+        match message[0] {
+            b'C' => tags.push(String::from_utf8_lossy(&message[5..message.len() - 1]).into_owned()),
+            b'E' => {
+                error.get_or_insert(message);
+            }
+            b'Z' => {
+                server.conn.status = message.get(5).copied().unwrap_or(b'I');
+                return Ok((tags, error));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The columns of `table` in order, as the shard's catalog has them.
+async fn table_columns(server: &mut Pooled, table: &str) -> Option<Vec<String>> {
+    let literal = table.replace('\'', "''");
+    let sql = format!("SELECT attname FROM pg_attribute WHERE attrelid = '{literal}'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum");
+    let mut out = BytesMut::new();
+    messages::query(&mut out, &sql);
+    server.conn.send(&out).await.ok()?;
+    let mut columns = Vec::new();
+    loop {
+        let message = next(server).await?;
+        match message[0] {
+            b'D' => {
+                let row = parse_row(&message)?;
+                columns.push(String::from_utf8_lossy(row.value(0)?).into_owned());
+            }
+            b'Z' => {
+                server.conn.status = message.get(5).copied().unwrap_or(b'I');
+                return Some(columns);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn encode(error: ClientError) -> Bytes {
+    let mut out = BytesMut::new();
+    error.encode(&mut out);
+    out.freeze()
+}
+
+fn lost() -> Bytes {
+    encode(ClientError::shard_lost())
+}

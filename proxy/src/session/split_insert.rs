@@ -1,0 +1,95 @@
+//! A simple-query multi-row INSERT whose rows go to several shards: split
+//! by `router::split` into one INSERT per shard, run as a fan-out, the
+//! counts summed (`INSERT 0 n`) and RETURNING rows given back in the
+//! client's row order. Outside a transaction only (inside one it would
+//! span shards: refused like any cross-shard statement there). Each shard's
+//! part is atomic on its own; across shards it is not (no two-phase commit
+//! yet): when one shard fails, the client gets its error and a WARNING
+//! naming the shards whose rows were inserted.
+//!
+//! Also here: the check that an INSERT ... SELECT into a sharded table
+//! keeps every row on its own shard (`router::split::check_insert_select`).
+
+use bytes::{Bytes, BytesMut};
+use router::split::{check_insert_select, split_insert};
+use router::summary::{StatementKind, Summary};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::fan_out::Reply;
+use super::routing::Dispatch;
+use super::transaction::{Placement, CROSS_SHARD_TXN};
+use super::{End, Session};
+use crate::errors::ClientError;
+use crate::fanout::SplitRows;
+use crate::protocol::backend::sqlstate;
+use crate::protocol::messages;
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// Run the multi-row INSERT `sql` split by shard.
+    pub(super) async fn split_insert(&mut self, sql: &str) -> Result<Dispatch, End> {
+        let split = match split_insert(sql, &self.sharding) {
+            Ok(split) => split,
+            Err(why) => {
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string());
+                return Ok(self.refused(error));
+            }
+        };
+        let shards: Vec<usize> = split.parts.iter().map(|p| p.database).collect();
+        match self.place(Some(&shards), false) {
+            Placement::FanOut => {}
+            Placement::Refuse | Placement::Send(_) => {
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
+                self.refuse(error, true);
+                return Ok(Dispatch::Done);
+            }
+        }
+        let queries: Vec<(usize, Bytes)> = split
+            .parts
+            .iter()
+            .map(|part| {
+                let mut out = BytesMut::new();
+                messages::query(&mut out, &part.sql);
+                (part.database, out.freeze())
+            })
+            .collect();
+        let rows = SplitRows::new(
+            split
+                .parts
+                .into_iter()
+                .map(|part| (part.database, part.rows))
+                .collect(),
+        );
+        let request = |server: &crate::pool::Pooled, out: &mut BytesMut| {
+            let shard = server.pool().shard;
+            if let Some((_, query)) = queries.iter().find(|(s, _)| *s == shard) {
+                out.extend_from_slice(query);
+            }
+        };
+        self.fan_out(&shards, request, Reply::Split(rows)).await?;
+        Ok(Dispatch::Done)
+    }
+
+    /// The error for an INSERT ... SELECT into a sharded table that would
+    /// write rows on shards their keys do not hash to (`shards`: where it
+    /// is routed); `None` for every other statement. Such statements are
+    /// parsed again here, per execution: they are rare.
+    pub(super) fn insert_select_error(
+        &self,
+        summary: &Summary,
+        sql: &[u8],
+        shards: Option<&[usize]>,
+    ) -> Option<ClientError> {
+        let ([statement], Some(shards)) = (summary.statements.as_slice(), shards) else {
+            return None;
+        };
+        if statement.kind != StatementKind::Insert || statement.tables.len() < 2 {
+            return None;
+        }
+        let sql = String::from_utf8_lossy(sql);
+        let why = check_insert_select(&sql, &self.sharding, shards).err()?;
+        Some(ClientError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            why.to_string(),
+        ))
+    }
+}

@@ -1,0 +1,135 @@
+//! `INSERT INTO sharded (...) SELECT ...`: each database runs the whole
+//! statement over the rows it holds, so it is right only when every row it
+//! writes belongs to it (Citus's "co-located INSERT ... SELECT"): the
+//! target's key is taken from a sharding key of the source with the same
+//! key space (the row stays where its source row is), or is one literal
+//! whose database is the only one the statement runs on. A LIMIT, OFFSET
+//! or window function would apply per database: refused when it runs on
+//! several. Anything else could write a row on a database its key does not
+//! hash to, where keyed reads would never find it (PgDog #1096): refused.
+
+use parser_ffi::protobuf::{self as pb, node::Node as N};
+
+use super::{row_key_value, target, SplitError};
+use crate::hash;
+use crate::merge::keys::KeyColumns;
+use crate::sharding::{KeySpace, ShardedTable, Sharding};
+
+/// Where an arm of the SELECT puts its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    /// On the database that holds the source row.
+    Stay,
+    /// All on this database.
+    On(usize),
+}
+
+/// Check the INSERT `sql` that runs on `databases`; anything but an INSERT
+/// ... SELECT into a sharded table passes.
+pub fn check_insert_select(
+    sql: &str,
+    sharding: &Sharding,
+    databases: &[usize],
+) -> Result<(), SplitError> {
+    let tree =
+        parser_ffi::parse_protobuf(sql).map_err(|e| SplitError::Unreadable(e.to_string()))?;
+    let [raw] = tree.stmts.as_slice() else {
+        return Ok(());
+    };
+    let Some(N::InsertStmt(insert)) = raw.stmt.as_ref().and_then(|s| s.node.as_ref()) else {
+        return Ok(());
+    };
+    let Some(N::SelectStmt(select)) = insert.select_stmt.as_deref().and_then(|s| s.node.as_ref())
+    else {
+        return Ok(());
+    };
+    if !select.values_lists.is_empty() {
+        return Ok(());
+    }
+    let Ok((entry, table)) = target(insert, sharding) else {
+        return Ok(());
+    };
+    let Some(column) = insert
+        .cols
+        .iter()
+        .position(|c| matches!(&c.node, Some(N::ResTarget(t)) if t.name == entry.column))
+    else {
+        // No key at all: routing refuses it.
+        return Ok(());
+    };
+    let refuse = |why: String| SplitError::InsertSelect {
+        table: table.clone(),
+        why,
+    };
+    match arm(select, column, entry, sharding, databases.len() > 1).map_err(&refuse)? {
+        Rows::Stay => Ok(()),
+        Rows::On(database) if databases == [database] => Ok(()),
+        Rows::On(database) => Err(refuse(format!(
+            "INSERT ... SELECT gives every row the sharding key of shard {database} but reads shard(s) {}: add the key to the SELECT's WHERE clause",
+            databases.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// Where one SELECT (or each arm of a UNION ALL) puts its rows.
+fn arm(
+    select: &pb::SelectStmt,
+    column: usize,
+    entry: &ShardedTable,
+    sharding: &Sharding,
+    several: bool,
+) -> Result<Rows, String> {
+    if select.op != pb::SetOperation::SetopNone as i32 {
+        if select.op != pb::SetOperation::SetopUnion as i32 || !select.all {
+            return Err("INSERT ... SELECT with UNION, INTERSECT or EXCEPT (other than UNION ALL) into a sharded table is not supported: each shard would combine only its own rows".into());
+        }
+        let left = select.larg.as_deref().ok_or("an empty UNION arm")?;
+        let right = select.rarg.as_deref().ok_or("an empty UNION arm")?;
+        let (a, b) = (
+            arm(left, column, entry, sharding, several)?,
+            arm(right, column, entry, sharding, several)?,
+        );
+        return match a == b {
+            true => Ok(a),
+            false => Err("the arms of the UNION ALL put their rows on different shards".into()),
+        };
+    }
+    let cuts = select.limit_count.is_some()
+        || select.limit_offset.is_some()
+        || !select.window_clause.is_empty();
+    if several && cuts {
+        return Err("INSERT ... SELECT with LIMIT, OFFSET or a window clause that runs on several shards would apply it per shard: add the sharding key to the WHERE clause".into());
+    }
+    let value = select
+        .target_list
+        .get(column)
+        .and_then(|t| match &t.node {
+            Some(N::ResTarget(t)) => t.val.as_deref(),
+            _ => None,
+        })
+        .ok_or("the SELECT has no column for the sharding key")?;
+    let keys = KeyColumns::of(select, sharding);
+    if let Some(space) = keys.key_space(Some(value)) {
+        return match co_located(space, &entry.keys) {
+            true => Ok(Rows::Stay),
+            false => Err(format!(
+                "INSERT ... SELECT takes {} from a sharding key that is not co-located with it (another data type or mapping)",
+                entry.column
+            )),
+        };
+    }
+    if let Ok(key) = row_key_value(value, entry) {
+        return hash::database(&entry.keys, &key)
+            .map(Rows::On)
+            .ok_or_else(|| "no shard is configured for its sharding key".into());
+    }
+    Err(format!(
+        "INSERT ... SELECT must take {} from the sharding key of a co-located source table (or a literal): any other value may belong to another shard than the one computing the row",
+        entry.column
+    ))
+}
+
+/// Equal values map to the same database under both.
+fn co_located(a: &KeySpace, b: &KeySpace) -> bool {
+    a == b
+}

@@ -1,0 +1,157 @@
+//! Splitting multi-row INSERTs: one line per statement.
+
+use super::*;
+use crate::sharding::{DataType, KeySpace, ShardFunction};
+
+/// 2 databases: `orders` by `user_id` (1, 3 -> 0; 2, -4 -> 1), tables with a
+/// `tenant` column by it ('a' -> 0, 'b' -> 1); `r` omnisharded.
+fn sharding() -> Sharding {
+    let ints = |pairs: &[(i64, usize)]| pairs.iter().map(|&(k, s)| (Key::Int(k), s)).collect();
+    let entry = |name: Option<&str>, column: &str, data_type, entries| ShardedTable {
+        name: name.map(str::to_owned),
+        schema: None,
+        column: column.to_owned(),
+        keys: KeySpace {
+            data_type,
+            function: ShardFunction::List(entries),
+            placement: vec![0, 1],
+        },
+    };
+    Sharding {
+        databases: 2,
+        tables: vec![
+            entry(
+                Some("orders"),
+                "user_id",
+                DataType::BigInt,
+                ints(&[(1, 0), (2, 1), (3, 0), (-4, 1)]),
+            ),
+            entry(
+                None,
+                "tenant",
+                DataType::Text,
+                vec![(Key::Text("a".into()), 0), (Key::Text("b".into()), 1)],
+            ),
+        ],
+        families: Vec::new(),
+        omnisharded: vec![(None, "r".into())],
+        cross_shard_disabled: false,
+    }
+}
+
+fn split(sql: &str) -> Result<Split, SplitError> {
+    split_insert(sql, &sharding())
+}
+
+#[test]
+fn rows_go_to_their_shards_in_order() {
+    let s =
+        split("INSERT INTO orders (note, user_id) VALUES ('a', 1), ('b', 2), ('c', 3)").unwrap();
+    assert!(!s.returning);
+    assert_eq!(
+        s.parts,
+        vec![
+            Part {
+                database: 0,
+                sql: "INSERT INTO orders (note, user_id) VALUES ('a', 1), ('c', 3)".into(),
+                rows: vec![0, 2],
+            },
+            Part {
+                database: 1,
+                sql: "INSERT INTO orders (note, user_id) VALUES ('b', 2)".into(),
+                rows: vec![1],
+            },
+        ]
+    );
+    let s = split(
+        "INSERT INTO orders (user_id, qty) VALUES ('2'::bigint, 1), (-4, 2), (3, 3) RETURNING id",
+    )
+    .unwrap();
+    assert!(s.returning);
+    assert_eq!(
+        s.parts
+            .iter()
+            .map(|p| (p.database, p.rows.clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, vec![0, 1]), (0, vec![2])]
+    );
+    let s = split("INSERT INTO events (tenant, x) VALUES ('b', 1), ('a', 2)").unwrap();
+    assert_eq!(s.parts.len(), 2);
+    let s = split(
+        "INSERT INTO orders (user_id, id, qty) VALUES (1, 1, 1), (2, 1, 1) \
+         ON CONFLICT (user_id, id) DO UPDATE SET qty = excluded.qty",
+    )
+    .unwrap();
+    assert!(
+        s.parts[0]
+            .sql
+            .contains("ON CONFLICT (user_id, id) DO UPDATE"),
+        "{:?}",
+        s.parts
+    );
+}
+
+#[test]
+fn what_cannot_split_says_why() {
+    for (sql, says) in [
+        ("INSERT INTO orders (note) VALUES ('a'), ('b')", "names the sharding key"),
+        ("INSERT INTO orders VALUES (1), (2)", "names the sharding key"),
+        ("INSERT INTO orders (user_id) VALUES (1), ($1)", "row 2 of the INSERT into orders"),
+        ("INSERT INTO orders (user_id) VALUES (1), (NULL)", "is NULL"),
+        ("INSERT INTO orders (user_id) VALUES (1), (1 + 1)", "not a literal"),
+        ("INSERT INTO orders (user_id) VALUES (1), (7)", "no shard is configured"),
+        ("INSERT INTO orders (user_id) VALUES (1), ('x')", "row 2"),
+        (
+            "INSERT INTO orders (user_id) VALUES (1), (2) ON CONFLICT DO NOTHING",
+            "ON CONFLICT target",
+        ),
+        (
+            "INSERT INTO orders (user_id) VALUES (1), (2) ON CONFLICT (user_id) DO NOTHING RETURNING *",
+            "RETURNING",
+        ),
+        ("INSERT INTO orders (user_id) SELECT user_id FROM orders", "VALUES list"),
+        ("INSERT INTO r (a) VALUES (1), (2)", "sharded by a key column"),
+        ("INSERT INTO orders (user_id) VALUES (1); SELECT 1", "one statement per query"),
+    ] {
+        let why = split(sql).unwrap_err().to_string();
+        assert!(why.contains(says), "{sql}: {why}");
+    }
+}
+
+#[test]
+fn insert_select_keeps_rows_on_their_shards_or_is_refused() {
+    let check = |sql: &str, databases: &[usize]| check_insert_select(sql, &sharding(), databases);
+    for (sql, databases) in [
+        // The key comes from a co-located key: each row stays put.
+        ("INSERT INTO orders (user_id, qty) SELECT user_id, qty FROM orders", &[0, 1][..]),
+        ("INSERT INTO orders (qty, user_id) SELECT o.qty, o.user_id FROM orders o WHERE qty > 1", &[0, 1]),
+        (
+            "INSERT INTO orders (user_id) SELECT user_id FROM orders UNION ALL SELECT user_id FROM orders",
+            &[0, 1],
+        ),
+        ("INSERT INTO orders (user_id) SELECT user_id FROM orders GROUP BY user_id", &[0, 1]),
+        // A literal key on the only shard the statement runs on.
+        ("INSERT INTO orders (user_id, qty) SELECT 2, qty FROM orders WHERE user_id = 2", &[1]),
+        // LIMIT on one shard is that shard's.
+        ("INSERT INTO orders (user_id) SELECT user_id FROM orders LIMIT 3", &[0]),
+        // Not an INSERT ... SELECT into a sharded table.
+        ("INSERT INTO orders (user_id) VALUES (1)", &[0]),
+        ("INSERT INTO r (a) SELECT 1", &[0, 1]),
+        ("SELECT 1", &[0, 1]),
+    ] {
+        assert_eq!(check(sql, databases), Ok(()), "{sql}");
+    }
+    for (sql, databases, says) in [
+        ("INSERT INTO orders (user_id, qty) SELECT qty, user_id FROM orders", &[0, 1][..], "from the sharding key of a co-located"),
+        ("INSERT INTO orders (user_id) SELECT user_id + 1 FROM orders", &[0, 1], "co-located"),
+        ("INSERT INTO orders (user_id) SELECT tenant FROM events", &[0, 1], "not co-located"),
+        ("INSERT INTO orders (user_id) SELECT 2 FROM orders", &[0, 1], "key of shard 1 but reads shard(s) 0, 1"),
+        ("INSERT INTO orders (user_id) SELECT user_id FROM orders LIMIT 3", &[0, 1], "per shard"),
+        ("INSERT INTO orders (user_id) SELECT user_id FROM orders UNION SELECT user_id FROM orders", &[0, 1], "UNION"),
+        ("INSERT INTO orders (user_id) SELECT * FROM orders", &[0, 1], "co-located"),
+    ] {
+        let why = check(sql, databases).unwrap_err().to_string();
+        assert!(why.contains(says), "{sql}: {why}");
+        assert!(why.starts_with("INSERT INTO orders ... SELECT"), "{why}");
+    }
+}
