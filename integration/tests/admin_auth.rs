@@ -273,6 +273,11 @@ async fn admin_console_show_commands() {
         stats["total_query_count"].parse::<u64>().unwrap() >= 4,
         "{stats:?}"
     );
+    // Query time (µs) from the same timing as pool_query_seconds.
+    let total_query_time: u64 = stats["total_query_time"].parse().unwrap();
+    let avg_query_time: u64 = stats["avg_query_time"].parse().unwrap();
+    assert!(total_query_time > 0, "{stats:?}");
+    assert!(avg_query_time > 0 && avg_query_time <= total_query_time);
 
     let config: HashMap<String, String> = rows(&admin, "SHOW CONFIG")
         .await

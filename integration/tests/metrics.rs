@@ -1,7 +1,8 @@
 //! The Prometheus / OpenMetrics endpoint: scraped over HTTP while a 2-shard
 //! cluster serves keyed, keyless, failing and refused statements, and the
-//! exposition parsed: pool, cache, route and error metrics carry the
-//! configured namespace, their labels and the counts the statements made.
+//! exposition parsed: pool (gauges, counters, wait / transaction / query
+//! time histograms), cache, route and error metrics carry the configured
+//! namespace, their labels and the counts the statements made.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -83,6 +84,17 @@ async fn metrics_are_scraped_and_parsed() {
         .simple_query("SELECT count(*) FROM orders")
         .await
         .unwrap();
+    // The same text with another literal: an AST cache hit.
+    client
+        .simple_query("SELECT * FROM orders WHERE tenant_id = 2")
+        .await
+        .unwrap();
+    // A transaction on one shard, and a statement any shard can run.
+    client
+        .batch_execute("BEGIN; INSERT INTO orders (tenant_id, id, item) VALUES (3, 1, 'x'); COMMIT")
+        .await
+        .unwrap();
+    client.simple_query("SELECT 1").await.unwrap();
     let err = client.simple_query("SELECT 1/0").await.unwrap_err();
     assert_eq!(common::code(&err), Some("22012"));
     client.batch_execute("BEGIN").await.unwrap();
@@ -106,20 +118,44 @@ async fn metrics_are_scraped_and_parsed() {
     assert!(value("pgshard_routes_total{route=\"refused\"}") >= 1.0);
     assert_eq!(value("pgshard_errors_total{class=\"22\"}"), 1.0);
     assert_eq!(value("pgshard_errors_total{class=\"0A\"}"), 1.0);
+    assert!(value("pgshard_routes_total{route=\"any\"}") >= 1.0);
+    assert_eq!(value("pgshard_routes_total{route=\"several\"}"), 0.0);
     for shard in ["0", "1"] {
         let labels =
             format!("{{cluster=\"prod\",user=\"app\",shard=\"{shard}\",role=\"primary\"}}");
-        assert!(value(&format!("pgshard_pool_queries_total{labels}")) >= 1.0);
-        assert!(value(&format!("pgshard_pool_servers_idle{labels}")) >= 0.0);
-        assert!(value(&format!("pgshard_pool_wait_seconds_count{labels}")) >= 1.0);
-        let le = format!(
-            "pgshard_pool_wait_seconds_bucket{{le=\"+Inf\",{}",
-            &labels[1..]
-        );
-        assert!(value(&le) >= 1.0, "{le}");
+        for series in [
+            "pool_queries_total",
+            "pool_transactions_total",
+            "pool_received_bytes_total",
+            "pool_sent_bytes_total",
+            "pool_wait_seconds_count",
+            "pool_transaction_seconds_count",
+            "pool_query_seconds_count",
+        ] {
+            let series = format!("pgshard_{series}{labels}");
+            assert!(value(&series) >= 1.0, "{series} in:\n{body}");
+        }
+        // Nobody is connected to a server or waiting between statements.
+        for series in [
+            "pool_clients_active",
+            "pool_clients_waiting",
+            "pool_servers_active",
+        ] {
+            assert_eq!(value(&format!("pgshard_{series}{labels}")), 0.0, "{series}");
+        }
+        assert!(value(&format!("pgshard_pool_servers_idle{labels}")) >= 1.0);
+        for histogram in ["pool_wait_seconds", "pool_query_seconds"] {
+            let le = format!("pgshard_{histogram}_bucket{{le=\"+Inf\",{}", &labels[1..]);
+            assert!(value(&le) >= 1.0, "{le}");
+        }
+        let sum = value(&format!("pgshard_pool_query_seconds_sum{labels}"));
+        assert!(sum > 0.0 && sum < 60.0, "query seconds {sum}");
     }
     assert!(value("pgshard_query_cache_misses_total") >= 1.0);
+    assert!(value("pgshard_query_cache_hits_total") >= 1.0);
+    assert!(value("pgshard_query_cache_evictions_total") >= 0.0);
     assert!(value("pgshard_query_cache_entries") >= 1.0);
+    assert!(value("pgshard_query_cache_bytes") >= 1.0);
     assert!(value("pgshard_clients") >= 1.0);
 
     let (status, _) = get(port, "/other").await;

@@ -98,9 +98,9 @@ async fn pgbench_select_only_on_two_shards_is_served_from_the_cache() {
         println!("sharded -S -M {mode}: {processed} transactions, 0 failed");
     }
     let admin = cluster.admin().await;
-    let rows = common::rows(&admin, "SHOW QUERY_CACHE").await;
-    let hits: u64 = rows[0]["hits"].parse().unwrap();
-    let misses: u64 = rows[0]["misses"].parse().unwrap();
+    let rows = common::rows(&admin, "SHOW STATS").await;
+    let hits: u64 = rows[0]["query_cache_hits"].parse().unwrap();
+    let misses: u64 = rows[0]["query_cache_misses"].parse().unwrap();
     println!("query cache: {hits} hits, {misses} misses");
     // Simple mode sends a new aid literal every time: only the first of
     // each statement text shape may miss. Prepared statements look up once.

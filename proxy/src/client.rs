@@ -29,7 +29,10 @@ use crate::tls::{ClientStream, TlsAcceptor};
 /// Serve one accepted connection to its end. Errors end this client only.
 pub async fn serve(stream: TcpStream, state: Arc<State>, tls: Option<TlsAcceptor>) {
     let _ = stream.set_nodelay(true);
-    let peer = stream.peer_addr().ok();
+    let peer = Peer {
+        addr: stream.peer_addr().ok(),
+        fd: Some(std::os::fd::AsRawFd::as_raw_fd(&stream)),
+    };
     let mut client = ClientStream::Plain(stream);
     let mut buf = BytesMut::with_capacity(1024);
     let startup = loop {
@@ -69,10 +72,11 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
     buf: BytesMut,
     startup: Startup,
     state: Arc<State>,
-    peer: Option<SocketAddr>,
+    peer: Peer,
 ) {
     let config = state.config();
     let arrival = Arrival::new(startup, peer);
+    arrival.record_in_span();
     if !negotiate_protocol_version(&mut client, &arrival.startup).await {
         return;
     }
@@ -87,18 +91,25 @@ async fn start_session<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
+/// Where a client connected from: its address and socket.
+#[derive(Debug, Clone, Copy)]
+struct Peer {
+    addr: Option<SocketAddr>,
+    fd: Option<i32>,
+}
+
 /// Who a new client says it is: its startup packet, the user and database
-/// that names (the database defaults to the user, as in Postgres), and the
-/// address it connected from.
+/// that names (the database defaults to the user, as in Postgres), and
+/// where it connected from.
 struct Arrival {
     startup: Startup,
     user: String,
     database: String,
-    peer: Option<SocketAddr>,
+    peer: Peer,
 }
 
 impl Arrival {
-    fn new(startup: Startup, peer: Option<SocketAddr>) -> Arrival {
+    fn new(startup: Startup, peer: Peer) -> Arrival {
         let user = startup.param("user").unwrap_or_default().to_owned();
         let database = startup.param("database").unwrap_or(&user).to_owned();
         Arrival {
@@ -106,6 +117,17 @@ impl Arrival {
             user,
             database,
             peer,
+        }
+    }
+
+    /// Who the client is, in its session span (opened at accept with its
+    /// address): every line it logs carries them.
+    fn record_in_span(&self) {
+        let span = tracing::Span::current();
+        span.record("user", self.user.as_str());
+        span.record("database", self.database.as_str());
+        if let Some(name) = self.startup.param("application_name") {
+            span.record("application_name", name);
         }
     }
 
@@ -122,10 +144,12 @@ impl Arrival {
                 .param("application_name")
                 .unwrap_or_default()
                 .to_owned(),
-            addr: self.peer,
+            addr: self.peer.addr,
             connected_at: SystemTime::now(),
             state: AtomicU8::new(CLIENT_IDLE),
             cancel: tokio::sync::Mutex::new(Vec::new()),
+            fd: self.peer.fd,
+            killed: tokio::sync::watch::Sender::new(false),
         }
     }
 }
@@ -306,7 +330,8 @@ async fn login_report<S: AsyncRead + AsyncWrite + Unpin>(
             // Like every other use of a server, a login waits out PAUSE
             // (the database may be restarting behind it). A client that
             // leaves meanwhile ends the wait, holding nothing.
-            let Ok(resumed) = watch_client(client, buf, wait_for_resume(state)).await else {
+            let resumed = state.wait_resumed(&pool.cluster);
+            let Ok(resumed) = watch_client(client, buf, resumed).await else {
                 return None;
             };
             if !resumed {
@@ -344,17 +369,6 @@ fn login_ok(report: &LoginReport, info: &ClientInfo) -> BytesMut {
     messages::backend_key_data(&mut out, info.process_id, info.secret);
     messages::ready_for_query(&mut out, b'I');
     out
-}
-
-/// Wait while the admin console has pgshard paused; `false` if it started
-/// shutting down instead.
-async fn wait_for_resume(state: &State) -> bool {
-    let mut paused = state.paused.subscribe();
-    let mut shutdown = state.shutdown.subscribe();
-    tokio::select! {
-        _ = paused.wait_for(|p| !*p) => !state.is_shutting_down(),
-        _ = shutdown.wait_for(|s| *s) => false,
-    }
 }
 
 /// Check a server out and apply the client's startup settings on it.

@@ -13,6 +13,7 @@ pub mod client;
 pub mod config_files;
 pub mod errors;
 pub mod fanout;
+pub mod logging;
 pub mod metrics;
 pub mod pool;
 pub mod protocol;

@@ -1,4 +1,5 @@
-//! The `pgshard` binary: command line, config files, runtime and signals.
+//! The `pgshard` binary: command line, config files, logging, runtime and
+//! signals.
 
 #![forbid(unsafe_code)]
 
@@ -29,16 +30,10 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    // Colour codes only for a terminal: a log file or journal gets plain text.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    tracing_subscriber::fmt()
-        .with_ansi(ansi)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    // The config says how to log, so errors loading it go to stderr as
+    // they are (anyhow's report).
     let config = proxy::config_files::load(&args.config, &args.users)?;
+    proxy::logging::init(config.general.log_format).context("cannot set up logging")?;
     let runtime = match config.general.workers {
         0 => tokio::runtime::Builder::new_current_thread()
             .enable_all()

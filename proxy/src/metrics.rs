@@ -84,7 +84,7 @@ impl RouteKind {
         RouteKind::Refused,
     ];
 
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             RouteKind::One => "one",
             RouteKind::Any => "any",
@@ -105,6 +105,7 @@ pub struct Metrics {
     errors: Family<ClassLabels, Counter>,
     wait: Family<PoolLabels, Seconds>,
     transaction: Family<PoolLabels, Seconds>,
+    query: Family<PoolLabels, Seconds>,
 }
 
 /// Finite buckets of [`Seconds`]: 100 µs doubling up to ~52 s.
@@ -126,6 +127,14 @@ struct SecondsInner {
 }
 
 impl Seconds {
+    /// Observations so far and their sum.
+    pub fn totals(&self) -> (u64, Duration) {
+        (
+            self.0.count.load(Ordering::Relaxed),
+            Duration::from_nanos(self.0.sum_ns.load(Ordering::Relaxed)),
+        )
+    }
+
     pub fn observe(&self, duration: Duration) {
         let ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
         let index = (0..BUCKETS)
@@ -183,6 +192,7 @@ impl Default for Metrics {
             errors: Family::default(),
             wait: Family::default(),
             transaction: Family::default(),
+            query: Family::default(),
         }
     }
 }
@@ -205,16 +215,19 @@ impl Metrics {
         PoolHistograms {
             wait: self.wait.get_or_create(labels).clone(),
             transaction: self.transaction.get_or_create(labels).clone(),
+            query: self.query.get_or_create(labels).clone(),
         }
     }
 }
 
-/// A pool's histograms: checkout wait, and how long a client held a server
-/// (a transaction in transaction mode).
+/// A pool's histograms: checkout wait, how long a client held a server
+/// (a transaction in transaction mode), and how long servers took to
+/// answer a request (a query, or extended-protocol messages up to a Sync).
 #[derive(Debug, Clone)]
 pub struct PoolHistograms {
     pub wait: Seconds,
     pub transaction: Seconds,
+    pub query: Seconds,
 }
 
 impl PoolHistograms {
@@ -224,6 +237,10 @@ impl PoolHistograms {
 
     pub fn observe_transaction(&self, held: Duration) {
         self.transaction.observe(held);
+    }
+
+    pub fn observe_query(&self, took: Duration) {
+        self.query.observe(took);
     }
 }
 
@@ -259,6 +276,11 @@ pub fn render(state: &State) -> String {
         "pool_transaction_seconds",
         "Time a client held a server (a transaction in transaction mode)",
         metrics.transaction.clone(),
+    );
+    registry.register(
+        "pool_query_seconds",
+        "Time servers took to answer a request (a query, or messages up to a Sync)",
+        metrics.query.clone(),
     );
     let mut out = String::new();
     // Writing to a String cannot fail.

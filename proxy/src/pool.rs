@@ -52,6 +52,12 @@ pub struct Pool {
     pub settings: PoolSettings,
     permits: Arc<Semaphore>,
     idle: Mutex<Vec<ServerConn>>,
+    /// Servers checked out now, by id.
+    checked_out: Mutex<HashMap<u64, CheckedOut>>,
+    /// RECONNECT: connections created before this point (nanoseconds
+    /// after `born`; 0: none) are closed when next given back or found idle.
+    retire_before_ns: AtomicU64,
+    born: Instant,
     pub stats: PoolStats,
     /// Checkout wait and transaction time, for the metrics endpoint.
     pub histograms: PoolHistograms,
@@ -59,6 +65,19 @@ pub struct Pool {
     /// ParameterStatus values a server reports for a client's startup
     /// settings, so logins with settings seen before need no server.
     login_reports: Mutex<HashMap<ParamSet, LoginReport>>,
+}
+
+/// An idle connection, as the admin console sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct IdleServer {
+    pub id: u64,
+    pub process_id: u32,
+    pub created: Instant,
+    pub last_used: Instant,
+    pub addr: std::net::SocketAddr,
+    pub fd: i32,
+    /// Statements prepared on it.
+    pub prepared: usize,
 }
 
 /// The ParameterStatus (name, value) pairs a server reported.
@@ -88,21 +107,40 @@ pub struct Pooled {
 }
 
 /// Counts a client holding a server of the pool (SHOW POOLS `cl_active`)
-/// for as long as it exists, however the connection ends: given back,
-/// dropped mid-query, or lost with the client.
+/// and lists the server among the pool's checked-out ones for as long as
+/// it exists, however the connection ends: given back, dropped mid-query,
+/// or lost with the client.
 #[derive(Debug)]
-struct ActiveClient(Arc<Pool>);
+struct ActiveClient(Arc<Pool>, u64);
+
+/// A server connection checked out of its pool, as the admin console
+/// sees it (SHOW FDS, WAIT_CLOSE).
+#[derive(Debug, Clone, Copy)]
+pub struct CheckedOut {
+    pub created: Instant,
+    pub process_id: u32,
+    pub addr: std::net::SocketAddr,
+    pub fd: i32,
+}
 
 impl ActiveClient {
-    fn new(pool: &Arc<Pool>) -> ActiveClient {
+    fn new(pool: &Arc<Pool>, conn: &ServerConn) -> ActiveClient {
         pool.stats.active_clients.fetch_add(1, Ordering::Relaxed);
-        ActiveClient(Arc::clone(pool))
+        let out = CheckedOut {
+            created: conn.created,
+            process_id: conn.process_id,
+            addr: conn.addr,
+            fd: conn.fd(),
+        };
+        lock(&pool.checked_out).insert(conn.id, out);
+        ActiveClient(Arc::clone(pool), conn.id)
     }
 }
 
 impl Drop for ActiveClient {
     fn drop(&mut self) {
         self.0.stats.active_clients.fetch_sub(1, Ordering::Relaxed);
+        lock(&self.0.checked_out).remove(&self.1);
     }
 }
 
@@ -136,6 +174,9 @@ impl Pool {
             permits: Arc::new(Semaphore::new(settings.pool_size)),
             settings,
             idle: Mutex::new(Vec::new()),
+            checked_out: Mutex::new(HashMap::new()),
+            retire_before_ns: AtomicU64::new(0),
+            born: Instant::now(),
             stats: PoolStats::default(),
             histograms,
             next_id,
@@ -186,10 +227,10 @@ impl Pool {
                 continue;
             }
             return Ok(Pooled {
+                _active: ActiveClient::new(self, &conn),
                 conn,
                 pool: Arc::clone(self),
                 _permit: permit,
-                _active: ActiveClient::new(self),
             });
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -200,10 +241,10 @@ impl Pool {
                 warn!(%err, cluster = %self.cluster, shard = self.shard, "server connection failed");
             })?;
         Ok(Pooled {
+            _active: ActiveClient::new(self, &conn),
             conn,
             pool: Arc::clone(self),
             _permit: permit,
-            _active: ActiveClient::new(self),
         })
     }
 
@@ -231,6 +272,46 @@ impl Pool {
         self.settings
             .server_lifetime
             .is_some_and(|lifetime| conn.created.elapsed() >= lifetime)
+            || self.is_close_needed(conn.created)
+    }
+
+    /// Whether a connection created at `created` predates the last
+    /// RECONNECT (PgBouncer's `close_needed`).
+    pub fn is_close_needed(&self, created: Instant) -> bool {
+        let mark = self.retire_before_ns.load(Ordering::Relaxed);
+        mark != 0 && created.saturating_duration_since(self.born).as_nanos() < u128::from(mark)
+    }
+
+    /// How long the pool has existed (SHOW STATS' per-second averages).
+    pub fn age(&self) -> Duration {
+        self.born.elapsed()
+    }
+
+    /// RECONNECT: close idle connections now and the others when they are
+    /// given back, so that new ones are opened.
+    pub fn reconnect(&self) {
+        let now = u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.retire_before_ns.store(now.max(1), Ordering::Relaxed);
+        self.close_idle();
+    }
+
+    /// Checked-out connections that predate the last RECONNECT (WAIT_CLOSE
+    /// waits for none to be left).
+    pub fn closes_pending(&self) -> usize {
+        lock(&self.checked_out)
+            .values()
+            .filter(|out| self.is_close_needed(out.created))
+            .count()
+    }
+
+    /// The checked-out connections by id, in id order (SHOW SERVERS, FDS).
+    pub fn checked_out(&self) -> Vec<(u64, CheckedOut)> {
+        let mut all: Vec<_> = lock(&self.checked_out)
+            .iter()
+            .map(|(id, out)| (*id, *out))
+            .collect();
+        all.sort_by_key(|(id, _)| *id);
+        all
     }
 
     /// What a server reported (ParameterStatus) for these startup settings,
@@ -258,11 +339,19 @@ impl Pool {
         lock(&self.idle).len()
     }
 
-    /// Describe idle connections for SHOW SERVERS.
-    pub fn idle_servers(&self) -> Vec<(u64, u32, Instant, Instant, std::net::SocketAddr)> {
+    /// Describe idle connections for SHOW SERVERS and SHOW FDS.
+    pub fn idle_servers(&self) -> Vec<IdleServer> {
         lock(&self.idle)
             .iter()
-            .map(|c| (c.id, c.process_id, c.created, c.last_used, c.addr))
+            .map(|c| IdleServer {
+                id: c.id,
+                process_id: c.process_id,
+                created: c.created,
+                last_used: c.last_used,
+                addr: c.addr,
+                fd: c.fd(),
+                prepared: c.prepared.len(),
+            })
             .collect()
     }
 

@@ -57,7 +57,14 @@ pub async fn run_with_state(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    let span = tracing::info_span!("client", %peer);
+                    // The login fills in who the client is.
+                    let span = tracing::info_span!(
+                        "client",
+                        %peer,
+                        user = tracing::field::Empty,
+                        database = tracing::field::Empty,
+                        application_name = tracing::field::Empty,
+                    );
                     let task = client::serve(stream, Arc::clone(&state), tls.clone());
                     tokio::spawn(task.instrument(span));
                 }

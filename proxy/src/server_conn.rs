@@ -139,6 +139,11 @@ pub struct ServerConn {
 }
 
 impl ServerConn {
+    /// The socket's file descriptor (SHOW FDS).
+    pub fn fd(&self) -> i32 {
+        std::os::fd::AsRawFd::as_raw_fd(&self.stream)
+    }
+
     /// Connect and log in; returns once the server is ready for queries.
     pub async fn connect(
         target: &ServerTarget,

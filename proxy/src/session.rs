@@ -20,6 +20,7 @@ mod local;
 pub mod login;
 mod merge;
 pub mod params;
+mod query_clock;
 pub mod reply_plan;
 pub mod routing;
 pub mod segment;
@@ -50,6 +51,7 @@ use attach::cancel_target;
 pub(crate) use attach::watch_client;
 use attached::Attached;
 use params::{ParamChange, ParamSet};
+use query_clock::QueryClock;
 use reply_plan::{ReplyPlan, Step};
 use segment::Segment;
 pub(crate) use server_replies::retire_on_ddl;
@@ -161,6 +163,8 @@ pub struct Session<S> {
     /// statement: the last Parse of it went there, and no simple query
     /// (which drops it) followed. Elsewhere it is parsed again first.
     unnamed_on: Option<u64>,
+    /// Times requests for the query histogram and the slow-query log.
+    clock: QueryClock,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -179,6 +183,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             extended_settings: Vec::new(),
             resync: false,
             unnamed_on: None,
+            clock: QueryClock::new(start.state.config().general.slow_query_threshold()),
             generation,
             state: start.state,
             info: start.info,
@@ -210,7 +215,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if let Some(server) = self.attached.main() {
             self.set_cancel_target(Some(cancel_target(server))).await;
         }
-        let end = self.serve().await;
+        let end = self.serve_unless_killed().await;
         if let End::Fatal(error) = &end {
             self.state.metrics.error(error.code.as_bytes());
             self.to_client.clear();
@@ -425,7 +430,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         put_frame(&mut self.to_server, frame);
     }
 
-    fn count_query(&self) {
+    fn count_query(&mut self) {
+        self.clock.start();
         if let Some(server) = self.attached.main() {
             server
                 .pool()

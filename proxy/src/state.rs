@@ -2,7 +2,7 @@
 //! the pools built from it, the client registry (cancel keys, SHOW CLIENTS),
 //! the statement registry, and the PAUSE / shutdown switches.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -31,6 +31,30 @@ pub const CLIENT_IDLE: u8 = 0;
 pub const CLIENT_ACTIVE: u8 = 1;
 pub const CLIENT_WAITING: u8 = 2;
 
+/// What PAUSE, PAUSE db, KILL db and MAINTENANCE ON hold: sessions of a
+/// held database check no server out until it is let go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Paused {
+    /// PAUSE (every database), until RESUME.
+    pub all: bool,
+    /// MAINTENANCE ON (every database), until MAINTENANCE OFF.
+    pub maintenance: bool,
+    /// MAINTENANCE ON db, until MAINTENANCE OFF db (or OFF).
+    pub maintenance_databases: BTreeSet<String>,
+    /// PAUSE db and KILL db, until RESUME db (or RESUME).
+    pub databases: BTreeSet<String>,
+}
+
+impl Paused {
+    /// Whether sessions of `database` must wait.
+    pub fn holds(&self, database: &str) -> bool {
+        self.all
+            || self.maintenance
+            || self.databases.contains(database)
+            || self.maintenance_databases.contains(database)
+    }
+}
+
 /// One connected client, as others may see it.
 #[derive(Debug)]
 pub struct ClientInfo {
@@ -47,6 +71,10 @@ pub struct ClientInfo {
     /// session takes it before handing the server back, so a late cancel
     /// can never reach a server that already serves someone else.
     pub cancel: tokio::sync::Mutex<Vec<CancelTarget>>,
+    /// The client socket's file descriptor (SHOW FDS).
+    pub fd: Option<i32>,
+    /// KILL: set once; the session ends and closes its servers.
+    pub killed: watch::Sender<bool>,
 }
 
 /// The pools of one (cluster, user): one per shard, by shard number.
@@ -59,8 +87,9 @@ pub struct State {
     pools: RwLock<HashMap<(String, String), ClusterPools>>,
     pub statements: Registry,
     clients: Mutex<HashMap<u32, Arc<ClientInfo>>>,
-    /// PAUSE: no new server checkouts until RESUME.
-    pub paused: watch::Sender<bool>,
+    /// PAUSE, KILL, MAINTENANCE: no new server checkouts for the held
+    /// databases until they are let go.
+    pub paused: watch::Sender<Paused>,
     /// SHUTDOWN or SIGTERM: stop accepting, drain, exit.
     pub shutdown: watch::Sender<bool>,
     pub started: Instant,
@@ -130,7 +159,7 @@ impl State {
             pools: RwLock::new(HashMap::new()),
             statements: Registry::default(),
             clients: Mutex::new(HashMap::new()),
-            paused: watch::Sender::new(false),
+            paused: watch::Sender::new(Paused::default()),
             shutdown: watch::Sender::new(false),
             started: Instant::now(),
             next_server_id: Arc::new(AtomicU64::new(1)),
@@ -319,6 +348,17 @@ impl State {
 
     pub fn client_count(&self) -> usize {
         lock(&self.clients).len()
+    }
+
+    /// Wait while `database` is held (PAUSE, KILL, MAINTENANCE); `false`
+    /// if pgshard started shutting down instead.
+    pub async fn wait_resumed(&self, database: &str) -> bool {
+        let mut paused = self.paused.subscribe();
+        let mut shutdown = self.shutdown.subscribe();
+        tokio::select! {
+            _ = paused.wait_for(|p| !p.holds(database)) => !self.is_shutting_down(),
+            _ = shutdown.wait_for(|s| *s) => false,
+        }
     }
 
     pub fn is_shutting_down(&self) -> bool {

@@ -58,6 +58,7 @@
 
 use std::borrow::Cow;
 use std::mem::size_of;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use lru::LruCache;
@@ -138,9 +139,56 @@ pub struct Entry {
     /// concatenate across shards (a fact of its structure, the same for
     /// every text of a templated entry), so a keyless read parses once.
     pub concatenates: OnceLock<()>,
+    /// How often it was found and where it was routed (PgDog's `SHOW
+    /// QUERY_CACHE`).
+    pub stats: EntryStats,
+}
+
+/// An entry's use counts: lookups that found it, and routes of its
+/// statement to one shard (`direct`) or to several (`multi`), as the
+/// proxy reports them with [`EntryStats::routed`].
+#[derive(Debug, Default)]
+pub struct EntryStats {
+    hits: AtomicU64,
+    direct: AtomicU64,
+    multi: AtomicU64,
+}
+
+impl EntryStats {
+    /// The statement was routed to `shards` databases (1: direct).
+    pub fn routed(&self, shards: usize) {
+        let counter = if shards > 1 {
+            &self.multi
+        } else {
+            &self.direct
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn hit(&self) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (hits, direct, multi).
+    pub fn counts(&self) -> (u64, u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.direct.load(Ordering::Relaxed),
+            self.multi.load(Ordering::Relaxed),
+        )
+    }
 }
 
 impl Entry {
+    /// The statement as the cache keys it: its template (literals shown as
+    /// `?`) when templated, else its text.
+    pub fn shown_text(&self) -> String {
+        match &self.template_key {
+            Some(key) => template::display(key),
+            None => self.text.clone(),
+        }
+    }
+
     /// The cache keys of this entry: its template key (if templated), then
     /// its text.
     fn keys(&self) -> impl Iterator<Item = &str> {
@@ -395,6 +443,7 @@ impl AstCache {
                         inner.touch(Some(&entry.text));
                     }
                     inner.hits += 1;
+                    entry.stats.hit();
                 }
                 None => inner.misses += 1,
             }
@@ -443,6 +492,7 @@ impl AstCache {
             .cloned()?;
         inner.touch(entry.template_key.as_deref());
         inner.hits += 1;
+        entry.stats.hit();
         Some(entry)
     }
 
@@ -458,6 +508,18 @@ impl AstCache {
             max_entries: inner.max_entries,
             max_bytes: inner.max_bytes,
         }
+    }
+
+    /// Every entry, once each, most recently used first.
+    pub fn entries(&self) -> Vec<Arc<Entry>> {
+        let inner = self.lock();
+        let mut seen = std::collections::HashSet::new();
+        inner
+            .lru
+            .iter()
+            .filter(|(_, entry)| seen.insert(Arc::as_ptr(entry)))
+            .map(|(_, entry)| Arc::clone(entry))
+            .collect()
     }
 
     /// Drop every entry (counters stay).
@@ -604,6 +666,7 @@ fn build_entry(
         text_literals,
         plan: OnceLock::new(),
         concatenates: OnceLock::new(),
+        stats: EntryStats::default(),
     };
     Ok(entry)
 }

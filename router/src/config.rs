@@ -35,7 +35,7 @@ use std::fmt;
 use serde::Deserialize;
 
 pub use database::{Cluster, Database};
-pub use general::{AuthType, General, PoolerMode};
+pub use general::{AuthType, General, LogFormat, PoolerMode};
 pub use pool_settings::PoolSettings;
 pub use sharded_tables::MAX_SHARD_COUNT;
 pub use user::{Admin, User};

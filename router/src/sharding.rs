@@ -78,7 +78,9 @@ pub struct TableFamily {
 }
 
 /// Which parser turns statement text into summaries (`query_parser_engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ParserEngine {
     /// parser-ffi's zero-copy view of the C tree.

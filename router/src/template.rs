@@ -142,6 +142,13 @@ pub fn inner_overrides(core: &str) -> Overrides {
     overrides
 }
 
+/// A template key as people read it: each literal's placeholder shown as
+/// `?` (as PgDog and pg_stat_statements-like tools show them).
+pub fn display(key: &str) -> String {
+    key.replace(NUMBER_PLACEHOLDER, "?")
+        .replace(STRING_PLACEHOLDER, "?")
+}
+
 /// The cache key of `core` (the text after [`split_edge_comments`]) and its
 /// literals; `None` when the lexer is unsure of the text (the caller then
 /// keys it by its exact text).
@@ -647,10 +654,7 @@ mod tests {
     /// The key (placeholders shown as `?`) and the literal values, or `None`.
     fn lex(core: &str) -> Option<(String, Vec<String>)> {
         let template = template(core)?;
-        let key = template
-            .key
-            .replace(NUMBER_PLACEHOLDER, "?")
-            .replace(STRING_PLACEHOLDER, "?");
+        let key = display(&template.key);
         let values = template
             .literals
             .iter()

@@ -64,6 +64,29 @@ fn miss_then_hit() {
 }
 
 #[test]
+fn entries_count_their_hits_and_routes() {
+    let cache = big();
+    let first = lookup(&cache, "SELECT * FROM t WHERE id = 1");
+    lookup(&cache, "SELECT * FROM t WHERE id = 2");
+    lookup(&cache, "SELECT * FROM t WHERE id = 3");
+    lookup(&cache, "SELECT 'plain'");
+    first.entry.stats.routed(1);
+    first.entry.stats.routed(2);
+    first.entry.stats.routed(1);
+    let entries = cache.entries();
+    // A templated entry sits under two keys but is listed once.
+    assert_eq!(entries.len(), 2);
+    let templated = entries
+        .iter()
+        .find(|e| Arc::ptr_eq(e, &first.entry))
+        .unwrap();
+    assert_eq!(templated.shown_text(), "SELECT * FROM t WHERE id = ?");
+    assert_eq!(templated.stats.counts(), (2, 2, 1));
+    // Most recently used first.
+    assert_eq!(entries[0].shown_text(), "SELECT ?");
+}
+
+#[test]
 fn engine_change_replaces_the_entry() {
     let cache = big();
     let a = cache

@@ -21,6 +21,8 @@ use integration::{PasswordEncryption, PgServer, ServerOptions};
 const SHARDS: usize = 2;
 const FIRST_SERVER_PORT: u16 = 15432;
 const PROXY_PORT: u16 = 6432;
+/// Prometheus / OpenMetrics (`openmetrics_port`): not 9090, Prometheus's own.
+const METRICS_PORT: u16 = 9930;
 const USER: &str = "pgshard";
 const PASSWORD: &str = "pgshard";
 /// The sharded cluster clients connect to.
@@ -39,12 +41,7 @@ SELECT id, item FROM orders WHERE tenant_id = :tenant;\n\
 END;\n";
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    proxy::logging::init(router::config::LogFormat::Text).context("cannot set up logging")?;
     let root = repo_root()?;
     let demo = root.join(".demo");
     let mut servers = Vec::new();
@@ -181,7 +178,10 @@ fn print_hints(demo: &Path, bench_script: &Path) {
     println!("    or pin a session:  SET pgdog.shard = 1;   or pick by key:  SET pgdog.sharding_key = '42';");
     println!();
     println!("  admin:    PGPASSWORD=admin psql -h 127.0.0.1 -p {PROXY_PORT} -U admin admin -c 'SHOW POOLS'");
-    println!("            (also SHOW QUERY_CACHE, SHOW STATS, SHOW CLIENTS)");
+    println!("            (also SHOW HELP, SHOW QUERY_CACHE, SHOW STATS, SHOW CLIENTS, RECONNECT, PAUSE {SHARDED})");
+    println!(
+        "  metrics:  curl http://127.0.0.1:{METRICS_PORT}/metrics  (Prometheus / OpenMetrics text)"
+    );
     println!("  bench (sharded orders, keyed transactions):");
     println!(
         "    {pgbench} -n -f {} -c 8 -j 2 -T 10 {SHARDED}",
@@ -198,10 +198,11 @@ fn print_hints(demo: &Path, bench_script: &Path) {
 }
 
 fn demo_config(servers: &[PgServer]) -> String {
-    let mut text = String::from(
+    let mut text = format!(
         "# Written by pgshard-demo; see pgdog.toml.example for what each key means.\n\
          [general]\nhost = \"127.0.0.1\"\nport = 6432\nworkers = 2\n\
          default_pool_size = 10\npooler_mode = \"transaction\"\nshutdown_timeout = 5000\n\
+         openmetrics_port = {METRICS_PORT}\nopenmetrics_namespace = \"pgshard\"\n\
          \n[admin]\npassword = \"admin\"\n",
     );
     for (shard, server) in servers.iter().enumerate() {

@@ -1,6 +1,7 @@
 //! The admin console's `SHOW DATABASES`, `SHOW USERS` and `SHOW LISTS`, in
-//! PgBouncer's column shapes (a `shard` column added where a cluster has
-//! several databases, as `SHOW POOLS` has).
+//! PgBouncer's columns and order (then `shard` for databases, as `SHOW
+//! POOLS` has, and `database` for users, whose pools are per cluster).
+//! Limits pgshard does not have read 0 (none).
 
 use bytes::BytesMut;
 
@@ -11,7 +12,7 @@ use crate::state::State;
 pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
     let config = state.config();
     let general = &config.general;
-    let paused = u8::from(*state.paused.borrow());
+    let paused = state.paused.borrow().clone();
     let pools = state.all_pools();
     let mut rows = Rows::new(
         out,
@@ -26,13 +27,17 @@ pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
             "reserve_pool",
             "server_lifetime",
             "pool_mode",
+            "load_balance_hosts",
             "max_connections",
             "current_connections",
+            "max_client_connections",
+            "current_client_connections",
             "paused",
             "disabled",
             "shard",
         ],
     );
+    let clients = state.clients();
     for (name, cluster) in &config.clusters {
         for (shard, database) in cluster.shards.iter().enumerate() {
             let connections: usize = pools
@@ -59,10 +64,21 @@ pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
                     .to_string(),
                 "0".into(),
                 (general.server_lifetime_ms / 1000).to_string(),
-                general.pooler_mode.as_str().to_owned(),
+                database
+                    .pooler_mode
+                    .unwrap_or(general.pooler_mode)
+                    .as_str()
+                    .to_owned(),
+                String::new(),
                 "0".into(),
                 connections.to_string(),
-                paused.to_string(),
+                "0".into(),
+                clients
+                    .iter()
+                    .filter(|c| c.database == *name)
+                    .count()
+                    .to_string(),
+                u8::from(paused.holds(name)).to_string(),
                 "0".into(),
                 shard.to_string(),
             ]);
@@ -71,16 +87,49 @@ pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
     rows.done("SHOW");
 }
 
-/// One row per configured user.
+/// One row per configured user (a user of several clusters has a row for
+/// each), with its resolved pool size and mode.
 pub(super) fn show_users(state: &State, out: &mut BytesMut) {
     let config = state.config();
-    let mut rows = Rows::new(out, &["name", "database", "pool_mode"]);
+    let clients = state.clients();
+    let mut rows = Rows::new(
+        out,
+        &[
+            "name",
+            "pool_size",
+            "reserve_pool_size",
+            "pool_mode",
+            "max_user_connections",
+            "current_connections",
+            "max_user_client_connections",
+            "current_client_connections",
+            "database",
+        ],
+    );
     for user in &config.users {
-        let mode = user.pooler_mode.unwrap_or(config.general.pooler_mode);
+        let pools = state.pools(&user.database, &user.name).unwrap_or_default();
+        let (pool_size, mode) = match pools.first() {
+            Some(pool) => (pool.settings.pool_size, pool.settings.pooler_mode),
+            None => (
+                user.pool_size.unwrap_or(config.general.default_pool_size),
+                user.pooler_mode.unwrap_or(config.general.pooler_mode),
+            ),
+        };
+        let servers: usize = pools.iter().map(|p| p.servers()).sum();
+        let connected = clients
+            .iter()
+            .filter(|c| c.user == user.name && c.database == user.database)
+            .count();
         rows.row(&[
             user.name.clone(),
-            user.database.clone(),
+            pool_size.to_string(),
+            "0".into(),
             mode.as_str().to_owned(),
+            "0".into(),
+            servers.to_string(),
+            "0".into(),
+            connected.to_string(),
+            user.database.clone(),
         ]);
     }
     rows.done("SHOW");

@@ -29,6 +29,24 @@ pub fn put_cstr(out: &mut BytesMut, s: &[u8]) {
     out.put_u8(0);
 }
 
+/// `N`: a NoticeResponse of severity NOTICE (SQLSTATE 00000) with a
+/// message and a detail, as PgBouncer's `SHOW HELP` sends its usage.
+pub fn notice(out: &mut BytesMut, message: &str, detail: &str) {
+    let at = begin(out, b'N');
+    for (field, value) in [
+        (b'S', "NOTICE"),
+        (b'V', "NOTICE"),
+        (b'C', "00000"),
+        (b'M', message),
+        (b'D', detail),
+    ] {
+        out.put_u8(field);
+        put_cstr(out, value.as_bytes());
+    }
+    out.put_u8(0);
+    finish(out, at);
+}
+
 /// `R`: an authentication request (`code`: 0 ok, 3 cleartext, 5 MD5, 10 SASL,
 /// 11 SASL continue, 12 SASL final) with its payload.
 pub fn authentication(out: &mut BytesMut, code: u32, payload: &[u8]) {

@@ -18,6 +18,7 @@ use super::transaction::Target;
 use super::{count, sharding_of, End, Session};
 use crate::errors::ClientError;
 use crate::pool::{PoolError, Pooled};
+use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 use crate::server_conn::ServerError;
 use crate::state::{CancelTarget, State, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
@@ -97,9 +98,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         &mut self,
         shard: usize,
     ) -> Result<Result<Pooled, PoolError>, End> {
-        if *self.state.paused.borrow() {
-            let mut paused = self.state.paused.subscribe();
-            let resumed = paused.wait_for(|p| !*p);
+        if self.state.paused.borrow().holds(&self.info.database) {
+            let resumed = self.state.wait_resumed(&self.info.database);
             let _ = watch_client(&mut self.client, &mut self.cbuf, resumed).await?;
         }
         let generation = self.state.generation.load(Ordering::Acquire);
@@ -202,14 +202,40 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
+    /// Serve the client until it leaves, or until the admin console's
+    /// KILL of its database ends the session.
+    pub(super) async fn serve_unless_killed(&mut self) -> End {
+        let mut killed = self.info.killed.subscribe();
+        let end = tokio::select! {
+            end = self.serve() => Some(end),
+            _ = killed.wait_for(|k| *k) => None,
+        };
+        end.unwrap_or_else(|| {
+            End::Fatal(ClientError::new(
+                sqlstate::ADMIN_SHUTDOWN,
+                "terminating connection due to administrator command (KILL)",
+            ))
+        })
+    }
+
     /// The client is gone: leave its server rolled back (and reset in
-    /// session mode) before anyone else gets it.
+    /// session mode) before anyone else gets it. After KILL its servers
+    /// are closed instead (a query in flight cancelled first).
     pub(super) async fn finish(&mut self) {
         let reset = self.mode == PoolerMode::Session;
+        let killed = *self.info.killed.borrow();
         let mut held = self.attached.take_all().into_iter();
         let Some((_, server)) = held.next() else {
             return;
         };
+        if killed {
+            if self.plan.awaiting_server() {
+                let target = cancel_target(&server);
+                tokio::spawn(async move { crate::cancel::send(&target).await });
+            }
+            self.set_cancel_target(None).await;
+            return;
+        }
         // Servers besides the main one run nothing now: rolled back (and
         // reset) as they go back.
         for (_, other) in held {

@@ -78,6 +78,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let query_timeout = servers
             .first()
             .and_then(|s| s.pool().settings.query_timeout);
+        let started = std::time::Instant::now();
         let (tasks, mut incoming) = spawn_readers(servers, request);
         let mut cancels = Vec::new();
         let merged = self
@@ -101,7 +102,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         }
         self.info.cancel.lock().await.clear();
-        let broken = self.release_readers(tasks).await || merged.is_err();
+        let took = started.elapsed();
+        let broken = self.release_readers(tasks, took).await || merged.is_err();
+        self.clock.log_if_slow(took, shards);
         let failed = merged?;
         if broken {
             ClientError::shard_lost().encode(&mut self.to_client);
@@ -127,17 +130,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// Give back the servers of the reading tasks whose replies came
-    /// whole; whether any did not.
-    async fn release_readers(&mut self, tasks: Vec<Reader>) -> bool {
+    /// whole (their request took `took`: the query-time histogram);
+    /// whether any did not.
+    async fn release_readers(&mut self, tasks: Vec<Reader>, took: std::time::Duration) -> bool {
         let mut broken = false;
         for task in tasks {
             match task.await {
                 Ok((server, true)) => {
-                    server
-                        .pool()
-                        .stats
-                        .query_count
-                        .fetch_add(1, Ordering::Relaxed);
+                    let pool = server.pool();
+                    pool.stats.query_count.fetch_add(1, Ordering::Relaxed);
+                    pool.histograms.observe_query(took);
                     self.release(server, false).await;
                 }
                 _ => broken = true,

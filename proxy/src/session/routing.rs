@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use router::cache::Lookup;
+use router::cache::{Entry, Lookup};
 use router::route::{Overrides, ParamValue, Route, RouteError};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -103,7 +103,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return Ok(self.refused(error));
             }
         };
-        let shards = self.shards_of(&routed.route);
+        let shards = self.routed_to(&lookup.entry, &routed.route);
         if let Some(error) =
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
         {
@@ -169,7 +169,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Where the transaction lets a routed statement go (counted for the
     /// metrics).
-    pub(super) fn place(&self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
+    pub(super) fn place(&mut self, shards: Option<&[usize]>, needs_block: bool) -> Placement {
         let placement = self
             .txn
             .place(shards, needs_block, self.server_view(), || self.any_shard());
@@ -183,6 +183,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Placement::Refuse => RouteKind::Refused,
         };
         self.state.metrics.route(kind);
+        self.clock.routed(kind);
         placement
     }
 
@@ -194,6 +195,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             status: server.conn.status,
             copy_in: self.copy_in,
         })
+    }
+
+    /// The databases of `entry`'s route, counted in the entry (SHOW
+    /// QUERY_CACHE's direct and multi); `None` for [`Route::Any`].
+    pub(super) fn routed_to(&self, entry: &Entry, route: &Route) -> Option<Vec<usize>> {
+        let shards = self.shards_of(route);
+        entry.stats.routed(shards.as_ref().map_or(1, Vec::len));
+        shards
     }
 
     /// The databases of a route; `None` for [`Route::Any`].
@@ -253,7 +262,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return None;
             }
         };
-        let shards = self.shards_of(&routed.route);
+        let shards = self.routed_to(&info.entry, &routed.route);
         if let Some(error) =
             self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
         {

@@ -431,7 +431,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .entry
             .route(&params, &overrides, &self.sharding)
             .map_err(|e| refused(&e.to_string()))?;
-        Ok(self.shards_of(&routed.route))
+        Ok(self.routed_to(&info.entry, &routed.route))
     }
 }
 

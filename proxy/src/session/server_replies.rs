@@ -59,6 +59,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             self.undo_failed(body, verdict.failed);
             if tag == b'Z' {
                 self.on_ready(verdict.completed);
+                if verdict.forward {
+                    self.stop_clock();
+                }
             }
             if verdict.forward {
                 self.forward_server_message(&message);
@@ -194,6 +197,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         if status == b'I' {
             pool.stats.xact_count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A ReadyForQuery the client gets ended a request: timed.
+    fn stop_clock(&mut self) {
+        let more = self.plan.pending_syncs() > 0;
+        if let Some(server) = self.attached.main() {
+            self.clock.stop(server.pool(), self.shard, more);
         }
     }
 

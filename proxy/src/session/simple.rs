@@ -83,6 +83,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
         }
         self.count_query();
+        self.clock.statement(&sql);
         self.unnamed_on = None;
         self.put_frame(rewritten.as_ref().unwrap_or(&frame));
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));

@@ -142,6 +142,19 @@ impl Registry {
         lock(&self.inner).by_text.values().map(Vec::len).sum()
     }
 
+    /// Every statement handed out to new Parses, by id (SHOW
+    /// PREPARED_STATEMENTS).
+    pub fn statements(&self) -> Vec<Arc<Statement>> {
+        let mut all: Vec<_> = lock(&self.inner)
+            .by_text
+            .values()
+            .flatten()
+            .cloned()
+            .collect();
+        all.sort_by_key(|s| s.id);
+        all
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

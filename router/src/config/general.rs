@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::sharding::ParserEngine;
 
 /// How long a client holds a server connection (`pooler_mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PoolerMode {
     /// The client holds a server connection for one transaction (or for one
@@ -31,7 +31,7 @@ impl PoolerMode {
 }
 
 /// How pgshard checks a client's password (`auth_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthType {
     /// SCRAM-SHA-256 (RFC 7677): the password never crosses the wire.
@@ -83,7 +83,7 @@ pub const MIN_QUERY_CACHE_MAX_BYTES: usize = 1024;
 ///
 /// Times are milliseconds in the file (as in PgDog); the Rust fields carry an
 /// `_ms` suffix and methods of the same name without it return [`Duration`]s.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct General {
     /// Address to listen on.
@@ -149,6 +149,24 @@ pub struct General {
     /// Prefix of every metric name (`<namespace>_<metric>`); none when
     /// absent.
     pub openmetrics_namespace: Option<String>,
+    /// How log lines are written to stderr: `"text"` or `"json"` (PgDog's
+    /// key). Read at start.
+    pub log_format: LogFormat,
+    /// `log_min_duration_statement`: statements (and transactions' parts)
+    /// that take at least this many milliseconds are logged with their
+    /// route; 0 logs every one, -1 (default) none (Postgres's key).
+    pub log_min_duration_statement: i64,
+}
+
+/// `log_format`: the shape of log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line (`tracing-subscriber`'s JSON format).
+    Json,
 }
 
 impl Default for General {
@@ -178,6 +196,8 @@ impl Default for General {
             query_cache_max_bytes: DEFAULT_QUERY_CACHE_MAX_BYTES,
             openmetrics_port: None,
             openmetrics_namespace: None,
+            log_format: LogFormat::Text,
+            log_min_duration_statement: -1,
         }
     }
 }
@@ -218,6 +238,32 @@ impl General {
         Duration::from_millis(self.shutdown_timeout_ms)
     }
 
+    /// `log_min_duration_statement`; `None` when negative (off).
+    pub fn slow_query_threshold(&self) -> Option<Duration> {
+        u64::try_from(self.log_min_duration_statement)
+            .ok()
+            .map(Duration::from_millis)
+    }
+
+    /// Every key of `[general]` with its effective value, sorted by name
+    /// (SHOW CONFIG): read through serde, so a key added to the struct is
+    /// listed without more code. Unset optional keys have an empty value.
+    pub fn effective_keys(&self) -> Vec<(String, String)> {
+        let Ok(serde_json::Value::Object(keys)) = serde_json::to_value(self) else {
+            return Vec::new();
+        };
+        keys.into_iter()
+            .map(|(key, value)| {
+                let value = match value {
+                    serde_json::Value::Null => String::new(),
+                    serde_json::Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                (key, value)
+            })
+            .collect()
+    }
+
     /// The certificate and key paths when client TLS is configured. Validation
     /// guarantees both or neither are set.
     pub fn tls(&self) -> Option<(&Path, &Path)> {
@@ -253,6 +299,27 @@ mod tests {
         assert_eq!(g.query_parser_engine, ParserEngine::ZeroCopy);
         assert_eq!(g.query_cache_limit, 10_000);
         assert_eq!(g.query_cache_max_bytes, 64 * 1024 * 1024);
+        assert_eq!(g.log_format, LogFormat::Text);
+        assert_eq!(g.slow_query_threshold(), None);
+    }
+
+    #[test]
+    fn effective_keys_name_every_key_as_the_file_does() {
+        let g = General {
+            log_min_duration_statement: 250,
+            ..General::default()
+        };
+        let keys: std::collections::BTreeMap<String, String> =
+            g.effective_keys().into_iter().collect();
+        assert_eq!(keys["connect_timeout"], "5000");
+        assert_eq!(keys["pooler_mode"], "transaction");
+        assert_eq!(keys["query_parser_engine"], "zero_copy");
+        assert_eq!(keys["log_format"], "text");
+        assert_eq!(keys["openmetrics_port"], "");
+        assert_eq!(keys["host"], "0.0.0.0");
+        assert_eq!(g.slow_query_threshold(), Some(Duration::from_millis(250)));
+        // Fields are there under their names in the file.
+        assert!(!keys.contains_key("connect_timeout_ms"));
     }
 
     #[test]

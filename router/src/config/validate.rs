@@ -51,6 +51,12 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
             format!("must be at least {MIN_QUERY_CACHE_MAX_BYTES} bytes"),
         );
     }
+    if general.log_min_duration_statement < -1 {
+        return fail(
+            "log_min_duration_statement",
+            "must be -1 (off), 0 (every statement) or a number of milliseconds".to_owned(),
+        );
+    }
     if let Some(namespace) = &general.openmetrics_namespace {
         let mut chars = namespace.chars();
         let valid = chars

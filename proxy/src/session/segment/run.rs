@@ -54,6 +54,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .map(|p| crate::session::cancel_target(&p.server))
             .collect();
         let bytewise = self.segment_bytewise(&mut parts, &segment.items).await;
+        let started = std::time::Instant::now();
         for part in &mut parts {
             let request = build_request(part, &segment.items);
             let write = part.server.conn.send(&request);
@@ -76,6 +77,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         }
         let failed_at = merged?;
+        self.segment_timed(&parts, started.elapsed());
         let failed = failed_at.is_some();
         if let Some(index) = failed_at {
             self.segment_errors += 1;
@@ -90,6 +92,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let status = self.client_status(b'I');
         messages::ready_for_query(&mut self.to_client, status);
         self.flush_client().await
+    }
+
+    /// The segment took `took` on each shard's server (one request each):
+    /// observed per pool, logged if slow.
+    fn segment_timed(&self, parts: &[Part], took: std::time::Duration) {
+        for part in parts {
+            part.server.pool().histograms.observe_query(took);
+        }
+        let shards: Vec<usize> = parts.iter().map(|p| p.shard).collect();
+        self.clock.log_if_slow(took, &shards);
     }
 
     /// Whether the shards order text bytewise, asked only when a merge

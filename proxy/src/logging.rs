@@ -1,0 +1,88 @@
+//! Where log lines go and what they look like: stderr, as text (colour
+//! codes only when stderr is a terminal) or as one JSON object per line
+//! (`log_format = "json"`), at the level `RUST_LOG` names (default `info`).
+//! Each client's lines carry its session span: peer, user, database and
+//! application_name.
+
+use router::config::LogFormat;
+use tracing::Subscriber;
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::EnvFilter;
+
+/// A subscriber writing `format` lines to `writer`; `ansi` turns colour
+/// codes on (text only).
+pub fn subscriber<W>(format: LogFormat, ansi: bool, writer: W) -> Box<dyn Subscriber + Send + Sync>
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer);
+    match format {
+        LogFormat::Text => Box::new(builder.with_ansi(ansi).finish()),
+        // Events as objects with their fields, the current span and the
+        // list of spans they sit in (the client session's among them).
+        LogFormat::Json => Box::new(builder.json().with_ansi(false).finish()),
+    }
+}
+
+/// Install the process's subscriber: `format` lines on stderr.
+pub fn init(format: LogFormat) -> Result<(), tracing::subscriber::SetGlobalDefaultError> {
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing::subscriber::set_global_default(subscriber(format, ansi, std::io::stderr))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn lines(format: LogFormat, ansi: bool) -> String {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = subscriber(format, ansi, move || writer.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("client", user = "app", database = "prod");
+            let _entered = span.enter();
+            tracing::info!(route = "one", "slow query");
+        });
+        let bytes = buffer.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn text_has_colour_codes_only_when_asked() {
+        let plain = lines(LogFormat::Text, false);
+        assert!(plain.contains("slow query"), "{plain}");
+        assert!(!plain.contains('\u{1b}'), "{plain:?}");
+        assert!(lines(LogFormat::Text, true).contains('\u{1b}'));
+    }
+
+    #[test]
+    fn json_lines_carry_the_event_and_its_span() {
+        let out = lines(LogFormat::Json, true);
+        assert!(!out.contains('\u{1b}'), "{out:?}");
+        let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(line["fields"]["message"], "slow query");
+        assert_eq!(line["fields"]["route"], "one");
+        assert_eq!(line["span"]["user"], "app");
+        assert_eq!(line["span"]["database"], "prod");
+        assert_eq!(line["level"], "INFO");
+    }
+}
