@@ -106,9 +106,11 @@ async fn metrics_are_scraped_and_parsed() {
     assert!(value("pgshard_routes_total{route=\"refused\"}") >= 1.0);
     assert_eq!(value("pgshard_errors_total{class=\"22\"}"), 1.0);
     assert_eq!(value("pgshard_errors_total{class=\"0A\"}"), 1.0);
-    for shard in ["0", "1"] {
-        let labels =
-            format!("{{cluster=\"prod\",user=\"app\",shard=\"{shard}\",role=\"primary\"}}");
+    for (shard, server) in cluster.servers.iter().enumerate() {
+        let labels = format!(
+            "{{cluster=\"prod\",user=\"app\",shard=\"{shard}\",role=\"primary\",host=\"127.0.0.1:{}\"}}",
+            server.port()
+        );
         assert!(value(&format!("pgshard_pool_queries_total{labels}")) >= 1.0);
         assert!(value(&format!("pgshard_pool_servers_idle{labels}")) >= 0.0);
         assert!(value(&format!("pgshard_pool_wait_seconds_count{labels}")) >= 1.0);

@@ -122,7 +122,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     async fn fan_out_servers(&mut self, shards: &[usize]) -> Result<Option<Vec<Pooled>>, End> {
         let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
         for &shard in shards {
-            match self.checkout_server(shard).await? {
+            match self.checkout_server(shard, self.read).await? {
                 Ok(server) => servers.push(server),
                 Err(err) => {
                     for server in servers {
@@ -134,6 +134,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
             }
         }
+        self.read = false;
         Ok(Some(servers))
     }
 
