@@ -4,7 +4,8 @@
 //! costs the clients no more than the statements in flight on it, is banned
 //! (the metrics endpoint shows it) and the reads move to the other one; a
 //! replica that is down, or stops answering, while nobody queries it is
-//! banned by the background health check.
+//! banned by the background health check; on two shards, each shard's
+//! reads go to its own replica.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -394,4 +395,56 @@ async fn a_replica_down_while_idle_is_banned_by_the_health_check() {
     for _ in 0..10 {
         assert_eq!(port_of(&client, WHO).await, cluster.primary.port());
     }
+}
+
+#[tokio::test]
+async fn each_shard_reads_from_its_own_replica() {
+    let primaries = common::servers(2);
+    let replicas: Vec<PgServer> = primaries
+        .iter()
+        .map(|p| PgServer::start_replica(p, ServerOptions::default()).unwrap())
+        .collect();
+    let mut databases = String::new();
+    for (i, (primary, replica)) in primaries.iter().zip(&replicas).enumerate() {
+        for (server, role) in [(primary, "primary"), (replica, "replica")] {
+            databases.push_str(&format!(
+                "[[databases]]\nname = \"prod\"\nhost = \"127.0.0.1\"\nport = {}\n\
+                 database_name = \"shard_{i}\"\nshard = {i}\nrole = \"{role}\"\n",
+                server.port()
+            ));
+        }
+    }
+    let pgdog = format!(
+        "[general]\nshutdown_timeout = 1000\nread_write_split = \"exclude_primary\"\n{ADMIN}{databases}"
+    );
+    let proxy = TestProxy::start(&pgdog, USERS).unwrap();
+    let client = connect(proxy.port(), "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    let replica_ports: BTreeSet<u16> = replicas.iter().map(PgServer::port).collect();
+    // A keyless read fans out: one row per shard, each from its replica.
+    let ports: BTreeSet<u16> = common::column(&client, WHO, "port")
+        .await
+        .iter()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(ports, replica_ports);
+    for (i, replica) in replicas.iter().enumerate() {
+        let sql = format!("/* pgdog_shard: {i} */ {WHO}");
+        assert_eq!(port_of(&client, &sql).await, replica.port());
+    }
+    // A write goes to each shard's primary (a replica would refuse it).
+    for i in 0..2 {
+        client
+            .simple_query(&format!(
+                "/* pgdog_shard: {i} */ INSERT INTO whoami VALUES ({i})"
+            ))
+            .await
+            .unwrap();
+    }
+    for (primary, replica) in primaries.iter().zip(&replicas) {
+        replica.wait_for_replay(primary).unwrap();
+    }
+    let counts = common::column(&client, "SELECT count(*) AS n FROM whoami", "n").await;
+    assert_eq!(counts, ["4"]);
 }
