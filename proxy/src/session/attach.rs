@@ -92,8 +92,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// Check a server of `shard` out of its pool (a replica's if `read`
-    /// allows it) and bring its settings in line. Waiting (for PAUSE to end, for a free connection) ends early,
-    /// with `Err`, if the client leaves meanwhile.
+    /// allows it) and bring its settings in line. Waiting (for PAUSE to
+    /// end, for a free connection) ends early, with `Err`, if the client
+    /// leaves meanwhile.
     pub(super) async fn checkout_server(
         &mut self,
         shard: usize,
