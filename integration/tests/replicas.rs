@@ -5,7 +5,8 @@
 //! (the metrics endpoint shows it) and the reads move to the other one; a
 //! replica that is down, or stops answering, while nobody queries it is
 //! banned by the background health check; on two shards, each shard's
-//! reads go to its own replica.
+//! reads go to its own replica, and a fan-out read passes over a replica
+//! that went down.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -397,7 +398,7 @@ async fn a_replica_down_while_idle_is_banned_by_the_health_check() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_shard_reads_from_its_own_replica() {
     let primaries = common::servers(2);
     let replicas: Vec<PgServer> = primaries
@@ -447,4 +448,21 @@ async fn each_shard_reads_from_its_own_replica() {
     }
     let counts = common::column(&client, "SELECT count(*) AS n FROM whoami", "n").await;
     assert_eq!(counts, ["4"]);
+
+    // Shard 1's replica goes down: a fan-out read still succeeds, shard 1's
+    // part served by its primary (the last candidate once the replica
+    // refused a connection and was banned).
+    let mut replicas = replicas;
+    tokio::task::block_in_place(|| replicas[1].kill().unwrap());
+    // Its backends notice the postmaster's death and close their sockets.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let ports: BTreeSet<u16> = common::column(&client, WHO, "port")
+        .await
+        .iter()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(
+        ports,
+        BTreeSet::from([replicas[0].port(), primaries[1].port()])
+    );
 }

@@ -291,6 +291,8 @@ async fn read_reply(server: &mut Pooled, reports: &mpsc::Sender<Report>) -> bool
             Ok(_) => {}
         }
     }
+    // The connection broke mid-reply: a replica's database is banned.
+    server.pool().ban("server connection lost mid-query");
     let _ = reports.send(None).await;
     false
 }
