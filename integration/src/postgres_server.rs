@@ -1,6 +1,7 @@
 //! One real Postgres server for tests: created from a cached initdb template in
 //! its own directory, on a free port on 127.0.0.1, stopped and removed on drop
-//! (also when a test panics).
+//! (also when a test panics); streaming replicas of one made with
+//! `pg_basebackup -R`.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -136,7 +137,7 @@ impl PgServer {
     /// Start one server.
     pub fn start_with(options: ServerOptions) -> Result<PgServer, HarnessError> {
         let bins = PgBinaries::find()?;
-        let mut home = match &options.data_dir {
+        let home = match &options.data_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir)
                     .map_err(|err| HarnessError::Io(format!("create {}", dir.display()), err))?;
@@ -158,6 +159,63 @@ impl PgServer {
             run(cp, "copy the initdb template")?;
         }
         write_config(&bins, &data, &options)?;
+        PgServer::launch(bins, home, &options)
+    }
+
+    /// Start a streaming replica of `primary` (which must be running): a
+    /// base backup taken with `pg_basebackup -R` (so it starts as a standby
+    /// that streams from `primary`), with `options`' settings, on a free
+    /// port. Roles and databases are the primary's as of the backup; later
+    /// changes arrive by replication (see [`PgServer::wait_for_replay`]).
+    pub fn start_replica(
+        primary: &PgServer,
+        options: ServerOptions,
+    ) -> Result<PgServer, HarnessError> {
+        let bins = primary.bins.clone();
+        let home = Home::Temp(
+            tempfile::Builder::new()
+                .prefix("pgshard-replica-")
+                .tempdir()
+                .map_err(|err| HarnessError::Io("create temp dir".to_owned(), err))?,
+        );
+        bins.hand_over(home.path())?;
+        let data = home.path().join("data");
+        let mut backup = bins.command("pg_basebackup");
+        backup
+            .args(["-h", primary.host(), "-p"])
+            .arg(primary.port.to_string())
+            .args(["-U", SUPERUSER, "-D"])
+            .arg(&data)
+            .args(["-R", "-X", "stream", "--no-sync"]);
+        run(backup, &format!("pg_basebackup from port {}", primary.port))?;
+        write_config(&bins, &data, &options)?;
+        PgServer::launch(bins, home, &options)
+    }
+
+    /// Wait until this replica has replayed everything `primary` has
+    /// written so far (up to 30 s).
+    pub fn wait_for_replay(&self, primary: &PgServer) -> Result<(), HarnessError> {
+        let lsn = primary.psql("postgres", "SELECT pg_current_wal_lsn()")?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let sql = format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn");
+        while self.psql("postgres", &sql)? != "t" {
+            if Instant::now() > deadline {
+                return Err(HarnessError::Setup(format!(
+                    "replica on port {} did not replay up to {lsn} in 30 s",
+                    self.port
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Start a configured data directory on `options.port` or a free port.
+    fn launch(
+        bins: PgBinaries,
+        mut home: Home,
+        options: &ServerOptions,
+    ) -> Result<PgServer, HarnessError> {
         let mut attempts = 0;
         loop {
             let port = match options.port {
@@ -462,6 +520,7 @@ fn write_config(
     let hba = format!(
         "local all all trust\n\
          host all {SUPERUSER} 127.0.0.1/32 trust\n\
+         host replication {SUPERUSER} 127.0.0.1/32 trust\n\
          host all all 127.0.0.1/32 {}\n",
         options.host_auth.hba_method()
     );

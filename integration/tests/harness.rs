@@ -36,6 +36,26 @@ fn two_servers_survive_one_being_killed_and_restarted() {
 }
 
 #[test]
+fn a_replica_streams_from_its_primary_and_refuses_writes() {
+    let primary = PgServer::start().unwrap();
+    primary.create_database("app", None).unwrap();
+    primary
+        .psql("app", "CREATE TABLE t (id int); INSERT INTO t VALUES (1)")
+        .unwrap();
+    let replica = PgServer::start_replica(&primary, ServerOptions::default()).unwrap();
+    assert_ne!(replica.port(), primary.port());
+    assert_eq!(
+        replica.psql("app", "SELECT pg_is_in_recovery()").unwrap(),
+        "t"
+    );
+    primary.psql("app", "INSERT INTO t VALUES (2)").unwrap();
+    replica.wait_for_replay(&primary).unwrap();
+    assert_eq!(replica.psql("app", "SELECT sum(id) FROM t").unwrap(), "3");
+    let err = replica.psql("app", "INSERT INTO t VALUES (3)").unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+}
+
+#[test]
 fn server_is_set_up_for_tests() {
     let server = PgServer::start().unwrap();
     assert_eq!(

@@ -120,9 +120,11 @@ async fn metrics_are_scraped_and_parsed() {
     assert_eq!(value("pgshard_errors_total{class=\"0A\"}"), 1.0);
     assert!(value("pgshard_routes_total{route=\"any\"}") >= 1.0);
     assert_eq!(value("pgshard_routes_total{route=\"several\"}"), 0.0);
-    for shard in ["0", "1"] {
-        let labels =
-            format!("{{cluster=\"prod\",user=\"app\",shard=\"{shard}\",role=\"primary\"}}");
+    for (shard, server) in cluster.servers.iter().enumerate() {
+        let labels = format!(
+            "{{cluster=\"prod\",user=\"app\",shard=\"{shard}\",role=\"primary\",host=\"127.0.0.1:{}\"}}",
+            server.port()
+        );
         for series in [
             "pool_queries_total",
             "pool_transactions_total",

@@ -270,7 +270,7 @@ async fn start_pooled_session<S: AsyncRead + AsyncWrite + Unpin>(
         login::deny(&mut client, user).await;
         return;
     };
-    let Some(pool) = pools.first().cloned() else {
+    let Some(pool) = pools.first().map(|shard| Arc::clone(&shard.primary)) else {
         return;
     };
     let mode = pool.settings.pooler_mode;

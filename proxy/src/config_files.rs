@@ -1,4 +1,6 @@
-//! Reading `pgdog.toml` and `users.toml` from disk into a validated config snapshot.
+//! Reading `pgdog.toml` and `users.toml` from disk into a validated config
+//! snapshot, logging a warning for each PgDog key pgshard accepted without
+//! supporting it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,5 +28,8 @@ pub fn load(pgdog_toml: &Path, users_toml: &Path) -> Result<Arc<Config>, LoadErr
         })
     };
     let config = Config::from_toml(&read(pgdog_toml)?, &read(users_toml)?)?;
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
     Ok(Arc::new(config))
 }

@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod balancer;
 pub mod cancel;
 pub mod client;
 pub mod config_files;

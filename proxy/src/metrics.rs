@@ -23,7 +23,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, info};
 
-use crate::pool::Pool;
+use crate::pool::{Pool, PoolId};
+use crate::server_conn::ServerTarget;
 use crate::state::State;
 
 /// The labels of a pool's metrics.
@@ -33,20 +34,30 @@ pub struct PoolLabels {
     pub user: String,
     pub shard: String,
     pub role: String,
+    /// The database's server, `host:port` (a shard's replicas differ only
+    /// there).
+    pub host: String,
 }
 
 impl PoolLabels {
-    pub fn new(cluster: &str, user: &str, shard: usize) -> PoolLabels {
+    pub fn new(id: &PoolId, target: &ServerTarget) -> PoolLabels {
         PoolLabels {
-            cluster: cluster.to_owned(),
-            user: user.to_owned(),
-            shard: shard.to_string(),
-            role: "primary".to_owned(),
+            cluster: id.cluster.clone(),
+            user: id.user.clone(),
+            shard: id.shard.to_string(),
+            role: id.role.as_str().to_owned(),
+            host: format!("{}:{}", target.host, target.port),
         }
     }
 
     pub fn of(pool: &Pool) -> PoolLabels {
-        PoolLabels::new(&pool.cluster, &pool.user, pool.shard)
+        let id = PoolId {
+            cluster: pool.cluster.clone(),
+            user: pool.user.clone(),
+            shard: pool.shard,
+            role: pool.role,
+        };
+        PoolLabels::new(&id, &pool.target)
     }
 }
 
@@ -298,6 +309,10 @@ fn register_pools(registry: &mut Registry, state: &State) {
         ("pool_clients_waiting", "Clients waiting for a server"),
         ("pool_servers_active", "Server connections checked out"),
         ("pool_servers_idle", "Server connections idle in the pool"),
+        (
+            "pool_banned",
+            "1 while the database is banned from serving reads",
+        ),
     ]
     .map(|(name, help)| (name, help, Family::<PoolLabels, Gauge>::default()));
     let counters = [
@@ -305,6 +320,10 @@ fn register_pools(registry: &mut Registry, state: &State) {
         ("pool_queries", "Queries run"),
         ("pool_received_bytes", "Bytes received from clients"),
         ("pool_sent_bytes", "Bytes sent to clients"),
+        (
+            "pool_bans",
+            "Times the database was banned from serving reads",
+        ),
     ]
     .map(|(name, help)| (name, help, Family::<PoolLabels, Counter>::default()));
     for pool in state.all_pools() {
@@ -315,6 +334,7 @@ fn register_pools(registry: &mut Registry, state: &State) {
             stats.waiting.load(Ordering::Relaxed),
             pool.active(),
             pool.idle_count(),
+            usize::from(pool.is_banned()),
         ];
         for ((_, _, family), value) in gauges.iter().zip(now) {
             family.get_or_create(&labels).set(gauge(value));
@@ -324,6 +344,7 @@ fn register_pools(registry: &mut Registry, state: &State) {
             &stats.query_count,
             &stats.bytes_received,
             &stats.bytes_sent,
+            &stats.bans,
         ];
         for ((_, _, family), total) in counters.iter().zip(totals) {
             family

@@ -2,13 +2,17 @@
 //! by `pool_size` with a fair (FIFO) wait and a checkout timeout, with idle
 //! connections reused most-recently-used first, and a maintenance task that
 //! keeps `min_pool_size` open and retires idle, expired and dead connections.
+//! Health checks and replica bans are `pool/health.rs`'s; which pool of a
+//! shard serves a checkout is `balancer.rs`'s.
+
+mod health;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use router::config::PoolSettings;
+use router::config::{PoolSettings, Role};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, warn};
 
@@ -41,6 +45,17 @@ pub struct PoolStats {
     pub wait_time_us: AtomicU64,
     pub max_wait_us: AtomicU64,
     pub errors: AtomicU64,
+    /// Times the pool was banned (replicas).
+    pub bans: AtomicU64,
+}
+
+/// Which pool: cluster, user, shard, and the database's role there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolId {
+    pub cluster: String,
+    pub user: String,
+    pub shard: usize,
+    pub role: Role,
 }
 
 /// One pool.
@@ -48,6 +63,8 @@ pub struct Pool {
     pub cluster: String,
     pub user: String,
     pub shard: usize,
+    /// Primary or replica (only replicas are banned).
+    pub role: Role,
     pub target: ServerTarget,
     pub settings: PoolSettings,
     permits: Arc<Semaphore>,
@@ -65,6 +82,8 @@ pub struct Pool {
     /// ParameterStatus values a server reports for a client's startup
     /// settings, so logins with settings seen before need no server.
     login_reports: Mutex<HashMap<ParamSet, LoginReport>>,
+    /// Banned (serves no reads) until then: `pool/health.rs`.
+    banned_until: Mutex<Option<Instant>>,
 }
 
 /// An idle connection, as the admin console sees it.
@@ -92,6 +111,7 @@ impl std::fmt::Debug for Pool {
             .field("cluster", &self.cluster)
             .field("user", &self.user)
             .field("shard", &self.shard)
+            .field("role", &self.role)
             .finish_non_exhaustive()
     }
 }
@@ -158,18 +178,23 @@ impl Pooled {
 impl Pool {
     /// A pool, with its maintenance task running on the current runtime.
     pub fn new(
-        cluster: &str,
-        user: &str,
-        shard: usize,
+        id: PoolId,
         target: ServerTarget,
         settings: PoolSettings,
         next_id: Arc<AtomicU64>,
         histograms: PoolHistograms,
     ) -> Arc<Pool> {
-        let pool = Arc::new(Pool {
-            cluster: cluster.to_owned(),
-            user: user.to_owned(),
+        let PoolId {
+            cluster,
+            user,
             shard,
+            role,
+        } = id;
+        let pool = Arc::new(Pool {
+            cluster,
+            user,
+            shard,
+            role,
             target,
             permits: Arc::new(Semaphore::new(settings.pool_size)),
             settings,
@@ -181,14 +206,18 @@ impl Pool {
             histograms,
             next_id,
             login_reports: Mutex::new(HashMap::new()),
+            banned_until: Mutex::new(None),
         });
         tokio::spawn(maintain(Arc::downgrade(&pool)));
+        tokio::spawn(health::watch(Arc::downgrade(&pool)));
         pool
     }
 
-    /// A server connection: an idle one if any, else a new one while the pool
-    /// is below its size, else wait (first come, first served) up to
-    /// `checkout_timeout`.
+    /// A server connection: an idle one if any (checked first when it sat
+    /// idle past `healthcheck_interval`), else a new one while the pool is
+    /// below its size, else wait (first come, first served) up to
+    /// `checkout_timeout`. A replica whose server cannot be reached is
+    /// banned.
     pub async fn checkout(self: &Arc<Self>) -> Result<Pooled, PoolError> {
         let permit = match self.permits.clone().try_acquire_owned() {
             Ok(permit) => {
@@ -226,6 +255,9 @@ impl Pool {
                 debug!(server = conn.id, "retiring a pooled server connection");
                 continue;
             }
+            if !self.check_if_due(&mut conn).await {
+                continue;
+            }
             return Ok(Pooled {
                 _active: ActiveClient::new(self, &conn),
                 conn,
@@ -239,6 +271,7 @@ impl Pool {
             .inspect_err(|err| {
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);
                 warn!(%err, cluster = %self.cluster, shard = self.shard, "server connection failed");
+                self.ban("cannot connect");
             })?;
         Ok(Pooled {
             _active: ActiveClient::new(self, &conn),

@@ -127,6 +127,8 @@ pub struct ServerConn {
     pub params: Vec<(String, String)>,
     pub created: Instant,
     pub last_used: Instant,
+    /// When a health check last passed on it (`pool/health.rs`).
+    pub checked: Instant,
     pub prepared: PreparedSet,
     /// Session settings applied on this connection, as SET statements.
     pub applied: ParamSet,
@@ -166,6 +168,7 @@ impl ServerConn {
                 params: Vec::new(),
                 created: Instant::now(),
                 last_used: Instant::now(),
+                checked: Instant::now(),
                 prepared: PreparedSet::default(),
                 applied: ParamSet::default(),
                 status: b'I',

@@ -21,6 +21,7 @@ pub mod login;
 mod merge;
 pub mod params;
 mod query_clock;
+mod read_split;
 pub mod reply_plan;
 pub mod routing;
 pub mod segment;
@@ -138,6 +139,8 @@ pub struct Session<S> {
     engine: ParserEngine,
     /// The shard of the main attached server, or of the last one.
     shard: usize,
+    /// The statement being placed may run on a replica (`read_split.rs`).
+    read: bool,
     /// The client's transaction on a sharded cluster.
     txn: Transaction,
     /// `SET pgdog.shard` / `SET pgdog.sharding_key`.
@@ -175,6 +178,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             sharding,
             engine,
             shard: 0,
+            read: false,
             txn: Transaction::default(),
             overrides: Overrides::default(),
             batch: None,
@@ -266,7 +270,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         read = server.conn.fill() => match read {
                             Ok(0) | Err(_) => {
                                 warn!("server connection lost mid-session");
-                                self.attached.take_main();
+                                self.lose_main();
                                 return End::server_lost();
                             }
                             Ok(_) => {
@@ -283,8 +287,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         read = self.client.read_buf(&mut self.cbuf) => match read {
                             Ok(0) | Err(_) => return End::ClientGone,
                             // Counted where the client's last server was.
-                            Ok(n) => if let Some(pool) = self.pools.get(self.shard) {
-                                count(&pool.stats.bytes_received, n);
+                            Ok(n) => if let Some(pools) = self.pools.get(self.shard) {
+                                count(&pools.primary.stats.bytes_received, n);
                             },
                         },
                         _ = shutdown.wait_for(|s| *s) => {
@@ -451,7 +455,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if !self.to_server.is_empty() {
             if let Some(server) = self.attached.main_mut() {
                 if server.conn.send(&self.to_server).await.is_err() {
-                    self.attached.take_main();
+                    self.lose_main();
                     return Err(End::server_lost());
                 }
             }

@@ -9,12 +9,13 @@ use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Instant, SystemTime};
 
-use router::config::Config;
+use router::config::{Config, Database, Role, User};
 use tokio::sync::watch;
 
 use crate::auth::scram::ScramSecret;
+use crate::balancer::ShardPools;
 use crate::metrics::{Metrics, PoolLabels};
-use crate::pool::Pool;
+use crate::pool::{Pool, PoolId};
 use crate::server_conn::ServerTarget;
 use crate::session::statements::Registry;
 
@@ -77,8 +78,8 @@ pub struct ClientInfo {
     pub killed: watch::Sender<bool>,
 }
 
-/// The pools of one (cluster, user): one per shard, by shard number.
-pub type ClusterPools = Arc<Vec<Arc<Pool>>>;
+/// The pools of one (cluster, user): one set per shard, by shard number.
+pub type ClusterPools = Arc<Vec<ShardPools>>;
 
 /// Shared by all sessions.
 #[derive(Debug)]
@@ -115,7 +116,7 @@ pub struct State {
     /// Per (database, table as written): the table's columns in order, as
     /// a shard's catalog lists them (INSERT and COPY without a column
     /// list). Forgotten on DDL through pgshard and on RELOAD.
-    pub table_columns: Mutex<HashMap<(String, String), Arc<Vec<String>>>>,
+    pub table_columns: Mutex<TableColumns>,
 }
 
 impl State {
@@ -126,6 +127,9 @@ impl State {
         }
     }
 }
+
+/// Tables' columns in order, by (database, table as written).
+pub type TableColumns = HashMap<(String, String), Arc<Vec<String>>>;
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     match lock.read() {
@@ -202,51 +206,91 @@ impl State {
             };
             let key = (user.database.clone(), user.name.clone());
             let old = pools.get(&key);
-            let shards: Vec<Arc<Pool>> = cluster
+            let shards: Vec<ShardPools> = cluster
                 .shards
                 .iter()
                 .enumerate()
                 .map(|(i, db)| {
-                    let settings = config.pool_settings(user, db);
-                    let target = ServerTarget {
-                        host: db.host.clone(),
-                        port: db.port,
-                        database: db.server_database().to_owned(),
-                        user: settings.server_user.clone(),
-                        password: settings.server_password.clone(),
-                    };
-                    match old.and_then(|o| o.get(i)) {
-                        Some(pool) if pool.settings == settings && pool.target == target => {
-                            Arc::clone(pool)
-                        }
-                        _ => {
-                            if let Some(pool) = old.and_then(|o| o.get(i)) {
-                                pool.close_idle();
-                            }
-                            let labels = PoolLabels::new(&user.database, &user.name, i);
-                            Pool::new(
-                                &user.database,
-                                &user.name,
-                                i,
-                                target,
-                                settings,
-                                Arc::clone(&self.next_server_id),
-                                self.metrics.pool_histograms(&labels),
-                            )
-                        }
-                    }
+                    let old = old.and_then(|o| o.get(i));
+                    let primary = self.pool(&config, user, (i, db), old.map(|o| &o.primary));
+                    let replicas = cluster.replicas.get(i).map_or(&[][..], Vec::as_slice);
+                    let replicas = replicas
+                        .iter()
+                        .enumerate()
+                        .map(|(j, db)| {
+                            let old = old.and_then(|o| o.replicas.get(j));
+                            self.pool(&config, user, (i, db), old)
+                        })
+                        .collect();
+                    let general = &config.general;
+                    ShardPools::new(
+                        primary,
+                        replicas,
+                        general.load_balancing_strategy,
+                        general.read_write_split,
+                    )
                 })
                 .collect();
             next.insert(key, Arc::new(shards));
         }
         for (key, old) in pools.iter() {
             if !next.contains_key(key) {
-                old.iter().for_each(|p| p.close_idle());
+                old.iter()
+                    .flat_map(ShardPools::all)
+                    .for_each(|p| p.close_idle());
             }
         }
         *pools = next;
         *write(&self.config) = config;
         self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// The pool for `user` on database `db` of shard `shard`: `old` when
+    /// its settings and server are unchanged, else a new one (`old`'s idle
+    /// connections closed).
+    fn pool(
+        &self,
+        config: &Config,
+        user: &User,
+        (shard, db): (usize, &Database),
+        old: Option<&Arc<Pool>>,
+    ) -> Arc<Pool> {
+        let settings = config.pool_settings(user, db);
+        let target = ServerTarget {
+            host: db.host.clone(),
+            port: db.port,
+            database: db.server_database().to_owned(),
+            user: settings.server_user.clone(),
+            password: settings.server_password.clone(),
+        };
+        match old {
+            Some(pool)
+                if pool.settings == settings && pool.target == target && pool.role == db.role =>
+            {
+                return Arc::clone(pool);
+            }
+            Some(pool) => pool.close_idle(),
+            None => {}
+        }
+        let id = PoolId {
+            cluster: user.database.clone(),
+            user: user.name.clone(),
+            shard,
+            role: if db.role == Role::Replica {
+                Role::Replica
+            } else {
+                Role::Primary
+            },
+        };
+        let labels = PoolLabels::new(&id, &target);
+        let histograms = self.metrics.pool_histograms(&labels);
+        Pool::new(
+            id,
+            target,
+            settings,
+            Arc::clone(&self.next_server_id),
+            histograms,
+        )
     }
 
     /// `config` with each cluster's sharding model shared with the running
@@ -313,7 +357,7 @@ impl State {
         let mut keys: Vec<_> = pools.keys().collect();
         keys.sort();
         keys.into_iter()
-            .flat_map(|k| pools[k].iter().cloned())
+            .flat_map(|k| pools[k].iter().flat_map(ShardPools::all).cloned())
             .collect()
     }
 

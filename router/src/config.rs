@@ -1,20 +1,24 @@
 //! The configuration model: `pgdog.toml` + `users.toml` parsed, validated and
 //! turned into one immutable [`Config`] snapshot.
 //!
-//! The format is PgDog's. Only keys that pgshard knows are accepted; any other key
-//! fails loading with its path (`general.pool_sizee: unknown field`), so a typo
-//! never silently falls back to a default. Loading and validation are one step:
+//! The format is PgDog's. Keys pgshard implements are read into the model;
+//! PgDog's documented keys it does not implement yet are accepted and listed
+//! in [`Config::warnings`] (`config/compat.rs`), which the proxy logs at load;
+//! any other key fails loading with its path (`general.pool_sizee: unknown
+//! field`), so a typo never silently falls back to a default. Loading and validation are one step:
 //! a [`Config`] that exists is one pgshard can run, and every validation error
 //! names the key to fix (`users[2].password: ...`).
 //!
 //! Code map: [`General`] and its enums live in `config/general.rs`, [`Database`]
 //! and [`Cluster`] in `config/database.rs`, [`User`] and [`Admin`] in
-//! `config/user.rs`, the per-pool resolver [`Config::pool_settings`] in
+//! `config/user.rs`, PgDog's keys accepted with a warning in
+//! `config/compat.rs`, the per-pool resolver [`Config::pool_settings`] in
 //! `config/pool_settings.rs`, the cross-key rules in `config/validate.rs`, and
 //! `[[sharded_tables]]`, `[[sharded_mappings]]` and `[[omnisharded_tables]]`,
 //! resolved into each cluster's [`crate::sharding::Sharding`], in
 //! `config/sharded_tables.rs`.
 
+mod compat;
 mod database;
 mod general;
 mod pool_settings;
@@ -22,6 +26,8 @@ mod sharded_tables;
 mod user;
 mod validate;
 
+#[cfg(test)]
+mod compat_tests;
 #[cfg(test)]
 mod mapping_tests;
 #[cfg(test)]
@@ -34,9 +40,11 @@ use std::fmt;
 
 use serde::Deserialize;
 
-pub use database::{Cluster, Database};
-pub use general::{AuthType, General, LogFormat, PoolerMode};
-pub use pool_settings::PoolSettings;
+pub use database::{Cluster, Database, Role};
+pub use general::{
+    AuthType, General, LoadBalancingStrategy, LogFormat, PoolerMode, ReadWriteSplit,
+};
+pub use pool_settings::{HealthSettings, PoolSettings};
 pub use sharded_tables::MAX_SHARD_COUNT;
 pub use user::{Admin, User};
 
@@ -57,6 +65,28 @@ pub enum ConfigError {
         path: String,
         message: String,
     },
+}
+
+/// A key pgshard accepted without doing what PgDog does with it (or a
+/// value it replaced), for the log at load: `pgdog.toml: general.dry_run:
+/// accepted, not supported yet (ignored)`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {path}: {message}")]
+pub struct Warning {
+    pub file: &'static str,
+    pub path: String,
+    pub message: String,
+}
+
+impl Warning {
+    /// A warning about `pgdog.toml`.
+    pub(crate) fn new(path: String, message: String) -> Warning {
+        Warning {
+            file: "pgdog.toml",
+            path,
+            message,
+        }
+    }
 }
 
 /// The whole of `pgdog.toml`.
@@ -94,16 +124,19 @@ pub struct Config {
     pub users: Vec<User>,
     /// The admin console (`[admin]`).
     pub admin: Admin,
+    /// PgDog keys accepted but not (fully) supported, in file order.
+    pub warnings: Vec<Warning>,
 }
 
 impl Config {
     /// Parse and validate the contents of `pgdog.toml` and `users.toml`.
     pub fn from_toml(pgdog_toml: &str, users_toml: &str) -> Result<Config, ConfigError> {
-        let pgdog: PgdogFile = parse("pgdog.toml", pgdog_toml)?;
-        let users: UsersFile = parse("users.toml", users_toml)?;
+        let mut warnings = Vec::new();
+        let pgdog: PgdogFile = parse("pgdog.toml", pgdog_toml, &mut warnings)?;
+        let users: UsersFile = parse("users.toml", users_toml, &mut warnings)?;
         validate::general(&pgdog.general)?;
         validate::databases(&pgdog.general, &pgdog.databases)?;
-        let mut clusters = database::clusters(pgdog.databases)?;
+        let mut clusters = database::clusters(pgdog.databases, &mut warnings)?;
         sharded_tables::resolve(
             &pgdog.general,
             &mut clusters,
@@ -118,6 +151,7 @@ impl Config {
             clusters,
             users: users.users,
             admin: pgdog.admin,
+            warnings,
         })
     }
 
@@ -139,9 +173,25 @@ fn is_secret_key(path: &str) -> bool {
     path.ends_with("password")
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(file: &'static str, text: &str) -> Result<T, ConfigError> {
-    let deserializer = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|err| {
+/// Read one file: TOML, then PgDog's accepted-but-unsupported keys taken
+/// out (with a warning each), then the rest into the model.
+fn parse<T: for<'de> Deserialize<'de>>(
+    file: &'static str,
+    text: &str,
+    warnings: &mut Vec<Warning>,
+) -> Result<T, ConfigError> {
+    let mut table: toml::Table = text.parse().map_err(|err: toml::de::Error| {
+        let line = err
+            .span()
+            .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+        ConfigError::Parse {
+            file,
+            path: line.map(|line| format!("line {line}")).unwrap_or_default(),
+            message: err.message().to_owned(),
+        }
+    })?;
+    compat::accept(file, &mut table, warnings);
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner();
         // serde's type errors quote the offending value ("invalid type: integer

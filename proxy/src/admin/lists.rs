@@ -109,13 +109,20 @@ pub(super) fn show_users(state: &State, out: &mut BytesMut) {
     for user in &config.users {
         let pools = state.pools(&user.database, &user.name).unwrap_or_default();
         let (pool_size, mode) = match pools.first() {
-            Some(pool) => (pool.settings.pool_size, pool.settings.pooler_mode),
+            Some(pool) => (
+                pool.primary.settings.pool_size,
+                pool.primary.settings.pooler_mode,
+            ),
             None => (
                 user.pool_size.unwrap_or(config.general.default_pool_size),
                 user.pooler_mode.unwrap_or(config.general.pooler_mode),
             ),
         };
-        let servers: usize = pools.iter().map(|p| p.servers()).sum();
+        let servers: usize = pools
+            .iter()
+            .flat_map(|p| p.all())
+            .map(|p| p.servers())
+            .sum();
         let connected = clients
             .iter()
             .filter(|c| c.user == user.name && c.database == user.database)

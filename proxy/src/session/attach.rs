@@ -79,7 +79,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Check a server of `shard` out and attach it to this session.
     pub(super) async fn attach(&mut self, shard: usize) -> Result<Result<(), PoolError>, End> {
-        let server = match self.checkout_server(shard).await? {
+        let read = std::mem::take(&mut self.read);
+        let server = match self.checkout_server(shard, read).await? {
             Ok(server) => server,
             Err(err) => return Ok(Err(err)),
         };
@@ -91,12 +92,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         Ok(Ok(()))
     }
 
-    /// Check a server of `shard` out of its pool and bring its settings in
-    /// line. Waiting (for PAUSE to end, for a free connection) ends early,
-    /// with `Err`, if the client leaves meanwhile.
+    /// Check a server of `shard` out of its pool (a replica's if `read`
+    /// allows it) and bring its settings in line. Waiting (for PAUSE to
+    /// end, for a free connection) ends early, with `Err`, if the client
+    /// leaves meanwhile.
     pub(super) async fn checkout_server(
         &mut self,
         shard: usize,
+        read: bool,
     ) -> Result<Result<Pooled, PoolError>, End> {
         if self.state.paused.borrow().holds(&self.info.database) {
             let resumed = self.state.wait_resumed(&self.info.database);
@@ -110,11 +113,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             (self.sharding, self.engine) = sharding_of(&self.state, &self.info.database);
             self.generation = generation;
         }
-        let Some(pool) = self.pools.get(shard).cloned() else {
+        let pools = Arc::clone(&self.pools);
+        let Some(pools) = pools.get(shard) else {
             return Ok(Err(PoolError::Closed));
         };
         State::set_client_state(&self.info, CLIENT_WAITING);
-        let result = watch_client(&mut self.client, &mut self.cbuf, pool.checkout()).await;
+        let checkout = pools.checkout(read);
+        let result = watch_client(&mut self.client, &mut self.cbuf, checkout).await;
         State::set_client_state(&self.info, CLIENT_IDLE);
         let mut server = match result? {
             Ok(server) => server,

@@ -181,6 +181,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         } else {
             Target::Any
         };
+        self.split_statement(&statement).await?;
         if !self.ensure_server_or_reply(target, false).await? {
             return Ok(());
         }

@@ -156,7 +156,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     ) -> Result<Option<Vec<Pooled>>, End> {
         let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
         for &shard in shards {
-            match self.checkout_server(shard).await? {
+            match self.checkout_server(shard, self.read).await? {
                 Ok(server) => servers.push(server),
                 Err(err) => {
                     for server in servers {
@@ -168,6 +168,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 }
             }
         }
+        self.read = false;
         Ok(Some(servers))
     }
 
@@ -364,6 +365,8 @@ async fn read_reply(server: &mut Pooled, reports: &mpsc::Sender<Report>) -> bool
             Ok(_) => {}
         }
     }
+    // The connection broke mid-reply: a replica's database is banned.
+    server.pool().ban("server connection lost mid-query");
     let _ = reports.send(None).await;
     false
 }

@@ -31,7 +31,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let read = server.conn.fill();
             match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
                 Ok(0) | Err(_) => {
-                    self.attached.take_main();
+                    self.lose_main();
                     return Err(End::server_lost());
                 }
                 Ok(_) => self.on_server_data().await?,

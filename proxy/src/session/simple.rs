@@ -59,6 +59,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         }
         let mut rewritten = None;
+        if self.has_replicas() {
+            known = known.or_else(|| self.state.cache.lookup(&sql, self.engine).ok());
+            self.split_reads(known.as_ref().map(|l| &l.entry.summary))
+                .await?;
+        }
         let target = if self.sharded() {
             match self.route_query(&sql, known).await? {
                 routing::Dispatch::Done => return Ok(()),

@@ -90,7 +90,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// `table`'s columns asked of a server of shard 0 checked out for it.
     async fn fetch_columns(&mut self, table: &str) -> Result<Option<Arc<Vec<String>>>, End> {
-        let mut server = match self.checkout_server(0).await? {
+        let mut server = match self.checkout_server(0, false).await? {
             Ok(server) => server,
             Err(_) => return Ok(None),
         };

@@ -6,8 +6,34 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::{invalid, ConfigError, PoolerMode, Redacted};
+use super::{invalid, ConfigError, PoolerMode, Redacted, Warning};
 use crate::sharding::Sharding;
+
+/// What a database does for its shard (`role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Serves writes, transactions and (per `read_write_split`) reads.
+    #[default]
+    Primary,
+    /// A streaming replica: serves reads outside transactions.
+    Replica,
+    /// PgDog decides at run time (failover); pgshard has no failover yet: the
+    /// first `auto` entry of a shard without a primary is its primary, the
+    /// others are replicas (with a warning at load).
+    Auto,
+}
+
+impl Role {
+    /// The name used in the config file and in metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Primary => "primary",
+            Role::Replica => "replica",
+            Role::Auto => "auto",
+        }
+    }
+}
 
 /// One `[[databases]]` entry: a real Postgres database serving one shard of a cluster.
 ///
@@ -25,6 +51,9 @@ pub struct Database {
     /// Shard number within the cluster, 0-based.
     #[serde(default)]
     pub shard: usize,
+    /// Primary or replica of its shard.
+    #[serde(default)]
+    pub role: Role,
     /// The login pgshard uses on this server, instead of the client's user name
     /// (a user's `server_user` still wins).
     pub user: Option<String>,
@@ -54,6 +83,7 @@ impl fmt::Debug for Database {
             port,
             database_name,
             shard,
+            role,
             user,
             password,
             pool_size,
@@ -66,6 +96,7 @@ impl fmt::Debug for Database {
             .field("port", port)
             .field("database_name", database_name)
             .field("shard", shard)
+            .field("role", role)
             .field("user", user)
             .field("password", &Redacted(password))
             .field("pool_size", pool_size)
@@ -83,8 +114,10 @@ fn default_postgres_port() -> u16 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cluster {
     pub name: String,
-    /// Shard databases, indexed by shard number (contiguous from 0).
+    /// Each shard's primary, indexed by shard number (contiguous from 0).
     pub shards: Vec<Database>,
+    /// Each shard's replicas, indexed like `shards` (empty without replicas).
+    pub replicas: Vec<Vec<Database>>,
     /// How statements of this cluster are routed: its sharded tables, table
     /// families and omnisharded tables (`databases` = `shards.len()`). A
     /// cluster that no `[[sharded_tables]]` entry names still has one, with no
@@ -92,8 +125,20 @@ pub struct Cluster {
     pub sharding: Arc<Sharding>,
 }
 
-/// Group `[[databases]]` into clusters and check their shard numbers form 0..n.
-pub(super) fn clusters(databases: Vec<Database>) -> Result<BTreeMap<String, Cluster>, ConfigError> {
+/// The databases of one shard as written: entry index and database.
+#[derive(Default)]
+struct ShardEntries {
+    primary: Option<(usize, Database)>,
+    replicas: Vec<(usize, Database)>,
+}
+
+/// Group `[[databases]]` into clusters and check their shard numbers form
+/// 0..n, each shard with one primary (see [`Role::Auto`]; a shard of
+/// replicas only gets its first replica as primary, with a warning).
+pub(super) fn clusters(
+    databases: Vec<Database>,
+    warnings: &mut Vec<Warning>,
+) -> Result<BTreeMap<String, Cluster>, ConfigError> {
     if databases.is_empty() {
         return Err(invalid(
             "pgdog.toml",
@@ -103,7 +148,7 @@ pub(super) fn clusters(databases: Vec<Database>) -> Result<BTreeMap<String, Clus
     }
     // Shard numbers come from the file: keep them in a map, not a Vec indexed by
     // them, so `shard = 4000000000` is a gap error rather than a huge allocation.
-    let mut slots: BTreeMap<String, BTreeMap<usize, (usize, Database)>> = BTreeMap::new();
+    let mut slots: BTreeMap<String, BTreeMap<usize, ShardEntries>> = BTreeMap::new();
     for (i, db) in databases.into_iter().enumerate() {
         if db.host.is_empty() {
             return Err(invalid(
@@ -112,23 +157,18 @@ pub(super) fn clusters(databases: Vec<Database>) -> Result<BTreeMap<String, Clus
                 "must not be empty".to_owned(),
             ));
         }
-        let shards = slots.entry(db.name.clone()).or_default();
-        if let Some((first, _)) = shards.get(&db.shard) {
-            return Err(invalid(
-                "pgdog.toml",
-                format!("databases[{i}].shard"),
-                format!(
-                    "cluster {:?} already has shard {} (databases[{first}])",
-                    db.name, db.shard
-                ),
-            ));
-        }
-        shards.insert(db.shard, (i, db));
+        let entries = slots
+            .entry(db.name.clone())
+            .or_default()
+            .entry(db.shard)
+            .or_default();
+        place(entries, i, db)?;
     }
     let mut clusters = BTreeMap::new();
     for (name, shards) in slots {
-        let mut complete = Vec::with_capacity(shards.len());
-        for (expected, (shard, (_, db))) in shards.into_iter().enumerate() {
+        let mut primaries = Vec::with_capacity(shards.len());
+        let mut replicas = Vec::with_capacity(shards.len());
+        for (expected, (shard, entries)) in shards.into_iter().enumerate() {
             if shard != expected {
                 return Err(invalid(
                     "pgdog.toml",
@@ -136,22 +176,95 @@ pub(super) fn clusters(databases: Vec<Database>) -> Result<BTreeMap<String, Clus
                     format!("cluster {name:?} has no shard {expected}: shard numbers must run from 0 without gaps"),
                 ));
             }
-            complete.push(db);
+            let ShardEntries {
+                primary,
+                replicas: mut rest,
+            } = entries;
+            let primary = match primary {
+                Some((_, db)) => db,
+                None => promote(&name, shard, &mut rest, warnings),
+            };
+            for (i, db) in rest.iter_mut().filter(|(_, db)| db.role == Role::Auto) {
+                db.role = Role::Replica;
+                warnings.push(auto_warning(*i, Role::Replica));
+            }
+            primaries.push(primary);
+            replicas.push(rest.into_iter().map(|(_, db)| db).collect());
         }
         // The tables are filled in by `sharded_tables::resolve`, once every
         // cluster's size is known.
         let sharding = Arc::new(Sharding {
-            databases: complete.len(),
+            databases: primaries.len(),
             ..Sharding::default()
         });
         clusters.insert(
             name.clone(),
             Cluster {
                 name,
-                shards: complete,
+                shards: primaries,
+                replicas,
                 sharding,
             },
         );
     }
     Ok(clusters)
+}
+
+/// File entry `i` under its shard: a second primary is an error; `auto`
+/// entries wait with the replicas until the shard is complete.
+fn place(entries: &mut ShardEntries, i: usize, db: Database) -> Result<(), ConfigError> {
+    match (db.role, &entries.primary) {
+        (Role::Primary, Some((first, _))) => Err(invalid(
+            "pgdog.toml",
+            format!("databases[{i}].shard"),
+            format!(
+                "cluster {:?} already has shard {} (databases[{first}]); a replica needs role = \"replica\"",
+                db.name, db.shard
+            ),
+        )),
+        (Role::Primary, None) => {
+            entries.primary = Some((i, db));
+            Ok(())
+        }
+        _ => {
+            entries.replicas.push((i, db));
+            Ok(())
+        }
+    }
+}
+
+/// The primary of a shard whose entries name none: its first `auto` entry,
+/// else its first replica (which then takes writes, with a warning).
+/// `rest` is never empty: the shard exists because an entry named it.
+fn promote(
+    cluster: &str,
+    shard: usize,
+    rest: &mut Vec<(usize, Database)>,
+    warnings: &mut Vec<Warning>,
+) -> Database {
+    let at = rest
+        .iter()
+        .position(|(_, db)| db.role == Role::Auto)
+        .unwrap_or(0);
+    let (i, mut db) = rest.remove(at);
+    if db.role == Role::Auto {
+        warnings.push(auto_warning(i, Role::Primary));
+    } else {
+        warnings.push(Warning::new(
+            format!("databases[{i}].role"),
+            format!("shard {shard} of {cluster:?} has no primary: this replica gets its writes and transactions too"),
+        ));
+    }
+    db.role = Role::Primary;
+    db
+}
+
+fn auto_warning(i: usize, role: Role) -> Warning {
+    Warning::new(
+        format!("databases[{i}].role"),
+        format!(
+            "\"auto\" (failover) is not supported yet: used as {}",
+            role.as_str()
+        ),
+    )
 }

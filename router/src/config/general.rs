@@ -62,6 +62,57 @@ impl AuthType {
     }
 }
 
+/// How reads are spread over the databases that may serve them
+/// (`load_balancing_strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadBalancingStrategy {
+    /// A database picked at random for each checkout.
+    #[default]
+    Random,
+    /// Each database in turn.
+    RoundRobin,
+    /// The database whose pool has the fewest connections checked out.
+    LeastActiveConnections,
+}
+
+impl LoadBalancingStrategy {
+    /// The name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadBalancingStrategy::Random => "random",
+            LoadBalancingStrategy::RoundRobin => "round_robin",
+            LoadBalancingStrategy::LeastActiveConnections => "least_active_connections",
+        }
+    }
+}
+
+/// Whether the primary serves reads too (`read_write_split`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadWriteSplit {
+    /// Reads go to the replicas and the primary alike.
+    #[default]
+    IncludePrimary,
+    /// Reads go to the replicas only (to the primary when the shard has
+    /// none).
+    ExcludePrimary,
+    /// Reads go to the replicas, and to the primary as well while a replica
+    /// is banned.
+    IncludePrimaryIfReplicaBanned,
+}
+
+impl ReadWriteSplit {
+    /// The name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadWriteSplit::IncludePrimary => "include_primary",
+            ReadWriteSplit::ExcludePrimary => "exclude_primary",
+            ReadWriteSplit::IncludePrimaryIfReplicaBanned => "include_primary_if_replica_banned",
+        }
+    }
+}
+
 /// Default `max_message_size`: Postgres's `MaxAllocSize` (0x3fffffff,
 /// `src/include/utils/memutils.h`), the largest buffer a backend allocates, so no
 /// message a server accepts is refused by default.
@@ -149,6 +200,31 @@ pub struct General {
     /// Prefix of every metric name (`<namespace>_<metric>`); none when
     /// absent.
     pub openmetrics_namespace: Option<String>,
+    /// `healthcheck_interval`: a pooled connection idle for longer than this
+    /// is checked (an empty query) before a client gets it; 0 checks every
+    /// reused connection.
+    #[serde(rename = "healthcheck_interval")]
+    pub healthcheck_interval_ms: u64,
+    /// `idle_healthcheck_interval`: how often each database is checked in
+    /// the background, through an idle connection or a new one; 0 = never.
+    #[serde(rename = "idle_healthcheck_interval")]
+    pub idle_healthcheck_interval_ms: u64,
+    /// `idle_healthcheck_delay`: the first background check waits this long
+    /// after the pool is created.
+    #[serde(rename = "idle_healthcheck_delay")]
+    pub idle_healthcheck_delay_ms: u64,
+    /// `healthcheck_timeout`: a check that takes longer has failed. At
+    /// least 1.
+    #[serde(rename = "healthcheck_timeout")]
+    pub healthcheck_timeout_ms: u64,
+    /// `ban_timeout`: a replica that failed (a check, a connection, a query
+    /// cut off) serves no reads for this long.
+    #[serde(rename = "ban_timeout")]
+    pub ban_timeout_ms: u64,
+    /// How reads are spread over a shard's databases.
+    pub load_balancing_strategy: LoadBalancingStrategy,
+    /// Whether the primary serves reads too.
+    pub read_write_split: ReadWriteSplit,
     /// How log lines are written to stderr: `"text"` or `"json"` (PgDog's
     /// key). Read at start.
     pub log_format: LogFormat,
@@ -196,6 +272,13 @@ impl Default for General {
             query_cache_max_bytes: DEFAULT_QUERY_CACHE_MAX_BYTES,
             openmetrics_port: None,
             openmetrics_namespace: None,
+            healthcheck_interval_ms: 30_000,
+            idle_healthcheck_interval_ms: 30_000,
+            idle_healthcheck_delay_ms: 5_000,
+            healthcheck_timeout_ms: 5_000,
+            ban_timeout_ms: 300_000,
+            load_balancing_strategy: LoadBalancingStrategy::Random,
+            read_write_split: ReadWriteSplit::IncludePrimary,
             log_format: LogFormat::Text,
             log_min_duration_statement: -1,
         }
@@ -236,6 +319,31 @@ impl General {
     /// `shutdown_timeout`.
     pub fn shutdown_timeout(&self) -> Duration {
         Duration::from_millis(self.shutdown_timeout_ms)
+    }
+
+    /// `healthcheck_interval`.
+    pub fn healthcheck_interval(&self) -> Duration {
+        Duration::from_millis(self.healthcheck_interval_ms)
+    }
+
+    /// `idle_healthcheck_interval`; `None` when 0 (no background checks).
+    pub fn idle_healthcheck_interval(&self) -> Option<Duration> {
+        optional(self.idle_healthcheck_interval_ms)
+    }
+
+    /// `idle_healthcheck_delay`.
+    pub fn idle_healthcheck_delay(&self) -> Duration {
+        Duration::from_millis(self.idle_healthcheck_delay_ms)
+    }
+
+    /// `healthcheck_timeout`.
+    pub fn healthcheck_timeout(&self) -> Duration {
+        Duration::from_millis(self.healthcheck_timeout_ms)
+    }
+
+    /// `ban_timeout`.
+    pub fn ban_timeout(&self) -> Duration {
+        Duration::from_millis(self.ban_timeout_ms)
     }
 
     /// `log_min_duration_statement`; `None` when negative (off).
@@ -299,6 +407,13 @@ mod tests {
         assert_eq!(g.query_parser_engine, ParserEngine::ZeroCopy);
         assert_eq!(g.query_cache_limit, 10_000);
         assert_eq!(g.query_cache_max_bytes, 64 * 1024 * 1024);
+        assert_eq!(g.healthcheck_interval(), Duration::from_secs(30));
+        assert_eq!(g.idle_healthcheck_interval(), Some(Duration::from_secs(30)));
+        assert_eq!(g.idle_healthcheck_delay(), Duration::from_secs(5));
+        assert_eq!(g.healthcheck_timeout(), Duration::from_secs(5));
+        assert_eq!(g.ban_timeout(), Duration::from_secs(300));
+        assert_eq!(g.load_balancing_strategy, LoadBalancingStrategy::Random);
+        assert_eq!(g.read_write_split, ReadWriteSplit::IncludePrimary);
         assert_eq!(g.log_format, LogFormat::Text);
         assert_eq!(g.slow_query_threshold(), None);
     }

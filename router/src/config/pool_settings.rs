@@ -28,6 +28,23 @@ pub struct PoolSettings {
     pub connect_timeout: Duration,
     /// `None`: queries run without a time limit.
     pub query_timeout: Option<Duration>,
+    /// Health checks and bans (`[general]`'s `healthcheck_*`, `ban_timeout`).
+    pub health: HealthSettings,
+}
+
+/// How a pool checks its database and how long a failed replica is banned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthSettings {
+    /// A reused connection idle longer than this is checked first.
+    pub interval: Duration,
+    /// Background checks of the database; `None`: none.
+    pub idle_interval: Option<Duration>,
+    /// Wait before the first background check.
+    pub idle_delay: Duration,
+    /// A check slower than this failed.
+    pub timeout: Duration,
+    /// How long a failed replica serves no reads.
+    pub ban_timeout: Duration,
 }
 
 impl fmt::Debug for PoolSettings {
@@ -44,6 +61,7 @@ impl fmt::Debug for PoolSettings {
             server_lifetime,
             connect_timeout,
             query_timeout,
+            health,
         } = self;
         f.debug_struct("PoolSettings")
             .field("pool_size", pool_size)
@@ -56,6 +74,7 @@ impl fmt::Debug for PoolSettings {
             .field("server_lifetime", server_lifetime)
             .field("connect_timeout", connect_timeout)
             .field("query_timeout", query_timeout)
+            .field("health", health)
             .finish()
     }
 }
@@ -93,6 +112,13 @@ impl Config {
             server_lifetime: general.server_lifetime(),
             connect_timeout: general.connect_timeout(),
             query_timeout: general.query_timeout(),
+            health: HealthSettings {
+                interval: general.healthcheck_interval(),
+                idle_interval: general.idle_healthcheck_interval(),
+                idle_delay: general.idle_healthcheck_delay(),
+                timeout: general.healthcheck_timeout(),
+                ban_timeout: general.ban_timeout(),
+            },
         }
     }
 }

@@ -303,7 +303,7 @@ fn bad_value_names_its_path() {
         "pgdog.toml: general.port",
     );
     let text = error_at(
-        load(&format!("[general]\npooler_mode = \"statement\"\n{ONE_DB}")),
+        load(&format!("[general]\npooler_mode = \"statment\"\n{ONE_DB}")),
         "pgdog.toml: general.pooler_mode",
     );
     assert!(text.contains("transaction"), "{text}");
@@ -345,7 +345,7 @@ fn duplicate_shard_fails_at_load() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "pgdog.toml: databases[1].shard: cluster \"prod\" already has shard 0 (databases[0])"
+        "pgdog.toml: databases[1].shard: cluster \"prod\" already has shard 0 (databases[0]); a replica needs role = \"replica\""
     );
 }
 

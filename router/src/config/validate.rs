@@ -42,6 +42,12 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
     if general.prepared_statements_limit == 0 {
         return fail("prepared_statements_limit", "must be at least 1".to_owned());
     }
+    if general.healthcheck_timeout_ms == 0 {
+        return fail(
+            "healthcheck_timeout",
+            "must be at least 1 (ms): 0 would fail every check".to_owned(),
+        );
+    }
     if general.query_cache_limit == 0 {
         return fail("query_cache_limit", "must be at least 1".to_owned());
     }
@@ -168,7 +174,11 @@ pub(super) fn users(
         if user.pool_size == Some(0) {
             return fail("pool_size", "must be at least 1".to_owned());
         }
-        for db in &cluster.shards {
+        for db in cluster
+            .shards
+            .iter()
+            .chain(cluster.replicas.iter().flatten())
+        {
             let (pool_size, min_pool_size) = pool_sizes(general, db, Some(user));
             if min_pool_size > pool_size {
                 // The database entries passed on their own, so the user's

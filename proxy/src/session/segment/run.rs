@@ -141,7 +141,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             if parts.iter().any(|p| p.shard == shard) {
                 continue;
             }
-            match self.checkout_server(shard).await? {
+            // Statements up to the Sync run in one transaction: the primary.
+            match self.checkout_server(shard, false).await? {
                 Ok(server) => parts.push(Part {
                     shard,
                     server,
