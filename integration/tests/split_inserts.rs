@@ -19,6 +19,11 @@ use tokio_postgres::SimpleQueryMessage;
 /// `n` shards with the common schema; users `app` and `raw` (trust, for
 /// the wire-level client).
 fn cluster(n: usize) -> Cluster {
+    cluster_with(n, "")
+}
+
+/// `cluster(n)` with `extra` sections in pgdog.toml.
+fn cluster_with(n: usize, extra: &str) -> Cluster {
     common::watch_proxy_panics();
     let servers = common::servers(n);
     common::create_sharded_schema(&servers);
@@ -26,7 +31,7 @@ fn cluster(n: usize) -> Cluster {
         "{USERS}[[users]]\nname = \"raw\"\ndatabase = \"prod\"\nauth_type = \"trust\"\n\
          server_user = \"app\"\nserver_password = \"app-pw\"\n"
     );
-    let config = common::sharded_config(&servers, "", SHARDING);
+    let config = common::sharded_config(&servers, "", &format!("{SHARDING}\n{extra}"));
     Cluster {
         proxy: TestProxy::start(&config, &users).unwrap(),
         databases: common::databases(&servers),
@@ -273,4 +278,21 @@ async fn what_cannot_be_split_is_refused_with_the_reason() {
     client.simple_query("ROLLBACK").await.unwrap();
     let count = common::column(&client, "SELECT count(*) AS n FROM orders", "n").await;
     assert_eq!(count, vec!["0"]);
+}
+
+/// PgDog's `[rewrite]` section: with splitting off (PgDog's default once
+/// the section is written), such an INSERT is refused as before.
+#[tokio::test]
+async fn rewrite_split_inserts_error_refuses_the_split() {
+    let cluster = cluster_with(2, "[rewrite]\nenabled = true\nsplit_inserts = \"error\"\n");
+    let client = cluster.connect().await;
+    let (a, b) = keys_on_both(&cluster).await;
+    let sql =
+        format!("INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'a'), ({b}, 1, 'b')");
+    let err = client.simple_query(&sql).await.unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
+    assert!(
+        common::describe(&err).contains("rows of orders go to shards"),
+        "{err:?}"
+    );
 }

@@ -22,6 +22,7 @@ mod compat;
 mod database;
 mod general;
 mod pool_settings;
+mod rewrite;
 mod sharded_tables;
 mod user;
 mod validate;
@@ -45,6 +46,7 @@ pub use general::{
     AuthType, General, LoadBalancingStrategy, LogFormat, PoolerMode, ReadWriteSplit,
 };
 pub use pool_settings::{HealthSettings, PoolSettings};
+pub use rewrite::{Policy, Rewrite};
 pub use sharded_tables::MAX_SHARD_COUNT;
 pub use user::{Admin, User};
 
@@ -105,6 +107,8 @@ struct PgdogFile {
     sharded_mappings: Vec<sharded_tables::ShardedMappingEntry>,
     #[serde(default)]
     omnisharded_tables: Vec<sharded_tables::OmnishardedEntry>,
+    #[serde(default)]
+    rewrite: Rewrite,
 }
 
 /// The whole of `users.toml`.
@@ -124,6 +128,8 @@ pub struct Config {
     pub users: Vec<User>,
     /// The admin console (`[admin]`).
     pub admin: Admin,
+    /// `[rewrite]`: which statements pgshard rewrites.
+    pub rewrite: Rewrite,
     /// PgDog keys accepted but not (fully) supported, in file order.
     pub warnings: Vec<Warning>,
 }
@@ -146,11 +152,13 @@ impl Config {
         )?;
         validate::admin(&pgdog.admin, &clusters)?;
         validate::users(&pgdog.general, &clusters, &users.users)?;
+        pgdog.rewrite.warnings(&mut warnings);
         Ok(Config {
             general: pgdog.general,
             clusters,
             users: users.users,
             admin: pgdog.admin,
+            rewrite: pgdog.rewrite,
             warnings,
         })
     }

@@ -77,7 +77,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let overrides = self.overrides(&lookup.overrides);
         let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => routed,
-            Err(RouteError::MultiRowInsert { .. }) if summary.statements.len() == 1 => {
+            Err(RouteError::MultiRowInsert { .. })
+                if summary.statements.len() == 1
+                    && self.state.config().rewrite.splits_inserts() =>
+            {
                 return self.split_insert(frame_sql).await;
             }
             Err(RouteError::CopyIntoSharded { .. }) if summary.statements.len() == 1 => {

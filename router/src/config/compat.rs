@@ -134,7 +134,6 @@ pub(super) const SECTIONS: &[&str] = &[
     "control",
     "mirroring",
     "plugins",
-    "rewrite",
     "sharded_schemas",
 ];
 
