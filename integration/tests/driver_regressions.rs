@@ -15,48 +15,16 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::wire::{self, errors, first_column, tags, Read, Wire};
-use common::{code, create_sharded_schema, rows, sharded_config, Cluster, SHARDING, USERS};
-use integration::TestProxy;
-
-/// Users: `app` (SCRAM) and `raw`, trusted, so raw sockets need no
-/// password exchange.
-fn users() -> String {
-    format!(
-        "{USERS}[[users]]\nname = \"raw\"\ndatabase = \"prod\"\nauth_type = \"trust\"\n\
-         server_user = \"app\"\nserver_password = \"app-pw\"\n"
-    )
-}
+use common::{code, rows, Cluster};
 
 /// One server behind pgshard in transaction mode, `general` added.
 fn unsharded(general: &str) -> Cluster {
-    Cluster::start_with(1, general, &users())
+    Cluster::start_with(1, general, &common::raw_users())
 }
 
 /// `n` shards holding only their own partitions (see `create_sharded_schema`).
 fn sharded(n: usize, general: &str) -> Cluster {
-    let servers = common::servers(n);
-    create_sharded_schema(&servers);
-    let proxy = TestProxy::start(&sharded_config(&servers, general, SHARDING), &users()).unwrap();
-    Cluster {
-        proxy,
-        databases: common::databases(&servers),
-        general: format!("[general]\n{general}\n"),
-        servers,
-    }
-}
-
-/// A `tenant_id` on shard 0 and one on shard 1 of a 2-shard cluster.
-async fn keys_on_both_shards(cluster: &Cluster) -> (i64, i64) {
-    let direct = cluster.shard(0).await;
-    let mut keys = [None, None];
-    for key in 1..100i64 {
-        let shard = common::postgres_hash_shard(&direct, key, 2).await;
-        keys[shard].get_or_insert(key);
-    }
-    let [Some(a), Some(b)] = keys else {
-        panic!("no keys for both shards")
-    };
-    (a, b)
+    Cluster::start_sharded_raw(n, general, "")
 }
 
 async fn login(cluster: &Cluster) -> Wire {
@@ -380,7 +348,7 @@ async fn nested_begin_keeps_the_transaction_deferred() {
     assert_eq!(&replies.last().unwrap().1[..], b"T");
     // Both keys of one shard, then a key of the other: the transaction
     // opened on the first key's shard, and the third is refused.
-    let (a, b) = keys_on_both_shards(&cluster).await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
     let insert =
         |k: i64| format!("INSERT INTO orders (tenant_id, id, item) VALUES ({k}, {k}, 'nested')");
     let replies = exchange(&mut raw, &[wire::query(&insert(a))]).await;
@@ -677,7 +645,7 @@ async fn cursors_and_savepoints_open_a_deferred_transaction() {
 #[tokio::test]
 async fn an_error_skips_only_its_own_segment() {
     let cluster = sharded(2, "");
-    let (a, b) = keys_on_both_shards(&cluster).await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
     let client = cluster.connect().await;
     for key in [a, b] {
         client
@@ -853,7 +821,7 @@ async fn fan_out_cursors_are_refused_not_hung() {
 async fn pipelines_with_cross_shard_statements() {
     let cluster = sharded(2, "");
     let mut raw = login(&cluster).await;
-    let (a, b) = keys_on_both_shards(&cluster).await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
     let insert = "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 1, 'p')";
     let (a_text, b_text) = (a.to_string(), b.to_string());
     let batch = [

@@ -11,24 +11,11 @@ mod common;
 
 use bytes::Bytes;
 use common::wire::{self, Wire};
-use common::{Cluster, SHARDING, USERS};
-use integration::TestProxy;
+use common::Cluster;
 
 fn cluster(n: usize) -> Cluster {
     common::watch_proxy_panics();
-    let servers = common::servers(n);
-    common::create_sharded_schema(&servers);
-    let users = format!(
-        "{USERS}[[users]]\nname = \"raw\"\ndatabase = \"prod\"\nauth_type = \"trust\"\n\
-         server_user = \"app\"\nserver_password = \"app-pw\"\n"
-    );
-    let config = common::sharded_config(&servers, "", SHARDING);
-    Cluster {
-        proxy: TestProxy::start(&config, &users).unwrap(),
-        databases: common::databases(&servers),
-        general: String::new(),
-        servers,
-    }
+    Cluster::start_sharded_raw(n, "", "")
 }
 
 /// Run `COPY sql` with `data` sent in CopyData chunks of `chunk` bytes,

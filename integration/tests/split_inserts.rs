@@ -12,8 +12,7 @@
 mod common;
 
 use common::wire::{self, Wire};
-use common::{Cluster, SHARDING, USERS};
-use integration::TestProxy;
+use common::Cluster;
 use tokio_postgres::SimpleQueryMessage;
 
 /// `n` shards with the common schema; users `app` and `raw` (trust, for
@@ -25,32 +24,7 @@ fn cluster(n: usize) -> Cluster {
 /// `cluster(n)` with `extra` sections in pgdog.toml.
 fn cluster_with(n: usize, extra: &str) -> Cluster {
     common::watch_proxy_panics();
-    let servers = common::servers(n);
-    common::create_sharded_schema(&servers);
-    let users = format!(
-        "{USERS}[[users]]\nname = \"raw\"\ndatabase = \"prod\"\nauth_type = \"trust\"\n\
-         server_user = \"app\"\nserver_password = \"app-pw\"\n"
-    );
-    let config = common::sharded_config(&servers, "", &format!("{SHARDING}\n{extra}"));
-    Cluster {
-        proxy: TestProxy::start(&config, &users).unwrap(),
-        databases: common::databases(&servers),
-        general: String::new(),
-        servers,
-    }
-}
-
-/// A key on shard 0 and one on shard 1 of two.
-async fn keys_on_both(cluster: &Cluster) -> (i64, i64) {
-    let direct = cluster.shard(0).await;
-    let (mut a, mut b) = (None, None);
-    for key in 1..100i64 {
-        match common::postgres_hash_shard(&direct, key, 2).await {
-            0 => a = a.or(Some(key)),
-            _ => b = b.or(Some(key)),
-        }
-    }
-    (a.unwrap(), b.unwrap())
+    Cluster::start_sharded_raw(n, "", extra)
 }
 
 /// `VALUES` rows for keys `keys`: (tenant_id, id, item).
@@ -125,7 +99,7 @@ async fn rows_are_split_by_shard() {
 async fn a_failing_shard_is_reported_with_the_shards_that_committed() {
     let cluster = cluster(2);
     let shards = cluster.shards().await;
-    let (a, b) = keys_on_both(&cluster).await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
     // Row (b, 1) exists on shard 1: the split INSERT fails there only.
     let client = cluster.connect().await;
     client
@@ -179,7 +153,7 @@ async fn a_failing_shard_is_reported_with_the_shards_that_committed() {
 async fn inserts_without_a_column_list_are_routed_by_the_tables_columns() {
     let cluster = cluster(2);
     let client = cluster.connect().await;
-    let (a, b) = keys_on_both(&cluster).await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
     let one = client
         .simple_query(&format!("INSERT INTO orders VALUES ({b}, 1, 'one')"))
         .await
@@ -247,7 +221,7 @@ async fn insert_select_keeps_rows_on_their_shards() {
 async fn what_cannot_be_split_is_refused_with_the_reason() {
     let cluster = cluster(2);
     let client = cluster.connect().await;
-    let (a, b) = keys_on_both(&cluster).await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
     for (sql, says) in [
         (
             format!("INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'a'), ({b}, 1, 'b') ON CONFLICT DO NOTHING"),
@@ -286,7 +260,7 @@ async fn what_cannot_be_split_is_refused_with_the_reason() {
 async fn rewrite_split_inserts_error_refuses_the_split() {
     let cluster = cluster_with(2, "[rewrite]\nenabled = true\nsplit_inserts = \"error\"\n");
     let client = cluster.connect().await;
-    let (a, b) = keys_on_both(&cluster).await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
     let sql =
         format!("INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'a'), ({b}, 1, 'b')");
     let err = client.simple_query(&sql).await.unwrap_err();

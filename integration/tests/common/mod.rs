@@ -325,7 +325,46 @@ pub fn create_sharded_schema(servers: &[PgServer]) {
     }
 }
 
+/// Users `app` (SCRAM) and `raw`, trusted, so wire-level clients need no
+/// password exchange.
+pub fn raw_users() -> String {
+    format!(
+        "{USERS}[[users]]\nname = \"raw\"\ndatabase = \"prod\"\nauth_type = \"trust\"\n\
+         server_user = \"app\"\nserver_password = \"app-pw\"\n"
+    )
+}
+
+/// A `tenant_id` on shard 0 and one on shard 1 of a 2-shard cluster.
+pub async fn keys_on_both_shards(cluster: &Cluster) -> (i64, i64) {
+    let direct = cluster.shard(0).await;
+    let mut keys = [None, None];
+    for key in 1..100i64 {
+        let shard = postgres_hash_shard(&direct, key, 2).await;
+        keys[shard].get_or_insert(key);
+    }
+    let [Some(a), Some(b)] = keys else {
+        panic!("no keys for both shards")
+    };
+    (a, b)
+}
+
 impl Cluster {
+    /// `n` fresh servers with the sharded schema ([`create_sharded_schema`])
+    /// behind pgshard, users from [`raw_users`], `general` lines and
+    /// `SHARDING` plus `extra` sections.
+    pub fn start_sharded_raw(n: usize, general: &str, extra: &str) -> Cluster {
+        let servers = servers(n);
+        create_sharded_schema(&servers);
+        let sharding = format!("{SHARDING}\n{extra}");
+        let config = sharded_config(&servers, general, &sharding);
+        Cluster {
+            proxy: TestProxy::start(&config, &raw_users()).unwrap(),
+            databases: databases(&servers),
+            general: format!("[general]\n{general}\n"),
+            servers,
+        }
+    }
+
     /// pgshard over `servers` (see [`servers`] and [`create_sharded_schema`])
     /// with `sharding` sections after the databases.
     pub fn start_sharded(servers: Vec<PgServer>, general: &str, sharding: &str) -> Cluster {
