@@ -15,8 +15,11 @@ use crate::HarnessError;
 pub struct TestProxy {
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
+    /// Ends the proxy at once, as `kill -9` would for its servers.
+    crash: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     config_dir: Option<tempfile::TempDir>,
+    state: Arc<proxy::state::State>,
 }
 
 impl TestProxy {
@@ -78,27 +81,54 @@ impl TestProxy {
             .map_err(io("set_nonblocking"))?;
         let addr = listener.local_addr().map_err(io("local_addr"))?;
         let (stop, stopped) = oneshot::channel::<()>();
+        let (crash, crashed) = oneshot::channel::<()>();
+        let state = {
+            let _runtime = runtime.enter();
+            proxy::state::State::new(config, paths)
+        };
+        let served = Arc::clone(&state);
         let thread = std::thread::spawn(move || {
             runtime.block_on(async move {
-                match tokio::net::TcpListener::from_std(listener) {
-                    Ok(listener) => {
-                        let state = proxy::state::State::new(config, paths);
-                        proxy::server::run_with_state(listener, state, async {
-                            let _ = stopped.await;
-                        })
-                        .await
-                    }
-                    Err(err) => tracing::error!(%err, "test proxy cannot listen"),
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(listener) => listener,
+                    Err(err) => return tracing::error!(%err, "test proxy cannot listen"),
+                };
+                let serve = proxy::server::run_with_state(listener, served, async {
+                    let _ = stopped.await;
+                });
+                tokio::select! {
+                    () = serve => {}
+                    Ok(()) = crashed => {}
                 }
             });
-            // Client tasks still running are dropped with the runtime here.
+            // Client tasks still running are dropped with the runtime here,
+            // their sockets closed without a word.
+            runtime.shutdown_background();
         });
         Ok(TestProxy {
             addr,
             stop: Some(stop),
+            crash: Some(crash),
             thread: Some(thread),
             config_dir: None,
+            state,
         })
+    }
+
+    /// The proxy's state (for fault injection and inspection).
+    pub fn state(&self) -> &Arc<proxy::state::State> {
+        &self.state
+    }
+
+    /// Stop at once: every task dropped, every socket closed, nothing
+    /// drained or rolled back (what `kill -9` does, as the servers see it).
+    pub fn crash(mut self) {
+        if let Some(crash) = self.crash.take() {
+            let _ = crash.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 
     /// Where the proxy listens.

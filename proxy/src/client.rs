@@ -350,7 +350,7 @@ async fn login_report<S: AsyncRead + AsyncWrite + Unpin>(
             match login {
                 Ok((checked_out, report)) => Some((report, Some(checked_out))),
                 Err((code, message)) => {
-                    login::fatal(client, code, &message).await;
+                    login::fatal(client, &code, &message).await;
                     None
                 }
             }
@@ -375,7 +375,7 @@ fn login_ok(report: &LoginReport, info: &ClientInfo) -> BytesMut {
 async fn login_on_server(
     pool: &Arc<Pool>,
     defaults: &ParamSet,
-) -> Result<(Pooled, Arc<Vec<(String, String)>>), (&'static str, String)> {
+) -> Result<(Pooled, Arc<Vec<(String, String)>>), (std::borrow::Cow<'static, str>, String)> {
     let mut server = match pool.checkout().await {
         Ok(server) => server,
         Err(err) => {
@@ -391,7 +391,7 @@ async fn login_on_server(
                 // with the server's message, as Postgres would.
                 server.conn.dirty = true;
                 pool.checkin(server);
-                return Err((sqlstate::INVALID_PARAMETER_VALUE, message));
+                return Err((sqlstate::INVALID_PARAMETER_VALUE.into(), message));
             }
             Err(err) => {
                 let error = ClientError::from_pool(&err.into(), &pool.cluster, pool.shard);

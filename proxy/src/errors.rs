@@ -2,6 +2,8 @@
 //! show (no internal addresses, no secrets: the details go to pgshard's log),
 //! and whether the client may safely retry the statement.
 
+use std::borrow::Cow;
+
 use bytes::BytesMut;
 use tracing::warn;
 
@@ -22,7 +24,7 @@ pub enum Retry {
 /// An error for the client, built by pgshard.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientError {
-    pub code: &'static str,
+    pub code: Cow<'static, str>,
     pub message: String,
     pub retry: Retry,
 }
@@ -32,7 +34,21 @@ impl ClientError {
     /// value).
     pub fn new(code: &'static str, message: impl Into<String>) -> ClientError {
         ClientError {
-            code,
+            code: Cow::Borrowed(code),
+            message: message.into(),
+            retry: Retry::Unsafe,
+        }
+    }
+
+    /// A server's error passed on with its own SQLSTATE (`code`), the
+    /// message saying where it came from.
+    pub fn from_server(code: &str, message: impl Into<String>) -> ClientError {
+        let code = match code.len() {
+            5 => code.to_owned(),
+            _ => sqlstate::INTERNAL_ERROR.to_owned(),
+        };
+        ClientError {
+            code: Cow::Owned(code),
             message: message.into(),
             retry: Retry::Unsafe,
         }
@@ -71,7 +87,7 @@ impl ClientError {
             }
         };
         ClientError {
-            code,
+            code: Cow::Borrowed(code),
             message,
             retry: Retry::Safe,
         }
@@ -88,12 +104,12 @@ impl ClientError {
 
     /// Append it as an ErrorResponse.
     pub fn encode(&self, out: &mut BytesMut) {
-        error_response(out, Severity::Error, self.code, &self.message);
+        error_response(out, Severity::Error, &self.code, &self.message);
     }
 
     /// Append it as a FATAL ErrorResponse: the connection ends after it.
     pub fn encode_fatal(&self, out: &mut BytesMut) {
-        error_response(out, Severity::Fatal, self.code, &self.message);
+        error_response(out, Severity::Fatal, &self.code, &self.message);
     }
 }
 

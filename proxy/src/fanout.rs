@@ -132,7 +132,6 @@ impl Merger {
         }
         if let Some(split) = self.split.as_mut() {
             match tag {
-                b'C' => split.committed(index),
                 b'D' if !self.failed => {
                     if let Err(error) = split.row(index, message) {
                         self.merge_failed(&error, out);
@@ -229,9 +228,8 @@ impl Merger {
             }
         }
         if let Some(split) = self.split.take() {
-            match self.failed {
-                true => split.warn(out),
-                false => split.emit(out),
+            if !self.failed {
+                split.emit(out);
             }
         }
         if self.failed {

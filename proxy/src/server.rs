@@ -52,6 +52,13 @@ pub async fn run_with_state(
             Err(err) => warn!(%err, port, "cannot listen for metrics (openmetrics_port)"),
         }
     }
+    if config.general.two_phase_commit {
+        let interval = config.general.two_phase_commit_recovery_interval();
+        tokio::spawn(crate::two_phase::recovery::run(
+            Arc::clone(&state),
+            interval,
+        ));
+    }
     let mut admin_shutdown = state.shutdown.subscribe();
     loop {
         tokio::select! {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -367,6 +367,43 @@ impl ServerConn {
         }
     }
 
+    /// Run `sql` as a simple query and read to ReadyForQuery: the rows of
+    /// its text-format results and its first error (SQLSTATE, message).
+    pub async fn query(&mut self, sql: &str) -> Result<Answer, ServerError> {
+        let mut out = BytesMut::new();
+        messages::query(&mut out, sql);
+        self.stream.write_all(&out).await?;
+        let mut answer = Answer::default();
+        loop {
+            let frame = self.read_frame().await?;
+            match frame.tag {
+                b'S' => self.note_parameter(&frame.body),
+                b'D' => {
+                    let mut message = BytesMut::with_capacity(frame.body.len() + 5);
+                    message.put_u8(b'D');
+                    message.put_u32(frame.body.len() as u32 + 4);
+                    message.put_slice(&frame.body);
+                    if let Some(row) = crate::protocol::rows::parse_row(&message) {
+                        let values = (0..row.values.len()).map(|c| {
+                            row.value(c)
+                                .map(|v| String::from_utf8_lossy(v).into_owned())
+                        });
+                        answer.rows.push(values.collect());
+                    }
+                }
+                b'E' if answer.error.is_none() => {
+                    let code = error_field(&frame.body, b'C').unwrap_or_default();
+                    answer.error = Some((code, error_message(&frame.body)));
+                }
+                b'Z' => {
+                    self.status = frame.body.first().copied().unwrap_or(b'I');
+                    return Ok(answer);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// The server closed the socket or sent something while idle: a pooled
     /// connection in that state must not be handed out. Never blocks.
     pub fn is_broken_while_idle(&mut self) -> bool {
@@ -386,6 +423,14 @@ impl ServerConn {
         messages::terminate(&mut out);
         let _ = self.stream.write_all(&out).await;
     }
+}
+
+/// What [`ServerConn::query`] read: text values, and the first error's
+/// SQLSTATE and message.
+#[derive(Debug, Default)]
+pub struct Answer {
+    pub rows: Vec<Vec<Option<String>>>,
+    pub error: Option<(String, String)>,
 }
 
 /// The `M` (message) field of an ErrorResponse or NoticeResponse body.

@@ -13,6 +13,7 @@
 
 mod attach;
 mod attached;
+mod commit;
 mod copy_in;
 mod extended;
 mod fan_out;
@@ -27,6 +28,7 @@ pub mod routing;
 pub mod segment;
 mod server_replies;
 mod simple;
+mod spanning;
 mod split_insert;
 pub mod statements;
 mod transaction;
@@ -46,7 +48,7 @@ use crate::errors::ClientError;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::{decode_frontend_frame, Frame};
-use crate::protocol::messages;
+
 use crate::state::{ClientInfo, ClusterPools, State};
 use attach::cancel_target;
 pub(crate) use attach::watch_client;
@@ -168,6 +170,9 @@ pub struct Session<S> {
     unnamed_on: Option<u64>,
     /// Times requests for the query histogram and the slow-query log.
     clock: QueryClock,
+    /// The statement being routed may write: inside a transaction pgshard
+    /// opened, its shard must commit with the others.
+    writes: bool,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -188,6 +193,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             resync: false,
             unnamed_on: None,
             clock: QueryClock::new(start.state.config().general.slow_query_threshold()),
+            writes: false,
             generation,
             state: start.state,
             info: start.info,
@@ -358,31 +364,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
-    /// A message for the portal pgshard answers itself (transaction
-    /// control bound in the extended protocol): answered here, or (any
-    /// other message) the portal is done. Returns whether it was answered.
-    fn on_local_portal(&mut self, tag: u8) -> bool {
-        let Some(portal) = self.local_portal else {
-            return false;
-        };
-        match tag {
-            b'E' => {
-                if portal.nested {
-                    self.warn_nested_begin();
-                }
-                self.local_tag(portal.tag, false);
-            }
-            b'D' => self.local_reply(messages::no_data),
-            b'C' => self.local_reply(messages::close_complete),
-            b'H' => {}
-            _ => {
-                self.local_portal = None;
-                return false;
-            }
-        }
-        true
-    }
-
     fn on_sync(&mut self, frame: &Frame) {
         self.skipping = false;
         self.unsynced = false;
@@ -404,32 +385,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.plan.push(Step::forward(reply_plan::SYNC));
     }
 
-    /// A reply pgshard makes itself, in its place among the server's.
-    fn local_reply(&mut self, encode: fn(&mut BytesMut)) {
-        let mut reply = BytesMut::new();
-        encode(&mut reply);
-        self.plan.push(Step::Local {
-            bytes: reply.freeze(),
-            ready: false,
-        });
-    }
-
-    /// An error pgshard raises itself. In the extended protocol the rest up
-    /// to Sync is skipped, as Postgres does; a simple query gets its
-    /// ReadyForQuery right away.
-    fn local_error(&mut self, error: ClientError, simple: bool) {
-        self.state.metrics.error(error.code.as_bytes());
-        let mut reply = BytesMut::new();
-        error.encode(&mut reply);
-        self.plan.push(Step::Local {
-            bytes: reply.freeze(),
-            ready: simple,
-        });
-        if !simple {
-            self.skipping = true;
-        }
-    }
-
     fn put_frame(&mut self, frame: &Frame) {
         put_frame(&mut self.to_server, frame);
     }
@@ -447,7 +402,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// The transaction status the client sees.
     fn status(&self) -> u8 {
-        self.client_status(self.attached.main().map_or(b'I', |s| s.conn.status))
+        self.client_status(self.attached.status().unwrap_or(b'I'))
     }
 
     /// Send what is buffered: to the server first, so it starts working.

@@ -117,6 +117,9 @@ pub struct State {
     /// a shard's catalog lists them (INSERT and COPY without a column
     /// list). Forgotten on DDL through pgshard and on RELOAD.
     pub table_columns: Mutex<TableColumns>,
+    /// Two-phase commit's transaction ids, decision log and what it knows
+    /// of the shards.
+    pub two_phase: crate::two_phase::Coordinator,
 }
 
 impl State {
@@ -178,6 +181,9 @@ impl State {
             any_shard: AtomicUsize::new(0),
             bytewise_text: Mutex::new(HashMap::new()),
             table_columns: Mutex::new(HashMap::new()),
+            two_phase: crate::two_phase::Coordinator::new(
+                crate::two_phase::log::DecisionLog::open(&config.general.two_phase_commit_wal_dir),
+            ),
             metrics: Metrics::default(),
         });
         state.apply_config(config);
@@ -349,6 +355,25 @@ impl State {
         read(&self.pools)
             .get(&(cluster.to_owned(), user.to_owned()))
             .cloned()
+    }
+
+    /// The pools of every database with more than one shard, by database
+    /// and user (sorted).
+    pub fn sharded_pools(&self) -> Vec<(String, Vec<(String, ClusterPools)>)> {
+        let pools = read(&self.pools);
+        let mut by_database: std::collections::BTreeMap<String, Vec<(String, ClusterPools)>> =
+            Default::default();
+        for ((database, user), shards) in pools.iter() {
+            if shards.len() > 1 {
+                let users = by_database.entry(database.clone()).or_default();
+                users.push((user.clone(), Arc::clone(shards)));
+            }
+        }
+        let mut out: Vec<_> = by_database.into_iter().collect();
+        for (_, users) in &mut out {
+            users.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        out
     }
 
     /// Every pool, sorted by cluster, user and shard.

@@ -1,25 +1,22 @@
 //! The reply of an INSERT split across shards (`router::split`): RETURNING
 //! rows put back in the order of the client's VALUES rows (each shard
-//! returns its own rows in its own order), and, when a shard failed after
-//! others committed, a WARNING naming the shards whose rows are in.
+//! returns its own rows in its own order). The parts run inside one
+//! transaction per shard, committed together or not at all
+//! (`session/commit.rs`), so a failure leaves no rows anywhere.
 
 use bytes::BytesMut;
 
-use crate::protocol::backend::{error_response, Severity};
 use crate::protocol::values::ValueError;
 
 /// One split INSERT's rows, by server index (the fan-out's reading order).
 #[derive(Debug, Default)]
 pub struct SplitRows {
-    /// The shard of each server.
-    shards: Vec<usize>,
     /// The client's row numbers each server's INSERT holds, in order.
     rows: Vec<Vec<usize>>,
     /// RETURNING rows by client row number.
     returned: Vec<Option<Vec<u8>>>,
     /// Rows each server has returned so far.
     taken: Vec<usize>,
-    committed: Vec<bool>,
     /// The server the fan-out numbers 0 (the first to answer).
     first: Option<usize>,
 }
@@ -28,13 +25,11 @@ impl SplitRows {
     pub fn new(parts: Vec<(usize, Vec<usize>)>) -> SplitRows {
         let total = parts.iter().map(|(_, rows)| rows.len()).sum();
         let servers = parts.len();
-        let (shards, rows) = parts.into_iter().unzip();
+        let rows = parts.into_iter().map(|(_, rows)| rows).collect();
         SplitRows {
-            shards,
             rows,
             returned: vec![None; total],
             taken: vec![0; servers],
-            committed: vec![false; servers],
             first: None,
         }
     }
@@ -66,36 +61,10 @@ impl SplitRows {
         Ok(())
     }
 
-    /// The server at `position` finished its INSERT.
-    pub(super) fn committed(&mut self, position: usize) {
-        if let Some(done) = self
-            .server(position)
-            .and_then(|s| self.committed.get_mut(s))
-        {
-            *done = true;
-        }
-    }
-
     /// The RETURNING rows in the client's order.
     pub(super) fn emit(self, out: &mut BytesMut) {
         for row in self.returned.into_iter().flatten() {
             out.extend_from_slice(&row);
         }
-    }
-
-    /// After a failure: which shards' rows were inserted anyway.
-    pub(super) fn warn(&self, out: &mut BytesMut) {
-        let done: Vec<String> = (0..self.shards.len())
-            .filter(|&s| self.committed[s])
-            .map(|s| self.shards[s].to_string())
-            .collect();
-        if done.is_empty() {
-            return;
-        }
-        let message = format!(
-            "this INSERT was split across shards and is not atomic: the rows for shard(s) {} were inserted, the others were not (enable two-phase commit for atomic writes)",
-            done.join(", ")
-        );
-        error_response(out, Severity::Warning, "01000", &message);
     }
 }

@@ -49,6 +49,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if matches!(target, Target::Shard(_)) {
             self.open_deferred();
         }
+        if std::mem::take(&mut self.writes) && self.txn.join_script().is_some() {
+            self.attached.note_write(self.shard);
+        }
         self.resync_settings();
         Ok(true)
     }
@@ -163,15 +166,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let Some(server) = self.attached.main() else {
             return Ok(());
         };
+        // A failed transaction runs nothing more: its servers go back
+        // (rolled back) once the main one is done.
+        let failed = self.txn.failed();
         if self.plan.awaiting_server()
             || self.unsynced
             || self.copy_in
-            || server.conn.status != b'I'
+            || (server.conn.status != b'I' && !failed)
             || !self.to_server.is_empty()
         {
             return Ok(());
         }
-        if let Some(server) = self.attached.take_main() {
+        for (_, server) in self.attached.take_all() {
             self.release(server, false).await;
         }
         Ok(())

@@ -12,12 +12,15 @@ use crate::pool::Pooled;
 pub struct Attached {
     /// By order of attachment, each with its shard; the first is the main.
     servers: Vec<(usize, Pooled)>,
+    /// The shards on which the transaction wrote (or may have).
+    wrote: Vec<usize>,
 }
 
 impl Attached {
     pub fn new(shard: usize, server: Option<Pooled>) -> Attached {
         Attached {
             servers: server.map(|s| (shard, s)).into_iter().collect(),
+            wrote: Vec::new(),
         }
     }
 
@@ -54,11 +57,73 @@ impl Attached {
         if self.servers.is_empty() {
             return None;
         }
-        Some(self.servers.remove(0).1)
+        let main = self.servers.remove(0).1;
+        if self.servers.is_empty() {
+            self.wrote.clear();
+        }
+        Some(main)
     }
 
     /// Every server held, the main first.
     pub fn take_all(&mut self) -> Vec<(usize, Pooled)> {
+        self.wrote.clear();
         std::mem::take(&mut self.servers)
+    }
+
+    /// The transaction wrote on `shard`.
+    pub fn note_write(&mut self, shard: usize) {
+        if !self.wrote.contains(&shard) {
+            self.wrote.push(shard);
+        }
+    }
+
+    /// The shards written on, forgotten.
+    pub fn take_written(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.wrote)
+    }
+
+    /// More than one server is held: a transaction spans shards.
+    pub fn spans(&self) -> bool {
+        self.servers.len() > 1
+    }
+
+    /// The shards held, the main's first.
+    pub fn shards(&self) -> Vec<usize> {
+        self.servers.iter().map(|(shard, _)| *shard).collect()
+    }
+
+    /// Make the server held for `shard` the main one; whether one is held.
+    pub fn switch_to(&mut self, shard: usize) -> bool {
+        match self.servers.iter().position(|(s, _)| *s == shard) {
+            Some(index) => {
+                let held = self.servers.remove(index);
+                self.servers.insert(0, held);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Hold `server` for `shard` as the main server.
+    pub fn attach_main(&mut self, shard: usize, server: Pooled) {
+        self.servers.insert(0, (shard, server));
+    }
+
+    /// Give up the server held for `shard`, if any.
+    pub fn take(&mut self, shard: usize) -> Option<Pooled> {
+        let index = self.servers.iter().position(|(s, _)| *s == shard)?;
+        Some(self.servers.remove(index).1)
+    }
+
+    /// The transaction status of every server held together, as one
+    /// Postgres would report it: `E` if any is aborted, else `T` if any is
+    /// in a transaction; `None` when none is held.
+    pub fn status(&self) -> Option<u8> {
+        let statuses = self.servers.iter().map(|(_, s)| s.conn.status);
+        statuses.reduce(|a, b| match (a, b) {
+            (b'E', _) | (_, b'E') => b'E',
+            (b'T', _) | (_, b'T') => b'T',
+            _ => a,
+        })
     }
 }

@@ -125,11 +125,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Bind and Describe: a statement name pgshard renamed is rewritten,
     /// and prepared first if this server lacks it.
     pub(super) async fn on_bind_or_describe(&mut self, frame: Frame) -> Result<(), End> {
-        let terminals = if frame.tag == b'B' {
-            reply_plan::BIND
-        } else {
-            reply_plan::DESCRIBE
-        };
+        let bind = frame.tag == b'B';
+        let terminals = [reply_plan::DESCRIBE, reply_plan::BIND][usize::from(bind)];
         let body = &frame.body;
         // Where the statement name starts: after the portal name (Bind) or
         // the kind byte (Describe of a statement).
@@ -160,6 +157,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 .forward_extended(&frame, Step::forward(terminals))
                 .await;
         };
+        if frame.tag == b'B' && self.attached.spans() && self.spanning_bind(&statement).await? {
+            return Ok(());
+        }
         let rest = &body[name_start + name_len..];
         let unnamed = name_len == 0;
         // The name the server knows the statement by.

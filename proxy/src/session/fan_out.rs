@@ -39,6 +39,18 @@ pub(super) struct MergeRequest {
     pub window: Window,
 }
 
+/// Whose transaction a fan-out runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope {
+    /// None: each shard's statement commits on its own.
+    Outside,
+    /// The client's, which spans the shards it touches.
+    InTxn,
+    /// One pgshard opened for this statement alone (so that it is atomic
+    /// across shards); the caller ends it and sends the ReadyForQuery.
+    Implicit,
+}
+
 /// How the shards' replies become the client's.
 pub(super) enum Reply {
     /// Side by side, after these lines (an EXPLAIN's preamble).
@@ -50,28 +62,49 @@ pub(super) enum Reply {
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Run one simple query on several shards and stream the merged reply,
-    /// ReadyForQuery included.
+    /// ReadyForQuery included unless the scope is [`Scope::Implicit`].
     pub(super) async fn fan_out(
         &mut self,
         shards: &[usize],
         request: impl Fn(&Pooled, &mut BytesMut),
         reply: Reply,
+        scope: Scope,
     ) -> Result<(), End> {
+        let in_txn = scope != Scope::Outside;
         let errors = self.segment_errors;
-        if self.attached.is_some() {
+        if in_txn {
+            self.settle_main().await?;
+        } else if self.attached.is_some() {
             self.detach().await?;
         }
-        let status = self.client_status(b'I');
+        let status = self.status();
         self.plan.drain_local(&mut self.to_client, status);
-        if self.segment_errors != errors {
-            // What ran before the fan-out failed: the rest is skipped.
-            messages::ready_for_query(&mut self.to_client, status);
-            return self.flush_client().await;
-        }
-        let Some(mut servers) = self.fan_out_servers(shards).await? else {
-            messages::ready_for_query(&mut self.to_client, status);
-            return self.flush_client().await;
+        // If what ran before the fan-out failed, the rest is skipped.
+        let servers = match (self.segment_errors != errors, in_txn) {
+            (true, _) => None,
+            (false, true) => self.txn_servers(shards).await?,
+            (false, false) => self.fan_out_servers(shards).await?,
         };
+        if let Some(servers) = servers {
+            self.run_fan_out(shards, servers, request, reply, in_txn)
+                .await?;
+        }
+        if scope != Scope::Implicit {
+            let status = self.status();
+            messages::ready_for_query(&mut self.to_client, status);
+        }
+        self.flush_client().await
+    }
+
+    /// Send the request to each server and relay the merged replies.
+    async fn run_fan_out(
+        &mut self,
+        shards: &[usize],
+        mut servers: Vec<Pooled>,
+        request: impl Fn(&Pooled, &mut BytesMut),
+        reply: Reply,
+        in_txn: bool,
+    ) -> Result<(), End> {
         let merger = self.merger(reply, &mut servers).await;
         let targets = servers.iter().map(cancel_target).collect::<Vec<_>>();
         *self.info.cancel.lock().await = targets.clone();
@@ -103,17 +136,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         self.info.cancel.lock().await.clear();
         let took = started.elapsed();
-        let broken = self.release_readers(tasks, took).await || merged.is_err();
+        let held = in_txn.then_some(shards);
+        let broken = self.release_readers(tasks, took, held).await || merged.is_err();
         self.clock.log_if_slow(took, shards);
         let failed = merged?;
         if broken {
             ClientError::shard_lost().encode(&mut self.to_client);
+            if in_txn {
+                // A shard's part of the transaction is gone with its
+                // connection: the transaction cannot commit.
+                self.txn.fail();
+            }
         } else if failed {
             self.segment_errors += 1;
         }
-        let status = self.client_status(b'I');
-        messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await
+        Ok(())
     }
 
     /// The merger of a fan-out's replies.
@@ -130,17 +167,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// Give back the servers of the reading tasks whose replies came
-    /// whole (their request took `took`: the query-time histogram);
-    /// whether any did not.
-    async fn release_readers(&mut self, tasks: Vec<Reader>, took: std::time::Duration) -> bool {
+    /// whole (their request took `took`: the query-time histogram), or
+    /// hold them again for the transaction (`held`: their shards, in
+    /// order); whether any reply did not come whole.
+    async fn release_readers(
+        &mut self,
+        tasks: Vec<Reader>,
+        took: std::time::Duration,
+        held: Option<&[usize]>,
+    ) -> bool {
         let mut broken = false;
-        for task in tasks {
+        for (i, task) in tasks.into_iter().enumerate() {
             match task.await {
                 Ok((server, true)) => {
                     let pool = server.pool();
                     pool.stats.query_count.fetch_add(1, Ordering::Relaxed);
                     pool.histograms.observe_query(took);
-                    self.release(server, false).await;
+                    match held.and_then(|shards| shards.get(i)) {
+                        Some(&shard) => self.hold(shard, server),
+                        None => self.release(server, false).await,
+                    }
                 }
                 _ => broken = true,
             }
@@ -269,7 +315,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         incoming: &[Option<mpsc::Receiver<Report>>],
         cancels: &mut Vec<tokio::task::JoinHandle<()>>,
     ) {
-        if self.client_status(b'I') != b'I' {
+        if self.status() != b'I' {
             return;
         }
         let targets = self.info.cancel.lock().await.clone();

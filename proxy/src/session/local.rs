@@ -165,6 +165,57 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         });
     }
 
+    /// A message for the portal pgshard answers itself (transaction
+    /// control bound in the extended protocol): answered here, or (any
+    /// other message) the portal is done. Returns whether it was answered.
+    pub(super) fn on_local_portal(&mut self, tag: u8) -> bool {
+        let Some(portal) = self.local_portal else {
+            return false;
+        };
+        match tag {
+            b'E' => {
+                if portal.nested {
+                    self.warn_nested_begin();
+                }
+                self.local_tag(portal.tag, false);
+            }
+            b'D' => self.local_reply(messages::no_data),
+            b'C' => self.local_reply(messages::close_complete),
+            b'H' => {}
+            _ => {
+                self.local_portal = None;
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A reply pgshard makes itself, in its place among the server's.
+    pub(super) fn local_reply(&mut self, encode: fn(&mut BytesMut)) {
+        let mut reply = BytesMut::new();
+        encode(&mut reply);
+        self.plan.push(Step::Local {
+            bytes: reply.freeze(),
+            ready: false,
+        });
+    }
+
+    /// An error pgshard raises itself. In the extended protocol the rest up
+    /// to Sync is skipped, as Postgres does; a simple query gets its
+    /// ReadyForQuery right away.
+    pub(super) fn local_error(&mut self, error: ClientError, simple: bool) {
+        self.state.metrics.error(error.code.as_bytes());
+        let mut reply = BytesMut::new();
+        error.encode(&mut reply);
+        self.plan.push(Step::Local {
+            bytes: reply.freeze(),
+            ready: simple,
+        });
+        if !simple {
+            self.skipping = true;
+        }
+    }
+
     /// What the only statement of a string (`None`: several) means for
     /// the transaction.
     fn control<'q>(only: Option<&StatementSummary>, query: &'q [u8]) -> Control<'q> {

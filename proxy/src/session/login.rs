@@ -68,9 +68,9 @@ pub async fn read_first<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Send a FATAL error and give up on the client.
-pub async fn fatal<S: AsyncWrite + Unpin>(client: &mut S, code: &'static str, message: &str) {
+pub async fn fatal<S: AsyncWrite + Unpin>(client: &mut S, code: &str, message: &str) {
     let mut out = BytesMut::new();
-    ClientError::new(code, message).encode_fatal(&mut out);
+    ClientError::from_server(code, message).encode_fatal(&mut out);
     let _ = client.write_all(&out).await;
     let _ = client.shutdown().await;
 }

@@ -14,7 +14,7 @@ use router::route::{Overrides, ParamValue, Route, RouteError};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::fan_out::Reply;
+use super::fan_out::{Reply, Scope};
 use super::merge::Rows;
 use super::params;
 use super::reply_plan::Step;
@@ -73,6 +73,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.answer_locally(summary, frame_sql.as_bytes(), true) {
             return Ok(Dispatch::Done);
         }
+        if let Some(done) = self.spanning_statement(summary, frame_sql).await? {
+            return Ok(done);
+        }
         let params = lookup.params(&[]);
         let overrides = self.overrides(&lookup.overrides);
         let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
@@ -124,7 +127,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(Dispatch::Done)
             }
             Placement::FanOut => {
-                self.fan_out_query(&lookup, frame_sql, shards.unwrap_or_default())
+                self.fan_out_query(&lookup, frame_sql, shards.unwrap_or_default(), false)
+                    .await
+            }
+            Placement::FanOutInTxn => {
+                self.fan_out_query(&lookup, frame_sql, shards.unwrap_or_default(), true)
                     .await
             }
         }
@@ -137,6 +144,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         lookup: &Lookup,
         frame_sql: &str,
         shards: Vec<usize>,
+        in_txn: bool,
     ) -> Result<Dispatch, End> {
         let summary = &lookup.entry.summary;
         let explained = super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
@@ -158,8 +166,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
             out.freeze()
         };
-        self.fan_out(&shards, |_, out| out.extend_from_slice(&query), reply)
-            .await?;
+        let request = |_: &crate::pool::Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
+        if in_txn {
+            self.fan_out(&shards, request, reply, Scope::InTxn).await?;
+        } else if super::spanning::atomic_across_shards(summary, frame_sql) {
+            self.fan_out_atomic(&shards, request, reply).await?;
+        } else {
+            self.fan_out(&shards, request, reply, Scope::Outside)
+                .await?;
+        }
         Ok(Dispatch::Done)
     }
 
@@ -179,10 +194,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let kind = match placement {
             Placement::Send(Target::Any) => RouteKind::Any,
             Placement::Send(_) => RouteKind::One,
-            Placement::FanOut if shards.is_some_and(|s| s.len() >= self.pools.len()) => {
+            Placement::FanOut | Placement::FanOutInTxn
+                if shards.is_some_and(|s| s.len() >= self.pools.len()) =>
+            {
                 RouteKind::All
             }
-            Placement::FanOut => RouteKind::Several,
+            Placement::FanOut | Placement::FanOutInTxn => RouteKind::Several,
             Placement::Refuse => RouteKind::Refused,
         };
         self.state.metrics.route(kind);
@@ -253,6 +270,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.answer_locally(&info.entry.summary, &statement.query, false) {
             return None;
         }
+        self.record_replayed(&info.entry.summary, &statement.query);
         let bind_params = bind_params(bind);
         let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
@@ -277,8 +295,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         // pgjdbc's fetch size do: it needs the transaction block.
         let needs_block = !bind.portal.is_empty()
             || needs_transaction_block(&info.entry.summary, &statement.query);
+        self.writes = super::spanning::writes(&info.entry.summary);
         match self.place(shards.as_deref(), needs_block) {
             Placement::Send(target) => Some(target),
+            Placement::FanOutInTxn => {
+                self.state.metrics.route(RouteKind::Refused);
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a statement for several shards inside a transaction needs the simple protocol for now (send it as a simple query, or outside the transaction)");
+                self.refuse(error, false);
+                None
+            }
             Placement::Refuse => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
                 self.refuse(error, false);
@@ -355,6 +380,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.detach().await?;
                 Ok(true)
             }
+            Fit::Switch => match target {
+                Target::Shard(shard) => self.switch_main(shard, simple).await,
+                _ => Ok(true),
+            },
         }
     }
 

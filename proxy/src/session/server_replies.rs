@@ -211,8 +211,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Pass a server message on to the client.
     fn forward_server_message(&mut self, message: &Bytes) {
         let tag = message[0];
-        if tag == b'Z' && self.txn.overrides_server() {
-            // pgshard holds a transaction the server does not know of.
+        if tag == b'Z' && (self.txn.overrides_server() || self.attached.spans()) {
+            // pgshard holds a transaction the server does not know of, or
+            // one that spans this server and others.
             let status = self.status();
             messages::ready_for_query(&mut self.to_client, status);
         } else {

@@ -1,11 +1,10 @@
 //! A simple-query multi-row INSERT whose rows go to several shards: split
 //! by `router::split` into one INSERT per shard, run as a fan-out, the
 //! counts summed (`INSERT 0 n`) and RETURNING rows given back in the
-//! client's row order. Outside a transaction only (inside one it would
-//! span shards: refused like any cross-shard statement there). Each shard's
-//! part is atomic on its own; across shards it is not (no two-phase commit
-//! yet): when one shard fails, the client gets its error and a WARNING
-//! naming the shards whose rows were inserted.
+//! client's row order. Inside a transaction pgshard opened, the parts run
+//! in it on each shard (`spanning.rs`); outside one, in a transaction of
+//! its own on each shard, committed on all of them (two-phase when on) or
+//! rolled back on all when one fails (`commit.rs`).
 //!
 //! Also here: the check that an INSERT ... SELECT into a sharded table
 //! keeps every row on its own shard (`router::split::check_insert_select`).
@@ -17,7 +16,7 @@ use router::split::{check_insert_select, insert_table, split_insert, with_column
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::fan_out::Reply;
+use super::fan_out::{Reply, Scope};
 use super::routing::Dispatch;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
@@ -37,14 +36,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         };
         let shards: Vec<usize> = split.parts.iter().map(|p| p.database).collect();
-        match self.place(Some(&shards), false) {
-            Placement::FanOut => {}
+        let scope = match self.place(Some(&shards), false) {
+            Placement::FanOut => Scope::Outside,
+            Placement::FanOutInTxn => Scope::InTxn,
             Placement::Refuse | Placement::Send(_) => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
                 self.refuse(error, true);
                 return Ok(Dispatch::Done);
             }
-        }
+        };
+        self.writes = true;
         let queries: Vec<(usize, Bytes)> = split
             .parts
             .iter()
@@ -67,7 +68,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 out.extend_from_slice(query);
             }
         };
-        self.fan_out(&shards, request, Reply::Split(rows)).await?;
+        match scope {
+            Scope::Outside => {
+                self.fan_out_atomic(&shards, request, Reply::Split(rows))
+                    .await?
+            }
+            scope => {
+                self.fan_out(&shards, request, Reply::Split(rows), scope)
+                    .await?
+            }
+        }
         Ok(Dispatch::Done)
     }
 

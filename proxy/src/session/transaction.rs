@@ -9,12 +9,19 @@
 //! outside the transaction; one of them failing aborts the transaction all
 //! the same (status `E`, then 25P02). Statements that need the transaction
 //! block (DECLARE, SAVEPOINT, a named portal fetched across Syncs) open it on
-//! a shard of their own. Once the transaction is open on a server, a
-//! statement routed elsewhere is refused, the transaction is rolled back on
-//! its server, and the client sees an aborted transaction until it ends it,
-//! as Postgres shows after an error. `SET LOCAL` and the like sent while the
-//! transaction is deferred travel with its BEGIN; `SET pgdog.*` overrides
-//! made inside a transaction end with it.
+//! a shard of their own. Once the transaction is open, a statement routed
+//! to another shard *joins* that shard: the transaction is opened there too
+//! by replaying its *join script* (its BEGIN, then every `SET LOCAL`,
+//! SAVEPOINT, RELEASE and ROLLBACK TO so far, in order, so a savepoint set
+//! before the join rolls the new shard's work back too), and statements for
+//! several shards run on all of them inside it (`spanning.rs`). A
+//! transaction the server opened itself (a BEGIN sent while replies were
+//! due, session mode) has no join script: a statement routed elsewhere is
+//! refused, the transaction is rolled back on its server, and the client
+//! sees an aborted transaction until it ends it, as Postgres shows after an
+//! error. `SET LOCAL` and the like sent while the transaction is deferred
+//! travel with its BEGIN; `SET pgdog.*` overrides made inside a transaction
+//! end with it.
 
 use bytes::{Bytes, BytesMut};
 
@@ -98,7 +105,10 @@ pub enum Placement {
     Send(Target),
     /// To several shards at once, outside any transaction.
     FanOut,
-    /// Several shards inside a transaction: refused with [`CROSS_SHARD_TXN`].
+    /// To several shards inside the transaction, which they join.
+    FanOutInTxn,
+    /// Several shards inside a transaction that cannot span shards:
+    /// refused with [`CROSS_SHARD_TXN`].
     Refuse,
 }
 
@@ -110,9 +120,12 @@ pub enum Fit {
     Detach,
     /// The transaction holds it: refused with [`CROSS_SHARD_TXN`].
     Refuse,
+    /// The transaction holds it and may span shards: keep it, and make the
+    /// target shard's server (joining the transaction) the main one.
+    Switch,
 }
 
-pub const CROSS_SHARD_TXN: &str = "cross-shard transactions are not supported yet: every statement of a transaction must route to the shard of its first statement (use one sharding key per transaction)";
+pub const CROSS_SHARD_TXN: &str = "this transaction was opened on its server directly (a BEGIN sent behind statements still running, or session mode), so it cannot span shards: every statement must route to the shard of its first statement (send BEGIN on its own to let pgshard open it on each shard it touches)";
 
 /// The client's transaction.
 #[derive(Debug, Default)]
@@ -121,6 +134,12 @@ pub struct Transaction {
     /// `SET pgdog.*` overrides were made inside the transaction: they end
     /// with it.
     scoped_overrides: bool,
+    /// The open transaction's join script (see the module comment); `None`
+    /// when none is open, or the server opened it.
+    join: Option<BytesMut>,
+    /// Savepoint statements that open a deferred transaction: they join
+    /// its script once it is open.
+    after_open: Vec<u8>,
 }
 
 impl Transaction {
@@ -215,6 +234,7 @@ impl Transaction {
             }
             None => Placement::Send(Target::Any),
             Some([shard]) => Placement::Send(Target::Shard(*shard)),
+            Some(_) if self.spans() => Placement::FanOutInTxn,
             Some(_) if self.active(server) => Placement::Refuse,
             Some(_) => Placement::FanOut,
         }
@@ -231,6 +251,11 @@ impl Transaction {
         };
         if keep {
             Fit::Keep
+        } else if self.join.is_some() && server.status == b'E' {
+            // Its server answers 25P02, as Postgres would.
+            Fit::Keep
+        } else if self.join.is_some() && server.status == b'T' && !server.copy_in {
+            Fit::Switch
         } else if server.busy() {
             Fit::Refuse
         } else {
@@ -252,7 +277,12 @@ impl Transaction {
     /// deferred transaction there (its BEGIN and any `SET LOCAL`).
     pub fn open(&mut self) -> Option<Bytes> {
         match std::mem::take(&mut self.txn) {
-            Txn::Deferred(begin) => Some(begin),
+            Txn::Deferred(begin) => {
+                let mut join = BytesMut::from(&begin[..]);
+                join.extend_from_slice(&std::mem::take(&mut self.after_open));
+                self.join = Some(join);
+                Some(begin)
+            }
             other => {
                 self.txn = other;
                 None
@@ -278,7 +308,62 @@ impl Transaction {
     /// it must go.
     pub fn on_end(&mut self, server_status: Option<u8>) -> bool {
         let ended = self.txn == Txn::None && server_status.is_none_or(|s| s == b'I');
+        if ended {
+            self.join = None;
+            self.after_open.clear();
+        }
         ended && std::mem::take(&mut self.scoped_overrides)
+    }
+
+    /// The transaction may span shards: pgshard opens (or opened) it.
+    pub fn spans(&self) -> bool {
+        self.deferred() || self.join.is_some()
+    }
+
+    /// The open transaction's join script, if it can span shards.
+    pub fn join_script(&self) -> Option<&[u8]> {
+        self.join.as_deref()
+    }
+
+    /// A deferred transaction opens now on several shards at once: its
+    /// join script (`None` if it cannot span shards).
+    pub fn open_spanning(&mut self) -> Option<Bytes> {
+        self.open();
+        self.join.as_ref().map(|join| Bytes::copy_from_slice(join))
+    }
+
+    /// A `SET LOCAL`, SAVEPOINT, RELEASE or ROLLBACK TO succeeded on every
+    /// shard the transaction holds: shards joining later replay it.
+    pub fn record(&mut self, text: &[u8]) {
+        // A newline ends a trailing `--` comment.
+        let line = b"\n;".iter().chain(text).copied();
+        match (&mut self.join, &self.txn) {
+            (Some(join), _) => join.extend(line),
+            (None, Txn::Deferred(_)) => self.after_open.extend(line),
+            _ => {}
+        }
+    }
+
+    /// A part of the transaction on some shard is lost (or could not
+    /// open): it is aborted, everything but its end refused.
+    pub fn fail(&mut self) {
+        self.txn = Txn::Failed;
+        self.join = None;
+        self.after_open.clear();
+    }
+
+    /// pgshard opens a transaction of its own for one statement that
+    /// writes on several shards (see `routing::atomic_across_shards`).
+    pub fn begin_implicit(&mut self) {
+        self.txn = Txn::Deferred(Bytes::from_static(b"BEGIN"));
+    }
+
+    /// The transaction ended on every server (pgshard committed or rolled
+    /// back a spanning one).
+    pub fn ended(&mut self) {
+        self.txn = Txn::None;
+        self.join = None;
+        self.after_open.clear();
     }
 }
 

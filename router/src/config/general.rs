@@ -232,6 +232,25 @@ pub struct General {
     /// that take at least this many milliseconds are logged with their
     /// route; 0 logs every one, -1 (default) none (Postgres's key).
     pub log_min_duration_statement: i64,
+    /// Commit transactions that wrote on several shards with two-phase
+    /// commit (PgDog's key): `PREPARE TRANSACTION` on each, the decision
+    /// recorded, then `COMMIT PREPARED`. The shards need
+    /// `max_prepared_transactions` > 0. Off: such a commit is one COMMIT per
+    /// shard, atomic per shard only.
+    pub two_phase_commit: bool,
+    /// With `two_phase_commit`, a single statement outside a transaction
+    /// that writes on several shards (DDL, a keyless UPDATE, a split
+    /// INSERT) runs inside a transaction on each and commits with two-phase
+    /// commit too (PgDog's key; default: on).
+    pub two_phase_commit_auto: bool,
+    /// Where the two-phase commit decision log is kept (PgDog's key; a
+    /// directory, created if missing).
+    pub two_phase_commit_wal_dir: PathBuf,
+    /// `two_phase_commit_recovery_interval`: how often prepared
+    /// transactions left on the shards by a pgshard that died are looked
+    /// for and resolved (also at start); 0 = only at start.
+    #[serde(rename = "two_phase_commit_recovery_interval")]
+    pub two_phase_commit_recovery_interval_ms: u64,
 }
 
 /// `log_format`: the shape of log lines.
@@ -281,6 +300,10 @@ impl Default for General {
             read_write_split: ReadWriteSplit::IncludePrimary,
             log_format: LogFormat::Text,
             log_min_duration_statement: -1,
+            two_phase_commit: false,
+            two_phase_commit_auto: true,
+            two_phase_commit_wal_dir: PathBuf::from("pgshard_2pc"),
+            two_phase_commit_recovery_interval_ms: 10_000,
         }
     }
 }
@@ -314,6 +337,11 @@ impl General {
     /// `server_lifetime`; `None` when 0 (connections live forever).
     pub fn server_lifetime(&self) -> Option<Duration> {
         optional(self.server_lifetime_ms)
+    }
+
+    /// `two_phase_commit_recovery_interval`; `None` when 0 (only at start).
+    pub fn two_phase_commit_recovery_interval(&self) -> Option<Duration> {
+        optional(self.two_phase_commit_recovery_interval_ms)
     }
 
     /// `shutdown_timeout`.

@@ -1,13 +1,15 @@
 //! The transaction state machine, one line per case: the state before, the
 //! attached server, the input, what the machine answers and the state after.
-//! States: `idle`, `deferred` (BEGIN answered, text `BEGIN`), `failed`.
+//! States: `idle`, `deferred` (BEGIN answered, text `BEGIN`), `open` (opened
+//! by pgshard on a server: it has a join script), `failed`.
 //! Servers: `-` (none) or shard and status, e.g. `0I`, `1T`, `0I copy`.
 
 use super::*;
 
 fn machine(state: &str) -> Transaction {
+    let join = (state == "open").then(|| BytesMut::from(&b"BEGIN"[..]));
     let txn = match state {
-        "idle" => Txn::None,
+        "idle" | "open" => Txn::None,
         "deferred" => Txn::Deferred(Bytes::from_static(b"BEGIN")),
         "failed" => Txn::Failed,
         other => panic!("unknown state {other}"),
@@ -15,6 +17,8 @@ fn machine(state: &str) -> Transaction {
     Transaction {
         txn,
         scoped_overrides: false,
+        join,
+        after_open: Vec::new(),
     }
 }
 
@@ -124,7 +128,10 @@ fn placement_of_routed_statements() {
         ("idle",     "0I",   "0,1",  false,       "fan-out"),
         ("idle",     "0T",   "0,1",  false,       "refuse"),
         ("idle",     "0E",   "0,1",  false,       "refuse"),
-        ("deferred", "-",    "0,1",  false,       "refuse"),
+        ("deferred", "-",    "0,1",  false,       "in txn"),
+        ("deferred", "0I",   "0,1",  false,       "in txn"),
+        ("open",     "0T",   "0,1",  false,       "in txn"),
+        ("open",     "0E",   "0,1",  false,       "in txn"),
     ];
     for (before, attached, shards, needs_block, expected) in cases {
         let t = machine(before);
@@ -135,6 +142,7 @@ fn placement_of_routed_statements() {
             Placement::Send(Target::Shard(s)) => format!("shard {s}"),
             Placement::Send(Target::Near(s)) => format!("near {s}"),
             Placement::FanOut => "fan-out".into(),
+            Placement::FanOutInTxn => "in txn".into(),
             Placement::Refuse => "refuse".into(),
         };
         assert_eq!(
@@ -164,6 +172,12 @@ fn attached_server_fits_target() {
         ("idle",     "1I",      "near 1",  Fit::Keep),
         ("idle",     "0T",      "near 1",  Fit::Keep),
         ("idle",     "0I copy", "near 1",  Fit::Keep),
+        // A transaction pgshard opened joins the next shard; an aborted
+        // one stays where its server answers 25P02.
+        ("open",     "0T",      "shard 1", Fit::Switch),
+        ("open",     "0T",      "shard 0", Fit::Keep),
+        ("open",     "0E",      "shard 1", Fit::Keep),
+        ("open",     "0T copy", "shard 1", Fit::Refuse),
     ];
     for (before, attached, target, expected) in cases {
         let t = machine(before);

@@ -1,0 +1,350 @@
+//! The end of a transaction that spans shards. ROLLBACK (or COMMIT of an
+//! aborted one) rolls every shard back. COMMIT with one shard that wrote
+//! (or without `two_phase_commit`) is one COMMIT per shard, the readers
+//! first; if one fails before any writer committed the rest roll back, if
+//! after, the client's error names the shards that committed. With
+//! `two_phase_commit` and several writers it is the two-phase commit of
+//! `two_phase.rs`: decider record, PREPARE on the others, the decider's
+//! COMMIT as the commit point, the local log, COMMIT PREPARED.
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::warn;
+
+use super::{End, Session};
+use crate::errors::ClientError;
+use crate::pool::Pooled;
+use crate::protocol::backend::sqlstate;
+use crate::two_phase;
+
+/// The servers of the transaction, each with its shard.
+type Held = Vec<(usize, Pooled)>;
+
+/// What ending the transaction gives the client: its tag, or an error.
+pub(super) type Ended = Result<&'static str, ClientError>;
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// A statement outside a transaction that writes on several shards, in
+    /// a transaction of its own on each: committed (two-phase when
+    /// `two_phase_commit` and `two_phase_commit_auto` are on) if it
+    /// succeeded everywhere, else rolled back everywhere.
+    pub(super) async fn fan_out_atomic(
+        &mut self,
+        shards: &[usize],
+        request: impl Fn(&Pooled, &mut bytes::BytesMut),
+        reply: super::fan_out::Reply,
+    ) -> Result<(), End> {
+        let errors = self.segment_errors;
+        self.txn.begin_implicit();
+        let scope = super::fan_out::Scope::Implicit;
+        self.fan_out(shards, request, reply, scope).await?;
+        let failed = self.segment_errors != errors || self.txn.failed();
+        let auto = self.state.config().general.two_phase_commit_auto;
+        if let Err(error) = self.end_spanning(!failed, auto).await? {
+            error.encode(&mut self.to_client);
+            self.segment_errors += 1;
+        }
+        let status = self.status();
+        crate::protocol::messages::ready_for_query(&mut self.to_client, status);
+        self.flush_client().await
+    }
+
+    /// COMMIT (`commit`) or ROLLBACK of the transaction holding servers of
+    /// several shards (two-phase when on and `two_phase` allows it); every
+    /// server goes back to its pool.
+    pub(super) async fn end_spanning(
+        &mut self,
+        commit: bool,
+        two_phase: bool,
+    ) -> Result<Ended, End> {
+        self.settle_main().await?;
+        let aborted = self.attached.status() != Some(b'T') || self.txn.failed();
+        let written = self.attached.take_written();
+        let mut servers = self.attached.take_all();
+        self.txn.ended();
+        self.end_txn_overrides();
+        let pending = std::mem::take(&mut self.pending);
+        for (_, server) in &mut servers {
+            // Settings changed inside the transaction ran on one shard or
+            // another: every server is reset as it goes back.
+            server.conn.dirty |= !pending.is_empty();
+        }
+        let ended = if !commit || aborted {
+            Ok("ROLLBACK")
+        } else {
+            let (writers, readers): (Held, Held) =
+                servers.drain(..).partition(|(s, _)| written.contains(s));
+            let two_phase = two_phase && self.state.config().general.two_phase_commit;
+            match (two_phase && writers.len() > 1, readers) {
+                (true, readers) => self.commit_two_phase(readers, writers, &mut servers).await,
+                (false, mut readers) => {
+                    readers.extend(writers);
+                    self.commit_one_phase(readers, written.len(), &mut servers)
+                        .await
+                }
+            }
+        };
+        if ended == Ok("COMMIT") {
+            for change in &pending {
+                self.params.apply(change, &self.defaults);
+            }
+        }
+        for (_, server) in servers {
+            self.release(server, false).await;
+        }
+        Ok(ended)
+    }
+
+    /// COMMIT on each server in turn (`done` gets them back); the last
+    /// `writers` are the ones that wrote.
+    async fn commit_one_phase(&mut self, held: Held, writers: usize, done: &mut Held) -> Ended {
+        let first_writer = held.len().saturating_sub(writers);
+        let mut committed = Vec::new();
+        let mut failure = None;
+        for (i, (shard, mut server)) in held.into_iter().enumerate() {
+            if failure.is_none() {
+                match server.conn.query("COMMIT").await {
+                    Ok(answer) => match answer.error {
+                        None if i >= first_writer => committed.push(shard),
+                        None => {}
+                        Some((code, message)) => failure = Some((shard, code, message)),
+                    },
+                    Err(_) => {
+                        failure = Some((
+                            shard,
+                            sqlstate::CONNECTION_FAILURE.into(),
+                            "connection lost".into(),
+                        ))
+                    }
+                }
+            }
+            // After a failure the rest are rolled back as they go back.
+            done.push((shard, server));
+        }
+        let Some((shard, code, message)) = failure else {
+            return Ok("COMMIT");
+        };
+        let message = if committed.is_empty() {
+            format!("COMMIT failed on shard {shard}, every shard rolled back: {message}")
+        } else {
+            warn!(
+                ?committed,
+                shard, "a transaction spanning shards committed in part"
+            );
+            format!(
+                "COMMIT failed on shard {shard} after shard(s) {committed:?} committed \
+                 (two_phase_commit is off): {message}"
+            )
+        };
+        Err(ClientError::from_server(&code, message))
+    }
+
+    /// Two-phase commit of `writers` (see `two_phase.rs`); `readers` commit
+    /// first, on their own.
+    async fn commit_two_phase(&mut self, readers: Held, writers: Held, done: &mut Held) -> Ended {
+        let database = self.info.database.clone();
+        let coordinator_txn = self.state.two_phase.next_txn();
+        let mut writers = writers.into_iter();
+        let Some((decider, mut decider_server)) = writers.next() else {
+            return Ok("COMMIT");
+        };
+        let others: Held = writers.collect();
+        let ensured = self.ensure_decisions(decider).await;
+        let outcome = match ensured {
+            Err(error) => Err(error),
+            Ok(()) => self.commit_one_phase(readers, 0, done).await,
+        };
+        let recorded = match outcome {
+            Err(error) => Err(error),
+            Ok(_) => record(&mut decider_server, &coordinator_txn).await,
+        };
+        if let Err(error) = recorded {
+            done.push((decider, decider_server));
+            done.extend(others);
+            return Err(error);
+        }
+        let (prepared, failure) = self.prepare(others, &coordinator_txn, decider, done).await;
+        self.state
+            .two_phase
+            .checkpoint(two_phase::Fault::Prepared)
+            .await;
+        let decided = match failure {
+            Some(error) => Err(error),
+            None => match decider_server.conn.query("COMMIT").await {
+                Ok(answer) => match answer.error {
+                    None => Ok(()),
+                    Some((code, message)) => Err(ClientError::from_server(&code, message)),
+                },
+                Err(_) => {
+                    // The commit point's outcome is unknown: recovery asks
+                    // the decider and finishes the prepared parts.
+                    done.push((decider, decider_server));
+                    done.extend(prepared.into_iter().map(|(s, p, _)| (s, p)));
+                    return Err(ClientError::new(
+                        sqlstate::CONNECTION_FAILURE,
+                        "the connection to the shard deciding this two-phase commit was lost during COMMIT: its outcome is unknown; pgshard's recovery finishes it on every shard either way",
+                    ));
+                }
+            },
+        };
+        done.push((decider, decider_server));
+        let shards: Vec<usize> = prepared.iter().map(|(s, _, _)| *s).collect();
+        let coordinator = &self.state.two_phase;
+        if decided.is_ok() {
+            coordinator.checkpoint(two_phase::Fault::Decided).await;
+            let logged = coordinator
+                .log
+                .commit(&coordinator.instance, &coordinator_txn, &database, &shards)
+                .await;
+            if let Err(err) = logged {
+                warn!(%err, "cannot write the two-phase commit log; the decision is on the decider shard");
+            }
+        }
+        finish_all(prepared, decided.is_ok(), done).await;
+        if decided.is_ok() {
+            let _ = coordinator
+                .log
+                .done(&coordinator.instance, &coordinator_txn)
+                .await;
+        }
+        decided.map(|()| "COMMIT")
+    }
+
+    /// PREPARE every other writer at once; one at a time, stopping after
+    /// the first, when a crash test injected [`two_phase::Fault::BetweenPrepares`].
+    async fn prepare(
+        &self,
+        others: Held,
+        txn: &str,
+        decider: usize,
+        done: &mut Held,
+    ) -> (Prepared, Option<ClientError>) {
+        let coordinator = &self.state.two_phase;
+        if !coordinator.injected(two_phase::Fault::BetweenPrepares) {
+            return prepare_all(others, txn, decider, done).await;
+        }
+        let (mut prepared, mut failure) = (Vec::new(), None);
+        for (i, part) in others.into_iter().enumerate() {
+            if i == 1 {
+                coordinator
+                    .checkpoint(two_phase::Fault::BetweenPrepares)
+                    .await;
+            }
+            let (one, failed) = prepare_all(vec![part], txn, decider, done).await;
+            prepared.extend(one);
+            failure = failure.or(failed);
+        }
+        (prepared, failure)
+    }
+
+    /// Make sure the decider has the decision table (once per shard).
+    async fn ensure_decisions(&mut self, shard: usize) -> Result<(), ClientError> {
+        let database = self.info.database.clone();
+        if self.state.two_phase.ensured(&database, shard) {
+            return Ok(());
+        }
+        let mut server = match self.checkout_server(shard, false).await {
+            Ok(Ok(server)) => server,
+            Ok(Err(err)) => return Err(ClientError::from_pool(&err, &database, shard)),
+            Err(_) => return Err(ClientError::shard_lost()),
+        };
+        let answer = server.conn.query(two_phase::CREATE_DECISIONS).await;
+        self.release(server, false).await;
+        match answer {
+            Ok(answer) => match answer.error {
+                None => {
+                    self.state.two_phase.set_ensured(&database, shard);
+                    Ok(())
+                }
+                Some((code, message)) => Err(ClientError::from_server(
+                    &code,
+                    format!(
+                        "two-phase commit needs {} on shard {shard}: {message}",
+                        two_phase::DECISIONS
+                    ),
+                )),
+            },
+            Err(_) => Err(ClientError::shard_lost()),
+        }
+    }
+}
+
+/// The decider's record of the commit, inside the client's transaction.
+async fn record(server: &mut Pooled, txn: &str) -> Result<&'static str, ClientError> {
+    match server.conn.query(&two_phase::record_commit(txn)).await {
+        Ok(answer) => match answer.error {
+            None => Ok("COMMIT"),
+            Some((code, message)) => Err(ClientError::from_server(&code, message)),
+        },
+        Err(_) => Err(ClientError::shard_lost()),
+    }
+}
+
+/// A prepared part: its shard, server and gid.
+type Prepared = Vec<(usize, Pooled, String)>;
+
+/// PREPARE TRANSACTION on every server at once: those prepared, and the
+/// first failure (a server whose PREPARE failed had its transaction rolled
+/// back by Postgres: it goes to `done`).
+async fn prepare_all(
+    others: Held,
+    txn: &str,
+    decider: usize,
+    done: &mut Held,
+) -> (Prepared, Option<ClientError>) {
+    let tasks: Vec<_> = others
+        .into_iter()
+        .map(|(shard, mut server)| {
+            let gid = two_phase::gid(txn, decider, shard);
+            tokio::spawn(async move {
+                let sql = format!("PREPARE TRANSACTION '{gid}'");
+                let result = match server.conn.query(&sql).await {
+                    Ok(answer) => answer.error.map_or(Ok(()), |(code, message)| {
+                        let message =
+                            format!("PREPARE TRANSACTION failed on shard {shard}: {message}");
+                        Err(ClientError::from_server(&code, message))
+                    }),
+                    Err(_) => Err(ClientError::shard_lost()),
+                };
+                (shard, server, gid, result)
+            })
+        })
+        .collect();
+    let mut prepared = Vec::new();
+    let mut failure = None;
+    for task in tasks {
+        match task.await {
+            Ok((shard, server, gid, Ok(()))) => prepared.push((shard, server, gid)),
+            Ok((shard, server, _, Err(error))) => {
+                done.push((shard, server));
+                failure.get_or_insert(error);
+            }
+            Err(_) => {
+                failure.get_or_insert(ClientError::shard_lost());
+            }
+        }
+    }
+    (prepared, failure)
+}
+
+/// COMMIT PREPARED (or ROLLBACK PREPARED) every prepared part at once; a
+/// part that cannot be finished now is left to recovery.
+async fn finish_all(prepared: Prepared, commit: bool, done: &mut Held) {
+    let verb = if commit { "COMMIT" } else { "ROLLBACK" };
+    let tasks: Vec<_> = prepared
+        .into_iter()
+        .map(|(shard, mut server, gid)| {
+            tokio::spawn(async move {
+                let answer = server.conn.query(&format!("{verb} PREPARED '{gid}'")).await;
+                if let Some((code, message)) = answer.ok().and_then(|a| a.error) {
+                    warn!(gid, code, message, "prepared transaction left to recovery");
+                }
+                (shard, server)
+            })
+        })
+        .collect();
+    for task in tasks {
+        if let Ok(server) = task.await {
+            done.push(server);
+        }
+    }
+}

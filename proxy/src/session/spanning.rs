@@ -1,0 +1,370 @@
+//! Transactions that span shards: a statement of an open transaction routed
+//! to another shard makes that shard's server the main one, opening the
+//! transaction there first with its join script (`transaction.rs`); a
+//! statement for several shards runs on a server of each inside the
+//! transaction (the fan-out takes and gives back the held servers); `SET
+//! LOCAL` and savepoint statements go to every shard held and join the
+//! script. Every server stays attached until the transaction ends
+//! (`commit.rs`).
+
+use bytes::{Bytes, BytesMut};
+use router::summary::{SessionEffect, StatementKind, Summary};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::fan_out::{Reply, Scope};
+use super::reply_plan::Step;
+use super::routing::Dispatch;
+use super::{End, Session};
+use crate::errors::ClientError;
+use crate::pool::Pooled;
+use crate::protocol::backend::sqlstate;
+use crate::protocol::messages;
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// Finish what the main server is doing (it answers only at a Sync:
+    /// one goes after what the client left unsynced), keeping it.
+    pub(super) async fn settle_main(&mut self) -> Result<(), End> {
+        if self.attached.is_none() {
+            return Ok(());
+        }
+        if self.unsynced || self.plan.unsynced_tail() {
+            messages::sync(&mut self.to_server);
+            self.plan.push(Step::injected_query());
+        }
+        let errors = self.segment_errors;
+        self.flush().await?;
+        self.answer_all().await?;
+        if self.segment_errors != errors && self.unsynced {
+            // The client saw an error: it expects the rest up to its Sync
+            // to be skipped.
+            self.skipping = true;
+        }
+        Ok(())
+    }
+
+    /// The statement goes to `shard`, in the transaction the main server
+    /// holds: that shard's server becomes the main one, joining the
+    /// transaction if it is new to it. Returns whether the statement can
+    /// be sent (if not, the client has its error).
+    pub(super) async fn switch_main(&mut self, shard: usize, simple: bool) -> Result<bool, End> {
+        self.settle_main().await?;
+        if self.attached.status() != Some(b'T') {
+            // An error meanwhile aborted the transaction: the main server
+            // answers 25P02, as Postgres would.
+            return Ok(true);
+        }
+        if !self.attached.switch_to(shard) {
+            let Some(script) = self.txn.join_script().map(Bytes::copy_from_slice) else {
+                return Ok(true);
+            };
+            match self.join_shard(shard, &script).await? {
+                Ok(server) => self.attached.attach_main(shard, server),
+                Err(error) => {
+                    self.refuse(error, simple);
+                    return Ok(false);
+                }
+            }
+        }
+        self.shard = shard;
+        if let Some(server) = self.attached.main() {
+            let target = super::cancel_target(server);
+            self.set_cancel_target(Some(target)).await;
+        }
+        Ok(true)
+    }
+
+    /// A server of `shard` with the transaction opened on it by `script`.
+    async fn join_shard(
+        &mut self,
+        shard: usize,
+        script: &[u8],
+    ) -> Result<Result<Pooled, ClientError>, End> {
+        let mut server = match self.checkout_server(shard, false).await? {
+            Ok(server) => server,
+            Err(err) => {
+                return Ok(Err(ClientError::from_pool(
+                    &err,
+                    &self.info.database,
+                    shard,
+                )))
+            }
+        };
+        let script = String::from_utf8_lossy(script);
+        match server.conn.query(&script).await {
+            Ok(answer) => match answer.error {
+                None if server.conn.status == b'T' => Ok(Ok(server)),
+                error => {
+                    self.release(server, false).await;
+                    let (code, message) = error.unwrap_or_else(|| {
+                        let what = "the transaction did not open on the shard".to_owned();
+                        (sqlstate::INTERNAL_ERROR.to_owned(), what)
+                    });
+                    let message = format!("opening the transaction on shard {shard}: {message}");
+                    Ok(Err(ClientError::from_server(&code, message)))
+                }
+            },
+            Err(_) => Ok(Err(ClientError::shard_lost())),
+        }
+    }
+
+    /// A server of each of `shards` inside the transaction, for a
+    /// statement on all of them: those held are taken, the others join
+    /// (a deferred transaction opens on each). `None` when one cannot be
+    /// had: its error is written for the client, and the transaction is
+    /// over (the servers stay attached until the client ends it).
+    pub(super) async fn txn_servers(
+        &mut self,
+        shards: &[usize],
+    ) -> Result<Option<Vec<Pooled>>, End> {
+        self.settle_main().await?;
+        if self.txn.deferred() {
+            // Statements run before the transaction opened: their server
+            // is outside it.
+            self.detach().await?;
+        }
+        let Some(script) = self.txn.open_spanning() else {
+            return Ok(None);
+        };
+        let mut servers = Vec::with_capacity(shards.len());
+        for &shard in shards {
+            let joined = match self.attached.take(shard) {
+                Some(server) => Ok(server),
+                None => self.join_shard(shard, &script).await?,
+            };
+            match joined {
+                Ok(server) => servers.push(server),
+                Err(error) => {
+                    for (shard, server) in shards.iter().zip(servers) {
+                        self.attached.attach(*shard, server);
+                    }
+                    self.txn.fail();
+                    error.encode(&mut self.to_client);
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(servers))
+    }
+
+    /// A statement a joining shard replays, sent to the main server (the
+    /// extended protocol): recorded in the join script.
+    pub(super) fn record_replayed(&mut self, summary: &Summary, query: &[u8]) {
+        if let [only] = summary.statements.as_slice() {
+            if replayed(only) {
+                self.txn.record(query);
+            }
+        }
+    }
+
+    /// Servers a fan-out inside the transaction used go back to being held.
+    pub(super) fn hold(&mut self, shard: usize, server: Pooled) {
+        self.attached.attach(shard, server);
+        if self.writes {
+            self.attached.note_write(shard);
+        }
+        if let Some(main) = self.attached.shard() {
+            self.shard = main;
+        }
+    }
+
+    /// A statement of a transaction pgshard opened, before it is routed:
+    /// its end when it spans shards, a refusal when a shard's part is
+    /// aborted, transaction control sent to every shard held. `None`: route
+    /// it as usual.
+    pub(super) async fn spanning_statement(
+        &mut self,
+        summary: &Summary,
+        sql: &str,
+    ) -> Result<Option<Dispatch>, End> {
+        self.writes = writes(summary);
+        let [only] = summary.statements.as_slice() else {
+            return Ok(None);
+        };
+        if self.txn.join_script().is_none() {
+            if self.txn.deferred() && only.kind == StatementKind::TransactionOther {
+                // It opens the transaction on a shard: shards joining
+                // later replay it after the BEGIN.
+                self.txn.record(sql.as_bytes());
+            }
+            return Ok(None);
+        }
+        let spans = self.attached.spans();
+        let control = replayed(only);
+        match &only.kind {
+            StatementKind::Commit | StatementKind::Rollback if spans => {
+                let commit = only.kind == StatementKind::Commit;
+                match self.end_spanning(commit, true).await? {
+                    Ok(tag) => self.local_tag(tag, true),
+                    Err(error) => self.local_error(error, true),
+                }
+                Ok(Some(Dispatch::Done))
+            }
+            _ if spans && self.attached.status() == Some(b'E') && !rolls_back_to(only, sql) => {
+                self.aborted(true);
+                Ok(Some(Dispatch::Done))
+            }
+            _ if control && spans => {
+                let changes = super::params::session_changes(summary, sql);
+                let errors = self.segment_errors;
+                self.broadcast_control(sql).await?;
+                if self.segment_errors == errors {
+                    self.pending.extend(changes.settings);
+                }
+                Ok(Some(Dispatch::Done))
+            }
+            _ if control => {
+                // One shard so far: it runs there as usual; shards joining
+                // later replay it.
+                self.txn.record(sql.as_bytes());
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A Bind in a transaction that spans shards: COMMIT and ROLLBACK end
+    /// it on every shard (the portal then answers with their tag), anything
+    /// but ROLLBACK TO is refused with 25P02 while a shard's part is
+    /// aborted, and transaction control that would have to reach every
+    /// shard is refused in this protocol. Returns whether it was answered.
+    pub(super) async fn spanning_bind(
+        &mut self,
+        statement: &super::statements::Statement,
+    ) -> Result<bool, End> {
+        let Some(info) = self.route_info(statement) else {
+            return Ok(false);
+        };
+        let summary = info.entry.summary.clone();
+        let [only] = summary.statements.as_slice() else {
+            return Ok(false);
+        };
+        let sql = String::from_utf8_lossy(&statement.query).into_owned();
+        match &only.kind {
+            StatementKind::Commit | StatementKind::Rollback => {
+                let commit = only.kind == StatementKind::Commit;
+                match self.end_spanning(commit, true).await? {
+                    Ok(tag) => {
+                        self.local_reply(messages::bind_complete);
+                        self.local_portal = Some(super::local::LocalPortal { tag, nested: false });
+                    }
+                    Err(error) => self.local_error(error, false),
+                }
+            }
+            _ if self.attached.status() == Some(b'E') && !rolls_back_to(only, &sql) => {
+                self.aborted(false);
+            }
+            StatementKind::TransactionOther => {
+                let error = ClientError::new(
+                    sqlstate::FEATURE_NOT_SUPPORTED,
+                    "SAVEPOINT, RELEASE and ROLLBACK TO in a transaction that spans shards need the simple protocol for now",
+                );
+                self.refuse(error, false);
+            }
+            _ if only.session.is_some() => {
+                let error = ClientError::new(
+                    sqlstate::FEATURE_NOT_SUPPORTED,
+                    "SET in a transaction that spans shards needs the simple protocol for now",
+                );
+                self.refuse(error, false);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `SET LOCAL`, SAVEPOINT, RELEASE or ROLLBACK TO in a transaction that
+    /// spans shards: run on every shard held; recorded for shards that
+    /// join later if it succeeded everywhere.
+    pub(super) async fn broadcast_control(&mut self, sql: &str) -> Result<Dispatch, End> {
+        let shards = self.attached.shards();
+        self.writes = false;
+        let errors = self.segment_errors;
+        let query = {
+            let mut out = BytesMut::new();
+            messages::query(&mut out, sql);
+            out.freeze()
+        };
+        let request = |_: &Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
+        self.fan_out(&shards, request, Reply::Concat(Vec::new()), Scope::InTxn)
+            .await?;
+        if self.segment_errors == errors {
+            self.txn.record(sql.as_bytes());
+        }
+        Ok(Dispatch::Done)
+    }
+}
+
+/// `ROLLBACK TO [SAVEPOINT] name`: what an aborted transaction still runs.
+fn rolls_back_to(only: &router::summary::StatementSummary, sql: &str) -> bool {
+    let [first, second] = super::params::leading_words::<2>(sql);
+    only.kind == StatementKind::TransactionOther
+        && first.eq_ignore_ascii_case("ROLLBACK")
+        && !second.eq_ignore_ascii_case("PREPARED")
+}
+
+/// A statement a shard joining the transaction replays: savepoint
+/// statements and settings.
+pub(super) fn replayed(only: &router::summary::StatementSummary) -> bool {
+    only.kind == StatementKind::TransactionOther
+        || matches!(
+            only.session,
+            Some(
+                SessionEffect::TransactionScoped(_)
+                    | SessionEffect::Set { .. }
+                    | SessionEffect::Reset { .. }
+            )
+        )
+}
+
+/// Whether a statement may write (the shard it runs on must then commit
+/// with the others, two-phase when that is on): anything but plain reads
+/// of tables, transaction control and session settings.
+pub(super) fn writes(summary: &Summary) -> bool {
+    let harmless = |s: &router::summary::StatementSummary| {
+        matches!(
+            s.kind,
+            StatementKind::TransactionOther
+                | StatementKind::Session
+                | StatementKind::SetShard(_)
+                | StatementKind::SetShardingKey(_)
+                | StatementKind::Begin
+                | StatementKind::Commit
+                | StatementKind::Rollback
+        )
+    };
+    !super::read_split::is_read(summary) && !summary.statements.iter().all(harmless)
+}
+
+/// A statement outside a transaction that writes on several shards runs
+/// inside a transaction on each (so that one shard's error rolls every
+/// shard back, and two-phase commit applies when on), unless Postgres
+/// refuses it inside a transaction block (VACUUM, `CREATE INDEX
+/// CONCURRENTLY`, `CREATE DATABASE` ...) or it may end transactions itself
+/// (CALL, DO: kind Other).
+pub(super) fn atomic_across_shards(summary: &Summary, sql: &str) -> bool {
+    let [only] = summary.statements.as_slice() else {
+        return false;
+    };
+    let writes = match only.kind {
+        StatementKind::Insert
+        | StatementKind::Update
+        | StatementKind::Delete
+        | StatementKind::Merge
+        | StatementKind::Ddl => true,
+        StatementKind::Select => only.write,
+        _ => false,
+    };
+    let words = super::params::leading_words::<6>(sql);
+    let outside_only = words.iter().any(|w| {
+        [
+            "CONCURRENTLY",
+            "DATABASE",
+            "TABLESPACE",
+            "SYSTEM",
+            "SUBSCRIPTION",
+        ]
+        .iter()
+        .any(|k| w.eq_ignore_ascii_case(k))
+    });
+    writes && !outside_only
+}
