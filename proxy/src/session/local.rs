@@ -149,6 +149,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         true
     }
 
+    /// A message for the portal pgshard answers itself (transaction
+    /// control bound in the extended protocol): answered here, or (any
+    /// other message) the portal is done. Returns whether it was answered.
+    pub(super) fn on_local_portal(&mut self, tag: u8) -> bool {
+        let Some(portal) = self.local_portal else {
+            return false;
+        };
+        match tag {
+            b'E' => {
+                if portal.nested {
+                    self.warn_nested_begin();
+                }
+                self.local_tag(portal.tag, false);
+            }
+            b'D' => self.local_reply(messages::no_data),
+            b'C' => self.local_reply(messages::close_complete),
+            b'H' => {}
+            _ => {
+                self.local_portal = None;
+                return false;
+            }
+        }
+        true
+    }
+
     /// Postgres's warning for a BEGIN inside a transaction, sent as its
     /// statement runs.
     pub(super) fn warn_nested_begin(&mut self) {

@@ -142,6 +142,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let explained = super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
         let rows = match explained {
             Ok(Some((sql, lines))) => Ok((sql, Reply::Concat(lines))),
+            Ok(None) if is_copy_to(summary) => super::merge::copy_out(frame_sql, &self.sharding)
+                .map(|plan| (None, plan.map_or(Reply::Concat(Vec::new()), Reply::CopyOut))),
             Ok(None) => super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
                 .map(|rows| match rows {
                     Rows::Concatenated => (None, Reply::Concat(Vec::new())),
@@ -258,6 +260,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let overrides = self.overrides(&info.overrides);
         let routed = match info.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => routed,
+            Err(RouteError::CopyIntoSharded { .. })
+                if info.entry.summary.statements.len() == 1 && !self.plan.awaiting_server() =>
+            {
+                self.bind_copy(&statement.query);
+                return None;
+            }
             Err(err) => {
                 self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
@@ -408,6 +416,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 /// A statement that fails outside a transaction block, or whose effect
 /// must last as long as the transaction: SAVEPOINT, RELEASE, ROLLBACK TO
 /// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR.
+/// A `COPY ... TO` (one statement).
+fn is_copy_to(summary: &Summary) -> bool {
+    matches!(
+        summary.statements.as_slice(),
+        [statement] if statement.kind == StatementKind::Copy { to: true }
+    )
+}
+
 fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
     match summary.statements.as_slice() {
         [only] if only.kind == StatementKind::TransactionOther => true,
