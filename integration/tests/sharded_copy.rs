@@ -423,3 +423,30 @@ async fn extended_copy_reaches_its_shards_2() {
 async fn extended_copy_reaches_its_shards_4() {
     extended_copy_reaches_its_shards(4).await;
 }
+
+/// COPY without a column list skips generated columns, as Postgres does:
+/// the key's position among the fields is counted without them.
+#[tokio::test]
+async fn copy_without_columns_skips_generated_ones() {
+    let extra = "[[sharded_tables]]\ndatabase = \"prod\"\nname = \"gen_items\"\n\
+                 column = \"k\"\ndata_type = \"bigint\"\nhasher = \"postgres\"\n";
+    let cluster = Cluster::start_sharded_raw(2, "", extra);
+    for (i, shard) in cluster.shards().await.iter().enumerate() {
+        shard
+            .batch_execute(&format!(
+                "CREATE TABLE gen_items (twice bigint GENERATED ALWAYS AS (k * 2) STORED, \
+                 note text, k bigint NOT NULL) PARTITION BY HASH (k); \
+                 CREATE TABLE gen_items_here PARTITION OF gen_items \
+                 FOR VALUES WITH (MODULUS 2, REMAINDER {i})"
+            ))
+            .await
+            .unwrap();
+    }
+    let mut raw = Wire::login(cluster.port(), "raw", "prod").await;
+    let data: String = (1..=100).map(|k| format!("note {k}\t{k}\n")).collect();
+    let replies = copy(&mut raw, "COPY gen_items FROM STDIN", &data, 300, b'c').await;
+    assert_eq!(done(&replies), "COPY 100", "{replies:?}");
+    let client = cluster.connect().await;
+    let twice = common::column(&client, "SELECT twice FROM gen_items WHERE k = 21", "twice").await;
+    assert_eq!(twice, vec!["42"]);
+}

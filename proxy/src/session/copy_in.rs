@@ -133,7 +133,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         sent: &mut usize,
     ) -> Result<(RowSplitter, Bytes), Bytes> {
         let columns = match plan.columns.is_empty() {
-            true => table_columns(&mut servers[0], &plan.table)
+            true => table_columns(&mut servers[0], &plan.table, true)
                 .await
                 .unwrap_or_default(),
             false => Vec::new(),
@@ -367,7 +367,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Some(Arc::clone(known));
         }
         let columns = Arc::new(
-            table_columns(server, table)
+            table_columns(server, table, false)
                 .await
                 .filter(|c| !c.is_empty())?,
         );
@@ -380,10 +380,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 }
 
-/// The columns of `table` in order, as the shard's catalog has them.
-async fn table_columns(server: &mut Pooled, table: &str) -> Option<Vec<String>> {
+/// The columns of `table` in order, as the shard's catalog has them
+/// (`copy`: without generated columns, as COPY without a column list).
+async fn table_columns(server: &mut Pooled, table: &str, copy: bool) -> Option<Vec<String>> {
     let literal = table.replace('\'', "''");
-    let sql = format!("SELECT attname FROM pg_attribute WHERE attrelid = '{literal}'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum");
+    let generated = if copy { " AND attgenerated = ''" } else { "" };
+    let sql = format!("SELECT attname FROM pg_attribute WHERE attrelid = '{literal}'::regclass AND attnum > 0 AND NOT attisdropped{generated} ORDER BY attnum");
     let mut out = BytesMut::new();
     messages::query(&mut out, &sql);
     server.conn.send(&out).await.ok()?;
