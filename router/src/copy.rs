@@ -195,12 +195,12 @@ pub struct RowSplitter {
     /// (binary: the file header) is still to come.
     line: u64,
     header_due: bool,
-    /// `\.` ended the data (text format).
+    /// `\.` (text format) or the trailer (binary) ended the data.
     ended: bool,
 }
 
 /// A complete row (with its line end) and where it goes; `None`: every
-/// database (a header line).
+/// database (a header line, the binary file header or trailer).
 pub type Placed = (Option<usize>, Vec<u8>);
 
 impl RowSplitter {
