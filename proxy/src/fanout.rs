@@ -17,6 +17,7 @@
 //! the rows are merged, the count is the merged rows'. Values are read by
 //! `protocol/values.rs` and `protocol/numeric.rs`, rows by `protocol/rows.rs`.
 
+mod copy_out;
 mod having;
 mod row_merge;
 mod split_rows;
@@ -24,6 +25,7 @@ mod split_rows;
 use bytes::BytesMut;
 
 pub use crate::protocol::values::ValueError;
+pub use copy_out::CopyJoin;
 pub use row_merge::{RowMerge, Window};
 pub use split_rows::SplitRows;
 
@@ -49,6 +51,8 @@ pub struct Merger {
     preamble: Vec<String>,
     /// An INSERT split across shards: its RETURNING rows are reordered.
     split: Option<SplitRows>,
+    /// A COPY TO STDOUT whose header or binary framing is joined.
+    copy_out: Option<CopyJoin>,
 }
 
 /// Whether a server message is the last of a server's reply.
@@ -69,6 +73,14 @@ impl Merger {
     pub fn splitting(split: SplitRows) -> Merger {
         Merger {
             split: Some(split),
+            ..Merger::default()
+        }
+    }
+
+    /// A merger of a COPY TO STDOUT's outputs.
+    pub fn copying_out(join: CopyJoin) -> Merger {
+        Merger {
+            copy_out: Some(join),
             ..Merger::default()
         }
     }
@@ -153,6 +165,7 @@ impl Merger {
             }
             b'C' => self.count(index, body),
             b'c' => self.copy_done |= index == 0,
+            b'd' if self.copy_out.is_some() => self.copy_data(index, body, out),
             b'D' | b'd' => out.extend_from_slice(message),
             // Headers (RowDescription, BindComplete, CopyOutResponse...),
             // notices and parameter changes: the first server's stand for all.
@@ -195,6 +208,22 @@ impl Merger {
         }
     }
 
+    /// A CopyData of a joined COPY TO.
+    fn copy_data(&mut self, index: usize, body: &[u8], out: &mut BytesMut) {
+        let Some(join) = self.copy_out.as_mut() else {
+            return;
+        };
+        if let Err(why) = join.data(index, body, out) {
+            self.copy_failed(why, out);
+        }
+    }
+
+    /// The shards' COPY outputs cannot be joined: the client gets this.
+    fn copy_failed(&mut self, why: String, out: &mut BytesMut) {
+        self.failed = true;
+        ClientError::new("XX000", format!("COPY across shards: {why}")).encode(out);
+    }
+
     fn count(&mut self, index: usize, body: &[u8]) {
         let text = String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body));
         let (head, count) = match text.rsplit_once(' ') {
@@ -230,6 +259,11 @@ impl Merger {
         if let Some(split) = self.split.take() {
             if !self.failed {
                 split.emit(out);
+            }
+        }
+        if let (Some(join), false) = (self.copy_out.take(), self.failed) {
+            if let Err(why) = join.finish(out) {
+                self.copy_failed(why, out);
             }
         }
         if self.failed {

@@ -48,7 +48,6 @@ use crate::errors::ClientError;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::{decode_frontend_frame, Frame};
-
 use crate::state::{ClientInfo, ClusterPools, State};
 use attach::cancel_target;
 pub(crate) use attach::watch_client;
@@ -153,6 +152,8 @@ pub struct Session<S> {
     /// (extended protocol): its Describe and Execute get local replies, with
     /// this command tag, until the next Parse, Bind or Sync.
     local_portal: Option<local::LocalPortal>,
+    /// A bound COPY into a sharded table (its text), run at its Execute.
+    copy_portal: Option<String>,
     /// Setting changes of extended-protocol statements bound since the last
     /// Sync: the client's once that Sync's ReadyForQuery comes without an
     /// error in between (an error rolls the implicit transaction back).
@@ -188,6 +189,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             overrides: Overrides::default(),
             batch: None,
             local_portal: None,
+            copy_portal: None,
             segment_errors: 0,
             extended_settings: Vec::new(),
             resync: false,
@@ -313,7 +315,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.skipping && matches!(tag, b'P' | b'B' | b'D' | b'E' | b'C' | b'H') {
             return Ok(());
         }
-        if self.local_portal.is_some() && self.on_local_portal(tag) {
+        if (self.local_portal.is_some() && self.on_local_portal(tag))
+            || (self.copy_portal.is_some() && self.on_copy_portal(tag).await?)
+        {
             return Ok(());
         }
         if self.batch.is_some() {

@@ -7,8 +7,15 @@
 //! Formats: text (rows end at an unescaped newline, fields at the
 //! delimiter, backslash escapes) and CSV (quoted fields may hold
 //! delimiters and newlines, HEADER lines go to every shard, which skips
-//! them). Binary is refused for now. A row without a key (NULL, or a
-//! value the key's type cannot read) fails the COPY, naming the row.
+//! them), and binary (`copy/binary.rs`: the file header goes to every
+//! shard, each tuple to its key's, the trailer to every shard). A row
+//! without a key (NULL, or a value the key's type cannot read) fails the
+//! COPY, naming the row.
+
+pub mod binary;
+mod out;
+
+pub use out::{plan_copy_out, CopyOut};
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
@@ -22,6 +29,7 @@ use crate::summary::TableRef;
 pub enum Format {
     Text,
     Csv,
+    Binary,
 }
 
 /// What splitting a COPY needs.
@@ -54,6 +62,8 @@ pub enum CopyError {
         line: u64,
         why: String,
     },
+    #[error("COPY (SELECT ...) TO STDOUT across shards: {0}")]
+    Query(String),
     #[error("the COPY could not be analysed: {0}")]
     Unreadable(String),
 }
@@ -148,9 +158,7 @@ fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), &'static str
                 plan.format = match value.as_deref() {
                     Some("text") => Format::Text,
                     Some("csv") => Format::Csv,
-                    Some("binary") => {
-                        return Err("the binary format is not split by shard yet: use text or CSV")
-                    }
+                    Some("binary") => Format::Binary,
                     _ => return Err("an unknown FORMAT"),
                 }
             }
@@ -167,6 +175,9 @@ fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), &'static str
     plan.delimiter = delimiter.unwrap_or(if csv { b',' } else { b'\t' });
     plan.escape = escape.unwrap_or(plan.quote);
     plan.null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() });
+    if plan.header && plan.format == Format::Binary {
+        return Err("HEADER is not allowed in the binary format");
+    }
     if plan.header && !csv {
         return Err("HEADER is only for CSV in this Postgres version's text format");
     }
@@ -180,15 +191,16 @@ pub struct RowSplitter {
     /// Where the key is among a row's fields.
     key: usize,
     pending: Vec<u8>,
-    /// Lines seen (for errors), and whether the header is still to come.
+    /// Lines (binary: tuples) seen, for errors, and whether the header
+    /// (binary: the file header) is still to come.
     line: u64,
     header_due: bool,
-    /// `\.` ended the data (text format).
+    /// `\.` (text format) or the trailer (binary) ended the data.
     ended: bool,
 }
 
 /// A complete row (with its line end) and where it goes; `None`: every
-/// database (a header line).
+/// database (a header line, the binary file header or trailer).
 pub type Placed = (Option<usize>, Vec<u8>);
 
 impl RowSplitter {
@@ -207,7 +219,7 @@ impl RowSplitter {
                 why: "its column list does not include the sharding key",
             })?;
         Ok(RowSplitter {
-            header_due: plan.header,
+            header_due: plan.header || plan.format == Format::Binary,
             plan,
             key,
             pending: Vec::new(),
@@ -219,6 +231,9 @@ impl RowSplitter {
     /// Feed CopyData bytes; the complete rows in them, placed.
     pub fn push(&mut self, data: &[u8]) -> Result<Vec<Placed>, CopyError> {
         self.pending.extend_from_slice(data);
+        if self.plan.format == Format::Binary {
+            return self.push_binary();
+        }
         let mut placed = Vec::new();
         let mut start = 0;
         while let Some(end) = self.row_end(start) {
@@ -234,6 +249,16 @@ impl RowSplitter {
 
     /// The end of the data (CopyDone): a last row without its newline.
     pub fn finish(&mut self) -> Result<Vec<Placed>, CopyError> {
+        if self.plan.format == Format::Binary {
+            return match (self.header_due, self.pending.is_empty()) {
+                (true, _) => Err(self.error(binary::header_cut_short(&self.pending))),
+                (false, true) => Ok(Vec::new()),
+                (false, false) => {
+                    self.line += 1;
+                    Err(self.error("unexpected EOF in COPY data".into()))
+                }
+            };
+        }
         if self.pending.is_empty() || self.ended {
             return Ok(Vec::new());
         }
@@ -263,6 +288,72 @@ impl RowSplitter {
             why,
         })?;
         Ok(Some((Some(database), row)))
+    }
+
+    /// The whole binary pieces pending, placed: the file header and the
+    /// trailer to every database, each tuple to its key's.
+    fn push_binary(&mut self) -> Result<Vec<Placed>, CopyError> {
+        let mut placed = Vec::new();
+        let mut start = 0;
+        loop {
+            let bytes = &self.pending[start..];
+            if self.ended {
+                if !bytes.is_empty() {
+                    return Err(self.error("received copy data after EOF marker".into()));
+                }
+                break;
+            }
+            let (len, database) = if self.header_due {
+                match binary::header(bytes).map_err(|why| self.error(why))? {
+                    Some(len) => {
+                        self.header_due = false;
+                        (len, None)
+                    }
+                    None => break,
+                }
+            } else {
+                match binary::piece(bytes, Some(self.key)) {
+                    Ok(Some(binary::Piece::Trailer)) => {
+                        self.ended = true;
+                        (binary::TRAILER.len(), None)
+                    }
+                    Ok(Some(binary::Piece::Row { len, key })) => {
+                        self.line += 1;
+                        let key = key.map(|range| &bytes[range]);
+                        let database = self.binary_database(key).map_err(|why| self.error(why))?;
+                        (len, Some(database))
+                    }
+                    Ok(None) => break,
+                    Err(why) => {
+                        self.line += 1;
+                        return Err(self.error(why));
+                    }
+                }
+            };
+            placed.push((database, bytes[..len].to_vec()));
+            start += len;
+        }
+        self.pending.drain(..start);
+        Ok(placed)
+    }
+
+    /// The database of a binary tuple's key field (`None`: NULL).
+    fn binary_database(&self, key: Option<&[u8]>) -> Result<usize, String> {
+        let column = &self.plan.entry.column;
+        let bytes = key.ok_or_else(|| format!("its sharding key {column} is NULL"))?;
+        let key: Key = hash::decode_binary(self.plan.entry.keys.data_type, bytes)
+            .map_err(|e| format!("its sharding key {column}: {e}"))?;
+        hash::database(&self.plan.entry.keys, &key)
+            .ok_or_else(|| format!("no shard is configured for its sharding key {key:?}"))
+    }
+
+    /// A failure at the current row.
+    fn error(&self, why: String) -> CopyError {
+        CopyError::Row {
+            table: self.plan.table.clone(),
+            line: self.line,
+            why,
+        }
     }
 
     /// Where the row starting at `start` of the pending bytes ends (after

@@ -275,6 +275,17 @@ pub struct Explained {
     pub shard_sql: Option<String>,
 }
 
+/// Whether the rows of `select` (a `COPY (query) TO`'s) need more than
+/// the shards' rows side by side: `Ok(true)` for a merge, `Err` for what no
+/// merge can answer.
+pub fn select_needs_merge(
+    select: &mut pb::SelectStmt,
+    sharding: &Sharding,
+) -> Result<bool, Unmergeable> {
+    let keys = KeyColumns::of(select, sharding);
+    plan_select(select, &keys).map(|plan| plan.is_some())
+}
+
 /// Plan `sql` if it is an EXPLAIN of a SELECT (`None` otherwise).
 pub fn explain(sql: &str, sharding: &Sharding) -> Option<Explained> {
     let mut tree = parser_ffi::parse_protobuf(sql).ok()?;

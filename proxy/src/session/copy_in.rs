@@ -1,14 +1,20 @@
-//! `COPY sharded_table FROM STDIN` (simple protocol, outside a transaction):
-//! a server of every shard runs `BEGIN; COPY ...`, the client's data is cut
-//! into rows (`router::copy`) and each row is sent to its shard's COPY in
-//! CopyData batches of at most [`BATCH`] bytes (a send waits for its
-//! server, so memory stays bounded whatever the size of the COPY); at the
-//! client's CopyDone every shard ends its COPY and, when all succeeded,
-//! commits (one `COPY n` with the total goes to the client). A row without
-//! a usable key, the client's CopyFail or a shard's error ends every
-//! shard's COPY and rolls every transaction back: nothing is written
-//! (a shard failing at COMMIT after others committed is the one gap left
-//! for two-phase commit, and is reported with a WARNING).
+//! `COPY sharded_table FROM STDIN` (outside a transaction): a server of
+//! every shard runs `BEGIN; COPY ...`, the client's data is cut into rows
+//! (`router::copy`: text, CSV, binary) and each row is sent to its shard's
+//! COPY in CopyData batches of at most [`BATCH`] bytes (a send waits for
+//! its server, so memory stays bounded whatever the size of the COPY); at
+//! the client's CopyDone every shard ends its COPY and, when all
+//! succeeded, commits (one `COPY n` with the total goes to the client). A
+//! row without a usable key, malformed data, the client's CopyFail or a
+//! shard's error ends every shard's COPY and rolls every transaction back:
+//! nothing is written (a shard failing at COMMIT after others committed is
+//! the one gap left for two-phase commit, and is reported with a WARNING).
+//!
+//! In the simple protocol the Query runs it; in the extended protocol its
+//! Bind is answered here (BindComplete, NoData for a Describe) and its
+//! Execute runs it, without a ReadyForQuery: the Sync after CopyDone gets
+//! that (Syncs during the COPY are ignored, as Postgres ignores them), and
+//! after an error the rest up to Sync is skipped.
 
 use std::sync::Arc;
 
@@ -17,14 +23,18 @@ use router::copy::{plan_copy, CopyPlan, RowSplitter};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::routing::Dispatch;
-use super::transaction::{Placement, CROSS_SHARD_TXN};
+use super::transaction::Placement;
 use super::{End, Session};
 use crate::errors::ClientError;
+use crate::metrics::RouteKind;
 use crate::pool::Pooled;
 use crate::protocol::backend::{error_response, sqlstate, Severity};
 use crate::protocol::frame::decode_frontend_frame;
 use crate::protocol::messages;
 use crate::protocol::rows::parse_row;
+
+/// COPY into a sharded table inside a transaction.
+const COPY_IN_TXN: &str = "COPY into a sharded table inside a transaction is not supported yet: run it outside the transaction (it is atomic across shards on its own)";
 
 /// CopyData sent to a shard at once.
 const BATCH: usize = 64 * 1024;
@@ -34,29 +44,73 @@ const BATCH: usize = 64 * 1024;
 type Reply = Result<(Vec<String>, Option<Bytes>), ()>;
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
-    /// Run the COPY `sql` into a sharded table.
+    /// Run the COPY `sql` into a sharded table (simple protocol).
     pub(super) async fn copy_sharded(&mut self, sql: &str) -> Result<Dispatch, End> {
+        self.run_copy(sql, true).await?;
+        Ok(Dispatch::Done)
+    }
+
+    /// A Bind of a COPY into a sharded table (extended protocol): answered
+    /// here, the COPY runs at its Execute.
+    pub(super) fn bind_copy(&mut self, sql: &[u8]) {
+        self.local_reply(messages::bind_complete);
+        self.copy_portal = Some(String::from_utf8_lossy(sql).into_owned());
+    }
+
+    /// A message while a COPY's portal is bound: whether it was answered
+    /// (any other message drops the portal and goes its usual way).
+    pub(super) async fn on_copy_portal(&mut self, tag: u8) -> Result<bool, End> {
+        match tag {
+            b'D' => self.local_reply(messages::no_data),
+            b'H' => {}
+            b'E' => {
+                let Some(sql) = self.copy_portal.take() else {
+                    return Ok(false);
+                };
+                let status = self.status();
+                self.plan.drain_local(&mut self.to_client, status);
+                self.run_copy(&sql, false).await?;
+            }
+            _ => {
+                self.copy_portal = None;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Refuse the COPY (`simple`: with its ReadyForQuery).
+    fn copy_refused(&mut self, error: ClientError, simple: bool) {
+        self.state.metrics.route(RouteKind::Refused);
+        self.refuse(error, simple);
+    }
+
+    /// Run the COPY `sql`; `simple`: a Query's (the client gets its
+    /// ReadyForQuery), else an Execute's.
+    async fn run_copy(&mut self, sql: &str, simple: bool) -> Result<(), End> {
         let plan = match plan_copy(sql, &self.sharding) {
             Ok(plan) => plan,
             Err(why) => {
-                return Ok(self.refused(ClientError::new(
-                    sqlstate::FEATURE_NOT_SUPPORTED,
-                    why.to_string(),
-                )))
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string());
+                self.copy_refused(error, simple);
+                return Ok(());
             }
         };
         let shards: Vec<usize> = (0..self.pools.len()).collect();
         if !matches!(self.place(Some(&shards), false), Placement::FanOut) {
-            let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
-            return Ok(self.refused(error));
+            let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, COPY_IN_TXN);
+            self.copy_refused(error, simple);
+            return Ok(());
         }
         if self.attached.is_some() {
             self.detach().await?;
         }
         let Some(mut servers) = self.fan_out_servers(&shards).await? else {
-            messages::ready_for_query(&mut self.to_client, b'I');
-            self.flush_client().await?;
-            return Ok(Dispatch::Done);
+            match simple {
+                true => messages::ready_for_query(&mut self.to_client, b'I'),
+                false => self.skipping = true,
+            }
+            return self.flush_client().await;
         };
         let mut sent = 0;
         let started = self.start_copies(&mut servers, &plan, sql, &mut sent).await;
@@ -68,8 +122,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             Err(error) => Err(error),
         };
-        self.end_copies(servers, sent, outcome).await?;
-        Ok(Dispatch::Done)
+        self.end_copies(servers, sent, outcome, simple).await
     }
 
     /// `BEGIN; COPY ...` on every server (`sent`: how many got it), up to
@@ -83,7 +136,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         sent: &mut usize,
     ) -> Result<(RowSplitter, Bytes), Bytes> {
         let columns = match plan.columns.is_empty() {
-            true => table_columns(&mut servers[0], &plan.table)
+            true => table_columns(&mut servers[0], &plan.table, true)
                 .await
                 .unwrap_or_default(),
             false => Vec::new(),
@@ -194,6 +247,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         mut servers: Vec<Pooled>,
         sent: usize,
         outcome: Result<(), Bytes>,
+        simple: bool,
     ) -> Result<(), End> {
         let mut end = BytesMut::new();
         match &outcome {
@@ -226,12 +280,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Some(_) => Vec::new(),
             None => self.commit_all(&mut servers).await,
         };
+        // In the extended protocol an error skips the rest up to Sync.
+        self.skipping |= !simple && failure.is_some();
         match failure {
             Some(error) => self.to_client.extend_from_slice(&error),
             None if committed.len() == servers.len() => {
                 messages::command_complete(&mut self.to_client, &format!("COPY {total}"))
             }
             None => {
+                self.skipping |= !simple;
                 let done: Vec<String> = committed.iter().map(usize::to_string).collect();
                 let message = format!("the COPY was committed on shard(s) {} only: the others failed at COMMIT (enable two-phase commit for atomic writes)", done.join(", "));
                 error_response(&mut self.to_client, Severity::Warning, "01000", &message);
@@ -243,7 +300,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             // `release` rolls back what is still open.
             self.release(server, false).await;
         }
-        messages::ready_for_query(&mut self.to_client, b'I');
+        if simple {
+            messages::ready_for_query(&mut self.to_client, b'I');
+        }
         self.flush_client().await
     }
 
@@ -311,7 +370,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Some(Arc::clone(known));
         }
         let columns = Arc::new(
-            table_columns(server, table)
+            table_columns(server, table, false)
                 .await
                 .filter(|c| !c.is_empty())?,
         );
@@ -324,10 +383,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 }
 
-/// The columns of `table` in order, as the shard's catalog has them.
-async fn table_columns(server: &mut Pooled, table: &str) -> Option<Vec<String>> {
+/// The columns of `table` in order, as the shard's catalog has them
+/// (`copy`: without generated columns, as COPY without a column list).
+async fn table_columns(server: &mut Pooled, table: &str, copy: bool) -> Option<Vec<String>> {
     let literal = table.replace('\'', "''");
-    let sql = format!("SELECT attname FROM pg_attribute WHERE attrelid = '{literal}'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum");
+    let generated = if copy { " AND attgenerated = ''" } else { "" };
+    let sql = format!("SELECT attname FROM pg_attribute WHERE attrelid = '{literal}'::regclass AND attnum > 0 AND NOT attisdropped{generated} ORDER BY attnum");
     let mut out = BytesMut::new();
     messages::query(&mut out, &sql);
     server.conn.send(&out).await.ok()?;

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
-use crate::fanout::{Merger, RowMerge, SplitRows, Window};
+use crate::fanout::{CopyJoin, Merger, RowMerge, SplitRows, Window};
 use crate::pool::Pooled;
 use crate::protocol::backend::error_code;
 use crate::protocol::messages;
@@ -58,6 +58,8 @@ pub(super) enum Reply {
     Merge(MergeRequest),
     /// A split INSERT's (RETURNING rows in the client's order).
     Split(SplitRows),
+    /// A COPY TO STDOUT's (one header, one binary trailer).
+    CopyOut(router::copy::CopyOut),
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -158,6 +160,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         match reply {
             Reply::Concat(preamble) => Merger::default().with_preamble(preamble),
             Reply::Split(split) => Merger::splitting(split),
+            Reply::CopyOut(plan) => Merger::copying_out(CopyJoin::new(plan)),
             Reply::Merge(merge) => {
                 let bytewise = self.bytewise_text(servers.first_mut()).await;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);

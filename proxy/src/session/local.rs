@@ -149,22 +149,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         true
     }
 
-    /// Postgres's warning for a BEGIN inside a transaction, sent as its
-    /// statement runs.
-    pub(super) fn warn_nested_begin(&mut self) {
-        let mut warning = BytesMut::new();
-        error_response(
-            &mut warning,
-            Severity::Warning,
-            sqlstate::ACTIVE_SQL_TRANSACTION,
-            "there is already a transaction in progress",
-        );
-        self.plan.push(Step::Local {
-            bytes: warning.freeze(),
-            ready: false,
-        });
-    }
-
     /// A message for the portal pgshard answers itself (transaction
     /// control bound in the extended protocol): answered here, or (any
     /// other message) the portal is done. Returns whether it was answered.
@@ -188,6 +172,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         }
         true
+    }
+
+    /// Postgres's warning for a BEGIN inside a transaction, sent as its
+    /// statement runs.
+    pub(super) fn warn_nested_begin(&mut self) {
+        let mut warning = BytesMut::new();
+        error_response(
+            &mut warning,
+            Severity::Warning,
+            sqlstate::ACTIVE_SQL_TRANSACTION,
+            "there is already a transaction in progress",
+        );
+        self.plan.push(Step::Local {
+            bytes: warning.freeze(),
+            ready: false,
+        });
     }
 
     /// A reply pgshard makes itself, in its place among the server's.

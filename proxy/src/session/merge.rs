@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use router::cache::Entry;
+use router::copy::{plan_copy_out, CopyOut, Format};
 use router::merge::{self, Bound, MergePlan, Operand, Predicate, Shape};
 use router::sharding::Sharding;
 use router::summary::{StatementKind, Summary};
@@ -72,6 +73,13 @@ pub(super) fn simple_query_rows(
         window,
     };
     Ok(Rows::Merged { sql, request })
+}
+
+/// How a `COPY ... TO STDOUT` on several shards joins their outputs
+/// (`None`: it writes no output to join), or why it cannot.
+pub(super) fn copy_out(sql: &str, sharding: &Sharding) -> Result<Option<CopyOut>, ClientError> {
+    plan_copy_out(sql, sharding)
+        .map_err(|why| ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string()))
 }
 
 /// What an EXPLAIN sends the shards (`None`: the client's text) and the
@@ -182,6 +190,18 @@ fn plan_rows(
     let [statement] = summary.statements.as_slice() else {
         return (Ok(None), false);
     };
+    if statement.kind == (StatementKind::Copy { to: true }) {
+        // Only the simple protocol joins headers and binary framing.
+        let joined = match copy_out(sql, sharding) {
+            Ok(Some(out)) if out.header || out.format == Format::Binary => Err(ClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "COPY TO STDOUT with HEADER or in binary across shards runs in the simple protocol only",
+            )),
+            Ok(_) => Ok(None),
+            Err(error) => Err(error),
+        };
+        return (joined, false);
+    }
     if statement.kind != StatementKind::Select || statement.write {
         return (Ok(None), false);
     }

@@ -150,6 +150,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let explained = super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
         let rows = match explained {
             Ok(Some((sql, lines))) => Ok((sql, Reply::Concat(lines))),
+            Ok(None) if is_copy_to(summary) => super::merge::copy_out(frame_sql, &self.sharding)
+                .map(|plan| (None, plan.map_or(Reply::Concat(Vec::new()), Reply::CopyOut))),
             Ok(None) => super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
                 .map(|rows| match rows {
                     Rows::Concatenated => (None, Reply::Concat(Vec::new())),
@@ -270,12 +272,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.answer_locally(&info.entry.summary, &statement.query, false) {
             return None;
         }
-        self.record_replayed(&info.entry.summary, &statement.query);
+        self.note_bound(&info.entry.summary, &statement.query);
         let bind_params = bind_params(bind);
         let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
         let routed = match info.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => routed,
+            Err(RouteError::CopyIntoSharded { .. })
+                if info.entry.summary.statements.len() == 1 && !self.plan.awaiting_server() =>
+            {
+                self.bind_copy(&statement.query);
+                return None;
+            }
             Err(err) => {
                 self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
@@ -295,15 +303,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         // pgjdbc's fetch size do: it needs the transaction block.
         let needs_block = !bind.portal.is_empty()
             || needs_transaction_block(&info.entry.summary, &statement.query);
-        self.writes = super::spanning::writes(&info.entry.summary);
         match self.place(shards.as_deref(), needs_block) {
             Placement::Send(target) => Some(target),
-            Placement::FanOutInTxn => {
-                self.state.metrics.route(RouteKind::Refused);
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a statement for several shards inside a transaction needs the simple protocol for now (send it as a simple query, or outside the transaction)");
-                self.refuse(error, false);
-                None
-            }
+            Placement::FanOutInTxn => self.refuse_extended_fan_out(),
             Placement::Refuse => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
                 self.refuse(error, false);
@@ -437,6 +439,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 /// A statement that fails outside a transaction block, or whose effect
 /// must last as long as the transaction: SAVEPOINT, RELEASE, ROLLBACK TO
 /// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR.
+/// A `COPY ... TO` (one statement).
+fn is_copy_to(summary: &Summary) -> bool {
+    matches!(
+        summary.statements.as_slice(),
+        [statement] if statement.kind == StatementKind::Copy { to: true }
+    )
+}
+
 fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
     match summary.statements.as_slice() {
         [only] if only.kind == StatementKind::TransactionOther => true,

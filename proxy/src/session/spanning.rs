@@ -146,14 +146,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         Ok(Some(servers))
     }
 
-    /// A statement a joining shard replays, sent to the main server (the
-    /// extended protocol): recorded in the join script.
-    pub(super) fn record_replayed(&mut self, summary: &Summary, query: &[u8]) {
+    /// A statement bound in the extended protocol: whether it writes, and
+    /// one a joining shard replays (sent to the main server) recorded in
+    /// the join script.
+    pub(super) fn note_bound(&mut self, summary: &Summary, query: &[u8]) {
+        self.writes = writes(summary);
         if let [only] = summary.statements.as_slice() {
             if replayed(only) {
                 self.txn.record(query);
             }
         }
+    }
+
+    /// A Bind for several shards inside a transaction: refused for now.
+    pub(super) fn refuse_extended_fan_out(&mut self) -> Option<super::transaction::Target> {
+        self.state.metrics.route(crate::metrics::RouteKind::Refused);
+        let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a statement for several shards inside a transaction needs the simple protocol for now (send it as a simple query, or outside the transaction)");
+        self.refuse(error, false);
+        None
     }
 
     /// Servers a fan-out inside the transaction used go back to being held.

@@ -146,7 +146,7 @@ fn rows_without_a_usable_key_fail_the_copy_with_their_line() {
 #[test]
 fn what_is_not_split_is_refused() {
     for (sql, says) in [
-        ("COPY orders FROM STDIN (FORMAT binary)", "binary"),
+        ("COPY orders FROM STDIN (FORMAT binary, HEADER)", "binary"),
         ("COPY orders TO STDOUT", "FROM STDIN"),
         ("COPY orders FROM '/tmp/x'", "FROM STDIN"),
         ("COPY r FROM STDIN", "not sharded"),
@@ -158,4 +158,132 @@ fn what_is_not_split_is_refused() {
     let plan = plan_copy("COPY orders (note) FROM STDIN", &sharding()).unwrap();
     let err = RowSplitter::new(plan, &[]).unwrap_err().to_string();
     assert!(err.contains("does not include the sharding key"), "{err}");
+}
+
+/// A binary COPY: header, one tuple per `rows` entry (fields as given,
+/// `None` NULL), trailer.
+fn binary_copy(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
+    let mut out = binary::SIGNATURE.to_vec();
+    out.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 2, b'x', b'y']);
+    for row in rows {
+        out.extend_from_slice(&(row.len() as u16).to_be_bytes());
+        for field in row {
+            match field {
+                Some(bytes) => {
+                    out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+                    out.extend_from_slice(bytes);
+                }
+                None => out.extend_from_slice(&[0xff; 4]),
+            }
+        }
+    }
+    out.extend_from_slice(binary::TRAILER);
+    out
+}
+
+#[test]
+fn binary_tuples_go_to_their_shards_whatever_the_chunks() {
+    let data = binary_copy(&[
+        vec![Some(b"note"), Some(&4i64.to_be_bytes())],
+        vec![None, Some(&3i32.to_be_bytes())],
+        vec![Some(b""), Some(&2i16.to_be_bytes())],
+    ]);
+    for chunk in [1, 5, 19, 4096] {
+        let mut s = splitter(
+            "COPY orders (note, user_id) FROM STDIN (FORMAT binary)",
+            &[],
+        );
+        let mut placed = Vec::new();
+        for piece in data.chunks(chunk) {
+            placed.extend(s.push(piece).unwrap());
+        }
+        placed.extend(s.finish().unwrap());
+        let places: Vec<Option<usize>> = placed.iter().map(|(db, _)| *db).collect();
+        assert_eq!(
+            places,
+            [None, Some(1), Some(0), Some(1), None],
+            "chunks of {chunk}"
+        );
+        // Every byte placed once, in order.
+        assert_eq!(placed.concat_rows(), data, "chunks of {chunk}");
+    }
+    // Text keys, from the table's columns.
+    let mut s = splitter("COPY names FROM STDIN (FORMAT binary)", &["name"]);
+    let rows = s.push(&binary_copy(&[vec![Some(b"b,c\n")]])).unwrap();
+    assert_eq!(rows[1].0, Some(1));
+}
+
+trait ConcatRows {
+    fn concat_rows(&self) -> Vec<u8>;
+}
+
+impl ConcatRows for Vec<Placed> {
+    fn concat_rows(&self) -> Vec<u8> {
+        self.iter().flat_map(|(_, row)| row.clone()).collect()
+    }
+}
+
+#[test]
+fn malformed_binary_fails_with_postgres_words() {
+    let sql = "COPY orders (user_id, note) FROM STDIN (FORMAT binary)";
+    let good = binary_copy(&[vec![Some(&1i64.to_be_bytes()), None]]);
+    let mut after_trailer = good.clone();
+    after_trailer.push(0);
+    let mut null_key = good[..21].to_vec();
+    null_key.extend_from_slice(b"\x00\x01\xff\xff\xff\xff");
+    for (data, says) in [
+        (b"1\t2\n".to_vec(), "signature not recognized"),
+        (Vec::new(), "signature not recognized"),
+        (good[..14].to_vec(), "missing flags"),
+        (good[..25].to_vec(), "line 1: unexpected EOF"),
+        (after_trailer, "after EOF marker"),
+        (null_key, "line 1: its sharding key user_id is NULL"),
+    ] {
+        let mut s = splitter(sql, &[]);
+        let err = s.push(&data).and_then(|_| s.finish()).unwrap_err();
+        assert!(err.to_string().contains(says), "{data:?}: {err}");
+    }
+    // A key of the wrong width.
+    let mut s = splitter(sql, &[]);
+    let data = binary_copy(&[vec![Some(b"abc"), None]]);
+    let err = s.push(&data).unwrap_err().to_string();
+    assert!(err.contains("must be 2, 4 or 8 bytes"), "{err}");
+}
+
+#[test]
+fn copy_out_joins_or_is_refused() {
+    let plan = |sql| plan_copy_out(sql, &sharding());
+    let out = |format, header| Ok(Some(CopyOut { format, header }));
+    assert_eq!(plan("COPY orders TO STDOUT"), out(Format::Text, false));
+    assert_eq!(
+        plan("COPY orders TO STDOUT (FORMAT csv, HEADER)"),
+        out(Format::Csv, true)
+    );
+    assert_eq!(
+        plan("COPY orders TO STDOUT WITH (FORMAT binary)"),
+        out(Format::Binary, false)
+    );
+    assert_eq!(
+        plan("COPY (SELECT * FROM orders WHERE note = 'x') TO STDOUT (HEADER false)"),
+        out(Format::Text, false)
+    );
+    assert_eq!(plan("COPY orders TO '/tmp/x'"), Ok(None));
+    for (sql, says) in [
+        (
+            "COPY (SELECT * FROM orders ORDER BY user_id) TO STDOUT",
+            "need a merge",
+        ),
+        (
+            "COPY (SELECT count(*) FROM orders) TO STDOUT",
+            "need a merge",
+        ),
+        (
+            "COPY (SELECT json_agg(note) FROM orders) TO STDOUT",
+            "json_agg",
+        ),
+        ("COPY orders TO STDOUT (FORMAT xml)", "unknown FORMAT"),
+    ] {
+        let err = plan(sql).unwrap_err().to_string();
+        assert!(err.contains(says), "{sql}: {err}");
+    }
 }

@@ -1,0 +1,431 @@
+//! `bulk_load`: bulk writes direct to one Postgres and through pgshard into
+//! 1, 2 and 4 shards, side by side. Starts 4 Postgres servers (integration
+//! harness, trust auth), each with `pgbench_accounts` (pgbench's shape:
+//! `aid int, bid int, abalance int, filler char(84)`) in database `shard_<i>`
+//! and, on server 0, in database `reference` for the direct runs. pgshard
+//! runs in a child process of this binary (so its peak RSS, `VmHWM` from
+//! `/proc/<pid>/status`, is pgshard's alone), sharding `pgbench_accounts`
+//! by `aid`.
+//!
+//! Per target: `COPY pgbench_accounts FROM STDIN` of `--rows` rows (text,
+//! sent as 64 KiB CopyData messages by a minimal simple-protocol client, as
+//! psql's `\copy` does), then `--inserts` statements of one multi-row
+//! INSERT of `--insert-rows` rows each (literal values, simple protocol).
+//! Tables are truncated before each run; row counts are checked after.
+//!
+//! `cargo run --release -p bench --bin bulk_load` (`--rows N`, ...).
+
+#![forbid(unsafe_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use integration::{HostAuth, PgServer, ServerOptions, TestProxy};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+#[global_allocator]
+static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
+
+const USER: &str = "app";
+const TABLE: &str = "CREATE TABLE pgbench_accounts (aid int NOT NULL, bid int, abalance int, \
+                     filler char(84))";
+
+#[derive(Parser, Debug)]
+#[command(about = "COPY and multi-row INSERT direct vs through pgshard into 1, 2 and 4 shards")]
+struct Options {
+    /// Rows per COPY.
+    #[arg(long, default_value_t = 1_000_000)]
+    rows: u64,
+    /// Rows per multi-row INSERT.
+    #[arg(long, default_value_t = 1_000)]
+    insert_rows: u64,
+    /// Multi-row INSERT statements per target.
+    #[arg(long, default_value_t = 50)]
+    inserts: u64,
+    /// Internal: serve pgshard over these server ports until stdin closes.
+    #[arg(long, hide = true, value_delimiter = ',')]
+    serve: Vec<u16>,
+}
+
+/// One target's figures.
+struct Run {
+    label: String,
+    copy_secs: f64,
+    insert_secs: f64,
+    /// pgshard's peak RSS in KiB after the COPY and after the INSERTs
+    /// (`None`: direct).
+    peak_kib: Option<(u64, u64)>,
+}
+
+/// What one target measured: COPY and INSERT seconds, and pgshard's peak
+/// RSS after the COPY.
+type Measured = (f64, f64, Option<u64>);
+
+fn main() -> Result<()> {
+    let options = Options::parse();
+    if !options.serve.is_empty() {
+        return serve(&options.serve);
+    }
+    let servers = start_servers()?;
+    let data = copy_data(options.rows);
+    let inserts: Vec<String> = (0..options.inserts)
+        .map(|i| insert_sql(i * options.insert_rows, options.insert_rows))
+        .collect();
+    eprintln!(
+        "4 servers up; COPY data {:.1} MB; INSERTs of {} rows",
+        data.len() as f64 / 1e6,
+        options.insert_rows
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut runs = Vec::new();
+    let direct_port = servers[0].port();
+    let (copy_secs, insert_secs, _) = runtime.block_on(measure(
+        direct_port,
+        "reference",
+        &[(direct_port, "reference")],
+        (&data, &inserts),
+        &options,
+        None,
+    ))?;
+    runs.push(Run {
+        label: "direct".into(),
+        copy_secs,
+        insert_secs,
+        peak_kib: None,
+    });
+    for shards in [1usize, 2, 4] {
+        let ports: Vec<u16> = servers[..shards].iter().map(PgServer::port).collect();
+        let targets: Vec<(u16, String)> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| (*port, format!("shard_{i}")))
+            .collect();
+        let targets: Vec<(u16, &str)> = targets.iter().map(|(p, d)| (*p, d.as_str())).collect();
+        let (mut child, port) = spawn_proxy(&ports)?;
+        let measured = runtime.block_on(measure(
+            port,
+            "prod",
+            &targets,
+            (&data, &inserts),
+            &options,
+            Some(child.id()),
+        ));
+        let peak = peak_rss_kib(child.id());
+        drop(child.stdin.take());
+        let _ = child.wait();
+        let (copy_secs, insert_secs, copy_peak) = measured?;
+        runs.push(Run {
+            label: format!(
+                "pgshard, {shards} shard{}",
+                if shards > 1 { "s" } else { "" }
+            ),
+            copy_secs,
+            insert_secs,
+            peak_kib: copy_peak.zip(peak),
+        });
+    }
+    report(&runs, &options, data.len());
+    Ok(())
+}
+
+/// Print the table.
+fn report(runs: &[Run], options: &Options, bytes: usize) {
+    let direct = &runs[0];
+    let insert_rows = (options.inserts * options.insert_rows) as f64;
+    println!(
+        "\n| target | COPY MB/s | COPY rows/s | vs direct | INSERT rows/s | vs direct | pgshard peak RSS after COPY / after INSERTs |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for run in runs {
+        println!(
+            "| {} | {:.1} | {:.0} | {:.2}x | {:.0} | {:.2}x | {} |",
+            run.label,
+            bytes as f64 / 1e6 / run.copy_secs,
+            options.rows as f64 / run.copy_secs,
+            direct.copy_secs / run.copy_secs,
+            insert_rows / run.insert_secs,
+            direct.insert_secs / run.insert_secs,
+            run.peak_kib.map_or("-".to_owned(), |(copy, all)| format!(
+                "{:.1} / {:.1} MiB",
+                copy as f64 / 1024.0,
+                all as f64 / 1024.0
+            )),
+        );
+    }
+    println!(
+        "\nCOPY: {} rows, {:.1} MB of text; INSERT: {} statements of {} rows.",
+        options.rows,
+        bytes as f64 / 1e6,
+        options.inserts,
+        options.insert_rows
+    );
+}
+
+/// COPY then the INSERTs through `port`/`database`, after truncating every
+/// database in `targets`; rows counted there after each. `proxy`: the
+/// pgshard child, whose peak RSS is read after the COPY.
+async fn measure(
+    port: u16,
+    database: &str,
+    targets: &[(u16, &str)],
+    (data, inserts): (&[u8], &[String]),
+    options: &Options,
+    proxy: Option<u32>,
+) -> Result<Measured> {
+    truncate(targets).await?;
+    let mut client = Wire::login(port, database).await?;
+    let start = Instant::now();
+    let tag = client
+        .copy_in("COPY pgbench_accounts FROM STDIN", data)
+        .await?;
+    let copy_secs = start.elapsed().as_secs_f64();
+    let copy_peak = proxy.and_then(peak_rss_kib);
+    if tag != format!("COPY {}", options.rows) || count(targets).await? != options.rows {
+        bail!("COPY through {port}/{database}: {tag}");
+    }
+    truncate(targets).await?;
+    let start = Instant::now();
+    for sql in inserts {
+        let tag = client.query(sql).await?;
+        if tag != format!("INSERT 0 {}", options.insert_rows) {
+            bail!("INSERT through {port}/{database}: {tag}");
+        }
+    }
+    let insert_secs = start.elapsed().as_secs_f64();
+    if count(targets).await? != options.inserts * options.insert_rows {
+        bail!("INSERT through {port}/{database}: rows missing");
+    }
+    Ok((copy_secs, insert_secs, copy_peak))
+}
+
+async fn truncate(targets: &[(u16, &str)]) -> Result<()> {
+    for (port, database) in targets {
+        let mut client = Wire::login(*port, database).await?;
+        client.query("TRUNCATE pgbench_accounts").await?;
+    }
+    Ok(())
+}
+
+async fn count(targets: &[(u16, &str)]) -> Result<u64> {
+    let mut total = 0;
+    for (port, database) in targets {
+        let mut client = Wire::login(*port, database).await?;
+        let value = client
+            .value("SELECT count(*) FROM pgbench_accounts")
+            .await?;
+        total += value.parse::<u64>().context("count")?;
+    }
+    Ok(total)
+}
+
+/// pgbench_accounts rows `1..=rows` as COPY text.
+fn copy_data(rows: u64) -> Vec<u8> {
+    let filler = " ".repeat(84);
+    let mut out = Vec::with_capacity(rows as usize * 100);
+    for aid in 1..=rows {
+        let _ = writeln!(out, "{aid}\t{}\t0\t{filler}", (aid - 1) / 100_000 + 1);
+    }
+    out
+}
+
+/// One INSERT of `rows` pgbench_accounts rows from `aid` `first + 1`.
+fn insert_sql(first: u64, rows: u64) -> String {
+    let values: Vec<String> = (first + 1..=first + rows)
+        .map(|aid| format!("({aid}, 1, 0, 'x')"))
+        .collect();
+    format!(
+        "INSERT INTO pgbench_accounts (aid, bid, abalance, filler) VALUES {}",
+        values.join(", ")
+    )
+}
+
+fn start_servers() -> Result<Vec<PgServer>> {
+    let options = ServerOptions {
+        host_auth: HostAuth::Trust,
+        settings: vec![("shared_buffers".to_owned(), "128MB".to_owned())],
+        ..ServerOptions::default()
+    };
+    let servers = PgServer::start_many(4, &options).context("start Postgres servers")?;
+    for (i, server) in servers.iter().enumerate() {
+        server.psql("postgres", &format!("CREATE ROLE {USER} LOGIN"))?;
+        let database = format!("shard_{i}");
+        server.create_database(&database, Some(USER))?;
+        server.psql(&database, &format!("SET ROLE {USER}; {TABLE}"))?;
+    }
+    servers[0].create_database("reference", Some(USER))?;
+    servers[0].psql("reference", &format!("SET ROLE {USER}; {TABLE}"))?;
+    Ok(servers)
+}
+
+/// Start a child serving pgshard over `ports`; the child and its port.
+fn spawn_proxy(ports: &[u16]) -> Result<(Child, u16)> {
+    let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("--serve")
+        .arg(list.join(","))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("start the pgshard child")?;
+    let stdout = child.stdout.take().context("child stdout")?;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let port = line.trim().parse().context("the child's port")?;
+    Ok((child, port))
+}
+
+/// In the child: pgshard over `ports` until stdin closes.
+fn serve(ports: &[u16]) -> Result<()> {
+    let mut config = "[general]\nshutdown_timeout = 1000\ndefault_pool_size = 4\n\n\
+                      [admin]\npassword = \"admin-pw\"\n\n"
+        .to_owned();
+    for (i, port) in ports.iter().enumerate() {
+        config.push_str(&format!(
+            "[[databases]]\nname = \"prod\"\nhost = \"127.0.0.1\"\nport = {port}\n\
+             database_name = \"shard_{i}\"\nshard = {i}\n\n"
+        ));
+    }
+    config.push_str(
+        "[[sharded_tables]]\ndatabase = \"prod\"\nname = \"pgbench_accounts\"\ncolumn = \"aid\"\n\
+         data_type = \"integer\"\n",
+    );
+    let users = format!(
+        "[[users]]\nname = \"{USER}\"\ndatabase = \"prod\"\nauth_type = \"trust\"\n\
+         server_user = \"{USER}\"\n"
+    );
+    let proxy = TestProxy::start(&config, &users).context("start pgshard")?;
+    println!("{}", proxy.port());
+    std::io::stdout().flush()?;
+    let mut rest = Vec::new();
+    std::io::stdin().read_to_end(&mut rest)?;
+    drop(proxy);
+    Ok(())
+}
+
+/// `VmHWM` of process `pid`, in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A minimal simple-protocol client (trust auth): enough for COPY FROM
+/// STDIN and queries, as psql sends them.
+struct Wire {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Wire {
+    async fn login(port: u16, database: &str) -> Result<Wire> {
+        let stream = TcpStream::connect(("127.0.0.1", port)).await?;
+        stream.set_nodelay(true)?;
+        let mut wire = Wire {
+            stream,
+            buf: Vec::new(),
+        };
+        let mut body = 196608u32.to_be_bytes().to_vec();
+        for (key, value) in [("user", USER), ("database", database)] {
+            body.extend_from_slice(key.as_bytes());
+            body.push(0);
+            body.extend_from_slice(value.as_bytes());
+            body.push(0);
+        }
+        body.push(0);
+        let mut startup = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+        startup.extend_from_slice(&body);
+        wire.stream.write_all(&startup).await?;
+        wire.until_ready().await?;
+        Ok(wire)
+    }
+
+    async fn send(&mut self, tag: u8, body: &[u8]) -> Result<()> {
+        let mut out = Vec::with_capacity(body.len() + 5);
+        out.push(tag);
+        out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+        out.extend_from_slice(body);
+        self.stream.write_all(&out).await?;
+        Ok(())
+    }
+
+    async fn recv(&mut self) -> Result<(u8, Vec<u8>)> {
+        loop {
+            if self.buf.len() >= 5 {
+                let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]);
+                let end = 1 + len as usize;
+                if self.buf.len() >= end {
+                    let tag = self.buf[0];
+                    let body = self.buf[5..end].to_vec();
+                    self.buf.drain(..end);
+                    return Ok((tag, body));
+                }
+            }
+            if self.stream.read_buf(&mut self.buf).await? == 0 {
+                bail!("connection closed");
+            }
+        }
+    }
+
+    /// Messages up to ReadyForQuery: the last CommandComplete tag and the
+    /// first DataRow's first value; an ErrorResponse fails.
+    async fn until_ready(&mut self) -> Result<(String, String)> {
+        let (mut tag, mut value, mut error) = (String::new(), String::new(), None);
+        loop {
+            let (kind, body) = self.recv().await?;
+            match kind {
+                b'C' => tag = String::from_utf8_lossy(&body[..body.len() - 1]).into_owned(),
+                b'D' if value.is_empty() && body.len() > 6 => {
+                    value = String::from_utf8_lossy(&body[6..]).into_owned();
+                }
+                b'E' => {
+                    error.get_or_insert_with(|| String::from_utf8_lossy(&body).into_owned());
+                }
+                b'Z' => break,
+                _ => {}
+            }
+        }
+        match error {
+            Some(error) => bail!("server error: {error}"),
+            None => Ok((tag, value)),
+        }
+    }
+
+    async fn query(&mut self, sql: &str) -> Result<String> {
+        let mut body = sql.as_bytes().to_vec();
+        body.push(0);
+        self.send(b'Q', &body).await?;
+        Ok(self.until_ready().await?.0)
+    }
+
+    async fn value(&mut self, sql: &str) -> Result<String> {
+        let mut body = sql.as_bytes().to_vec();
+        body.push(0);
+        self.send(b'Q', &body).await?;
+        Ok(self.until_ready().await?.1)
+    }
+
+    /// COPY `data` in 64 KiB CopyData messages; the tag.
+    async fn copy_in(&mut self, sql: &str, data: &[u8]) -> Result<String> {
+        let mut body = sql.as_bytes().to_vec();
+        body.push(0);
+        self.send(b'Q', &body).await?;
+        loop {
+            match self.recv().await? {
+                (b'G', _) => break,
+                (b'E', body) => bail!("COPY refused: {}", String::from_utf8_lossy(&body)),
+                _ => {}
+            }
+        }
+        for chunk in data.chunks(64 * 1024) {
+            self.send(b'd', chunk).await?;
+        }
+        self.send(b'c', b"").await?;
+        Ok(self.until_ready().await?.0)
+    }
+}
