@@ -58,7 +58,19 @@ pub(crate) fn deeper(depth: u32) -> Result<u32, ConvertError> {
     }
 }
 
+/// A list field. Most list fields of a tree are NIL (no typmods, no array
+/// bounds, no options...): that case is decided here, inlined at the call,
+/// without a call into the loop below.
+#[inline(always)]
 fn list(list: view::List<'_>, depth: u32) -> Result<Vec<pb::Node>, ConvertError> {
+    if list.is_nil() {
+        return Ok(Vec::new());
+    }
+    list_items(list, depth)
+}
+
+#[inline(never)]
+fn list_items(list: view::List<'_>, depth: u32) -> Result<Vec<pb::Node>, ConvertError> {
     if !list.is_node_list() {
         return Err(ConvertError::Unsupported("IntList"));
     }
@@ -67,21 +79,67 @@ fn list(list: view::List<'_>, depth: u32) -> Result<Vec<pb::Node>, ConvertError>
         // libpg_query writes a NULL element as an empty Node message.
         out.push(pb::Node { node: None });
         if let (Some(element), Some(slot)) = (element, out.last_mut()) {
-            node_into(element, depth, &mut slot.node)?;
+            child_into(element, depth, &mut slot.node)?;
         }
     }
     Ok(out)
 }
 
+/// A node pointer field; `None` (the common case for most fields) decided
+/// inline at the call.
+#[inline(always)]
 fn opt_node(n: Option<view::Node<'_>>, depth: u32) -> Result<Option<Box<pb::Node>>, ConvertError> {
     match n {
-        Some(n) => {
-            let mut boxed = Box::new(pb::Node { node: None });
-            node_into(n, depth, &mut boxed.node)?;
-            Ok(Some(boxed))
-        }
+        Some(n) => boxed_node(n, depth).map(Some),
         None => Ok(None),
     }
+}
+
+#[inline(never)]
+fn boxed_node(n: view::Node<'_>, depth: u32) -> Result<Box<pb::Node>, ConvertError> {
+    let mut boxed = Box::new(pb::Node { node: None });
+    child_into(n, depth, &mut boxed.node)?;
+    Ok(boxed)
+}
+
+/// Convert a child of a node at `depth` into `slot`. The leaf kinds that make
+/// up most of a tree (names, constants, column references) are built here
+/// directly; the rest go through the generated dispatch (`node_into`). The
+/// result is the same either way, and so is the depth limit; leaves skip only
+/// the stack check, which they do not need (they do not recurse, apart from
+/// a column reference's list of names).
+#[inline(always)]
+fn child_into(
+    n: view::Node<'_>,
+    depth: u32,
+    slot: &mut Option<pb::node::Node>,
+) -> Result<(), ConvertError> {
+    use pb::node::Node as N;
+    match n.kind() {
+        view::NodeRef::String(x) => {
+            deeper(depth)?;
+            *slot = Some(N::String(pb::String {
+                sval: text(x.sval()),
+            }));
+        }
+        view::NodeRef::Integer(x) => {
+            deeper(depth)?;
+            *slot = Some(N::Integer(pb::Integer { ival: x.ival() }));
+        }
+        view::NodeRef::AConst(x) => {
+            deeper(depth)?;
+            *slot = Some(N::AConst(conv_AConst(x)?));
+        }
+        view::NodeRef::ColumnRef(x) => {
+            let depth = deeper(depth)?;
+            *slot = Some(N::ColumnRef(pb::ColumnRef {
+                fields: list(x.fields(), depth)?,
+                location: x.location(),
+            }));
+        }
+        _ => node_into(n, depth, slot)?,
+    }
+    Ok(())
 }
 
 /// A C `char` field: libpg_query writes a one-character string, or nothing for 0.
@@ -130,22 +188,26 @@ fn conv_BitString(v: view::BitString<'_>) -> Result<pb::BitString, ConvertError>
     })
 }
 
+/// Inlined, with a plain match (a closure here was left out of line):
+/// constants are most of a long VALUES or IN list.
 #[allow(non_snake_case)]
+#[inline]
 fn conv_AConst(v: view::AConst<'_>) -> Result<pb::AConst, ConvertError> {
     use pb::a_const::Val;
-    let val = v.val().map(|val| match val {
-        view::ConstValue::Integer(ival) => Val::Ival(pb::Integer { ival }),
-        view::ConstValue::Float(fval) => Val::Fval(pb::Float {
+    let val = match v.val() {
+        None => None,
+        Some(view::ConstValue::Integer(ival)) => Some(Val::Ival(pb::Integer { ival })),
+        Some(view::ConstValue::Float(fval)) => Some(Val::Fval(pb::Float {
             fval: fval.to_owned(),
-        }),
-        view::ConstValue::Boolean(boolval) => Val::Boolval(pb::Boolean { boolval }),
-        view::ConstValue::String(sval) => Val::Sval(pb::String {
+        })),
+        Some(view::ConstValue::Boolean(boolval)) => Some(Val::Boolval(pb::Boolean { boolval })),
+        Some(view::ConstValue::String(sval)) => Some(Val::Sval(pb::String {
             sval: sval.to_owned(),
-        }),
-        view::ConstValue::BitString(bsval) => Val::Bsval(pb::BitString {
+        })),
+        Some(view::ConstValue::BitString(bsval)) => Some(Val::Bsval(pb::BitString {
             bsval: bsval.to_owned(),
-        }),
-    });
+        })),
+    };
     Ok(pb::AConst {
         isnull: v.isnull(),
         location: v.location(),

@@ -215,7 +215,8 @@ fn build_AConst(a: &Arena, m: &pb::AConst) -> Result<*mut raw::A_Const, ConvertE
 pub(crate) fn view_of(list: *mut raw::List, _arena: &Arena) -> view::List<'_> {
     // SAFETY: `list` is null or a List built in `_arena`, which outlives the
     // returned view (its lifetime is tied to the arena borrow); nothing
-    // changes the nodes while the view lives.
+    // changes the nodes while the view lives. Its strings are copies of Rust
+    // strings (UTF-8, no NUL: `Arena::cstring`), as the view's `cstr` needs.
     unsafe { view::List::from_raw(list) }
 }
 

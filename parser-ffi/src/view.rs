@@ -95,6 +95,12 @@ impl<'a> List<'a> {
         List(unsafe { ptr.as_ref() })
     }
 
+    /// Whether this is NIL (the empty list, which is NULL in C).
+    #[inline]
+    pub fn is_nil(self) -> bool {
+        self.0.is_none()
+    }
+
     /// Number of elements.
     pub fn len(self) -> usize {
         self.0.map_or(0, |list| list.length.max(0) as usize)
@@ -163,17 +169,46 @@ impl<'a> List<'a> {
     }
 }
 
+/// A string member of a parse tree, as `str`, without validating it again:
+/// every string in a tree the parser built is UTF-8 (below). Debug builds
+/// (the tests, the fuzzer) still check.
+///
+/// Why the parser's strings are UTF-8. The input is a Rust `&str` (valid
+/// UTF-8, no NUL: `ParseTree::parse` refuses NUL), and the glue calls
+/// `pg_query_init` before every parse, which sets the (thread-local) database
+/// encoding to UTF8, so every encoding-aware step below is UTF-8-aware. A
+/// string in a raw parse tree is then one of:
+/// - text the grammar writes itself (type and function names such as
+///   `pg_catalog.int4`, keywords, formatted numbers): ASCII;
+/// - a slice of the input between token boundaries, which are ASCII bytes
+///   (quotes, `$` of dollar quotes, operator characters, white space); every
+///   byte >= 0x80 is an identifier character to the scanner, so no token ends
+///   inside a multibyte character;
+/// - an identifier lowercased (`downcase_identifier` changes only ASCII A-Z
+///   under a multibyte encoding) and cut to 63 bytes by `truncate_identifier`,
+///   which cuts with `pg_mbcliplen`, at a character boundary;
+/// - a literal whose escapes were decoded: `\x`, octal and backslash escapes
+///   that yield NUL or a byte >= 0x80 set `saw_non_ascii`, and the scanner then
+///   runs `pg_verifymbstr` on the whole literal (an error if not UTF-8);
+///   `\u`/`U&` escapes go through `pg_unicode_to_server`, which writes valid
+///   UTF-8 and rejects invalid code points, and unpaired surrogates are errors
+///   (scan.l's `addunicode`, parser.c's `str_udeescape`).
+///
 /// # Safety
-/// `ptr` is null or points to a NUL-terminated string valid for `'a`.
+/// `ptr` is null or points to a NUL-terminated string that the parser put in
+/// a parse tree (or that is otherwise UTF-8), valid for `'a`.
 pub(crate) unsafe fn cstr<'a>(ptr: *const c_char) -> Option<&'a str> {
     if ptr.is_null() {
         return None;
     }
     // SAFETY: non-null and NUL-terminated per the caller.
     let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
-    // Postgres's scanner verifies every literal against the UTF-8 encoding
-    // libpg_query sets, so this holds for trees from the parser.
-    std::str::from_utf8(bytes).ok()
+    debug_assert!(
+        std::str::from_utf8(bytes).is_ok(),
+        "parse tree string is not UTF-8: {bytes:?}"
+    );
+    // SAFETY: a string of a parse tree is UTF-8 (see above).
+    Some(unsafe { std::str::from_utf8_unchecked(bytes) })
 }
 
 /// # Safety
@@ -301,6 +336,7 @@ impl<'a> AConst<'a> {
     }
 
     /// The value; `None` for `NULL`.
+    #[inline]
     pub fn val(self) -> Option<ConstValue<'a>> {
         if self.0.isnull {
             return None;
