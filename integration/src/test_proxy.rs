@@ -1,5 +1,6 @@
-//! pgshard running in-process on 127.0.0.1:0 on a runtime of its own, so sync
-//! and async tests alike can use it; stopped when dropped.
+//! pgshard running in-process on 127.0.0.1:0 on worker threads of its own
+//! (as the binary runs), so sync and async tests alike can use it; stopped
+//! when dropped.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -64,35 +65,31 @@ impl TestProxy {
             let what = what.to_owned();
             move |err| HarnessError::Io(what, err)
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(io("build runtime"))?;
-        // Bound with std so that this works from inside another runtime too
-        // (async tests): the tokio listener is made on the proxy's own thread.
-        let listener =
-            std::net::TcpListener::bind("127.0.0.1:0").map_err(io("bind 127.0.0.1:0"))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(io("set_nonblocking"))?;
-        let addr = listener.local_addr().map_err(io("local_addr"))?;
+        // pgshard's own threading (proxy/src/workers.rs): two worker
+        // threads, each with its runtime and a listener on the shared port.
+        // Bound on the proxy's thread, so this works from inside another
+        // runtime too (async tests).
         let (stop, stopped) = oneshot::channel::<()>();
+        let (bound, addr) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            runtime.block_on(async move {
-                match tokio::net::TcpListener::from_std(listener) {
-                    Ok(listener) => {
-                        let state = proxy::state::State::new(config, paths);
-                        proxy::server::run_with_state(listener, state, async {
-                            let _ = stopped.await;
-                        })
-                        .await
-                    }
-                    Err(err) => tracing::error!(%err, "test proxy cannot listen"),
+            let workers = match proxy::workers::Workers::bind(2, "127.0.0.1", 0) {
+                Ok(workers) => workers,
+                Err(err) => {
+                    let _ = bound.send(Err(err));
+                    return;
                 }
+            };
+            let _ = bound.send(Ok(workers.local_addr()));
+            let state = workers.in_first(|| proxy::state::State::new(config, paths));
+            workers.run(state, async {
+                let _ = stopped.await;
             });
-            // Client tasks still running are dropped with the runtime here.
+            // Client tasks still running were dropped with the runtimes.
         });
+        let addr = addr
+            .recv()
+            .map_err(|_| HarnessError::Setup("the test proxy's thread ended".into()))?
+            .map_err(io("bind 127.0.0.1:0"))?;
         Ok(TestProxy {
             addr,
             stop: Some(stop),

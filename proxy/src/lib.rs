@@ -23,3 +23,4 @@ pub mod server_conn;
 pub mod session;
 pub mod state;
 pub mod tls;
+pub mod workers;
