@@ -232,6 +232,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     async fn serve(&mut self) -> End {
         let mut shutdown = self.state.shutdown.subscribe();
+        // One wait for the whole session: made anew per idle turn, it would
+        // join and leave the wait list every session shares each time.
+        let stopping = shutdown.wait_for(|s| *s);
+        tokio::pin!(stopping);
         loop {
             loop {
                 let frame = match decode_frontend_frame(&mut self.cbuf, self.max_message) {
@@ -291,7 +295,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                                 count(&pools.primary.stats.bytes_received, n);
                             },
                         },
-                        _ = shutdown.wait_for(|s| *s) => {
+                        _ = &mut stopping => {
                             return End::Fatal(ClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: pgshard is shutting down"));
                         }
                     }
