@@ -232,8 +232,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     async fn serve(&mut self) -> End {
         let mut shutdown = self.state.shutdown.subscribe();
-        // One wait for the whole session: made anew per idle turn, it would
-        // join and leave the wait list every session shares each time.
         let stopping = shutdown.wait_for(|s| *s);
         tokio::pin!(stopping);
         loop {

@@ -16,10 +16,11 @@ use tokio::sync::oneshot;
 use crate::state::lock;
 use crate::workers;
 
-/// How long a checkout waiting on another worker thread may be passed over
-/// for one on the thread giving a place back: short next to a transaction's
-/// wait for a connection, so no thread's clients starve, long enough that
-/// places mostly stay with the thread that gives them back.
+/// How much longer than the oldest waiter on the thread giving a place back
+/// the first in line may have waited and still be passed over: short next
+/// to a transaction's wait for a connection, so no thread's clients starve,
+/// long enough that places mostly stay with the thread that gives them
+/// back while both threads have waiters.
 pub const LOCAL_PREFERENCE: Duration = Duration::from_millis(1);
 
 /// The places of one pool.
@@ -118,7 +119,7 @@ impl Places {
         loop {
             let waiter = {
                 let mut inner = lock(&self.inner);
-                match next_waiter(&mut inner.waiters, workers::current(), Instant::now()) {
+                match next_waiter(&mut inner.waiters, workers::current()) {
                     Some(waiter) => waiter,
                     None => {
                         inner.free += 1;
@@ -138,25 +139,21 @@ impl Places {
     }
 }
 
-/// The waiter a place goes to: the first one on `here` unless the first in
-/// line (elsewhere) has waited [`LOCAL_PREFERENCE`] or more; waiters that
+/// The waiter a place goes to: the oldest one on `here` unless the first in
+/// line (elsewhere) has waited [`LOCAL_PREFERENCE`] longer; waiters that
 /// went away are dropped on the way.
-fn next_waiter(
-    waiters: &mut VecDeque<Waiter>,
-    here: Option<usize>,
-    now: Instant,
-) -> Option<Waiter> {
+fn next_waiter(waiters: &mut VecDeque<Waiter>, here: Option<usize>) -> Option<Waiter> {
     waiters.retain(|w| !w.grant.is_closed());
     let first = waiters.front()?;
-    if here.is_none()
-        || first.worker == here
-        || now.saturating_duration_since(first.since) >= LOCAL_PREFERENCE
-    {
+    if here.is_none() || first.worker == here {
         return waiters.pop_front();
     }
+    let first_since = first.since;
     match waiters.iter().position(|w| w.worker == here) {
-        Some(at) => waiters.remove(at),
-        None => waiters.pop_front(),
+        Some(at) if waiters[at].since.saturating_duration_since(first_since) < LOCAL_PREFERENCE => {
+            waiters.remove(at)
+        }
+        _ => waiters.pop_front(),
     }
 }
 
@@ -177,35 +174,41 @@ mod tests {
     }
 
     #[test]
-    fn prefers_a_waiter_on_the_same_thread_unless_the_first_waited_too_long() {
+    fn prefers_a_waiter_on_the_same_thread_unless_the_first_waited_much_longer() {
         let now = Instant::now();
-        let (a, _ra) = waiter(Some(0), now);
-        let (b, _rb) = waiter(Some(1), now);
-        let mut line = VecDeque::from([a, b]);
-        let picked = next_waiter(&mut line, Some(1), now).map(|w| w.worker);
-        assert_eq!(picked, Some(Some(1)));
-
-        let (a, _ra) = waiter(Some(0), now);
-        let (b, _rb) = waiter(Some(1), now);
-        let mut line = VecDeque::from([a, b]);
-        let later = now + LOCAL_PREFERENCE;
-        let picked = next_waiter(&mut line, Some(1), later).map(|w| w.worker);
-        assert_eq!(picked, Some(Some(0)));
-
+        let picked = |line: Vec<(Option<usize>, Instant)>, here| {
+            let mut receivers = Vec::new();
+            let mut queue = VecDeque::new();
+            for (worker, since) in line {
+                let (w, r) = waiter(worker, since);
+                queue.push_back(w);
+                receivers.push(r);
+            }
+            next_waiter(&mut queue, here).map(|w| w.worker)
+        };
+        let a_bit_later = now + LOCAL_PREFERENCE / 2;
+        let much_later = now + LOCAL_PREFERENCE;
+        // Same age (or close): this thread's waiter.
+        assert_eq!(
+            picked(vec![(Some(0), now), (Some(1), now)], Some(1)),
+            Some(Some(1))
+        );
+        assert_eq!(
+            picked(vec![(Some(0), now), (Some(1), a_bit_later)], Some(1)),
+            Some(Some(1))
+        );
+        // The first in line waited LOCAL_PREFERENCE longer: it goes first.
+        assert_eq!(
+            picked(vec![(Some(0), now), (Some(1), much_later)], Some(1)),
+            Some(Some(0))
+        );
         // No waiter here, or no worker threads: first in line.
-        let (a, _ra) = waiter(Some(0), now);
-        let mut line = VecDeque::from([a]);
+        assert_eq!(picked(vec![(Some(0), now)], Some(1)), Some(Some(0)));
         assert_eq!(
-            next_waiter(&mut line, Some(1), now).map(|w| w.worker),
+            picked(vec![(Some(0), now), (Some(1), now)], None),
             Some(Some(0))
         );
-        let (a, _ra) = waiter(Some(0), now);
-        let (b, _rb) = waiter(Some(1), now);
-        let mut line = VecDeque::from([a, b]);
-        assert_eq!(
-            next_waiter(&mut line, None, now).map(|w| w.worker),
-            Some(Some(0))
-        );
+        assert_eq!(picked(vec![], Some(0)), None);
     }
 
     #[test]
@@ -215,7 +218,7 @@ mod tests {
         let (b, _rb) = waiter(Some(0), now);
         drop(ra);
         let mut line = VecDeque::from([a, b]);
-        assert!(next_waiter(&mut line, Some(0), now).is_some());
+        assert!(next_waiter(&mut line, Some(0)).is_some());
         assert!(line.is_empty());
     }
 
