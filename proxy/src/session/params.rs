@@ -17,12 +17,19 @@ const NOT_SETTINGS: &[&str] = &["user", "database", "replication", "options"];
 /// Settings by lower-cased name, each as the statement that applies it.
 /// Shared on clone: a server's settings are usually a copy of its last
 /// client's, so the comparison on every checkout is mostly a pointer's.
-#[derive(Debug, Clone, Default, Eq, Hash)]
+#[derive(Debug, Clone, Default, Eq)]
 pub struct ParamSet(Arc<BTreeMap<String, String>>);
 
 impl PartialEq for ParamSet {
     fn eq(&self, other: &ParamSet) -> bool {
         Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+/// By content, as equality is (the pointer only shortcuts it).
+impl std::hash::Hash for ParamSet {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
     }
 }
 
