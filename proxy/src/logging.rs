@@ -6,8 +6,8 @@
 
 use router::config::LogFormat;
 use tracing::Subscriber;
-use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::EnvFilter;
 
