@@ -9,7 +9,11 @@
 #   openssl        a throwaway certificate for the TLS test (integration/tests/pooling.rs)
 #
 # With --drivers (scripts/test.sh) it also installs the driver suite's
-# client libraries (see the end of this file).
+# client libraries (see the end of this file); with --bench, PgBouncer from
+# Debian, the baseline bench/pgbench.sh compares pgshard with (benches only:
+# nothing else uses it; where systemd runs, Debian also starts a pgbouncer
+# service on 6432, pgshard's default port: `systemctl disable --now
+# pgbouncer` frees it).
 set -euo pipefail
 
 die() { echo "setup: $*" >&2; exit 1; }
@@ -26,6 +30,10 @@ command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
   missing+=(postgresql)
+fi
+
+if [ "${1:-}" = "--bench" ] && ! command -v pgbouncer >/dev/null 2>&1; then
+  missing+=(pgbouncer)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

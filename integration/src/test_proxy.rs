@@ -1,5 +1,6 @@
-//! pgshard running in-process on 127.0.0.1:0 on a runtime of its own, so sync
-//! and async tests alike can use it; stopped when dropped.
+//! pgshard running in-process on 127.0.0.1:0 on worker threads of its own
+//! (as the binary runs), so sync and async tests alike can use it; stopped
+//! when dropped.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -67,44 +68,38 @@ impl TestProxy {
             let what = what.to_owned();
             move |err| HarnessError::Io(what, err)
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(io("build runtime"))?;
-        // Bound with std so that this works from inside another runtime too
-        // (async tests): the tokio listener is made on the proxy's own thread.
-        let listener =
-            std::net::TcpListener::bind("127.0.0.1:0").map_err(io("bind 127.0.0.1:0"))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(io("set_nonblocking"))?;
-        let addr = listener.local_addr().map_err(io("local_addr"))?;
+        // pgshard's own threading (proxy/src/workers.rs): two worker
+        // threads, each with its runtime and a listener on the shared port.
+        // Bound on the proxy's thread, so this works from inside another
+        // runtime too (async tests).
         let (stop, stopped) = oneshot::channel::<()>();
         let (crash, crashed) = oneshot::channel::<()>();
-        let state = {
-            let _runtime = runtime.enter();
-            proxy::state::State::new(config, paths)
-        };
-        let served = Arc::clone(&state);
+        let (bound, ready) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            runtime.block_on(async move {
-                let listener = match tokio::net::TcpListener::from_std(listener) {
-                    Ok(listener) => listener,
-                    Err(err) => return tracing::error!(%err, "test proxy cannot listen"),
-                };
-                let serve = proxy::server::run_with_state(listener, served, async {
-                    let _ = stopped.await;
-                });
+            let workers = match proxy::workers::Workers::bind(2, "127.0.0.1", 0) {
+                Ok(workers) => workers,
+                Err(err) => {
+                    let _ = bound.send(Err(err));
+                    return;
+                }
+            };
+            let state = workers.in_first(|| proxy::state::State::new(config, paths));
+            let _ = bound.send(Ok((workers.local_addr(), Arc::clone(&state))));
+            // A crash stops serving without waiting for anything: a session
+            // stuck at an injected fault never finishes (it is dropped with
+            // its runtime, its sockets closed without a word).
+            workers.run(state, async {
                 tokio::select! {
-                    () = serve => {}
-                    Ok(()) = crashed => {}
+                    _ = stopped => {}
+                    _ = crashed => {}
                 }
             });
-            // Client tasks still running are dropped with the runtime here,
-            // their sockets closed without a word.
-            runtime.shutdown_background();
+            // Client tasks still running were dropped with the runtimes.
         });
+        let (addr, state) = ready
+            .recv()
+            .map_err(|_| HarnessError::Setup("the test proxy's thread ended".into()))?
+            .map_err(io("bind 127.0.0.1:0"))?;
         Ok(TestProxy {
             addr,
             stop: Some(stop),

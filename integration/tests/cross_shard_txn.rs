@@ -18,7 +18,10 @@ fn cluster(n: usize, general: &str) -> Cluster {
     Cluster::start_sharded_raw(n, general, "")
 }
 
-const TWO_PHASE: &str = "two_phase_commit = true";
+/// Two-phase commit on, its log in the temp dir (each pgshard writes a file
+/// of its own there).
+const TWO_PHASE: &str =
+    "two_phase_commit = true\ntwo_phase_commit_wal_dir = \"/tmp/pgshard-tests-2pc\"";
 
 /// Run `statements` (separated by `;` at the end of a line or between
 /// statements written on one line with `; `) one simple query each, as

@@ -24,3 +24,4 @@ pub mod session;
 pub mod state;
 pub mod tls;
 pub mod two_phase;
+pub mod workers;

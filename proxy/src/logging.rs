@@ -6,24 +6,45 @@
 
 use router::config::LogFormat;
 use tracing::Subscriber;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::EnvFilter;
 
 /// A subscriber writing `format` lines to `writer`; `ansi` turns colour
 /// codes on (text only).
+///
+/// `RUST_LOG` made of plain `target=level` directives (the usual case, and
+/// the default `info`) becomes a [`Targets`] filter, which does nothing
+/// when a span is entered or left; `EnvFilter` takes a read lock shared by
+/// all threads on each, and every poll of a client's task enters its
+/// session span. Directives only `EnvFilter` knows (span and field
+/// filters) still get it.
 pub fn subscriber<W>(format: LogFormat, ansi: bool, writer: W) -> Box<dyn Subscriber + Send + Sync>
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let directives = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".to_owned());
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(LevelFilter::TRACE)
         .with_writer(writer);
-    match format {
-        LogFormat::Text => Box::new(builder.with_ansi(ansi).finish()),
-        // Events as objects with their fields, the current span and the
-        // list of spans they sit in (the client session's among them).
-        LogFormat::Json => Box::new(builder.json().with_ansi(false).finish()),
+    let targets = directives.parse::<Targets>().ok();
+    match targets.filter(|_| !directives.trim().is_empty()) {
+        Some(targets) => match format {
+            LogFormat::Text => Box::new(builder.with_ansi(ansi).finish().with(targets)),
+            LogFormat::Json => Box::new(builder.json().with_ansi(false).finish().with(targets)),
+        },
+        None => {
+            let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
+            let builder = builder.with_env_filter(filter);
+            match format {
+                LogFormat::Text => Box::new(builder.with_ansi(ansi).finish()),
+                // Events as objects with their fields, the current span and
+                // the list of spans they sit in (the client session's among
+                // them).
+                LogFormat::Json => Box::new(builder.json().with_ansi(false).finish()),
+            }
+        }
     }
 }
 

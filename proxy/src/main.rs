@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use tokio::net::TcpListener;
 
 /// mimalloc: converted parse trees and per-message buffers are many small,
 /// short-lived allocations; under callgrind (bench/examples/parse_loop) their
@@ -34,25 +33,19 @@ fn main() -> anyhow::Result<()> {
     // they are (anyhow's report).
     let config = proxy::config_files::load(&args.config, &args.users)?;
     proxy::logging::init(config.general.log_format).context("cannot set up logging")?;
-    let runtime = match config.general.workers {
-        0 => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?,
-        workers => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .enable_all()
-            .build()?,
-    };
-    runtime.block_on(async {
-        let addr = (config.general.host.as_str(), config.general.port);
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {}:{}", addr.0, addr.1))?;
+    // A current-thread runtime per worker thread, each with its own
+    // listener on the port (workers.rs says why).
+    let host = config.general.host.clone();
+    let port = config.general.port;
+    let workers = proxy::workers::Workers::bind(config.general.workers, &host, port)
+        .with_context(|| format!("cannot listen on {host}:{port}"))?;
+    let state = workers.in_first(|| {
         let state = proxy::state::State::new(config, Some((args.config, args.users)));
         tokio::spawn(reload_on_sighup(std::sync::Arc::clone(&state)));
-        proxy::server::run_with_state(listener, state, shutdown_signal()).await;
-        Ok(())
-    })
+        state
+    });
+    workers.run(state, shutdown_signal());
+    Ok(())
 }
 
 /// SIGHUP re-reads the config files, like RELOAD in the admin console.

@@ -6,6 +6,7 @@
 //! shard serves a checkout is `balancer.rs`'s.
 
 mod health;
+mod places;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -13,13 +14,13 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use router::config::{PoolSettings, Role};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, warn};
 
 use crate::metrics::PoolHistograms;
 use crate::server_conn::{ServerConn, ServerError, ServerTarget};
 use crate::session::params::ParamSet;
 use crate::state::lock;
+use places::{Place, Places};
 
 /// Why no server connection could be had.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +68,8 @@ pub struct Pool {
     pub role: Role,
     pub target: ServerTarget,
     pub settings: PoolSettings,
-    permits: Arc<Semaphore>,
+    /// One per connection checked out or opening, at most `pool_size`.
+    places: Arc<Places>,
     idle: Mutex<Vec<ServerConn>>,
     /// Servers checked out now, by id.
     checked_out: Mutex<HashMap<u64, CheckedOut>>,
@@ -122,7 +124,7 @@ impl std::fmt::Debug for Pool {
 pub struct Pooled {
     pub conn: ServerConn,
     pool: Arc<Pool>,
-    _permit: OwnedSemaphorePermit,
+    _place: Place,
     _active: ActiveClient,
 }
 
@@ -196,7 +198,7 @@ impl Pool {
             shard,
             role,
             target,
-            permits: Arc::new(Semaphore::new(settings.pool_size)),
+            places: Places::new(settings.pool_size),
             settings,
             idle: Mutex::new(Vec::new()),
             checked_out: Mutex::new(HashMap::new()),
@@ -219,38 +221,14 @@ impl Pool {
     /// `checkout_timeout`. A replica whose server cannot be reached is
     /// banned.
     pub async fn checkout(self: &Arc<Self>) -> Result<Pooled, PoolError> {
-        let permit = match self.permits.clone().try_acquire_owned() {
-            Ok(permit) => {
+        let place = match self.places.try_take() {
+            Some(place) => {
                 self.histograms.observe_wait(Duration::ZERO);
-                permit
+                place
             }
-            Err(_) => {
-                let started = Instant::now();
-                self.stats.waiting.fetch_add(1, Ordering::Relaxed);
-                let wait = tokio::time::timeout(
-                    self.settings.checkout_timeout,
-                    self.permits.clone().acquire_owned(),
-                )
-                .await;
-                self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
-                self.histograms.observe_wait(started.elapsed());
-                let waited = started.elapsed().as_micros() as u64;
-                self.stats.wait_time_us.fetch_add(waited, Ordering::Relaxed);
-                self.stats.max_wait_us.fetch_max(waited, Ordering::Relaxed);
-                match wait {
-                    Ok(Ok(permit)) => permit,
-                    Ok(Err(_)) => return Err(PoolError::Closed),
-                    Err(_) => {
-                        self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                        return Err(PoolError::Timeout(self.settings.checkout_timeout));
-                    }
-                }
-            }
+            None => self.wait_for_place().await?,
         };
-        loop {
-            let Some(mut conn) = lock(&self.idle).pop() else {
-                break;
-            };
+        while let Some(mut conn) = self.take_idle() {
             if conn.is_broken_while_idle() || self.expired(&conn) {
                 debug!(server = conn.id, "retiring a pooled server connection");
                 continue;
@@ -258,12 +236,7 @@ impl Pool {
             if !self.check_if_due(&mut conn).await {
                 continue;
             }
-            return Ok(Pooled {
-                _active: ActiveClient::new(self, &conn),
-                conn,
-                pool: Arc::clone(self),
-                _permit: permit,
-            });
+            return Ok(self.hand_out(conn, place));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let conn = ServerConn::connect(&self.target, self.settings.connect_timeout, id)
@@ -273,12 +246,57 @@ impl Pool {
                 warn!(%err, cluster = %self.cluster, shard = self.shard, "server connection failed");
                 self.ban("cannot connect");
             })?;
-        Ok(Pooled {
+        Ok(self.hand_out(conn, place))
+    }
+
+    /// Wait in line for a place, up to `checkout_timeout`.
+    async fn wait_for_place(self: &Arc<Self>) -> Result<Place, PoolError> {
+        let started = Instant::now();
+        self.stats.waiting.fetch_add(1, Ordering::Relaxed);
+        let wait = tokio::time::timeout(self.settings.checkout_timeout, self.places.take()).await;
+        self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.histograms.observe_wait(started.elapsed());
+        let waited = started.elapsed().as_micros() as u64;
+        self.stats.wait_time_us.fetch_add(waited, Ordering::Relaxed);
+        self.stats.max_wait_us.fetch_max(waited, Ordering::Relaxed);
+        match wait {
+            Ok(Some(place)) => Ok(place),
+            Ok(None) => Err(PoolError::Closed),
+            Err(_) => {
+                self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                Err(PoolError::Timeout(self.settings.checkout_timeout))
+            }
+        }
+    }
+
+    /// The most recently used idle connection that lives on this worker
+    /// thread, else the most recently used one, moved to this thread (one
+    /// that cannot be moved is dropped, and the next one tried).
+    fn take_idle(&self) -> Option<ServerConn> {
+        let here = crate::workers::current();
+        loop {
+            let conn = {
+                let mut idle = lock(&self.idle);
+                let at = idle.iter().rposition(|c| c.home() == here);
+                match at {
+                    Some(at) => return Some(idle.remove(at)),
+                    None => idle.pop()?,
+                }
+            };
+            match conn.settle_here() {
+                Ok(conn) => return Some(conn),
+                Err(err) => debug!(%err, "cannot move a pooled server connection to this thread"),
+            }
+        }
+    }
+
+    fn hand_out(self: &Arc<Self>, conn: ServerConn, place: Place) -> Pooled {
+        Pooled {
             _active: ActiveClient::new(self, &conn),
             conn,
             pool: Arc::clone(self),
-            _permit: permit,
-        })
+            _place: place,
+        }
     }
 
     /// Return a connection that is idle (ReadyForQuery `I`, nothing pending)
@@ -286,7 +304,7 @@ impl Pool {
     pub fn checkin(&self, pooled: Pooled) {
         let Pooled {
             mut conn,
-            _permit,
+            _place,
             _active,
             ..
         } = pooled;
@@ -296,9 +314,9 @@ impl Pool {
         }
         conn.last_used = Instant::now();
         lock(&self.idle).push(conn);
-        // The permit is released after the push, so a waiter always finds
+        // The place is given back after the push, so a waiter always finds
         // either this connection or room for a new one.
-        drop(_permit);
+        drop(_place);
     }
 
     fn expired(&self, conn: &ServerConn) -> bool {
@@ -363,9 +381,7 @@ impl Pool {
 
     /// Connections checked out right now.
     pub fn active(&self) -> usize {
-        self.settings
-            .pool_size
-            .saturating_sub(self.permits.available_permits())
+        self.places.taken()
     }
 
     pub fn idle_count(&self) -> usize {
@@ -411,7 +427,7 @@ async fn maintain(pool: Weak<Pool>) {
         let min = pool.settings.min_pool_size;
         {
             let mut idle = lock(&pool.idle);
-            let total = pool.settings.pool_size - pool.permits.available_permits() + idle.len();
+            let total = pool.places.taken() + idle.len();
             let mut surplus = total.saturating_sub(min);
             let idle_timeout = pool.settings.idle_timeout;
             idle.retain_mut(|conn| {
@@ -427,14 +443,14 @@ async fn maintain(pool: Weak<Pool>) {
             });
         }
         while pool.servers() < min {
-            let Ok(permit) = pool.permits.clone().try_acquire_owned() else {
+            let Some(place) = pool.places.try_take() else {
                 break;
             };
             let id = pool.next_id.fetch_add(1, Ordering::Relaxed);
             match ServerConn::connect(&pool.target, pool.settings.connect_timeout, id).await {
                 Ok(conn) => {
                     lock(&pool.idle).push(conn);
-                    drop(permit);
+                    drop(place);
                 }
                 Err(err) => {
                     warn!(%err, cluster = %pool.cluster, "cannot open min_pool_size connections");

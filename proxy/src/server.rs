@@ -1,5 +1,7 @@
 //! The accept loop: one task per client until shutdown, then a drain that
-//! lets transactions in flight finish (up to `shutdown_timeout`).
+//! lets transactions in flight finish (up to `shutdown_timeout`). The
+//! binary runs one accept loop per worker thread (`workers.rs`); tests run
+//! one on their own runtime.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,6 +12,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn, Instrument};
 
 use crate::state::State;
+use crate::tls::TlsAcceptor;
 use crate::{client, tls};
 
 /// Serve clients on `listener` with an in-memory config (no RELOAD from
@@ -27,21 +30,38 @@ pub async fn run_with_state(
     state: Arc<State>,
     shutdown: impl Future<Output = ()>,
 ) {
-    tokio::pin!(shutdown);
-    let config = state.config();
-    let tls = match config.general.tls() {
+    if let Ok(tls) = tls_acceptor(&state) {
+        serve(listener, state, tls, shutdown).await;
+    }
+}
+
+/// The client TLS acceptor, if TLS is configured; `Err` (logged) when it is
+/// configured but unusable: refusing to start beats silently serving in
+/// clear.
+pub(crate) fn tls_acceptor(state: &State) -> Result<Option<TlsAcceptor>, ()> {
+    match state.config().general.tls() {
         Some((certificate, key)) => match tls::acceptor(certificate, key) {
-            Ok(acceptor) => Some(acceptor),
+            Ok(acceptor) => Ok(Some(acceptor)),
             Err(err) => {
-                // Refusing to start beats silently serving in clear.
                 warn!(%err, "TLS is configured but unusable; not starting");
-                return;
+                Err(())
             }
         },
-        None => None,
-    };
+        None => Ok(None),
+    }
+}
+
+/// The first (or only) accept loop: with the metrics endpoint, and the
+/// drain at the end.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    state: Arc<State>,
+    tls: Option<TlsAcceptor>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let config = state.config();
     if let Ok(addr) = listener.local_addr() {
-        info!(%addr, tls = tls.is_some(), "listening");
+        info!(%addr, tls = tls.is_some(), workers = config.general.workers.max(1), "listening");
     }
     if let Some(port) = config.general.openmetrics_port {
         match TcpListener::bind((config.general.host.as_str(), port)).await {
@@ -59,6 +79,19 @@ pub async fn run_with_state(
             interval,
         ));
     }
+    accept(listener, &state, tls, shutdown).await;
+    drain(&state).await;
+}
+
+/// Accept clients, a task each on this runtime, until `shutdown` completes
+/// or pgshard shuts down.
+pub(crate) async fn accept(
+    listener: TcpListener,
+    state: &Arc<State>,
+    tls: Option<TlsAcceptor>,
+    shutdown: impl Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
     let mut admin_shutdown = state.shutdown.subscribe();
     loop {
         tokio::select! {
@@ -72,7 +105,7 @@ pub async fn run_with_state(
                         database = tracing::field::Empty,
                         application_name = tracing::field::Empty,
                     );
-                    let task = client::serve(stream, Arc::clone(&state), tls.clone());
+                    let task = client::serve(stream, Arc::clone(state), tls.clone());
                     tokio::spawn(task.instrument(span));
                 }
                 // Typically EMFILE: keep serving the clients we have.
@@ -82,10 +115,7 @@ pub async fn run_with_state(
             _ = admin_shutdown.wait_for(|s| *s) => break,
         }
     }
-    drop(listener);
-    drain(&state).await;
 }
-
 /// Stop taking new work and wait for clients to finish their transactions.
 async fn drain(state: &State) {
     state.shutdown.send_replace(true);

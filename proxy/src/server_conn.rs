@@ -122,7 +122,7 @@ pub struct ServerConn {
     pub addr: SocketAddr,
     /// The server's cancel key.
     pub process_id: u32,
-    pub secret_key: Vec<u8>,
+    pub secret_key: Bytes,
     /// Latest ParameterStatus values, as the server reported them.
     pub params: Vec<(String, String)>,
     pub created: Instant,
@@ -138,6 +138,9 @@ pub struct ServerConn {
     /// PREPARE...): reset it with DISCARD ALL before reuse.
     pub dirty: bool,
     pub id: u64,
+    /// The worker thread whose reactor the socket is registered with
+    /// (`workers.rs`; `None` off worker threads).
+    home: Option<usize>,
 }
 
 impl ServerConn {
@@ -164,7 +167,7 @@ impl ServerConn {
                 rbuf: BytesMut::with_capacity(16 * 1024),
                 addr,
                 process_id: 0,
-                secret_key: Vec::new(),
+                secret_key: Bytes::new(),
                 params: Vec::new(),
                 created: Instant::now(),
                 last_used: Instant::now(),
@@ -174,6 +177,7 @@ impl ServerConn {
                 status: b'I',
                 dirty: false,
                 id,
+                home: crate::workers::current(),
             };
             conn.login(target).await?;
             Ok(conn)
@@ -287,7 +291,7 @@ impl ServerConn {
                         return Err(ServerError::Protocol("short BackendKeyData".into()));
                     }
                     self.process_id = body.get_u32();
-                    self.secret_key = body.to_vec();
+                    self.secret_key = Bytes::copy_from_slice(&body);
                 }
                 b'Z' => {
                     self.status = body.first().copied().unwrap_or(b'I');
@@ -402,6 +406,33 @@ impl ServerConn {
                 _ => {}
             }
         }
+    }
+
+    /// The worker thread the socket is registered with.
+    pub fn home(&self) -> Option<usize> {
+        self.home
+    }
+
+    /// The connection, registered with this worker thread's reactor if it
+    /// was another's (on a worker thread), so its readiness wakes this
+    /// thread's tasks without waking the other thread. Costs two
+    /// `epoll_ctl` and a probe, once per move: the new registration knows
+    /// no readiness yet, so [`is_broken_while_idle`](Self::is_broken_while_idle)
+    /// would see nothing; the probe does (EOF, or an unsolicited message).
+    pub fn settle_here(mut self) -> std::io::Result<ServerConn> {
+        let here = crate::workers::current();
+        if here.is_none() || here == self.home {
+            return Ok(self);
+        }
+        let socket = self.stream.into_std()?;
+        match socket.peek(&mut [0u8; 1]) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+            Ok(_) => return Err(std::io::Error::other("closed or talking while idle")),
+        }
+        self.stream = TcpStream::from_std(socket)?;
+        self.home = here;
+        Ok(self)
     }
 
     /// The server closed the socket or sent something while idle: a pooled

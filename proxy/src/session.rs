@@ -240,6 +240,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     async fn serve(&mut self) -> End {
         let mut shutdown = self.state.shutdown.subscribe();
+        let stopping = shutdown.wait_for(|s| *s);
+        tokio::pin!(stopping);
         loop {
             loop {
                 let frame = match decode_frontend_frame(&mut self.cbuf, self.max_message) {
@@ -299,7 +301,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                                 count(&pools.primary.stats.bytes_received, n);
                             },
                         },
-                        _ = shutdown.wait_for(|s| *s) => {
+                        _ = &mut stopping => {
                             return End::Fatal(ClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: pgshard is shutting down"));
                         }
                     }

@@ -24,7 +24,8 @@ use crate::session::statements::Registry;
 pub struct CancelTarget {
     pub addr: SocketAddr,
     pub process_id: u32,
-    pub secret_key: Vec<u8>,
+    /// Shared with the server connection: a checkout copies no key.
+    pub secret_key: bytes::Bytes,
 }
 
 /// Client states for SHOW CLIENTS.

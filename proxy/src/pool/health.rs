@@ -14,9 +14,9 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use router::config::Role;
-use tokio::sync::OwnedSemaphorePermit;
 use tracing::warn;
 
+use super::places::Place;
 use super::Pool;
 use crate::server_conn::ServerConn;
 use crate::state::lock;
@@ -82,11 +82,11 @@ impl Pool {
     /// (outside the pool's size, as PgDog does), so a database whose
     /// connections are all stuck in queries is checked too.
     async fn idle_check(self: &Arc<Self>) {
-        if let Some((mut conn, permit)) = self.idle_conn() {
+        if let Some((mut conn, place)) = self.idle_conn() {
             if self.check(&mut conn).await {
                 lock(&self.idle).push(conn);
             }
-            drop(permit);
+            drop(place);
             return;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -102,14 +102,14 @@ impl Pool {
         }
     }
 
-    /// An idle connection that still looks alive, with the permit that
+    /// An idle connection that still looks alive, with the place that
     /// counts it (broken ones are dropped); `None` when there is none.
-    fn idle_conn(&self) -> Option<(ServerConn, OwnedSemaphorePermit)> {
-        let permit = self.permits.clone().try_acquire_owned().ok()?;
+    fn idle_conn(&self) -> Option<(ServerConn, Place)> {
+        let place = self.places.try_take()?;
         let mut idle = lock(&self.idle);
         while let Some(mut conn) = idle.pop() {
             if !conn.is_broken_while_idle() {
-                return Some((conn, permit));
+                return Some((conn, place));
             }
         }
         None

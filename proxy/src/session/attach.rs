@@ -144,7 +144,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     pub(super) async fn set_cancel_target(&self, target: Option<CancelTarget>) {
-        *self.info.cancel.lock().await = target.into_iter().collect();
+        // Cleared and refilled: the list keeps its memory across checkouts.
+        let mut held = self.info.cancel.lock().await;
+        held.clear();
+        held.extend(target);
     }
 
     /// `query_timeout` passed: cancel the running query; the server answers

@@ -7,6 +7,7 @@
 //! nothing here parses SQL.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use router::summary::{SessionEffect, Summary};
 
@@ -14,8 +15,23 @@ use router::summary::{SessionEffect, Summary};
 const NOT_SETTINGS: &[&str] = &["user", "database", "replication", "options"];
 
 /// Settings by lower-cased name, each as the statement that applies it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct ParamSet(BTreeMap<String, String>);
+/// Shared on clone: a server's settings are usually a copy of its last
+/// client's, so the comparison on every checkout is mostly a pointer's.
+#[derive(Debug, Clone, Default, Eq)]
+pub struct ParamSet(Arc<BTreeMap<String, String>>);
+
+impl PartialEq for ParamSet {
+    fn eq(&self, other: &ParamSet) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+/// By content, as equality is (the pointer only shortcuts it).
+impl std::hash::Hash for ParamSet {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
 
 /// One change a successful statement made to the session's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +70,7 @@ impl ParamSet {
             quote_literal(&name),
             quote_literal(value)
         );
-        self.0.insert(name, sql);
+        Arc::make_mut(&mut self.0).insert(name, sql);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -66,17 +82,17 @@ impl ParamSet {
     pub fn apply(&mut self, change: &ParamChange, defaults: &ParamSet) {
         match change {
             ParamChange::Set { name, sql } => {
-                self.0.insert(name.clone(), sql.clone());
+                Arc::make_mut(&mut self.0).insert(name.clone(), sql.clone());
             }
             ParamChange::Reset { name } => match defaults.0.get(name) {
                 Some(sql) => {
-                    self.0.insert(name.clone(), sql.clone());
+                    Arc::make_mut(&mut self.0).insert(name.clone(), sql.clone());
                 }
                 None => {
-                    self.0.remove(name);
+                    Arc::make_mut(&mut self.0).remove(name);
                 }
             },
-            ParamChange::ResetAll => self.0.clone_from(&defaults.0),
+            ParamChange::ResetAll => self.0 = Arc::clone(&defaults.0),
         }
     }
 
@@ -97,7 +113,7 @@ impl ParamSet {
         for name in server.0.keys().filter(|n| !self.0.contains_key(*n)) {
             sql.push_str(&format!("RESET {};", quote_ident(name)));
         }
-        for (name, set) in &self.0 {
+        for (name, set) in self.0.iter() {
             if server.0.get(name) != Some(set) {
                 // A newline ends a trailing `--` comment of the SET's text.
                 sql.push_str(set);

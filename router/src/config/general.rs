@@ -141,7 +141,8 @@ pub struct General {
     pub host: String,
     /// TCP port to listen on.
     pub port: u16,
-    /// Tokio worker threads; 0 runs everything on one thread.
+    /// Worker threads, each running its own single-threaded runtime and
+    /// listener (thread per core); 0 is the same as 1.
     pub workers: usize,
     /// Server connections per pool (one pool per user and shard), unless the
     /// database or user sets `pool_size`. At least 1.

@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# pgbench through nothing, PgBouncer and pgshard, side by side in one run
+# (issue 14). Starts one Postgres (initdb in a temp dir, as the `postgres`
+# user when run as root), PgBouncer (Debian's package; scripts/setup.sh
+# --bench installs it) and pgshard (release build) on free ports, then runs
+# each case of the matrix on every target, the target order rotated from one
+# case and pass to the next, and prints per case: tps, the ratio to direct,
+# and the proxy's CPU per transaction from /proc (utime + stime of all its
+# threads over the run, divided by the transactions pgbench completed) and
+# its context switches per transaction. A JSON copy goes to $JSON.
+#
+#   bench/pgbench.sh                 # the full matrix, 15 s per run, 2 passes
+#   DURATION=5 PASSES=1 bench/pgbench.sh            # a quick one
+#   CASES="S-prepared-c16" bench/pgbench.sh          # some cases only
+#   SYSCALLS=1 CASES="S-prepared-c16" bench/pgbench.sh
+#       # also count the proxies' syscalls and context switches per
+#       # transaction with `perf stat` (tracepoints; costs a little CPU)
+#
+# Environment: DURATION (s, 15), PASSES (2), CASES (space-separated names
+# from the list below; default all), TARGETS (default "direct pgbouncer
+# pgshard pgshard-sharded"; the sharded one runs only the -S cases), SCALE
+# (10), POOL (10), WORKERS (pgshard's `workers`; default its config
+# default), JSON (target/pgbench.json), PGSHARD (a built binary to use
+# instead of building), KEEP=1 (leave the temp dir).
+#
+# Nothing here asserts speed; the numbers are for people.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+DURATION=${DURATION:-15}
+PASSES=${PASSES:-2}
+SCALE=${SCALE:-10}
+POOL=${POOL:-10}
+TARGETS=${TARGETS:-"direct pgbouncer pgshard pgshard-sharded"}
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+JSON=${JSON:-$target_dir/pgbench.json}
+ALL_CASES="S-simple-c1 S-simple-c16 S-simple-c64 S-prepared-c16 TPCB-simple-c16"
+CASES=${CASES:-$ALL_CASES}
+
+die() { echo "pgbench.sh: $*" >&2; exit 1; }
+
+# --- binaries ---------------------------------------------------------------
+bindir=${PGSHARD_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+[ -x "$bindir/initdb" ] || die "no Postgres binaries (scripts/setup.sh installs them)"
+command -v pgbench >/dev/null || die "no pgbench (package postgresql-contrib / postgresql)"
+command -v pgbouncer >/dev/null || die "no pgbouncer: run scripts/setup.sh --bench (apt-get install pgbouncer)"
+wants_pgshard=""
+[[ " $TARGETS " != *" pgshard"* ]] || wants_pgshard=1
+if [ -n "$wants_pgshard" ] && [ -z "${PGSHARD:-}" ]; then
+  CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} cargo build --release --locked -q -p proxy --bin pgshard
+  PGSHARD=$target_dir/release/pgshard
+fi
+[ -z "$wants_pgshard" ] || [ -x "$PGSHARD" ] || die "no pgshard binary at $PGSHARD"
+as_pg=()
+if [ "$(id -u)" -eq 0 ]; then as_pg=(runuser -u postgres --); fi
+hz=$(getconf CLK_TCK)
+
+# --- temp dir, ports, cleanup -----------------------------------------------
+work=$(mktemp -d /tmp/pgshard-pgbench.XXXXXX)
+chmod 755 "$work"
+[ ${#as_pg[@]} -eq 0 ] || chown postgres "$work"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [ -f "$work/pg/postmaster.pid" ]; then
+    "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/pg" -m immediate stop >/dev/null 2>&1 || true
+  fi
+  if [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
+}
+trap cleanup EXIT
+
+free_port() {
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 30000))
+    if ! ss -ltnH "sport = :$port" | grep -q .; then echo "$port"; return; fi
+  done
+}
+pg_port=$(free_port); bouncer_port=$(free_port)
+
+# --- Postgres -----------------------------------------------------------------
+"${as_pg[@]}" "$bindir/initdb" -D "$work/pg" -U postgres -A trust --no-sync >/dev/null
+cat >>"$work/pg/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $pg_port
+unix_socket_directories = '$work'
+max_connections = 300
+shared_buffers = 128MB
+fsync = off
+full_page_writes = off
+synchronous_commit = on
+log_min_messages = warning
+EOF
+"${as_pg[@]}" "$bindir/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w start >/dev/null
+psql_pg() { psql -X -q -h 127.0.0.1 -p "$pg_port" -U postgres "$@"; }
+psql_pg -d postgres -c "CREATE DATABASE pgbench" >/dev/null
+echo "initialising pgbench scale $SCALE on 127.0.0.1:$pg_port"
+pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$pg_port" -U postgres pgbench >/dev/null 2>&1 \
+  || die "pgbench -i failed"
+psql_pg -d pgbench -c "VACUUM ANALYZE" >/dev/null
+
+# --- PgBouncer ------------------------------------------------------------------
+echo '"postgres" ""' >"$work/userlist.txt"
+cat >"$work/pgbouncer.ini" <<EOF
+[databases]
+pgbench = host=127.0.0.1 port=$pg_port dbname=pgbench
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bouncer_port
+unix_socket_dir =
+auth_type = trust
+auth_file = $work/userlist.txt
+pool_mode = transaction
+default_pool_size = $POOL
+max_client_conn = 1000
+log_connections = 0
+log_disconnections = 0
+logfile = $work/pgbouncer.log
+pidfile = $work/pgbouncer.pid
+EOF
+[ ${#as_pg[@]} -eq 0 ] || chown postgres "$work/pgbouncer.ini" "$work/userlist.txt"
+"${as_pg[@]}" pgbouncer -d "$work/pgbouncer.ini"
+for _ in $(seq 50); do [ -s "$work/pgbouncer.pid" ] && break; sleep 0.1; done
+bouncer_pid=$(cat "$work/pgbouncer.pid")
+pids+=("$bouncer_pid")
+
+# --- pgshard: one cluster, and the same database as two "shards" ------------------
+# pgshard-sharded routes pgbench_accounts by aid over two shard entries that
+# are the same database (each holds every row, so any route answers right):
+# what sharded routing adds per transaction, at the same total pool size.
+# pgshard-base is another build ($PGSHARD_BASE) with the plain config: a
+# before/after comparison in one run.
+declare -A PORT=([direct]=$pg_port [pgbouncer]=$bouncer_port) PID=([direct]="" [pgbouncer]=$bouncer_pid)
+workers_line=""
+[ -z "${WORKERS:-}" ] || workers_line="workers = $WORKERS"
+start_pgshard() { # name binary databases-toml [workers]
+  local name=$1 binary=$2 databases=$3 port workers_line=$workers_line
+  [ -z "${4:-}" ] || workers_line="workers = $4"
+  port=$(free_port)
+  cat >"$work/$name.toml" <<EOF
+[general]
+host = "127.0.0.1"
+port = $port
+$workers_line
+default_pool_size = $POOL
+pooler_mode = "transaction"
+auth_type = "trust"
+$databases
+EOF
+  printf '[[users]]\nname = "postgres"\ndatabase = "pgbench"\npassword = "unused"\n' >"$work/$name-users.toml"
+  RUST_LOG=${RUST_LOG:-info} "$binary" --config "$work/$name.toml" --users "$work/$name-users.toml" \
+    >"$work/$name.log" 2>&1 &
+  PID[$name]=$!
+  PORT[$name]=$port
+  pids+=("$!")
+}
+database() { # [shard pool_size]
+  printf '\n[[databases]]\nname = "pgbench"\nhost = "127.0.0.1"\nport = %s\ndatabase_name = "pgbench"\n' "$pg_port"
+  [ -z "${1:-}" ] || printf 'shard = %s\npool_size = %s\n' "$1" "$2"
+}
+half=$(( (POOL + 1) / 2 ))
+for t in $TARGETS; do
+  case $t in
+    pgshard) start_pgshard pgshard "$PGSHARD" "$(database)" ;;
+    pgshard-w[0-9]*) start_pgshard "$t" "$PGSHARD" "$(database)" "${t#pgshard-w}" ;;
+    pgshard-base)
+      [ -x "${PGSHARD_BASE:-}" ] || die "target pgshard-base needs PGSHARD_BASE=<a pgshard binary>"
+      start_pgshard pgshard-base "$PGSHARD_BASE" "$(database)" ;;
+    pgshard-sharded)
+      start_pgshard pgshard-sharded "$PGSHARD" "$(database 0 "$half")$(database 1 "$half")
+[[sharded_tables]]
+database = \"pgbench\"
+name = \"pgbench_accounts\"
+column = \"aid\"
+data_type = \"bigint\"" ;;
+    direct | pgbouncer) ;;
+    *) die "unknown target $t" ;;
+  esac
+done
+port_of() { echo "${PORT[$1]}"; }
+pid_of() { echo "${PID[$1]}"; }
+for t in $TARGETS; do
+  p=$(port_of "$t")
+  for _ in $(seq 100); do
+    psql -X -q -h 127.0.0.1 -p "$p" -U postgres -d pgbench -c "SELECT 1" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  psql -X -q -h 127.0.0.1 -p "$p" -U postgres -d pgbench -c "SELECT 1" >/dev/null \
+    || die "$t on port $p does not answer (logs in $work; KEEP=1 keeps them)"
+done
+
+# --- measuring ----------------------------------------------------------------------
+cpu_ticks() { # utime + stime of the whole process (all threads)
+  awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+ctx_switches() { # voluntary + involuntary, summed over the process's threads
+  cat /proc/"$1"/task/*/status 2>/dev/null \
+    | awk '/^(non)?voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }'
+}
+case_args() {
+  case $1 in
+    S-simple-c*) echo "-S -M simple -c ${1##*-c}" ;;
+    S-prepared-c*) echo "-S -M prepared -c ${1##*-c}" ;;
+    S-extended-c*) echo "-S -M extended -c ${1##*-c}" ;;
+    TPCB-simple-c*) echo "-M simple -c ${1##*-c}" ;;
+    *) die "unknown case $1" ;;
+  esac
+}
+SYSCALL_EVENTS="syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_write,syscalls:sys_enter_read,syscalls:sys_enter_writev,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_futex,syscalls:sys_enter_epoll_ctl,context-switches"
+
+mkdir -p "$(dirname "$JSON")"
+results="$work/results.tsv"
+: >"$results"
+run_one() { # case pass target
+  local name=$1 pass=$2 target=$3 pid args out tps txns t0 t1 c0 c1 cpu cs perf_pid=""
+  pid=$(pid_of "$target")
+  args=$(case_args "$name")
+  if [ -n "$pid" ]; then
+    t0=$(cpu_ticks "$pid"); c0=$(ctx_switches "$pid")
+    if [ -n "${SYSCALLS:-}" ]; then
+      perf stat -x, -e "$SYSCALL_EVENTS" -p "$pid" -o "$work/perf.$name.$pass.$target" &
+      perf_pid=$!
+    fi
+  fi
+  # shellcheck disable=SC2086
+  cpu="" cs=""
+  if ! out=$(pgbench -n $args -j 2 -T "$DURATION" -h 127.0.0.1 -p "$(port_of "$target")" -U postgres pgbench 2>&1); then
+    # PgBouncer before 1.21 cannot run -M prepared in transaction mode.
+    [ -z "$perf_pid" ] || { kill -INT "$perf_pid" 2>/dev/null; wait "$perf_pid" 2>/dev/null || true; }
+    printf '%s\t%s\t%s\tfailed\t0\t\t\n' "$name" "$pass" "$target" >>"$results"
+    printf '[%s] %-16s pass %s %-16s failed: %s\n' "$(date +%T)" "$name" "$pass" "$target" \
+      "$(echo "$out" | grep -m1 -i error | cut -c1-100)"
+    return 0
+  fi
+  txns=$(echo "$out" | awk -F': ' '/number of transactions actually processed/ { split($2, a, "/"); print a[1] }')
+  tps=$(echo "$out" | awk '/^tps = / { print $3; exit }')
+  if [ -n "$pid" ]; then
+    t1=$(cpu_ticks "$pid"); c1=$(ctx_switches "$pid")
+    cpu=$(awk -v d=$((t1 - t0)) -v hz="$hz" -v n="$txns" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')
+    cs=$(awk -v d=$((c1 - c0)) -v n="$txns" 'BEGIN { printf "%.2f", d / n }')
+    if [ -n "$perf_pid" ]; then
+      kill -INT "$perf_pid" 2>/dev/null || true
+      wait "$perf_pid" 2>/dev/null || true
+      awk -F, -v n="$txns" -v t="$target" -v c="$name" '
+        $3 ~ /:|context/ { e = $3; sub(/syscalls:sys_enter_/, "", e); if ($1 + 0 > 0) printf "%s %s %s/txn %.2f\n", c, t, e, $1 / n }
+      ' "$work/perf.$name.$pass.$target" | tee -a "$work/syscalls.txt"
+    fi
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$pass" "$target" "$tps" "$txns" "$cpu" "$cs" >>"$results"
+  printf '[%s] %-16s pass %s %-16s %9.0f tps  %s\n' "$(date +%T)" "$name" "$pass" "$target" "$tps" \
+    "${cpu:+cpu ${cpu} us/txn, ${cs} cs/txn}"
+}
+
+echo "matrix: $CASES; targets: $TARGETS; $DURATION s per run, $PASSES passes, pgbench -j 2, pool $POOL"
+read -r -a targets <<<"$TARGETS"
+i=0
+for pass in $(seq "$PASSES"); do
+  for name in $CASES; do
+    n=${#targets[@]}
+    for k in $(seq 0 $((n - 1))); do
+      target=${targets[$(( (k + i) % n ))]}
+      # The sharded cluster runs -S only (a TPC-B transaction touches
+      # several keys: several shards).
+      if [ "$target" = pgshard-sharded ] && [[ $name != S-* ]]; then continue; fi
+      run_one "$name" "$pass" "$target"
+    done
+    i=$((i + 1))
+  done
+done
+
+# --- report --------------------------------------------------------------------------
+python3 - "$results" "$JSON" "$TARGETS" "$DURATION" "$PASSES" "$SCALE" "$POOL" <<'EOF'
+import json, sys
+path, out, targets, duration, passes, scale, pool = sys.argv[1:]
+targets = targets.split()
+rows = [line.rstrip("\n").split("\t") for line in open(path) if line.strip()]
+runs = []
+for name, p, target, tps, txns, cpu, cs in rows:
+    failed = tps == "failed"
+    runs.append(dict(case=name, pass_=int(p), target=target, failed=failed,
+                     tps=None if failed else float(tps), transactions=int(txns),
+                     cpu_us_per_txn=float(cpu) if cpu else None, cs_per_txn=float(cs) if cs else None))
+cases = list(dict.fromkeys(r["case"] for r in runs))
+def rng(values, fmt):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    lo, hi = min(values), max(values)
+    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)}-{fmt(hi)}"
+proxies = [t for t in targets if t != "direct"]
+head = ["case", "direct tps"] + [f"{t} x direct" for t in proxies] \
+     + [f"CPU us/txn {t}" for t in proxies] + [f"cs/txn {t}" for t in proxies]
+print()
+print("| " + " | ".join(head) + " |")
+print("|" + "---|" * len(head))
+summary = []
+for c in cases:
+    by = {}
+    for r in runs:
+        if r["case"] == c:
+            by.setdefault(r["target"], []).append(r)
+    direct = {r["pass_"]: r["tps"] for r in by.get("direct", []) if not r["failed"]}
+    ratios = {t: [r["tps"] / direct[r["pass_"]] for r in by.get(t, [])
+                  if not r["failed"] and direct.get(r["pass_"])] for t in proxies}
+    failed = {t for t in proxies if any(r["failed"] for r in by.get(t, []))}
+    cells = [c, rng(list(direct.values()), lambda v: f"{v / 1000:.1f}k")]
+    cells += ["fails" if t in failed and not ratios[t] else rng(ratios[t], lambda v: f"{v:.2f}x")
+              for t in proxies]
+    cells += [rng([r["cpu_us_per_txn"] for r in by.get(t, [])], lambda v: f"{v:.1f}") for t in proxies]
+    cells += [rng([r["cs_per_txn"] for r in by.get(t, [])], lambda v: f"{v:.2f}") for t in proxies]
+    print("| " + " | ".join(cells) + " |")
+    summary.append(dict(case=c, ratios=ratios))
+doc = dict(duration_s=int(duration), passes=int(passes), scale=int(scale), pool=int(pool),
+           targets=targets, runs=[{**r, "pass": r.pop("pass_")} for r in runs], summary=summary)
+json.dump(doc, open(out, "w"), indent=1)
+print(f"\nJSON: {out}")
+EOF
+[ ! -s "$work/syscalls.txt" ] || { echo; echo "perf stat per transaction:"; cat "$work/syscalls.txt"; }

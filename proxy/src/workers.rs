@@ -1,0 +1,163 @@
+//! Worker threads, thread per core: each runs its own current-thread Tokio
+//! runtime and accepts clients on its own `SO_REUSEPORT` listener (the
+//! kernel spreads connections over them), so a client's session, the server
+//! connections it checks out and the readiness of both sockets are driven
+//! by one thread. Nothing is woken across threads on the way of a
+//! transaction: no futex, no eventfd, no context switch beyond the ones
+//! `epoll_wait` takes. Pools are shared; `pool.rs` prefers connections that
+//! live on the checking-out thread and moves the others over
+//! (`ServerConn::settle_here`), and `pool/places.rs` hands a freed place to
+//! a waiter on the same thread first.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::runtime::Runtime;
+use tracing::warn;
+
+use crate::state::State;
+
+thread_local! {
+    static WORKER: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// The worker thread this code runs on; `None` off worker threads (a
+/// multi-threaded runtime, as in tests, where one reactor serves all).
+pub fn current() -> Option<usize> {
+    WORKER.with(Cell::get)
+}
+
+/// Listen backlog of each worker's listener (Linux caps it at somaxconn).
+const BACKLOG: u32 = 1024;
+
+/// The worker runtimes, each with its listener, before they run.
+pub struct Workers {
+    workers: Vec<(Runtime, TcpListener)>,
+    addr: SocketAddr,
+}
+
+impl Workers {
+    /// `count` runtimes (at least one) listening on `host:port` (port 0:
+    /// one free port that all of them share).
+    pub fn bind(count: usize, host: &str, port: u16) -> std::io::Result<Workers> {
+        let mut addr = (host, port)
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| std::io::Error::other(format!("{host} resolves to no address")))?;
+        let mut workers = Vec::with_capacity(count.max(1));
+        for _ in 0..count.max(1) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let listener = {
+                let _context = runtime.enter();
+                listen(addr)?
+            };
+            addr = listener.local_addr()?;
+            workers.push((runtime, listener));
+        }
+        Ok(Workers { workers, addr })
+    }
+
+    /// The address every worker listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Run `f` in the first worker's runtime (tasks it spawns, such as the
+    /// pools' maintenance, run there).
+    pub fn in_first<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _context = self.workers.first().map(|(runtime, _)| runtime.enter());
+        f()
+    }
+
+    /// Serve clients on every worker until `shutdown` completes (or the
+    /// admin console's SHUTDOWN), drain them, then stop the workers (a
+    /// session still running is dropped with its runtime). The first
+    /// worker runs on this thread, with the metrics endpoint and whatever
+    /// `shutdown` waits for (signals).
+    pub fn run<F: Future<Output = ()>>(self, state: Arc<State>, shutdown: F) {
+        let mut workers = self.workers.into_iter().enumerate();
+        let Some((_, (first, listener))) = workers.next() else {
+            return;
+        };
+        let Ok(tls) = crate::server::tls_acceptor(&state) else {
+            return;
+        };
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let mut threads = Vec::new();
+        for (id, (runtime, listener)) in workers {
+            let state = Arc::clone(&state);
+            let tls = tls.clone();
+            let mut stopped = stopped.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("pgshard-worker-{id}"))
+                .spawn(move || {
+                    WORKER.with(|w| w.set(Some(id)));
+                    runtime.block_on(async move {
+                        crate::server::accept(listener, &state, tls, std::future::pending()).await;
+                        // Sessions keep running here while the first worker
+                        // drains them.
+                        let _ = stopped.wait_for(|s| *s).await;
+                    });
+                });
+            match spawned {
+                Ok(thread) => threads.push(thread),
+                Err(err) => warn!(%err, worker = id, "cannot start a worker thread"),
+            }
+        }
+        WORKER.with(|w| w.set(Some(0)));
+        first.block_on(crate::server::serve(listener, state, tls, shutdown));
+        stop.send_replace(true);
+        for thread in threads {
+            let _ = thread.join();
+        }
+        WORKER.with(|w| w.set(None));
+    }
+}
+
+/// A listener on `addr` that other sockets may share (`SO_REUSEPORT`).
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_reuseport(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_share_one_port_and_know_who_they_are() {
+        let workers = Workers::bind(3, "127.0.0.1", 0).unwrap();
+        let addr = workers.local_addr();
+        assert_ne!(addr.port(), 0);
+        let ports: Vec<u16> = workers
+            .workers
+            .iter()
+            .map(|(_, listener)| listener.local_addr().unwrap().port())
+            .collect();
+        assert_eq!(ports, vec![addr.port(); 3]);
+        assert_eq!(current(), None);
+        // Each worker's runtime serves connections to the shared port.
+        let served = std::thread::spawn(move || {
+            let (runtime, listener) = workers.workers.into_iter().next().unwrap();
+            runtime.block_on(async move {
+                let client = tokio::net::TcpStream::connect(addr);
+                let (accepted, connected) = tokio::join!(listener.accept(), client);
+                accepted.is_ok() && connected.is_ok()
+            })
+        });
+        // The other two listeners were dropped with `workers`: the kernel
+        // sends every connection to the one left.
+        assert!(served.join().unwrap());
+    }
+}
