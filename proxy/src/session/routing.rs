@@ -391,25 +391,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
     /// Finish what the attached (idle) server is doing and give it back.
     pub(super) async fn detach(&mut self) -> Result<(), End> {
-        if self.attached.is_none() {
-            return Ok(());
-        }
-        // A server answers only at a Sync: one goes after what the client
-        // left unsynced, or after what pgshard sent for it (a Parse and
-        // Describe before a Bind held for a fan-out, whose Sync pgshard
-        // consumed).
-        if self.unsynced || self.plan.unsynced_tail() {
-            messages::sync(&mut self.to_server);
-            self.plan.push(Step::injected_query());
-        }
-        let errors = self.segment_errors;
-        self.flush().await?;
-        self.answer_all().await?;
-        if self.segment_errors != errors && self.unsynced {
-            // The client saw an error: it expects the rest up to its Sync
-            // to be skipped.
-            self.skipping = true;
-        }
+        self.settle_main().await?;
         if let Some(server) = self.attached.take_main() {
             self.release(server, false).await;
         }

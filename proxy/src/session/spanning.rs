@@ -21,8 +21,10 @@ use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
-    /// Finish what the main server is doing (it answers only at a Sync:
-    /// one goes after what the client left unsynced), keeping it.
+    /// Finish what the main server is doing, keeping it. A server answers
+    /// only at a Sync: one goes after what the client left unsynced, or
+    /// after what pgshard sent for it (a Parse and Describe before a Bind
+    /// held for a fan-out, whose Sync pgshard consumed).
     pub(super) async fn settle_main(&mut self) -> Result<(), End> {
         if self.attached.is_none() {
             return Ok(());
