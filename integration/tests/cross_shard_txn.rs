@@ -296,3 +296,76 @@ async fn one_phase_commit_names_the_shards_that_committed() {
     }
     assert_eq!(items(&shards[1], b).await, Vec::<String>::new());
 }
+
+/// Statements for several shards sent in the extended protocol inside a
+/// transaction (a driver's `execute` of a keyless UPDATE, a keyless
+/// count, a pipeline) run inside it on every shard: ROLLBACK undoes them
+/// everywhere, COMMIT keeps them (two-phase with it on), and one that
+/// fails aborts the transaction (25P02 after it) until ROLLBACK, or until
+/// ROLLBACK TO a savepoint taken before it.
+#[tokio::test]
+async fn extended_protocol_statements_for_several_shards_run_inside_the_transaction() {
+    for general in ["", TWO_PHASE] {
+        let cluster = cluster(2, general);
+        let (a, b) = common::keys_on_both_shards(&cluster).await;
+        let shards = cluster.shards().await;
+        let mut client = cluster.connect().await;
+        for (key, id) in [(a, 1i64), (b, 1)] {
+            client
+                .execute(
+                    "INSERT INTO orders (tenant_id, id, item) VALUES ($1, $2, 'new')",
+                    &[&key, &id],
+                )
+                .await
+                .unwrap();
+        }
+        for commit in [false, true] {
+            let tx = client.transaction().await.unwrap();
+            // Keyless: every shard, inside the transaction.
+            let updated = tx
+                .execute("UPDATE orders SET item = $1", &[&"updated"])
+                .await
+                .unwrap_or_else(|e| panic!("{general}: {}", common::describe(&e)));
+            assert_eq!(updated, 2);
+            let row = tx
+                .query_one("SELECT count(*) FROM orders WHERE item = $1", &[&"updated"])
+                .await
+                .unwrap();
+            assert_eq!(row.get::<_, i64>(0), 2, "the transaction sees its writes");
+            // Outside, nothing yet.
+            assert_eq!(items(&shards[0], a).await.len(), 1);
+            assert_eq!(items(&shards[0], a).await, ["new"]);
+            if commit {
+                tx.commit().await.unwrap();
+            } else {
+                tx.rollback().await.unwrap();
+            }
+            let expected = if commit { "updated" } else { "new" };
+            assert_eq!(items(&shards[0], a).await, [expected], "{general} {commit}");
+            assert_eq!(items(&shards[1], b).await, [expected], "{general} {commit}");
+        }
+        // A failing statement for several shards aborts the transaction;
+        // a savepoint taken before it recovers it on every shard.
+        let tx = client.transaction().await.unwrap();
+        tx.execute("UPDATE orders SET item = $1", &[&"before"])
+            .await
+            .unwrap();
+        tx.batch_execute("SAVEPOINT s").await.unwrap();
+        let err = tx
+            .execute("UPDATE orders SET id = id / $1", &[&0i64])
+            .await
+            .unwrap_err();
+        assert_eq!(code(&err), Some("22012"), "{err}");
+        let err = tx.query("SELECT 1", &[]).await.unwrap_err();
+        assert_eq!(code(&err), Some("25P02"), "{err}");
+        tx.batch_execute("ROLLBACK TO SAVEPOINT s").await.unwrap();
+        tx.execute("UPDATE orders SET item = item || $1", &[&"+after"])
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(items(&shards[0], a).await, ["before+after"]);
+        assert_eq!(items(&shards[1], b).await, ["before+after"]);
+        assert!(prepared_left(&cluster).await.is_empty());
+    }
+    assert_eq!(common::proxy_panics(), 0);
+}

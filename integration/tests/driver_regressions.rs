@@ -23,8 +23,11 @@ fn unsharded(general: &str) -> Cluster {
 }
 
 /// `n` shards holding only their own partitions (see `create_sharded_schema`).
+/// Tables the config does not name (`whoami`, one row per shard saying
+/// which) are read from every shard: `unlisted_tables = "sharded"`.
 fn sharded(n: usize, general: &str) -> Cluster {
-    Cluster::start_sharded_raw(n, general, "")
+    let general = format!("unlisted_tables = \"sharded\"\n{general}");
+    Cluster::start_sharded_raw(n, &general, "")
 }
 
 async fn login(cluster: &Cluster) -> Wire {

@@ -415,8 +415,10 @@ async fn each_shard_reads_from_its_own_replica() {
             ));
         }
     }
+    // `whoami` (which server answers) is read from every shard.
     let pgdog = format!(
-        "[general]\nshutdown_timeout = 1000\nread_write_split = \"exclude_primary\"\n{ADMIN}{databases}"
+        "[general]\nshutdown_timeout = 1000\nread_write_split = \"exclude_primary\"\n\
+         unlisted_tables = \"sharded\"\n{ADMIN}{databases}"
     );
     let proxy = TestProxy::start(&pgdog, USERS).unwrap();
     let client = connect(proxy.port(), "app", "app-pw", "prod")

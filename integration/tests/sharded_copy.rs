@@ -397,20 +397,36 @@ async fn extended_copy_reaches_its_shards(n: usize) {
     assert_eq!(wire::tags(&replies), "EZ", "{replies:?}");
     assert!(wire::errors(&replies)[0].contains("22P04"), "{replies:?}");
     assert_eq!(count(&cluster).await.iter().sum::<usize>(), 502);
-    // Inside a transaction it is refused at its Execute (it would need
-    // several shards), and the transaction is aborted.
-    raw.send(&wire::query("BEGIN")).await;
-    raw.until_ready().await;
-    let mut pipeline = wire::bind("");
-    pipeline.extend(wire::execute());
-    pipeline.extend(wire::sync());
-    raw.send(&pipeline).await;
-    let replies = raw.until_ready().await;
-    assert_eq!(wire::tags(&replies), "2EZ", "{replies:?}");
-    assert!(wire::errors(&replies)[0].contains("0A000"), "{replies:?}");
-    assert_eq!(replies.last().unwrap().1.as_ref(), b"E");
-    raw.send(&wire::query("ROLLBACK")).await;
-    assert_eq!(wire::tags(&raw.until_ready().await), "CZ");
+    // Inside a transaction it runs in the transaction, which every shard
+    // joins: rolled back, nothing stays; committed, its rows do.
+    for (end, expected) in [("ROLLBACK", 502), ("COMMIT", 504)] {
+        raw.send(&wire::query("BEGIN")).await;
+        raw.until_ready().await;
+        let mut pipeline = wire::bind("");
+        pipeline.extend(wire::execute());
+        pipeline.extend(wire::sync());
+        raw.send(&pipeline).await;
+        let mut seen = Vec::new();
+        while seen.last() != Some(&b'G') {
+            seen.push(raw.recv().await.0);
+        }
+        assert_eq!(seen, b"2G");
+        raw.send(&wire::message(b'd', b"910\t9\tin txn\n911\t9\tin txn\n"))
+            .await;
+        raw.send(&wire::message(b'c', b"")).await;
+        raw.send(&wire::sync()).await;
+        let replies = raw.until_ready().await;
+        assert_eq!(wire::tags(&replies), "CZ", "{replies:?}");
+        assert_eq!(done(&replies), "COPY 2");
+        assert_eq!(replies.last().unwrap().1.as_ref(), b"T");
+        raw.send(&wire::query(end)).await;
+        assert_eq!(wire::tags(&raw.until_ready().await), "CZ");
+        assert_eq!(
+            count(&cluster).await.iter().sum::<usize>(),
+            expected,
+            "{end}"
+        );
+    }
     assert_eq!(common::proxy_panics(), 0);
 }
 
@@ -449,4 +465,91 @@ async fn copy_without_columns_skips_generated_ones() {
     let client = cluster.connect().await;
     let twice = common::column(&client, "SELECT twice FROM gen_items WHERE k = 21", "twice").await;
     assert_eq!(twice, vec!["42"]);
+}
+
+/// COPY inside a transaction pgshard opened: every shard joins the
+/// transaction and the COPY is part of it (ROLLBACK leaves nothing, a
+/// savepoint rolled back to undoes it on every shard, COMMIT keeps it); a
+/// COPY that fails aborts the whole transaction (25P02 after it, as on one
+/// Postgres). COPY into an omnisharded table writes every row on every
+/// shard, inside or outside a transaction.
+#[tokio::test]
+async fn copy_inside_a_transaction_joins_it_on_every_shard() {
+    let cluster = cluster(2);
+    let mut raw = Wire::login(cluster.port(), "raw", "prod").await;
+    let sql = "COPY orders (tenant_id, id, item) FROM STDIN";
+    let rows = |from: i64| -> String {
+        (from..from + 40)
+            .map(|k| format!("{k}\t1\tin txn\n"))
+            .collect()
+    };
+    for (end, expected) in [("ROLLBACK", 0), ("COMMIT", 40)] {
+        raw.send(&wire::query("BEGIN ISOLATION LEVEL REPEATABLE READ"))
+            .await;
+        raw.until_ready().await;
+        let replies = copy(&mut raw, sql, &rows(1), 100, b'c').await;
+        assert_eq!(done(&replies), "COPY 40", "{replies:?}");
+        assert_eq!(replies.last().unwrap().1.as_ref(), b"T");
+        // Visible inside the transaction, on both shards.
+        raw.send(&wire::query("SELECT count(*) FROM orders")).await;
+        let replies = raw.until_ready().await;
+        assert_eq!(wire::data_rows(&replies), [vec!["40".to_owned()]]);
+        raw.send(&wire::query(end)).await;
+        assert_eq!(wire::tags(&raw.until_ready().await), "CZ", "{end}");
+        let counts = count(&cluster).await;
+        assert_eq!(counts.iter().sum::<usize>(), expected, "{end}: {counts:?}");
+        assert!(expected == 0 || counts.iter().all(|&n| n > 0), "{counts:?}");
+    }
+    // A savepoint taken before the COPY undoes it on every shard.
+    raw.send(&wire::query("BEGIN")).await;
+    raw.until_ready().await;
+    raw.send(&wire::query("SAVEPOINT before_copy")).await;
+    raw.until_ready().await;
+    let replies = copy(&mut raw, sql, &rows(100), 64, b'c').await;
+    assert_eq!(done(&replies), "COPY 40", "{replies:?}");
+    raw.send(&wire::query("ROLLBACK TO SAVEPOINT before_copy"))
+        .await;
+    assert_eq!(wire::tags(&raw.until_ready().await), "CZ");
+    let replies = copy(&mut raw, sql, &rows(200), 64, b'c').await;
+    assert_eq!(done(&replies), "COPY 40", "{replies:?}");
+    raw.send(&wire::query("COMMIT")).await;
+    assert_eq!(wire::tags(&raw.until_ready().await), "CZ");
+    assert_eq!(count(&cluster).await.iter().sum::<usize>(), 80);
+    // A failing COPY (a duplicate key on one shard) aborts the transaction.
+    raw.send(&wire::query("BEGIN")).await;
+    raw.until_ready().await;
+    let replies = copy(&mut raw, sql, &rows(300), 64, b'c').await;
+    assert_eq!(done(&replies), "COPY 40", "{replies:?}");
+    let replies = copy(&mut raw, sql, "1\t1\tduplicate\n", 64, b'c').await;
+    assert!(wire::errors(&replies)[0].contains("23505"), "{replies:?}");
+    assert_eq!(replies.last().unwrap().1.as_ref(), b"E");
+    raw.send(&wire::query("SELECT 1")).await;
+    let replies = raw.until_ready().await;
+    assert!(wire::errors(&replies)[0].contains("25P02"), "{replies:?}");
+    raw.send(&wire::query("COMMIT")).await;
+    let replies = raw.until_ready().await;
+    assert_eq!(done(&replies), "ROLLBACK", "{replies:?}");
+    assert_eq!(count(&cluster).await.iter().sum::<usize>(), 80);
+
+    // An omnisharded table: every row on every shard.
+    let csv = "code,name\nfr,France\nde,\"Germany, Federal Republic\"\n";
+    let countries = "COPY countries FROM STDIN (FORMAT csv, HEADER)";
+    let replies = copy(&mut raw, countries, csv, 7, b'c').await;
+    assert_eq!(done(&replies), "COPY 2", "{replies:?}");
+    raw.send(&wire::query("BEGIN")).await;
+    raw.until_ready().await;
+    let replies = copy(&mut raw, countries, "code,name\nit,Italy\n", 7, b'c').await;
+    assert_eq!(done(&replies), "COPY 1", "{replies:?}");
+    raw.send(&wire::query("COMMIT")).await;
+    assert_eq!(wire::tags(&raw.until_ready().await), "CZ");
+    for shard in cluster.shards().await {
+        let names =
+            common::column(&shard, "SELECT name FROM countries ORDER BY code", "name").await;
+        assert_eq!(names, ["Germany, Federal Republic", "France", "Italy"]);
+    }
+    // The session goes on.
+    raw.send(&wire::query("SELECT count(*) FROM orders")).await;
+    let replies = raw.until_ready().await;
+    assert_eq!(wire::data_rows(&replies), [vec!["80".to_owned()]]);
+    assert_eq!(common::proxy_panics(), 0);
 }

@@ -53,6 +53,10 @@ pub struct Merger {
     split: Option<SplitRows>,
     /// A COPY TO STDOUT whose header or binary framing is joined.
     copy_out: Option<CopyJoin>,
+    /// Every server holds the same rows (a write to omnisharded tables):
+    /// the first server's rows and count stand for all, and the counts of
+    /// the others (kept here) must be the same, or the copies differ.
+    copies: Option<Vec<u64>>,
 }
 
 /// Whether a server message is the last of a server's reply.
@@ -81,6 +85,14 @@ impl Merger {
     pub fn copying_out(join: CopyJoin) -> Merger {
         Merger {
             copy_out: Some(join),
+            ..Merger::default()
+        }
+    }
+
+    /// A merger of replies from servers that each hold the same rows.
+    pub fn copies() -> Merger {
+        Merger {
+            copies: Some(Vec::new()),
             ..Merger::default()
         }
     }
@@ -165,6 +177,8 @@ impl Merger {
             }
             b'C' => self.count(index, body),
             b'c' => self.copy_done |= index == 0,
+            // Another copy's rows: the first server's stand for them.
+            b'D' | b'd' if self.copies.is_some() && index != 0 => {}
             b'd' if self.copy_out.is_some() => self.copy_data(index, body, out),
             b'D' | b'd' => out.extend_from_slice(message),
             // Headers (RowDescription, BindComplete, CopyOutResponse...),
@@ -233,8 +247,11 @@ impl Merger {
             },
             _ => (text.clone().into_owned(), None),
         };
-        if let Some(n) = count {
-            self.row_count += n;
+        match (count, self.copies.as_mut()) {
+            (Some(n), None) => self.row_count += n,
+            (Some(n), Some(_)) if index == 0 => self.row_count = n,
+            (Some(n), Some(others)) => others.push(n),
+            (None, _) => {}
         }
         if index == 0 || self.tag.is_none() {
             self.tag = Some((head, count.is_some()));
@@ -264,6 +281,16 @@ impl Merger {
         if let (Some(join), false) = (self.copy_out.take(), self.failed) {
             if let Err(why) = join.finish(out) {
                 self.copy_failed(why, out);
+            }
+        }
+        if let Some(others) = self.copies.take() {
+            if let Some(&differs) = others.iter().find(|&&n| n != self.row_count) {
+                self.failed = true;
+                let message = format!(
+                    "the copies of an omnisharded table differ: the statement changed {} rows on one shard and {differs} on another (the change is rolled back where it runs in a transaction; compare the shards' copies)",
+                    self.row_count
+                );
+                ClientError::new("XX001", message).encode(out);
             }
         }
         if self.failed {

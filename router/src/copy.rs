@@ -1,8 +1,9 @@
 //! `COPY sharded_table FROM STDIN` split by shard: the statement's plan
 //! (format and options, where the key is among the columns) and the
 //! splitting of the client's data into rows, each with the database its
-//! key hashes to. Pure: the proxy feeds it CopyData and sends each row to
-//! its shard's COPY.
+//! key hashes to (a COPY into an omnisharded table sends every row to
+//! every database). Pure: the proxy feeds it CopyData and sends each row
+//! to its shard's COPY.
 //!
 //! Formats: text (rows end at an unescaped newline, fields at the
 //! delimiter, backslash escapes) and CSV (quoted fields may hold
@@ -39,8 +40,9 @@ pub struct CopyPlan {
     pub table: String,
     /// The column list as written (empty: the table's columns in order).
     pub columns: Vec<String>,
-    /// The sharding key column and how its values map to databases.
-    pub entry: ShardedTable,
+    /// The sharding key column and how its values map to databases;
+    /// `None`: an omnisharded table, every row goes to every database.
+    pub entry: Option<ShardedTable>,
     pub format: Format,
     pub delimiter: u8,
     pub quote: u8,
@@ -110,15 +112,20 @@ pub fn plan_copy(sql: &str, sharding: &Sharding) -> Result<CopyPlan, CopyError> 
         alias: None,
     };
     let entry = match classify(&reference, sharding) {
-        TableClass::Sharded => sharding.tables.iter().find(|e| entry_names(e, &reference)),
+        TableClass::Sharded => sharding
+            .tables
+            .iter()
+            .find(|e| entry_names(e, &reference))
+            .map(|e| Some(e.clone())),
         TableClass::Unknown => sharding
             .tables
             .iter()
-            .find(|e| e.name.is_none() && columns.contains(&e.column)),
-        _ => None,
+            .find(|e| e.name.is_none() && columns.contains(&e.column))
+            .map(|e| Some(e.clone())),
+        TableClass::Omnisharded => Some(None),
+        TableClass::Family { .. } | TableClass::Catalog => None,
     }
-    .ok_or_else(|| unsupported("its table is not sharded by a key column"))?
-    .clone();
+    .ok_or_else(|| unsupported("its table is not sharded by a key column"))?;
     let mut plan = CopyPlan {
         table: table.clone(),
         columns,
@@ -189,7 +196,8 @@ fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), &'static str
 pub struct RowSplitter {
     plan: CopyPlan,
     /// Where the key is among a row's fields.
-    key: usize,
+    /// The key's field (`None`: an omnisharded table's COPY).
+    key: Option<usize>,
     pending: Vec<u8>,
     /// Lines (binary: tuples) seen, for errors, and whether the header
     /// (binary: the file header) is still to come.
@@ -211,13 +219,15 @@ impl RowSplitter {
             true => table_columns,
             false => &plan.columns,
         };
-        let key = columns
-            .iter()
-            .position(|c| *c == plan.entry.column)
-            .ok_or_else(|| CopyError::Unsupported {
-                table: plan.table.clone(),
-                why: "its column list does not include the sharding key",
-            })?;
+        let key = match &plan.entry {
+            None => None,
+            Some(entry) => Some(columns.iter().position(|c| *c == entry.column).ok_or_else(
+                || CopyError::Unsupported {
+                    table: plan.table.clone(),
+                    why: "its column list does not include the sharding key",
+                },
+            )?),
+        };
         Ok(RowSplitter {
             header_due: plan.header || plan.format == Format::Binary,
             plan,
@@ -282,7 +292,10 @@ impl RowSplitter {
             self.ended = true;
             return Ok(None);
         }
-        let database = self.database(content).map_err(|why| CopyError::Row {
+        let Some(key) = self.key else {
+            return Ok(Some((None, row)));
+        };
+        let database = self.database(content, key).map_err(|why| CopyError::Row {
             table: self.plan.table.clone(),
             line: self.line,
             why,
@@ -312,16 +325,23 @@ impl RowSplitter {
                     None => break,
                 }
             } else {
-                match binary::piece(bytes, Some(self.key)) {
+                match binary::piece(bytes, self.key) {
                     Ok(Some(binary::Piece::Trailer)) => {
                         self.ended = true;
                         (binary::TRAILER.len(), None)
                     }
                     Ok(Some(binary::Piece::Row { len, key })) => {
                         self.line += 1;
-                        let key = key.map(|range| &bytes[range]);
-                        let database = self.binary_database(key).map_err(|why| self.error(why))?;
-                        (len, Some(database))
+                        let database = match &self.plan.entry {
+                            None => None,
+                            Some(entry) => {
+                                let key = key.map(|range| &bytes[range]);
+                                let database =
+                                    binary_database(entry, key).map_err(|why| self.error(why))?;
+                                Some(database)
+                            }
+                        };
+                        (len, database)
                     }
                     Ok(None) => break,
                     Err(why) => {
@@ -335,16 +355,6 @@ impl RowSplitter {
         }
         self.pending.drain(..start);
         Ok(placed)
-    }
-
-    /// The database of a binary tuple's key field (`None`: NULL).
-    fn binary_database(&self, key: Option<&[u8]>) -> Result<usize, String> {
-        let column = &self.plan.entry.column;
-        let bytes = key.ok_or_else(|| format!("its sharding key {column} is NULL"))?;
-        let key: Key = hash::decode_binary(self.plan.entry.keys.data_type, bytes)
-            .map_err(|e| format!("its sharding key {column}: {e}"))?;
-        hash::database(&self.plan.entry.keys, &key)
-            .ok_or_else(|| format!("no shard is configured for its sharding key {key:?}"))
     }
 
     /// A failure at the current row.
@@ -383,27 +393,28 @@ impl RowSplitter {
         None
     }
 
-    /// The database of a row (its content without the line end).
-    fn database(&self, row: &[u8]) -> Result<usize, String> {
+    /// The database of a row (its content without the line end) whose key
+    /// is field `key`.
+    fn database(&self, row: &[u8], key: usize) -> Result<usize, String> {
+        let Some(entry) = &self.plan.entry else {
+            return Err("the table has no sharding key".into());
+        };
         let field = self
-            .field(row)
+            .field(row, key)
             .ok_or("it has fewer fields than the sharding key's position")?;
         let Some(text) = field else {
-            return Err(format!(
-                "its sharding key {} is NULL",
-                self.plan.entry.column
-            ));
+            return Err(format!("its sharding key {} is NULL", entry.column));
         };
         let text =
             String::from_utf8(text).map_err(|_| "its sharding key is not UTF-8".to_owned())?;
-        let key: Key = hash::parse_text(self.plan.entry.keys.data_type, &text)
-            .map_err(|e| format!("its sharding key {}: {e}", self.plan.entry.column))?;
-        hash::database(&self.plan.entry.keys, &key)
+        let value: Key = hash::parse_text(entry.keys.data_type, &text)
+            .map_err(|e| format!("its sharding key {}: {e}", entry.column))?;
+        hash::database(&entry.keys, &value)
             .ok_or_else(|| format!("no shard is configured for its sharding key {text}"))
     }
 
-    /// The key field of `row`, unescaped; `Some(None)` for NULL.
-    fn field(&self, row: &[u8]) -> Option<Option<Vec<u8>>> {
+    /// Field `key` of `row`, unescaped; `Some(None)` for NULL.
+    fn field(&self, row: &[u8], key: usize) -> Option<Option<Vec<u8>>> {
         let plan = &self.plan;
         let mut index = 0;
         let mut value = Vec::new();
@@ -419,7 +430,7 @@ impl RowSplitter {
                 _ => false,
             };
             if end_of_field {
-                if index == self.key {
+                if index == key {
                     let null = !was_quoted && raw == plan.null.as_bytes();
                     return Some((!null).then_some(value));
                 }
@@ -463,6 +474,16 @@ impl RowSplitter {
             i += 1;
         }
     }
+}
+
+/// The database of a binary tuple's key field (`None`: NULL).
+fn binary_database(entry: &ShardedTable, key: Option<&[u8]>) -> Result<usize, String> {
+    let column = &entry.column;
+    let bytes = key.ok_or_else(|| format!("its sharding key {column} is NULL"))?;
+    let key: Key = hash::decode_binary(entry.keys.data_type, bytes)
+        .map_err(|e| format!("its sharding key {column}: {e}"))?;
+    hash::database(&entry.keys, &key)
+        .ok_or_else(|| format!("no shard is configured for its sharding key {key:?}"))
 }
 
 #[cfg(test)]

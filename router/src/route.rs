@@ -14,12 +14,17 @@
 //!    without tables, `Shard(0)` for the rest.
 //! 4. Each table is a family member (`events_p7`: key 7), a configured
 //!    sharded table, omnisharded, a catalog (`pg_catalog`,
-//!    `information_schema`, unqualified `pg_*`), or unknown. **Unknown
-//!    tables count as sharded by a key pgshard does not know**: keyless
+//!    `information_schema`, unqualified `pg_*`), or unlisted. **Unlisted
+//!    tables are omnisharded** (PgDog's default: read from one database,
+//!    written on all), unless `unlisted_tables = "sharded"` or the cluster
+//!    has a column-only `[[sharded_tables]]` entry (which shards every
+//!    table that has its column, which a name does not tell): then they
+//!    are *unknown*, **sharded by a key pgshard does not know**: keyless
 //!    reads, UPDATEs and DELETEs go to every database (no row is silently
-//!    missed), keyless INSERTs and COPY FROM are refused (pgshard cannot tell
-//!    where the row belongs). List such tables in `[[omnisharded_tables]]`
-//!    to read them from one database and write them everywhere.
+//!    missed), keyless INSERTs and COPY FROM are refused (pgshard cannot
+//!    tell where the row belongs). List such tables in
+//!    `[[omnisharded_tables]]` to read them from one database and write
+//!    them everywhere.
 //! 5. Conditions (one per query level that restricts the statement's rows,
 //!    a UNION's arms OR-ed into one: see [`crate::extract`]; sublinks give
 //!    none to the statement, rule 12 places them) give shard sets: `k = v`
@@ -337,6 +342,26 @@ pub enum RouteError {
         "this statement outer-joins {table}, which {what}, to rows that every database holds (omnisharded or catalog tables, functions, VALUES) and keeps those rows when they find no partner: each database would return them again, matched against its own rows of {table} only; run it on one shard (restrict {table} to one shard with its sharding key in WHERE, or pick a shard with /* pgdog_shard: N */), or make it an inner join"
     )]
     OuterJoinEverywhere { table: String, what: &'static str },
+}
+
+/// Every table the statement string names is omnisharded (or a catalog):
+/// each database it runs on holds the same rows, so one database's reply
+/// (its rows and row count) stands for all, where several databases'
+/// concatenated would repeat every row (a write to an omnisharded table
+/// runs on every database).
+pub fn holds_copies(summary: &Summary, sharding: &Sharding) -> bool {
+    let mut tables = summary
+        .statements
+        .iter()
+        .flat_map(|s| s.tables.iter().chain(s.target.as_ref()))
+        .peekable();
+    tables.peek().is_some()
+        && tables.all(|table| {
+            matches!(
+                tables::classify(table, sharding),
+                tables::TableClass::Omnisharded | tables::TableClass::Catalog
+            )
+        })
 }
 
 /// Route one statement.

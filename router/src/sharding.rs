@@ -103,6 +103,10 @@ pub struct Sharding {
     pub omnisharded: Vec<(Option<String>, String)>,
     /// Refuse statements that would go to more than one database.
     pub cross_shard_disabled: bool,
+    /// Tables no entry names are omnisharded (`unlisted_tables`, when the
+    /// cluster has no column-only `[[sharded_tables]]` entry); else they
+    /// are sharded by a key pgshard does not know.
+    pub unlisted_omnisharded: bool,
 }
 
 impl Sharding {

@@ -194,6 +194,29 @@ pub fn errors(replies: &[(u8, Bytes)]) -> Vec<String> {
         .collect()
 }
 
+/// The values of the DataRows among `replies`, as text (NULL as `NULL`).
+pub fn data_rows(replies: &[(u8, Bytes)]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for (_, body) in replies.iter().filter(|(tag, _)| *tag == b'D') {
+        let count = u16::from_be_bytes([body[0], body[1]]);
+        let mut at = 2;
+        let mut row = Vec::new();
+        for _ in 0..count {
+            let len = i32::from_be_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]]);
+            at += 4;
+            match usize::try_from(len) {
+                Ok(len) => {
+                    row.push(String::from_utf8_lossy(&body[at..at + len]).into_owned());
+                    at += len;
+                }
+                Err(_) => row.push("NULL".to_owned()),
+            }
+        }
+        rows.push(row);
+    }
+    rows
+}
+
 /// The tags of `replies`, as a string for easy comparison.
 pub fn tags(replies: &[(u8, Bytes)]) -> String {
     replies.iter().map(|(tag, _)| char::from(*tag)).collect()

@@ -1,14 +1,18 @@
-//! `COPY sharded_table FROM STDIN` (outside a transaction): a server of
-//! every shard runs `BEGIN; COPY ...`, the client's data is cut into rows
-//! (`router::copy`: text, CSV, binary) and each row is sent to its shard's
-//! COPY in CopyData batches of at most [`BATCH`] bytes (a send waits for
-//! its server, so memory stays bounded whatever the size of the COPY); at
-//! the client's CopyDone every shard ends its COPY and, when all
-//! succeeded, commits (one `COPY n` with the total goes to the client). A
-//! row without a usable key, malformed data, the client's CopyFail or a
-//! shard's error ends every shard's COPY and rolls every transaction back:
-//! nothing is written (a shard failing at COMMIT after others committed is
-//! the one gap left for two-phase commit, and is reported with a WARNING).
+//! `COPY table FROM STDIN` into a sharded (or omnisharded) table: a
+//! server of every shard runs the COPY inside a transaction (the client's,
+//! which every shard joins, or outside one a transaction of its own on
+//! each), the client's data is cut into rows (`router::copy`: text, CSV,
+//! binary) and each row is sent to its shard's COPY (an omnisharded
+//! table's to every shard) in CopyData batches of at most [`BATCH`] bytes
+//! (a send waits for its server, so memory stays bounded whatever the size
+//! of the COPY). At the client's CopyDone every shard ends its COPY; one
+//! `COPY n` with the total goes to the client. A row without a usable key,
+//! malformed data, the client's CopyFail or a shard's error ends every
+//! shard's COPY with an error: the transaction is aborted on every shard
+//! (the client's then rolls back as on one Postgres), and a COPY of its
+//! own is rolled back everywhere. A COPY of its own that succeeded commits
+//! on every shard as one unit (`commit.rs`: two-phase when
+//! `two_phase_commit` and `two_phase_commit_auto` are on).
 //!
 //! In the simple protocol the Query runs it; in the extended protocol its
 //! Bind is answered here (BindComplete, NoData for a Describe) and its
@@ -23,18 +27,15 @@ use router::copy::{plan_copy, CopyPlan, RowSplitter};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::routing::Dispatch;
-use super::transaction::Placement;
+use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::pool::Pooled;
-use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::decode_frontend_frame;
 use crate::protocol::messages;
 use crate::protocol::rows::parse_row;
-
-/// COPY into a sharded table inside a transaction.
-const COPY_IN_TXN: &str = "COPY into a sharded table inside a transaction is not supported yet: run it outside the transaction (it is atomic across shards on its own)";
 
 /// CopyData sent to a shard at once.
 const BATCH: usize = 64 * 1024;
@@ -86,7 +87,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// Run the COPY `sql`; `simple`: a Query's (the client gets its
-    /// ReadyForQuery), else an Execute's.
+    /// ReadyForQuery), else an Execute's. Inside a transaction pgshard
+    /// opened, every shard joins it and the COPY is part of it; outside
+    /// one, it runs in a transaction of its own on every shard, committed
+    /// together (two-phase when on) or rolled back together.
     async fn run_copy(&mut self, sql: &str, simple: bool) -> Result<(), End> {
         let plan = match plan_copy(sql, &self.sharding) {
             Ok(plan) => plan,
@@ -97,35 +101,81 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         };
         let shards: Vec<usize> = (0..self.pools.len()).collect();
-        if !matches!(self.place(Some(&shards), false), Placement::FanOut) {
-            let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, COPY_IN_TXN);
-            self.copy_refused(error, simple);
-            return Ok(());
-        }
-        if self.attached.is_some() {
-            self.detach().await?;
-        }
-        let Some(mut servers) = self.fan_out_servers(&shards).await? else {
-            match simple {
-                true => messages::ready_for_query(&mut self.to_client, b'I'),
-                false => self.skipping = true,
+        let implicit = match self.place(Some(&shards), false) {
+            Placement::FanOut => true,
+            Placement::FanOutInTxn => false,
+            _ => {
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
+                self.copy_refused(error, simple);
+                return Ok(());
             }
-            return self.flush_client().await;
         };
-        let mut sent = 0;
-        let started = self.start_copies(&mut servers, &plan, sql, &mut sent).await;
-        let outcome = match started {
-            Ok((splitter, response)) => {
-                self.to_client.extend_from_slice(&response);
-                self.flush_client().await?;
-                self.stream_rows(&mut servers, splitter).await?
+        if implicit {
+            if self.attached.is_some() {
+                self.detach().await?;
             }
-            Err(error) => Err(error),
+            self.txn.begin_implicit();
+        }
+        let servers = match self.txn_servers(&shards).await? {
+            Some(servers) => Ok(servers),
+            // Its error is written for the client.
+            None => Err(()),
         };
-        self.end_copies(servers, sent, outcome, simple).await
+        let outcome = match servers {
+            Ok(mut servers) => {
+                let mut sent = 0;
+                let started = self.start_copies(&mut servers, &plan, sql, &mut sent).await;
+                let streamed = match started {
+                    Ok((splitter, response)) => {
+                        self.to_client.extend_from_slice(&response);
+                        self.flush_client().await?;
+                        self.stream_rows(&mut servers, splitter).await?
+                    }
+                    Err(error) => Err(error),
+                };
+                self.end_copies(&shards, servers, sent, streamed, plan.entry.is_none())
+                    .await
+            }
+            Err(()) => Err(None),
+        };
+        let outcome = match implicit {
+            false => outcome,
+            true => {
+                let auto = self.state.config().general.two_phase_commit_auto;
+                match self.end_spanning(outcome.is_ok(), auto).await? {
+                    Err(error) if outcome.is_ok() => Err(Some(encode(error))),
+                    _ => outcome,
+                }
+            }
+        };
+        self.copy_answered(outcome, simple).await
     }
 
-    /// `BEGIN; COPY ...` on every server (`sent`: how many got it), up to
+    /// The client's answer to its COPY: `COPY n`, or the error (`None`:
+    /// already written), then its ReadyForQuery (simple protocol) or, in the
+    /// extended protocol after an error, skipping to Sync.
+    async fn copy_answered(
+        &mut self,
+        outcome: Result<u64, Option<Bytes>>,
+        simple: bool,
+    ) -> Result<(), End> {
+        match outcome {
+            Ok(total) => messages::command_complete(&mut self.to_client, &format!("COPY {total}")),
+            Err(error) => {
+                if let Some(error) = error {
+                    self.to_client.extend_from_slice(&error);
+                }
+                self.skipping |= !simple;
+            }
+        }
+        if simple {
+            let status = self.status();
+            messages::ready_for_query(&mut self.to_client, status);
+        }
+        self.flush_client().await
+    }
+
+    /// The COPY on every server (`sent`: how many got it), up to
     /// their CopyInResponse; the row splitter and the first server's
     /// CopyInResponse for the client.
     async fn start_copies(
@@ -148,7 +198,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             ))
         })?;
         let mut query = BytesMut::new();
-        messages::query(&mut query, &format!("BEGIN; {sql}"));
+        messages::query(&mut query, sql);
         for server in servers.iter_mut() {
             server.conn.send(&query).await.map_err(|_| lost())?;
             *sent += 1;
@@ -241,14 +291,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// End every server's COPY (CopyDone after success, CopyFail after a
-    /// failure), commit or roll back, and answer the client.
+    /// failure) and hold them again for the transaction (`shards`: theirs,
+    /// in order; a server whose connection broke is dropped and the
+    /// transaction can then only roll back). The rows copied (`copies`:
+    /// each shard copied the same rows, an omnisharded table's), or the
+    /// COPY's error for the client.
     async fn end_copies(
         &mut self,
+        shards: &[usize],
         mut servers: Vec<Pooled>,
         sent: usize,
         outcome: Result<(), Bytes>,
-        simple: bool,
-    ) -> Result<(), End> {
+        copies: bool,
+    ) -> Result<u64, Option<Bytes>> {
         let mut end = BytesMut::new();
         match &outcome {
             Ok(()) => messages::copy_done(&mut end),
@@ -258,63 +313,50 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             ),
         }
         let mut failure = outcome.err();
-        let mut total: u64 = 0;
+        let mut counts = Vec::new();
+        let mut broken = Vec::new();
         // Only the servers that got the COPY owe a reply (an idle server
         // ignores CopyDone / CopyFail without a word).
-        for server in servers.iter_mut().take(sent) {
+        for (i, server) in servers.iter_mut().enumerate().take(sent) {
             let replied = match server.conn.send(&end).await {
                 Ok(()) => reply(server).await,
                 Err(_) => Err(()),
             };
             match replied {
-                Ok((tags, None)) => total += copied(&tags),
+                Ok((tags, None)) => counts.push(copied(&tags)),
                 Ok((_, Some(error))) => {
                     failure.get_or_insert(error);
                 }
                 Err(()) => {
+                    broken.push(i);
                     failure.get_or_insert_with(lost);
                 }
             }
         }
-        let committed = match failure {
-            Some(_) => Vec::new(),
-            None => self.commit_all(&mut servers).await,
+        self.writes = true;
+        for (i, (&shard, server)) in shards.iter().zip(servers).enumerate() {
+            if !broken.contains(&i) {
+                self.hold(shard, server);
+            }
+        }
+        self.writes = false;
+        if !broken.is_empty() {
+            // That shard's part of the transaction is gone.
+            self.txn.fail();
+        }
+        let total = match copies {
+            true => counts.first().copied().unwrap_or_default(),
+            false => counts.iter().sum(),
         };
-        // In the extended protocol an error skips the rest up to Sync.
-        self.skipping |= !simple && failure.is_some();
-        match failure {
-            Some(error) => self.to_client.extend_from_slice(&error),
-            None if committed.len() == servers.len() => {
-                messages::command_complete(&mut self.to_client, &format!("COPY {total}"))
-            }
-            None => {
-                self.skipping |= !simple;
-                let done: Vec<String> = committed.iter().map(usize::to_string).collect();
-                let message = format!("the COPY was committed on shard(s) {} only: the others failed at COMMIT (enable two-phase commit for atomic writes)", done.join(", "));
-                error_response(&mut self.to_client, Severity::Warning, "01000", &message);
-                ClientError::new("40001", "the COPY failed at COMMIT on some shards")
-                    .encode(&mut self.to_client);
-            }
+        if copies && counts.iter().any(|&n| n != total) {
+            // Every shard was sent every row.
+            let error = ClientError::new(
+                "XX001",
+                "the shards' COPY counts of an omnisharded table differ",
+            );
+            failure.get_or_insert_with(|| encode(error));
         }
-        for server in servers {
-            // `release` rolls back what is still open.
-            self.release(server, false).await;
-        }
-        if simple {
-            messages::ready_for_query(&mut self.to_client, b'I');
-        }
-        self.flush_client().await
-    }
-
-    /// COMMIT on every server; the shards that committed.
-    async fn commit_all(&mut self, servers: &mut [Pooled]) -> Vec<usize> {
-        let mut committed = Vec::new();
-        for server in servers.iter_mut() {
-            if let Ok(Ok(())) = server.conn.run("COMMIT").await {
-                committed.push(server.pool().shard);
-            }
-        }
-        committed
+        failure.map_or(Ok(total), |error| Err(Some(error)))
     }
 }
 

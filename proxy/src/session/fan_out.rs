@@ -60,6 +60,9 @@ pub(super) enum Reply {
     Split(SplitRows),
     /// A COPY TO STDOUT's (one header, one binary trailer).
     CopyOut(router::copy::CopyOut),
+    /// Every shard holds the same rows (a write to omnisharded tables):
+    /// one shard's reply stands for all.
+    Copies,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -151,6 +154,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         } else if failed {
             self.segment_errors += 1;
+            if in_txn && self.attached.status() != Some(b'E') {
+                // pgshard's own error (a merge, copies that differ): the
+                // shards succeeded, but the client saw an error, so the
+                // transaction is over, as on one Postgres.
+                self.txn.fail();
+            }
         }
         Ok(())
     }
@@ -159,6 +168,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     async fn merger(&mut self, reply: Reply, servers: &mut [Pooled]) -> Merger {
         match reply {
             Reply::Concat(preamble) => Merger::default().with_preamble(preamble),
+            Reply::Copies => Merger::copies(),
             Reply::Split(split) => Merger::splitting(split),
             Reply::CopyOut(plan) => Merger::copying_out(CopyJoin::new(plan)),
             Reply::Merge(merge) => {

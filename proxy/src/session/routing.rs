@@ -80,40 +80,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let overrides = self.overrides(&lookup.overrides);
         let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => routed,
-            Err(RouteError::MultiRowInsert { .. })
-                if summary.statements.len() == 1
-                    && self.state.config().rewrite.splits_inserts() =>
-            {
-                return self.split_insert(frame_sql).await;
-            }
-            Err(RouteError::CopyIntoSharded { .. }) if summary.statements.len() == 1 => {
-                return self.copy_sharded(frame_sql).await;
-            }
-            Err(err @ RouteError::InsertWithoutKey { .. })
-                if summary.statements.len() == 1
-                    && summary.statements[0].insert_without_columns =>
-            {
-                return match self.insert_with_columns(frame_sql).await? {
-                    Some(sql) => match Box::pin(self.route_query(&sql, None)).await? {
-                        Dispatch::Send(target) => Ok(Dispatch::Rewritten(target, sql)),
-                        other => Ok(other),
-                    },
-                    None => Ok(self.refused(ClientError::new(
-                        sqlstate::FEATURE_NOT_SUPPORTED,
-                        err.to_string(),
-                    ))),
-                };
-            }
-            Err(err) => {
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                return Ok(self.refused(error));
-            }
+            Err(err) => return self.unrouted_query(err, summary, frame_sql).await,
         };
         let shards = self.routed_to(&lookup.entry, &routed.route);
         if let Some(error) =
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
         {
             return Ok(self.refused(error));
+        }
+        if is_copy_from(summary) && shards.as_ref().is_some_and(|s| s.len() > 1) {
+            // An omnisharded table's copies each get every row.
+            return self.copy_sharded(frame_sql).await;
         }
         if shards.as_ref().is_some_and(|s| s.len() > 1) && summary.statements.len() > 1 {
             return Ok(self.refused(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time")));
@@ -137,6 +114,44 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
+    /// A simple query the router did not route: run the ways pgshard has
+    /// for it (a split INSERT, a sharded COPY, an INSERT given its table's
+    /// columns), or refuse it with the router's reason.
+    async fn unrouted_query(
+        &mut self,
+        err: RouteError,
+        summary: &Summary,
+        frame_sql: &str,
+    ) -> Result<Dispatch, End> {
+        let one = summary.statements.len() == 1;
+        match err {
+            RouteError::MultiRowInsert { .. }
+                if one && self.state.config().rewrite.splits_inserts() =>
+            {
+                self.split_insert(frame_sql).await
+            }
+            RouteError::CopyIntoSharded { .. } if one => self.copy_sharded(frame_sql).await,
+            RouteError::InsertWithoutKey { .. }
+                if one && summary.statements[0].insert_without_columns =>
+            {
+                match self.insert_with_columns(frame_sql).await? {
+                    Some(sql) => match Box::pin(self.route_query(&sql, None)).await? {
+                        Dispatch::Send(target) => Ok(Dispatch::Rewritten(target, sql)),
+                        other => Ok(other),
+                    },
+                    None => Ok(self.refused(ClientError::new(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        err.to_string(),
+                    ))),
+                }
+            }
+            err => {
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                Ok(self.refused(error))
+            }
+        }
+    }
+
     /// A simple query on several shards: its EXPLAIN lines or row merge,
     /// then the fan-out.
     async fn fan_out_query(
@@ -152,6 +167,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Ok(Some((sql, lines))) => Ok((sql, Reply::Concat(lines))),
             Ok(None) if is_copy_to(summary) => super::merge::copy_out(frame_sql, &self.sharding)
                 .map(|plan| (None, plan.map_or(Reply::Concat(Vec::new()), Reply::CopyOut))),
+            Ok(None) if router::route::holds_copies(summary, &self.sharding) => {
+                Ok((None, Reply::Copies))
+            }
             Ok(None) => super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
                 .map(|rows| match rows {
                     Rows::Concatenated => (None, Reply::Concat(Vec::new())),
@@ -299,40 +317,70 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             self.refuse(error, false);
             return None;
         }
+        if is_copy_from(&info.entry.summary)
+            && shards.as_ref().is_some_and(|s| s.len() > 1)
+            && !self.plan.awaiting_server()
+        {
+            self.bind_copy(&statement.query);
+            return None;
+        }
         // A named portal may be fetched across Syncs, as asyncpg and
         // pgjdbc's fetch size do: it needs the transaction block.
         let needs_block = !bind.portal.is_empty()
             || needs_transaction_block(&info.entry.summary, &statement.query);
         match self.place(shards.as_deref(), needs_block) {
             Placement::Send(target) => Some(target),
-            Placement::FanOutInTxn => self.refuse_extended_fan_out(),
             Placement::Refuse => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
                 self.refuse(error, false);
                 None
             }
-            Placement::FanOut => {
-                let merge = match self.bind_merge(statement, &info.entry.summary, bind) {
-                    Ok(merge) => merge,
-                    Err(error) => {
-                        self.state.metrics.route(RouteKind::Refused);
-                        self.refuse(error, false);
-                        return None;
-                    }
-                };
+            // Held until Sync, then run on every shard: inside the
+            // transaction when there is one (`segment/in_txn.rs`).
+            Placement::FanOut | Placement::FanOutInTxn => {
                 let mut bytes = BytesMut::new();
                 rewritten(&mut bytes);
-                self.batch = Some(super::segment::Segment::start(
-                    shards.unwrap_or_default(),
-                    (bind.portal.clone(), bytes.freeze()),
-                    statement,
-                    unnamed,
-                    self.statements.get(b"").cloned(),
-                    merge.map(|merge| (merge, bind)),
-                ));
+                let shards = shards.unwrap_or_default();
+                self.start_segment(statement, unnamed, bind, (shards, bytes.freeze()));
                 None
             }
         }
+    }
+
+    /// Hold a Bind for several shards (`shards`, its bytes as the servers
+    /// get them) as the start of a segment, with what its rows need: a
+    /// merge, or one shard's reply for all when they hold copies.
+    fn start_segment(
+        &mut self,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        bind: &Bind,
+        (shards, bytes): (Vec<usize>, bytes::Bytes),
+    ) {
+        let Some(info) = self.route_info(statement) else {
+            return;
+        };
+        let summary = &info.entry.summary;
+        let merge = match self.bind_merge(statement, summary, bind) {
+            Ok(merge) => merge,
+            Err(error) => {
+                self.state.metrics.route(RouteKind::Refused);
+                self.refuse(error, false);
+                return;
+            }
+        };
+        let copies = router::route::holds_copies(summary, &self.sharding);
+        let mut segment = super::segment::Segment::start(
+            shards,
+            (bind.portal.clone(), bytes),
+            statement,
+            unnamed,
+            self.statements.get(b"").cloned(),
+            merge.map(|merge| (merge, bind)),
+            copies,
+        );
+        segment.note_writes(self.writes);
+        self.batch = Some(segment);
     }
 
     /// A prepared statement's cache entry, looked up once per statement.
@@ -418,9 +466,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 }
 
-/// A statement that fails outside a transaction block, or whose effect
-/// must last as long as the transaction: SAVEPOINT, RELEASE, ROLLBACK TO
-/// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR.
+/// A `COPY ... FROM` (one statement).
+fn is_copy_from(summary: &Summary) -> bool {
+    matches!(
+        summary.statements.as_slice(),
+        [statement] if statement.kind == StatementKind::Copy { to: false }
+    )
+}
+
 /// A `COPY ... TO` (one statement).
 fn is_copy_to(summary: &Summary) -> bool {
     matches!(
@@ -429,6 +482,9 @@ fn is_copy_to(summary: &Summary) -> bool {
     )
 }
 
+/// A statement that fails outside a transaction block, or whose effect
+/// must last as long as the transaction: SAVEPOINT, RELEASE, ROLLBACK TO
+/// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR.
 fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
     match summary.statements.as_slice() {
         [only] if only.kind == StatementKind::TransactionOther => true,

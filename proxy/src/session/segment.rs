@@ -22,6 +22,8 @@
 //!
 //! This file collects the segment; `segment/run.rs` runs it.
 
+mod in_txn;
+mod portal;
 mod read;
 mod run;
 
@@ -49,10 +51,16 @@ pub struct Segment {
     portals: HashMap<Bytes, Vec<usize>>,
     /// Portals on several shards whose rows are merged by plan.
     merges: HashMap<Bytes, Arc<BindMerge>>,
+    /// Portals on several shards that each hold the same rows (writes to
+    /// omnisharded tables): one shard's reply stands for all.
+    copies: std::collections::HashSet<Bytes>,
     /// The client's unnamed statement as of now, and how many times the
     /// segment has re-parsed it (each Parse of it counts).
     unnamed: Option<Arc<Statement>>,
     unnamed_generation: u64,
+    /// A statement bound in it may write (inside a transaction, its shards
+    /// must commit with the others).
+    writes: bool,
 }
 
 /// One client message of the segment.
@@ -74,6 +82,8 @@ enum Item {
         uses: Option<Uses>,
         /// A Describe or Execute of a portal whose rows are merged.
         merge: Option<ItemMerge>,
+        /// An Execute of a portal whose shards hold the same rows.
+        copies: bool,
     },
 }
 
@@ -121,6 +131,7 @@ impl Segment {
         unnamed: bool,
         current_unnamed: Option<Arc<Statement>>,
         merge: Option<(BindMerge, &Bind)>,
+        copies: bool,
     ) -> Segment {
         let mut segment = Segment {
             unnamed: current_unnamed,
@@ -129,7 +140,7 @@ impl Segment {
         if unnamed {
             segment.unnamed = Some(Arc::clone(statement));
         }
-        segment.push_bind(shards, (portal, bind), statement, unnamed, merge);
+        segment.push_bind(shards, (portal, bind), statement, unnamed, merge, copies);
         segment
     }
 
@@ -140,7 +151,12 @@ impl Segment {
         statement: &Arc<Statement>,
         unnamed: bool,
         merge: Option<(BindMerge, &Bind)>,
+        copies: bool,
     ) {
+        match copies {
+            true => self.copies.insert(portal.clone()),
+            false => self.copies.remove(&portal),
+        };
         let mut uses = if unnamed {
             Uses::Unnamed(Arc::clone(statement), self.unnamed_generation)
         } else {
@@ -169,7 +185,28 @@ impl Segment {
             terminals: reply_plan::BIND,
             uses: Some(uses),
             merge: None,
+            copies: false,
         });
+    }
+
+    /// A statement bound in the segment may write.
+    pub fn note_writes(&mut self, writes: bool) {
+        self.writes |= writes;
+    }
+
+    /// Every shard the segment's messages go to, in order.
+    fn shards(&self) -> Vec<usize> {
+        let mut shards: Vec<usize> = self
+            .items
+            .iter()
+            .flat_map(|item| match item {
+                Item::Send { shards, .. } => shards.clone(),
+                Item::Local(..) => Vec::new(),
+            })
+            .collect();
+        shards.sort_unstable();
+        shards.dedup();
+        shards
     }
 
     /// The shards of the segment's first statement: where statements any
@@ -299,6 +336,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             _ => None,
         };
+        let copies = shards.len() > 1
+            && self.route_info(&statement).is_some_and(|info| {
+                router::route::holds_copies(&info.entry.summary, &self.sharding)
+            });
+        let writes = self
+            .route_info(&statement)
+            .is_none_or(|info| super::spanning::writes(&info.entry.summary));
+        segment.note_writes(writes);
         // The Bind with the server's name for the statement.
         let name_start = bind.portal.len() + 1;
         let rest = &body[name_start + bind.statement.len()..];
@@ -316,85 +361,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             &statement,
             unnamed,
             merge.map(|merge| (merge, &bind)),
+            copies,
         );
-        Ok(())
-    }
-
-    /// Describe, Execute or Close inside a segment.
-    fn segment_portal_message(
-        &mut self,
-        segment: &mut Segment,
-        frame: Frame,
-    ) -> Result<(), ClientError> {
-        let message = FrontendMessage::decode(frame.clone())
-            .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
-        let first = segment.first_shard();
-        let mut merge = None;
-        let (shards, terminals, uses, bytes) = match message {
-            FrontendMessage::Execute { portal, max_rows } => {
-                let (shards, bytes, execute_merge) = execute(segment, &portal, max_rows, &frame)?;
-                merge = execute_merge;
-                (shards, reply_plan::EXECUTE, None, bytes)
-            }
-            FrontendMessage::Describe { kind: b'P', name } => {
-                let shard = segment.portals.get(&name).and_then(|s| s.first().copied());
-                merge = segment.merges.get(&name).map(|bind| ItemMerge {
-                    bind: Arc::clone(bind),
-                    execute: false,
-                });
-                (
-                    vec![shard.unwrap_or(first)],
-                    reply_plan::DESCRIBE,
-                    None,
-                    frame_bytes(&frame),
-                )
-            }
-            FrontendMessage::Describe { name, .. } => {
-                let (uses, server_name) = if name.is_empty() {
-                    let statement = segment.unnamed.clone().ok_or_else(|| no_statement(b""))?;
-                    (
-                        Uses::Unnamed(statement, segment.unnamed_generation),
-                        Bytes::new(),
-                    )
-                } else {
-                    let statement = self
-                        .statements
-                        .get(&name)
-                        .cloned()
-                        .ok_or_else(|| no_statement(&name))?;
-                    let server_name = statement.name.clone();
-                    (Uses::Named(statement), server_name)
-                };
-                let mut bytes = BytesMut::new();
-                describe(&mut bytes, b'S', &server_name);
-                (
-                    vec![first],
-                    reply_plan::DESCRIBE,
-                    Some(uses),
-                    bytes.freeze(),
-                )
-            }
-            FrontendMessage::Close { kind: b'S', name } => {
-                self.statements.remove(&name);
-                let mut reply = BytesMut::new();
-                messages::close_complete(&mut reply);
-                segment.items.push(Item::Local(reply.freeze(), None));
-                return Ok(());
-            }
-            FrontendMessage::Close { name, .. } => {
-                segment.merges.remove(&name);
-                let shards = segment.portals.remove(&name).unwrap_or(vec![first]);
-                (shards, reply_plan::CLOSE, None, frame_bytes(&frame))
-            }
-            _ => return Err(refused(MIXED)),
-        };
-        segment.items.push(Item::Send {
-            shards,
-            bytes,
-            terminals,
-            uses,
-            merge,
-        });
         Ok(())
     }
 
@@ -433,33 +401,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .map_err(|e| refused(&e.to_string()))?;
         Ok(self.routed_to(&info.entry, &routed.route))
     }
-}
-
-/// An Execute of `portal` in a segment: its shards, what they are sent
-/// (a portal whose rows are merged is described first, for the merge),
-/// and its merge.
-fn execute(
-    segment: &Segment,
-    portal: &Bytes,
-    max_rows: i32,
-    frame: &Frame,
-) -> Result<(Vec<usize>, Bytes, Option<ItemMerge>), ClientError> {
-    let first = segment.first_shard();
-    let shards = segment.portals.get(portal).cloned().unwrap_or(vec![first]);
-    if max_rows != 0 && shards.len() > 1 {
-        return Err(refused(IN_PARTS));
-    }
-    let mut bytes = BytesMut::new();
-    let mut merge = None;
-    if let Some(bind) = segment.merges.get(portal) {
-        describe(&mut bytes, b'P', portal);
-        merge = Some(ItemMerge {
-            bind: Arc::clone(bind),
-            execute: true,
-        });
-    }
-    bytes.extend_from_slice(&frame_bytes(frame));
-    Ok((shards, bytes.freeze(), merge))
 }
 
 /// A Describe of statement or portal `name` (`kind` `S` or `P`).

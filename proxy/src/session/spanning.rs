@@ -160,14 +160,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
-    /// A Bind for several shards inside a transaction: refused for now.
-    pub(super) fn refuse_extended_fan_out(&mut self) -> Option<super::transaction::Target> {
-        self.state.metrics.route(crate::metrics::RouteKind::Refused);
-        let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a statement for several shards inside a transaction needs the simple protocol for now (send it as a simple query, or outside the transaction)");
-        self.refuse(error, false);
-        None
-    }
-
     /// Servers a fan-out inside the transaction used go back to being held.
     pub(super) fn hold(&mut self, shard: usize, server: Pooled) {
         self.attached.attach(shard, server);

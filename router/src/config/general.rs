@@ -187,6 +187,9 @@ pub struct General {
     /// Refuse statements that would run on more than one database of a
     /// sharded cluster (copied into every cluster's `Sharding`).
     pub cross_shard_disabled: bool,
+    /// How a sharded cluster routes tables that no `[[sharded_tables]]`,
+    /// `[[omnisharded_tables]]` or table family names (pgshard's key).
+    pub unlisted_tables: UnlistedTables,
     /// Which parser reads statements: `"zero_copy"` (default; PgDog's
     /// `"pg_query_raw"` is accepted as another name for it) or
     /// `"pg_query_protobuf"`.
@@ -254,6 +257,22 @@ pub struct General {
     pub two_phase_commit_recovery_interval_ms: u64,
 }
 
+/// `unlisted_tables`: what a table the sharding config does not name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnlistedTables {
+    /// A copy on every database, as PgDog assumes: reads go to one
+    /// database, writes to all (atomically). Only when the cluster has no
+    /// column-only `[[sharded_tables]]` entry: such an entry shards every
+    /// table that has its column, which a table's name does not tell.
+    #[default]
+    Omnisharded,
+    /// Sharded by a key pgshard does not know: keyless reads, UPDATEs and
+    /// DELETEs go to every database, INSERT and COPY without a key are
+    /// refused.
+    Sharded,
+}
+
 /// `log_format`: the shape of log lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -287,6 +306,7 @@ impl Default for General {
             tls_private_key: None,
             prepared_statements_limit: 500,
             cross_shard_disabled: false,
+            unlisted_tables: UnlistedTables::Omnisharded,
             query_parser_engine: ParserEngine::ZeroCopy,
             query_cache_limit: 10_000,
             query_cache_max_bytes: DEFAULT_QUERY_CACHE_MAX_BYTES,
@@ -433,6 +453,7 @@ mod tests {
         assert_eq!(g.tls(), None);
         assert_eq!(g.prepared_statements_limit, 500);
         assert!(!g.cross_shard_disabled);
+        assert_eq!(g.unlisted_tables, UnlistedTables::Omnisharded);
         assert_eq!(g.query_parser_engine, ParserEngine::ZeroCopy);
         assert_eq!(g.query_cache_limit, 10_000);
         assert_eq!(g.query_cache_max_bytes, 64 * 1024 * 1024);

@@ -301,6 +301,11 @@ pub(super) fn resolve(
         }
     }
 
+    for sharding in resolved.values_mut() {
+        let column_only = sharding.tables.iter().any(|t| t.name.is_none());
+        sharding.unlisted_omnisharded =
+            general.unlisted_tables == super::general::UnlistedTables::Omnisharded && !column_only;
+    }
     for (name, cluster) in clusters.iter_mut() {
         if let Some(sharding) = resolved.remove(name) {
             cluster.sharding = Arc::new(sharding);

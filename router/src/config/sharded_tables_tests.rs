@@ -77,12 +77,35 @@ fn clusters_without_entries_get_an_empty_sharding() {
             **sharding,
             Sharding {
                 databases,
+                unlisted_omnisharded: true,
                 ..Sharding::default()
             }
         );
     }
     assert!(config.clusters["dev"].sharding.is_trivial());
     assert!(!config.clusters["prod"].sharding.is_trivial());
+}
+
+#[test]
+fn unlisted_tables_are_omnisharded_unless_a_column_only_entry_or_the_config_says_not() {
+    let omnisharded = |sections: &str| prod(sections).unlisted_omnisharded;
+    let named =
+        "[[sharded_tables]]\ndatabase = \"prod\"\nname = \"orders\"\ncolumn = \"tenant_id\"\n";
+    let column_only = "[[sharded_tables]]\ndatabase = \"prod\"\ncolumn = \"user_id\"\n";
+    assert!(omnisharded(""));
+    assert!(omnisharded(named));
+    // A column-only entry shards every table with that column: a table's
+    // name does not tell whether it has one.
+    assert!(!omnisharded(&format!("{named}{column_only}")));
+    let config = load(&format!(
+        "[general]\nunlisted_tables = \"sharded\"\n{named}"
+    ))
+    .unwrap();
+    assert!(!config.clusters["prod"].sharding.unlisted_omnisharded);
+    let err = load("[general]\nunlisted_tables = \"everywhere\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("general.unlisted_tables"), "{err}");
 }
 
 #[test]
@@ -126,6 +149,7 @@ fn the_demo_tables_load() {
                 (Some("public".to_owned()), "currencies".to_owned()),
             ],
             cross_shard_disabled: false,
+            unlisted_omnisharded: true,
         }
     );
     // Another cluster's sharding is untouched.

@@ -33,6 +33,7 @@ fn sharding() -> Sharding {
         families: Vec::new(),
         omnisharded: vec![(None, "r".into())],
         cross_shard_disabled: false,
+        unlisted_omnisharded: false,
     }
 }
 
@@ -149,7 +150,7 @@ fn what_is_not_split_is_refused() {
         ("COPY orders FROM STDIN (FORMAT binary, HEADER)", "binary"),
         ("COPY orders TO STDOUT", "FROM STDIN"),
         ("COPY orders FROM '/tmp/x'", "FROM STDIN"),
-        ("COPY r FROM STDIN", "not sharded"),
+        ("COPY pg_class FROM STDIN", "not sharded"),
         ("COPY orders FROM STDIN WHERE user_id > 1", "WHERE"),
     ] {
         let err = plan_copy(sql, &sharding()).unwrap_err().to_string();
@@ -158,6 +159,26 @@ fn what_is_not_split_is_refused() {
     let plan = plan_copy("COPY orders (note) FROM STDIN", &sharding()).unwrap();
     let err = RowSplitter::new(plan, &[]).unwrap_err().to_string();
     assert!(err.contains("does not include the sharding key"), "{err}");
+}
+
+#[test]
+fn an_omnisharded_tables_rows_go_to_every_database() {
+    let mut s = splitter("COPY r FROM STDIN", &[]);
+    let placed = split(&mut s, "1\tx\n\\N\ty\n\\.\nignored\n", 2);
+    assert_eq!(placed, [(None, "1\tx\n".into()), (None, "\\N\ty\n".into())]);
+    let mut s = splitter("COPY r FROM STDIN (FORMAT csv, HEADER)", &[]);
+    let placed = split(&mut s, "a,b\n1,\"x\ny\"\n", 5);
+    assert_eq!(
+        placed,
+        [(None, "a,b\n".into()), (None, "1,\"x\ny\"\n".into())]
+    );
+    let plan = plan_copy("COPY r FROM STDIN (FORMAT binary)", &sharding()).unwrap();
+    let mut s = RowSplitter::new(plan, &[]).unwrap();
+    let data = binary_copy(&[vec![None, Some(b"x")], vec![Some(b"\x00\x01")]]);
+    let placed = s.push(&data).unwrap();
+    assert_eq!(placed.len(), 4, "header, 2 tuples, trailer");
+    assert!(placed.iter().all(|(database, _)| database.is_none()));
+    assert!(s.finish().unwrap().is_empty());
 }
 
 /// A binary COPY: header, one tuple per `rows` entry (fields as given,

@@ -7,7 +7,8 @@ use crate::summary::TableRef;
 
 /// How a table is routed. Checked in this order: an explicit
 /// `[[sharded_tables]]` entry naming the table wins over a family pattern,
-/// which wins over `[[omnisharded_tables]]`, then the catalogs.
+/// which wins over `[[omnisharded_tables]]`, then the catalogs; a table
+/// none of them names is omnisharded or unknown (`unlisted_tables`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TableClass<'s> {
     /// `<prefix><N>`: the table itself is the key `N`.
@@ -19,9 +20,11 @@ pub(crate) enum TableClass<'s> {
     /// `pg_catalog.*`, `information_schema.*`, unqualified `pg_*`: the same
     /// on every database, read like omnisharded tables.
     Catalog,
-    /// Not in the sharding config. Treated as sharded by a key pgshard does
-    /// not know (column-only `[[sharded_tables]]` entries may give one):
-    /// keyless reads read every database, so no row is silently missed.
+    /// Not in the sharding config, on a cluster whose unlisted tables are
+    /// not omnisharded (`unlisted_tables = "sharded"`, or column-only
+    /// entries). Treated as sharded by a key pgshard does not know
+    /// (column-only `[[sharded_tables]]` entries may give one): keyless
+    /// reads read every database, so no row is silently missed.
     Unknown,
 }
 
@@ -63,6 +66,8 @@ pub(crate) fn classify<'s>(table: &TableRef, sharding: &'s Sharding) -> TableCla
     };
     if catalog {
         TableClass::Catalog
+    } else if sharding.unlisted_omnisharded {
+        TableClass::Omnisharded
     } else {
         TableClass::Unknown
     }

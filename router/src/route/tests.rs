@@ -56,6 +56,7 @@ fn sharding() -> Sharding {
         }],
         omnisharded: vec![(None, "r".into())],
         cross_shard_disabled: false,
+        unlisted_omnisharded: false,
     }
 }
 
@@ -736,6 +737,7 @@ fn users_by_id() -> Sharding {
         families: Vec::new(),
         omnisharded: vec![(None, "r".into())],
         cross_shard_disabled: false,
+        unlisted_omnisharded: false,
     }
 }
 
@@ -961,4 +963,45 @@ fn correlated_sublinks_run_anywhere() {
         on_users(&every, &[]),
         Err(RouteError::SubqueryWithoutKey { ref table, .. }) if table == "users"
     ));
+}
+
+#[test]
+fn holds_copies_when_every_table_is_omnisharded_or_a_catalog() {
+    let summary = |stmts: Vec<StatementSummary>| Summary { statements: stmts };
+    let s = sharding();
+    let cases = [
+        (vec![stmt(StatementKind::Insert, &["r"], vec![])], true),
+        (
+            vec![stmt(StatementKind::Update, &["r", "pg_class"], vec![])],
+            true,
+        ),
+        (vec![stmt(StatementKind::Insert, &["t"], vec![])], false),
+        (
+            vec![stmt(StatementKind::Update, &["r", "t"], vec![])],
+            false,
+        ),
+        // A table the config does not name is sharded by an unknown key.
+        (
+            vec![stmt(StatementKind::Delete, &["unknown"], vec![])],
+            false,
+        ),
+        (vec![stmt(StatementKind::Insert, &["f_1"], vec![])], false),
+        // No table at all: nothing is known to be copied.
+        (vec![select(&[], vec![])], false),
+        (
+            vec![
+                stmt(StatementKind::Insert, &["r"], vec![]),
+                stmt(StatementKind::Insert, &["t"], vec![]),
+            ],
+            false,
+        ),
+    ];
+    for (statements, expected) in cases {
+        let tables: Vec<_> = statements.iter().map(|s| s.tables.clone()).collect();
+        assert_eq!(
+            holds_copies(&summary(statements), &s),
+            expected,
+            "{tables:?}"
+        );
+    }
 }

@@ -36,6 +36,7 @@ fn sharding() -> Sharding {
         families: Vec::new(),
         omnisharded: vec![(None, "r".into())],
         cross_shard_disabled: false,
+        unlisted_omnisharded: false,
     }
 }
 

@@ -20,6 +20,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Run a held segment on every shard it touches and merge the replies,
     /// ReadyForQuery included.
     pub(super) async fn run_segment(&mut self, segment: Segment) -> Result<(), End> {
+        if self.txn.spans() {
+            return self.run_segment_in_txn(segment).await;
+        }
         let status = self.client_status(b'I');
         // SETs bound before the segment run on the attached server, in its
         // transaction: the client's if the segment commits.
@@ -48,36 +51,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         };
-        // A CancelRequest from the client reaches every shard's server.
-        *self.info.cancel.lock().await = parts
-            .iter()
-            .map(|p| crate::session::cancel_target(&p.server))
-            .collect();
-        let bytewise = self.segment_bytewise(&mut parts, &segment.items).await;
-        let started = std::time::Instant::now();
-        for part in &mut parts {
-            let request = build_request(part, &segment.items);
-            let write = part.server.conn.send(&request);
-            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
-                .await?
-                .is_err()
-            {
-                part.failed = true;
-            }
-        }
-        let merged = self
-            .merge_segment(&mut parts, &segment.items, bytewise)
-            .await;
-        let targets = std::mem::take(&mut *self.info.cancel.lock().await);
-        if merged.is_err() {
-            // The client left: stop the statements; the servers close as
-            // `parts` drops.
-            for target in targets {
-                tokio::spawn(async move { crate::cancel::send(&target).await });
-            }
-        }
-        let failed_at = merged?;
-        self.segment_timed(&parts, started.elapsed());
+        let failed_at = self.execute_parts(&mut parts, &segment.items).await?;
         let failed = failed_at.is_some();
         if let Some(index) = failed_at {
             self.segment_errors += 1;
@@ -92,6 +66,44 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let status = self.client_status(b'I');
         messages::ready_for_query(&mut self.to_client, status);
         self.flush_client().await
+    }
+
+    /// Send each part its share of the segment and relay the merged
+    /// replies; the item that failed, if one did. `Err` when the client
+    /// left (the statements are cancelled; the servers close as `parts`
+    /// drops).
+    pub(super) async fn execute_parts(
+        &mut self,
+        parts: &mut [Part],
+        items: &[Item],
+    ) -> Result<Option<usize>, End> {
+        // A CancelRequest from the client reaches every shard's server.
+        *self.info.cancel.lock().await = parts
+            .iter()
+            .map(|p| crate::session::cancel_target(&p.server))
+            .collect();
+        let bytewise = self.segment_bytewise(parts, items).await;
+        let started = std::time::Instant::now();
+        for part in parts.iter_mut() {
+            let request = build_request(part, items);
+            let write = part.server.conn.send(&request);
+            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
+                .await?
+                .is_err()
+            {
+                part.failed = true;
+            }
+        }
+        let merged = self.merge_segment(parts, items, bytewise).await;
+        let targets = std::mem::take(&mut *self.info.cancel.lock().await);
+        if merged.is_err() {
+            for target in targets {
+                tokio::spawn(async move { crate::cancel::send(&target).await });
+            }
+        }
+        let failed_at = merged?;
+        self.segment_timed(parts, started.elapsed());
+        Ok(failed_at)
     }
 
     /// The segment took `took` on each shard's server (one request each):
@@ -194,13 +206,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Ok(Some(0));
         }
         for (index, item) in items.iter().enumerate() {
-            let Item::Send { shards, merge, .. } = item else {
+            let Item::Send {
+                shards,
+                merge,
+                copies,
+                ..
+            } = item
+            else {
                 if let Item::Local(bytes, _) = item {
                     self.to_client.extend_from_slice(bytes);
                 }
                 continue;
             };
             let mut merger = match merge {
+                None if *copies => Merger::copies(),
                 None => Merger::default(),
                 Some(merge) => {
                     let bind = &merge.bind;
@@ -256,35 +275,37 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             if failed && !part.failed {
                 continue; // dropped: Postgres rolls the transaction back
             }
-            let mut sync = BytesMut::new();
-            messages::sync(&mut sync);
-            let done = async {
-                part.server.conn.send(&sync).await.ok()?;
-                loop {
-                    match part.server.conn.next_message() {
-                        Ok(Some(message)) if message[0] == b'Z' => {
-                            part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                            return Some(());
-                        }
-                        Ok(Some(_)) => continue,
-                        Ok(None) => {}
-                        Err(_) => return None,
-                    }
-                    let conn = &mut part.server.conn;
-                    match conn.fill().await {
-                        Ok(0) | Err(_) => return None,
-                        Ok(_) => {}
-                    }
-                }
-            };
-            if done.await.is_some() {
+            if sync_part(&mut part).await.is_some() {
+                self.release(part.server, false).await;
+            }
+        }
+    }
+}
+
+/// Send `part` a Sync and read (dropping what its server still had to
+/// say) up to its ReadyForQuery; `None` when the connection broke.
+pub(super) async fn sync_part(part: &mut Part) -> Option<()> {
+    let mut sync = BytesMut::new();
+    messages::sync(&mut sync);
+    part.server.conn.send(&sync).await.ok()?;
+    loop {
+        match part.server.conn.next_message() {
+            Ok(Some(message)) if message[0] == b'Z' => {
+                part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
                 part.server
                     .pool()
                     .stats
                     .query_count
                     .fetch_add(1, Ordering::Relaxed);
-                self.release(part.server, false).await;
+                return Some(());
             }
+            Ok(Some(_)) => continue,
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        match part.server.conn.fill().await {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
         }
     }
 }
