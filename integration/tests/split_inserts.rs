@@ -180,6 +180,57 @@ async fn inserts_without_a_column_list_are_routed_by_the_tables_columns() {
     assert_eq!(common::code(&err), Some("0A000"));
 }
 
+/// What pgshard knows of a table's definition (its column order, which
+/// an INSERT or COPY without a column list needs) is forgotten when DDL
+/// goes through pgshard, also inside a transaction: a table created again
+/// with its key elsewhere is routed by the new order.
+#[tokio::test]
+async fn ddl_through_pgshard_refreshes_what_it_knows_of_a_table() {
+    let extra = "[[sharded_tables]]\ndatabase = \"prod\"\nname = \"moved\"\n\
+                 column = \"k\"\ndata_type = \"bigint\"\nhasher = \"postgres\"\n";
+    let cluster = cluster_with(2, extra);
+    let client = cluster.connect().await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
+    let shards = cluster.shards().await;
+    let on = |i: usize, sql: &'static str| common::column(&shards[i], sql, "k");
+    client
+        .batch_execute("CREATE TABLE moved (k bigint NOT NULL, v text)")
+        .await
+        .unwrap();
+    client
+        .simple_query(&format!("INSERT INTO moved VALUES ({a}, 'first')"))
+        .await
+        .unwrap();
+    assert_eq!(on(0, "SELECT k FROM moved").await, [a.to_string()]);
+    // The key moves to the second column, inside a transaction.
+    for sql in [
+        "BEGIN",
+        "DROP TABLE moved",
+        "CREATE TABLE moved (v text, k bigint NOT NULL)",
+    ] {
+        client.batch_execute(sql).await.unwrap();
+    }
+    client
+        .simple_query(&format!("INSERT INTO moved VALUES ('second', {b})"))
+        .await
+        .unwrap();
+    client.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(on(0, "SELECT k FROM moved").await, Vec::<String>::new());
+    assert_eq!(on(1, "SELECT k FROM moved").await, [b.to_string()]);
+    // A column added in front moves it again.
+    for sql in [
+        "ALTER TABLE moved DROP COLUMN v",
+        "ALTER TABLE moved ADD COLUMN w text",
+    ] {
+        client.batch_execute(sql).await.unwrap();
+    }
+    client
+        .simple_query(&format!("INSERT INTO moved VALUES ({a}, 'third')"))
+        .await
+        .unwrap();
+    assert_eq!(on(0, "SELECT k FROM moved").await, [a.to_string()]);
+}
+
 /// INSERT ... SELECT runs on every shard only when each row stays on its
 /// shard (the key comes from a co-located key); otherwise it is refused
 /// before any row is written.

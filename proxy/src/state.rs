@@ -127,13 +127,29 @@ impl State {
     /// Forget every table's columns (the schema may have changed).
     pub fn forget_table_columns(&self) {
         if let Ok(mut known) = self.table_columns.lock() {
-            known.clear();
+            known.columns.clear();
+            known.generation += 1;
         }
     }
 }
 
 /// Tables' columns in order, by (database, table as written).
-pub type TableColumns = HashMap<(String, String), Arc<Vec<String>>>;
+#[derive(Debug, Default)]
+pub struct TableColumns {
+    pub columns: HashMap<(String, String), Arc<Vec<String>>>,
+    /// Bumped by every forget: columns read from a catalog before it are
+    /// not kept (the DDL may have committed after they were read).
+    pub generation: u64,
+}
+
+impl TableColumns {
+    /// Keep `columns` of `key`, read when the generation was `generation`.
+    pub fn keep(&mut self, generation: u64, key: (String, String), columns: Arc<Vec<String>>) {
+        if generation == self.generation {
+            self.columns.insert(key, columns);
+        }
+    }
+}
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     match lock.read() {
@@ -181,7 +197,7 @@ impl State {
             ),
             any_shard: AtomicUsize::new(0),
             bytewise_text: Mutex::new(HashMap::new()),
-            table_columns: Mutex::new(HashMap::new()),
+            table_columns: Mutex::new(TableColumns::default()),
             two_phase: crate::two_phase::Coordinator::new(
                 crate::two_phase::log::DecisionLog::open(&config.general.two_phase_commit_wal_dir),
             ),

@@ -408,9 +408,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         table: &str,
     ) -> Option<Arc<Vec<String>>> {
         let key = (self.info.database.clone(), table.to_owned());
-        if let Some(known) = self.state.table_columns.lock().ok()?.get(&key) {
-            return Some(Arc::clone(known));
-        }
+        let generation = {
+            let known = self.state.table_columns.lock().ok()?;
+            if let Some(columns) = known.columns.get(&key) {
+                return Some(Arc::clone(columns));
+            }
+            known.generation
+        };
         let columns = Arc::new(
             table_columns(server, table, false)
                 .await
@@ -420,14 +424,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .table_columns
             .lock()
             .ok()?
-            .insert(key, Arc::clone(&columns));
+            .keep(generation, key, Arc::clone(&columns));
         Some(columns)
     }
 }
 
 /// The columns of `table` in order, as the shard's catalog has them
 /// (`copy`: without generated columns, as COPY without a column list).
-async fn table_columns(server: &mut Pooled, table: &str, copy: bool) -> Option<Vec<String>> {
+pub(super) async fn table_columns(
+    server: &mut Pooled,
+    table: &str,
+    copy: bool,
+) -> Option<Vec<String>> {
     let literal = table.replace('\'', "''");
     let generated = if copy { " AND attgenerated = ''" } else { "" };
     let sql = format!("SELECT attname FROM pg_attribute WHERE attrelid = '{literal}'::regclass AND attnum > 0 AND NOT attisdropped{generated} ORDER BY attnum");

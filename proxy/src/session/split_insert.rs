@@ -89,8 +89,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let Some(table) = insert_table(sql) else {
             return Ok(None);
         };
+        if self.attached.status() == Some(b'T') {
+            // The transaction may have changed the table: its own server's
+            // catalog says how, and what it says is not kept.
+            self.settle_main().await?;
+            let Some(server) = self.attached.main_mut() else {
+                return Ok(None);
+            };
+            let columns = super::copy_in::table_columns(server, &table, false).await;
+            return Ok(columns
+                .filter(|c| !c.is_empty())
+                .and_then(|columns| with_columns(sql, &columns)));
+        }
         let key = (self.info.database.clone(), table.clone());
-        let known = (self.state.table_columns.lock().ok()).and_then(|m| m.get(&key).cloned());
+        let known =
+            (self.state.table_columns.lock().ok()).and_then(|m| m.columns.get(&key).cloned());
         let columns = match known {
             Some(columns) => Some(columns),
             None => self.fetch_columns(&table).await?,
