@@ -365,7 +365,80 @@ async fn extended_protocol_statements_for_several_shards_run_inside_the_transact
         tx.commit().await.unwrap();
         assert_eq!(items(&shards[0], a).await, ["before+after"]);
         assert_eq!(items(&shards[1], b).await, ["before+after"]);
+        // Savepoints and settings sent in the extended protocol reach every
+        // shard the transaction holds (and shards joining later).
+        let tx = client.transaction().await.unwrap();
+        tx.execute("UPDATE orders SET item = $1", &[&"kept"])
+            .await
+            .unwrap();
+        tx.execute("SAVEPOINT s2", &[]).await.unwrap();
+        tx.execute("UPDATE orders SET item = $1", &[&"undone"])
+            .await
+            .unwrap();
+        tx.execute("ROLLBACK TO SAVEPOINT s2", &[]).await.unwrap();
+        tx.execute("SET LOCAL statement_timeout = '7s'", &[])
+            .await
+            .unwrap();
+        for key in [a, b] {
+            let sql = format!(
+                "SELECT current_setting('statement_timeout') FROM orders WHERE tenant_id = {key}"
+            );
+            let row = tx.query_one(&sql, &[]).await.unwrap();
+            assert_eq!(row.get::<_, String>(0), "7s", "shard of {key}");
+        }
+        tx.execute("RELEASE SAVEPOINT s2", &[]).await.unwrap();
+        let err = tx
+            .execute("ROLLBACK TO SAVEPOINT no_such", &[])
+            .await
+            .unwrap_err();
+        assert_eq!(code(&err), Some("3B001"), "{err}");
+        tx.rollback().await.unwrap();
+        assert_eq!(items(&shards[0], a).await, ["before+after"]);
+        let tx = client.transaction().await.unwrap();
+        tx.execute("UPDATE orders SET item = $1", &[&"kept"])
+            .await
+            .unwrap();
+        tx.execute("SAVEPOINT s3", &[]).await.unwrap();
+        tx.execute("UPDATE orders SET item = $1", &[&"undone"])
+            .await
+            .unwrap();
+        tx.execute("ROLLBACK TO SAVEPOINT s3", &[]).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(items(&shards[0], a).await, ["kept"]);
+        assert_eq!(items(&shards[1], b).await, ["kept"]);
         assert!(prepared_left(&cluster).await.is_empty());
     }
     assert_eq!(common::proxy_panics(), 0);
+}
+
+/// A savepoint statement that fails on the transaction's one shard (a
+/// ROLLBACK TO of no such savepoint) is not replayed on a shard joining
+/// later: after ROLLBACK TO a real savepoint, the join succeeds.
+#[tokio::test]
+async fn a_failed_savepoint_statement_is_not_replayed_on_joining_shards() {
+    let cluster = cluster(2, "");
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
+    let client = cluster.connect().await;
+    run(
+        &client,
+        &format!(
+            "BEGIN; INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'a'); SAVEPOINT s"
+        ),
+    )
+    .await
+    .unwrap();
+    let err = run(&client, "ROLLBACK TO SAVEPOINT nope")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), Some("3B001"), "{err}");
+    run(&client, "ROLLBACK TO SAVEPOINT s").await.unwrap();
+    run(
+        &client,
+        &format!("INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 1, 'b'); COMMIT"),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{}", common::describe(&e)));
+    let shards = cluster.shards().await;
+    assert_eq!(items(&shards[0], a).await, ["a"]);
+    assert_eq!(items(&shards[1], b).await, ["b"]);
 }

@@ -70,6 +70,12 @@ impl Attached {
         std::mem::take(&mut self.servers)
     }
 
+    /// Every server held, the main first, to be attached again in the same
+    /// order (what the transaction wrote is remembered).
+    pub fn take_all_keeping_writes(&mut self) -> Vec<(usize, Pooled)> {
+        std::mem::take(&mut self.servers)
+    }
+
     /// The transaction wrote on `shard`.
     pub fn note_write(&mut self, shard: usize) {
         if !self.wrote.contains(&shard) {

@@ -162,6 +162,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// (at once outside a transaction, at its COMMIT inside one), unless
     /// an error rolled them back.
     fn on_ready(&mut self, completed: Effect) {
+        self.txn.settled();
         let Some(server) = self.attached.main_mut() else {
             return;
         };

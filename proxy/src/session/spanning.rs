@@ -218,8 +218,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             _ if control => {
                 // One shard so far: it runs there as usual; shards joining
-                // later replay it.
-                self.txn.record(sql.as_bytes());
+                // later replay it, unless it fails there.
+                self.txn.record_tentative(sql.as_bytes());
                 Ok(None)
             }
             _ => Ok(None),
@@ -257,23 +257,43 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             _ if self.attached.status() == Some(b'E') && !rolls_back_to(only, &sql) => {
                 self.aborted(false);
             }
-            StatementKind::TransactionOther => {
-                let error = ClientError::new(
-                    sqlstate::FEATURE_NOT_SUPPORTED,
-                    "SAVEPOINT, RELEASE and ROLLBACK TO in a transaction that spans shards need the simple protocol for now",
-                );
-                self.refuse(error, false);
-            }
-            _ if only.session.is_some() => {
-                let error = ClientError::new(
-                    sqlstate::FEATURE_NOT_SUPPORTED,
-                    "SET in a transaction that spans shards needs the simple protocol for now",
-                );
-                self.refuse(error, false);
+            _ if replayed(only) => {
+                // Run on every shard now; the portal answers with its tag.
+                match self.control_everywhere(&sql).await? {
+                    Ok(()) => {
+                        let changes = super::params::session_changes(&summary, &sql);
+                        self.pending.extend(changes.settings);
+                        self.txn.record(sql.as_bytes());
+                        self.local_reply(messages::bind_complete);
+                        let tag = control_tag(&sql);
+                        self.local_portal = Some(super::local::LocalPortal { tag, nested: false });
+                    }
+                    Err(error) => self.local_error(error, false),
+                }
             }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// A savepoint statement or setting bound in the extended protocol, run
+    /// on every server held, one after the other (after what the main
+    /// server was sent is finished); the first error, for the client.
+    async fn control_everywhere(&mut self, sql: &str) -> Result<Result<(), ClientError>, End> {
+        self.settle_main().await?;
+        let mut failure = None;
+        for (shard, mut server) in self.attached.take_all_keeping_writes() {
+            if failure.is_none() {
+                failure = match server.conn.query(sql).await {
+                    Ok(answer) => answer
+                        .error
+                        .map(|(code, message)| ClientError::from_server(&code, message)),
+                    Err(_) => Some(ClientError::shard_lost()),
+                };
+            }
+            self.attached.attach(shard, server);
+        }
+        Ok(failure.map_or(Ok(()), Err))
     }
 
     /// `SET LOCAL`, SAVEPOINT, RELEASE or ROLLBACK TO in a transaction that
@@ -296,6 +316,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         Ok(Dispatch::Done)
     }
+}
+
+/// The command tag Postgres gives a savepoint statement or setting: its
+/// first word (`ROLLBACK` for ROLLBACK TO).
+fn control_tag(sql: &str) -> &'static str {
+    let [first] = super::params::leading_words::<1>(sql);
+    ["SAVEPOINT", "RELEASE", "ROLLBACK", "RESET", "SET"]
+        .into_iter()
+        .find(|tag| first.eq_ignore_ascii_case(tag))
+        .unwrap_or("SET")
 }
 
 /// `ROLLBACK TO [SAVEPOINT] name`: what an aborted transaction still runs.

@@ -140,6 +140,10 @@ pub struct Transaction {
     /// Savepoint statements that open a deferred transaction: they join
     /// its script once it is open.
     after_open: Vec<u8>,
+    /// The join script's length before the savepoint statement or setting
+    /// just sent to the transaction's one server: if that statement fails,
+    /// the script is cut back, so a shard joining later does not replay it.
+    tentative: Option<usize>,
 }
 
 impl Transaction {
@@ -291,11 +295,29 @@ impl Transaction {
     }
 
     /// The client saw an error from its server. One before the transaction
-    /// opened (a statement run outside it) aborts it all the same.
+    /// opened (a statement run outside it) aborts it all the same; a
+    /// statement recorded tentatively leaves the join script.
     pub fn on_error(&mut self) {
         if self.deferred() {
             self.txn = Txn::Failed;
         }
+        if let (Some(len), Some(join)) = (self.tentative.take(), self.join.as_mut()) {
+            join.truncate(len);
+        }
+    }
+
+    /// A savepoint statement or setting goes to the transaction's one
+    /// server: recorded, and taken back if it fails there
+    /// ([`Transaction::on_error`]) before its ReadyForQuery
+    /// ([`Transaction::settled`]).
+    pub fn record_tentative(&mut self, text: &[u8]) {
+        self.tentative = self.join.as_ref().map(BytesMut::len);
+        self.record(text);
+    }
+
+    /// The server's ReadyForQuery: what was recorded tentatively stays.
+    pub fn settled(&mut self) {
+        self.tentative = None;
     }
 
     /// `SET pgdog.*` changed the session's overrides.

@@ -19,6 +19,7 @@ fn machine(state: &str) -> Transaction {
         scoped_overrides: false,
         join,
         after_open: Vec::new(),
+        tentative: None,
     }
 }
 
@@ -266,4 +267,22 @@ fn overrides_end_with_their_transaction() {
     t.on_override(server("0T"));
     assert!(!t.on_end(Some(b'T')));
     assert!(t.on_end(Some(b'I')));
+}
+
+#[test]
+fn a_savepoint_statement_that_fails_on_the_one_server_leaves_the_join_script() {
+    let mut t = machine("open");
+    t.record_tentative(b"SAVEPOINT a");
+    t.settled();
+    t.record_tentative(b"ROLLBACK TO SAVEPOINT nope");
+    t.on_error();
+    assert_eq!(t.join_script(), Some(&b"BEGIN\n;SAVEPOINT a"[..]));
+    // An error after the ReadyForQuery takes nothing back.
+    t.record_tentative(b"RELEASE a");
+    t.settled();
+    t.on_error();
+    assert_eq!(
+        t.join_script(),
+        Some(&b"BEGIN\n;SAVEPOINT a\n;RELEASE a"[..])
+    );
 }
