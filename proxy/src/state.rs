@@ -199,7 +199,10 @@ impl State {
             bytewise_text: Mutex::new(HashMap::new()),
             table_columns: Mutex::new(TableColumns::default()),
             two_phase: crate::two_phase::Coordinator::new(
-                crate::two_phase::log::DecisionLog::open(&config.general.two_phase_commit_wal_dir),
+                crate::two_phase::log::DecisionLog::open(
+                    &config.general.two_phase_commit_wal_dir,
+                    config.general.two_phase_commit_wal_segment_size,
+                ),
             ),
             metrics: Metrics::default(),
         });

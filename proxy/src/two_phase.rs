@@ -171,7 +171,7 @@ mod tests {
     #[test]
     fn transaction_ids_are_fresh() {
         let dir = std::env::temp_dir().join(format!("pgshard-2pc-{}", rand::random::<u32>()));
-        let coordinator = Coordinator::new(log::DecisionLog::open(&dir));
+        let coordinator = Coordinator::new(log::DecisionLog::open(&dir, 1 << 20));
         let a = coordinator.next_txn();
         let b = coordinator.next_txn();
         assert_ne!(a, b);

@@ -64,7 +64,6 @@ pub(super) const GENERAL: &[(&str, Option<Same>)] = &[
     ("mirror_exposure", None),
     ("dry_run", Some(Same::Bool(false))),
     ("expanded_explain", None),
-    ("two_phase_commit_wal_segment_size", None),
     ("two_phase_commit_wal_fsync_interval", None),
     ("two_phase_commit_wal_checkpoint_interval", None),
     ("query_parser_enabled", None),

@@ -250,6 +250,9 @@ pub struct General {
     /// Where the two-phase commit decision log is kept (PgDog's key; a
     /// directory, created if missing).
     pub two_phase_commit_wal_dir: PathBuf,
+    /// Bytes after which the decision log starts a new file (PgDog's key);
+    /// full files are removed once nothing in them is pending.
+    pub two_phase_commit_wal_segment_size: u64,
     /// `two_phase_commit_recovery_interval`: how often prepared
     /// transactions left on the shards by a pgshard that died are looked
     /// for and resolved (also at start); 0 = only at start.
@@ -324,6 +327,7 @@ impl Default for General {
             two_phase_commit: false,
             two_phase_commit_auto: true,
             two_phase_commit_wal_dir: PathBuf::from("pgshard_2pc"),
+            two_phase_commit_wal_segment_size: 16 * 1024 * 1024,
             two_phase_commit_recovery_interval_ms: 10_000,
         }
     }
