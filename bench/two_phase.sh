@@ -16,6 +16,8 @@
 #      cross-2pc     through pgshard, one account per shard: PREPARE,
 #                    decider COMMIT, log fsync, COMMIT PREPARED
 #      cross-1pc     the same through the pgshard without two-phase commit
+#      cross-2pc-shm with WAL_SHM=1: cross-2pc with the decision log in
+#                    /dev/shm (what the log's fsync costs)
 #    Printed: tps and average latency per target and pass, and the ratios.
 #    Afterwards the sum of balances must be unchanged and no prepared
 #    transaction left (the script fails otherwise).
@@ -28,7 +30,7 @@
 #   bench/two_phase.sh
 #   DURATION=5 PASSES=1 SCALE=2 TPCB_DURATION=5 bench/two_phase.sh   # quick
 #
-# Environment: DURATION (15), PASSES (2), CLIENTS (16), MODE (simple),
+# Environment: DURATION (15), PASSES (2), CLIENTS (16), MODE (simple), WAL_SHM,
 # ACCOUNTS per shard (100000), SCALE (10), TPCB_DURATION (30), PGSHARD (a
 # built binary), KEEP=1 (leave the temp dir). Nothing here asserts speed.
 set -euo pipefail
@@ -68,6 +70,7 @@ cleanup() {
       "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/$pg" -m immediate stop >/dev/null 2>&1 || true
     fi
   done
+  [ -z "${shm_wal:-}" ] || rm -rf "$shm_wal"
   if [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
 }
 trap cleanup EXIT
@@ -108,8 +111,8 @@ name = "postgres"
 database = "bank"
 auth_type = "trust"
 EOF
-start_pgshard() { # name two_phase_commit
-  local name=$1 port
+start_pgshard() { # name two_phase_commit [wal dir]
+  local name=$1 port wal=${3:-$work/$1-2pc}
   port=$(free_port)
   PORT[$name]=$port
   cat >"$work/$name.toml" <<EOF
@@ -118,7 +121,7 @@ host = "127.0.0.1"
 port = $port
 default_pool_size = $CLIENTS
 two_phase_commit = $2
-two_phase_commit_wal_dir = "$work/$name-2pc"
+two_phase_commit_wal_dir = "$wal"
 [admin]
 password = "admin"
 [[databases]]
@@ -164,6 +167,11 @@ EOF
 }
 start_pgshard pgshard2pc true
 start_pgshard pgshard1pc false
+shm_wal=""
+if [ -n "${WAL_SHM:-}" ]; then
+  shm_wal=$(mktemp -d /dev/shm/pgshard-2pc-bench.XXXXXX)
+  start_pgshard pgshardshm true "$shm_wal"
+fi
 
 # --- accounts ----------------------------------------------------------------------
 ddl="CREATE TABLE acct (k bigint PRIMARY KEY, balance bigint NOT NULL)"
@@ -212,7 +220,11 @@ run() { # target port script pass
 targets=(direct one-shard cross-2pc cross-1pc)
 declare -A TARGET_PORT=([direct]=${PORT[direct]} [one-shard]=${PORT[pgshard2pc]} \
   [cross-2pc]=${PORT[pgshard2pc]} [cross-1pc]=${PORT[pgshard1pc]})
-declare -A SCRIPT=([direct]=cross [one-shard]=one [cross-2pc]=cross [cross-1pc]=cross)
+declare -A SCRIPT=([direct]=cross [one-shard]=one [cross-2pc]=cross [cross-1pc]=cross [cross-2pc-shm]=cross)
+if [ -n "$shm_wal" ]; then
+  targets+=(cross-2pc-shm)
+  TARGET_PORT[cross-2pc-shm]=${PORT[pgshardshm]}
+fi
 echo "transfers: -c $CLIENTS -j 2 -T $DURATION -M $MODE, $ACCOUNTS accounts per shard, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for pass in $(seq "$PASSES"); do
   n=${#targets[@]}
@@ -232,7 +244,8 @@ echo
 echo "| target | what | tps | latency ms | tps vs direct | tps vs one-shard |"
 echo "|---|---|---|---|---|---|"
 declare -A WHAT=([direct]="both accounts in one Postgres" [one-shard]="pgshard, both on shard 0"
-  [cross-2pc]="pgshard, one per shard, two-phase commit" [cross-1pc]="pgshard, one per shard, one COMMIT per shard")
+  [cross-2pc]="pgshard, one per shard, two-phase commit" [cross-1pc]="pgshard, one per shard, one COMMIT per shard"
+  [cross-2pc-shm]="as cross-2pc, the decision log in /dev/shm")
 range() { # values... -> "min-max" (or the value)
   printf '%s\n' "$@" | sort -n | awk 'NR==1{lo=$1} {hi=$1} END{if (lo==hi) print lo; else print lo "-" hi}'
 }

@@ -10,8 +10,10 @@
 //! 2. `PREPARE TRANSACTION '<gid>'` on every other writer, concurrently;
 //! 3. the decider's `COMMIT`: the commit point. If a prepare failed, the
 //!    decider rolls back instead and the prepared ones are rolled back;
-//! 4. the decision is appended to the local log (fsync), then `COMMIT
-//!    PREPARED` on every prepared shard, then a `done` record.
+//! 4. the decision is appended to the local log (fsync) while `COMMIT
+//!    PREPARED` runs on every prepared shard (the decider's committed row
+//!    is already the durable decision: the log need not come first), then
+//!    a `done` record.
 //!
 //! Recovery needs no local state (Citus's model): a prepared transaction's
 //! gid names its transaction and its decider, and any pgshard resolves it

@@ -5,7 +5,8 @@
 //! after, the client's error names the shards that committed. With
 //! `two_phase_commit` and several writers it is the two-phase commit of
 //! `two_phase.rs`: decider record, PREPARE on the others, the decider's
-//! COMMIT as the commit point, the local log, COMMIT PREPARED.
+//! COMMIT as the commit point, then the local log and COMMIT PREPARED
+//! together.
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
@@ -191,15 +192,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let coordinator = &self.state.two_phase;
         if decided.is_ok() {
             coordinator.checkpoint(two_phase::Fault::Decided).await;
-            let logged = coordinator
-                .log
-                .commit(&coordinator.instance, &coordinator_txn, &database, &shards)
-                .await;
+            // The decider's committed row is the durable decision: the
+            // local log's fsync need not come before COMMIT PREPARED, so
+            // the two overlap.
+            let logged =
+                coordinator
+                    .log
+                    .commit(&coordinator.instance, &coordinator_txn, &database, &shards);
+            let (logged, ()) = tokio::join!(logged, finish_all(prepared, true, done));
             if let Err(err) = logged {
                 warn!(%err, "cannot write the two-phase commit log; the decision is on the decider shard");
             }
+        } else {
+            finish_all(prepared, false, done).await;
         }
-        finish_all(prepared, decided.is_ok(), done).await;
         if decided.is_ok() {
             let _ = coordinator
                 .log
