@@ -60,7 +60,7 @@ fn main() -> anyhow::Result<()> {
         servers.push(server);
     }
 
-    let pgdog_toml = demo_config(&servers);
+    let pgdog_toml = demo_config(&servers, &demo.join("2pc"));
     let users_toml = [SHARDED, PGBENCH]
         .iter()
         .map(|database| {
@@ -174,7 +174,8 @@ fn print_hints(demo: &Path, bench_script: &Path) {
     println!(
         "    PGPASSWORD={PASSWORD} psql -h 127.0.0.1 -p {FIRST_SERVER_PORT} -U {USER} shard_0 -c \"SELECT * FROM orders\""
     );
-    println!("  which shard answers: SELECT current_database(), shard FROM demo_shard;  (every shard: no key)");
+    println!("  tables the config does not name are omnisharded (a copy on every shard): a read goes to");
+    println!("  one shard, in turn; demo_shard says which (run it twice):  SELECT current_database(), shard FROM demo_shard;");
     println!("    or pin a session:  SET pgdog.shard = 1;   or pick by key:  SET pgdog.sharding_key = '42';");
     println!();
     println!("  admin:    PGPASSWORD=admin psql -h 127.0.0.1 -p {PROXY_PORT} -U admin admin -c 'SHOW POOLS'");
@@ -187,9 +188,10 @@ fn print_hints(demo: &Path, bench_script: &Path) {
         "    {pgbench} -n -f {} -c 8 -j 2 -T 10 {SHARDED}",
         bench_script.display()
     );
-    println!(
-        "  bench (pgbench's own tables, in the unsharded cluster {PGBENCH} on shard 0's server):"
-    );
+    println!("  pgbench's own tables, sharded (transactions span shards: two-phase commit):");
+    println!("    {pgbench} -i {SHARDED}");
+    println!("    {pgbench} -c 8 -j 2 -T 10 {SHARDED}");
+    println!("  and unsharded, in the cluster {PGBENCH} on shard 0's server:");
     println!("    {pgbench} -i {PGBENCH}");
     println!("    {pgbench} -c 8 -j 2 -T 10 -M prepared {PGBENCH}");
     println!();
@@ -197,13 +199,15 @@ fn print_hints(demo: &Path, bench_script: &Path) {
     println!("statement by its sharding key. Ctrl-C stops the demo.");
 }
 
-fn demo_config(servers: &[PgServer]) -> String {
+fn demo_config(servers: &[PgServer], wal_dir: &Path) -> String {
     let mut text = format!(
         "# Written by pgshard-demo; see pgdog.toml.example for what each key means.\n\
          [general]\nhost = \"127.0.0.1\"\nport = 6432\nworkers = 2\n\
          default_pool_size = 10\npooler_mode = \"transaction\"\nshutdown_timeout = 5000\n\
          openmetrics_port = {METRICS_PORT}\nopenmetrics_namespace = \"pgshard\"\n\
+         two_phase_commit = true\ntwo_phase_commit_wal_dir = \"{}\"\n\
          \n[admin]\npassword = \"admin\"\n",
+        wal_dir.display()
     );
     for (shard, server) in servers.iter().enumerate() {
         text.push_str(&format!(
@@ -224,6 +228,17 @@ fn demo_config(servers: &[PgServer]) -> String {
          [[sharded_tables]]\ndatabase = \"{SHARDED}\"\nname = \"orders\"\ncolumn = \"tenant_id\"\n\
          data_type = \"bigint\"\nhasher = \"postgres\"\n"
     ));
+    text.push_str("\n# pgbench's tables, each by its first key: `pgbench -i` and its TPC-B-like\n# script work on the sharded cluster (transactions span shards).\n");
+    for (table, column) in [
+        ("pgbench_accounts", "aid"),
+        ("pgbench_branches", "bid"),
+        ("pgbench_tellers", "tid"),
+        ("pgbench_history", "aid"),
+    ] {
+        text.push_str(&format!(
+            "[[sharded_tables]]\ndatabase = \"{SHARDED}\"\nname = \"{table}\"\ncolumn = \"{column}\"\ndata_type = \"integer\"\n"
+        ));
+    }
     text
 }
 
