@@ -174,7 +174,9 @@ fn print_hints(demo: &Path, bench_script: &Path) {
     println!(
         "    PGPASSWORD={PASSWORD} psql -h 127.0.0.1 -p {FIRST_SERVER_PORT} -U {USER} shard_0 -c \"SELECT * FROM orders\""
     );
-    println!("  tables the config does not name are omnisharded (a copy on every shard): a read goes to");
+    println!(
+        "  tables the config does not name are omnisharded (a copy on every shard): a read goes to"
+    );
     println!("  one shard, in turn; demo_shard says which (run it twice):  SELECT current_database(), shard FROM demo_shard;");
     println!("    or pin a session:  SET pgdog.shard = 1;   or pick by key:  SET pgdog.sharding_key = '42';");
     println!();

@@ -1,0 +1,145 @@
+//! Routing a Bind on a sharded cluster: where its statement goes with its
+//! parameters, or the start of a segment that holds it (and what follows)
+//! until Sync when it goes to several shards.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use router::route::{ParamValue, RouteError};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{is_copy_from, needs_transaction_block};
+use crate::errors::ClientError;
+use crate::metrics::RouteKind;
+use crate::protocol::backend::sqlstate;
+use crate::protocol::frame::Bind;
+use crate::session::statements::Statement;
+use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
+use crate::session::Session;
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// Where a Bind of `statement` goes, or `None` when it was answered
+    /// (refused, or held for a fan-out at Sync).
+    pub(in crate::session) fn route_bind(
+        &mut self,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        bind: &Bind,
+        rewritten: impl FnOnce(&mut BytesMut),
+    ) -> Option<Target> {
+        let Some(info) = self.route_info(statement) else {
+            if self.txn.failed() {
+                self.aborted(false);
+                return None;
+            }
+            return Some(Target::Any);
+        };
+        if self.answer_locally(&info.entry.summary, &statement.query, false) {
+            return None;
+        }
+        self.note_bound(&info.entry.summary, &statement.query);
+        let bind_params = bind_params(bind);
+        let params = info.params(&bind_params);
+        let overrides = self.overrides(&info.overrides);
+        let routed = match info.entry.route(&params, &overrides, &self.sharding) {
+            Ok(routed) => routed,
+            Err(RouteError::CopyIntoSharded { .. })
+                if info.entry.summary.statements.len() == 1 && !self.plan.awaiting_server() =>
+            {
+                self.bind_copy(&statement.query);
+                return None;
+            }
+            Err(err) => {
+                self.state.metrics.route(RouteKind::Refused);
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                self.refuse(error, false);
+                return None;
+            }
+        };
+        let shards = self.routed_to(&info.entry, &routed.route);
+        if let Some(error) =
+            self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
+        {
+            self.state.metrics.route(RouteKind::Refused);
+            self.refuse(error, false);
+            return None;
+        }
+        if is_copy_from(&info.entry.summary)
+            && shards.as_ref().is_some_and(|s| s.len() > 1)
+            && !self.plan.awaiting_server()
+        {
+            self.bind_copy(&statement.query);
+            return None;
+        }
+        // A named portal may be fetched across Syncs, as asyncpg and
+        // pgjdbc's fetch size do: it needs the transaction block.
+        let needs_block = !bind.portal.is_empty()
+            || needs_transaction_block(&info.entry.summary, &statement.query);
+        match self.place(shards.as_deref(), needs_block) {
+            Placement::Send(target) => Some(target),
+            Placement::Refuse => {
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
+                self.refuse(error, false);
+                None
+            }
+            // Held until Sync, then run on every shard: inside the
+            // transaction when there is one (`segment/in_txn.rs`).
+            Placement::FanOut | Placement::FanOutInTxn => {
+                let mut bytes = BytesMut::new();
+                rewritten(&mut bytes);
+                let shards = shards.unwrap_or_default();
+                self.start_segment(statement, unnamed, bind, (shards, bytes.freeze()));
+                None
+            }
+        }
+    }
+
+    /// Hold a Bind for several shards (`shards`, its bytes as the servers
+    /// get them) as the start of a segment, with what its rows need: a
+    /// merge, or one shard's reply for all when they hold copies.
+    fn start_segment(
+        &mut self,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        bind: &Bind,
+        (shards, bytes): (Vec<usize>, bytes::Bytes),
+    ) {
+        let Some(info) = self.route_info(statement) else {
+            return;
+        };
+        let summary = &info.entry.summary;
+        let merge = match self.bind_merge(statement, summary, bind) {
+            Ok(merge) => merge,
+            Err(error) => {
+                self.state.metrics.route(RouteKind::Refused);
+                self.refuse(error, false);
+                return;
+            }
+        };
+        let copies = router::route::holds_copies(summary, &self.sharding);
+        let mut segment = crate::session::segment::Segment::start(
+            shards,
+            (bind.portal.clone(), bytes),
+            statement,
+            unnamed,
+            self.statements.get(b"").cloned(),
+            merge.map(|merge| (merge, bind)),
+            copies,
+        );
+        segment.note_writes(self.writes);
+        self.batch = Some(segment);
+    }
+}
+
+/// A Bind's parameter values as the router takes them.
+pub(crate) fn bind_params(bind: &Bind) -> Vec<ParamValue<'_>> {
+    bind.params
+        .iter()
+        .enumerate()
+        .map(|(i, value)| match value {
+            None => ParamValue::Null,
+            Some(bytes) if bind.param_format(i) == 1 => ParamValue::Binary(bytes),
+            Some(bytes) => ParamValue::Text(bytes),
+        })
+        .collect()
+}
