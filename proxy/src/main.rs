@@ -13,7 +13,7 @@ use clap::Parser;
 /// malloc/free cost about a third of the instructions glibc's malloc takes.
 /// The benches run under the same allocator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: parser_ffi::Allocator = parser_ffi::Allocator;
 
 /// A sharding proxy for PostgreSQL.
 #[derive(Debug, Parser)]
