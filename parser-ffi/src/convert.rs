@@ -198,7 +198,8 @@ fn put(slot: &mut Option<pb::node::Node>, node: pb::node::Node) {
 #[inline(always)]
 fn child_into(cx: &mut Cx, n: view::Node<'_>, depth: u32, slot: &mut Option<pb::node::Node>) {
     use pb::node::Node as N;
-    match n.kind() {
+    let kind = n.kind();
+    match kind {
         view::NodeRef::String(x) => {
             if cx.deeper(depth).is_some() {
                 put(slot, N::String(conv_String(x)));
@@ -226,7 +227,7 @@ fn child_into(cx: &mut Cx, n: view::Node<'_>, depth: u32, slot: &mut Option<pb::
                 );
             }
         }
-        _ => node_into(cx, n, depth, slot),
+        _ => node_into(cx, kind, depth, slot),
     }
 }
 

@@ -227,3 +227,66 @@ impl std::fmt::Debug for ParseTree {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{parse_protobuf, parse_raw};
+
+    fn first_table(tree: &ShortLived) -> Option<String> {
+        let stmt = raw_statements(tree.statement_list()).next()?;
+        let mut name = None;
+        view::walk(stmt.stmt()?, |kind| {
+            if let view::NodeRef::RangeVar(rv) = kind {
+                name = rv.relname().map(str::to_owned);
+                return view::Walk::Stop;
+            }
+            view::Walk::Continue
+        });
+        name
+    }
+
+    #[test]
+    fn a_second_short_lived_parse_on_the_thread_gets_a_tree_of_its_own() {
+        let outer = ShortLived::parse("SELECT * FROM outer_table").unwrap();
+        assert!(matches!(outer, ShortLived::Scratch(_)));
+        let inner = ShortLived::parse("SELECT * FROM inner_table").unwrap();
+        assert!(matches!(inner, ShortLived::Owned(_)));
+        // The inner parse did not reuse (or reset) the outer tree's memory.
+        assert_eq!(first_table(&outer).as_deref(), Some("outer_table"));
+        assert_eq!(first_table(&inner).as_deref(), Some("inner_table"));
+        drop(inner);
+        drop(outer);
+        let again = ShortLived::parse("SELECT * FROM again").unwrap();
+        assert!(matches!(again, ShortLived::Scratch(_)));
+    }
+
+    #[test]
+    fn parse_raw_reuses_the_scratch_context_after_errors_and_large_statements() {
+        let big = format!(
+            "SELECT {}",
+            (0..20_000)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let sql = "SELECT a FROM t WHERE b = 'x'";
+        let check = move || {
+            for _ in 0..3 {
+                assert!(matches!(
+                    parse_raw("SELEC 1"),
+                    Err(ParseError::Syntax { .. })
+                ));
+                assert_eq!(parse_raw("").unwrap_err(), ParseError::Empty);
+                assert_eq!(parse_raw("SELECT 1\0").unwrap_err(), ParseError::NulByte);
+                assert_eq!(parse_raw(sql).unwrap(), parse_protobuf(sql).unwrap());
+                // Larger than the context's first block: more blocks, freed
+                // at the reset.
+                assert_eq!(parse_raw(&big).unwrap(), parse_protobuf(&big).unwrap());
+            }
+        };
+        let other = std::thread::spawn(check.clone());
+        check();
+        other.join().unwrap();
+    }
+}
