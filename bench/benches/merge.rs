@@ -35,7 +35,7 @@
 //! `-- --warm-up-time 1 --measurement-time 3`).
 
 #[global_allocator]
-static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
+static ALLOCATOR: bench::Allocator = parser_ffi::Allocator;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -16,7 +16,7 @@
 use std::ffi::CString;
 
 #[global_allocator]
-static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
+static ALLOCATOR: bench::Allocator = parser_ffi::Allocator;
 use std::time::Duration;
 
 use criterion::{black_box, Criterion};

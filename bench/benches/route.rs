@@ -19,7 +19,7 @@
 //! `cargo bench -p bench --bench route`.
 
 #[global_allocator]
-static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
+static ALLOCATOR: bench::Allocator = parser_ffi::Allocator;
 
 use std::sync::Arc;
 

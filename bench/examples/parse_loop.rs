@@ -6,7 +6,7 @@
 use std::ffi::CString;
 
 #[global_allocator]
-static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
+static ALLOCATOR: bench::Allocator = parser_ffi::Allocator;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

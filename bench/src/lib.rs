@@ -12,7 +12,7 @@ pub use queries::{class_queries, orm_query, parser_queries};
 
 /// The allocator pgshard's binary uses, so benches measure what ships. Every
 /// variant in a bench runs under the same allocator.
-pub type Allocator = mimalloc::MiMalloc;
+pub type Allocator = parser_ffi::Allocator;
 
 /// parser-ffi's statement corpus loader, for the walk's tests.
 #[cfg(test)]

@@ -6,13 +6,64 @@
 //!
 //! `cargo run --profile bench -p parser-ffi --example parse_ratio [NAME...]`
 //! prints ratios; `... -- --loop raw|protobuf|floor NAME N` parses one
-//! statement N times, for callgrind or perf.
+//! statement N times, for callgrind or perf. `PARSE_RATIO_ALLOCATOR=mimalloc`
+//! runs either under mimalloc's own `GlobalAlloc` instead of the benches'
+//! `parser_ffi::Allocator`.
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::CString;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
+/// The benches' allocator (`parser_ffi::Allocator`), or with
+/// `PARSE_RATIO_ALLOCATOR=mimalloc` mimalloc's own `GlobalAlloc` (every
+/// request through `mi_malloc_aligned`), to see what the allocator changes.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: Switch = Switch;
+
+static MIMALLOC_CRATE: AtomicBool = AtomicBool::new(false);
+
+struct Switch;
+
+// SAFETY: forwards to one of two allocators, chosen once at start (before
+// the first allocation of `main`'s work; anything allocated earlier is freed
+// by mimalloc's `mi_free` either way, which frees blocks of both).
+unsafe impl GlobalAlloc for Switch {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: GlobalAlloc's contract, passed on.
+        unsafe {
+            if MIMALLOC_CRATE.load(Relaxed) {
+                mimalloc::MiMalloc.alloc(layout)
+            } else {
+                parser_ffi::Allocator.alloc(layout)
+            }
+        }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: GlobalAlloc's contract, passed on.
+        unsafe {
+            if MIMALLOC_CRATE.load(Relaxed) {
+                mimalloc::MiMalloc.alloc_zeroed(layout)
+            } else {
+                parser_ffi::Allocator.alloc_zeroed(layout)
+            }
+        }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: GlobalAlloc's contract, passed on (both free with mi_free).
+        unsafe { parser_ffi::Allocator.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: GlobalAlloc's contract, passed on.
+        unsafe {
+            if MIMALLOC_CRATE.load(Relaxed) {
+                mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+            } else {
+                parser_ffi::Allocator.realloc(ptr, layout, new_size)
+            }
+        }
+    }
+}
 
 #[path = "../../bench/src/queries.rs"]
 mod queries;
@@ -20,6 +71,10 @@ mod queries;
 mod timing;
 
 fn main() {
+    MIMALLOC_CRATE.store(
+        std::env::var("PARSE_RATIO_ALLOCATOR").as_deref() == Ok("mimalloc"),
+        Relaxed,
+    );
     let args: Vec<String> = std::env::args().skip(1).collect();
     let queries = queries::parser_queries();
     if args.first().map(String::as_str) == Some("--loop") {

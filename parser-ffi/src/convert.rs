@@ -4,8 +4,13 @@
 //! generated from the same field tables libpg_query's protobuf output uses.
 
 // The generated part casts and converts uniformly, whatever the C and prost
-// types of a field happen to be; some of those are identities.
-#![allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+// types of a field happen to be; some of those are identities. It writes
+// `match`es where a closure would capture the conversion state.
+#![allow(
+    clippy::unnecessary_cast,
+    clippy::useless_conversion,
+    clippy::manual_map
+)]
 
 use pg_query::protobuf as pb;
 
@@ -39,15 +44,19 @@ pub enum ConvertError {
 }
 
 /// Convert a whole parse into pg_query's `ParseResult`.
-pub fn parse_result(tree: &crate::ParseTree) -> Result<pb::ParseResult, ConvertError> {
-    let stmts = tree
-        .statements()
-        .map(|stmt| conv_RawStmt(stmt, 0))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(pb::ParseResult {
-        version: crate::raw::PG_VERSION_NUM as i32,
-        stmts,
-    })
+pub fn parse_result(list: view::List<'_>) -> Result<pb::ParseResult, ConvertError> {
+    let mut cx = Cx { error: None };
+    let mut stmts = Vec::with_capacity(list.len());
+    for stmt in crate::tree::raw_statements(list) {
+        stmts.push(conv_RawStmt(&mut cx, stmt, 0));
+    }
+    match cx.error {
+        Some(error) => Err(error),
+        None => Ok(pb::ParseResult {
+            version: crate::raw::PG_VERSION_NUM as i32,
+            stmts,
+        }),
+    }
 }
 
 pub(crate) fn deeper(depth: u32) -> Result<u32, ConvertError> {
@@ -58,48 +67,126 @@ pub(crate) fn deeper(depth: u32) -> Result<u32, ConvertError> {
     }
 }
 
+/// The state of one conversion: the first error met. The conversion
+/// functions do not return `Result`s: on an error they record it here, leave
+/// the value they were building empty and do not descend further, and
+/// [`parse_result`] returns the error instead of the tree.
+pub(crate) struct Cx {
+    error: Option<ConvertError>,
+}
+
+impl Cx {
+    /// The depth of a child of a node at `depth`; `None` (and the error
+    /// recorded) past [`MAX_DEPTH`].
+    #[inline(always)]
+    fn deeper(&mut self, depth: u32) -> Option<u32> {
+        if depth >= MAX_DEPTH {
+            self.fail(ConvertError::TooDeep);
+            None
+        } else {
+            Some(depth + 1)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, error: ConvertError) {
+        if self.error.is_none() {
+            self.error = Some(error);
+        }
+    }
+
+    /// A C enum value's protobuf number, or 0 with the error recorded.
+    #[inline(always)]
+    fn enum_value(&mut self, number: Option<i32>, name: &'static str, value: i64) -> i32 {
+        match number {
+            Some(number) => number,
+            None => {
+                self.fail(ConvertError::UnknownEnum(name, value));
+                0
+            }
+        }
+    }
+}
+
+/// Run `convert` (the conversion of a node `depth` levels down) on enough
+/// stack: every level recurses, so near the end of the stack it continues on
+/// a new segment. Checked at the first level and every `STACK_CHECK_EVERY`
+/// levels after it: the check costs a thread-local read, and the red zone
+/// covers the levels between. Every recursion of the conversion passes here:
+/// node pointers and lists through `node_into`, typed pointers (a set
+/// operation's `larg`, ...) at their field.
+#[inline(always)]
+fn on_stack<T>(depth: u32, convert: impl FnOnce() -> T) -> T {
+    if !depth.wrapping_sub(1).is_multiple_of(STACK_CHECK_EVERY) {
+        return convert();
+    }
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, convert)
+}
+
 /// A list field. Most list fields of a tree are NIL (no typmods, no array
 /// bounds, no options...): that case is decided here, inlined at the call,
 /// without a call into the loop below.
 #[inline(always)]
-fn list(list: view::List<'_>, depth: u32) -> Result<Vec<pb::Node>, ConvertError> {
+fn list(cx: &mut Cx, list: view::List<'_>, depth: u32) -> Vec<pb::Node> {
     if list.is_nil() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
-    list_items(list, depth)
+    list_items(cx, list, depth)
 }
 
 #[inline(never)]
-fn list_items(list: view::List<'_>, depth: u32) -> Result<Vec<pb::Node>, ConvertError> {
+fn list_items(cx: &mut Cx, list: view::List<'_>, depth: u32) -> Vec<pb::Node> {
     if !list.is_node_list() {
-        return Err(ConvertError::Unsupported("IntList"));
+        cx.fail(ConvertError::Unsupported("IntList"));
+        return Vec::new();
     }
-    let mut out: Vec<pb::Node> = Vec::with_capacity(list.len());
-    for element in list.iter() {
+    let elements = list.iter();
+    let len = elements.len();
+    let mut out: Vec<pb::Node> = Vec::with_capacity(len);
+    // Each element is converted in its slot of the vector (no push, no move
+    // of a large `pb::Node`).
+    for (slot, element) in out.spare_capacity_mut().iter_mut().zip(elements) {
         // libpg_query writes a NULL element as an empty Node message.
-        out.push(pb::Node { node: None });
-        if let (Some(element), Some(slot)) = (element, out.last_mut()) {
-            child_into(element, depth, &mut slot.node)?;
+        let slot = slot.write(pb::Node { node: None });
+        if let Some(element) = element {
+            child_into(cx, element, depth, &mut slot.node);
         }
     }
-    Ok(out)
+    // SAFETY: the capacity is `len` (`with_capacity`), and the loop wrote all
+    // `len` slots: `elements` is an exact-size iterator of `len` items.
+    unsafe { out.set_len(len) };
+    out
 }
 
 /// A node pointer field; `None` (the common case for most fields) decided
 /// inline at the call.
 #[inline(always)]
-fn opt_node(n: Option<view::Node<'_>>, depth: u32) -> Result<Option<Box<pb::Node>>, ConvertError> {
-    match n {
-        Some(n) => boxed_node(n, depth).map(Some),
-        None => Ok(None),
-    }
+fn opt_node(cx: &mut Cx, n: Option<view::Node<'_>>, depth: u32) -> Option<Box<pb::Node>> {
+    n.map(|n| boxed_node(cx, n, depth))
 }
 
 #[inline(never)]
-fn boxed_node(n: view::Node<'_>, depth: u32) -> Result<Box<pb::Node>, ConvertError> {
-    let mut boxed = Box::new(pb::Node { node: None });
-    child_into(n, depth, &mut boxed.node)?;
-    Ok(boxed)
+fn boxed_node(cx: &mut Cx, n: view::Node<'_>, depth: u32) -> Box<pb::Node> {
+    // Not `Box::new(pb::Node { node: None })`, which may build the 608-byte
+    // value on the stack and copy all of it: an empty slot is one tag.
+    let mut boxed = Box::<pb::Node>::new_uninit();
+    let node = boxed.write(pb::Node { node: None });
+    child_into(cx, n, depth, &mut node.node);
+    // SAFETY: written two lines above.
+    unsafe { boxed.assume_init() }
+}
+
+/// Store `node` into an empty slot. Not `*slot = Some(node)`: that drops
+/// the slot's old value first, which the compiler does not always see is
+/// `None`, and then keeps `node` aside (a whole `pb::Node`) around the call.
+#[inline(always)]
+fn put(slot: &mut Option<pb::node::Node>, node: pb::node::Node) {
+    debug_assert!(slot.is_none(), "slot filled twice");
+    // SAFETY: `slot` is a valid, aligned, exclusive reference; writing over
+    // it without dropping the old value is sound (at worst a leak), and every
+    // caller passes an empty slot, so nothing leaks.
+    unsafe { std::ptr::write(slot, Some(node)) }
 }
 
 /// Convert a child of a node at `depth` into `slot`. The leaf kinds that make
@@ -109,37 +196,39 @@ fn boxed_node(n: view::Node<'_>, depth: u32) -> Result<Box<pb::Node>, ConvertErr
 /// the stack check, which they do not need (they do not recurse, apart from
 /// a column reference's list of names).
 #[inline(always)]
-fn child_into(
-    n: view::Node<'_>,
-    depth: u32,
-    slot: &mut Option<pb::node::Node>,
-) -> Result<(), ConvertError> {
+fn child_into(cx: &mut Cx, n: view::Node<'_>, depth: u32, slot: &mut Option<pb::node::Node>) {
     use pb::node::Node as N;
-    match n.kind() {
+    let kind = n.kind();
+    match kind {
         view::NodeRef::String(x) => {
-            deeper(depth)?;
-            *slot = Some(N::String(pb::String {
-                sval: text(x.sval()),
-            }));
+            if cx.deeper(depth).is_some() {
+                put(slot, N::String(conv_String(x)));
+            }
         }
         view::NodeRef::Integer(x) => {
-            deeper(depth)?;
-            *slot = Some(N::Integer(pb::Integer { ival: x.ival() }));
+            if cx.deeper(depth).is_some() {
+                put(slot, N::Integer(conv_Integer(x)));
+            }
         }
         view::NodeRef::AConst(x) => {
-            deeper(depth)?;
-            *slot = Some(N::AConst(conv_AConst(x)?));
+            if cx.deeper(depth).is_some() {
+                put(slot, N::AConst(conv_AConst(x)));
+            }
         }
         view::NodeRef::ColumnRef(x) => {
-            let depth = deeper(depth)?;
-            *slot = Some(N::ColumnRef(pb::ColumnRef {
-                fields: list(x.fields(), depth)?,
-                location: x.location(),
-            }));
+            if let Some(depth) = cx.deeper(depth) {
+                let fields = list(cx, x.fields(), depth);
+                put(
+                    slot,
+                    N::ColumnRef(pb::ColumnRef {
+                        fields,
+                        location: x.location(),
+                    }),
+                );
+            }
         }
-        _ => node_into(n, depth, slot)?,
+        _ => node_into(cx, kind, depth, slot),
     }
-    Ok(())
 }
 
 /// A C `char` field: libpg_query writes a one-character string, or nothing for 0.
@@ -147,52 +236,55 @@ fn char_string(c: u8) -> String {
     if c == 0 {
         String::new()
     } else {
-        char::from(c).to_string()
+        String::from(char::from(c))
     }
 }
 
+#[inline]
 fn text(s: Option<&str>) -> String {
     s.map(str::to_owned).unwrap_or_default()
 }
 
 #[allow(non_snake_case)]
-fn conv_Integer(v: view::Integer<'_>) -> Result<pb::Integer, ConvertError> {
-    Ok(pb::Integer { ival: v.ival() })
+#[inline]
+fn conv_Integer(v: view::Integer<'_>) -> pb::Integer {
+    pb::Integer { ival: v.ival() }
 }
 
 #[allow(non_snake_case)]
-fn conv_Float(v: view::Float<'_>) -> Result<pb::Float, ConvertError> {
-    Ok(pb::Float {
+fn conv_Float(v: view::Float<'_>) -> pb::Float {
+    pb::Float {
         fval: text(v.fval()),
-    })
+    }
 }
 
 #[allow(non_snake_case)]
-fn conv_Boolean(v: view::Boolean<'_>) -> Result<pb::Boolean, ConvertError> {
-    Ok(pb::Boolean {
+fn conv_Boolean(v: view::Boolean<'_>) -> pb::Boolean {
+    pb::Boolean {
         boolval: v.boolval(),
-    })
+    }
 }
 
 #[allow(non_snake_case)]
-fn conv_String(v: view::String<'_>) -> Result<pb::String, ConvertError> {
-    Ok(pb::String {
+#[inline]
+fn conv_String(v: view::String<'_>) -> pb::String {
+    pb::String {
         sval: text(v.sval()),
-    })
+    }
 }
 
 #[allow(non_snake_case)]
-fn conv_BitString(v: view::BitString<'_>) -> Result<pb::BitString, ConvertError> {
-    Ok(pb::BitString {
+fn conv_BitString(v: view::BitString<'_>) -> pb::BitString {
+    pb::BitString {
         bsval: text(v.bsval()),
-    })
+    }
 }
 
 /// Inlined, with a plain match (a closure here was left out of line):
 /// constants are most of a long VALUES or IN list.
 #[allow(non_snake_case)]
 #[inline]
-fn conv_AConst(v: view::AConst<'_>) -> Result<pb::AConst, ConvertError> {
+fn conv_AConst(v: view::AConst<'_>) -> pb::AConst {
     use pb::a_const::Val;
     let val = match v.val() {
         None => None,
@@ -208,11 +300,11 @@ fn conv_AConst(v: view::AConst<'_>) -> Result<pb::AConst, ConvertError> {
             bsval: bsval.to_owned(),
         })),
     };
-    Ok(pb::AConst {
+    pb::AConst {
         isnull: v.isnull(),
         location: v.location(),
         val,
-    })
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/convert_generated.rs"));

@@ -95,15 +95,30 @@ copy_error(MemoryContext context, int *cursor)
 	return strdup(error_data->message ? error_data->message : "unknown error");
 }
 
-PgshardParseResult
-pgshard_parse(const char *sql, int parser_options)
+/*
+ * The per-thread context of pgshard_parse_scratch, kept and reset between
+ * parses instead of created and deleted for each. A child of this thread's
+ * TopMemoryContext, so libpg_query's thread-exit handler deletes it with the
+ * rest of the thread's contexts. Its first block is large enough for most
+ * statements' scanner, grammar and tree, so a parse in it usually allocates
+ * no block at all (a larger statement's extra blocks go at the reset).
+ */
+static __thread MemoryContext scratch_context = NULL;
+
+#define SCRATCH_INIT_BLOCK_SIZE (64 * 1024)
+
+/*
+ * Parse `sql` into `context`, or into a new context when `context` is NULL.
+ * On error the context is deleted (a new one) or reset (a given one).
+ */
+static PgshardParseResult
+parse_in(const char *sql, int parser_options, MemoryContext given)
 {
 	PgshardParseResult result = {0};
-	MemoryContext volatile context = NULL;
+	MemoryContext volatile context = given;
 	MemoryContext caller_context;
 	pg_stack_base_t old_base;
 
-	pg_query_init();
 	caller_context = CurrentMemoryContext;
 	old_base = enter_stack_check();
 
@@ -111,8 +126,9 @@ pgshard_parse(const char *sql, int parser_options)
 	{
 		RawParseMode mode = RAW_PARSE_DEFAULT;
 
-		context = AllocSetContextCreate(NULL, "pgshard parse tree",
-										ALLOCSET_DEFAULT_SIZES);
+		if (context == NULL)
+			context = AllocSetContextCreate(NULL, "pgshard parse tree",
+											ALLOCSET_DEFAULT_SIZES);
 		MemoryContextSwitchTo(context);
 		switch (parser_options & PG_QUERY_PARSE_MODE_BITMASK)
 		{
@@ -146,13 +162,60 @@ pgshard_parse(const char *sql, int parser_options)
 		result.error_message = copy_error(context, &result.error_cursor);
 		MemoryContextSwitchTo(caller_context);
 		if (context != NULL)
-			MemoryContextDelete(context);
+		{
+			if (given != NULL)
+				MemoryContextReset(context);
+			else
+				MemoryContextDelete(context);
+		}
 		result.context = NULL;
 	}
 	PG_END_TRY();
 
 	restore_stack_base(old_base);
 	return result;
+}
+
+PgshardParseResult
+pgshard_parse(const char *sql, int parser_options)
+{
+	pg_query_init();
+	return parse_in(sql, parser_options, NULL);
+}
+
+PgshardParseResult
+pgshard_parse_scratch(const char *sql, int parser_options)
+{
+	pg_query_init();
+	if (scratch_context == NULL)
+	{
+		PgshardParseResult result = {0};
+		MemoryContext caller_context = CurrentMemoryContext;
+
+		PG_TRY();
+		{
+			scratch_context = AllocSetContextCreate(TopMemoryContext,
+													"pgshard scratch parse",
+													0,
+													SCRATCH_INIT_BLOCK_SIZE,
+													ALLOCSET_DEFAULT_MAXSIZE);
+		}
+		PG_CATCH();
+		{
+			result.error_message = copy_error(NULL, NULL);
+			MemoryContextSwitchTo(caller_context);
+			return result;
+		}
+		PG_END_TRY();
+	}
+	return parse_in(sql, parser_options, scratch_context);
+}
+
+void
+pgshard_reset_scratch(void)
+{
+	if (scratch_context != NULL)
+		MemoryContextReset(scratch_context);
 }
 
 void

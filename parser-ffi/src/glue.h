@@ -27,6 +27,18 @@ typedef struct PgshardParseResult
  */
 PgshardParseResult pgshard_parse(const char *sql, int parser_options);
 
+/*
+ * Parse `sql` into this thread's scratch context (created on first use, kept
+ * until the thread exits), for a tree read and dropped on this thread before
+ * its next scratch parse. The result's context is the scratch context; free
+ * the tree with pgshard_reset_scratch, never pgshard_free_tree. Never raises
+ * a Postgres error.
+ */
+PgshardParseResult pgshard_parse_scratch(const char *sql, int parser_options);
+
+/* Free this thread's scratch tree: resets the context, keeping its first block. */
+void		pgshard_reset_scratch(void);
+
 /* Free a tree: deletes the context pgshard_parse made for it. */
 void		pgshard_free_tree(MemoryContext context);
 

@@ -16,6 +16,7 @@
 //! can raise one goes through C that catches it (`src/glue.c` or libpg_query's
 //! public entry points), so none crosses a Rust frame.
 
+mod allocator;
 mod convert;
 mod deparse;
 pub mod error;
@@ -25,6 +26,7 @@ mod to_c;
 mod tree;
 pub mod view;
 
+pub use allocator::Allocator;
 pub use convert::{ConvertError, MAX_DEPTH};
 pub use deparse::{deparse, deparse_protobuf};
 pub use error::ParseError;
@@ -43,14 +45,16 @@ pub fn parse_protobuf(sql: &str) -> Result<protobuf::ParseResult, ParseError> {
 
 /// Parse `sql` into the same `ParseResult` as [`parse_protobuf`], built directly
 /// from the C tree.
+/// The C tree lives only during the conversion, in a memory context this
+/// thread keeps and resets rather than one made and deleted per parse.
 pub fn parse_raw(sql: &str) -> Result<protobuf::ParseResult, ParseError> {
-    let tree = ParseTree::parse(sql)?;
-    Ok(to_protobuf(&tree)?)
+    let tree = tree::ShortLived::parse(sql)?;
+    Ok(convert::parse_result(tree.statement_list())?)
 }
 
 /// Convert a parsed tree into pg_query's protobuf structs.
 pub fn to_protobuf(tree: &ParseTree) -> Result<protobuf::ParseResult, ConvertError> {
-    convert::parse_result(tree)
+    convert::parse_result(tree.statement_list())
 }
 
 /// Deparse pg_query protobuf structs with pg_query's own path (encode to

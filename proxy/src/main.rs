@@ -8,12 +8,13 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Parser;
 
-/// mimalloc: converted parse trees and per-message buffers are many small,
-/// short-lived allocations; under callgrind (bench/examples/parse_loop) their
-/// malloc/free cost about a third of the instructions glibc's malloc takes.
-/// The benches run under the same allocator.
+/// mimalloc (through `parser_ffi::Allocator`, which calls its plain entry
+/// points where the alignment allows): converted parse trees and per-message
+/// buffers are many small, short-lived allocations; under callgrind
+/// (bench/examples/parse_loop) their malloc/free cost about a third of the
+/// instructions glibc's malloc takes. The benches run under the same allocator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: parser_ffi::Allocator = parser_ffi::Allocator;
 
 /// A sharding proxy for PostgreSQL.
 #[derive(Debug, Parser)]

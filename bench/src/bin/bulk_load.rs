@@ -28,7 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 #[global_allocator]
-static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
+static ALLOCATOR: bench::Allocator = parser_ffi::Allocator;
 
 const USER: &str = "app";
 const TABLE: &str = "CREATE TABLE pgbench_accounts (aid int NOT NULL, bid int, abalance int, \

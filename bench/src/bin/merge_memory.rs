@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
 #[global_allocator]
-static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
+static ALLOCATOR: bench::Allocator = parser_ffi::Allocator;
 
 const USER: &str = "app";
 const PASSWORD: &str = "app-pw";

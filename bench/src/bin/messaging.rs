@@ -9,7 +9,7 @@ use clap::Parser;
 use bench::messaging::{plot, report, run_all, Options};
 
 #[global_allocator]
-static ALLOCATOR: bench::Allocator = mimalloc::MiMalloc;
+static ALLOCATOR: bench::Allocator = parser_ffi::Allocator;
 
 fn main() -> anyhow::Result<()> {
     let options = Options::parse();
