@@ -212,3 +212,97 @@ async fn unlisted_tables_sharded_by_an_unknown_key_when_configured() {
         ["0", "1"]
     );
 }
+
+/// With a column-only `[[sharded_tables]]` entry (PgDog's `column =
+/// "user_id"` without a name), an unlisted table is sharded by that column
+/// when it has it and omnisharded when the shards' catalog shows it has
+/// none, as PgDog decides with its schema cache: pgshard reads the catalog
+/// at start, after DDL through it, and after RELOAD.
+#[tokio::test]
+async fn with_a_column_only_entry_the_catalog_decides() {
+    let extra =
+        "[[sharded_tables]]\ndatabase = \"prod\"\ncolumn = \"user_id\"\ndata_type = \"bigint\"\n";
+    let cluster = Cluster::start_sharded_raw(2, "", extra);
+    let client = cluster.connect().await;
+    client
+        .batch_execute("CREATE TABLE settings (k text PRIMARY KEY, v text NOT NULL)")
+        .await
+        .unwrap();
+    client
+        .batch_execute("CREATE TABLE visits (user_id bigint NOT NULL, page text NOT NULL)")
+        .await
+        .unwrap();
+    // The catalog is read again shortly after the DDL: until then the new
+    // table is sharded by a key pgshard does not know (the write refused).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        match client
+            .execute("INSERT INTO settings VALUES ($1, $2)", &[&"a", &"1"])
+            .await
+        {
+            Ok(n) => {
+                assert_eq!(n, 1);
+                break;
+            }
+            Err(err) => {
+                assert_eq!(code(&err), Some("0A000"), "{err}");
+                assert!(std::time::Instant::now() < deadline, "never omnisharded");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+    for shard in cluster.shards().await {
+        let n = column(&shard, "SELECT count(*) AS n FROM settings", "n").await;
+        assert_eq!(n, ["1"], "a copy on every shard");
+    }
+    assert_eq!(
+        column(&client, "SELECT count(*) AS n FROM settings", "n").await,
+        ["1"]
+    );
+    // visits has user_id: sharded by it.
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
+    // Without a column list the table's columns locate the key.
+    client
+        .batch_execute(&format!("INSERT INTO visits VALUES ({a}, 'home')"))
+        .await
+        .unwrap();
+    client
+        .execute("INSERT INTO visits (user_id, page) VALUES ($1, 'home')", &[&b])
+        .await
+        .unwrap();
+    let shards = cluster.shards().await;
+    for shard in &shards {
+        let n = column(shard, "SELECT count(*) AS n FROM visits", "n").await;
+        assert_eq!(n, ["1"], "one row per shard");
+    }
+    let err = client
+        .execute("INSERT INTO visits (page) VALUES ('no key')", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), Some("0A000"), "{err}");
+    // A table made behind pgshard's back is known after RELOAD.
+    for shard in &shards {
+        shard
+            .batch_execute("CREATE TABLE notes (id int PRIMARY KEY, body text)")
+            .await
+            .unwrap();
+    }
+    let admin = cluster.admin().await;
+    admin.simple_query("RELOAD").await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while client
+        .execute("INSERT INTO notes VALUES (1, 'x')", &[])
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "notes never omnisharded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for shard in &shards {
+        let n = column(shard, "SELECT count(*) AS n FROM notes", "n").await;
+        assert_eq!(n, ["1"]);
+    }
+}

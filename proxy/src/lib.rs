@@ -18,6 +18,7 @@ pub mod logging;
 pub mod metrics;
 pub mod pool;
 pub mod protocol;
+pub mod schema;
 pub mod server;
 pub mod server_conn;
 pub mod session;

@@ -72,6 +72,9 @@ pub(crate) async fn serve(
             Err(err) => warn!(%err, port, "cannot listen for metrics (openmetrics_port)"),
         }
     }
+    // Which unlisted tables are omnisharded, where the catalog says
+    // (a no-op for clusters without column-only entries).
+    tokio::spawn(crate::schema::run(Arc::clone(&state)));
     if config.general.two_phase_commit {
         let interval = config.general.two_phase_commit_recovery_interval();
         tokio::spawn(crate::two_phase::recovery::run(

@@ -121,6 +121,9 @@ pub struct State {
     /// Two-phase commit's transaction ids, decision log and what it knows
     /// of the shards.
     pub two_phase: crate::two_phase::Coordinator,
+    /// DDL came back through pgshard, or the config was reloaded: the
+    /// catalog's keyless tables are read again (`schema.rs`).
+    pub schema_changed: tokio::sync::Notify,
 }
 
 impl State {
@@ -205,6 +208,7 @@ impl State {
                 ),
             ),
             metrics: Metrics::default(),
+            schema_changed: tokio::sync::Notify::new(),
         });
         state.apply_config(config);
         state
@@ -269,6 +273,21 @@ impl State {
         *pools = next;
         *write(&self.config) = config;
         self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Install `next`, the running config with clusters' sharding models
+    /// changed (what the catalog says: `schema.rs`), unless the config was
+    /// replaced since `expected` was read. Cache entries are planned anew;
+    /// sessions take the new models at their next checkout.
+    pub fn replace_sharding(&self, expected: &Arc<Config>, next: Arc<Config>) -> bool {
+        let mut config = write(&self.config);
+        if !Arc::ptr_eq(&config, expected) {
+            return false;
+        }
+        *config = next;
+        self.cache.clear();
+        self.generation.fetch_add(1, Ordering::Release);
+        true
     }
 
     /// The pool for `user` on database `db` of shard `shard`: `old` when

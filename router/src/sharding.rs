@@ -107,11 +107,55 @@ pub struct Sharding {
     /// cluster has no column-only `[[sharded_tables]]` entry); else they
     /// are sharded by a key pgshard does not know.
     pub unlisted_omnisharded: bool,
+    /// The cluster has column-only entries and `unlisted_tables` is
+    /// omnisharded: an unlisted table is omnisharded when the shards'
+    /// catalog shows it has none of their columns ([`Sharding::keyless`],
+    /// read by the proxy), else sharded by them.
+    pub unlisted_by_columns: bool,
+    /// The unlisted tables the catalog showed to have no column-only key
+    /// column, when it was read (`None` before: such tables are then
+    /// sharded by a key pgshard does not know).
+    pub keyless: Option<std::sync::Arc<KeylessTables>>,
+}
+
+/// Tables that have none of a cluster's column-only key columns, as a
+/// shard's catalog listed them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KeylessTables {
+    /// (schema, name) of each such table.
+    pub tables: std::collections::BTreeSet<(String, String)>,
+    /// Names some table with a key column has, in any schema: an
+    /// unqualified name that one of them has is not known to be keyless
+    /// (the client's `search_path` decides which it means).
+    pub keyed_names: std::collections::BTreeSet<String>,
+}
+
+impl KeylessTables {
+    /// Whether `schema.name` (any schema when `None`) is keyless.
+    pub fn contains(&self, schema: Option<&str>, name: &str) -> bool {
+        match schema {
+            Some(schema) => self.tables.contains(&(schema.to_owned(), name.to_owned())),
+            None => !self.keyed_names.contains(name) && self.tables.iter().any(|(_, n)| n == name),
+        }
+    }
 }
 
 impl Sharding {
     /// One database and nothing configured: routing has nothing to decide.
     pub fn is_trivial(&self) -> bool {
         self.databases <= 1
+    }
+
+    /// The columns of the column-only `[[sharded_tables]]` entries.
+    pub fn key_columns(&self) -> Vec<&str> {
+        let mut columns: Vec<&str> = self
+            .tables
+            .iter()
+            .filter(|t| t.name.is_none())
+            .map(|t| t.column.as_str())
+            .collect();
+        columns.sort_unstable();
+        columns.dedup();
+        columns
     }
 }

@@ -108,14 +108,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             let resumed = self.state.wait_resumed(&self.info.database);
             let _ = watch_client(&mut self.client, &mut self.cbuf, resumed).await?;
         }
-        let generation = self.state.generation.load(Ordering::Acquire);
-        if generation != self.generation {
-            if let Some(pools) = self.state.pools(&self.info.database, &self.info.user) {
-                self.pools = pools;
-            }
-            (self.sharding, self.engine) = sharding_of(&self.state, &self.info.database);
-            self.generation = generation;
-        }
+        self.follow_config();
         let pools = Arc::clone(&self.pools);
         let Some(pools) = pools.get(shard) else {
             return Ok(Err(PoolError::Closed));
@@ -141,6 +134,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         }
         Ok(Ok(server))
+    }
+
+    /// The config changed since the session last looked (RELOAD, or what
+    /// the catalog says of unlisted tables): take its pools and sharding
+    /// model.
+    pub(super) fn follow_config(&mut self) {
+        let generation = self.state.generation.load(Ordering::Acquire);
+        if generation != self.generation {
+            if let Some(pools) = self.state.pools(&self.info.database, &self.info.user) {
+                self.pools = pools;
+            }
+            (self.sharding, self.engine) = sharding_of(&self.state, &self.info.database);
+            self.generation = generation;
+        }
     }
 
     pub(super) async fn set_cancel_target(&self, target: Option<CancelTarget>) {

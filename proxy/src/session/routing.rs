@@ -63,6 +63,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         frame_sql: &str,
         known: Option<Lookup>,
     ) -> Result<Dispatch, End> {
+        self.follow_config();
         let lookup = match known.map_or_else(|| self.state.cache.lookup(frame_sql, self.engine), Ok)
         {
             Ok(lookup) => lookup,
@@ -136,21 +137,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             RouteError::InsertWithoutKey { .. }
                 if one && summary.statements[0].insert_without_columns =>
             {
-                match self.insert_with_columns(frame_sql).await? {
-                    Some(sql) => match Box::pin(self.route_query(&sql, None)).await? {
-                        Dispatch::Send(target) => Ok(Dispatch::Rewritten(target, sql)),
-                        other => Ok(other),
-                    },
-                    None => Ok(self.refused(ClientError::new(
-                        sqlstate::FEATURE_NOT_SUPPORTED,
-                        err.to_string(),
-                    ))),
-                }
+                self.route_with_columns(err, frame_sql).await
+            }
+            // With a column-only entry, the table's columns say whether it
+            // has the key column.
+            RouteError::UnknownTableWrite {
+                statement: "INSERT",
+                ..
+            } if one
+                && summary.statements[0].insert_without_columns
+                && self.sharding.unlisted_by_columns =>
+            {
+                self.route_with_columns(err, frame_sql).await
             }
             err => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 Ok(self.refused(error))
             }
+        }
+    }
+
+    /// An INSERT that names no columns routed again with the table's
+    /// columns written in, or refused with `err` when they cannot be.
+    async fn route_with_columns(
+        &mut self,
+        err: RouteError,
+        frame_sql: &str,
+    ) -> Result<Dispatch, End> {
+        match self.insert_with_columns(frame_sql).await? {
+            Some(sql) => match Box::pin(self.route_query(&sql, None)).await? {
+                Dispatch::Send(target) => Ok(Dispatch::Rewritten(target, sql)),
+                other => Ok(other),
+            },
+            None => Ok(self.refused(ClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                err.to_string(),
+            ))),
         }
     }
 

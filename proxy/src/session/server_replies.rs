@@ -244,6 +244,7 @@ pub(crate) fn retire_on_ddl(state: &State, tag: &[u8]) {
     if DDL.iter().any(|word| tag.starts_with(word)) {
         state.statements.retire_all();
         state.forget_table_columns();
+        state.schema_changed.notify_one();
     }
 }
 

@@ -303,8 +303,9 @@ pub(super) fn resolve(
 
     for sharding in resolved.values_mut() {
         let column_only = sharding.tables.iter().any(|t| t.name.is_none());
-        sharding.unlisted_omnisharded =
-            general.unlisted_tables == super::general::UnlistedTables::Omnisharded && !column_only;
+        let omnisharded = general.unlisted_tables == super::general::UnlistedTables::Omnisharded;
+        sharding.unlisted_omnisharded = omnisharded && !column_only;
+        sharding.unlisted_by_columns = omnisharded && column_only;
     }
     for (name, cluster) in clusters.iter_mut() {
         if let Some(sharding) = resolved.remove(name) {

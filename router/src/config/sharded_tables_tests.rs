@@ -150,6 +150,8 @@ fn the_demo_tables_load() {
             ],
             cross_shard_disabled: false,
             unlisted_omnisharded: true,
+            unlisted_by_columns: false,
+            keyless: None,
         }
     );
     // Another cluster's sharding is untouched.

@@ -28,6 +28,8 @@ fn sharding() -> Sharding {
         omnisharded: vec![(None, "r".into())],
         cross_shard_disabled: false,
         unlisted_omnisharded: false,
+        unlisted_by_columns: false,
+        keyless: None,
     }
 }
 

@@ -66,7 +66,12 @@ pub(crate) fn classify<'s>(table: &TableRef, sharding: &'s Sharding) -> TableCla
     };
     if catalog {
         TableClass::Catalog
-    } else if sharding.unlisted_omnisharded {
+    } else if sharding.unlisted_omnisharded
+        || sharding
+            .keyless
+            .as_ref()
+            .is_some_and(|k| k.contains(table.schema.as_deref(), &table.name))
+    {
         TableClass::Omnisharded
     } else {
         TableClass::Unknown

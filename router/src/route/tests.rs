@@ -57,6 +57,8 @@ fn sharding() -> Sharding {
         omnisharded: vec![(None, "r".into())],
         cross_shard_disabled: false,
         unlisted_omnisharded: false,
+        unlisted_by_columns: false,
+        keyless: None,
     }
 }
 
@@ -738,6 +740,8 @@ fn users_by_id() -> Sharding {
         omnisharded: vec![(None, "r".into())],
         cross_shard_disabled: false,
         unlisted_omnisharded: false,
+        unlisted_by_columns: false,
+        keyless: None,
     }
 }
 
@@ -1003,5 +1007,45 @@ fn holds_copies_when_every_table_is_omnisharded_or_a_catalog() {
             expected,
             "{tables:?}"
         );
+    }
+}
+
+#[test]
+fn unlisted_tables_without_a_key_column_are_omnisharded_once_the_catalog_says_so() {
+    let mut s = sharding();
+    s.unlisted_by_columns = true;
+    let settings = stmt(StatementKind::Insert, &["settings"], vec![]);
+    let summary = |stmt: &StatementSummary| Summary {
+        statements: vec![stmt.clone()],
+    };
+    // Before the catalog is read: sharded by a key pgshard does not know.
+    assert!(route(&settings, &[], &Overrides::default(), &s).is_err());
+    let mut keyless = crate::sharding::KeylessTables::default();
+    keyless
+        .tables
+        .insert(("public".to_owned(), "settings".to_owned()));
+    keyless
+        .tables
+        .insert(("public".to_owned(), "twice".to_owned()));
+    keyless.keyed_names.insert("twice".to_owned());
+    s.keyless = Some(std::sync::Arc::new(keyless));
+    let routed = route(&settings, &[], &Overrides::default(), &s).unwrap();
+    assert_eq!(routed.route, Route::All, "written on every database");
+    assert!(holds_copies(&summary(&settings), &s));
+    let read = select(&["settings"], vec![]);
+    assert_eq!(
+        route(&read, &[], &Overrides::default(), &s).unwrap().route,
+        Route::Any
+    );
+    // Qualified with its schema, or not; another schema's table of that
+    // name, or a name some keyed table also has, is not known to be keyless.
+    for (table, keyless) in [
+        ("public.settings", true),
+        ("other.settings", false),
+        ("twice", false),
+        ("public.twice", true),
+    ] {
+        let insert = stmt(StatementKind::Insert, &[table], vec![]);
+        assert_eq!(holds_copies(&summary(&insert), &s), keyless, "{table}");
     }
 }

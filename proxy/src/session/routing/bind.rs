@@ -27,6 +27,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         bind: &Bind,
         rewritten: impl FnOnce(&mut BytesMut),
     ) -> Option<Target> {
+        self.follow_config();
         let Some(info) = self.route_info(statement) else {
             if self.txn.failed() {
                 self.aborted(false);
