@@ -29,6 +29,7 @@ pub mod segment;
 mod server_replies;
 mod simple;
 mod spanning;
+mod split_bind;
 mod split_insert;
 pub mod statements;
 mod transaction;

@@ -284,6 +284,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.bind_copy(&statement.query);
                 return None;
             }
+            Err(RouteError::MultiRowInsert { .. })
+                if info.entry.summary.statements.len() == 1
+                    && self.state.config().rewrite.splits_inserts() =>
+            {
+                return self.route_split_bind(statement, unnamed, bind);
+            }
             Err(err) => {
                 self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
@@ -312,27 +318,50 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 None
             }
             Placement::FanOut => {
-                let merge = match self.bind_merge(statement, &info.entry.summary, bind) {
-                    Ok(merge) => merge,
-                    Err(error) => {
-                        self.state.metrics.route(RouteKind::Refused);
-                        self.refuse(error, false);
-                        return None;
-                    }
-                };
-                let mut bytes = BytesMut::new();
-                rewritten(&mut bytes);
-                self.batch = Some(super::segment::Segment::start(
-                    shards.unwrap_or_default(),
-                    (bind.portal.clone(), bytes.freeze()),
-                    statement,
-                    unnamed,
-                    self.statements.get(b"").cloned(),
-                    merge.map(|merge| (merge, bind)),
-                ));
+                let shards = shards.unwrap_or_default();
+                self.hold_segment(statement, unnamed, bind, shards, rewritten);
                 None
             }
         }
+    }
+
+    /// A Bind for several shards outside a transaction: held as the start
+    /// of a segment, which runs at Sync.
+    fn hold_segment(
+        &mut self,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        bind: &Bind,
+        shards: Vec<usize>,
+        rewritten: impl FnOnce(&mut BytesMut),
+    ) {
+        let Some(info) = self.route_info(statement) else {
+            return;
+        };
+        let summary = &info.entry.summary;
+        let merge = match self.bind_merge(statement, summary, bind) {
+            Ok(merge) => merge,
+            Err(error) => {
+                self.state.metrics.route(RouteKind::Refused);
+                self.refuse(error, false);
+                return;
+            }
+        };
+        let writes = super::spanning::writes(summary);
+        let mut bytes = BytesMut::new();
+        rewritten(&mut bytes);
+        let mut segment = super::segment::Segment::start(
+            shards.clone(),
+            (bind.portal.clone(), bytes.freeze()),
+            statement,
+            unnamed,
+            self.statements.get(b"").cloned(),
+            merge.map(|merge| (merge, bind)),
+        );
+        if writes {
+            segment.note_writes(&shards);
+        }
+        self.batch = Some(segment);
     }
 
     /// A prepared statement's cache entry, looked up once per statement.

@@ -20,10 +20,17 @@
 //! message, rows of every shard concatenated, counts summed (see
 //! [`crate::fanout::Merger`]), one ReadyForQuery.
 //!
+//! A Bind of a multi-row INSERT whose rows go to several shards is held as
+//! one Bind per shard, each with its own statement and values
+//! (`session/split_bind.rs`, `segment/split.rs`).
+//!
 //! This file collects the segment; `segment/run.rs` runs it.
 
+mod bind;
 mod read;
 mod run;
+mod split;
+mod two_phase;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,6 +40,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::merge::BindMerge;
 use super::reply_plan;
+use super::split_bind::PartBind;
 use super::statements::Statement;
 use super::{End, Session};
 use crate::errors::ClientError;
@@ -49,6 +57,15 @@ pub struct Segment {
     portals: HashMap<Bytes, Vec<usize>>,
     /// Portals on several shards whose rows are merged by plan.
     merges: HashMap<Bytes, Arc<BindMerge>>,
+    /// Portals of split INSERTs: the client's row numbers each of the
+    /// portal's shards holds, in the order of its shards.
+    splits: HashMap<Bytes, SplitRowsOf>,
+    /// The shards statements that write were bound for.
+    writes: Vec<usize>,
+    /// Portals whose statement returns no rows (a split INSERT without
+    /// RETURNING): a row limit on their Execute changes nothing (pgjdbc
+    /// sends one in batches).
+    rowless: std::collections::HashSet<Bytes>,
     /// The client's unnamed statement as of now, and how many times the
     /// segment has re-parsed it (each Parse of it counts).
     unnamed: Option<Arc<Statement>>,
@@ -74,8 +91,18 @@ enum Item {
         uses: Option<Uses>,
         /// A Describe or Execute of a portal whose rows are merged.
         merge: Option<ItemMerge>,
+        /// A split Bind: each shard's own Bind and statement instead of
+        /// `bytes` and `uses`.
+        parts: Option<Arc<[PartBind]>>,
+        /// An Execute of a split INSERT's portal: its RETURNING rows are
+        /// put back in the client's order.
+        split: Option<SplitRowsOf>,
     },
 }
+
+/// The client's row numbers each shard of a split INSERT holds, by the
+/// shard's position in the item's shards.
+type SplitRowsOf = Arc<Vec<Vec<usize>>>;
 
 /// A portal message whose reply goes through a row merge.
 #[derive(Debug, Clone)]
@@ -147,6 +174,8 @@ impl Segment {
             Uses::Named(Arc::clone(statement))
         };
         self.merges.remove(&portal);
+        self.splits.remove(&portal);
+        self.rowless.remove(&portal);
         if let Some((merge, bind)) = merge {
             if let Some(rewritten) = &merge.shard_statement {
                 // The shards run the rewritten statement under its own
@@ -169,7 +198,18 @@ impl Segment {
             terminals: reply_plan::BIND,
             uses: Some(uses),
             merge: None,
+            parts: None,
+            split: None,
         });
+    }
+
+    /// Statements bound for `shards` write (they commit together).
+    pub fn note_writes(&mut self, shards: &[usize]) {
+        for &shard in shards {
+            if !self.writes.contains(&shard) {
+                self.writes.push(shard);
+            }
+        }
     }
 
     /// The shards of the segment's first statement: where statements any
@@ -277,49 +317,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         Ok(())
     }
 
-    fn segment_bind(&mut self, segment: &mut Segment, frame: Frame) -> Result<(), ClientError> {
-        let body = frame.body.clone();
-        let Ok(FrontendMessage::Bind(bind)) = FrontendMessage::decode(frame) else {
-            return Err(malformed("Bind"));
-        };
-        let unnamed = bind.statement.is_empty();
-        let statement = if unnamed {
-            segment.unnamed.clone()
-        } else {
-            self.statements.get(&bind.statement).cloned()
-        }
-        .ok_or_else(|| no_statement(&bind.statement))?;
-        let shards = match self.segment_route(&statement, &bind)? {
-            Some(shards) => shards,
-            None => vec![segment.first_shard()],
-        };
-        let merge = match self.route_info(&statement) {
-            Some(info) if shards.len() > 1 => {
-                self.bind_merge(&statement, &info.entry.summary, &bind)?
-            }
-            _ => None,
-        };
-        // The Bind with the server's name for the statement.
-        let name_start = bind.portal.len() + 1;
-        let rest = &body[name_start + bind.statement.len()..];
-        let mut bytes = BytesMut::with_capacity(body.len() + 16);
-        let at = messages::begin(&mut bytes, b'B');
-        bytes.put_slice(&body[..name_start]);
-        if !unnamed {
-            bytes.put_slice(&statement.name);
-        }
-        bytes.put_slice(rest);
-        messages::finish(&mut bytes, at);
-        segment.push_bind(
-            shards,
-            (bind.portal.clone(), bytes.freeze()),
-            &statement,
-            unnamed,
-            merge.map(|merge| (merge, &bind)),
-        );
-        Ok(())
-    }
-
     /// Describe, Execute or Close inside a segment.
     fn segment_portal_message(
         &mut self,
@@ -329,11 +326,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let message = FrontendMessage::decode(frame.clone())
             .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
         let first = segment.first_shard();
-        let mut merge = None;
+        let (mut merge, mut split) = (None, None);
         let (shards, terminals, uses, bytes) = match message {
             FrontendMessage::Execute { portal, max_rows } => {
                 let (shards, bytes, execute_merge) = execute(segment, &portal, max_rows, &frame)?;
                 merge = execute_merge;
+                split = segment.splits.get(&portal).cloned();
                 (shards, reply_plan::EXECUTE, None, bytes)
             }
             FrontendMessage::Describe { kind: b'P', name } => {
@@ -383,6 +381,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             FrontendMessage::Close { name, .. } => {
                 segment.merges.remove(&name);
+                segment.splits.remove(&name);
+                segment.rowless.remove(&name);
                 let shards = segment.portals.remove(&name).unwrap_or(vec![first]);
                 (shards, reply_plan::CLOSE, None, frame_bytes(&frame))
             }
@@ -394,44 +394,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             terminals,
             uses,
             merge,
+            parts: None,
+            split,
         });
         Ok(())
-    }
-
-    /// The shards a Bind inside a segment goes to (`None`: any shard).
-    fn segment_route(
-        &mut self,
-        statement: &Arc<Statement>,
-        bind: &crate::protocol::frame::Bind,
-    ) -> Result<Option<Vec<usize>>, ClientError> {
-        let Some(info) = self.route_info(statement) else {
-            return Ok(None);
-        };
-        let summary = &info.entry.summary;
-        if summary.statements.iter().any(|s| {
-            matches!(
-                s.kind,
-                router::summary::StatementKind::Begin
-                    | router::summary::StatementKind::Commit
-                    | router::summary::StatementKind::Rollback
-                    | router::summary::StatementKind::TransactionOther
-                    | router::summary::StatementKind::SetShard(_)
-                    | router::summary::StatementKind::SetShardingKey(_)
-                    | router::summary::StatementKind::Session
-            )
-        }) {
-            return Err(refused(&format!(
-                "{MIXED}: transaction control and settings must be sent after its Sync"
-            )));
-        }
-        let params = super::routing::bind_params(bind);
-        let params = info.params(&params);
-        let overrides = self.overrides(&info.overrides);
-        let routed = info
-            .entry
-            .route(&params, &overrides, &self.sharding)
-            .map_err(|e| refused(&e.to_string()))?;
-        Ok(self.routed_to(&info.entry, &routed.route))
     }
 }
 
@@ -446,7 +412,7 @@ fn execute(
 ) -> Result<(Vec<usize>, Bytes, Option<ItemMerge>), ClientError> {
     let first = segment.first_shard();
     let shards = segment.portals.get(portal).cloned().unwrap_or(vec![first]);
-    if max_rows != 0 && shards.len() > 1 {
+    if max_rows != 0 && shards.len() > 1 && !segment.rowless.contains(portal) {
         return Err(refused(IN_PARTS));
     }
     let mut bytes = BytesMut::new();

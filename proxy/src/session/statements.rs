@@ -50,6 +50,9 @@ pub struct Statement {
     /// What running it on several shards needs (see `session/merge.rs`),
     /// planned at its first multi-shard Bind and kept.
     pub merge: OnceLock<super::merge::StatementMerge>,
+    /// A multi-row INSERT's rows, read at its first Bind whose rows go to
+    /// several shards and kept (see `session/split_bind.rs`).
+    pub insert_rows: OnceLock<super::split_bind::InsertRowsRead>,
 }
 
 /// Above this many distinct statements the registry starts over; statements
@@ -110,6 +113,7 @@ impl Registry {
             settings,
             route: OnceLock::new(),
             merge: OnceLock::new(),
+            insert_rows: OnceLock::new(),
         });
         inner
             .by_text

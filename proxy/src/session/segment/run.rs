@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Item, Part, Segment, Unit, Uses};
 use crate::errors::ClientError;
-use crate::fanout::{Merger, RowMerge};
+use crate::fanout::{Merger, RowMerge, SplitRows};
 use crate::protocol::messages;
 use crate::session::reply_plan;
 use crate::session::{End, Session};
@@ -54,17 +54,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .map(|p| crate::session::cancel_target(&p.server))
             .collect();
         let bytewise = self.segment_bytewise(&mut parts, &segment.items).await;
+        let two_phase = self.segment_two_phase(&segment);
         let started = std::time::Instant::now();
-        for part in &mut parts {
-            let request = build_request(part, &segment.items);
-            let write = part.server.conn.send(&request);
-            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
-                .await?
-                .is_err()
-            {
-                part.failed = true;
-            }
-        }
+        self.send_parts(&mut parts, &segment.items, two_phase)
+            .await?;
         let merged = self
             .merge_segment(&mut parts, &segment.items, bytewise)
             .await;
@@ -78,12 +71,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         let failed_at = merged?;
         self.segment_timed(&parts, started.elapsed());
-        let failed = failed_at.is_some();
+        let mut failed = failed_at.is_some();
         if let Some(index) = failed_at {
             self.segment_errors += 1;
             self.forget_parses(&segment.items, index + 1);
         }
-        self.end_parts(parts, failed).await;
+        if two_phase && !failed {
+            failed = !self.commit_segment(parts, &segment.writes).await?;
+            if failed {
+                self.segment_errors += 1;
+            }
+        } else {
+            self.end_parts(parts, failed).await;
+        }
         if !failed {
             for change in settings {
                 self.params.apply(&change, &self.defaults);
@@ -92,6 +92,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let status = self.client_status(b'I');
         messages::ready_for_query(&mut self.to_client, status);
         self.flush_client().await
+    }
+
+    /// Send each part its share of the segment (`begin`: opening a
+    /// transaction first); a part whose server cannot take it has failed.
+    async fn send_parts(
+        &mut self,
+        parts: &mut [Part],
+        items: &[Item],
+        begin: bool,
+    ) -> Result<(), End> {
+        for part in parts {
+            let request = build_request(part, items, begin);
+            let write = part.server.conn.send(&request);
+            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
+                .await?
+                .is_err()
+            {
+                part.failed = true;
+            }
+        }
+        Ok(())
     }
 
     /// The segment took `took` on each shard's server (one request each):
@@ -194,14 +215,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Ok(Some(0));
         }
         for (index, item) in items.iter().enumerate() {
-            let Item::Send { shards, merge, .. } = item else {
+            let Item::Send {
+                shards,
+                merge,
+                split,
+                ..
+            } = item
+            else {
                 if let Item::Local(bytes, _) = item {
                     self.to_client.extend_from_slice(bytes);
                 }
                 continue;
             };
             let mut merger = match merge {
-                None => Merger::default(),
+                None => match split {
+                    Some(rows) => Merger::splitting(SplitRows::positional(rows.to_vec())),
+                    None => Merger::default(),
+                },
                 Some(merge) => {
                     let bind = &merge.bind;
                     let rows =
@@ -256,51 +286,60 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             if failed && !part.failed {
                 continue; // dropped: Postgres rolls the transaction back
             }
-            let mut sync = BytesMut::new();
-            messages::sync(&mut sync);
-            let done = async {
-                part.server.conn.send(&sync).await.ok()?;
-                loop {
-                    match part.server.conn.next_message() {
-                        Ok(Some(message)) if message[0] == b'Z' => {
-                            part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                            return Some(());
-                        }
-                        Ok(Some(_)) => continue,
-                        Ok(None) => {}
-                        Err(_) => return None,
-                    }
-                    let conn = &mut part.server.conn;
-                    match conn.fill().await {
-                        Ok(0) | Err(_) => return None,
-                        Ok(_) => {}
-                    }
-                }
-            };
-            if done.await.is_some() {
-                part.server
-                    .pool()
-                    .stats
-                    .query_count
-                    .fetch_add(1, Ordering::Relaxed);
+            if sync_part(&mut part).await.is_some() {
                 self.release(part.server, false).await;
             }
         }
     }
 }
 
-/// The bytes of `part`'s share of the segment, ending with a Flush; fills
-/// `part.units` with the replies they are owed.
-fn build_request(part: &mut Part, items: &[Item]) -> BytesMut {
+/// Send `part` its Sync and read to its ReadyForQuery (its status noted,
+/// the request counted); `None` when the connection broke.
+pub(super) async fn sync_part(part: &mut Part) -> Option<()> {
+    let mut sync = BytesMut::new();
+    messages::sync(&mut sync);
+    part.server.conn.send(&sync).await.ok()?;
+    loop {
+        match part.server.conn.next_message() {
+            Ok(Some(message)) if message[0] == b'Z' => {
+                part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
+                let stats = &part.server.pool().stats;
+                stats.query_count.fetch_add(1, Ordering::Relaxed);
+                return Some(());
+            }
+            Ok(Some(_)) => continue,
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        match part.server.conn.fill().await {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// The bytes of `part`'s share of the segment, ending with a Flush (and
+/// starting with BEGIN when `begin`: the part's transaction then outlives
+/// its Sync); fills `part.units` with the replies they are owed.
+fn build_request(part: &mut Part, items: &[Item], begin: bool) -> BytesMut {
     let mut out = BytesMut::new();
     let mut parsed_unnamed: Option<u64> = None;
     let mut parsed_named: Vec<u64> = Vec::new();
+    if begin {
+        messages::query(&mut out, "BEGIN");
+        part.units.push_back(Unit {
+            item: None,
+            terminals: reply_plan::SYNC,
+            parse_of: None,
+        });
+    }
     for (index, item) in items.iter().enumerate() {
         let Item::Send {
             shards,
             bytes,
             terminals,
             uses,
+            parts,
             ..
         } = item
         else {
@@ -309,7 +348,15 @@ fn build_request(part: &mut Part, items: &[Item]) -> BytesMut {
         if !shards.contains(&part.shard) {
             continue;
         }
-        match uses {
+        // A split Bind: this shard's own Bind of its own statement.
+        let (bytes, uses) = match parts {
+            None => (bytes, uses.clone()),
+            Some(parts) => match parts.iter().find(|p| p.shard == part.shard) {
+                Some(own) => (&own.bytes, Some(Uses::Named(Arc::clone(&own.statement)))),
+                None => continue,
+            },
+        };
+        match &uses {
             Some(Uses::Named(statement))
                 if !part.server.conn.prepared.contains(statement.id)
                     && !parsed_named.contains(&statement.id) =>

@@ -1,0 +1,464 @@
+//! Multi-row INSERTs with bind parameters (extended protocol) whose rows
+//! belong to several shards, split by pgshard into one INSERT per shard
+//! with only its rows' values: on 2 and 4 shards whose tables are hash
+//! partitions holding only their own rows (a misrouted row fails loudly),
+//! named and unnamed statements, parameters in text and binary with none,
+//! one or one format code each, declared and inferred types, RETURNING in
+//! VALUES order, ON CONFLICT, several split Binds in one pipeline, every
+//! shard's rows compared with a reference Postgres that ran the same
+//! statements; a failing shard leaves nothing anywhere (also with
+//! two-phase commit, which then commits the parts); and what cannot be
+//! split is refused with the reason.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::wire::{self, Wire};
+use common::{Cluster, TextParam};
+use tokio_postgres::types::{ToSql, Type};
+
+const INSERT3: &str = "INSERT INTO orders (tenant_id, id, item) VALUES ";
+
+/// `VALUES` placeholders for `rows` rows of 3 parameters.
+fn placeholders(rows: usize) -> String {
+    (0..rows)
+        .map(|r| format!("(${}, ${}, ${})", 3 * r + 1, 3 * r + 2, 3 * r + 3))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A reference server with `orders` as one plain table.
+async fn reference() -> (integration::PgServer, tokio_postgres::Client) {
+    let server = common::servers(1).remove(0);
+    server
+        .psql(
+            "shard_0",
+            "SET ROLE app; CREATE TABLE orders (tenant_id bigint NOT NULL, id bigint NOT NULL, \
+             item text NOT NULL, PRIMARY KEY (tenant_id, id))",
+        )
+        .unwrap();
+    let client = common::connect(server.port(), "app", "app-pw", "shard_0")
+        .await
+        .unwrap();
+    (server, client)
+}
+
+/// `orders`' rows of `client` as sorted `tenant_id|id|item` lines, those
+/// whose key hashes to `shard` of `n` when given (Postgres computes it).
+async fn rows_of(client: &tokio_postgres::Client, shard: Option<(usize, usize)>) -> Vec<String> {
+    let filter = match shard {
+        None => String::new(),
+        Some((i, n)) => format!(
+            " WHERE ((hashint8extended(tenant_id, 8816678312871386365)::numeric \
+             + 18446744073709551616 + 5305509591434766563) % 18446744073709551616) % {n} = {i}"
+        ),
+    };
+    let sql = format!(
+        "SELECT tenant_id || '|' || id || '|' || item AS r FROM orders{filter} ORDER BY tenant_id, id"
+    );
+    common::column(client, &sql, "r").await
+}
+
+/// Every shard holds exactly the reference's rows whose keys hash to it,
+/// and nothing else.
+async fn same_as_reference(cluster: &Cluster, reference: &tokio_postgres::Client) {
+    let shards = cluster.shards().await;
+    let n = shards.len();
+    let mut total = 0;
+    for (i, shard) in shards.iter().enumerate() {
+        let held = rows_of(shard, None).await;
+        let expected = rows_of(reference, Some((i, n))).await;
+        assert_eq!(held, expected, "shard {i} of {n}");
+        total += held.len();
+    }
+    assert_eq!(total, rows_of(reference, None).await.len());
+}
+
+/// Run `sql` with `params` through pgshard and on the reference; the
+/// counts must agree.
+async fn both(
+    proxied: &tokio_postgres::Client,
+    reference: &tokio_postgres::Client,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> u64 {
+    let through = proxied.execute(sql, params).await.unwrap();
+    let direct = reference.execute(sql, params).await.unwrap();
+    assert_eq!(through, direct, "{sql}");
+    through
+}
+
+#[tokio::test]
+async fn prepared_multi_row_inserts_split_by_shard_as_on_one_postgres() {
+    common::watch_proxy_panics();
+    for n in [2, 4] {
+        let cluster = Cluster::start_sharded_raw(n, "", "");
+        let (_server, reference) = reference().await;
+        let client = cluster.connect().await;
+
+        // A prepared statement of 50 rows, binary bigints and text.
+        let sql = format!("{INSERT3}{}", placeholders(50));
+        let statement = client.prepare(&sql).await.unwrap();
+        let values: Vec<(i64, i64, String)> =
+            (1..=50).map(|k| (k, k * 10, format!("item {k}"))).collect();
+        let params: Vec<&(dyn ToSql + Sync)> = values
+            .iter()
+            .flat_map(|(a, b, c)| [a as &(dyn ToSql + Sync), b, c])
+            .collect();
+        assert_eq!(client.execute(&statement, &params).await.unwrap(), 50);
+        reference.execute(&sql, &params).await.unwrap();
+        // The same statement again (prepared on the servers once per shape).
+        let again: Vec<(i64, i64, String)> = (1..=50)
+            .map(|k| (k, k * 10 + 1, format!("again {k}")))
+            .collect();
+        let params: Vec<&(dyn ToSql + Sync)> = again
+            .iter()
+            .flat_map(|(a, b, c)| [a as &(dyn ToSql + Sync), b, c])
+            .collect();
+        assert_eq!(both(&client, &reference, &sql, &params).await, 50);
+
+        // RETURNING in the order of the VALUES rows (keys descending).
+        let sql = format!("{INSERT3}{} RETURNING tenant_id, item", placeholders(20));
+        let values: Vec<(i64, i64, String)> = (51..=70)
+            .rev()
+            .map(|k| (k, k * 10, format!("r{k}")))
+            .collect();
+        let params: Vec<&(dyn ToSql + Sync)> = values
+            .iter()
+            .flat_map(|(a, b, c)| [a as &(dyn ToSql + Sync), b, c])
+            .collect();
+        let returned: Vec<i64> = client
+            .query(&sql, &params)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert_eq!(returned, (51..=70).rev().collect::<Vec<i64>>());
+        reference.execute(&sql, &params).await.unwrap();
+
+        // Unnamed statement with declared types, values in text.
+        let sql = format!("{INSERT3}{}", placeholders(10));
+        let text: Vec<TextParam> = (71..=80)
+            .flat_map(|k| [k.to_string(), (k * 10).to_string(), format!("t{k}")])
+            .map(TextParam)
+            .collect();
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> = text
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let ty = if i % 3 == 2 { Type::TEXT } else { Type::INT8 };
+                (p as &(dyn ToSql + Sync), ty)
+            })
+            .collect();
+        assert_eq!(client.query_typed(&sql, &typed).await.unwrap().len(), 0);
+        reference.query_typed(&sql, &typed).await.unwrap();
+
+        // ON CONFLICT on a target with the key; a parameter in its SET
+        // goes to every part.
+        let sql = format!(
+            "{INSERT3}{} ON CONFLICT (tenant_id, id) DO UPDATE SET item = $13",
+            placeholders(4)
+        );
+        let keys: Vec<i64> = vec![1, 10, 2, 20, 3, 30, 4, 40];
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        let item = "x".to_owned();
+        for pair in keys.chunks(2) {
+            params.extend([&pair[0] as &(dyn ToSql + Sync), &pair[1], &item]);
+        }
+        let updated = "updated".to_owned();
+        params.push(&updated);
+        assert_eq!(both(&client, &reference, &sql, &params).await, 4);
+
+        same_as_reference(&cluster, &reference).await;
+    }
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+/// Parameter format codes as Bind allows them: none (all text), one for
+/// all (binary), one each; with and without declared types; several
+/// split Binds and a one-shard statement in one pipeline (one Sync).
+#[tokio::test]
+async fn format_codes_and_pipelines_on_the_wire() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "", "");
+    let (_server, reference) = reference().await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
+    let mut raw = Wire::login(cluster.port(), "raw", "prod").await;
+    let sql = format!("{INSERT3}{}", placeholders(2));
+    let mut id = 0i64;
+    for formats in [vec![], vec![1], vec![0, 1, 0, 1, 0, 1]] {
+        for types in [vec![], vec![20, 20, 25, 20, 20, 25]] {
+            id += 1;
+            // (value, is an integer) for each parameter, then its bytes in
+            // the format its code says.
+            let row = [
+                (a.to_string(), true),
+                (id.to_string(), true),
+                (format!("f{id}a"), false),
+                (b.to_string(), true),
+                (id.to_string(), true),
+                (format!("f{id}b"), false),
+            ];
+            let format_of = |i: usize| match formats.len() {
+                0 => 0,
+                1 => formats[0],
+                _ => formats[i],
+            };
+            let values: Vec<Option<Vec<u8>>> = row
+                .iter()
+                .enumerate()
+                .map(|(i, (value, integer))| match (format_of(i), integer) {
+                    (1, true) => Some(value.parse::<i64>().unwrap().to_be_bytes().to_vec()),
+                    _ => Some(value.clone().into_bytes()),
+                })
+                .collect();
+            let mut request = wire::parse_typed("s", &sql, &types);
+            request.extend(wire::bind_formats("p", "s", &formats, &values, &[]));
+            request.extend(wire::describe(b'P', "p"));
+            request.extend(wire::execute_portal("p", 0));
+            request.extend(wire::message(b'C', b"Ss\0"));
+            request.extend(wire::sync());
+            raw.send(&request).await;
+            let replies = raw.until_ready().await;
+            assert_eq!(
+                wire::tags(&replies),
+                "12nC3Z",
+                "{formats:?} {types:?}: {replies:?}"
+            );
+            assert_eq!(wire::command_tags(&replies), ["INSERT 0 2"]);
+            let params: Vec<TextParam> = row.iter().map(|(v, _)| TextParam(v.clone())).collect();
+            let refs: Vec<&(dyn ToSql + Sync)> =
+                params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+            reference
+                .execute(
+                    "INSERT INTO orders VALUES ($1, $2, $3), ($4, $5, $6)",
+                    &refs,
+                )
+                .await
+                .unwrap();
+        }
+    }
+    // A pipeline: two split Binds of one statement, a one-shard INSERT and
+    // a split Bind with RETURNING, one Sync.
+    let mut request = wire::parse("ins", &sql);
+    request.extend(wire::parse(
+        "one",
+        "INSERT INTO orders (tenant_id, id, item) VALUES ($1, $2, $3)",
+    ));
+    let returning = format!("{sql} RETURNING id");
+    request.extend(wire::parse("ret", &returning));
+    let mut expected_rows = Vec::new();
+    for (statement, id) in [("ins", 200), ("ins", 201), ("one", 202), ("ret", 203)] {
+        let mut values = vec![
+            Some(a.to_string()),
+            Some(id.to_string()),
+            Some(format!("p{id}")),
+        ];
+        if statement != "one" {
+            values.extend([
+                Some(b.to_string()),
+                Some((id + 1000).to_string()),
+                Some(format!("q{id}")),
+            ]);
+        }
+        let borrowed: Vec<Option<&str>> = values.iter().map(|v| v.as_deref()).collect();
+        request.extend(wire::bind_text("", statement, &borrowed));
+        request.extend(wire::execute());
+        let params: Vec<TextParam> = values.into_iter().map(|v| TextParam(v.unwrap())).collect();
+        let direct = match statement {
+            "one" => "INSERT INTO orders VALUES ($1, $2, $3)".to_owned(),
+            _ => "INSERT INTO orders VALUES ($1, $2, $3), ($4, $5, $6)".to_owned(),
+        };
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        reference.execute(direct.as_str(), &refs).await.unwrap();
+        if statement == "ret" {
+            expected_rows = vec![id.to_string(), (id + 1000).to_string()];
+        }
+    }
+    request.extend(wire::sync());
+    raw.send(&request).await;
+    let replies = raw.until_ready().await;
+    assert!(wire::errors(&replies).is_empty(), "{replies:?}");
+    assert_eq!(
+        wire::command_tags(&replies),
+        ["INSERT 0 2", "INSERT 0 2", "INSERT 0 1", "INSERT 0 2"]
+    );
+    assert_eq!(wire::first_column(&replies), expected_rows);
+    same_as_reference(&cluster, &reference).await;
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+/// A row that fails on one shard fails the statement: no row of it stays
+/// on any shard, without and with two-phase commit; with it, a split
+/// INSERT that succeeds commits in two phases (the decision is recorded).
+#[tokio::test]
+async fn a_failing_shard_leaves_nothing_anywhere() {
+    common::watch_proxy_panics();
+    for general in ["", "two_phase_commit = true"] {
+        let cluster = Cluster::start_sharded_raw(2, general, "");
+        let (a, b) = common::keys_on_both_shards(&cluster).await;
+        let client = cluster.connect().await;
+        client
+            .execute(
+                "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 1, 'there')",
+                &[&b],
+            )
+            .await
+            .unwrap();
+        let sql = "INSERT INTO orders (tenant_id, id, item) VALUES ($1, $2, 'a'), ($3, $4, 'b')";
+        let err = client
+            .execute(sql, &[&a, &1i64, &b, &1i64])
+            .await
+            .unwrap_err();
+        assert_eq!(common::code(&err), Some("23505"), "{general}: {err:?}");
+        let shards = cluster.shards().await;
+        let count = |i: usize| common::column(&shards[i], "SELECT count(*) AS n FROM orders", "n");
+        assert_eq!(
+            (count(0).await, count(1).await),
+            (vec!["0".to_owned()], vec!["1".to_owned()])
+        );
+        // The session goes on, and a good one commits on both.
+        assert_eq!(
+            client.execute(sql, &[&a, &2i64, &b, &2i64]).await.unwrap(),
+            2
+        );
+        assert_eq!(
+            (count(0).await, count(1).await),
+            (vec!["1".to_owned()], vec!["2".to_owned()])
+        );
+        for shard in &shards {
+            let prepared =
+                common::column(shard, "SELECT count(*) AS n FROM pg_prepared_xacts", "n").await;
+            assert_eq!(prepared, ["0"], "{general}: nothing left prepared");
+        }
+        if !general.is_empty() {
+            // The decider recorded the commit: it was a two-phase commit.
+            let mut decisions = 0;
+            for shard in &shards {
+                let rows = common::column(
+                    shard,
+                    "SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'pgshard' AND tablename = 'decisions'",
+                    "n",
+                )
+                .await;
+                if rows == ["1"] {
+                    let n =
+                        common::column(shard, "SELECT count(*) AS n FROM pgshard.decisions", "n")
+                            .await;
+                    decisions += n[0].parse::<usize>().unwrap();
+                }
+            }
+            assert!(decisions >= 1, "no two-phase commit decision recorded");
+        }
+    }
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+#[tokio::test]
+async fn what_cannot_be_split_is_refused_with_the_reason() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "", "");
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
+    let client = cluster.connect().await;
+    let sql = "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 1, $2), ($3, 2, $4)";
+    // A NULL key: no shard to put its row on.
+    let err = client
+        .execute(sql, &[&a, &"a", &None::<i64>, &"b"])
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
+    assert!(
+        common::describe(&err).contains("sharding key tenant_id"),
+        "{err:?}"
+    );
+    // ON CONFLICT without the key in its target.
+    let conflict = format!("{sql} ON CONFLICT DO NOTHING");
+    let err = client
+        .execute(&conflict, &[&a, &"a", &b, &"b"])
+        .await
+        .unwrap_err();
+    assert!(
+        common::describe(&err).contains("ON CONFLICT target"),
+        "{err:?}"
+    );
+    // A Bind with too few values is a protocol error, as on Postgres.
+    let mut raw = Wire::login(cluster.port(), "raw", "prod").await;
+    let mut request = wire::parse("", sql);
+    request.extend(wire::bind_text(
+        "",
+        "",
+        &[Some(&a.to_string()), Some("a"), Some(&b.to_string())],
+    ));
+    request.extend(wire::execute());
+    request.extend(wire::sync());
+    raw.send(&request).await;
+    assert_eq!(wire::errors(&raw.until_ready().await), ["08P01"]);
+    // A row limit on the Execute (pgjdbc's batches send one) changes
+    // nothing for an INSERT without RETURNING; with RETURNING the rows
+    // cannot be fetched in parts across shards.
+    let (ka, kb) = (a.to_string(), b.to_string());
+    for (returning, expected) in [("", None), (" RETURNING id", Some("0A000"))] {
+        let mut request = wire::parse("", &format!("{sql}{returning}"));
+        let params = [
+            Some(ka.as_str()),
+            Some("lim"),
+            Some(kb.as_str()),
+            Some("lim"),
+        ];
+        request.extend(wire::bind_text("", "", &params));
+        request.extend(wire::execute_portal("", 1));
+        request.extend(wire::sync());
+        raw.send(&request).await;
+        let replies = raw.until_ready().await;
+        match expected {
+            None => assert_eq!(wire::command_tags(&replies), ["INSERT 0 2"], "{replies:?}"),
+            Some(code) => assert_eq!(wire::errors(&replies), [code], "{replies:?}"),
+        }
+    }
+    client
+        .batch_execute("DELETE FROM orders WHERE item = 'lim'")
+        .await
+        .unwrap();
+    // Inside a transaction: refused for now, and the transaction with it.
+    client.batch_execute("BEGIN").await.unwrap();
+    let err = client
+        .execute(sql, &[&a, &"a", &b, &"b"])
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
+    assert!(
+        common::describe(&err).contains("inside a transaction"),
+        "{err:?}"
+    );
+    client.batch_execute("ROLLBACK").await.unwrap();
+    // Rows on one shard are no split: they run there.
+    assert_eq!(client.execute(sql, &[&a, &"a", &a, &"b"]).await.unwrap(), 2);
+    for shard in cluster.shards().await {
+        let n = common::column(&shard, "SELECT count(*) AS n FROM orders", "n").await;
+        assert!(n == ["0"] || n == ["2"], "{n:?}");
+    }
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+/// PgDog's `split_inserts = "error"` refuses it in this protocol too.
+#[tokio::test]
+async fn rewrite_split_inserts_error_refuses_it() {
+    let cluster = Cluster::start_sharded_raw(
+        2,
+        "",
+        "[rewrite]\nenabled = true\nsplit_inserts = \"error\"\n",
+    );
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
+    let client = cluster.connect().await;
+    let sql = "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 1, 'a'), ($2, 1, 'b')";
+    let err = client.execute(sql, &[&a, &b]).await.unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
+    assert!(
+        common::describe(&err).contains("rows of orders go to shards"),
+        "{err:?}"
+    );
+}

@@ -1,0 +1,126 @@
+//! A Bind inside a held segment: routed with its parameters to the shards
+//! it names (a split INSERT's parts each to their own), the statement's
+//! server name put in, its merge planned when its rows need one.
+
+use std::sync::Arc;
+
+use bytes::{BufMut, BytesMut};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{malformed, no_statement, refused, Segment, MIXED};
+use crate::errors::ClientError;
+use crate::protocol::frame::{Frame, FrontendMessage};
+use crate::protocol::messages;
+use crate::session::statements::Statement;
+use crate::session::Session;
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    pub(super) fn segment_bind(
+        &mut self,
+        segment: &mut Segment,
+        frame: Frame,
+    ) -> Result<(), ClientError> {
+        let body = frame.body.clone();
+        let Ok(FrontendMessage::Bind(bind)) = FrontendMessage::decode(frame) else {
+            return Err(malformed("Bind"));
+        };
+        let unnamed = bind.statement.is_empty();
+        let statement = if unnamed {
+            segment.unnamed.clone()
+        } else {
+            self.statements.get(&bind.statement).cloned()
+        }
+        .ok_or_else(|| no_statement(&bind.statement))?;
+        let shards = match self.segment_route(&statement, &bind)? {
+            BindRoute::Split => {
+                let split = self.split_bind(&statement, &bind)?;
+                segment.push_split(split, bind.portal.clone());
+                return Ok(());
+            }
+            BindRoute::Shards(Some(shards)) => shards,
+            BindRoute::Shards(None) => vec![segment.first_shard()],
+        };
+        if let Some(info) = self.route_info(&statement) {
+            if crate::session::spanning::writes(&info.entry.summary) {
+                segment.note_writes(&shards);
+            }
+        }
+        let merge = match self.route_info(&statement) {
+            Some(info) if shards.len() > 1 => {
+                self.bind_merge(&statement, &info.entry.summary, &bind)?
+            }
+            _ => None,
+        };
+        // The Bind with the server's name for the statement.
+        let name_start = bind.portal.len() + 1;
+        let rest = &body[name_start + bind.statement.len()..];
+        let mut bytes = BytesMut::with_capacity(body.len() + 16);
+        let at = messages::begin(&mut bytes, b'B');
+        bytes.put_slice(&body[..name_start]);
+        if !unnamed {
+            bytes.put_slice(&statement.name);
+        }
+        bytes.put_slice(rest);
+        messages::finish(&mut bytes, at);
+        segment.push_bind(
+            shards,
+            (bind.portal.clone(), bytes.freeze()),
+            &statement,
+            unnamed,
+            merge.map(|merge| (merge, &bind)),
+        );
+        Ok(())
+    }
+
+    /// Where a Bind inside a segment goes.
+    fn segment_route(
+        &mut self,
+        statement: &Arc<Statement>,
+        bind: &crate::protocol::frame::Bind,
+    ) -> Result<BindRoute, ClientError> {
+        let Some(info) = self.route_info(statement) else {
+            return Ok(BindRoute::Shards(None));
+        };
+        let summary = &info.entry.summary;
+        if summary.statements.iter().any(|s| {
+            matches!(
+                s.kind,
+                router::summary::StatementKind::Begin
+                    | router::summary::StatementKind::Commit
+                    | router::summary::StatementKind::Rollback
+                    | router::summary::StatementKind::TransactionOther
+                    | router::summary::StatementKind::SetShard(_)
+                    | router::summary::StatementKind::SetShardingKey(_)
+                    | router::summary::StatementKind::Session
+            )
+        }) {
+            return Err(refused(&format!(
+                "{MIXED}: transaction control and settings must be sent after its Sync"
+            )));
+        }
+        let params = crate::session::routing::bind_params(bind);
+        let params = info.params(&params);
+        let overrides = self.overrides(&info.overrides);
+        let routed = match info.entry.route(&params, &overrides, &self.sharding) {
+            Ok(routed) => routed,
+            Err(router::route::RouteError::MultiRowInsert { .. })
+                if summary.statements.len() == 1
+                    && self.state.config().rewrite.splits_inserts() =>
+            {
+                return Ok(BindRoute::Split);
+            }
+            Err(e) => return Err(refused(&e.to_string())),
+        };
+        Ok(BindRoute::Shards(
+            self.routed_to(&info.entry, &routed.route),
+        ))
+    }
+}
+
+/// Where a Bind inside a segment goes.
+enum BindRoute {
+    /// These shards (`None`: any shard).
+    Shards(Option<Vec<usize>>),
+    /// A multi-row INSERT whose rows go to several shards: split.
+    Split,
+}
