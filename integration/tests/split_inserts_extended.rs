@@ -358,6 +358,65 @@ async fn a_failing_shard_leaves_nothing_anywhere() {
     assert_eq!(common::proxy_panics(), 0);
 }
 
+/// A pipeline whose first statement ran on one shard before the split
+/// INSERT (its server joins the segment): one implicit transaction, as on
+/// one Postgres, with and without two-phase commit.
+#[tokio::test]
+async fn a_pipeline_with_a_split_insert_is_one_transaction() {
+    common::watch_proxy_panics();
+    for general in ["", "two_phase_commit = true"] {
+        let cluster = Cluster::start_sharded_raw(2, general, "");
+        let (a, b) = common::keys_on_both_shards(&cluster).await;
+        let client = cluster.connect().await;
+        client
+            .execute(
+                "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 1, 'there')",
+                &[&b],
+            )
+            .await
+            .unwrap();
+        let mut raw = Wire::login(cluster.port(), "raw", "prod").await;
+        let one = "INSERT INTO orders (tenant_id, id, item) VALUES ($1, $2, 'first')";
+        let split = "INSERT INTO orders (tenant_id, id, item) VALUES ($1, $2, 's'), ($3, $4, 's')";
+        let (ka, kb) = (a.to_string(), b.to_string());
+        for (id, fails) in [("1", true), ("2", false)] {
+            let mut request = wire::parse("", one);
+            request.extend(wire::bind_text("", "", &[Some(&ka), Some("50")]));
+            request.extend(wire::execute());
+            request.extend(wire::parse("", split));
+            request.extend(wire::bind_text(
+                "",
+                "",
+                &[Some(&ka), Some(id), Some(&kb), Some(id)],
+            ));
+            request.extend(wire::execute());
+            request.extend(wire::sync());
+            raw.send(&request).await;
+            let replies = raw.until_ready().await;
+            let on_a = common::column(
+                &client,
+                &format!("SELECT count(*) AS n FROM orders WHERE tenant_id = {a}"),
+                "n",
+            )
+            .await;
+            if fails {
+                assert_eq!(wire::errors(&replies), ["23505"], "{general}: {replies:?}");
+                assert_eq!(on_a, ["0"], "{general}: the first statement stayed");
+            } else {
+                assert!(wire::errors(&replies).is_empty(), "{general}: {replies:?}");
+                assert_eq!(wire::command_tags(&replies), ["INSERT 0 1", "INSERT 0 2"]);
+                assert_eq!(on_a, ["2"], "{general}");
+            }
+        }
+        for shard in cluster.shards().await {
+            let prepared =
+                common::column(&shard, "SELECT count(*) AS n FROM pg_prepared_xacts", "n").await;
+            assert_eq!(prepared, ["0"], "{general}");
+        }
+    }
+    assert_eq!(common::proxy_panics(), 0);
+}
+
 #[tokio::test]
 async fn what_cannot_be_split_is_refused_with_the_reason() {
     common::watch_proxy_panics();
