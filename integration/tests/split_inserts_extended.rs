@@ -521,3 +521,100 @@ async fn rewrite_split_inserts_error_refuses_it() {
         "{err:?}"
     );
 }
+
+/// A prepared INSERT that names no columns gets its table's columns (read
+/// from a shard's catalog, cached, read again after DDL through pgshard),
+/// so its key is found: routed to one shard, or split; alone or inside a
+/// pipeline that already needs several shards.
+#[tokio::test]
+async fn prepared_inserts_without_a_column_list_use_the_tables_columns() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "", "");
+    let (_server, reference) = reference().await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
+    let client = cluster.connect().await;
+    let one = "INSERT INTO orders VALUES ($1, $2, $3)";
+    for id in [1i64, 2] {
+        assert_eq!(both(&client, &reference, one, &[&a, &id, &"one"]).await, 1);
+    }
+    let two = "INSERT INTO orders VALUES ($1, $2, $3), ($4, $5, $6) RETURNING tenant_id";
+    for id in [3i64, 4] {
+        let rows = client
+            .query(two, &[&b, &id, &"two", &a, &id, &"two"])
+            .await
+            .unwrap();
+        let keys: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        assert_eq!(keys, [b, a]);
+        reference
+            .execute(two, &[&b, &id, &"two", &a, &id, &"two"])
+            .await
+            .unwrap();
+    }
+    // Unnamed, in a pipeline after a keyless statement (a segment).
+    let mut raw = Wire::login(cluster.port(), "raw", "prod").await;
+    let mut request = wire::parse("", "UPDATE orders SET item = item || '.'");
+    request.extend(wire::bind(""));
+    request.extend(wire::execute());
+    request.extend(wire::parse(
+        "",
+        "INSERT INTO orders VALUES ($1, $2, $3), ($4, $5, $6)",
+    ));
+    let (ka, kb) = (a.to_string(), b.to_string());
+    let params = [
+        Some(ka.as_str()),
+        Some("5"),
+        Some("p"),
+        Some(kb.as_str()),
+        Some("5"),
+        Some("p"),
+    ];
+    request.extend(wire::bind_text("", "", &params));
+    request.extend(wire::execute());
+    request.extend(wire::parse("", one));
+    request.extend(wire::bind_text(
+        "",
+        "",
+        &[Some(kb.as_str()), Some("6"), Some("q")],
+    ));
+    request.extend(wire::execute());
+    request.extend(wire::sync());
+    raw.send(&request).await;
+    let replies = raw.until_ready().await;
+    assert_eq!(
+        wire::command_tags(&replies),
+        ["UPDATE 6", "INSERT 0 2", "INSERT 0 1"],
+        "{replies:?}"
+    );
+    reference
+        .batch_execute(&format!(
+            "UPDATE orders SET item = item || '.'; INSERT INTO orders VALUES ({a}, 5, 'p'), ({b}, 5, 'p'); \
+             INSERT INTO orders VALUES ({b}, 6, 'q')"
+        ))
+        .await
+        .unwrap();
+    // A column added through pgshard: the next statement sees it.
+    let add = "ALTER TABLE orders ADD COLUMN note text";
+    client.batch_execute(add).await.unwrap();
+    reference.batch_execute(add).await.unwrap();
+    let four = "INSERT INTO orders VALUES ($1, $2, $3, $4), ($5, $6, $7, $8)";
+    let params: [&(dyn ToSql + Sync); 8] = [&a, &7i64, &"n", &"note a", &b, &7i64, &"n", &"note b"];
+    assert_eq!(both(&client, &reference, four, &params).await, 2);
+    // Still refused: no key among its values.
+    let err = client
+        .execute("INSERT INTO orders DEFAULT VALUES", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
+    let notes = "SELECT coalesce(note, '-') AS n FROM orders ORDER BY tenant_id, id";
+    let shards = cluster.shards().await;
+    let mut seen = Vec::new();
+    for shard in &shards {
+        seen.extend(common::column(shard, notes, "n").await);
+    }
+    seen.sort();
+    let mut expected = common::column(&reference, notes, "n").await;
+    expected.sort();
+    assert_eq!(seen, expected);
+    same_as_reference(&cluster, &reference).await;
+    assert_eq!(common::proxy_panics(), 0);
+}

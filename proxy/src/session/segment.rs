@@ -269,7 +269,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             b'H' => Some(refused(IN_PARTS)),
             b'P' => self.segment_parse(&mut segment, frame).err(),
-            b'B' => self.segment_bind(&mut segment, frame).err(),
+            b'B' => self.segment_bind(&mut segment, frame).await?.err(),
             b'D' | b'E' | b'C' => self.segment_portal_message(&mut segment, frame).err(),
             _ => Some(refused(&format!(
                 "{MIXED} (message type {})",
@@ -317,6 +317,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         Ok(())
     }
 
+    /// The statement a Describe of statement `name` in a segment needs,
+    /// and its name on servers.
+    fn described(&self, segment: &Segment, name: &[u8]) -> Result<(Uses, Bytes), ClientError> {
+        if name.is_empty() {
+            let statement = segment.unnamed.clone().ok_or_else(|| no_statement(b""))?;
+            let uses = Uses::Unnamed(statement, segment.unnamed_generation);
+            return Ok((uses, Bytes::new()));
+        }
+        let statement = self
+            .statements
+            .get(name)
+            .cloned()
+            .ok_or_else(|| no_statement(name))?;
+        let server_name = statement.name.clone();
+        Ok((Uses::Named(statement), server_name))
+    }
+
     /// Describe, Execute or Close inside a segment.
     fn segment_portal_message(
         &mut self,
@@ -348,21 +365,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 )
             }
             FrontendMessage::Describe { name, .. } => {
-                let (uses, server_name) = if name.is_empty() {
-                    let statement = segment.unnamed.clone().ok_or_else(|| no_statement(b""))?;
-                    (
-                        Uses::Unnamed(statement, segment.unnamed_generation),
-                        Bytes::new(),
-                    )
-                } else {
-                    let statement = self
-                        .statements
-                        .get(&name)
-                        .cloned()
-                        .ok_or_else(|| no_statement(&name))?;
-                    let server_name = statement.name.clone();
-                    (Uses::Named(statement), server_name)
-                };
+                let (uses, server_name) = self.described(segment, &name)?;
                 let mut bytes = BytesMut::new();
                 describe(&mut bytes, b'S', &server_name);
                 (

@@ -53,7 +53,14 @@ pub struct Statement {
     /// A multi-row INSERT's rows, read at its first Bind whose rows go to
     /// several shards and kept (see `session/split_bind.rs`).
     pub insert_rows: OnceLock<super::split_bind::InsertRowsRead>,
+    /// An INSERT that names no columns: the table's columns it was last
+    /// bound with, and the statement with them written in.
+    pub with_columns: Mutex<Option<WithColumns>>,
 }
+
+/// The table's columns an INSERT that names none was bound with, and the
+/// statement with them written in.
+pub type WithColumns = (Arc<Vec<String>>, Arc<Statement>);
 
 /// Above this many distinct statements the registry starts over; statements
 /// already handed out stay valid (ids are never reused), new Parses of the
@@ -114,6 +121,7 @@ impl Registry {
             route: OnceLock::new(),
             merge: OnceLock::new(),
             insert_rows: OnceLock::new(),
+            with_columns: Mutex::new(None),
         });
         inner
             .by_text

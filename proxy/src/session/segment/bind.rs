@@ -9,65 +9,87 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{malformed, no_statement, refused, Segment, MIXED};
 use crate::errors::ClientError;
-use crate::protocol::frame::{Frame, FrontendMessage};
+use crate::protocol::frame::{Bind, Frame, FrontendMessage};
 use crate::protocol::messages;
 use crate::session::statements::Statement;
-use crate::session::Session;
+use crate::session::{End, Session};
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
-    pub(super) fn segment_bind(
+    /// A Bind while a segment is held; `Ok(Err)`: the client's error.
+    pub(super) async fn segment_bind(
         &mut self,
         segment: &mut Segment,
         frame: Frame,
-    ) -> Result<(), ClientError> {
+    ) -> Result<Result<(), ClientError>, End> {
         let body = frame.body.clone();
         let Ok(FrontendMessage::Bind(bind)) = FrontendMessage::decode(frame) else {
-            return Err(malformed("Bind"));
+            return Ok(Err(malformed("Bind")));
         };
         let unnamed = bind.statement.is_empty();
         let statement = if unnamed {
             segment.unnamed.clone()
         } else {
             self.statements.get(&bind.statement).cloned()
-        }
-        .ok_or_else(|| no_statement(&bind.statement))?;
-        let shards = match self.segment_route(&statement, &bind)? {
+        };
+        let Some(statement) = statement else {
+            return Ok(Err(no_statement(&bind.statement)));
+        };
+        // An INSERT that names no columns binds the statement with its
+        // table's columns written in.
+        Ok(match self.columns_statement(&statement, &bind).await? {
+            Some(rewritten) => self.bind_in_segment(segment, &bind, &body, &rewritten, false),
+            None => self.bind_in_segment(segment, &bind, &body, &statement, unnamed),
+        })
+    }
+
+    /// Add the Bind `bind` (its message body `body`) of `statement` to the
+    /// segment (`unnamed`: as the unnamed statement).
+    fn bind_in_segment(
+        &mut self,
+        segment: &mut Segment,
+        bind: &Bind,
+        body: &[u8],
+        statement: &Arc<Statement>,
+        unnamed: bool,
+    ) -> Result<(), ClientError> {
+        let shards = match self.segment_route(statement, bind)? {
             BindRoute::Split => {
-                let split = self.split_bind(&statement, &bind)?;
+                let split = self.split_bind(statement, bind)?;
                 segment.push_split(split, bind.portal.clone());
                 return Ok(());
             }
             BindRoute::Shards(Some(shards)) => shards,
             BindRoute::Shards(None) => vec![segment.first_shard()],
         };
-        if let Some(info) = self.route_info(&statement) {
+        if let Some(info) = self.route_info(statement) {
             if crate::session::spanning::writes(&info.entry.summary) {
                 segment.note_writes(&shards);
             }
         }
-        let merge = match self.route_info(&statement) {
+        let merge = match self.route_info(statement) {
             Some(info) if shards.len() > 1 => {
-                self.bind_merge(&statement, &info.entry.summary, &bind)?
+                self.bind_merge(statement, &info.entry.summary, bind)?
             }
             _ => None,
         };
         // The Bind with the server's name for the statement.
         let name_start = bind.portal.len() + 1;
-        let rest = &body[name_start + bind.statement.len()..];
+        let rest = &body[name_start + bind.statement.len() + 1..];
         let mut bytes = BytesMut::with_capacity(body.len() + 16);
         let at = messages::begin(&mut bytes, b'B');
         bytes.put_slice(&body[..name_start]);
         if !unnamed {
             bytes.put_slice(&statement.name);
         }
+        bytes.put_u8(0);
         bytes.put_slice(rest);
         messages::finish(&mut bytes, at);
         segment.push_bind(
             shards,
             (bind.portal.clone(), bytes.freeze()),
-            &statement,
+            statement,
             unnamed,
-            merge.map(|merge| (merge, &bind)),
+            merge.map(|merge| (merge, bind)),
         );
         Ok(())
     }
