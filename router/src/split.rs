@@ -173,7 +173,7 @@ fn the_insert(tree: &pb::ParseResult) -> Result<&pb::InsertStmt, SplitError> {
 
 /// `sql` with its parameters numbered from `$1` in the order of their
 /// numbers, and the original index (0-based) of each new number.
-fn renumber(sql: &str) -> Result<(String, Vec<usize>), SplitError> {
+pub(crate) fn renumber(sql: &str) -> Result<(String, Vec<usize>), SplitError> {
     if !sql.contains('$') {
         return Ok((sql.to_owned(), Vec::new()));
     }
@@ -438,7 +438,10 @@ fn row_key_value(
 }
 
 /// A key from a Bind's value (`None`: NULL), as the router reads one.
-fn param_key(data_type: DataType, value: ParamValue<'_>) -> Result<Option<Key>, hash::KeyError> {
+pub(crate) fn param_key(
+    data_type: DataType,
+    value: ParamValue<'_>,
+) -> Result<Option<Key>, hash::KeyError> {
     match value {
         ParamValue::Null => Ok(None),
         ParamValue::Text(bytes) => match hash::plain_int(data_type, bytes) {
@@ -455,7 +458,7 @@ fn param_key(data_type: DataType, value: ParamValue<'_>) -> Result<Option<Key>, 
 }
 
 /// `- 5` as the parser gives a negative literal in some positions.
-fn is_negation(e: &pb::AExpr) -> bool {
+pub(crate) fn is_negation(e: &pb::AExpr) -> bool {
     e.lexpr.is_none()
         && matches!(e.name.as_slice(), [pb::Node { node: Some(N::String(s)) }] if s.sval == "-")
 }

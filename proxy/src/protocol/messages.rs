@@ -246,6 +246,55 @@ pub fn bind_part(
     finish(out, at);
 }
 
+/// `B`: Bind of `statement` into `portal` (frontend) with `values` (`None`
+/// is NULL), their format codes and the result format codes.
+pub fn bind_values(
+    out: &mut BytesMut,
+    (portal, statement): (&[u8], &[u8]),
+    formats: &[i16],
+    values: &[Option<&[u8]>],
+    results: &[i16],
+) {
+    let at = begin(out, b'B');
+    put_cstr(out, portal);
+    put_cstr(out, statement);
+    out.put_u16(formats.len() as u16);
+    for format in formats {
+        out.put_i16(*format);
+    }
+    out.put_u16(values.len() as u16);
+    for value in values {
+        match value {
+            None => out.put_i32(-1),
+            Some(value) => {
+                out.put_i32(value.len() as i32);
+                out.put_slice(value);
+            }
+        }
+    }
+    out.put_u16(results.len() as u16);
+    for format in results {
+        out.put_i16(*format);
+    }
+    finish(out, at);
+}
+
+/// `D`: Describe of a statement (`S`) or portal (`P`) (frontend).
+pub fn describe(out: &mut BytesMut, kind: u8, name: &[u8]) {
+    let at = begin(out, b'D');
+    out.put_u8(kind);
+    put_cstr(out, name);
+    finish(out, at);
+}
+
+/// `E`: Execute of `portal`, every row (frontend).
+pub fn execute(out: &mut BytesMut, portal: &[u8]) {
+    let at = begin(out, b'E');
+    put_cstr(out, portal);
+    out.put_i32(0);
+    finish(out, at);
+}
+
 /// `C`: Close of a statement (`S`) or portal (`P`) (frontend).
 pub fn close(out: &mut BytesMut, kind: u8, name: &[u8]) {
     let at = begin(out, b'C');

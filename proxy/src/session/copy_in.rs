@@ -385,7 +385,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
 
 /// The columns of `table` in order, as the shard's catalog has them
 /// (`copy`: without generated columns, as COPY without a column list).
-async fn table_columns(server: &mut Pooled, table: &str, copy: bool) -> Option<Vec<String>> {
+pub(super) async fn table_columns(
+    server: &mut Pooled,
+    table: &str,
+    copy: bool,
+) -> Option<Vec<String>> {
     let literal = table.replace('\'', "''");
     let generated = if copy { " AND attgenerated = ''" } else { "" };
     let sql = format!("SELECT attname FROM pg_attribute WHERE attrelid = '{literal}'::regclass AND attnum > 0 AND NOT attisdropped{generated} ORDER BY attnum");

@@ -80,34 +80,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let overrides = self.overrides(&lookup.overrides);
         let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
             Ok(routed) => routed,
-            Err(RouteError::MultiRowInsert { .. })
-                if summary.statements.len() == 1
-                    && self.state.config().rewrite.splits_inserts() =>
-            {
-                return self.split_insert(frame_sql).await;
-            }
-            Err(RouteError::CopyIntoSharded { .. }) if summary.statements.len() == 1 => {
-                return self.copy_sharded(frame_sql).await;
-            }
-            Err(err @ RouteError::InsertWithoutKey { .. })
-                if summary.statements.len() == 1
-                    && summary.statements[0].insert_without_columns =>
-            {
-                return match self.insert_with_columns(frame_sql).await? {
-                    Some(sql) => match Box::pin(self.route_query(&sql, None)).await? {
-                        Dispatch::Send(target) => Ok(Dispatch::Rewritten(target, sql)),
-                        other => Ok(other),
-                    },
-                    None => Ok(self.refused(ClientError::new(
-                        sqlstate::FEATURE_NOT_SUPPORTED,
-                        err.to_string(),
-                    ))),
-                };
-            }
-            Err(err) => {
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                return Ok(self.refused(error));
-            }
+            Err(err) => return self.route_error(err, summary, frame_sql).await,
         };
         let shards = self.routed_to(&lookup.entry, &routed.route);
         if let Some(error) =
@@ -133,6 +106,51 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Placement::FanOutInTxn => {
                 self.fan_out_query(&lookup, frame_sql, shards.unwrap_or_default(), true)
                     .await
+            }
+        }
+    }
+
+    /// A simple query the router could not place as it is: split, moved,
+    /// copied, given its columns, or refused with the router's reason.
+    async fn route_error(
+        &mut self,
+        err: RouteError,
+        summary: &Summary,
+        frame_sql: &str,
+    ) -> Result<Dispatch, End> {
+        match err {
+            RouteError::MultiRowInsert { .. }
+                if summary.statements.len() == 1
+                    && self.state.config().rewrite.splits_inserts() =>
+            {
+                self.split_insert(frame_sql).await
+            }
+            RouteError::CopyIntoSharded { .. } if summary.statements.len() == 1 => {
+                self.copy_sharded(frame_sql).await
+            }
+            RouteError::ShardingKeyChange { .. }
+                if summary.statements.len() == 1 && self.state.config().rewrite.moves_rows() =>
+            {
+                self.move_row_query(frame_sql, &summary.statements[0]).await
+            }
+            err @ RouteError::InsertWithoutKey { .. }
+                if summary.statements.len() == 1
+                    && summary.statements[0].insert_without_columns =>
+            {
+                match self.insert_with_columns(frame_sql).await? {
+                    Some(sql) => match Box::pin(self.route_query(&sql, None)).await? {
+                        Dispatch::Send(target) => Ok(Dispatch::Rewritten(target, sql)),
+                        other => Ok(other),
+                    },
+                    None => Ok(self.refused(ClientError::new(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        err.to_string(),
+                    ))),
+                }
+            }
+            err => {
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                Ok(self.refused(error))
             }
         }
     }
@@ -290,6 +308,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             {
                 return self.route_split_bind(statement, unnamed, bind);
             }
+            Err(RouteError::ShardingKeyChange { .. })
+                if info.entry.summary.statements.len() == 1
+                    && self.state.config().rewrite.moves_rows() =>
+            {
+                return self.route_move_bind(statement, bind);
+            }
             Err(err) => {
                 self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
@@ -323,45 +347,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 None
             }
         }
-    }
-
-    /// A Bind for several shards outside a transaction: held as the start
-    /// of a segment, which runs at Sync.
-    fn hold_segment(
-        &mut self,
-        statement: &Arc<Statement>,
-        unnamed: bool,
-        bind: &Bind,
-        shards: Vec<usize>,
-        rewritten: impl FnOnce(&mut BytesMut),
-    ) {
-        let Some(info) = self.route_info(statement) else {
-            return;
-        };
-        let summary = &info.entry.summary;
-        let merge = match self.bind_merge(statement, summary, bind) {
-            Ok(merge) => merge,
-            Err(error) => {
-                self.state.metrics.route(RouteKind::Refused);
-                self.refuse(error, false);
-                return;
-            }
-        };
-        let writes = super::spanning::writes(summary);
-        let mut bytes = BytesMut::new();
-        rewritten(&mut bytes);
-        let mut segment = super::segment::Segment::start(
-            shards.clone(),
-            (bind.portal.clone(), bytes.freeze()),
-            statement,
-            unnamed,
-            self.statements.get(b"").cloned(),
-            merge.map(|merge| (merge, bind)),
-        );
-        if writes {
-            segment.note_writes(&shards);
-        }
-        self.batch = Some(segment);
     }
 
     /// A prepared statement's cache entry, looked up once per statement.

@@ -1,6 +1,8 @@
-//! A Bind inside a held segment: routed with its parameters to the shards
-//! it names (a split INSERT's parts each to their own), the statement's
-//! server name put in, its merge planned when its rows need one.
+//! Binds and segments: the Bind that starts one (for several shards,
+//! outside a transaction), and a Bind inside a held segment: routed with
+//! its parameters to the shards it names (a split INSERT's parts each to
+//! their own), the statement's server name put in, its merge planned when
+//! its rows need one.
 
 use std::sync::Arc;
 
@@ -9,12 +11,52 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{malformed, no_statement, refused, Segment, MIXED};
 use crate::errors::ClientError;
+use crate::metrics::RouteKind;
 use crate::protocol::frame::{Bind, Frame, FrontendMessage};
 use crate::protocol::messages;
 use crate::session::statements::Statement;
 use crate::session::{End, Session};
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// A Bind for several shards outside a transaction: held as the start
+    /// of a segment, which runs at Sync.
+    pub(in crate::session) fn hold_segment(
+        &mut self,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        bind: &Bind,
+        shards: Vec<usize>,
+        rewritten: impl FnOnce(&mut BytesMut),
+    ) {
+        let Some(info) = self.route_info(statement) else {
+            return;
+        };
+        let summary = &info.entry.summary;
+        let merge = match self.bind_merge(statement, summary, bind) {
+            Ok(merge) => merge,
+            Err(error) => {
+                self.state.metrics.route(RouteKind::Refused);
+                self.refuse(error, false);
+                return;
+            }
+        };
+        let writes = crate::session::spanning::writes(summary);
+        let mut bytes = BytesMut::new();
+        rewritten(&mut bytes);
+        let mut segment = Segment::start(
+            shards.clone(),
+            (bind.portal.clone(), bytes.freeze()),
+            statement,
+            unnamed,
+            self.statements.get(b"").cloned(),
+            merge.map(|merge| (merge, bind)),
+        );
+        if writes {
+            segment.note_writes(&shards);
+        }
+        self.batch = Some(segment);
+    }
+
     /// A Bind while a segment is held; `Ok(Err)`: the client's error.
     pub(super) async fn segment_bind(
         &mut self,
