@@ -60,6 +60,9 @@ pub(super) enum Reply {
     Split(SplitRows),
     /// A COPY TO STDOUT's (one header, one binary trailer).
     CopyOut(router::copy::CopyOut),
+    /// A COPY (SELECT ...) TO STDOUT's whose rows are merged: the shards
+    /// run the SELECT, the merged rows go out as COPY's.
+    CopyRows(MergeRequest, crate::fanout::CopyRows),
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -165,6 +168,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 let bytewise = self.bytewise_text(servers.first_mut()).await;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
                 Merger::merging(rows)
+            }
+            Reply::CopyRows(merge, copy) => {
+                let bytewise = self.bytewise_text(servers.first_mut()).await;
+                let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
+                Merger::copying_rows(rows, copy)
             }
         }
     }

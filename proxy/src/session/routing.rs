@@ -167,13 +167,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let summary = &lookup.entry.summary;
         let explained = super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
         let rows = match explained {
-            Ok(Some((sql, lines))) => Ok((sql, Reply::Concat(lines))),
-            Ok(None) if is_copy_to(summary) => super::merge::copy_out(frame_sql, &self.sharding)
-                .map(|plan| (None, plan.map_or(Reply::Concat(Vec::new()), Reply::CopyOut))),
+            Ok(Some((sql, lines))) => Ok((sql.map(|s| (s, false)), Reply::Concat(lines))),
+            Ok(None) if is_copy_to(summary) => {
+                super::merge::copy_out_reply(frame_sql, &self.sharding)
+            }
             Ok(None) => super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
                 .map(|rows| match rows {
                     Rows::Concatenated => (None, Reply::Concat(Vec::new())),
-                    Rows::Merged { sql, request } => (sql, Reply::Merge(request)),
+                    Rows::Merged { sql, request } => {
+                        (sql.map(|s| (s, false)), Reply::Merge(request))
+                    }
                 }),
             Err(error) => Err(error),
         };
@@ -181,12 +184,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Ok(rows) => rows,
             Err(error) => return Ok(self.refused(error)),
         };
-        let query = {
-            let mut out = BytesMut::new();
-            messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
-            out.freeze()
+        let query = match &sql {
+            None => shard_request(frame_sql, false),
+            Some((sql, binary)) => shard_request(sql, *binary),
         };
         let request = |_: &crate::pool::Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
+        // The shards' unnamed statement goes with a simple query (or the
+        // Parse of a merged COPY's SELECT).
+        self.unnamed_on = None;
         if in_txn {
             self.fan_out(&shards, request, reply, Scope::InTxn).await?;
         } else if super::spanning::atomic_across_shards(summary, frame_sql) {
@@ -430,6 +435,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let n = self.pools.len().max(1);
         self.state.any_shard.fetch_add(1, Ordering::Relaxed) % n
     }
+}
+
+/// What the shards of a fan-out are sent: `sql` as a simple query, or,
+/// for rows wanted in binary, Parse, Bind (binary results), Describe,
+/// Execute and Sync of the unnamed statement.
+fn shard_request(sql: &str, binary: bool) -> bytes::Bytes {
+    let mut out = BytesMut::new();
+    if binary {
+        messages::parse(&mut out, b"", sql.as_bytes(), &[]);
+        messages::bind_values(&mut out, (b"", b""), &[], &[], &[1]);
+        messages::describe(&mut out, b'P', b"");
+        messages::execute(&mut out, b"");
+        messages::sync(&mut out);
+    } else {
+        messages::query(&mut out, sql);
+    }
+    out.freeze()
 }
 
 /// A statement that fails outside a transaction block, or whose effect
