@@ -232,6 +232,17 @@ async fn copy_out_matches_reference(n: usize) {
             .get::<_, i64>(0);
         assert_eq!(got, format!("COPY {count}"), "{sql}");
     }
+    // A client_encoding whose characters may hold ASCII bytes: COPY skips
+    // them when it escapes, pgshard would not; text is refused, binary runs.
+    raw.send(&wire::query("SET client_encoding = 'SJIS'")).await;
+    assert!(wire::errors(&raw.until_ready().await).is_empty());
+    let merged = "COPY (SELECT id FROM orders ORDER BY id LIMIT 3) TO STDOUT";
+    let errors = copy_out(&mut raw, merged).await.unwrap_err();
+    assert!(errors.iter().any(|e| e.contains("0A000")), "{errors:?}");
+    let binary = format!("{merged} (FORMAT binary)");
+    assert_eq!(copy_out(&mut raw, &binary).await.unwrap().1, "COPY 3");
+    raw.send(&wire::query("RESET client_encoding")).await;
+    raw.until_ready().await;
     // Refused: what no merge answers exactly, and options COPY would refuse.
     for sql in [
         "COPY (SELECT json_agg(item) FROM orders) TO STDOUT",

@@ -28,6 +28,10 @@ pub struct CopyRows {
     text: CopyText,
     /// Per column: FORCE_QUOTE applies (CSV).
     force: Vec<bool>,
+    /// The rows come in a client_encoding whose characters may hold ASCII
+    /// bytes (SJIS, BIG5, ...), which COPY skips over when it escapes and
+    /// this does not: text and CSV are refused.
+    encoding: Option<String>,
 }
 
 impl CopyRows {
@@ -37,6 +41,27 @@ impl CopyRows {
             header,
             text: merge.text.clone(),
             force: Vec::new(),
+            encoding: None,
+        }
+    }
+
+    /// The client's `client_encoding` (as the shards report it).
+    pub fn client_encoding(&mut self, encoding: &str) {
+        let embeds_ascii = [
+            "SJIS",
+            "SHIFT_JIS_2004",
+            "BIG5",
+            "GBK",
+            "GB18030",
+            "UHC",
+            "JOHAB",
+        ];
+        if self.format != Format::Binary
+            && embeds_ascii
+                .iter()
+                .any(|e| e.eq_ignore_ascii_case(encoding))
+        {
+            self.encoding = Some(encoding.to_owned());
         }
     }
 
@@ -58,6 +83,12 @@ impl CopyRows {
 
     /// The rows' description: the CopyOutResponse and the header.
     fn start(&mut self, body: &[u8], out: &mut BytesMut) -> Result<(), ClientError> {
+        if let Some(encoding) = &self.encoding {
+            return Err(ClientError::new(
+                "0A000",
+                format!("COPY across shards in text or CSV with client_encoding {encoding} is not supported (its characters may hold ASCII bytes): use UTF8, or FORMAT binary"),
+            ));
+        }
         let names =
             rows::column_names(body).ok_or_else(|| unreadable("an unreadable row description"))?;
         let binary = self.format == Format::Binary;
@@ -214,6 +245,7 @@ mod tests {
             header: false,
             text,
             force: Vec::new(),
+            encoding: None,
         }
     }
 

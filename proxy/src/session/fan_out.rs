@@ -169,7 +169,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
                 Merger::merging(rows)
             }
-            Reply::CopyRows(merge, copy) => {
+            Reply::CopyRows(merge, mut copy) => {
+                let encoding = servers.first().and_then(|s| {
+                    let params = &s.conn.params;
+                    params.iter().find(|(name, _)| name == "client_encoding")
+                });
+                if let Some((_, encoding)) = encoding {
+                    copy.client_encoding(encoding);
+                }
                 let bytewise = self.bytewise_text(servers.first_mut()).await;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
                 Merger::copying_rows(rows, copy)
