@@ -618,3 +618,39 @@ async fn prepared_inserts_without_a_column_list_use_the_tables_columns() {
     same_as_reference(&cluster, &reference).await;
     assert_eq!(common::proxy_panics(), 0);
 }
+
+/// Each shape of a split part is a statement of its own: a server that
+/// holds `prepared_statements_limit` of them closes its least recently
+/// used one before preparing another.
+#[tokio::test]
+async fn split_parts_respect_the_prepared_statements_limit() {
+    common::watch_proxy_panics();
+    let general = "default_pool_size = 1\nprepared_statements_limit = 3";
+    let cluster = Cluster::start_sharded_raw(2, general, "");
+    let client = cluster.connect().await;
+    let sql = format!("{INSERT3}{}", placeholders(6));
+    // Keys 1..=60 in rows of 6: the parts' sizes (shapes) vary.
+    for batch in 0..10i64 {
+        let values: Vec<(i64, i64, String)> = (1..=6)
+            .map(|r| (batch * 6 + r, r, format!("b{batch}")))
+            .collect();
+        let params: Vec<&(dyn ToSql + Sync)> = values
+            .iter()
+            .flat_map(|(a, b, c)| [a as &(dyn ToSql + Sync), b, c])
+            .collect();
+        assert_eq!(client.execute(sql.as_str(), &params).await.unwrap(), 6);
+    }
+    let total = common::column(&client, "SELECT count(*) AS n FROM orders", "n").await;
+    assert_eq!(total, ["60"]);
+    for shard in 0..2 {
+        let held = common::column(
+            &client,
+            &format!("/* pgdog_shard: {shard} */ SELECT count(*) AS n FROM pg_prepared_statements"),
+            "n",
+        )
+        .await;
+        let held: usize = held[0].parse().unwrap();
+        assert!(held <= 3, "shard {shard} holds {held} prepared statements");
+    }
+    assert_eq!(common::proxy_panics(), 0);
+}

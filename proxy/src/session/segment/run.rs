@@ -103,7 +103,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         begin: bool,
     ) -> Result<(), End> {
         for part in parts {
-            let request = build_request(part, items, begin);
+            let request = build_request(part, items, begin, self.prepared_limit);
             let write = part.server.conn.send(&request);
             if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
                 .await?
@@ -318,10 +318,30 @@ pub(super) async fn sync_part(part: &mut Part) -> Option<()> {
     }
 }
 
+/// A server that holds `limit` statements closes its least recently used
+/// one before it prepares another (a split INSERT prepares one statement
+/// per shape of its parts).
+fn evict_oldest(part: &mut Part, limit: usize, out: &mut BytesMut) {
+    let prepared = &mut part.server.conn.prepared;
+    if prepared.len() < limit {
+        return;
+    }
+    let Some(oldest) = prepared.oldest() else {
+        return;
+    };
+    prepared.remove(oldest);
+    messages::close(out, b'S', format!("__pgshard_{oldest}").as_bytes());
+    part.units.push_back(Unit {
+        item: None,
+        terminals: reply_plan::CLOSE,
+        parse_of: None,
+    });
+}
+
 /// The bytes of `part`'s share of the segment, ending with a Flush (and
 /// starting with BEGIN when `begin`: the part's transaction then outlives
 /// its Sync); fills `part.units` with the replies they are owed.
-fn build_request(part: &mut Part, items: &[Item], begin: bool) -> BytesMut {
+fn build_request(part: &mut Part, items: &[Item], begin: bool, limit: usize) -> BytesMut {
     let mut out = BytesMut::new();
     let mut parsed_unnamed: Option<u64> = None;
     let mut parsed_named: Vec<u64> = Vec::new();
@@ -361,6 +381,7 @@ fn build_request(part: &mut Part, items: &[Item], begin: bool) -> BytesMut {
                 if !part.server.conn.prepared.contains(statement.id)
                     && !parsed_named.contains(&statement.id) =>
             {
+                evict_oldest(part, limit, &mut out);
                 out.extend_from_slice(&statement.parse);
                 parsed_named.push(statement.id);
                 part.units.push_back(Unit {
