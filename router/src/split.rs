@@ -84,8 +84,10 @@ impl InsertRows {
     /// Read the INSERT `sql`; an error when it is not one INSERT of
     /// VALUES rows.
     pub fn parse(sql: &str) -> Result<InsertRows, SplitError> {
+        // `parse_raw` builds the same tree as the protobuf round trip
+        // (checked on the parser corpus), several times faster.
         let mut skeleton =
-            parser_ffi::parse_protobuf(sql).map_err(|e| SplitError::Unreadable(e.to_string()))?;
+            parser_ffi::parse_raw(sql).map_err(|e| SplitError::Unreadable(e.to_string()))?;
         let values = {
             let insert = the_insert(&skeleton)?;
             values_lists(insert)?
