@@ -269,6 +269,30 @@ async fn refused_when_not_configured_or_not_movable() {
         assert_eq!(common::code(&err), Some("0A000"), "{sql}: {err:?}");
         assert!(common::describe(&err).contains(says), "{sql}: {err:?}");
     }
+    // A foreign key that deletes or changes referencing rows on delete: a
+    // move would do that where an UPDATE does not.
+    client
+        .batch_execute(
+            "CREATE TABLE order_notes (tenant_id bigint, id bigint, note text, \
+             FOREIGN KEY (tenant_id, id) REFERENCES orders ON DELETE CASCADE)",
+        )
+        .await
+        .unwrap();
+    let err = client
+        .simple_query(&format!(
+            "UPDATE orders SET tenant_id = {b} WHERE tenant_id = {a} AND id = 1"
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
+    assert!(
+        common::describe(&err).contains("order_notes_tenant_id_id_fkey"),
+        "{err:?}"
+    );
+    client
+        .batch_execute("DROP TABLE order_notes")
+        .await
+        .unwrap();
     // RETURNING in the extended protocol, and a move inside a transaction
     // there: refused for now.
     let err = client

@@ -16,7 +16,7 @@
 //! inside a transaction, like every statement for several shards).
 
 use bytes::{Bytes, BytesMut};
-use router::key_move::{KeyMove, Renumbered};
+use router::key_move::KeyMove;
 use router::route::ParamValue;
 use router::summary::StatementSummary;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -32,6 +32,10 @@ use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::Bind;
 use crate::protocol::{messages, rows};
 
+mod wire;
+
+use wire::{cascades, described, exchange, inserted, statement};
+
 /// A bound UPDATE that moves a row, run at its Execute.
 #[derive(Debug)]
 pub struct MovePortal {
@@ -44,7 +48,7 @@ pub struct MovePortal {
 /// A statement's parameter values: text or binary (one format code each),
 /// with the types its Parse declared.
 #[derive(Debug, Default)]
-struct Values {
+pub(super) struct Values {
     values: Vec<Option<Bytes>>,
     formats: Vec<i16>,
     types: Vec<u32>,
@@ -74,7 +78,7 @@ impl Values {
     }
 }
 
-fn refused(why: impl ToString) -> ClientError {
+pub(super) fn refused(why: impl ToString) -> ClientError {
     ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
 }
 
@@ -278,6 +282,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let at = |shard: usize| shards.iter().position(|&s| s == shard).unwrap_or(0);
         let plan = &moving.plan;
         let table = plan.table();
+        cascades(&mut servers[at(moving.target)], &table).await?;
         let columns = super::copy_in::table_columns(&mut servers[at(moving.target)], &table, true)
             .await
             .filter(|c| !c.is_empty())
@@ -357,130 +362,8 @@ fn union(sources: &[usize], target: usize) -> Vec<usize> {
     shards
 }
 
-fn encode(error: &ClientError) -> Bytes {
+pub(super) fn encode(error: &ClientError) -> Bytes {
     let mut out = BytesMut::new();
     error.encode(&mut out);
     out.freeze()
-}
-
-/// Parse, Bind, Describe (when `describe`), Execute and Sync of `statement`
-/// with the client's `values` it takes, then the `extra` values (binary,
-/// each with its type), and the result formats `results` (`None`: text).
-fn statement(
-    statement: &Renumbered,
-    values: &Values,
-    extra: &[(Option<&[u8]>, u32)],
-    results: Option<&[i16]>,
-    describe: bool,
-) -> BytesMut {
-    let client = statement.params.len() - extra.len();
-    let mut types = Vec::with_capacity(statement.params.len());
-    let mut formats = Vec::with_capacity(statement.params.len());
-    let mut bound: Vec<Option<&[u8]>> = Vec::with_capacity(statement.params.len());
-    for &i in &statement.params[..client] {
-        types.push(values.types.get(i).copied().unwrap_or(0));
-        formats.push(values.formats.get(i).copied().unwrap_or(0));
-        bound.push(values.values.get(i).and_then(|v| v.as_deref()));
-    }
-    for (value, oid) in extra {
-        types.push(*oid);
-        formats.push(1);
-        bound.push(*value);
-    }
-    let mut out = BytesMut::new();
-    messages::parse(&mut out, b"", statement.sql.as_bytes(), &types);
-    messages::bind_values(
-        &mut out,
-        (b"", b""),
-        &formats,
-        &bound,
-        results.unwrap_or(&[]),
-    );
-    if describe {
-        messages::describe(&mut out, b'P', b"");
-    }
-    messages::execute(&mut out, b"");
-    messages::sync(&mut out);
-    out
-}
-
-/// The INSERT of the moved row: the client's values it takes, then the old
-/// row's (binary, typed as the DELETE returned them).
-fn inserted(
-    insert: &Renumbered,
-    values: &Values,
-    (old, old_types): (&rows::Row, &[u32]),
-    parameters: usize,
-    describe: bool,
-) -> BytesMut {
-    let extra: Vec<(Option<&[u8]>, u32)> = insert
-        .params
-        .iter()
-        .filter_map(|&i| i.checked_sub(parameters))
-        .map(|column| {
-            (
-                old.value(column),
-                old_types.get(column).copied().unwrap_or(0),
-            )
-        })
-        .collect();
-    statement(insert, values, &extra, None, describe)
-}
-
-/// Parse and Describe of the INSERT only (RETURNING's row description
-/// when no row moved).
-fn described(
-    insert: &Renumbered,
-    values: &Values,
-    old_types: &[u32],
-    parameters: usize,
-) -> BytesMut {
-    let types: Vec<u32> = insert
-        .params
-        .iter()
-        .map(|&i| match i.checked_sub(parameters) {
-            Some(column) => old_types.get(column).copied().unwrap_or(0),
-            None => values.types.get(i).copied().unwrap_or(0),
-        })
-        .collect();
-    let mut out = BytesMut::new();
-    messages::parse(&mut out, b"", insert.sql.as_bytes(), &types);
-    messages::describe(&mut out, b'S', b"");
-    messages::sync(&mut out);
-    out
-}
-
-/// Send `request` to `server` and read its replies to the ReadyForQuery
-/// (its status noted); the first error (encoded) when there was one.
-async fn exchange(server: &mut Pooled, request: &[u8]) -> Result<Vec<Bytes>, Bytes> {
-    let lost = || encode(&ClientError::shard_lost());
-    server.conn.send(request).await.map_err(|_| lost())?;
-    let mut replies = Vec::new();
-    let mut error = None;
-    loop {
-        let message = loop {
-            match server.conn.next_message() {
-                Ok(Some(message)) => break message,
-                Ok(None) => {}
-                Err(_) => return Err(lost()),
-            }
-            match server.conn.fill().await {
-                Ok(0) | Err(_) => return Err(lost()),
-                Ok(_) => {}
-            }
-        };
-        match message[0] {
-            b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                return match error {
-                    Some(error) => Err(error),
-                    None => Ok(replies),
-                };
-            }
-            b'E' => {
-                error.get_or_insert(message);
-            }
-            _ => replies.push(message),
-        }
-    }
 }
