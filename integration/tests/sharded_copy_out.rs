@@ -3,7 +3,10 @@
 //! plain table: row counts, an order-independent checksum and the sorted
 //! rows agree in text, CSV with HEADER (the header once), text HEADER and
 //! binary (one file header, one trailer); a `COPY (SELECT ...)` whose rows
-//! would need a merge is refused with 0A000, never returned unordered.
+//! need a merge (ORDER BY, LIMIT, aggregates, DISTINCT) is merged and
+//! written as COPY writes it, byte for byte the reference's output, in
+//! text, CSV (HEADER, DELIMITER, NULL, QUOTE, ESCAPE, FORCE_QUOTE) and
+//! binary; what no merge answers is refused.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -196,17 +199,59 @@ async fn copy_out_matches_reference(n: usize) {
     let (ours, got) = copy_out(&mut raw, sql).await.unwrap();
     assert_eq!(got, "COPY 1");
     assert_eq!(ours, reference_out(&direct, sql).await);
-    // Refused: rows that would need a merge.
+    // Rows that need a merge: the shards run the SELECT, pgshard merges the
+    // rows and writes them as COPY does, byte for byte the reference's.
     for sql in [
         "COPY (SELECT * FROM orders ORDER BY id) TO STDOUT",
-        "COPY (SELECT count(*) FROM orders) TO STDOUT",
-        "COPY (SELECT * FROM orders LIMIT 5) TO STDOUT (FORMAT csv)",
+        "COPY (SELECT id, item FROM orders ORDER BY id DESC LIMIT 17) TO STDOUT (FORMAT csv, HEADER)",
+        "COPY (SELECT count(*), sum(id), avg(tenant_id) FROM orders) TO STDOUT",
+        "COPY (SELECT item, nullif(id % 5, 0) AS maybe FROM orders ORDER BY id LIMIT 50 OFFSET 10) \
+         TO STDOUT (NULL 'nil', HEADER, DELIMITER '|')",
+        "COPY (SELECT id, nullif(item, item) AS nothing, item FROM orders ORDER BY id LIMIT 30) \
+         TO STDOUT (FORMAT csv, FORCE_QUOTE *, NULL 'NA')",
+        "COPY (SELECT id AS \"the id\", item FROM orders ORDER BY id LIMIT 20) \
+         TO STDOUT (FORMAT csv, HEADER, QUOTE '''', ESCAPE '\\', FORCE_QUOTE (item))",
+        "COPY (SELECT DISTINCT tenant_id % 10 AS m FROM orders ORDER BY m) TO STDOUT",
+        "COPY (SELECT tenant_id % 3 AS g, count(*), max(id) FROM orders GROUP BY tenant_id % 3 ORDER BY g) \
+         TO STDOUT (FORMAT csv)",
+        "COPY (SELECT id, item, nullif(id, 6) AS gap FROM orders ORDER BY id LIMIT 100) TO STDOUT (FORMAT binary)",
+        "COPY (SELECT id FROM orders WHERE id < 0 ORDER BY id) TO STDOUT (FORMAT binary)",
+        "COPY (SELECT id FROM orders WHERE id < 0 ORDER BY id) TO STDOUT (FORMAT csv, HEADER)",
+    ] {
+        let (ours, got) = copy_out(&mut raw, sql).await.unwrap();
+        let theirs = reference_out(&direct, sql).await;
+        if ours != theirs {
+            let at = ours.iter().zip(&theirs).take_while(|(a, b)| a == b).count();
+            let near = |data: &[u8]| String::from_utf8_lossy(&data[at.saturating_sub(40)..(at + 80).min(data.len())]).into_owned();
+            panic!("{sql}: outputs differ at byte {at}:\n ours   {:?}\n theirs {:?}", near(&ours), near(&theirs));
+        }
+        let count = direct
+            .query_one(&format!("SELECT count(*) FROM ({}) q", inner(sql)), &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0);
+        assert_eq!(got, format!("COPY {count}"), "{sql}");
+    }
+    // A client_encoding whose characters may hold ASCII bytes: COPY skips
+    // them when it escapes, pgshard would not; text is refused, binary runs.
+    raw.send(&wire::query("SET client_encoding = 'SJIS'")).await;
+    assert!(wire::errors(&raw.until_ready().await).is_empty());
+    let merged = "COPY (SELECT id FROM orders ORDER BY id LIMIT 3) TO STDOUT";
+    let errors = copy_out(&mut raw, merged).await.unwrap_err();
+    assert!(errors.iter().any(|e| e.contains("0A000")), "{errors:?}");
+    let binary = format!("{merged} (FORMAT binary)");
+    assert_eq!(copy_out(&mut raw, &binary).await.unwrap().1, "COPY 3");
+    raw.send(&wire::query("RESET client_encoding")).await;
+    raw.until_ready().await;
+    // Refused: what no merge answers exactly, and options COPY would refuse.
+    for sql in [
+        "COPY (SELECT json_agg(item) FROM orders) TO STDOUT",
+        "COPY (SELECT * FROM orders ORDER BY id) TO STDOUT (ENCODING 'LATIN1')",
+        "COPY (SELECT * FROM orders ORDER BY id) TO STDOUT (DELIMITER 'x')",
+        "COPY (SELECT * FROM orders ORDER BY id) TO STDOUT (FORMAT csv, FORCE_QUOTE (nope))",
     ] {
         let errors = copy_out(&mut raw, sql).await.unwrap_err();
-        assert!(
-            errors.iter().any(|e| e.contains("0A000")),
-            "{sql}: {errors:?}"
-        );
+        assert!(!errors.is_empty(), "{sql}");
     }
     // The extended protocol (tokio-postgres prepares COPY): plain text is
     // joined, a header or binary is refused, never sent twice.
@@ -220,7 +265,20 @@ async fn copy_out_matches_reference(n: usize) {
         .err()
         .expect("refused");
     assert_eq!(common::code(&err), Some("0A000"), "{err}");
+    let err = client
+        .copy_out("COPY (SELECT * FROM orders ORDER BY id) TO STDOUT")
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(common::code(&err), Some("0A000"), "{err}");
     assert_eq!(common::proxy_panics(), 0);
+}
+
+/// The query of `COPY (query) TO ...`.
+fn inner(sql: &str) -> &str {
+    let start = sql.find('(').unwrap() + 1;
+    let end = sql.rfind(") TO STDOUT").unwrap();
+    &sql[start..end]
 }
 
 #[tokio::test]

@@ -4,7 +4,8 @@
 //! counts them all, RETURNING rows come back in the client's order, ON
 //! CONFLICT on the key works, a failing shard gives its error and rolls
 //! every shard back, and what cannot be split is
-//! refused with the reason.
+//! refused with the reason. With bind parameters (extended protocol):
+//! `split_inserts_extended.rs`.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -370,28 +371,4 @@ async fn identity_columns_stepped_per_shard_never_collide() {
         }
     }
     assert_eq!(ids.len(), 90);
-}
-
-/// With bind parameters (extended protocol) a multi-row INSERT across
-/// shards is not split yet: it is refused with the reason, nothing is
-/// written, and one whose rows share a shard still runs.
-#[tokio::test]
-async fn multi_row_insert_with_parameters_is_refused_not_misrouted() {
-    let cluster = cluster(2);
-    let (a, b) = common::keys_on_both_shards(&cluster).await;
-    let client = cluster.connect().await;
-    let sql = "INSERT INTO orders (tenant_id, id, item) VALUES ($1, 1, $2), ($3, 2, $4)";
-    let err = client
-        .execute(sql, &[&a, &"a", &b, &"b"])
-        .await
-        .unwrap_err();
-    assert_eq!(common::code(&err), Some("0A000"), "{err}");
-    assert!(common::describe(&err).contains("multi-row INSERT"), "{err}");
-    let rows = client.execute(sql, &[&a, &"a", &a, &"b"]).await.unwrap();
-    assert_eq!(rows, 2);
-    for shard in cluster.shards().await {
-        let n = common::column(&shard, "SELECT count(*) AS n FROM orders", "n").await;
-        assert!(n == ["0"] || n == ["2"], "{n:?}");
-    }
-    assert_eq!(common::proxy_panics(), 0);
 }

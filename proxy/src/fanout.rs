@@ -18,6 +18,7 @@
 //! `protocol/values.rs` and `protocol/numeric.rs`, rows by `protocol/rows.rs`.
 
 mod copy_out;
+mod copy_rows;
 mod having;
 mod row_merge;
 mod split_rows;
@@ -26,6 +27,7 @@ use bytes::BytesMut;
 
 pub use crate::protocol::values::ValueError;
 pub use copy_out::CopyJoin;
+pub use copy_rows::CopyRows;
 pub use row_merge::{RowMerge, Window};
 pub use split_rows::SplitRows;
 
@@ -57,6 +59,9 @@ pub struct Merger {
     /// the first server's rows and count stand for all, and the counts of
     /// the others (kept here) must be the same, or the copies differ.
     copies: Option<Vec<u64>>,
+    /// A COPY (SELECT ...) TO STDOUT whose rows are merged: the merged
+    /// reply is written as COPY's.
+    copy_rows: Option<CopyRows>,
 }
 
 /// Whether a server message is the last of a server's reply.
@@ -77,6 +82,15 @@ impl Merger {
     pub fn splitting(split: SplitRows) -> Merger {
         Merger {
             split: Some(split),
+            ..Merger::default()
+        }
+    }
+
+    /// A merger whose merged rows go out as a COPY TO's.
+    pub fn copying_rows(rows: RowMerge, copy: CopyRows) -> Merger {
+        Merger {
+            rows: Some(rows),
+            copy_rows: Some(copy),
             ..Merger::default()
         }
     }
@@ -144,6 +158,30 @@ impl Merger {
     /// One whole message from server `index` (0-based, in reading order);
     /// what the client should see is appended to `out`.
     pub fn on_message(&mut self, index: usize, message: &[u8], out: &mut BytesMut) {
+        if self.copy_rows.is_none() {
+            return self.relay(index, message, out);
+        }
+        let mut merged = BytesMut::new();
+        self.relay(index, message, &mut merged);
+        self.write_copy(merged, out);
+    }
+
+    /// The merged reply in `merged`, written as a COPY's.
+    fn write_copy(&mut self, mut merged: BytesMut, out: &mut BytesMut) {
+        let Some(copy) = self.copy_rows.as_mut() else {
+            return;
+        };
+        while let Ok(Some(message)) = crate::protocol::frame::split_backend_message(&mut merged) {
+            if let Err(error) = copy.message(&message, out) {
+                error.encode(out);
+                self.failed = true;
+                self.copy_rows = None;
+                return;
+            }
+        }
+    }
+
+    fn relay(&mut self, index: usize, message: &[u8], out: &mut BytesMut) {
         let Some(&tag) = message.first() else {
             return;
         };
@@ -265,6 +303,16 @@ impl Merger {
     /// Close the merged reply (without its ReadyForQuery). Returns whether
     /// the statement failed.
     pub fn finish(mut self, out: &mut BytesMut) -> bool {
+        if let Some(copy) = self.copy_rows.take() {
+            let mut merged = BytesMut::new();
+            let failed = self.finish(&mut merged);
+            let mut writer = Merger {
+                copy_rows: Some(copy),
+                ..Merger::default()
+            };
+            writer.write_copy(merged, out);
+            return failed || writer.failed;
+        }
         if let Some(mut rows) = self.rows.take() {
             if !self.failed {
                 match rows.finish(out) {

@@ -17,6 +17,7 @@ mod commit;
 mod copy_in;
 mod extended;
 mod fan_out;
+mod key_move;
 mod local;
 pub mod login;
 mod merge;
@@ -29,6 +30,7 @@ pub mod segment;
 mod server_replies;
 mod simple;
 mod spanning;
+mod split_bind;
 mod split_insert;
 pub mod statements;
 mod transaction;
@@ -154,6 +156,8 @@ pub struct Session<S> {
     local_portal: Option<local::LocalPortal>,
     /// A bound COPY into a sharded table (its text), run at its Execute.
     copy_portal: Option<String>,
+    /// A bound UPDATE that moves a row to another shard, run at its Execute.
+    move_portal: Option<key_move::MovePortal>,
     /// Setting changes of extended-protocol statements bound since the last
     /// Sync: the client's once that Sync's ReadyForQuery comes without an
     /// error in between (an error rolls the implicit transaction back).
@@ -190,6 +194,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             batch: None,
             local_portal: None,
             copy_portal: None,
+            move_portal: None,
             segment_errors: 0,
             extended_settings: Vec::new(),
             resync: false,
@@ -319,6 +324,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         if (self.local_portal.is_some() && self.on_local_portal(tag))
             || (self.copy_portal.is_some() && self.on_copy_portal(tag).await?)
+            || (self.move_portal.is_some() && self.on_move_portal(tag).await?)
         {
             return Ok(());
         }

@@ -14,8 +14,10 @@
 //! COPY, naming the row.
 
 pub mod binary;
+mod merged;
 mod out;
 
+pub use merged::{CopyMerge, CopyText, ForceQuote};
 pub use out::{plan_copy_out, CopyOut};
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};

@@ -10,7 +10,8 @@
 //! [`route`] (summary + parameters + sharding -> route), [`template`] (statement
 //! text to cache key: edge comments, overrides, literals), [`cache`] (the LRU
 //! AST cache the proxy owns), [`merge`] (what a cross-shard SELECT needs to be
-//! answered exactly).
+//! answered exactly), [`split`] (multi-row INSERTs split by shard),
+//! [`key_move`] (an UPDATE of a sharding key moving its row).
 
 #![forbid(unsafe_code)]
 
@@ -19,6 +20,7 @@ pub mod config;
 pub mod copy;
 pub mod extract;
 pub mod hash;
+pub mod key_move;
 pub mod merge;
 pub mod route;
 pub mod sharding;

@@ -305,7 +305,7 @@ pub enum RouteError {
     )]
     NoKeySpace,
     #[error(
-        "this statement sets {column}, the sharding key of {table}: changing a sharding key would move the row to another shard, which is not supported; delete the row and insert it again with the new key"
+        "this statement sets {column}, the sharding key of {table}: changing a sharding key would move the row to another shard, which is refused unless [rewrite] has enabled = true and shard_key = \"rewrite\" (then one row moves); or delete the row and insert it again with the new key"
     )]
     ShardingKeyChange { table: String, column: String },
     #[error(

@@ -5,7 +5,10 @@
 //!
 //! What splits: `INSERT INTO t (cols) VALUES (...), (...)` into a
 //! configured sharded table whose key column is in the column list with a
-//! literal value (optionally cast) in every row. `ON CONFLICT` only with a
+//! literal value or a bind parameter (optionally cast) in every row. With
+//! parameters, each part's are renumbered from `$1` in the order of the
+//! client's numbers, and [`Part::params`] says which of the client's values
+//! it takes (its Bind carries those, in that order). `ON CONFLICT` only with a
 //! conflict target that includes the key (a conflict is then always
 //! between rows of one shard). `RETURNING` rows come back in the client's
 //! row order (the proxy interleaves the shards' rows by `rows`), so it is
@@ -16,7 +19,8 @@ use parser_ffi::protobuf::{self as pb, node::Node as N};
 
 use crate::hash;
 use crate::route::tables::{classify, entry_names, TableClass};
-use crate::sharding::{Key, ShardedTable, Sharding};
+use crate::route::ParamValue;
+use crate::sharding::{DataType, Key, ShardedTable, Sharding};
 use crate::summary::TableRef;
 
 /// One INSERT per database.
@@ -34,6 +38,9 @@ pub struct Part {
     pub sql: String,
     /// The client's row numbers (0-based) this INSERT holds, in order.
     pub rows: Vec<usize>,
+    /// The client's parameter indexes (0-based) this INSERT's `$1`, `$2`,
+    /// ... stand for, in order (empty when it has no parameters).
+    pub params: Vec<usize>,
 }
 
 /// Why an INSERT cannot be split.
@@ -55,59 +62,151 @@ pub enum SplitError {
 
 use SplitError::Unsupported;
 
-/// Split the INSERT `sql` by shard of `sharding`.
+/// Split the INSERT `sql` (a simple query's: literal keys) by shard of
+/// `sharding`.
 pub fn split_insert(sql: &str, sharding: &Sharding) -> Result<Split, SplitError> {
-    let mut tree =
-        parser_ffi::parse_protobuf(sql).map_err(|e| SplitError::Unreadable(e.to_string()))?;
-    let insert = match tree.stmts.as_slice() {
-        [raw] => match raw.stmt.as_ref().and_then(|s| s.node.as_ref()) {
-            Some(N::InsertStmt(insert)) => insert.as_ref().clone(),
-            _ => return Err(Unsupported("it is one INSERT statement")),
-        },
-        _ => return Err(Unsupported("it is sent alone (one statement per query)")),
-    };
-    let (entry, table) = target(&insert, sharding)?;
-    let column = insert
-        .cols
-        .iter()
-        .position(|c| matches!(&c.node, Some(N::ResTarget(t)) if t.name == entry.column))
-        .ok_or(Unsupported("its column list names the sharding key"))?;
-    check_conflict(&insert, &entry.column)?;
-    let values = values_lists(&insert)?;
-    let mut parts: Vec<Part> = Vec::new();
-    for (row, list) in values.iter().enumerate() {
-        let key = row_key(list, column, entry).map_err(|why| SplitError::Row {
-            row: row + 1,
-            table: table.clone(),
-            why,
-        })?;
-        let database = hash::database(&entry.keys, &key).ok_or_else(|| SplitError::Row {
-            row: row + 1,
-            table: table.clone(),
-            why: "no shard is configured for its sharding key".into(),
-        })?;
-        match parts.iter_mut().find(|p| p.database == database) {
-            Some(part) => part.rows.push(row),
-            None => parts.push(Part {
-                database,
-                sql: String::new(),
-                rows: vec![row],
-            }),
+    InsertRows::parse(sql)?.split(sharding, &[])
+}
+
+/// A multi-row INSERT read for splitting, whatever the config: the
+/// statement without its VALUES rows, and the rows. Read once per
+/// prepared statement, split per Bind.
+#[derive(Debug, Clone)]
+pub struct InsertRows {
+    /// The parse tree with an empty VALUES list.
+    skeleton: pb::ParseResult,
+    values: Vec<pb::Node>,
+    /// The highest parameter number the statement uses (0: none).
+    parameters: usize,
+}
+
+impl InsertRows {
+    /// Read the INSERT `sql`; an error when it is not one INSERT of
+    /// VALUES rows.
+    pub fn parse(sql: &str) -> Result<InsertRows, SplitError> {
+        // `parse_raw` builds the same tree as the protobuf round trip
+        // (checked on the parser corpus), several times faster.
+        let mut skeleton =
+            parser_ffi::parse_raw(sql).map_err(|e| SplitError::Unreadable(e.to_string()))?;
+        let values = {
+            let insert = the_insert(&skeleton)?;
+            values_lists(insert)?
+        };
+        set_values(&mut skeleton, Vec::new());
+        let parameters = renumber(sql)?.1.last().map_or(0, |&i| i + 1);
+        Ok(InsertRows {
+            skeleton,
+            values,
+            parameters,
+        })
+    }
+
+    /// The highest parameter number the statement uses (0: none): with the
+    /// types a Parse declares, how many values its Bind must carry.
+    pub fn parameters(&self) -> usize {
+        self.parameters
+    }
+
+    /// The rows grouped by the database of their keys, in `sharding`;
+    /// `params` are the Bind's values (none for a simple query).
+    pub fn split(
+        &self,
+        sharding: &Sharding,
+        params: &[ParamValue<'_>],
+    ) -> Result<Split, SplitError> {
+        let insert = the_insert(&self.skeleton)?;
+        let (entry, table) = target(insert, sharding)?;
+        let column = insert
+            .cols
+            .iter()
+            .position(|c| matches!(&c.node, Some(N::ResTarget(t)) if t.name == entry.column))
+            .ok_or(Unsupported("its column list names the sharding key"))?;
+        check_conflict(insert, &entry.column)?;
+        let mut parts: Vec<Part> = Vec::new();
+        for (row, list) in self.values.iter().enumerate() {
+            let row_error = |why| SplitError::Row {
+                row: row + 1,
+                table: table.clone(),
+                why,
+            };
+            let key = row_key(list, column, entry, params).map_err(row_error)?;
+            let database = hash::database(&entry.keys, &key)
+                .ok_or_else(|| row_error("no shard is configured for its sharding key".into()))?;
+            match parts.iter_mut().find(|p| p.database == database) {
+                Some(part) => part.rows.push(row),
+                None => parts.push(Part {
+                    database,
+                    sql: String::new(),
+                    rows: vec![row],
+                    params: Vec::new(),
+                }),
+            }
         }
+        for part in &mut parts {
+            let mut tree = self.skeleton.clone();
+            set_values(
+                &mut tree,
+                part.rows.iter().map(|&r| self.values[r].clone()).collect(),
+            );
+            let sql = parser_ffi::deparse_protobuf(&tree)
+                .map_err(|e| SplitError::Unreadable(e.to_string()))?;
+            (part.sql, part.params) = renumber(&sql)?;
+        }
+        Ok(Split {
+            parts,
+            returning: insert
+                .returning_clause
+                .as_ref()
+                .is_some_and(|r| !r.exprs.is_empty()),
+        })
     }
-    for part in &mut parts {
-        let lists = part.rows.iter().map(|&r| values[r].clone()).collect();
-        set_values(&mut tree, lists);
-        part.sql = parser_ffi::deparse_protobuf(&tree)
-            .map_err(|e| SplitError::Unreadable(e.to_string()))?;
+}
+
+/// The only statement of `tree`, an INSERT.
+fn the_insert(tree: &pb::ParseResult) -> Result<&pb::InsertStmt, SplitError> {
+    match tree.stmts.as_slice() {
+        [raw] => match raw.stmt.as_ref().and_then(|s| s.node.as_ref()) {
+            Some(N::InsertStmt(insert)) => Ok(insert),
+            _ => Err(Unsupported("it is one INSERT statement")),
+        },
+        _ => Err(Unsupported("it is sent alone (one statement per query)")),
     }
-    Ok(Split {
-        parts,
-        returning: insert
-            .returning_clause
-            .as_ref()
-            .is_some_and(|r| !r.exprs.is_empty()),
-    })
+}
+
+/// `sql` with its parameters numbered from `$1` in the order of their
+/// numbers, and the original index (0-based) of each new number.
+pub(crate) fn renumber(sql: &str) -> Result<(String, Vec<usize>), SplitError> {
+    if !sql.contains('$') {
+        return Ok((sql.to_owned(), Vec::new()));
+    }
+    let tokens = parser_ffi::scan(sql).map_err(|e| SplitError::Unreadable(e.to_string()))?;
+    let param = pb::Token::Param as i32;
+    let number = |t: &parser_ffi::Token| -> Result<usize, SplitError> {
+        sql.get(t.start + 1..t.end)
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                SplitError::Unreadable(format!("parameter {:?}", sql.get(t.start..t.end)))
+            })
+    };
+    let mut used = Vec::new();
+    for token in tokens.iter().filter(|t| t.token == param) {
+        used.push(number(token)?);
+    }
+    used.sort_unstable();
+    used.dedup();
+    let mut out = String::with_capacity(sql.len());
+    let mut at = 0;
+    for token in tokens.iter().filter(|t| t.token == param) {
+        let n = number(token)?;
+        let new = used.binary_search(&n).unwrap_or(0) + 1;
+        out.push_str(&sql[at..token.start]);
+        out.push('$');
+        out.push_str(&new.to_string());
+        at = token.end;
+    }
+    out.push_str(&sql[at..]);
+    Ok((out, used.into_iter().map(|n| n - 1).collect()))
 }
 
 /// The table an INSERT writes, as written (schema-qualified when it is).
@@ -268,8 +367,14 @@ fn set_values(tree: &mut pb::ParseResult, lists: Vec<pb::Node>) {
     }
 }
 
-/// The sharding key of one VALUES row: a literal, optionally cast.
-fn row_key(list: &pb::Node, column: usize, entry: &ShardedTable) -> Result<Key, String> {
+/// The sharding key of one VALUES row: a literal or a parameter,
+/// optionally cast.
+fn row_key(
+    list: &pb::Node,
+    column: usize,
+    entry: &ShardedTable,
+    params: &[ParamValue<'_>],
+) -> Result<Key, String> {
     let Some(N::List(list)) = &list.node else {
         return Err("not a row of values".into());
     };
@@ -277,11 +382,15 @@ fn row_key(list: &pb::Node, column: usize, entry: &ShardedTable) -> Result<Key, 
         .items
         .get(column)
         .ok_or("it has no value for the sharding key")?;
-    row_key_value(value, entry)
+    row_key_value(value, entry, params)
 }
 
-/// A sharding key written as a literal, optionally cast.
-fn row_key_value(value: &pb::Node, entry: &ShardedTable) -> Result<Key, String> {
+/// A sharding key written as a literal or a parameter, optionally cast.
+fn row_key_value(
+    value: &pb::Node,
+    entry: &ShardedTable,
+    params: &[ParamValue<'_>],
+) -> Result<Key, String> {
     let mut value = value;
     while let Some(N::TypeCast(cast)) = &value.node {
         value = cast.arg.as_deref().ok_or("an empty cast")?;
@@ -297,6 +406,20 @@ fn row_key_value(value: &pb::Node, entry: &ShardedTable) -> Result<Key, String> 
             Some(pb::a_const::Val::Sval(s)) => hash::parse_text(data_type, &s.sval),
             _ => return Err("its sharding key is not a number or a string".into()),
         },
+        Some(N::ParamRef(param)) => {
+            let n = param.number;
+            let column = &entry.column;
+            let value = usize::try_from(n)
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|i| params.get(i))
+                .ok_or_else(|| format!("its sharding key {column} is ${n}, which has no value"))?;
+            return match param_key(data_type, *value) {
+                Ok(Some(key)) => Ok(key),
+                Ok(None) => Err(format!("its sharding key {column} (${n}) is NULL")),
+                Err(e) => Err(format!("its sharding key {column} (${n}): {e}")),
+            };
+        }
         Some(N::AExpr(e)) if is_negation(e) => {
             match e.rexpr.as_deref().and_then(|r| r.node.as_ref()) {
                 Some(N::AConst(pb::AConst {
@@ -308,7 +431,7 @@ fn row_key_value(value: &pb::Node, entry: &ShardedTable) -> Result<Key, String> 
         }
         _ => {
             return Err(format!(
-                "its sharding key {} is not a literal (a parameter or an expression)",
+                "its sharding key {} is not a literal or a parameter (an expression)",
                 entry.column
             ))
         }
@@ -316,8 +439,28 @@ fn row_key_value(value: &pb::Node, entry: &ShardedTable) -> Result<Key, String> 
     parsed.map_err(|e| format!("its sharding key {}: {e}", entry.column))
 }
 
+/// A key from a Bind's value (`None`: NULL), as the router reads one.
+pub(crate) fn param_key(
+    data_type: DataType,
+    value: ParamValue<'_>,
+) -> Result<Option<Key>, hash::KeyError> {
+    match value {
+        ParamValue::Null => Ok(None),
+        ParamValue::Text(bytes) => match hash::plain_int(data_type, bytes) {
+            Some(parsed) => parsed.map(Some),
+            None => match std::str::from_utf8(bytes) {
+                Ok(text) => hash::parse_text(data_type, text).map(Some),
+                Err(_) => Err(hash::KeyError::Invalid(
+                    "a text value that is not UTF-8".into(),
+                )),
+            },
+        },
+        ParamValue::Binary(bytes) => hash::decode_binary(data_type, bytes).map(Some),
+    }
+}
+
 /// `- 5` as the parser gives a negative literal in some positions.
-fn is_negation(e: &pb::AExpr) -> bool {
+pub(crate) fn is_negation(e: &pb::AExpr) -> bool {
     e.lexpr.is_none()
         && matches!(e.name.as_slice(), [pb::Node { node: Some(N::String(s)) }] if s.sval == "-")
 }

@@ -10,7 +10,10 @@
 //! Per target: `COPY pgbench_accounts FROM STDIN` of `--rows` rows (text,
 //! sent as 64 KiB CopyData messages by a minimal simple-protocol client, as
 //! psql's `\copy` does), then `--inserts` statements of one multi-row
-//! INSERT of `--insert-rows` rows each (literal values, simple protocol).
+//! INSERT of `--insert-rows` rows each (literal values, simple protocol),
+//! then as many executions of one prepared multi-row INSERT of
+//! `--insert-rows` rows with bind parameters (4 per row, text; Parse once,
+//! then Bind, Execute, Sync each, as drivers send a prepared statement).
 //! Tables are truncated before each run; row counts are checked after.
 //!
 //! `cargo run --release -p bench --bin bulk_load` (`--rows N`, ...).
@@ -56,14 +59,15 @@ struct Run {
     label: String,
     copy_secs: f64,
     insert_secs: f64,
+    bind_secs: f64,
     /// pgshard's peak RSS in KiB after the COPY and after the INSERTs
     /// (`None`: direct).
     peak_kib: Option<(u64, u64)>,
 }
 
-/// What one target measured: COPY and INSERT seconds, and pgshard's peak
-/// RSS after the COPY.
-type Measured = (f64, f64, Option<u64>);
+/// What one target measured: COPY, INSERT and prepared-INSERT seconds, and
+/// pgshard's peak RSS after the COPY.
+type Measured = (f64, f64, f64, Option<u64>);
 
 fn main() -> Result<()> {
     let options = Options::parse();
@@ -85,7 +89,7 @@ fn main() -> Result<()> {
         .build()?;
     let mut runs = Vec::new();
     let direct_port = servers[0].port();
-    let (copy_secs, insert_secs, _) = runtime.block_on(measure(
+    let (copy_secs, insert_secs, bind_secs, _) = runtime.block_on(measure(
         direct_port,
         "reference",
         &[(direct_port, "reference")],
@@ -97,6 +101,7 @@ fn main() -> Result<()> {
         label: "direct".into(),
         copy_secs,
         insert_secs,
+        bind_secs,
         peak_kib: None,
     });
     for shards in [1usize, 2, 4] {
@@ -119,7 +124,7 @@ fn main() -> Result<()> {
         let peak = peak_rss_kib(child.id());
         drop(child.stdin.take());
         let _ = child.wait();
-        let (copy_secs, insert_secs, copy_peak) = measured?;
+        let (copy_secs, insert_secs, bind_secs, copy_peak) = measured?;
         runs.push(Run {
             label: format!(
                 "pgshard, {shards} shard{}",
@@ -127,6 +132,7 @@ fn main() -> Result<()> {
             ),
             copy_secs,
             insert_secs,
+            bind_secs,
             peak_kib: copy_peak.zip(peak),
         });
     }
@@ -139,18 +145,20 @@ fn report(runs: &[Run], options: &Options, bytes: usize) {
     let direct = &runs[0];
     let insert_rows = (options.inserts * options.insert_rows) as f64;
     println!(
-        "\n| target | COPY MB/s | COPY rows/s | vs direct | INSERT rows/s | vs direct | pgshard peak RSS after COPY / after INSERTs |"
+        "\n| target | COPY MB/s | COPY rows/s | vs direct | INSERT rows/s | vs direct | INSERT $n rows/s | vs direct | pgshard peak RSS after COPY / after INSERTs |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for run in runs {
         println!(
-            "| {} | {:.1} | {:.0} | {:.2}x | {:.0} | {:.2}x | {} |",
+            "| {} | {:.1} | {:.0} | {:.2}x | {:.0} | {:.2}x | {:.0} | {:.2}x | {} |",
             run.label,
             bytes as f64 / 1e6 / run.copy_secs,
             options.rows as f64 / run.copy_secs,
             direct.copy_secs / run.copy_secs,
             insert_rows / run.insert_secs,
             direct.insert_secs / run.insert_secs,
+            insert_rows / run.bind_secs,
+            direct.bind_secs / run.bind_secs,
             run.peak_kib.map_or("-".to_owned(), |(copy, all)| format!(
                 "{:.1} / {:.1} MiB",
                 copy as f64 / 1024.0,
@@ -159,7 +167,7 @@ fn report(runs: &[Run], options: &Options, bytes: usize) {
         );
     }
     println!(
-        "\nCOPY: {} rows, {:.1} MB of text; INSERT: {} statements of {} rows.",
+        "\nCOPY: {} rows, {:.1} MB of text; INSERT and INSERT $n: {} statements of {} rows.",
         options.rows,
         bytes as f64 / 1e6,
         options.inserts,
@@ -201,7 +209,46 @@ async fn measure(
     if count(targets).await? != options.inserts * options.insert_rows {
         bail!("INSERT through {port}/{database}: rows missing");
     }
-    Ok((copy_secs, insert_secs, copy_peak))
+    truncate(targets).await?;
+    let bind_secs = prepared_inserts(&mut client, options).await?;
+    if count(targets).await? != options.inserts * options.insert_rows {
+        bail!("INSERT $n through {port}/{database}: rows missing");
+    }
+    Ok((copy_secs, insert_secs, bind_secs, copy_peak))
+}
+
+/// `--inserts` executions of one prepared INSERT of `--insert-rows` rows
+/// with bind parameters (text); their seconds.
+async fn prepared_inserts(client: &mut Wire, options: &Options) -> Result<f64> {
+    let rows = options.insert_rows;
+    let values: Vec<String> = (0..rows)
+        .map(|r| {
+            format!(
+                "(${}, ${}, ${}, ${})",
+                4 * r + 1,
+                4 * r + 2,
+                4 * r + 3,
+                4 * r + 4
+            )
+        })
+        .collect();
+    let sql = format!(
+        "INSERT INTO pgbench_accounts (aid, bid, abalance, filler) VALUES {}",
+        values.join(", ")
+    );
+    client.prepare("bulk", &sql).await?;
+    let start = Instant::now();
+    for i in 0..options.inserts {
+        let params: Vec<Vec<u8>> = (i * rows + 1..=i * rows + rows)
+            .flat_map(|aid| [aid.to_string(), "1".into(), "0".into(), "x".into()])
+            .map(String::into_bytes)
+            .collect();
+        let tag = client.execute("bulk", &params).await?;
+        if tag != format!("INSERT 0 {rows}") {
+            bail!("INSERT $n: {tag}");
+        }
+    }
+    Ok(start.elapsed().as_secs_f64())
 }
 
 async fn truncate(targets: &[(u16, &str)]) -> Result<()> {
@@ -408,6 +455,35 @@ impl Wire {
         body.push(0);
         self.send(b'Q', &body).await?;
         Ok(self.until_ready().await?.1)
+    }
+
+    /// Parse `sql` as statement `name` (no parameter types) and Sync.
+    async fn prepare(&mut self, name: &str, sql: &str) -> Result<()> {
+        let mut body = name.as_bytes().to_vec();
+        body.push(0);
+        body.extend_from_slice(sql.as_bytes());
+        body.extend_from_slice(&[0, 0, 0]);
+        self.send(b'P', &body).await?;
+        self.send(b'S', b"").await?;
+        self.until_ready().await?;
+        Ok(())
+    }
+
+    /// Bind statement `name` with text `params`, Execute, Sync; the tag.
+    async fn execute(&mut self, name: &str, params: &[Vec<u8>]) -> Result<String> {
+        let mut body = vec![0];
+        body.extend_from_slice(name.as_bytes());
+        body.extend_from_slice(&[0, 0, 0]);
+        body.extend_from_slice(&(params.len() as u16).to_be_bytes());
+        for param in params {
+            body.extend_from_slice(&(param.len() as u32).to_be_bytes());
+            body.extend_from_slice(param);
+        }
+        body.extend_from_slice(&[0, 0]);
+        self.send(b'B', &body).await?;
+        self.send(b'E', &[0, 0, 0, 0, 0]).await?;
+        self.send(b'S', b"").await?;
+        Ok(self.until_ready().await?.0)
     }
 
     /// COPY `data` in 64 KiB CopyData messages; the tag.

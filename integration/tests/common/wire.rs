@@ -269,3 +269,60 @@ pub fn first_column(replies: &[(u8, Bytes)]) -> Vec<String> {
         })
         .collect()
 }
+
+/// Parse with declared parameter types (0: unspecified).
+pub fn parse_typed(name: &str, sql: &str, types: &[u32]) -> Vec<u8> {
+    let mut body = BytesMut::new();
+    cstr(&mut body, name);
+    cstr(&mut body, sql);
+    body.put_u16(types.len() as u16);
+    for oid in types {
+        body.put_u32(*oid);
+    }
+    message(b'P', &body)
+}
+
+/// Bind `portal` to `statement` with raw values (`None` is NULL), the
+/// parameter format codes given (none, one, or one each) and result
+/// formats.
+pub fn bind_formats(
+    portal: &str,
+    statement: &str,
+    formats: &[i16],
+    params: &[Option<Vec<u8>>],
+    results: &[i16],
+) -> Vec<u8> {
+    let mut body = BytesMut::new();
+    cstr(&mut body, portal);
+    cstr(&mut body, statement);
+    body.put_u16(formats.len() as u16);
+    for format in formats {
+        body.put_i16(*format);
+    }
+    body.put_u16(params.len() as u16);
+    for param in params {
+        match param {
+            None => body.put_i32(-1),
+            Some(value) => {
+                body.put_i32(value.len() as i32);
+                body.put_slice(value);
+            }
+        }
+    }
+    body.put_u16(results.len() as u16);
+    for format in results {
+        body.put_i16(*format);
+    }
+    message(b'B', &body)
+}
+
+/// The command tags (CommandComplete texts) among `replies`.
+pub fn command_tags(replies: &[(u8, Bytes)]) -> Vec<String> {
+    replies
+        .iter()
+        .filter(|(tag, _)| *tag == b'C')
+        .map(|(_, body)| {
+            String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body)).into_owned()
+        })
+        .collect()
+}

@@ -159,7 +159,11 @@ mod tests {
     }
 
     fn join(format: Format, header: bool) -> CopyJoin {
-        CopyJoin::new(CopyOut { format, header })
+        CopyJoin::new(CopyOut {
+            format,
+            header,
+            merge: None,
+        })
     }
 
     #[test]

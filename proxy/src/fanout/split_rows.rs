@@ -19,6 +19,9 @@ pub struct SplitRows {
     taken: Vec<usize>,
     /// The server the fan-out numbers 0 (the first to answer).
     first: Option<usize>,
+    /// Positions are servers' indexes (an extended-protocol segment reads
+    /// its shards in order), not the fan-out's numbering.
+    positional: bool,
 }
 
 impl SplitRows {
@@ -31,7 +34,16 @@ impl SplitRows {
             returned: vec![None; total],
             taken: vec![0; servers],
             first: None,
+            positional: false,
         }
+    }
+
+    /// A split INSERT's rows read by position: position `i` is the server
+    /// holding `rows[i]`.
+    pub fn positional(rows: Vec<Vec<usize>>) -> SplitRows {
+        let mut split = SplitRows::new(rows.into_iter().map(|rows| (0, rows)).collect());
+        split.positional = true;
+        split
     }
 
     /// The fan-out numbers server `index` 0.
@@ -40,6 +52,9 @@ impl SplitRows {
     }
 
     fn server(&self, position: usize) -> Option<usize> {
+        if self.positional {
+            return Some(position);
+        }
         match position {
             0 => self.first,
             p => Some(p - 1),

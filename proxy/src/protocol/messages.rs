@@ -204,6 +204,97 @@ pub fn bind(
     finish(out, at);
 }
 
+/// `B`: Bind of `statement` into `bind`'s portal with only the values of
+/// `bind` at `indexes`, in that order (the statement's `$1`, `$2`, ...),
+/// their format codes with them: none or one code stay as they are (they
+/// mean the same for any count), one per value is picked per value. The
+/// result formats are `bind`'s.
+pub fn bind_part(
+    out: &mut BytesMut,
+    bind: &super::frame::Bind,
+    statement: &[u8],
+    indexes: &[usize],
+) {
+    let at = begin(out, b'B');
+    put_cstr(out, &bind.portal);
+    put_cstr(out, statement);
+    if bind.param_formats.len() > 1 {
+        out.put_u16(indexes.len() as u16);
+        for &i in indexes {
+            out.put_i16(bind.param_format(i));
+        }
+    } else {
+        out.put_u16(bind.param_formats.len() as u16);
+        for format in &bind.param_formats {
+            out.put_i16(*format);
+        }
+    }
+    out.put_u16(indexes.len() as u16);
+    for &i in indexes {
+        match bind.params.get(i).and_then(Option::as_ref) {
+            None => out.put_i32(-1),
+            Some(value) => {
+                out.put_i32(value.len() as i32);
+                out.put_slice(value);
+            }
+        }
+    }
+    out.put_u16(bind.result_formats.len() as u16);
+    for format in &bind.result_formats {
+        out.put_i16(*format);
+    }
+    finish(out, at);
+}
+
+/// `B`: Bind of `statement` into `portal` (frontend) with `values` (`None`
+/// is NULL), their format codes and the result format codes.
+pub fn bind_values(
+    out: &mut BytesMut,
+    (portal, statement): (&[u8], &[u8]),
+    formats: &[i16],
+    values: &[Option<&[u8]>],
+    results: &[i16],
+) {
+    let at = begin(out, b'B');
+    put_cstr(out, portal);
+    put_cstr(out, statement);
+    out.put_u16(formats.len() as u16);
+    for format in formats {
+        out.put_i16(*format);
+    }
+    out.put_u16(values.len() as u16);
+    for value in values {
+        match value {
+            None => out.put_i32(-1),
+            Some(value) => {
+                out.put_i32(value.len() as i32);
+                out.put_slice(value);
+            }
+        }
+    }
+    out.put_u16(results.len() as u16);
+    for format in results {
+        out.put_i16(*format);
+    }
+    finish(out, at);
+}
+
+/// `D`: Describe of a statement (`S`) or portal (`P`) (frontend).
+pub fn describe(out: &mut BytesMut, kind: u8, name: &[u8]) {
+    let at = begin(out, b'D');
+    out.put_u8(kind);
+    put_cstr(out, name);
+    finish(out, at);
+}
+
+/// `E`: Execute of `portal`, every row (frontend).
+pub fn execute(out: &mut BytesMut, portal: &[u8]) {
+    let at = begin(out, b'E');
+    put_cstr(out, portal);
+    out.put_i32(0);
+    finish(out, at);
+}
+
 /// `C`: Close of a statement (`S`) or portal (`P`) (frontend).
 pub fn close(out: &mut BytesMut, kind: u8, name: &[u8]) {
     let at = begin(out, b'C');
@@ -289,6 +380,41 @@ mod tests {
         assert_eq!(decoded.statement, Bytes::from_static(b"__pgshard_7"));
         assert_eq!((decoded.portal, decoded.params), (bind.portal, bind.params));
         assert_eq!(decoded.result_formats, vec![1, 0, 0]);
+    }
+
+    #[test]
+    fn a_part_of_a_bind_takes_its_values_and_their_formats() {
+        use super::super::frame::{decode_frontend_frame, Bind, FrontendMessage};
+        use bytes::Bytes;
+        let value = |v: &'static [u8]| Some(Bytes::from_static(v));
+        let decode = |mut out: BytesMut| {
+            let frame = decode_frontend_frame(&mut out, 1 << 20).unwrap().unwrap();
+            let Ok(FrontendMessage::Bind(decoded)) = FrontendMessage::decode(frame) else {
+                panic!("not a Bind");
+            };
+            decoded
+        };
+        for (formats, picked) in [
+            (vec![], vec![]),
+            (vec![1], vec![1]),
+            (vec![0, 1, 1, 0], vec![0, 1]),
+        ] {
+            let bind = Bind {
+                portal: Bytes::from_static(b"p"),
+                statement: Bytes::from_static(b"s"),
+                param_formats: formats,
+                params: vec![value(b"a"), None, value(b"c"), value(b"d")],
+                result_formats: vec![1],
+            };
+            let mut out = BytesMut::new();
+            super::bind_part(&mut out, &bind, b"__pgshard_3", &[3, 1]);
+            let decoded = decode(out);
+            assert_eq!(decoded.statement, Bytes::from_static(b"__pgshard_3"));
+            assert_eq!(decoded.portal, bind.portal);
+            assert_eq!(decoded.params, vec![value(b"d"), None]);
+            assert_eq!(decoded.param_formats, picked);
+            assert_eq!(decoded.result_formats, vec![1]);
+        }
     }
 
     #[test]

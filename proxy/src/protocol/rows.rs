@@ -1,6 +1,6 @@
 //! DataRow and RowDescription bodies for the cross-shard merge: the fields'
-//! types and formats, a row's value ranges (every length checked against
-//! the message), and rows written back.
+//! types, formats and names, a row's value ranges (every length checked
+//! against the message), and rows written back.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -41,6 +41,17 @@ pub fn read_fields(body: &[u8]) -> Option<(Vec<WireField>, Vec<usize>)> {
     }
     starts.push(at);
     Some((fields, starts))
+}
+
+/// The column names of a RowDescription body.
+pub fn column_names(body: &[u8]) -> Option<Vec<String>> {
+    let (fields, starts) = read_fields(body)?;
+    let names = (0..fields.len()).map(|i| {
+        let at = starts[i];
+        let end = at + body.get(at..)?.iter().position(|&b| b == 0)?;
+        Some(String::from_utf8_lossy(&body[at..end]).into_owned())
+    });
+    names.collect()
 }
 
 /// A whole DataRow message's value ranges.

@@ -128,23 +128,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let bind = frame.tag == b'B';
         let terminals = [reply_plan::DESCRIBE, reply_plan::BIND][usize::from(bind)];
         let body = &frame.body;
-        // Where the statement name starts: after the portal name (Bind) or
-        // the kind byte (Describe of a statement).
-        let name_start = match frame.tag {
-            b'B' => body.iter().position(|&b| b == 0).map(|p| p + 1),
-            _ if body.first() == Some(&b'S') => Some(1),
-            _ => None,
-        };
-        let Some(name_start) = name_start else {
+        let Some((name_start, name_len)) = statement_name(&frame)? else {
             return self
                 .forward_extended(&frame, Step::forward(terminals))
                 .await;
-        };
-        let Some(name_len) = body[name_start..].iter().position(|&b| b == 0) else {
-            return Err(End::Fatal(ClientError::new(
-                sqlstate::PROTOCOL_VIOLATION,
-                format!("malformed \"{}\" message", char::from(frame.tag)),
-            )));
         };
         let Some(statement) = self
             .statements
@@ -161,7 +148,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return Ok(());
         }
         let rest = &body[name_start + name_len..];
-        let unnamed = name_len == 0;
+        let mut client_name = &body[name_start..name_start + name_len];
+        // An INSERT that names no columns binds the statement with its
+        // table's columns written in.
+        let statement = match self.bound_with_columns(&frame, &statement).await? {
+            Some(rewritten) => {
+                client_name = b"\0";
+                rewritten
+            }
+            None => statement,
+        };
+        let unnamed = client_name.is_empty();
         // The name the server knows the statement by.
         let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
         let target = if self.sharded() && frame.tag == b'B' {
@@ -185,7 +182,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if !self.ensure_server_or_reply(target, false).await? {
             return Ok(());
         }
-        self.statement_on_server(&statement, &body[name_start..name_start + name_len]);
+        self.statement_on_server(&statement, client_name);
         let at = messages::begin(&mut self.to_server, frame.tag);
         self.to_server.put_slice(&body[..name_start]);
         self.to_server.put_slice(server_name);
@@ -203,6 +200,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Step::forward(terminals)
         });
         Ok(())
+    }
+
+    /// The statement a Bind of `statement` binds instead on a sharded
+    /// cluster (an INSERT given its table's columns), if any.
+    async fn bound_with_columns(
+        &mut self,
+        frame: &Frame,
+        statement: &Arc<Statement>,
+    ) -> Result<Option<Arc<Statement>>, End> {
+        if !self.sharded() || frame.tag != b'B' {
+            return Ok(None);
+        }
+        match FrontendMessage::decode(frame.clone()) {
+            Ok(FrontendMessage::Bind(bind)) => self.columns_statement(statement, &bind).await,
+            _ => Ok(None),
+        }
     }
 
     /// Where a Bind goes on a sharded cluster; `None` when it was answered
@@ -282,5 +295,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.put_frame(frame);
         self.plan.push(step);
         Ok(())
+    }
+}
+
+/// Where a Bind's or a statement Describe's statement name is in its body
+/// (start, length); `None` for a portal Describe.
+fn statement_name(frame: &Frame) -> Result<Option<(usize, usize)>, End> {
+    let body = &frame.body;
+    // After the portal name (Bind) or the kind byte (Describe of a
+    // statement).
+    let name_start = match frame.tag {
+        b'B' => body.iter().position(|&b| b == 0).map(|p| p + 1),
+        _ if body.first() == Some(&b'S') => Some(1),
+        _ => None,
+    };
+    let Some(name_start) = name_start else {
+        return Ok(None);
+    };
+    match body[name_start..].iter().position(|&b| b == 0) {
+        Some(name_len) => Ok(Some((name_start, name_len))),
+        None => Err(End::Fatal(ClientError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!("malformed \"{}\" message", char::from(frame.tag)),
+        ))),
     }
 }

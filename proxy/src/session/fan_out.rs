@@ -63,6 +63,9 @@ pub(super) enum Reply {
     /// Every shard holds the same rows (a write to omnisharded tables):
     /// one shard's reply stands for all.
     Copies,
+    /// A COPY (SELECT ...) TO STDOUT's whose rows are merged: the shards
+    /// run the SELECT, the merged rows go out as COPY's.
+    CopyRows(MergeRequest, crate::fanout::CopyRows),
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -175,6 +178,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 let bytewise = self.bytewise_text(servers.first_mut()).await;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
                 Merger::merging(rows)
+            }
+            Reply::CopyRows(merge, mut copy) => {
+                let encoding = servers.first().and_then(|s| {
+                    let params = &s.conn.params;
+                    params.iter().find(|(name, _)| name == "client_encoding")
+                });
+                if let Some((_, encoding)) = encoding {
+                    copy.client_encoding(encoding);
+                }
+                let bytewise = self.bytewise_text(servers.first_mut()).await;
+                let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
+                Merger::copying_rows(rows, copy)
             }
         }
     }

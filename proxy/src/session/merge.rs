@@ -13,11 +13,11 @@ use router::sharding::Sharding;
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::fan_out::MergeRequest;
+use super::fan_out::{MergeRequest, Reply};
 use super::statements::Statement;
 use super::Session;
 use crate::errors::ClientError;
-use crate::fanout::Window;
+use crate::fanout::{CopyRows, Window};
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::Bind;
@@ -80,6 +80,29 @@ pub(super) fn simple_query_rows(
 pub(super) fn copy_out(sql: &str, sharding: &Sharding) -> Result<Option<CopyOut>, ClientError> {
     plan_copy_out(sql, sharding)
         .map_err(|why| ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string()))
+}
+
+/// A simple-query `COPY ... TO STDOUT` on several shards: what the shards
+/// run instead (a merged query's SELECT, and whether its rows come in
+/// binary), and how their replies become the client's.
+pub(super) fn copy_out_reply(
+    sql: &str,
+    sharding: &Sharding,
+) -> Result<(Option<(String, bool)>, Reply), ClientError> {
+    let Some(mut out) = copy_out(sql, sharding)? else {
+        return Ok((None, Reply::Concat(Vec::new())));
+    };
+    let Some(merge) = out.merge.take() else {
+        return Ok((None, Reply::CopyOut(out)));
+    };
+    let copy = CopyRows::new(out.format, out.header, &merge);
+    let plan = merge.plan;
+    let request = MergeRequest {
+        window: window(&plan, None)?,
+        plan: Arc::new(plan),
+    };
+    let binary = out.format == Format::Binary;
+    Ok((Some((merge.sql, binary)), Reply::CopyRows(request, copy)))
 }
 
 /// What an EXPLAIN sends the shards (`None`: the client's text) and the
@@ -193,9 +216,9 @@ fn plan_rows(
     if statement.kind == (StatementKind::Copy { to: true }) {
         // Only the simple protocol joins headers and binary framing.
         let joined = match copy_out(sql, sharding) {
-            Ok(Some(out)) if out.header || out.format == Format::Binary => Err(ClientError::new(
+            Ok(Some(out)) if out.header || out.format == Format::Binary || out.merge.is_some() => Err(ClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
-                "COPY TO STDOUT with HEADER or in binary across shards runs in the simple protocol only",
+                "COPY TO STDOUT with HEADER, in binary, or of a query whose rows are merged (ORDER BY, LIMIT, aggregates, DISTINCT) across shards runs in the simple protocol only",
             )),
             Ok(_) => Ok(None),
             Err(error) => Err(error),

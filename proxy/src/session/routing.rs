@@ -134,6 +134,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.split_insert(frame_sql).await
             }
             RouteError::CopyIntoSharded { .. } if one => self.copy_sharded(frame_sql).await,
+            RouteError::ShardingKeyChange { .. }
+                if one && self.state.config().rewrite.moves_rows() =>
+            {
+                self.move_row_query(frame_sql, &summary.statements[0]).await
+            }
             RouteError::InsertWithoutKey { .. }
                 if one && summary.statements[0].insert_without_columns =>
             {
@@ -188,16 +193,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let summary = &lookup.entry.summary;
         let explained = super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
         let rows = match explained {
-            Ok(Some((sql, lines))) => Ok((sql, Reply::Concat(lines))),
-            Ok(None) if is_copy_to(summary) => super::merge::copy_out(frame_sql, &self.sharding)
-                .map(|plan| (None, plan.map_or(Reply::Concat(Vec::new()), Reply::CopyOut))),
+            Ok(Some((sql, lines))) => Ok((sql.map(|s| (s, false)), Reply::Concat(lines))),
+            Ok(None) if is_copy_to(summary) => {
+                super::merge::copy_out_reply(frame_sql, &self.sharding)
+            }
             Ok(None) if router::route::holds_copies(summary, &self.sharding) => {
                 Ok((None, Reply::Copies))
             }
             Ok(None) => super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
                 .map(|rows| match rows {
                     Rows::Concatenated => (None, Reply::Concat(Vec::new())),
-                    Rows::Merged { sql, request } => (sql, Reply::Merge(request)),
+                    Rows::Merged { sql, request } => {
+                        (sql.map(|s| (s, false)), Reply::Merge(request))
+                    }
                 }),
             Err(error) => Err(error),
         };
@@ -205,12 +213,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Ok(rows) => rows,
             Err(error) => return Ok(self.refused(error)),
         };
-        let query = {
-            let mut out = BytesMut::new();
-            messages::query(&mut out, sql.as_deref().unwrap_or(frame_sql));
-            out.freeze()
+        let query = match &sql {
+            None => shard_request(frame_sql, false),
+            Some((sql, binary)) => shard_request(sql, *binary),
         };
         let request = |_: &crate::pool::Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
+        // The shards' unnamed statement goes with a simple query (or the
+        // Parse of a merged COPY's SELECT).
+        self.unnamed_on = None;
         if in_txn {
             self.fan_out(&shards, request, reply, Scope::InTxn).await?;
         } else if super::spanning::atomic_across_shards(summary, frame_sql) {
@@ -384,6 +394,23 @@ fn is_copy_from(summary: &Summary) -> bool {
         summary.statements.as_slice(),
         [statement] if statement.kind == StatementKind::Copy { to: false }
     )
+}
+
+/// What the shards of a fan-out are sent: `sql` as a simple query, or,
+/// for rows wanted in binary, Parse, Bind (binary results), Describe,
+/// Execute and Sync of the unnamed statement.
+fn shard_request(sql: &str, binary: bool) -> bytes::Bytes {
+    let mut out = BytesMut::new();
+    if binary {
+        messages::parse(&mut out, b"", sql.as_bytes(), &[]);
+        messages::bind_values(&mut out, (b"", b""), &[], &[], &[1]);
+        messages::describe(&mut out, b'P', b"");
+        messages::execute(&mut out, b"");
+        messages::sync(&mut out);
+    } else {
+        messages::query(&mut out, sql);
+    }
+    out.freeze()
 }
 
 /// A `COPY ... TO` (one statement).

@@ -20,12 +20,19 @@
 //! message, rows of every shard concatenated, counts summed (see
 //! [`crate::fanout::Merger`]), one ReadyForQuery.
 //!
+//! A Bind of a multi-row INSERT whose rows go to several shards is held as
+//! one Bind per shard, each with its own statement and values
+//! (`session/split_bind.rs`, `segment/split.rs`).
+//!
 //! This file collects the segment; `segment/run.rs` runs it.
 
+mod bind;
 mod in_txn;
 mod portal;
 mod read;
 mod run;
+mod split;
+mod two_phase;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,6 +42,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::merge::BindMerge;
 use super::reply_plan;
+use super::split_bind::PartBind;
 use super::statements::Statement;
 use super::{End, Session};
 use crate::errors::ClientError;
@@ -51,6 +59,15 @@ pub struct Segment {
     portals: HashMap<Bytes, Vec<usize>>,
     /// Portals on several shards whose rows are merged by plan.
     merges: HashMap<Bytes, Arc<BindMerge>>,
+    /// Portals of split INSERTs: the client's row numbers each of the
+    /// portal's shards holds, in the order of its shards.
+    splits: HashMap<Bytes, SplitRowsOf>,
+    /// The shards statements that write were bound for.
+    writes: Vec<usize>,
+    /// Portals whose statement returns no rows (a split INSERT without
+    /// RETURNING): a row limit on their Execute changes nothing (pgjdbc
+    /// sends one in batches).
+    rowless: std::collections::HashSet<Bytes>,
     /// Portals on several shards that each hold the same rows (writes to
     /// omnisharded tables): one shard's reply stands for all.
     copies: std::collections::HashSet<Bytes>,
@@ -58,9 +75,6 @@ pub struct Segment {
     /// segment has re-parsed it (each Parse of it counts).
     unnamed: Option<Arc<Statement>>,
     unnamed_generation: u64,
-    /// A statement bound in it may write (inside a transaction, its shards
-    /// must commit with the others).
-    writes: bool,
 }
 
 /// One client message of the segment.
@@ -82,10 +96,20 @@ enum Item {
         uses: Option<Uses>,
         /// A Describe or Execute of a portal whose rows are merged.
         merge: Option<ItemMerge>,
+        /// A split Bind: each shard's own Bind and statement instead of
+        /// `bytes` and `uses`.
+        parts: Option<Arc<[PartBind]>>,
+        /// An Execute of a split INSERT's portal: its RETURNING rows are
+        /// put back in the client's order.
+        split: Option<SplitRowsOf>,
         /// An Execute of a portal whose shards hold the same rows.
         copies: bool,
     },
 }
+
+/// The client's row numbers each shard of a split INSERT holds, by the
+/// shard's position in the item's shards.
+type SplitRowsOf = Arc<Vec<Vec<usize>>>;
 
 /// A portal message whose reply goes through a row merge.
 #[derive(Debug, Clone)]
@@ -163,6 +187,8 @@ impl Segment {
             Uses::Named(Arc::clone(statement))
         };
         self.merges.remove(&portal);
+        self.splits.remove(&portal);
+        self.rowless.remove(&portal);
         if let Some((merge, bind)) = merge {
             if let Some(rewritten) = &merge.shard_statement {
                 // The shards run the rewritten statement under its own
@@ -185,13 +211,19 @@ impl Segment {
             terminals: reply_plan::BIND,
             uses: Some(uses),
             merge: None,
+            parts: None,
+            split: None,
             copies: false,
         });
     }
 
-    /// A statement bound in the segment may write.
-    pub fn note_writes(&mut self, writes: bool) {
-        self.writes |= writes;
+    /// Statements bound for `shards` write (they commit together).
+    pub fn note_writes(&mut self, shards: &[usize]) {
+        for &shard in shards {
+            if !self.writes.contains(&shard) {
+                self.writes.push(shard);
+            }
+        }
     }
 
     /// Every shard the segment's messages go to, in order.
@@ -266,7 +298,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             b'H' => Some(refused(IN_PARTS)),
             b'P' => self.segment_parse(&mut segment, frame).err(),
-            b'B' => self.segment_bind(&mut segment, frame).err(),
+            b'B' => self.segment_bind(&mut segment, frame).await?.err(),
             b'D' | b'E' | b'C' => self.segment_portal_message(&mut segment, frame).err(),
             _ => Some(refused(&format!(
                 "{MIXED} (message type {})",
@@ -312,94 +344,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let named = (!name.is_empty()).then_some((name, statement_id));
         segment.items.push(Item::Local(reply.freeze(), named));
         Ok(())
-    }
-
-    fn segment_bind(&mut self, segment: &mut Segment, frame: Frame) -> Result<(), ClientError> {
-        let body = frame.body.clone();
-        let Ok(FrontendMessage::Bind(bind)) = FrontendMessage::decode(frame) else {
-            return Err(malformed("Bind"));
-        };
-        let unnamed = bind.statement.is_empty();
-        let statement = if unnamed {
-            segment.unnamed.clone()
-        } else {
-            self.statements.get(&bind.statement).cloned()
-        }
-        .ok_or_else(|| no_statement(&bind.statement))?;
-        let shards = match self.segment_route(&statement, &bind)? {
-            Some(shards) => shards,
-            None => vec![segment.first_shard()],
-        };
-        let merge = match self.route_info(&statement) {
-            Some(info) if shards.len() > 1 => {
-                self.bind_merge(&statement, &info.entry.summary, &bind)?
-            }
-            _ => None,
-        };
-        let copies = shards.len() > 1
-            && self.route_info(&statement).is_some_and(|info| {
-                router::route::holds_copies(&info.entry.summary, &self.sharding)
-            });
-        let writes = self
-            .route_info(&statement)
-            .is_none_or(|info| super::spanning::writes(&info.entry.summary));
-        segment.note_writes(writes);
-        // The Bind with the server's name for the statement.
-        let name_start = bind.portal.len() + 1;
-        let rest = &body[name_start + bind.statement.len()..];
-        let mut bytes = BytesMut::with_capacity(body.len() + 16);
-        let at = messages::begin(&mut bytes, b'B');
-        bytes.put_slice(&body[..name_start]);
-        if !unnamed {
-            bytes.put_slice(&statement.name);
-        }
-        bytes.put_slice(rest);
-        messages::finish(&mut bytes, at);
-        segment.push_bind(
-            shards,
-            (bind.portal.clone(), bytes.freeze()),
-            &statement,
-            unnamed,
-            merge.map(|merge| (merge, &bind)),
-            copies,
-        );
-        Ok(())
-    }
-
-    /// The shards a Bind inside a segment goes to (`None`: any shard).
-    fn segment_route(
-        &mut self,
-        statement: &Arc<Statement>,
-        bind: &crate::protocol::frame::Bind,
-    ) -> Result<Option<Vec<usize>>, ClientError> {
-        let Some(info) = self.route_info(statement) else {
-            return Ok(None);
-        };
-        let summary = &info.entry.summary;
-        if summary.statements.iter().any(|s| {
-            matches!(
-                s.kind,
-                router::summary::StatementKind::Begin
-                    | router::summary::StatementKind::Commit
-                    | router::summary::StatementKind::Rollback
-                    | router::summary::StatementKind::TransactionOther
-                    | router::summary::StatementKind::SetShard(_)
-                    | router::summary::StatementKind::SetShardingKey(_)
-                    | router::summary::StatementKind::Session
-            )
-        }) {
-            return Err(refused(&format!(
-                "{MIXED}: transaction control and settings must be sent after its Sync"
-            )));
-        }
-        let params = super::routing::bind_params(bind);
-        let params = info.params(&params);
-        let overrides = self.overrides(&info.overrides);
-        let routed = info
-            .entry
-            .route(&params, &overrides, &self.sharding)
-            .map_err(|e| refused(&e.to_string()))?;
-        Ok(self.routed_to(&info.entry, &routed.route))
     }
 }
 

@@ -6,23 +6,29 @@
 //! its own on each shard, committed on all of them (two-phase when on) or
 //! rolled back on all when one fails (`commit.rs`).
 //!
-//! Also here: the check that an INSERT ... SELECT into a sharded table
-//! keeps every row on its own shard (`router::split::check_insert_select`).
+//! Also here: an INSERT that names no columns given its table's (from a
+//! shard's catalog, cached), in both protocols (a prepared one binds a
+//! registered statement with the columns written in), and the check that
+//! an INSERT ... SELECT into a sharded table keeps every row on its own
+//! shard (`router::split::check_insert_select`).
 
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use router::route::RouteError;
 use router::split::{check_insert_select, insert_table, split_insert, with_columns};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fan_out::{Reply, Scope};
-use super::routing::Dispatch;
+use super::routing::{bind_params, Dispatch};
+use super::statements::Statement;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::fanout::SplitRows;
 use crate::protocol::backend::sqlstate;
+use crate::protocol::frame::Bind;
 use crate::protocol::messages;
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
@@ -86,6 +92,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// key can be routed; `None` when that cannot be done (the caller
     /// refuses it as before).
     pub(super) async fn insert_with_columns(&mut self, sql: &str) -> Result<Option<String>, End> {
+        Ok(match self.insert_columns(sql).await? {
+            Some(columns) => with_columns(sql, &columns),
+            None => None,
+        })
+    }
+
+    /// The columns of the table the INSERT `sql` writes (cached).
+    async fn insert_columns(&mut self, sql: &str) -> Result<Option<Arc<Vec<String>>>, End> {
         let Some(table) = insert_table(sql) else {
             return Ok(None);
         };
@@ -97,18 +111,69 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 return Ok(None);
             };
             let columns = super::copy_in::table_columns(server, &table, false).await;
-            return Ok(columns
-                .filter(|c| !c.is_empty())
-                .and_then(|columns| with_columns(sql, &columns)));
+            return Ok(columns.filter(|c| !c.is_empty()).map(Arc::new));
         }
         let key = (self.info.database.clone(), table.clone());
         let known =
             (self.state.table_columns.lock().ok()).and_then(|m| m.columns.get(&key).cloned());
-        let columns = match known {
-            Some(columns) => Some(columns),
-            None => self.fetch_columns(&table).await?,
+        match known {
+            Some(columns) => Ok(Some(columns)),
+            None => self.fetch_columns(&table).await,
+        }
+    }
+
+    /// A Bind of a prepared INSERT that names no columns, into a sharded
+    /// table, with no key the router can find: the statement with the
+    /// table's columns written in (registered, kept on `statement` while
+    /// the table's columns are the same), which the Bind then binds
+    /// instead. `None`: bind `statement` as it is.
+    pub(super) async fn columns_statement(
+        &mut self,
+        statement: &Arc<Statement>,
+        bind: &Bind,
+    ) -> Result<Option<Arc<Statement>>, End> {
+        let Some(info) = self.route_info(statement) else {
+            return Ok(None);
         };
-        Ok(columns.and_then(|columns| with_columns(sql, &columns)))
+        let [only] = info.entry.summary.statements.as_slice() else {
+            return Ok(None);
+        };
+        let params = bind_params(bind);
+        let overrides = self.overrides(&info.overrides);
+        let routed = info
+            .entry
+            .route(&info.params(&params), &overrides, &self.sharding);
+        let keyless = match routed {
+            Err(RouteError::InsertWithoutKey { .. }) => true,
+            // With a column-only entry, the table's columns say whether it
+            // has the key column.
+            Err(RouteError::UnknownTableWrite { .. }) => self.sharding.unlisted_by_columns,
+            _ => false,
+        };
+        if !only.insert_without_columns || !keyless {
+            return Ok(None);
+        }
+        let sql = String::from_utf8_lossy(&statement.query).into_owned();
+        let Some(columns) = self.insert_columns(&sql).await? else {
+            return Ok(None);
+        };
+        let mut kept = crate::state::lock(&statement.with_columns);
+        if let Some((known, rewritten)) = kept.as_ref() {
+            if Arc::ptr_eq(known, &columns) {
+                return Ok(Some(Arc::clone(rewritten)));
+            }
+        }
+        let Some(text) = with_columns(&sql, &columns) else {
+            return Ok(None);
+        };
+        let rewritten = self.state.statements.get_or_insert(
+            &Bytes::from(text),
+            &statement.param_types,
+            &self.state.cache,
+            self.engine,
+        );
+        *kept = Some((columns, Arc::clone(&rewritten)));
+        Ok(Some(rewritten))
     }
 
     /// `table`'s columns asked of a server of shard 0 checked out for it.

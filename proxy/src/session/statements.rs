@@ -50,7 +50,17 @@ pub struct Statement {
     /// What running it on several shards needs (see `session/merge.rs`),
     /// planned at its first multi-shard Bind and kept.
     pub merge: OnceLock<super::merge::StatementMerge>,
+    /// A multi-row INSERT's rows, read at its first Bind whose rows go to
+    /// several shards and kept (see `session/split_bind.rs`).
+    pub insert_rows: OnceLock<super::split_bind::InsertRowsRead>,
+    /// An INSERT that names no columns: the table's columns it was last
+    /// bound with, and the statement with them written in.
+    pub with_columns: Mutex<Option<WithColumns>>,
 }
+
+/// The table's columns an INSERT that names none was bound with, and the
+/// statement with them written in.
+pub type WithColumns = (Arc<Vec<String>>, Arc<Statement>);
 
 /// Above this many distinct statements the registry starts over; statements
 /// already handed out stay valid (ids are never reused), new Parses of the
@@ -110,6 +120,8 @@ impl Registry {
             settings,
             route: OnceLock::new(),
             merge: OnceLock::new(),
+            insert_rows: OnceLock::new(),
+            with_columns: Mutex::new(None),
         });
         inner
             .by_text

@@ -1,8 +1,10 @@
 //! `[rewrite]`: PgDog's switches for the statements a sharding proxy
 //! rewrites. pgshard splits multi-row INSERTs whose rows belong to several
-//! shards (`split_inserts = "rewrite"`); the section's other values are
-//! accepted with a warning and behave as `"error"` where PgDog would do
-//! something pgshard does not (yet), never as a silent broadcast.
+//! shards (`split_inserts = "rewrite"`) and moves a row whose sharding key
+//! an UPDATE changes to another shard (`shard_key = "rewrite"`); the
+//! section's other values are accepted with a warning and behave as
+//! `"error"` where PgDog would do something pgshard does not (yet), never
+//! as a silent broadcast.
 //!
 //! Without the section pgshard's defaults apply: splitting on. With it,
 //! PgDog's meaning: `enabled` is the master switch (PgDog's default, off,
@@ -66,6 +68,12 @@ impl Rewrite {
         self.enabled && self.split_inserts == Policy::Rewrite
     }
 
+    /// Whether an UPDATE that changes a row's sharding key moves the row
+    /// to its new shard.
+    pub fn moves_rows(&self) -> bool {
+        self.enabled && self.shard_key == Policy::Rewrite
+    }
+
     /// Warnings for the values pgshard does not do as PgDog would.
     pub(super) fn warnings(&self, warnings: &mut Vec<Warning>) {
         let mut warn = |key: &str, message: &str| {
@@ -77,10 +85,10 @@ impl Rewrite {
                 "\"ignore\" is treated as \"error\": forwarding a multi-row INSERT unchanged would write rows on shards their keys do not hash to",
             );
         }
-        if self.shard_key != Policy::Error {
+        if self.shard_key == Policy::Ignore {
             warn(
                 "shard_key",
-                "accepted, not supported yet: an UPDATE of a sharding key is refused (as with \"error\")",
+                "\"ignore\" is treated as \"error\": forwarding an UPDATE of a sharding key unchanged would leave the row on a shard its new key does not hash to",
             );
         }
         if self.primary_key == Policy::Rewrite {
@@ -110,12 +118,16 @@ mod tests {
         assert!(!read("enabled = true\nsplit_inserts = \"ignore\"").splits_inserts());
         assert_eq!(read("").primary_key, Policy::Ignore);
         assert!(toml::from_str::<Rewrite>("split_insert = \"rewrite\"").is_err());
+        assert!(!Rewrite::default().moves_rows());
+        assert!(!read("shard_key = \"rewrite\"").moves_rows());
+        assert!(read("enabled = true\nshard_key = \"rewrite\"").moves_rows());
+        assert!(!read("enabled = true\nshard_key = \"ignore\"").moves_rows());
     }
 
     #[test]
     fn values_pgshard_does_not_follow_are_warned_about() {
         let mut warnings = Vec::new();
-        read("enabled = true\nshard_key = \"rewrite\"\nsplit_inserts = \"ignore\"\nprimary_key = \"rewrite\"")
+        read("enabled = true\nshard_key = \"ignore\"\nsplit_inserts = \"ignore\"\nprimary_key = \"rewrite\"")
             .warnings(&mut warnings);
         let paths: Vec<&str> = warnings.iter().map(|w| w.path.as_str()).collect();
         assert_eq!(
@@ -128,6 +140,7 @@ mod tests {
         );
         let mut none = Vec::new();
         Rewrite::default().warnings(&mut none);
+        read("enabled = true\nshard_key = \"rewrite\"").warnings(&mut none);
         assert!(none.is_empty());
     }
 }

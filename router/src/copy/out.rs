@@ -1,20 +1,26 @@
 //! `COPY table/query TO STDOUT` on several shards: what joining the shards'
 //! outputs needs (the format, and whether a header line is to be sent
-//! once), or why it cannot be joined exactly (a query whose rows need a
-//! merge: ORDER BY, LIMIT, aggregates, DISTINCT).
+//! once), or, for a query whose rows need a merge (ORDER BY, LIMIT,
+//! aggregates, DISTINCT), the merge of its SELECT and the COPY format the
+//! merged rows are written in (`copy/merged.rs`), or why it cannot be
+//! answered exactly.
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
+use super::merged::{copy_merge, CopyMerge};
 use super::{CopyError, Format};
 use crate::merge;
 use crate::sharding::Sharding;
 
 /// How the shards' COPY TO outputs join into one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyOut {
     pub format: Format,
     /// Each shard starts with a header line (text or CSV HEADER).
     pub header: bool,
+    /// The query's rows need a merge: the shards run its SELECT instead,
+    /// and pgshard writes the merged rows as COPY would.
+    pub merge: Option<Box<CopyMerge>>,
 }
 
 /// Plan a `COPY ... TO STDOUT` that runs on several shards; `Ok(None)`
@@ -42,17 +48,24 @@ pub fn plan_copy_out(sql: &str, sharding: &Sharding) -> Result<Option<CopyOut>, 
             table: table.clone(),
             why,
         })?;
+    let mut merge = None;
+    // Planning rewrites the query: the merge plans it again from the text.
+    let query = copy.query.as_deref().cloned();
     if let Some(N::SelectStmt(select)) = copy.query.as_mut().and_then(|q| q.node.as_mut()) {
         match merge::select_needs_merge(select, sharding) {
             Ok(false) => {}
-            Ok(true) => return Err(CopyError::Unsupported {
-                table,
-                why: "COPY (SELECT ...) TO STDOUT whose rows need a merge across shards (ORDER BY, LIMIT, aggregates, DISTINCT) is not supported: run the SELECT itself, which pgshard merges, or add the sharding key to the WHERE clause",
-            }),
+            Ok(true) => {
+                let planned = copy_merge(query, &copy.options, (format, header), sharding)?;
+                merge = Some(Box::new(planned));
+            }
             Err(why) => return Err(CopyError::Query(why.to_string())),
         }
     }
-    Ok(Some(CopyOut { format, header }))
+    Ok(Some(CopyOut {
+        format,
+        header,
+        merge,
+    }))
 }
 
 /// FORMAT and HEADER among COPY's options (the others do not change how

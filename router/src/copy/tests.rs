@@ -276,7 +276,13 @@ fn malformed_binary_fails_with_postgres_words() {
 #[test]
 fn copy_out_joins_or_is_refused() {
     let plan = |sql| plan_copy_out(sql, &sharding());
-    let out = |format, header| Ok(Some(CopyOut { format, header }));
+    let out = |format, header| {
+        Ok(Some(CopyOut {
+            format,
+            header,
+            merge: None,
+        }))
+    };
     assert_eq!(plan("COPY orders TO STDOUT"), out(Format::Text, false));
     assert_eq!(
         plan("COPY orders TO STDOUT (FORMAT csv, HEADER)"),
@@ -291,20 +297,49 @@ fn copy_out_joins_or_is_refused() {
         out(Format::Text, false)
     );
     assert_eq!(plan("COPY orders TO '/tmp/x'"), Ok(None));
+    // Rows that need a merge: the shards run the SELECT.
+    let merged = |sql| plan(sql).unwrap().unwrap().merge.unwrap();
+    let m = merged("COPY (SELECT * FROM orders ORDER BY user_id) TO STDOUT");
+    // The merge adds its sort column, stripped from the rows.
+    assert_eq!(m.sql, "SELECT *, user_id FROM orders ORDER BY user_id");
+    assert_eq!(m.plan.hidden, 1);
+    assert_eq!(m.text.delimiter, b'\t');
+    assert_eq!(m.text.null, "\\N");
+    let m = merged(
+        "COPY (SELECT count(*) FROM orders) TO STDOUT (FORMAT csv, DELIMITER ';', NULL 'x', FORCE_QUOTE *)",
+    );
+    assert_eq!((m.text.delimiter, m.text.null.as_str()), (b';', "x"));
+    assert_eq!(m.text.force_quote, ForceQuote::All);
+    let m =
+        merged("COPY (SELECT note FROM orders LIMIT 3) TO STDOUT CSV QUOTE '''' FORCE QUOTE note");
+    assert_eq!((m.text.quote, m.text.escape), (b'\'', b'\''));
+    assert_eq!(m.text.force_quote, ForceQuote::Columns(vec!["note".into()]));
     for (sql, says) in [
-        (
-            "COPY (SELECT * FROM orders ORDER BY user_id) TO STDOUT",
-            "need a merge",
-        ),
-        (
-            "COPY (SELECT count(*) FROM orders) TO STDOUT",
-            "need a merge",
-        ),
         (
             "COPY (SELECT json_agg(note) FROM orders) TO STDOUT",
             "json_agg",
         ),
         ("COPY orders TO STDOUT (FORMAT xml)", "unknown FORMAT"),
+        (
+            "COPY (SELECT * FROM orders ORDER BY user_id) TO STDOUT (ENCODING 'latin1')",
+            "encoding is not supported",
+        ),
+        (
+            "COPY (SELECT * FROM orders ORDER BY user_id) TO STDOUT (QUOTE '\"')",
+            "requires CSV mode",
+        ),
+        (
+            "COPY (SELECT * FROM orders ORDER BY user_id) TO STDOUT (DELIMITER 'ab')",
+            "single one-byte",
+        ),
+        (
+            "COPY (SELECT * FROM orders ORDER BY user_id) TO STDOUT (DELIMITER 'a')",
+            "cannot be \"a\"",
+        ),
+        (
+            "COPY (SELECT * FROM orders ORDER BY user_id) TO STDOUT (FORMAT binary, HEADER)",
+            "BINARY mode",
+        ),
     ] {
         let err = plan(sql).unwrap_err().to_string();
         assert!(err.contains(says), "{sql}: {err}");

@@ -118,7 +118,7 @@ fn arm(
             )),
         };
     }
-    if let Ok(key) = row_key_value(value, entry) {
+    if let Ok(key) = row_key_value(value, entry, &[]) {
         return hash::database(&entry.keys, &key)
             .map(Rows::On)
             .ok_or_else(|| "no shard is configured for its sharding key".into());

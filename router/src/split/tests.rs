@@ -58,11 +58,13 @@ fn rows_go_to_their_shards_in_order() {
                 database: 0,
                 sql: "INSERT INTO orders (note, user_id) VALUES ('a', 1), ('c', 3)".into(),
                 rows: vec![0, 2],
+                params: vec![],
             },
             Part {
                 database: 1,
                 sql: "INSERT INTO orders (note, user_id) VALUES ('b', 2)".into(),
                 rows: vec![1],
+                params: vec![],
             },
         ]
     );
@@ -177,5 +179,105 @@ fn inserts_without_columns_get_the_tables_columns() {
         "INSERT INTO orders DEFAULT VALUES",
     ] {
         assert_eq!(with_columns(sql, &columns), None, "{sql}");
+    }
+}
+
+#[test]
+fn bind_parameters_place_rows_and_are_renumbered_per_part() {
+    use crate::route::ParamValue::{Binary, Null, Text};
+    let rows = InsertRows::parse(
+        "INSERT INTO orders (user_id, note) VALUES ($1, $2), ($3::bigint, $2), (3, $4) RETURNING note",
+    )
+    .unwrap();
+    // $1 = 2 (text) -> 1, $3 = 1 (binary int8) -> 0, literal 3 -> 0.
+    let params = [
+        Text(b"2"),
+        Text(b"x"),
+        Binary(&[0, 0, 0, 0, 0, 0, 0, 1]),
+        Null,
+    ];
+    let s = rows.split(&sharding(), &params).unwrap();
+    assert!(s.returning);
+    assert_eq!(
+        s.parts,
+        vec![
+            Part {
+                database: 1,
+                sql: "INSERT INTO orders (user_id, note) VALUES ($1, $2) RETURNING note".into(),
+                rows: vec![0],
+                params: vec![0, 1],
+            },
+            Part {
+                database: 0,
+                sql: "INSERT INTO orders (user_id, note) VALUES ($2::bigint, $1), (3, $3) RETURNING note"
+                    .into(),
+                rows: vec![1, 2],
+                params: vec![1, 2, 3],
+            },
+        ]
+    );
+    // A binary int4 key reads as the integer it is.
+    let rows = InsertRows::parse("INSERT INTO orders (user_id) VALUES ($1), ($2)").unwrap();
+    let s = rows
+        .split(&sharding(), &[Binary(&[0, 0, 0, 2]), Binary(&[0, 0, 0, 3])])
+        .unwrap();
+    let placed: Vec<(usize, Vec<usize>)> = s
+        .parts
+        .iter()
+        .map(|p| (p.database, p.params.clone()))
+        .collect();
+    assert_eq!(placed, vec![(1, vec![0]), (0, vec![1])]);
+    // Parameters outside the rows (ON CONFLICT's SET) go with every part.
+    let rows = InsertRows::parse(
+        "INSERT INTO orders (user_id, id) VALUES ($1, 1), ($2, 2) \
+         ON CONFLICT (user_id, id) DO UPDATE SET note = $3",
+    )
+    .unwrap();
+    let s = rows
+        .split(&sharding(), &[Text(b"1"), Text(b"2"), Text(b"n")])
+        .unwrap();
+    assert_eq!(s.parts[0].params, vec![0, 2]);
+    assert_eq!(s.parts[1].params, vec![1, 2]);
+    assert!(
+        s.parts[1].sql.contains("VALUES ($1, 2)"),
+        "{}",
+        s.parts[1].sql
+    );
+    assert!(s.parts[1].sql.contains("note = $2"), "{}", s.parts[1].sql);
+    // A '$1' inside a string is not a parameter.
+    let rows =
+        InsertRows::parse("INSERT INTO orders (user_id, note) VALUES ($2, '$1'), (2, $1)").unwrap();
+    let s = rows.split(&sharding(), &[Text(b"a"), Text(b"1")]).unwrap();
+    assert_eq!(
+        s.parts[0].sql,
+        "INSERT INTO orders (user_id, note) VALUES ($1, '$1')"
+    );
+    assert_eq!(s.parts[0].params, vec![1]);
+    assert_eq!(
+        s.parts[1].sql,
+        "INSERT INTO orders (user_id, note) VALUES (2, $1)"
+    );
+    assert_eq!(s.parts[1].params, vec![0]);
+}
+
+#[test]
+fn bad_parameter_keys_name_the_row() {
+    use crate::route::ParamValue::{Binary, Null, Text};
+    let rows = InsertRows::parse("INSERT INTO orders (user_id) VALUES ($1), ($2)").unwrap();
+    for (params, says) in [
+        (
+            vec![Text(b"1"), Null],
+            "row 2 of the INSERT into orders: its sharding key user_id ($2) is NULL",
+        ),
+        (
+            vec![Text(b"1")],
+            "row 2 of the INSERT into orders: its sharding key user_id is $2, which has no value",
+        ),
+        (vec![Text(b"x"), Text(b"1")], "row 1"),
+        (vec![Binary(&[1, 2, 3]), Text(b"1")], "2, 4 or 8 bytes"),
+        (vec![Text(b"1"), Text(b"7")], "no shard is configured"),
+    ] {
+        let why = rows.split(&sharding(), &params).unwrap_err().to_string();
+        assert!(why.contains(says), "{params:?}: {why}");
     }
 }

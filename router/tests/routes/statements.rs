@@ -116,7 +116,7 @@ fn levels_that_do_not_restrict_rows() {
 fn writes_that_would_misplace_rows() {
     let c = prod();
     // Changing a row's sharding key would have to move it to another shard.
-    c.check("UPDATE orders SET tenant_id = 4 WHERE tenant_id = 3", &[], "err: this statement sets tenant_id, the sharding key of orders: changing a sharding key would move the row to another shard, which is not supported");
+    c.check("UPDATE orders SET tenant_id = 4 WHERE tenant_id = 3", &[], "err: this statement sets tenant_id, the sharding key of orders: changing a sharding key would move the row to another shard, which is refused unless [rewrite] has enabled = true");
     c.check("UPDATE orders o SET (amount, tenant_id) = (1, $1) WHERE o.id = 5", &[T("4")], "err: changing a sharding key");
     c.check("UPDATE public.orders SET tenant_id = tenant_id WHERE tenant_id = 3", &[], "err: changing a sharding key");
     c.check("EXPLAIN ANALYZE UPDATE orders SET tenant_id = 4 WHERE tenant_id = 3", &[], "err: changing a sharding key");

@@ -50,6 +50,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 self.bind_copy(&statement.query);
                 return None;
             }
+            Err(RouteError::MultiRowInsert { .. })
+                if info.entry.summary.statements.len() == 1
+                    && self.state.config().rewrite.splits_inserts() =>
+            {
+                return self.route_split_bind(statement, unnamed, bind);
+            }
+            Err(RouteError::ShardingKeyChange { .. })
+                if info.entry.summary.statements.len() == 1
+                    && self.state.config().rewrite.moves_rows() =>
+            {
+                return self.route_move_bind(statement, bind);
+            }
             Err(err) => {
                 self.state.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
@@ -86,49 +98,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             // Held until Sync, then run on every shard: inside the
             // transaction when there is one (`segment/in_txn.rs`).
             Placement::FanOut | Placement::FanOutInTxn => {
-                let mut bytes = BytesMut::new();
-                rewritten(&mut bytes);
                 let shards = shards.unwrap_or_default();
-                self.start_segment(statement, unnamed, bind, (shards, bytes.freeze()));
+                self.hold_segment(statement, unnamed, bind, shards, rewritten);
                 None
             }
         }
-    }
-
-    /// Hold a Bind for several shards (`shards`, its bytes as the servers
-    /// get them) as the start of a segment, with what its rows need: a
-    /// merge, or one shard's reply for all when they hold copies.
-    fn start_segment(
-        &mut self,
-        statement: &Arc<Statement>,
-        unnamed: bool,
-        bind: &Bind,
-        (shards, bytes): (Vec<usize>, bytes::Bytes),
-    ) {
-        let Some(info) = self.route_info(statement) else {
-            return;
-        };
-        let summary = &info.entry.summary;
-        let merge = match self.bind_merge(statement, summary, bind) {
-            Ok(merge) => merge,
-            Err(error) => {
-                self.state.metrics.route(RouteKind::Refused);
-                self.refuse(error, false);
-                return;
-            }
-        };
-        let copies = router::route::holds_copies(summary, &self.sharding);
-        let mut segment = crate::session::segment::Segment::start(
-            shards,
-            (bind.portal.clone(), bytes),
-            statement,
-            unnamed,
-            self.statements.get(b"").cloned(),
-            merge.map(|merge| (merge, bind)),
-            copies,
-        );
-        segment.note_writes(self.writes);
-        self.batch = Some(segment);
     }
 }
 

@@ -55,16 +55,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 failed: false,
             })
             .collect();
-        let failed_at = self.execute_parts(&mut parts, &segment.items).await?;
+        let failed_at = self
+            .execute_parts(&mut parts, &segment.items, false)
+            .await?;
         if let Some(index) = failed_at {
             self.segment_errors += 1;
             self.forget_parses(&segment.items, index + 1);
         }
         // Each part ends at a Sync (what a shard still had to say after an
         // error elsewhere is dropped) and is held again.
-        self.writes = segment.writes;
         let mut lost = false;
         for mut part in parts {
+            self.writes = segment.writes.contains(&part.shard);
             match sync_part(&mut part).await {
                 Some(()) => self.hold(part.shard, part.server),
                 None => lost = true,

@@ -27,12 +27,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let message = FrontendMessage::decode(frame.clone())
             .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
         let first = segment.first_shard();
-        let mut merge = None;
+        let (mut merge, mut split) = (None, None);
         let mut copies = false;
         let (shards, terminals, uses, bytes) = match message {
             FrontendMessage::Execute { portal, max_rows } => {
                 let (shards, bytes, execute_merge) = execute(segment, &portal, max_rows, &frame)?;
                 merge = execute_merge;
+                split = segment.splits.get(&portal).cloned();
                 copies = segment.copies.contains(&portal);
                 (shards, reply_plan::EXECUTE, None, bytes)
             }
@@ -50,21 +51,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 )
             }
             FrontendMessage::Describe { name, .. } => {
-                let (uses, server_name) = if name.is_empty() {
-                    let statement = segment.unnamed.clone().ok_or_else(|| no_statement(b""))?;
-                    (
-                        Uses::Unnamed(statement, segment.unnamed_generation),
-                        Bytes::new(),
-                    )
-                } else {
-                    let statement = self
-                        .statements
-                        .get(&name)
-                        .cloned()
-                        .ok_or_else(|| no_statement(&name))?;
-                    let server_name = statement.name.clone();
-                    (Uses::Named(statement), server_name)
-                };
+                let (uses, server_name) = self.described(segment, &name)?;
                 let mut bytes = BytesMut::new();
                 describe(&mut bytes, b'S', &server_name);
                 (
@@ -83,6 +70,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             FrontendMessage::Close { name, .. } => {
                 segment.merges.remove(&name);
+                segment.splits.remove(&name);
+                segment.rowless.remove(&name);
                 segment.copies.remove(&name);
                 let shards = segment.portals.remove(&name).unwrap_or(vec![first]);
                 (shards, reply_plan::CLOSE, None, frame_bytes(&frame))
@@ -95,9 +84,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             terminals,
             uses,
             merge,
+            parts: None,
+            split,
             copies,
         });
         Ok(())
+    }
+
+    /// The statement a Describe of statement `name` in a segment needs,
+    /// and its name on servers.
+    fn described(&self, segment: &Segment, name: &[u8]) -> Result<(Uses, Bytes), ClientError> {
+        if name.is_empty() {
+            let statement = segment.unnamed.clone().ok_or_else(|| no_statement(b""))?;
+            let uses = Uses::Unnamed(statement, segment.unnamed_generation);
+            return Ok((uses, Bytes::new()));
+        }
+        let statement = self
+            .statements
+            .get(name)
+            .cloned()
+            .ok_or_else(|| no_statement(name))?;
+        let server_name = statement.name.clone();
+        Ok((Uses::Named(statement), server_name))
     }
 }
 
@@ -112,7 +120,7 @@ fn execute(
 ) -> Result<(Vec<usize>, Bytes, Option<ItemMerge>), ClientError> {
     let first = segment.first_shard();
     let shards = segment.portals.get(portal).cloned().unwrap_or(vec![first]);
-    if max_rows != 0 && shards.len() > 1 {
+    if max_rows != 0 && shards.len() > 1 && !segment.rowless.contains(portal) {
         return Err(refused(IN_PARTS));
     }
     let mut bytes = BytesMut::new();

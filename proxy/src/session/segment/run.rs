@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Item, Part, Segment, Unit, Uses};
 use crate::errors::ClientError;
-use crate::fanout::{Merger, RowMerge};
+use crate::fanout::{Merger, RowMerge, SplitRows};
 use crate::protocol::messages;
 use crate::session::reply_plan;
 use crate::session::{End, Session};
@@ -51,13 +51,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
             return self.flush_client().await;
         };
-        let failed_at = self.execute_parts(&mut parts, &segment.items).await?;
-        let failed = failed_at.is_some();
+        let two_phase = self.segment_two_phase(&segment);
+        let failed_at = self
+            .execute_parts(&mut parts, &segment.items, two_phase)
+            .await?;
+        let mut failed = failed_at.is_some();
         if let Some(index) = failed_at {
             self.segment_errors += 1;
             self.forget_parses(&segment.items, index + 1);
         }
-        self.end_parts(parts, failed).await;
+        if two_phase && !failed {
+            failed = !self.commit_segment(parts, &segment.writes).await?;
+            if failed {
+                self.segment_errors += 1;
+            }
+        } else {
+            self.end_parts(parts, failed).await;
+        }
         if !failed {
             for change in settings {
                 self.params.apply(&change, &self.defaults);
@@ -68,7 +78,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.flush_client().await
     }
 
-    /// Send each part its share of the segment and relay the merged
+    /// Send each part its share of the segment (`begin`: opening a
+    /// transaction first, which outlives its Sync) and relay the merged
     /// replies; the item that failed, if one did. `Err` when the client
     /// left (the statements are cancelled; the servers close as `parts`
     /// drops).
@@ -76,6 +87,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         &mut self,
         parts: &mut [Part],
         items: &[Item],
+        begin: bool,
     ) -> Result<Option<usize>, End> {
         // A CancelRequest from the client reaches every shard's server.
         *self.info.cancel.lock().await = parts
@@ -85,7 +97,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let bytewise = self.segment_bytewise(parts, items).await;
         let started = std::time::Instant::now();
         for part in parts.iter_mut() {
-            let request = build_request(part, items);
+            let request = build_request(part, items, begin, self.prepared_limit);
             let write = part.server.conn.send(&request);
             if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
                 .await?
@@ -210,6 +222,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 shards,
                 merge,
                 copies,
+                split,
                 ..
             } = item
             else {
@@ -220,7 +233,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             };
             let mut merger = match merge {
                 None if *copies => Merger::copies(),
-                None => Merger::default(),
+                None => match split {
+                    Some(rows) => Merger::splitting(SplitRows::positional(rows.to_vec())),
+                    None => Merger::default(),
+                },
                 Some(merge) => {
                     let bind = &merge.bind;
                     let rows =
@@ -282,8 +298,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 }
 
-/// Send `part` a Sync and read (dropping what its server still had to
-/// say) up to its ReadyForQuery; `None` when the connection broke.
+/// Send `part` its Sync and read to its ReadyForQuery (its status noted,
+/// the request counted); `None` when the connection broke.
 pub(super) async fn sync_part(part: &mut Part) -> Option<()> {
     let mut sync = BytesMut::new();
     messages::sync(&mut sync);
@@ -292,11 +308,8 @@ pub(super) async fn sync_part(part: &mut Part) -> Option<()> {
         match part.server.conn.next_message() {
             Ok(Some(message)) if message[0] == b'Z' => {
                 part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                part.server
-                    .pool()
-                    .stats
-                    .query_count
-                    .fetch_add(1, Ordering::Relaxed);
+                let stats = &part.server.pool().stats;
+                stats.query_count.fetch_add(1, Ordering::Relaxed);
                 return Some(());
             }
             Ok(Some(_)) => continue,
@@ -310,18 +323,48 @@ pub(super) async fn sync_part(part: &mut Part) -> Option<()> {
     }
 }
 
-/// The bytes of `part`'s share of the segment, ending with a Flush; fills
-/// `part.units` with the replies they are owed.
-fn build_request(part: &mut Part, items: &[Item]) -> BytesMut {
+/// A server that holds `limit` statements closes its least recently used
+/// one before it prepares another (a split INSERT prepares one statement
+/// per shape of its parts).
+fn evict_oldest(part: &mut Part, limit: usize, out: &mut BytesMut) {
+    let prepared = &mut part.server.conn.prepared;
+    if prepared.len() < limit {
+        return;
+    }
+    let Some(oldest) = prepared.oldest() else {
+        return;
+    };
+    prepared.remove(oldest);
+    messages::close(out, b'S', format!("__pgshard_{oldest}").as_bytes());
+    part.units.push_back(Unit {
+        item: None,
+        terminals: reply_plan::CLOSE,
+        parse_of: None,
+    });
+}
+
+/// The bytes of `part`'s share of the segment, ending with a Flush (and
+/// starting with BEGIN when `begin`: the part's transaction then outlives
+/// its Sync); fills `part.units` with the replies they are owed.
+fn build_request(part: &mut Part, items: &[Item], begin: bool, limit: usize) -> BytesMut {
     let mut out = BytesMut::new();
     let mut parsed_unnamed: Option<u64> = None;
     let mut parsed_named: Vec<u64> = Vec::new();
+    if begin {
+        messages::query(&mut out, "BEGIN");
+        part.units.push_back(Unit {
+            item: None,
+            terminals: reply_plan::SYNC,
+            parse_of: None,
+        });
+    }
     for (index, item) in items.iter().enumerate() {
         let Item::Send {
             shards,
             bytes,
             terminals,
             uses,
+            parts,
             ..
         } = item
         else {
@@ -330,11 +373,20 @@ fn build_request(part: &mut Part, items: &[Item]) -> BytesMut {
         if !shards.contains(&part.shard) {
             continue;
         }
-        match uses {
+        // A split Bind: this shard's own Bind of its own statement.
+        let (bytes, uses) = match parts {
+            None => (bytes, uses.clone()),
+            Some(parts) => match parts.iter().find(|p| p.shard == part.shard) {
+                Some(own) => (&own.bytes, Some(Uses::Named(Arc::clone(&own.statement)))),
+                None => continue,
+            },
+        };
+        match &uses {
             Some(Uses::Named(statement))
                 if !part.server.conn.prepared.contains(statement.id)
                     && !parsed_named.contains(&statement.id) =>
             {
+                evict_oldest(part, limit, &mut out);
                 out.extend_from_slice(&statement.parse);
                 parsed_named.push(statement.id);
                 part.units.push_back(Unit {

@@ -1,0 +1,374 @@
+//! An UPDATE that changes a row's sharding key, with PgDog's `[rewrite]
+//! shard_key = "rewrite"`: the row moves to its new key's shard
+//! (`router::key_move` writes the statements). When the row is already on
+//! that shard (its WHERE routes there alone) the UPDATE runs there as it
+//! is; otherwise, in one transaction per shard (the client's, when
+//! pgshard opened one; else one of its own, committed on every shard
+//! together, two-phase when `two_phase_commit` and `two_phase_commit_auto`
+//! are on), the row is deleted where its WHERE routes (returning every
+//! stored column, in binary), inserted on the new key's shard with the SET
+//! expressions evaluated over it, and the client gets `UPDATE 1` (with
+//! RETURNING's row, in the simple protocol). No row: `UPDATE 0`. More
+//! than one: an error, and nothing changed.
+//!
+//! In the extended protocol the Bind is answered here and the move runs at
+//! the portal's Execute (RETURNING there is refused for now, as is a move
+//! inside a transaction, like every statement for several shards).
+
+use bytes::{Bytes, BytesMut};
+use router::key_move::KeyMove;
+use router::route::ParamValue;
+use router::summary::StatementSummary;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::routing::Dispatch;
+use super::statements::Statement;
+use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
+use super::{End, Session};
+use crate::errors::ClientError;
+use crate::metrics::RouteKind;
+use crate::pool::Pooled;
+use crate::protocol::backend::sqlstate;
+use crate::protocol::frame::Bind;
+use crate::protocol::{messages, rows};
+
+mod wire;
+
+use wire::{cascades, described, exchange, inserted, statement};
+
+/// A bound UPDATE that moves a row, run at its Execute.
+#[derive(Debug)]
+pub struct MovePortal {
+    plan: KeyMove,
+    values: Values,
+    sources: Vec<usize>,
+    target: usize,
+    /// Bound inside the client's transaction: the move joins it.
+    in_txn: bool,
+}
+
+/// A statement's parameter values: text or binary (one format code each),
+/// with the types its Parse declared.
+#[derive(Debug, Default)]
+pub(super) struct Values {
+    values: Vec<Option<Bytes>>,
+    formats: Vec<i16>,
+    types: Vec<u32>,
+}
+
+impl Values {
+    fn of(bind: &Bind, types: &[u32]) -> Values {
+        Values {
+            values: bind.params.clone(),
+            formats: (0..bind.params.len())
+                .map(|i| bind.param_format(i))
+                .collect(),
+            types: types.to_vec(),
+        }
+    }
+
+    fn router(&self) -> Vec<ParamValue<'_>> {
+        self.values
+            .iter()
+            .zip(&self.formats)
+            .map(|(value, format)| match (value, format) {
+                (None, _) => ParamValue::Null,
+                (Some(v), 1) => ParamValue::Binary(v),
+                (Some(v), _) => ParamValue::Text(v),
+            })
+            .collect()
+    }
+}
+
+pub(super) fn refused(why: impl ToString) -> ClientError {
+    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// A simple-query UPDATE of a sharding key: run where it belongs, or
+    /// the row moved.
+    pub(super) async fn move_row_query(
+        &mut self,
+        sql: &str,
+        statement: &StatementSummary,
+    ) -> Result<Dispatch, End> {
+        let values = Values::default();
+        let (plan, sources, target) = match self.plan_move(sql, statement, &values) {
+            Ok(planned) => planned,
+            Err(error) => return Ok(self.refused(error)),
+        };
+        if sources == [target] {
+            return Ok(match self.place(Some(&[target]), false) {
+                Placement::Send(target) => Dispatch::Send(target),
+                _ => self.refused(refused(CROSS_SHARD_TXN)),
+            });
+        }
+        let in_txn = match self.place(Some(&union(&sources, target)), false) {
+            Placement::FanOut => false,
+            Placement::FanOutInTxn => true,
+            Placement::Refuse | Placement::Send(_) => {
+                self.refuse(refused(CROSS_SHARD_TXN), true);
+                return Ok(Dispatch::Done);
+            }
+        };
+        let status = self.status();
+        self.plan.drain_local(&mut self.to_client, status);
+        let moving = MovePortal {
+            plan,
+            values,
+            sources,
+            target,
+            in_txn,
+        };
+        self.run_move(moving, in_txn, true).await?;
+        let status = self.status();
+        messages::ready_for_query(&mut self.to_client, status);
+        self.flush_client().await?;
+        Ok(Dispatch::Done)
+    }
+
+    /// A Bind of an UPDATE of a sharding key: where it goes, or `None`
+    /// when it is answered here (the move runs at its Execute) or refused.
+    pub(super) fn route_move_bind(&mut self, statement: &Statement, bind: &Bind) -> Option<Target> {
+        let values = Values::of(bind, &statement.param_types);
+        let sql = String::from_utf8_lossy(&statement.query).into_owned();
+        let summary = self.route_info(statement)?.entry.summary.clone();
+        let planned = match summary.statements.as_slice() {
+            [only] => self.plan_move(&sql, only, &values),
+            _ => Err(refused("an UPDATE of a sharding key is sent alone")),
+        };
+        let (plan, sources, target) = match planned {
+            Ok(planned) => planned,
+            Err(error) => return self.move_refused(error),
+        };
+        if sources == [target] {
+            return match self.place(Some(&[target]), false) {
+                Placement::Send(target) => Some(target),
+                _ => self.move_refused(refused(CROSS_SHARD_TXN)),
+            };
+        }
+        if plan.returning() {
+            let why = "an UPDATE ... RETURNING that moves a row to another shard needs the simple protocol for now";
+            return self.move_refused(refused(why));
+        }
+        let in_txn = match self.place(Some(&union(&sources, target)), false) {
+            Placement::FanOut => false,
+            Placement::FanOutInTxn => true,
+            Placement::Refuse | Placement::Send(_) => {
+                return self.move_refused(refused(CROSS_SHARD_TXN))
+            }
+        };
+        self.local_reply(messages::bind_complete);
+        self.move_portal = Some(MovePortal {
+            plan,
+            values,
+            sources,
+            target,
+            in_txn,
+        });
+        None
+    }
+    fn move_refused(&mut self, error: ClientError) -> Option<Target> {
+        self.state.metrics.route(RouteKind::Refused);
+        self.refuse(error, false);
+        None
+    }
+
+    /// A message while a moving UPDATE's portal is bound: whether it was
+    /// answered (any other message drops the portal).
+    pub(super) async fn on_move_portal(&mut self, tag: u8) -> Result<bool, End> {
+        match tag {
+            b'D' => self.local_reply(messages::no_data),
+            b'H' => {}
+            b'E' => {
+                let Some(moving) = self.move_portal.take() else {
+                    return Ok(false);
+                };
+                let status = self.status();
+                self.plan.drain_local(&mut self.to_client, status);
+                let in_txn = moving.in_txn;
+                if !self.run_move(moving, in_txn, false).await? {
+                    self.skipping = true;
+                }
+            }
+            _ => {
+                self.move_portal = None;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The move's statements, the shards its WHERE routes to, and the new
+    /// key's shard.
+    fn plan_move(
+        &self,
+        sql: &str,
+        statement: &StatementSummary,
+        values: &Values,
+    ) -> Result<(KeyMove, Vec<usize>, usize), ClientError> {
+        let plan = KeyMove::plan(sql, statement, &self.sharding).map_err(refused)?;
+        let params = values.router();
+        let target = plan.target(&self.sharding, &params).map_err(refused)?;
+        let finder = plan.delete(&[]).map_err(refused)?;
+        let lookup = self
+            .state
+            .cache
+            .lookup(&finder.sql, self.engine)
+            .map_err(|e| refused(format!("the UPDATE's WHERE: {e}")))?;
+        let finder_params: Vec<ParamValue<'_>> = finder
+            .params
+            .iter()
+            .map(|&i| params.get(i).copied().unwrap_or(ParamValue::Null))
+            .collect();
+        let overrides = self.overrides(&lookup.overrides);
+        let routed = lookup
+            .entry
+            .route(&lookup.params(&finder_params), &overrides, &self.sharding)
+            .map_err(refused)?;
+        let sources = self
+            .shards_of(&routed.route)
+            .unwrap_or_else(|| (0..self.pools.len()).collect());
+        Ok((plan, sources, target))
+    }
+
+    /// Run a move in the client's transaction (`in_txn`) or in one of its
+    /// own; its reply (`simple`: a Query's, without ReadyForQuery) goes to
+    /// the client. Returns whether it succeeded.
+    async fn run_move(
+        &mut self,
+        moving: MovePortal,
+        in_txn: bool,
+        simple: bool,
+    ) -> Result<bool, End> {
+        let errors = self.segment_errors;
+        let shards = union(&moving.sources, moving.target);
+        if !in_txn {
+            self.txn.begin_implicit();
+        }
+        self.writes = true;
+        self.unnamed_on = None;
+        let mut failed = false;
+        if let Some(mut servers) = self.txn_servers(&shards).await? {
+            let done = self.move_on(&moving, &shards, &mut servers, simple).await;
+            for (&shard, server) in shards.iter().zip(servers) {
+                self.hold(shard, server);
+            }
+            match done {
+                Ok(reply) => self.to_client.extend_from_slice(&reply),
+                Err(error) => {
+                    self.to_client.extend_from_slice(&error);
+                    self.segment_errors += 1;
+                    self.txn.fail();
+                }
+            }
+        }
+        failed |= self.segment_errors != errors || self.txn.failed();
+        if !in_txn {
+            let auto = self.state.config().general.two_phase_commit_auto;
+            if let Err(error) = self.end_spanning(!failed, auto).await? {
+                error.encode(&mut self.to_client);
+                self.segment_errors += 1;
+                failed = true;
+            }
+        }
+        Ok(!failed)
+    }
+
+    /// The move on the servers of `shards` (each in the transaction): the
+    /// client's reply, or its error (encoded).
+    async fn move_on(
+        &mut self,
+        moving: &MovePortal,
+        shards: &[usize],
+        servers: &mut [Pooled],
+        simple: bool,
+    ) -> Result<BytesMut, Bytes> {
+        let at = |shard: usize| shards.iter().position(|&s| s == shard).unwrap_or(0);
+        let plan = &moving.plan;
+        let table = plan.table();
+        cascades(&mut servers[at(moving.target)], &table).await?;
+        let columns = super::copy_in::table_columns(&mut servers[at(moving.target)], &table, true)
+            .await
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| {
+                encode(&refused(format!(
+                    "the columns of {table} could not be read"
+                )))
+            })?;
+        let delete = plan.delete(&columns).map_err(|e| encode(&refused(e)))?;
+        let mut found: Vec<Bytes> = Vec::new();
+        let mut fields = Vec::new();
+        for &source in &moving.sources {
+            let request = statement(&delete, &moving.values, &[], Some(&[1]), true);
+            let replies = exchange(&mut servers[at(source)], &request).await?;
+            for message in replies {
+                match message[0] {
+                    b'T' => {
+                        fields = rows::read_fields(&message[5..])
+                            .map(|(f, _)| f)
+                            .unwrap_or_default()
+                    }
+                    b'D' => found.push(message),
+                    _ => {}
+                }
+            }
+        }
+        let insert = plan.insert(&columns).map_err(|e| encode(&refused(e)))?;
+        let old_types: Vec<u32> = fields.iter().map(|(oid, _)| *oid).collect();
+        let mut reply = BytesMut::new();
+        match found.as_slice() {
+            [] => {
+                if simple && plan.returning() {
+                    let request = described(&insert, &moving.values, &old_types, plan.parameters());
+                    let replies = exchange(&mut servers[at(moving.target)], &request).await?;
+                    replies
+                        .iter()
+                        .filter(|m| m[0] == b'T')
+                        .for_each(|m| reply.extend_from_slice(m));
+                }
+                messages::command_complete(&mut reply, "UPDATE 0");
+            }
+            [row] => {
+                let old = rows::parse_row(row).ok_or_else(|| encode(&ClientError::shard_lost()))?;
+                let request = inserted(
+                    &insert,
+                    &moving.values,
+                    (&old, &old_types),
+                    plan.parameters(),
+                    simple && plan.returning(),
+                );
+                for message in exchange(&mut servers[at(moving.target)], &request).await? {
+                    match message[0] {
+                        b'T' | b'D' => reply.extend_from_slice(&message),
+                        b'C' => messages::command_complete(&mut reply, "UPDATE 1"),
+                        _ => {}
+                    }
+                }
+            }
+            more => {
+                let why = format!(
+                    "this UPDATE changes the sharding key of {} rows: pgshard moves a row to another shard one row at a time (with a WHERE that matches one row), and changed nothing",
+                    more.len()
+                );
+                return Err(encode(&refused(why)));
+            }
+        }
+        Ok(reply)
+    }
+}
+
+/// `sources` with `target`, in shard order.
+fn union(sources: &[usize], target: usize) -> Vec<usize> {
+    let mut shards = sources.to_vec();
+    shards.push(target);
+    shards.sort_unstable();
+    shards.dedup();
+    shards
+}
+
+pub(super) fn encode(error: &ClientError) -> Bytes {
+    let mut out = BytesMut::new();
+    error.encode(&mut out);
+    out.freeze()
+}

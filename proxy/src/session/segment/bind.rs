@@ -1,0 +1,198 @@
+//! Binds and segments: the Bind that starts one (for several shards,
+//! outside a transaction), and a Bind inside a held segment: routed with
+//! its parameters to the shards it names (a split INSERT's parts each to
+//! their own), the statement's server name put in, its merge planned when
+//! its rows need one.
+
+use std::sync::Arc;
+
+use bytes::{BufMut, BytesMut};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{malformed, no_statement, refused, Segment, MIXED};
+use crate::errors::ClientError;
+use crate::metrics::RouteKind;
+use crate::protocol::frame::{Bind, Frame, FrontendMessage};
+use crate::protocol::messages;
+use crate::session::statements::Statement;
+use crate::session::{End, Session};
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// A Bind for several shards: held as the start of a segment, which
+    /// runs at Sync (inside the client's transaction when there is one,
+    /// `segment/in_txn.rs`), with what its rows need: a merge, or one
+    /// shard's reply for all when they hold copies.
+    pub(in crate::session) fn hold_segment(
+        &mut self,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        bind: &Bind,
+        shards: Vec<usize>,
+        rewritten: impl FnOnce(&mut BytesMut),
+    ) {
+        let Some(info) = self.route_info(statement) else {
+            return;
+        };
+        let summary = &info.entry.summary;
+        let merge = match self.bind_merge(statement, summary, bind) {
+            Ok(merge) => merge,
+            Err(error) => {
+                self.state.metrics.route(RouteKind::Refused);
+                self.refuse(error, false);
+                return;
+            }
+        };
+        let writes = crate::session::spanning::writes(summary);
+        let copies = router::route::holds_copies(summary, &self.sharding);
+        let mut bytes = BytesMut::new();
+        rewritten(&mut bytes);
+        let mut segment = Segment::start(
+            shards.clone(),
+            (bind.portal.clone(), bytes.freeze()),
+            statement,
+            unnamed,
+            self.statements.get(b"").cloned(),
+            merge.map(|merge| (merge, bind)),
+            copies,
+        );
+        if writes {
+            segment.note_writes(&shards);
+        }
+        self.batch = Some(segment);
+    }
+
+    /// A Bind while a segment is held; `Ok(Err)`: the client's error.
+    pub(super) async fn segment_bind(
+        &mut self,
+        segment: &mut Segment,
+        frame: Frame,
+    ) -> Result<Result<(), ClientError>, End> {
+        let body = frame.body.clone();
+        let Ok(FrontendMessage::Bind(bind)) = FrontendMessage::decode(frame) else {
+            return Ok(Err(malformed("Bind")));
+        };
+        let unnamed = bind.statement.is_empty();
+        let statement = if unnamed {
+            segment.unnamed.clone()
+        } else {
+            self.statements.get(&bind.statement).cloned()
+        };
+        let Some(statement) = statement else {
+            return Ok(Err(no_statement(&bind.statement)));
+        };
+        // An INSERT that names no columns binds the statement with its
+        // table's columns written in.
+        Ok(match self.columns_statement(&statement, &bind).await? {
+            Some(rewritten) => self.bind_in_segment(segment, &bind, &body, &rewritten, false),
+            None => self.bind_in_segment(segment, &bind, &body, &statement, unnamed),
+        })
+    }
+
+    /// Add the Bind `bind` (its message body `body`) of `statement` to the
+    /// segment (`unnamed`: as the unnamed statement).
+    fn bind_in_segment(
+        &mut self,
+        segment: &mut Segment,
+        bind: &Bind,
+        body: &[u8],
+        statement: &Arc<Statement>,
+        unnamed: bool,
+    ) -> Result<(), ClientError> {
+        let shards = match self.segment_route(statement, bind)? {
+            BindRoute::Split => {
+                let split = self.split_bind(statement, bind)?;
+                segment.push_split(split, bind.portal.clone());
+                return Ok(());
+            }
+            BindRoute::Shards(Some(shards)) => shards,
+            BindRoute::Shards(None) => vec![segment.first_shard()],
+        };
+        let mut copies = false;
+        if let Some(info) = self.route_info(statement) {
+            if crate::session::spanning::writes(&info.entry.summary) {
+                segment.note_writes(&shards);
+            }
+            copies = shards.len() > 1
+                && router::route::holds_copies(&info.entry.summary, &self.sharding);
+        }
+        let merge = match self.route_info(statement) {
+            Some(info) if shards.len() > 1 => {
+                self.bind_merge(statement, &info.entry.summary, bind)?
+            }
+            _ => None,
+        };
+        // The Bind with the server's name for the statement.
+        let name_start = bind.portal.len() + 1;
+        let rest = &body[name_start + bind.statement.len() + 1..];
+        let mut bytes = BytesMut::with_capacity(body.len() + 16);
+        let at = messages::begin(&mut bytes, b'B');
+        bytes.put_slice(&body[..name_start]);
+        if !unnamed {
+            bytes.put_slice(&statement.name);
+        }
+        bytes.put_u8(0);
+        bytes.put_slice(rest);
+        messages::finish(&mut bytes, at);
+        segment.push_bind(
+            shards,
+            (bind.portal.clone(), bytes.freeze()),
+            statement,
+            unnamed,
+            merge.map(|merge| (merge, bind)),
+            copies,
+        );
+        Ok(())
+    }
+
+    /// Where a Bind inside a segment goes.
+    fn segment_route(
+        &mut self,
+        statement: &Arc<Statement>,
+        bind: &crate::protocol::frame::Bind,
+    ) -> Result<BindRoute, ClientError> {
+        let Some(info) = self.route_info(statement) else {
+            return Ok(BindRoute::Shards(None));
+        };
+        let summary = &info.entry.summary;
+        if summary.statements.iter().any(|s| {
+            matches!(
+                s.kind,
+                router::summary::StatementKind::Begin
+                    | router::summary::StatementKind::Commit
+                    | router::summary::StatementKind::Rollback
+                    | router::summary::StatementKind::TransactionOther
+                    | router::summary::StatementKind::SetShard(_)
+                    | router::summary::StatementKind::SetShardingKey(_)
+                    | router::summary::StatementKind::Session
+            )
+        }) {
+            return Err(refused(&format!(
+                "{MIXED}: transaction control and settings must be sent after its Sync"
+            )));
+        }
+        let params = crate::session::routing::bind_params(bind);
+        let params = info.params(&params);
+        let overrides = self.overrides(&info.overrides);
+        let routed = match info.entry.route(&params, &overrides, &self.sharding) {
+            Ok(routed) => routed,
+            Err(router::route::RouteError::MultiRowInsert { .. })
+                if summary.statements.len() == 1
+                    && self.state.config().rewrite.splits_inserts() =>
+            {
+                return Ok(BindRoute::Split);
+            }
+            Err(e) => return Err(refused(&e.to_string())),
+        };
+        Ok(BindRoute::Shards(
+            self.routed_to(&info.entry, &routed.route),
+        ))
+    }
+}
+
+/// Where a Bind inside a segment goes.
+enum BindRoute {
+    /// These shards (`None`: any shard).
+    Shards(Option<Vec<usize>>),
+    /// A multi-row INSERT whose rows go to several shards: split.
+    Split,
+}

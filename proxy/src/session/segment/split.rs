@@ -1,0 +1,61 @@
+//! Split INSERT Binds in a segment (`session/split_bind.rs`): one item
+//! whose shards each get their own Bind of their own statement; the
+//! portal's later Execute puts RETURNING rows back in the client's order.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{Item, Segment};
+use crate::session::reply_plan;
+use crate::session::split_bind::SplitBind;
+use crate::session::statements::Statement;
+
+impl Segment {
+    /// A segment starting with a split Bind of `statement` into `portal`
+    /// (`unnamed`: the client's unnamed statement; `current_unnamed`: the
+    /// client's unnamed statement when the segment starts).
+    pub fn start_split(
+        split: SplitBind,
+        portal: Bytes,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        current_unnamed: Option<Arc<Statement>>,
+    ) -> Segment {
+        let mut segment = Segment {
+            unnamed: current_unnamed,
+            ..Segment::default()
+        };
+        if unnamed {
+            segment.unnamed = Some(Arc::clone(statement));
+        }
+        segment.push_split(split, portal);
+        segment
+    }
+
+    /// A split Bind into `portal`: its parts go to their shards, and the
+    /// portal lives on them.
+    pub(super) fn push_split(&mut self, split: SplitBind, portal: Bytes) {
+        let shards = split.shards();
+        let rows: Vec<Vec<usize>> = split.parts.iter().map(|p| p.rows.clone()).collect();
+        self.merges.remove(&portal);
+        self.copies.remove(&portal);
+        self.splits.insert(portal.clone(), Arc::new(rows));
+        match split.returning {
+            true => self.rowless.remove(&portal),
+            false => self.rowless.insert(portal.clone()),
+        };
+        self.portals.insert(portal, shards.clone());
+        self.note_writes(&shards);
+        self.items.push(Item::Send {
+            shards,
+            bytes: Bytes::new(),
+            terminals: reply_plan::BIND,
+            uses: None,
+            merge: None,
+            parts: Some(split.parts.into()),
+            split: None,
+            copies: false,
+        });
+    }
+}

@@ -1,0 +1,178 @@
+//! A multi-row INSERT bound with parameters whose rows go to several shards
+//! (extended protocol: a prepared `INSERT ... VALUES ($1, $2), ($3, $4)`,
+//! pgx batches, pgjdbc's `reWriteBatchedInserts`): split per Bind by
+//! `router::split` into one INSERT per shard. Each part is a statement of
+//! its own in the registry (its parameters renumbered from `$1`, their
+//! declared types with them), so a server prepares each shape once, and is
+//! bound with only its rows' values and their format codes. The parts run
+//! in the segment that holds the Bind (`segment.rs`: each shard gets its
+//! own Bind, the portal's Describe and Execute follow it), so they share
+//! its all-or-nothing end; the Execute's tags are summed (`INSERT 0 n`) and
+//! RETURNING rows come back in the order of the VALUES rows
+//! (`fanout/split_rows.rs`).
+//!
+//! The Describe of the client's statement (its parameter and row types)
+//! still goes to a server as the client wrote it: drivers that prepare
+//! first and bind later see the statement they prepared.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use router::split::{InsertRows, SplitError};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::routing::bind_params;
+use super::segment::Segment;
+use super::statements::Statement;
+use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
+use super::Session;
+use crate::errors::ClientError;
+use crate::metrics::RouteKind;
+use crate::protocol::backend::sqlstate;
+use crate::protocol::frame::Bind;
+use crate::protocol::messages;
+
+/// A statement's VALUES rows as read for splitting, or why they cannot be.
+pub type InsertRowsRead = Result<Arc<InsertRows>, SplitError>;
+
+/// One Bind split by shard.
+#[derive(Debug)]
+pub struct SplitBind {
+    /// One per database, in shard order.
+    pub parts: Vec<PartBind>,
+    /// It returns rows (RETURNING).
+    pub returning: bool,
+}
+
+/// One database's part of a split Bind.
+#[derive(Debug)]
+pub struct PartBind {
+    pub shard: usize,
+    /// Its INSERT, as registered.
+    pub statement: Arc<Statement>,
+    /// Its Bind (the client's portal, its statement's server name).
+    pub bytes: Bytes,
+    /// The client's row numbers (0-based) it holds, in order.
+    pub rows: Vec<usize>,
+}
+
+impl SplitBind {
+    pub fn shards(&self) -> Vec<usize> {
+        self.parts.iter().map(|p| p.shard).collect()
+    }
+}
+
+fn refused(why: SplitError) -> ClientError {
+    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+    /// A Bind of `statement` whose rows go to several shards (the router
+    /// said so): held as a segment of its parts, or refused. `None`: the
+    /// Bind is answered or held.
+    pub(super) fn route_split_bind(
+        &mut self,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        bind: &Bind,
+    ) -> Option<Target> {
+        let split = match self.split_bind(statement, bind) {
+            Ok(split) => split,
+            Err(error) => {
+                self.state.metrics.route(RouteKind::Refused);
+                self.refuse(error, false);
+                return None;
+            }
+        };
+        match self.place(Some(&split.shards()), false) {
+            // Run at Sync, inside the client's transaction when there is
+            // one (`segment/in_txn.rs`).
+            Placement::FanOut | Placement::FanOutInTxn => {
+                let current_unnamed = self.statements.get(b"").cloned();
+                self.batch = Some(Segment::start_split(
+                    split,
+                    bind.portal.clone(),
+                    statement,
+                    unnamed,
+                    current_unnamed,
+                ));
+                None
+            }
+            Placement::Refuse | Placement::Send(_) => {
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
+                self.refuse(error, false);
+                None
+            }
+        }
+    }
+
+    /// Split a Bind of the multi-row INSERT `statement` by the shards of
+    /// its rows' keys.
+    pub(super) fn split_bind(
+        &self,
+        statement: &Statement,
+        bind: &Bind,
+    ) -> Result<SplitBind, ClientError> {
+        let rows = statement
+            .insert_rows
+            .get_or_init(|| {
+                InsertRows::parse(&String::from_utf8_lossy(&statement.query)).map(Arc::new)
+            })
+            .clone()
+            .map_err(refused)?;
+        check_counts(bind, rows.parameters().max(statement.param_types.len()))?;
+        let split = rows
+            .split(&self.sharding, &bind_params(bind))
+            .map_err(refused)?;
+        let mut parts: Vec<PartBind> = split
+            .parts
+            .into_iter()
+            .map(|part| {
+                let types: Vec<u32> = part
+                    .params
+                    .iter()
+                    .map(|&i| statement.param_types.get(i).copied().unwrap_or(0))
+                    .collect();
+                let statement = self.state.statements.get_or_insert(
+                    &Bytes::from(part.sql),
+                    &types,
+                    &self.state.cache,
+                    self.engine,
+                );
+                let mut bytes = BytesMut::new();
+                messages::bind_part(&mut bytes, bind, &statement.name, &part.params);
+                PartBind {
+                    shard: part.database,
+                    statement,
+                    bytes: bytes.freeze(),
+                    rows: part.rows,
+                }
+            })
+            .collect();
+        parts.sort_by_key(|p| p.shard);
+        Ok(SplitBind {
+            parts,
+            returning: split.returning,
+        })
+    }
+}
+
+/// The Bind's counts, checked as Postgres checks them before anything
+/// runs: as many values as the statement has parameters (`expected`), and
+/// none, one or one format code per value.
+fn check_counts(bind: &Bind, expected: usize) -> Result<(), ClientError> {
+    let violation = |message: String| ClientError::new(sqlstate::PROTOCOL_VIOLATION, message);
+    let (formats, values) = (bind.param_formats.len(), bind.params.len());
+    if formats > 1 && formats != values {
+        return Err(violation(format!(
+            "bind message has {formats} parameter formats but {values} parameters"
+        )));
+    }
+    if values != expected {
+        return Err(violation(format!(
+            "bind message supplies {values} parameters, but prepared statement \"{}\" requires {expected}",
+            String::from_utf8_lossy(&bind.statement)
+        )));
+    }
+    Ok(())
+}
