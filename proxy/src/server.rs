@@ -118,7 +118,7 @@ pub(crate) async fn accept(
 }
 /// Stop taking new work and wait for clients to finish their transactions.
 async fn drain(state: &State) {
-    state.shutdown.send_replace(true);
+    state.shut_down();
     let timeout = state.config().general.shutdown_timeout();
     let deadline = Instant::now() + timeout;
     info!(

@@ -238,7 +238,9 @@ pub struct Keywords {
     pub leaves_state: bool,
 }
 
-/// Classify a statement string (all its statements, conservatively).
+/// Classify a statement string (all its statements, conservatively). Runs
+/// on every simple query, so it reads the first word of each statement and
+/// scans the text once, eight bytes at a time.
 pub fn classify(sql: &str) -> Keywords {
     let [first] = leading_words::<1>(sql);
     let tracked = match first.as_bytes().first().map(u8::to_ascii_uppercase) {
@@ -248,29 +250,85 @@ pub fn classify(sql: &str) -> Keywords {
     };
     Keywords {
         tracked,
-        leaves_state: leaves_session_state(sql),
+        leaves_state: leaves_session_state(sql, first),
     }
 }
 
-/// Conservative check for statements with session-lifetime effects. False
-/// positives only cost a DISCARD ALL when the server is released.
-fn leaves_session_state(sql: &str) -> bool {
-    let starts = std::iter::once(0).chain(sql.match_indices(';').map(|(i, _)| i + 1));
-    for start in starts {
-        let [first, second] = leading_words::<2>(&sql[start..]);
-        let session = (is(first, "CREATE")
-            && ["TEMP", "TEMPORARY", "LOCAL", "GLOBAL"]
-                .iter()
-                .any(|k| is(second, k)))
-            || (is(first, "PREPARE") && !is(second, "TRANSACTION"))
-            || is(first, "LISTEN")
-            || is(first, "LOAD")
-            || (is(first, "DECLARE") && contains_ignore_case(&sql[start..], "hold"));
-        if session {
+/// Conservative check for statements with session-lifetime effects
+/// (`first` is the string's first word). False positives only cost a
+/// DISCARD ALL when the server is released.
+fn leaves_session_state(sql: &str, first: &str) -> bool {
+    if statement_leaves_state(sql, first) {
+        return true;
+    }
+    // The other statements start after a `;`; an advisory lock is taken
+    // by a function whose name starts with an `a`.
+    let bytes = sql.as_bytes();
+    let mut from = 0;
+    while let Some(at) = semicolon_or_a(bytes, from) {
+        if bytes[at] == b';' {
+            let rest = &sql[at + 1..];
+            let [first] = leading_words::<1>(rest);
+            if statement_leaves_state(rest, first) {
+                return true;
+            }
+        } else if bytes[at..]
+            .get(..ADVISORY_LOCK.len())
+            .is_some_and(|word| word.eq_ignore_ascii_case(ADVISORY_LOCK))
+        {
             return true;
         }
+        from = at + 1;
     }
-    contains_ignore_case(sql, "advisory_lock")
+    false
+}
+
+const ADVISORY_LOCK: &[u8] = b"advisory_lock";
+
+/// One statement (`text` from its start on, `first` its first word)
+/// leaves session state behind.
+fn statement_leaves_state(text: &str, first: &str) -> bool {
+    let second = || leading_words::<2>(text)[1];
+    match first.as_bytes().first().map(u8::to_ascii_uppercase) {
+        Some(b'C') => {
+            is(first, "CREATE") && {
+                let second = second();
+                ["TEMP", "TEMPORARY", "LOCAL", "GLOBAL"]
+                    .iter()
+                    .any(|k| is(second, k))
+            }
+        }
+        Some(b'P') => is(first, "PREPARE") && !is(second(), "TRANSACTION"),
+        Some(b'L') => is(first, "LISTEN") || is(first, "LOAD"),
+        Some(b'D') => is(first, "DECLARE") && contains_ignore_case(text, "hold"),
+        _ => false,
+    }
+}
+
+/// Where the next `;`, `a` or `A` is in `bytes`, from `from` on: eight
+/// bytes per step (a zero byte in `word ^ pattern` marks a match; the
+/// lowest such flag is always exact).
+fn semicolon_or_a(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // `| 0x20` lower-cases letters; `;` (0x3b) has that bit already.
+        let hits = zero_bytes(word ^ (ONES * u64::from(b';')))
+            | zero_bytes((word | (ONES * 0x20)) ^ (ONES * u64::from(b'a')));
+        if hits != 0 {
+            return Some(at + hits.trailing_zeros() as usize / 8);
+        }
+        at += 8;
+    }
+    let tail = bytes.get(at..)?;
+    tail.iter()
+        .position(|&b| b == b';' || b | 0x20 == b'a')
+        .map(|p| at + p)
 }
 
 fn contains_ignore_case(haystack: &str, needle: &str) -> bool {

@@ -18,7 +18,7 @@ use crate::protocol::messages;
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
         let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
-        let sql = String::from_utf8_lossy(sql_bytes);
+        let sql = super::sql_text(sql_bytes);
         let keywords = params::classify(&sql);
         let mut dirty = keywords.leaves_state;
         let mut effect = Effect::None;
@@ -88,7 +88,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
         }
         self.count_query();
-        self.clock.statement(&sql);
+        self.clock.statement(sql_bytes);
         self.unnamed_on = None;
         self.put_frame(rewritten.as_ref().unwrap_or(&frame));
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));

@@ -49,10 +49,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             return self.flush_client().await;
         };
         // A CancelRequest from the client reaches every shard's server.
-        *self.info.cancel.lock().await = parts
+        let targets = parts
             .iter()
-            .map(|p| crate::session::cancel_target(&p.server))
-            .collect();
+            .map(|p| crate::session::cancel_target(&p.server));
+        self.info.cancel.set(targets).await;
         let bytewise = self.segment_bytewise(&mut parts, &segment.items).await;
         let started = std::time::Instant::now();
         for part in &mut parts {
@@ -68,7 +68,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let merged = self
             .merge_segment(&mut parts, &segment.items, bytewise)
             .await;
-        let targets = std::mem::take(&mut *self.info.cancel.lock().await);
+        let targets = self.info.cancel.take().await;
         if merged.is_err() {
             // The client left: stop the statements; the servers close as
             // `parts` drops.
