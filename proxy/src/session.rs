@@ -172,6 +172,9 @@ pub struct Session<S> {
     unnamed_on: Option<u64>,
     /// Times requests for the query histogram and the slow-query log.
     clock: QueryClock,
+    /// The templated cache entries of the last simple queries, most recent
+    /// first (`routing.rs`, `Session::lookup`).
+    recent: Vec<Arc<router::cache::Entry>>,
     /// The statement being routed may write: inside a transaction pgshard
     /// opened, its shard must commit with the others.
     writes: bool,
@@ -197,6 +200,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             unnamed_on: None,
             clock: QueryClock::new(start.state.config().general.slow_query_threshold()),
             writes: false,
+            recent: Vec::new(),
             generation,
             state: start.state,
             info: start.info,

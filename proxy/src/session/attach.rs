@@ -114,6 +114,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             (self.sharding, self.engine) = sharding_of(&self.state, &self.info.database);
             self.generation = generation;
+            self.recent.clear();
         }
         let pools = Arc::clone(&self.pools);
         let Some(pools) = pools.get(shard) else {
@@ -181,7 +182,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         {
             return Ok(());
         }
-        for (_, server) in self.attached.take_all() {
+        // One by one, the main first: the list keeps its memory.
+        while let Some(server) = self.attached.take_main() {
             self.release(server, false).await;
         }
         Ok(())

@@ -25,7 +25,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         // A tracked string's lookup, kept for routing.
         let mut known = None;
         if keywords.tracked {
-            match self.state.cache.lookup(&sql, self.engine) {
+            match self.lookup(&sql) {
                 Ok(lookup) => {
                     let changes =
                         params::session_changes(&lookup.entry.summary, &lookup.entry.text);
@@ -60,7 +60,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         let mut rewritten = None;
         if self.has_replicas() {
-            known = known.or_else(|| self.state.cache.lookup(&sql, self.engine).ok());
+            known = known.or_else(|| self.lookup(&sql).ok());
             self.split_reads(known.as_ref().map(|l| &l.entry.summary))
                 .await?;
         }
