@@ -149,7 +149,10 @@ auth_type = "trust"
 $databases
 EOF
   printf '[[users]]\nname = "postgres"\ndatabase = "pgbench"\npassword = "unused"\n' >"$work/$name-users.toml"
-  RUST_LOG=${RUST_LOG:-info} "$binary" --config "$work/$name.toml" --users "$work/$name-users.toml" \
+  # In a session of its own, as a daemon runs (PgBouncer's -d, Postgres
+  # under pg_ctl): with the kernel's autogroup scheduling, a process of this
+  # script's session would share one scheduling group with pgbench.
+  RUST_LOG=${RUST_LOG:-info} setsid "$binary" --config "$work/$name.toml" --users "$work/$name-users.toml" \
     >"$work/$name.log" 2>&1 &
   PID[$name]=$!
   PORT[$name]=$port

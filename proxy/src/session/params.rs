@@ -262,19 +262,20 @@ fn leaves_session_state(sql: &str, first: &str) -> bool {
         return true;
     }
     // The other statements start after a `;`; an advisory lock is taken
-    // by a function whose name starts with an `a`.
+    // by a function whose name has a `v` (rare in SQL, unlike `a`).
     let bytes = sql.as_bytes();
     let mut from = 0;
-    while let Some(at) = semicolon_or_a(bytes, from) {
+    while let Some(at) = semicolon_or_v(bytes, from) {
         if bytes[at] == b';' {
             let rest = &sql[at + 1..];
             let [first] = leading_words::<1>(rest);
             if statement_leaves_state(rest, first) {
                 return true;
             }
-        } else if bytes[at..]
-            .get(..ADVISORY_LOCK.len())
-            .is_some_and(|word| word.eq_ignore_ascii_case(ADVISORY_LOCK))
+        } else if at >= 2
+            && bytes[at - 2..]
+                .get(..ADVISORY_LOCK.len())
+                .is_some_and(|word| word.eq_ignore_ascii_case(ADVISORY_LOCK))
         {
             return true;
         }
@@ -305,10 +306,10 @@ fn statement_leaves_state(text: &str, first: &str) -> bool {
     }
 }
 
-/// Where the next `;`, `a` or `A` is in `bytes`, from `from` on: eight
+/// Where the next `;`, `v` or `V` is in `bytes`, from `from` on: eight
 /// bytes per step (a zero byte in `word ^ pattern` marks a match; the
 /// lowest such flag is always exact).
-fn semicolon_or_a(bytes: &[u8], from: usize) -> Option<usize> {
+fn semicolon_or_v(bytes: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
@@ -319,7 +320,7 @@ fn semicolon_or_a(bytes: &[u8], from: usize) -> Option<usize> {
         let word = u64::from_le_bytes(word);
         // `| 0x20` lower-cases letters; `;` (0x3b) has that bit already.
         let hits = zero_bytes(word ^ (ONES * u64::from(b';')))
-            | zero_bytes((word | (ONES * 0x20)) ^ (ONES * u64::from(b'a')));
+            | zero_bytes((word | (ONES * 0x20)) ^ (ONES * u64::from(b'v')));
         if hits != 0 {
             return Some(at + hits.trailing_zeros() as usize / 8);
         }
@@ -327,7 +328,7 @@ fn semicolon_or_a(bytes: &[u8], from: usize) -> Option<usize> {
     }
     let tail = bytes.get(at..)?;
     tail.iter()
-        .position(|&b| b == b';' || b | 0x20 == b'a')
+        .position(|&b| b == b';' || b | 0x20 == b'v')
         .map(|p| at + p)
 }
 
