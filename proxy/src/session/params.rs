@@ -173,12 +173,18 @@ fn parse_options(options: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-/// The first `N` words of a statement, upper-cased, after whitespace,
-/// comments and opening parentheses. Cheap enough for every query: it looks
-/// at a few bytes, and decides whether the statement needs parsing at all.
+/// The first `N` words of a statement, after whitespace, comments and
+/// opening parentheses. Cheap enough for every query: it looks at a few
+/// bytes, and decides whether the statement needs parsing at all.
 pub fn leading_words<const N: usize>(sql: &str) -> [&str; N] {
-    let mut words = [""; N];
-    let bytes = sql.as_bytes();
+    // Words are ASCII letters, digits and `_`: always UTF-8.
+    leading_byte_words::<N>(sql.as_bytes())
+        .map(|word| std::str::from_utf8(word).unwrap_or_default())
+}
+
+/// [`leading_words`] of a text not checked as UTF-8.
+fn leading_byte_words<const N: usize>(bytes: &[u8]) -> [&[u8]; N] {
+    let mut words: [&[u8]; N] = [b""; N];
     let mut i = 0;
     for slot in words.iter_mut() {
         loop {
@@ -216,13 +222,13 @@ pub fn leading_words<const N: usize>(sql: &str) -> [&str; N] {
         if start == i {
             break;
         }
-        *slot = &sql[start..i];
+        *slot = &bytes[start..i];
     }
     words
 }
 
-fn is(word: &str, keyword: &str) -> bool {
-    word.eq_ignore_ascii_case(keyword)
+fn is_word(word: &[u8], keyword: &str) -> bool {
+    word.eq_ignore_ascii_case(keyword.as_bytes())
 }
 
 /// What a client statement string means for the pooler, from its
@@ -241,11 +247,11 @@ pub struct Keywords {
 /// Classify a statement string (all its statements, conservatively). Runs
 /// on every simple query, so it reads the first word of each statement and
 /// scans the text once, eight bytes at a time.
-pub fn classify(sql: &str) -> Keywords {
-    let [first] = leading_words::<1>(sql);
-    let tracked = match first.as_bytes().first().map(u8::to_ascii_uppercase) {
-        Some(b'S' | b'R') => is(first, "SET") || is(first, "RESET"),
-        Some(b'D') => is(first, "DEALLOCATE") || is(first, "DISCARD"),
+pub fn classify(sql: &[u8]) -> Keywords {
+    let [first] = leading_byte_words::<1>(sql);
+    let tracked = match first.first().map(u8::to_ascii_uppercase) {
+        Some(b'S' | b'R') => is_word(first, "SET") || is_word(first, "RESET"),
+        Some(b'D') => is_word(first, "DEALLOCATE") || is_word(first, "DISCARD"),
         _ => false,
     };
     Keywords {
@@ -257,23 +263,22 @@ pub fn classify(sql: &str) -> Keywords {
 /// Conservative check for statements with session-lifetime effects
 /// (`first` is the string's first word). False positives only cost a
 /// DISCARD ALL when the server is released.
-fn leaves_session_state(sql: &str, first: &str) -> bool {
+fn leaves_session_state(sql: &[u8], first: &[u8]) -> bool {
     if statement_leaves_state(sql, first) {
         return true;
     }
     // The other statements start after a `;`; an advisory lock is taken
     // by a function whose name has a `v` (rare in SQL, unlike `a`).
-    let bytes = sql.as_bytes();
     let mut from = 0;
-    while let Some(at) = semicolon_or_v(bytes, from) {
-        if bytes[at] == b';' {
+    while let Some(at) = semicolon_or_v(sql, from) {
+        if sql[at] == b';' {
             let rest = &sql[at + 1..];
-            let [first] = leading_words::<1>(rest);
+            let [first] = leading_byte_words::<1>(rest);
             if statement_leaves_state(rest, first) {
                 return true;
             }
         } else if at >= 2
-            && bytes[at - 2..]
+            && sql[at - 2..]
                 .get(..ADVISORY_LOCK.len())
                 .is_some_and(|word| word.eq_ignore_ascii_case(ADVISORY_LOCK))
         {
@@ -288,20 +293,20 @@ const ADVISORY_LOCK: &[u8] = b"advisory_lock";
 
 /// One statement (`text` from its start on, `first` its first word)
 /// leaves session state behind.
-fn statement_leaves_state(text: &str, first: &str) -> bool {
-    let second = || leading_words::<2>(text)[1];
-    match first.as_bytes().first().map(u8::to_ascii_uppercase) {
+fn statement_leaves_state(text: &[u8], first: &[u8]) -> bool {
+    let second = || leading_byte_words::<2>(text)[1];
+    match first.first().map(u8::to_ascii_uppercase) {
         Some(b'C') => {
-            is(first, "CREATE") && {
+            is_word(first, "CREATE") && {
                 let second = second();
                 ["TEMP", "TEMPORARY", "LOCAL", "GLOBAL"]
                     .iter()
-                    .any(|k| is(second, k))
+                    .any(|k| is_word(second, k))
             }
         }
-        Some(b'P') => is(first, "PREPARE") && !is(second(), "TRANSACTION"),
-        Some(b'L') => is(first, "LISTEN") || is(first, "LOAD"),
-        Some(b'D') => is(first, "DECLARE") && contains_ignore_case(text, "hold"),
+        Some(b'P') => is_word(first, "PREPARE") && !is_word(second(), "TRANSACTION"),
+        Some(b'L') => is_word(first, "LISTEN") || is_word(first, "LOAD"),
+        Some(b'D') => is_word(first, "DECLARE") && contains_ignore_case(text, b"hold"),
         _ => false,
     }
 }
@@ -332,11 +337,10 @@ fn semicolon_or_v(bytes: &[u8], from: usize) -> Option<usize> {
         .map(|p| at + p)
 }
 
-fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
     haystack
-        .as_bytes()
         .windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// What a statement string does to the session state pgshard tracks, read

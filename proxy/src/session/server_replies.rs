@@ -250,9 +250,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let status = conn.status;
         let extended = std::mem::take(&mut self.extended_settings);
         if !std::mem::take(&mut self.failed) {
-            let changes = match &completed {
-                Effect::Settings(changes) => changes.clone(),
-                _ => Vec::new(),
+            let (changes, completed) = match completed {
+                Effect::Settings(changes) => (changes, Effect::None),
+                other => (Vec::new(), other),
             };
             for change in changes.into_iter().chain(extended) {
                 if status == b'I' {

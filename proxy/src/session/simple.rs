@@ -18,8 +18,13 @@ use crate::protocol::messages;
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
         let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
-        let sql = super::sql_text(sql_bytes);
-        let keywords = params::classify(&sql);
+        let keywords = params::classify(sql_bytes);
+        // The text as UTF-8, where the cache needs it.
+        let sql = if keywords.tracked || self.has_replicas() || self.sharded() {
+            super::sql_text(sql_bytes)
+        } else {
+            std::borrow::Cow::Borrowed("")
+        };
         let mut dirty = keywords.leaves_state;
         let mut effect = Effect::None;
         // A tracked string's lookup, kept for routing.

@@ -121,8 +121,8 @@ fn setting_texts_are_sliced_per_statement() {
 
 #[test]
 fn classify_statements() {
-    let tracked = |sql: &str| classify(sql).tracked;
-    let leaves = |sql: &str| classify(sql).leaves_state;
+    let tracked = |sql: &str| classify(sql.as_bytes()).tracked;
+    let leaves = |sql: &str| classify(sql.as_bytes()).leaves_state;
     for sql in [
         " /* c */ -- x\n set x=1",
         "reset all",
@@ -160,7 +160,7 @@ fn classify_statements() {
     }
     // Both at once: tracked, and the server needs a reset too.
     assert_eq!(
-        classify("DISCARD PLANS; CREATE TEMP TABLE t ()"),
+        classify(b"DISCARD PLANS; CREATE TEMP TABLE t ()"),
         Keywords {
             tracked: true,
             leaves_state: true
@@ -173,7 +173,7 @@ fn classify_statements() {
         "",
         "/* unterminated",
     ] {
-        assert_eq!(classify(sql), Keywords::default(), "{sql}");
+        assert_eq!(classify(sql.as_bytes()), Keywords::default(), "{sql}");
     }
 }
 
