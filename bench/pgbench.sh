@@ -18,7 +18,9 @@
 #
 # Environment: DURATION (s, 15), PASSES (2), CASES (space-separated names
 # from the list below; default all), TARGETS (default "direct pgbouncer
-# pgshard pgshard-sharded"; the sharded one runs only the -S cases), SCALE
+# pgshard pgshard-sharded"; the sharded one runs only the -S cases; also
+# pgshard-w<N> (N workers), pgshard-base and pgshard-base-w<N> (the build
+# $PGSHARD_BASE, for a before/after in one run)), SCALE
 # (10), POOL (10), WORKERS (pgshard's `workers`; default its config
 # default), JSON (target/pgbench.json), PGSHARD (a built binary to use
 # instead of building), KEEP=1 (leave the temp dir).
@@ -130,7 +132,7 @@ pids+=("$bouncer_pid")
 # are the same database (each holds every row, so any route answers right):
 # what sharded routing adds per transaction, at the same total pool size.
 # pgshard-base is another build ($PGSHARD_BASE) with the plain config: a
-# before/after comparison in one run.
+# before/after comparison in one run (pgshard-base-w<N>: with N workers).
 declare -A PORT=([direct]=$pg_port [pgbouncer]=$bouncer_port) PID=([direct]="" [pgbouncer]=$bouncer_pid)
 workers_line=""
 [ -z "${WORKERS:-}" ] || workers_line="workers = $WORKERS"
@@ -149,7 +151,10 @@ auth_type = "trust"
 $databases
 EOF
   printf '[[users]]\nname = "postgres"\ndatabase = "pgbench"\npassword = "unused"\n' >"$work/$name-users.toml"
-  RUST_LOG=${RUST_LOG:-info} "$binary" --config "$work/$name.toml" --users "$work/$name-users.toml" \
+  # In a session of its own, as a daemon runs (PgBouncer's -d, Postgres
+  # under pg_ctl): with the kernel's autogroup scheduling, a process of this
+  # script's session would share one scheduling group with pgbench.
+  RUST_LOG=${RUST_LOG:-info} setsid "$binary" --config "$work/$name.toml" --users "$work/$name-users.toml" \
     >"$work/$name.log" 2>&1 &
   PID[$name]=$!
   PORT[$name]=$port
@@ -164,9 +169,11 @@ for t in $TARGETS; do
   case $t in
     pgshard) start_pgshard pgshard "$PGSHARD" "$(database)" ;;
     pgshard-w[0-9]*) start_pgshard "$t" "$PGSHARD" "$(database)" "${t#pgshard-w}" ;;
-    pgshard-base)
-      [ -x "${PGSHARD_BASE:-}" ] || die "target pgshard-base needs PGSHARD_BASE=<a pgshard binary>"
-      start_pgshard pgshard-base "$PGSHARD_BASE" "$(database)" ;;
+    pgshard-base | pgshard-base-w[0-9]*)
+      [ -x "${PGSHARD_BASE:-}" ] || die "target $t needs PGSHARD_BASE=<a pgshard binary>"
+      base_workers=""
+      [ "$t" = pgshard-base ] || base_workers=${t#pgshard-base-w}
+      start_pgshard "$t" "$PGSHARD_BASE" "$(database)" $base_workers ;;
     pgshard-sharded)
       start_pgshard pgshard-sharded "$PGSHARD" "$(database 0 "$half")$(database 1 "$half")
 [[sharded_tables]]

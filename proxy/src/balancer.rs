@@ -49,6 +49,17 @@ impl ShardPools {
     }
 
     /// A server for a statement: a read (`read`) may go to a replica.
+    /// A server at once, without waiting or connecting: an idle connection
+    /// of the primary's pool when the primary serves this checkout and has
+    /// one ready (the common case, which needs no future and no list of
+    /// candidates); `None` sends the caller to [`checkout`](Self::checkout).
+    pub fn checkout_now(&self, read: bool) -> Option<Pooled> {
+        if read && !self.replicas.is_empty() {
+            return None;
+        }
+        self.primary.checkout_now()
+    }
+
     pub async fn checkout(&self, read: bool) -> Result<Pooled, PoolError> {
         let candidates = self.candidates(read);
         let last = candidates.len().saturating_sub(1);

@@ -14,7 +14,9 @@ use tokio::net::TcpStream;
 use tracing::{debug, info};
 
 use crate::admin;
+use crate::cancel::CancelTargets;
 use crate::errors::ClientError;
+use crate::interrupt::Interrupt;
 use crate::pool::{LoginReport, Pool, Pooled};
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
@@ -147,9 +149,9 @@ impl Arrival {
             addr: self.peer.addr,
             connected_at: SystemTime::now(),
             state: AtomicU8::new(CLIENT_IDLE),
-            cancel: tokio::sync::Mutex::new(Vec::new()),
+            cancel: CancelTargets::default(),
             fd: self.peer.fd,
-            killed: tokio::sync::watch::Sender::new(false),
+            interrupt: Interrupt::default(),
         }
     }
 }
@@ -273,6 +275,7 @@ async fn start_pooled_session<S: AsyncRead + AsyncWrite + Unpin>(
     let Some(pool) = pools.first().map(|shard| Arc::clone(&shard.primary)) else {
         return;
     };
+    let defaults = pool.shared_settings(defaults);
     let mode = pool.settings.pooler_mode;
     let Some((report, server)) =
         login_report(&mut client, &mut buf, &state, &pool, &defaults).await

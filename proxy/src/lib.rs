@@ -14,6 +14,8 @@ pub mod client;
 pub mod config_files;
 pub mod errors;
 pub mod fanout;
+pub mod id_hash;
+pub mod interrupt;
 pub mod logging;
 pub mod metrics;
 pub mod pool;

@@ -38,7 +38,10 @@ fn main() -> anyhow::Result<()> {
     // listener on the port (workers.rs says why).
     let host = config.general.host.clone();
     let port = config.general.port;
-    let workers = proxy::workers::Workers::bind(config.general.workers, &host, port)
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let count = config.general.workers_for(cores);
+    tracing::info!(workers = count, cores, "worker threads");
+    let workers = proxy::workers::Workers::bind(count, &host, port)
         .with_context(|| format!("cannot listen on {host}:{port}"))?;
     let state = workers.in_first(|| {
         let state = proxy::state::State::new(config, Some((args.config, args.users)));

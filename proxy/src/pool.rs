@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use router::config::{PoolSettings, Role};
 use tracing::{debug, warn};
 
+use crate::id_hash::IdMap;
 use crate::metrics::PoolHistograms;
 use crate::server_conn::{ServerConn, ServerError, ServerTarget};
 use crate::session::params::ParamSet;
@@ -70,9 +71,11 @@ pub struct Pool {
     pub settings: PoolSettings,
     /// One per connection checked out or opening, at most `pool_size`.
     places: Arc<Places>,
-    idle: Mutex<Vec<ServerConn>>,
+    /// Boxed, as in [`Pooled`]: a checkout moves a pointer, not the struct.
+    #[allow(clippy::vec_box)]
+    idle: Mutex<Vec<Box<ServerConn>>>,
     /// Servers checked out now, by id.
-    checked_out: Mutex<HashMap<u64, CheckedOut>>,
+    checked_out: Mutex<IdMap<CheckedOut>>,
     /// RECONNECT: connections created before this point (nanoseconds
     /// after `born`; 0: none) are closed when next given back or found idle.
     retire_before_ns: AtomicU64,
@@ -122,7 +125,9 @@ impl std::fmt::Debug for Pool {
 /// dropping it instead closes the connection and frees its place.
 #[derive(Debug)]
 pub struct Pooled {
-    pub conn: ServerConn,
+    pub conn: Box<ServerConn>,
+    /// When it was handed out (a transaction's time, in transaction mode).
+    pub checked_out_at: Instant,
     pool: Arc<Pool>,
     _place: Place,
     _active: ActiveClient,
@@ -201,7 +206,7 @@ impl Pool {
             places: Places::new(settings.pool_size),
             settings,
             idle: Mutex::new(Vec::new()),
-            checked_out: Mutex::new(HashMap::new()),
+            checked_out: Mutex::new(IdMap::default()),
             retire_before_ns: AtomicU64::new(0),
             born: Instant::now(),
             stats: PoolStats::default(),
@@ -229,14 +234,14 @@ impl Pool {
             None => self.wait_for_place().await?,
         };
         while let Some(mut conn) = self.take_idle() {
-            if conn.is_broken_while_idle() || self.expired(&conn) {
+            if conn.is_broken_while_idle() || self.expired(&conn, Instant::now()) {
                 debug!(server = conn.id, "retiring a pooled server connection");
                 continue;
             }
             if !self.check_if_due(&mut conn).await {
                 continue;
             }
-            return Ok(self.hand_out(conn, place));
+            return Ok(self.hand_out(conn, place, Instant::now()));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let conn = ServerConn::connect(&self.target, self.settings.connect_timeout, id)
@@ -246,7 +251,30 @@ impl Pool {
                 warn!(%err, cluster = %self.cluster, shard = self.shard, "server connection failed");
                 self.ban("cannot connect");
             })?;
-        Ok(self.hand_out(conn, place))
+        Ok(self.hand_out(conn, place, Instant::now()))
+    }
+
+    /// An idle connection now, if a place is free and one is ready to use
+    /// (alive, not expired, no health check due); `None` otherwise, and
+    /// nothing changed: [`checkout`](Self::checkout) does the rest.
+    pub fn checkout_now(self: &Arc<Self>) -> Option<Pooled> {
+        let place = self.places.try_take()?;
+        let now = Instant::now();
+        while let Some(mut conn) = self.take_idle() {
+            if conn.is_broken_while_idle() || self.expired(&conn, now) {
+                debug!(server = conn.id, "retiring a pooled server connection");
+                continue;
+            }
+            if self.check_due(&conn, now) {
+                // The slow path checks it (and finds it first: it is the
+                // most recently given back).
+                lock(&self.idle).push(conn);
+                return None;
+            }
+            self.histograms.observe_wait(Duration::ZERO);
+            return Some(self.hand_out(conn, place, now));
+        }
+        None
     }
 
     /// Wait in line for a place, up to `checkout_timeout`.
@@ -272,7 +300,7 @@ impl Pool {
     /// The most recently used idle connection that lives on this worker
     /// thread, else the most recently used one, moved to this thread (one
     /// that cannot be moved is dropped, and the next one tried).
-    fn take_idle(&self) -> Option<ServerConn> {
+    fn take_idle(&self) -> Option<Box<ServerConn>> {
         let here = crate::workers::current();
         loop {
             let conn = {
@@ -290,8 +318,9 @@ impl Pool {
         }
     }
 
-    fn hand_out(self: &Arc<Self>, conn: ServerConn, place: Place) -> Pooled {
+    fn hand_out(self: &Arc<Self>, conn: Box<ServerConn>, place: Place, now: Instant) -> Pooled {
         Pooled {
+            checked_out_at: now,
             _active: ActiveClient::new(self, &conn),
             conn,
             pool: Arc::clone(self),
@@ -302,6 +331,11 @@ impl Pool {
     /// Return a connection that is idle (ReadyForQuery `I`, nothing pending)
     /// and clean; anything else must be dropped instead.
     pub fn checkin(&self, pooled: Pooled) {
+        self.checkin_at(pooled, Instant::now());
+    }
+
+    /// [`checkin`](Self::checkin) with the time now, which the caller read.
+    pub fn checkin_at(&self, pooled: Pooled, now: Instant) {
         let Pooled {
             mut conn,
             _place,
@@ -309,20 +343,20 @@ impl Pool {
             ..
         } = pooled;
         drop(_active);
-        if conn.status != b'I' || conn.dirty || self.expired(&conn) {
+        if conn.status != b'I' || conn.dirty || self.expired(&conn, now) {
             return;
         }
-        conn.last_used = Instant::now();
+        conn.last_used = now;
         lock(&self.idle).push(conn);
         // The place is given back after the push, so a waiter always finds
         // either this connection or room for a new one.
         drop(_place);
     }
 
-    fn expired(&self, conn: &ServerConn) -> bool {
+    fn expired(&self, conn: &ServerConn, now: Instant) -> bool {
         self.settings
             .server_lifetime
-            .is_some_and(|lifetime| conn.created.elapsed() >= lifetime)
+            .is_some_and(|lifetime| now.saturating_duration_since(conn.created) >= lifetime)
             || self.is_close_needed(conn.created)
     }
 
@@ -363,6 +397,15 @@ impl Pool {
             .collect();
         all.sort_by_key(|(id, _)| *id);
         all
+    }
+
+    /// `settings`, or the equal set an earlier login with the same
+    /// settings left here: shared, so comparing a client's settings with a
+    /// server's (on every checkout) is mostly comparing two pointers.
+    pub fn shared_settings(&self, settings: ParamSet) -> ParamSet {
+        lock(&self.login_reports)
+            .get_key_value(&settings)
+            .map_or(settings, |(shared, _)| shared.clone())
     }
 
     /// What a server reported (ParameterStatus) for these startup settings,
@@ -433,7 +476,7 @@ async fn maintain(pool: Weak<Pool>) {
             idle.retain_mut(|conn| {
                 let idle_too_long = idle_timeout.is_some_and(|t| conn.last_used.elapsed() >= t);
                 let retire = conn.is_broken_while_idle()
-                    || pool.expired(conn)
+                    || pool.expired(conn, Instant::now())
                     || (idle_too_long && surplus > 0);
                 let keep = !retire;
                 if !keep {

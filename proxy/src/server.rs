@@ -61,7 +61,7 @@ pub(crate) async fn serve(
 ) {
     let config = state.config();
     if let Ok(addr) = listener.local_addr() {
-        info!(%addr, tls = tls.is_some(), workers = config.general.workers.max(1), "listening");
+        info!(%addr, tls = tls.is_some(), "listening");
     }
     if let Some(port) = config.general.openmetrics_port {
         match TcpListener::bind((config.general.host.as_str(), port)).await {
@@ -121,7 +121,7 @@ pub(crate) async fn accept(
 }
 /// Stop taking new work and wait for clients to finish their transactions.
 async fn drain(state: &State) {
-    state.shutdown.send_replace(true);
+    state.shut_down();
     let timeout = state.config().general.shutdown_timeout();
     let deadline = Instant::now() + timeout;
     info!(

@@ -3,7 +3,6 @@
 //! pgshard tracks on it (statements prepared, settings applied, transaction
 //! status, cancel key).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -12,10 +11,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::auth::{md5, scram};
+use crate::id_hash::IdMap;
 use crate::protocol::frame::{decode_backend_frame, split_backend_message, Frame, FrameError};
 use crate::protocol::messages;
 use crate::protocol::startup::Startup;
 use crate::session::params::ParamSet;
+
+/// The least free room in a server connection's read buffer for a read.
+const SERVER_READ_ROOM: usize = 8 * 1024;
 
 /// Where and as whom to log in.
 #[derive(Clone, PartialEq, Eq)]
@@ -66,7 +69,7 @@ pub enum ServerError {
 /// with a use tick for least-recently-used eviction.
 #[derive(Debug, Default)]
 pub struct PreparedSet {
-    ticks: HashMap<u64, u64>,
+    ticks: IdMap<u64>,
     clock: u64,
 }
 
@@ -154,7 +157,7 @@ impl ServerConn {
         target: &ServerTarget,
         timeout: Duration,
         id: u64,
-    ) -> Result<ServerConn, ServerError> {
+    ) -> Result<Box<ServerConn>, ServerError> {
         let place = format!("{}:{}", target.host, target.port);
         let login = async {
             let stream = TcpStream::connect((target.host.as_str(), target.port))
@@ -162,7 +165,10 @@ impl ServerConn {
                 .map_err(|e| ServerError::Connect(place.clone(), e))?;
             stream.set_nodelay(true)?;
             let addr = stream.peer_addr()?;
-            let mut conn = ServerConn {
+            // Boxed: a connection moves between the pool and sessions on
+            // every checkout, and a pointer is cheaper to move than the
+            // struct.
+            let mut conn = Box::new(ServerConn {
                 stream,
                 rbuf: BytesMut::with_capacity(16 * 1024),
                 addr,
@@ -178,7 +184,7 @@ impl ServerConn {
                 dirty: false,
                 id,
                 home: crate::workers::current(),
-            };
+            });
             conn.login(target).await?;
             Ok(conn)
         };
@@ -308,6 +314,9 @@ impl ServerConn {
     /// closed the connection. Cancel-safe: a read abandoned in a `select!`
     /// loses nothing.
     pub async fn fill(&mut self) -> std::io::Result<usize> {
+        // Room for a whole reply of the usual size in one read: a read that
+        // fills the buffer is followed by another.
+        self.rbuf.reserve(SERVER_READ_ROOM);
         self.stream.read_buf(&mut self.rbuf).await
     }
 
@@ -315,6 +324,17 @@ impl ServerConn {
     /// with the per-kind length caps; `None` until one is complete.
     pub fn next_message(&mut self) -> Result<Option<Bytes>, FrameError> {
         split_backend_message(&mut self.rbuf)
+    }
+
+    /// The bytes read and not yet handled, taken out so a session can relay
+    /// whole messages from them in place; given back with
+    /// [`restore_read`](Self::restore_read) (a partial message stays in it).
+    pub fn take_read(&mut self) -> BytesMut {
+        std::mem::take(&mut self.rbuf)
+    }
+
+    pub fn restore_read(&mut self, rbuf: BytesMut) {
+        self.rbuf = rbuf;
     }
 
     /// Write `bytes` to the server.
@@ -419,7 +439,7 @@ impl ServerConn {
     /// `epoll_ctl` and a probe, once per move: the new registration knows
     /// no readiness yet, so [`is_broken_while_idle`](Self::is_broken_while_idle)
     /// would see nothing; the probe does (EOF, or an unsolicited message).
-    pub fn settle_here(mut self) -> std::io::Result<ServerConn> {
+    pub fn settle_here(mut self: Box<Self>) -> std::io::Result<Box<ServerConn>> {
         let here = crate::workers::current();
         if here.is_none() || here == self.home {
             return Ok(self);

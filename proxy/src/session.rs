@@ -37,7 +37,6 @@ mod transaction;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use router::config::PoolerMode;
@@ -64,6 +63,9 @@ use transaction::{Target, Transaction};
 
 /// Flush replies to the client once this much is buffered.
 pub(crate) const CLIENT_FLUSH_AT: usize = 64 * 1024;
+
+/// The least free room in the client's read buffer for a read.
+const CLIENT_READ_ROOM: usize = 4 * 1024;
 
 /// Why a session ends.
 #[derive(Debug)]
@@ -136,7 +138,6 @@ pub struct Session<S> {
     failed: bool,
     max_message: usize,
     prepared_limit: usize,
-    checked_out_at: Instant,
     /// The cluster's sharding model and parser engine (refreshed on reload).
     sharding: Arc<Sharding>,
     engine: ParserEngine,
@@ -175,6 +176,9 @@ pub struct Session<S> {
     unnamed_on: Option<u64>,
     /// Times requests for the query histogram and the slow-query log.
     clock: QueryClock,
+    /// The templated cache entries of the last simple queries, most recent
+    /// first (`routing.rs`, `Session::lookup`).
+    recent: Vec<Arc<router::cache::Entry>>,
     /// The statement being routed may write: inside a transaction pgshard
     /// opened, its shard must commit with the others.
     writes: bool,
@@ -201,6 +205,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             unnamed_on: None,
             clock: QueryClock::new(start.state.config().general.slow_query_threshold()),
             writes: false,
+            recent: Vec::new(),
             generation,
             state: start.state,
             info: start.info,
@@ -222,7 +227,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             failed: false,
             max_message: start.max_message,
             prepared_limit: start.prepared_limit,
-            checked_out_at: Instant::now(),
         }
     }
 
@@ -244,8 +248,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     async fn serve(&mut self) -> End {
-        let mut shutdown = self.state.shutdown.subscribe();
-        let stopping = shutdown.wait_for(|s| *s);
+        let (info, state) = (Arc::clone(&self.info), Arc::clone(&self.state));
+        let stopping = info.interrupt.until(|| state.is_shutting_down());
         tokio::pin!(stopping);
         loop {
             loop {
@@ -269,6 +273,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 .main()
                 .and_then(|s| s.pool().settings.query_timeout)
                 .filter(|_| self.plan.awaiting_server());
+            // Room for a whole message of the usual size in one read: a
+            // read that fills the buffer is followed by another.
+            self.cbuf.reserve(CLIENT_READ_ROOM);
             match self.attached.main_mut() {
                 Some(server) => {
                     let timeout = async {
@@ -278,10 +285,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         }
                     };
                     tokio::select! {
-                        read = self.client.read_buf(&mut self.cbuf) => match read {
-                            Ok(0) | Err(_) => return End::ClientGone,
-                            Ok(n) => count(&server.pool().stats.bytes_received, n),
-                        },
+                        // The server first: its replies free it sooner.
+                        biased;
                         read = server.conn.fill() => match read {
                             Ok(0) | Err(_) => {
                                 warn!("server connection lost mid-session");
@@ -294,11 +299,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                                 }
                             }
                         },
+                        read = self.client.read_buf(&mut self.cbuf) => match read {
+                            Ok(0) | Err(_) => return End::ClientGone,
+                            Ok(n) => count(&server.pool().stats.bytes_received, n),
+                        },
                         () = timeout => self.cancel_running_query().await,
                     }
                 }
                 None => {
                     tokio::select! {
+                        biased;
                         read = self.client.read_buf(&mut self.cbuf) => match read {
                             Ok(0) | Err(_) => return End::ClientGone,
                             // Counted where the client's last server was.
@@ -306,7 +316,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                                 count(&pools.primary.stats.bytes_received, n);
                             },
                         },
-                        _ = &mut stopping => {
+                        () = &mut stopping => {
                             return End::Fatal(ClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: pgshard is shutting down"));
                         }
                     }
@@ -440,6 +450,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let result = self.client.write_all(&self.to_client).await;
         self.to_client.clear();
         result.map_err(|_| End::ClientGone)
+    }
+}
+
+/// A client's SQL as text: borrowed when it is valid UTF-8 (checked a
+/// word at a time, the common case), with replacement characters
+/// otherwise (Postgres then reports the encoding error).
+pub(crate) fn sql_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 

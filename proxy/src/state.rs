@@ -14,6 +14,8 @@ use tokio::sync::watch;
 
 use crate::auth::scram::ScramSecret;
 use crate::balancer::ShardPools;
+use crate::cancel::CancelTargets;
+use crate::interrupt::Interrupt;
 use crate::metrics::{Metrics, PoolLabels};
 use crate::pool::{Pool, PoolId};
 use crate::server_conn::ServerTarget;
@@ -68,15 +70,13 @@ pub struct ClientInfo {
     pub addr: Option<SocketAddr>,
     pub connected_at: SystemTime,
     pub state: AtomicU8,
-    /// The server running this client's query right now, if any. A tokio
-    /// mutex: a cancel holds it while it delivers the request, and the
-    /// session takes it before handing the server back, so a late cancel
-    /// can never reach a server that already serves someone else.
-    pub cancel: tokio::sync::Mutex<Vec<CancelTarget>>,
+    /// The server running this client's query right now, if any (see
+    /// [`CancelTargets`]).
+    pub cancel: CancelTargets,
     /// The client socket's file descriptor (SHOW FDS).
     pub fd: Option<i32>,
-    /// KILL: set once; the session ends and closes its servers.
-    pub killed: watch::Sender<bool>,
+    /// KILL, and the session's wake-up when pgshard shuts down.
+    pub interrupt: Interrupt,
 }
 
 /// The pools of one (cluster, user): one set per shard, by shard number.
@@ -466,6 +466,15 @@ impl State {
         tokio::select! {
             _ = paused.wait_for(|p| !p.holds(database)) => !self.is_shutting_down(),
             _ = shutdown.wait_for(|s| *s) => false,
+        }
+    }
+
+    /// Start shutting down: no new clients, and sessions without a server
+    /// end (each is woken to see it).
+    pub fn shut_down(&self) {
+        self.shutdown.send_replace(true);
+        for client in self.clients() {
+            client.interrupt.wake();
         }
     }
 

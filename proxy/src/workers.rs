@@ -80,6 +80,9 @@ impl Workers {
     /// worker runs on this thread, with the metrics endpoint and whatever
     /// `shutdown` waits for (signals).
     pub fn run<F: Future<Output = ()>>(self, state: Arc<State>, shutdown: F) {
+        for (runtime, _) in &self.workers {
+            runtime.spawn(heartbeat());
+        }
         let mut workers = self.workers.into_iter().enumerate();
         let Some((_, (first, listener))) = workers.next() else {
             return;
@@ -118,6 +121,23 @@ impl Workers {
         WORKER.with(|w| w.set(None));
     }
 }
+
+/// A timer that fires every [`HEARTBEAT`] on each worker, and does
+/// nothing else. Tokio's timer wakes its reactor up (a write to its
+/// eventfd, and an `epoll_wait` that returns at once) when a timer is set
+/// to expire before the reactor's next planned wake-up, and with no timer
+/// at all every new timer is such a one: a checkout that waits for a place
+/// sets one (`checkout_timeout`). With the heartbeat the reactor always
+/// plans to wake within a second, so such timers are set quietly.
+async fn heartbeat() {
+    let mut tick = tokio::time::interval(HEARTBEAT);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+    }
+}
+
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A listener on `addr` that other sockets may share (`SO_REUSEPORT`).
 fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {

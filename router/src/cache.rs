@@ -21,7 +21,11 @@
 //! statement the lexer is unsure of, `SET pgdog.shard = 1` whose value sits in
 //! the statement kind) is keyed by its exact text: correctness over hit rate.
 //! A lookup tries the exact text (untemplated entries only, no lexing),
-//! then the template key, then the exact text again.
+//! then the template key, then the exact text again. A caller that keeps
+//! the templated entries it found last (a session) can look a new text up
+//! among them first ([`AstCache::lookup_like`]): the text is compared with
+//! their template keys and only its literals are lexed
+//! ([`template::rematch`]), with no hashing and no lock.
 //!
 //! Comments in the middle of a statement are part of its key; the overrides
 //! they name are read once, on the miss, and kept in the entry.
@@ -69,7 +73,7 @@ use crate::extract::{self, ExtractError};
 use crate::route::{self, Overrides, ParamValue, RouteError, RoutePlan, Routed};
 use crate::sharding::{ParserEngine, Sharding};
 use crate::summary::{Condition, SessionEffect, StatementKind, Summary, Value, ValueSource};
-use crate::template::{self, LiteralKind, Template};
+use crate::template::{self, Literal, LiteralKind, Template};
 
 /// The parser's memory context: its first block (Postgres's
 /// `ALLOCSET_DEFAULT_INITSIZE`), which even `SELECT 1` mostly fills.
@@ -313,6 +317,8 @@ pub struct CacheStats {
 /// The LRU AST cache (see the module docs).
 pub struct AstCache {
     inner: Mutex<Inner>,
+    /// Hits of [`AstCache::lookup_like`], which takes no lock.
+    hits_like: AtomicU64,
 }
 
 /// Keys map to entries; a templated entry sits under two keys (its template
@@ -399,7 +405,54 @@ impl AstCache {
                 misses: 0,
                 evictions: 0,
             }),
+            hits_like: AtomicU64::new(0),
         }
+    }
+
+    /// `sql` as a text of one of `recent` (templated entries the caller
+    /// found before, most recent first): matched against their template
+    /// keys (`template::rematch`), without lexing it whole, hashing it or
+    /// taking the lock. The index of the entry that matched, and the
+    /// lookup; `None` sends the caller to [`lookup`](Self::lookup). Found
+    /// this way, an entry is not made more recent in the LRU (a session
+    /// holding it keeps it alive if it is evicted; others parse it again).
+    pub fn lookup_like(
+        &self,
+        sql: &str,
+        engine: ParserEngine,
+        recent: &[Arc<Entry>],
+    ) -> Option<(usize, Lookup)> {
+        if recent.is_empty() {
+            return None;
+        }
+        let (core, edge) = template::split_edge_comments(sql);
+        recent.iter().enumerate().find_map(|(at, entry)| {
+            let key = entry.template_key.as_deref()?;
+            if entry.tree.engine() != engine {
+                return None;
+            }
+            // The values of the literals the entry reads, as they come.
+            let mut literals = Vec::with_capacity(entry.uses.len());
+            let (mut index, mut uses) = (0, entry.uses.iter().peekable());
+            let matched = template::rematch_each(key, core, |literal| {
+                while let Some(used) = uses.next_if(|used| used.index == index) {
+                    literals.push(literal_value(&literal, used, core));
+                }
+                index += 1;
+            });
+            if !matched || literals.len() != entry.uses.len() {
+                return None;
+            }
+            entry.stats.hit();
+            self.hits_like.fetch_add(1, Ordering::Relaxed);
+            let lookup = Lookup {
+                entry: Arc::clone(entry),
+                literals,
+                overrides: merge(edge.clone(), &entry.overrides),
+                hit: true,
+            };
+            Some((at, lookup))
+        })
     }
 
     /// The entry for `sql`, parsed with `engine` on a miss (see the module
@@ -500,7 +553,7 @@ impl AstCache {
     pub fn stats(&self) -> CacheStats {
         let inner = self.lock();
         CacheStats {
-            hits: inner.hits,
+            hits: inner.hits + self.hits_like.load(Ordering::Relaxed),
             misses: inner.misses,
             evictions: inner.evictions,
             entries: inner.entries,
@@ -579,21 +632,25 @@ fn literal_values(entry: &Entry, core: &str, template: Option<&Template>) -> Opt
     if !entry.templated {
         return Some(Vec::new());
     }
-    values_of(&entry.uses, core, template?)
+    values_of(&entry.uses, core, &template?.literals)
 }
 
-/// The values of the literals `uses` names, in `core` as `template` lexed it.
-fn values_of(uses: &[LiteralUse], core: &str, template: &Template) -> Option<Vec<String>> {
+/// The values of the literals `uses` names, in `core` as lexed to
+/// `literals`.
+fn values_of(uses: &[LiteralUse], core: &str, literals: &[Literal]) -> Option<Vec<String>> {
     uses.iter()
-        .map(|used| {
-            let value = template.literals.get(used.index)?.value(core);
-            Some(if used.negate {
-                format!("-{value}")
-            } else {
-                value.into_owned()
-            })
-        })
+        .map(|used| Some(literal_value(literals.get(used.index)?, used, core)))
         .collect()
+}
+
+/// The value of `literal` in `core`, as `used` reads it.
+fn literal_value(literal: &Literal, used: &LiteralUse, core: &str) -> String {
+    let value = literal.value(core);
+    if used.negate {
+        format!("-{value}")
+    } else {
+        value.into_owned()
+    }
 }
 
 /// Parse and summarize `core`; template the entry if it can be.
@@ -622,7 +679,7 @@ fn build_entry(
         let mut candidate = summary.clone();
         if let Some((base, used)) = parameterize(&mut candidate, core, &template) {
             // With no literal read, every text of the key has this summary.
-            if let Some(values) = values_of(&used, core, &template) {
+            if let Some(values) = values_of(&used, core, &template.literals) {
                 candidate.canonicalize();
                 summary = candidate;
                 literal_base = base;

@@ -24,6 +24,9 @@ use std::borrow::Cow;
 
 use crate::route::Overrides;
 
+mod rematch;
+pub use rematch::{rematch, rematch_each};
+
 /// What replaces a number literal in a template key: a NUL byte, then `#`.
 ///
 /// Statement text cannot contain NUL (the protocol's strings are
@@ -445,9 +448,14 @@ struct Lexer<'a> {
 
 impl<'a> Lexer<'a> {
     fn new(text: &'a str) -> Self {
+        Lexer::new_at(text.as_bytes(), 0)
+    }
+
+    /// A lexer at byte `i` of `b` (a token's start).
+    fn new_at(b: &'a [u8], i: usize) -> Self {
         Lexer {
-            b: text.as_bytes(),
-            i: 0,
+            b,
+            i,
             max_param: 0,
             significant_end: 0,
         }

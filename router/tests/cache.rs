@@ -260,6 +260,61 @@ fn templated_hits_return_this_texts_literals() {
 }
 
 #[test]
+fn recent_entries_are_found_by_matching_their_template() {
+    for engine in ENGINES {
+        let cache = big();
+        let a = cache
+            .lookup("SELECT * FROM t WHERE id = 1 AND name = 'x'", engine)
+            .unwrap();
+        let other = cache.lookup("SELECT 1 FROM u WHERE k = 5", engine).unwrap();
+        let recent = [Arc::clone(&other.entry), Arc::clone(&a.entry)];
+        let (at, b) = cache
+            .lookup_like(
+                "/* pgdog_shard: 1 */ SELECT * FROM t WHERE id = 7 AND name = 'it''s'",
+                engine,
+                &recent,
+            )
+            .unwrap();
+        assert_eq!(at, 1);
+        assert!(b.hit && Arc::ptr_eq(&b.entry, &a.entry));
+        // The same literals and overrides as the shared map's lookup.
+        let shared = cache
+            .lookup(
+                "/* pgdog_shard: 1 */ SELECT * FROM t WHERE id = 7 AND name = 'it''s'",
+                engine,
+            )
+            .unwrap();
+        assert_eq!(b.literals, shared.literals);
+        assert_eq!(b.overrides, shared.overrides);
+        assert_eq!(b.overrides.shard, Some(1));
+        // Counted as hits.
+        assert_eq!(cache.stats().hits, 2);
+        // Another statement, or the same one with another kind of literal.
+        for sql in [
+            "SELECT * FROM t WHERE id = 1 AND name = 2",
+            "SELECT * FROM t WHERE id = 1 AND name = 'x' LIMIT 1",
+            "SELECT * FROM t WHERE id = 1",
+        ] {
+            assert!(cache.lookup_like(sql, engine, &recent).is_none(), "{sql}");
+        }
+        // An entry of the other engine is not one to use.
+        let other_engine = ENGINES.into_iter().find(|e| *e != engine).unwrap();
+        assert!(cache
+            .lookup_like(
+                "SELECT * FROM t WHERE id = 2 AND name = 'y'",
+                other_engine,
+                &recent
+            )
+            .is_none());
+        // An untemplated entry never matches.
+        let plain = cache.lookup("SELECT x FROM t", engine).unwrap();
+        assert!(cache
+            .lookup_like("SELECT x FROM t", engine, &[plain.entry])
+            .is_none());
+    }
+}
+
+#[test]
 fn a_templated_entry_is_also_found_by_its_own_text() {
     for engine in ENGINES {
         let cache = big();

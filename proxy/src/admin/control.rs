@@ -107,7 +107,7 @@ pub(super) fn kill(state: &State, database: &str, out: &mut BytesMut) {
     let mut killed = 0;
     for client in state.clients() {
         if client.database == database {
-            client.killed.send_replace(true);
+            client.interrupt.kill();
             killed += 1;
         }
     }
@@ -160,7 +160,7 @@ pub(super) fn reset_query_cache(state: &State, out: &mut BytesMut) {
 
 pub(super) fn shutdown(state: &State, out: &mut BytesMut) {
     info!("SHUTDOWN from the admin console");
-    state.shutdown.send_replace(true);
+    state.shut_down();
     messages::command_complete(out, "SHUTDOWN");
 }
 

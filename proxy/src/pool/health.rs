@@ -54,11 +54,16 @@ impl Pool {
     /// connection is to be dropped) when the check failed, and the pool is
     /// banned then.
     pub(super) async fn check_if_due(&self, conn: &mut ServerConn) -> bool {
-        let since = conn.last_used.max(conn.checked);
-        if since.elapsed() < self.settings.health.interval {
+        if !self.check_due(conn, Instant::now()) {
             return true;
         }
         self.check(conn).await
+    }
+
+    /// `conn` sat idle past `healthcheck_interval`.
+    pub(super) fn check_due(&self, conn: &ServerConn, now: Instant) -> bool {
+        now.saturating_duration_since(conn.last_used.max(conn.checked))
+            >= self.settings.health.interval
     }
 
     /// One health check: an empty query answered within `healthcheck_timeout`.
@@ -104,7 +109,7 @@ impl Pool {
 
     /// An idle connection that still looks alive, with the place that
     /// counts it (broken ones are dropped); `None` when there is none.
-    fn idle_conn(&self) -> Option<(ServerConn, Place)> {
+    fn idle_conn(&self) -> Option<(Box<ServerConn>, Place)> {
         let place = self.places.try_take()?;
         let mut idle = lock(&self.idle);
         while let Some(mut conn) = idle.pop() {

@@ -113,22 +113,61 @@ fn take_frame(buf: &mut BytesMut, limit: usize) -> Result<Option<Frame>, FrameEr
 /// bytes come.
 const RESERVE_AHEAD: usize = 256 * 1024;
 
-/// Split one whole message whose body may be at most `limit` bytes off
-/// `buf` (header included); `None` until it is all there.
-fn split_message(buf: &mut BytesMut, limit: usize) -> Result<Option<BytesMut>, FrameError> {
-    if buf.len() < 5 {
-        return Ok(None);
-    }
-    let tag = buf[0];
-    let length = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
+/// How much of the message at the front of a buffer has arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extent {
+    /// All of it: this many bytes, tag and length field included.
+    Whole(usize),
+    /// This many more bytes are needed.
+    Missing(usize),
+}
+
+/// The extent of the message at the front of `buf`, whose body may be at
+/// most `limit` bytes: the length is checked as soon as the header is in.
+fn extent(buf: &[u8], limit: usize) -> Result<Extent, FrameError> {
+    let [tag, a, b, c, d, ..] = *buf else {
+        return Ok(Extent::Missing(5 - buf.len()));
+    };
+    let length = u32::from_be_bytes([a, b, c, d]) as usize;
     if length < 4 || length - 4 > limit {
         return Err(FrameError::BadLength { tag, length });
     }
-    if buf.len() < 1 + length {
-        buf.reserve((1 + length - buf.len()).min(RESERVE_AHEAD));
-        return Ok(None);
+    Ok(if buf.len() > length {
+        Extent::Whole(1 + length)
+    } else {
+        Extent::Missing(1 + length - buf.len())
+    })
+}
+
+/// The extent of the server message at the front of `buf`, its length
+/// capped by [`backend_limit`]: for relaying messages in place, without
+/// splitting them off the buffer.
+pub fn backend_extent(buf: &[u8]) -> Result<Extent, FrameError> {
+    match buf.first() {
+        Some(&tag) => extent(buf, backend_limit(tag)),
+        None => Ok(Extent::Missing(5)),
     }
-    Ok(Some(buf.split_to(1 + length)))
+}
+
+/// Make room in `buf` for the `missing` bytes of a message still
+/// arriving: a length field claiming a large message reserves memory only
+/// as its bytes come.
+pub fn reserve_missing(buf: &mut BytesMut, missing: usize) {
+    buf.reserve(missing.min(RESERVE_AHEAD));
+}
+
+/// Split one whole message whose body may be at most `limit` bytes off
+/// `buf` (header included); `None` until it is all there.
+fn split_message(buf: &mut BytesMut, limit: usize) -> Result<Option<BytesMut>, FrameError> {
+    match extent(buf, limit)? {
+        Extent::Whole(length) => Ok(Some(buf.split_to(length))),
+        Extent::Missing(missing) => {
+            if buf.len() >= 5 {
+                reserve_missing(buf, missing);
+            }
+            Ok(None)
+        }
+    }
 }
 
 /// A client message after startup, with views into the frame's body.

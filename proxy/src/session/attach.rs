@@ -89,7 +89,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         self.set_cancel_target(Some(cancel_target(&server))).await;
         State::set_client_state(&self.info, CLIENT_ACTIVE);
-        self.checked_out_at = Instant::now();
         self.attached.attach(shard, server);
         self.shard = shard;
         Ok(Ok(()))
@@ -113,13 +112,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let Some(pools) = pools.get(shard) else {
             return Ok(Err(PoolError::Closed));
         };
-        State::set_client_state(&self.info, CLIENT_WAITING);
-        let checkout = pools.checkout(read);
-        let result = watch_client(&mut self.client, &mut self.cbuf, checkout).await;
-        State::set_client_state(&self.info, CLIENT_IDLE);
-        let mut server = match result? {
-            Ok(server) => server,
-            Err(err) => return Ok(Err(err)),
+        let mut server = match pools.checkout_now(read) {
+            Some(server) => server,
+            None => {
+                State::set_client_state(&self.info, CLIENT_WAITING);
+                let checkout = pools.checkout(read);
+                let result = watch_client(&mut self.client, &mut self.cbuf, checkout).await;
+                State::set_client_state(&self.info, CLIENT_IDLE);
+                match result? {
+                    Ok(server) => server,
+                    Err(err) => return Ok(Err(err)),
+                }
+            }
         };
         if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
             match server.conn.run(&sql).await {
@@ -147,14 +151,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
             (self.sharding, self.engine) = sharding_of(&self.state, &self.info.database);
             self.generation = generation;
+            self.recent.clear();
         }
     }
 
     pub(super) async fn set_cancel_target(&self, target: Option<CancelTarget>) {
-        // Cleared and refilled: the list keeps its memory across checkouts.
-        let mut held = self.info.cancel.lock().await;
-        held.clear();
-        held.extend(target);
+        self.info.cancel.set(target).await;
     }
 
     /// `query_timeout` passed: cancel the running query; the server answers
@@ -187,7 +189,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         {
             return Ok(());
         }
-        for (_, server) in self.attached.take_all() {
+        // One by one, the main first: the list keeps its memory.
+        while let Some(server) = self.attached.take_main() {
             self.release(server, false).await;
         }
         Ok(())
@@ -202,7 +205,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.set_cancel_target(None).await;
         State::set_client_state(&self.info, CLIENT_IDLE);
         let pool = Arc::clone(server.pool());
-        let held = self.checked_out_at.elapsed();
+        let now = Instant::now();
+        let held = now.saturating_duration_since(server.checked_out_at);
         count(&pool.stats.xact_time_us, held.as_micros() as usize);
         pool.histograms.observe_transaction(held);
         let cleanup = async {
@@ -218,7 +222,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Some(())
         };
         match tokio::time::timeout(CLEANUP_TIMEOUT, cleanup).await {
-            Ok(Some(())) => pool.checkin(server),
+            Ok(Some(())) => pool.checkin_at(server, now),
             _ => debug!("server connection closed instead of reset"),
         }
     }
@@ -226,10 +230,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// Serve the client until it leaves, or until the admin console's
     /// KILL of its database ends the session.
     pub(super) async fn serve_unless_killed(&mut self) -> End {
-        let mut killed = self.info.killed.subscribe();
+        let info = Arc::clone(&self.info);
         let end = tokio::select! {
+            biased;
             end = self.serve() => Some(end),
-            _ = killed.wait_for(|k| *k) => None,
+            () = info.interrupt.killed() => None,
         };
         end.unwrap_or_else(|| {
             End::Fatal(ClientError::new(
@@ -244,7 +249,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// are closed instead (a query in flight cancelled first).
     pub(super) async fn finish(&mut self) {
         let reset = self.mode == PoolerMode::Session;
-        let killed = *self.info.killed.borrow();
+        let killed = self.info.interrupt.is_killed();
         let mut held = self.attached.take_all().into_iter();
         let Some((_, server)) = held.next() else {
             return;

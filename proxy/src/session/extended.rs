@@ -232,8 +232,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             Ok(_) => return Ok(None),
             Err(e) => return Err(End::protocol(e)),
         };
-        self.clock
-            .statement(&String::from_utf8_lossy(&statement.query));
+        self.clock.statement(&statement.query);
         let target = self.route_bind(statement, unnamed, &bind, rewritten);
         if target.is_none() {
             self.unsynced = true;
@@ -246,8 +245,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// parsed again where its last Parse did not go, a shared one prepared
     /// where it is missing.
     fn statement_on_server(&mut self, statement: &Arc<Statement>, client_name: &[u8]) {
-        self.clock
-            .statement(&String::from_utf8_lossy(&statement.query));
+        self.clock.statement(&statement.query);
         let Some(server) = self.attached.main_mut() else {
             return;
         };

@@ -115,7 +115,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     ) -> Result<(), End> {
         let merger = self.merger(reply, &mut servers).await;
         let targets = servers.iter().map(cancel_target).collect::<Vec<_>>();
-        *self.info.cancel.lock().await = targets.clone();
+        self.info.cancel.set(targets.iter().cloned()).await;
         let query_timeout = servers
             .first()
             .and_then(|s| s.pool().settings.query_timeout);
@@ -142,7 +142,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 task.abort();
             }
         }
-        self.info.cancel.lock().await.clear();
+        self.info.cancel.set(std::iter::empty()).await;
         let took = started.elapsed();
         let held = in_txn.then_some(shards);
         let broken = self.release_readers(tasks, took, held).await || merged.is_err();
@@ -323,7 +323,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 },
                 () = timeout => {
                     timed_out = true;
-                    let targets = self.info.cancel.lock().await.clone();
+                    let targets = self.info.cancel.get();
                     tracing::warn!(?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
                     cancels.extend(targets.into_iter().map(send_cancel));
                 }
@@ -346,7 +346,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if self.status() != b'I' {
             return;
         }
-        let targets = self.info.cancel.lock().await.clone();
+        let targets = self.info.cancel.get();
         let running: Vec<_> = (0..incoming.len())
             .filter(|&i| incoming[i].is_some())
             .filter_map(|i| targets.get(i).cloned())

@@ -173,12 +173,18 @@ fn parse_options(options: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-/// The first `N` words of a statement, upper-cased, after whitespace,
-/// comments and opening parentheses. Cheap enough for every query: it looks
-/// at a few bytes, and decides whether the statement needs parsing at all.
+/// The first `N` words of a statement, after whitespace, comments and
+/// opening parentheses. Cheap enough for every query: it looks at a few
+/// bytes, and decides whether the statement needs parsing at all.
 pub fn leading_words<const N: usize>(sql: &str) -> [&str; N] {
-    let mut words = [""; N];
-    let bytes = sql.as_bytes();
+    // Words are ASCII letters, digits and `_`: always UTF-8.
+    leading_byte_words::<N>(sql.as_bytes())
+        .map(|word| std::str::from_utf8(word).unwrap_or_default())
+}
+
+/// [`leading_words`] of a text not checked as UTF-8.
+fn leading_byte_words<const N: usize>(bytes: &[u8]) -> [&[u8]; N] {
+    let mut words: [&[u8]; N] = [b""; N];
     let mut i = 0;
     for slot in words.iter_mut() {
         loop {
@@ -216,13 +222,13 @@ pub fn leading_words<const N: usize>(sql: &str) -> [&str; N] {
         if start == i {
             break;
         }
-        *slot = &sql[start..i];
+        *slot = &bytes[start..i];
     }
     words
 }
 
-fn is(word: &str, keyword: &str) -> bool {
-    word.eq_ignore_ascii_case(keyword)
+fn is_word(word: &[u8], keyword: &str) -> bool {
+    word.eq_ignore_ascii_case(keyword.as_bytes())
 }
 
 /// What a client statement string means for the pooler, from its
@@ -238,46 +244,103 @@ pub struct Keywords {
     pub leaves_state: bool,
 }
 
-/// Classify a statement string (all its statements, conservatively).
-pub fn classify(sql: &str) -> Keywords {
-    let [first] = leading_words::<1>(sql);
-    let tracked = match first.as_bytes().first().map(u8::to_ascii_uppercase) {
-        Some(b'S' | b'R') => is(first, "SET") || is(first, "RESET"),
-        Some(b'D') => is(first, "DEALLOCATE") || is(first, "DISCARD"),
+/// Classify a statement string (all its statements, conservatively). Runs
+/// on every simple query, so it reads the first word of each statement and
+/// scans the text once, eight bytes at a time.
+pub fn classify(sql: &[u8]) -> Keywords {
+    let [first] = leading_byte_words::<1>(sql);
+    let tracked = match first.first().map(u8::to_ascii_uppercase) {
+        Some(b'S' | b'R') => is_word(first, "SET") || is_word(first, "RESET"),
+        Some(b'D') => is_word(first, "DEALLOCATE") || is_word(first, "DISCARD"),
         _ => false,
     };
     Keywords {
         tracked,
-        leaves_state: leaves_session_state(sql),
+        leaves_state: leaves_session_state(sql, first),
     }
 }
 
-/// Conservative check for statements with session-lifetime effects. False
-/// positives only cost a DISCARD ALL when the server is released.
-fn leaves_session_state(sql: &str) -> bool {
-    let starts = std::iter::once(0).chain(sql.match_indices(';').map(|(i, _)| i + 1));
-    for start in starts {
-        let [first, second] = leading_words::<2>(&sql[start..]);
-        let session = (is(first, "CREATE")
-            && ["TEMP", "TEMPORARY", "LOCAL", "GLOBAL"]
-                .iter()
-                .any(|k| is(second, k)))
-            || (is(first, "PREPARE") && !is(second, "TRANSACTION"))
-            || is(first, "LISTEN")
-            || is(first, "LOAD")
-            || (is(first, "DECLARE") && contains_ignore_case(&sql[start..], "hold"));
-        if session {
+/// Conservative check for statements with session-lifetime effects
+/// (`first` is the string's first word). False positives only cost a
+/// DISCARD ALL when the server is released.
+fn leaves_session_state(sql: &[u8], first: &[u8]) -> bool {
+    if statement_leaves_state(sql, first) {
+        return true;
+    }
+    // The other statements start after a `;`; an advisory lock is taken
+    // by a function whose name has a `v` (rare in SQL, unlike `a`).
+    let mut from = 0;
+    while let Some(at) = semicolon_or_v(sql, from) {
+        if sql[at] == b';' {
+            let rest = &sql[at + 1..];
+            let [first] = leading_byte_words::<1>(rest);
+            if statement_leaves_state(rest, first) {
+                return true;
+            }
+        } else if at >= 2
+            && sql[at - 2..]
+                .get(..ADVISORY_LOCK.len())
+                .is_some_and(|word| word.eq_ignore_ascii_case(ADVISORY_LOCK))
+        {
             return true;
         }
+        from = at + 1;
     }
-    contains_ignore_case(sql, "advisory_lock")
+    false
 }
 
-fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+const ADVISORY_LOCK: &[u8] = b"advisory_lock";
+
+/// One statement (`text` from its start on, `first` its first word)
+/// leaves session state behind.
+fn statement_leaves_state(text: &[u8], first: &[u8]) -> bool {
+    let second = || leading_byte_words::<2>(text)[1];
+    match first.first().map(u8::to_ascii_uppercase) {
+        Some(b'C') => {
+            is_word(first, "CREATE") && {
+                let second = second();
+                ["TEMP", "TEMPORARY", "LOCAL", "GLOBAL"]
+                    .iter()
+                    .any(|k| is_word(second, k))
+            }
+        }
+        Some(b'P') => is_word(first, "PREPARE") && !is_word(second(), "TRANSACTION"),
+        Some(b'L') => is_word(first, "LISTEN") || is_word(first, "LOAD"),
+        Some(b'D') => is_word(first, "DECLARE") && contains_ignore_case(text, b"hold"),
+        _ => false,
+    }
+}
+
+/// Where the next `;`, `v` or `V` is in `bytes`, from `from` on: eight
+/// bytes per step (a zero byte in `word ^ pattern` marks a match; the
+/// lowest such flag is always exact).
+fn semicolon_or_v(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // `| 0x20` lower-cases letters; `;` (0x3b) has that bit already.
+        let hits = zero_bytes(word ^ (ONES * u64::from(b';')))
+            | zero_bytes((word | (ONES * 0x20)) ^ (ONES * u64::from(b'v')));
+        if hits != 0 {
+            return Some(at + hits.trailing_zeros() as usize / 8);
+        }
+        at += 8;
+    }
+    let tail = bytes.get(at..)?;
+    tail.iter()
+        .position(|&b| b == b';' || b | 0x20 == b'v')
+        .map(|p| at + p)
+}
+
+fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
     haystack
-        .as_bytes()
         .windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// What a statement string does to the session state pgshard tracks, read

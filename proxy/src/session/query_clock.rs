@@ -47,8 +47,9 @@ impl QueryClock {
     }
 
     /// The text of the simple query being sent, for the log.
-    pub(super) fn statement(&mut self, sql: &str) {
+    pub(super) fn statement(&mut self, sql: &[u8]) {
         if self.threshold.is_some() {
+            let sql = String::from_utf8_lossy(sql);
             self.statement.clear();
             let mut end = sql.len().min(STATEMENT_LOG_LIMIT);
             while !sql.is_char_boundary(end) {
@@ -95,11 +96,11 @@ mod tests {
     #[test]
     fn statements_are_kept_only_when_logged_and_cut_on_a_char_boundary() {
         let mut off = QueryClock::new(None);
-        off.statement("SELECT 1");
+        off.statement(b"SELECT 1");
         assert!(off.statement.is_empty());
         let mut on = QueryClock::new(Some(Duration::ZERO));
         let long = format!("SELECT '{}'", "é".repeat(STATEMENT_LOG_LIMIT));
-        on.statement(&long);
+        on.statement(long.as_bytes());
         assert!(on.statement.len() <= STATEMENT_LOG_LIMIT);
         assert!(long.starts_with(&on.statement));
     }

@@ -177,6 +177,20 @@ impl ReplyPlan {
             .is_some_and(|s| matches!(s, Step::Server { sync: false, .. }))
     }
 
+    /// The server's next replies are the client's (a forwarded message's
+    /// reply is under way): a DataRow goes straight through.
+    pub fn forwarding(&self) -> bool {
+        matches!(self.steps.front(), Some(Step::Server { forward: true, .. }))
+    }
+
+    /// A reply pgshard makes itself is next (see [`drain_local`](Self::drain_local)).
+    pub fn local_next(&self) -> bool {
+        matches!(
+            self.steps.front(),
+            Some(Step::Local { .. } | Step::LocalParse(_))
+        )
+    }
+
     /// The next reply owed is a ReadyForQuery (a Query or Sync is running).
     pub fn at_sync(&self) -> bool {
         matches!(self.steps.front(), Some(Step::Server { sync: true, .. }))

@@ -6,9 +6,10 @@
 //! statements answered without a server are `local.rs`'s.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use bytes::BytesMut;
-use router::cache::{Entry, Lookup};
+use router::cache::{Entry, Lookup, LookupError};
 use router::route::{Overrides, Route, RouteError};
 use router::summary::{StatementKind, Summary};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -28,6 +29,11 @@ use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
+
+/// How many templated statements a session remembers for
+/// [`Session::lookup`]: a transaction's few statements, each tried in turn
+/// (a mismatch costs a comparison of the first bytes that differ).
+const RECENT_TEMPLATES: usize = 4;
 
 /// What became of a simple query.
 pub enum Dispatch {
@@ -56,6 +62,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
+    /// The cache's entry for a simple query's text: first as a new text of
+    /// one of the templated statements this session ran last (matched
+    /// against their keys, without the shared map: `AstCache::lookup_like`),
+    /// else from the shared map.
+    pub(super) fn lookup(&mut self, sql: &str) -> Result<Lookup, LookupError> {
+        if let Some((at, found)) = self.state.cache.lookup_like(sql, self.engine, &self.recent) {
+            self.recent[..=at].rotate_right(1);
+            return Ok(found);
+        }
+        let found = self.state.cache.lookup(sql, self.engine)?;
+        if found.entry.templated {
+            self.recent.insert(0, Arc::clone(&found.entry));
+            self.recent.truncate(RECENT_TEMPLATES);
+        }
+        Ok(found)
+    }
+
     /// Route a simple query on a sharded cluster; `known` is its cache
     /// lookup when the caller made it already.
     pub(super) async fn route_query(
@@ -64,8 +87,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         known: Option<Lookup>,
     ) -> Result<Dispatch, End> {
         self.follow_config();
-        let lookup = match known.map_or_else(|| self.state.cache.lookup(frame_sql, self.engine), Ok)
-        {
+        let lookup = match known.map_or_else(|| self.lookup(frame_sql), Ok) {
             Ok(lookup) => lookup,
             // Postgres gives the client its own syntax error.
             Err(_) => return Ok(Dispatch::Send(Target::Any)),
@@ -427,8 +449,9 @@ fn is_copy_to(summary: &Summary) -> bool {
 fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
     match summary.statements.as_slice() {
         [only] if only.kind == StatementKind::TransactionOther => true,
-        [_] => {
-            let sql = String::from_utf8_lossy(sql);
+        // DECLARE CURSOR is summarized as an `Other` statement.
+        [only] if only.kind == StatementKind::Other => {
+            let sql = super::sql_text(sql);
             let [first] = params::leading_words::<1>(&sql);
             first.eq_ignore_ascii_case("DECLARE")
         }

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
+use bytes::{Buf, BytesMut};
 use router::config::PoolerMode;
 use router::route::Overrides;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -17,6 +17,7 @@ use super::reply_plan::Effect;
 use super::{count, End, Session, CLIENT_FLUSH_AT};
 use crate::errors::ClientError;
 use crate::protocol::backend::{error_code, sqlstate};
+use crate::protocol::frame::{backend_extent, reserve_missing, Extent};
 use crate::protocol::messages;
 use crate::state::State;
 
@@ -40,57 +41,137 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         Ok(())
     }
 
-    /// Handle every whole message the server has sent.
+    /// Handle every whole message the server has sent. The messages are
+    /// read in place from the connection's buffer and forwarded in runs:
+    /// one copy per run of messages the client gets as they are, the
+    /// headers alone read for DataRows while the client's reply is being
+    /// relayed.
     pub(super) async fn on_server_data(&mut self) -> Result<(), End> {
-        while let Some(message) = self.next_server_message()? {
-            let tag = message[0];
-            let status = self.status();
-            self.plan.drain_local(&mut self.to_client, status);
-            let body = &message[5..];
-            self.note_server_message(tag, body);
-            let verdict = self.plan.on_server_message(tag);
-            if tag == b'E' && verdict.forward {
-                // A statement of a deferred transaction failed (it ran
-                // outside it, before it opened): the transaction is
-                // aborted, as it would be on Postgres.
-                self.txn.on_error();
-                self.extended_settings.clear();
-            }
-            self.undo_failed(body, verdict.failed);
-            if tag == b'Z' {
-                self.on_ready(verdict.completed);
-                if verdict.forward {
-                    self.stop_clock();
-                }
-            }
-            if verdict.forward {
-                self.forward_server_message(&message);
-            }
-            if self.to_client.len() >= CLIENT_FLUSH_AT {
-                self.flush_client().await?;
-            }
+        let Some(server) = self.attached.main_mut() else {
+            return Ok(());
+        };
+        let id = server.conn.id;
+        let mut rbuf = server.conn.take_read();
+        let relayed = self.relay_server_messages(&mut rbuf).await;
+        if let Some(server) = self.attached.main_mut().filter(|s| s.conn.id == id) {
+            server.conn.restore_read(rbuf);
         }
+        relayed?;
         let status = self.status();
         self.plan.drain_local(&mut self.to_client, status);
         self.flush_client().await
     }
 
-    /// The next whole message the attached server sent, if one was read.
-    fn next_server_message(&mut self) -> Result<Option<Bytes>, End> {
-        let Some(server) = self.attached.main_mut() else {
-            return Ok(None);
-        };
-        match server.conn.next_message() {
-            Ok(message) => Ok(message),
-            Err(err) => {
-                warn!(%err, "server sent an invalid message");
-                self.attached.take_main();
-                Err(End::Fatal(ClientError::new(
-                    sqlstate::PROTOCOL_VIOLATION,
-                    "the server sent an invalid message; the connection is closed",
-                )))
+    /// Relay the whole messages at the front of `rbuf` (the main server's
+    /// read buffer) and consume them.
+    async fn relay_server_messages(&mut self, rbuf: &mut BytesMut) -> Result<(), End> {
+        // `rbuf[run..at]` is forwarded and not yet copied to the client.
+        let (mut at, mut run, mut forwarded) = (0, 0, 0);
+        loop {
+            let length = match backend_extent(&rbuf[at..]) {
+                Ok(Extent::Whole(length)) => length,
+                Ok(Extent::Missing(missing)) => {
+                    self.to_client.extend_from_slice(&rbuf[run..at]);
+                    rbuf.advance(at);
+                    if rbuf.len() >= 5 {
+                        reserve_missing(rbuf, missing);
+                    }
+                    break;
+                }
+                Err(err) => {
+                    warn!(%err, "server sent an invalid message");
+                    self.attached.take_main();
+                    return Err(End::Fatal(ClientError::new(
+                        sqlstate::PROTOCOL_VIOLATION,
+                        "the server sent an invalid message; the connection is closed",
+                    )));
+                }
+            };
+            let message = &rbuf[at..at + length];
+            let tag = message[0];
+            at += length;
+            if tag == b'D' && self.plan.forwarding() {
+                // A row of the client's reply: nothing to note or decide.
+                forwarded += length;
+                continue;
+            }
+            let local_next = self.plan.local_next();
+            if local_next || tag == b'Z' {
+                // What was forwarded goes before local replies and before
+                // a ReadyForQuery that may be replaced.
+                self.to_client.extend_from_slice(&rbuf[run..at - length]);
+                run = at - length;
+            }
+            if local_next {
+                let status = self.status();
+                self.plan.drain_local(&mut self.to_client, status);
+            }
+            if self.on_server_message(message) {
+                forwarded += length;
+            } else {
+                // Swallowed, or replaced by what on_server_message wrote.
+                self.to_client.extend_from_slice(&rbuf[run..at - length]);
+                run = at;
+            }
+            if self.to_client.len() + (at - run) >= CLIENT_FLUSH_AT {
+                self.to_client.extend_from_slice(&rbuf[run..at]);
+                run = at;
+                self.flush_client().await?;
             }
         }
+        if let Some(server) = self.attached.main() {
+            count(&server.pool().stats.bytes_sent, forwarded);
+        }
+        Ok(())
+    }
+
+    /// Handle one whole server message (not a DataRow being forwarded);
+    /// `true` if the client gets it as it is, `false` if it is swallowed or
+    /// its replacement was written to the client's buffer (a
+    /// ReadyForQuery with pgshard's transaction status).
+    fn on_server_message(&mut self, message: &[u8]) -> bool {
+        let tag = message[0];
+        let body = &message[5..];
+        self.note_server_message(tag, body);
+        let verdict = self.plan.on_server_message(tag);
+        if tag == b'E' && verdict.forward {
+            // A statement of a deferred transaction failed (it ran
+            // outside it, before it opened): the transaction is
+            // aborted, as it would be on Postgres.
+            self.txn.on_error();
+            self.extended_settings.clear();
+        }
+        if !verdict.failed.is_empty() {
+            self.undo_failed(body, verdict.failed);
+        }
+        if tag == b'Z' {
+            self.on_ready(verdict.completed);
+            if verdict.forward {
+                self.stop_clock();
+            }
+        }
+        if !verdict.forward {
+            return false;
+        }
+        if tag == b'E' {
+            self.state
+                .metrics
+                .error(error_code(body).unwrap_or_default());
+            if self.plan.pending_syncs() <= 1 {
+                // An error of the latest segment (what the client sent
+                // after its last Sync, or since its last Query), not of an
+                // earlier one still being answered.
+                self.segment_errors += 1;
+            }
+        }
+        if tag == b'Z' && (self.txn.overrides_server() || self.attached.spans()) {
+            // pgshard holds a transaction the server does not know of, or
+            // one that spans this server and others.
+            let status = self.status();
+            messages::ready_for_query(&mut self.to_client, status);
+            return false;
+        }
+        true
     }
 
     /// What a server message says about the connection and the session,
@@ -170,9 +251,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let status = conn.status;
         let extended = std::mem::take(&mut self.extended_settings);
         if !std::mem::take(&mut self.failed) {
-            let changes = match &completed {
-                Effect::Settings(changes) => changes.clone(),
-                _ => Vec::new(),
+            let (changes, completed) = match completed {
+                Effect::Settings(changes) => (changes, Effect::None),
+                other => (Vec::new(), other),
             };
             for change in changes.into_iter().chain(extended) {
                 if status == b'I' {
@@ -206,33 +287,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let more = self.plan.pending_syncs() > 0;
         if let Some(server) = self.attached.main() {
             self.clock.stop(server.pool(), self.shard, more);
-        }
-    }
-
-    /// Pass a server message on to the client.
-    fn forward_server_message(&mut self, message: &Bytes) {
-        let tag = message[0];
-        if tag == b'Z' && (self.txn.overrides_server() || self.attached.spans()) {
-            // pgshard holds a transaction the server does not know of, or
-            // one that spans this server and others.
-            let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
-        } else {
-            self.to_client.extend_from_slice(message);
-        }
-        if tag == b'E' {
-            self.state
-                .metrics
-                .error(error_code(&message[5..]).unwrap_or_default());
-        }
-        if tag == b'E' && self.plan.pending_syncs() <= 1 {
-            // An error of the latest segment (what the client sent after
-            // its last Sync, or since its last Query), not of an earlier
-            // one still being answered.
-            self.segment_errors += 1;
-        }
-        if let Some(server) = self.attached.main() {
-            count(&server.pool().stats.bytes_sent, message.len());
         }
     }
 }

@@ -18,14 +18,19 @@ use crate::protocol::messages;
 impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
         let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
-        let sql = String::from_utf8_lossy(sql_bytes);
-        let keywords = params::classify(&sql);
+        let keywords = params::classify(sql_bytes);
+        // The text as UTF-8, where the cache needs it.
+        let sql = if keywords.tracked || self.has_replicas() || self.sharded() {
+            super::sql_text(sql_bytes)
+        } else {
+            std::borrow::Cow::Borrowed("")
+        };
         let mut dirty = keywords.leaves_state;
         let mut effect = Effect::None;
         // A tracked string's lookup, kept for routing.
         let mut known = None;
         if keywords.tracked {
-            match self.state.cache.lookup(&sql, self.engine) {
+            match self.lookup(&sql) {
                 Ok(lookup) => {
                     let changes =
                         params::session_changes(&lookup.entry.summary, &lookup.entry.text);
@@ -60,7 +65,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
         let mut rewritten = None;
         if self.has_replicas() {
-            known = known.or_else(|| self.state.cache.lookup(&sql, self.engine).ok());
+            known = known.or_else(|| self.lookup(&sql).ok());
             self.split_reads(known.as_ref().map(|l| &l.entry.summary))
                 .await?;
         }
@@ -88,7 +93,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
         }
         self.count_query();
-        self.clock.statement(&sql);
+        self.clock.statement(sql_bytes);
         self.unnamed_on = None;
         self.put_frame(rewritten.as_ref().unwrap_or(&frame));
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));

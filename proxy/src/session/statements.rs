@@ -180,7 +180,7 @@ fn state_effects(
     engine: ParserEngine,
 ) -> (bool, Option<Vec<ParamChange>>) {
     let sql = String::from_utf8_lossy(query);
-    let keywords = params::classify(&sql);
+    let keywords = params::classify(sql.as_bytes());
     if !keywords.tracked {
         return (keywords.leaves_state, None);
     }

@@ -142,8 +142,10 @@ pub struct General {
     /// TCP port to listen on.
     pub port: u16,
     /// Worker threads, each running its own single-threaded runtime and
-    /// listener (thread per core); 0 is the same as 1.
-    pub workers: usize,
+    /// listener (thread per core); 0 is the same as 1. Unset: one per two
+    /// cores, at least one ([`General::workers_for`]; PgDog's fixed default
+    /// is 2).
+    pub workers: Option<usize>,
     /// Server connections per pool (one pool per user and shard), unless the
     /// database or user sets `pool_size`. At least 1.
     pub default_pool_size: usize,
@@ -292,7 +294,7 @@ impl Default for General {
         General {
             host: "0.0.0.0".to_owned(),
             port: 6432,
-            workers: 2,
+            workers: None,
             default_pool_size: 10,
             min_pool_size: 0,
             pooler_mode: PoolerMode::Transaction,
@@ -425,6 +427,15 @@ impl General {
             .collect()
     }
 
+    /// The worker threads to run on a machine with `cores` cores: `workers`
+    /// if set, else half the cores (at least one). A proxy mostly shares
+    /// its machine with its clients or its database, and a worker costs
+    /// less per transaction than two on a core others need
+    /// (`bench/README.md`, pgbench section).
+    pub fn workers_for(&self, cores: usize) -> usize {
+        self.workers.unwrap_or(cores / 2).max(1)
+    }
+
     /// The certificate and key paths when client TLS is configured. Validation
     /// guarantees both or neither are set.
     pub fn tls(&self) -> Option<(&Path, &Path)> {
@@ -442,7 +453,25 @@ mod tests {
     #[test]
     fn defaults_match_pgdog() {
         let g = General::default();
-        assert_eq!((g.host.as_str(), g.port, g.workers), ("0.0.0.0", 6432, 2));
+        assert_eq!((g.host.as_str(), g.port), ("0.0.0.0", 6432));
+        // PgDog's default is 2 workers; ours depends on the cores.
+        assert_eq!(
+            [1, 2, 3, 4, 16].map(|cores| g.workers_for(cores)),
+            [1, 1, 1, 2, 8]
+        );
+        let set = General {
+            workers: Some(3),
+            ..General::default()
+        };
+        assert_eq!(set.workers_for(16), 3);
+        assert_eq!(
+            General {
+                workers: Some(0),
+                ..set
+            }
+            .workers_for(16),
+            1
+        );
         assert_eq!((g.default_pool_size, g.min_pool_size), (10, 0));
         assert_eq!(g.pooler_mode, PoolerMode::Transaction);
         assert_eq!(g.connect_timeout(), Duration::from_secs(5));

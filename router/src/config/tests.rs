@@ -139,7 +139,10 @@ fn every_key_parses() {
     )
     .unwrap();
     let g = &config.general;
-    assert_eq!((g.host.as_str(), g.port, g.workers), ("127.0.0.1", 6000, 4));
+    assert_eq!(
+        (g.host.as_str(), g.port, g.workers),
+        ("127.0.0.1", 6000, Some(4))
+    );
     assert_eq!((g.default_pool_size, g.min_pool_size), (20, 2));
     assert_eq!(g.pooler_mode, PoolerMode::Session);
     assert_eq!(g.connect_timeout(), Duration::from_secs(1));

@@ -121,8 +121,8 @@ fn setting_texts_are_sliced_per_statement() {
 
 #[test]
 fn classify_statements() {
-    let tracked = |sql| classify(sql).tracked;
-    let leaves = |sql| classify(sql).leaves_state;
+    let tracked = |sql: &str| classify(sql.as_bytes()).tracked;
+    let leaves = |sql: &str| classify(sql.as_bytes()).leaves_state;
     for sql in [
         " /* c */ -- x\n set x=1",
         "reset all",
@@ -137,12 +137,30 @@ fn classify_statements() {
         "PREPARE p AS SELECT 1",
         "LISTEN jobs",
         "select pg_advisory_lock(1)",
+        "SELECT PG_ADVISORY_LOCK(1)",
+        "SELECT aaaaaaa, ééé, pg_try_advisory_lock_shared(2) FROM a",
+        "select 1;LOAD 'auto_explain'",
+        "select 'a;b' ; ; \n\tlisten x",
+        "DECLARE c CURSOR WITH HOLD FOR SELECT 1",
+        "select 1; declare c cursor with hold for select 2",
     ] {
         assert!(leaves(sql) && !tracked(sql), "{sql}");
     }
+    // A match at every offset from an eight-byte boundary, and none.
+    for pad in 0..17 {
+        let sql = format!("SELECT {}pg_advisory_lock(1)", "x".repeat(pad));
+        assert!(leaves(&sql), "{sql}");
+        let sql = format!("SELECT {}; CREATE TEMP TABLE t ()", "x".repeat(pad));
+        assert!(leaves(&sql), "{sql}");
+        let sql = format!(
+            "SELECT abalance{} FROM a; SELECT 'advisory'",
+            "a".repeat(pad)
+        );
+        assert!(!leaves(&sql), "{sql}");
+    }
     // Both at once: tracked, and the server needs a reset too.
     assert_eq!(
-        classify("DISCARD PLANS; CREATE TEMP TABLE t ()"),
+        classify(b"DISCARD PLANS; CREATE TEMP TABLE t ()"),
         Keywords {
             tracked: true,
             leaves_state: true
@@ -155,7 +173,7 @@ fn classify_statements() {
         "",
         "/* unterminated",
     ] {
-        assert_eq!(classify(sql), Keywords::default(), "{sql}");
+        assert_eq!(classify(sql.as_bytes()), Keywords::default(), "{sql}");
     }
 }
 

@@ -90,10 +90,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         begin: bool,
     ) -> Result<Option<usize>, End> {
         // A CancelRequest from the client reaches every shard's server.
-        *self.info.cancel.lock().await = parts
+        let targets = parts
             .iter()
-            .map(|p| crate::session::cancel_target(&p.server))
-            .collect();
+            .map(|p| crate::session::cancel_target(&p.server));
+        self.info.cancel.set(targets).await;
         let bytewise = self.segment_bytewise(parts, items).await;
         let started = std::time::Instant::now();
         for part in parts.iter_mut() {
@@ -107,7 +107,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             }
         }
         let merged = self.merge_segment(parts, items, bytewise).await;
-        let targets = std::mem::take(&mut *self.info.cancel.lock().await);
+        let targets = self.info.cancel.take().await;
         if merged.is_err() {
             for target in targets {
                 tokio::spawn(async move { crate::cancel::send(&target).await });
