@@ -7,6 +7,7 @@
 
 mod health;
 mod places;
+mod report;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -22,6 +23,7 @@ use crate::server_conn::{ServerConn, ServerError, ServerTarget};
 use crate::session::params::ParamSet;
 use crate::state::lock;
 use places::{Place, Places};
+pub use report::IdleServer;
 
 /// Why no server connection could be had.
 #[derive(Debug, thiserror::Error)]
@@ -89,19 +91,6 @@ pub struct Pool {
     login_reports: Mutex<HashMap<ParamSet, LoginReport>>,
     /// Banned (serves no reads) until then: `pool/health.rs`.
     banned_until: Mutex<Option<Instant>>,
-}
-
-/// An idle connection, as the admin console sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct IdleServer {
-    pub id: u64,
-    pub process_id: u32,
-    pub created: Instant,
-    pub last_used: Instant,
-    pub addr: std::net::SocketAddr,
-    pub fd: i32,
-    /// Statements prepared on it.
-    pub prepared: usize,
 }
 
 /// The ParameterStatus (name, value) pairs a server reported.
@@ -380,25 +369,6 @@ impl Pool {
         self.close_idle();
     }
 
-    /// Checked-out connections that predate the last RECONNECT (WAIT_CLOSE
-    /// waits for none to be left).
-    pub fn closes_pending(&self) -> usize {
-        lock(&self.checked_out)
-            .values()
-            .filter(|out| self.is_close_needed(out.created))
-            .count()
-    }
-
-    /// The checked-out connections by id, in id order (SHOW SERVERS, FDS).
-    pub fn checked_out(&self) -> Vec<(u64, CheckedOut)> {
-        let mut all: Vec<_> = lock(&self.checked_out)
-            .iter()
-            .map(|(id, out)| (*id, *out))
-            .collect();
-        all.sort_by_key(|(id, _)| *id);
-        all
-    }
-
     /// `settings`, or the equal set an earlier login with the same
     /// settings left here: shared, so comparing a client's settings with a
     /// server's (on every checkout) is mostly comparing two pointers.
@@ -429,22 +399,6 @@ impl Pool {
 
     pub fn idle_count(&self) -> usize {
         lock(&self.idle).len()
-    }
-
-    /// Describe idle connections for SHOW SERVERS and SHOW FDS.
-    pub fn idle_servers(&self) -> Vec<IdleServer> {
-        lock(&self.idle)
-            .iter()
-            .map(|c| IdleServer {
-                id: c.id,
-                process_id: c.process_id,
-                created: c.created,
-                last_used: c.last_used,
-                addr: c.addr,
-                fd: c.fd(),
-                prepared: c.prepared.len(),
-            })
-            .collect()
     }
 
     /// Close every idle connection (RELOAD of a changed pool, SHUTDOWN).

@@ -179,6 +179,8 @@ pub struct Session<S> {
     /// The templated cache entries of the last simple queries, most recent
     /// first (`routing.rs`, `Session::lookup`).
     recent: Vec<Arc<router::cache::Entry>>,
+    /// The AST cache's clear count when `recent` was filled.
+    recent_clears: u64,
     /// The statement being routed may write: inside a transaction pgshard
     /// opened, its shard must commit with the others.
     writes: bool,
@@ -206,6 +208,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             clock: QueryClock::new(start.state.config().general.slow_query_threshold()),
             writes: false,
             recent: Vec::new(),
+            recent_clears: 0,
             generation,
             state: start.state,
             info: start.info,

@@ -319,6 +319,9 @@ pub struct AstCache {
     inner: Mutex<Inner>,
     /// Hits of [`AstCache::lookup_like`], which takes no lock.
     hits_like: AtomicU64,
+    /// How many times the cache was cleared: callers holding entries for
+    /// `lookup_like` drop them when it changes.
+    clears: AtomicU64,
 }
 
 /// Keys map to entries; a templated entry sits under two keys (its template
@@ -406,6 +409,7 @@ impl AstCache {
                 evictions: 0,
             }),
             hits_like: AtomicU64::new(0),
+            clears: AtomicU64::new(0),
         }
     }
 
@@ -575,8 +579,16 @@ impl AstCache {
             .collect()
     }
 
+    /// How many times [`clear`](Self::clear) ran: entries a caller kept for
+    /// [`lookup_like`](Self::lookup_like) from before the last clear are
+    /// dropped too.
+    pub fn clears(&self) -> u64 {
+        self.clears.load(Ordering::Acquire)
+    }
+
     /// Drop every entry (counters stay).
     pub fn clear(&self) {
+        self.clears.fetch_add(1, Ordering::AcqRel);
         let old = {
             let mut inner = self.lock();
             inner.bytes = 0;

@@ -67,6 +67,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// against their keys, without the shared map: `AstCache::lookup_like`),
     /// else from the shared map.
     pub(super) fn lookup(&mut self, sql: &str) -> Result<Lookup, LookupError> {
+        let clears = self.state.cache.clears();
+        if clears != self.recent_clears {
+            // RESET QUERY_CACHE: statements are parsed again.
+            self.recent.clear();
+            self.recent_clears = clears;
+        }
         if let Some((at, found)) = self.state.cache.lookup_like(sql, self.engine, &self.recent) {
             self.recent[..=at].rotate_right(1);
             return Ok(found);

@@ -32,30 +32,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         if keywords.tracked {
             match self.lookup(&sql) {
                 Ok(lookup) => {
-                    let changes =
-                        params::session_changes(&lookup.entry.summary, &lookup.entry.text);
-                    dirty |= changes.untracked;
-                    match changes.deallocate {
-                        Some(Some(name)) if self.statements.remove(name.as_bytes()).is_some() => {
-                            // A statement pgshard renamed: only the client's
-                            // name goes.
-                            let mut reply = BytesMut::new();
-                            messages::command_complete(&mut reply, "DEALLOCATE");
-                            self.plan.push(Step::Local {
-                                bytes: reply.freeze(),
-                                ready: true,
-                            });
-                            return Ok(());
-                        }
-                        Some(None) => {
-                            self.statements.clear();
-                            effect = Effect::DeallocateAll;
-                        }
-                        _ if changes.discard_all => effect = Effect::DiscardAll,
-                        _ if !changes.settings.is_empty() => {
-                            effect = Effect::Settings(changes.settings);
-                        }
-                        _ => {}
+                    match self.session_effect(&lookup, &mut dirty) {
+                        Some(tracked) => effect = tracked,
+                        None => return Ok(()),
                     }
                     known = Some(lookup);
                 }
@@ -98,5 +77,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.put_frame(rewritten.as_ref().unwrap_or(&frame));
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
         Ok(())
+    }
+
+    /// What a tracked statement changes in the session (`dirty` set when
+    /// pgshard cannot track it), or `None` when it was answered here: a
+    /// DEALLOCATE of a statement pgshard renamed (only the client's name
+    /// goes).
+    fn session_effect(
+        &mut self,
+        lookup: &router::cache::Lookup,
+        dirty: &mut bool,
+    ) -> Option<Effect> {
+        let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
+        *dirty |= changes.untracked;
+        Some(match changes.deallocate {
+            Some(Some(name)) if self.statements.remove(name.as_bytes()).is_some() => {
+                let mut reply = BytesMut::new();
+                messages::command_complete(&mut reply, "DEALLOCATE");
+                self.plan.push(Step::Local {
+                    bytes: reply.freeze(),
+                    ready: true,
+                });
+                return None;
+            }
+            Some(None) => {
+                self.statements.clear();
+                Effect::DeallocateAll
+            }
+            _ if changes.discard_all => Effect::DiscardAll,
+            _ if !changes.settings.is_empty() => Effect::Settings(changes.settings),
+            _ => Effect::None,
+        })
     }
 }
