@@ -26,10 +26,10 @@
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
 use crate::hash;
-use crate::route::tables::{classify, entry_names, TableClass};
+use crate::route::tables::{entry_names, target_table};
 use crate::route::ParamValue;
 use crate::sharding::{Key, ShardedTable, Sharding};
-use crate::summary::{StatementSummary, TableRef};
+use crate::summary::StatementSummary;
 
 /// Why an UPDATE of a sharding key cannot move its row.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -278,16 +278,8 @@ fn key_entry(update: &pb::UpdateStmt, sharding: &Sharding) -> Result<usize, Move
         .relation
         .as_ref()
         .ok_or(MoveError::Unreadable("no target table".into()))?;
-    let table = TableRef {
-        schema: (!relation.schemaname.is_empty()).then(|| relation.schemaname.clone()),
-        name: relation.relname.clone(),
-        alias: None,
-    };
-    let named = match classify(&table, sharding) {
-        TableClass::Sharded => true,
-        TableClass::Unknown => false,
-        _ => return Err(Unsupported("its table is sharded by a key column")),
-    };
+    let (table, named) = target_table(relation, sharding);
+    let named = named.ok_or(Unsupported("its table is sharded by a key column"))?;
     let sets = |entry: &ShardedTable| {
         update
             .target_list

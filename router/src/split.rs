@@ -18,10 +18,9 @@
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
 use crate::hash;
-use crate::route::tables::{classify, entry_names, TableClass};
+use crate::route::tables::{entry_names, target_table};
 use crate::route::ParamValue;
 use crate::sharding::{DataType, Key, ShardedTable, Sharding};
-use crate::summary::TableRef;
 
 /// One INSERT per database.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,16 +276,8 @@ fn target<'s>(
         .relation
         .as_ref()
         .ok_or(SplitError::Unreadable("no target table".into()))?;
-    let table = TableRef {
-        schema: (!relation.schemaname.is_empty()).then(|| relation.schemaname.clone()),
-        name: relation.relname.clone(),
-        alias: None,
-    };
-    let named = match classify(&table, sharding) {
-        TableClass::Sharded => true,
-        TableClass::Unknown => false,
-        _ => return Err(Unsupported("its table is sharded by a key column")),
-    };
+    let (table, named) = target_table(relation, sharding);
+    let named = named.ok_or(Unsupported("its table is sharded by a key column"))?;
     let entry = sharding
         .tables
         .iter()

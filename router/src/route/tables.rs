@@ -43,6 +43,27 @@ pub(crate) fn entry_names(entry: &ShardedTable, table: &TableRef) -> bool {
         && schema_matches(entry.schema.as_deref(), table.schema.as_deref())
 }
 
+/// A write's target table (`relation`) as the router names it, and
+/// whether a `[[sharded_tables]]` entry names it (`Some(false)`: no entry
+/// names it and it may be sharded by a column-only entry); `None` when it
+/// is no sharded table at all (omnisharded, a family).
+pub(crate) fn target_table(
+    relation: &parser_ffi::protobuf::RangeVar,
+    sharding: &Sharding,
+) -> (TableRef, Option<bool>) {
+    let table = TableRef {
+        schema: (!relation.schemaname.is_empty()).then(|| relation.schemaname.clone()),
+        name: relation.relname.clone(),
+        alias: None,
+    };
+    let named = match classify(&table, sharding) {
+        TableClass::Sharded => Some(true),
+        TableClass::Unknown => Some(false),
+        _ => None,
+    };
+    (table, named)
+}
+
 pub(crate) fn classify<'s>(table: &TableRef, sharding: &'s Sharding) -> TableClass<'s> {
     if sharding
         .tables
