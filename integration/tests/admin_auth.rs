@@ -197,7 +197,14 @@ async fn admin_console_show_commands() {
         .await
         .unwrap();
 
-    let pool = app_row(&admin, "SHOW POOLS").await;
+    // The client has its reply before pgshard gives the server back: wait
+    // (a server never given back fails here).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut pool = app_row(&admin, "SHOW POOLS").await;
+    while pool["sv_active"] != "0" && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        pool = app_row(&admin, "SHOW POOLS").await;
+    }
     for column in [
         "cl_active",
         "cl_waiting",
