@@ -297,7 +297,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                                 return End::server_lost();
                             }
                             Ok(_) => {
-                                if let Err(end) = self.on_server_data().await {
+                                if let Err(end) = self.on_server_data_in_loop().await {
                                     return end;
                                 }
                             }

@@ -47,6 +47,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// headers alone read for DataRows while the client's reply is being
     /// relayed.
     pub(super) async fn on_server_data(&mut self) -> Result<(), End> {
+        self.relay_server_data().await?;
+        self.flush_client().await
+    }
+
+    /// [`on_server_data`](Self::on_server_data) in the message loop: a
+    /// server whose transaction is over goes back to its pool before the
+    /// client has the reply, as PgBouncer gives it back on ReadyForQuery,
+    /// so the client's next statement finds it there (not one a concurrent
+    /// checkout opened meanwhile). Not when the client has sent more
+    /// already (it would be checked out again at once) or the server
+    /// needs a reset first (that waits for a round trip).
+    pub(super) async fn on_server_data_in_loop(&mut self) -> Result<(), End> {
+        self.relay_server_data().await?;
+        let clean = self.attached.main().is_some_and(|s| !s.conn.dirty);
+        if clean && self.cbuf.is_empty() {
+            self.maybe_release().await?;
+        }
+        self.flush_client().await
+    }
+
+    /// Relay what the main server sent, and the local replies that follow
+    /// it, into the client's buffer.
+    async fn relay_server_data(&mut self) -> Result<(), End> {
         let Some(server) = self.attached.main_mut() else {
             return Ok(());
         };
@@ -59,7 +82,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         relayed?;
         let status = self.status();
         self.plan.drain_local(&mut self.to_client, status);
-        self.flush_client().await
+        Ok(())
     }
 
     /// Relay the whole messages at the front of `rbuf` (the main server's
