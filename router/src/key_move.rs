@@ -302,44 +302,18 @@ fn new_key(
     entry: &ShardedTable,
     params: &[ParamValue<'_>],
 ) -> Result<Key, String> {
-    let mut value = value;
-    while let Some(N::TypeCast(cast)) = &value.node {
-        value = cast.arg.as_deref().ok_or("an empty cast")?;
-    }
-    let data_type = entry.keys.data_type;
-    let parsed = match &value.node {
-        Some(N::AConst(constant)) if constant.isnull => return Err("it is NULL".into()),
-        Some(N::AConst(constant)) => match &constant.val {
-            Some(pb::a_const::Val::Ival(i)) => hash::parse_text(data_type, &i.ival.to_string()),
-            Some(pb::a_const::Val::Fval(f)) => hash::parse_text(data_type, &f.fval),
-            Some(pb::a_const::Val::Sval(s)) => hash::parse_text(data_type, &s.sval),
-            _ => return Err("it is not a number or a string".into()),
-        },
-        Some(N::ParamRef(param)) => {
-            let n = param.number;
-            let value = usize::try_from(n)
-                .ok()
-                .and_then(|n| n.checked_sub(1))
-                .and_then(|i| params.get(i))
-                .ok_or_else(|| format!("${n} has no value"))?;
-            return match crate::split::param_key(data_type, *value) {
-                Ok(Some(key)) => Ok(key),
-                Ok(None) => Err(format!("${n} is NULL")),
-                Err(e) => Err(format!("${n}: {e}")),
-            };
-        }
-        Some(N::AExpr(e)) if crate::split::is_negation(e) => {
-            match e.rexpr.as_deref().and_then(|r| r.node.as_ref()) {
-                Some(N::AConst(pb::AConst {
-                    val: Some(pb::a_const::Val::Ival(i)),
-                    ..
-                })) => hash::parse_text(data_type, &(-i64::from(i.ival)).to_string()),
-                _ => return Err("it must be a literal or a parameter, not an expression".into()),
-            }
-        }
-        _ => return Err("it must be a literal or a parameter, not an expression".into()),
-    };
-    parsed.map_err(|e| e.to_string())
+    use crate::split::LiteralKey;
+    let expression = || "it must be a literal or a parameter, not an expression".to_owned();
+    crate::split::literal_key(value, entry.keys.data_type, params).map_err(|why| match why {
+        LiteralKey::EmptyCast => "an empty cast".into(),
+        LiteralKey::Null => "it is NULL".into(),
+        LiteralKey::NotNumberOrString => "it is not a number or a string".into(),
+        LiteralKey::NoParam(n) => format!("${n} has no value"),
+        LiteralKey::NullParam(n) => format!("${n} is NULL"),
+        LiteralKey::BadParam(n, e) => format!("${n}: {e}"),
+        LiteralKey::NegatedExpression | LiteralKey::Expression => expression(),
+        LiteralKey::Invalid(e) => e,
+    })
 }
 
 /// A literal or a parameter, optionally cast (a negative number is a

@@ -382,33 +382,70 @@ fn row_key_value(
     entry: &ShardedTable,
     params: &[ParamValue<'_>],
 ) -> Result<Key, String> {
+    let column = &entry.column;
+    literal_key(value, entry.keys.data_type, params).map_err(|why| match why {
+        LiteralKey::EmptyCast => "an empty cast".into(),
+        LiteralKey::Null => format!("its sharding key {column} is NULL"),
+        LiteralKey::NotNumberOrString => "its sharding key is not a number or a string".into(),
+        LiteralKey::NoParam(n) => format!("its sharding key {column} is ${n}, which has no value"),
+        LiteralKey::NullParam(n) => format!("its sharding key {column} (${n}) is NULL"),
+        LiteralKey::BadParam(n, e) => format!("its sharding key {column} (${n}): {e}"),
+        LiteralKey::NegatedExpression => "its sharding key is an expression".into(),
+        LiteralKey::Expression => {
+            format!("its sharding key {column} is not a literal or a parameter (an expression)")
+        }
+        LiteralKey::Invalid(e) => format!("its sharding key {column}: {e}"),
+    })
+}
+
+/// Why a key value written in a statement could not be typed.
+pub(crate) enum LiteralKey {
+    EmptyCast,
+    Null,
+    NotNumberOrString,
+    /// `$n` has no value.
+    NoParam(i32),
+    /// `$n` is NULL.
+    NullParam(i32),
+    /// `$n`'s value is not of the key's type.
+    BadParam(i32, String),
+    /// `-` before something other than an integer.
+    NegatedExpression,
+    Expression,
+    /// A literal that is not of the key's type.
+    Invalid(String),
+}
+
+/// A key value written as a literal or a parameter, optionally cast (a
+/// negative integer too), typed as `data_type`; callers word the errors.
+pub(crate) fn literal_key(
+    value: &pb::Node,
+    data_type: DataType,
+    params: &[ParamValue<'_>],
+) -> Result<Key, LiteralKey> {
     let mut value = value;
     while let Some(N::TypeCast(cast)) = &value.node {
-        value = cast.arg.as_deref().ok_or("an empty cast")?;
+        value = cast.arg.as_deref().ok_or(LiteralKey::EmptyCast)?;
     }
-    let data_type = entry.keys.data_type;
     let parsed = match &value.node {
-        Some(N::AConst(constant)) if constant.isnull => {
-            return Err(format!("its sharding key {} is NULL", entry.column))
-        }
+        Some(N::AConst(constant)) if constant.isnull => return Err(LiteralKey::Null),
         Some(N::AConst(constant)) => match &constant.val {
             Some(pb::a_const::Val::Ival(i)) => hash::parse_text(data_type, &i.ival.to_string()),
             Some(pb::a_const::Val::Fval(f)) => hash::parse_text(data_type, &f.fval),
             Some(pb::a_const::Val::Sval(s)) => hash::parse_text(data_type, &s.sval),
-            _ => return Err("its sharding key is not a number or a string".into()),
+            _ => return Err(LiteralKey::NotNumberOrString),
         },
         Some(N::ParamRef(param)) => {
             let n = param.number;
-            let column = &entry.column;
             let value = usize::try_from(n)
                 .ok()
                 .and_then(|n| n.checked_sub(1))
                 .and_then(|i| params.get(i))
-                .ok_or_else(|| format!("its sharding key {column} is ${n}, which has no value"))?;
+                .ok_or(LiteralKey::NoParam(n))?;
             return match param_key(data_type, *value) {
                 Ok(Some(key)) => Ok(key),
-                Ok(None) => Err(format!("its sharding key {column} (${n}) is NULL")),
-                Err(e) => Err(format!("its sharding key {column} (${n}): {e}")),
+                Ok(None) => Err(LiteralKey::NullParam(n)),
+                Err(e) => Err(LiteralKey::BadParam(n, e.to_string())),
             };
         }
         Some(N::AExpr(e)) if is_negation(e) => {
@@ -417,17 +454,12 @@ fn row_key_value(
                     val: Some(pb::a_const::Val::Ival(i)),
                     ..
                 })) => hash::parse_text(data_type, &(-i64::from(i.ival)).to_string()),
-                _ => return Err("its sharding key is an expression".into()),
+                _ => return Err(LiteralKey::NegatedExpression),
             }
         }
-        _ => {
-            return Err(format!(
-                "its sharding key {} is not a literal or a parameter (an expression)",
-                entry.column
-            ))
-        }
+        _ => return Err(LiteralKey::Expression),
     };
-    parsed.map_err(|e| format!("its sharding key {}: {e}", entry.column))
+    parsed.map_err(|e| LiteralKey::Invalid(e.to_string()))
 }
 
 /// A key from a Bind's value (`None`: NULL), as the router reads one.
