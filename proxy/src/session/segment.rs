@@ -157,15 +157,25 @@ impl Segment {
         merge: Option<(BindMerge, &Bind)>,
         copies: bool,
     ) -> Segment {
-        let mut segment = Segment {
-            unnamed: current_unnamed,
-            ..Segment::default()
-        };
-        if unnamed {
-            segment.unnamed = Some(Arc::clone(statement));
-        }
+        let mut segment = Segment::empty(statement, unnamed, current_unnamed);
         segment.push_bind(shards, (portal, bind), statement, unnamed, merge, copies);
         segment
+    }
+
+    /// A segment whose first Bind is of `statement` (`unnamed`: the
+    /// client's unnamed statement, which it then is), before that Bind.
+    fn empty(
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        current_unnamed: Option<Arc<Statement>>,
+    ) -> Segment {
+        Segment {
+            unnamed: match unnamed {
+                true => Some(Arc::clone(statement)),
+                false => current_unnamed,
+            },
+            ..Segment::default()
+        }
     }
 
     fn push_bind(

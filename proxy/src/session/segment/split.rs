@@ -22,13 +22,7 @@ impl Segment {
         unnamed: bool,
         current_unnamed: Option<Arc<Statement>>,
     ) -> Segment {
-        let mut segment = Segment {
-            unnamed: current_unnamed,
-            ..Segment::default()
-        };
-        if unnamed {
-            segment.unnamed = Some(Arc::clone(statement));
-        }
+        let mut segment = Segment::empty(statement, unnamed, current_unnamed);
         segment.push_split(split, portal);
         segment
     }
