@@ -23,7 +23,9 @@
 # $PGSHARD_BASE, for a before/after in one run)), SCALE
 # (10), POOL (10), WORKERS (pgshard's `workers`; default its config
 # default), JSON (target/pgbench.json), PGSHARD (a built binary to use
-# instead of building), KEEP=1 (leave the temp dir).
+# instead of building), KEEP=1 (leave the temp dir), HOLD=1 (start
+# everything, print each target's port and PID, and wait until interrupted
+# instead of running the matrix: for perf record and one-off pgbench runs).
 #
 # Nothing here asserts speed; the numbers are for people.
 set -euo pipefail
@@ -196,6 +198,14 @@ for t in $TARGETS; do
   psql -X -q -h 127.0.0.1 -p "$p" -U postgres -d pgbench -c "SELECT 1" >/dev/null \
     || die "$t on port $p does not answer (logs in $work; KEEP=1 keeps them)"
 done
+
+if [ -n "${HOLD:-}" ]; then
+  for t in $TARGETS; do
+    printf '%-16s port %s pid %s\n' "$t" "$(port_of "$t")" "$(pid_of "$t")"
+  done
+  echo "holding (logs in $work); Ctrl-C stops everything"
+  while :; do sleep 3600; done
+fi
 
 # --- measuring ----------------------------------------------------------------------
 cpu_ticks() { # utime + stime of the whole process (all threads)

@@ -60,7 +60,10 @@ struct Held {
 
 impl CancelTargets {
     /// Replace the targets (once no cancel is being delivered to them).
-    pub async fn set(&self, targets: impl IntoIterator<Item = CancelTarget>) {
+    pub async fn set<I: IntoIterator<Item = CancelTarget>>(&self, targets: I) {
+        let Err(targets) = self.try_set(targets) else {
+            return;
+        };
         let mut targets = Some(targets);
         self.when_idle(|held| {
             // Cleared and refilled: the list keeps its memory across
@@ -69,6 +72,19 @@ impl CancelTargets {
             held.extend(targets.take().into_iter().flatten());
         })
         .await;
+    }
+
+    /// Replace the targets now, unless a cancel is being delivered to them
+    /// (they come back then): the usual case of [`set`](Self::set), one
+    /// lock and no waiting.
+    pub fn try_set<I: IntoIterator<Item = CancelTarget>>(&self, targets: I) -> Result<(), I> {
+        let mut held = lock(&self.held);
+        if held.delivering > 0 {
+            return Err(targets);
+        }
+        held.targets.clear();
+        held.targets.extend(targets);
+        Ok(())
     }
 
     /// The targets, leaving none (once no cancel is being delivered).

@@ -215,22 +215,26 @@ impl Pool {
     /// `checkout_timeout`. A replica whose server cannot be reached is
     /// banned.
     pub async fn checkout(self: &Arc<Self>) -> Result<Pooled, PoolError> {
-        let place = match self.places.try_take() {
+        let (place, mut now) = match self.places.try_take() {
             Some(place) => {
                 self.histograms.observe_wait(Duration::ZERO);
-                place
+                (place, Instant::now())
             }
             None => self.wait_for_place().await?,
         };
         while let Some(mut conn) = self.take_idle() {
-            if conn.is_broken_while_idle() || self.expired(&conn, Instant::now()) {
+            if conn.is_broken_while_idle() || self.expired(&conn, now) {
                 debug!(server = conn.id, "retiring a pooled server connection");
                 continue;
             }
-            if !self.check_if_due(&mut conn).await {
-                continue;
+            if self.check_due(&conn, now) {
+                let passed = self.check(&mut conn).await;
+                now = Instant::now();
+                if !passed {
+                    continue;
+                }
             }
-            return Ok(self.hand_out(conn, place, Instant::now()));
+            return Ok(self.hand_out(conn, place, now));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let conn = ServerConn::connect(&self.target, self.settings.connect_timeout, id)
@@ -266,18 +270,23 @@ impl Pool {
         None
     }
 
-    /// Wait in line for a place, up to `checkout_timeout`.
-    async fn wait_for_place(self: &Arc<Self>) -> Result<Place, PoolError> {
+    /// Wait in line for a place, up to `checkout_timeout`; the place and
+    /// the time it came (two clock reads per wait, the line's and the
+    /// deadline's included).
+    async fn wait_for_place(self: &Arc<Self>) -> Result<(Place, Instant), PoolError> {
         let started = Instant::now();
         self.stats.waiting.fetch_add(1, Ordering::Relaxed);
-        let wait = tokio::time::timeout(self.settings.checkout_timeout, self.places.take()).await;
+        let deadline = tokio::time::Instant::from_std(started) + self.settings.checkout_timeout;
+        let wait = tokio::time::timeout_at(deadline, self.places.take(started)).await;
+        let now = Instant::now();
         self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
-        self.histograms.observe_wait(started.elapsed());
-        let waited = started.elapsed().as_micros() as u64;
+        let waited = now.saturating_duration_since(started);
+        self.histograms.observe_wait(waited);
+        let waited = waited.as_micros() as u64;
         self.stats.wait_time_us.fetch_add(waited, Ordering::Relaxed);
         self.stats.max_wait_us.fetch_max(waited, Ordering::Relaxed);
         match wait {
-            Ok(Some(place)) => Ok(place),
+            Ok(Some(place)) => Ok((place, now)),
             Ok(None) => Err(PoolError::Closed),
             Err(_) => {
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use router::config::Config;
 use tokio::net::TcpListener;
-use tracing::{info, warn, Instrument};
+use tracing::{info, warn};
 
 use crate::state::State;
 use crate::tls::TlsAcceptor;
@@ -108,8 +108,7 @@ pub(crate) async fn accept(
                         database = tracing::field::Empty,
                         application_name = tracing::field::Empty,
                     );
-                    let task = client::serve(stream, Arc::clone(state), tls.clone());
-                    tokio::spawn(task.instrument(span));
+                    tokio::spawn(client::serve(stream, Arc::clone(state), tls.clone(), span));
                 }
                 // Typically EMFILE: keep serving the clients we have.
                 Err(err) => warn!(%err, "accept failed"),

@@ -3,6 +3,8 @@
 //! pgshard tracks on it (statements prepared, settings applied, transaction
 //! status, cancel key).
 
+mod prepared_set;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -11,11 +13,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::auth::{md5, scram};
-use crate::id_hash::IdMap;
 use crate::protocol::frame::{decode_backend_frame, split_backend_message, Frame, FrameError};
 use crate::protocol::messages;
 use crate::protocol::startup::Startup;
 use crate::session::params::ParamSet;
+pub use prepared_set::PreparedSet;
 
 /// The least free room in a server connection's read buffer for a read.
 const SERVER_READ_ROOM: usize = 8 * 1024;
@@ -63,56 +65,6 @@ pub enum ServerError {
     Auth(#[from] crate::auth::AuthError),
     #[error("protocol error from server: {0}")]
     Protocol(String),
-}
-
-/// The statements a server connection has prepared, by pgshard statement id,
-/// with a use tick for least-recently-used eviction.
-#[derive(Debug, Default)]
-pub struct PreparedSet {
-    ticks: IdMap<u64>,
-    clock: u64,
-}
-
-impl PreparedSet {
-    pub fn contains(&mut self, id: u64) -> bool {
-        self.clock += 1;
-        match self.ticks.get_mut(&id) {
-            Some(tick) => {
-                *tick = self.clock;
-                true
-            }
-            None => false,
-        }
-    }
-
-    pub fn insert(&mut self, id: u64) {
-        self.clock += 1;
-        self.ticks.insert(id, self.clock);
-    }
-
-    pub fn remove(&mut self, id: u64) {
-        self.ticks.remove(&id);
-    }
-
-    pub fn clear(&mut self) {
-        self.ticks.clear();
-    }
-
-    pub fn len(&self) -> usize {
-        self.ticks.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ticks.is_empty()
-    }
-
-    /// The least recently used statement, to close when the set is full.
-    pub fn oldest(&self) -> Option<u64> {
-        self.ticks
-            .iter()
-            .min_by_key(|(_, t)| **t)
-            .map(|(id, _)| *id)
-    }
 }
 
 /// A logged-in server connection.
@@ -339,7 +291,17 @@ impl ServerConn {
 
     /// Write `bytes` to the server.
     pub async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.stream.write_all(bytes).await
+        // The usual case: the socket takes it all at once, and no write
+        // future is built or polled.
+        let written = match self.stream.try_write(bytes) {
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => 0,
+            Err(err) => return Err(err),
+        };
+        match bytes.get(written..) {
+            Some(rest) if !rest.is_empty() => self.stream.write_all(rest).await,
+            _ => Ok(()),
+        }
     }
 
     /// Read one whole message from the server.
@@ -499,19 +461,6 @@ pub fn error_field(body: &[u8], code: u8) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prepared_set_evicts_least_recently_used() {
-        let mut set = PreparedSet::default();
-        set.insert(1);
-        set.insert(2);
-        set.insert(3);
-        assert!(set.contains(1));
-        assert_eq!(set.oldest(), Some(2));
-        set.remove(2);
-        assert_eq!(set.oldest(), Some(3));
-        assert_eq!(set.len(), 2);
-    }
 
     #[test]
     fn error_fields() {

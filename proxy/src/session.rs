@@ -21,6 +21,7 @@ mod key_move;
 mod local;
 pub mod login;
 mod merge;
+mod output;
 pub mod params;
 mod query_clock;
 mod read_split;
@@ -35,6 +36,8 @@ mod split_insert;
 pub mod statements;
 mod transaction;
 
+pub use output::ClientIo;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -42,7 +45,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use router::config::PoolerMode;
 use router::route::Overrides;
 use router::sharding::{ParserEngine, Sharding};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::warn;
 
 use crate::errors::ClientError;
@@ -184,9 +187,12 @@ pub struct Session<S> {
     /// The statement being routed may write: inside a transaction pgshard
     /// opened, its shard must commit with the others.
     writes: bool,
+    /// The client's span (peer, user, database, application_name): the
+    /// parent of the session's log lines, never entered (`client.rs`).
+    span: tracing::Span,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     pub fn new(client: S, cbuf: BytesMut, start: Start) -> Session<S> {
         let generation = start.state.generation.load(Ordering::Acquire);
         let (sharding, engine) = sharding_of(&start.state, &start.info.database);
@@ -207,6 +213,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             unnamed_on: None,
             clock: QueryClock::new(start.state.config().general.slow_query_threshold()),
             writes: false,
+            span: tracing::Span::none(),
             recent: Vec::new(),
             recent_clears: 0,
             generation,
@@ -234,8 +241,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     /// Serve the client until it leaves; the server connection goes back to
-    /// its pool clean, or is closed.
-    pub async fn run(mut self) {
+    /// its pool clean, or is closed. `span` is the client's, for log lines.
+    pub async fn run(mut self, span: tracing::Span) {
+        self.span = span;
         if let Some(server) = self.attached.main() {
             self.set_cancel_target(Some(cancel_target(server))).await;
         }
@@ -279,6 +287,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             // Room for a whole message of the usual size in one read: a
             // read that fills the buffer is followed by another.
             self.cbuf.reserve(CLIENT_READ_ROOM);
+            self.clock.waiting();
             match self.attached.main_mut() {
                 Some(server) => {
                     let timeout = async {
@@ -292,7 +301,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                         biased;
                         read = server.conn.fill() => match read {
                             Ok(0) | Err(_) => {
-                                warn!("server connection lost mid-session");
+                                warn!(parent: &self.span, "server connection lost mid-session");
                                 self.lose_main();
                                 return End::server_lost();
                             }
@@ -428,31 +437,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     /// The transaction status the client sees.
     fn status(&self) -> u8 {
         self.client_status(self.attached.status().unwrap_or(b'I'))
-    }
-
-    /// Send what is buffered: to the server first, so it starts working.
-    async fn flush(&mut self) -> Result<(), End> {
-        if !self.to_server.is_empty() {
-            if let Some(server) = self.attached.main_mut() {
-                if server.conn.send(&self.to_server).await.is_err() {
-                    self.lose_main();
-                    return Err(End::server_lost());
-                }
-            }
-            self.to_server.clear();
-        }
-        let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
-        self.flush_client().await
-    }
-
-    async fn flush_client(&mut self) -> Result<(), End> {
-        if self.to_client.is_empty() {
-            return Ok(());
-        }
-        let result = self.client.write_all(&self.to_client).await;
-        self.to_client.clear();
-        result.map_err(|_| End::ClientGone)
     }
 }
 

@@ -44,6 +44,16 @@ pub enum ClientStream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
+impl crate::session::ClientIo for ClientStream {
+    fn try_write_now(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self {
+            ClientStream::Plain(s) => s.try_write(bytes),
+            // rustls buffers and encrypts: the write future does it.
+            ClientStream::Tls(_) => Err(std::io::ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
 impl AsyncRead for ClientStream {
     fn poll_read(
         self: Pin<&mut Self>,

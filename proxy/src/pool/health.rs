@@ -50,16 +50,6 @@ impl Pool {
         lock(&self.banned_until).is_some_and(|until| until > Instant::now())
     }
 
-    /// Check `conn` if it sat idle past `healthcheck_interval`; `false` (the
-    /// connection is to be dropped) when the check failed, and the pool is
-    /// banned then.
-    pub(super) async fn check_if_due(&self, conn: &mut ServerConn) -> bool {
-        if !self.check_due(conn, Instant::now()) {
-            return true;
-        }
-        self.check(conn).await
-    }
-
     /// `conn` sat idle past `healthcheck_interval`.
     pub(super) fn check_due(&self, conn: &ServerConn, now: Instant) -> bool {
         now.saturating_duration_since(conn.last_used.max(conn.checked))
@@ -67,7 +57,7 @@ impl Pool {
     }
 
     /// One health check: an empty query answered within `healthcheck_timeout`.
-    async fn check(&self, conn: &mut ServerConn) -> bool {
+    pub(super) async fn check(&self, conn: &mut ServerConn) -> bool {
         let timeout = self.settings.health.timeout;
         let passed = matches!(
             tokio::time::timeout(timeout, conn.run(";")).await,

@@ -80,9 +80,10 @@ impl Places {
         })
     }
 
-    /// A place, waiting in line for one. Cancel-safe: a waiter that goes
-    /// away loses its turn, and a place already handed to it is given back.
-    pub async fn take(self: &Arc<Self>) -> Option<Place> {
+    /// A place, waiting in line for one (in line since `now`). Cancel-safe:
+    /// a waiter that goes away loses its turn, and a place already handed
+    /// to it is given back.
+    pub async fn take(self: &Arc<Self>, now: Instant) -> Option<Place> {
         let granted = {
             let mut inner = lock(&self.inner);
             if inner.free > 0 {
@@ -94,7 +95,7 @@ impl Places {
             let (grant, granted) = oneshot::channel();
             inner.waiters.push_back(Waiter {
                 worker: workers::current(),
-                since: Instant::now(),
+                since: now,
                 grant,
             });
             granted
@@ -230,7 +231,7 @@ mod tests {
         assert!(places.try_take().is_none());
         let waiting = tokio::spawn({
             let places = Arc::clone(&places);
-            async move { places.take().await.is_some() }
+            async move { places.take(Instant::now()).await.is_some() }
         });
         tokio::task::yield_now().await;
         drop(first);
@@ -241,7 +242,7 @@ mod tests {
         let held = places.try_take();
         let abandoned = {
             let places = Arc::clone(&places);
-            tokio::spawn(async move { places.take().await.is_some() })
+            tokio::spawn(async move { places.take(Instant::now()).await.is_some() })
         };
         tokio::task::yield_now().await;
         abandoned.abort();

@@ -5,11 +5,11 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::BytesMut;
 use router::config::PoolerMode;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tracing::{debug, warn};
 
 use super::params::ParamSet;
@@ -21,9 +21,10 @@ use crate::pool::{PoolError, Pooled};
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 use crate::server_conn::ServerError;
+use crate::session::ClientIo;
 use crate::state::{CancelTarget, State, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Make sure a server is attached; if none can be had, reply with the
     /// error and return `Ok(false)`.
     pub(super) async fn ensure_server_or_reply(
@@ -131,7 +132,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 Ok(Err(message)) => {
                     // The client's settings were valid when it set them; a
                     // server that refuses them now is not one to use.
-                    warn!(%message, "server refused the client's settings");
+                    warn!(parent: &self.span, %message, "server refused the client's settings");
                     return Ok(Err(PoolError::Server(ServerError::Refused(message))));
                 }
                 Err(err) => return Ok(Err(PoolError::Server(err))),
@@ -156,14 +157,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     }
 
     pub(super) async fn set_cancel_target(&self, target: Option<CancelTarget>) {
-        self.info.cancel.set(target).await;
+        if let Err(target) = self.info.cancel.try_set(target) {
+            self.info.cancel.set(target).await;
+        }
     }
 
     /// `query_timeout` passed: cancel the running query; the server answers
     /// with its "canceling statement" error.
     pub(super) async fn cancel_running_query(&mut self) {
         if let Some(server) = self.attached.main() {
-            warn!(timeout = ?server.pool().settings.query_timeout, "query_timeout: cancelling");
+            warn!(parent: &self.span, timeout = ?server.pool().settings.query_timeout, "query_timeout: cancelling");
             let target = cancel_target(server);
             tokio::spawn(async move { crate::cancel::send(&target).await });
         }
@@ -205,10 +208,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         self.set_cancel_target(None).await;
         State::set_client_state(&self.info, CLIENT_IDLE);
         let pool = Arc::clone(server.pool());
-        let now = Instant::now();
+        let now = self.clock.now();
         let held = now.saturating_duration_since(server.checked_out_at);
         count(&pool.stats.xact_time_us, held.as_micros() as usize);
         pool.histograms.observe_transaction(held);
+        if server.conn.status == b'I' && !reset && !server.conn.dirty {
+            // Nothing to clean: the usual end of a transaction.
+            pool.checkin_at(server, now);
+            return;
+        }
         let cleanup = async {
             if server.conn.status != b'I' {
                 server.conn.run("ROLLBACK").await.ok()?.ok()?;
@@ -223,7 +231,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         };
         match tokio::time::timeout(CLEANUP_TIMEOUT, cleanup).await {
             Ok(Some(())) => pool.checkin_at(server, now),
-            _ => debug!("server connection closed instead of reset"),
+            _ => debug!(parent: &self.span, "server connection closed instead of reset"),
         }
     }
 

@@ -8,13 +8,13 @@
 //! COMMIT as the commit point, then the local log and COMMIT PREPARED
 //! together.
 
-use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
+use crate::session::ClientIo;
 use crate::two_phase;
 
 /// The servers of the transaction, each with its shard.
@@ -23,7 +23,7 @@ type Held = Vec<(usize, Pooled)>;
 /// What ending the transaction gives the client: its tag, or an error.
 pub(super) type Ended = Result<&'static str, ClientError>;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// A statement outside a transaction that writes on several shards, in
     /// a transaction of its own on each: committed (two-phase when
     /// `two_phase_commit` and `two_phase_commit_auto` are on) if it
@@ -128,6 +128,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             format!("COMMIT failed on shard {shard}, every shard rolled back: {message}")
         } else {
             warn!(
+                parent: &self.span,
                 ?committed,
                 shard, "a transaction spanning shards committed in part"
             );
@@ -201,7 +202,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     .commit(&coordinator.instance, &coordinator_txn, &database, &shards);
             let (logged, ()) = tokio::join!(logged, finish_all(prepared, true, done));
             if let Err(err) = logged {
-                warn!(%err, "cannot write the two-phase commit log; the decision is on the decider shard");
+                warn!(parent: &self.span, %err, "cannot write the two-phase commit log; the decision is on the decider shard");
             }
         } else {
             finish_all(prepared, false, done).await;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use router::copy::{plan_copy, CopyPlan, RowSplitter};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::AsyncReadExt;
 
 use super::routing::Dispatch;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
@@ -36,6 +36,7 @@ use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::decode_frontend_frame;
 use crate::protocol::messages;
 use crate::protocol::rows::parse_row;
+use crate::session::ClientIo;
 
 /// CopyData sent to a shard at once.
 const BATCH: usize = 64 * 1024;
@@ -44,7 +45,7 @@ const BATCH: usize = 64 * 1024;
 /// its first error (whole message), or `Err` when the connection broke.
 type Reply = Result<(Vec<String>, Option<Bytes>), ()>;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Run the COPY `sql` into a sharded table (simple protocol).
     pub(super) async fn copy_sharded(&mut self, sql: &str) -> Result<Dispatch, End> {
         self.run_copy(sql, true).await?;
@@ -399,7 +400,7 @@ async fn reply(server: &mut Pooled) -> Reply {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// The columns of `table` in order (asked of `server` once, then
     /// cached until DDL or RELOAD).
     pub(super) async fn columns_of(

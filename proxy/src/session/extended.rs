@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use router::config::PoolerMode;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::reply_plan::{self, Effect, Step};
 use super::statements::Statement;
@@ -17,8 +16,9 @@ use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::{Frame, FrontendMessage};
 use crate::protocol::messages;
+use crate::session::ClientIo;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     pub(super) async fn on_parse(&mut self, frame: Frame) -> Result<(), End> {
         let frame_bytes = frame.clone();
         let (name, query, param_types) = match FrontendMessage::decode(frame) {

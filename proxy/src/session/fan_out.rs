@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 use super::{cancel_target, End, Session};
@@ -21,6 +21,7 @@ use crate::fanout::{CopyJoin, Merger, RowMerge, SplitRows, Window};
 use crate::pool::Pooled;
 use crate::protocol::backend::error_code;
 use crate::protocol::messages;
+use crate::session::ClientIo;
 use router::merge::MergePlan;
 
 /// Server messages in flight from each reading task to the session: enough
@@ -68,7 +69,7 @@ pub(super) enum Reply {
     CopyRows(MergeRequest, crate::fanout::CopyRows),
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Run one simple query on several shards and stream the merged reply,
     /// ReadyForQuery included unless the scope is [`Scope::Implicit`].
     pub(super) async fn fan_out(
@@ -146,7 +147,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         let took = started.elapsed();
         let held = in_txn.then_some(shards);
         let broken = self.release_readers(tasks, took, held).await || merged.is_err();
-        self.clock.log_if_slow(took, shards);
+        self.clock.log_if_slow(&self.span, took, shards);
         let failed = merged?;
         if broken {
             ClientError::shard_lost().encode(&mut self.to_client);
@@ -324,7 +325,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                 () = timeout => {
                     timed_out = true;
                     let targets = self.info.cancel.get();
-                    tracing::warn!(?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
+                    tracing::warn!(parent: &self.span, ?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
                     cancels.extend(targets.into_iter().map(send_cancel));
                 }
             }
@@ -353,6 +354,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             .collect();
         if !running.is_empty() {
             tracing::debug!(
+                parent: &self.span,
                 shards = running.len(),
                 "LIMIT reached: cancelling the rest of a fan-out"
             );

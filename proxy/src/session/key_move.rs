@@ -19,7 +19,6 @@ use bytes::{Bytes, BytesMut};
 use router::key_move::KeyMove;
 use router::route::ParamValue;
 use router::summary::StatementSummary;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::routing::Dispatch;
 use super::statements::Statement;
@@ -34,6 +33,7 @@ use crate::protocol::{messages, rows};
 
 mod wire;
 
+use crate::session::ClientIo;
 use wire::{cascades, described, exchange, inserted, statement};
 
 /// A bound UPDATE that moves a row, run at its Execute.
@@ -84,7 +84,7 @@ pub(super) fn refused(why: impl ToString) -> ClientError {
     ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// A simple-query UPDATE of a sharding key: run where it belongs, or
     /// the row moved.
     pub(super) async fn move_row_query(

@@ -7,7 +7,6 @@
 use bytes::BytesMut;
 use router::route::Overrides;
 use router::summary::{SessionEffect, StatementKind, StatementSummary, Summary};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::reply_plan::Step;
 use super::transaction::{Control, Verdict};
@@ -15,6 +14,7 @@ use super::Session;
 use crate::errors::ClientError;
 use crate::protocol::backend::{error_response, sqlstate, Severity};
 use crate::protocol::messages;
+use crate::session::ClientIo;
 
 /// A portal pgshard answers itself (transaction control bound in the
 /// extended protocol): its Execute gets `tag`, after the nested-BEGIN
@@ -25,7 +25,7 @@ pub struct LocalPortal {
     pub nested: bool,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// The error for a statement inside a transaction pgshard refused.
     pub(super) fn aborted(&mut self, simple: bool) {
         self.local_error(

@@ -11,7 +11,6 @@ use router::copy::{plan_copy_out, CopyOut, Format};
 use router::merge::{self, Bound, MergePlan, Operand, Predicate, Shape};
 use router::sharding::Sharding;
 use router::summary::{StatementKind, Summary};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fan_out::{MergeRequest, Reply};
 use super::statements::Statement;
@@ -23,6 +22,7 @@ use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::Bind;
 use crate::protocol::numeric::Decimal;
 use crate::protocol::{messages, rows, values};
+use crate::session::ClientIo;
 
 /// What the shards' collation must be for byte order to be Postgres's:
 /// `datcollate` (libc) or `datlocale` (builtin provider, Postgres 17+).
@@ -359,7 +359,7 @@ fn bound_value(bound: Option<Bound>, bind: Option<&Bind>) -> Result<Option<u64>,
     Ok(Some(u64::try_from(value).unwrap_or(0)))
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// The merge a Bind of `statement` (summarized as `summary`) running
     /// on several shards needs: `None` when its rows concatenate.
     pub(super) fn bind_merge(

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use tracing::info;
+use tracing::{info, Span};
 
 use crate::metrics::RouteKind;
 use crate::pool::Pool;
@@ -26,6 +26,10 @@ pub(super) struct QueryClock {
     /// logged (it is logged with them).
     statement: String,
     threshold: Option<Duration>,
+    /// When the last request was seen answered, while no other request
+    /// has been sent and the session has not waited since: the release
+    /// that follows in the same wake-up reads no clock of its own.
+    answered_at: Option<Instant>,
 }
 
 impl QueryClock {
@@ -39,7 +43,19 @@ impl QueryClock {
     /// A request went to a server: timed from now, unless one already is
     /// (a pipeline is timed from its first request).
     pub(super) fn start(&mut self) {
+        self.answered_at = None;
         self.started.get_or_insert_with(Instant::now);
+    }
+
+    /// The session waits for its sockets: a reading taken before is stale.
+    pub(super) fn waiting(&mut self) {
+        self.answered_at = None;
+    }
+
+    /// The time now: the reading of the answer seen in this wake-up, if
+    /// any.
+    pub(super) fn now(&mut self) -> Instant {
+        self.answered_at.take().unwrap_or_else(Instant::now)
     }
 
     pub(super) fn routed(&mut self, route: RouteKind) {
@@ -61,24 +77,28 @@ impl QueryClock {
 
     /// A ReadyForQuery from `pool`'s server ended the request; `more` if
     /// further requests are still being answered (timed from now).
-    pub(super) fn stop(&mut self, pool: &Pool, shard: usize, more: bool) {
+    pub(super) fn stop(&mut self, span: &Span, pool: &Pool, shard: usize, more: bool) {
         let Some(started) = self.started.take() else {
             return;
         };
-        let took = started.elapsed();
+        let now = Instant::now();
+        let took = now.saturating_duration_since(started);
         pool.histograms.observe_query(took);
-        self.log_if_slow(took, &[shard]);
+        self.log_if_slow(span, took, &[shard]);
         if more {
-            self.started = Some(Instant::now());
+            self.started = Some(now);
+        } else {
+            self.answered_at = Some(now);
         }
     }
 
     /// A request answered by several shards at once (a fan-out), which
     /// observes each pool's histogram itself.
-    pub(super) fn log_if_slow(&self, took: Duration, shards: &[usize]) {
+    pub(super) fn log_if_slow(&self, span: &Span, took: Duration, shards: &[usize]) {
         if self.threshold.is_some_and(|threshold| took >= threshold) {
             let route = self.route.map_or("direct", RouteKind::label);
             info!(
+                parent: span,
                 duration_ms = took.as_secs_f64() * 1000.0,
                 route,
                 shards = ?shards,

@@ -10,12 +10,12 @@
 
 use router::config::{PoolerMode, Role};
 use router::summary::{StatementKind, Summary};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::statements::Statement;
 use super::{End, Session};
+use crate::session::ClientIo;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Whether some shard of the cluster has replicas.
     pub(super) fn has_replicas(&self) -> bool {
         self.pools.iter().any(|shard| !shard.replicas.is_empty())

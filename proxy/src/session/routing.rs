@@ -12,7 +12,6 @@ use bytes::BytesMut;
 use router::cache::{Entry, Lookup, LookupError};
 use router::route::{Overrides, Route, RouteError};
 use router::summary::{StatementKind, Summary};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 mod bind;
 
@@ -29,6 +28,7 @@ use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
+use crate::session::ClientIo;
 
 /// How many templated statements a session remembers for
 /// [`Session::lookup`]: a transaction's few statements, each tried in turn
@@ -45,7 +45,7 @@ pub enum Dispatch {
     Rewritten(Target, String),
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// The cluster has more than one database: statements need routing.
     pub(super) fn sharded(&self) -> bool {
         !self.sharding.is_trivial()

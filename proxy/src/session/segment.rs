@@ -38,7 +38,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::merge::BindMerge;
 use super::reply_plan;
@@ -50,6 +49,7 @@ use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::{Bind, Frame, FrontendMessage};
 use crate::protocol::messages;
+use crate::session::ClientIo;
 
 /// The messages held since the segment's first multi-shard Bind.
 #[derive(Debug, Default)]
@@ -292,7 +292,7 @@ fn no_statement(name: &[u8]) -> ClientError {
 const MIXED: &str =
     "this message cannot join a pipeline holding a statement that goes to several shards";
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// A client message while a segment is held: added to it, or the
     /// segment is refused (dropped, with the client's error) when the
     /// message cannot join it; Sync runs it.

@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use bytes::{Buf, BytesMut};
 use router::config::PoolerMode;
 use router::route::Overrides;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
 use super::params::ParamSet;
@@ -19,13 +18,15 @@ use crate::errors::ClientError;
 use crate::protocol::backend::{error_code, sqlstate};
 use crate::protocol::frame::{backend_extent, reserve_missing, Extent};
 use crate::protocol::messages;
+use crate::session::ClientIo;
 use crate::state::State;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Read the attached server, relaying what it sends, until the plan owes
     /// the client nothing more from it (while watching the client).
     pub(super) async fn answer_all(&mut self) -> Result<(), End> {
         while self.plan.awaiting_server() {
+            self.clock.waiting();
             let Some(server) = self.attached.main_mut() else {
                 break;
             };
@@ -102,7 +103,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
                     break;
                 }
                 Err(err) => {
-                    warn!(%err, "server sent an invalid message");
+                    warn!(parent: &self.span, %err, "server sent an invalid message");
                     self.attached.take_main();
                     return Err(End::Fatal(ClientError::new(
                         sqlstate::PROTOCOL_VIOLATION,
@@ -309,7 +310,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
     fn stop_clock(&mut self) {
         let more = self.plan.pending_syncs() > 0;
         if let Some(server) = self.attached.main() {
-            self.clock.stop(server.pool(), self.shard, more);
+            self.clock.stop(&self.span, server.pool(), self.shard, more);
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use bytes::BytesMut;
 use router::config::PoolerMode;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::params;
 use super::reply_plan::{self, Effect, Step};
@@ -14,8 +13,9 @@ use super::transaction::Target;
 use super::{End, Session};
 use crate::protocol::frame::Frame;
 use crate::protocol::messages;
+use crate::session::ClientIo;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
         let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
         let keywords = params::classify(sql_bytes);

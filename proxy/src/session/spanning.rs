@@ -9,7 +9,6 @@
 
 use bytes::{Bytes, BytesMut};
 use router::summary::{SessionEffect, StatementKind, Summary};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fan_out::{Reply, Scope};
 use super::reply_plan::Step;
@@ -19,8 +18,9 @@ use crate::errors::ClientError;
 use crate::pool::Pooled;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
+use crate::session::ClientIo;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Finish what the main server is doing, keeping it. A server answers
     /// only at a Sync: one goes after what the client left unsynced, or
     /// after what pgshard sent for it (a Parse and Describe before a Bind

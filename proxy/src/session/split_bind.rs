@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use router::split::{InsertRows, SplitError};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::routing::bind_params;
 use super::segment::Segment;
@@ -31,6 +30,7 @@ use crate::metrics::RouteKind;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::Bind;
 use crate::protocol::messages;
+use crate::session::ClientIo;
 
 /// A statement's VALUES rows as read for splitting, or why they cannot be.
 pub type InsertRowsRead = Result<Arc<InsertRows>, SplitError>;
@@ -66,7 +66,7 @@ fn refused(why: SplitError) -> ClientError {
     ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// A Bind of `statement` whose rows go to several shards (the router
     /// said so): held as a segment of its parts, or refused. `None`: the
     /// Bind is answered or held.

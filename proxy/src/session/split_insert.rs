@@ -18,7 +18,6 @@ use bytes::{Bytes, BytesMut};
 use router::route::RouteError;
 use router::split::{check_insert_select, insert_table, split_insert, with_columns};
 use router::summary::{StatementKind, Summary};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fan_out::{Reply, Scope};
 use super::routing::{bind_params, Dispatch};
@@ -30,8 +29,9 @@ use crate::fanout::SplitRows;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::Bind;
 use crate::protocol::messages;
+use crate::session::ClientIo;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Run the multi-row INSERT `sql` split by shard.
     pub(super) async fn split_insert(&mut self, sql: &str) -> Result<Dispatch, End> {
         let split = match split_insert(sql, &self.sharding) {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use router::route::{ParamValue, RouteError};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{is_copy_from, needs_transaction_block};
 use crate::errors::ClientError;
@@ -15,9 +14,10 @@ use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::Bind;
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
+use crate::session::ClientIo;
 use crate::session::Session;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Where a Bind of `statement` goes, or `None` when it was answered
     /// (refused, or held for a fan-out at Sync).
     pub(in crate::session) fn route_bind(

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use bytes::{BufMut, BytesMut};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{malformed, no_statement, refused, Segment, MIXED};
 use crate::errors::ClientError;
@@ -15,9 +14,10 @@ use crate::metrics::RouteKind;
 use crate::protocol::frame::{Bind, Frame, FrontendMessage};
 use crate::protocol::messages;
 use crate::session::statements::Statement;
+use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// A Bind for several shards: held as the start of a segment, which
     /// runs at Sync (inside the client's transaction when there is one,
     /// `segment/in_txn.rs`), with what its rows need: a merge, or one

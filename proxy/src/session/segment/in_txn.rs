@@ -8,16 +8,15 @@
 //! stay open until the client ends the transaction or rolls back to a
 //! savepoint.
 
-use tokio::io::{AsyncRead, AsyncWrite};
-
 use super::run::sync_part;
 use super::{Part, Segment};
 use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
+use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Run a held segment inside the client's transaction, ReadyForQuery
     /// included.
     pub(super) async fn run_segment_in_txn(&mut self, segment: Segment) -> Result<(), End> {

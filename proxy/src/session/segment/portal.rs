@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{
     describe, frame_bytes, no_statement, refused, Item, ItemMerge, Segment, Uses, IN_PARTS, MIXED,
@@ -15,9 +14,10 @@ use crate::protocol::backend::sqlstate;
 use crate::protocol::frame::{Frame, FrontendMessage};
 use crate::protocol::messages;
 use crate::session::reply_plan;
+use crate::session::ClientIo;
 use crate::session::Session;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Describe, Execute or Close inside a segment.
     pub(super) fn segment_portal_message(
         &mut self,

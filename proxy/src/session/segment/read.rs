@@ -5,12 +5,12 @@
 //! result while it waits).
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Part;
 use crate::errors::ClientError;
 use crate::fanout::Merger;
 use crate::protocol::backend::error_code;
+use crate::session::ClientIo;
 use crate::session::{End, Session};
 
 /// One step of reading a part's unit for an item.
@@ -25,7 +25,7 @@ enum UnitRead {
     Lost,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Read `part`'s replies up to the end of its unit for item `index`
     /// (swallowing those of Parses pgshard injected before it), feeding the
     /// item's to `merger` as the item's `position`-th shard. Returns false

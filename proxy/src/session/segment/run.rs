@@ -7,16 +7,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Item, Part, Segment, Unit, Uses};
 use crate::errors::ClientError;
 use crate::fanout::{Merger, RowMerge, SplitRows};
 use crate::protocol::messages;
 use crate::session::reply_plan;
+use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Run a held segment on every shard it touches and merge the replies,
     /// ReadyForQuery included.
     pub(super) async fn run_segment(&mut self, segment: Segment) -> Result<(), End> {
@@ -125,7 +125,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
             part.server.pool().histograms.observe_query(took);
         }
         let shards: Vec<usize> = parts.iter().map(|p| p.shard).collect();
-        self.clock.log_if_slow(took, &shards);
+        self.clock.log_if_slow(&self.span, took, &shards);
     }
 
     /// Whether the shards order text bytewise, asked only when a merge

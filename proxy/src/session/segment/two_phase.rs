@@ -8,14 +8,13 @@
 //! split the segment. Without two-phase commit the segment keeps its
 //! cheaper end (`run.rs`: Flush, then the Syncs once every shard answered).
 
-use tokio::io::{AsyncRead, AsyncWrite};
-
 use super::run::sync_part;
 use super::{Part, Segment};
 use crate::errors::ClientError;
+use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
+impl<S: ClientIo> Session<S> {
     /// Whether `segment` commits in two phases.
     pub(super) fn segment_two_phase(&self, segment: &Segment) -> bool {
         let config = self.state.config();
