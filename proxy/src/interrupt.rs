@@ -1,14 +1,16 @@
 //! A session's interrupt: what wakes a client's task for something other
 //! than its sockets (KILL from the admin console, pgshard shutting down).
 //! A session polls it beside its sockets on every wake-up, so polling costs
-//! an atomic load and an uncontended lock (the waker is stored once: the
-//! task's waker stays the same), where a watch channel's receiver would
-//! take its notifier's lock and re-register on every poll.
+//! two atomic loads and a comparison: the waker is stored (under a lock)
+//! only when it is not the one stored already, which for the one task that
+//! waits is once (a Tokio task's waker stays the same), where a watch
+//! channel's receiver would take its notifier's lock and re-register on
+//! every poll.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Mutex;
-use std::task::{Poll, Waker};
+use std::task::{Poll, RawWakerVTable, Waker};
 
 use crate::state::lock;
 
@@ -17,6 +19,9 @@ pub struct Interrupt {
     killed: AtomicBool,
     /// The session task's waker, once it has waited.
     waker: Mutex<Option<Waker>>,
+    /// What `waker` holds (its data and vtable), read without the lock by
+    /// the one task that waits (and writes them).
+    stored: (AtomicPtr<()>, AtomicPtr<RawWakerVTable>),
 }
 
 impl Interrupt {
@@ -46,11 +51,17 @@ impl Interrupt {
             if ready() {
                 return Poll::Ready(());
             }
+            let waker = cx.waker();
+            let (data, vtable) = (
+                waker.data().cast_mut(),
+                std::ptr::from_ref(waker.vtable()).cast_mut(),
+            );
+            if self.stored.0.load(Ordering::Relaxed) != data
+                || self.stored.1.load(Ordering::Relaxed) != vtable
             {
-                let mut slot = lock(&self.waker);
-                if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *slot = Some(cx.waker().clone());
-                }
+                *lock(&self.waker) = Some(waker.clone());
+                self.stored.0.store(data, Ordering::Relaxed);
+                self.stored.1.store(vtable, Ordering::Relaxed);
             }
             // Raised between the first check and the registration.
             if ready() {
