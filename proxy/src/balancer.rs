@@ -53,11 +53,13 @@ impl ShardPools {
     /// of the primary's pool when the primary serves this checkout and has
     /// one ready (the common case, which needs no future and no list of
     /// candidates); `None` sends the caller to [`checkout`](Self::checkout).
-    pub fn checkout_now(&self, read: bool) -> Option<Pooled> {
+    /// An idle primary connection now (`now`: the caller's clock reading),
+    /// when the read may not go to a replica; see [`Pool::checkout_now`].
+    pub fn checkout_now(&self, read: bool, now: std::time::Instant) -> Option<Pooled> {
         if read && !self.replicas.is_empty() {
             return None;
         }
-        self.primary.checkout_now()
+        self.primary.checkout_now(now)
     }
 
     pub async fn checkout(&self, read: bool) -> Result<Pooled, PoolError> {

@@ -250,9 +250,8 @@ impl Pool {
     /// An idle connection now, if a place is free and one is ready to use
     /// (alive, not expired, no health check due); `None` otherwise, and
     /// nothing changed: [`checkout`](Self::checkout) does the rest.
-    pub fn checkout_now(self: &Arc<Self>) -> Option<Pooled> {
+    pub fn checkout_now(self: &Arc<Self>, now: Instant) -> Option<Pooled> {
         let place = self.places.try_take()?;
-        let now = Instant::now();
         while let Some(mut conn) = self.take_idle() {
             if conn.is_broken_while_idle() || self.expired(&conn, now) {
                 debug!(server = conn.id, "retiring a pooled server connection");

@@ -289,15 +289,20 @@ impl ServerConn {
         self.rbuf = rbuf;
     }
 
+    /// Write what of `bytes` the socket takes now (0 when it takes
+    /// nothing), without waiting.
+    pub fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self.stream.try_write(bytes) {
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
+            written => written,
+        }
+    }
+
     /// Write `bytes` to the server.
     pub async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         // The usual case: the socket takes it all at once, and no write
         // future is built or polled.
-        let written = match self.stream.try_write(bytes) {
-            Ok(n) => n,
-            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => 0,
-            Err(err) => return Err(err),
-        };
+        let written = self.try_send(bytes)?;
         match bytes.get(written..) {
             Some(rest) if !rest.is_empty() => self.stream.write_all(rest).await,
             _ => Ok(()),

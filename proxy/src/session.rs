@@ -273,10 +273,11 @@ impl<S: ClientIo> Session<S> {
                     return end;
                 }
             }
-            if let Err(end) = self.flush().await {
-                return end;
-            }
-            if let Err(end) = self.maybe_release().await {
+            let settled = match self.settle_now() {
+                Ok(false) => self.settle().await,
+                settled => settled.map(drop),
+            };
+            if let Err(end) = settled {
                 return end;
             }
             let query_timeout = self

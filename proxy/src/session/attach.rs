@@ -84,15 +84,35 @@ impl<S: ClientIo> Session<S> {
     /// Check a server of `shard` out and attach it to this session.
     pub(super) async fn attach(&mut self, shard: usize) -> Result<Result<(), PoolError>, End> {
         let read = std::mem::take(&mut self.read);
-        let server = match self.checkout_server(shard, read).await? {
-            Ok(server) => server,
-            Err(err) => return Ok(Err(err)),
+        // The usual case polls no future: an idle server now, its settings
+        // the client's.
+        let server = match self.checkout_now(shard, read) {
+            Some(server) if self.params.sync_sql(&server.conn.applied).is_none() => server,
+            // (Moved into the slow path: a server dropped only at the end
+            // of this match would hold its place while that path waits.)
+            ready => match self.checkout_server_with(shard, read, ready).await? {
+                Ok(server) => server,
+                Err(err) => return Ok(Err(err)),
+            },
         };
-        self.set_cancel_target(Some(cancel_target(&server))).await;
+        if let Err(target) = self.info.cancel.try_set(Some(cancel_target(&server))) {
+            self.info.cancel.set(target).await;
+        }
         State::set_client_state(&self.info, CLIENT_ACTIVE);
         self.attached.attach(shard, server);
         self.shard = shard;
         Ok(Ok(()))
+    }
+
+    /// An idle primary server of `shard` now, unless PAUSE holds the
+    /// database or none is ready (its settings not brought in line yet).
+    fn checkout_now(&mut self, shard: usize, read: bool) -> Option<Pooled> {
+        if self.state.paused.borrow().holds(&self.info.database) {
+            return None;
+        }
+        self.follow_config();
+        let now = self.clock.now();
+        self.pools.get(shard)?.checkout_now(read, now)
     }
 
     /// Check a server of `shard` out of its pool (a replica's if `read`
@@ -104,30 +124,28 @@ impl<S: ClientIo> Session<S> {
         shard: usize,
         read: bool,
     ) -> Result<Result<Pooled, PoolError>, End> {
-        if self.state.paused.borrow().holds(&self.info.database) {
-            let resumed = self.state.wait_resumed(&self.info.database);
-            let _ = watch_client(&mut self.client, &mut self.cbuf, resumed).await?;
-        }
-        self.follow_config();
-        let pools = Arc::clone(&self.pools);
-        let Some(pools) = pools.get(shard) else {
-            return Ok(Err(PoolError::Closed));
-        };
-        let mut server = match pools.checkout_now(read) {
+        self.checkout_server_with(shard, read, None).await
+    }
+
+    /// [`checkout_server`](Self::checkout_server), with the server if one
+    /// is checked out already (`ready`): its settings brought in line.
+    async fn checkout_server_with(
+        &mut self,
+        shard: usize,
+        read: bool,
+        ready: Option<Pooled>,
+    ) -> Result<Result<Pooled, PoolError>, End> {
+        let mut server = match ready {
             Some(server) => server,
-            None => {
-                State::set_client_state(&self.info, CLIENT_WAITING);
-                let checkout = pools.checkout(read);
-                let result = watch_client(&mut self.client, &mut self.cbuf, checkout).await;
-                State::set_client_state(&self.info, CLIENT_IDLE);
-                match result? {
-                    Ok(server) => server,
-                    Err(err) => return Ok(Err(err)),
-                }
-            }
+            None => match self.checkout_waiting(shard, read).await? {
+                Ok(server) => server,
+                Err(err) => return Ok(Err(err)),
+            },
         };
         if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
-            match server.conn.run(&sql).await {
+            let ran = server.conn.run(&sql).await;
+            self.clock.waiting();
+            match ran {
                 Ok(Ok(())) => server.conn.applied = self.params.clone(),
                 Ok(Err(message)) => {
                     // The client's settings were valid when it set them; a
@@ -139,6 +157,34 @@ impl<S: ClientIo> Session<S> {
             }
         }
         Ok(Ok(server))
+    }
+
+    /// A server of `shard` from its pool, waiting out PAUSE and a full
+    /// pool; the wait ends early, with `Err`, if the client leaves.
+    async fn checkout_waiting(
+        &mut self,
+        shard: usize,
+        read: bool,
+    ) -> Result<Result<Pooled, PoolError>, End> {
+        if self.state.paused.borrow().holds(&self.info.database) {
+            let resumed = self.state.wait_resumed(&self.info.database);
+            let _ = watch_client(&mut self.client, &mut self.cbuf, resumed).await?;
+            self.clock.waiting();
+        }
+        self.follow_config();
+        let pools = Arc::clone(&self.pools);
+        let Some(pools) = pools.get(shard) else {
+            return Ok(Err(PoolError::Closed));
+        };
+        if let Some(server) = pools.checkout_now(read, self.clock.now()) {
+            return Ok(Ok(server));
+        }
+        State::set_client_state(&self.info, CLIENT_WAITING);
+        let checkout = pools.checkout(read);
+        let result = watch_client(&mut self.client, &mut self.cbuf, checkout).await;
+        self.clock.waiting();
+        State::set_client_state(&self.info, CLIENT_IDLE);
+        result
     }
 
     /// The config changed since the session last looked (RELOAD, or what
@@ -172,24 +218,24 @@ impl<S: ClientIo> Session<S> {
         }
     }
 
+    /// Between wake-ups: write what is buffered and, in transaction mode,
+    /// give back servers whose transaction is over, polling no future;
+    /// `false` when the sockets did not take everything or a server needs
+    /// cleaning first ([`settle`](Self::settle) finishes).
+    pub(super) fn settle_now(&mut self) -> Result<bool, End> {
+        Ok(self.flush_now()? && (!self.release_due() || self.release_clean()))
+    }
+
+    /// What [`settle_now`](Self::settle_now) left.
+    pub(super) async fn settle(&mut self) -> Result<(), End> {
+        self.flush().await?;
+        self.maybe_release().await
+    }
+
     /// In transaction mode, give the server back once the transaction is
     /// over and nothing is in flight.
     pub(super) async fn maybe_release(&mut self) -> Result<(), End> {
-        if self.mode != PoolerMode::Transaction {
-            return Ok(());
-        }
-        let Some(server) = self.attached.main() else {
-            return Ok(());
-        };
-        // A failed transaction runs nothing more: its servers go back
-        // (rolled back) once the main one is done.
-        let failed = self.txn.failed();
-        if self.plan.awaiting_server()
-            || self.unsynced
-            || self.copy_in
-            || (server.conn.status != b'I' && !failed)
-            || !self.to_server.is_empty()
-        {
+        if !self.release_due() || self.release_clean() {
             return Ok(());
         }
         // One by one, the main first: the list keeps its memory.
@@ -199,19 +245,69 @@ impl<S: ClientIo> Session<S> {
         Ok(())
     }
 
-    /// Hand a server back clean, or close it. `reset` runs DISCARD ALL
-    /// (session mode's end); a dirty server gets it regardless.
-    pub(super) async fn release(&mut self, mut server: Pooled, reset: bool) {
+    /// Transaction mode, and the held servers' transaction is over with
+    /// nothing in flight.
+    pub(super) fn release_due(&self) -> bool {
+        if self.mode != PoolerMode::Transaction {
+            return false;
+        }
+        let Some(server) = self.attached.main() else {
+            return false;
+        };
+        // A failed transaction runs nothing more: its servers go back
+        // (rolled back) once the main one is done.
+        let failed = self.txn.failed();
+        !(self.plan.awaiting_server()
+            || self.unsynced
+            || self.copy_in
+            || (server.conn.status != b'I' && !failed)
+            || !self.to_server.is_empty())
+    }
+
+    /// Give back the held servers that need no cleanup, polling no future
+    /// (the usual end of a transaction); `false` when one is left that
+    /// needs it, or whose cancel target is being used (for `release`).
+    pub(super) fn release_clean(&mut self) -> bool {
+        loop {
+            let Some(server) = self.attached.main() else {
+                return true;
+            };
+            if server.conn.status != b'I' || server.conn.dirty {
+                return false;
+            }
+            if self.info.cancel.try_set(None).is_err() {
+                return false;
+            }
+            let Some(server) = self.attached.take_main() else {
+                return true;
+            };
+            let now = self.note_release(&server);
+            let pool = Arc::clone(server.pool());
+            pool.checkin_at(server, now);
+        }
+    }
+
+    /// What giving `server` back records: the client idle, the time it
+    /// held the server (the reading returned).
+    fn note_release(&mut self, server: &Pooled) -> std::time::Instant {
         if self.unnamed_on == Some(server.conn.id) {
             self.unnamed_on = None;
         }
-        self.set_cancel_target(None).await;
         State::set_client_state(&self.info, CLIENT_IDLE);
-        let pool = Arc::clone(server.pool());
         let now = self.clock.now();
         let held = now.saturating_duration_since(server.checked_out_at);
+        let pool = server.pool();
         count(&pool.stats.xact_time_us, held.as_micros() as usize);
         pool.histograms.observe_transaction(held);
+        now
+    }
+
+    /// Hand a server back clean, or close it. `reset` runs DISCARD ALL
+    /// (session mode's end); a dirty server gets it regardless.
+    pub(super) async fn release(&mut self, mut server: Pooled, reset: bool) {
+        self.set_cancel_target(None).await;
+        let now = self.note_release(&server);
+        let pool = Arc::clone(server.pool());
         if server.conn.status == b'I' && !reset && !server.conn.dirty {
             // Nothing to clean: the usual end of a transaction.
             pool.checkin_at(server, now);

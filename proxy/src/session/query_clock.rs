@@ -26,10 +26,10 @@ pub(super) struct QueryClock {
     /// logged (it is logged with them).
     statement: String,
     threshold: Option<Duration>,
-    /// When the last request was seen answered, while no other request
-    /// has been sent and the session has not waited since: the release
-    /// that follows in the same wake-up reads no clock of its own.
-    answered_at: Option<Instant>,
+    /// The clock read in this wake-up (forgotten whenever the session
+    /// waits): a checkout, the request it sends and the release of the
+    /// server that answers share one reading.
+    reading: Option<Instant>,
 }
 
 impl QueryClock {
@@ -43,19 +43,20 @@ impl QueryClock {
     /// A request went to a server: timed from now, unless one already is
     /// (a pipeline is timed from its first request).
     pub(super) fn start(&mut self) {
-        self.answered_at = None;
-        self.started.get_or_insert_with(Instant::now);
+        if self.started.is_none() {
+            self.started = Some(self.now());
+        }
     }
 
-    /// The session waits for its sockets: a reading taken before is stale.
+    /// The session waits (for its sockets, a pool, a server): a reading
+    /// taken before is stale.
     pub(super) fn waiting(&mut self) {
-        self.answered_at = None;
+        self.reading = None;
     }
 
-    /// The time now: the reading of the answer seen in this wake-up, if
-    /// any.
+    /// The time now, as read once in this wake-up.
     pub(super) fn now(&mut self) -> Instant {
-        self.answered_at.take().unwrap_or_else(Instant::now)
+        *self.reading.get_or_insert_with(Instant::now)
     }
 
     pub(super) fn routed(&mut self, route: RouteKind) {
@@ -81,14 +82,14 @@ impl QueryClock {
         let Some(started) = self.started.take() else {
             return;
         };
+        // Read afresh: the answer is what woke the session up.
         let now = Instant::now();
+        self.reading = Some(now);
         let took = now.saturating_duration_since(started);
         pool.histograms.observe_query(took);
         self.log_if_slow(span, took, &[shard]);
         if more {
             self.started = Some(now);
-        } else {
-            self.answered_at = Some(now);
         }
     }
 

@@ -62,10 +62,13 @@ impl<S: ClientIo> Session<S> {
     pub(super) async fn on_server_data_in_loop(&mut self) -> Result<(), End> {
         self.relay_server_data().await?;
         let clean = self.attached.main().is_some_and(|s| !s.conn.dirty);
-        if clean && self.cbuf.is_empty() {
+        if clean && self.cbuf.is_empty() && self.release_due() && !self.release_clean() {
             self.maybe_release().await?;
         }
-        self.flush_client().await
+        if !self.flush_client_now()? {
+            self.flush_client().await?;
+        }
+        Ok(())
     }
 
     /// Relay what the main server sent, and the local replies that follow
