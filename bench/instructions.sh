@@ -19,7 +19,8 @@
 #   CASES="S-simple-c1" TARGETS="pgbouncer pgshard" bench/instructions.sh
 #
 # Environment: CASES (S-simple-c1 S-simple-c16 S-prepared-c16), TARGETS
-# (pgbouncer pgshard pgshard-sharded), T1 (100), T2 (400), PGSHARD (a
+# (pgbouncer pgshard pgshard-sharded), T1 (100), T2 (400), POOL (each
+# proxy's pool size, 10; the sharded one splits it), PGSHARD (a
 # built binary instead of building), JSON (target/instructions.json),
 # KEEP=1 (leave the temp dir). Nothing asserts anything: numbers for people.
 set -euo pipefail
@@ -30,6 +31,7 @@ CASES=${CASES:-"S-simple-c1 S-simple-c16 S-prepared-c16"}
 TARGETS=${TARGETS:-"pgbouncer pgshard pgshard-sharded"}
 T1=${T1:-100}
 T2=${T2:-400}
+POOL=${POOL:-10}
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 JSON=${JSON:-$target_dir/instructions.json}
 
@@ -107,7 +109,7 @@ unix_socket_dir =
 auth_type = trust
 auth_file = $work/userlist.txt
 pool_mode = transaction
-default_pool_size = 10
+default_pool_size = $POOL
 max_client_conn = 100
 logfile = $work/pgbouncer-own.log
 EOF
@@ -115,10 +117,10 @@ EOF
     pgshard | pgshard-sharded)
       databases=$(printf '[[databases]]\nname = "pgbench"\nhost = "127.0.0.1"\nport = %s\ndatabase_name = "pgbench"\n' "$pg_port")
       if [ "$target" = pgshard-sharded ]; then
-        databases=$(printf '%s\nshard = 0\npool_size = 5\n\n%s\nshard = 1\npool_size = 5\n\n[[sharded_tables]]\ndatabase = "pgbench"\nname = "pgbench_accounts"\ncolumn = "aid"\ndata_type = "bigint"\n' "$databases" "$databases")
+        databases=$(printf '%s\nshard = 0\npool_size = %s\n\n%s\nshard = 1\npool_size = %s\n\n[[sharded_tables]]\ndatabase = "pgbench"\nname = "pgbench_accounts"\ncolumn = "aid"\ndata_type = "bigint"\n' "$databases" $(((POOL + 1) / 2)) "$databases" $(((POOL + 1) / 2)))
       fi
-      printf '[general]\nhost = "127.0.0.1"\nport = %s\ndefault_pool_size = 10\npooler_mode = "transaction"\nauth_type = "trust"\n\n%s\n' \
-        "$port" "$databases" >"$work/$target.toml"
+      printf '[general]\nhost = "127.0.0.1"\nport = %s\ndefault_pool_size = %s\npooler_mode = "transaction"\nauth_type = "trust"\n\n%s\n' \
+        "$port" "$POOL" "$databases" >"$work/$target.toml"
       printf '[[users]]\nname = "postgres"\ndatabase = "pgbench"\npassword = "unused"\n' >"$work/users.toml"
       set -- "$work/pgshard" --config "$work/$target.toml" --users "$work/users.toml" ;;
     *) die "unknown target $target" ;;
@@ -126,11 +128,16 @@ EOF
   [ ${#as_pg[@]} -eq 0 ] || chown -R postgres "$work"
   "${as_pg[@]}" env RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$work/$target.out" "$@" \
     >"$work/$target.log" 2>&1 &
-  for _ in $(seq 100); do
+  local launcher=$!
+  # Valgrind starts a program ~50 times slower than it runs natively.
+  for _ in $(seq 200); do
     psql -X -q -h 127.0.0.1 -p "$port" -U postgres -d pgbench -c "SELECT 1" >/dev/null 2>&1 && break
+    kill -0 "$launcher" 2>/dev/null || break
     sleep 0.3
   done
-  proxy_pid=$(pgrep -n -f "callgrind-out-file=$work/$target.out") || die "$target did not start ($work/$target.log)"
+  psql -X -q -h 127.0.0.1 -p "$port" -U postgres -d pgbench -c "SELECT 1" >/dev/null 2>&1 \
+    || die "$target did not start ($work/$target.log; KEEP=1 keeps it)"
+  proxy_pid=$(pgrep -n -f "callgrind-out-file=$work/$target.out") || die "no valgrind process for $target"
 }
 case_args() {
   case $1 in

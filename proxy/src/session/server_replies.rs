@@ -277,7 +277,9 @@ impl<S: ClientIo> Session<S> {
         let (conn, pool) = server.parts();
         let status = conn.status;
         let extended = std::mem::take(&mut self.extended_settings);
-        if !std::mem::take(&mut self.failed) {
+        // (The usual ReadyForQuery has nothing to apply.)
+        let applies = !(extended.is_empty() && matches!(completed, Effect::None));
+        if !std::mem::take(&mut self.failed) && applies {
             let (changes, completed) = match completed {
                 Effect::Settings(changes) => (changes, Effect::None),
                 other => (Vec::new(), other),
