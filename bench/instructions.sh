@@ -26,6 +26,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 CASES=${CASES:-"S-simple-c1 S-simple-c16 S-prepared-c16"}
 TARGETS=${TARGETS:-"pgbouncer pgshard pgshard-sharded"}
@@ -47,11 +49,7 @@ if [[ " $TARGETS " == *" pgshard"* ]] && [ -z "${PGSHARD:-}" ]; then
   PGSHARD=$target_dir/release/pgshard
 fi
 
-as_pg=()
-if [ "$(id -u)" -eq 0 ]; then as_pg=(runuser -u postgres --); fi
-work=$(mktemp -d /tmp/pgshard-instructions.XXXXXX)
-chmod 755 "$work"
-[ ${#as_pg[@]} -eq 0 ] || chown postgres "$work"
+work=$(bench_workdir pgshard-instructions)
 proxy_pid=""
 stop_proxy() {
   [ -n "$proxy_pid" ] || return 0
@@ -62,19 +60,10 @@ stop_proxy() {
 }
 cleanup() {
   stop_proxy
-  if [ -f "$work/pg/postmaster.pid" ]; then
-    "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/pg" -m immediate stop >/dev/null 2>&1 || true
-  fi
+  stop_postgres "$work/pg"
   if [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
 }
 trap cleanup EXIT
-free_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 30000))
-    if ! ss -ltnH "sport = :$port" | grep -q .; then echo "$port"; return; fi
-  done
-}
 
 # --- Postgres -----------------------------------------------------------------
 pg_port=$(free_port)

@@ -31,6 +31,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 DURATION=${DURATION:-15}
 PASSES=${PASSES:-2}
@@ -56,31 +58,18 @@ if [ -n "$wants_pgshard" ] && [ -z "${PGSHARD:-}" ]; then
   PGSHARD=$target_dir/release/pgshard
 fi
 [ -z "$wants_pgshard" ] || [ -x "$PGSHARD" ] || die "no pgshard binary at $PGSHARD"
-as_pg=()
-if [ "$(id -u)" -eq 0 ]; then as_pg=(runuser -u postgres --); fi
 hz=$(getconf CLK_TCK)
 
 # --- temp dir, ports, cleanup -----------------------------------------------
-work=$(mktemp -d /tmp/pgshard-pgbench.XXXXXX)
-chmod 755 "$work"
-[ ${#as_pg[@]} -eq 0 ] || chown postgres "$work"
+work=$(bench_workdir pgshard-pgbench)
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  if [ -f "$work/pg/postmaster.pid" ]; then
-    "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/pg" -m immediate stop >/dev/null 2>&1 || true
-  fi
+  stop_postgres "$work/pg"
   if [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
 }
 trap cleanup EXIT
 
-free_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 30000))
-    if ! ss -ltnH "sport = :$port" | grep -q .; then echo "$port"; return; fi
-  done
-}
 pg_port=$(free_port); bouncer_port=$(free_port)
 
 # --- Postgres -----------------------------------------------------------------

@@ -36,6 +36,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 DURATION=${DURATION:-15}
 PASSES=${PASSES:-2}
@@ -56,32 +58,16 @@ if [ -z "${PGSHARD:-}" ]; then
   PGSHARD=$target_dir/release/pgshard
 fi
 [ -x "$PGSHARD" ] || die "no pgshard binary at $PGSHARD"
-as_pg=()
-if [ "$(id -u)" -eq 0 ]; then as_pg=(runuser -u postgres --); fi
-
-work=$(mktemp -d /tmp/pgshard-2pc-bench.XXXXXX)
-chmod 755 "$work"
-[ ${#as_pg[@]} -eq 0 ] || chown postgres "$work"
+work=$(bench_workdir pgshard-2pc-bench)
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pg in direct shard0 shard1; do
-    if [ -f "$work/$pg/postmaster.pid" ]; then
-      "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/$pg" -m immediate stop >/dev/null 2>&1 || true
-    fi
-  done
+  for pg in direct shard0 shard1; do stop_postgres "$work/$pg"; done
   [ -z "${shm_wal:-}" ] || rm -rf "$shm_wal"
   if [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
 }
 trap cleanup EXIT
 
-free_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 30000))
-    if ! ss -ltnH "sport = :$port" | grep -q .; then echo "$port"; return; fi
-  done
-}
 
 declare -A PORT
 for pg in direct shard0 shard1; do
