@@ -87,27 +87,11 @@ start_proxy() { # target port
   local target=$1 port=$2 databases
   case $target in
     pgbouncer)
-      echo '"postgres" ""' >"$work/userlist.txt"
-      cat >"$work/pgbouncer.ini" <<EOF
-[databases]
-pgbench = host=127.0.0.1 port=$pg_port dbname=pgbench
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $port
-unix_socket_dir =
-auth_type = trust
-auth_file = $work/userlist.txt
-pool_mode = transaction
-default_pool_size = $POOL
-max_client_conn = 100
-logfile = $work/pgbouncer-own.log
-EOF
+      write_pgbouncer_ini "$work/pgbouncer.ini" "$port" "$POOL" "$work/pgbouncer-own.log"
       set -- pgbouncer "$work/pgbouncer.ini" ;;
     pgshard | pgshard-sharded)
-      databases=$(printf '[[databases]]\nname = "pgbench"\nhost = "127.0.0.1"\nport = %s\ndatabase_name = "pgbench"\n' "$pg_port")
-      if [ "$target" = pgshard-sharded ]; then
-        databases=$(printf '%s\nshard = 0\npool_size = %s\n\n%s\nshard = 1\npool_size = %s\n\n[[sharded_tables]]\ndatabase = "pgbench"\nname = "pgbench_accounts"\ncolumn = "aid"\ndata_type = "bigint"\n' "$databases" $(((POOL + 1) / 2)) "$databases" $(((POOL + 1) / 2)))
-      fi
+      databases=$(pgshard_database)
+      [ "$target" = pgshard ] || databases=$(pgshard_two_shards $(((POOL + 1) / 2)))
       printf '[general]\nhost = "127.0.0.1"\nport = %s\ndefault_pool_size = %s\npooler_mode = "transaction"\nauth_type = "trust"\n\n%s\n' \
         "$port" "$POOL" "$databases" >"$work/$target.toml"
       printf '[[users]]\nname = "postgres"\ndatabase = "pgbench"\npassword = "unused"\n' >"$work/users.toml"

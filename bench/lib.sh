@@ -31,3 +31,42 @@ stop_postgres() {
     "${as_pg[@]}" "$bindir/pg_ctl" -D "$1" -m immediate stop >/dev/null 2>&1 || true
   fi
 }
+
+# PgBouncer's ini (file $1) for the `pgbench` database of the Postgres on
+# 127.0.0.1:$pg_port: listening on port $2, transaction mode, pool $3,
+# trust, logging to $4. Callers append what else they need.
+write_pgbouncer_ini() {
+  echo '"postgres" ""' >"$(dirname "$1")/userlist.txt"
+  cat >"$1" <<INI
+[databases]
+pgbench = host=127.0.0.1 port=$pg_port dbname=pgbench
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $2
+unix_socket_dir =
+auth_type = trust
+auth_file = $(dirname "$1")/userlist.txt
+pool_mode = transaction
+default_pool_size = $3
+max_client_conn = 1000
+log_connections = 0
+log_disconnections = 0
+logfile = $4
+INI
+}
+
+# A pgshard `[[databases]]` entry for the `pgbench` database of the
+# Postgres on 127.0.0.1:$pg_port; with $1 and $2, shard $1 with pool $2.
+pgshard_database() {
+  printf '\n[[databases]]\nname = "pgbench"\nhost = "127.0.0.1"\nport = %s\ndatabase_name = "pgbench"\n' "$pg_port"
+  [ -z "${1:-}" ] || printf 'shard = %s\npool_size = %s\n' "$1" "$2"
+}
+
+# The same database as two shards of pool $1 each, pgbench_accounts
+# sharded by aid: every -S statement is routed, and any route answers
+# right (each "shard" holds every row).
+pgshard_two_shards() {
+  pgshard_database 0 "$1"
+  pgshard_database 1 "$1"
+  printf '\n[[sharded_tables]]\ndatabase = "pgbench"\nname = "pgbench_accounts"\ncolumn = "aid"\ndata_type = "bigint"\n'
+}

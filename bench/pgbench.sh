@@ -94,24 +94,8 @@ pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$pg_port" -U postgres pgbench >/dev/n
 psql_pg -d pgbench -c "VACUUM ANALYZE" >/dev/null
 
 # --- PgBouncer ------------------------------------------------------------------
-echo '"postgres" ""' >"$work/userlist.txt"
-cat >"$work/pgbouncer.ini" <<EOF
-[databases]
-pgbench = host=127.0.0.1 port=$pg_port dbname=pgbench
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $bouncer_port
-unix_socket_dir =
-auth_type = trust
-auth_file = $work/userlist.txt
-pool_mode = transaction
-default_pool_size = $POOL
-max_client_conn = 1000
-log_connections = 0
-log_disconnections = 0
-logfile = $work/pgbouncer.log
-pidfile = $work/pgbouncer.pid
-EOF
+write_pgbouncer_ini "$work/pgbouncer.ini" "$bouncer_port" "$POOL" "$work/pgbouncer.log"
+echo "pidfile = $work/pgbouncer.pid" >>"$work/pgbouncer.ini"
 [ ${#as_pg[@]} -eq 0 ] || chown postgres "$work/pgbouncer.ini" "$work/userlist.txt"
 "${as_pg[@]}" pgbouncer -d "$work/pgbouncer.ini"
 for _ in $(seq 50); do [ -s "$work/pgbouncer.pid" ] && break; sleep 0.1; done
@@ -151,27 +135,18 @@ EOF
   PORT[$name]=$port
   pids+=("$!")
 }
-database() { # [shard pool_size]
-  printf '\n[[databases]]\nname = "pgbench"\nhost = "127.0.0.1"\nport = %s\ndatabase_name = "pgbench"\n' "$pg_port"
-  [ -z "${1:-}" ] || printf 'shard = %s\npool_size = %s\n' "$1" "$2"
-}
 half=$(( (POOL + 1) / 2 ))
 for t in $TARGETS; do
   case $t in
-    pgshard) start_pgshard pgshard "$PGSHARD" "$(database)" ;;
-    pgshard-w[0-9]*) start_pgshard "$t" "$PGSHARD" "$(database)" "${t#pgshard-w}" ;;
+    pgshard) start_pgshard pgshard "$PGSHARD" "$(pgshard_database)" ;;
+    pgshard-w[0-9]*) start_pgshard "$t" "$PGSHARD" "$(pgshard_database)" "${t#pgshard-w}" ;;
     pgshard-base | pgshard-base-w[0-9]*)
       [ -x "${PGSHARD_BASE:-}" ] || die "target $t needs PGSHARD_BASE=<a pgshard binary>"
       base_workers=""
       [ "$t" = pgshard-base ] || base_workers=${t#pgshard-base-w}
-      start_pgshard "$t" "$PGSHARD_BASE" "$(database)" $base_workers ;;
+      start_pgshard "$t" "$PGSHARD_BASE" "$(pgshard_database)" $base_workers ;;
     pgshard-sharded)
-      start_pgshard pgshard-sharded "$PGSHARD" "$(database 0 "$half")$(database 1 "$half")
-[[sharded_tables]]
-database = \"pgbench\"
-name = \"pgbench_accounts\"
-column = \"aid\"
-data_type = \"bigint\"" ;;
+      start_pgshard pgshard-sharded "$PGSHARD" "$(pgshard_two_shards "$half")" ;;
     direct | pgbouncer) ;;
     *) die "unknown target $t" ;;
   esac

@@ -60,10 +60,7 @@ struct Held {
 
 impl CancelTargets {
     /// Replace the targets (once no cancel is being delivered to them).
-    pub async fn set<I: IntoIterator<Item = CancelTarget>>(&self, targets: I) {
-        let Err(targets) = self.try_set(targets) else {
-            return;
-        };
+    pub async fn set(&self, targets: impl IntoIterator<Item = CancelTarget>) {
         let mut targets = Some(targets);
         self.when_idle(|held| {
             // Cleared and refilled: the list keeps its memory across
@@ -75,8 +72,8 @@ impl CancelTargets {
     }
 
     /// Replace the targets now, unless a cancel is being delivered to them
-    /// (they come back then): the usual case of [`set`](Self::set), one
-    /// lock and no waiting.
+    /// (they come back then): [`set`](Self::set) without its future, for
+    /// the session's hot path.
     pub fn try_set<I: IntoIterator<Item = CancelTarget>>(&self, targets: I) -> Result<(), I> {
         let mut held = lock(&self.held);
         if held.delivering > 0 {

@@ -12,7 +12,11 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::EnvFilter;
 
 /// A subscriber writing `format` lines to `writer`; `ansi` turns colour
-/// codes on (text only).
+/// codes on (text only). JSON lines are objects with the event's fields
+/// and its span (`span`: a client's, with peer, user, database and
+/// application_name), without the list of entered spans: a session's
+/// lines name their span as parent without entering it (`client.rs`), and
+/// client spans do not nest.
 ///
 /// `RUST_LOG` made of plain `target=level` directives (the usual case, and
 /// the default `info`) becomes a [`Targets`] filter, which does nothing
@@ -32,17 +36,27 @@ where
     match targets.filter(|_| !directives.trim().is_empty()) {
         Some(targets) => match format {
             LogFormat::Text => Box::new(builder.with_ansi(ansi).finish().with(targets)),
-            LogFormat::Json => Box::new(builder.json().with_ansi(false).finish().with(targets)),
+            LogFormat::Json => Box::new(
+                builder
+                    .json()
+                    .with_span_list(false)
+                    .with_ansi(false)
+                    .finish()
+                    .with(targets),
+            ),
         },
         None => {
             let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
             let builder = builder.with_env_filter(filter);
             match format {
                 LogFormat::Text => Box::new(builder.with_ansi(ansi).finish()),
-                // Events as objects with their fields, the current span and
-                // the list of spans they sit in (the client session's among
-                // them).
-                LogFormat::Json => Box::new(builder.json().with_ansi(false).finish()),
+                LogFormat::Json => Box::new(
+                    builder
+                        .json()
+                        .with_span_list(false)
+                        .with_ansi(false)
+                        .finish(),
+                ),
             }
         }
     }
@@ -105,5 +119,31 @@ mod tests {
         assert_eq!(line["span"]["user"], "app");
         assert_eq!(line["span"]["database"], "prod");
         assert_eq!(line["level"], "INFO");
+        assert!(line.get("spans").is_none(), "{line}");
+    }
+
+    #[test]
+    fn a_line_naming_its_span_as_parent_carries_it_in_both_formats() {
+        // What a session does: its span is never entered.
+        let emit = |format| {
+            let buffer = Buffer::default();
+            let writer = buffer.clone();
+            let subscriber = subscriber(format, false, move || writer.clone());
+            tracing::subscriber::with_default(subscriber, || {
+                let span = tracing::info_span!("client", user = "app", database = "prod");
+                tracing::info!(parent: &span, "slow query");
+            });
+            let bytes = buffer.0.lock().unwrap().clone();
+            String::from_utf8(bytes).unwrap()
+        };
+        let json: serde_json::Value = serde_json::from_str(emit(LogFormat::Json).trim()).unwrap();
+        assert_eq!(json["span"]["user"], "app");
+        assert_eq!(json["span"]["database"], "prod");
+        let text = emit(LogFormat::Text);
+        assert!(
+            text.contains("client{user=\"app\" database=\"prod\"}"),
+            "{text}"
+        );
+        assert!(text.contains("slow query"), "{text}");
     }
 }

@@ -95,8 +95,9 @@ impl<S: ClientIo> Session<S> {
                 Err(err) => return Ok(Err(err)),
             },
         };
+        // (`set` would build its future first.)
         if let Err(target) = self.info.cancel.try_set(Some(cancel_target(&server))) {
-            self.info.cancel.set(target).await;
+            self.set_cancel_target(target).await;
         }
         State::set_client_state(&self.info, CLIENT_ACTIVE);
         self.attached.attach(shard, server);
@@ -203,9 +204,7 @@ impl<S: ClientIo> Session<S> {
     }
 
     pub(super) async fn set_cancel_target(&self, target: Option<CancelTarget>) {
-        if let Err(target) = self.info.cancel.try_set(target) {
-            self.info.cancel.set(target).await;
-        }
+        self.info.cancel.set(target).await;
     }
 
     /// `query_timeout` passed: cancel the running query; the server answers
