@@ -60,7 +60,6 @@
 //! returned and the next attempt parses again (a client looping on bad SQL
 //! pays a parse per try, and cannot evict good entries with garbage).
 
-use std::borrow::Cow;
 use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -70,10 +69,15 @@ use parser_ffi::protobuf::ParseResult;
 use parser_ffi::{ParseError, ParseTree};
 
 use crate::extract::{self, ExtractError};
-use crate::route::{self, Overrides, ParamValue, RouteError, RoutePlan, Routed};
+use crate::route::{
+    self, Overrides, ParamValue, ParamValues, Params, RouteError, RoutePlan, Routed,
+};
 use crate::sharding::{ParserEngine, Sharding};
 use crate::summary::{Condition, SessionEffect, StatementKind, Summary, Value, ValueSource};
 use crate::template::{self, Literal, LiteralKind, Template};
+
+mod literals;
+pub use literals::Literals;
 
 /// The parser's memory context: its first block (Postgres's
 /// `ALLOCSET_DEFAULT_INITSIZE`), which even `SELECT 1` mostly fills.
@@ -135,7 +139,7 @@ pub struct Entry {
     /// literal) is found without lexing.
     template_key: Option<String>,
     /// The values of the literals [`Entry::uses`] reads, in [`Entry::text`].
-    text_literals: Vec<String>,
+    text_literals: Literals,
     /// The summary planned against the config it was first routed with
     /// (see [`Entry::route`]).
     plan: OnceLock<(Arc<Sharding>, RoutePlan)>,
@@ -248,7 +252,7 @@ pub struct Lookup {
     /// For a templated entry, the values of this text's literals that the
     /// summary reads as parameters `literal_base + 1 ..` (see
     /// [`Lookup::params`]); empty otherwise.
-    pub literals: Vec<String>,
+    pub literals: Literals,
     /// From the edge comments of this text, then from comments inside it
     /// (each setting from the first place that names it).
     pub overrides: Overrides,
@@ -261,11 +265,7 @@ impl Lookup {
     /// text's edge comments.
     fn exact(entry: Arc<Entry>, edge: Overrides) -> Lookup {
         Lookup {
-            literals: if entry.text_literals.is_empty() {
-                Vec::new()
-            } else {
-                entry.text_literals.clone()
-            },
+            literals: entry.text_literals.clone(),
             overrides: merge(edge, &entry.overrides),
             entry,
             hit: true,
@@ -275,20 +275,18 @@ impl Lookup {
     /// The parameters to route with: the first `literal_base` bind
     /// parameters (padded with `Null` if fewer arrived), then the literals
     /// as text. Without literals, `bind` itself.
-    pub fn params<'a>(&'a self, bind: &'a [ParamValue<'a>]) -> Cow<'a, [ParamValue<'a>]> {
+    pub fn params<'a>(&'a self, bind: &'a [ParamValue<'a>]) -> Params<'a> {
         if self.literals.is_empty() {
-            return Cow::Borrowed(bind);
+            return Params::Borrowed(bind);
         }
-        let base = usize::from(self.entry.literal_base);
-        let mut params = Vec::with_capacity(base + self.literals.len());
-        params.extend(bind.iter().take(base).copied());
-        params.resize(base, ParamValue::Null);
-        params.extend(
-            self.literals
-                .iter()
-                .map(|literal| ParamValue::Text(literal.as_bytes())),
-        );
-        Cow::Owned(params)
+        let mut params = ParamValues::new();
+        for i in 0..usize::from(self.entry.literal_base) {
+            params.push(bind.get(i).copied().unwrap_or(ParamValue::Null));
+        }
+        for literal in self.literals.iter() {
+            params.push(ParamValue::Text(literal));
+        }
+        Params::Owned(params)
     }
 }
 
@@ -436,11 +434,11 @@ impl AstCache {
                 return None;
             }
             // The values of the literals the entry reads, as they come.
-            let mut literals = Vec::with_capacity(entry.uses.len());
+            let mut literals = Literals::default();
             let (mut index, mut uses) = (0, entry.uses.iter().peekable());
             let matched = template::rematch_each(key, core, |literal| {
                 while let Some(used) = uses.next_if(|used| used.index == index) {
-                    literals.push(literal_value(&literal, used, core));
+                    push_value(&mut literals, &literal, used, core);
                 }
                 index += 1;
             });
@@ -640,29 +638,26 @@ fn merge(edge: Overrides, inner: &Overrides) -> Overrides {
 
 /// This text's values of the literals `entry` reads; `None` if the text does
 /// not fit the entry (cannot happen for texts of the same key).
-fn literal_values(entry: &Entry, core: &str, template: Option<&Template>) -> Option<Vec<String>> {
+fn literal_values(entry: &Entry, core: &str, template: Option<&Template>) -> Option<Literals> {
     if !entry.templated {
-        return Some(Vec::new());
+        return Some(Literals::default());
     }
     values_of(&entry.uses, core, &template?.literals)
 }
 
 /// The values of the literals `uses` names, in `core` as lexed to
 /// `literals`.
-fn values_of(uses: &[LiteralUse], core: &str, literals: &[Literal]) -> Option<Vec<String>> {
-    uses.iter()
-        .map(|used| Some(literal_value(literals.get(used.index)?, used, core)))
-        .collect()
+fn values_of(uses: &[LiteralUse], core: &str, literals: &[Literal]) -> Option<Literals> {
+    let mut values = Literals::default();
+    for used in uses {
+        push_value(&mut values, literals.get(used.index)?, used, core);
+    }
+    Some(values)
 }
 
-/// The value of `literal` in `core`, as `used` reads it.
-fn literal_value(literal: &Literal, used: &LiteralUse, core: &str) -> String {
-    let value = literal.value(core);
-    if used.negate {
-        format!("-{value}")
-    } else {
-        value.into_owned()
-    }
+/// Append the value of `literal` in `core`, as `used` reads it.
+fn push_value(values: &mut Literals, literal: &Literal, used: &LiteralUse, core: &str) {
+    values.push(&literal.value(core), used.negate);
 }
 
 /// Parse and summarize `core`; template the entry if it can be.
@@ -685,7 +680,7 @@ fn build_entry(
     };
     let mut literal_base = 0;
     let mut uses = Vec::new();
-    let mut text_literals = Vec::new();
+    let mut text_literals = Literals::default();
     let mut template_key = None;
     if let Some(template) = template.filter(|t| !t.literals.is_empty()) {
         let mut candidate = summary.clone();
@@ -716,7 +711,7 @@ fn build_entry(
     let bytes = ENTRY_OVERHEAD
         + 2 * template_key.as_ref().map_or(0, String::len)
         + 2 * core.len()
-        + text_literals.iter().map(|l| l.len() + size_of::<String>()).sum::<usize>()
+        + text_literals.heap_bytes()
         + tree_bytes
         // The summary, and its plan, which mirrors its conditions.
         + 2 * summary_bytes(&summary)

@@ -193,6 +193,8 @@ pub(crate) mod tables;
 #[cfg(test)]
 mod tests;
 
+use smallvec::SmallVec;
+
 use crate::sharding::Sharding;
 use crate::summary::{StatementSummary, Summary};
 
@@ -234,6 +236,29 @@ pub enum ParamValue<'a> {
     /// Binary format: the type's send representation (big-endian ints, 16
     /// uuid bytes, text bytes, array wire format).
     Binary(&'a [u8]),
+}
+
+/// Parameter values laid out for routing: inline up to 4, so a routed
+/// statement's few keys cost no allocation (and moving it stays cheap).
+pub type ParamValues<'a> = SmallVec<[ParamValue<'a>; 4]>;
+
+/// The parameters a statement is routed with: a Bind's own, or laid out
+/// with the literals of its text ([`crate::cache::Lookup::params`]).
+#[derive(Debug, Clone)]
+pub enum Params<'a> {
+    Borrowed(&'a [ParamValue<'a>]),
+    Owned(ParamValues<'a>),
+}
+
+impl<'a> std::ops::Deref for Params<'a> {
+    type Target = [ParamValue<'a>];
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Params::Borrowed(params) => params,
+            Params::Owned(params) => params,
+        }
+    }
 }
 
 /// Manual routing a client asked for: `/* pgdog_shard: N */` and

@@ -646,7 +646,7 @@ fn concurrent_lookups() {
                         found.entry.summary.statements[0].tables[0].name,
                         format!("t{table}")
                     );
-                    assert_eq!(found.literals, [id.to_string()]);
+                    assert_eq!(found.literals, [id.to_string().as_str()]);
                 }
             })
         })
@@ -722,6 +722,11 @@ fn lookups_agree_with_fresh_parses() {
 
     /// The summary with every value as comparable text (parameters past the
     /// statement's own read from `literals`), canonicalized.
+    fn strings(literals: &router::cache::Literals) -> Vec<String> {
+        let text = |l: &[u8]| String::from_utf8_lossy(l).into_owned();
+        literals.iter().map(text).collect()
+    }
+
     fn resolved(
         summary: &router::summary::Summary,
         base: u16,
@@ -795,7 +800,7 @@ fn lookups_agree_with_fresh_parses() {
                 u16::MAX
             };
             assert_eq!(
-                resolved(&found.entry.summary, base, &found.literals),
+                resolved(&found.entry.summary, base, &strings(&found.literals)),
                 resolved(&fresh, u16::MAX, &[]),
                 "{sql:?} (hit: {}, first text: {:?})",
                 found.hit,

@@ -232,6 +232,12 @@ impl Bind {
             _ => self.param_formats.get(index).copied().unwrap_or(0),
         }
     }
+
+    /// Each parameter's format and value (`None` is SQL NULL), in order.
+    pub fn values(&self) -> impl Iterator<Item = (i16, Option<&[u8]>)> + '_ {
+        let format = |i| self.param_format(i);
+        (self.params.iter().enumerate()).map(move |(i, v)| (format(i), v.as_deref()))
+    }
 }
 
 /// Reads the fields of one message body, failing on short or trailing input.
@@ -266,13 +272,6 @@ impl Reader {
         Ok(self.body.get_u8())
     }
 
-    fn i16(&mut self) -> Result<i16, FrameError> {
-        if self.body.len() < 2 {
-            return Err(self.malformed("message too short"));
-        }
-        Ok(self.body.get_i16())
-    }
-
     fn i32(&mut self) -> Result<i32, FrameError> {
         if self.body.len() < 4 {
             return Err(self.malformed("message too short"));
@@ -295,23 +294,6 @@ impl Reader {
             return Err(self.malformed("count larger than the message"));
         }
         Ok(n)
-    }
-
-    /// A count of format codes, then the codes (0 text, 1 binary).
-    fn format_codes(&mut self) -> Result<Vec<i16>, FrameError> {
-        let n = self.count(2)?;
-        let mut formats = Vec::with_capacity(n);
-        for _ in 0..n {
-            formats.push(self.i16()?);
-        }
-        Ok(formats)
-    }
-
-    fn bytes(&mut self, n: usize) -> Result<Bytes, FrameError> {
-        if self.body.len() < n {
-            return Err(self.malformed("value longer than the message"));
-        }
-        Ok(self.body.split_to(n))
     }
 
     fn end(self) -> Result<(), FrameError> {
@@ -371,30 +353,11 @@ fn decode_parse(r: &mut Reader) -> Result<FrontendMessage, FrameError> {
     })
 }
 
-/// The fields of a Bind (`B`): portal, statement, parameter formats, the
-/// parameter values (length -1 is NULL) and the result formats.
+/// The fields of a Bind (`B`), read by [`BindView`].
 fn decode_bind(r: &mut Reader) -> Result<Bind, FrameError> {
-    let portal = r.cstr()?;
-    let statement = r.cstr()?;
-    let param_formats = r.format_codes()?;
-    let n = r.count(4)?;
-    let mut params = Vec::with_capacity(n);
-    for _ in 0..n {
-        let len = r.i32()?;
-        params.push(match len {
-            -1 => None,
-            len if len < 0 => return Err(r.malformed("negative parameter length")),
-            len => Some(r.bytes(len as usize)?),
-        });
-    }
-    let result_formats = r.format_codes()?;
-    Ok(Bind {
-        portal,
-        statement,
-        param_formats,
-        params,
-        result_formats,
-    })
+    let bind = BindView::parse(&r.body)?.to_bind();
+    r.body.clear();
+    Ok(bind)
 }
 
 /// The fields of a Describe (`D`) or Close (`C`): the kind, `S` statement or
@@ -411,6 +374,9 @@ fn decode_describe_or_close(r: &mut Reader) -> Result<FrontendMessage, FrameErro
         Ok(FrontendMessage::Close { kind, name })
     }
 }
+
+mod bind_view;
+pub use bind_view::BindView;
 
 #[cfg(test)]
 mod tests;

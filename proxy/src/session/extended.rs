@@ -14,7 +14,7 @@ use super::transaction::Target;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{Frame, FrontendMessage};
+use crate::protocol::frame::{BindView, Frame, FrontendMessage};
 use crate::protocol::messages;
 use crate::session::ClientIo;
 
@@ -149,9 +149,10 @@ impl<S: ClientIo> Session<S> {
         }
         let rest = &body[name_start + name_len..];
         let mut client_name = &body[name_start..name_start + name_len];
+        let view = self.bind_view(&frame)?;
         // An INSERT that names no columns binds the statement with its
         // table's columns written in.
-        let statement = match self.bound_with_columns(&frame, &statement).await? {
+        let statement = match self.bound_with_columns(view.as_ref(), &statement).await? {
             Some(rewritten) => {
                 client_name = b"\0";
                 rewritten
@@ -161,7 +162,7 @@ impl<S: ClientIo> Session<S> {
         let unnamed = client_name.is_empty();
         // The name the server knows the statement by.
         let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
-        let target = if self.sharded() && frame.tag == b'B' {
+        let target = if let Some(view) = &view {
             let rewritten = |out: &mut BytesMut| {
                 let at = messages::begin(out, b'B');
                 out.put_slice(&body[..name_start]);
@@ -169,7 +170,7 @@ impl<S: ClientIo> Session<S> {
                 out.put_slice(rest);
                 messages::finish(out, at);
             };
-            match self.bind_target(&frame, &statement, unnamed, rewritten)? {
+            match self.bind_target(view, &statement, unnamed, rewritten) {
                 Some(target) => target,
                 None => return Ok(()),
             }
@@ -202,19 +203,26 @@ impl<S: ClientIo> Session<S> {
         Ok(())
     }
 
+    /// A Bind on a sharded cluster, read once, in place, for routing.
+    fn bind_view<'f>(&self, frame: &'f Frame) -> Result<Option<BindView<'f>>, End> {
+        if !self.sharded() || frame.tag != b'B' {
+            return Ok(None);
+        }
+        BindView::parse(&frame.body)
+            .map(Some)
+            .map_err(End::protocol)
+    }
+
     /// The statement a Bind of `statement` binds instead on a sharded
     /// cluster (an INSERT given its table's columns), if any.
     async fn bound_with_columns(
         &mut self,
-        frame: &Frame,
+        bind: Option<&BindView<'_>>,
         statement: &Arc<Statement>,
     ) -> Result<Option<Arc<Statement>>, End> {
-        if !self.sharded() || frame.tag != b'B' {
-            return Ok(None);
-        }
-        match FrontendMessage::decode(frame.clone()) {
-            Ok(FrontendMessage::Bind(bind)) => self.columns_statement(statement, &bind).await,
-            _ => Ok(None),
+        match bind {
+            Some(bind) => self.columns_statement(statement, bind).await,
+            None => Ok(None),
         }
     }
 
@@ -222,22 +230,17 @@ impl<S: ClientIo> Session<S> {
     /// here or held for a fan-out.
     fn bind_target(
         &mut self,
-        frame: &Frame,
+        bind: &BindView<'_>,
         statement: &Arc<Statement>,
         unnamed: bool,
         rewritten: impl FnOnce(&mut BytesMut),
-    ) -> Result<Option<Target>, End> {
-        let bind = match FrontendMessage::decode(frame.clone()) {
-            Ok(FrontendMessage::Bind(bind)) => bind,
-            Ok(_) => return Ok(None),
-            Err(e) => return Err(End::protocol(e)),
-        };
+    ) -> Option<Target> {
         self.clock.statement(&statement.query);
-        let target = self.route_bind(statement, unnamed, &bind, rewritten);
+        let target = self.route_bind(statement, unnamed, bind, rewritten);
         if target.is_none() {
             self.unsynced = true;
         }
-        Ok(target)
+        target
     }
 
     /// Make sure the attached server holds `statement` (known to the client

@@ -228,7 +228,7 @@ impl<S: ClientIo> Session<S> {
             .map_err(refused)?;
         let sources = self
             .shards_of(&routed.route)
-            .unwrap_or_else(|| (0..self.pools.len()).collect());
+            .map_or_else(|| (0..self.pools.len()).collect(), |s| s.into_vec());
         Ok((plan, sources, target))
     }
 

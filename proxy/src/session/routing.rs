@@ -17,6 +17,15 @@ mod bind;
 
 pub(crate) use bind::bind_params;
 
+/// The shards a statement goes to: inline, so routing to one or a few
+/// allocates nothing.
+pub(super) type Shards = smallvec::SmallVec<[usize; 4]>;
+
+/// The shards of a fan-out (`None`, any shard, never fans out).
+fn all_of(shards: Option<Shards>) -> Vec<usize> {
+    shards.map(Shards::into_vec).unwrap_or_default()
+}
+
 use super::fan_out::{Reply, Scope};
 use super::merge::Rows;
 use super::params;
@@ -135,11 +144,11 @@ impl<S: ClientIo> Session<S> {
                 Ok(Dispatch::Done)
             }
             Placement::FanOut => {
-                self.fan_out_query(&lookup, frame_sql, shards.unwrap_or_default(), false)
+                self.fan_out_query(&lookup, frame_sql, all_of(shards), false)
                     .await
             }
             Placement::FanOutInTxn => {
-                self.fan_out_query(&lookup, frame_sql, shards.unwrap_or_default(), true)
+                self.fan_out_query(&lookup, frame_sql, all_of(shards), true)
                     .await
             }
         }
@@ -301,18 +310,18 @@ impl<S: ClientIo> Session<S> {
 
     /// The databases of `entry`'s route, counted in the entry (SHOW
     /// QUERY_CACHE's direct and multi); `None` for [`Route::Any`].
-    pub(super) fn routed_to(&self, entry: &Entry, route: &Route) -> Option<Vec<usize>> {
+    pub(super) fn routed_to(&self, entry: &Entry, route: &Route) -> Option<Shards> {
         let shards = self.shards_of(route);
-        entry.stats.routed(shards.as_ref().map_or(1, Vec::len));
+        entry.stats.routed(shards.as_ref().map_or(1, |s| s.len()));
         shards
     }
 
     /// The databases of a route; `None` for [`Route::Any`].
-    pub(super) fn shards_of(&self, route: &Route) -> Option<Vec<usize>> {
+    pub(super) fn shards_of(&self, route: &Route) -> Option<Shards> {
         match route {
             Route::Any => None,
-            Route::Shard(s) => Some(vec![*s]),
-            Route::Shards(set) => Some(set.clone()),
+            Route::Shard(s) => Some(smallvec::smallvec![*s]),
+            Route::Shards(set) => Some(Shards::from_slice(set)),
             Route::All => Some((0..self.pools.len()).collect()),
         }
     }

@@ -122,7 +122,7 @@ impl<S: ClientIo> Session<S> {
             .map_err(refused)?;
         check_counts(bind, rows.parameters().max(statement.param_types.len()))?;
         let split = rows
-            .split(&self.sharding, &bind_params(bind))
+            .split(&self.sharding, &bind_params(bind.values()))
             .map_err(refused)?;
         let mut parts: Vec<PartBind> = split
             .parts

@@ -27,7 +27,7 @@ use super::{End, Session};
 use crate::errors::ClientError;
 use crate::fanout::SplitRows;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Bind;
+use crate::protocol::frame::BindView;
 use crate::protocol::messages;
 use crate::session::ClientIo;
 
@@ -130,7 +130,7 @@ impl<S: ClientIo> Session<S> {
     pub(super) async fn columns_statement(
         &mut self,
         statement: &Arc<Statement>,
-        bind: &Bind,
+        bind: &BindView<'_>,
     ) -> Result<Option<Arc<Statement>>, End> {
         let Some(info) = self.route_info(statement) else {
             return Ok(None);
@@ -138,7 +138,10 @@ impl<S: ClientIo> Session<S> {
         let [only] = info.entry.summary.statements.as_slice() else {
             return Ok(None);
         };
-        let params = bind_params(bind);
+        if !only.insert_without_columns {
+            return Ok(None);
+        }
+        let params = bind_params(bind.values());
         let overrides = self.overrides(&info.overrides);
         let routed = info
             .entry
@@ -150,7 +153,7 @@ impl<S: ClientIo> Session<S> {
             Err(RouteError::UnknownTableWrite { .. }) => self.sharding.unlisted_by_columns,
             _ => false,
         };
-        if !only.insert_without_columns || !keyless {
+        if !keyless {
             return Ok(None);
         }
         let sql = String::from_utf8_lossy(&statement.query).into_owned();

@@ -199,10 +199,28 @@ fn state_effects(
 #[derive(Debug, Default)]
 pub struct ClientStatements {
     by_name: HashMap<Bytes, Arc<Statement>>,
+    /// The name found last, with its statement: a driver binds the same
+    /// few statements over and over, and comparing the name skips hashing
+    /// it (SipHash: the names are the client's). Forgotten on any change.
+    last: Option<(Bytes, Arc<Statement>)>,
 }
 
 impl ClientStatements {
-    pub fn get(&self, name: &[u8]) -> Option<&Arc<Statement>> {
+    pub fn get(&mut self, name: &[u8]) -> Option<&Arc<Statement>> {
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|(last, _)| last[..] == *name)
+        {
+            return self.last.as_ref().map(|(_, statement)| statement);
+        }
+        let (key, statement) = self.by_name.get_key_value(name)?;
+        let last = self.last.insert((key.clone(), Arc::clone(statement)));
+        Some(&last.1)
+    }
+
+    /// [`get`](Self::get) without remembering the name.
+    pub fn find(&self, name: &[u8]) -> Option<&Arc<Statement>> {
         self.by_name.get(name)
     }
 
@@ -218,22 +236,25 @@ impl ClientStatements {
                 ),
             ));
         }
+        self.last = None;
         self.by_name.insert(name, statement);
         Ok(())
     }
 
     pub fn remove(&mut self, name: &[u8]) -> Option<Arc<Statement>> {
+        self.last = None;
         self.by_name.remove(name)
     }
 
     /// Forget `name` if it still means statement `id` (its Parse failed).
     pub fn remove_if_id(&mut self, name: &[u8], id: u64) {
         if self.by_name.get(name).is_some_and(|s| s.id == id) {
-            self.by_name.remove(name);
+            self.remove(name);
         }
     }
 
     pub fn clear(&mut self) {
+        self.last = None;
         self.by_name.clear();
     }
 
@@ -327,5 +348,39 @@ mod tests {
         client.insert(Bytes::new(), Arc::clone(&s)).unwrap();
         client.insert(Bytes::new(), s).unwrap();
         assert_eq!(client.len(), 2);
+    }
+
+    #[test]
+    fn the_name_found_last_never_outlives_a_change() {
+        let registry = Registry::default();
+        let one = get(&registry, &Bytes::from_static(b"SELECT 1"), &[]);
+        let two = get(&registry, &Bytes::from_static(b"SELECT 2"), &[]);
+        let mut client = ClientStatements::default();
+        let name = Bytes::from_static(b"s1");
+        client.insert(name.clone(), Arc::clone(&one)).unwrap();
+        client.insert(Bytes::new(), Arc::clone(&one)).unwrap();
+        let id_of = |client: &mut ClientStatements, name: &[u8]| client.get(name).map(|s| s.id);
+        // Found, then found again by the memo.
+        assert_eq!(id_of(&mut client, b"s1"), Some(one.id));
+        assert_eq!(id_of(&mut client, b"s1"), Some(one.id));
+        assert_eq!(id_of(&mut client, b"s"), None);
+        assert_eq!(id_of(&mut client, b"s1x"), None);
+        // The unnamed statement replaced while remembered.
+        assert_eq!(id_of(&mut client, b""), Some(one.id));
+        client.insert(Bytes::new(), Arc::clone(&two)).unwrap();
+        assert_eq!(id_of(&mut client, b""), Some(two.id));
+        // Closed, failed, DISCARD ALL: gone at once.
+        assert_eq!(id_of(&mut client, b"s1"), Some(one.id));
+        client.remove(b"s1");
+        assert_eq!(id_of(&mut client, b"s1"), None);
+        client.insert(name.clone(), Arc::clone(&two)).unwrap();
+        assert_eq!(id_of(&mut client, b"s1"), Some(two.id));
+        client.remove_if_id(b"s1", two.id);
+        assert_eq!(id_of(&mut client, b"s1"), None);
+        client.insert(name, Arc::clone(&one)).unwrap();
+        assert_eq!(id_of(&mut client, b"s1"), Some(one.id));
+        client.clear();
+        assert_eq!(id_of(&mut client, b"s1"), None);
+        assert!(client.is_empty());
     }
 }

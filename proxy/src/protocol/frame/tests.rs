@@ -182,3 +182,67 @@ fn backend_messages_are_capped_by_kind() {
         "65,535 types fit"
     );
 }
+
+/// A Bind with `values` (format codes `formats`), encoded by the writer
+/// the proxy uses to send Binds.
+fn bind_body(formats: &[i16], values: &[Option<&[u8]>], results: &[i16]) -> Bytes {
+    let bind = Bind {
+        portal: Bytes::from_static(b"p"),
+        statement: Bytes::new(),
+        param_formats: formats.to_vec(),
+        params: values
+            .iter()
+            .map(|v| v.map(Bytes::copy_from_slice))
+            .collect(),
+        result_formats: vec![],
+    };
+    let mut out = BytesMut::new();
+    crate::protocol::messages::bind(&mut out, &bind, b"s7", results);
+    frame(&out).unwrap().unwrap().body
+}
+
+#[test]
+fn a_bind_view_reads_what_was_written_and_owns_it_the_same() {
+    let values: [Option<&[u8]>; 4] = [Some(b"42"), None, Some(b""), Some(b"\x00\x00\x00\x07")];
+    for formats in [&[][..], &[1], &[0, 1, 0, 1]] {
+        let body = bind_body(formats, &values, &[1, 0]);
+        let view = BindView::parse(&body).unwrap();
+        assert_eq!((view.portal, view.statement), (&b"p"[..], &b"s7"[..]));
+        assert_eq!(view.param_count(), 4);
+        let read: Vec<_> = view.values().collect();
+        let format = |i: usize| match formats.len() {
+            0 => 0,
+            1 => formats[0],
+            _ => formats[i],
+        };
+        let expected: Vec<_> = (0..4).map(|i| (format(i), values[i])).collect();
+        assert_eq!(read, expected, "formats {formats:?}");
+        let owned = view.to_bind();
+        assert_eq!(owned.values().collect::<Vec<_>>(), expected);
+        assert_eq!(owned.result_formats, [1, 0]);
+        assert_eq!(
+            FrontendMessage::Bind(owned),
+            message(&frame_bytes(b'B', &body)).unwrap()
+        );
+    }
+}
+
+#[test]
+fn a_bind_view_refuses_every_truncation_and_any_trailing_byte() {
+    let body = bind_body(&[0, 1], &[Some(b"abc"), None], &[1]);
+    BindView::parse(&body).unwrap();
+    for cut in 0..body.len() {
+        let short = body.slice(..cut);
+        assert!(BindView::parse(&short).is_err(), "cut at {cut}");
+    }
+    let mut long = BytesMut::from(&body[..]);
+    long.extend_from_slice(b"\0");
+    let long = long.freeze();
+    assert_eq!(
+        BindView::parse(&long).unwrap_err(),
+        FrameError::Malformed {
+            tag: b'B',
+            reason: "bytes after the last field"
+        }
+    );
+}

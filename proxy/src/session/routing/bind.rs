@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use router::route::{ParamValue, RouteError};
+use router::route::{ParamValue, ParamValues, RouteError};
 
 use super::{is_copy_from, needs_transaction_block};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Bind;
+use crate::protocol::frame::BindView;
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use crate::session::ClientIo;
@@ -24,7 +24,7 @@ impl<S: ClientIo> Session<S> {
         &mut self,
         statement: &Arc<Statement>,
         unnamed: bool,
-        bind: &Bind,
+        bind: &BindView<'_>,
         rewritten: impl FnOnce(&mut BytesMut),
     ) -> Option<Target> {
         self.follow_config();
@@ -39,7 +39,7 @@ impl<S: ClientIo> Session<S> {
             return None;
         }
         self.note_bound(&info.entry.summary, &statement.query);
-        let bind_params = bind_params(bind);
+        let bind_params = bind_params(bind.values());
         let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
         let routed = match info.entry.route(&params, &overrides, &self.sharding) {
@@ -54,13 +54,13 @@ impl<S: ClientIo> Session<S> {
                 if info.entry.summary.statements.len() == 1
                     && self.state.config().rewrite.splits_inserts() =>
             {
-                return self.route_split_bind(statement, unnamed, bind);
+                return self.route_split_bind(statement, unnamed, &bind.to_bind());
             }
             Err(RouteError::ShardingKeyChange { .. })
                 if info.entry.summary.statements.len() == 1
                     && self.state.config().rewrite.moves_rows() =>
             {
-                return self.route_move_bind(statement, bind);
+                return self.route_move_bind(statement, &bind.to_bind());
             }
             Err(err) => {
                 self.state.metrics.route(RouteKind::Refused);
@@ -98,22 +98,23 @@ impl<S: ClientIo> Session<S> {
             // Held until Sync, then run on every shard: inside the
             // transaction when there is one (`segment/in_txn.rs`).
             Placement::FanOut | Placement::FanOutInTxn => {
-                let shards = shards.unwrap_or_default();
-                self.hold_segment(statement, unnamed, bind, shards, rewritten);
+                let shards = super::all_of(shards);
+                self.hold_segment(statement, unnamed, &bind.to_bind(), shards, rewritten);
                 None
             }
         }
     }
 }
 
-/// A Bind's parameter values as the router takes them.
-pub(crate) fn bind_params(bind: &Bind) -> Vec<ParamValue<'_>> {
-    bind.params
-        .iter()
-        .enumerate()
-        .map(|(i, value)| match value {
+/// A Bind's parameter values (format, value; `None` is NULL) as the router
+/// takes them: inline, without allocating, up to 8.
+pub(crate) fn bind_params<'a>(
+    values: impl Iterator<Item = (i16, Option<&'a [u8]>)>,
+) -> ParamValues<'a> {
+    values
+        .map(|(format, value)| match value {
             None => ParamValue::Null,
-            Some(bytes) if bind.param_format(i) == 1 => ParamValue::Binary(bytes),
+            Some(bytes) if format == 1 => ParamValue::Binary(bytes),
             Some(bytes) => ParamValue::Text(bytes),
         })
         .collect()

@@ -11,7 +11,7 @@ use bytes::{BufMut, BytesMut};
 use super::{malformed, no_statement, refused, Segment, MIXED};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::protocol::frame::{Bind, Frame, FrontendMessage};
+use crate::protocol::frame::{Bind, BindView, Frame};
 use crate::protocol::messages;
 use crate::session::statements::Statement;
 use crate::session::ClientIo;
@@ -67,10 +67,11 @@ impl<S: ClientIo> Session<S> {
         segment: &mut Segment,
         frame: Frame,
     ) -> Result<Result<(), ClientError>, End> {
-        let body = frame.body.clone();
-        let Ok(FrontendMessage::Bind(bind)) = FrontendMessage::decode(frame) else {
+        let body = &frame.body;
+        let Ok(view) = BindView::parse(body) else {
             return Ok(Err(malformed("Bind")));
         };
+        let bind = view.to_bind();
         let unnamed = bind.statement.is_empty();
         let statement = if unnamed {
             segment.unnamed.clone()
@@ -82,9 +83,9 @@ impl<S: ClientIo> Session<S> {
         };
         // An INSERT that names no columns binds the statement with its
         // table's columns written in.
-        Ok(match self.columns_statement(&statement, &bind).await? {
-            Some(rewritten) => self.bind_in_segment(segment, &bind, &body, &rewritten, false),
-            None => self.bind_in_segment(segment, &bind, &body, &statement, unnamed),
+        Ok(match self.columns_statement(&statement, &view).await? {
+            Some(rewritten) => self.bind_in_segment(segment, &bind, body, &rewritten, false),
+            None => self.bind_in_segment(segment, &bind, body, &statement, unnamed),
         })
     }
 
@@ -170,7 +171,7 @@ impl<S: ClientIo> Session<S> {
                 "{MIXED}: transaction control and settings must be sent after its Sync"
             )));
         }
-        let params = crate::session::routing::bind_params(bind);
+        let params = crate::session::routing::bind_params(bind.values());
         let params = info.params(&params);
         let overrides = self.overrides(&info.overrides);
         let routed = match info.entry.route(&params, &overrides, &self.sharding) {
@@ -184,7 +185,8 @@ impl<S: ClientIo> Session<S> {
             Err(e) => return Err(refused(&e.to_string())),
         };
         Ok(BindRoute::Shards(
-            self.routed_to(&info.entry, &routed.route),
+            self.routed_to(&info.entry, &routed.route)
+                .map(|s| s.into_vec()),
         ))
     }
 }

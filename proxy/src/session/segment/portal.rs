@@ -101,7 +101,7 @@ impl<S: ClientIo> Session<S> {
         }
         let statement = self
             .statements
-            .get(name)
+            .find(name)
             .cloned()
             .ok_or_else(|| no_statement(name))?;
         let server_name = statement.name.clone();
