@@ -19,7 +19,8 @@
 #   CASES="S-simple-c1" TARGETS="pgbouncer pgshard" bench/instructions.sh
 #
 # Environment: CASES (S-simple-c1 S-simple-c16 S-prepared-c16), TARGETS
-# (pgbouncer pgshard pgshard-sharded), T1 (100), T2 (400), POOL (each
+# (pgbouncer pgshard pgshard-sharded), BACKEND (tcp, or unix: the proxies
+# reach Postgres over its Unix socket), T1 (100), T2 (400), POOL (each
 # proxy's pool size, 10; the sharded one splits it), PGSHARD (a
 # built binary instead of building), JSON (target/instructions.json),
 # KEEP=1 (leave the temp dir). Nothing asserts anything: numbers for people.

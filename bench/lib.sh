@@ -32,14 +32,24 @@ stop_postgres() {
   fi
 }
 
+# Where the proxies reach Postgres: 127.0.0.1, or with BACKEND=unix the
+# Unix-socket directory $work (callers set unix_socket_directories to it).
+backend_host() {
+  case ${BACKEND:-tcp} in
+    tcp) echo 127.0.0.1 ;;
+    unix) echo "$work" ;;
+    *) echo "BACKEND is tcp or unix, not $BACKEND" >&2; return 1 ;;
+  esac
+}
+
 # PgBouncer's ini (file $1) for the `pgbench` database of the Postgres on
-# 127.0.0.1:$pg_port: listening on port $2, transaction mode, pool $3,
-# trust, logging to $4. Callers append what else they need.
+# port $pg_port (of `backend_host`): listening on port $2, transaction
+# mode, pool $3, trust, logging to $4. Callers append what else they need.
 write_pgbouncer_ini() {
   echo '"postgres" ""' >"$(dirname "$1")/userlist.txt"
   cat >"$1" <<INI
 [databases]
-pgbench = host=127.0.0.1 port=$pg_port dbname=pgbench
+pgbench = host=$(backend_host) port=$pg_port dbname=pgbench
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $2
@@ -56,9 +66,10 @@ INI
 }
 
 # A pgshard `[[databases]]` entry for the `pgbench` database of the
-# Postgres on 127.0.0.1:$pg_port; with $1 and $2, shard $1 with pool $2.
+# Postgres on port $pg_port of `backend_host`; with $1 and $2, shard $1
+# with pool $2.
 pgshard_database() {
-  printf '\n[[databases]]\nname = "pgbench"\nhost = "127.0.0.1"\nport = %s\ndatabase_name = "pgbench"\n' "$pg_port"
+  printf '\n[[databases]]\nname = "pgbench"\nhost = "%s"\nport = %s\ndatabase_name = "pgbench"\n' "$(backend_host)" "$pg_port"
   [ -z "${1:-}" ] || printf 'shard = %s\npool_size = %s\n' "$1" "$2"
 }
 

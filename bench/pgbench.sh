@@ -25,7 +25,9 @@
 # default), JSON (target/pgbench.json), PGSHARD (a built binary to use
 # instead of building), KEEP=1 (leave the temp dir), HOLD=1 (start
 # everything, print each target's port and PID, and wait until interrupted
-# instead of running the matrix: for perf record and one-off pgbench runs).
+# instead of running the matrix: for perf record and one-off pgbench runs),
+# BACKEND (tcp, or unix: both proxies reach Postgres over its Unix socket;
+# pgbench reaches every target over TCP either way).
 #
 # Nothing here asserts speed; the numbers are for people.
 set -euo pipefail
@@ -88,7 +90,7 @@ EOF
 "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w start >/dev/null
 psql_pg() { psql -X -q -h 127.0.0.1 -p "$pg_port" -U postgres "$@"; }
 psql_pg -d postgres -c "CREATE DATABASE pgbench" >/dev/null
-echo "initialising pgbench scale $SCALE on 127.0.0.1:$pg_port"
+echo "initialising pgbench scale $SCALE on 127.0.0.1:$pg_port (proxies reach it over ${BACKEND:-tcp})"
 pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$pg_port" -U postgres pgbench >/dev/null 2>&1 \
   || die "pgbench -i failed"
 psql_pg -d pgbench -c "VACUUM ANALYZE" >/dev/null

@@ -512,3 +512,95 @@ async fn portals_with_row_limits() {
     tx.commit().await.unwrap();
     assert_eq!(seen, vec![1, 2, 3, 4, 5]);
 }
+
+/// A `host` that is a directory is a Unix-socket directory, as in libpq and
+/// PgBouncer: pgshard logs in, pools, relays, cancels and shows the
+/// connection over `<dir>/.s.PGSQL.<port>`; a directory with no server is
+/// a clear error naming the socket.
+#[tokio::test]
+async fn a_server_on_a_unix_socket_is_pooled_cancelled_and_shown() {
+    let servers = common::servers(1);
+    let (dir, port) = (servers[0].dir().display().to_string(), servers[0].port());
+    let entry = |dir: &str, name: &str| {
+        format!("[[databases]]\nname = \"{name}\"\nhost = \"{dir}\"\nport = {port}\ndatabase_name = \"shard_0\"\n")
+    };
+    let missing = format!("{dir}/no-such-dir");
+    let config = format!(
+        "[general]\nshutdown_timeout = 1000\ndefault_pool_size = 2\nconnect_timeout = 2000\n{}{}{}",
+        common::ADMIN,
+        entry(&dir, "prod"),
+        entry(&missing, "nowhere"),
+    );
+    let users = format!(
+        "{}[[users]]\nname = \"app\"\ndatabase = \"nowhere\"\npassword = \"app-pw\"\n",
+        common::USERS
+    );
+    let proxy = integration::TestProxy::start(&config, &users).unwrap();
+    let client = common::connect(proxy.port(), "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    // Postgres reports no server address on a Unix-socket connection.
+    let row = client
+        .query_one("SELECT inet_server_addr() IS NULL, current_database()", &[])
+        .await
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "the server saw a TCP connection");
+    assert_eq!(row.get::<_, String>(1), "shard_0");
+    // Prepared statements and transactions, through the pool.
+    let statement = client.prepare("SELECT $1::int8 + 1").await.unwrap();
+    for i in 0..20i64 {
+        let row = client.query_one(&statement, &[&i]).await.unwrap();
+        assert_eq!(row.get::<_, i64>(0), i + 1);
+    }
+    client
+        .batch_execute("BEGIN; CREATE TEMP TABLE t (x int); ROLLBACK")
+        .await
+        .unwrap();
+
+    // A cancel reaches the server over the socket.
+    let token = client.cancel_token();
+    let started = Instant::now();
+    let sleeping = tokio::spawn(async move {
+        let result = client.simple_query("SELECT pg_sleep(30)").await;
+        (client, result)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    token.cancel_query(tokio_postgres::NoTls).await.unwrap();
+    let (client, result) = sleeping.await.unwrap();
+    assert_eq!(code(&result.unwrap_err()), Some("57014"));
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // The admin console shows it as PgBouncer does: addr `unix`, the port.
+    let admin = common::connect(proxy.port(), "admin", "admin-pw", "admin")
+        .await
+        .unwrap();
+    let servers_shown = common::rows(&admin, "SHOW SERVERS").await;
+    let shown = servers_shown
+        .iter()
+        .find(|s| s["database"] == "shard_0")
+        .unwrap_or_else(|| panic!("no server in {servers_shown:?}"));
+    assert_eq!(shown["addr"], "unix", "{shown:?}");
+    assert_eq!(shown["port"], port.to_string());
+    let fds = common::rows(&admin, "SHOW FDS").await;
+    assert!(
+        fds.iter()
+            .any(|f| f["task"] == "server" && f["addr"] == "unix"),
+        "{fds:?}"
+    );
+    client.simple_query("SELECT 1").await.unwrap();
+
+    // No server behind the other entry's directory: the client's error
+    // (the socket's path is in pgshard's log), and the first client's pool
+    // keeps working.
+    let nowhere = common::connect(proxy.port(), "app", "app-pw", "nowhere").await;
+    let err = match nowhere {
+        Ok(other) => other.simple_query("SELECT 1").await.unwrap_err(),
+        Err(err) => err,
+    };
+    let text = common::describe(&err);
+    assert!(
+        text.starts_with("08006") && text.contains("nowhere"),
+        "{text}"
+    );
+    client.simple_query("SELECT 1").await.unwrap();
+}

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tracing::debug;
 
 use crate::auth::constant_time_eq;
 use crate::protocol::startup::encode_cancel;
+use crate::server_conn::ServerStream;
 use crate::state::{lock, CancelTarget, State};
 
 /// How long delivering a cancel to a server may take.
@@ -153,7 +153,7 @@ impl Drop for Delivery<'_> {
 /// Deliver a CancelRequest to a server and wait for it to close the socket.
 pub async fn send(target: &CancelTarget) {
     let deliver = async {
-        let mut server = TcpStream::connect(target.addr).await?;
+        let mut server = ServerStream::reach(&target.addr).await?;
         let mut packet = BytesMut::with_capacity(16);
         encode_cancel(target.process_id, &target.secret_key, &mut packet);
         server.write_all(&packet).await?;
@@ -175,7 +175,7 @@ mod tests {
 
     fn target(process_id: u32) -> CancelTarget {
         CancelTarget {
-            addr: std::net::SocketAddr::from(([127, 0, 0, 1], 5432)),
+            addr: crate::server_conn::ServerAddr::Tcp(([127, 0, 0, 1], 5432).into()),
             process_id,
             secret_key: bytes::Bytes::from_static(b"key!"),
         }

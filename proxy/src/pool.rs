@@ -131,11 +131,11 @@ struct ActiveClient(Arc<Pool>, u64);
 
 /// A server connection checked out of its pool, as the admin console
 /// sees it (SHOW FDS, WAIT_CLOSE).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CheckedOut {
     pub created: Instant,
     pub process_id: u32,
-    pub addr: std::net::SocketAddr,
+    pub addr: crate::server_conn::ServerAddr,
     pub fd: i32,
 }
 
@@ -145,7 +145,7 @@ impl ActiveClient {
         let out = CheckedOut {
             created: conn.created,
             process_id: conn.process_id,
-            addr: conn.addr,
+            addr: conn.addr.clone(),
             fd: conn.fd(),
         };
         lock(&pool.checked_out).insert(conn.id, out);

@@ -4,13 +4,12 @@
 //! status, cancel key).
 
 mod prepared_set;
+mod stream;
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::auth::{md5, scram};
 use crate::protocol::frame::{decode_backend_frame, split_backend_message, Frame, FrameError};
@@ -18,6 +17,7 @@ use crate::protocol::messages;
 use crate::protocol::startup::Startup;
 use crate::session::params::ParamSet;
 pub use prepared_set::PreparedSet;
+pub use stream::{ServerAddr, ServerStream};
 
 /// The least free room in a server connection's read buffer for a read.
 const SERVER_READ_ROOM: usize = 8 * 1024;
@@ -71,10 +71,10 @@ pub enum ServerError {
 #[derive(Debug)]
 pub struct ServerConn {
     /// The socket: only this type reads or writes it.
-    stream: TcpStream,
+    stream: ServerStream,
     /// Bytes read from the server and not yet handled.
     rbuf: BytesMut,
-    pub addr: SocketAddr,
+    pub addr: ServerAddr,
     /// The server's cancel key.
     pub process_id: u32,
     pub secret_key: Bytes,
@@ -101,7 +101,7 @@ pub struct ServerConn {
 impl ServerConn {
     /// The socket's file descriptor (SHOW FDS).
     pub fn fd(&self) -> i32 {
-        std::os::fd::AsRawFd::as_raw_fd(&self.stream)
+        self.stream.fd()
     }
 
     /// Connect and log in; returns once the server is ready for queries.
@@ -110,13 +110,14 @@ impl ServerConn {
         timeout: Duration,
         id: u64,
     ) -> Result<Box<ServerConn>, ServerError> {
-        let place = format!("{}:{}", target.host, target.port);
+        let place = match ServerAddr::unix_socket(&target.host, target.port) {
+            Some(path) => path.display().to_string(),
+            None => format!("{}:{}", target.host, target.port),
+        };
         let login = async {
-            let stream = TcpStream::connect((target.host.as_str(), target.port))
+            let (stream, addr) = ServerStream::connect(&target.host, target.port)
                 .await
                 .map_err(|e| ServerError::Connect(place.clone(), e))?;
-            stream.set_nodelay(true)?;
-            let addr = stream.peer_addr()?;
             // Boxed: a connection moves between the pool and sessions on
             // every checkout, and a pointer is cheaper to move than the
             // struct.
@@ -406,20 +407,16 @@ impl ServerConn {
     /// `epoll_ctl` and a probe, once per move: the new registration knows
     /// no readiness yet, so [`is_broken_while_idle`](Self::is_broken_while_idle)
     /// would see nothing; the probe does (EOF, or an unsolicited message).
-    pub fn settle_here(mut self: Box<Self>) -> std::io::Result<Box<ServerConn>> {
+    pub fn settle_here(self: Box<Self>) -> std::io::Result<Box<ServerConn>> {
         let here = crate::workers::current();
         if here.is_none() || here == self.home {
             return Ok(self);
         }
-        let socket = self.stream.into_std()?;
-        match socket.peek(&mut [0u8; 1]) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-            Ok(_) => return Err(std::io::Error::other("closed or talking while idle")),
-        }
-        self.stream = TcpStream::from_std(socket)?;
-        self.home = here;
-        Ok(self)
+        // Out of its box and into a new one: the stream is replaced whole.
+        let mut conn = *self;
+        conn.stream = conn.stream.rehome()?;
+        conn.home = here;
+        Ok(Box::new(conn))
     }
 
     /// The server closed the socket or sent something while idle: a pooled
@@ -466,6 +463,26 @@ pub fn error_field(body: &[u8], code: u8) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_unix_socket_directory_with_no_server_is_named_in_the_error() {
+        let target = ServerTarget {
+            host: "/nonexistent-pgshard-dir".to_owned(),
+            port: 6543,
+            database: "db".to_owned(),
+            user: "u".to_owned(),
+            password: None,
+        };
+        match ServerConn::connect(&target, Duration::from_secs(2), 0).await {
+            Err(err @ ServerError::Connect(..)) => assert_eq!(
+                err.to_string().split(": ").next(),
+                Some("cannot connect to /nonexistent-pgshard-dir/.s.PGSQL.6543")
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(ServerAddr::unix_socket("db.example", 5432), None);
+        assert_eq!(ServerAddr::unix_socket("127.0.0.1", 5432), None);
+    }
 
     #[test]
     fn error_fields() {

@@ -24,7 +24,7 @@ use crate::session::statements::Registry;
 /// Where a client's query is running, so a CancelRequest can reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CancelTarget {
-    pub addr: SocketAddr,
+    pub addr: crate::server_conn::ServerAddr,
     pub process_id: u32,
     /// Shared with the server connection: a checkout copies no key.
     pub secret_key: bytes::Bytes,

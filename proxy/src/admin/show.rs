@@ -108,7 +108,8 @@ struct Connection {
     user: String,
     database: String,
     state: &'static str,
-    addr: Option<std::net::SocketAddr>,
+    /// The peer's address and port as shown (a server's may be `unix`).
+    addr: Option<(String, u16)>,
     connect_time: String,
     request_time: String,
     close_needed: Option<bool>,
@@ -121,15 +122,18 @@ struct Connection {
 
 impl Connection {
     fn row(self) -> Vec<String> {
-        let addr = |f: fn(std::net::SocketAddr) -> String| self.addr.map(f).unwrap_or_default();
+        let (host, port) = match &self.addr {
+            Some((host, port)) => (host.clone(), port.to_string()),
+            None => Default::default(),
+        };
         vec![
             self.kind.to_owned(),
             self.user.clone(),
             self.database.clone(),
             "none".to_owned(),
             self.state.to_owned(),
-            addr(|a| a.ip().to_string()),
-            addr(|a| a.port().to_string()),
+            host,
+            port,
             String::new(),
             String::new(),
             self.connect_time.clone(),
@@ -165,7 +169,7 @@ pub(super) fn show_clients(state: &State, out: &mut BytesMut) {
                 user: client.user.clone(),
                 database: client.database.clone(),
                 state: client_state,
-                addr: client.addr,
+                addr: client.addr.map(|a| (a.ip().to_string(), a.port())),
                 connect_time: unix_time(client.connected_at),
                 application_name: client.application_name.clone(),
                 id: client.process_id.to_string(),
@@ -199,14 +203,14 @@ pub(super) fn show_servers(state: &State, out: &mut BytesMut) {
         };
         for (id, used) in pool.checked_out() {
             let row = Connection {
-                addr: Some(used.addr),
+                addr: Some((used.addr.host_text(), used.addr.port())),
                 ..server("active", used.created, id, used.process_id)
             };
             rows.row(&row.row());
         }
         for idle in pool.idle_servers() {
             let row = Connection {
-                addr: Some(idle.addr),
+                addr: Some((idle.addr.host_text(), idle.addr.port())),
                 request_time: at(idle.last_used),
                 prepared_statements: idle.prepared.to_string(),
                 ..server("idle", idle.created, idle.id, idle.process_id)

@@ -7,6 +7,7 @@
 use bytes::BytesMut;
 
 use super::Rows;
+use crate::server_conn::ServerAddr;
 use crate::state::State;
 
 const COLUMNS: [&str; 15] = [
@@ -53,23 +54,23 @@ pub(super) fn show_fds(state: &State, out: &mut BytesMut) {
         ]));
     }
     for pool in state.all_pools() {
-        let server = |fd: i32, addr: std::net::SocketAddr, pid: u32| {
+        let server = |fd: i32, addr: &ServerAddr, pid: u32| {
             row([
                 fd.to_string(),
                 "server".to_owned(),
                 pool.target.user.clone(),
                 pool.target.database.clone(),
-                addr.ip().to_string(),
+                addr.host_text(),
                 addr.port().to_string(),
                 pid.to_string(),
                 "0".to_owned(),
             ])
         };
         for idle in pool.idle_servers() {
-            rows.row(&server(idle.fd, idle.addr, idle.process_id));
+            rows.row(&server(idle.fd, &idle.addr, idle.process_id));
         }
         for (_, used) in pool.checked_out() {
-            rows.row(&server(used.fd, used.addr, used.process_id));
+            rows.row(&server(used.fd, &used.addr, used.process_id));
         }
     }
     rows.done("SHOW");

@@ -8,13 +8,13 @@ use super::{CheckedOut, Pool};
 use crate::state::lock;
 
 /// An idle connection, as the admin console sees it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct IdleServer {
     pub id: u64,
     pub process_id: u32,
     pub created: Instant,
     pub last_used: Instant,
-    pub addr: std::net::SocketAddr,
+    pub addr: crate::server_conn::ServerAddr,
     pub fd: i32,
     /// Statements prepared on it.
     pub prepared: usize,
@@ -34,7 +34,7 @@ impl Pool {
     pub fn checked_out(&self) -> Vec<(u64, CheckedOut)> {
         let mut all: Vec<_> = lock(&self.checked_out)
             .iter()
-            .map(|(id, out)| (*id, *out))
+            .map(|(id, out)| (*id, out.clone()))
             .collect();
         all.sort_by_key(|(id, _)| *id);
         all
@@ -49,7 +49,7 @@ impl Pool {
                 process_id: c.process_id,
                 created: c.created,
                 last_used: c.last_used,
-                addr: c.addr,
+                addr: c.addr.clone(),
                 fd: c.fd(),
                 prepared: c.prepared.len(),
             })

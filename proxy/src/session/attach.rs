@@ -420,7 +420,7 @@ const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(super) fn cancel_target(server: &Pooled) -> CancelTarget {
     CancelTarget {
-        addr: server.conn.addr,
+        addr: server.conn.addr.clone(),
         process_id: server.conn.process_id,
         secret_key: server.conn.secret_key.clone(),
     }
