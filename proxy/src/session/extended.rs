@@ -136,7 +136,6 @@ impl<S: ClientIo> Session<S> {
         let Some(statement) = self
             .statements
             .get(&body[name_start..name_start + name_len])
-            .cloned()
         else {
             // Not prepared through pgshard (or never prepared): Postgres
             // gives the client the error it would give anyway.

@@ -88,7 +88,7 @@ impl<S: ClientIo> Session<S> {
             // Run at Sync, inside the client's transaction when there is
             // one (`segment/in_txn.rs`).
             Placement::FanOut | Placement::FanOutInTxn => {
-                let current_unnamed = self.statements.get(b"").cloned();
+                let current_unnamed = self.statements.get(b"");
                 self.batch = Some(Segment::start_split(
                     split,
                     bind.portal.clone(),

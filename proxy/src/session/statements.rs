@@ -13,7 +13,7 @@
 //! later Parse of the same text makes a new server statement.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use bytes::{Bytes, BytesMut};
 
@@ -202,21 +202,22 @@ pub struct ClientStatements {
     /// The name found last, with its statement: a driver binds the same
     /// few statements over and over, and comparing the name skips hashing
     /// it (SipHash: the names are the client's). Forgotten on any change.
-    last: Option<(Bytes, Arc<Statement>)>,
+    /// Weak, so that SHOW PREPARED_STATEMENTS's `used_by` (strong
+    /// references) still counts clients.
+    last: Option<(Bytes, Weak<Statement>)>,
 }
 
 impl ClientStatements {
-    pub fn get(&mut self, name: &[u8]) -> Option<&Arc<Statement>> {
-        if self
-            .last
-            .as_ref()
-            .is_some_and(|(last, _)| last[..] == *name)
-        {
-            return self.last.as_ref().map(|(_, statement)| statement);
+    pub fn get(&mut self, name: &[u8]) -> Option<Arc<Statement>> {
+        if let Some((last, statement)) = &self.last {
+            if last[..] == *name {
+                // Alive: the map holds it while it is remembered.
+                return statement.upgrade();
+            }
         }
         let (key, statement) = self.by_name.get_key_value(name)?;
-        let last = self.last.insert((key.clone(), Arc::clone(statement)));
-        Some(&last.1)
+        self.last = Some((key.clone(), Arc::downgrade(statement)));
+        Some(Arc::clone(statement))
     }
 
     /// [`get`](Self::get) without remembering the name.
@@ -360,9 +361,12 @@ mod tests {
         client.insert(name.clone(), Arc::clone(&one)).unwrap();
         client.insert(Bytes::new(), Arc::clone(&one)).unwrap();
         let id_of = |client: &mut ClientStatements, name: &[u8]| client.get(name).map(|s| s.id);
-        // Found, then found again by the memo.
+        // Found, then found again by the memo, which holds no strong
+        // reference (SHOW PREPARED_STATEMENTS counts clients by them).
+        let held = Arc::strong_count(&one);
         assert_eq!(id_of(&mut client, b"s1"), Some(one.id));
         assert_eq!(id_of(&mut client, b"s1"), Some(one.id));
+        assert_eq!(Arc::strong_count(&one), held);
         assert_eq!(id_of(&mut client, b"s"), None);
         assert_eq!(id_of(&mut client, b"s1x"), None);
         // The unnamed statement replaced while remembered.

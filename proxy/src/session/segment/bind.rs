@@ -51,7 +51,7 @@ impl<S: ClientIo> Session<S> {
             (bind.portal.clone(), bytes.freeze()),
             statement,
             unnamed,
-            self.statements.get(b"").cloned(),
+            self.statements.get(b""),
             merge.map(|merge| (merge, bind)),
             copies,
         );
@@ -76,7 +76,7 @@ impl<S: ClientIo> Session<S> {
         let statement = if unnamed {
             segment.unnamed.clone()
         } else {
-            self.statements.get(&bind.statement).cloned()
+            self.statements.get(&bind.statement)
         };
         let Some(statement) = statement else {
             return Ok(Err(no_statement(&bind.statement)));
