@@ -557,6 +557,43 @@ async fn a_server_on_a_unix_socket_is_pooled_cancelled_and_shown() {
         .await
         .unwrap();
 
+    // Bulk both ways: a COPY of ~8 MB (more than the socket's buffer, so
+    // writes wait for room: the socket is registered for writability
+    // then, and for readability only again after), and a result far
+    // larger than one read.
+    client
+        .batch_execute("CREATE TABLE unix_bulk (i int, line text)")
+        .await
+        .unwrap();
+    let sink = client.copy_in("COPY unix_bulk FROM STDIN").await.unwrap();
+    futures_util::pin_mut!(sink);
+    let line = "x".repeat(1000);
+    for i in 0..8000 {
+        sink.send(Bytes::from(format!("{i}\t{line}\n")))
+            .await
+            .unwrap();
+    }
+    assert_eq!(sink.finish().await.unwrap(), 8000);
+    let row = client
+        .query_one(
+            "SELECT count(*), sum(length(line))::int8, string_agg(line, '' ORDER BY i) = repeat('x', 8000000) FROM unix_bulk",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 8000);
+    assert_eq!(row.get::<_, i64>(1), 8_000_000);
+    assert!(row.get::<_, bool>(2));
+    let big = client
+        .query_one("SELECT string_agg(line, '' ORDER BY i) FROM unix_bulk", &[])
+        .await
+        .unwrap();
+    assert_eq!(big.get::<_, String>(0).len(), 8_000_000);
+    for i in 0..20i64 {
+        let row = client.query_one(&statement, &[&i]).await.unwrap();
+        assert_eq!(row.get::<_, i64>(0), i + 1);
+    }
+
     // A cancel reaches the server over the socket.
     let token = client.cancel_token();
     let started = Instant::now();

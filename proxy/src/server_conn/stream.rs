@@ -2,7 +2,8 @@
 //! configured host is a directory (`host = "/var/run/postgresql"`, as
 //! libpq and PgBouncer read it: the socket is `<dir>/.s.PGSQL.<port>`). A
 //! Unix socket skips the TCP stack on both ends of every round trip
-//! (bench/README.md measures what that saves).
+//! (bench/README.md measures what that saves). A Unix socket is registered
+//! for readability only ([`UnixSocket`]).
 
 use std::io;
 use std::net::SocketAddr;
@@ -12,7 +13,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::TcpStream;
+
+mod unix;
+pub use unix::UnixSocket;
 
 /// Where a server connection goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,16 +67,16 @@ impl std::fmt::Display for ServerAddr {
 #[derive(Debug)]
 pub enum ServerStream {
     Tcp(TcpStream),
-    Unix(UnixStream),
+    Unix(UnixSocket),
 }
 
 impl ServerStream {
     /// Connect to `port` on `host` (see [`ServerAddr::unix_socket`]).
     pub async fn connect(host: &str, port: u16) -> io::Result<(ServerStream, ServerAddr)> {
         if let Some(path) = ServerAddr::unix_socket(host, port) {
-            let stream = UnixStream::connect(&path).await?;
+            let socket = UnixSocket::connect(&path).await?;
             let path = Arc::from(path.as_path());
-            return Ok((ServerStream::Unix(stream), ServerAddr::Unix { path, port }));
+            return Ok((ServerStream::Unix(socket), ServerAddr::Unix { path, port }));
         }
         let stream = TcpStream::connect((host, port)).await?;
         stream.set_nodelay(true)?;
@@ -84,7 +88,7 @@ impl ServerStream {
     pub async fn reach(addr: &ServerAddr) -> io::Result<ServerStream> {
         Ok(match addr {
             ServerAddr::Tcp(addr) => ServerStream::Tcp(TcpStream::connect(addr).await?),
-            ServerAddr::Unix { path, .. } => ServerStream::Unix(UnixStream::connect(path).await?),
+            ServerAddr::Unix { path, .. } => ServerStream::Unix(UnixSocket::connect(path).await?),
         })
     }
 
@@ -92,11 +96,11 @@ impl ServerStream {
         use std::os::fd::AsRawFd;
         match self {
             ServerStream::Tcp(s) => s.as_raw_fd(),
-            ServerStream::Unix(s) => s.as_raw_fd(),
+            ServerStream::Unix(s) => s.fd(),
         }
     }
 
-    pub fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+    pub fn try_write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         match self {
             ServerStream::Tcp(s) => s.try_write(bytes),
             ServerStream::Unix(s) => s.try_write(bytes),
@@ -134,7 +138,7 @@ impl ServerStream {
             ServerStream::Unix(s) => {
                 let socket = s.into_std()?;
                 quiet(&socket)?;
-                ServerStream::Unix(UnixStream::from_std(socket)?)
+                ServerStream::Unix(UnixSocket::from_std(socket)?)
             }
         })
     }
@@ -148,7 +152,7 @@ impl AsyncRead for ServerStream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ServerStream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-            ServerStream::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            ServerStream::Unix(s) => s.poll_read(cx, buf),
         }
     }
 }
@@ -161,21 +165,21 @@ impl AsyncWrite for ServerStream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             ServerStream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-            ServerStream::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            ServerStream::Unix(s) => s.poll_write(cx, buf),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ServerStream::Tcp(s) => Pin::new(s).poll_flush(cx),
-            ServerStream::Unix(s) => Pin::new(s).poll_flush(cx),
+            ServerStream::Unix(_) => Poll::Ready(Ok(())),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ServerStream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            ServerStream::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            ServerStream::Unix(s) => Poll::Ready(s.shutdown()),
         }
     }
 }
