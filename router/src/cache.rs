@@ -442,7 +442,8 @@ impl AstCache {
                 }
                 index += 1;
             });
-            if !matched || literals.len() != entry.uses.len() {
+            // Every literal the entry reads was found (none left over).
+            if !matched || uses.peek().is_some() {
                 return None;
             }
             entry.stats.hit();

@@ -17,15 +17,6 @@ mod bind;
 
 pub(crate) use bind::bind_params;
 
-/// The shards a statement goes to: inline, so routing to one or a few
-/// allocates nothing.
-pub(super) type Shards = smallvec::SmallVec<[usize; 4]>;
-
-/// The shards of a fan-out (`None`, any shard, never fans out).
-fn all_of(shards: Option<Shards>) -> Vec<usize> {
-    shards.map(Shards::into_vec).unwrap_or_default()
-}
-
 use super::fan_out::{Reply, Scope};
 use super::merge::Rows;
 use super::params;
@@ -38,6 +29,15 @@ use crate::metrics::RouteKind;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 use crate::session::ClientIo;
+
+/// The shards a statement goes to: inline, so routing to one or a few
+/// allocates nothing.
+pub(super) type Shards = smallvec::SmallVec<[usize; 4]>;
+
+/// The shards of a fan-out (a route to any shard, `None`, has none).
+fn all_of(shards: Option<Shards>) -> Vec<usize> {
+    shards.map(Shards::into_vec).unwrap_or_default()
+}
 
 /// How many templated statements a session remembers for
 /// [`Session::lookup`]: a transaction's few statements, each tried in turn

@@ -21,7 +21,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{Interest, ReadBuf};
 
 /// The most one read takes. Safe code reads only into initialized memory,
-/// so this much of the buffer is zeroed before each read (~100 ns).
+/// so this much of the buffer is zeroed before each read.
 const READ_ROOM: usize = 8 * 1024;
 
 #[derive(Debug)]
