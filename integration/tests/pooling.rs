@@ -327,6 +327,49 @@ async fn checkout_timeout_is_an_error_not_a_hang() {
     waiter.simple_query("SELECT 1").await.unwrap();
 }
 
+/// A client that leaves while it waits for a connection stops counting in
+/// SHOW POOLS `cl_waiting` (its checkout was dropped mid-wait), and the
+/// connection goes to the next client when it is given back.
+#[tokio::test]
+async fn a_client_that_leaves_while_waiting_is_no_longer_waiting() {
+    let cluster = Cluster::start("default_pool_size = 1\ncheckout_timeout = 30000");
+    let admin = cluster.admin().await;
+    let holder = cluster.connect().await;
+    holder.batch_execute("BEGIN; SELECT 1").await.unwrap();
+    let (leaver, connection) = common::connect_raw(cluster.port()).await;
+    let driven = tokio::spawn(connection);
+    let query = tokio::spawn(async move { leaver.simple_query("SELECT 1").await.map(drop) });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while cl_waiting(&admin).await != "1" {
+        assert!(Instant::now() < deadline, "the client never waited");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Gone: its socket closes with the connection task.
+    query.abort();
+    driven.abort();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while cl_waiting(&admin).await != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "still counted as waiting: {:?}",
+            common::rows(&admin, "SHOW POOLS").await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    holder.batch_execute("COMMIT").await.unwrap();
+    let next = cluster.connect().await;
+    assert_eq!(column(&next, "SELECT 2 AS two", "two").await, vec!["2"]);
+}
+
+async fn cl_waiting(admin: &tokio_postgres::Client) -> String {
+    common::rows(admin, "SHOW POOLS")
+        .await
+        .iter()
+        .find(|p| p["user"] == "app")
+        .map(|p| p["cl_waiting"].clone())
+        .unwrap_or_default()
+}
+
 #[tokio::test]
 async fn session_mode_keeps_the_server_and_relays_notifications() {
     let cluster = Cluster::start("pooler_mode = \"session\"\ndefault_pool_size = 2");

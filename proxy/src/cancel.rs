@@ -174,11 +174,11 @@ mod tests {
     use std::sync::Arc;
 
     fn target(process_id: u32) -> CancelTarget {
-        CancelTarget {
+        Arc::new(crate::state::CancelKey {
             addr: crate::server_conn::ServerAddr::Tcp(([127, 0, 0, 1], 5432).into()),
             process_id,
             secret_key: bytes::Bytes::from_static(b"key!"),
-        }
+        })
     }
 
     #[tokio::test]

@@ -330,7 +330,7 @@ fn register_pools(registry: &mut Registry, state: &State) {
         let labels = PoolLabels::of(&pool);
         let stats = &pool.stats;
         let now = [
-            stats.active_clients.load(Ordering::Relaxed),
+            pool.active_clients(),
             stats.waiting.load(Ordering::Relaxed),
             pool.active(),
             pool.idle_count(),

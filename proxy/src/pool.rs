@@ -17,13 +17,12 @@ use std::time::{Duration, Instant};
 use router::config::{PoolSettings, Role};
 use tracing::{debug, warn};
 
-use crate::id_hash::IdMap;
 use crate::metrics::PoolHistograms;
 use crate::server_conn::{ServerConn, ServerError, ServerTarget};
 use crate::session::params::ParamSet;
 use crate::state::lock;
-use places::{Place, Places};
-pub use report::IdleServer;
+use places::{Place, Places, Unplaced};
+pub use report::{CheckedOut, IdleServer, Listing};
 
 /// Why no server connection could be had.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +39,6 @@ pub enum PoolError {
 #[derive(Debug, Default)]
 pub struct PoolStats {
     pub waiting: AtomicUsize,
-    pub active_clients: AtomicUsize,
     pub xact_count: AtomicU64,
     pub query_count: AtomicU64,
     pub bytes_received: AtomicU64,
@@ -76,8 +74,9 @@ pub struct Pool {
     /// Boxed, as in [`Pooled`]: a checkout moves a pointer, not the struct.
     #[allow(clippy::vec_box)]
     idle: Mutex<Vec<Box<ServerConn>>>,
-    /// Servers checked out now, by id.
-    checked_out: Mutex<IdMap<CheckedOut>>,
+    /// Connections handed out at least once and not closed since, by id;
+    /// which are checked out now (`pool/report.rs`).
+    listed: report::Listed,
     /// RECONNECT: connections created before this point (nanoseconds
     /// after `born`; 0: none) are closed when next given back or found idle.
     retire_before_ns: AtomicU64,
@@ -119,44 +118,23 @@ pub struct Pooled {
     pub checked_out_at: Instant,
     pool: Arc<Pool>,
     _place: Place,
-    _active: ActiveClient,
 }
 
-/// Counts a client holding a server of the pool (SHOW POOLS `cl_active`)
-/// and lists the server among the pool's checked-out ones for as long as
-/// it exists, however the connection ends: given back, dropped mid-query,
-/// or lost with the client.
-#[derive(Debug)]
-struct ActiveClient(Arc<Pool>, u64);
+/// A checkout waiting for a place, counted in SHOW POOLS `cl_waiting`
+/// until it ends, however it does: a place, a timeout, or its client
+/// leaving (the checkout dropped mid-wait).
+struct Waiting<'a>(&'a PoolStats);
 
-/// A server connection checked out of its pool, as the admin console
-/// sees it (SHOW FDS, WAIT_CLOSE).
-#[derive(Debug, Clone)]
-pub struct CheckedOut {
-    pub created: Instant,
-    pub process_id: u32,
-    pub addr: crate::server_conn::ServerAddr,
-    pub fd: i32,
-}
-
-impl ActiveClient {
-    fn new(pool: &Arc<Pool>, conn: &ServerConn) -> ActiveClient {
-        pool.stats.active_clients.fetch_add(1, Ordering::Relaxed);
-        let out = CheckedOut {
-            created: conn.created,
-            process_id: conn.process_id,
-            addr: conn.addr.clone(),
-            fd: conn.fd(),
-        };
-        lock(&pool.checked_out).insert(conn.id, out);
-        ActiveClient(Arc::clone(pool), conn.id)
+impl<'a> Waiting<'a> {
+    fn new(stats: &'a PoolStats) -> Waiting<'a> {
+        stats.waiting.fetch_add(1, Ordering::Relaxed);
+        Waiting(stats)
     }
 }
 
-impl Drop for ActiveClient {
+impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.0.stats.active_clients.fetch_sub(1, Ordering::Relaxed);
-        lock(&self.0.checked_out).remove(&self.1);
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -186,16 +164,17 @@ impl Pool {
             shard,
             role,
         } = id;
+        let (places, sweep) = Places::new(settings.pool_size, settings.checkout_timeout);
         let pool = Arc::new(Pool {
             cluster,
             user,
             shard,
             role,
             target,
-            places: Places::new(settings.pool_size),
+            places,
             settings,
             idle: Mutex::new(Vec::new()),
-            checked_out: Mutex::new(IdMap::default()),
+            listed: Arc::default(),
             retire_before_ns: AtomicU64::new(0),
             born: Instant::now(),
             stats: PoolStats::default(),
@@ -204,6 +183,7 @@ impl Pool {
             login_reports: Mutex::new(HashMap::new()),
             banned_until: Mutex::new(None),
         });
+        tokio::spawn(sweep);
         tokio::spawn(maintain(Arc::downgrade(&pool)));
         tokio::spawn(health::watch(Arc::downgrade(&pool)));
         pool
@@ -270,24 +250,22 @@ impl Pool {
     }
 
     /// Wait in line for a place, up to `checkout_timeout`; the place and
-    /// the time it came (two clock reads per wait, the line's and the
-    /// deadline's included).
+    /// the time it came (two clock reads per wait).
     async fn wait_for_place(self: &Arc<Self>) -> Result<(Place, Instant), PoolError> {
         let started = Instant::now();
-        self.stats.waiting.fetch_add(1, Ordering::Relaxed);
-        let deadline = tokio::time::Instant::from_std(started) + self.settings.checkout_timeout;
-        let wait = tokio::time::timeout_at(deadline, self.places.take(started)).await;
+        let waiting = Waiting::new(&self.stats);
+        let wait = self.places.take(started).await;
+        drop(waiting);
         let now = Instant::now();
-        self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
         let waited = now.saturating_duration_since(started);
         self.histograms.observe_wait(waited);
         let waited = waited.as_micros() as u64;
         self.stats.wait_time_us.fetch_add(waited, Ordering::Relaxed);
         self.stats.max_wait_us.fetch_max(waited, Ordering::Relaxed);
         match wait {
-            Ok(Some(place)) => Ok((place, now)),
-            Ok(None) => Err(PoolError::Closed),
-            Err(_) => {
+            Ok(place) => Ok((place, now)),
+            Err(Unplaced::Closed) => Err(PoolError::Closed),
+            Err(Unplaced::TimedOut) => {
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);
                 Err(PoolError::Timeout(self.settings.checkout_timeout))
             }
@@ -315,10 +293,18 @@ impl Pool {
         }
     }
 
-    fn hand_out(self: &Arc<Self>, conn: Box<ServerConn>, place: Place, now: Instant) -> Pooled {
+    fn hand_out(self: &Arc<Self>, mut conn: Box<ServerConn>, place: Place, now: Instant) -> Pooled {
+        match &conn.listing {
+            Some(listing) => listing.set_out(true),
+            None => {
+                let listing = Listing::new(&self.listed, &conn);
+                listing.set_out(true);
+                conn.listing = Some(listing);
+                conn.expires = self.expiry(&conn);
+            }
+        }
         Pooled {
             checked_out_at: now,
-            _active: ActiveClient::new(self, &conn),
             conn,
             pool: Arc::clone(self),
             _place: place,
@@ -334,12 +320,11 @@ impl Pool {
     /// [`checkin`](Self::checkin) with the time now, which the caller read.
     pub fn checkin_at(&self, pooled: Pooled, now: Instant) {
         let Pooled {
-            mut conn,
-            _place,
-            _active,
-            ..
+            mut conn, _place, ..
         } = pooled;
-        drop(_active);
+        if let Some(listing) = &conn.listing {
+            listing.set_out(false);
+        }
         if conn.status != b'I' || conn.dirty || self.expired(&conn, now) {
             return;
         }
@@ -351,10 +336,16 @@ impl Pool {
     }
 
     fn expired(&self, conn: &ServerConn, now: Instant) -> bool {
-        self.settings
-            .server_lifetime
-            .is_some_and(|lifetime| now.saturating_duration_since(conn.created) >= lifetime)
-            || self.is_close_needed(conn.created)
+        // (Reckoned once per connection where the pool lists it: a
+        // comparison costs less than a subtraction of two instants.)
+        let expires = conn.expires.or_else(|| self.expiry(conn));
+        expires.is_some_and(|at| now >= at) || self.is_close_needed(conn.created)
+    }
+
+    /// When `server_lifetime` retires `conn`, if it does.
+    fn expiry(&self, conn: &ServerConn) -> Option<Instant> {
+        let lifetime = self.settings.server_lifetime?;
+        conn.created.checked_add(lifetime)
     }
 
     /// Whether a connection created at `created` predates the last

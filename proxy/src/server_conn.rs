@@ -96,9 +96,32 @@ pub struct ServerConn {
     /// The worker thread whose reactor the socket is registered with
     /// (`workers.rs`; `None` off worker threads).
     home: Option<usize>,
+    /// Its entry among its pool's connections, once the pool handed it
+    /// out (SHOW SERVERS); dropped with it.
+    pub listing: Option<crate::pool::Listing>,
+    /// When the pool retires it (`server_lifetime`), once a pool took it.
+    pub expires: Option<Instant>,
+    /// `addr`, `process_id` and `secret_key` together, from the login on.
+    cancel: Option<crate::state::CancelTarget>,
 }
 
 impl ServerConn {
+    /// What a CancelRequest for the query running on it needs.
+    pub fn cancel_key(&self) -> crate::state::CancelTarget {
+        match &self.cancel {
+            Some(key) => std::sync::Arc::clone(key),
+            None => self.make_cancel_key(),
+        }
+    }
+
+    fn make_cancel_key(&self) -> crate::state::CancelTarget {
+        std::sync::Arc::new(crate::state::CancelKey {
+            addr: self.addr.clone(),
+            process_id: self.process_id,
+            secret_key: self.secret_key.clone(),
+        })
+    }
+
     /// The socket's file descriptor (SHOW FDS).
     pub fn fd(&self) -> i32 {
         self.stream.fd()
@@ -137,8 +160,12 @@ impl ServerConn {
                 dirty: false,
                 id,
                 home: crate::workers::current(),
+                listing: None,
+                expires: None,
+                cancel: None,
             });
             conn.login(target).await?;
+            conn.cancel = Some(conn.make_cancel_key());
             Ok(conn)
         };
         match tokio::time::timeout(timeout, login).await {

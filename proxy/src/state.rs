@@ -21,12 +21,16 @@ use crate::pool::{Pool, PoolId};
 use crate::server_conn::ServerTarget;
 use crate::session::statements::Registry;
 
-/// Where a client's query is running, so a CancelRequest can reach it.
+/// Where a client's query is running, so a CancelRequest can reach it:
+/// shared with the server connection, so that a checkout and a release
+/// each move one reference, not an address and a key.
+pub type CancelTarget = std::sync::Arc<CancelKey>;
+
+/// A server connection's address and cancel key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CancelTarget {
+pub struct CancelKey {
     pub addr: crate::server_conn::ServerAddr,
     pub process_id: u32,
-    /// Shared with the server connection: a checkout copies no key.
     pub secret_key: bytes::Bytes,
 }
 

@@ -126,9 +126,10 @@ impl Workers {
 /// nothing else. Tokio's timer wakes its reactor up (a write to its
 /// eventfd, and an `epoll_wait` that returns at once) when a timer is set
 /// to expire before the reactor's next planned wake-up, and with no timer
-/// at all every new timer is such a one: a checkout that waits for a place
-/// sets one (`checkout_timeout`). With the heartbeat the reactor always
-/// plans to wake within a second, so such timers are set quietly.
+/// at all every new timer is such a one: a statement under `query_timeout`
+/// sets one, and so does each pool's sweeper of waits past
+/// `checkout_timeout` (`pool/places.rs`). With the heartbeat the reactor
+/// always plans to wake within a second, so such timers are set quietly.
 async fn heartbeat() {
     let mut tick = tokio::time::interval(HEARTBEAT);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

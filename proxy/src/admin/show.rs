@@ -41,10 +41,7 @@ pub(super) fn show_pools(state: &State, out: &mut BytesMut) {
         rows.row(&[
             pool.cluster.clone(),
             pool.user.clone(),
-            pool.stats
-                .active_clients
-                .load(Ordering::Relaxed)
-                .to_string(),
+            pool.active_clients().to_string(),
             pool.stats.waiting.load(Ordering::Relaxed).to_string(),
             // Cancel requests are forwarded, not queued: none wait here.
             "0".into(),

@@ -2,10 +2,69 @@
 //! connections (SHOW SERVERS, SHOW FDS) and the closes a RECONNECT still
 //! waits for (WAIT_CLOSE).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::{CheckedOut, Pool};
+use super::Pool;
+use crate::id_hash::IdMap;
+use crate::server_conn::{ServerAddr, ServerConn};
 use crate::state::lock;
+
+/// A pool's connections, by id, from the first time it hands one out
+/// until the connection is dropped.
+pub(super) type Listed = Arc<Mutex<IdMap<Arc<CheckedOut>>>>;
+
+/// A server connection the pool handed out, as the admin console sees it
+/// (SHOW SERVERS, SHOW FDS, WAIT_CLOSE); `out` while it is checked out.
+#[derive(Debug)]
+pub struct CheckedOut {
+    pub created: Instant,
+    pub process_id: u32,
+    pub addr: ServerAddr,
+    pub fd: i32,
+    out: AtomicBool,
+}
+
+/// A connection's entry in its pool's list, removed when the connection is
+/// dropped, however it ends: given back and retired, dropped mid-query, or
+/// lost with its client. Listed once per connection, so that a checkout
+/// and a checkin each cost one store, not a lock and a map update.
+#[derive(Debug)]
+pub struct Listing {
+    entry: Arc<CheckedOut>,
+    listed: Listed,
+    id: u64,
+}
+
+impl Listing {
+    pub(super) fn new(listed: &Listed, conn: &ServerConn) -> Listing {
+        let entry = Arc::new(CheckedOut {
+            created: conn.created,
+            process_id: conn.process_id,
+            addr: conn.addr.clone(),
+            fd: conn.fd(),
+            out: AtomicBool::new(false),
+        });
+        lock(listed).insert(conn.id, Arc::clone(&entry));
+        Listing {
+            entry,
+            listed: Arc::clone(listed),
+            id: conn.id,
+        }
+    }
+
+    /// Checked out (`true`) or back in the pool.
+    pub(super) fn set_out(&self, out: bool) {
+        self.entry.out.store(out, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Listing {
+    fn drop(&mut self) {
+        lock(&self.listed).remove(&self.id);
+    }
+}
 
 /// An idle connection, as the admin console sees it.
 #[derive(Debug, Clone)]
@@ -24,20 +83,30 @@ impl Pool {
     /// Checked-out connections that predate the last RECONNECT (WAIT_CLOSE
     /// waits for none to be left).
     pub fn closes_pending(&self) -> usize {
-        lock(&self.checked_out)
-            .values()
-            .filter(|out| self.is_close_needed(out.created))
+        self.checked_out()
+            .iter()
+            .filter(|(_, out)| self.is_close_needed(out.created))
             .count()
     }
 
     /// The checked-out connections by id, in id order (SHOW SERVERS, FDS).
-    pub fn checked_out(&self) -> Vec<(u64, CheckedOut)> {
-        let mut all: Vec<_> = lock(&self.checked_out)
+    pub fn checked_out(&self) -> Vec<(u64, Arc<CheckedOut>)> {
+        let mut all: Vec<_> = lock(&self.listed)
             .iter()
-            .map(|(id, out)| (*id, out.clone()))
+            .filter(|(_, entry)| entry.out.load(Ordering::Relaxed))
+            .map(|(id, entry)| (*id, Arc::clone(entry)))
             .collect();
         all.sort_by_key(|(id, _)| *id);
         all
+    }
+
+    /// Clients holding one of the pool's connections (SHOW POOLS
+    /// `cl_active`).
+    pub fn active_clients(&self) -> usize {
+        lock(&self.listed)
+            .values()
+            .filter(|entry| entry.out.load(Ordering::Relaxed))
+            .count()
     }
 
     /// Describe idle connections for SHOW SERVERS and SHOW FDS.

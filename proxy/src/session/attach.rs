@@ -419,9 +419,5 @@ pub(crate) async fn watch_client<S: AsyncRead + Unpin, T>(
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(super) fn cancel_target(server: &Pooled) -> CancelTarget {
-    CancelTarget {
-        addr: server.conn.addr.clone(),
-        process_id: server.conn.process_id,
-        secret_key: server.conn.secret_key.clone(),
-    }
+    server.conn.cancel_key()
 }
