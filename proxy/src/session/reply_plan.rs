@@ -177,10 +177,24 @@ impl ReplyPlan {
             .is_some_and(|s| matches!(s, Step::Server { sync: false, .. }))
     }
 
-    /// The server's next replies are the client's (a forwarded message's
-    /// reply is under way): a DataRow goes straight through.
-    pub fn forwarding(&self) -> bool {
-        matches!(self.steps.front(), Some(Step::Server { forward: true, .. }))
+    /// A message of the forwarded reply under way that ends no step and
+    /// that pgshard does not read (DataRow, RowDescription...): it goes
+    /// to the client as it is, with nothing to note or decide.
+    pub fn passes_through(&self, tag: u8) -> bool {
+        match self.steps.front() {
+            Some(Step::Server {
+                forward: true,
+                terminals,
+                ..
+            }) => {
+                // What the session or the plan reads: transaction status,
+                // parameter reports, command tags, errors, COPY IN, and
+                // the asynchronous messages.
+                !matches!(tag, b'Z' | b'S' | b'C' | b'E' | b'G' | b'N' | b'A')
+                    && !terminals.contains(&tag)
+            }
+            _ => false,
+        }
     }
 
     /// A reply pgshard makes itself is next (see [`drain_local`](Self::drain_local)).

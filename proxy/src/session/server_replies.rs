@@ -117,8 +117,8 @@ impl<S: ClientIo> Session<S> {
             let message = &rbuf[at..at + length];
             let tag = message[0];
             at += length;
-            if tag == b'D' && self.plan.forwarding() {
-                // A row of the client's reply: nothing to note or decide.
+            if self.plan.passes_through(tag) {
+                // A row of the client's reply, say.
                 forwarded += length;
                 continue;
             }
@@ -324,7 +324,10 @@ impl<S: ClientIo> Session<S> {
 /// shared statements analysed before it may be stale, so they are retired.
 pub(crate) fn retire_on_ddl(state: &State, tag: &[u8]) {
     const DDL: [&[u8]; 4] = [b"CREATE ", b"ALTER ", b"DROP ", b"COMMENT"];
-    if DDL.iter().any(|word| tag.starts_with(word)) {
+    // (The first byte settles the usual tag, SELECT's, at once.)
+    let ddl = matches!(tag.first(), Some(b'C' | b'A' | b'D'))
+        && DDL.iter().any(|word| tag.starts_with(word));
+    if ddl {
         state.statements.retire_all();
         state.forget_table_columns();
         state.schema_changed.notify_one();
