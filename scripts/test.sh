@@ -11,7 +11,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --workspace --locked 2>&1 | tee "$log"
+# --no-fail-fast: a failing test binary does not hide the ones after it.
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # One closing line for the whole run (cargo prints one per test binary).
