@@ -19,7 +19,9 @@
 # Environment: DURATION (s, 15), PASSES (2), CASES (space-separated names
 # from the list below; default all), TARGETS (default "direct pgbouncer
 # pgshard pgshard-sharded"; the sharded one runs only the -S cases; also
-# pgshard-w<N> (N workers), pgshard-base and pgshard-base-w<N> (the build
+# pgshard-w<N> (N workers), pgshard-rr (unsharded, two servers in turn
+# at one client: the sharded target's baseline), pgshard-base and
+# pgshard-base-w<N> (the build
 # $PGSHARD_BASE, for a before/after in one run)), SCALE
 # (10), POOL (10), WORKERS (pgshard's `workers`; default its config
 # default), JSON (target/pgbench.json), PGSHARD (a built binary to use
@@ -108,13 +110,16 @@ pids+=("$bouncer_pid")
 # pgshard-sharded routes pgbench_accounts by aid over two shard entries that
 # are the same database (each holds every row, so any route answers right):
 # what sharded routing adds per transaction, at the same total pool size.
+# pgshard-rr is unsharded with server_round_robin and min_pool_size = 2:
+# at one client its transactions go to two servers in turn, as the sharded
+# target's do, so the difference between the two is what routing costs.
 # pgshard-base is another build ($PGSHARD_BASE) with the plain config: a
 # before/after comparison in one run (pgshard-base-w<N>: with N workers).
 declare -A PORT=([direct]=$pg_port [pgbouncer]=$bouncer_port) PID=([direct]="" [pgbouncer]=$bouncer_pid)
 workers_line=""
 [ -z "${WORKERS:-}" ] || workers_line="workers = $WORKERS"
-start_pgshard() { # name binary databases-toml [workers]
-  local name=$1 binary=$2 databases=$3 port workers_line=$workers_line
+start_pgshard() { # name binary databases-toml [workers] [more [general] lines]
+  local name=$1 binary=$2 databases=$3 port workers_line=$workers_line more=${5:-}
   [ -z "${4:-}" ] || workers_line="workers = $4"
   port=$(free_port)
   cat >"$work/$name.toml" <<EOF
@@ -122,6 +127,7 @@ start_pgshard() { # name binary databases-toml [workers]
 host = "127.0.0.1"
 port = $port
 $workers_line
+$more
 default_pool_size = $POOL
 pooler_mode = "transaction"
 auth_type = "trust"
@@ -149,6 +155,9 @@ for t in $TARGETS; do
       start_pgshard "$t" "$PGSHARD_BASE" "$(pgshard_database)" $base_workers ;;
     pgshard-sharded)
       start_pgshard pgshard-sharded "$PGSHARD" "$(pgshard_two_shards "$half")" ;;
+    pgshard-rr)
+      start_pgshard pgshard-rr "$PGSHARD" "$(pgshard_database)" "" \
+        $'server_round_robin = true\nmin_pool_size = 2' ;;
     direct | pgbouncer) ;;
     *) die "unknown target $t" ;;
   esac

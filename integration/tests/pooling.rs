@@ -495,6 +495,40 @@ async fn pool_servers(admin: &tokio_postgres::Client) -> (u32, u32) {
     )
 }
 
+/// `server_round_robin` hands idle connections out oldest first: one
+/// client's transactions go to each server in turn; by default the most
+/// recently used one serves them all.
+#[tokio::test]
+async fn server_round_robin_hands_idle_connections_out_in_turn() {
+    for (round_robin, servers) in [(true, 3), (false, 1)] {
+        let cluster = Cluster::start(&format!(
+            "default_pool_size = 3\nmin_pool_size = 3\nserver_round_robin = {round_robin}"
+        ));
+        let admin = cluster.admin().await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pool_servers(&admin).await.0 < 3 {
+            assert!(
+                Instant::now() < deadline,
+                "min_pool_size opened no 3 servers"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let client = cluster.connect().await;
+        let mut pids = Vec::new();
+        for _ in 0..6 {
+            pids.extend(column(&client, "SELECT pg_backend_pid() AS pid", "pid").await);
+        }
+        let distinct: std::collections::BTreeSet<_> = pids.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            servers,
+            "round robin {round_robin}: {pids:?}"
+        );
+        // In turn: the same order twice over.
+        assert_eq!(pids[..3], pids[3..], "round robin {round_robin}: {pids:?}");
+    }
+}
+
 #[tokio::test]
 async fn min_pool_size_idle_timeout_server_lifetime_and_query_timeout() {
     let cluster = Cluster::start(

@@ -238,9 +238,14 @@ impl Pool {
                 continue;
             }
             if self.check_due(&conn, now) {
-                // The slow path checks it (and finds it first: it is the
-                // most recently given back).
-                lock(&self.idle).push(conn);
+                // The slow path checks it (and finds it first).
+                let mut idle = lock(&self.idle);
+                let next = if self.settings.round_robin {
+                    0
+                } else {
+                    idle.len()
+                };
+                idle.insert(next, conn);
                 return None;
             }
             self.histograms.observe_wait(Duration::ZERO);
@@ -274,16 +279,27 @@ impl Pool {
 
     /// The most recently used idle connection that lives on this worker
     /// thread, else the most recently used one, moved to this thread (one
-    /// that cannot be moved is dropped, and the next one tried).
+    /// that cannot be moved is dropped, and the next one tried); with
+    /// `server_round_robin`, the least recently used, moved here if need be.
     fn take_idle(&self) -> Option<Box<ServerConn>> {
         let here = crate::workers::current();
+        let round_robin = self.settings.round_robin;
         loop {
             let conn = {
                 let mut idle = lock(&self.idle);
-                let at = idle.iter().rposition(|c| c.home() == here);
-                match at {
-                    Some(at) => return Some(idle.remove(at)),
-                    None => idle.pop()?,
+                if round_robin {
+                    // The oldest, wherever it lives: preferring this
+                    // thread's would hand one connection out again and
+                    // again.
+                    if idle.is_empty() {
+                        return None;
+                    }
+                    idle.remove(0)
+                } else {
+                    match idle.iter().rposition(|c| c.home() == here) {
+                        Some(at) => return Some(idle.remove(at)),
+                        None => idle.pop()?,
+                    }
                 }
             };
             match conn.settle_here() {

@@ -170,6 +170,11 @@ pub struct General {
     /// long; 0 = never.
     #[serde(rename = "server_lifetime")]
     pub server_lifetime_ms: u64,
+    /// `server_round_robin` (PgBouncer's key): idle server connections are
+    /// handed out in turn, oldest first, instead of the most recently used
+    /// first, for an even load when one address leads to several servers
+    /// (round-robin DNS, a TCP balancer).
+    pub server_round_robin: bool,
     /// `shutdown_timeout`: on shutdown, how long to let clients finish.
     #[serde(rename = "shutdown_timeout")]
     pub shutdown_timeout_ms: u64,
@@ -303,6 +308,7 @@ impl Default for General {
             idle_timeout_ms: 60_000,
             query_timeout_ms: 0,
             server_lifetime_ms: 86_400_000,
+            server_round_robin: false,
             shutdown_timeout_ms: 60_000,
             max_client_conn: 10_000,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,

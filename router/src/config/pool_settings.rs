@@ -25,6 +25,9 @@ pub struct PoolSettings {
     pub idle_timeout: Option<Duration>,
     /// `None`: connections are never retired for age.
     pub server_lifetime: Option<Duration>,
+    /// Idle connections handed out oldest first (`server_round_robin`),
+    /// not most recently used first.
+    pub round_robin: bool,
     pub connect_timeout: Duration,
     /// `None`: queries run without a time limit.
     pub query_timeout: Option<Duration>,
@@ -59,6 +62,7 @@ impl fmt::Debug for PoolSettings {
             checkout_timeout,
             idle_timeout,
             server_lifetime,
+            round_robin,
             connect_timeout,
             query_timeout,
             health,
@@ -72,6 +76,7 @@ impl fmt::Debug for PoolSettings {
             .field("checkout_timeout", checkout_timeout)
             .field("idle_timeout", idle_timeout)
             .field("server_lifetime", server_lifetime)
+            .field("round_robin", round_robin)
             .field("connect_timeout", connect_timeout)
             .field("query_timeout", query_timeout)
             .field("health", health)
@@ -110,6 +115,7 @@ impl Config {
             checkout_timeout: general.checkout_timeout(),
             idle_timeout: general.idle_timeout(),
             server_lifetime: general.server_lifetime(),
+            round_robin: general.server_round_robin,
             connect_timeout: general.connect_timeout(),
             query_timeout: general.query_timeout(),
             health: HealthSettings {
