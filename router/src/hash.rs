@@ -141,12 +141,18 @@ pub fn plain_int(data_type: DataType, bytes: &[u8]) -> Option<Result<Key, KeyErr
         DataType::BigInt | DataType::Integer | DataType::SmallInt
     );
     // Up to 18 digits cannot overflow an i64.
-    if !integer || !(1..=18).contains(&bytes.len()) || !bytes.iter().all(u8::is_ascii_digit) {
+    if !integer || !(1..=18).contains(&bytes.len()) {
         return None;
     }
-    let value = bytes
-        .iter()
-        .fold(0i64, |acc, &digit| acc * 10 + i64::from(digit - b'0'));
+    // Checked and summed in one pass.
+    let mut value = 0i64;
+    for &byte in bytes {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value * 10 + i64::from(digit);
+    }
     Some(if in_range(data_type, i128::from(value)) {
         Ok(Key::Int(value))
     } else {

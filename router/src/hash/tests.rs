@@ -571,3 +571,49 @@ fn hash_range_mapping() {
     assert_eq!(logical_shard(&text_range, &text("é")), Some(1));
     assert_eq!(database(&text_range, &text("zebra")), Some(1));
 }
+
+/// `plain_int` (the fast path for digits as drivers send them) reads what
+/// `parse_text` reads, and leaves every other spelling to it.
+#[test]
+fn plain_int_agrees_with_parse_text() {
+    let spellings = [
+        "0",
+        "7",
+        "42",
+        "007",
+        "32767",
+        "32768",
+        "2147483647",
+        "2147483648",
+        "999999999999999999",
+        "9223372036854775807",
+        "",
+        " 1",
+        "1 ",
+        "-1",
+        "+1",
+        "1a",
+        "a1",
+        "1.0",
+        "/1",
+        ":1",
+    ];
+    for data_type in [BigInt, Integer, SmallInt] {
+        for text in spellings {
+            match plain_int(data_type, text.as_bytes()) {
+                Some(fast) => assert_eq!(
+                    fast.map_err(|e| e.to_string()),
+                    parse_text(data_type, text).map_err(|e| e.to_string()),
+                    "{data_type:?} {text:?}"
+                ),
+                None => {
+                    let digits_only = !text.is_empty()
+                        && text.len() <= 18
+                        && text.bytes().all(|b| b.is_ascii_digit());
+                    assert!(!digits_only, "{data_type:?} {text:?} left to parse_text");
+                }
+            }
+        }
+    }
+    assert!(plain_int(Text, b"12").is_none());
+}
