@@ -109,7 +109,7 @@ impl Places {
             }),
             sweeper: Arc::clone(&sweeper),
         });
-        let sweep = sweep(Arc::downgrade(&places), sweeper);
+        let sweep = sweep(Arc::downgrade(&places), sweeper, sweep_every(timeout));
         (places, sweep)
     }
 
@@ -221,7 +221,7 @@ impl Places {
 /// The pool's sweeper: while anyone waits for a place, every
 /// [`SWEEP_EVERY`] (or an eighth of the timeout), it ends the waits past
 /// `checkout_timeout`; while nobody waits, it rests. Ends with the places.
-async fn sweep(places: Weak<Places>, wake: Arc<Notify>) {
+async fn sweep(places: Weak<Places>, wake: Arc<Notify>, every: Duration) {
     loop {
         loop {
             let woken = wake.notified();
@@ -236,9 +236,6 @@ async fn sweep(places: Weak<Places>, wake: Arc<Notify>) {
             woken.await;
         }
         loop {
-            let Some(every) = places.upgrade().map(|p| sweep_every(p.timeout)) else {
-                return;
-            };
             tokio::time::sleep(every).await;
             let Some(places) = places.upgrade() else {
                 return;

@@ -83,9 +83,11 @@ impl Pool {
     /// Checked-out connections that predate the last RECONNECT (WAIT_CLOSE
     /// waits for none to be left).
     pub fn closes_pending(&self) -> usize {
-        self.checked_out()
-            .iter()
-            .filter(|(_, out)| self.is_close_needed(out.created))
+        lock(&self.listed)
+            .values()
+            .filter(|entry| {
+                entry.out.load(Ordering::Relaxed) && self.is_close_needed(entry.created)
+            })
             .count()
     }
 
