@@ -177,24 +177,35 @@ impl ReplyPlan {
             .is_some_and(|s| matches!(s, Step::Server { sync: false, .. }))
     }
 
-    /// A message of the forwarded reply under way that ends no step and
-    /// that pgshard does not read (DataRow, RowDescription...): it goes
-    /// to the client as it is, with nothing to note or decide.
-    pub fn passes_through(&self, tag: u8) -> bool {
-        match self.steps.front() {
-            Some(Step::Server {
-                forward: true,
-                terminals,
-                ..
-            }) => {
-                // What the session or the plan reads: transaction status,
-                // parameter reports, command tags, errors, COPY IN, and
-                // the asynchronous messages.
-                !matches!(tag, b'Z' | b'S' | b'C' | b'E' | b'G' | b'N' | b'A')
-                    && !terminals.contains(&tag)
-            }
-            _ => false,
+    /// A message of the forwarded reply under way that the client gets as
+    /// it is, with nothing for the plan to decide: `true` for a DataRow or
+    /// RowDescription, say, and for the reply that ends a forwarded
+    /// message other than a Query or Sync (BindComplete, the command tag
+    /// of an Execute: its step is done). A CommandComplete is one of them:
+    /// the caller reads it. Transaction status, parameter reports, errors,
+    /// COPY IN and the asynchronous messages are not.
+    pub fn relays_plainly(&mut self, tag: u8) -> bool {
+        let Some(Step::Server {
+            forward: true,
+            terminals,
+            sync,
+            ..
+        }) = self.steps.front()
+        else {
+            return false;
+        };
+        if matches!(tag, b'Z' | b'S' | b'E' | b'G' | b'N' | b'A') {
+            return false;
         }
+        if !ends(terminals, tag) {
+            return true;
+        }
+        if *sync {
+            return false;
+        }
+        // (Its effect, if any, mattered only had the message failed.)
+        self.steps.pop_front();
+        true
     }
 
     /// A reply pgshard makes itself is next (see [`drain_local`](Self::drain_local)).
@@ -300,7 +311,7 @@ impl ReplyPlan {
             };
         }
         let mut completed = Effect::None;
-        if terminals.contains(&tag) {
+        if ends(terminals, tag) {
             if let Some(Step::Server { effect, .. }) = self.steps.pop_front() {
                 completed = effect;
             }
@@ -314,6 +325,12 @@ impl ReplyPlan {
             completed,
         }
     }
+}
+
+/// `tag` is one of a step's `terminals`. (A loop: the slice's `contains`
+/// calls memchr, which costs more than the few bytes it looks at.)
+pub fn ends(terminals: &[u8], tag: u8) -> bool {
+    terminals.iter().any(|&t| t == tag)
 }
 
 #[cfg(test)]
@@ -457,6 +474,53 @@ mod tests {
         assert_eq!(plan.pending_syncs(), 0);
         assert!(plan.on_server_message(b'C').forward);
         assert!(plan.is_empty());
+    }
+
+    #[test]
+    fn plain_replies_pass_and_end_their_steps() {
+        let mut plan = ReplyPlan::default();
+        plan.push(Step::forward_with(BIND, Effect::Bound(7)));
+        plan.push(Step::forward(DESCRIBE));
+        plan.push(Step::forward(EXECUTE));
+        plan.push(Step::forward(SYNC));
+        assert!(plan.relays_plainly(b'2'));
+        assert_eq!(plan.steps.len(), 3, "BindComplete ends the Bind");
+        for tag in [b'S', b'N', b'A', b'E', b'G', b'Z'] {
+            assert!(!plan.relays_plainly(tag), "{} is read", tag as char);
+        }
+        assert!(plan.relays_plainly(b'T'));
+        assert!(plan.relays_plainly(b'D'));
+        assert_eq!(plan.steps.len(), 2, "a DataRow ends nothing");
+        assert!(plan.relays_plainly(b'C'));
+        assert!(plan.at_sync());
+        assert!(!plan.relays_plainly(b'Z'), "ReadyForQuery is decided");
+        assert!(plan.on_server_message(b'Z').forward);
+        assert!(plan.is_empty());
+        assert!(!plan.relays_plainly(b'D'), "nothing expected");
+
+        // A simple query: its command tags pass, its step stays.
+        plan.push(Step::forward(SYNC));
+        assert!(plan.relays_plainly(b'C'));
+        assert!(plan.relays_plainly(b'C'));
+        assert_eq!(plan.pending_syncs(), 1);
+        assert!(!plan.is_empty());
+    }
+
+    #[test]
+    fn injected_and_local_replies_are_never_plain() {
+        let mut plan = ReplyPlan::default();
+        plan.push(Step::injected(PARSE, Effect::Prepared(3, None)));
+        assert!(!plan.relays_plainly(b'1'));
+        plan.push(Step::forward(BIND));
+        assert!(!plan.on_server_message(b'1').forward);
+        let mut plan = ReplyPlan::default();
+        plan.push(local(b"1"));
+        plan.push(Step::forward(BIND));
+        assert!(!plan.relays_plainly(b'2'), "the local reply goes first");
+        let mut plan = ReplyPlan::default();
+        plan.push(Step::injected_query());
+        assert!(!plan.relays_plainly(b'C'));
+        assert!(!plan.relays_plainly(b'D'));
     }
 
     #[test]

@@ -117,8 +117,11 @@ impl<S: ClientIo> Session<S> {
             let message = &rbuf[at..at + length];
             let tag = message[0];
             at += length;
-            if self.plan.passes_through(tag) {
-                // A row of the client's reply, say.
+            if self.plan.relays_plainly(tag) {
+                // A row of the client's reply, say, or a BindComplete.
+                if tag == b'C' {
+                    self.on_command_complete(&message[5..]);
+                }
                 forwarded += length;
                 continue;
             }
@@ -217,18 +220,7 @@ impl<S: ClientIo> Session<S> {
                 }
             }
             b'S' => conn.note_parameter(body),
-            b'C' => {
-                retire_on_ddl(&self.state, body);
-                if body.starts_with(b"COMMIT\0") {
-                    for change in self.pending.drain(..) {
-                        self.params.apply(&change, &self.defaults);
-                        conn.applied.apply_on_server(&change);
-                        self.resync |= self.mode == PoolerMode::Session;
-                    }
-                } else if body.starts_with(b"ROLLBACK\0") {
-                    self.pending.clear();
-                }
-            }
+            b'C' => self.on_command_complete(body),
             b'E' if self.plan.at_sync() => self.failed = true,
             b'G' => {
                 self.copy_in = true;
@@ -237,6 +229,24 @@ impl<S: ClientIo> Session<S> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A CommandComplete: a schema change retires what depended on the
+    /// schema; settings made in a transaction take effect at its COMMIT.
+    fn on_command_complete(&mut self, tag: &[u8]) {
+        retire_on_ddl(&self.state, tag);
+        let Some(server) = self.attached.main_mut() else {
+            return;
+        };
+        if tag.starts_with(b"COMMIT\0") {
+            for change in self.pending.drain(..) {
+                self.params.apply(&change, &self.defaults);
+                server.conn.applied.apply_on_server(&change);
+                self.resync |= self.mode == PoolerMode::Session;
+            }
+        } else if tag.starts_with(b"ROLLBACK\0") {
+            self.pending.clear();
         }
     }
 

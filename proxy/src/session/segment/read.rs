@@ -149,7 +149,7 @@ impl<S: ClientIo> Session<S> {
                 part.failed = true;
                 return Ok(UnitRead::Error(message));
             }
-            let done = terminals.contains(&tag);
+            let done = crate::session::reply_plan::ends(terminals, tag);
             if done {
                 part.units.pop_front();
             }
