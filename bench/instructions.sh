@@ -10,7 +10,9 @@
 # run as root), pgbench -i, then each target under callgrind: PgBouncer
 # (Debian's, scripts/setup.sh --bench), pgshard (release build) and
 # pgshard over two shard entries of the same database (every -S statement
-# routed). Per case it runs pgbench twice, with T1 and T2 transactions per
+# routed), and on request `relay` (bench's relay_floor: bytes relayed
+# between each client and a server connection of its own, the floor).
+# Per case it runs pgbench twice, with T1 and T2 transactions per
 # client, zeroing the counters before and dumping them after each run:
 # (instructions of run 2 - run 1) / (transactions of run 2 - run 1)
 # leaves out what connecting costs.
@@ -48,6 +50,11 @@ command -v callgrind_control >/dev/null || die "no callgrind_control (package va
 if [[ " $TARGETS " == *" pgshard"* ]] && [ -z "${PGSHARD:-}" ]; then
   CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} cargo build --release --locked -q -p proxy --bin pgshard
   PGSHARD=$target_dir/release/pgshard
+fi
+
+if [[ " $TARGETS " == *" relay "* ]]; then
+  CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} cargo build --release --locked -q -p bench --bin relay_floor
+  RELAY=$target_dir/release/relay_floor
 fi
 
 work=$(bench_workdir pgshard-instructions)
@@ -97,6 +104,8 @@ start_proxy() { # target port
         "$port" "$POOL" "$databases" >"$work/$target.toml"
       printf '[[users]]\nname = "postgres"\ndatabase = "pgbench"\npassword = "unused"\n' >"$work/users.toml"
       set -- "$work/pgshard" --config "$work/$target.toml" --users "$work/users.toml" ;;
+    relay)
+      set -- "$work/relay_floor" --listen "127.0.0.1:$port" --host "$(backend_host)" --port "$pg_port" ;;
     *) die "unknown target $target" ;;
   esac
   [ ${#as_pg[@]} -eq 0 ] || chown -R postgres "$work"
@@ -148,6 +157,7 @@ results="$work/results.tsv"
 : >"$results"
 # A copy the postgres user can run.
 [[ " $TARGETS " != *" pgshard"* ]] || cp "$PGSHARD" "$work/pgshard"
+[[ " $TARGETS " != *" relay "* ]] || cp "$RELAY" "$work/relay_floor"
 echo "cases: $CASES; targets: $TARGETS; $T1 and $T2 transactions per client"
 for target in $TARGETS; do
   port=$(free_port)

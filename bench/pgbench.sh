@@ -22,7 +22,9 @@
 # pgshard-w<N> (N workers), pgshard-rr (unsharded, two servers in turn
 # at one client: the sharded target's baseline), pgshard-base and
 # pgshard-base-w<N> (the build
-# $PGSHARD_BASE, for a before/after in one run)), SCALE
+# $PGSHARD_BASE, for a before/after in one run), relay (the floor:
+# bench's relay_floor, one thread relaying bytes between each client and
+# a server connection of its own; what any proxy's kernel work costs)), SCALE
 # (10), POOL (10), WORKERS (pgshard's `workers`; default its config
 # default), JSON (target/pgbench.json), PGSHARD (a built binary to use
 # instead of building), KEEP=1 (leave the temp dir), HOLD=1 (start
@@ -62,6 +64,11 @@ if [ -n "$wants_pgshard" ] && [ -z "${PGSHARD:-}" ]; then
   PGSHARD=$target_dir/release/pgshard
 fi
 [ -z "$wants_pgshard" ] || [ -x "$PGSHARD" ] || die "no pgshard binary at $PGSHARD"
+relay_bin=""
+if [[ " $TARGETS " == *" relay "* ]]; then
+  CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} cargo build --release --locked -q -p bench --bin relay_floor
+  relay_bin=$target_dir/release/relay_floor
+fi
 hz=$(getconf CLK_TCK)
 
 # --- temp dir, ports, cleanup -----------------------------------------------
@@ -158,6 +165,12 @@ for t in $TARGETS; do
     pgshard-rr)
       start_pgshard pgshard-rr "$PGSHARD" "$(pgshard_database)" "" \
         $'server_round_robin = true\nmin_pool_size = 2' ;;
+    relay)
+      PORT[relay]=$(free_port)
+      setsid "$relay_bin" --listen "127.0.0.1:${PORT[relay]}" --host "$(backend_host)" --port "$pg_port" \
+        >"$work/relay.log" 2>&1 &
+      PID[relay]=$!
+      pids+=("$!") ;;
     direct | pgbouncer) ;;
     *) die "unknown target $t" ;;
   esac

@@ -329,6 +329,7 @@ impl ReplyPlan {
 
 /// `tag` is one of a step's `terminals`. (A loop: the slice's `contains`
 /// calls memchr, which costs more than the few bytes it looks at.)
+#[allow(clippy::manual_contains)]
 pub fn ends(terminals: &[u8], tag: u8) -> bool {
     terminals.iter().any(|&t| t == tag)
 }
