@@ -79,7 +79,9 @@ enum Stream {
 }
 
 /// One side of a client's relay: its socket and what waits to be written
-/// to it (only when the socket had no room).
+/// to it (only when the socket had no room). A bench tool's shortcut: the
+/// other side is read on regardless, so a peer that stops reading makes
+/// `pending` grow without bound (pgbench reads every reply).
 struct Side {
     stream: Stream,
     pending: Vec<u8>,
