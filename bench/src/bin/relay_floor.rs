@@ -66,7 +66,11 @@ fn main() -> anyhow::Result<()> {
                 relay.accept(&listener, poll.registry(), &args);
             } else {
                 let at = event.token().0 - 1;
-                relay.on_ready(poll.registry(), at / 2, at % 2, event.is_writable());
+                let ready = Ready {
+                    writable: event.is_writable(),
+                    read_closed: event.is_read_closed(),
+                };
+                relay.on_ready(poll.registry(), at / 2, at % 2, ready);
             }
         }
     }
@@ -85,6 +89,13 @@ enum Stream {
 struct Side {
     stream: Stream,
     pending: Vec<u8>,
+}
+
+/// What an event said of a socket.
+struct Ready {
+    writable: bool,
+    /// The peer closed its end: read to the end of the stream.
+    read_closed: bool,
 }
 
 struct Relay {
@@ -146,12 +157,12 @@ impl Relay {
 
     /// `side` of `pair` is readable (or writable, when it had bytes
     /// pending): read once, write what came to the other side.
-    fn on_ready(&mut self, registry: &Registry, pair: usize, side: usize, writable: bool) {
+    fn on_ready(&mut self, registry: &Registry, pair: usize, side: usize, ready: Ready) {
         let Some(Some(sides)) = self.pairs.get_mut(pair) else {
             return;
         };
         let result = (|| {
-            if writable {
+            if ready.writable {
                 flush(&mut sides[side], registry, token(pair, side))?;
             }
             loop {
@@ -164,7 +175,7 @@ impl Relay {
                 let peer = &mut sides[1 - side];
                 peer.pending.extend_from_slice(&self.buf[..n]);
                 flush(peer, registry, token(pair, 1 - side))?;
-                if n < self.buf.len() {
+                if n < self.buf.len() && !ready.read_closed {
                     // Drained: mio's edge-triggered readiness reports
                     // whatever comes next.
                     return Ok(());
@@ -174,6 +185,9 @@ impl Relay {
         if result.is_err() {
             if let Some(mut sides) = self.pairs[pair].take() {
                 for side in &mut sides {
+                    // What the other side said last (a FATAL error, say)
+                    // goes out if the socket takes it now.
+                    let _ = side.stream.write(&side.pending);
                     let _ = side.stream.deregister(registry);
                 }
             }
