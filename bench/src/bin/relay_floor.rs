@@ -149,6 +149,7 @@ impl Relay {
         });
         for (side, s) in sides.iter_mut().enumerate() {
             s.stream
+                .source()
                 .register(registry, token(pair, side), Interest::READABLE)?;
         }
         self.pairs[pair] = Some(sides);
@@ -188,7 +189,7 @@ impl Relay {
                     // What the other side said last (a FATAL error, say)
                     // goes out if the socket takes it now.
                     let _ = side.stream.write(&side.pending);
-                    let _ = side.stream.deregister(registry);
+                    let _ = side.stream.source().deregister(registry);
                 }
             }
         }
@@ -218,7 +219,7 @@ fn flush(side: &mut Side, registry: &Registry, token: Token) -> io::Result<()> {
         Interest::READABLE | Interest::WRITABLE
     };
     if had || !side.pending.is_empty() {
-        side.stream.reregister(registry, token, interest)?;
+        side.stream.source().reregister(registry, token, interest)?;
     }
     Ok(())
 }
@@ -245,35 +246,13 @@ impl Write for Stream {
     }
 }
 
-impl Source for Stream {
-    fn register(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interest: Interest,
-    ) -> io::Result<()> {
+impl Stream {
+    /// The socket as mio registers it (registration is rare: reads and
+    /// writes, the hot path, match on the kind instead).
+    fn source(&mut self) -> &mut dyn Source {
         match self {
-            Stream::Tcp(s) => s.register(registry, token, interest),
-            Stream::Unix(s) => s.register(registry, token, interest),
-        }
-    }
-
-    fn reregister(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interest: Interest,
-    ) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.reregister(registry, token, interest),
-            Stream::Unix(s) => s.reregister(registry, token, interest),
-        }
-    }
-
-    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.deregister(registry),
-            Stream::Unix(s) => s.deregister(registry),
+            Stream::Tcp(s) => s,
+            Stream::Unix(s) => s,
         }
     }
 }
