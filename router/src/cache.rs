@@ -749,6 +749,7 @@ fn valued(summary: &Summary) -> bool {
             stmt.kind,
             StatementKind::SetShard(Some(_)) | StatementKind::SetShardingKey(Some(_))
         ) || matches!(stmt.session, Some(SessionEffect::Set { .. }))
+            || matches!(stmt.kind, StatementKind::Do(_))
     })
 }
 
@@ -866,14 +867,22 @@ fn locate(
     Some(used)
 }
 
-/// Call `f` on every value of every condition (the sublinks' too) until it
-/// returns false; whether all returned true.
+/// Call `f` on every value of every call's arguments and every condition
+/// (the sublinks' too) until it returns false; whether all returned true.
 fn for_each_value(summary: &mut Summary, f: &mut impl FnMut(&mut Value) -> bool) -> bool {
-    let mut stack: Vec<&mut Condition> = summary
-        .statements
-        .iter_mut()
-        .flat_map(|stmt| stmt.all_conditions_mut())
-        .collect();
+    let mut stack: Vec<&mut Condition> = Vec::new();
+    for stmt in &mut summary.statements {
+        let values = stmt
+            .calls
+            .iter_mut()
+            .flat_map(|call| call.args.iter_mut().flatten());
+        for value in values {
+            if !f(value) {
+                return false;
+            }
+        }
+        stack.extend(stmt.all_conditions_mut());
+    }
     while let Some(condition) = stack.pop() {
         match condition {
             Condition::Eq { value, .. } | Condition::Any { value, .. } => {
@@ -902,6 +911,13 @@ fn summary_bytes(summary: &Summary) -> usize {
             size_of::<TableRef>() + opt(&table.schema) + table.name.len() + opt(&table.alias)
         };
         bytes += stmt.tables.iter().map(table_bytes).sum::<usize>();
+        for call in &stmt.calls {
+            bytes += size_of::<crate::summary::Call>() + opt(&call.schema) + call.name.len();
+            bytes += call.args.len() * size_of::<Option<Value>>();
+        }
+        if let StatementKind::Do(code) = &stmt.kind {
+            bytes += code.body.len() + code.language.len();
+        }
         if let Some(sublinks) = &stmt.sublinks {
             bytes += size_of::<crate::summary::Sublinks>();
             bytes += sublinks

@@ -17,8 +17,14 @@
 //!   DiscardStmt -> Session; ExplainStmt -> Explain with the explained
 //!   statement's tables, conditions, locking and write; schema changes
 //!   (Create*/Alter*/Drop*/Index/Truncate/Rename/Comment/Grant/View/...) ->
-//!   Ddl, write; CallStmt and DoStmt -> Other, write; anything else -> Other.
+//!   Ddl, write; CallStmt -> Other, write; DoStmt -> Do (its `as` and
+//!   `language` DefElems; language `plpgsql` when absent), write; anything
+//!   else -> Other.
 //! - **locking**: any SELECT level with a locking clause.
+//! - **calls**: every FuncCall anywhere (a CallStmt's own too), named by
+//!   its last name part and the one before it (schema), with each
+//!   positional argument that is a constant or parameter through casts as
+//!   a value (as for conditions), `None` for any other expression.
 //! - **tables**: every RangeVar in the statement (any depth: FROM, JOIN,
 //!   subqueries, CTE bodies, INSERT/UPDATE/DELETE/MERGE/COPY/DDL targets),
 //!   except unqualified names equal to a CTE name defined anywhere in the

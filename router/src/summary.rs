@@ -44,8 +44,19 @@ pub enum StatementKind {
     /// `EXPLAIN [ANALYZE] stmt`: routed like the statement it explains
     /// (the summary's tables and conditions are that statement's).
     Explain,
-    /// Anything else (LISTEN, NOTIFY, VACUUM, PREPARE, EXECUTE, CALL, DO, ...).
+    /// `DO [LANGUAGE l] 'code'`: an anonymous code block, whose body pgshard
+    /// reads for the tables it reaches ([`crate::catalog`]).
+    Do(Box<InlineCode>),
+    /// Anything else (LISTEN, NOTIFY, VACUUM, PREPARE, EXECUTE, CALL, ...).
     Other,
+}
+
+/// The code of a DO block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlineCode {
+    /// `LANGUAGE`, lower-cased (`plpgsql` when not given, as Postgres).
+    pub language: String,
+    pub body: String,
 }
 
 /// One statement of the string.
@@ -86,6 +97,22 @@ pub struct StatementSummary {
     /// The query levels that join two or more FROM items; `None` when none
     /// does (the common case costs one pointer).
     pub joins: Option<Box<Joins>>,
+    /// Every function called by name anywhere in the statement (sorted,
+    /// deduplicated): what a name may hide ([`crate::catalog`]).
+    pub calls: Vec<Call>,
+}
+
+/// A call of a function or procedure by name (`f(x)`, `s.f()`, `count(*)`,
+/// `CALL p(1)`), wherever it sits in the statement.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Call {
+    /// The schema as written (lower-cased unless quoted).
+    pub schema: Option<String>,
+    pub name: String,
+    /// Its positional arguments: a constant or parameter (through casts)
+    /// as a [`Value`], `None` for any other expression. A templated cache
+    /// entry reads literal values as parameters, as for conditions.
+    pub args: Vec<Option<Value>>,
 }
 
 /// The query levels of a statement that join FROM items, anywhere in it
@@ -392,6 +419,8 @@ impl StatementSummary {
         self.tables.dedup();
         self.set_columns.sort_unstable();
         self.set_columns.dedup();
+        self.calls.sort_unstable();
+        self.calls.dedup();
         canonicalize_conditions(&mut self.conditions);
         if let Some(sublinks) = &mut self.sublinks {
             sublinks.canonicalize();

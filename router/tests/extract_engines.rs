@@ -10,8 +10,8 @@
 use parser_ffi::{parse_protobuf, parse_raw, ParseTree};
 use router::extract::{summarize, summarize_protobuf, ExtractError};
 use router::summary::{
-    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Sublink, Sublinks,
-    Summary, TableRef, Value, ValueSource,
+    Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind, StatementSummary,
+    Sublink, Sublinks, Summary, TableRef, Value, ValueSource,
 };
 
 /// The effect of `SET name ...` parsed alone: the whole text.
@@ -94,7 +94,7 @@ fn check(sql: &str, expected: StatementSummary) {
 }
 
 /// Both engines give `expected` for `sql`. A statement expected without
-/// sublink or join facts is compared without them (the cases that are not
+/// sublink or join facts, or calls, is compared without them (the cases that are not
 /// about them leave them out; the engines must still agree on them).
 #[track_caller]
 fn check_all(sql: &str, mut expected: Summary) {
@@ -111,6 +111,9 @@ fn check_all(sql: &str, mut expected: Summary) {
         }
         if wanted.joins.is_none() {
             got.joins = None;
+        }
+        if wanted.calls.is_empty() {
+            got.calls.clear();
         }
     }
     assert_eq!(protobuf, expected, "both engines: {sql}");
@@ -137,6 +140,7 @@ fn stmt(kind: StatementKind) -> StatementSummary {
         session: None,
         sublinks: None,
         joins: None,
+        calls: Vec::new(),
     }
 }
 
@@ -550,7 +554,14 @@ fn statement_kinds() {
     check("TRUNCATE t", stmt(K::Ddl).tables(&["t"]));
     check("DROP TABLE t", stmt(K::Ddl));
     check("CALL p(1)", stmt(K::Other).write(true));
-    check("DO $$ BEGIN END $$", stmt(K::Other).write(true));
+    check(
+        "DO $$ BEGIN PERFORM 1; END $$",
+        stmt(K::Do(Box::new(InlineCode {
+            language: "plpgsql".into(),
+            body: " BEGIN PERFORM 1; END ".into(),
+        })))
+        .write(true),
+    );
     check("VACUUM t", stmt(K::Other).tables(&["t"]));
     check("LISTEN ch", stmt(K::Other));
     check(
@@ -1455,4 +1466,77 @@ fn session_effects() {
         "DEALLOCATE ALL",
         stmt(K::Other).session(SessionEffect::Deallocate(None)),
     );
+}
+
+/// A call as `schema.name(args)`, each argument a value or `None`.
+fn call(name: &str, args: Vec<Option<Value>>) -> Call {
+    let (schema, name) = match name.split_once('.') {
+        Some((schema, name)) => (Some(schema.to_owned()), name.to_owned()),
+        None => (None, name.to_owned()),
+    };
+    Call { schema, name, args }
+}
+
+fn text_at(text: &str, location: i32, cast: Option<&str>) -> Option<Value> {
+    Some(Value {
+        source: ValueSource::Text {
+            text: text.into(),
+            location,
+        },
+        cast: cast.map(str::to_owned),
+    })
+}
+
+#[test]
+fn calls_anywhere_with_their_constant_arguments() {
+    let mut with_calls = |sql: &str, calls: Vec<Call>| {
+        let mut expected = select().tables(&["t"]);
+        expected.calls = calls;
+        check(sql, expected);
+    };
+    with_calls(
+        "SELECT count(*), nextval('s') FROM t",
+        vec![
+            call("count", vec![]),
+            call("nextval", vec![text_at("s", 25, None)]),
+        ],
+    );
+    with_calls(
+        "SELECT * FROM t WHERE x = app.f($1::int, y, 'a'::regclass, g(2))",
+        vec![
+            call(
+                "app.f",
+                vec![
+                    Some(Value {
+                        source: ValueSource::Param(1),
+                        cast: Some("int4".into()),
+                    }),
+                    None,
+                    text_at("a", 44, Some("regclass")),
+                    None,
+                ],
+            ),
+            call(
+                "g",
+                vec![Some(Value {
+                    source: ValueSource::Integer {
+                        value: 2,
+                        location: 61,
+                    },
+                    cast: None,
+                })],
+            ),
+        ],
+    );
+    // In a sublink, a FROM function, ORDER BY.
+    with_calls(
+        "SELECT 1 FROM t, f() WHERE EXISTS (SELECT h()) ORDER BY k()",
+        vec![call("f", vec![]), call("h", vec![]), call("k", vec![])],
+    );
+    let mut procedure = stmt(StatementKind::Other).write(true);
+    procedure.calls = vec![
+        call("p", vec![text_at("x", 7, None), None]),
+        call("q", vec![]),
+    ];
+    check("CALL p('x', q())", procedure);
 }

@@ -17,8 +17,8 @@ mod sublinks_protobuf;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
-    ValueSource,
+    Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind, StatementSummary,
+    Summary, TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see [`super`] for the rules).
@@ -48,6 +48,7 @@ fn statement<'a>(
     let (kind, write) = classify(root);
     let Found {
         mut tables,
+        calls,
         mut ctes,
         locking,
         select_into,
@@ -94,6 +95,7 @@ fn statement<'a>(
         session: None,
         sublinks,
         joins,
+        calls,
     })
 }
 
@@ -224,11 +226,48 @@ fn classify(root: Option<&NodeEnum>) -> (StatementKind, Option<bool>) {
             };
             return (K::Explain, write);
         }
-        Some(NodeEnum::CallStmt(_) | NodeEnum::DoStmt(_)) => (K::Other, true),
+        Some(NodeEnum::DoStmt(code)) => (K::Do(Box::new(inline_code(&code.args))), true),
+        Some(NodeEnum::CallStmt(_)) => (K::Other, true),
         Some(node) if is_ddl(node) => (K::Ddl, true),
         Some(_) => (K::Other, false),
     };
     (kind, Some(write))
+}
+
+/// A DO block's language and body, from its DefElems (`as`, `language`).
+fn inline_code(args: &[pb::Node]) -> InlineCode {
+    let mut code = InlineCode {
+        language: "plpgsql".to_owned(),
+        body: String::new(),
+    };
+    for arg in args {
+        let Some(NodeEnum::DefElem(elem)) = arg.node.as_ref() else {
+            continue;
+        };
+        let Some(NodeEnum::String(value)) = inner(&elem.arg) else {
+            continue;
+        };
+        match elem.defname.as_str() {
+            "as" => code.body.clone_from(&value.sval),
+            "language" => code.language = value.sval.to_ascii_lowercase(),
+            _ => {}
+        }
+    }
+    code
+}
+
+/// A FuncCall as the summary keeps it; `None` when its name is not a plain
+/// (schema-qualified) name.
+fn call_of(call: &pb::FuncCall) -> Option<Call> {
+    let name_at = |i: usize| match call.funcname.get(i).and_then(|n| n.node.as_ref()) {
+        Some(NodeEnum::String(name)) => Some(name.sval.clone()),
+        _ => None,
+    };
+    let last = call.funcname.len().checked_sub(1)?;
+    let name = name_at(last)?;
+    let schema = last.checked_sub(1).and_then(name_at);
+    let args = call.args.iter().map(value).collect();
+    Some(Call { schema, name, args })
 }
 
 fn transaction_kind(transaction: &pb::TransactionStmt) -> StatementKind {
@@ -301,6 +340,7 @@ fn is_ddl(node: &NodeEnum) -> bool {
 #[derive(Default)]
 struct Found {
     tables: Vec<TableRef>,
+    calls: Vec<Call>,
     ctes: Vec<String>,
     locking: bool,
     select_into: bool,
@@ -360,6 +400,13 @@ impl Found {
             }
             NodeEnum::SelectStmt(select) => self.select(select),
             NodeEnum::SubLink(_) => self.sublink = true,
+            NodeEnum::FuncCall(call) => self.calls.extend(call_of(call)),
+            // Its FuncCall is held directly (a node in C); its arguments
+            // are nodes the walk meets.
+            NodeEnum::CallStmt(call) => {
+                self.calls
+                    .extend(call.funccall.as_deref().and_then(call_of));
+            }
             NodeEnum::JoinExpr(_) | NodeEnum::MergeStmt(_) => self.join = true,
             NodeEnum::UpdateStmt(update) => self.join |= !update.from_clause.is_empty(),
             NodeEnum::DeleteStmt(delete) => self.join |= !delete.using_clause.is_empty(),

@@ -65,6 +65,7 @@ fn render_statement(stmt: &StatementSummary) -> String {
         StatementKind::Session => "session".to_owned(),
         StatementKind::Ddl => "ddl".to_owned(),
         StatementKind::Explain => "explain".to_owned(),
+        StatementKind::Do(code) => format!("do({})", code.language),
         StatementKind::Other => "other".to_owned(),
     };
     for (flag, name) in [
@@ -345,7 +346,8 @@ fn kinds_of_schema_changes() {
 #[test]
 fn kinds_of_everything_else() {
     check("CALL p(1)", "other write []");
-    check("DO $$ BEGIN END $$", "other write []");
+    check("DO $$ BEGIN END $$", "do(plpgsql) write []");
+    check("DO LANGUAGE sql 'SELECT 1'", "do(sql) write []");
     check("LISTEN c", "other []");
     check("NOTIFY c, 'x'", "other []");
     check("UNLISTEN *", "other []");
@@ -1511,6 +1513,7 @@ fn summary_fields_in_full() {
                 session: None,
                 sublinks: None,
                 joins: None,
+                calls: Vec::new(),
             },
             StatementSummary {
                 kind: StatementKind::Commit,
@@ -1524,6 +1527,7 @@ fn summary_fields_in_full() {
                 session: None,
                 sublinks: None,
                 joins: None,
+                calls: Vec::new(),
             },
         ]
     );

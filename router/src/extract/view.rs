@@ -31,8 +31,8 @@ mod sublinks_view;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
-    ValueSource,
+    Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind, StatementSummary,
+    Summary, TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see the rules in [`super`]).
@@ -62,6 +62,7 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
                 session: None,
                 sublinks: None,
                 joins: None,
+                calls: Vec::new(),
             },
         };
         statements.push(summary);
@@ -113,6 +114,7 @@ fn statement<'a>(
     cte_names.clear();
     let mut found = Found {
         tables: Vec::new(),
+        calls: Vec::new(),
         cte_names,
         locking: false,
         select_into: false,
@@ -176,6 +178,7 @@ fn statement<'a>(
         session: None,
         sublinks,
         joins: join_levels,
+        calls: found.calls,
     })
 }
 
@@ -353,10 +356,34 @@ fn classify(stmt: Node<'_>) -> (StatementKind, Write) {
                 .map_or(Write::Never, |query| classify(query).1);
             (K::Explain, write)
         }
-        NodeRef::CallStmt(_) | NodeRef::DoStmt(_) => (K::Other, Write::Always),
+        NodeRef::DoStmt(code) => (K::Do(Box::new(inline_code(code.args()))), Write::Always),
+        NodeRef::CallStmt(_) => (K::Other, Write::Always),
         node if is_ddl(node) => (K::Ddl, Write::Always),
         _ => (K::Other, Write::Never),
     }
+}
+
+/// A DO block's language and body, from its DefElems (`as`, `language`).
+fn inline_code(args: List<'_>) -> InlineCode {
+    let mut code = InlineCode {
+        language: "plpgsql".to_owned(),
+        body: String::new(),
+    };
+    for arg in args.iter().flatten() {
+        let NodeRef::DefElem(elem) = arg.kind() else {
+            continue;
+        };
+        let value = match elem.arg().map(Node::kind) {
+            Some(NodeRef::String(value)) => value.sval().unwrap_or_default(),
+            _ => continue,
+        };
+        match elem.defname() {
+            Some("as") => value.clone_into(&mut code.body),
+            Some("language") => code.language = value.to_ascii_lowercase(),
+            _ => {}
+        }
+    }
+    code
 }
 
 /// `SET` / `RESET`: the two pgdog settings, or session state.
@@ -433,6 +460,8 @@ fn is_ddl(node: NodeRef<'_>) -> bool {
 struct Found<'s, 'a> {
     /// Every RangeVar (CTE references included until the end).
     tables: Vec<TableRef>,
+    /// Every FuncCall.
+    calls: Vec<Call>,
     cte_names: &'s mut Vec<&'a str>,
     locking: bool,
     select_into: bool,
@@ -489,6 +518,10 @@ impl<'a> Found<'_, 'a> {
                 self.sublink = true;
                 Walk::Continue
             }
+            NodeRef::FuncCall(call) => {
+                self.calls.extend(call_of(call));
+                Walk::Continue
+            }
             // `FOR UPDATE OF o` names FROM items (often aliases), not tables.
             NodeRef::LockingClause(_) => Walk::SkipChildren,
             // Leaves (their children are name parts at most).
@@ -496,6 +529,25 @@ impl<'a> Found<'_, 'a> {
             _ => Walk::Continue,
         }
     }
+}
+
+/// A FuncCall as the summary keeps it; `None` when its name is not a plain
+/// (schema-qualified) name.
+fn call_of(call: view::FuncCall<'_>) -> Option<Call> {
+    let names = call.funcname();
+    let name_at = |i: usize| match names.get(i).map(Node::kind) {
+        Some(NodeRef::String(name)) => name.sval(),
+        _ => None,
+    };
+    let last = names.len().checked_sub(1)?;
+    let name = name_at(last)?.to_owned();
+    let schema = last.checked_sub(1).and_then(name_at).map(str::to_owned);
+    let args = call
+        .args()
+        .iter()
+        .map(|arg| arg.and_then(value_of).map(ValueOf::to_value))
+        .collect();
+    Some(Call { schema, name, args })
 }
 
 fn is_data_modifying(query: Node<'_>) -> bool {
