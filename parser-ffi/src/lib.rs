@@ -31,7 +31,7 @@ pub use convert::{ConvertError, MAX_DEPTH};
 pub use deparse::{deparse, deparse_protobuf};
 pub use error::ParseError;
 pub use pg_query::protobuf;
-pub use text::{fingerprint, normalize, scan, Token};
+pub use text::{fingerprint, normalize, parse_plpgsql, scan, Token};
 pub use tree::ParseTree;
 
 /// Parse `sql` the protobuf way: libpg_query encodes the C tree to protobuf in

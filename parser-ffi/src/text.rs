@@ -73,6 +73,29 @@ pub fn fingerprint(sql: &str) -> Result<u64, ParseError> {
     }
 }
 
+/// libpg_query's JSON rendering of the PL/pgSQL functions of a `CREATE
+/// FUNCTION ... LANGUAGE plpgsql` statement, as text. Returned unparsed: the
+/// rendering is not always valid JSON (trigger functions' record fields,
+/// in libpg_query 17-6.1), and a reader that scans it for the embedded
+/// statements' texts needs no more than their `PLpgSQL_expr` objects.
+pub fn parse_plpgsql(sql: &str) -> Result<String, ParseError> {
+    let sql = c_string(sql)?;
+    // SAFETY: NUL-terminated input; libpg_query catches its own errors.
+    let result = unsafe { raw::pg_query_parse_plpgsql(sql.as_ptr()) };
+    // SAFETY: the result's pointers, before the result is freed.
+    let outcome = match unsafe { error(result.error) } {
+        Some(err) => Err(err),
+        None if result.plpgsql_funcs.is_null() => Ok(String::new()),
+        // SAFETY: a NUL-terminated string owned by the result.
+        None => Ok(unsafe { CStr::from_ptr(result.plpgsql_funcs) }
+            .to_string_lossy()
+            .into_owned()),
+    };
+    // SAFETY: frees this result once.
+    unsafe { raw::pg_query_free_plpgsql_parse_result(result) };
+    outcome
+}
+
 /// The statement with literal constants replaced by `$n` placeholders.
 pub fn normalize(sql: &str) -> Result<String, ParseError> {
     let sql = c_string(sql)?;

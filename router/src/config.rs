@@ -16,13 +16,15 @@
 //! `config/pool_settings.rs`, the cross-key rules in `config/validate.rs`, and
 //! `[[sharded_tables]]`, `[[sharded_mappings]]` and `[[omnisharded_tables]]`,
 //! resolved into each cluster's [`crate::sharding::Sharding`], in
-//! `config/sharded_tables.rs`.
+//! `config/sharded_tables.rs`; `[[sharded_functions]]` in
+//! `config/sharded_functions.rs`.
 
 mod compat;
 mod database;
 mod general;
 mod pool_settings;
 mod rewrite;
+mod sharded_functions;
 mod sharded_tables;
 mod user;
 mod validate;
@@ -108,6 +110,8 @@ struct PgdogFile {
     #[serde(default)]
     omnisharded_tables: Vec<sharded_tables::OmnishardedEntry>,
     #[serde(default)]
+    sharded_functions: Vec<sharded_functions::ShardedFunctionEntry>,
+    #[serde(default)]
     rewrite: Rewrite,
 }
 
@@ -150,6 +154,7 @@ impl Config {
             pgdog.sharded_mappings,
             pgdog.omnisharded_tables,
         )?;
+        sharded_functions::resolve(&mut clusters, pgdog.sharded_functions)?;
         validate::admin(&pgdog.admin, &clusters)?;
         validate::users(&pgdog.general, &clusters, &users.users)?;
         pgdog.rewrite.warnings(&mut warnings);

@@ -5,7 +5,8 @@
 //!
 //! Code map: [`config`] (the config model), [`sharding`] (the resolved sharding
 //! model of a cluster), [`hash`] (Postgres- and Citus-exact key hashing and
-//! mappings), [`summary`] (what routing needs from a statement), [`extract`]
+//! mappings), [`summary`] (what routing needs from a statement), [`catalog`] (what
+//! stands behind names: views, functions, triggers, sequences), [`extract`]
 //! (summaries from parser-ffi's zero-copy tree or pg_query's protobuf structs),
 //! [`route`] (summary + parameters + sharding -> route), [`template`] (statement
 //! text to cache key: edge comments, overrides, literals), [`cache`] (the LRU
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cache;
+pub mod catalog;
 pub mod config;
 pub mod copy;
 pub mod extract;

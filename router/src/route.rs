@@ -161,6 +161,19 @@
 //!     UPDATE ... FROM, DELETE ... USING and MERGE are checked as reads
 //!     are: each database would write from its own pairs only.
 //!
+//! 14. What stands behind names (`route/behind.rs`, with the cluster's
+//!     [`crate::catalog`]): functions a statement calls (transitively), its
+//!     DO block, the triggers on the table it writes and the sequences it
+//!     advances run wherever it runs. One that reaches sharded, unknown or
+//!     family tables, or whose code pgshard cannot read (dynamic SQL,
+//!     another language), is refused unless a `[[sharded_functions]]`
+//!     entry names the argument that places it; one that writes
+//!     omnisharded tables makes the statement run on every database; a
+//!     sequence that is not a sharded table's own draws on database 0. A
+//!     plain view is read as its query ([`crate::catalog::expand`]: the
+//!     proxy routes the expansion), so a statement still naming one is
+//!     refused here.
+//!
 //! Limitations: an INSERT ... SELECT is told from INSERT ... VALUES by
 //! whether the statement names a sharded table other than its target
 //! outside its sublinks (the same table read back under the same name
@@ -183,6 +196,7 @@
 //! conditions (rule 5), so an unqualified column-only key names the
 //! level's unknown tables.
 
+mod behind;
 mod joins;
 mod keys;
 mod plan;
@@ -363,6 +377,8 @@ pub enum RouteError {
         second: String,
         second_what: &'static str,
     },
+    #[error("this statement uses {what}, which pgshard cannot route exactly: {why}")]
+    BehindName { what: String, why: String },
     #[error(
         "this statement outer-joins {table}, which {what}, to rows that every database holds (omnisharded or catalog tables, functions, VALUES) and keeps those rows when they find no partner: each database would return them again, matched against its own rows of {table} only; run it on one shard (restrict {table} to one shard with its sharding key in WHERE, or pick a shard with /* pgdog_shard: N */), or make it an inner join"
     )]

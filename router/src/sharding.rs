@@ -116,6 +116,24 @@ pub struct Sharding {
     /// column, when it was read (`None` before: such tables are then
     /// sharded by a key pgshard does not know).
     pub keyless: Option<std::sync::Arc<KeylessTables>>,
+    /// What stands behind names in the cluster's databases (views,
+    /// functions, triggers, sequences), as a database's catalog showed it
+    /// when the proxy last read it; `None` before it is read.
+    pub catalog: Option<std::sync::Arc<crate::catalog::Catalog>>,
+    /// `[[sharded_functions]]`: functions a statement may call on one
+    /// database, the one of a key argument's value.
+    pub functions: Vec<ShardedFunction>,
+}
+
+/// A `[[sharded_functions]]` entry, resolved: calls of `schema.name` run
+/// on the database of argument `argument` (0-based), read as a key of
+/// `[[sharded_tables]]` entry `entry` (its type and key space).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardedFunction {
+    pub schema: Option<String>,
+    pub name: String,
+    pub argument: usize,
+    pub entry: usize,
 }
 
 /// Tables that have none of a cluster's column-only key columns, as a

@@ -1489,7 +1489,7 @@ fn text_at(text: &str, location: i32, cast: Option<&str>) -> Option<Value> {
 
 #[test]
 fn calls_anywhere_with_their_constant_arguments() {
-    let mut with_calls = |sql: &str, calls: Vec<Call>| {
+    let with_calls = |sql: &str, calls: Vec<Call>| {
         let mut expected = select().tables(&["t"]);
         expected.calls = calls;
         check(sql, expected);

@@ -756,7 +756,7 @@ fn schemas_overlap(a: &Option<String>, b: &Option<String>) -> bool {
 }
 
 /// `"name"` or `"schema.name"`.
-fn split_table(table: &str) -> Result<(Option<String>, String), String> {
+pub(super) fn split_table(table: &str) -> Result<(Option<String>, String), String> {
     let parts: Vec<&str> = table.split('.').collect();
     match parts.as_slice() {
         [name] if !name.is_empty() => Ok((None, (*name).to_owned())),

@@ -152,6 +152,8 @@ fn the_demo_tables_load() {
             unlisted_omnisharded: true,
             unlisted_by_columns: false,
             keyless: None,
+            catalog: None,
+            functions: Vec::new(),
         }
     );
     // Another cluster's sharding is untouched.
@@ -580,4 +582,58 @@ fn sharding_is_shared_not_copied() {
         &config.clusters["prod"].sharding,
         &copy.clusters["prod"].sharding
     ));
+}
+
+#[test]
+fn sharded_functions() {
+    let tables = format!(
+        "{}{}",
+        table("name = \"orders\"\ncolumn = \"tenant_id\""),
+        table("schema = \"app\"\nname = \"users\"\ncolumn = \"id\"\ndata_type = \"text\"")
+    );
+    let function = |keys: &str| format!("{tables}[[sharded_functions]]\n{keys}\n");
+    let sharding = prod(&function(
+        "database = \"prod\"\nname = \"app.user_total\"\nargument = 2\ntable = \"app.users\"",
+    ));
+    assert_eq!(
+        sharding.functions,
+        vec![crate::sharding::ShardedFunction {
+            schema: Some("app".into()),
+            name: "user_total".into(),
+            argument: 1,
+            entry: 1,
+        }]
+    );
+    for (keys, path) in [
+        (
+            "database = \"nope\"\nname = \"f\"\nargument = 1\ntable = \"orders\"",
+            "sharded_functions[0].database",
+        ),
+        (
+            "database = \"prod\"\nname = \"a.b.c\"\nargument = 1\ntable = \"orders\"",
+            "sharded_functions[0].name",
+        ),
+        (
+            "database = \"prod\"\nname = \"f\"\nargument = 0\ntable = \"orders\"",
+            "sharded_functions[0].argument",
+        ),
+        (
+            "database = \"prod\"\nname = \"f\"\nargument = 101\ntable = \"orders\"",
+            "sharded_functions[0].argument",
+        ),
+        (
+            "database = \"prod\"\nname = \"f\"\nargument = 1\ntable = \"nope\"",
+            "sharded_functions[0].table",
+        ),
+        (
+            "database = \"prod\"\nname = \"f\"\nargument = 1\ntable = \"other.users\"",
+            "sharded_functions[0].table",
+        ),
+        (
+            "database = \"prod\"\nname = \"f\"\nargument = 1\ntable = \"orders\"\ncolumn = \"x\"",
+            "sharded_functions[0].column",
+        ),
+    ] {
+        error_at(&function(keys), path);
+    }
 }

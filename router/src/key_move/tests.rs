@@ -26,6 +26,8 @@ fn sharding() -> Sharding {
         unlisted_omnisharded: false,
         unlisted_by_columns: false,
         keyless: None,
+        catalog: None,
+        functions: Vec::new(),
     }
 }
 

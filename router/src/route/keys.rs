@@ -280,7 +280,7 @@ pub(crate) fn eval(
 
 /// Parameter `$n`. A missing one is not known yet (a statement described
 /// before its Bind): it reads as NULL, which restricts nothing.
-fn param<'p>(params: &[ParamValue<'p>], n: u16) -> ParamValue<'p> {
+pub(crate) fn param<'p>(params: &[ParamValue<'p>], n: u16) -> ParamValue<'p> {
     usize::from(n)
         .checked_sub(1)
         .and_then(|i| params.get(i))
@@ -304,6 +304,33 @@ pub(crate) fn param_database(
         return Ok(None);
     };
     match value_key(entry, data_type, Operand::Param(param(params, n)))? {
+        Some(key) => database(sharding, &entry.keys, &key, || column_name(entry)).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The database of `value` (a literal or parameter) as a key of
+/// `[[sharded_tables]]` entry `entry`, read as its type (or as its cast's,
+/// when that is of the same kind); `None` when it restricts nothing.
+pub(crate) fn value_database(
+    entry: usize,
+    value: &Value,
+    params: &[ParamValue<'_>],
+    sharding: &Sharding,
+) -> Result<Option<usize>, RouteError> {
+    let Some(entry) = sharding.tables.get(entry) else {
+        return Ok(None);
+    };
+    let Some(data_type) = effective_type(value.cast.as_deref(), entry.keys.data_type) else {
+        return Ok(None);
+    };
+    let operand = match &value.source {
+        ValueSource::Integer { value, .. } => Operand::Integer(*value),
+        ValueSource::Text { text, .. } => Operand::Text(text),
+        ValueSource::Param(n) => Operand::Param(param(params, *n)),
+        ValueSource::Null => Operand::Null,
+    };
+    match value_key(entry, data_type, operand)? {
         Some(key) => database(sharding, &entry.keys, &key, || column_name(entry)).map(Some),
         None => Ok(None),
     }

@@ -10,6 +10,7 @@
 use crate::sharding::{Key, KeySpace, Sharding};
 use crate::summary::{StatementKind, StatementSummary, Summary, TableRef};
 
+use super::behind::Behind;
 use super::joins::{self, JoinPlan};
 use super::keys::{self, type_name, Compiled, Keys, Restriction};
 use super::shard_set::ShardSet;
@@ -79,6 +80,8 @@ pub(crate) struct StatementPlan {
     /// Rule 13: the join levels to check once the route is known; a fixed
     /// error if one can never be exact.
     joins: Option<Box<Result<JoinPlan, RouteError>>>,
+    /// Rule 14: what stands behind the names it uses.
+    behind: Option<Box<Behind>>,
 }
 
 /// A key space of the config, by index.
@@ -185,6 +188,11 @@ impl StatementPlan {
             } else {
                 joins::plan(stmt, sharding).transpose().map(Box::new)
             },
+            behind: if control {
+                None
+            } else {
+                Behind::plan(stmt, sharding)
+            },
         }
     }
 
@@ -235,10 +243,21 @@ impl StatementPlan {
             })?;
             return Ok(done(Route::Shard(shard), true));
         }
-        let decision = match &self.body {
+        let mut decision = match &self.body {
             Body::Fixed(decision) => decision.clone(),
             Body::Keyed(keyed) => keyed.decide(params, sharding, self.write),
         }?;
+        if let Some(behind) = &self.behind {
+            let route = std::mem::replace(&mut decision.routed.route, Route::Any);
+            let before = route.clone();
+            decision.routed.route = behind.apply(route, params, sharding)?;
+            if decision.routed.route != before {
+                // Placed on the database a function's key or a sequence
+                // needs, or on every one (it writes omnisharded tables).
+                decision.pinned = true;
+                decision.routed.write |= decision.routed.route == Route::All;
+            }
+        }
         match self.joins.as_deref() {
             None => {}
             Some(Ok(joins)) => joins.check(params, sharding, &decision.routed.route)?,

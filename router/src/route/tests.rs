@@ -59,6 +59,8 @@ fn sharding() -> Sharding {
         unlisted_omnisharded: false,
         unlisted_by_columns: false,
         keyless: None,
+        catalog: None,
+        functions: Vec::new(),
     }
 }
 
@@ -743,6 +745,8 @@ fn users_by_id() -> Sharding {
         unlisted_omnisharded: false,
         unlisted_by_columns: false,
         keyless: None,
+        catalog: None,
+        functions: Vec::new(),
     }
 }
 
