@@ -22,6 +22,7 @@
 mod common;
 
 mod cross_shard_diff {
+    pub mod behind;
     pub mod data;
     pub mod generator;
     pub mod sources;
@@ -32,6 +33,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use common::{connect, sharded_config, Cluster, USERS};
+use cross_shard_diff::behind;
 use cross_shard_diff::data::{self, Data};
 use cross_shard_diff::generator::{Case, Category, Generator};
 use cross_shard_diff::target::{Answer, Outcome, Protocol, Target};
@@ -158,19 +160,25 @@ async fn differential(n: usize) {
     let started = Instant::now();
     for index in 0..settings.statements {
         let case = generator.next_case();
-        let mut wrong = Vec::new();
-        for protocol in Protocol::ALL {
-            let (got, want) = tokio::join!(
-                pgshard.run(protocol, &case.sql),
-                reference.run(protocol, &case.sql)
+        run_case(index, &case, &mut pgshard, &mut reference, &mut tally).await;
+        // Every 8th statement also through a view, every 8th through a
+        // function (a schema change each: fewer keep the run short).
+        let behind = match index % 8 {
+            3 => Some(behind::view(index, &case)),
+            7 => Some(behind::function(index, &case)),
+            _ => None,
+        };
+        if let Some(behind) = behind {
+            let made = tokio::join!(
+                pgshard.setup(&behind.create),
+                reference.setup(&behind.create)
             );
-            let verdict = judge(&case, &got, &want);
-            tally.count(&case, protocol, &verdict, &want);
-            if let Verdict::Wrong(why) = verdict {
-                wrong.push((protocol, why, got, want));
+            if made == (true, true) {
+                let case = &behind.case;
+                run_case(index, case, &mut pgshard, &mut reference, &mut tally).await;
             }
+            tokio::join!(pgshard.setup(&behind.drop), reference.setup(&behind.drop));
         }
-        tally.fail(index, &case, &wrong);
     }
     println!(
         "[{n} shards] {} statements x 3 protocols in {:?}",
@@ -190,6 +198,29 @@ async fn differential(n: usize) {
              reports); the first are printed above"
         );
     }
+}
+
+/// Run `case` in every protocol on both servers; judge and count it.
+async fn run_case(
+    index: usize,
+    case: &Case,
+    pgshard: &mut Target,
+    reference: &mut Target,
+    tally: &mut Tally,
+) {
+    let mut wrong = Vec::new();
+    for protocol in Protocol::ALL {
+        let (got, want) = tokio::join!(
+            pgshard.run(protocol, &case.sql),
+            reference.run(protocol, &case.sql)
+        );
+        let verdict = judge(case, &got, &want);
+        tally.count(case, protocol, &verdict, &want);
+        if let Verdict::Wrong(why) = verdict {
+            wrong.push((protocol, why, got, want));
+        }
+    }
+    tally.fail(index, case, &wrong);
 }
 
 /// How one statement in one protocol came out.

@@ -10,6 +10,7 @@ pub mod admin;
 pub mod auth;
 pub mod balancer;
 pub mod cancel;
+pub mod catalog_epoch;
 pub mod client;
 pub mod config_files;
 pub mod errors;

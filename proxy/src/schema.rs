@@ -1,23 +1,33 @@
-//! What the shards' catalog says of unlisted tables, on clusters with
-//! column-only `[[sharded_tables]]` entries and `unlisted_tables =
-//! "omnisharded"`: the tables that have none of those entries' columns are
-//! omnisharded (`router::sharding::KeylessTables`), as PgDog decides with
-//! its schema cache. Read from shard 0's primary at start, after DDL comes
-//! back through pgshard (and again a little later: DDL inside a transaction
-//! shows in the catalog only once it commits), after RELOAD, and every
-//! minute; installed as a new config snapshot when it changed, so sessions
-//! route by it from their next checkout and the AST cache is planned anew.
-//! Until a table shows in the catalog it is sharded by a key pgshard does
-//! not know: writes without a key are refused, never sent everywhere.
+//! What the shards' catalog says, for routing, read from shard 0's primary
+//! of every sharded cluster:
+//! - what stands behind names (`router::catalog`): views and their queries,
+//!   functions and what their bodies reach, triggers, sequences;
+//! - on clusters with column-only `[[sharded_tables]]` entries and
+//!   `unlisted_tables = "omnisharded"`: which unlisted tables have none of
+//!   those entries' columns, and are therefore omnisharded
+//!   (`router::sharding::KeylessTables`), as PgDog decides with its schema
+//!   cache. Until a table shows in the catalog it is sharded by a key
+//!   pgshard does not know: writes without a key are refused.
+//!
+//! Read at start, when DDL comes back through pgshard (sessions wait for
+//! that read before routing their next statement: `catalog_epoch.rs`), again
+//! a little later (DDL inside a transaction shows in the catalog only once
+//! it commits), after RELOAD, and every minute; installed as a new config
+//! snapshot when it changed, so sessions route by it from their next
+//! statement and the AST cache is planned anew.
+
+mod catalog_rows;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use router::catalog::Catalog;
 use router::config::Config;
-use router::sharding::KeylessTables;
+use router::sharding::{KeylessTables, Sharding};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+use crate::pool::Pool;
 use crate::state::State;
 
 /// How long after DDL the catalog is read again (for DDL inside a
@@ -28,44 +38,48 @@ const AFTER_DDL: Duration = Duration::from_secs(2);
 /// behind pgshard's back).
 const EVERY: Duration = Duration::from_secs(60);
 
-/// Keep the clusters' keyless tables current until the process ends.
+/// Keep the clusters' catalogs current until the process ends.
 pub async fn run(state: Arc<State>) {
     let mut again: Option<Instant> = None;
     loop {
+        let request = state.catalog.starting();
         refresh(&state).await;
+        state.catalog.answered(request);
         let next = again.unwrap_or_else(|| Instant::now() + EVERY);
         tokio::select! {
-            () = state.schema_changed.notified() => {
+            () = state.catalog.wake.notified() => {
                 again = Some(Instant::now() + AFTER_DDL);
-                // Several DDL statements in a row make one read.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // DDL statements sent together make one read.
+                tokio::time::sleep(Duration::from_millis(2)).await;
             }
             () = tokio::time::sleep_until(next) => again = None,
         }
     }
 }
 
-/// Read the catalog of every cluster that needs it; install what changed.
+/// Read the catalog of every sharded cluster; install what changed.
 pub async fn refresh(state: &State) {
     let config = state.config();
     let mut next: Option<Config> = None;
     for (name, cluster) in &config.clusters {
-        if !cluster.sharding.unlisted_by_columns {
+        if cluster.sharding.databases <= 1 {
             continue;
         }
-        let Some(keyless) = read_keyless(state, name, &cluster.sharding.key_columns()).await else {
+        let Some(read) = read_cluster(state, name, &cluster.sharding).await else {
             continue;
         };
-        if cluster.sharding.keyless.as_deref() == Some(&keyless) {
+        let keyless = read
+            .keyless
+            .map(Arc::new)
+            .or_else(|| cluster.sharding.keyless.clone());
+        let catalog = Some(Arc::new(read.catalog));
+        if cluster.sharding.keyless == keyless && cluster.sharding.catalog == catalog {
             continue;
         }
-        debug!(
-            cluster = name,
-            tables = keyless.tables.len(),
-            "unlisted tables without a key column"
-        );
+        debug!(cluster = name, "the catalog changed");
         let mut sharding = (*cluster.sharding).clone();
-        sharding.keyless = Some(Arc::new(keyless));
+        sharding.keyless = keyless;
+        sharding.catalog = catalog;
         let next = next.get_or_insert_with(|| (*config).clone());
         if let Some(cluster) = next.clusters.get_mut(name) {
             cluster.sharding = Arc::new(sharding);
@@ -76,16 +90,69 @@ pub async fn refresh(state: &State) {
     }
 }
 
-/// The tables of `cluster` that have none of `columns`, from shard 0's
-/// catalog (any user's pool of it will do); `None` when it cannot be read.
-async fn read_keyless(state: &State, cluster: &str, columns: &[&str]) -> Option<KeylessTables> {
+/// What one cluster's catalog says.
+struct Read {
+    /// `None` when the cluster has no column-only entries.
+    keyless: Option<KeylessTables>,
+    catalog: Catalog,
+}
+
+/// Read `cluster`'s catalog from shard 0 (any user's pool of it will do);
+/// `None` when it cannot be read.
+async fn read_cluster(state: &State, cluster: &str, sharding: &Sharding) -> Option<Read> {
     let pools = state
         .sharded_pools()
         .into_iter()
         .find(|(database, _)| database == cluster)?
         .1;
     let pool = Arc::clone(&pools.first()?.1.first()?.primary);
+    let keyless = if sharding.unlisted_by_columns {
+        Some(read_keyless(&pool, cluster, &sharding.key_columns()).await?)
+    } else {
+        None
+    };
+    let catalog = read_catalog(&pool, cluster, sharding.catalog.as_deref()).await?;
+    Some(Read { keyless, catalog })
+}
+
+/// Run `sql` on a server of `pool`; its rows, or `None` (logged) when it
+/// fails.
+async fn rows(
+    pool: &Arc<Pool>,
+    cluster: &str,
+    sql: &str,
+    what: &str,
+) -> Option<Vec<Vec<Option<String>>>> {
     let mut server = pool.checkout().await.ok()?;
+    let answer = server.conn.query(sql).await.ok()?;
+    pool.checkin(server);
+    if let Some((code, message)) = answer.error {
+        warn!(cluster, code, message, "cannot read {what}");
+        return None;
+    }
+    Some(answer.rows)
+}
+
+/// What stands behind names in the cluster's databases; bodies read before
+/// (in `previous`) are not read again.
+async fn read_catalog(
+    pool: &Arc<Pool>,
+    cluster: &str,
+    previous: Option<&Catalog>,
+) -> Option<Catalog> {
+    let rows = rows(
+        pool,
+        cluster,
+        catalog_rows::QUERY,
+        "the catalog (views, functions, triggers, sequences)",
+    )
+    .await?;
+    let rows = rows.iter().filter_map(|values| catalog_rows::row(values));
+    Some(Catalog::from_rows_reusing(rows, previous))
+}
+
+/// The tables of `cluster` that have none of `columns`.
+async fn read_keyless(pool: &Arc<Pool>, cluster: &str, columns: &[&str]) -> Option<KeylessTables> {
     let list = columns
         .iter()
         .map(|c| format!("'{}'", c.replace('\'', "''")))
@@ -100,17 +167,15 @@ async fn read_keyless(state: &State, cluster: &str, columns: &[&str]) -> Option<
          AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
          AND n.nspname NOT LIKE 'pg_toast%'"
     );
-    let answer = server.conn.query(&sql).await.ok()?;
-    pool.checkin(server);
-    if let Some((code, message)) = answer.error {
-        warn!(
-            cluster,
-            code, message, "cannot read which tables have a sharding key column"
-        );
-        return None;
-    }
+    let rows = rows(
+        pool,
+        cluster,
+        &sql,
+        "which tables have a sharding key column",
+    )
+    .await?;
     let mut keyless = KeylessTables::default();
-    for row in answer.rows {
+    for row in rows {
         let (Some(Some(schema)), Some(Some(name)), Some(Some(keyed))) =
             (row.first(), row.get(1), row.get(2))
         else {

@@ -13,6 +13,7 @@
 
 mod attach;
 mod attached;
+mod behind;
 mod commit;
 mod copy_in;
 mod extended;
@@ -187,6 +188,9 @@ pub struct Session<S> {
     /// The statement being routed may write: inside a transaction pgshard
     /// opened, its shard must commit with the others.
     writes: bool,
+    /// A statement changed the schema: the catalog is read again once the
+    /// transaction is over (`behind.rs`).
+    schema_changed: bool,
     /// The client's span (peer, user, database, application_name): the
     /// parent of the session's log lines, never entered (`client.rs`).
     span: tracing::Span,
@@ -216,6 +220,7 @@ impl<S: ClientIo> Session<S> {
             span: tracing::Span::none(),
             recent: Vec::new(),
             recent_clears: 0,
+            schema_changed: false,
             generation,
             state: start.state,
             info: start.info,
@@ -350,6 +355,9 @@ impl<S: ClientIo> Session<S> {
             || (self.move_portal.is_some() && self.on_move_portal(tag).await?)
         {
             return Ok(());
+        }
+        if matches!(tag, b'Q' | b'B') && self.sharded() {
+            self.catalog_current().await;
         }
         if self.batch.is_some() {
             return self.on_segment_frame(frame).await;

@@ -125,9 +125,9 @@ pub struct State {
     /// Two-phase commit's transaction ids, decision log and what it knows
     /// of the shards.
     pub two_phase: crate::two_phase::Coordinator,
-    /// DDL came back through pgshard, or the config was reloaded: the
-    /// catalog's keyless tables are read again (`schema.rs`).
-    pub schema_changed: tokio::sync::Notify,
+    /// Asks for the shards' catalog to be read (`schema.rs`) after DDL and
+    /// RELOAD; sessions wait for the read before routing.
+    pub catalog: crate::catalog_epoch::CatalogEpoch,
 }
 
 impl State {
@@ -212,7 +212,7 @@ impl State {
                 ),
             ),
             metrics: Metrics::default(),
-            schema_changed: tokio::sync::Notify::new(),
+            catalog: crate::catalog_epoch::CatalogEpoch::default(),
         });
         state.apply_config(config);
         state
@@ -351,6 +351,12 @@ impl State {
         let mut changed = false;
         let mut kept = (*config).clone();
         for (name, cluster) in kept.clusters.iter_mut() {
+            // The catalog read stays until it is read again (RELOAD asks).
+            if let Some(known) = old.clusters.get(name).map(|b| &b.sharding.catalog) {
+                Arc::make_mut(&mut cluster.sharding)
+                    .catalog
+                    .clone_from(known);
+            }
             match old.clusters.get(name) {
                 Some(before) if before.sharding == cluster.sharding => {
                     cluster.sharding = Arc::clone(&before.sharding);

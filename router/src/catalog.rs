@@ -36,6 +36,8 @@ pub struct Catalog {
     functions: HashMap<String, Vec<Arc<Function>>>,
     /// Triggers, by the name of the table (or view) they are on.
     triggers: HashMap<String, Vec<Trigger>>,
+    /// How many of the relations are plain views.
+    views: usize,
 }
 
 /// A view, materialized view or sequence.
@@ -88,6 +90,8 @@ pub struct Function {
     pub schema: String,
     pub name: String,
     pub language: String,
+    /// Its `CREATE FUNCTION` statement (empty for compiled code).
+    pub definition: String,
     pub reach: Reach,
 }
 
@@ -137,9 +141,41 @@ pub enum CatalogRow {
 impl Catalog {
     /// The catalog of `rows`, each body read once.
     pub fn from_rows(rows: impl IntoIterator<Item = CatalogRow>) -> Catalog {
+        Catalog::from_rows_reusing(rows, None)
+    }
+
+    /// The catalog of `rows`; a function whose definition `previous` holds
+    /// already keeps what was read of its body (a catalog is read again
+    /// after every schema change: bodies change rarely).
+    pub fn from_rows_reusing(
+        rows: impl IntoIterator<Item = CatalogRow>,
+        previous: Option<&Catalog>,
+    ) -> Catalog {
         let mut catalog = Catalog::default();
         for row in rows {
-            catalog.add(row);
+            let known = match (&row, previous) {
+                (
+                    CatalogRow::Function {
+                        schema,
+                        name,
+                        definition,
+                        ..
+                    },
+                    Some(previous),
+                ) => previous
+                    .functions(Some(schema), name)
+                    .find(|f| f.definition == *definition)
+                    .cloned(),
+                _ => None,
+            };
+            match known {
+                Some(function) => catalog
+                    .functions
+                    .entry(function.name.clone())
+                    .or_default()
+                    .push(function),
+                None => catalog.add(row),
+            }
         }
         catalog
     }
@@ -183,6 +219,7 @@ impl Catalog {
                     schema,
                     name,
                     language,
+                    definition,
                     reach,
                 }));
             }
@@ -205,9 +242,13 @@ impl Catalog {
     }
 
     fn add_relation(&mut self, relation: Relation) {
+        let is_view = |r: &Relation| matches!(r.kind, RelationKind::View(_));
         let list = self.relations.entry(relation.name.clone()).or_default();
+        let before = list.iter().filter(|r| is_view(r)).count();
         list.retain(|r| r.schema != relation.schema);
         list.push(relation);
+        let after = list.iter().filter(|r| is_view(r)).count();
+        self.views = self.views + after - before;
     }
 
     /// Nothing is known: routing has nothing to look behind.
@@ -242,10 +283,7 @@ impl Catalog {
 
     /// Whether any plain view is known (statements then need a look).
     pub fn has_views(&self) -> bool {
-        self.relations
-            .values()
-            .flatten()
-            .any(|r| matches!(r.kind, RelationKind::View(_)))
+        self.views > 0
     }
 
     /// The functions a call of `schema.name` may mean. A name in

@@ -377,7 +377,7 @@ pub enum RouteError {
         second: String,
         second_what: &'static str,
     },
-    #[error("this statement uses {what}, which pgshard cannot route exactly: {why}")]
+    #[error("{what} cannot be routed exactly: {why}")]
     BehindName { what: String, why: String },
     #[error(
         "this statement outer-joins {table}, which {what}, to rows that every database holds (omnisharded or catalog tables, functions, VALUES) and keeps those rows when they find no partner: each database would return them again, matched against its own rows of {table} only; run it on one shard (restrict {table} to one shard with its sharding key in WHERE, or pick a shard with /* pgdog_shard: N */), or make it an inner join"
@@ -390,19 +390,35 @@ pub enum RouteError {
 /// (its rows and row count) stands for all, where several databases'
 /// concatenated would repeat every row (a write to an omnisharded table
 /// runs on every database).
+///
+/// A statement that names no table but runs everywhere because the
+/// functions it calls (or its DO block) write omnisharded tables (rule 14)
+/// holds copies too.
 pub fn holds_copies(summary: &Summary, sharding: &Sharding) -> bool {
     let mut tables = summary
         .statements
         .iter()
         .flat_map(|s| s.tables.iter().chain(s.target.as_ref()))
         .peekable();
-    tables.peek().is_some()
-        && tables.all(|table| {
-            matches!(
-                tables::classify(table, sharding),
-                tables::TableClass::Omnisharded | tables::TableClass::Catalog
-            )
-        })
+    if tables.peek().is_none() {
+        return summary
+            .statements
+            .iter()
+            .any(|stmt| writes_everywhere(stmt, sharding));
+    }
+    tables.all(|table| {
+        matches!(
+            tables::classify(table, sharding),
+            tables::TableClass::Omnisharded | tables::TableClass::Catalog
+        )
+    })
+}
+
+/// The statement runs on every database because what it calls (or its DO
+/// block) writes omnisharded tables (rule 14): a write, to be made atomic
+/// across the databases like any other.
+pub fn writes_everywhere(stmt: &StatementSummary, sharding: &Sharding) -> bool {
+    behind::Behind::plan(stmt, sharding).is_some_and(|behind| behind.everywhere())
 }
 
 /// Route one statement.

@@ -31,6 +31,10 @@ pub enum Category {
     /// a fan-out can answer only some (co-located subqueries); pgshard may
     /// refuse the rest.
     Beyond,
+    /// A statement read through a view (`behind.rs`).
+    View,
+    /// A statement's row count read through a SQL function (`behind.rs`).
+    Function,
 }
 
 impl Category {
@@ -48,6 +52,8 @@ impl Category {
             Category::Join => "join",
             Category::JoinAggregate => "join + aggregate",
             Category::Beyond => "beyond merging",
+            Category::View => "through a view",
+            Category::Function => "in a function",
         }
     }
 }

@@ -104,6 +104,12 @@ impl Target {
         }
     }
 
+    /// Run `sql` (a schema change) as the user the statements run as;
+    /// whether it worked.
+    pub async fn setup(&self, sql: &str) -> bool {
+        self.client.batch_execute(sql).await.is_ok()
+    }
+
     pub async fn run(&mut self, protocol: Protocol, sql: &str) -> Outcome {
         let outcome = match protocol {
             Protocol::Simple => self.exchange(&wire::query(sql)).await,

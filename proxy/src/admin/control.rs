@@ -178,7 +178,7 @@ pub fn reload(state: &State) -> Result<(), String> {
     match crate::config_files::load(pgdog, users) {
         Ok(config) => {
             state.apply_config(config);
-            state.schema_changed.notify_one();
+            state.catalog.request();
             info!("configuration reloaded");
             Ok(())
         }

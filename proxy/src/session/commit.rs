@@ -88,6 +88,7 @@ impl<S: ClientIo> Session<S> {
             for change in &pending {
                 self.params.apply(change, &self.defaults);
             }
+            self.schema_committed();
         }
         for (_, server) in servers {
             self.release(server, false).await;

@@ -369,7 +369,7 @@ impl<S: ClientIo> Session<S> {
         bind: &Bind,
     ) -> Result<Option<BindMerge>, ClientError> {
         let plan_statement = || {
-            let sql = String::from_utf8_lossy(&statement.query);
+            let sql = self.analysed_text(&statement.query);
             let (planned, by_key) = plan_rows(summary, &sql, &self.sharding);
             let merge = match planned {
                 Ok(None) => StatementMerge::Concatenated,

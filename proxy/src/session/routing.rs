@@ -108,6 +108,13 @@ impl<S: ClientIo> Session<S> {
             Err(_) => return Ok(Dispatch::Send(Target::Any)),
         };
         let summary = &lookup.entry.summary;
+        // A statement that reads views is routed as their queries.
+        match self.expanded(summary, frame_sql) {
+            Ok(Some(text)) => return Box::pin(self.route_query(&text, None)).await,
+            Ok(None) => {}
+            Err(error) => return Ok(self.refused(error)),
+        }
+        self.note_schema_change(summary);
         // Transaction control and pgdog settings are answered here, as in
         // the extended protocol.
         if self.answer_locally(summary, frame_sql.as_bytes(), true) {
@@ -260,7 +267,7 @@ impl<S: ClientIo> Session<S> {
         self.unnamed_on = None;
         if in_txn {
             self.fan_out(&shards, request, reply, Scope::InTxn).await?;
-        } else if super::spanning::atomic_across_shards(summary, frame_sql) {
+        } else if super::spanning::atomic_across_shards(summary, frame_sql, &self.sharding) {
             self.fan_out_atomic(&shards, request, reply).await?;
         } else {
             self.fan_out(&shards, request, reply, Scope::Outside)
@@ -342,13 +349,20 @@ impl<S: ClientIo> Session<S> {
         self.txn.status(server_status)
     }
 
-    /// A prepared statement's cache entry, looked up once per statement.
+    /// A prepared statement's cache entry, looked up once per statement:
+    /// the entry of its views' expansion when it reads views (see
+    /// `behind.rs`; one that cannot be expanded keeps its own entry, which
+    /// the router refuses).
     pub(super) fn route_info<'s>(&self, statement: &'s Statement) -> Option<&'s Lookup> {
         statement
             .route
             .get_or_init(|| {
                 let sql = String::from_utf8_lossy(&statement.query);
-                self.state.cache.lookup(&sql, self.engine).ok()
+                let lookup = self.state.cache.lookup(&sql, self.engine).ok()?;
+                match self.expanded(&lookup.entry.summary, &sql) {
+                    Ok(Some(text)) => self.state.cache.lookup(&text, self.engine).ok(),
+                    _ => Some(lookup),
+                }
             })
             .as_ref()
     }

@@ -236,6 +236,9 @@ impl<S: ClientIo> Session<S> {
     /// schema; settings made in a transaction take effect at its COMMIT.
     fn on_command_complete(&mut self, tag: &[u8]) {
         retire_on_ddl(&self.state, tag);
+        if tag.starts_with(b"COMMIT\0") {
+            self.schema_committed();
+        }
         let Some(server) = self.attached.main_mut() else {
             return;
         };
@@ -340,7 +343,7 @@ pub(crate) fn retire_on_ddl(state: &State, tag: &[u8]) {
     if ddl {
         state.statements.retire_all();
         state.forget_table_columns();
-        state.schema_changed.notify_one();
+        state.catalog.request();
     }
 }
 

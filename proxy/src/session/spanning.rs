@@ -375,7 +375,11 @@ pub(super) fn writes(summary: &Summary) -> bool {
 /// refuses it inside a transaction block (VACUUM, `CREATE INDEX
 /// CONCURRENTLY`, `CREATE DATABASE` ...) or it may end transactions itself
 /// (CALL, DO: kind Other).
-pub(super) fn atomic_across_shards(summary: &Summary, sql: &str) -> bool {
+pub(super) fn atomic_across_shards(
+    summary: &Summary,
+    sql: &str,
+    sharding: &router::sharding::Sharding,
+) -> bool {
     let [only] = summary.statements.as_slice() else {
         return false;
     };
@@ -385,7 +389,11 @@ pub(super) fn atomic_across_shards(summary: &Summary, sql: &str) -> bool {
         | StatementKind::Delete
         | StatementKind::Merge
         | StatementKind::Ddl => true,
-        StatementKind::Select => only.write,
+        // What it calls (or its DO block) writes omnisharded tables.
+        StatementKind::Select | StatementKind::Do(_) => {
+            only.write && only.kind == StatementKind::Select
+                || router::route::writes_everywhere(only, sharding)
+        }
         _ => false,
     };
     let words = super::params::leading_words::<6>(sql);

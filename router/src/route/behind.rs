@@ -102,6 +102,11 @@ impl Behind {
         (!nothing).then(|| Box::new(behind))
     }
 
+    /// It runs on every database (what it calls writes omnisharded tables).
+    pub(crate) fn everywhere(&self) -> bool {
+        self.everywhere && self.error.is_none()
+    }
+
     /// Apply rule 14 to the route the other rules chose.
     pub(crate) fn apply(
         &self,
@@ -255,10 +260,10 @@ fn triggers(stmt: &StatementSummary, catalog: &Catalog, sharding: &Sharding) -> 
                     })
                 })
             });
-        if let Some(error) = error {
+        if let Some(RouteError::BehindName { what, why }) = error {
             return Some(RouteError::BehindName {
-                what: format!("trigger {} on {}", trigger.name, target.name),
-                why: error.to_string(),
+                what: format!("trigger {} on {} (its {what})", trigger.name, target.name),
+                why,
             });
         }
     }

@@ -35,6 +35,7 @@ impl<S: ClientIo> Session<S> {
             }
             return Some(Target::Any);
         };
+        self.note_schema_change(&info.entry.summary);
         if self.answer_locally(&info.entry.summary, &statement.query, false) {
             return None;
         }
