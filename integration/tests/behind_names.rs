@@ -306,3 +306,33 @@ async fn triggers_that_write_other_tables_refuse_the_write() {
     );
     copies_agree(&cluster).await;
 }
+
+#[tokio::test]
+async fn a_transaction_sees_the_names_it_makes() {
+    let (cluster, client) = cluster().await;
+    for end in ["ROLLBACK", "COMMIT"] {
+        client.batch_execute("BEGIN").await.unwrap();
+        run(
+            &client,
+            &[
+                "CREATE VIEW txv AS SELECT id FROM big",
+                "CREATE FUNCTION txf() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM big'",
+            ],
+        )
+        .await;
+        assert_eq!(simple(&client, "SELECT count(*) FROM txv").await, "1000");
+        let err = client.simple_query("SELECT txf()").await.unwrap_err();
+        assert_eq!(code(&err), Some("0A000"), "{err:?}");
+        client.batch_execute("ROLLBACK").await.unwrap();
+        if end == "COMMIT" {
+            client.batch_execute("BEGIN").await.unwrap();
+            run(&client, &["CREATE VIEW txv AS SELECT id FROM big"]).await;
+            client.batch_execute("COMMIT").await.unwrap();
+        }
+    }
+    // Committed: every client reads it as its query.
+    let other = cluster.connect().await;
+    assert_eq!(value(&other, "SELECT count(*) FROM txv").await, "1000");
+    let gone = other.simple_query("SELECT txf()").await.unwrap_err();
+    assert_eq!(code(&gone), Some("42883"), "rolled back: {gone:?}");
+}

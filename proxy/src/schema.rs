@@ -27,7 +27,7 @@ use router::sharding::{KeylessTables, Sharding};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::pool::Pool;
+use crate::server_conn::ServerConn;
 use crate::state::State;
 
 /// How long after DDL the catalog is read again (for DDL inside a
@@ -106,53 +106,61 @@ async fn read_cluster(state: &State, cluster: &str, sharding: &Sharding) -> Opti
         .find(|(database, _)| database == cluster)?
         .1;
     let pool = Arc::clone(&pools.first()?.1.first()?.primary);
+    let mut server = pool.checkout().await.ok()?;
+    let read = read_on(&mut server.conn, sharding).await;
+    if server.conn.status == b'I' {
+        pool.checkin(server);
+    }
+    read.map_err(|(what, code, message)| warn!(cluster, code, message, "cannot read {what}"))
+        .ok()
+}
+
+/// `sharding` as the catalog `conn` sees says it is: inside a transaction,
+/// with the schema changes the transaction made (a session reads its own
+/// this way until they commit). `None` when it cannot be read.
+pub async fn sharding_on(conn: &mut ServerConn, sharding: &Sharding) -> Option<Sharding> {
+    let read = read_on(conn, sharding).await.ok()?;
+    let mut sharding = sharding.clone();
+    if read.keyless.is_some() {
+        sharding.keyless = read.keyless.map(Arc::new);
+    }
+    sharding.catalog = Some(Arc::new(read.catalog));
+    Some(sharding)
+}
+
+/// Why a read failed: what was read, and the server's error.
+type Failure = (&'static str, String, String);
+
+/// What `conn` shows of the cluster's catalog.
+async fn read_on(conn: &mut ServerConn, sharding: &Sharding) -> Result<Read, Failure> {
     let keyless = if sharding.unlisted_by_columns {
-        Some(read_keyless(&pool, cluster, &sharding.key_columns()).await?)
+        Some(read_keyless(conn, &sharding.key_columns()).await?)
     } else {
         None
     };
-    let catalog = read_catalog(&pool, cluster, sharding.catalog.as_deref()).await?;
-    Some(Read { keyless, catalog })
-}
-
-/// Run `sql` on a server of `pool`; its rows, or `None` (logged) when it
-/// fails.
-async fn rows(
-    pool: &Arc<Pool>,
-    cluster: &str,
-    sql: &str,
-    what: &str,
-) -> Option<Vec<Vec<Option<String>>>> {
-    let mut server = pool.checkout().await.ok()?;
-    let answer = server.conn.query(sql).await.ok()?;
-    pool.checkin(server);
-    if let Some((code, message)) = answer.error {
-        warn!(cluster, code, message, "cannot read {what}");
-        return None;
-    }
-    Some(answer.rows)
-}
-
-/// What stands behind names in the cluster's databases; bodies read before
-/// (in `previous`) are not read again.
-async fn read_catalog(
-    pool: &Arc<Pool>,
-    cluster: &str,
-    previous: Option<&Catalog>,
-) -> Option<Catalog> {
-    let rows = rows(
-        pool,
-        cluster,
-        catalog_rows::QUERY,
-        "the catalog (views, functions, triggers, sequences)",
-    )
-    .await?;
+    let what = "the catalog (views, functions, triggers, sequences)";
+    let rows = rows(conn, catalog_rows::QUERY, what).await?;
     let rows = rows.iter().filter_map(|values| catalog_rows::row(values));
-    Some(Catalog::from_rows_reusing(rows, previous))
+    let catalog = Catalog::from_rows_reusing(rows, sharding.catalog.as_deref());
+    Ok(Read { keyless, catalog })
 }
 
-/// The tables of `cluster` that have none of `columns`.
-async fn read_keyless(pool: &Arc<Pool>, cluster: &str, columns: &[&str]) -> Option<KeylessTables> {
+/// Run `sql` on `conn`; its rows.
+async fn rows(
+    conn: &mut ServerConn,
+    sql: &str,
+    what: &'static str,
+) -> Result<Vec<Vec<Option<String>>>, Failure> {
+    let lost = || (what, "08006".to_owned(), "connection lost".to_owned());
+    let answer = conn.query(sql).await.map_err(|_| lost())?;
+    match answer.error {
+        Some((code, message)) => Err((what, code, message)),
+        None => Ok(answer.rows),
+    }
+}
+
+/// The tables that have none of `columns`.
+async fn read_keyless(conn: &mut ServerConn, columns: &[&str]) -> Result<KeylessTables, Failure> {
     let list = columns
         .iter()
         .map(|c| format!("'{}'", c.replace('\'', "''")))
@@ -167,13 +175,7 @@ async fn read_keyless(pool: &Arc<Pool>, cluster: &str, columns: &[&str]) -> Opti
          AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
          AND n.nspname NOT LIKE 'pg_toast%'"
     );
-    let rows = rows(
-        pool,
-        cluster,
-        &sql,
-        "which tables have a sharding key column",
-    )
-    .await?;
+    let rows = rows(conn, &sql, "which tables have a sharding key column").await?;
     let mut keyless = KeylessTables::default();
     for row in rows {
         let (Some(Some(schema)), Some(Some(name)), Some(Some(keyed))) =
@@ -187,5 +189,5 @@ async fn read_keyless(pool: &Arc<Pool>, cluster: &str, columns: &[&str]) -> Opti
             keyless.tables.insert((schema.clone(), name.clone()));
         }
     }
-    Some(keyless)
+    Ok(keyless)
 }

@@ -188,9 +188,8 @@ pub struct Session<S> {
     /// The statement being routed may write: inside a transaction pgshard
     /// opened, its shard must commit with the others.
     writes: bool,
-    /// A statement changed the schema: the catalog is read again once the
-    /// transaction is over (`behind.rs`).
-    schema_changed: bool,
+    /// What the session's own schema changes mean for routing (`behind.rs`).
+    own_schema: behind::OwnSchema,
     /// The client's span (peer, user, database, application_name): the
     /// parent of the session's log lines, never entered (`client.rs`).
     span: tracing::Span,
@@ -220,7 +219,7 @@ impl<S: ClientIo> Session<S> {
             span: tracing::Span::none(),
             recent: Vec::new(),
             recent_clears: 0,
-            schema_changed: false,
+            own_schema: behind::OwnSchema::default(),
             generation,
             state: start.state,
             info: start.info,
@@ -470,7 +469,7 @@ fn put_frame(out: &mut BytesMut, frame: &Frame) {
 }
 
 /// A cluster's sharding model and the configured parser engine.
-fn sharding_of(state: &State, cluster: &str) -> (Arc<Sharding>, ParserEngine) {
+pub(super) fn sharding_of(state: &State, cluster: &str) -> (Arc<Sharding>, ParserEngine) {
     let config = state.config();
     let sharding = config
         .clusters

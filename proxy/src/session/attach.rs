@@ -197,7 +197,9 @@ impl<S: ClientIo> Session<S> {
             if let Some(pools) = self.state.pools(&self.info.database, &self.info.user) {
                 self.pools = pools;
             }
-            (self.sharding, self.engine) = sharding_of(&self.state, &self.info.database);
+            let (sharding, engine) = sharding_of(&self.state, &self.info.database);
+            self.sharding = self.own_schema.over(sharding, &self.sharding);
+            self.engine = engine;
             self.generation = generation;
             self.recent.clear();
         }

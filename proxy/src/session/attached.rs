@@ -115,6 +115,12 @@ impl Attached {
         self.servers.insert(0, (shard, server));
     }
 
+    /// The server held for `shard`, if any.
+    pub fn get_mut(&mut self, shard: usize) -> Option<&mut Pooled> {
+        let index = self.servers.iter().position(|(s, _)| *s == shard)?;
+        Some(&mut self.servers[index].1)
+    }
+
     /// Give up the server held for `shard`, if any.
     pub fn take(&mut self, shard: usize) -> Option<Pooled> {
         let index = self.servers.iter().position(|(s, _)| *s == shard)?;

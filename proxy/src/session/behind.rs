@@ -4,7 +4,10 @@
 //! routed and merged as the views' queries (`router::catalog::expand`)
 //! while the shards run the client's own text wherever that is exact.
 
+use std::sync::Arc;
+
 use router::catalog::expand::expand;
+use router::sharding::Sharding;
 use router::summary::{StatementKind, Summary};
 use tracing::warn;
 
@@ -13,18 +16,78 @@ use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
 use crate::session::ClientIo;
 
+/// A session's own schema changes, as far as routing goes.
+#[derive(Debug, Default)]
+pub(super) struct OwnSchema {
+    /// A statement changed the schema: the catalog is read again once its
+    /// transaction commits.
+    changed: bool,
+    /// Changed since the session last read the catalog inside its
+    /// transaction.
+    unread: bool,
+    /// The session routes by the catalog as its own transaction sees it,
+    /// until the transaction ends.
+    overlay: bool,
+}
+
+impl OwnSchema {
+    /// A new config's `sharding` for a session that routed by `current`:
+    /// with what its transaction saw of the catalog while it lasts.
+    pub(super) fn over(&self, sharding: Arc<Sharding>, current: &Sharding) -> Arc<Sharding> {
+        if !self.overlay {
+            return sharding;
+        }
+        let mut own = (*sharding).clone();
+        own.catalog.clone_from(&current.catalog);
+        own.keyless.clone_from(&current.keyless);
+        Arc::new(own)
+    }
+}
+
 impl<S: ClientIo> Session<S> {
-    /// Before a statement is routed: a schema change this session made
-    /// asks for a catalog read once its transaction is over (until then
-    /// other sessions cannot see it), and every read asked for, by anyone,
-    /// is waited for.
+    /// Before a statement is routed. Outside a transaction: a schema change
+    /// this session made asks for a catalog read (other sessions could not
+    /// see it before), and what its transaction saw is dropped. Inside
+    /// one that changed the schema: the catalog is read on the
+    /// transaction's own server, so its next statements look behind the
+    /// names it made. Then every read asked for, by anyone, is waited for.
     pub(super) async fn catalog_current(&mut self) {
-        if self.schema_changed && self.status() == b'I' {
-            self.schema_changed = false;
-            self.state.catalog.request();
+        if self.status() == b'I' {
+            if std::mem::take(&mut self.own_schema.overlay) {
+                (self.sharding, self.engine) = super::sharding_of(&self.state, &self.info.database);
+            }
+            if std::mem::take(&mut self.own_schema.changed) {
+                self.state.catalog.request();
+            }
+        } else if self.own_schema.unread && self.idle() {
+            self.own_schema.unread = false;
+            self.read_own_catalog().await;
         }
         if !self.state.catalog.current() && !self.state.catalog.wait().await {
             warn!(parent: &self.span, "the shards' catalog was not read in time: routing with what was known");
+        }
+    }
+
+    /// Nothing is in flight: a query of pgshard's own may run on a held
+    /// server.
+    fn idle(&self) -> bool {
+        !self.plan.awaiting_server() && !self.unsynced && self.batch.is_none()
+    }
+
+    /// Read the catalog on a server the transaction holds (shard 0's when
+    /// it holds one) and route by it until the transaction ends.
+    async fn read_own_catalog(&mut self) {
+        let shards = self.attached.shards();
+        let Some(&shard) = shards.iter().find(|&&s| s == 0).or(shards.first()) else {
+            return;
+        };
+        let sharding = Arc::clone(&self.sharding);
+        let Some(server) = self.attached.get_mut(shard) else {
+            return;
+        };
+        if let Some(own) = crate::schema::sharding_on(&mut server.conn, &sharding).await {
+            self.sharding = Arc::new(own);
+            self.own_schema.overlay = true;
         }
     }
 
@@ -32,17 +95,22 @@ impl<S: ClientIo> Session<S> {
     /// read again before any session routes its next statement (asked
     /// for before the client learns of the COMMIT).
     pub(super) fn schema_committed(&mut self) {
-        if std::mem::take(&mut self.schema_changed) {
+        if std::mem::take(&mut self.own_schema.changed) {
             self.state.catalog.request();
         }
     }
 
     /// Note a statement that changes the schema (DDL, `SELECT ... INTO`):
-    /// its effect on what names stand for is read once it commits.
+    /// its effect on what names stand for is read in its transaction and
+    /// once it commits.
     pub(super) fn note_schema_change(&mut self, summary: &Summary) {
-        self.schema_changed |= summary.statements.iter().any(|stmt| {
+        let changes = summary.statements.iter().any(|stmt| {
             stmt.kind == StatementKind::Ddl || (stmt.kind == StatementKind::Select && stmt.write)
         });
+        if changes {
+            self.own_schema.changed = true;
+            self.own_schema.unread = true;
+        }
     }
 
     /// The text to route in `sql`'s place when it reads (or writes
@@ -84,7 +152,7 @@ impl<S: ClientIo> Session<S> {
 
 /// Whether a statement of `summary` names a plain view of the cluster's
 /// catalog (the expansion leaves schema changes alone).
-pub(super) fn names_view(summary: &Summary, sharding: &router::sharding::Sharding) -> bool {
+pub(super) fn names_view(summary: &Summary, sharding: &Sharding) -> bool {
     let Some(catalog) = sharding.catalog.as_deref().filter(|c| c.has_views()) else {
         return false;
     };
