@@ -70,10 +70,27 @@ pub enum CopyError {
     Query(String),
     #[error("the COPY could not be analysed: {0}")]
     Unreadable(String),
+    /// A table that a column-only `[[sharded_tables]]` entry may shard,
+    /// copied without a column list: its columns decide (see
+    /// [`plan_copy_into`]).
+    #[error("COPY into {table}: its columns are needed to find its sharding key")]
+    NeedsColumns { table: String },
 }
 
 /// Plan `COPY table [(cols)] FROM STDIN [WITH (...)]` into a sharded table.
 pub fn plan_copy(sql: &str, sharding: &Sharding) -> Result<CopyPlan, CopyError> {
+    plan_copy_into(sql, sharding, None)
+}
+
+/// [`plan_copy`], knowing the table's columns (`table_columns`, as its
+/// catalog lists them) for a COPY without a column list into a table that
+/// only a column-only `[[sharded_tables]]` entry can shard: the entry whose
+/// column the table has keys it.
+pub fn plan_copy_into(
+    sql: &str,
+    sharding: &Sharding,
+    table_columns: Option<&[String]>,
+) -> Result<CopyPlan, CopyError> {
     let tree = parser_ffi::parse_protobuf(sql).map_err(|e| CopyError::Unreadable(e.to_string()))?;
     let copy = match tree.stmts.as_slice() {
         [raw] => match raw.stmt.as_ref().and_then(|s| s.node.as_ref()) {
@@ -119,11 +136,18 @@ pub fn plan_copy(sql: &str, sharding: &Sharding) -> Result<CopyPlan, CopyError> 
             .iter()
             .find(|e| entry_names(e, &reference))
             .map(|e| Some(e.clone())),
-        TableClass::Unknown => sharding
-            .tables
-            .iter()
-            .find(|e| e.name.is_none() && columns.contains(&e.column))
-            .map(|e| Some(e.clone())),
+        TableClass::Unknown => {
+            let listed = match (columns.is_empty(), table_columns) {
+                (false, _) => columns.as_slice(),
+                (true, Some(known)) => known,
+                (true, None) => return Err(CopyError::NeedsColumns { table }),
+            };
+            sharding
+                .tables
+                .iter()
+                .find(|e| e.name.is_none() && listed.contains(&e.column))
+                .map(|e| Some(e.clone()))
+        }
         TableClass::Omnisharded => Some(None),
         TableClass::Family { .. } | TableClass::Catalog => None,
     }

@@ -23,7 +23,7 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use router::copy::{plan_copy, CopyPlan, RowSplitter};
+use router::copy::{plan_copy, plan_copy_into, CopyError, CopyPlan, RowSplitter};
 use tokio::io::AsyncReadExt;
 
 use super::routing::Dispatch;
@@ -94,6 +94,14 @@ impl<S: ClientIo> Session<S> {
     /// together (two-phase when on) or rolled back together.
     async fn run_copy(&mut self, sql: &str, simple: bool) -> Result<(), End> {
         let plan = match plan_copy(sql, &self.sharding) {
+            // Which column-only key the table has: its columns say.
+            Err(CopyError::NeedsColumns { table }) => {
+                let columns = self.columns_now(&table).await?;
+                plan_copy_into(sql, &self.sharding, columns.as_deref().map(Vec::as_slice))
+            }
+            planned => planned,
+        };
+        let plan = match plan {
             Ok(plan) => plan,
             Err(why) => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string());

@@ -103,6 +103,15 @@ impl<S: ClientIo> Session<S> {
         let Some(table) = insert_table(sql) else {
             return Ok(None);
         };
+        self.columns_now(&table).await
+    }
+
+    /// `table`'s columns as the session sees them now: through its
+    /// transaction's server inside one (not kept), else cached.
+    pub(super) async fn columns_now(
+        &mut self,
+        table: &str,
+    ) -> Result<Option<Arc<Vec<String>>>, End> {
         if self.attached.status() == Some(b'T') {
             // The transaction may have changed the table: its own server's
             // catalog says how, and what it says is not kept.
@@ -110,15 +119,15 @@ impl<S: ClientIo> Session<S> {
             let Some(server) = self.attached.main_mut() else {
                 return Ok(None);
             };
-            let columns = super::copy_in::table_columns(server, &table, false).await;
+            let columns = super::copy_in::table_columns(server, table, false).await;
             return Ok(columns.filter(|c| !c.is_empty()).map(Arc::new));
         }
-        let key = (self.info.database.clone(), table.clone());
+        let key = (self.info.database.clone(), table.to_owned());
         let known =
             (self.state.table_columns.lock().ok()).and_then(|m| m.columns.get(&key).cloned());
         match known {
             Some(columns) => Ok(Some(columns)),
-            None => self.fetch_columns(&table).await,
+            None => self.fetch_columns(table).await,
         }
     }
 

@@ -507,10 +507,16 @@ fn plan_keyed(
         StatementKind::Insert | StatementKind::Merge => {
             Err(without_key(stmt, sharding, table, unknown))
         }
-        StatementKind::Copy { to: false } if unknown => Err(RouteError::UnknownTableWrite {
-            statement: "COPY",
-            table: table.to_owned(),
-        }),
+        // A column-only entry may shard it by a column the COPY's rows
+        // carry (the proxy reads which from the table's columns).
+        StatementKind::Copy { to: false }
+            if unknown && sharding.tables.iter().all(|e| e.name.is_some()) =>
+        {
+            Err(RouteError::UnknownTableWrite {
+                statement: "COPY",
+                table: table.to_owned(),
+            })
+        }
         StatementKind::Copy { to: false } => Err(RouteError::CopyIntoSharded {
             table: table.to_owned(),
         }),
