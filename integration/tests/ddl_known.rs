@@ -185,3 +185,33 @@ async fn copy_into_a_table_keyed_by_a_column_only_entry_is_split() {
         .map(|e| code(&e).map(str::to_owned));
     assert!(err.is_some(), "a COPY without the key column is refused");
 }
+
+#[tokio::test]
+async fn a_table_made_behind_pgshards_back_is_looked_up_on_first_use() {
+    let cluster = cluster();
+    let client = cluster.connect().await;
+    // Wait for the first catalog read, then make tables on the shards
+    // directly: pgshard has not seen them.
+    client.batch_execute("SELECT 1").await.unwrap();
+    for shard in cluster.shards().await {
+        shard
+            .batch_execute(
+                "CREATE TABLE plain (k text PRIMARY KEY, v text);\
+                 CREATE TABLE keyed (id bigint PRIMARY KEY, v text)",
+            )
+            .await
+            .unwrap();
+    }
+    // Without the key column: omnisharded, written everywhere.
+    client
+        .batch_execute("INSERT INTO plain VALUES ('a', '1')")
+        .await
+        .unwrap();
+    assert_eq!(counts(&cluster, "plain").await, [1, 1]);
+    // With it: sharded, in the extended protocol too.
+    client
+        .execute("INSERT INTO keyed VALUES ($1, 'x')", &[&5i64])
+        .await
+        .unwrap();
+    assert_eq!(holder(&cluster, "keyed", 5).await.len(), 1);
+}

@@ -210,7 +210,7 @@ mod tests;
 use smallvec::SmallVec;
 
 use crate::sharding::Sharding;
-use crate::summary::{StatementSummary, Summary};
+use crate::summary::{StatementSummary, Summary, TableRef};
 
 pub use plan::RoutePlan;
 use plan::StatementPlan;
@@ -412,6 +412,27 @@ pub fn holds_copies(summary: &Summary, sharding: &Sharding) -> bool {
             tables::TableClass::Omnisharded | tables::TableClass::Catalog
         )
     })
+}
+
+/// A table of `summary` that the shards' catalog has not shown yet, on a
+/// cluster where the catalog decides whether a table is sharded (a
+/// column-only `[[sharded_tables]]` entry): one made behind pgshard's back
+/// since the last read, which would be taken for one sharded by a key
+/// pgshard does not know. `None` before the catalog was first read.
+pub fn unseen_table<'s>(summary: &'s Summary, sharding: &Sharding) -> Option<&'s TableRef> {
+    if !sharding.unlisted_by_columns {
+        return None;
+    }
+    let keyless = sharding.keyless.as_deref()?;
+    summary
+        .statements
+        .iter()
+        .flat_map(|s| s.tables.iter().chain(s.target.as_ref()))
+        .find(|table| {
+            tables::classify(table, sharding) == tables::TableClass::Unknown
+                && !keyless.keyed_names.contains(&table.name)
+                && !keyless.contains(table.schema.as_deref(), &table.name)
+        })
 }
 
 /// The statement runs on every database because what it calls (or its DO

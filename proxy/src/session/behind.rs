@@ -28,7 +28,13 @@ pub(super) struct OwnSchema {
     /// The session routes by the catalog as its own transaction sees it,
     /// until the transaction ends.
     overlay: bool,
+    /// Tables the catalog had not shown that this session asked a read
+    /// for (each once; at most [`UNSEEN`]).
+    unseen: std::collections::HashSet<String>,
 }
+
+/// How many unseen tables a session asks catalog reads for.
+const UNSEEN: usize = 64;
 
 impl OwnSchema {
     /// A new config's `sharding` for a session that routed by `current`:
@@ -65,6 +71,24 @@ impl<S: ClientIo> Session<S> {
         }
         if !self.state.catalog.current() && !self.state.catalog.wait().await {
             warn!(parent: &self.span, "the shards' catalog was not read in time: routing with what was known");
+        }
+    }
+
+    /// A table made behind pgshard's back since the catalog was last
+    /// read, on a cluster where the catalog says which tables are sharded:
+    /// read it now (once per table and session) rather than take the table
+    /// for one sharded by a key pgshard does not know.
+    pub(super) async fn look_up_unseen(&mut self, summary: &Summary) {
+        let Some(table) = router::route::unseen_table(summary, &self.sharding) else {
+            return;
+        };
+        let unseen = &mut self.own_schema.unseen;
+        if unseen.len() >= UNSEEN || !unseen.insert(table.name.clone()) {
+            return;
+        }
+        self.state.catalog.request();
+        if self.state.catalog.wait().await {
+            self.follow_config();
         }
     }
 

@@ -146,6 +146,14 @@ impl<S: ClientIo> Session<S> {
         if frame.tag == b'B' && self.attached.spans() && self.spanning_bind(&statement).await? {
             return Ok(());
         }
+        if let Some(info) = self
+            .route_info(&statement)
+            .filter(|_| bind && self.sharded())
+        {
+            if router::route::unseen_table(&info.entry.summary, &self.sharding).is_some() {
+                self.look_up_unseen(&info.entry.summary).await;
+            }
+        }
         let rest = &body[name_start + name_len..];
         let mut client_name = &body[name_start..name_start + name_len];
         let view = self.bind_view(&frame)?;

@@ -115,6 +115,9 @@ impl<S: ClientIo> Session<S> {
             Err(error) => return Ok(self.refused(error)),
         }
         self.note_schema_change(summary);
+        if router::route::unseen_table(summary, &self.sharding).is_some() {
+            self.look_up_unseen(summary).await;
+        }
         // Transaction control and pgdog settings are answered here, as in
         // the extended protocol.
         if self.answer_locally(summary, frame_sql.as_bytes(), true) {
