@@ -367,6 +367,8 @@ pub fn session_changes(summary: &Summary, text: &str) -> SessionChanges {
             SessionEffect::Deallocate(name) if single => changes.deallocate = Some(name.clone()),
             SessionEffect::Deallocate(_) => {}
             SessionEffect::DiscardAll => changes.discard_all = true,
+            // Prepared statements are `session/sql_prepared.rs`'s.
+            SessionEffect::Prepare { .. } | SessionEffect::Execute { .. } => {}
         }
     }
     changes
