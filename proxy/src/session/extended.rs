@@ -30,6 +30,12 @@ impl<S: ClientIo> Session<S> {
             Ok(_) => return Ok(()),
             Err(e) => return Err(End::protocol(e)),
         };
+        if !name.is_empty() && self.sql_names.contains(&name) {
+            // SQL PREPARE and Parse name statements in one namespace.
+            let name = String::from_utf8_lossy(&name);
+            self.local_error(super::sql_prepared::duplicate(&name), false);
+            return Ok(());
+        }
         let statement = self.state.statements.get_or_insert(
             &query,
             &param_types,
@@ -276,6 +282,7 @@ impl<S: ClientIo> Session<S> {
                 // Servers keep the statement for other clients; closing a
                 // name that does not exist is not an error in Postgres.
                 self.statements.remove(&name);
+                self.sql_names.remove(&name);
                 self.local_reply(messages::close_complete);
                 Ok(())
             }

@@ -252,6 +252,11 @@ pub fn classify(sql: &[u8]) -> Keywords {
     let tracked = match first.first().map(u8::to_ascii_uppercase) {
         Some(b'S' | b'R') => is_word(first, "SET") || is_word(first, "RESET"),
         Some(b'D') => is_word(first, "DEALLOCATE") || is_word(first, "DISCARD"),
+        // SQL-prepared statements (`session/sql_prepare.rs`).
+        Some(b'P') => {
+            is_word(first, "PREPARE") && !is_word(leading_byte_words::<2>(sql)[1], "TRANSACTION")
+        }
+        Some(b'E') => is_word(first, "EXECUTE") || is_word(first, "EXPLAIN"),
         _ => false,
     };
     Keywords {

@@ -271,6 +271,7 @@ impl<S: ClientIo> Session<S> {
                 }
                 Effect::Named(id, name) => self.statements.remove_if_id(&name, id),
                 Effect::Closed(id) => server.conn.prepared.insert(id),
+                Effect::SqlPrepared(id) => server.conn.prepared.remove(id),
                 _ => {}
             }
         }
@@ -289,7 +290,11 @@ impl<S: ClientIo> Session<S> {
         let extended = std::mem::take(&mut self.extended_settings);
         // (The usual ReadyForQuery has nothing to apply.)
         let applies = !(extended.is_empty() && matches!(completed, Effect::None));
-        if !std::mem::take(&mut self.failed) && applies {
+        let failed = std::mem::take(&mut self.failed);
+        if let (true, Effect::SqlPrepared(id)) = (failed, &completed) {
+            conn.prepared.remove(*id);
+        }
+        if !failed && applies {
             let (changes, completed) = match completed {
                 Effect::Settings(changes) => (changes, Effect::None),
                 other => (Vec::new(), other),
@@ -309,6 +314,7 @@ impl<S: ClientIo> Session<S> {
                     conn.applied = ParamSet::default();
                     conn.dirty = false;
                     self.statements.clear();
+                    self.sql_names.clear();
                     self.params = self.defaults.clone();
                     self.pending.clear();
                 }

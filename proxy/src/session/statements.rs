@@ -24,6 +24,7 @@ use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 use crate::session::params::{self, ParamChange};
+use crate::session::sql_prepared::SqlStatement;
 use crate::state::lock;
 
 /// One statement as pgshard prepares it on servers.
@@ -79,6 +80,9 @@ struct RegistryInner {
     /// needs no allocation, which matters for clients that Parse an unnamed
     /// statement before every query.
     by_text: HashMap<Bytes, Vec<Arc<Statement>>>,
+    /// Statements prepared with SQL PREPARE, by type list and text
+    /// ([`SqlStatement::key`]).
+    sql: HashMap<String, Arc<SqlStatement>>,
     next_id: u64,
 }
 
@@ -131,6 +135,29 @@ impl Registry {
         statement
     }
 
+    /// The statement SQL `PREPARE name <types> AS <body>` prepares on
+    /// servers (`declared`: the types as casts name them), created on
+    /// first use; its id is drawn with the protocol-level statements'.
+    pub fn sql(&self, types: &str, body: &str, declared: &[Option<String>]) -> Arc<SqlStatement> {
+        let key = SqlStatement::key(types, body);
+        let mut inner = lock(&self.inner);
+        if let Some(statement) = inner.sql.get(&key) {
+            return Arc::clone(statement);
+        }
+        if inner.sql.len() >= REGISTRY_LIMIT {
+            inner.sql.clear();
+        }
+        inner.next_id += 1;
+        let statement = Arc::new(SqlStatement::new(
+            inner.next_id,
+            types,
+            body,
+            declared.to_vec(),
+        ));
+        inner.sql.insert(key, Arc::clone(&statement));
+        statement
+    }
+
     /// New Parses of statement `id`'s text get a new statement (its server
     /// copies are stale). Clients that hold `id` keep it, as on Postgres.
     pub fn retire(&self, id: u64) {
@@ -147,7 +174,9 @@ impl Registry {
 
     /// Every statement is retired (the schema changed).
     pub fn retire_all(&self) {
-        lock(&self.inner).by_text.clear();
+        let mut inner = lock(&self.inner);
+        inner.by_text.clear();
+        inner.sql.clear();
     }
 
     pub fn len(&self) -> usize {
