@@ -34,6 +34,7 @@ mod spanning;
 mod split_bind;
 mod split_insert;
 mod sql_execute;
+mod sql_extended;
 mod sql_prepare;
 pub mod sql_prepared;
 pub mod statements;

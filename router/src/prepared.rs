@@ -34,6 +34,8 @@ use crate::summary::{Argument, Condition, Summary, ValueSource};
 /// The parts of `PREPARE name [(types)] AS statement`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PrepareText<'a> {
+    /// The name as written (`q`, `"Q"`).
+    pub name: &'a str,
     /// The parenthesized type list as written (`(int8, text)`), or empty.
     pub types: &'a str,
     /// The prepared statement's text (trimmed).
@@ -49,8 +51,8 @@ pub fn prepare_text(text: &str) -> Option<PrepareText<'_>> {
     if tokens.next()?.token != Token::Prepare as i32 {
         return None;
     }
-    // The name.
-    tokens.next()?;
+    let name = tokens.next()?;
+    let name = text.get(name.start..name.end)?;
     let mut next = tokens.next()?;
     let mut types = "";
     if next.token == Token::Ascii40 as i32 {
@@ -74,7 +76,7 @@ pub fn prepare_text(text: &str) -> Option<PrepareText<'_>> {
         return None;
     }
     let body = text.get(next.end..)?.trim();
-    (!body.is_empty()).then_some(PrepareText { types, body })
+    (!body.is_empty()).then_some(PrepareText { name, types, body })
 }
 
 /// Where the name of the prepared statement `name` is in the text of an

@@ -152,6 +152,9 @@ impl<S: ClientIo> Session<S> {
         if frame.tag == b'B' && self.attached.spans() && self.spanning_bind(&statement).await? {
             return Ok(());
         }
+        if (self.sql_bind_or_describe(&frame, &statement, (name_start, name_len))).await? {
+            return Ok(());
+        }
         let rest = &body[name_start + name_len..];
         let mut client_name = &body[name_start..name_start + name_len];
         let view = self.bind_view(&frame)?;
@@ -252,7 +255,7 @@ impl<S: ClientIo> Session<S> {
     /// as `client_name`) before a Bind or Describe of it: the unnamed one is
     /// parsed again where its last Parse did not go, a shared one prepared
     /// where it is missing.
-    fn statement_on_server(&mut self, statement: &Arc<Statement>, client_name: &[u8]) {
+    pub(super) fn statement_on_server(&mut self, statement: &Arc<Statement>, client_name: &[u8]) {
         self.clock.statement(&statement.query);
         let Some(server) = self.attached.main_mut() else {
             return;

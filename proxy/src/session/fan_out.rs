@@ -321,10 +321,8 @@ impl<S: ClientIo> Session<S> {
                     Some(None) => broken = true,
                     Some(Some(message)) => {
                         deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
+                        let message = self.shard_message(message);
                         let tag = message[0];
-                        if tag == b'C' {
-                            super::retire_on_ddl(&self.state, &message[5..]);
-                        }
                         if !matches!(tag, b'N' | b'S' | b'A') && first.is_none() {
                             first = Some(index);
                             // Its own slot (`index + 1`) will never be fed.
@@ -360,6 +358,20 @@ impl<S: ClientIo> Session<S> {
             }
         }
         Ok(broken || merger.finish(&mut self.to_client))
+    }
+
+    /// A shard's message as the merge reads it: a command tag that says
+    /// the schema changed retires what depended on it; an error that names
+    /// a statement the client prepared by pgshard's name gets the client's.
+    fn shard_message(&self, message: Bytes) -> Bytes {
+        match message[0] {
+            b'C' => {
+                super::retire_on_ddl(&self.state, &message[5..]);
+                message
+            }
+            b'E' => (self.sql_names.client_error(&message)).map_or(message, BytesMut::freeze),
+            _ => message,
+        }
     }
 
     /// The merge has every row it needs: cancel the statement on the shards

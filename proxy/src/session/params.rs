@@ -265,6 +265,16 @@ pub fn classify(sql: &[u8]) -> Keywords {
     }
 }
 
+/// Whether a statement's first word may make it PREPARE, EXECUTE (alone,
+/// under EXPLAIN or CREATE TABLE AS) or DEALLOCATE a SQL-prepared statement
+/// (`session/sql_extended.rs` looks such a Bind's statement up).
+pub fn names_prepared(sql: &[u8]) -> bool {
+    let [first] = leading_byte_words::<1>(sql);
+    ["PREPARE", "EXECUTE", "EXPLAIN", "DEALLOCATE", "CREATE"]
+        .iter()
+        .any(|word| is_word(first, word))
+}
+
 /// Conservative check for statements with session-lifetime effects
 /// (`first` is the string's first word). False positives only cost a
 /// DISCARD ALL when the server is released.

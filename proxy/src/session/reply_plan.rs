@@ -38,6 +38,9 @@ pub enum Effect {
     /// (`session/sql_prepare.rs`): if the PREPARE fails, the server does
     /// not have it after all.
     SqlPrepared(u64),
+    /// The client's PREPARE made `name` mean SQL-prepared statement `id`
+    /// (extended protocol): if an error skips it, it does not.
+    SqlNamed(u64, Bytes),
     /// A ParseComplete pgshard answered itself for the client's `name`
     /// (statement `id`): if an error skips it, Postgres would not have
     /// created the statement, so the name no longer means it.

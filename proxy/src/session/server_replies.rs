@@ -126,7 +126,7 @@ impl<S: ClientIo> Session<S> {
                 continue;
             }
             let local_next = self.plan.local_next();
-            if local_next || tag == b'Z' {
+            if local_next || tag == b'Z' || tag == b'E' {
                 // What was forwarded goes before local replies and before
                 // a ReadyForQuery that may be replaced.
                 self.to_client.extend_from_slice(&rbuf[run..at - length]);
@@ -192,6 +192,11 @@ impl<S: ClientIo> Session<S> {
                 // after its last Sync, or since its last Query), not of an
                 // earlier one still being answered.
                 self.segment_errors += 1;
+            }
+            if let Some(renamed) = self.sql_names.client_error(message) {
+                // It names a statement by pgshard's name for it.
+                self.to_client.extend_from_slice(&renamed);
+                return false;
             }
         }
         if tag == b'Z' && (self.txn.overrides_server() || self.attached.spans()) {
@@ -272,6 +277,9 @@ impl<S: ClientIo> Session<S> {
                 Effect::Named(id, name) => self.statements.remove_if_id(&name, id),
                 Effect::Closed(id) => server.conn.prepared.insert(id),
                 Effect::SqlPrepared(id) => server.conn.prepared.remove(id),
+                Effect::SqlNamed(id, name) if self.sql_names.id_of(&name) == Some(id) => {
+                    self.sql_names.remove(&name);
+                }
                 _ => {}
             }
         }

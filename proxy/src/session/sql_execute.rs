@@ -21,6 +21,7 @@ use router::summary::{Argument, SessionEffect, StatementKind};
 
 use super::fan_out::{MergeRequest, Prepare, Reply, Scope};
 use super::reply_plan::{self, Step};
+use super::routing::Shards;
 use super::sql_prepare::SqlQuery;
 use super::sql_prepared::{self, ExecuteMerge, SqlStatement, TypedRoute};
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
@@ -94,7 +95,7 @@ impl<S: ClientIo> Session<S> {
         if !self.ensure_server_or_reply(target, true).await? {
             return Ok(());
         }
-        if !self.sql_prepared_here(&statement).await? {
+        if !self.sql_prepared_here(&statement, None).await? {
             self.ready_after_error();
             return Ok(());
         }
@@ -121,41 +122,24 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Option<Target>, End> {
         self.follow_config();
         let Some(body) = self.sql_body(statement).cloned() else {
-            let error = ClientError::new(
-                sqlstate::FEATURE_NOT_SUPPORTED,
-                "pgshard could not parse the prepared statement to route it",
-            );
-            self.refuse(error, true);
+            self.refuse(unparsed(), true);
             return Ok(None);
         };
-        let summary = &body.entry.summary;
-        if self.spanning_statement(summary, named.0).await?.is_some() {
+        if (self
+            .spanning_statement(&body.entry.summary, named.0)
+            .await?)
+            .is_some()
+        {
             return Ok(None);
         }
         let values: Vec<ArgValue> = args.iter().map(ArgValue::of).collect();
-        let bind = sql_prepared::route_params(&values);
-        let params = body.params(&bind);
-        let overrides = self.overrides(&Overrides {
-            shard: lookup.overrides.shard.or(body.overrides.shard),
-            sharding_key: (lookup.overrides.sharding_key.clone())
-                .or_else(|| body.overrides.sharding_key.clone()),
-        });
-        let routed = match self.route_typed(statement, &body, &params, &overrides) {
-            Ok(routed) => routed,
-            Err(err) => {
-                self.refused(ClientError::new(
-                    sqlstate::FEATURE_NOT_SUPPORTED,
-                    format!("{err} (in an EXECUTE, only literal arguments give keys)"),
-                ));
+        let shards = match self.route_sql(&lookup.overrides, statement, &body, &values) {
+            Ok(shards) => shards,
+            Err(error) => {
+                self.refused(error);
                 return Ok(None);
             }
         };
-        let shards = self.routed_to(&body.entry, &routed.route);
-        let text = body.entry.text.as_bytes();
-        if let Some(error) = self.insert_select_error(summary, text, shards.as_deref()) {
-            self.refused(error);
-            return Ok(None);
-        }
         let in_txn = match self.place(shards.as_deref(), false) {
             Placement::Send(target) => return Ok(Some(target)),
             Placement::Refuse => {
@@ -179,8 +163,41 @@ impl<S: ClientIo> Session<S> {
         Ok(None)
     }
 
+    /// The databases an EXECUTE of `statement` (its body looked up as
+    /// `body`) with arguments `values` runs on (`None`: any), or why it
+    /// cannot run; `overrides` are those of the EXECUTE's own comments.
+    pub(super) fn route_sql(
+        &self,
+        overrides: &Overrides,
+        statement: &SqlStatement,
+        body: &Lookup,
+        values: &[ArgValue],
+    ) -> Result<Option<Shards>, ClientError> {
+        let bind = sql_prepared::route_params(values);
+        let params = body.params(&bind);
+        let overrides = self.overrides(&Overrides {
+            shard: overrides.shard.or(body.overrides.shard),
+            sharding_key: (overrides.sharding_key.clone())
+                .or_else(|| body.overrides.sharding_key.clone()),
+        });
+        let routed = self
+            .route_typed(statement, body, &params, &overrides)
+            .map_err(|err| {
+                ClientError::new(
+                    sqlstate::FEATURE_NOT_SUPPORTED,
+                    format!("{err} (in an EXECUTE, only literal arguments give keys)"),
+                )
+            })?;
+        let shards = self.routed_to(&body.entry, &routed.route);
+        let text = body.entry.text.as_bytes();
+        match self.insert_select_error(&body.entry.summary, text, shards.as_deref()) {
+            Some(error) => Err(error),
+            None => Ok(shards),
+        }
+    }
+
     /// The AST cache's lookup of a prepared statement's text, made once.
-    fn sql_body<'s>(&self, statement: &'s SqlStatement) -> Option<&'s Lookup> {
+    pub(super) fn sql_body<'s>(&self, statement: &'s SqlStatement) -> Option<&'s Lookup> {
         statement
             .route
             .get_or_init(|| self.state.cache.lookup(&statement.body, self.engine).ok())
@@ -326,4 +343,13 @@ impl<S: ClientIo> Session<S> {
         };
         (merge, by_key)
     }
+}
+
+/// The refusal of a prepared statement pgshard cannot parse (a validated
+/// one always parses).
+pub(super) fn unparsed() -> ClientError {
+    ClientError::new(
+        sqlstate::FEATURE_NOT_SUPPORTED,
+        "pgshard could not parse the prepared statement to route it",
+    )
 }

@@ -137,7 +137,19 @@ impl<S: ClientIo> Session<S> {
         if !self.ensure_server_or_reply(Target::Any, true).await? {
             return Ok(false);
         }
-        if !self.sql_prepared_here(&statement).await? {
+        // The client's own PREPARE (deallocated at once) checks it, so
+        // that its errors are Postgres's to the letter, their positions in
+        // the client's text included.
+        let start = match effect {
+            SessionEffect::Prepare { start, .. } => *start,
+            _ => 0,
+        };
+        let own = effect.statement_text(text).unwrap_or_default();
+        let rest = text.get(start..).unwrap_or_default();
+        let at = start + (rest.len() - rest.trim_start().len());
+        let before = text.get(..at).map_or(0, |before| before.chars().count());
+        let check = format!("{}{own}\n; DEALLOCATE {}", " ".repeat(before), parts.name);
+        if !self.sql_prepared_here(&statement, Some(&check)).await? {
             self.ready_after_error();
             return Ok(false);
         }
@@ -152,10 +164,13 @@ impl<S: ClientIo> Session<S> {
     /// Make sure the attached server holds `statement`: if it lacks it,
     /// PREPARE it there (closing the server's least recently used
     /// statement first if it holds too many) and wait for the reply, whose
-    /// error, if any, goes to the client. Whether the server holds it.
+    /// error, if any, goes to the client. `check`: statements to run first
+    /// in the same query (which stops at their error). Whether the server
+    /// holds it.
     pub(super) async fn sql_prepared_here(
         &mut self,
         statement: &SqlStatement,
+        check: Option<&str>,
     ) -> Result<bool, End> {
         let Some(server) = self.attached.main_mut() else {
             return Ok(false);
@@ -175,7 +190,11 @@ impl<S: ClientIo> Session<S> {
         }
         conn.prepared.insert(statement.id);
         self.unnamed_on = None;
-        messages::query(&mut self.to_server, &statement.prepare);
+        let sql = match check {
+            Some(check) => format!("{check}; {}", statement.prepare),
+            None => statement.prepare.clone(),
+        };
+        messages::query(&mut self.to_server, &sql);
         self.plan.push(Step::injected_query_showing_errors_with(
             Effect::SqlPrepared(statement.id),
         ));

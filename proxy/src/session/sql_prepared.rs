@@ -137,6 +137,12 @@ impl SqlNames {
         self.by_name.get(name)
     }
 
+    /// The id of the statement `name` means.
+    pub fn id_of(&self, name: &[u8]) -> Option<u64> {
+        let name = std::str::from_utf8(name).ok()?;
+        self.by_name.get(name).map(|statement| statement.id)
+    }
+
     pub fn contains(&self, name: &[u8]) -> bool {
         std::str::from_utf8(name).is_ok_and(|name| self.by_name.contains_key(name))
     }
@@ -156,6 +162,56 @@ impl SqlNames {
 
     pub fn clear(&mut self) {
         self.by_name.clear();
+    }
+
+    /// The client's name for the server's statement `id` (its own, or the
+    /// one its merge runs instead).
+    fn client_name(&self, id: u64) -> Option<&str> {
+        self.by_name.iter().find_map(|(name, statement)| {
+            let merged = match statement.merge.get() {
+                Some(ExecuteMerge::Merged {
+                    shard_statement: Some(shard),
+                    ..
+                }) => shard.id == id,
+                _ => false,
+            };
+            (statement.id == id || merged).then_some(name.as_str())
+        })
+    }
+
+    /// A server's ErrorResponse (`message`, whole) that names a statement
+    /// the client prepared by pgshard's name (`"__pgshard_12"`: Postgres
+    /// quotes it), with the client's name instead; `None` when it names
+    /// none.
+    pub fn client_error(&self, message: &[u8]) -> Option<bytes::BytesMut> {
+        const QUOTED: &[u8] = b"\"__pgshard_";
+        let body = message.get(5..)?;
+        memchr::memmem::find(body, QUOTED)?;
+        let mut out = bytes::BytesMut::with_capacity(message.len());
+        out.extend_from_slice(&message[..5]);
+        let mut rest = body;
+        while let Some(at) = memchr::memmem::find(rest, QUOTED) {
+            let digits = &rest[at + QUOTED.len()..];
+            let len = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+            let name = std::str::from_utf8(&digits[..len])
+                .ok()
+                .and_then(|id| id.parse().ok())
+                .filter(|_| digits.get(len) == Some(&b'"'))
+                .and_then(|id| self.client_name(id));
+            let end = at + QUOTED.len() + len;
+            match name {
+                Some(name) => {
+                    out.extend_from_slice(&rest[..at + 1]);
+                    out.extend_from_slice(name.as_bytes());
+                }
+                None => out.extend_from_slice(&rest[..end]),
+            }
+            rest = &rest[end..];
+        }
+        out.extend_from_slice(rest);
+        let len = u32::try_from(out.len() - 1).ok()?;
+        out[1..5].copy_from_slice(&len.to_be_bytes());
+        Some(out)
     }
 
     pub fn len(&self) -> usize {

@@ -28,6 +28,9 @@ fn prepare_texts() {
     for (sql, expected) in cases {
         let found = prepare_text(sql).map(|p| (p.types, p.body));
         assert_eq!(found, *expected, "{sql}");
+        if let Some(parts) = prepare_text(sql) {
+            assert!(["q", "\"Q\"", "as"].contains(&parts.name), "{sql}");
+        }
     }
 }
 

@@ -120,3 +120,38 @@ fn having_reads_its_arguments() {
     let none = having_params(&plan("SELECT g, count(*) FROM t GROUP BY g"), &[]).unwrap();
     assert!(none.is_empty());
 }
+
+#[test]
+fn errors_name_statements_as_the_client_does() {
+    let registry = Registry::default();
+    let statement = registry.sql("", "SELECT 1", &[]);
+    let mut names = SqlNames::default();
+    names.insert("Mine", Arc::clone(&statement)).unwrap();
+    let error = |text: &str| {
+        let mut message = vec![b'E', 0, 0, 0, 0];
+        message.extend_from_slice(b"SERROR\0C42601\0M");
+        message.extend_from_slice(text.as_bytes());
+        message.extend_from_slice(b"\0\0");
+        let len = (message.len() - 1) as u32;
+        message[1..5].copy_from_slice(&len.to_be_bytes());
+        message
+    };
+    let id = statement.id;
+    let named = error(&format!(
+        "wrong number of parameters for prepared statement \"__pgshard_{id}\""
+    ));
+    let renamed = names.client_error(&named).unwrap();
+    assert_eq!(
+        &renamed[..],
+        &error("wrong number of parameters for prepared statement \"Mine\"")[..]
+    );
+    // Another client's statement, a name not quoted as Postgres quotes,
+    // and no name at all are left as they are.
+    let other = error(&format!(
+        "\"__pgshard_{}\" and __pgshard_{id} and \"__pgshard_{id}x\"",
+        id + 1
+    ));
+    assert_eq!(&names.client_error(&other).unwrap()[..], &other[..]);
+    assert!(names.client_error(&error("no name")).is_none());
+    assert!(names.client_error(b"E\0").is_none());
+}
