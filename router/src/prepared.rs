@@ -93,6 +93,71 @@ pub fn execute_name(text: &str, name: &str) -> Option<(usize, usize)> {
     })
 }
 
+/// The items of the parenthesized, comma-separated list `text` starts
+/// with (a PREPARE's type list, an EXECUTE's arguments after its name):
+/// each item's byte range in `text`, trimmed; `None` when `text` does not
+/// start with `(` or the scanner finds no end to the list.
+pub fn list_items(text: &str) -> Option<Vec<(usize, usize)>> {
+    let tokens = tokens(text)?;
+    let mut tokens = tokens.iter();
+    if tokens.next()?.token != Token::Ascii40 as i32 {
+        return None;
+    }
+    let (mut items, mut depth, mut start) = (Vec::new(), 0usize, None);
+    let mut end = 0;
+    let opens = [Token::Ascii40 as i32, Token::Ascii91 as i32];
+    let closes = [Token::Ascii41 as i32, Token::Ascii93 as i32];
+    for token in tokens {
+        let (open, close) = (opens.contains(&token.token), closes.contains(&token.token));
+        if depth == 0 && (close || token.token == Token::Ascii44 as i32) {
+            if let Some(start) = start.take() {
+                items.push((start, end));
+            }
+            if close {
+                return Some(items);
+            }
+            continue;
+        }
+        depth = if open {
+            depth + 1
+        } else if close {
+            depth - 1
+        } else {
+            depth
+        };
+        start.get_or_insert(token.start);
+        end = token.end;
+    }
+    None
+}
+
+/// The parameters `sql` uses, renumbered from `$1` in the order of their
+/// numbers: the new text, and for each new number the old one's index
+/// (0-based). For a statement the shards run instead of a prepared one
+/// (rewritten for a merge, which may drop a LIMIT's or HAVING's
+/// parameters): prepared without the parameters it no longer uses, it is
+/// executed with the arguments of those it does.
+pub fn renumbered(sql: &str) -> Option<(String, Vec<usize>)> {
+    crate::split::renumber(sql).ok()
+}
+
+/// How many parameters a statement prepared with `declared` types has:
+/// the highest `$n` of `body`, or more declared types.
+pub fn parameter_count(body: &str, declared: usize) -> usize {
+    let highest = match body.contains('$') {
+        false => 0,
+        true => tokens(body).map_or(0, |tokens| {
+            tokens
+                .iter()
+                .filter(|t| t.token == Token::Param as i32)
+                .filter_map(|t| body.get(t.start + 1..t.end)?.parse::<usize>().ok())
+                .max()
+                .unwrap_or(0)
+        }),
+    };
+    highest.max(declared)
+}
+
 /// `text` with the range `at` replaced by `with`.
 pub fn replace(text: &str, at: (usize, usize), with: &str) -> String {
     let mut out = String::with_capacity(text.len() + with.len());

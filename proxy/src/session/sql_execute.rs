@@ -23,7 +23,7 @@ use super::fan_out::{MergeRequest, Prepare, Reply, Scope};
 use super::reply_plan::{self, Step};
 use super::routing::Shards;
 use super::sql_prepare::SqlQuery;
-use super::sql_prepared::{self, ExecuteMerge, SqlStatement, TypedRoute};
+use super::sql_prepared::{self, ExecuteMerge, ShardRun, SqlStatement, TypedRoute};
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
@@ -243,19 +243,24 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<(), End> {
         let summary = &body.entry.summary;
         let rows = if router::route::holds_copies(summary, &self.sharding) {
-            Ok((Arc::clone(statement), Reply::Copies))
+            Ok((None, Reply::Copies))
         } else {
             self.execute_rows(statement, body, values)
         };
-        let (run, reply) = match rows {
+        let (shard, reply) = match rows {
             Ok(rows) => rows,
             Err(error) => {
                 self.refused(error);
                 return Ok(());
             }
         };
+        let shard = shard.and_then(|shard| Some((shard.execute(&text[at.1..])?, shard.statement)));
+        let (sql, run) = shard.unwrap_or_else(|| {
+            let sql = prepared::replace(text, at, &statement.name);
+            (sql, Arc::clone(statement))
+        });
         let mut query = BytesMut::new();
-        messages::query(&mut query, &prepared::replace(text, at, &run.name));
+        messages::query(&mut query, &sql);
         let query = query.freeze();
         let request = |_: &Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
         let prepare = Prepare {
@@ -277,14 +282,14 @@ impl<S: ClientIo> Session<S> {
     }
 
     /// How the rows of `statement` on several shards are merged (and the
-    /// statement the shards run), for these arguments.
+    /// statement the shards run instead, if any), for these arguments.
     fn execute_rows(
         &self,
         statement: &Arc<SqlStatement>,
         body: &Lookup,
         values: &[ArgValue],
-    ) -> Result<(Arc<SqlStatement>, Reply), ClientError> {
-        let concatenated = || Ok((Arc::clone(statement), Reply::Concat(Vec::new())));
+    ) -> Result<(Option<ShardRun>, Reply), ClientError> {
+        let concatenated = || Ok((None, Reply::Concat(Vec::new())));
         if body.entry.concatenates.get().is_some() {
             return concatenated();
         }
@@ -302,17 +307,13 @@ impl<S: ClientIo> Session<S> {
         match planned {
             ExecuteMerge::Concatenated => concatenated(),
             ExecuteMerge::Refused(error) => Err(error),
-            ExecuteMerge::Merged {
-                plan,
-                shard_statement,
-            } => {
+            ExecuteMerge::Merged { plan, shard } => {
                 let request = MergeRequest {
                     window: sql_prepared::window(&plan, values)?,
                     params: sql_prepared::having_params(&plan, values)?,
                     plan,
                 };
-                let run = shard_statement.unwrap_or_else(|| Arc::clone(statement));
-                Ok((run, Reply::Merge(request)))
+                Ok((shard, Reply::Merge(request)))
             }
         }
     }
@@ -331,17 +332,48 @@ impl<S: ClientIo> Session<S> {
                 ExecuteMerge::Concatenated
             }
             Err(error) => ExecuteMerge::Refused(error),
-            Ok(Some(mut plan)) => {
-                let shard_statement = plan.shard_sql.take().map(|sql| {
-                    (self.state.statements).sql(&statement.types, &sql, &statement.declared)
-                });
-                ExecuteMerge::Merged {
+            Ok(Some(mut plan)) => match plan.shard_sql.take() {
+                None => ExecuteMerge::Merged {
                     plan: Arc::new(plan),
-                    shard_statement,
-                }
-            }
+                    shard: None,
+                },
+                Some(sql) => match self.shard_run(statement, &sql) {
+                    Some(shard) => ExecuteMerge::Merged {
+                        plan: Arc::new(plan),
+                        shard: Some(shard),
+                    },
+                    None => ExecuteMerge::Refused(unparsed()),
+                },
+            },
         };
         (merge, by_key)
+    }
+
+    /// The statement the shards run instead of `statement` (its merge
+    /// rewrote it to `sql`): prepared with the parameters it uses,
+    /// renumbered, and their declared types.
+    fn shard_run(&self, statement: &SqlStatement, sql: &str) -> Option<ShardRun> {
+        let (sql, used) = prepared::renumbered(sql)?;
+        let types = match statement.types.is_empty() {
+            true => Vec::new(),
+            false => prepared::list_items(&statement.types)?
+                .into_iter()
+                .map(|(a, b)| statement.types.get(a..b))
+                .collect::<Option<Vec<&str>>>()?,
+        };
+        let kept: Vec<&str> = used.iter().map_while(|&i| types.get(i).copied()).collect();
+        let types = match kept.is_empty() {
+            true => String::new(),
+            false => format!("({})", kept.join(", ")),
+        };
+        let declared: Vec<Option<String>> = (used.iter())
+            .map_while(|&i| statement.declared.get(i).cloned())
+            .collect();
+        Some(ShardRun {
+            statement: self.state.statements.sql(&types, &sql, &declared),
+            used,
+            of: prepared::parameter_count(&statement.body, statement.declared.len()),
+        })
     }
 }
 

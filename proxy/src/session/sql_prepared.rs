@@ -116,14 +116,53 @@ impl TypedRoute {
 #[derive(Debug, Clone)]
 pub enum ExecuteMerge {
     Concatenated,
-    /// Merged by `plan`; the shards run `shard_statement` (the statement
-    /// rewritten with the plan's hidden columns, prepared with the same
-    /// types) when the plan rewrites it.
+    /// Merged by `plan`; the shards run `shard` instead when the plan
+    /// rewrites the statement.
     Merged {
         plan: Arc<MergePlan>,
-        shard_statement: Option<Arc<SqlStatement>>,
+        shard: Option<ShardRun>,
     },
     Refused(ClientError),
+}
+
+/// The statement the shards run instead of a prepared one whose merge
+/// rewrites it (hidden sort or group columns; a LIMIT's or HAVING's
+/// parameters may be gone): prepared with the parameters it still uses,
+/// renumbered ([`router::prepared::renumbered`]), with their declared
+/// types.
+#[derive(Debug, Clone)]
+pub struct ShardRun {
+    pub statement: Arc<SqlStatement>,
+    /// For each of its parameters, the prepared statement's (0-based).
+    pub used: Vec<usize>,
+    /// How many parameters the prepared statement has.
+    pub of: usize,
+}
+
+impl ShardRun {
+    /// The EXECUTE of it for an EXECUTE of the prepared statement whose
+    /// text after the name is `args` (`(1, 'a')`, or nothing): its
+    /// arguments for the parameters it uses. `None` when the arguments are
+    /// not the statement's count (Postgres refuses those: the prepared
+    /// statement is run, to say so) or cannot be told apart.
+    pub fn execute(&self, args: &str) -> Option<String> {
+        let args = args.trim();
+        let items = match args.is_empty() {
+            true => Vec::new(),
+            false => router::prepared::list_items(args)?,
+        };
+        if items.len() != self.of {
+            return None;
+        }
+        let name = &self.statement.name;
+        if self.used.is_empty() {
+            return Some(format!("EXECUTE {name}"));
+        }
+        let used: Option<Vec<&str>> = (self.used.iter())
+            .map(|&i| items.get(i).and_then(|&(a, b)| args.get(a..b)))
+            .collect();
+        Some(format!("EXECUTE {name}({})", used?.join(", ")))
+    }
 }
 
 /// One client's names for SQL-prepared statements.
@@ -170,9 +209,8 @@ impl SqlNames {
         self.by_name.iter().find_map(|(name, statement)| {
             let merged = match statement.merge.get() {
                 Some(ExecuteMerge::Merged {
-                    shard_statement: Some(shard),
-                    ..
-                }) => shard.id == id,
+                    shard: Some(shard), ..
+                }) => shard.statement.id == id,
                 _ => false,
             };
             (statement.id == id || merged).then_some(name.as_str())

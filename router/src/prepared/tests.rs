@@ -207,3 +207,34 @@ fn executes_are_never_templated() {
         ArgValue::Null
     );
 }
+
+#[test]
+fn lists_and_parameters() {
+    let items = |text: &str| {
+        list_items(text).map(|items| {
+            items
+                .iter()
+                .map(|&(a, b)| text[a..b].to_owned())
+                .collect::<Vec<_>>()
+        })
+    };
+    #[rustfmt::skip]
+    let cases: &[(&str, Option<&[&str]>)] = &[
+        ("(1, 'a,b', f(2, 3), ARRAY[1,2])", Some(&["1", "'a,b'", "f(2, 3)", "ARRAY[1,2]"])),
+        ("( int8 , numeric(10, 2)[] )", Some(&["int8", "numeric(10, 2)[]"])),
+        ("(-1 /* , */)", Some(&["-1"])),
+        ("()", Some(&[])),
+        ("(1, 2", None),
+        ("1, 2", None),
+    ];
+    for (text, expected) in cases {
+        let expected = expected.map(|e| e.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+        assert_eq!(items(text), expected, "{text}");
+    }
+    let (sql, used) = renumbered("SELECT $3, $1 FROM t WHERE a = $3 LIMIT 5").unwrap();
+    assert_eq!(sql, "SELECT $2, $1 FROM t WHERE a = $2 LIMIT 5");
+    assert_eq!(used, vec![0, 2]);
+    assert_eq!(parameter_count("SELECT $2 + $10, '$11'", 1), 10);
+    assert_eq!(parameter_count("SELECT 1", 2), 2);
+    assert_eq!(parameter_count("SELECT $1", 0), 1);
+}

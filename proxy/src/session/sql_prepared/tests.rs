@@ -155,3 +155,32 @@ fn errors_name_statements_as_the_client_does() {
     assert!(names.client_error(&error("no name")).is_none());
     assert!(names.client_error(b"E\0").is_none());
 }
+
+#[test]
+fn shards_run_the_rewritten_statement_with_the_arguments_it_uses() {
+    let registry = Registry::default();
+    let run = |used: Vec<usize>, of: usize| ShardRun {
+        statement: registry.sql("", "SELECT $1", &[]),
+        used,
+        of,
+    };
+    let name = run(vec![], 0).statement.name.clone();
+    let two = run(vec![0, 2], 3);
+    assert_eq!(
+        two.execute(" (1, f(2, 3), 'x') ").as_deref(),
+        Some(format!("EXECUTE {name}(1, 'x')").as_str())
+    );
+    // Not the statement's count: Postgres says so for the statement itself.
+    assert_eq!(two.execute("(1, 2)"), None);
+    assert_eq!(two.execute("(1, 2, 3, 4)"), None);
+    assert_eq!(two.execute("(1, 2"), None);
+    let none = run(vec![], 1);
+    assert_eq!(
+        none.execute("(5)").as_deref(),
+        Some(format!("EXECUTE {name}").as_str())
+    );
+    assert_eq!(
+        run(vec![], 0).execute("").as_deref(),
+        Some(format!("EXECUTE {name}").as_str())
+    );
+}
