@@ -488,11 +488,48 @@ async fn the_extended_protocol_executes_too() {
     for _ in 0..2 {
         assert_eq!(pgshard.query(&statement, &[]).await.unwrap().len(), 1);
     }
-    // On several shards: the simple protocol's.
-    let err = pgshard.query("EXECUTE c", &[]).await.unwrap_err();
-    assert_eq!(common::code(&err), Some("0A000"));
-    let (count, _) = answer(&pgshard, "EXECUTE c").await.unwrap();
-    assert_eq!(count, vec![vec![Some("1000".to_owned())]]);
+    // On several shards: a segment merged as the statement's rows (the
+    // shards running the statement its merge rewrites, with the arguments
+    // of the parameters it keeps).
+    for client in [&pgshard, &direct] {
+        client
+            .batch_execute(
+                "PREPARE o AS SELECT v, count(*), min(name) FROM big WHERE id > $1 \
+                 GROUP BY v HAVING count(*) > $2 ORDER BY max(name) DESC, v LIMIT $3 OFFSET $4",
+            )
+            .await
+            .unwrap();
+    }
+    let c =
+        |rows: Vec<tokio_postgres::Row>| -> Vec<i64> { rows.iter().map(|r| r.get(0)).collect() };
+    assert_eq!(
+        c(pgshard.query("EXECUTE c", &[]).await.unwrap()),
+        vec![1000]
+    );
+    let o = |rows: Vec<tokio_postgres::Row>| -> Vec<(i32, i64, String)> {
+        rows.iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect()
+    };
+    for execute in [
+        "EXECUTE o(10, 97, 3, 1)",
+        "EXECUTE o(500, 0, NULL, 2)",
+        "EXECUTE o(0, 1000, 5, 0)",
+    ] {
+        let got = pgshard.query(execute, &[]).await.unwrap();
+        assert_eq!(
+            o(got),
+            o(direct.query(execute, &[]).await.unwrap()),
+            "{execute}"
+        );
+    }
+    let err = pgshard.query("EXECUTE o(1, 2, 3)", &[]).await.unwrap_err();
+    assert_eq!(common::code(&err), Some("42601"));
+    let message = err.as_db_error().unwrap().message();
+    assert_eq!(
+        message,
+        "wrong number of parameters for prepared statement \"o\""
+    );
     // Errors skip to the Sync, as Postgres's do.
     let err = pgshard
         .execute("PREPARE k AS SELECT 1", &[])

@@ -283,14 +283,16 @@ impl<S: ClientIo> Session<S> {
 
     /// How the rows of `statement` on several shards are merged (and the
     /// statement the shards run instead, if any), for these arguments.
-    fn execute_rows(
+    pub(super) fn execute_rows(
         &self,
         statement: &Arc<SqlStatement>,
         body: &Lookup,
         values: &[ArgValue],
     ) -> Result<(Option<ShardRun>, Reply), ClientError> {
         let concatenated = || Ok((None, Reply::Concat(Vec::new())));
-        if body.entry.concatenates.get().is_some() {
+        let count = statement.parameters();
+        if body.entry.concatenates.get().is_some() || (count > 0 && values.len() != count) {
+            // (Postgres refuses other counts of arguments, on every shard.)
             return concatenated();
         }
         let planned = match statement.merge.get() {
@@ -372,7 +374,7 @@ impl<S: ClientIo> Session<S> {
         Some(ShardRun {
             statement: self.state.statements.sql(&types, &sql, &declared),
             used,
-            of: prepared::parameter_count(&statement.body, statement.declared.len()),
+            of: statement.parameters(),
         })
     }
 }

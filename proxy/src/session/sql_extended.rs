@@ -13,26 +13,38 @@
 
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes};
+use bytes::{BufMut, Bytes, BytesMut};
 use router::cache::Lookup;
 use router::config::PoolerMode;
 use router::prepared::{self, ArgValue};
 use router::summary::{SessionEffect, StatementKind};
 
+use super::fan_out::Reply;
 use super::local::LocalPortal;
+use super::merge::BindMerge;
 use super::reply_plan::{self, Effect, Step};
+use super::segment::Held;
 use super::sql_prepared::{self, SqlStatement};
 use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Frame;
+use crate::protocol::frame::{BindView, Frame};
 use crate::protocol::messages;
 use crate::session::ClientIo;
 
+/// Where the Bind of an EXECUTE goes on a sharded cluster.
+enum Routed {
+    One(Target),
+    /// Its statement's shards, with its body's lookup and the arguments.
+    Several(Lookup, Vec<ArgValue>, Vec<usize>),
+    /// Answered or refused.
+    Done,
+}
+
 /// The portal the PREPAREs pgshard sends run in.
-const PORTAL: &[u8] = b"__pgshard_prepare";
+pub(in crate::session) const PORTAL: &[u8] = b"__pgshard_prepare";
 
 impl<S: ClientIo> Session<S> {
     /// A Bind or statement Describe (`frame`) of `statement`, whose name
@@ -148,7 +160,7 @@ impl<S: ClientIo> Session<S> {
         statement: &Statement,
         info: &Lookup,
         effect: &SessionEffect,
-        sql: &SqlStatement,
+        sql: &Arc<SqlStatement>,
     ) -> Option<Arc<Statement>> {
         let SessionEffect::Execute { name, .. } = effect else {
             return None;
@@ -156,12 +168,50 @@ impl<S: ClientIo> Session<S> {
         let text = effect.statement_text(&info.entry.text)?;
         let at = prepared::execute_name(text, name)?;
         let run = prepared::replace(text, at, &sql.name);
-        Some(self.state.statements.get_or_insert(
+        Some(self.executing_text(run, statement, sql))
+    }
+
+    /// The shared statement of text `run`, which EXECUTEs `sql`, with
+    /// `statement`'s parameter types.
+    fn executing_text(
+        &self,
+        run: String,
+        statement: &Statement,
+        sql: &Arc<SqlStatement>,
+    ) -> Arc<Statement> {
+        let executing = self.state.statements.get_or_insert(
             &Bytes::from(run),
             &statement.param_types,
             &self.state.cache,
             self.engine,
-        ))
+        );
+        let _ = executing.executes.set(Arc::clone(sql));
+        executing
+    }
+
+    /// Whether a Bind of `statement` PREPAREs, EXECUTEs or DEALLOCATEs a
+    /// SQL-prepared statement (which a held segment cannot take).
+    pub(super) fn binds_sql_prepared(&self, statement: &Statement) -> bool {
+        if !super::params::names_prepared(&statement.query) {
+            return false;
+        }
+        let Some(info) = self.route_info(statement) else {
+            return false;
+        };
+        info.entry
+            .summary
+            .statements
+            .iter()
+            .any(|s| match &s.session {
+                Some(SessionEffect::Prepare { .. }) => true,
+                Some(SessionEffect::Execute { name, .. }) => self.sql_names.get(name).is_some(),
+                Some(SessionEffect::Deallocate(Some(name))) => {
+                    self.sql_names.get(name).is_some()
+                        || self.statements.find(name.as_bytes()).is_some()
+                }
+                Some(SessionEffect::Deallocate(None)) => true,
+                _ => false,
+            })
     }
 
     /// A Bind or Describe of an EXECUTE (`statement`, summarized in
@@ -179,8 +229,24 @@ impl<S: ClientIo> Session<S> {
         let bind = frame.tag == b'B';
         let target = match bind && self.sharded() {
             true => match self.execute_bind_target(statement, info, &sql, &kind) {
-                Some(target) => target,
-                None => return Ok(()),
+                Routed::One(target) => target,
+                Routed::Done => return Ok(()),
+                Routed::Several(body, values, shards) => {
+                    let routed = (body, values, shards);
+                    let named = (name_start, name_len);
+                    let held = self.hold_execute(
+                        frame,
+                        statement,
+                        info,
+                        (&sql, &rewritten),
+                        routed,
+                        named,
+                    );
+                    if let Err(error) = held {
+                        self.refuse(error, false);
+                    }
+                    return Ok(());
+                }
             },
             false => Target::Any,
         };
@@ -206,27 +272,26 @@ impl<S: ClientIo> Session<S> {
         Ok(())
     }
 
-    /// Where the Bind of an EXECUTE of `sql` goes on a sharded cluster;
-    /// `None` when it was answered or refused.
+    /// Where the Bind of an EXECUTE of `sql` goes on a sharded cluster.
     fn execute_bind_target(
         &mut self,
         statement: &Statement,
         info: &Lookup,
         sql: &SqlStatement,
         kind: &StatementKind,
-    ) -> Option<Target> {
+    ) -> Routed {
         self.follow_config();
         if self.answer_locally(&info.entry.summary, &statement.query, false) {
-            return None;
+            return Routed::Done;
         }
         let refused = |what: &str| ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, what);
         if *kind == StatementKind::Ddl {
             self.refuse(refused("CREATE TABLE AS EXECUTE of a prepared statement is not supported on a sharded cluster (CREATE TABLE AS the statement itself)"), false);
-            return None;
+            return Routed::Done;
         }
         let Some(body) = self.sql_body(sql).cloned() else {
             self.refuse(super::sql_execute::unparsed(), false);
-            return None;
+            return Routed::Done;
         };
         self.note_bound(&body.entry.summary, body.entry.text.as_bytes());
         let args = match &info.entry.summary.statements[0].session {
@@ -238,20 +303,84 @@ impl<S: ClientIo> Session<S> {
             Ok(shards) => shards,
             Err(error) => {
                 self.refuse(error, false);
-                return None;
+                return Routed::Done;
             }
         };
         match self.place(shards.as_deref(), false) {
-            Placement::Send(target) => Some(target),
+            Placement::Send(target) => Routed::One(target),
             Placement::Refuse => {
                 self.refuse(refused(CROSS_SHARD_TXN), false);
-                None
+                Routed::Done
+            }
+            Placement::FanOut | Placement::FanOutInTxn if *kind == StatementKind::Explain => {
+                self.refuse(refused("EXPLAIN EXECUTE of a prepared statement that runs on several shards is not supported; EXPLAIN the statement itself"), false);
+                Routed::Done
             }
             Placement::FanOut | Placement::FanOutInTxn => {
-                self.refuse(refused("EXECUTE of a prepared statement that runs on several shards is supported in the simple protocol only: send the EXECUTE as a simple query (or give it the statement's sharding key)"), false);
-                None
+                let shards = shards.map(|s| s.into_vec()).unwrap_or_default();
+                Routed::Several(body, values, shards)
             }
         }
+    }
+
+    /// The Bind of an EXECUTE of `sql` (bound as `rewritten`) whose
+    /// statement runs on several shards: held as a segment, run at Sync,
+    /// its rows merged as the statement's own (the shards run the
+    /// statement its merge rewrites, where it does).
+    fn hold_execute(
+        &mut self,
+        frame: &Frame,
+        statement: &Statement,
+        info: &Lookup,
+        (sql, rewritten): (&Arc<SqlStatement>, &Arc<Statement>),
+        (body, values, shards): (Lookup, Vec<ArgValue>, Vec<usize>),
+        (name_start, name_len): (usize, usize),
+    ) -> Result<(), ClientError> {
+        let bind = BindView::parse(&frame.body)
+            .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?
+            .to_bind();
+        let summary = &body.entry.summary;
+        let copies = router::route::holds_copies(summary, &self.sharding);
+        let (shard, reply) = match copies {
+            true => (None, None),
+            false => match self.execute_rows(sql, &body, &values)? {
+                (shard, Reply::Merge(request)) => (shard, Some(request)),
+                (shard, _) => (shard, None),
+            },
+        };
+        let args = match (&info.entry.summary.statements[0].session, &shard) {
+            (Some(effect @ SessionEffect::Execute { name, .. }), Some(_)) => {
+                let text = effect.statement_text(&info.entry.text).unwrap_or_default();
+                prepared::execute_name(text, name).map(|at| &text[at.1..])
+            }
+            _ => None,
+        };
+        let shard_statement = shard.zip(args).and_then(|(shard, args)| {
+            let run = shard.execute(args)?;
+            Some(self.executing_text(run, statement, &shard.statement))
+        });
+        let merge = reply.map(|request| BindMerge {
+            plan: request.plan,
+            window: request.window,
+            shard_statement,
+            params: request.params,
+        });
+        let mut bytes = BytesMut::new();
+        let at = messages::begin(&mut bytes, b'B');
+        bytes.put_slice(&frame.body[..name_start]);
+        bytes.put_slice(&rewritten.name);
+        bytes.put_slice(&frame.body[name_start + name_len..]);
+        messages::finish(&mut bytes, at);
+        let writes = super::spanning::writes(summary);
+        let held = Held {
+            bytes: bytes.freeze(),
+            merge,
+            writes,
+            copies,
+        };
+        self.hold_bind(rewritten, false, &bind, shards, held);
+        self.unsynced = true;
+        Ok(())
     }
 
     /// Make sure the attached server holds `sql` before the next message:

@@ -48,6 +48,8 @@ pub struct SqlStatement {
     pub typed: OnceLock<Option<TypedRoute>>,
     /// What running it on several shards needs, planned once.
     pub merge: OnceLock<ExecuteMerge>,
+    /// How many parameters it has, counted once.
+    count: OnceLock<usize>,
 }
 
 impl SqlStatement {
@@ -65,7 +67,16 @@ impl SqlStatement {
             route: OnceLock::new(),
             typed: OnceLock::new(),
             merge: OnceLock::new(),
+            count: OnceLock::new(),
         }
+    }
+
+    /// How many parameters it has (an EXECUTE must give as many
+    /// arguments, unless it has none).
+    pub fn parameters(&self) -> usize {
+        *self
+            .count
+            .get_or_init(|| router::prepared::parameter_count(&self.body, self.declared.len()))
     }
 
     /// The key the shared registry knows it by.
@@ -144,9 +155,16 @@ impl ShardRun {
     /// text after the name is `args` (`(1, 'a')`, or nothing): its
     /// arguments for the parameters it uses. `None` when the arguments are
     /// not the statement's count (Postgres refuses those: the prepared
-    /// statement is run, to say so) or cannot be told apart.
+    /// statement is run, to say so) or cannot be told apart; a statement
+    /// without parameters ignores them, as Postgres does.
     pub fn execute(&self, args: &str) -> Option<String> {
         let args = args.trim();
+        let name = &self.statement.name;
+        if self.of == 0 {
+            // Postgres ignores the arguments of a statement without
+            // parameters.
+            return Some(format!("EXECUTE {name}"));
+        }
         let items = match args.is_empty() {
             true => Vec::new(),
             false => router::prepared::list_items(args)?,
@@ -154,7 +172,6 @@ impl ShardRun {
         if items.len() != self.of {
             return None;
         }
-        let name = &self.statement.name;
         if self.used.is_empty() {
             return Some(format!("EXECUTE {name}"));
         }

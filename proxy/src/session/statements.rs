@@ -57,6 +57,10 @@ pub struct Statement {
     /// An INSERT that names no columns: the table's columns it was last
     /// bound with, and the statement with them written in.
     pub with_columns: Mutex<Option<WithColumns>>,
+    /// The SQL-prepared statement its text EXECUTEs by pgshard's name
+    /// (`session/sql_extended.rs`): it runs only where that one is
+    /// prepared, which a server that lacks it does first.
+    pub executes: OnceLock<Arc<SqlStatement>>,
 }
 
 /// The table's columns an INSERT that names none was bound with, and the
@@ -126,6 +130,7 @@ impl Registry {
             merge: OnceLock::new(),
             insert_rows: OnceLock::new(),
             with_columns: Mutex::new(None),
+            executes: OnceLock::new(),
         });
         inner
             .by_text

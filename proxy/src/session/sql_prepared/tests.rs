@@ -174,6 +174,10 @@ fn shards_run_the_rewritten_statement_with_the_arguments_it_uses() {
     assert_eq!(two.execute("(1, 2)"), None);
     assert_eq!(two.execute("(1, 2, 3, 4)"), None);
     assert_eq!(two.execute("(1, 2"), None);
+    assert_eq!(
+        run(vec![], 0).execute("(7, 8)").as_deref(),
+        Some(format!("EXECUTE {name}").as_str())
+    );
     let none = run(vec![], 1);
     assert_eq!(
         none.execute("(5)").as_deref(),
