@@ -161,6 +161,11 @@
 //!     UPDATE ... FROM, DELETE ... USING and MERGE are checked as reads
 //!     are: each database would write from its own pairs only.
 //!
+//! 14. `EXECUTE name (arguments)` names no table: the proxy routes the
+//!     statement `name` prepared instead, with the arguments as its
+//!     parameters (see [`crate::prepared`]), as if it were sent with
+//!     those values.
+//!
 //! Limitations: an INSERT ... SELECT is told from INSERT ... VALUES by
 //! whether the statement names a sharded table other than its target
 //! outside its sublinks (the same table read back under the same name
