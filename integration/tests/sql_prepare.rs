@@ -377,6 +377,22 @@ async fn transaction_mode_runs_executes_on_any_server() {
         same(&a, &direct, &format!("EXECUTE c({})", round % 10)).await;
     }
     b.simple_query("COMMIT").await.unwrap();
+    // In an aborted transaction, as on Postgres: 25P02 for all of them.
+    for sql in [
+        "BEGIN",
+        "EXECUTE k(1)",
+        "SELECT 1 / 0",
+        "PREPARE late AS SELECT 1",
+        "EXECUTE k(1)",
+        "EXECUTE c(1)",
+        "DEALLOCATE k",
+        "ROLLBACK",
+        "EXECUTE late",
+        "EXECUTE k(1)",
+    ] {
+        let (got, want) = (answer(&a, sql).await, answer(&direct, sql).await);
+        assert_eq!(got, want, "{sql}");
+    }
     // Many clients at once, each with its own names.
     let mut tasks = Vec::new();
     for client in 0..6 {
@@ -575,4 +591,44 @@ async fn session_mode_prepares_the_same_way() {
         answer(&pgshard, "EXECUTE k(3)").await.map(drop),
         Err("26000".into())
     );
+}
+
+/// A cluster of one database routes nothing, but its servers are pooled:
+/// EXECUTE, EXPLAIN EXECUTE and CREATE TABLE AS EXECUTE run on whichever
+/// server serves the client, in both protocols.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_database_clusters_prepare_too() {
+    let (cluster, reference, reference_db) = start(1, "default_pool_size = 2");
+    let pgshard = cluster.connect().await;
+    let other = cluster.connect().await;
+    let direct = reference_client(&reference, &reference_db).await;
+    for sql in [
+        "PREPARE k(int8) AS SELECT id, v FROM big WHERE id = $1",
+        "PREPARE c AS SELECT count(*) FROM big WHERE v = $1",
+    ] {
+        same(&pgshard, &direct, sql).await;
+    }
+    // The server that checked them is busy elsewhere.
+    other.simple_query("BEGIN; SELECT 1").await.unwrap();
+    for sql in [
+        "EXECUTE k(5)",
+        "EXECUTE c(3)",
+        "CREATE TEMP TABLE copied AS EXECUTE c(4)",
+        "SELECT * FROM copied",
+        "DEALLOCATE c",
+    ] {
+        same(&pgshard, &direct, sql).await;
+    }
+    other.simple_query("COMMIT").await.unwrap();
+    let plan = answer(&pgshard, "EXPLAIN (COSTS OFF) EXECUTE k(5)")
+        .await
+        .unwrap();
+    assert!(!plan.0.is_empty());
+    let rows = pgshard.query("EXECUTE k(6)", &[]).await.unwrap();
+    assert_eq!(rows[0].get::<_, i64>(0), 6);
+    assert_eq!(
+        answer(&pgshard, "EXECUTE c(3)").await.map(drop),
+        Err("26000".into())
+    );
+    assert_eq!(common::proxy_panics(), 0);
 }

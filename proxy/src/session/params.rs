@@ -257,6 +257,8 @@ pub fn classify(sql: &[u8]) -> Keywords {
             is_word(first, "PREPARE") && !is_word(leading_byte_words::<2>(sql)[1], "TRANSACTION")
         }
         Some(b'E') => is_word(first, "EXECUTE") || is_word(first, "EXPLAIN"),
+        // CREATE TABLE ... AS EXECUTE.
+        Some(b'C') => is_word(first, "CREATE") && contains_ignore_case(sql, b"execute"),
         _ => false,
     };
     Keywords {

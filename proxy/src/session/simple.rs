@@ -101,7 +101,10 @@ impl<S: ClientIo> Session<S> {
     ) -> Option<Effect> {
         let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
         *dirty |= changes.untracked;
+        // In an aborted transaction Postgres refuses it: the server says so.
+        let aborted = self.status() == b'E';
         Some(match changes.deallocate {
+            _ if aborted => Effect::None,
             Some(Some(name))
                 if self.statements.remove(name.as_bytes()).is_some()
                     || self.sql_names.remove(name.as_bytes()).is_some() =>

@@ -67,6 +67,14 @@ impl<S: ClientIo> Session<S> {
             return Ok(false);
         };
         let bind = frame.tag == b'B';
+        let answered = matches!(
+            only.session,
+            Some(SessionEffect::Prepare { .. } | SessionEffect::Deallocate(_))
+        );
+        if bind && answered && self.status() == b'E' {
+            self.aborted(false);
+            return Ok(true);
+        }
         match &only.session {
             Some(effect @ SessionEffect::Prepare { .. }) if bind => {
                 self.bind_prepare(effect, &info.entry.text).await?;

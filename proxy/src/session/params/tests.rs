@@ -130,6 +130,7 @@ fn classify_statements() {
         "discard all",
         "EXECUTE p(1)",
         "explain execute p",
+        "CREATE TABLE t AS EXECUTE p",
     ] {
         assert!(tracked(sql) && !leaves(sql), "{sql}");
     }
