@@ -6,7 +6,8 @@
 //! first where missing). On several shards it runs as a fan-out whose rows
 //! are merged by the statement's own merge plan; where the plan rewrites
 //! the statement (hidden sort or group columns), the shards run the
-//! rewritten one, prepared with the same parameter types. EXPLAIN EXECUTE
+//! rewritten one, prepared with the parameters it keeps (renumbered, their
+//! declared types kept) and executed with their arguments. EXPLAIN EXECUTE
 //! runs on one shard only; CREATE TABLE AS EXECUTE is refused on a
 //! sharded cluster.
 

@@ -2,12 +2,13 @@
 //! statement` names a shared statement (`sql_prepared.rs`) that pgshard
 //! prepares on servers under its own name, so that any server may run the
 //! client's EXECUTEs (`sql_execute.rs`) and the server needs no reset. The
-//! PREPARE itself is checked by Postgres: the statement is prepared on the
-//! server the session holds (or any, outside a transaction) unless that
-//! server holds it already, and its error, if any, is the client's. Only
-//! then is the name the client's, and PREPARE answered. A query string
-//! may start with PREPAREs; the rest of it then runs as a query of its
-//! own.
+//! PREPARE itself is checked by Postgres on the server the session holds
+//! (or any, outside a transaction), unless that server holds the statement
+//! already: the client's own PREPARE, deallocated at once, then pgshard's,
+//! in one query, so that an error is the client's to the letter (its
+//! position in the client's text included) and stops the rest. Only then
+//! is the name the client's, and PREPARE answered. A query string may
+//! start with PREPAREs; the rest of it then runs as a query of its own.
 
 use std::sync::Arc;
 

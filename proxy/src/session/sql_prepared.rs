@@ -6,8 +6,9 @@
 //! [`crate::server_conn::prepared_set::PreparedSet`] holds both), each
 //! client's names for them, and what an EXECUTE's arguments are for
 //! routing, LIMIT and HAVING. The session's side is `sql_prepare.rs`
-//! (PREPARE, statements prepared on demand) and `sql_execute.rs` (EXECUTE
-//! routed and merged as its statement).
+//! (PREPARE, statements prepared on demand), `sql_execute.rs` (EXECUTE
+//! routed and merged as its statement) and `sql_extended.rs` (the three
+//! through Parse/Bind/Execute).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
