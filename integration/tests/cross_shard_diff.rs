@@ -3,7 +3,9 @@
 //! through pgshard on 2 and 4 partition-only shards and on one reference
 //! Postgres holding every row (`cross_shard_diff/data.rs`), in the simple
 //! protocol and the extended protocol with text and binary results
-//! (`cross_shard_diff/target.rs`). pgshard must answer exactly as the
+//! (`cross_shard_diff/target.rs`), and PREPAREd with SQL (most of their
+//! values made parameters) then EXECUTEd, as simple queries, through the
+//! extended protocol, and in one query string. pgshard must answer exactly as the
 //! reference does (columns, types, rows, row count) or refuse with 0A000
 //! (DESIGN.md §2: no silent wrong answers).
 //!
@@ -38,6 +40,8 @@ use cross_shard_diff::data::{self, Data};
 use cross_shard_diff::generator::{Case, Category, Generator};
 use cross_shard_diff::target::{Answer, Outcome, Protocol, Target};
 use integration::TestProxy;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
 
 /// Failures printed in full; the rest are counted.
 const SHOWN_FAILURES: usize = 12;
@@ -156,11 +160,14 @@ async fn differential(n: usize) {
     let data = Data::generate(seed);
     let (_cluster, mut pgshard, mut reference) = start(n, &data).await;
     let mut generator = Generator::new(seed, data.user_ids());
+    // Which literals become parameters: a stream of its own, so that the
+    // statements of a seed stay the same.
+    let mut picks = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5041_5241_4d53);
     let mut tally = Tally::default();
     let started = Instant::now();
     for index in 0..settings.statements {
         let case = generator.next_case();
-        run_case(index, &case, &mut pgshard, &mut reference, &mut tally).await;
+        let mut wrong = run_case(&case, &mut pgshard, &mut reference, &mut tally).await;
         // Every 8th statement also through a view, every 8th through a
         // function (a schema change each: fewer keep the run short).
         let behind = match index % 8 {
@@ -175,13 +182,31 @@ async fn differential(n: usize) {
             );
             if made == (true, true) {
                 let case = &behind.case;
-                run_case(index, case, &mut pgshard, &mut reference, &mut tally).await;
+                let wrong = run_case(case, &mut pgshard, &mut reference, &mut tally).await;
+                tally.fail(index, case, &wrong);
             }
             tokio::join!(pgshard.setup(&behind.drop), reference.setup(&behind.drop));
         }
+        // The same statement PREPAREd, most of its marked literals made
+        // parameters, and EXECUTEd with them.
+        let (prepare, execute) = case.prepared("pd", || picks.random_bool(0.7));
+        for protocol in Protocol::PREPARED {
+            let statement = ("pd", prepare.as_str(), execute.as_str());
+            let (got, want) = tokio::join!(
+                pgshard.run_prepared(protocol, statement),
+                reference.run_prepared(protocol, statement)
+            );
+            let verdict = judge(&case, &got, &want);
+            tally.count(&case, protocol, &verdict, &want);
+            if let Verdict::Wrong(why) = verdict {
+                let shown = format!("{why} [{prepare}; {execute}]");
+                wrong.push((protocol, shown, got, want));
+            }
+        }
+        tally.fail(index, &case, &wrong);
     }
     println!(
-        "[{n} shards] {} statements x 3 protocols in {:?}",
+        "[{n} shards] {} statements x 6 ways in {:?}",
         settings.statements,
         started.elapsed()
     );
@@ -200,14 +225,14 @@ async fn differential(n: usize) {
     }
 }
 
-/// Run `case` in every protocol on both servers; judge and count it.
+/// Run `case` in every protocol on both servers; judge and count it. What
+/// it answered wrongly, by protocol.
 async fn run_case(
-    index: usize,
     case: &Case,
     pgshard: &mut Target,
     reference: &mut Target,
     tally: &mut Tally,
-) {
+) -> Vec<(Protocol, String, Outcome, Outcome)> {
     let mut wrong = Vec::new();
     for protocol in Protocol::ALL {
         let (got, want) = tokio::join!(
@@ -220,7 +245,7 @@ async fn run_case(
             wrong.push((protocol, why, got, want));
         }
     }
-    tally.fail(index, case, &wrong);
+    wrong
 }
 
 /// How one statement in one protocol came out.
@@ -290,7 +315,8 @@ fn compare(ordered: bool, got: &Answer, want: &Answer) -> Verdict {
     }
 }
 
-/// Counts per category and protocol, and the wrong answers.
+/// Counts per category and protocol (or way of preparing), and the wrong
+/// answers.
 #[derive(Default)]
 struct Tally {
     counts: BTreeMap<(Category, Protocol), [usize; 4]>,

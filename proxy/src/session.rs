@@ -34,6 +34,10 @@ mod simple;
 mod spanning;
 mod split_bind;
 mod split_insert;
+mod sql_execute;
+mod sql_extended;
+mod sql_prepare;
+pub mod sql_prepared;
 pub mod statements;
 mod transaction;
 
@@ -125,6 +129,8 @@ pub struct Session<S> {
     attached: Attached,
     plan: ReplyPlan,
     statements: ClientStatements,
+    /// The client's SQL-prepared statements (`PREPARE name AS ...`).
+    sql_names: sql_prepared::SqlNames,
     /// Startup settings: what RESET returns to.
     defaults: ParamSet,
     /// The settings the client expects now.
@@ -232,6 +238,7 @@ impl<S: ClientIo> Session<S> {
             attached: Attached::new(0, start.server),
             plan: ReplyPlan::default(),
             statements: ClientStatements::default(),
+            sql_names: sql_prepared::SqlNames::default(),
             params: start.defaults.clone(),
             defaults: start.defaults,
             pending: Vec::new(),

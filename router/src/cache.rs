@@ -739,8 +739,8 @@ fn build_entry(
 /// Rewrite the literal-valued keys of `summary` to parameters after the
 /// statement's own (`template.max_param`); `None` if some value does not sit
 /// on a literal of `template` or the summary holds literal values elsewhere.
-/// The summary holds values as text (the pgdog settings' values, a SET's
-/// text span): they belong to the text they were read from, so the
+/// The summary holds values as text (the pgdog settings' values, a SET's,
+/// PREPARE's or EXECUTE's text span, EXECUTE's arguments): they belong to the text they were read from, so the
 /// statement is never templated, and is cached (by its exact text) only
 /// when it has no literal.
 fn valued(summary: &Summary) -> bool {
@@ -748,8 +748,14 @@ fn valued(summary: &Summary) -> bool {
         matches!(
             stmt.kind,
             StatementKind::SetShard(Some(_)) | StatementKind::SetShardingKey(Some(_))
-        ) || matches!(stmt.session, Some(SessionEffect::Set { .. }))
-            || matches!(stmt.kind, StatementKind::Do(_))
+        ) || matches!(
+            stmt.session,
+            Some(
+                SessionEffect::Set { .. }
+                    | SessionEffect::Prepare { .. }
+                    | SessionEffect::Execute { .. }
+            )
+        ) || matches!(stmt.kind, StatementKind::Do(_))
     })
 }
 

@@ -166,7 +166,13 @@
 //!   name TO DEFAULT and RESET name -> Reset; anything else (SET SESSION
 //!   CHARACTERISTICS) -> Untracked. ConstraintsSetStmt ->
 //!   TransactionScoped("SET CONSTRAINTS"); DeallocateStmt -> Deallocate (the
-//!   name, `None` for ALL); DiscardStmt ALL -> DiscardAll; `None` otherwise.
+//!   name, `None` for ALL); DiscardStmt ALL -> DiscardAll; PrepareStmt ->
+//!   Prepare (the name, each declared type's last name part lower-cased as
+//!   for casts, the RawStmt's span); ExecuteStmt, alone or as the query of
+//!   an ExplainStmt or CreateTableAsStmt -> Execute (the name, the RawStmt's
+//!   span, and per argument: an A_Const Integer, String or NULL -> that
+//!   value, a Float -> Number with its text, a ParamRef -> Param, anything
+//!   else (casts included) -> Expression); `None` otherwise.
 //!   (`SET pgdog.*` gets its effect too: on an unsharded cluster it is an
 //!   ordinary custom setting.)
 //! - **target**: the table the statement writes, as in **tables**: an

@@ -12,7 +12,8 @@
 //! text to cache key: edge comments, overrides, literals), [`cache`] (the LRU
 //! AST cache the proxy owns), [`merge`] (what a cross-shard SELECT needs to be
 //! answered exactly), [`split`] (multi-row INSERTs split by shard),
-//! [`key_move`] (an UPDATE of a sharding key moving its row).
+//! [`key_move`] (an UPDATE of a sharding key moving its row), [`prepared`]
+//! (SQL PREPARE / EXECUTE: their texts, arguments and declared types).
 
 #![forbid(unsafe_code)]
 
@@ -24,6 +25,7 @@ pub mod extract;
 pub mod hash;
 pub mod key_move;
 pub mod merge;
+pub mod prepared;
 pub mod route;
 pub mod sharding;
 pub mod split;

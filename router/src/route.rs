@@ -173,6 +173,10 @@
 //!     plain view is read as its query ([`crate::catalog::expand`]: the
 //!     proxy routes the expansion), so a statement still naming one is
 //!     refused here.
+//! 15. `EXECUTE name (arguments)` names no table: the proxy routes the
+//!     statement `name` prepared instead, with the arguments as its
+//!     parameters (see [`crate::prepared`]), as if it were sent with
+//!     those values.
 //!
 //! Limitations: an INSERT ... SELECT is told from INSERT ... VALUES by
 //! whether the statement names a sharded table other than its target

@@ -317,13 +317,63 @@ pub enum SessionEffect {
     Deallocate(Option<String>),
     /// `DISCARD ALL`.
     DiscardAll,
+    /// `PREPARE name [(types)] AS statement`: a statement prepared under a
+    /// name, which pgshard tracks itself (see [`crate::prepared`]). The
+    /// summary's other facts are the prepared statement's (kind `Other`).
+    /// `types`: the declared parameter types as a cast names them
+    /// ([`Value::cast`]; `None` for a type without a plain name); the
+    /// PREPARE's text is `start..start + len` in the parsed string (`len`
+    /// 0: to its end), as the parser's `stmt_location` / `stmt_len` say.
+    Prepare {
+        name: String,
+        types: Vec<Option<String>>,
+        start: usize,
+        len: usize,
+    },
+    /// `EXECUTE name [(arguments)]`, alone or wrapped by EXPLAIN or CREATE
+    /// TABLE AS (the statement's kind says which): the name and its
+    /// arguments; the statement's text is `start..start + len`, as for
+    /// [`SessionEffect::Prepare`].
+    Execute {
+        name: String,
+        args: Vec<Argument>,
+        start: usize,
+        len: usize,
+    },
+}
+
+/// One argument of `EXECUTE name (arguments)`: what routing can read of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Argument {
+    /// A literal without a cast, as a key condition reads one
+    /// ([`ValueSource::Integer`], [`ValueSource::Text`] for a string
+    /// literal, [`ValueSource::Null`]), or a parameter (`$n`).
+    Value(ValueSource),
+    /// A numeric literal that is not an int4 (`10000000000`, `1.5`, `1e3`),
+    /// as written: Postgres reads it as int8 or numeric.
+    Number(String),
+    /// Anything else: an expression, a cast literal, a boolean.
+    Expression,
 }
 
 impl SessionEffect {
     /// The text of a [`SessionEffect::Set`] in `sql`, the string it was
     /// parsed from, trimmed.
     pub fn set_text<'s>(&self, sql: &'s str) -> Option<&'s str> {
-        let SessionEffect::Set { start, len, .. } = self else {
+        match self {
+            SessionEffect::Set { .. } => self.statement_text(sql),
+            _ => None,
+        }
+    }
+
+    /// The text of the statement a [`SessionEffect::Set`],
+    /// [`SessionEffect::Prepare`] or [`SessionEffect::Execute`] belongs to,
+    /// in `sql`, the string it was parsed from, trimmed.
+    pub fn statement_text<'s>(&self, sql: &'s str) -> Option<&'s str> {
+        let (SessionEffect::Set { start, len, .. }
+        | SessionEffect::Prepare { start, len, .. }
+        | SessionEffect::Execute { start, len, .. }) = self
+        else {
             return None;
         };
         let text = match len {

@@ -568,8 +568,78 @@ fn statement_kinds() {
         "PREPARE p AS SELECT * FROM t WHERE id = $1",
         stmt(K::Other)
             .tables(&["t"])
-            .conditions(vec![eq("id", param(1))]),
+            .conditions(vec![eq("id", param(1))])
+            .session(SessionEffect::Prepare {
+                name: "p".into(),
+                types: Vec::new(),
+                start: 0,
+                len: 0,
+            }),
     );
+}
+
+#[test]
+fn prepare_and_execute() {
+    use router::summary::Argument;
+    use StatementKind as K;
+    let sql = "PREPARE q (int8, public.mytype[]) AS INSERT INTO t (id) VALUES ($1); EXECUTE q(-7, 'a', 1e3, NULL, 2.5, $1, now(), '1'::int8)";
+    let text = |text: &str, location| ValueSource::Text {
+        text: text.into(),
+        location,
+    };
+    let mut expected = Summary {
+        statements: vec![
+            stmt(K::Other)
+                .tables(&["t"])
+                .conditions(vec![Condition::Eq {
+                    column: ColumnRef {
+                        table: Some("t".into()),
+                        column: "id".into(),
+                    },
+                    value: param(1),
+                }])
+                .session(SessionEffect::Prepare {
+                    name: "q".into(),
+                    types: vec![Some("int8".into()), Some("mytype".into())],
+                    start: 0,
+                    len: 67,
+                }),
+            stmt(K::Other).session(SessionEffect::Execute {
+                name: "q".into(),
+                args: vec![
+                    Argument::Value(ValueSource::Integer {
+                        value: -7,
+                        location: 79,
+                    }),
+                    Argument::Value(text("a", 83)),
+                    Argument::Number("1e3".into()),
+                    Argument::Value(ValueSource::Null),
+                    Argument::Number("2.5".into()),
+                    Argument::Value(ValueSource::Param(1)),
+                    Argument::Expression,
+                    Argument::Expression,
+                ],
+                start: 69,
+                len: 0,
+            }),
+        ],
+    };
+    expected.canonicalize();
+    check_all(sql, expected);
+    for (sql, kind) in [
+        ("EXPLAIN ANALYZE EXECUTE q", K::Explain),
+        ("CREATE TABLE c AS EXECUTE q", K::Ddl),
+    ] {
+        let execute = SessionEffect::Execute {
+            name: "q".into(),
+            args: Vec::new(),
+            start: 0,
+            len: 0,
+        };
+        let write = kind == K::Ddl;
+        let tables: &[&str] = if write { &["c"] } else { &[] };
+        check(sql, stmt(kind).tables(tables).write(write).session(execute));
+    }
 }
 
 #[test]

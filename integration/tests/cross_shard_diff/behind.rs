@@ -22,11 +22,7 @@ pub fn view(index: usize, case: &Case) -> Behind {
     let name = format!("diff_view_{index}");
     Behind {
         create: format!("CREATE VIEW {name} AS {}", case.sql),
-        case: Case {
-            category: Category::View,
-            sql: format!("SELECT * FROM {name}"),
-            ordered: false,
-        },
+        case: Case::new(Category::View, format!("SELECT * FROM {name}"), false),
         drop: format!("DROP VIEW {name}"),
     }
 }
@@ -39,11 +35,7 @@ pub fn function(index: usize, case: &Case) -> Behind {
             "CREATE FUNCTION {name}() RETURNS bigint LANGUAGE sql AS $body$ SELECT count(*) FROM ({}) s $body$",
             case.sql
         ),
-        case: Case {
-            category: Category::Function,
-            sql: format!("SELECT {name}()"),
-            ordered: true,
-        },
+        case: Case::new(Category::Function, format!("SELECT {name}()"), true),
         drop: format!("DROP FUNCTION {name}()"),
     }
 }

@@ -65,6 +65,56 @@ pub struct Case {
     pub sql: String,
     /// The ORDER BY fixes the order of every returned row: compare in order.
     pub ordered: bool,
+    /// `sql` with its literals that may become parameters marked (see
+    /// [`mark`]).
+    marked: String,
+}
+
+/// Marks a literal that may be made a parameter of a prepared statement:
+/// a value compared with a column, a HAVING bound, a LIMIT or OFFSET.
+const OPEN: char = '\u{1}';
+const CLOSE: char = '\u{2}';
+
+fn mark(literal: impl std::fmt::Display) -> String {
+    format!("{OPEN}{literal}{CLOSE}")
+}
+
+impl Case {
+    pub fn new(category: Category, marked: String, ordered: bool) -> Case {
+        Case {
+            category,
+            sql: marked.replace([OPEN, CLOSE], ""),
+            ordered,
+            marked,
+        }
+    }
+
+    /// The statement as `PREPARE name AS ...` with the marked literals
+    /// `pick` chooses turned into parameters, and the `EXECUTE` that runs
+    /// it with those literals as its arguments.
+    pub fn prepared(&self, name: &str, mut pick: impl FnMut() -> bool) -> (String, String) {
+        let mut body = String::with_capacity(self.marked.len());
+        let mut args = Vec::new();
+        let mut rest = self.marked.as_str();
+        while let Some(open) = rest.find(OPEN) {
+            body.push_str(&rest[..open]);
+            let literal = &rest[open + OPEN.len_utf8()..];
+            let close = literal.find(CLOSE).unwrap_or(literal.len());
+            if pick() {
+                args.push(&literal[..close]);
+                body.push_str(&format!("${}", args.len()));
+            } else {
+                body.push_str(&literal[..close]);
+            }
+            rest = literal.get(close + CLOSE.len_utf8()..).unwrap_or_default();
+        }
+        body.push_str(rest);
+        let execute = match args.is_empty() {
+            true => format!("EXECUTE {name}"),
+            false => format!("EXECUTE {name}({})", args.join(", ")),
+        };
+        (format!("PREPARE {name} AS {body}"), execute)
+    }
 }
 
 /// A select-list item and its alias, if any.
@@ -164,14 +214,15 @@ impl Generator {
         let mut keyed = None;
         if self.chance(0.12) {
             let (key, k) = (source.key, self.key_value());
+            let k = mark(k);
             let (predicate, category) = match self.rng.random_range(0..4) {
                 0 | 1 => (format!("{key} = {k}"), Category::Keyed),
                 2 => {
-                    let (k2, k3) = (self.key_value(), self.key_value());
+                    let (k2, k3) = (mark(self.key_value()), mark(self.key_value()));
                     (format!("{key} IN ({k}, {k2}, {k3})"), Category::KeyList)
                 }
                 _ => {
-                    let k2 = self.key_value();
+                    let k2 = mark(self.key_value());
                     (format!("({key} = {k} OR {key} = {k2})"), Category::KeyList)
                 }
             };
@@ -193,46 +244,47 @@ impl Generator {
 impl Generator {
     fn predicate(&mut self, source: &Source) -> String {
         let (g, s, n) = (self.number(0..8), self.number(0..101), self.number(0..30));
-        let name = literal(NAMES.choose(&mut self.rng).copied().unwrap_or(""));
-        let note = literal(NOTES.choose(&mut self.rng).copied().unwrap_or(""));
-        let k = self.key_value();
+        let name = mark(literal(NAMES.choose(&mut self.rng).copied().unwrap_or("")));
+        let note = mark(literal(NOTES.choose(&mut self.rng).copied().unwrap_or("")));
+        let k = mark(self.key_value());
+        let (mg, ms) = (mark(g), mark(s));
         let mut options = Vec::new();
         if let Some(p) = source.users {
             options.extend([
-                format!("{p}grp = {g}"),
-                format!("{p}score > {s}"),
-                format!("{p}score <= {s}"),
+                format!("{p}grp = {mg}"),
+                format!("{p}score > {ms}"),
+                format!("{p}score <= {ms}"),
                 format!("{p}name = {name}"),
                 format!("{p}name IS NULL"),
                 format!("{p}score IS NOT NULL"),
-                format!("{p}grp IN ({g}, {}, {})", (g + 3) % 8, (g + 5) % 8),
-                format!("{p}score BETWEEN {s} AND {}", s + 30),
+                format!("{p}grp IN ({mg}, {}, {})", (g + 3) % 8, mark((g + 5) % 8)),
+                format!("{p}score BETWEEN {ms} AND {}", mark(s + 30)),
                 format!("{p}active"),
                 format!("NOT {p}active"),
                 format!("{p}active IS NULL"),
                 format!("{p}created >= DATE '2023-06-01' + {}", n * 10),
-                format!("{p}amount > {}.50", s * 50),
+                format!("{p}amount > {}", mark(format!("{}.50", s * 50))),
                 format!("{p}amount < 0"),
                 format!("{p}name LIKE 'a%'"),
                 format!("{p}name > 'M'"),
-                format!("({p}grp <> {g} OR {p}score < {s})"),
+                format!("({p}grp <> {mg} OR {p}score < {ms})"),
                 format!("{p}id > {k}"),
             ]);
         }
         if let Some(p) = source.orders {
             options.extend([
-                format!("{p}qty > {}", n % 10),
+                format!("{p}qty > {}", mark(n % 10)),
                 format!("{p}qty IS NULL"),
-                format!("{p}price < {}", s * 2),
+                format!("{p}price < {}", mark(s * 2)),
                 format!("{p}note IS NULL"),
                 format!("{p}note = {note}"),
-                format!("{p}id = {}", n % 4 + 1),
-                format!("{p}id IN (1, {})", n % 4 + 2),
+                format!("{p}id = {}", mark(n % 4 + 1)),
+                format!("{p}id IN (1, {})", mark(n % 4 + 2)),
             ]);
         }
         if let Some(p) = source.teams {
             options.extend([
-                format!("{p}weight > {}", n % 5),
+                format!("{p}weight > {}", mark(n % 5)),
                 format!("{p}team <> 'red'"),
                 format!("{p}weight IS NULL"),
             ]);
@@ -242,19 +294,19 @@ impl Generator {
 
     fn having(&mut self, source: &Source) -> String {
         let (c, s) = (self.number(1..5), self.number(0..400));
-        let mut options = vec![format!("count(*) > {c}")];
+        let mut options = vec![format!("count(*) > {}", mark(c))];
         if let Some(p) = source.users {
             options.extend([
-                format!("sum({p}score) > {s}"),
-                format!("max({p}score) < {}", s / 4),
+                format!("sum({p}score) > {}", mark(s)),
+                format!("max({p}score) < {}", mark(s / 4)),
                 format!("min({p}name) IS NOT NULL"),
                 format!("bool_or({p}active)"),
-                format!("avg({p}score) > {}", s / 8),
+                format!("avg({p}score) > {}", mark(s / 8)),
             ]);
         }
         if let Some(p) = source.orders {
             options.extend([
-                format!("sum({p}qty) > {}", s / 20),
+                format!("sum({p}qty) > {}", mark(s / 20)),
                 format!("count({p}note) >= 1"),
             ]);
         }
@@ -341,7 +393,7 @@ impl Generator {
     }
 
     fn limit(&mut self) -> String {
-        let (n, m) = (self.number(0..25), self.number(0..60));
+        let (n, m) = (mark(self.number(0..25)), mark(self.number(0..60)));
         match self.rng.random_range(0..7) {
             0 => " LIMIT 1".to_owned(),
             1 => format!(" LIMIT {n}"),
@@ -386,15 +438,15 @@ impl Generator {
             (true, false) => Category::Order,
             (true, true) => Category::Filter,
         };
-        Case {
-            category: Self::category(source, keyed, single, false),
-            sql: format!(
+        Case::new(
+            Self::category(source, keyed, single, false),
+            format!(
                 "SELECT {} FROM {}{filter}{order}{limit}",
                 list(&items),
                 source.from
             ),
-            ordered: total,
-        }
+            total,
+        )
     }
 
     fn aggregate(&mut self, source: &Source) -> Case {
@@ -407,11 +459,11 @@ impl Generator {
         if self.chance(0.1) {
             tail.push_str(&self.limit());
         }
-        Case {
-            category: Self::category(source, keyed, Category::Aggregate, true),
-            sql: format!("SELECT {} FROM {}{filter}{tail}", list(&items), source.from),
-            ordered: true,
-        }
+        Case::new(
+            Self::category(source, keyed, Category::Aggregate, true),
+            format!("SELECT {} FROM {}{filter}{tail}", list(&items), source.from),
+            true,
+        )
     }
 
     fn grouped(&mut self, source: &Source) -> Case {
@@ -461,16 +513,16 @@ impl Generator {
         } else {
             Category::GroupBy
         };
-        Case {
-            category: Self::category(source, keyed, single, true),
-            sql: format!(
+        Case::new(
+            Self::category(source, keyed, single, true),
+            format!(
                 "SELECT {} FROM {}{filter} GROUP BY {}{having}{order}{limit}",
                 list(&items),
                 source.from,
                 by.join(", ")
             ),
-            ordered: total,
-        }
+            total,
+        )
     }
 
     fn distinct(&mut self, source: &Source) -> Case {
@@ -486,15 +538,15 @@ impl Generator {
         } else {
             String::new()
         };
-        Case {
-            category: Self::category(source, keyed, Category::Distinct, false),
-            sql: format!(
+        Case::new(
+            Self::category(source, keyed, Category::Distinct, false),
+            format!(
                 "SELECT DISTINCT {} FROM {}{filter}{order}{limit}",
                 list(&items),
                 source.from
             ),
-            ordered: total,
-        }
+            total,
+        )
     }
 
     /// `DISTINCT ON (g)` with an ORDER BY that picks each group's row.
@@ -514,30 +566,26 @@ impl Generator {
         } else {
             String::new()
         };
-        Case {
-            category: Self::category(source, keyed, Category::Distinct, false),
-            sql: format!(
+        Case::new(
+            Self::category(source, keyed, Category::Distinct, false),
+            format!(
                 "SELECT DISTINCT ON ({on}) {on}, {other}, {} FROM {}{filter} ORDER BY {}{limit}",
                 source.unique.join(", "),
                 source.from,
                 keys.join(", ")
             ),
-            ordered: true,
-        }
+            true,
+        )
     }
 
     /// A statement beyond merging rows (see [`Category::Beyond`]).
     fn beyond(&mut self) -> Case {
         let (sql, ordered) = BEYOND.choose(&mut self.rng).copied().unwrap_or_default();
         let sql = sql
-            .replace("$g", &self.number(0..8).to_string())
-            .replace("$s", &self.number(0..101).to_string())
-            .replace("$q", &self.number(1..10).to_string());
-        Case {
-            category: Category::Beyond,
-            sql,
-            ordered,
-        }
+            .replace("$g", &mark(self.number(0..8)))
+            .replace("$s", &mark(self.number(0..101)))
+            .replace("$q", &mark(self.number(1..10)));
+        Case::new(Category::Beyond, sql, ordered)
     }
 }
 

@@ -23,6 +23,13 @@ pub enum Protocol {
     Simple,
     ExtendedText,
     ExtendedBinary,
+    /// The statement PREPAREd (some literals made parameters), then
+    /// EXECUTEd with them as arguments, each a simple query.
+    PreparedSimple,
+    /// The same with the EXECUTE sent through Parse/Bind/Execute.
+    PreparedExtended,
+    /// `PREPARE ...; EXECUTE ...` as one simple query.
+    PreparedString,
 }
 
 impl Protocol {
@@ -32,11 +39,21 @@ impl Protocol {
         Protocol::ExtendedBinary,
     ];
 
+    /// The ways a statement runs prepared with SQL PREPARE.
+    pub const PREPARED: [Protocol; 3] = [
+        Protocol::PreparedSimple,
+        Protocol::PreparedExtended,
+        Protocol::PreparedString,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Simple => "simple",
             Protocol::ExtendedText => "extended/text",
             Protocol::ExtendedBinary => "extended/binary",
+            Protocol::PreparedSimple => "prepared/simple",
+            Protocol::PreparedExtended => "prepared/extended",
+            Protocol::PreparedString => "prepared/string",
         }
     }
 }
@@ -113,15 +130,9 @@ impl Target {
     pub async fn run(&mut self, protocol: Protocol, sql: &str) -> Outcome {
         let outcome = match protocol {
             Protocol::Simple => self.exchange(&wire::query(sql)).await,
-            Protocol::ExtendedText => {
-                let messages = [
-                    wire::parse("", sql),
-                    wire::bind(""),
-                    wire::describe(b'P', ""),
-                    wire::execute(),
-                    wire::sync(),
-                ];
-                self.exchange(&messages.concat()).await
+            Protocol::ExtendedText => self.exchange(&extended(sql)).await,
+            Protocol::PreparedSimple | Protocol::PreparedExtended | Protocol::PreparedString => {
+                Outcome::Broken(format!("{} runs through run_prepared", protocol.name()))
             }
             Protocol::ExtendedBinary => {
                 match tokio::time::timeout(STATEMENT_TIMEOUT, binary(&self.client, sql)).await {
@@ -132,6 +143,38 @@ impl Target {
         };
         if let Outcome::Broken(_) = outcome {
             self.reconnect().await;
+        }
+        outcome
+    }
+
+    /// Run `prepare` (`PREPARE name AS ...`), then `execute` (its
+    /// EXECUTE) as `protocol` says, then DEALLOCATE `name` (whatever came
+    /// of it): the EXECUTE's outcome, or the PREPARE's error.
+    pub async fn run_prepared(
+        &mut self,
+        protocol: Protocol,
+        (name, prepare, execute): (&str, &str, &str),
+    ) -> Outcome {
+        let outcome = match protocol {
+            Protocol::PreparedString => {
+                let sql = format!("{prepare}; {execute}");
+                self.exchange(&wire::query(&sql)).await
+            }
+            _ => match self.exchange(&wire::query(prepare)).await {
+                Outcome::Rows(_) if protocol == Protocol::PreparedExtended => {
+                    self.exchange(&extended(execute)).await
+                }
+                Outcome::Rows(_) => self.exchange(&wire::query(execute)).await,
+                failed => failed,
+            },
+        };
+        if let Outcome::Broken(_) = outcome {
+            self.reconnect().await;
+        } else {
+            let deallocate = format!("DEALLOCATE {name}");
+            if let Outcome::Broken(_) = self.exchange(&wire::query(&deallocate)).await {
+                self.reconnect().await;
+            }
         }
         outcome
     }
@@ -169,6 +212,19 @@ impl Target {
             None => Outcome::Rows(answer),
         }
     }
+}
+
+/// Parse, Bind, Describe and Execute of the unnamed statement `sql`, and
+/// Sync (text results).
+fn extended(sql: &str) -> Vec<u8> {
+    let messages = [
+        wire::parse("", sql),
+        wire::bind(""),
+        wire::describe(b'P', ""),
+        wire::execute(),
+        wire::sync(),
+    ];
+    messages.concat()
 }
 
 /// Prepare `sql`, then read its rows in binary and its row count.

@@ -92,6 +92,23 @@ impl<S: ClientIo> Session<S> {
         }
     }
 
+    /// [`Session::look_up_unseen`] for a prepared statement being bound
+    /// (`bind`; a Describe needs none).
+    pub(super) async fn look_up_unseen_of(
+        &mut self,
+        statement: &super::statements::Statement,
+        bind: bool,
+    ) {
+        if !bind || !self.sharded() {
+            return;
+        }
+        if let Some(info) = self.route_info(statement) {
+            if router::route::unseen_table(&info.entry.summary, &self.sharding).is_some() {
+                self.look_up_unseen(&info.entry.summary).await;
+            }
+        }
+    }
+
     /// Nothing is in flight: a query of pgshard's own may run on a held
     /// server.
     fn idle(&self) -> bool {

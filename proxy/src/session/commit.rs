@@ -33,11 +33,13 @@ impl<S: ClientIo> Session<S> {
         shards: &[usize],
         request: impl Fn(&Pooled, &mut bytes::BytesMut),
         reply: super::fan_out::Reply,
+        prepare: Option<super::fan_out::Prepare>,
     ) -> Result<(), End> {
         let errors = self.segment_errors;
         self.txn.begin_implicit();
         let scope = super::fan_out::Scope::Implicit;
-        self.fan_out(shards, request, reply, scope).await?;
+        self.fan_out_with(shards, request, prepare, reply, scope)
+            .await?;
         let failed = self.segment_errors != errors || self.txn.failed();
         let auto = self.state.config().general.two_phase_commit_auto;
         if let Err(error) = self.end_spanning(!failed, auto).await? {

@@ -30,6 +30,12 @@ impl<S: ClientIo> Session<S> {
             Ok(_) => return Ok(()),
             Err(e) => return Err(End::protocol(e)),
         };
+        if !name.is_empty() && self.sql_names.contains(&name) {
+            // SQL PREPARE and Parse name statements in one namespace.
+            let name = String::from_utf8_lossy(&name);
+            self.local_error(super::sql_prepared::duplicate(&name), false);
+            return Ok(());
+        }
         let statement = self.state.statements.get_or_insert(
             &query,
             &param_types,
@@ -143,17 +149,12 @@ impl<S: ClientIo> Session<S> {
                 .forward_extended(&frame, Step::forward(terminals))
                 .await;
         };
-        if frame.tag == b'B' && self.attached.spans() && self.spanning_bind(&statement).await? {
+        if (bind && self.attached.spans() && self.spanning_bind(&statement).await?)
+            || (self.sql_bind_or_describe(&frame, &statement, (name_start, name_len))).await?
+        {
             return Ok(());
         }
-        if let Some(info) = self
-            .route_info(&statement)
-            .filter(|_| bind && self.sharded())
-        {
-            if router::route::unseen_table(&info.entry.summary, &self.sharding).is_some() {
-                self.look_up_unseen(&info.entry.summary).await;
-            }
-        }
+        self.look_up_unseen_of(&statement, bind).await;
         let rest = &body[name_start + name_len..];
         let mut client_name = &body[name_start..name_start + name_len];
         let view = self.bind_view(&frame)?;
@@ -254,7 +255,7 @@ impl<S: ClientIo> Session<S> {
     /// as `client_name`) before a Bind or Describe of it: the unnamed one is
     /// parsed again where its last Parse did not go, a shared one prepared
     /// where it is missing.
-    fn statement_on_server(&mut self, statement: &Arc<Statement>, client_name: &[u8]) {
+    pub(super) fn statement_on_server(&mut self, statement: &Arc<Statement>, client_name: &[u8]) {
         self.clock.statement(&statement.query);
         let Some(server) = self.attached.main_mut() else {
             return;
@@ -284,6 +285,7 @@ impl<S: ClientIo> Session<S> {
                 // Servers keep the statement for other clients; closing a
                 // name that does not exist is not an error in Postgres.
                 self.statements.remove(&name);
+                self.sql_names.remove(&name);
                 self.local_reply(messages::close_complete);
                 Ok(())
             }

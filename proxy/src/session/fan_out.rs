@@ -24,6 +24,8 @@ use crate::protocol::messages;
 use crate::session::ClientIo;
 use router::merge::MergePlan;
 
+mod preface;
+
 /// Server messages in flight from each reading task to the session: enough
 /// to keep every shard busy, few enough that a fast shard cannot fill
 /// memory while the client (or, in an ordered merge, another shard) is
@@ -32,12 +34,25 @@ const IN_FLIGHT: usize = 64;
 
 /// What a reading task reports: a whole message of its server, or (`None`)
 /// that its connection broke.
-type Report = Option<Bytes>;
+pub(super) type Report = Option<Bytes>;
 
 /// A SELECT's rows merged by plan (see [`crate::fanout::RowMerge`]).
 pub(super) struct MergeRequest {
     pub plan: Arc<MergePlan>,
     pub window: Window,
+    /// The parameters HAVING reads, as text (an EXECUTE's arguments).
+    pub params: Vec<Option<String>>,
+}
+
+/// A statement prepared with SQL PREPARE (`sql_prepared.rs`) that a
+/// fan-out's request runs: a server that lacks it prepares it first
+/// (`fan_out/preface.rs`).
+pub(super) struct Prepare {
+    pub id: u64,
+    /// Its PREPARE.
+    pub sql: String,
+    /// How many statements a server may hold (`prepared_statements_limit`).
+    pub limit: usize,
 }
 
 /// Whose transaction a fan-out runs in.
@@ -79,6 +94,19 @@ impl<S: ClientIo> Session<S> {
         reply: Reply,
         scope: Scope,
     ) -> Result<(), End> {
+        self.fan_out_with(shards, request, None, reply, scope).await
+    }
+
+    /// [`fan_out`](Self::fan_out) of a request that runs a statement
+    /// prepared with SQL PREPARE, prepared first where missing.
+    pub(super) async fn fan_out_with(
+        &mut self,
+        shards: &[usize],
+        request: impl Fn(&Pooled, &mut BytesMut),
+        prepare: Option<Prepare>,
+        reply: Reply,
+        scope: Scope,
+    ) -> Result<(), End> {
         let in_txn = scope != Scope::Outside;
         let errors = self.segment_errors;
         if in_txn {
@@ -95,7 +123,8 @@ impl<S: ClientIo> Session<S> {
             (false, false) => self.fan_out_servers(shards).await?,
         };
         if let Some(servers) = servers {
-            self.run_fan_out(shards, servers, request, reply, in_txn)
+            let run = (request, prepare);
+            self.run_fan_out(shards, servers, run, reply, in_txn)
                 .await?;
         }
         if scope != Scope::Implicit {
@@ -110,7 +139,7 @@ impl<S: ClientIo> Session<S> {
         &mut self,
         shards: &[usize],
         mut servers: Vec<Pooled>,
-        request: impl Fn(&Pooled, &mut BytesMut),
+        (request, prepare): (impl Fn(&Pooled, &mut BytesMut), Option<Prepare>),
         reply: Reply,
         in_txn: bool,
     ) -> Result<(), End> {
@@ -121,7 +150,7 @@ impl<S: ClientIo> Session<S> {
             .first()
             .and_then(|s| s.pool().settings.query_timeout);
         let started = std::time::Instant::now();
-        let (tasks, mut incoming) = spawn_readers(servers, request);
+        let (tasks, mut incoming) = spawn_readers(servers, request, prepare.as_ref());
         let mut cancels = Vec::new();
         let merged = self
             .merge_reports(&mut incoming, merger, query_timeout, &mut cancels)
@@ -178,7 +207,7 @@ impl<S: ClientIo> Session<S> {
             Reply::Merge(merge) => {
                 let bytewise = self.bytewise_text(servers.first_mut()).await;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
-                Merger::merging(rows)
+                Merger::merging(rows.with_params(merge.params))
             }
             Reply::CopyRows(merge, mut copy) => {
                 let encoding = servers.first().and_then(|s| {
@@ -292,10 +321,8 @@ impl<S: ClientIo> Session<S> {
                     Some(None) => broken = true,
                     Some(Some(message)) => {
                         deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
+                        let message = self.shard_message(message);
                         let tag = message[0];
-                        if tag == b'C' {
-                            super::retire_on_ddl(&self.state, &message[5..]);
-                        }
                         if !matches!(tag, b'N' | b'S' | b'A') && first.is_none() {
                             first = Some(index);
                             // Its own slot (`index + 1`) will never be fed.
@@ -331,6 +358,20 @@ impl<S: ClientIo> Session<S> {
             }
         }
         Ok(broken || merger.finish(&mut self.to_client))
+    }
+
+    /// A shard's message as the merge reads it: a command tag that says
+    /// the schema changed retires what depended on it; an error that names
+    /// a statement the client prepared by pgshard's name gets the client's.
+    fn shard_message(&self, message: Bytes) -> Bytes {
+        match message[0] {
+            b'C' => {
+                super::retire_on_ddl(&self.state, &message[5..]);
+                message
+            }
+            b'E' => (self.sql_names.client_error(&message)).map_or(message, BytesMut::freeze),
+            _ => message,
+        }
     }
 
     /// The merge has every row it needs: cancel the statement on the shards
@@ -369,18 +410,29 @@ impl<S: ClientIo> Session<S> {
 
 /// Send each server its request and read its reply in a task of its own,
 /// into a bounded channel of its own.
+/// A server that lacks `prepare`'s statement prepares it first; if that
+/// fails, its error is the server's reply and the request is not sent.
 fn spawn_readers(
     servers: Vec<Pooled>,
     request: impl Fn(&Pooled, &mut BytesMut),
+    prepare: Option<&Prepare>,
 ) -> (Vec<Reader>, Vec<Option<mpsc::Receiver<Report>>>) {
     let mut tasks = Vec::with_capacity(servers.len());
     let mut incoming = Vec::with_capacity(servers.len());
     for mut server in servers {
         let mut out = BytesMut::new();
         request(&server, &mut out);
+        let preface = prepare.and_then(|prepare| preface::preface(prepare, &mut server));
         let (reports, receiver) = mpsc::channel::<Report>(IN_FLIGHT);
         incoming.push(Some(receiver));
         tasks.push(tokio::spawn(async move {
+            if let Some(preface) = preface {
+                match preface::run(&mut server, preface, &reports).await {
+                    Some(true) => {}
+                    Some(false) => return (server, true),
+                    None => return (server, false),
+                }
+            }
             let ok =
                 server.conn.send(&out).await.is_ok() && read_reply(&mut server, &reports).await;
             (server, ok)

@@ -71,6 +71,7 @@ pub(super) fn simple_query_rows(
     let request = MergeRequest {
         plan: Arc::new(plan),
         window,
+        params: Vec::new(),
     };
     Ok(Rows::Merged { sql, request })
 }
@@ -100,6 +101,7 @@ pub(super) fn copy_out_reply(
     let request = MergeRequest {
         window: window(&plan, None)?,
         plan: Arc::new(plan),
+        params: Vec::new(),
     };
     let binary = out.format == Format::Binary;
     Ok((Some((merge.sql, binary)), Reply::CopyRows(request, copy)))
@@ -205,7 +207,7 @@ fn plan_lines(plan: &MergePlan) -> Vec<String> {
 /// The merge plan of a statement that runs on several shards of
 /// `sharding` (`None`: its rows concatenate), and whether it depends on
 /// which columns are sharding keys.
-fn plan_rows(
+pub(super) fn plan_rows(
     summary: &Summary,
     sql: &str,
     sharding: &Sharding,

@@ -252,12 +252,29 @@ pub fn classify(sql: &[u8]) -> Keywords {
     let tracked = match first.first().map(u8::to_ascii_uppercase) {
         Some(b'S' | b'R') => is_word(first, "SET") || is_word(first, "RESET"),
         Some(b'D') => is_word(first, "DEALLOCATE") || is_word(first, "DISCARD"),
+        // SQL-prepared statements (`session/sql_prepare.rs`).
+        Some(b'P') => {
+            is_word(first, "PREPARE") && !is_word(leading_byte_words::<2>(sql)[1], "TRANSACTION")
+        }
+        Some(b'E') => is_word(first, "EXECUTE") || is_word(first, "EXPLAIN"),
+        // CREATE TABLE ... AS EXECUTE.
+        Some(b'C') => is_word(first, "CREATE") && contains_ignore_case(sql, b"execute"),
         _ => false,
     };
     Keywords {
         tracked,
         leaves_state: leaves_session_state(sql, first),
     }
+}
+
+/// Whether a statement's first word may make it PREPARE, EXECUTE (alone,
+/// under EXPLAIN or CREATE TABLE AS) or DEALLOCATE a SQL-prepared statement
+/// (`session/sql_extended.rs` looks such a Bind's statement up).
+pub fn names_prepared(sql: &[u8]) -> bool {
+    let [first] = leading_byte_words::<1>(sql);
+    ["PREPARE", "EXECUTE", "EXPLAIN", "DEALLOCATE", "CREATE"]
+        .iter()
+        .any(|word| is_word(first, word))
 }
 
 /// Conservative check for statements with session-lifetime effects
@@ -367,6 +384,8 @@ pub fn session_changes(summary: &Summary, text: &str) -> SessionChanges {
             SessionEffect::Deallocate(name) if single => changes.deallocate = Some(name.clone()),
             SessionEffect::Deallocate(_) => {}
             SessionEffect::DiscardAll => changes.discard_all = true,
+            // Prepared statements are `session/sql_prepared.rs`'s.
+            SessionEffect::Prepare { .. } | SessionEffect::Execute { .. } => {}
         }
     }
     changes

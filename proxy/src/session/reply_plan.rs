@@ -34,6 +34,13 @@ pub enum Effect {
     /// An injected Close of statement `id` (the server held too many): if
     /// an error skips it, the server still has the statement.
     Closed(u64),
+    /// A statement pgshard prepared on the server with SQL PREPARE
+    /// (`session/sql_prepare.rs`): if the PREPARE fails, the server does
+    /// not have it after all.
+    SqlPrepared(u64),
+    /// The client's PREPARE made `name` mean SQL-prepared statement `id`
+    /// (extended protocol): if an error skips it, it does not.
+    SqlNamed(u64, Bytes),
     /// A ParseComplete pgshard answered itself for the client's `name`
     /// (statement `id`): if an error skips it, Postgres would not have
     /// created the statement, so the name no longer means it.
@@ -107,11 +114,17 @@ impl Step {
     /// transaction's BEGIN carrying the client's `SET LOCAL`s): the rest of
     /// its reply is swallowed.
     pub fn injected_query_showing_errors() -> Step {
+        Step::injected_query_showing_errors_with(Effect::None)
+    }
+
+    /// [`injected_query_showing_errors`](Self::injected_query_showing_errors)
+    /// with an effect (reported at its ReadyForQuery).
+    pub fn injected_query_showing_errors_with(effect: Effect) -> Step {
         Step::Server {
             terminals: SYNC,
             forward: false,
             sync: true,
-            effect: Effect::None,
+            effect,
             errors: true,
         }
     }

@@ -123,6 +123,9 @@ impl<S: ClientIo> Session<S> {
         if self.answer_locally(summary, frame_sql.as_bytes(), true) {
             return Ok(Dispatch::Done);
         }
+        if let Some(error) = self.sql_prepared_elsewhere(summary) {
+            return Ok(self.refused(error));
+        }
         if let Some(done) = self.spanning_statement(summary, frame_sql).await? {
             return Ok(done);
         }
@@ -271,7 +274,7 @@ impl<S: ClientIo> Session<S> {
         if in_txn {
             self.fan_out(&shards, request, reply, Scope::InTxn).await?;
         } else if super::spanning::atomic_across_shards(summary, frame_sql, &self.sharding) {
-            self.fan_out_atomic(&shards, request, reply).await?;
+            self.fan_out_atomic(&shards, request, reply, None).await?;
         } else {
             self.fan_out(&shards, request, reply, Scope::Outside)
                 .await?;

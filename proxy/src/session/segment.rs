@@ -39,6 +39,8 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+pub(in crate::session) use bind::Held;
+
 use super::merge::BindMerge;
 use super::reply_plan;
 use super::split_bind::PartBind;

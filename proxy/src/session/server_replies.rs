@@ -126,7 +126,7 @@ impl<S: ClientIo> Session<S> {
                 continue;
             }
             let local_next = self.plan.local_next();
-            if local_next || tag == b'Z' {
+            if local_next || tag == b'Z' || tag == b'E' {
                 // What was forwarded goes before local replies and before
                 // a ReadyForQuery that may be replaced.
                 self.to_client.extend_from_slice(&rbuf[run..at - length]);
@@ -192,6 +192,11 @@ impl<S: ClientIo> Session<S> {
                 // after its last Sync, or since its last Query), not of an
                 // earlier one still being answered.
                 self.segment_errors += 1;
+            }
+            if let Some(renamed) = self.sql_names.client_error(message) {
+                // It names a statement by pgshard's name for it.
+                self.to_client.extend_from_slice(&renamed);
+                return false;
             }
         }
         if tag == b'Z' && (self.txn.overrides_server() || self.attached.spans()) {
@@ -274,6 +279,10 @@ impl<S: ClientIo> Session<S> {
                 }
                 Effect::Named(id, name) => self.statements.remove_if_id(&name, id),
                 Effect::Closed(id) => server.conn.prepared.insert(id),
+                Effect::SqlPrepared(id) => server.conn.prepared.remove(id),
+                Effect::SqlNamed(id, name) if self.sql_names.id_of(&name) == Some(id) => {
+                    self.sql_names.remove(&name);
+                }
                 _ => {}
             }
         }
@@ -292,7 +301,11 @@ impl<S: ClientIo> Session<S> {
         let extended = std::mem::take(&mut self.extended_settings);
         // (The usual ReadyForQuery has nothing to apply.)
         let applies = !(extended.is_empty() && matches!(completed, Effect::None));
-        if !std::mem::take(&mut self.failed) && applies {
+        let failed = std::mem::take(&mut self.failed);
+        if let (true, Effect::SqlPrepared(id)) = (failed, &completed) {
+            conn.prepared.remove(*id);
+        }
+        if !failed && applies {
             let (changes, completed) = match completed {
                 Effect::Settings(changes) => (changes, Effect::None),
                 other => (Vec::new(), other),
@@ -312,6 +325,7 @@ impl<S: ClientIo> Session<S> {
                     conn.applied = ParamSet::default();
                     conn.dirty = false;
                     self.statements.clear();
+                    self.sql_names.clear();
                     self.params = self.defaults.clone();
                     self.pending.clear();
                 }

@@ -9,6 +9,7 @@ use router::config::PoolerMode;
 use super::params;
 use super::reply_plan::{self, Effect, Step};
 use super::routing;
+use super::sql_prepare::SqlQuery;
 use super::transaction::Target;
 use super::{End, Session};
 use crate::protocol::frame::Frame;
@@ -32,6 +33,16 @@ impl<S: ClientIo> Session<S> {
         if keywords.tracked {
             match self.lookup(&sql) {
                 Ok(lookup) => {
+                    match self.sql_prepared_query(&lookup).await? {
+                        SqlQuery::Not => {}
+                        SqlQuery::Done => return Ok(()),
+                        SqlQuery::Rest(rest) => return Box::pin(self.on_query(rest)).await,
+                        SqlQuery::Run(target, statement, run) => {
+                            return self
+                                .run_sql_execute(target, statement, &run, sql_bytes)
+                                .await
+                        }
+                    }
                     match self.session_effect(&lookup, &mut dirty) {
                         Some(tracked) => effect = tracked,
                         None => return Ok(()),
@@ -90,8 +101,14 @@ impl<S: ClientIo> Session<S> {
     ) -> Option<Effect> {
         let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
         *dirty |= changes.untracked;
+        // In an aborted transaction Postgres refuses it: the server says so.
+        let aborted = self.status() == b'E';
         Some(match changes.deallocate {
-            Some(Some(name)) if self.statements.remove(name.as_bytes()).is_some() => {
+            _ if aborted => Effect::None,
+            Some(Some(name))
+                if self.statements.remove(name.as_bytes()).is_some()
+                    || self.sql_names.remove(name.as_bytes()).is_some() =>
+            {
                 let mut reply = BytesMut::new();
                 messages::command_complete(&mut reply, "DEALLOCATE");
                 self.plan.push(Step::Local {
@@ -102,6 +119,7 @@ impl<S: ClientIo> Session<S> {
             }
             Some(None) => {
                 self.statements.clear();
+                self.sql_names.clear();
                 Effect::DeallocateAll
             }
             _ if changes.discard_all => Effect::DiscardAll,

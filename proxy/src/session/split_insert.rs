@@ -76,7 +76,7 @@ impl<S: ClientIo> Session<S> {
         };
         match scope {
             Scope::Outside => {
-                self.fan_out_atomic(&shards, request, Reply::Split(rows))
+                self.fan_out_atomic(&shards, request, Reply::Split(rows), None)
                     .await?
             }
             scope => {

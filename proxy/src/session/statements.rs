@@ -24,6 +24,7 @@ use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
 use crate::session::params::{self, ParamChange};
+use crate::session::sql_prepared::SqlStatement;
 use crate::state::lock;
 
 /// One statement as pgshard prepares it on servers.
@@ -56,6 +57,10 @@ pub struct Statement {
     /// An INSERT that names no columns: the table's columns it was last
     /// bound with, and the statement with them written in.
     pub with_columns: Mutex<Option<WithColumns>>,
+    /// The SQL-prepared statement its text EXECUTEs by pgshard's name
+    /// (`session/sql_extended.rs`): it runs only where that one is
+    /// prepared, which a server that lacks it does first.
+    pub executes: OnceLock<Arc<SqlStatement>>,
 }
 
 /// The table's columns an INSERT that names none was bound with, and the
@@ -79,6 +84,9 @@ struct RegistryInner {
     /// needs no allocation, which matters for clients that Parse an unnamed
     /// statement before every query.
     by_text: HashMap<Bytes, Vec<Arc<Statement>>>,
+    /// Statements prepared with SQL PREPARE, by type list and text
+    /// ([`SqlStatement::key`]).
+    sql: HashMap<String, Arc<SqlStatement>>,
     next_id: u64,
 }
 
@@ -122,12 +130,36 @@ impl Registry {
             merge: OnceLock::new(),
             insert_rows: OnceLock::new(),
             with_columns: Mutex::new(None),
+            executes: OnceLock::new(),
         });
         inner
             .by_text
             .entry(query.clone())
             .or_default()
             .push(Arc::clone(&statement));
+        statement
+    }
+
+    /// The statement SQL `PREPARE name <types> AS <body>` prepares on
+    /// servers (`declared`: the types as casts name them), created on
+    /// first use; its id is drawn with the protocol-level statements'.
+    pub fn sql(&self, types: &str, body: &str, declared: &[Option<String>]) -> Arc<SqlStatement> {
+        let key = SqlStatement::key(types, body);
+        let mut inner = lock(&self.inner);
+        if let Some(statement) = inner.sql.get(&key) {
+            return Arc::clone(statement);
+        }
+        if inner.sql.len() >= REGISTRY_LIMIT {
+            inner.sql.clear();
+        }
+        inner.next_id += 1;
+        let statement = Arc::new(SqlStatement::new(
+            inner.next_id,
+            types,
+            body,
+            declared.to_vec(),
+        ));
+        inner.sql.insert(key, Arc::clone(&statement));
         statement
     }
 
@@ -147,7 +179,9 @@ impl Registry {
 
     /// Every statement is retired (the schema changed).
     pub fn retire_all(&self) {
-        lock(&self.inner).by_text.clear();
+        let mut inner = lock(&self.inner);
+        inner.by_text.clear();
+        inner.sql.clear();
     }
 
     pub fn len(&self) -> usize {

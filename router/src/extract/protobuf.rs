@@ -17,8 +17,8 @@ mod sublinks_protobuf;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind, StatementSummary,
-    Summary, TableRef, Value, ValueSource,
+    Argument, Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind,
+    StatementSummary, Summary, TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see [`super`] for the rules).
@@ -137,7 +137,68 @@ fn session_effect(root: &NodeEnum, location: i32, len: i32) -> Option<SessionEff
         NodeEnum::DiscardStmt(discard) if discard.target() == pb::DiscardMode::DiscardAll => {
             Some(SessionEffect::DiscardAll)
         }
-        _ => None,
+        NodeEnum::PrepareStmt(prepare) if !prepare.name.is_empty() => {
+            Some(SessionEffect::Prepare {
+                name: prepare.name.clone(),
+                types: prepare
+                    .argtypes
+                    .iter()
+                    .map(|node| match node.node.as_ref() {
+                        Some(NodeEnum::TypeName(name)) => type_name(name),
+                        _ => None,
+                    })
+                    .collect(),
+                start: usize::try_from(location).ok()?,
+                len: usize::try_from(len).ok()?,
+            })
+        }
+        _ => {
+            let execute = match root {
+                NodeEnum::ExecuteStmt(execute) => execute,
+                NodeEnum::ExplainStmt(explain) => match inner(&explain.query)? {
+                    NodeEnum::ExecuteStmt(execute) => execute,
+                    _ => return None,
+                },
+                NodeEnum::CreateTableAsStmt(create) => match inner(&create.query)? {
+                    NodeEnum::ExecuteStmt(execute) => execute,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            if execute.name.is_empty() {
+                return None;
+            }
+            Some(SessionEffect::Execute {
+                name: execute.name.clone(),
+                args: execute.params.iter().map(argument).collect(),
+                start: usize::try_from(location).ok()?,
+                len: usize::try_from(len).ok()?,
+            })
+        }
+    }
+}
+
+/// An EXECUTE's argument (see [`Argument`]).
+fn argument(node: &pb::Node) -> Argument {
+    match node.node.as_ref() {
+        Some(NodeEnum::AConst(constant)) if constant.isnull => Argument::Value(ValueSource::Null),
+        Some(NodeEnum::AConst(constant)) => match constant.val.as_ref() {
+            Some(Val::Ival(int)) => Argument::Value(ValueSource::Integer {
+                value: i64::from(int.ival),
+                location: constant.location,
+            }),
+            Some(Val::Sval(text)) => Argument::Value(ValueSource::Text {
+                text: text.sval.clone(),
+                location: constant.location,
+            }),
+            Some(Val::Fval(float)) => Argument::Number(float.fval.clone()),
+            _ => Argument::Expression,
+        },
+        Some(NodeEnum::ParamRef(param)) => match u16::try_from(param.number) {
+            Ok(number) if number > 0 => Argument::Value(ValueSource::Param(number)),
+            _ => Argument::Expression,
+        },
+        _ => Argument::Expression,
     }
 }
 

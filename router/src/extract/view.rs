@@ -31,8 +31,8 @@ mod sublinks_view;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind, StatementSummary,
-    Summary, TableRef, Value, ValueSource,
+    Argument, Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind,
+    StatementSummary, Summary, TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see the rules in [`super`]).
@@ -219,7 +219,69 @@ fn session_effect(stmt: Node<'_>, location: i32, len: i32) -> Option<SessionEffe
         NodeRef::DiscardStmt(discard) if discard.target() == DiscardMode::DiscardAll => {
             Some(SessionEffect::DiscardAll)
         }
-        _ => None,
+        NodeRef::PrepareStmt(prepare) => Some(SessionEffect::Prepare {
+            name: prepare.name()?.to_owned(),
+            types: prepare
+                .argtypes()
+                .iter()
+                .map(|node| match node.map(Node::kind) {
+                    Some(NodeRef::TypeName(name)) => type_name(name),
+                    _ => None,
+                })
+                .collect(),
+            start: usize::try_from(location).ok()?,
+            len: usize::try_from(len).ok()?,
+        }),
+        _ => {
+            let execute = match stmt.kind() {
+                NodeRef::ExecuteStmt(execute) => execute,
+                NodeRef::ExplainStmt(explain) => match explain.query()?.kind() {
+                    NodeRef::ExecuteStmt(execute) => execute,
+                    _ => return None,
+                },
+                NodeRef::CreateTableAsStmt(create) => match create.query()?.kind() {
+                    NodeRef::ExecuteStmt(execute) => execute,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            Some(SessionEffect::Execute {
+                name: execute.name()?.to_owned(),
+                args: execute.params().iter().map(argument).collect(),
+                start: usize::try_from(location).ok()?,
+                len: usize::try_from(len).ok()?,
+            })
+        }
+    }
+}
+
+/// An EXECUTE's argument (see [`Argument`]).
+fn argument(node: Option<Node<'_>>) -> Argument {
+    let Some(node) = node else {
+        return Argument::Expression;
+    };
+    match node.kind() {
+        NodeRef::AConst(constant) if constant.isnull() => Argument::Value(ValueSource::Null),
+        NodeRef::AConst(constant) => {
+            let location = constant.location();
+            match constant.val() {
+                Some(ConstValue::Integer(value)) => Argument::Value(ValueSource::Integer {
+                    value: i64::from(value),
+                    location,
+                }),
+                Some(ConstValue::String(text)) => Argument::Value(ValueSource::Text {
+                    text: text.to_owned(),
+                    location,
+                }),
+                Some(ConstValue::Float(text)) => Argument::Number(text.to_owned()),
+                _ => Argument::Expression,
+            }
+        }
+        NodeRef::ParamRef(param) => match u16::try_from(param.number()) {
+            Ok(number) if number > 0 => Argument::Value(ValueSource::Param(number)),
+            _ => Argument::Expression,
+        },
+        _ => Argument::Expression,
     }
 }
 

@@ -119,7 +119,9 @@ fn unknown_and_column_only_tables() {
     // missed.
     c.check("SELECT * FROM foo f JOIN orders o ON o.id = f.order_id WHERE o.tenant_id = 3", &[], "err: joins foo f, which is not in the sharding config (so is treated as sharded), with orders o");
     c.check("COPY foo TO STDOUT", &[], "all");
-    c.check("COPY foo FROM STDIN", &[], "err: COPY into foo: the table is not in the sharding config");
+    // A column-only entry may key it: the proxy splits the COPY by the
+    // entry's column when the table has it (`copy::plan_copy_into`).
+    c.check("COPY foo FROM STDIN", &[], "err: COPY ... FROM into sharded table foo");
     c.check("SELECT * FROM invoices WHERE customer_id = 3", &[], "1");
     c.check("SELECT * FROM invoices WHERE customer_id = $1", &[T("42")], "0");
     c.check("SELECT * FROM invoices i WHERE i.customer_id IN (1, 2)", &[], "0");

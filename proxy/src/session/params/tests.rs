@@ -128,13 +128,19 @@ fn classify_statements() {
         "reset all",
         "DEALLOCATE s1",
         "discard all",
+        "EXECUTE p(1)",
+        "explain execute p",
+        "CREATE TABLE t AS EXECUTE p",
     ] {
         assert!(tracked(sql) && !leaves(sql), "{sql}");
     }
+    // Tracked (`session/sql_prepare.rs`), and leaving state where pgshard
+    // passes it on.
+    assert!(tracked("PREPARE p AS SELECT 1") && leaves("PREPARE p AS SELECT 1"));
     for sql in [
         "CREATE TEMP TABLE t (a int)",
         "select 1; create temporary table t()",
-        "PREPARE p AS SELECT 1",
+        "select 1; PREPARE p AS SELECT 1",
         "LISTEN jobs",
         "select pg_advisory_lock(1)",
         "SELECT PG_ADVISORY_LOCK(1)",

@@ -46,16 +46,35 @@ impl<S: ClientIo> Session<S> {
         let copies = router::route::holds_copies(summary, &self.sharding);
         let mut bytes = BytesMut::new();
         rewritten(&mut bytes);
+        let held = Held {
+            bytes: bytes.freeze(),
+            merge,
+            writes,
+            copies,
+        };
+        self.hold_bind(statement, unnamed, bind, shards, held);
+    }
+
+    /// Hold a segment that starts with `bind` of `statement` (`unnamed`:
+    /// the client's unnamed one) for `shards`, as `held` says.
+    pub(in crate::session) fn hold_bind(
+        &mut self,
+        statement: &Arc<Statement>,
+        unnamed: bool,
+        bind: &Bind,
+        shards: Vec<usize>,
+        held: Held,
+    ) {
         let mut segment = Segment::start(
             shards.clone(),
-            (bind.portal.clone(), bytes.freeze()),
+            (bind.portal.clone(), held.bytes),
             statement,
             unnamed,
             self.statements.get(b""),
-            merge.map(|merge| (merge, bind)),
-            copies,
+            held.merge.map(|merge| (merge, bind)),
+            held.copies,
         );
-        if writes {
+        if held.writes {
             segment.note_writes(&shards);
         }
         self.batch = Some(segment);
@@ -81,6 +100,11 @@ impl<S: ClientIo> Session<S> {
         let Some(statement) = statement else {
             return Ok(Err(no_statement(&bind.statement)));
         };
+        if self.binds_sql_prepared(&statement) {
+            return Ok(Err(refused(&format!(
+                "{MIXED}: PREPARE, EXECUTE and DEALLOCATE of SQL-prepared statements must be sent after its Sync"
+            ))));
+        }
         // An INSERT that names no columns binds the statement with its
         // table's columns written in.
         Ok(match self.columns_statement(&statement, &view).await? {
@@ -189,6 +213,16 @@ impl<S: ClientIo> Session<S> {
                 .map(|s| s.into_vec()),
         ))
     }
+}
+
+/// How a Bind starts a segment: the Bind to send (with the server's name
+/// for the statement), what its rows need, whether it writes, whether its
+/// shards hold copies.
+pub(in crate::session) struct Held {
+    pub bytes: bytes::Bytes,
+    pub merge: Option<crate::session::merge::BindMerge>,
+    pub writes: bool,
+    pub copies: bool,
 }
 
 /// Where a Bind inside a segment goes.

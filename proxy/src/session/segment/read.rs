@@ -107,6 +107,10 @@ impl<S: ClientIo> Session<S> {
             let code = error_code(&message[5..]).unwrap_or_default();
             self.state.metrics.error(code);
         }
+        // An error that names a statement the client prepared names it as
+        // the client does.
+        let renamed = self.sql_names.client_error(message);
+        let message = renamed.as_deref().unwrap_or(message);
         merger.on_message(0, message, &mut self.to_client);
     }
 

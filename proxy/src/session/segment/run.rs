@@ -13,6 +13,7 @@ use crate::errors::ClientError;
 use crate::fanout::{Merger, RowMerge, SplitRows};
 use crate::protocol::messages;
 use crate::session::reply_plan;
+use crate::session::sql_prepared::SqlStatement;
 use crate::session::ClientIo;
 use crate::session::{End, Session};
 
@@ -343,6 +344,42 @@ fn evict_oldest(part: &mut Part, limit: usize, out: &mut BytesMut) {
     });
 }
 
+/// Before a statement that EXECUTEs SQL-prepared statement `sql`: where
+/// `part`'s server lacks it (and this request has not prepared it yet),
+/// its PREPARE through the extended protocol, in the unnamed statement and
+/// a portal of its own (closed after it), as `session/sql_extended.rs`
+/// sends it. Whether it was added.
+fn prepare_sql(
+    part: &mut Part,
+    sql: &SqlStatement,
+    prepared: &[u64],
+    limit: usize,
+    out: &mut BytesMut,
+) -> bool {
+    if part.server.conn.prepared.contains(sql.id) || prepared.contains(&sql.id) {
+        return false;
+    }
+    evict_oldest(part, limit, out);
+    const PORTAL: &[u8] = crate::session::sql_extended::PORTAL;
+    messages::parse(out, b"", sql.prepare.as_bytes(), &[]);
+    messages::bind_values(out, (PORTAL, b""), &[], &[], &[]);
+    messages::execute(out, PORTAL);
+    messages::close(out, b'P', PORTAL);
+    for (terminals, parse_of) in [
+        (reply_plan::PARSE, None),
+        (reply_plan::BIND, None),
+        (reply_plan::EXECUTE, Some(sql.id)),
+        (reply_plan::CLOSE, None),
+    ] {
+        part.units.push_back(Unit {
+            item: None,
+            terminals,
+            parse_of,
+        });
+    }
+    true
+}
+
 /// The bytes of `part`'s share of the segment, ending with a Flush (and
 /// starting with BEGIN when `begin`: the part's transaction then outlives
 /// its Sync); fills `part.units` with the replies they are owed.
@@ -381,6 +418,14 @@ fn build_request(part: &mut Part, items: &[Item], begin: bool, limit: usize) -> 
                 None => continue,
             },
         };
+        if let Some(Uses::Named(statement)) = &uses {
+            if let Some(sql) = statement.executes.get() {
+                if prepare_sql(part, sql, &parsed_named, limit, &mut out) {
+                    parsed_named.push(sql.id);
+                    parsed_unnamed = None;
+                }
+            }
+        }
         match &uses {
             Some(Uses::Named(statement))
                 if !part.server.conn.prepared.contains(statement.id)
