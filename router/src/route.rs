@@ -36,11 +36,14 @@
 //!    b.k = 2`) it is a cross-shard join: an error. A NULL or missing value
 //!    restricts nothing (`k = NULL` matches no row; a missing parameter is not
 //!    known yet, as when a statement is described before Bind). A value cast
-//!    to a type of another kind (`k = $1::numeric`) restricts nothing. A
-//!    column is resolved through the statement's aliases, then table names;
-//!    a qualifier naming no table (a subquery's or CTE's alias) restricts
-//!    nothing. Column-only `[[sharded_tables]]` entries key unknown tables
-//!    only. The levels' sets and the family tables' databases are
+//!    to a type of another kind (`k = $1::numeric`) restricts nothing. The
+//!    extractor has resolved each column to the tables of its own query
+//!    level (through FROM subqueries and CTEs whose output passes a table's
+//!    column through unchanged: [`crate::extract`], **resolution**), and
+//!    written it so that it is found here among the statement's tables:
+//!    a qualifier by alias, then by table name; an unqualified column as
+//!    any of them. Column-only `[[sharded_tables]]` entries key unknown
+//!    tables only. The levels' sets and the family tables' databases are
 //!    intersected; an empty intersection is an error. Conditions count only
 //!    when the statement touches a sharded (or unknown, or family) table.
 //! 6. Restricted -> `Shard`, `Shards` or `All`. An INSERT (or MERGE) whose

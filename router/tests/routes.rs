@@ -30,6 +30,8 @@ mod clusters;
 mod joins;
 #[path = "routes/keys.rs"]
 mod keys;
+#[path = "routes/resolution.rs"]
+mod resolution;
 #[path = "routes/statements.rs"]
 mod statements;
 #[path = "routes/sublinks.rs"]

@@ -27,6 +27,9 @@ pub enum Category {
     Distinct,
     Join,
     JoinAggregate,
+    /// FROM subqueries and CTEs whose output columns rename, shadow or pass
+    /// through the sharding key, read with an outer condition on them.
+    Derived,
     /// Window functions, set operations, subqueries and joins off the key:
     /// a fan-out can answer only some (co-located subqueries); pgshard may
     /// refuse the rest.
@@ -47,6 +50,7 @@ impl Category {
             Category::Distinct => "distinct",
             Category::Join => "join",
             Category::JoinAggregate => "join + aggregate",
+            Category::Derived => "subquery columns",
             Category::Beyond => "beyond merging",
         }
     }
@@ -95,8 +99,9 @@ impl Generator {
         match self.rng.random_range(0..100) {
             0..=29 => self.rows(source),
             30..=44 => self.aggregate(source),
-            45..=74 => self.grouped(source),
-            75..=89 => self.distinct(source),
+            45..=71 => self.grouped(source),
+            72..=85 => self.distinct(source),
+            86..=92 => self.derived(),
             _ => self.beyond(),
         }
     }
@@ -534,6 +539,59 @@ impl Generator {
         }
     }
 }
+
+impl Generator {
+    /// A statement of [`Category::Derived`]: `$k` becomes a user id.
+    fn derived(&mut self) -> Case {
+        let (sql, ordered) = DERIVED.choose(&mut self.rng).copied().unwrap_or_default();
+        let sql = sql
+            .replace("$k", &self.key_value().to_string())
+            .replace("$g", &self.number(0..8).to_string())
+            .replace("$s", &self.number(0..101).to_string())
+            .replace("$q", &self.number(1..10).to_string());
+        Case {
+            category: Category::Derived,
+            sql,
+            ordered,
+        }
+    }
+}
+
+/// Statements of [`Category::Derived`] and whether their order is total:
+/// an outer condition on a subquery's or CTE's column restricts the rows to
+/// one shard only when that column passes the sharding key through.
+const DERIVED: &[(&str, bool)] = &[
+    ("SELECT count(*) FROM (SELECT id AS x, grp AS id FROM users) s WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT id AS x, score AS id FROM users) s WHERE s.id = $s", true),
+    ("SELECT x, id FROM (SELECT id AS x, grp AS id FROM users) s WHERE x = $k", false),
+    ("SELECT * FROM (SELECT * FROM users) s WHERE id = $k", false),
+    ("SELECT * FROM (SELECT u.* FROM users u) s WHERE s.id = $k", false),
+    ("SELECT count(*) FROM (SELECT user_id AS id, id AS user_id FROM orders) s WHERE user_id = $q", true),
+    ("SELECT id, user_id, qty FROM (SELECT user_id AS id, id AS user_id, qty FROM orders) s WHERE id = $k", false),
+    ("WITH s AS (SELECT id AS x, grp AS id FROM users) SELECT count(*) FROM s WHERE id = $g", true),
+    ("WITH s AS (SELECT * FROM orders) SELECT count(*), sum(qty) FROM s WHERE user_id = $k", true),
+    ("WITH s (a, id) AS (SELECT id, grp FROM users) SELECT count(*) FROM s WHERE id = $g", true),
+    ("WITH s (id, b) AS (SELECT id, grp FROM users) SELECT id, b FROM s WHERE id = $k", false),
+    ("WITH s AS (SELECT id, grp FROM users) SELECT count(*) FROM s AS r (grp, id) WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT id, grp FROM users) s (x, id) WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT * FROM users) s (a, b) WHERE a = $k", true),
+    ("SELECT count(*) FROM users u (grp, id) WHERE id = $g", true),
+    ("SELECT s.id, t.team FROM (SELECT grp AS id, id AS uid FROM users) s JOIN teams t ON t.grp = s.id WHERE s.id = $g", false),
+    ("SELECT u.id, s.n FROM users u JOIN (SELECT user_id, count(*) AS n FROM orders GROUP BY user_id) s ON s.user_id = u.id WHERE s.user_id = $k", false),
+    ("SELECT id, s.n FROM users u JOIN (SELECT user_id AS id, count(*) AS n FROM orders GROUP BY user_id) s USING (id) WHERE id = $k", false),
+    ("SELECT o.id FROM orders o JOIN (SELECT id AS user_id, grp AS id FROM users) s ON s.user_id = o.user_id WHERE s.id = $g", false),
+    ("SELECT s.id FROM (SELECT grp AS id FROM users) s WHERE s.id = $g INTERSECT SELECT s.grp FROM users s", false),
+    ("SELECT count(*) FROM (SELECT x AS id FROM (SELECT grp AS x FROM users) a) b WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT x AS y FROM (SELECT id AS x FROM users) a) b WHERE y = $k", true),
+    ("SELECT * FROM (SELECT * FROM users ORDER BY id LIMIT 5) s WHERE id = $k", false),
+    ("SELECT * FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM users) s WHERE id = $k", false),
+    ("SELECT count(*) FROM (SELECT id FROM users UNION ALL SELECT user_id FROM orders) s WHERE id = $k", true),
+    ("SELECT count(*) FROM teams t, (SELECT * FROM users) s WHERE s.grp = t.grp AND id = $k", true),
+    ("SELECT count(*) FROM teams t JOIN (SELECT grp AS id FROM users) s ON true WHERE id = $g", true),
+    ("SELECT count(*) FROM generate_series(1, 3) AS s (id), users u WHERE s.id = $g", true),
+    ("SELECT count(*) FROM (SELECT id AS grp, grp AS id FROM users) s JOIN teams t USING (grp) WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT grp AS id FROM users) s, LATERAL (SELECT * FROM teams WHERE teams.grp = s.id) t WHERE s.id = $g", true),
+];
 
 /// Statements of [`Category::Beyond`] and whether their order is total;
 /// `$g`, `$s` and `$q` become a group, a score and a quantity.

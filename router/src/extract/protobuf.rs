@@ -15,6 +15,7 @@ use parser_ffi::protobuf::{self as pb, a_const::Val, node::Node as NodeEnum};
 mod joins_protobuf;
 mod sublinks_protobuf;
 
+use super::resolve::{self, Bodies, Body, Name, Output, Resolver, StatementTables};
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
     ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
@@ -58,9 +59,10 @@ fn statement<'a>(
     if !ctes.is_empty() {
         tables.retain(|table| table.schema.is_some() || !ctes.contains(&table.name));
     }
+    let statement_tables = StatementTables::new(&tables);
     let mut levels = Levels::default();
     if let Some(root) = root {
-        levels.run(root)?;
+        levels.run(root, &statement_tables)?;
     }
     let conditions = levels.lists.pop().unwrap_or_default();
     let insert_without_columns = levels.insert_without_columns;
@@ -71,6 +73,7 @@ fn statement<'a>(
             Some(Box::new(sublinks_protobuf::sublinks(
                 root,
                 &mut levels,
+                &statement_tables,
                 stack,
                 is_cte,
             )?))
@@ -442,7 +445,7 @@ enum Task<'a> {
 
 impl<'a> Levels<'a> {
     /// The conditions of the statement `root` (left in `lists[0]`).
-    fn run(&mut self, root: &'a NodeEnum) -> Result<(), ExtractError> {
+    fn run(&mut self, root: &'a NodeEnum, tables: &StatementTables) -> Result<(), ExtractError> {
         // EXPLAIN, COPY (query), CREATE TABLE AS, DECLARE, PREPARE: the
         // wrapped query is the statement's level.
         let mut node = root;
@@ -470,7 +473,7 @@ impl<'a> Levels<'a> {
             scope: None,
             top: true,
         });
-        self.drain()
+        self.drain(tables)
     }
 
     /// The conditions of `query` (a sublink's, at tree depth `depth`) seeing
@@ -480,6 +483,7 @@ impl<'a> Levels<'a> {
         query: &'a NodeEnum,
         depth: usize,
         scope: Scope,
+        tables: &StatementTables,
     ) -> Result<Vec<Condition>, ExtractError> {
         self.lists.clear();
         self.tasks.clear();
@@ -491,12 +495,12 @@ impl<'a> Levels<'a> {
             scope,
             top: false,
         });
-        self.drain()?;
+        self.drain(tables)?;
         Ok(self.lists.pop().unwrap_or_default())
     }
 
     /// Run the queued tasks.
-    fn drain(&mut self) -> Result<(), ExtractError> {
+    fn drain(&mut self, tables: &StatementTables) -> Result<(), ExtractError> {
         while let Some(task) = self.tasks.pop() {
             match task {
                 Task::Query {
@@ -514,7 +518,7 @@ impl<'a> Levels<'a> {
                         level,
                         scope,
                     };
-                    self.query(query, at, top)?;
+                    self.query(query, at, top, tables)?;
                 }
                 Task::Open => self.lists.push(Vec::new()),
                 Task::Union => {
@@ -550,44 +554,73 @@ impl<'a> Levels<'a> {
         }
     }
 
-    fn query(&mut self, query: Query<'a>, at: At, top: bool) -> Result<(), ExtractError> {
+    fn query(
+        &mut self,
+        query: Query<'a>,
+        at: At,
+        top: bool,
+        tables: &StatementTables,
+    ) -> Result<(), ExtractError> {
         let node = match query {
-            Query::Select(select) => return self.select(select, at, top),
-            Query::Node(NodeEnum::SelectStmt(select)) => return self.select(select, at, top),
+            Query::Select(select) => return self.select(select, at, top, tables),
+            Query::Node(NodeEnum::SelectStmt(select)) => {
+                return self.select(select, at, top, tables)
+            }
             Query::Node(node) => node,
         };
         let depth = at.depth;
         let mut parts = Vec::new();
-        let at = match node {
+        let (at, from, target) = match node {
             NodeEnum::InsertStmt(insert) => {
                 let at = self.with(insert.with_clause.as_ref(), at);
-                self.insert(insert, at);
-                at
+                self.insert(insert, at, tables);
+                self.data_modifying_ctes(top, at);
+                return Ok(());
             }
             NodeEnum::UpdateStmt(update) => {
                 let at = self.with(update.with_clause.as_ref(), at);
                 parts.extend(condition(update.where_clause.as_deref(), depth + 1)?);
                 self.from(&update.from_clause, at, &mut parts)?;
-                at
+                (at, &update.from_clause[..], update.relation.as_ref())
             }
             NodeEnum::DeleteStmt(delete) => {
                 let at = self.with(delete.with_clause.as_ref(), at);
                 parts.extend(condition(delete.where_clause.as_deref(), depth + 1)?);
                 self.from(&delete.using_clause, at, &mut parts)?;
-                at
+                (at, &delete.using_clause[..], delete.relation.as_ref())
             }
             NodeEnum::MergeStmt(merge) => {
                 let at = self.with(merge.with_clause.as_ref(), at);
                 parts.extend(condition(merge.join_condition.as_deref(), depth + 1)?);
                 let source = merge.source_relation.as_deref();
-                self.from(source.map_or(&[][..], std::slice::from_ref), at, &mut parts)?;
-                at
+                let source = source.map_or(&[][..], std::slice::from_ref);
+                self.from(source, at, &mut parts)?;
+                (at, source, merge.relation.as_ref())
             }
             _ => return Ok(()),
         };
-        self.add(and(parts));
+        let resolved = self.resolve(and(parts), from, target, at.scope, tables);
+        self.add(resolved);
         self.data_modifying_ctes(top, at);
         Ok(())
+    }
+
+    /// A level's condition with its columns resolved against its FROM
+    /// items and `target` (see [`super::resolve`]).
+    fn resolve(
+        &mut self,
+        condition: Option<Condition>,
+        from: &'a [pb::Node],
+        target: Option<&'a pb::RangeVar>,
+        scope: Scope,
+        tables: &StatementTables,
+    ) -> Option<Condition> {
+        let condition = condition?;
+        let items = from_items(from, target, scope, &self.scopes);
+        let mut bodies = ProtobufBodies {
+            scopes: &mut self.scopes,
+        };
+        Resolver::new(items, &mut bodies, tables).condition(condition)
     }
 
     /// A SELECT: its own level, or a set operation's arms.
@@ -596,6 +629,7 @@ impl<'a> Levels<'a> {
         select: &'a pb::SelectStmt,
         at: At,
         top: bool,
+        tables: &StatementTables,
     ) -> Result<(), ExtractError> {
         let at = self.with(select.with_clause.as_ref(), at);
         let arm = |arm: &'a Option<Box<pb::SelectStmt>>| {
@@ -627,7 +661,9 @@ impl<'a> Levels<'a> {
                 let mut parts = Vec::new();
                 parts.extend(condition(select.where_clause.as_deref(), at.depth + 1)?);
                 self.from(&select.from_clause, at, &mut parts)?;
-                self.add(and(parts));
+                let resolved =
+                    self.resolve(and(parts), &select.from_clause, None, at.scope, tables);
+                self.add(resolved);
             }
         }
         self.data_modifying_ctes(top, at);
@@ -768,14 +804,15 @@ impl<'a> Levels<'a> {
     }
 
     /// An INSERT: its VALUES rows, or its SELECT's levels.
-    fn insert(&mut self, insert: &'a pb::InsertStmt, at: At) {
+    fn insert(&mut self, insert: &'a pb::InsertStmt, at: At, tables: &StatementTables) {
         match inner(&insert.select_stmt) {
             Some(NodeEnum::SelectStmt(values))
                 if !values.values_lists.is_empty()
                     && values.op() == pb::SetOperation::SetopNone =>
             {
                 let found = self.values(insert, values);
-                self.add(found);
+                let resolved = self.resolve(found, &[], insert.relation.as_ref(), None, tables);
+                self.add(resolved);
             }
             Some(source) => self.tasks.push(Task::Query {
                 query: Query::Node(source),
@@ -842,6 +879,8 @@ struct Scopes<'a> {
 
 struct Cte<'a> {
     body: Option<&'a NodeEnum>,
+    /// Its column names (`WITH c (a, b) AS ...`).
+    colnames: &'a [pb::Node],
     /// Tree depth of the body.
     depth: usize,
     group: usize,
@@ -878,6 +917,7 @@ impl<'a> Scopes<'a> {
             self.by_name.push((&cte.ctename, self.ctes.len()));
             self.ctes.push(Cte {
                 body: inner(&cte.ctequery),
+                colnames: &cte.aliascolnames,
                 depth,
                 group,
                 state: CteState::New,
@@ -927,6 +967,232 @@ impl<'a> Scopes<'a> {
         }
         None
     }
+}
+
+/// A query behind a derived item, and the CTEs it sees.
+type Derived<'a> = (&'a NodeEnum, Scope);
+
+/// A level's FROM items for resolution (see [`super::resolve`]): `target`
+/// (an UPDATE's, DELETE's, MERGE's or INSERT's relation) first, then the
+/// leaves of `from`'s join trees, left to right.
+fn from_items<'a>(
+    from: &'a [pb::Node],
+    target: Option<&'a pb::RangeVar>,
+    scope: Scope,
+    scopes: &Scopes<'a>,
+) -> Vec<resolve::Item<'a, Derived<'a>>> {
+    let mut items = Vec::new();
+    if let Some(table) = target.and_then(name_of) {
+        items.push(resolve::Item::Table {
+            table,
+            renamed: false,
+        });
+    }
+    let mut pending: Vec<&'a NodeEnum> =
+        from.iter().rev().filter_map(|n| n.node.as_ref()).collect();
+    while let Some(node) = pending.pop() {
+        match node {
+            NodeEnum::JoinExpr(join) => {
+                pending.extend(inner(&join.rarg));
+                pending.extend(inner(&join.larg));
+            }
+            NodeEnum::RangeTableSample(sample) => pending.extend(inner(&sample.relation)),
+            NodeEnum::RangeVar(range) => {
+                let Some(table) = name_of(range) else {
+                    continue;
+                };
+                let cte = match table.schema {
+                    None => scopes.find(scope, table.name),
+                    Some(_) => None,
+                };
+                let alias = range.alias.as_ref();
+                match cte.and_then(|index| Some((index, scopes.ctes.get(index)?))) {
+                    Some((index, cte)) => {
+                        let Some(body) = cte.body else {
+                            continue;
+                        };
+                        items.push(resolve::Item::Derived {
+                            name: Some(table.alias.unwrap_or(table.name)),
+                            colnames: colnames(cte.colnames, alias),
+                            query: (body, scopes.body_scope(index)),
+                        });
+                    }
+                    None => items.push(resolve::Item::Table {
+                        table,
+                        renamed: alias.is_some_and(|alias| !alias.colnames.is_empty()),
+                    }),
+                }
+            }
+            NodeEnum::RangeSubselect(subselect) => {
+                let Some(query) = inner(&subselect.subquery) else {
+                    continue;
+                };
+                let alias = subselect.alias.as_ref();
+                items.push(resolve::Item::Derived {
+                    name: alias.and_then(|alias| non_empty_str(&alias.aliasname)),
+                    colnames: colnames(&[], alias),
+                    query: (query, scope),
+                });
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
+/// A RangeVar's names.
+fn name_of(range: &pb::RangeVar) -> Option<Name<'_>> {
+    Some(Name {
+        schema: non_empty_str(&range.schemaname),
+        name: non_empty_str(&range.relname)?,
+        alias: range
+            .alias
+            .as_ref()
+            .and_then(|alias| non_empty_str(&alias.aliasname)),
+    })
+}
+
+/// A CTE's column names overridden position by position by an alias's.
+fn colnames<'a>(cte: &'a [pb::Node], alias: Option<&'a pb::Alias>) -> Vec<&'a str> {
+    let strings = |list: &'a [pb::Node]| -> Vec<&'a str> {
+        list.iter()
+            .filter_map(|node| match node.node.as_ref() {
+                Some(NodeEnum::String(name)) => Some(name.sval.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut names = strings(cte);
+    let alias = alias.map_or_else(Vec::new, |alias| strings(&alias.colnames));
+    for (position, name) in alias.into_iter().enumerate() {
+        match names.get_mut(position) {
+            Some(slot) => *slot = name,
+            None => names.push(name),
+        }
+    }
+    names
+}
+
+/// What resolution reads of the queries behind derived items.
+struct ProtobufBodies<'s, 'a> {
+    scopes: &'s mut Scopes<'a>,
+}
+
+impl<'a> Bodies<'a> for ProtobufBodies<'_, 'a> {
+    type Query = Derived<'a>;
+
+    fn body(&mut self, (query, scope): Derived<'a>) -> Body<'a, Derived<'a>> {
+        let mut body = Body {
+            outputs: Vec::new(),
+            passes: false,
+            items: Vec::new(),
+        };
+        let returning = |clause: &'a Option<pb::ReturningClause>| {
+            clause.as_ref().map(|clause| clause.exprs.as_slice())
+        };
+        let targets = match query {
+            NodeEnum::SelectStmt(select) if select.op() == pb::SetOperation::SetopNone => {
+                if select.values_lists.is_empty() {
+                    body.passes = passes(select);
+                    let scope = match &select.with_clause {
+                        // Bodies entered here are never evaluated as tasks:
+                        // their depth does not count.
+                        Some(with) => self.scopes.enter(with, scope, 0),
+                        None => scope,
+                    };
+                    body.items = from_items(&select.from_clause, None, scope, self.scopes);
+                }
+                Some(select.target_list.as_slice())
+            }
+            NodeEnum::SelectStmt(select) => {
+                // A set operation: its leftmost arm names the columns.
+                let mut arm: &'a pb::SelectStmt = select;
+                while arm.op() != pb::SetOperation::SetopNone {
+                    match arm.larg.as_deref() {
+                        Some(left) => arm = left,
+                        None => break,
+                    }
+                }
+                Some(arm.target_list.as_slice())
+            }
+            NodeEnum::InsertStmt(insert) => returning(&insert.returning_clause),
+            NodeEnum::UpdateStmt(update) => returning(&update.returning_clause),
+            NodeEnum::DeleteStmt(delete) => returning(&delete.returning_clause),
+            NodeEnum::MergeStmt(merge) => returning(&merge.returning_clause),
+            _ => None,
+        };
+        if let Some(targets) = targets {
+            body.outputs = targets.iter().map(output_of).collect();
+        }
+        body
+    }
+}
+
+/// A select-list item as resolution sees it.
+fn output_of(target: &pb::Node) -> Output<'_> {
+    let Some(NodeEnum::ResTarget(target)) = target.node.as_ref() else {
+        return Output::Unnamed;
+    };
+    let name = non_empty_str(&target.name);
+    if let Some(NodeEnum::ColumnRef(column)) = inner(&target.val) {
+        if let Some((last, rest)) = column.fields.split_last() {
+            let qualifier = match rest.last().and_then(|field| field.node.as_ref()) {
+                Some(NodeEnum::String(name)) => Some(name.sval.as_str()),
+                _ => None,
+            };
+            match last.node.as_ref() {
+                Some(NodeEnum::AStar(_)) => return Output::Star(qualifier),
+                Some(NodeEnum::String(column)) => {
+                    return Output::Column {
+                        name: name.unwrap_or(&column.sval),
+                        table: qualifier,
+                        column: &column.sval,
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    match name {
+        Some(name) => Output::Named(name),
+        None => Output::Unnamed,
+    }
+}
+
+/// Whether a plain SELECT's rows are each computed where their source rows
+/// live (see `resolve::Body::passes`).
+fn passes(select: &pb::SelectStmt) -> bool {
+    let distinct_on = select
+        .distinct_clause
+        .iter()
+        .any(|item| item.node.is_some());
+    if select.limit_count.is_some()
+        || select.limit_offset.is_some()
+        || distinct_on
+        || !select.window_clause.is_empty()
+    {
+        return false;
+    }
+    let mut stack = Stack::default();
+    for target in &select.target_list {
+        if let Some(node) = &target.node {
+            stack.items.push((Item::Node(node), 1));
+        }
+    }
+    while let Some((item, depth)) = stack.items.pop() {
+        if let Item::Node(NodeEnum::FuncCall(call)) = item {
+            if call.over.is_some() {
+                return false;
+            }
+        }
+        stack.depth = depth + 1;
+        item.push_children(&mut stack);
+    }
+    true
+}
+
+fn non_empty_str(text: &str) -> Option<&str> {
+    (!text.is_empty()).then_some(text)
 }
 
 /// Whether conditions hold at most [`MAX_CTE_CONDITION_NODES`] Eq, Any, And
