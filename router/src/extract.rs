@@ -193,6 +193,19 @@
 //!   lateral) and **conditions**, as for a sublink's own level and for a
 //!   level's own condition. Lists are sorted and deduplicated; a level's
 //!   items keep their order.
+//! - **schema_change** ([`crate::summary::SchemaChange`]), of the top-level
+//!   statement only: CreateTableAsStmt (its IntoClause's `rel`; a
+//!   materialized view when `objtype` says so; `with_data` unless
+//!   `skipData`) and a SelectStmt with an IntoClause on itself or on its
+//!   leftmost arm (SELECT INTO) -> CreateAs, also when an ExplainStmt with
+//!   an `analyze` option (no argument, or one other than `false`, `off`,
+//!   `no`, `0`) wraps one; RefreshMatViewStmt without `skipData` ->
+//!   Refresh; RenameStmt of a table, materialized view or foreign table ->
+//!   RenameTable (the new name in the relation's schema as written), of a
+//!   column of one -> Columns (`renamed`); AlterObjectSchemaStmt of one ->
+//!   RenameTable (`to` is `newschema.relname`); AlterTableStmt of one with
+//!   DROP COLUMN or ADD COLUMN commands -> Columns (`dropped`, `added`,
+//!   sorted). Tables are named as in **tables**. `None` otherwise.
 //! - **session**: VariableSetStmt: SET LOCAL and SET TRANSACTION (a
 //!   `VAR_SET_MULTI` named TRANSACTION) -> TransactionScoped("SET"); RESET
 //!   ALL -> ResetAll; SET name TO value(s) / FROM CURRENT -> Set with the

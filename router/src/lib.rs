@@ -11,13 +11,15 @@
 //! text to cache key: edge comments, overrides, literals), [`cache`] (the LRU
 //! AST cache the proxy owns), [`merge`] (what a cross-shard SELECT needs to be
 //! answered exactly), [`split`] (multi-row INSERTs split by shard),
-//! [`key_move`] (an UPDATE of a sharding key moving its row).
+//! [`key_move`] (an UPDATE of a sharding key moving its row), [`create_as`]
+//! (a table created from a query over sharded rows: the key it keeps).
 
 #![forbid(unsafe_code)]
 
 pub mod cache;
 pub mod config;
 pub mod copy;
+pub mod create_as;
 pub mod extract;
 pub mod hash;
 pub mod key_move;

@@ -164,6 +164,35 @@
 //!     UPDATE ... FROM, DELETE ... USING and MERGE are checked as reads
 //!     are: each database would write from its own pairs only.
 //!
+//! 14. Schema changes that place rows (`route/schema.rs`), after rules
+//!     1-3: a table is placed by its name (a `[[sharded_tables]]` entry, a
+//!     family, `[[omnisharded_tables]]`, the `unlisted_tables` rule) and
+//!     its key column, and the rows it holds stay where they are.
+//!     - Renaming a table, materialized view or foreign table (RENAME TO,
+//!       SET SCHEMA) is refused unless the new name places it as the old
+//!       one did: both unlisted (where columns decide: they are kept), both
+//!       copies on every database, both sharded by the same columns in the
+//!       same key spaces, both family members on the same database.
+//!     - Renaming or dropping the key column of a table an entry names, and
+//!       renaming, dropping or adding (or renaming to) a column-only
+//!       entry's column on an unlisted table, are refused.
+//!     - A table created from a query (CREATE TABLE AS, SELECT INTO, CREATE
+//!       MATERIALIZED VIEW, with data or a materialized view without; also
+//!       under EXPLAIN ANALYZE) is filled by each database it runs on from
+//!       the rows it holds: from sharded, unknown or family tables (anywhere
+//!       in the query) it is refused into an omnisharded or catalog table,
+//!       a family member, or an unlisted one when no column-only entry can
+//!       key it; from none of them, into a table an entry shards (or an
+//!       unknown one, `unlisted_tables = "sharded"`). Into a sharded table
+//!       (or an unlisted one of a cluster with column-only entries) it runs
+//!       on every database, its sublinks must be correlated (rule 12; none
+//!       can place a statement that must run everywhere) and its joins
+//!       co-located (rule 13); the key it keeps and whether its rows are
+//!       exact per shard are checked with its text by
+//!       [`crate::create_as::check`]. REFRESH MATERIALIZED VIEW runs where
+//!       the view is placed (every database): its query was checked when
+//!       it was created through pgshard.
+//!
 //! Limitations: an INSERT ... SELECT is told from INSERT ... VALUES by
 //! whether the statement names a sharded table other than its target
 //! outside its sublinks (the same table read back under the same name
@@ -189,6 +218,7 @@
 mod joins;
 mod keys;
 mod plan;
+pub mod schema;
 mod shard_set;
 mod sublinks;
 pub(crate) mod tables;
@@ -370,6 +400,52 @@ pub enum RouteError {
         "this statement outer-joins {table}, which {what}, to rows that every database holds (omnisharded or catalog tables, functions, VALUES) and keeps those rows when they find no partner: each database would return them again, matched against its own rows of {table} only; run it on one shard (restrict {table} to one shard with its sharding key in WHERE, or pick a shard with /* pgdog_shard: N */), or make it an inner join"
     )]
     OuterJoinEverywhere { table: String, what: &'static str },
+    #[error(
+        "renaming {table} to {to} is refused: {table} {what}, but {to} {to_what}, so pgshard would look for the table's rows elsewhere than where they are (reads would miss or repeat rows, writes would go to the wrong shards); give {to} the placement {table} has in the config first (a [[sharded_tables]] entry with the same column and key space, or an [[omnisharded_tables]] entry), RELOAD, then rename"
+    )]
+    RenameMovesRows {
+        table: String,
+        what: String,
+        to: String,
+        to_what: String,
+    },
+    #[error(
+        "{how} of {table} is refused: {column} is the sharding key column that places {table}'s rows (a [[sharded_tables]] entry shards {table} by it, or a column-only entry would once it has it), and the rows would stay where the old key put them; change the [[sharded_tables]] entries first, RELOAD, then alter the table (or create a new table and copy the rows into it through pgshard)"
+    )]
+    KeyColumnChange {
+        table: String,
+        how: String,
+        column: String,
+    },
+    #[error(
+        "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view) reads {read}, which {read_what}, but {table} {what}: each shard would fill its copy of {table} from its own rows of {read}, and the copies would differ; add a [[sharded_tables]] entry for {table} sharded by a key column the query keeps (co-located with {read}'s key), RELOAD, then create it"
+    )]
+    CreateAsCopies {
+        table: String,
+        what: String,
+        read: String,
+        read_what: &'static str,
+    },
+    #[error(
+        "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view) reads no sharded table, but {table} {what}: every shard would fill it with the same rows, and reads would return each row once per shard; list {table} in [[omnisharded_tables]] (or leave it out of [[sharded_tables]]), RELOAD, then create it, or fill it with INSERT through pgshard"
+    )]
+    CreateAsFromCopies { table: String, what: String },
+    #[error(
+        "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view) reads {read}, which {read_what}, but no [[sharded_tables]] entry shards {table}: each shard would fill it from its own rows, placed by a key pgshard does not know; add a [[sharded_tables]] entry for {table} sharded by a key column the query keeps (co-located with {read}'s key), RELOAD, then create it"
+    )]
+    CreateAsWithoutKey {
+        table: String,
+        read: String,
+        read_what: &'static str,
+    },
+    #[error(
+        "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view): a subquery reads {read}, which {what}, without being correlated with the query's rows on a co-located sharding key, so each shard would fill its part of {table} from its own rows of {read} only; correlate the subquery on the sharding key (inner.key = outer.key), or run it first and use its result"
+    )]
+    CreateAsSubquery {
+        table: String,
+        read: String,
+        what: &'static str,
+    },
 }
 
 /// Every table the statement string names is omnisharded (or a catalog):
@@ -390,6 +466,16 @@ pub fn holds_copies(summary: &Summary, sharding: &Sharding) -> bool {
                 tables::TableClass::Omnisharded | tables::TableClass::Catalog
             )
         })
+}
+
+/// Whether every database holds the whole of `table` (an omnisharded
+/// table, unlisted or `[[omnisharded_tables]]`, or a catalog), so that its
+/// copies must hold the same rows.
+pub fn is_copied(table: &crate::summary::TableRef, sharding: &Sharding) -> bool {
+    matches!(
+        tables::classify(table, sharding),
+        tables::TableClass::Omnisharded | tables::TableClass::Catalog
+    )
 }
 
 /// Route one statement.

@@ -86,6 +86,41 @@ pub struct StatementSummary {
     /// The query levels that join two or more FROM items; `None` when none
     /// does (the common case costs one pointer).
     pub joins: Option<Box<Joins>>,
+    /// What a schema change does to a table whose rows' placement depends
+    /// on its name or its key column; `None` for anything else.
+    pub schema_change: Option<Box<SchemaChange>>,
+}
+
+/// A schema change that fills a new table from a query, or renames or
+/// re-keys a table: where a table's rows live follows from its name (the
+/// config's entries name tables) and its key column (see [`crate::route`],
+/// rule 14).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaChange {
+    /// `CREATE TABLE ... AS`, `SELECT ... INTO`, `CREATE MATERIALIZED VIEW
+    /// ... AS` (and `EXPLAIN ANALYZE` of them, which runs them): `table` is
+    /// created from the statement's query, whose tables and conditions are
+    /// the summary's (`table` is among its tables too). `with_data`: not
+    /// `WITH NO DATA`.
+    CreateAs {
+        table: TableRef,
+        matview: bool,
+        with_data: bool,
+    },
+    /// `REFRESH MATERIALIZED VIEW table` (not `WITH NO DATA`).
+    Refresh { table: TableRef },
+    /// `ALTER TABLE table RENAME TO name` (`to` keeps the schema as
+    /// written) or `SET SCHEMA s` (`to` is `s.name`); also of materialized
+    /// views and foreign tables.
+    RenameTable { table: TableRef, to: TableRef },
+    /// `ALTER TABLE table` renaming (`RENAME COLUMN a TO b`: `(a, b)`),
+    /// dropping or adding columns (sorted).
+    Columns {
+        table: TableRef,
+        renamed: Vec<(String, String)>,
+        dropped: Vec<String>,
+        added: Vec<String>,
+    },
 }
 
 /// The query levels of a statement that join FROM items, anywhere in it

@@ -13,6 +13,7 @@
 use parser_ffi::protobuf::{self as pb, a_const::Val, node::Node as NodeEnum};
 
 mod joins_protobuf;
+mod schema_protobuf;
 mod sublinks_protobuf;
 
 use super::resolve::{self, Bodies, Body, Name, Output, Resolver, StatementTables};
@@ -97,6 +98,7 @@ fn statement<'a>(
         session: None,
         sublinks,
         joins,
+        schema_change: root.and_then(schema_protobuf::schema_change),
     })
 }
 
@@ -966,6 +968,39 @@ impl<'a> Scopes<'a> {
             scope = group.outer;
         }
         None
+    }
+}
+
+/// The columns that output column `column` of `query` (its select list
+/// renamed by `colnames`, as a table created from it would name its
+/// columns) passes through, resolved and written as condition columns are
+/// (see **resolution** in [`super`]) among `tables`, a statement's: what
+/// `... FROM (query) AS q (colnames) WHERE column = v` would be keyed by.
+/// Empty when it passes none through.
+pub fn output_source(
+    query: &NodeEnum,
+    colnames: &[&str],
+    column: &str,
+    tables: &[TableRef],
+) -> Vec<ColumnRef> {
+    let mut scopes = Scopes::default();
+    let item = resolve::Item::Derived {
+        name: None,
+        colnames: colnames.to_vec(),
+        query: (query, None),
+    };
+    let tables = StatementTables::new(tables);
+    let mut bodies = ProtobufBodies {
+        scopes: &mut scopes,
+    };
+    let written = ColumnRef {
+        table: None,
+        column: column.to_owned(),
+    };
+    match Resolver::new(vec![item], &mut bodies, &tables).column(&written) {
+        resolve::Mapped::Same => vec![written],
+        resolve::Mapped::Drop => Vec::new(),
+        resolve::Mapped::Columns(columns) => columns,
     }
 }
 

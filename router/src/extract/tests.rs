@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use super::*;
-use crate::summary::{ColumnRef, StatementKind, TableRef, Value, ValueSource};
+use crate::summary::{ColumnRef, SchemaChange, StatementKind, TableRef, Value, ValueSource};
 
 fn summary_of(sql: &str) -> Summary {
     let tree = parser_ffi::ParseTree::parse(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
@@ -88,7 +88,46 @@ fn render_statement(stmt: &StatementSummary) -> String {
     if !conditions.is_empty() {
         write!(out, " {}", conditions.join(" & ")).unwrap();
     }
+    if let Some(change) = &stmt.schema_change {
+        write!(out, " {{{}}}", render_change(change)).unwrap();
+    }
     out
+}
+
+fn render_change(change: &SchemaChange) -> String {
+    match change {
+        SchemaChange::CreateAs {
+            table,
+            matview,
+            with_data,
+        } => {
+            let what = if *matview { "matview" } else { "table" };
+            let data = if *with_data { "" } else { " no data" };
+            format!("create {what} {}{data}", render_table(table))
+        }
+        SchemaChange::Refresh { table } => format!("refresh {}", render_table(table)),
+        SchemaChange::RenameTable { table, to } => {
+            format!("rename {} to {}", render_table(table), render_table(to))
+        }
+        SchemaChange::Columns {
+            table,
+            renamed,
+            dropped,
+            added,
+        } => {
+            let mut out = format!("columns of {}", render_table(table));
+            for (from, to) in renamed {
+                write!(out, " rename {from} to {to}").unwrap();
+            }
+            for column in dropped {
+                write!(out, " drop {column}").unwrap();
+            }
+            for column in added {
+                write!(out, " add {column}").unwrap();
+            }
+            out
+        }
+    }
 }
 
 fn render_table(table: &TableRef) -> String {
@@ -175,7 +214,10 @@ fn text(text: &str, location: i32) -> ValueSource {
 fn kinds_of_queries() {
     check("SELECT 1", "select []");
     check("SELECT * FROM t", "select [t]");
-    check("SELECT * INTO new_t FROM t", "select write [new_t, t]");
+    check(
+        "SELECT * INTO new_t FROM t",
+        "select write [new_t, t] {create table new_t}",
+    );
     check(
         "WITH d AS (DELETE FROM t WHERE id = 1 RETURNING *) SELECT * FROM d",
         "select write [t] id = 1",
@@ -315,8 +357,11 @@ fn kinds_of_schema_changes() {
         "CREATE TABLE t_1 PARTITION OF t FOR VALUES IN (1)",
         "ddl write [t, t_1]",
     );
-    check("ALTER TABLE t ADD COLUMN x int", "ddl write [t]");
-    check("ALTER TABLE t RENAME TO u", "ddl write [t]");
+    check(
+        "ALTER TABLE t ADD COLUMN x int",
+        "ddl write [t] {columns of t add x}",
+    );
+    check("ALTER TABLE t RENAME TO u", "ddl write [t] {rename t to u}");
     check("DROP TABLE t", "ddl write []");
     check("CREATE INDEX i ON t (a)", "ddl write [t]");
     check("TRUNCATE t, u", "ddl write [t, u]");
@@ -327,9 +372,15 @@ fn kinds_of_schema_changes() {
         "CREATE VIEW v AS SELECT * FROM t WHERE id = 1",
         "ddl write [t, v]",
     );
-    check("CREATE TABLE x AS SELECT * FROM t", "ddl write [t, x]");
-    check("CREATE MATERIALIZED VIEW m AS SELECT 1", "ddl write [m]");
-    check("REFRESH MATERIALIZED VIEW m", "ddl write [m]");
+    check(
+        "CREATE TABLE x AS SELECT * FROM t",
+        "ddl write [t, x] {create table x}",
+    );
+    check(
+        "CREATE MATERIALIZED VIEW m AS SELECT 1",
+        "ddl write [m] {create matview m}",
+    );
+    check("REFRESH MATERIALIZED VIEW m", "ddl write [m] {refresh m}");
     check("CREATE SCHEMA s", "ddl write []");
     check("CREATE SEQUENCE s", "ddl write [s]");
     check("CREATE EXTENSION pgcrypto", "ddl write []");
@@ -972,8 +1023,14 @@ fn targets() {
         "insert write >x [t, x]",
     );
     check("PREPARE p AS DELETE FROM t", "other [t]");
-    check("SELECT * INTO x FROM t", "select write [t, x]");
-    check("CREATE TABLE x AS SELECT 1", "ddl write [x]");
+    check(
+        "SELECT * INTO x FROM t",
+        "select write [t, x] {create table x}",
+    );
+    check(
+        "CREATE TABLE x AS SELECT 1",
+        "ddl write [x] {create table x}",
+    );
     // The written table, even where a CTE has its name (a CTE cannot be
     // written; tables leaves the name out by its own rule).
     check(
@@ -1184,11 +1241,11 @@ fn wrapped_queries() {
     );
     check(
         "CREATE TABLE x AS SELECT * FROM t WHERE k = 1",
-        "ddl write [t, x] t.k = 1",
+        "ddl write [t, x] t.k = 1 {create table x}",
     );
     check(
         "CREATE MATERIALIZED VIEW m AS SELECT * FROM t WHERE k = 1",
-        "ddl write [m, t] t.k = 1",
+        "ddl write [m, t] t.k = 1 {create matview m}",
     );
     check(
         "DECLARE c CURSOR FOR SELECT * FROM t WHERE k = 1",
@@ -1400,6 +1457,80 @@ fn cte_conditions_are_capped_where_referenced() {
     sql.push_str(" SELECT * FROM c39");
     let summary = summarize_on_small_stack(sql).unwrap().unwrap();
     assert!(summary.statements[0].conditions.len() < MAX_CTE_CONDITION_NODES);
+}
+
+/// What schema changes do to a table's placement.
+#[test]
+fn schema_changes() {
+    check(
+        "CREATE TEMP TABLE IF NOT EXISTS s.x (a, b) AS SELECT * FROM t WITH NO DATA",
+        "ddl write [t, s.x] {create table s.x no data}",
+    );
+    check(
+        "CREATE UNLOGGED TABLE x AS SELECT * FROM t WHERE k = 1",
+        "ddl write [t, x] t.k = 1 {create table x}",
+    );
+    check(
+        "CREATE MATERIALIZED VIEW m AS SELECT * FROM t WITH NO DATA",
+        "ddl write [m, t] {create matview m no data}",
+    );
+    check(
+        "SELECT k INTO TEMP x FROM t UNION SELECT k FROM u",
+        "select write [t, u, x] {create table x}",
+    );
+    check(
+        "EXPLAIN ANALYZE CREATE TABLE x AS SELECT * FROM t",
+        "explain write [t, x] {create table x}",
+    );
+    check(
+        "EXPLAIN (ANALYZE, COSTS false) SELECT * INTO x FROM t",
+        "explain write [t, x] {create table x}",
+    );
+    check(
+        "EXPLAIN (ANALYZE false) CREATE TABLE x AS SELECT * FROM t",
+        "explain write [t, x]",
+    );
+    check(
+        "EXPLAIN CREATE TABLE x AS SELECT * FROM t",
+        "explain write [t, x]",
+    );
+    check(
+        "REFRESH MATERIALIZED VIEW CONCURRENTLY s.m",
+        "ddl write [s.m] {refresh s.m}",
+    );
+    check("REFRESH MATERIALIZED VIEW m WITH NO DATA", "ddl write [m]");
+    check(
+        "ALTER TABLE IF EXISTS s.t RENAME TO u",
+        "ddl write [s.t] {rename s.t to s.u}",
+    );
+    check(
+        "ALTER MATERIALIZED VIEW m RENAME TO n",
+        "ddl write [m] {rename m to n}",
+    );
+    check(
+        "ALTER FOREIGN TABLE f SET SCHEMA s",
+        "ddl write [f] {rename f to s.f}",
+    );
+    check(
+        "ALTER TABLE t SET SCHEMA s",
+        "ddl write [t] {rename t to s.t}",
+    );
+    check("ALTER VIEW v RENAME TO w", "ddl write [v]");
+    check("ALTER SEQUENCE q RENAME TO r", "ddl write [q]");
+    check(
+        "ALTER TABLE t RENAME COLUMN k TO j",
+        "ddl write [t] {columns of t rename k to j}",
+    );
+    check(
+        "ALTER TABLE t RENAME k TO j",
+        "ddl write [t] {columns of t rename k to j}",
+    );
+    check(
+        "ALTER TABLE t DROP COLUMN k, DROP COLUMN IF EXISTS a, ADD COLUMN z int, ADD b int",
+        "ddl write [t] {columns of t drop a drop k add b add z}",
+    );
+    check("ALTER TABLE t ALTER COLUMN k SET NOT NULL", "ddl write [t]");
+    check("ALTER TABLE t RENAME CONSTRAINT c TO d", "ddl write [t]");
 }
 
 /// Condition columns resolved to the level's own tables: written as is
@@ -1676,6 +1807,7 @@ fn summary_fields_in_full() {
                 session: None,
                 sublinks: None,
                 joins: None,
+                schema_change: None,
             },
             StatementSummary {
                 kind: StatementKind::Commit,
@@ -1689,6 +1821,7 @@ fn summary_fields_in_full() {
                 session: None,
                 sublinks: None,
                 joins: None,
+                schema_change: None,
             },
         ]
     );

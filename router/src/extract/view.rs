@@ -27,6 +27,7 @@ use parser_ffi::view::{
 use parser_ffi::ParseTree;
 
 mod joins_view;
+mod schema_view;
 mod sublinks_view;
 
 use super::resolve::{Bodies, Body, Item, Name, Output, Resolver, StatementTables};
@@ -63,6 +64,7 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
                 session: None,
                 sublinks: None,
                 joins: None,
+                schema_change: None,
             },
         };
         statements.push(summary);
@@ -180,6 +182,7 @@ fn statement<'a>(
         session: None,
         sublinks,
         joins: join_levels,
+        schema_change: schema_view::schema_change(stmt),
     })
 }
 

@@ -8,10 +8,11 @@
 //! branches.
 
 use crate::sharding::{Key, KeySpace, Sharding};
-use crate::summary::{StatementKind, StatementSummary, Summary, TableRef};
+use crate::summary::{SchemaChange, StatementKind, StatementSummary, Summary, TableRef};
 
 use super::joins::{self, JoinPlan};
 use super::keys::{self, type_name, Compiled, Keys, Restriction};
+use super::schema;
 use super::shard_set::ShardSet;
 use super::sublinks::{self, Placed};
 use super::tables::{classify, entry_names, TableClass};
@@ -180,7 +181,10 @@ impl StatementPlan {
             },
             // Rule 13, after rule 3 (one database) and never for schema
             // changes (a view's joins run where the view is read).
-            joins: if control || sharding.databases <= 1 || stmt.kind == StatementKind::Ddl {
+            joins: if control
+                || sharding.databases <= 1
+                || (stmt.kind == StatementKind::Ddl && !creates_from_query(stmt))
+            {
                 None
             } else {
                 joins::plan(stmt, sharding).transpose().map(Box::new)
@@ -395,6 +399,12 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
     if let Err(err) = check_write_target(stmt, &facts, sharding) {
         return Body::Fixed(Err(err));
     }
+    if let Err(err) = schema::check(stmt, sharding) {
+        return Body::Fixed(Err(err));
+    }
+    if let Err(err) = create_as_sublinks(stmt, sharding, &facts) {
+        return Body::Fixed(Err(err));
+    }
     let unsharded = match stmt.kind {
         StatementKind::Ddl => Route::All,
         _ if stmt.tables.is_empty() || !stmt.write => Route::Any,
@@ -452,6 +462,42 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
             settle(keyed, sharding, write)
         }
         (true, _) => plan_keyed(stmt, sharding, write, &main, outside, placed),
+    }
+}
+
+/// A schema change that runs its query: CREATE TABLE AS, SELECT INTO, a
+/// materialized view (rules 12 and 13 apply to that query).
+fn creates_from_query(stmt: &StatementSummary) -> bool {
+    matches!(
+        stmt.schema_change.as_deref(),
+        Some(SchemaChange::CreateAs { with_data, matview, .. }) if *with_data || *matview
+    )
+}
+
+/// Rule 12 for CREATE TABLE AS: it runs on every database, so a sublink
+/// over sharded rows must be correlated (none can place it on one).
+fn create_as_sublinks(
+    stmt: &StatementSummary,
+    sharding: &Sharding,
+    facts: &TableFacts<'_>,
+) -> Result<(), RouteError> {
+    let (Some(sublinks), true) = (stmt.sublinks.as_deref(), creates_from_query(stmt)) else {
+        return Ok(());
+    };
+    let Some(SchemaChange::CreateAs { table, .. }) = stmt.schema_change.as_deref() else {
+        return Ok(());
+    };
+    let placed = sublinks::plan(stmt, sublinks, sharding, facts.first_read)?;
+    match placed.first() {
+        Some(sublink) => {
+            let (read, what) = sublink.read();
+            Err(RouteError::CreateAsSubquery {
+                table: table.name.clone(),
+                read: read.to_owned(),
+                what,
+            })
+        }
+        None => Ok(()),
     }
 }
 

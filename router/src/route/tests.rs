@@ -170,6 +170,7 @@ fn stmt(kind: StatementKind, tables: &[&str], conditions: Vec<Condition>) -> Sta
         session: None,
         sublinks: None,
         joins: None,
+        schema_change: None,
     }
 }
 
