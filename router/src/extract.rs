@@ -103,9 +103,10 @@
 //!   a contributing FROM references the CTE; a reference met while the body
 //!   is being evaluated (recursion) adds nothing. A CTE referenced only from
 //!   sublinks, or not at all, adds nothing. Data-modifying CTEs (INSERT /
-//!   UPDATE / DELETE / MERGE) of the top-level statement's WITH are added
-//!   whether referenced or not: they run either way, and their rows must stay
-//!   put (the rest of the statement is then restricted to their shards too).
+//!   UPDATE / DELETE / MERGE) of the top-level statement's WITH are
+//!   evaluated whether referenced or not (they run either way): their
+//!   conditions are their writes' (**cte_writes**), and go to a level only
+//!   where a contributing FROM references them, as any CTE's.
 //!   A CTE whose conditions count more than [`MAX_CTE_CONDITION_NODES`]
 //!   nodes (each Eq, Any, And and Or one) adds nothing where it is
 //!   referenced: CTEs referencing each other could otherwise multiply a
@@ -206,6 +207,11 @@
 //!   RenameTable (`to` is `newschema.relname`); AlterTableStmt of one with
 //!   DROP COLUMN or ADD COLUMN commands -> Columns (`dropped`, `added`,
 //!   sorted). Tables are named as in **tables**. `None` otherwise.
+//! - **cte_writes** ([`crate::summary::CteWrite`]): per data-modifying CTE
+//!   the condition pass evaluated (those of the top-level statement's WITH,
+//!   the only ones Postgres allows), in CTE order: `inserts` for INSERT and
+//!   MERGE, its relation and assigned columns as for **target** and
+//!   **set_columns**, and its body's conditions (not capped).
 //! - **session**: VariableSetStmt: SET LOCAL and SET TRANSACTION (a
 //!   `VAR_SET_MULTI` named TRANSACTION) -> TransactionScoped("SET"); RESET
 //!   ALL -> ResetAll; SET name TO value(s) / FROM CURRENT -> Set with the

@@ -70,6 +70,16 @@
 //!     also reads sharded, unknown or family tables (`INSERT INTO countries
 //!     SELECT ... FROM orders`) would compute different rows on each
 //!     database, or write one copy only, and the copies would diverge.
+//!     Data-modifying WITH queries (`route/cte_writes.rs`) are checked the
+//!     same way (their SET columns; an omnisharded table they write while
+//!     the statement reads sharded, unknown or family tables anywhere), and
+//!     run whatever the rest of the statement does: the statement runs on
+//!     the union of the databases its own levels need (rules 5-7) and those
+//!     each UPDATE or DELETE WITH query's own conditions allow (every
+//!     database when unrestricted), and exactly on the one database an
+//!     INSERT's (or MERGE's) rows go to, which every other part must fit
+//!     in; an INSERT whose rows have no key or several databases, or parts
+//!     that cannot share one set of databases, are refused.
 //! 12. Sublinks (subqueries inside expressions: `IN (SELECT ...)`, `EXISTS`,
 //!     scalar `(SELECT ...)`, `ANY/ALL (SELECT ...)`, `ARRAY(SELECT ...)`,
 //!     in WHERE, the target list, HAVING, ON, ORDER BY, VALUES, SET,
@@ -197,9 +207,9 @@
 //! whether the statement names a sharded table other than its target
 //! outside its sublinks (the same table read back under the same name
 //! counts once, so `INSERT INTO orders SELECT * FROM orders` is refused as
-//! keyless). A data-modifying CTE restricts the whole statement to its
-//! shards, and neither its target nor its SET columns are checked by rule
-//! 11. A FROM subquery or CTE that aggregates, DISTINCTs, LIMITs or
+//! keyless). A statement whose own levels read no sharded table still
+//! needs every database when unrestricted (`WITH i AS (INSERT ...) SELECT
+//! 1` is refused; `... SELECT * FROM i` is not). A FROM subquery or CTE that aggregates, DISTINCTs, LIMITs or
 //! windows rows of sharded tables without being restricted to one database
 //! itself is not refused here, even when joined on a key it passes
 //! through, inside a placed or correlated sublink or under a single-shard
@@ -215,6 +225,7 @@
 //! conditions (rule 5), so an unqualified column-only key names the
 //! level's unknown tables.
 
+mod cte_writes;
 mod joins;
 mod keys;
 mod plan;
@@ -400,6 +411,26 @@ pub enum RouteError {
         "this statement outer-joins {table}, which {what}, to rows that every database holds (omnisharded or catalog tables, functions, VALUES) and keeps those rows when they find no partner: each database would return them again, matched against its own rows of {table} only; run it on one shard (restrict {table} to one shard with its sharding key in WHERE, or pick a shard with /* pgdog_shard: N */), or make it an inner join"
     )]
     OuterJoinEverywhere { table: String, what: &'static str },
+    #[error(
+        "this statement writes omnisharded table {table} in a data-modifying WITH query and reads {read}, which {what}: it runs where the rows of {read} it needs are, not on every copy of {table}, and the copies of {table} would diverge; write {table} in a statement of its own (read the rows first and write them with their values)"
+    )]
+    OmnishardedWithSharded {
+        table: String,
+        read: String,
+        what: &'static str,
+    },
+    #[error(
+        "a data-modifying WITH query writes {table}, which is sharded, but its rows' sharding key does not put them on one shard, so they would be written on every shard the statement runs on; give its rows the sharding key of one shard (INSERT ... VALUES with the key, a WHERE on the key), or send it as a statement of its own"
+    )]
+    WriteInCteWithoutKey { table: String },
+    #[error(
+        "a data-modifying WITH query writes {table} on {needs}, but the rest of the statement must run on {rest}: pgshard runs a statement on one set of shards, and its parts would miss rows or write them where they do not belong; send the data-modifying query as a statement of its own, or give both parts the same sharding key"
+    )]
+    CteWriteElsewhere {
+        table: String,
+        needs: String,
+        rest: String,
+    },
     #[error(
         "renaming {table} to {to} is refused: {table} {what}, but {to} {to_what}, so pgshard would look for the table's rows elsewhere than where they are (reads would miss or repeat rows, writes would go to the wrong shards); give {to} the placement {table} has in the config first (a [[sharded_tables]] entry with the same column and key space, or an [[omnisharded_tables]] entry), RELOAD, then rename"
     )]

@@ -89,6 +89,26 @@ pub struct StatementSummary {
     /// What a schema change does to a table whose rows' placement depends
     /// on its name or its key column; `None` for anything else.
     pub schema_change: Option<Box<SchemaChange>>,
+    /// The writes of its data-modifying WITH queries (Postgres allows them
+    /// in the top-level WITH only), sorted.
+    pub cte_writes: Vec<CteWrite>,
+}
+
+/// What one data-modifying WITH query (INSERT, UPDATE, DELETE or MERGE)
+/// writes: it runs whatever the rest of the statement does, so the
+/// statement must run where its rows are (see [`crate::route`], rule 11).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CteWrite {
+    /// An INSERT or a MERGE: it may add rows, which must land on their
+    /// shard only.
+    pub inserts: bool,
+    /// The table it writes, as in [`StatementSummary::target`].
+    pub table: TableRef,
+    /// The columns it assigns, as in [`StatementSummary::set_columns`].
+    pub set_columns: Vec<String>,
+    /// The key conditions of its own query (as for
+    /// [`StatementSummary::conditions`], which holds them too).
+    pub conditions: Vec<Condition>,
 }
 
 /// A schema change that fills a new table from a query, or renames or
@@ -434,13 +454,22 @@ impl StatementSummary {
         if let Some(joins) = &mut self.joins {
             joins.canonicalize();
         }
+        for write in &mut self.cte_writes {
+            write.set_columns.sort_unstable();
+            write.set_columns.dedup();
+            canonicalize_conditions(&mut write.conditions);
+        }
+        self.cte_writes.sort_unstable();
+        self.cte_writes.dedup();
     }
 
     /// Every condition of the statement: its own, then its sublinks', then
-    /// its join levels' (each level's, then its derived items').
+    /// its join levels' (each level's, then its derived items'), then its
+    /// data-modifying WITH queries'.
     pub fn all_conditions(&self) -> impl Iterator<Item = &Condition> {
         let sublinks = self.sublinks.as_deref().map_or(&[][..], |s| &s.subqueries);
         let levels = self.joins.as_deref().map_or(&[][..], |j| &j.levels);
+        let writes = self.cte_writes.iter().flat_map(|w| w.conditions.iter());
         self.conditions
             .iter()
             .chain(
@@ -460,6 +489,7 @@ impl StatementSummary {
                         .flatten(),
                 )
             }))
+            .chain(writes)
     }
 
     /// [`StatementSummary::all_conditions`], mutable, in the same order.
@@ -472,6 +502,10 @@ impl StatementSummary {
             .joins
             .as_deref_mut()
             .map_or(&mut [][..], |j| &mut j.levels);
+        let writes = self
+            .cte_writes
+            .iter_mut()
+            .flat_map(|w| w.conditions.iter_mut());
         self.conditions
             .iter_mut()
             .chain(
@@ -491,6 +525,7 @@ impl StatementSummary {
                         .flatten(),
                 )
             }))
+            .chain(writes)
     }
 }
 

@@ -10,8 +10,8 @@
 use parser_ffi::{parse_protobuf, parse_raw, ParseTree};
 use router::extract::{summarize, summarize_protobuf, ExtractError};
 use router::summary::{
-    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Sublink, Sublinks,
-    Summary, TableRef, Value, ValueSource,
+    ColumnRef, Condition, CteWrite, SessionEffect, StatementKind, StatementSummary, Sublink,
+    Sublinks, Summary, TableRef, Value, ValueSource,
 };
 
 /// The effect of `SET name ...` parsed alone: the whole text.
@@ -94,7 +94,8 @@ fn check(sql: &str, expected: StatementSummary) {
 }
 
 /// Both engines give `expected` for `sql`. A statement expected without
-/// sublink, join or schema-change facts is compared without them (the
+/// sublink, join, schema-change or data-modifying-CTE facts is compared
+/// without them (the
 /// cases that are not about them leave them out; the engines must still
 /// agree on them).
 #[track_caller]
@@ -115,6 +116,9 @@ fn check_all(sql: &str, mut expected: Summary) {
         }
         if wanted.schema_change.is_none() {
             got.schema_change = None;
+        }
+        if wanted.cte_writes.is_empty() {
+            got.cte_writes.clear();
         }
     }
     assert_eq!(protobuf, expected, "both engines: {sql}");
@@ -142,6 +146,7 @@ fn stmt(kind: StatementKind) -> StatementSummary {
         sublinks: None,
         joins: None,
         schema_change: None,
+        cte_writes: Vec::new(),
     }
 }
 
@@ -933,20 +938,37 @@ fn ctes_count_where_referenced() {
             .tables(&["t"])
             .conditions(vec![eq("k", int(1, 37))]),
     );
+    // A data-modifying CTE of the statement's own WITH runs, referenced or
+    // not: its conditions are its write's (the statement's own levels' only
+    // where they reference it).
+    let write = |inserts, conditions| CteWrite {
+        inserts,
+        table: table("t"),
+        set_columns: Vec::new(),
+        conditions,
+    };
+    let mut expected = select().tables(&["t", "u"]).write(true);
+    expected.cte_writes = vec![write(false, vec![eq("t.k", int(1, 35))])];
     check(
         "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM u",
-        select()
-            .tables(&["t", "u"])
-            .write(true)
-            .conditions(vec![eq("t.k", int(1, 35))]),
+        expected,
     );
+    let mut expected = select().tables(&["t"]).write(true);
+    expected.conditions = vec![eq("k", int(1, 35))];
+    expected.cte_writes = vec![write(false, vec![eq("k", int(1, 35))])];
+    check(
+        "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM d",
+        expected,
+    );
+    let mut expected = stmt(StatementKind::Update)
+        .tables(&["t", "u"])
+        .target("u")
+        .set_columns(&["v"])
+        .conditions(vec![eq("u.k", int(2, 82))]);
+    expected.cte_writes = vec![write(true, vec![eq("t.k", int(1, 37))])];
     check(
         "WITH i AS (INSERT INTO t (k) VALUES (1) RETURNING *) UPDATE u SET v = 1 WHERE k = 2",
-        stmt(StatementKind::Update)
-            .tables(&["t", "u"])
-            .target("u")
-            .set_columns(&["v"])
-            .conditions(vec![eq("t.k", int(1, 37)), eq("u.k", int(2, 82))]),
+        expected,
     );
 }
 

@@ -38,6 +38,8 @@ mod statements;
 mod sublinks;
 #[path = "routes/tables.rs"]
 mod tables;
+#[path = "routes/writes.rs"]
+mod writes;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

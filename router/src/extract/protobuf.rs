@@ -19,8 +19,8 @@ mod sublinks_protobuf;
 use super::resolve::{self, Bodies, Body, Name, Output, Resolver, StatementTables};
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
-    ValueSource,
+    ColumnRef, Condition, CteWrite, SessionEffect, StatementKind, StatementSummary, Summary,
+    TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see [`super`] for the rules).
@@ -66,6 +66,7 @@ fn statement<'a>(
         levels.run(root, &statement_tables)?;
     }
     let conditions = levels.lists.pop().unwrap_or_default();
+    let cte_writes = cte_writes(&levels.scopes);
     let insert_without_columns = levels.insert_without_columns;
     let sublinks = match root {
         Some(root) if sublink => {
@@ -99,6 +100,7 @@ fn statement<'a>(
         sublinks,
         joins,
         schema_change: root.and_then(schema_protobuf::schema_change),
+        cte_writes,
     })
 }
 
@@ -142,6 +144,33 @@ fn session_effect(root: &NodeEnum, location: i32, len: i32) -> Option<SessionEff
         }
         _ => None,
     }
+}
+
+/// The writes of the data-modifying CTEs the condition pass evaluated
+/// (those of the statement's own WITH: Postgres allows no others).
+fn cte_writes(scopes: &Scopes<'_>) -> Vec<CteWrite> {
+    scopes
+        .ctes
+        .iter()
+        .filter_map(|cte| {
+            let body = cte.body?;
+            let inserts = match body {
+                NodeEnum::InsertStmt(_) | NodeEnum::MergeStmt(_) => true,
+                NodeEnum::UpdateStmt(_) | NodeEnum::DeleteStmt(_) => false,
+                _ => return None,
+            };
+            let CteState::Done { conditions, .. } = &cte.state else {
+                return None;
+            };
+            let (table, set_columns) = target_and_set_columns(Some(body));
+            Some(CteWrite {
+                inserts,
+                table: table?,
+                set_columns,
+                conditions: conditions.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The table the statement writes and the columns an UPDATE (or a MERGE's
@@ -432,17 +461,18 @@ enum Task<'a> {
     /// Close the two innermost lists (a UNION's arms): their `Or` goes to the
     /// list below.
     Union,
-    /// A contributing FROM (at query level `level`) references CTE `index`:
-    /// add its conditions to the innermost list, evaluating its body first if
-    /// that has not been done; `always`: however large they are (a
-    /// data-modifying CTE of the statement's own WITH).
+    /// A contributing FROM (at query level `level`) references CTE `index`
+    /// (`add`), or the statement's own WITH holds the data-modifying CTE
+    /// `index` (not `add`): evaluate its body if that has not been done,
+    /// then, if `add`, add its conditions to the innermost list (capped).
     Cte {
         index: usize,
         level: usize,
-        always: bool,
+        add: bool,
     },
-    /// CTE `index`'s body is evaluated (the innermost list): keep it, add it.
-    CteDone { index: usize, always: bool },
+    /// CTE `index`'s body is evaluated (the innermost list): keep it, add it
+    /// if `add`.
+    CteDone { index: usize, add: bool },
 }
 
 impl<'a> Levels<'a> {
@@ -530,19 +560,15 @@ impl<'a> Levels<'a> {
                         self.add(Some(Condition::Or(vec![left, right])));
                     }
                 }
-                Task::Cte {
-                    index,
-                    level,
-                    always,
-                } => self.cte(index, level, always),
-                Task::CteDone { index, always } => {
+                Task::Cte { index, level, add } => self.cte(index, level, add),
+                Task::CteDone { index, add } => {
                     let conditions = self.lists.pop().unwrap_or_default();
                     let fits = fits(&conditions);
                     if let Some(cte) = self.scopes.ctes.get_mut(index) {
                         cte.state = CteState::Done { conditions, fits };
                     }
                     // Level 0: adding a finished CTE queues nothing.
-                    self.cte(index, 0, always);
+                    self.cte(index, 0, add);
                 }
             }
         }
@@ -683,9 +709,10 @@ impl<'a> Levels<'a> {
     }
 
     /// At the statement's own level, the data-modifying CTEs of its WITH
-    /// (the scope `at` names) are added whether referenced or not. Called
-    /// once the level has queued what it leads to: they are evaluated first,
-    /// in order.
+    /// (the scope `at` names) are evaluated whether referenced or not (their
+    /// conditions are their writes', added to a level only where a
+    /// contributing FROM references them). Called once the level has queued
+    /// what it leads to: they are evaluated first, in order.
     fn data_modifying_ctes(&mut self, top: bool, at: At) {
         let Some(position) = at.scope.filter(|_| top) else {
             return;
@@ -706,13 +733,14 @@ impl<'a> Levels<'a> {
                 )
             });
             if modifying {
-                self.cte(index, at.level, true);
+                self.cte(index, at.level, false);
             }
         }
     }
 
-    /// Add CTE `index`'s conditions to the innermost list (see [`Task::Cte`]).
-    fn cte(&mut self, index: usize, level: usize, always: bool) {
+    /// Evaluate CTE `index`, and add its conditions to the innermost list
+    /// if `add` (see [`Task::Cte`]).
+    fn cte(&mut self, index: usize, level: usize, add: bool) {
         let Levels {
             tasks,
             lists,
@@ -726,7 +754,7 @@ impl<'a> Levels<'a> {
         match &cte.state {
             CteState::New => {
                 cte.state = CteState::Evaluating;
-                tasks.push(Task::CteDone { index, always });
+                tasks.push(Task::CteDone { index, add });
                 tasks.extend(cte.body.map(|body| Task::Query {
                     query: Query::Node(body),
                     depth: cte.depth,
@@ -739,7 +767,7 @@ impl<'a> Levels<'a> {
             // Referenced from its own body: nothing more to add.
             CteState::Evaluating => {}
             CteState::Done { conditions, fits } => {
-                if let (true, Some(list)) = (*fits || always, lists.last_mut()) {
+                if let (true, Some(list)) = (*fits && add, lists.last_mut()) {
                     list.extend(conditions.iter().cloned());
                 }
             }
@@ -794,7 +822,7 @@ impl<'a> Levels<'a> {
                     self.tasks.extend(found.map(|index| Task::Cte {
                         index,
                         level: at.level,
-                        always: false,
+                        add: true,
                     }));
                 }
                 _ => {}

@@ -91,6 +91,18 @@ fn render_statement(stmt: &StatementSummary) -> String {
     if let Some(change) = &stmt.schema_change {
         write!(out, " {{{}}}", render_change(change)).unwrap();
     }
+    for write in &stmt.cte_writes {
+        let kind = if write.inserts { "inserts" } else { "writes" };
+        write!(out, " {{cte {kind} {}", render_table(&write.table)).unwrap();
+        if !write.set_columns.is_empty() {
+            write!(out, " set({})", write.set_columns.join(",")).unwrap();
+        }
+        let conditions: Vec<String> = write.conditions.iter().map(render_condition).collect();
+        if !conditions.is_empty() {
+            write!(out, " {}", conditions.join(" & ")).unwrap();
+        }
+        out.push('}');
+    }
     out
 }
 
@@ -220,7 +232,7 @@ fn kinds_of_queries() {
     );
     check(
         "WITH d AS (DELETE FROM t WHERE id = 1 RETURNING *) SELECT * FROM d",
-        "select write [t] id = 1",
+        "select write [t] id = 1 {cte writes t id = 1}",
     );
     check(
         "WITH c AS (SELECT * FROM t WHERE id = 1) SELECT * FROM c",
@@ -286,7 +298,7 @@ fn kinds_of_explain() {
     check("EXPLAIN SELECT * INTO x FROM t", "explain write [t, x]");
     check(
         "EXPLAIN WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d",
-        "explain write [t]",
+        "explain write [t] {cte writes t}",
     );
 }
 
@@ -986,11 +998,11 @@ fn insert_without_columns_or_values() {
     );
     check(
         "WITH x AS (INSERT INTO t VALUES (1) RETURNING *) SELECT * FROM x",
-        "select write no_cols [t]",
+        "select write no_cols [t] {cte inserts t}",
     );
     check(
         "WITH x AS (INSERT INTO t (id) VALUES (1) RETURNING *) SELECT * FROM x",
-        "select write [t] t.id = 1",
+        "select write [t] t.id = 1 {cte inserts t t.id = 1}",
     );
 }
 
@@ -1016,11 +1028,11 @@ fn targets() {
     // Never a CTE's, nor a wrapped statement's other than EXPLAIN's.
     check(
         "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM d",
-        "select write [t] k = 1",
+        "select write [t] k = 1 {cte writes t k = 1}",
     );
     check(
         "WITH d AS (DELETE FROM t RETURNING *) INSERT INTO x SELECT * FROM d",
-        "insert write >x [t, x]",
+        "insert write >x [t, x] {cte writes t}",
     );
     check("PREPARE p AS DELETE FROM t", "other [t]");
     check(
@@ -1074,7 +1086,7 @@ fn set_columns() {
     );
     check(
         "WITH u AS (UPDATE t SET a = 1 RETURNING *) SELECT * FROM u",
-        "select write [t]",
+        "select write [t] {cte writes t set(a)}",
     );
     check("PREPARE p AS UPDATE t SET a = 1", "other [t]");
 }
@@ -1368,31 +1380,31 @@ fn ctes_in_scope() {
 fn data_modifying_ctes() {
     check(
         "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM u",
-        "select write [t, u] t.k = 1",
+        "select write [t, u] {cte writes t t.k = 1}",
     );
     check(
         "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM d",
-        "select write [t] k = 1",
+        "select write [t] k = 1 {cte writes t k = 1}",
     );
     check(
         "WITH u AS (UPDATE t SET a = 1 WHERE k = $1 RETURNING *) SELECT * FROM u WHERE a = 2",
-        "select write [t] k = $1",
+        "select write [t] k = $1 {cte writes t set(a) k = $1}",
     );
     check(
         "WITH i AS (INSERT INTO t (k) VALUES (1), (2) RETURNING *) SELECT 1",
-        "select write [t] (t.k = 1 OR t.k = 2)",
+        "select write [t] {cte inserts t (t.k = 1 OR t.k = 2)}",
     );
     check(
         "WITH i AS (INSERT INTO t VALUES (1) RETURNING *) SELECT 1",
-        "select write no_cols [t]",
+        "select write no_cols [t] {cte inserts t}",
     );
     check(
         "WITH m AS (DELETE FROM t WHERE k = $1 RETURNING *) INSERT INTO archive (k) SELECT k FROM m",
-        "insert write >archive [archive, t] t.k = $1",
+        "insert write >archive [archive, t] t.k = $1 {cte writes t t.k = $1}",
     );
     check(
         "WITH a AS (DELETE FROM t WHERE k = 1), b AS (UPDATE u SET x = 1 WHERE k = 2) SELECT 1",
-        "select write [t, u] t.k = 1 & u.k = 2",
+        "select write [t, u] {cte writes t t.k = 1} {cte writes u set(x) u.k = 2}",
     );
     // Only the top-level WITH's (and sublinks never contribute).
     check(
@@ -1401,7 +1413,7 @@ fn data_modifying_ctes() {
     );
     check(
         "EXPLAIN WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT 1",
-        "explain write [t] k = 1",
+        "explain write [t] {cte writes t k = 1}",
     );
 }
 
@@ -1426,23 +1438,19 @@ fn cte_conditions_are_capped_where_referenced() {
         list(within + 1)
     );
     check(&sql, "select [t]");
-    // Not the data-modifying ones of the top-level WITH.
-    let sql = format!(
+    // The data-modifying ones of the top-level WITH keep theirs whole, as
+    // their writes' (capped where referenced, like any).
+    for sql in [
         "WITH d AS (DELETE FROM t WHERE k IN ({}) RETURNING *) SELECT * FROM u",
-        list(within + 1)
-    );
-    let summary = summary_of(&sql);
-    assert!(
-        matches!(&summary.statements[0].conditions[..], [Condition::Or(any)] if any.len() == within + 1)
-    );
-    let sql = format!(
         "WITH d AS (DELETE FROM t WHERE k IN ({}) RETURNING *) SELECT * FROM d, d e",
-        list(within + 1)
-    );
-    let summary = summary_of(&sql);
-    assert!(
-        matches!(&summary.statements[0].conditions[..], [Condition::Or(any)] if any.len() == within + 1)
-    );
+    ] {
+        let summary = summary_of(&sql.replace("{}", &list(within + 1)));
+        let stmt = &summary.statements[0];
+        assert!(stmt.conditions.is_empty());
+        assert!(
+            matches!(&stmt.cte_writes[0].conditions[..], [Condition::Or(any)] if any.len() == within + 1)
+        );
+    }
     // CTEs doubling each other's conditions stop growing at the cap.
     let mut sql = "WITH RECURSIVE c0 AS (SELECT * FROM t WHERE k = 1)".to_owned();
     for i in 1..40 {
@@ -1614,7 +1622,7 @@ fn resolution() {
     );
     check(
         "WITH d AS (DELETE FROM t RETURNING k) SELECT * FROM d WHERE k = 1",
-        "select write [t]",
+        "select write [t] {cte writes t}",
     );
     // A derived item that certainly outputs the column has it (else
     // Postgres finds it ambiguous); otherwise the tables' and the stars'.
@@ -1743,7 +1751,7 @@ fn messaging_workload() {
         "WITH m AS (DELETE FROM queue WHERE id = (SELECT id FROM queue ORDER BY id \
          FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING *) \
          INSERT INTO queue_archive (id, payload) SELECT id, payload FROM m",
-        "insert write locking >queue_archive [queue, queue_archive]",
+        "insert write locking >queue_archive [queue, queue_archive] {cte writes queue}",
     );
 }
 
@@ -1808,6 +1816,7 @@ fn summary_fields_in_full() {
                 sublinks: None,
                 joins: None,
                 schema_change: None,
+                cte_writes: Vec::new(),
             },
             StatementSummary {
                 kind: StatementKind::Commit,
@@ -1822,6 +1831,7 @@ fn summary_fields_in_full() {
                 sublinks: None,
                 joins: None,
                 schema_change: None,
+                cte_writes: Vec::new(),
             },
         ]
     );

@@ -33,8 +33,8 @@ mod sublinks_view;
 use super::resolve::{Bodies, Body, Item, Name, Output, Resolver, StatementTables};
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
-    ValueSource,
+    ColumnRef, Condition, CteWrite, SessionEffect, StatementKind, StatementSummary, Summary,
+    TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see the rules in [`super`]).
@@ -65,6 +65,7 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
                 sublinks: None,
                 joins: None,
                 schema_change: None,
+                cte_writes: Vec::new(),
             },
         };
         statements.push(summary);
@@ -150,6 +151,7 @@ fn statement<'a>(
         .run(query)?,
         None => (Vec::new(), false),
     };
+    let cte_writes = cte_writes(scopes);
     let join_levels = if found.join {
         joins_view::joins(stmt, stack, booleans)?
     } else {
@@ -183,6 +185,7 @@ fn statement<'a>(
         sublinks,
         joins: join_levels,
         schema_change: schema_view::schema_change(stmt),
+        cte_writes,
     })
 }
 
@@ -505,6 +508,27 @@ impl<'a> Found<'_, 'a> {
     }
 }
 
+/// The writes of the data-modifying CTEs the condition pass evaluated
+/// (those of the statement's own WITH: Postgres allows no others).
+fn cte_writes(scopes: &Scopes<'_>) -> Vec<CteWrite> {
+    scopes
+        .ctes
+        .iter()
+        .filter_map(|cte| {
+            let body = cte.body.filter(|body| is_data_modifying(*body))?;
+            let CteState::Done { conditions, .. } = &cte.state else {
+                return None;
+            };
+            Some(CteWrite {
+                inserts: matches!(body.kind(), NodeRef::InsertStmt(_) | NodeRef::MergeStmt(_)),
+                table: target(body)?,
+                set_columns: set_columns(body),
+                conditions: conditions.clone(),
+            })
+        })
+        .collect()
+}
+
 fn is_data_modifying(query: Node<'_>) -> bool {
     matches!(
         query.kind(),
@@ -565,12 +589,8 @@ enum Task<'a> {
     },
     /// A CTE's body is done; its conditions are in sink `body`.
     CteDone { cte: usize, body: usize },
-    /// Add a CTE's conditions to `sink` (capped unless `always`).
-    AddCte {
-        cte: usize,
-        sink: usize,
-        always: bool,
-    },
+    /// Add a CTE's conditions to `sink` (capped).
+    AddCte { cte: usize, sink: usize },
 }
 
 /// The statement's own sink.
@@ -602,7 +622,7 @@ impl<'a> Levels<'_, 'a> {
                     depth,
                     sink,
                 } => self.query(query, scope, false, depth, sink)?,
-                Task::Reference { cte, depth, sink } => self.reference(cte, depth, sink, false),
+                Task::Reference { cte, depth, sink } => self.reference(cte, depth, sink),
                 Task::Union { left, right, sink } => {
                     let left = and_all(std::mem::take(self.sink(left)));
                     let right = and_all(std::mem::take(self.sink(right)));
@@ -615,7 +635,7 @@ impl<'a> Levels<'_, 'a> {
                     let nodes = count_nodes(&conditions);
                     self.scopes.ctes[cte].state = CteState::Done { conditions, nodes };
                 }
-                Task::AddCte { cte, sink, always } => self.add_cte(cte, sink, always),
+                Task::AddCte { cte, sink } => self.add_cte(cte, sink),
             }
         }
         Ok((self.out, self.insert_without_columns))
@@ -682,7 +702,7 @@ impl<'a> Levels<'_, 'a> {
                         self.level(select.where_clause(), from, None, scope, depth, sink)?;
                     }
                 }
-                self.data_modifying_ctes(top, scope, depth, sink);
+                self.data_modifying_ctes(top, scope, depth);
                 return Ok(());
             }
             NodeRef::InsertStmt(insert) => {
@@ -695,7 +715,7 @@ impl<'a> Levels<'_, 'a> {
                     // VALUES, done; or DEFAULT VALUES.
                     _ => {}
                 }
-                self.data_modifying_ctes(top, scope, depth, sink);
+                self.data_modifying_ctes(top, scope, depth);
                 return Ok(());
             }
             NodeRef::UpdateStmt(update) => (
@@ -720,7 +740,7 @@ impl<'a> Levels<'_, 'a> {
         };
         let scope = self.enter(with, scope);
         self.level(own_expr, from, target, scope, depth, sink)?;
-        self.data_modifying_ctes(top, scope, depth, sink);
+        self.data_modifying_ctes(top, scope, depth);
         Ok(())
     }
 
@@ -858,9 +878,11 @@ impl<'a> Levels<'_, 'a> {
         }
     }
 
-    /// At the top, the data-modifying CTEs of the WITH just entered
-    /// contribute, referenced or not (pushed last: they run first, in order).
-    fn data_modifying_ctes(&mut self, top: bool, scope: Scope, depth: usize, sink: usize) {
+    /// At the top, the data-modifying CTEs of the WITH just entered are
+    /// evaluated, referenced or not (pushed last: they run first, in
+    /// order): their conditions are their writes' (`cte_writes`), added to
+    /// a level only where a contributing FROM references them.
+    fn data_modifying_ctes(&mut self, top: bool, scope: Scope, depth: usize) {
         let Some(position) = scope.filter(|_| top) else {
             return;
         };
@@ -868,36 +890,43 @@ impl<'a> Levels<'_, 'a> {
             return;
         };
         for cte in (with.first..with.first + with.len).rev() {
-            if self.scopes.ctes[cte].body.is_some_and(is_data_modifying) {
-                self.reference(cte, depth, sink, true);
+            let modifying = self.scopes.ctes[cte].body.is_some_and(is_data_modifying);
+            if modifying && matches!(self.scopes.ctes[cte].state, CteState::Pending) {
+                self.scopes.ctes[cte].state = CteState::Running;
+                self.evaluate(cte, depth);
             }
+        }
+    }
+
+    /// Queue the evaluation of CTE `cte`'s body (its state is Running).
+    fn evaluate(&mut self, cte: usize, depth: usize) {
+        let body = self.new_sink();
+        self.tasks.push(Task::CteDone { cte, body });
+        if let Some(query) = self.scopes.ctes[cte].body {
+            self.tasks.push(Task::Query {
+                query,
+                scope: self.scopes.body_scope(cte),
+                depth: depth + 1,
+                sink: body,
+            });
         }
     }
 
     /// CTE number `cte` contributes to `sink`: evaluate its body first if
     /// not done yet; while it is being evaluated, a reference adds nothing.
-    fn reference(&mut self, cte: usize, depth: usize, sink: usize, always: bool) {
+    fn reference(&mut self, cte: usize, depth: usize, sink: usize) {
         match self.scopes.ctes[cte].state {
             CteState::Pending => {
                 self.scopes.ctes[cte].state = CteState::Running;
-                let body = self.new_sink();
-                self.tasks.push(Task::AddCte { cte, sink, always });
-                self.tasks.push(Task::CteDone { cte, body });
-                if let Some(query) = self.scopes.ctes[cte].body {
-                    self.tasks.push(Task::Query {
-                        query,
-                        scope: self.scopes.body_scope(cte),
-                        depth: depth + 1,
-                        sink: body,
-                    });
-                }
+                self.tasks.push(Task::AddCte { cte, sink });
+                self.evaluate(cte, depth);
             }
             CteState::Running => {}
-            CteState::Done { .. } => self.add_cte(cte, sink, always),
+            CteState::Done { .. } => self.add_cte(cte, sink),
         }
     }
 
-    fn add_cte(&mut self, cte: usize, sink: usize, always: bool) {
+    fn add_cte(&mut self, cte: usize, sink: usize) {
         let sinks = &mut *self.sinks;
         let target = match sink.checked_sub(1).and_then(|index| sinks.get_mut(index)) {
             Some(target) => target,
@@ -914,7 +943,7 @@ impl<'a> Levels<'_, 'a> {
             return;
         }
         if let CteState::Done { conditions, nodes } = &entry.state {
-            if always || *nodes <= MAX_CTE_CONDITION_NODES {
+            if *nodes <= MAX_CTE_CONDITION_NODES {
                 target.extend(conditions.iter().cloned());
                 if sink == OUT {
                     entry.in_out = run;

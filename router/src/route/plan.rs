@@ -10,6 +10,7 @@
 use crate::sharding::{Key, KeySpace, Sharding};
 use crate::summary::{SchemaChange, StatementKind, StatementSummary, Summary, TableRef};
 
+use super::cte_writes;
 use super::joins::{self, JoinPlan};
 use super::keys::{self, type_name, Compiled, Keys, Restriction};
 use super::schema;
@@ -130,6 +131,9 @@ struct Keyed {
     /// `None` when the statement reads sharded tables outside its sublinks;
     /// else where it goes when no sublink places it.
     unsharded: Option<Route>,
+    /// Its data-modifying WITH queries on sharded tables, which run
+    /// wherever it runs (rule 11).
+    writes: Vec<cte_writes::Write>,
 }
 
 /// `key = $n` with one key space, the statement's only restriction.
@@ -280,6 +284,7 @@ impl Keyed {
         }
         let restriction = restrict(&self.conditions, params, sharding, self.families.clone())?;
         let (route, pinned) = self.main_route(restriction, databases)?;
+        let (route, pinned) = cte_writes::cover(&self.writes, route, pinned, params, sharding)?;
         self.finish(route, pinned, sharding, write)
     }
 
@@ -343,6 +348,7 @@ impl Keyed {
                 (route, true)
             }
         };
+        let (route, pinned) = cte_writes::cover(&self.writes, route, pinned, params, sharding)?;
         self.finish(route, pinned, sharding, write)
     }
 
@@ -397,6 +403,9 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
         Err(err) => return Body::Fixed(Err(err)),
     };
     if let Err(err) = check_write_target(stmt, &facts, sharding) {
+        return Body::Fixed(Err(err));
+    }
+    if let Err(err) = cte_writes::check(stmt, sharding) {
         return Body::Fixed(Err(err));
     }
     if let Err(err) = schema::check(stmt, sharding) {
@@ -458,6 +467,7 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
                 single: None,
                 placed,
                 unsharded: Some(unsharded),
+                writes: cte_writes::plan(stmt, sharding, outside),
             };
             settle(keyed, sharding, write)
         }
@@ -559,8 +569,9 @@ fn plan_keyed(
         .iter()
         .map(|condition| keys.compile(condition, 0))
         .collect();
+    let writes = cte_writes::plan(stmt, sharding, tables);
     let single = match (conditions.as_slice(), &facts.families) {
-        _ if !placed.is_empty() => None,
+        _ if !placed.is_empty() || !writes.is_empty() => None,
         (
             [Compiled::Param {
                 n,
@@ -592,13 +603,16 @@ fn plan_keyed(
             ),
         placed,
         unsharded: None,
+        writes,
     };
     settle(keyed, sharding, write)
 }
 
 /// A fixed body if no parameter can change the outcome.
 fn settle(keyed: Keyed, sharding: &Sharding, write: bool) -> Body {
-    if keyed.conditions.iter().all(Compiled::is_fixed) && keyed.placed.iter().all(Placed::is_fixed)
+    if keyed.conditions.iter().all(Compiled::is_fixed)
+        && keyed.placed.iter().all(Placed::is_fixed)
+        && keyed.writes.iter().all(cte_writes::Write::is_fixed)
     {
         // No parameter to wait for: settle it now.
         return Body::Fixed(keyed.decide(&[], sharding, write));

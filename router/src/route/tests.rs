@@ -171,6 +171,7 @@ fn stmt(kind: StatementKind, tables: &[&str], conditions: Vec<Condition>) -> Sta
         sublinks: None,
         joins: None,
         schema_change: None,
+        cte_writes: Vec::new(),
     }
 }
 
