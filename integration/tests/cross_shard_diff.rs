@@ -3,9 +3,10 @@
 //! through pgshard on 2 and 4 partition-only shards and on one reference
 //! Postgres holding every row (`cross_shard_diff/data.rs`), in the simple
 //! protocol and the extended protocol with text and binary results
-//! (`cross_shard_diff/target.rs`). pgshard must answer exactly as the
-//! reference does (columns, types, rows, row count) or refuse with 0A000
-//! (DESIGN.md §2: no silent wrong answers).
+//! (`cross_shard_diff/target.rs`); also tables created from queries (CREATE
+//! TABLE AS, SELECT INTO, materialized views), read after. pgshard must
+//! answer exactly as the reference does (columns, types, rows, row count)
+//! or refuse with 0A000 (DESIGN.md §2: no silent wrong answers).
 //!
 //! Environment: `PGSHARD_DIFF_SEED` (default: from the clock; printed),
 //! `PGSHARD_DIFF_N` statements per cluster (default 1200; the one-shard
@@ -135,6 +136,7 @@ async fn start(n: usize, data: &Data) -> (Cluster, Target, Target) {
         databases: common::databases(&servers[..n]),
         general: String::new(),
         servers,
+        copies_differ: None,
     };
     (cluster, pgshard, oracle)
 }
@@ -160,11 +162,8 @@ async fn differential(n: usize) {
         let case = generator.next_case();
         let mut wrong = Vec::new();
         for protocol in Protocol::ALL {
-            let (got, want) = tokio::join!(
-                pgshard.run(protocol, &case.sql),
-                reference.run(protocol, &case.sql)
-            );
-            let verdict = judge(&case, &got, &want);
+            let (verdict, got, want) =
+                run_case(&case, protocol, &mut pgshard, &mut reference).await;
             tally.count(&case, protocol, &verdict, &want);
             if let Verdict::Wrong(why) = verdict {
                 wrong.push((protocol, why, got, want));
@@ -190,6 +189,49 @@ async fn differential(n: usize) {
              reports); the first are printed above"
         );
     }
+}
+
+/// One case in one protocol: its setup (a table created from a query),
+/// which both servers must run or pgshard refuse, then its statement,
+/// judged, then its teardown on both.
+async fn run_case(
+    case: &Case,
+    protocol: Protocol,
+    pgshard: &mut Target,
+    reference: &mut Target,
+) -> (Verdict, Outcome, Outcome) {
+    let mut outcome = None;
+    if let Some(setup) = &case.setup {
+        let (got, want) =
+            tokio::join!(pgshard.run(protocol, setup), reference.run(protocol, setup));
+        if !matches!((&got, &want), (Outcome::Rows(_), Outcome::Rows(_))) {
+            outcome = Some((judge(case, &got, &want), got, want));
+        }
+    }
+    let outcome = match outcome {
+        Some(outcome) => outcome,
+        None => {
+            let (got, want) = tokio::join!(
+                pgshard.run(protocol, &case.sql),
+                reference.run(protocol, &case.sql)
+            );
+            (judge(case, &got, &want), got, want)
+        }
+    };
+    if let Some(teardown) = &case.teardown {
+        let (a, b) = tokio::join!(
+            pgshard.run(Protocol::Simple, teardown),
+            reference.run(Protocol::Simple, teardown)
+        );
+        for done in [a, b] {
+            assert!(
+                matches!(done, Outcome::Rows(_)),
+                "{teardown}: {}",
+                show(&done)
+            );
+        }
+    }
+    outcome
 }
 
 /// How one statement in one protocol came out.
@@ -300,7 +342,10 @@ impl Tally {
             } else {
                 "as a multiset"
             },
-            case.sql,
+            match &case.setup {
+                Some(setup) => format!("{setup}; {}", case.sql),
+                None => case.sql.clone(),
+            },
             show(got),
             show(want)
         ));

@@ -30,6 +30,9 @@ pub enum Category {
     /// FROM subqueries and CTEs whose output columns rename, shadow or pass
     /// through the sharding key, read with an outer condition on them.
     Derived,
+    /// A table `made` (sharded like `users`) created from a query (CREATE
+    /// TABLE AS, SELECT INTO, a materialized view), then read.
+    CreateAs,
     /// Window functions, set operations, subqueries and joins off the key:
     /// a fan-out can answer only some (co-located subqueries); pgshard may
     /// refuse the rest.
@@ -51,6 +54,7 @@ impl Category {
             Category::Join => "join",
             Category::JoinAggregate => "join + aggregate",
             Category::Derived => "subquery columns",
+            Category::CreateAs => "create table as",
             Category::Beyond => "beyond merging",
         }
     }
@@ -63,6 +67,10 @@ pub struct Case {
     pub sql: String,
     /// The ORDER BY fixes the order of every returned row: compare in order.
     pub ordered: bool,
+    /// Run first, in the same protocol (both servers must agree on it or
+    /// pgshard refuse it); `teardown` after `sql`.
+    pub setup: Option<String>,
+    pub teardown: Option<String>,
 }
 
 /// A select-list item and its alias, if any.
@@ -101,7 +109,8 @@ impl Generator {
             30..=44 => self.aggregate(source),
             45..=71 => self.grouped(source),
             72..=85 => self.distinct(source),
-            86..=92 => self.derived(),
+            86..=89 => self.derived(),
+            90..=94 => self.create_as(),
             _ => self.beyond(),
         }
     }
@@ -393,6 +402,8 @@ impl Generator {
                 source.from
             ),
             ordered: total,
+            setup: None,
+            teardown: None,
         }
     }
 
@@ -410,6 +421,8 @@ impl Generator {
             category: Self::category(source, keyed, Category::Aggregate, true),
             sql: format!("SELECT {} FROM {}{filter}{tail}", list(&items), source.from),
             ordered: true,
+            setup: None,
+            teardown: None,
         }
     }
 
@@ -469,6 +482,8 @@ impl Generator {
                 by.join(", ")
             ),
             ordered: total,
+            setup: None,
+            teardown: None,
         }
     }
 
@@ -493,6 +508,8 @@ impl Generator {
                 source.from
             ),
             ordered: total,
+            setup: None,
+            teardown: None,
         }
     }
 
@@ -522,6 +539,8 @@ impl Generator {
                 keys.join(", ")
             ),
             ordered: true,
+            setup: None,
+            teardown: None,
         }
     }
 
@@ -536,6 +555,8 @@ impl Generator {
             category: Category::Beyond,
             sql,
             ordered,
+            setup: None,
+            teardown: None,
         }
     }
 }
@@ -553,9 +574,68 @@ impl Generator {
             category: Category::Derived,
             sql,
             ordered,
+            setup: None,
+            teardown: None,
         }
     }
 }
+
+impl Generator {
+    /// A statement of [`Category::CreateAs`]: `made` created from a query,
+    /// read whole, by key or aggregated, dropped after.
+    fn create_as(&mut self) -> Case {
+        let (create, matview) = CREATE_AS.choose(&mut self.rng).copied().unwrap_or_default();
+        let setup = create
+            .replace("$g", &self.number(0..8).to_string())
+            .replace("$s", &self.number(0..101).to_string());
+        let (sql, ordered) = match self.rng.random_range(0..3) {
+            0 => ("SELECT * FROM made".to_owned(), false),
+            1 => (
+                format!("SELECT * FROM made WHERE id = {}", self.key_value()),
+                false,
+            ),
+            _ => ("SELECT count(*), sum(id) FROM made".to_owned(), true),
+        };
+        let what = if matview {
+            "MATERIALIZED VIEW"
+        } else {
+            "TABLE"
+        };
+        Case {
+            category: Category::CreateAs,
+            sql,
+            ordered,
+            setup: Some(setup),
+            teardown: Some(format!("DROP {what} IF EXISTS made")),
+        }
+    }
+}
+
+/// Statements of [`Category::CreateAs`] creating `made` (a materialized
+/// view when `true`): those that keep `users`' key per shard, and those
+/// pgshard must refuse.
+const CREATE_AS: &[(&str, bool)] = &[
+    ("CREATE TABLE made AS SELECT * FROM users WHERE score > $s", false),
+    ("CREATE TABLE made AS SELECT id, grp, name FROM users", false),
+    ("CREATE UNLOGGED TABLE made AS SELECT id, score FROM users WHERE grp = $g", false),
+    ("SELECT * INTO made FROM users WHERE grp = $g", false),
+    ("CREATE TABLE made AS SELECT user_id AS id, id AS oid, qty, price FROM orders", false),
+    ("CREATE TABLE made AS SELECT u.id, o.qty, o.note FROM users u JOIN orders o ON o.user_id = u.id WHERE u.score > $s", false),
+    ("CREATE TABLE made AS SELECT user_id AS id, count(*) AS n, sum(qty) AS q FROM orders GROUP BY user_id", false),
+    ("CREATE TABLE made AS SELECT DISTINCT id, grp FROM users", false),
+    ("CREATE TABLE made AS SELECT s.id, s.grp FROM (SELECT * FROM users WHERE active) s", false),
+    ("CREATE TABLE made AS SELECT u.id, t.team FROM users u JOIN teams t ON t.grp = u.grp", false),
+    ("CREATE TABLE made (id, g) AS SELECT id, grp FROM users ORDER BY score", false),
+    ("CREATE MATERIALIZED VIEW made AS SELECT id, name, amount FROM users WHERE grp <> $g", true),
+    ("CREATE TABLE made AS SELECT grp AS id, score FROM users", false),
+    ("CREATE TABLE made AS SELECT id FROM users ORDER BY id LIMIT 5", false),
+    ("CREATE TABLE made AS SELECT grp AS id, count(*) AS n FROM users GROUP BY grp", false),
+    ("CREATE TABLE made AS SELECT id, rank() OVER (ORDER BY score) AS r FROM users", false),
+    ("CREATE TABLE made AS SELECT id FROM users UNION ALL SELECT user_id FROM orders", false),
+    ("CREATE TABLE made AS SELECT id, (SELECT count(*) FROM orders) AS n FROM users", false),
+    ("CREATE TABLE made AS SELECT u.id FROM users u JOIN orders o ON o.qty = u.grp", false),
+    ("CREATE MATERIALIZED VIEW made AS SELECT grp AS id, count(*) AS n FROM users GROUP BY grp", true),
+];
 
 /// Statements of [`Category::Derived`] and whether their order is total:
 /// an outer condition on a subquery's or CTE's column restricts the rows to
