@@ -1051,53 +1051,57 @@ fn from_items<'a>(
             renamed: false,
         });
     }
-    let mut pending: Vec<&'a NodeEnum> =
-        from.iter().rev().filter_map(|n| n.node.as_ref()).collect();
-    while let Some(node) = pending.pop() {
-        match node {
-            NodeEnum::JoinExpr(join) => {
-                pending.extend(inner(&join.rarg));
-                pending.extend(inner(&join.larg));
-            }
-            NodeEnum::RangeTableSample(sample) => pending.extend(inner(&sample.relation)),
-            NodeEnum::RangeVar(range) => {
-                let Some(table) = name_of(range) else {
-                    continue;
-                };
-                let cte = match table.schema {
-                    None => scopes.find(scope, table.name),
-                    Some(_) => None,
-                };
-                let alias = range.alias.as_ref();
-                match cte.and_then(|index| Some((index, scopes.ctes.get(index)?))) {
-                    Some((index, cte)) => {
-                        let Some(body) = cte.body else {
-                            continue;
-                        };
-                        items.push(resolve::Item::Derived {
-                            name: Some(table.alias.unwrap_or(table.name)),
-                            colnames: colnames(cte.colnames, alias),
-                            query: (body, scopes.body_scope(index)),
-                        });
-                    }
-                    None => items.push(resolve::Item::Table {
-                        table,
-                        renamed: alias.is_some_and(|alias| !alias.colnames.is_empty()),
-                    }),
+    // Join trees: left sides followed at once, right ones stacked (so a
+    // FROM without joins allocates nothing here).
+    let mut pending: Vec<&'a NodeEnum> = Vec::new();
+    for top in from.iter().filter_map(|n| n.node.as_ref()) {
+        let mut next = Some(top);
+        while let Some(node) = next.take().or_else(|| pending.pop()) {
+            match node {
+                NodeEnum::JoinExpr(join) => {
+                    pending.extend(inner(&join.rarg));
+                    next = inner(&join.larg);
                 }
+                NodeEnum::RangeTableSample(sample) => next = inner(&sample.relation),
+                NodeEnum::RangeVar(range) => {
+                    let Some(table) = name_of(range) else {
+                        continue;
+                    };
+                    let cte = match table.schema {
+                        None => scopes.find(scope, table.name),
+                        Some(_) => None,
+                    };
+                    let alias = range.alias.as_ref();
+                    match cte.and_then(|index| Some((index, scopes.ctes.get(index)?))) {
+                        Some((index, cte)) => {
+                            let Some(body) = cte.body else {
+                                continue;
+                            };
+                            items.push(resolve::Item::Derived {
+                                name: Some(table.alias.unwrap_or(table.name)),
+                                colnames: colnames(cte.colnames, alias),
+                                query: (body, scopes.body_scope(index)),
+                            });
+                        }
+                        None => items.push(resolve::Item::Table {
+                            table,
+                            renamed: alias.is_some_and(|alias| !alias.colnames.is_empty()),
+                        }),
+                    }
+                }
+                NodeEnum::RangeSubselect(subselect) => {
+                    let Some(query) = inner(&subselect.subquery) else {
+                        continue;
+                    };
+                    let alias = subselect.alias.as_ref();
+                    items.push(resolve::Item::Derived {
+                        name: alias.and_then(|alias| non_empty_str(&alias.aliasname)),
+                        colnames: colnames(&[], alias),
+                        query: (query, scope),
+                    });
+                }
+                _ => {}
             }
-            NodeEnum::RangeSubselect(subselect) => {
-                let Some(query) = inner(&subselect.subquery) else {
-                    continue;
-                };
-                let alias = subselect.alias.as_ref();
-                items.push(resolve::Item::Derived {
-                    name: alias.and_then(|alias| non_empty_str(&alias.aliasname)),
-                    colnames: colnames(&[], alias),
-                    query: (query, scope),
-                });
-            }
-            _ => {}
         }
     }
     items

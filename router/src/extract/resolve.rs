@@ -200,6 +200,40 @@ impl<'t> StatementTables<'t> {
         (verdict == Some(true)).then_some(q)
     }
 
+    /// [`StatementTables::covered_by`] of a level's tables given in any
+    /// order (without allocating for statements of few tables); false for
+    /// none.
+    fn covers<'l>(&self, tables: &mut dyn Iterator<Item = (Option<&'l str>, &'l str)>) -> bool {
+        if self.index.is_some() {
+            let mut set: Vec<_> = tables.collect();
+            set.sort_unstable();
+            set.dedup();
+            return !set.is_empty() && self.covered_by(&set);
+        }
+        let mut any = false;
+        let mut seen = 0u64;
+        for table in tables {
+            any = true;
+            let position = self
+                .tables
+                .iter()
+                .position(|t| (t.schema.as_deref(), t.name.as_str()) == table);
+            match position {
+                Some(i) => seen |= 1 << i,
+                None => return false,
+            }
+        }
+        // Every statement table (a duplicate counts with its twin) seen.
+        any && self.tables.iter().enumerate().all(|(i, t)| {
+            seen & (1 << i) != 0
+                || self.tables[..i].iter().enumerate().any(|(j, u)| {
+                    seen & (1 << j) != 0
+                        && (u.schema.as_deref(), u.name.as_str())
+                            == (t.schema.as_deref(), t.name.as_str())
+                })
+        })
+    }
+
     /// Whether `tables` (sorted, deduplicated) are every table of the
     /// statement: an unqualified column of theirs resolves, among any of
     /// the router's lists that holds them, to the same tables.
@@ -270,9 +304,6 @@ pub(super) struct Resolver<'r, 'a, B: Bodies<'a>> {
     bodies: &'r mut B,
     tables: &'r StatementTables<'r>,
     levels: Vec<Level<'a, B::Query>>,
-    /// The last column resolved and what it became (a long OR or IN list
-    /// names one column many times).
-    last: Option<(ColumnRef, Mapped)>,
 }
 
 impl<'r, 'a, B: Bodies<'a>> Resolver<'r, 'a, B> {
@@ -281,17 +312,15 @@ impl<'r, 'a, B: Bodies<'a>> Resolver<'r, 'a, B> {
         bodies: &'r mut B,
         tables: &'r StatementTables<'r>,
     ) -> Resolver<'r, 'a, B> {
-        let fetched = items.iter().map(|_| None).collect();
         Resolver {
             bodies,
             tables,
             levels: vec![Level {
                 items,
-                fetched,
+                fetched: Vec::new(),
                 names: None,
                 tables: None,
             }],
-            last: None,
         }
     }
 
@@ -302,14 +331,61 @@ impl<'r, 'a, B: Bodies<'a>> Resolver<'r, 'a, B> {
 
     /// What `written`, a column of the level's condition, becomes.
     pub fn column(&mut self, written: &ColumnRef) -> Mapped {
-        if let Some((column, mapped)) = &self.last {
-            if column == written {
-                return mapped.clone();
-            }
+        let only_tables = self.levels[0]
+            .items
+            .iter()
+            .all(|item| matches!(item, Item::Table { .. }));
+        if only_tables {
+            return self.of_tables(written);
         }
-        let mapped = self.resolve(written);
-        self.last = Some((written.clone(), mapped.clone()));
-        mapped
+        self.resolve(written)
+    }
+
+    /// [`Resolver::column`] at a level of tables only (the common case),
+    /// without following anything.
+    fn of_tables(&mut self, written: &ColumnRef) -> Mapped {
+        let Some(qualifier) = written.table.as_deref() else {
+            let mut tables = self.levels[0].items.iter().filter_map(|item| match item {
+                Item::Table {
+                    table,
+                    renamed: false,
+                } => Some((table.schema, table.name)),
+                _ => None,
+            });
+            if self.tables.covers(&mut tables) {
+                return Mapped::Same;
+            }
+            let has_tables = self.levels[0]
+                .items
+                .iter()
+                .any(|item| matches!(item, Item::Table { renamed: false, .. }));
+            if !has_tables {
+                return Mapped::Drop;
+            }
+            let found = Found::Level {
+                level: 0,
+                column: &written.column,
+            };
+            return self.emit(written, vec![found]);
+        };
+        let table = match self
+            .named(0, qualifier)
+            .map(|item| &self.levels[0].items[item])
+        {
+            Some(&Item::Table {
+                table,
+                renamed: false,
+            }) => table,
+            _ => return Mapped::Drop,
+        };
+        match self.tables.qualifier(table) {
+            Some(q) if q == qualifier => Mapped::Same,
+            Some(q) => Mapped::Columns(vec![ColumnRef {
+                table: Some(q.to_owned()),
+                column: written.column.clone(),
+            }]),
+            None => Mapped::Drop,
+        }
     }
 
     fn resolve(&mut self, written: &ColumnRef) -> Mapped {
@@ -435,6 +511,10 @@ impl<'r, 'a, B: Bodies<'a>> Resolver<'r, 'a, B> {
     /// Derived item `item` of `level`'s body, fetched once (`None` for a
     /// table item, which has none).
     fn fetch(&mut self, level: usize, item: usize) -> Option<&Fetched<'a>> {
+        let at = &mut self.levels[level];
+        if at.fetched.len() < at.items.len() {
+            at.fetched.resize_with(at.items.len(), || None);
+        }
         if self.levels[level].fetched[item].is_none() {
             let Item::Derived {
                 colnames, query, ..
@@ -445,10 +525,9 @@ impl<'r, 'a, B: Bodies<'a>> Resolver<'r, 'a, B> {
             let (colnames, query) = (colnames.clone(), *query);
             let body = self.bodies.body(query);
             let outputs = renamed(body.outputs, &colnames);
-            let fetched = body.items.iter().map(|_| None).collect();
             self.levels.push(Level {
                 items: body.items,
-                fetched,
+                fetched: Vec::new(),
                 names: None,
                 tables: None,
             });
@@ -603,13 +682,24 @@ pub(super) fn rewrite(
     condition: Condition,
     map: &mut impl FnMut(&ColumnRef) -> Mapped,
 ) -> Option<Condition> {
+    // The common shape, one comparison: no stacks.
+    if let Condition::Eq { column, .. } | Condition::Any { column, .. } = &condition {
+        let m = map(column);
+        return map_leaf(condition, m);
+    }
     let mut mapped: Vec<Mapped> = Vec::new();
     let mut changed = false;
     let mut stack: Vec<&Condition> = vec![&condition];
+    // The last column mapped (a long OR or IN list names one many times).
+    let mut last: Option<&ColumnRef> = None;
     while let Some(node) = stack.pop() {
         match node {
             Condition::Eq { column, .. } | Condition::Any { column, .. } => {
-                let m = map(column);
+                let m = match (last, mapped.last()) {
+                    (Some(previous), Some(m)) if previous == column => m.clone(),
+                    _ => map(column),
+                };
+                last = Some(column);
                 changed |= m != Mapped::Same;
                 mapped.push(m);
             }

@@ -1119,53 +1119,57 @@ fn from_items<'a>(
             renamed: false,
         });
     }
-    let mut pending: Vec<Node<'a>> = from.collect();
-    pending.reverse();
-    while let Some(node) = pending.pop() {
-        match node.kind() {
-            NodeRef::JoinExpr(join) => {
-                pending.extend(join.rarg());
-                pending.extend(join.larg());
-            }
-            NodeRef::RangeTableSample(sample) => pending.extend(sample.relation()),
-            NodeRef::RangeVar(range) => {
-                let Some(table) = name_of(range) else {
-                    continue;
-                };
-                let cte = match table.schema {
-                    None => scopes.find(scope, table.name),
-                    Some(_) => None,
-                };
-                let alias = range.alias();
-                match cte {
-                    Some(cte) => {
-                        let Some(body) = scopes.ctes[cte].body else {
-                            continue;
-                        };
-                        items.push(Item::Derived {
-                            name: Some(table.alias.unwrap_or(table.name)),
-                            colnames: colnames(Some(scopes.ctes[cte].colnames), alias),
-                            query: (body, scopes.body_scope(cte)),
-                        });
-                    }
-                    None => items.push(Item::Table {
-                        table,
-                        renamed: alias.is_some_and(|alias| !alias.colnames().is_empty()),
-                    }),
+    // Join trees: left sides followed at once, right ones stacked (so a
+    // FROM without joins allocates nothing here).
+    let mut pending: Vec<Node<'a>> = Vec::new();
+    for top in from {
+        let mut next = Some(top);
+        while let Some(node) = next.take().or_else(|| pending.pop()) {
+            match node.kind() {
+                NodeRef::JoinExpr(join) => {
+                    pending.extend(join.rarg());
+                    next = join.larg();
                 }
+                NodeRef::RangeTableSample(sample) => next = sample.relation(),
+                NodeRef::RangeVar(range) => {
+                    let Some(table) = name_of(range) else {
+                        continue;
+                    };
+                    let cte = match table.schema {
+                        None => scopes.find(scope, table.name),
+                        Some(_) => None,
+                    };
+                    let alias = range.alias();
+                    match cte {
+                        Some(cte) => {
+                            let Some(body) = scopes.ctes[cte].body else {
+                                continue;
+                            };
+                            items.push(Item::Derived {
+                                name: Some(table.alias.unwrap_or(table.name)),
+                                colnames: colnames(Some(scopes.ctes[cte].colnames), alias),
+                                query: (body, scopes.body_scope(cte)),
+                            });
+                        }
+                        None => items.push(Item::Table {
+                            table,
+                            renamed: alias.is_some_and(|alias| !alias.colnames().is_empty()),
+                        }),
+                    }
+                }
+                NodeRef::RangeSubselect(subselect) => {
+                    let Some(query) = subselect.subquery() else {
+                        continue;
+                    };
+                    let alias = subselect.alias();
+                    items.push(Item::Derived {
+                        name: alias.and_then(|alias| alias.aliasname()),
+                        colnames: colnames(None, alias),
+                        query: (query, scope),
+                    });
+                }
+                _ => {}
             }
-            NodeRef::RangeSubselect(subselect) => {
-                let Some(query) = subselect.subquery() else {
-                    continue;
-                };
-                let alias = subselect.alias();
-                items.push(Item::Derived {
-                    name: alias.and_then(|alias| alias.aliasname()),
-                    colnames: colnames(None, alias),
-                    query: (query, scope),
-                });
-            }
-            _ => {}
         }
     }
     items
