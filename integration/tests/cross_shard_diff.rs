@@ -5,9 +5,12 @@
 //! protocol and the extended protocol with text and binary results
 //! (`cross_shard_diff/target.rs`), and PREPAREd with SQL (most of their
 //! values made parameters) then EXECUTEd, as simple queries, through the
-//! extended protocol, and in one query string. pgshard must answer exactly as the
-//! reference does (columns, types, rows, row count) or refuse with 0A000
-//! (DESIGN.md §2: no silent wrong answers).
+//! extended protocol, and in one query string; some also read through a
+//! view and a function (`cross_shard_diff/behind.rs`); also tables created
+//! from queries (CREATE TABLE AS, SELECT INTO, materialized views), read
+//! after. pgshard must answer exactly as the reference does (columns,
+//! types, rows, row count) or refuse with 0A000 (DESIGN.md §2: no silent
+//! wrong answers).
 //!
 //! Environment: `PGSHARD_DIFF_SEED` (default: from the clock; printed),
 //! `PGSHARD_DIFF_N` statements per cluster (default 1200; the one-shard
@@ -141,6 +144,7 @@ async fn start(n: usize, data: &Data) -> (Cluster, Target, Target) {
         databases: common::databases(&servers[..n]),
         general: String::new(),
         servers,
+        copies_differ: None,
     };
     (cluster, pgshard, oracle)
 }
@@ -170,7 +174,9 @@ async fn differential(n: usize) {
         let mut wrong = run_case(&case, &mut pgshard, &mut reference, &mut tally).await;
         // Every 8th statement also through a view, every 8th through a
         // function (a schema change each: fewer keep the run short).
+        // (A case with a setup reads what the setup made: it stays as it is.)
         let behind = match index % 8 {
+            _ if case.setup.is_some() => None,
             3 => Some(behind::view(index, &case)),
             7 => Some(behind::function(index, &case)),
             _ => None,
@@ -190,7 +196,11 @@ async fn differential(n: usize) {
         // The same statement PREPAREd, most of its marked literals made
         // parameters, and EXECUTEd with them.
         let (prepare, execute) = case.prepared("pd", || picks.random_bool(0.7));
-        for protocol in Protocol::PREPARED {
+        let prepared = match case.setup {
+            None => Protocol::PREPARED.as_slice(),
+            Some(_) => &[],
+        };
+        for &protocol in prepared {
             let statement = ("pd", prepare.as_str(), execute.as_str());
             let (got, want) = tokio::join!(
                 pgshard.run_prepared(protocol, statement),
@@ -235,17 +245,56 @@ async fn run_case(
 ) -> Vec<(Protocol, String, Outcome, Outcome)> {
     let mut wrong = Vec::new();
     for protocol in Protocol::ALL {
-        let (got, want) = tokio::join!(
-            pgshard.run(protocol, &case.sql),
-            reference.run(protocol, &case.sql)
-        );
-        let verdict = judge(case, &got, &want);
+        let (verdict, got, want) = run_one(case, protocol, pgshard, reference).await;
         tally.count(case, protocol, &verdict, &want);
         if let Verdict::Wrong(why) = verdict {
             wrong.push((protocol, why, got, want));
         }
     }
     wrong
+}
+
+/// One case in one protocol: its setup (a table created from a query),
+/// which both servers must run or pgshard refuse, then its statement,
+/// judged, then its teardown on both.
+async fn run_one(
+    case: &Case,
+    protocol: Protocol,
+    pgshard: &mut Target,
+    reference: &mut Target,
+) -> (Verdict, Outcome, Outcome) {
+    let mut outcome = None;
+    if let Some(setup) = &case.setup {
+        let (got, want) =
+            tokio::join!(pgshard.run(protocol, setup), reference.run(protocol, setup));
+        if !matches!((&got, &want), (Outcome::Rows(_), Outcome::Rows(_))) {
+            outcome = Some((judge(case, &got, &want), got, want));
+        }
+    }
+    let outcome = match outcome {
+        Some(outcome) => outcome,
+        None => {
+            let (got, want) = tokio::join!(
+                pgshard.run(protocol, &case.sql),
+                reference.run(protocol, &case.sql)
+            );
+            (judge(case, &got, &want), got, want)
+        }
+    };
+    if let Some(teardown) = &case.teardown {
+        let (a, b) = tokio::join!(
+            pgshard.run(Protocol::Simple, teardown),
+            reference.run(Protocol::Simple, teardown)
+        );
+        for done in [a, b] {
+            assert!(
+                matches!(done, Outcome::Rows(_)),
+                "{teardown}: {}",
+                show(&done)
+            );
+        }
+    }
+    outcome
 }
 
 /// How one statement in one protocol came out.
@@ -357,7 +406,10 @@ impl Tally {
             } else {
                 "as a multiset"
             },
-            case.sql,
+            match &case.setup {
+                Some(setup) => format!("{setup}; {}", case.sql),
+                None => case.sql.clone(),
+            },
             show(got),
             show(want)
         ));

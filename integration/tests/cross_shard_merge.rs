@@ -82,6 +82,7 @@ fn start(n: usize) -> (Cluster, PgServer, String) {
         databases: common::databases(&servers),
         general: String::new(),
         servers,
+        copies_differ: None,
     };
     (cluster, reference, format!("shard_{n}"))
 }

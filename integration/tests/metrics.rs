@@ -74,6 +74,7 @@ async fn metrics_are_scraped_and_parsed() {
         databases: common::databases(&servers),
         general: format!("[general]\n{general}\n"),
         servers,
+        copies_differ: None,
     };
     let client = cluster.connect().await;
     client

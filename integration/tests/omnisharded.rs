@@ -181,6 +181,12 @@ async fn unlisted_tables_are_omnisharded_and_answer_as_one_postgres() {
             .unwrap()
             .get(0);
         assert_eq!(left, 0);
+        // The stray row goes the way it came, so that the copies agree
+        // again (dropping the cluster checks that they do).
+        shards[1]
+            .batch_execute("DELETE FROM settings WHERE k = 'stray'")
+            .await
+            .unwrap();
     }
     assert_eq!(common::proxy_panics(), 0);
 }
@@ -306,4 +312,93 @@ async fn with_a_column_only_entry_the_catalog_decides() {
         let n = column(shard, "SELECT count(*) AS n FROM notes", "n").await;
         assert_eq!(n, ["1"]);
     }
+}
+
+/// Statements that write an omnisharded table from sharded rows, in any
+/// shape (a data-modifying WITH query, UPDATE ... FROM, DELETE ... USING,
+/// a sublink in VALUES, SET or ON CONFLICT, MERGE), are refused before any
+/// copy is written, in both protocols; data-modifying WITH queries on
+/// sharded tables run on every shard their rows may be on (issue 38).
+#[tokio::test]
+async fn writes_from_sharded_rows_are_exact_or_refused() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "", "");
+    let client = cluster.connect().await;
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
+    client
+        .simple_query(&format!(
+            "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'x'), ({a}, 2, 'y'), ({b}, 1, 'x'), ({b}, 2, 'y')"
+        ))
+        .await
+        .unwrap();
+    client
+        .simple_query(
+            "INSERT INTO countries (code, name) VALUES ('fr', 'France'), ('de', 'Germany')",
+        )
+        .await
+        .unwrap();
+    for sql in [
+        "WITH x AS (INSERT INTO countries (code, name) SELECT item, 'x' FROM orders RETURNING *) SELECT 1".to_owned(),
+        format!("WITH x AS (UPDATE countries SET name = 'x' RETURNING *) SELECT * FROM orders WHERE tenant_id = {a}"),
+        "WITH x AS (DELETE FROM countries RETURNING *) SELECT count(*) FROM orders".to_owned(),
+        "UPDATE countries c SET name = o.item FROM orders o WHERE o.item = 'x'".to_owned(),
+        "DELETE FROM countries c USING orders o WHERE o.item = c.code".to_owned(),
+        "INSERT INTO countries (code, name) VALUES ((SELECT max(item) FROM orders), 'x')".to_owned(),
+        "UPDATE countries SET name = (SELECT max(item) FROM orders)".to_owned(),
+        "INSERT INTO countries (code, name) VALUES ('fr', 'x') ON CONFLICT (code) DO UPDATE SET name = (SELECT max(item) FROM orders)".to_owned(),
+        "MERGE INTO countries c USING orders o ON c.code = o.item WHEN MATCHED THEN DELETE".to_owned(),
+        format!("WITH i AS (INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 9, 'z') RETURNING *) SELECT count(*) FROM orders"),
+        "WITH i AS (INSERT INTO orders (id, item) VALUES (9, 'z') RETURNING *) SELECT * FROM i".to_owned(),
+        // Its rows would need a merge across shards.
+        "WITH d AS (DELETE FROM orders WHERE item = 'none' RETURNING *) SELECT count(*) FROM orders".to_owned(),
+    ] {
+        let err = client.simple_query(&sql).await.unwrap_err();
+        assert_eq!(code(&err), Some("0A000"), "{sql}: {err:?}");
+        let err = client.execute(sql.as_str(), &[]).await.unwrap_err();
+        assert_eq!(code(&err), Some("0A000"), "{sql}: {err:?}");
+    }
+    let names = column(&client, "SELECT name FROM countries ORDER BY code", "name").await;
+    assert_eq!(names, vec!["Germany", "France"]);
+    // A DELETE in a WITH query reaches every shard its rows are on, even
+    // when the rest of the statement is keyed to one.
+    let seen = column(
+        &client,
+        &format!("WITH d AS (DELETE FROM orders WHERE item = 'x' RETURNING *) SELECT id FROM orders WHERE tenant_id = {a}"),
+        "id",
+    )
+    .await;
+    assert_eq!(seen.len(), 2);
+    let left = column(
+        &client,
+        "SELECT count(*) AS n FROM orders WHERE item = 'x'",
+        "n",
+    )
+    .await;
+    assert_eq!(left, vec!["0"]);
+    let n = client
+        .execute(
+            "WITH d AS (DELETE FROM orders WHERE item = $1 RETURNING *) SELECT * FROM orders",
+            &[&"y"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    let left = column(&client, "SELECT count(*) AS n FROM orders", "n").await;
+    assert_eq!(left, vec!["0"]);
+    // An INSERT in a WITH query goes to its rows' shard, with the rest.
+    let inserted = column(
+        &client,
+        &format!("WITH i AS (INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 7, 'q') RETURNING id) SELECT id FROM i"),
+        "id",
+    )
+    .await;
+    assert_eq!(inserted, vec!["7"]);
+    let on_b = column(
+        &cluster.shard(1).await,
+        "SELECT count(*) AS n FROM orders WHERE id = 7",
+        "n",
+    )
+    .await;
+    assert_eq!(on_b, vec!["1"]);
+    assert_eq!(common::proxy_panics(), 0);
 }

@@ -67,6 +67,7 @@ fn start(n: usize, general: &str) -> (Cluster, PgServer, String) {
         databases: common::databases(&servers),
         general: String::new(),
         servers,
+        copies_differ: None,
     };
     (cluster, reference, reference_db)
 }

@@ -148,6 +148,7 @@ async fn crash_and_recover(n: usize, fault: Fault, same_log: bool) -> Vec<i64> {
             .await
             .unwrap();
     }
+    common::copies::assert_equal(&second, &servers).await;
     drop(second);
     rows
 }
@@ -204,6 +205,7 @@ async fn a_shard_restarted_while_its_part_is_prepared_commits_with_the_others() 
         count(&servers, "SELECT count(*) AS n FROM orders").await,
         vec![1, 1]
     );
+    common::copies::assert_equal(&second, &servers).await;
     drop(second);
 }
 

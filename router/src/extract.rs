@@ -62,6 +62,46 @@
 //!   rows live (`WHERE k = 3 OR id IN (SELECT ... WHERE k = 4)` reads every
 //!   shard). Sublinks have conditions of their own, in **sublinks** below.
 //!
+//!   **Resolution** (`extract/resolve.rs`, shared by both engines): each
+//!   column of a level's own condition is resolved against that level's
+//!   FROM items (through joins of every kind; an UPDATE's, DELETE's or
+//!   MERGE's target first; an INSERT's VALUES rows against its target), as
+//!   Postgres resolves it, and a comparison restricts rows only through a
+//!   column of a table of the level:
+//!   - `q.c`: the item named `q` (a table by its alias, else its name; a
+//!     subquery by its alias; a CTE reference by its alias, else the CTE's
+//!     name). A table with column aliases, a function, a join's alias, or
+//!     no item of the level (an enclosing query's) gives nothing;
+//!   - `c`: the one FROM subquery or CTE reference of the level that
+//!     certainly outputs `c` (a plain column or an `AS c`, after column
+//!     aliases; two: Postgres finds it ambiguous, nothing); else the
+//!     level's tables without column aliases (any of them may have it: a
+//!     key there is certain, as Postgres would find the column ambiguous
+//!     otherwise) and what the `*` / `t.*` outputs of its derived items
+//!     pass through;
+//!   - a derived item's output `c` passes through when its query is a plain
+//!     SELECT (no set operation, VALUES, LIMIT, OFFSET, FETCH, DISTINCT
+//!     ON, window function or WINDOW clause: its rows are each computed
+//!     where their source rows live; grouping is fine) and `c` is a plain
+//!     column of its select list (`k`, `t.k AS c`) or comes through its
+//!     `*` / `t.*`, renamed position by position by the CTE's column
+//!     names, then the reference's alias's (a name reaching a `*` drops it
+//!     and what follows); the column it passes is then resolved at that
+//!     query's level, and so on down. Anything else (computed, `AS c` of an
+//!     expression, a data-modifying CTE's RETURNING) gives nothing.
+//!
+//!   A column resolved to tables is written so that the router (which
+//!   looks qualifiers up among the statement's tables, alias first, then
+//!   name, and an unqualified column among all of them) finds the same
+//!   table: as written when unqualified at a level whose tables are all the
+//!   statement's tables; else `alias.c` (or `name.c`) per table, the
+//!   comparison repeated for each and AND-ed. A qualifier that would find
+//!   another table among the statement's is dropped. A comparison whose
+//!   column resolves to nothing gives no condition (an AND goes on without
+//!   it, an OR gives none). Following one column stops after
+//!   [`MAX_RESOLUTION_STEPS`] items or [`MAX_DEPTH`] levels (then it gives
+//!   nothing).
+//!
 //!   **CTEs** are scoped as in Postgres (a WITH's CTEs are visible to its
 //!   query and the levels below; to each other in a RECURSIVE WITH, to the
 //!   later ones only otherwise). A CTE's body is evaluated once per
@@ -69,9 +109,10 @@
 //!   a contributing FROM references the CTE; a reference met while the body
 //!   is being evaluated (recursion) adds nothing. A CTE referenced only from
 //!   sublinks, or not at all, adds nothing. Data-modifying CTEs (INSERT /
-//!   UPDATE / DELETE / MERGE) of the top-level statement's WITH are added
-//!   whether referenced or not: they run either way, and their rows must stay
-//!   put (the rest of the statement is then restricted to their shards too).
+//!   UPDATE / DELETE / MERGE) of the top-level statement's WITH are
+//!   evaluated whether referenced or not (they run either way): their
+//!   conditions are their writes' (**cte_writes**), and go to a level only
+//!   where a contributing FROM references them, as any CTE's.
 //!   A CTE whose conditions count more than [`MAX_CTE_CONDITION_NODES`]
 //!   nodes (each Eq, Any, And and Or one) adds nothing where it is
 //!   referenced: CTEs referencing each other could otherwise multiply a
@@ -159,6 +200,24 @@
 //!   lateral) and **conditions**, as for a sublink's own level and for a
 //!   level's own condition. Lists are sorted and deduplicated; a level's
 //!   items keep their order.
+//! - **schema_change** ([`crate::summary::SchemaChange`]), of the top-level
+//!   statement only: CreateTableAsStmt (its IntoClause's `rel`; a
+//!   materialized view when `objtype` says so; `with_data` unless
+//!   `skipData`) and a SelectStmt with an IntoClause on itself or on its
+//!   leftmost arm (SELECT INTO) -> CreateAs, also when an ExplainStmt with
+//!   an `analyze` option (no argument, or one other than `false`, `off`,
+//!   `no`, `0`) wraps one; RefreshMatViewStmt without `skipData` ->
+//!   Refresh; RenameStmt of a table, materialized view or foreign table ->
+//!   RenameTable (the new name in the relation's schema as written), of a
+//!   column of one -> Columns (`renamed`); AlterObjectSchemaStmt of one ->
+//!   RenameTable (`to` is `newschema.relname`); AlterTableStmt of one with
+//!   DROP COLUMN or ADD COLUMN commands -> Columns (`dropped`, `added`,
+//!   sorted). Tables are named as in **tables**. `None` otherwise.
+//! - **cte_writes** ([`crate::summary::CteWrite`]): per data-modifying CTE
+//!   the condition pass evaluated (those of the top-level statement's WITH,
+//!   the only ones Postgres allows), in CTE order: `inserts` for INSERT and
+//!   MERGE, its relation and assigned columns as for **target** and
+//!   **set_columns**, and its body's conditions (not capped).
 //! - **session**: VariableSetStmt: SET LOCAL and SET TRANSACTION (a
 //!   `VAR_SET_MULTI` named TRANSACTION) -> TransactionScoped("SET"); RESET
 //!   ALL -> ResetAll; SET name TO value(s) / FROM CURRENT -> Set with the
@@ -227,6 +286,7 @@
 
 mod joins;
 pub mod protobuf;
+mod resolve;
 mod sublinks;
 pub mod view;
 
@@ -251,6 +311,11 @@ pub const MAX_CTE_CONDITION_NODES: usize = 1000;
 /// sublinks referencing CTE chains could otherwise list tables in proportion
 /// to their product.
 pub const MAX_SUBLINK_TABLES: usize = 1000;
+
+/// Most steps (a FROM item looked at, a subquery's or CTE's output column
+/// followed) taken to resolve one condition column (see **resolution**
+/// above); past it the column restricts nothing.
+pub const MAX_RESOLUTION_STEPS: usize = 1000;
 
 /// Why a tree could not be summarized.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -13,7 +13,9 @@
 //! AST cache the proxy owns), [`merge`] (what a cross-shard SELECT needs to be
 //! answered exactly), [`split`] (multi-row INSERTs split by shard),
 //! [`key_move`] (an UPDATE of a sharding key moving its row), [`prepared`]
-//! (SQL PREPARE / EXECUTE: their texts, arguments and declared types).
+//! (SQL PREPARE / EXECUTE: their texts, arguments and declared types),
+//! [`create_as`] (a table created from a query over sharded rows: the key
+//! it keeps).
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +23,7 @@ pub mod cache;
 pub mod catalog;
 pub mod config;
 pub mod copy;
+pub mod create_as;
 pub mod extract;
 pub mod hash;
 pub mod key_move;

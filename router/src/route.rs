@@ -36,11 +36,14 @@
 //!    b.k = 2`) it is a cross-shard join: an error. A NULL or missing value
 //!    restricts nothing (`k = NULL` matches no row; a missing parameter is not
 //!    known yet, as when a statement is described before Bind). A value cast
-//!    to a type of another kind (`k = $1::numeric`) restricts nothing. A
-//!    column is resolved through the statement's aliases, then table names;
-//!    a qualifier naming no table (a subquery's or CTE's alias) restricts
-//!    nothing. Column-only `[[sharded_tables]]` entries key unknown tables
-//!    only. The levels' sets and the family tables' databases are
+//!    to a type of another kind (`k = $1::numeric`) restricts nothing. The
+//!    extractor has resolved each column to the tables of its own query
+//!    level (through FROM subqueries and CTEs whose output passes a table's
+//!    column through unchanged: [`crate::extract`], **resolution**), and
+//!    written it so that it is found here among the statement's tables:
+//!    a qualifier by alias, then by table name; an unqualified column as
+//!    any of them. Column-only `[[sharded_tables]]` entries key unknown
+//!    tables only. The levels' sets and the family tables' databases are
 //!    intersected; an empty intersection is an error. Conditions count only
 //!    when the statement touches a sharded (or unknown, or family) table.
 //! 6. Restricted -> `Shard`, `Shards` or `All`. An INSERT (or MERGE) whose
@@ -67,6 +70,16 @@
 //!     also reads sharded, unknown or family tables (`INSERT INTO countries
 //!     SELECT ... FROM orders`) would compute different rows on each
 //!     database, or write one copy only, and the copies would diverge.
+//!     Data-modifying WITH queries (`route/cte_writes.rs`) are checked the
+//!     same way (their SET columns; an omnisharded table they write while
+//!     the statement reads sharded, unknown or family tables anywhere), and
+//!     run whatever the rest of the statement does: the statement runs on
+//!     the union of the databases its own levels need (rules 5-7) and those
+//!     each UPDATE or DELETE WITH query's own conditions allow (every
+//!     database when unrestricted), and exactly on the one database an
+//!     INSERT's (or MERGE's) rows go to, which every other part must fit
+//!     in; an INSERT whose rows have no key or several databases, or parts
+//!     that cannot share one set of databases, are refused.
 //! 12. Sublinks (subqueries inside expressions: `IN (SELECT ...)`, `EXISTS`,
 //!     scalar `(SELECT ...)`, `ANY/ALL (SELECT ...)`, `ARRAY(SELECT ...)`,
 //!     in WHERE, the target list, HAVING, ON, ORDER BY, VALUES, SET,
@@ -161,7 +174,35 @@
 //!     UPDATE ... FROM, DELETE ... USING and MERGE are checked as reads
 //!     are: each database would write from its own pairs only.
 //!
-//! 14. What stands behind names (`route/behind.rs`, with the cluster's
+//! 14. Schema changes that place rows (`route/schema.rs`), after rules
+//!     1-3: a table is placed by its name (a `[[sharded_tables]]` entry, a
+//!     family, `[[omnisharded_tables]]`, the `unlisted_tables` rule) and
+//!     its key column, and the rows it holds stay where they are.
+//!     - Renaming a table, materialized view or foreign table (RENAME TO,
+//!       SET SCHEMA) is refused unless the new name places it as the old
+//!       one did: both unlisted (where columns decide: they are kept), both
+//!       copies on every database, both sharded by the same columns in the
+//!       same key spaces, both family members on the same database.
+//!     - Renaming or dropping the key column of a table an entry names, and
+//!       renaming, dropping or adding (or renaming to) a column-only
+//!       entry's column on an unlisted table, are refused.
+//!     - A table created from a query (CREATE TABLE AS, SELECT INTO, CREATE
+//!       MATERIALIZED VIEW, with data or a materialized view without; also
+//!       under EXPLAIN ANALYZE) is filled by each database it runs on from
+//!       the rows it holds: from sharded, unknown or family tables (anywhere
+//!       in the query) it is refused into an omnisharded or catalog table,
+//!       a family member, or an unlisted one when no column-only entry can
+//!       key it; from none of them, into a table an entry shards (or an
+//!       unknown one, `unlisted_tables = "sharded"`). Into a sharded table
+//!       (or an unlisted one of a cluster with column-only entries) it runs
+//!       on every database, its sublinks must be correlated (rule 12; none
+//!       can place a statement that must run everywhere) and its joins
+//!       co-located (rule 13); the key it keeps and whether its rows are
+//!       exact per shard are checked with its text by
+//!       [`crate::create_as::check`]. REFRESH MATERIALIZED VIEW runs where
+//!       the view is placed (every database): its query was checked when
+//!       it was created through pgshard.
+//! 15. What stands behind names (`route/behind.rs`, with the cluster's
 //!     [`crate::catalog`]): functions a statement calls (transitively), its
 //!     DO block, the triggers on the table it writes and the sequences it
 //!     advances run wherever it runs. One that reaches sharded, unknown or
@@ -173,7 +214,7 @@
 //!     plain view is read as its query ([`crate::catalog::expand`]: the
 //!     proxy routes the expansion), so a statement still naming one is
 //!     refused here.
-//! 15. `EXECUTE name (arguments)` names no table: the proxy routes the
+//! 16. `EXECUTE name (arguments)` names no table: the proxy routes the
 //!     statement `name` prepared instead, with the arguments as its
 //!     parameters (see [`crate::prepared`]), as if it were sent with
 //!     those values.
@@ -182,9 +223,9 @@
 //! whether the statement names a sharded table other than its target
 //! outside its sublinks (the same table read back under the same name
 //! counts once, so `INSERT INTO orders SELECT * FROM orders` is refused as
-//! keyless). A data-modifying CTE restricts the whole statement to its
-//! shards, and neither its target nor its SET columns are checked by rule
-//! 11. A FROM subquery or CTE that aggregates, DISTINCTs, LIMITs or
+//! keyless). A statement whose own levels read no sharded table still
+//! needs every database when unrestricted (`WITH i AS (INSERT ...) SELECT
+//! 1` is refused; `... SELECT * FROM i` is not). A FROM subquery or CTE that aggregates, DISTINCTs, LIMITs or
 //! windows rows of sharded tables without being restricted to one database
 //! itself is not refused here, even when joined on a key it passes
 //! through, inside a placed or correlated sublink or under a single-shard
@@ -201,9 +242,11 @@
 //! level's unknown tables.
 
 mod behind;
+mod cte_writes;
 mod joins;
 mod keys;
 mod plan;
+pub mod schema;
 mod shard_set;
 mod sublinks;
 pub(crate) mod tables;
@@ -387,6 +430,72 @@ pub enum RouteError {
         "this statement outer-joins {table}, which {what}, to rows that every database holds (omnisharded or catalog tables, functions, VALUES) and keeps those rows when they find no partner: each database would return them again, matched against its own rows of {table} only; run it on one shard (restrict {table} to one shard with its sharding key in WHERE, or pick a shard with /* pgdog_shard: N */), or make it an inner join"
     )]
     OuterJoinEverywhere { table: String, what: &'static str },
+    #[error(
+        "this statement writes omnisharded table {table} in a data-modifying WITH query and reads {read}, which {what}: it runs where the rows of {read} it needs are, not on every copy of {table}, and the copies of {table} would diverge; write {table} in a statement of its own (read the rows first and write them with their values)"
+    )]
+    OmnishardedWithSharded {
+        table: String,
+        read: String,
+        what: &'static str,
+    },
+    #[error(
+        "a data-modifying WITH query writes {table}, which is sharded, but its rows' sharding key does not put them on one shard, so they would be written on every shard the statement runs on; give its rows the sharding key of one shard (INSERT ... VALUES with the key, a WHERE on the key), or send it as a statement of its own"
+    )]
+    WriteInCteWithoutKey { table: String },
+    #[error(
+        "a data-modifying WITH query writes {table} on {needs}, but the rest of the statement must run on {rest}: pgshard runs a statement on one set of shards, and its parts would miss rows or write them where they do not belong; send the data-modifying query as a statement of its own, or give both parts the same sharding key"
+    )]
+    CteWriteElsewhere {
+        table: String,
+        needs: String,
+        rest: String,
+    },
+    #[error(
+        "renaming {table} to {to} is refused: {table} {what}, but {to} {to_what}, so pgshard would look for the table's rows elsewhere than where they are (reads would miss or repeat rows, writes would go to the wrong shards); give {to} the placement {table} has in the config first (a [[sharded_tables]] entry with the same column and key space, or an [[omnisharded_tables]] entry), RELOAD, then rename"
+    )]
+    RenameMovesRows {
+        table: String,
+        what: String,
+        to: String,
+        to_what: String,
+    },
+    #[error(
+        "{how} of {table} is refused: {column} is the sharding key column that places {table}'s rows (a [[sharded_tables]] entry shards {table} by it, or a column-only entry would once it has it), and the rows would stay where the old key put them; change the [[sharded_tables]] entries first, RELOAD, then alter the table (or create a new table and copy the rows into it through pgshard)"
+    )]
+    KeyColumnChange {
+        table: String,
+        how: String,
+        column: String,
+    },
+    #[error(
+        "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view) reads {read}, which {read_what}, but {table} {what}: each shard would fill its copy of {table} from its own rows of {read}, and the copies would differ; add a [[sharded_tables]] entry for {table} sharded by a key column the query keeps (co-located with {read}'s key), RELOAD, then create it"
+    )]
+    CreateAsCopies {
+        table: String,
+        what: String,
+        read: String,
+        read_what: &'static str,
+    },
+    #[error(
+        "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view) reads no sharded table, but {table} {what}: every shard would fill it with the same rows, and reads would return each row once per shard; list {table} in [[omnisharded_tables]] (or leave it out of [[sharded_tables]]), RELOAD, then create it, or fill it with INSERT through pgshard"
+    )]
+    CreateAsFromCopies { table: String, what: String },
+    #[error(
+        "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view) reads {read}, which {read_what}, but no [[sharded_tables]] entry shards {table}: each shard would fill it from its own rows, placed by a key pgshard does not know; add a [[sharded_tables]] entry for {table} sharded by a key column the query keeps (co-located with {read}'s key), RELOAD, then create it"
+    )]
+    CreateAsWithoutKey {
+        table: String,
+        read: String,
+        read_what: &'static str,
+    },
+    #[error(
+        "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view): a subquery reads {read}, which {what}, without being correlated with the query's rows on a co-located sharding key, so each shard would fill its part of {table} from its own rows of {read} only; correlate the subquery on the sharding key (inner.key = outer.key), or run it first and use its result"
+    )]
+    CreateAsSubquery {
+        table: String,
+        read: String,
+        what: &'static str,
+    },
 }
 
 /// Every table the statement string names is omnisharded (or a catalog):
@@ -396,7 +505,7 @@ pub enum RouteError {
 /// runs on every database).
 ///
 /// A statement that names no table but runs everywhere because the
-/// functions it calls (or its DO block) write omnisharded tables (rule 14)
+/// functions it calls (or its DO block) write omnisharded tables (rule 15)
 /// holds copies too.
 pub fn holds_copies(summary: &Summary, sharding: &Sharding) -> bool {
     let mut tables = summary
@@ -440,10 +549,20 @@ pub fn unseen_table<'s>(summary: &'s Summary, sharding: &Sharding) -> Option<&'s
 }
 
 /// The statement runs on every database because what it calls (or its DO
-/// block) writes omnisharded tables (rule 14): a write, to be made atomic
+/// block) writes omnisharded tables (rule 15): a write, to be made atomic
 /// across the databases like any other.
 pub fn writes_everywhere(stmt: &StatementSummary, sharding: &Sharding) -> bool {
     behind::Behind::plan(stmt, sharding).is_some_and(|behind| behind.everywhere())
+}
+
+/// Whether every database holds the whole of `table` (an omnisharded
+/// table, unlisted or `[[omnisharded_tables]]`, or a catalog), so that its
+/// copies must hold the same rows.
+pub fn is_copied(table: &crate::summary::TableRef, sharding: &Sharding) -> bool {
+    matches!(
+        tables::classify(table, sharding),
+        tables::TableClass::Omnisharded | tables::TableClass::Catalog
+    )
 }
 
 /// Route one statement.

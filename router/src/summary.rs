@@ -100,6 +100,12 @@ pub struct StatementSummary {
     /// Every function called by name anywhere in the statement (sorted,
     /// deduplicated): what a name may hide ([`crate::catalog`]).
     pub calls: Vec<Call>,
+    /// What a schema change does to a table whose rows' placement depends
+    /// on its name or its key column; `None` for anything else.
+    pub schema_change: Option<Box<SchemaChange>>,
+    /// The writes of its data-modifying WITH queries (Postgres allows them
+    /// in the top-level WITH only), sorted.
+    pub cte_writes: Vec<CteWrite>,
 }
 
 /// A call of a function or procedure by name (`f(x)`, `s.f()`, `count(*)`,
@@ -113,6 +119,55 @@ pub struct Call {
     /// as a [`Value`], `None` for any other expression. A templated cache
     /// entry reads literal values as parameters, as for conditions.
     pub args: Vec<Option<Value>>,
+}
+
+/// What one data-modifying WITH query (INSERT, UPDATE, DELETE or MERGE)
+/// writes: it runs whatever the rest of the statement does, so the
+/// statement must run where its rows are (see [`crate::route`], rule 11).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CteWrite {
+    /// An INSERT or a MERGE: it may add rows, which must land on their
+    /// shard only.
+    pub inserts: bool,
+    /// The table it writes, as in [`StatementSummary::target`].
+    pub table: TableRef,
+    /// The columns it assigns, as in [`StatementSummary::set_columns`].
+    pub set_columns: Vec<String>,
+    /// The key conditions of its own query (as for
+    /// [`StatementSummary::conditions`], which holds them too).
+    pub conditions: Vec<Condition>,
+}
+
+/// A schema change that fills a new table from a query, or renames or
+/// re-keys a table: where a table's rows live follows from its name (the
+/// config's entries name tables) and its key column (see [`crate::route`],
+/// rule 14).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaChange {
+    /// `CREATE TABLE ... AS`, `SELECT ... INTO`, `CREATE MATERIALIZED VIEW
+    /// ... AS` (and `EXPLAIN ANALYZE` of them, which runs them): `table` is
+    /// created from the statement's query, whose tables and conditions are
+    /// the summary's (`table` is among its tables too). `with_data`: not
+    /// `WITH NO DATA`.
+    CreateAs {
+        table: TableRef,
+        matview: bool,
+        with_data: bool,
+    },
+    /// `REFRESH MATERIALIZED VIEW table` (not `WITH NO DATA`).
+    Refresh { table: TableRef },
+    /// `ALTER TABLE table RENAME TO name` (`to` keeps the schema as
+    /// written) or `SET SCHEMA s` (`to` is `s.name`); also of materialized
+    /// views and foreign tables.
+    RenameTable { table: TableRef, to: TableRef },
+    /// `ALTER TABLE table` renaming (`RENAME COLUMN a TO b`: `(a, b)`),
+    /// dropping or adding columns (sorted).
+    Columns {
+        table: TableRef,
+        renamed: Vec<(String, String)>,
+        dropped: Vec<String>,
+        added: Vec<String>,
+    },
 }
 
 /// The query levels of a statement that join FROM items, anywhere in it
@@ -478,13 +533,22 @@ impl StatementSummary {
         if let Some(joins) = &mut self.joins {
             joins.canonicalize();
         }
+        for write in &mut self.cte_writes {
+            write.set_columns.sort_unstable();
+            write.set_columns.dedup();
+            canonicalize_conditions(&mut write.conditions);
+        }
+        self.cte_writes.sort_unstable();
+        self.cte_writes.dedup();
     }
 
     /// Every condition of the statement: its own, then its sublinks', then
-    /// its join levels' (each level's, then its derived items').
+    /// its join levels' (each level's, then its derived items'), then its
+    /// data-modifying WITH queries'.
     pub fn all_conditions(&self) -> impl Iterator<Item = &Condition> {
         let sublinks = self.sublinks.as_deref().map_or(&[][..], |s| &s.subqueries);
         let levels = self.joins.as_deref().map_or(&[][..], |j| &j.levels);
+        let writes = self.cte_writes.iter().flat_map(|w| w.conditions.iter());
         self.conditions
             .iter()
             .chain(
@@ -504,6 +568,7 @@ impl StatementSummary {
                         .flatten(),
                 )
             }))
+            .chain(writes)
     }
 
     /// [`StatementSummary::all_conditions`], mutable, in the same order.
@@ -516,6 +581,10 @@ impl StatementSummary {
             .joins
             .as_deref_mut()
             .map_or(&mut [][..], |j| &mut j.levels);
+        let writes = self
+            .cte_writes
+            .iter_mut()
+            .flat_map(|w| w.conditions.iter_mut());
         self.conditions
             .iter_mut()
             .chain(
@@ -535,6 +604,7 @@ impl StatementSummary {
                         .flatten(),
                 )
             }))
+            .chain(writes)
     }
 }
 

@@ -1,4 +1,4 @@
-//! Rule 14 end to end: statements that reach sharded tables through views,
+//! Rule 15 end to end: statements that reach sharded tables through views,
 //! functions, DO blocks, triggers and sequences, routed against a cluster
 //! with a catalog built from rows shaped as the proxy reads them
 //! (`pg_get_viewdef`, `pg_get_functiondef`), one line per case.
@@ -347,7 +347,8 @@ fn views_are_read_as_their_queries() {
     check_expanded(
         "SELECT * FROM public.bigv b JOIN omni ON omni.k = b.v WHERE b.id = 3",
         "SELECT * FROM (SELECT big.id,\n    big.v\n   FROM big) b JOIN omni ON omni.k = b.v WHERE b.id = 3",
-        "all",
+        // The key passes through the view's column.
+        "1",
     );
     check_expanded(
         "SELECT id FROM bigv2",
@@ -394,4 +395,14 @@ fn writes_through_views_write_their_table() {
         .unwrap_err()
         .to_string()
         .contains("one table's rows"));
+}
+
+#[test]
+fn tables_created_from_queries_look_behind_names_too() {
+    check("CREATE TABLE t AS SELECT nbig()", &[], "err: function nbig");
+    check(
+        "CREATE TABLE t AS SELECT nextval('s')",
+        &[],
+        "err: sequence s",
+    );
 }

@@ -10,8 +10,8 @@
 use parser_ffi::{parse_protobuf, parse_raw, ParseTree};
 use router::extract::{summarize, summarize_protobuf, ExtractError};
 use router::summary::{
-    Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind, StatementSummary,
-    Sublink, Sublinks, Summary, TableRef, Value, ValueSource,
+    Call, ColumnRef, Condition, CteWrite, InlineCode, SessionEffect, StatementKind,
+    StatementSummary, Sublink, Sublinks, Summary, TableRef, Value, ValueSource,
 };
 
 /// The effect of `SET name ...` parsed alone: the whole text.
@@ -94,8 +94,9 @@ fn check(sql: &str, expected: StatementSummary) {
 }
 
 /// Both engines give `expected` for `sql`. A statement expected without
-/// sublink or join facts, or calls, is compared without them (the cases that are not
-/// about them leave them out; the engines must still agree on them).
+/// sublink, join, schema-change or data-modifying-CTE facts, or calls, is
+/// compared without them (the cases that are not about them leave them
+/// out; the engines must still agree on them).
 #[track_caller]
 fn check_all(sql: &str, mut expected: Summary) {
     expected.canonicalize();
@@ -114,6 +115,12 @@ fn check_all(sql: &str, mut expected: Summary) {
         }
         if wanted.calls.is_empty() {
             got.calls.clear();
+        }
+        if wanted.schema_change.is_none() {
+            got.schema_change = None;
+        }
+        if wanted.cte_writes.is_empty() {
+            got.cte_writes.clear();
         }
     }
     assert_eq!(protobuf, expected, "both engines: {sql}");
@@ -141,6 +148,8 @@ fn stmt(kind: StatementKind) -> StatementSummary {
         sublinks: None,
         joins: None,
         calls: Vec::new(),
+        schema_change: None,
+        cte_writes: Vec::new(),
     }
 }
 
@@ -392,13 +401,13 @@ fn joins_and_from_subqueries_are_levels() {
         "SELECT * FROM (SELECT * FROM a WHERE k = 1) s WHERE s.k IN (SELECT k FROM b WHERE k = 2)",
         select()
             .tables(&["a", "b"])
-            .conditions(vec![eq("k", int(1, 41))]),
+            .conditions(vec![eq("a.k", int(1, 41))]),
     );
     check(
         "SELECT k FROM a WHERE k = 1 UNION ALL SELECT k FROM b WHERE k = $1",
         select()
             .tables(&["a", "b"])
-            .conditions(vec![or(vec![eq("k", int(1, 26)), eq("k", param(1))])]),
+            .conditions(vec![or(vec![eq("a.k", int(1, 26)), eq("b.k", param(1))])]),
     );
 }
 
@@ -408,7 +417,7 @@ fn ctes_are_not_tables_and_modifying_ctes_write() {
         "WITH recent AS (SELECT * FROM orders WHERE tenant_id = 5) SELECT * FROM recent, s.recent",
         select()
             .tables(&["orders", "s.recent"])
-            .conditions(vec![eq("tenant_id", int(5, 55))]),
+            .conditions(vec![eq("orders.tenant_id", int(5, 55))]),
     );
     check(
         "WITH gone AS (DELETE FROM jobs WHERE id = $1 RETURNING *) SELECT * FROM gone",
@@ -458,7 +467,7 @@ fn inserts() {
         stmt(StatementKind::Insert)
             .tables(&["t", "u"])
             .target("t")
-            .conditions(vec![eq("id", int(4, 47))]),
+            .conditions(vec![eq("u.id", int(4, 47))]),
     );
 }
 
@@ -739,7 +748,7 @@ fn readings_where_the_rules_leave_room() {
         "CREATE TABLE archive AS SELECT * FROM jobs WHERE id = 1",
         stmt(K::Ddl)
             .tables(&["archive", "jobs"])
-            .conditions(vec![eq("id", int(1, 54))]),
+            .conditions(vec![eq("jobs.id", int(1, 54))]),
     );
     // INTO in a set operation's leftmost arm is Postgres's SELECT INTO.
     check(
@@ -816,7 +825,7 @@ fn sublinks_add_no_condition() {
             .tables(&["t", "u", "w"])
             .target("t")
             .set_columns(&["v"])
-            .conditions(vec![eq("k", int(1, 57))]),
+            .conditions(vec![eq("t.k", int(1, 57))]),
     );
 }
 
@@ -842,7 +851,7 @@ fn from_subqueries_count_through_preserved_sides() {
         "SELECT * FROM (SELECT * FROM u WHERE k = 3) s LEFT JOIN t ON true",
         select()
             .tables(&["t", "u"])
-            .conditions(vec![eq("k", int(3, 41))]),
+            .conditions(vec![eq("u.k", int(3, 41))]),
     );
     check(
         "SELECT * FROM t, LATERAL (SELECT * FROM u WHERE u.k = t.k AND u.j = 2) s",
@@ -853,9 +862,9 @@ fn from_subqueries_count_through_preserved_sides() {
     check(
         "SELECT * FROM t JOIN (SELECT * FROM (SELECT * FROM u WHERE k = 3) a WHERE a.j = 4) b ON b.i = 5",
         select().tables(&["t", "u"]).conditions(vec![
-            eq("b.i", int(5, 94)),
-            eq("a.j", int(4, 80)),
-            eq("k", int(3, 63)),
+            eq("u.i", int(5, 94)),
+            eq("u.j", int(4, 80)),
+            eq("u.k", int(3, 63)),
         ]),
     );
     check(
@@ -864,7 +873,7 @@ fn from_subqueries_count_through_preserved_sides() {
             .tables(&["t", "u", "w"])
             .target("t")
             .set_columns(&["v"])
-            .conditions(vec![eq("w.k", int(2, 72)), eq("k", int(3, 51))]),
+            .conditions(vec![eq("w.k", int(2, 72)), eq("u.k", int(3, 51))]),
     );
     check(
         "DELETE FROM t USING u LEFT JOIN (SELECT * FROM v WHERE k = 2) s ON true WHERE t.k = 1",
@@ -878,7 +887,7 @@ fn from_subqueries_count_through_preserved_sides() {
         stmt(StatementKind::Merge)
             .tables(&["t", "u"])
             .target("t")
-            .conditions(vec![eq("k", int(2, 46))]),
+            .conditions(vec![eq("u.k", int(2, 46))]),
     );
 }
 
@@ -893,34 +902,34 @@ fn set_operations_combine_their_arms() {
     check(
         "SELECT 1 FROM a WHERE k = 1 UNION SELECT 1 FROM b WHERE k = 2 UNION SELECT 1 FROM c WHERE k = 3",
         select().tables(&["a", "b", "c"]).conditions(vec![or(vec![
-            or(vec![eq("k", int(1, 26)), eq("k", int(2, 60))]),
-            eq("k", int(3, 94)),
+            or(vec![eq("a.k", int(1, 26)), eq("b.k", int(2, 60))]),
+            eq("c.k", int(3, 94)),
         ])]),
     );
     check(
         "SELECT 1 FROM (SELECT * FROM a WHERE k = 1) s WHERE s.j = 2 UNION SELECT 1 FROM b WHERE k = 3",
         select().tables(&["a", "b"]).conditions(vec![or(vec![
-            and(vec![eq("s.j", int(2, 58)), eq("k", int(1, 41))]),
-            eq("k", int(3, 92)),
+            and(vec![eq("a.j", int(2, 58)), eq("a.k", int(1, 41))]),
+            eq("b.k", int(3, 92)),
         ])]),
     );
     check(
         "SELECT k FROM a WHERE k = 1 INTERSECT SELECT k FROM b WHERE k = 2",
         select()
             .tables(&["a", "b"])
-            .conditions(vec![eq("k", int(1, 26)), eq("k", int(2, 64))]),
+            .conditions(vec![eq("a.k", int(1, 26)), eq("b.k", int(2, 64))]),
     );
     check(
         "SELECT k FROM a WHERE k = 1 EXCEPT SELECT k FROM b WHERE k = 2",
         select()
             .tables(&["a", "b"])
-            .conditions(vec![eq("k", int(1, 26))]),
+            .conditions(vec![eq("a.k", int(1, 26))]),
     );
     check(
         "(SELECT k FROM a WHERE k = 1 EXCEPT SELECT k FROM b WHERE k = 2) UNION SELECT k FROM c WHERE k = 3",
         select().tables(&["a", "b", "c"]).conditions(vec![or(vec![
-            eq("k", int(1, 27)),
-            eq("k", int(3, 97)),
+            eq("a.k", int(1, 27)),
+            eq("c.k", int(3, 97)),
         ])]),
     );
     check(
@@ -928,14 +937,15 @@ fn set_operations_combine_their_arms() {
         stmt(StatementKind::Insert)
             .tables(&["a", "b", "t"])
             .target("t")
-            .conditions(vec![or(vec![eq("k", int(1, 44)), eq("k", int(2, 78))])]),
+            .conditions(vec![or(vec![eq("a.k", int(1, 44)), eq("b.k", int(2, 78))])]),
     );
     check(
         "SELECT * FROM (SELECT * FROM a WHERE k = 1 UNION ALL SELECT * FROM b WHERE k = 2) s WHERE s.j = 3",
-        select().tables(&["a", "b"]).conditions(vec![
-            eq("s.j", int(3, 96)),
-            or(vec![eq("k", int(1, 41)), eq("k", int(2, 79))]),
-        ]),
+        // A set operation passes no column through: `s.j` restricts nothing.
+        select().tables(&["a", "b"]).conditions(vec![or(vec![
+            eq("a.k", int(1, 41)),
+            eq("b.k", int(2, 79)),
+        ])]),
     );
 }
 
@@ -972,8 +982,8 @@ fn ctes_count_where_referenced() {
     check(
         "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM c UNION ALL SELECT * FROM u WHERE k = 2",
         select().tables(&["t", "u"]).conditions(vec![or(vec![
-            eq("k", int(1, 37)),
-            eq("k", int(2, 92)),
+            eq("t.k", int(1, 37)),
+            eq("u.k", int(2, 92)),
         ])]),
     );
     check(
@@ -1000,7 +1010,7 @@ fn ctes_count_where_referenced() {
         "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM (WITH c AS (SELECT * FROM u WHERE k = 2) SELECT * FROM c) s",
         select()
             .tables(&["t", "u"])
-            .conditions(vec![eq("k", int(2, 92))]),
+            .conditions(vec![eq("u.k", int(2, 92))]),
     );
     check(
         "WITH a AS (SELECT * FROM t WHERE k = 1) SELECT * FROM (WITH b AS (SELECT * FROM a) SELECT * FROM b) s",
@@ -1008,20 +1018,37 @@ fn ctes_count_where_referenced() {
             .tables(&["t"])
             .conditions(vec![eq("k", int(1, 37))]),
     );
+    // A data-modifying CTE of the statement's own WITH runs, referenced or
+    // not: its conditions are its write's (the statement's own levels' only
+    // where they reference it).
+    let write = |inserts, conditions| CteWrite {
+        inserts,
+        table: table("t"),
+        set_columns: Vec::new(),
+        conditions,
+    };
+    let mut expected = select().tables(&["t", "u"]).write(true);
+    expected.cte_writes = vec![write(false, vec![eq("t.k", int(1, 35))])];
     check(
         "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM u",
-        select()
-            .tables(&["t", "u"])
-            .write(true)
-            .conditions(vec![eq("k", int(1, 35))]),
+        expected,
     );
+    let mut expected = select().tables(&["t"]).write(true);
+    expected.conditions = vec![eq("k", int(1, 35))];
+    expected.cte_writes = vec![write(false, vec![eq("k", int(1, 35))])];
+    check(
+        "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM d",
+        expected,
+    );
+    let mut expected = stmt(StatementKind::Update)
+        .tables(&["t", "u"])
+        .target("u")
+        .set_columns(&["v"])
+        .conditions(vec![eq("u.k", int(2, 82))]);
+    expected.cte_writes = vec![write(true, vec![eq("t.k", int(1, 37))])];
     check(
         "WITH i AS (INSERT INTO t (k) VALUES (1) RETURNING *) UPDATE u SET v = 1 WHERE k = 2",
-        stmt(StatementKind::Update)
-            .tables(&["t", "u"])
-            .target("u")
-            .set_columns(&["v"])
-            .conditions(vec![eq("t.k", int(1, 37)), eq("k", int(2, 82))]),
+        expected,
     );
 }
 
@@ -1197,7 +1224,7 @@ fn sublink_facts() {
             named(
                 sublinks(
                     &["t"],
-                    vec![sublink(&["u", "v"], vec![eq("k", int(3, 65))])],
+                    vec![sublink(&["u", "v"], vec![eq("u.k", int(3, 65))])],
                 ),
                 &["c", "s"],
                 false,
@@ -1214,7 +1241,7 @@ fn sublink_facts() {
             named(
                 sublinks(
                     &["t", "w", "u"],
-                    vec![sublink(&["t", "w"], vec![eq("k", int(1, 37))])],
+                    vec![sublink(&["t", "w"], vec![eq("t.k", int(1, 37))])],
                 ),
                 &["a", "b"],
                 false,
@@ -1253,11 +1280,11 @@ fn sublink_facts() {
                 .tables(&["t", "u", "w"])
                 .target("t")
                 .set_columns(&["v"])
-                .conditions(vec![eq("k", int(1, 57))]),
+                .conditions(vec![eq("t.k", int(1, 57))]),
             sublinks(
                 &["t"],
                 vec![
-                    sublink(&["u"], vec![eq("k", int(3, 44))]).from(&["u"]),
+                    sublink(&["u"], vec![eq("u.k", int(3, 44))]).from(&["u"]),
                     sublink(&["w"], vec![]).from(&["w"]),
                 ],
             ),

@@ -30,12 +30,16 @@ mod clusters;
 mod joins;
 #[path = "routes/keys.rs"]
 mod keys;
+#[path = "routes/resolution.rs"]
+mod resolution;
 #[path = "routes/statements.rs"]
 mod statements;
 #[path = "routes/sublinks.rs"]
 mod sublinks;
 #[path = "routes/tables.rs"]
 mod tables;
+#[path = "routes/writes.rs"]
+mod writes;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -5,15 +5,43 @@
 
 use integration::{PasswordEncryption, PgServer, ServerOptions, TestProxy};
 
+pub mod copies;
 pub mod wire;
 
 /// Servers plus the proxy in front of them. Fields drop in order: the proxy
-/// first, then the servers.
+/// first, then the servers. Before that, a test that ends without a panic
+/// checks that the copies of every omnisharded table are equal on every
+/// shard (see [`copies`]), unless it said why they differ on purpose.
 pub struct Cluster {
     pub proxy: TestProxy,
     pub servers: Vec<PgServer>,
     pub databases: String,
     pub general: String,
+    /// Why the test leaves omnisharded copies different, if it does.
+    pub copies_differ: Option<&'static str>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() || self.copies_differ.is_some() {
+            return;
+        }
+        let Some((shards, sharding)) = copies::prod_shards(&self.proxy, &self.servers) else {
+            return;
+        };
+        let different = copies::differences_blocking(shards, sharding);
+        assert!(
+            different.is_empty(),
+            "omnisharded tables whose copies differ across shards at the end of the test: {}",
+            different.join(", ")
+        );
+    }
+}
+
+/// Fail when an omnisharded table of `cluster` has copies that differ
+/// across its shards (what dropping the cluster checks too).
+pub async fn assert_copies_equal(cluster: &Cluster) {
+    copies::assert_equal(&cluster.proxy, &cluster.servers).await;
 }
 
 /// Users every server has: `app` (SCRAM) owning database `shard_<i>`, and
@@ -56,6 +84,7 @@ impl Cluster {
             servers,
             databases,
             general,
+            copies_differ: None,
         }
     }
 
@@ -165,6 +194,7 @@ impl Cluster {
             servers,
             databases,
             general,
+            copies_differ: None,
         }
     }
 
@@ -362,6 +392,7 @@ impl Cluster {
             databases: databases(&servers),
             general: format!("[general]\n{general}\n"),
             servers,
+            copies_differ: None,
         }
     }
 
@@ -374,6 +405,7 @@ impl Cluster {
             databases: databases(&servers),
             general: format!("[general]\nshutdown_timeout = 1000\n{general}\n"),
             servers,
+            copies_differ: None,
         }
     }
 

@@ -26,6 +26,13 @@ column = \"user_id\"
 data_type = \"bigint\"
 hasher = \"postgres\"
 
+[[sharded_tables]]
+database = \"prod\"
+name = \"made\"
+column = \"id\"
+data_type = \"bigint\"
+hasher = \"postgres\"
+
 [[omnisharded_tables]]
 database = \"prod\"
 tables = [\"teams\"]

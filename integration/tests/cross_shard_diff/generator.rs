@@ -27,6 +27,12 @@ pub enum Category {
     Distinct,
     Join,
     JoinAggregate,
+    /// FROM subqueries and CTEs whose output columns rename, shadow or pass
+    /// through the sharding key, read with an outer condition on them.
+    Derived,
+    /// A table `made` (sharded like `users`) created from a query (CREATE
+    /// TABLE AS, SELECT INTO, a materialized view), then read.
+    CreateAs,
     /// Window functions, set operations, subqueries and joins off the key:
     /// a fan-out can answer only some (co-located subqueries); pgshard may
     /// refuse the rest.
@@ -51,6 +57,8 @@ impl Category {
             Category::Distinct => "distinct",
             Category::Join => "join",
             Category::JoinAggregate => "join + aggregate",
+            Category::Derived => "subquery columns",
+            Category::CreateAs => "create table as",
             Category::Beyond => "beyond merging",
             Category::View => "through a view",
             Category::Function => "in a function",
@@ -68,6 +76,10 @@ pub struct Case {
     /// `sql` with its literals that may become parameters marked (see
     /// [`mark`]).
     marked: String,
+    /// Run first, in the same protocol (both servers must agree on it or
+    /// pgshard refuse it); `teardown` after `sql`.
+    pub setup: Option<String>,
+    pub teardown: Option<String>,
 }
 
 /// Marks a literal that may be made a parameter of a prepared statement:
@@ -86,6 +98,8 @@ impl Case {
             sql: marked.replace([OPEN, CLOSE], ""),
             ordered,
             marked,
+            setup: None,
+            teardown: None,
         }
     }
 
@@ -151,8 +165,10 @@ impl Generator {
         match self.rng.random_range(0..100) {
             0..=29 => self.rows(source),
             30..=44 => self.aggregate(source),
-            45..=74 => self.grouped(source),
-            75..=89 => self.distinct(source),
+            45..=71 => self.grouped(source),
+            72..=85 => self.distinct(source),
+            86..=89 => self.derived(),
+            90..=94 => self.create_as(),
             _ => self.beyond(),
         }
     }
@@ -588,6 +604,110 @@ impl Generator {
         Case::new(Category::Beyond, sql, ordered)
     }
 }
+
+impl Generator {
+    /// A statement of [`Category::Derived`]: `$k` becomes a user id.
+    fn derived(&mut self) -> Case {
+        let (sql, ordered) = DERIVED.choose(&mut self.rng).copied().unwrap_or_default();
+        let sql = sql
+            .replace("$k", &mark(self.key_value()))
+            .replace("$g", &mark(self.number(0..8)))
+            .replace("$s", &mark(self.number(0..101)))
+            .replace("$q", &mark(self.number(1..10)));
+        Case::new(Category::Derived, sql, ordered)
+    }
+}
+
+impl Generator {
+    /// A statement of [`Category::CreateAs`]: `made` created from a query,
+    /// read whole, by key or aggregated, dropped after.
+    fn create_as(&mut self) -> Case {
+        let (create, matview) = CREATE_AS.choose(&mut self.rng).copied().unwrap_or_default();
+        let setup = create
+            .replace("$g", &self.number(0..8).to_string())
+            .replace("$s", &self.number(0..101).to_string());
+        let (sql, ordered) = match self.rng.random_range(0..3) {
+            0 => ("SELECT * FROM made".to_owned(), false),
+            1 => (
+                format!("SELECT * FROM made WHERE id = {}", self.key_value()),
+                false,
+            ),
+            _ => ("SELECT count(*), sum(id) FROM made".to_owned(), true),
+        };
+        let what = if matview {
+            "MATERIALIZED VIEW"
+        } else {
+            "TABLE"
+        };
+        Case {
+            setup: Some(setup),
+            teardown: Some(format!("DROP {what} IF EXISTS made")),
+            ..Case::new(Category::CreateAs, sql, ordered)
+        }
+    }
+}
+
+/// Statements of [`Category::CreateAs`] creating `made` (a materialized
+/// view when `true`): those that keep `users`' key per shard, and those
+/// pgshard must refuse.
+const CREATE_AS: &[(&str, bool)] = &[
+    ("CREATE TABLE made AS SELECT * FROM users WHERE score > $s", false),
+    ("CREATE TABLE made AS SELECT id, grp, name FROM users", false),
+    ("CREATE UNLOGGED TABLE made AS SELECT id, score FROM users WHERE grp = $g", false),
+    ("SELECT * INTO made FROM users WHERE grp = $g", false),
+    ("CREATE TABLE made AS SELECT user_id AS id, id AS oid, qty, price FROM orders", false),
+    ("CREATE TABLE made AS SELECT u.id, o.qty, o.note FROM users u JOIN orders o ON o.user_id = u.id WHERE u.score > $s", false),
+    ("CREATE TABLE made AS SELECT user_id AS id, count(*) AS n, sum(qty) AS q FROM orders GROUP BY user_id", false),
+    ("CREATE TABLE made AS SELECT DISTINCT id, grp FROM users", false),
+    ("CREATE TABLE made AS SELECT s.id, s.grp FROM (SELECT * FROM users WHERE active) s", false),
+    ("CREATE TABLE made AS SELECT u.id, t.team FROM users u JOIN teams t ON t.grp = u.grp", false),
+    ("CREATE TABLE made (id, g) AS SELECT id, grp FROM users ORDER BY score", false),
+    ("CREATE MATERIALIZED VIEW made AS SELECT id, name, amount FROM users WHERE grp <> $g", true),
+    ("CREATE TABLE made AS SELECT grp AS id, score FROM users", false),
+    ("CREATE TABLE made AS SELECT id FROM users ORDER BY id LIMIT 5", false),
+    ("CREATE TABLE made AS SELECT grp AS id, count(*) AS n FROM users GROUP BY grp", false),
+    ("CREATE TABLE made AS SELECT id, rank() OVER (ORDER BY score) AS r FROM users", false),
+    ("CREATE TABLE made AS SELECT id FROM users UNION ALL SELECT user_id FROM orders", false),
+    ("CREATE TABLE made AS SELECT id, (SELECT count(*) FROM orders) AS n FROM users", false),
+    ("CREATE TABLE made AS SELECT u.id FROM users u JOIN orders o ON o.qty = u.grp", false),
+    ("CREATE MATERIALIZED VIEW made AS SELECT grp AS id, count(*) AS n FROM users GROUP BY grp", true),
+];
+
+/// Statements of [`Category::Derived`] and whether their order is total:
+/// an outer condition on a subquery's or CTE's column restricts the rows to
+/// one shard only when that column passes the sharding key through.
+const DERIVED: &[(&str, bool)] = &[
+    ("SELECT count(*) FROM (SELECT id AS x, grp AS id FROM users) s WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT id AS x, score AS id FROM users) s WHERE s.id = $s", true),
+    ("SELECT x, id FROM (SELECT id AS x, grp AS id FROM users) s WHERE x = $k", false),
+    ("SELECT * FROM (SELECT * FROM users) s WHERE id = $k", false),
+    ("SELECT * FROM (SELECT u.* FROM users u) s WHERE s.id = $k", false),
+    ("SELECT count(*) FROM (SELECT user_id AS id, id AS user_id FROM orders) s WHERE user_id = $q", true),
+    ("SELECT id, user_id, qty FROM (SELECT user_id AS id, id AS user_id, qty FROM orders) s WHERE id = $k", false),
+    ("WITH s AS (SELECT id AS x, grp AS id FROM users) SELECT count(*) FROM s WHERE id = $g", true),
+    ("WITH s AS (SELECT * FROM orders) SELECT count(*), sum(qty) FROM s WHERE user_id = $k", true),
+    ("WITH s (a, id) AS (SELECT id, grp FROM users) SELECT count(*) FROM s WHERE id = $g", true),
+    ("WITH s (id, b) AS (SELECT id, grp FROM users) SELECT id, b FROM s WHERE id = $k", false),
+    ("WITH s AS (SELECT id, grp FROM users) SELECT count(*) FROM s AS r (grp, id) WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT id, grp FROM users) s (x, id) WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT * FROM users) s (a, b) WHERE a = $k", true),
+    ("SELECT count(*) FROM users u (grp, id) WHERE id = $g", true),
+    ("SELECT s.id, t.team FROM (SELECT grp AS id, id AS uid FROM users) s JOIN teams t ON t.grp = s.id WHERE s.id = $g", false),
+    ("SELECT u.id, s.n FROM users u JOIN (SELECT user_id, count(*) AS n FROM orders GROUP BY user_id) s ON s.user_id = u.id WHERE s.user_id = $k", false),
+    ("SELECT id, s.n FROM users u JOIN (SELECT user_id AS id, count(*) AS n FROM orders GROUP BY user_id) s USING (id) WHERE id = $k", false),
+    ("SELECT o.id FROM orders o JOIN (SELECT id AS user_id, grp AS id FROM users) s ON s.user_id = o.user_id WHERE s.id = $g", false),
+    ("SELECT s.id FROM (SELECT grp AS id FROM users) s WHERE s.id = $g INTERSECT SELECT s.grp FROM users s", false),
+    ("SELECT count(*) FROM (SELECT x AS id FROM (SELECT grp AS x FROM users) a) b WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT x AS y FROM (SELECT id AS x FROM users) a) b WHERE y = $k", true),
+    ("SELECT * FROM (SELECT * FROM users ORDER BY id LIMIT 5) s WHERE id = $k", false),
+    ("SELECT * FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM users) s WHERE id = $k", false),
+    ("SELECT count(*) FROM (SELECT id FROM users UNION ALL SELECT user_id FROM orders) s WHERE id = $k", true),
+    ("SELECT count(*) FROM teams t, (SELECT * FROM users) s WHERE s.grp = t.grp AND id = $k", true),
+    ("SELECT count(*) FROM teams t JOIN (SELECT grp AS id FROM users) s ON true WHERE id = $g", true),
+    ("SELECT count(*) FROM generate_series(1, 3) AS s (id), users u WHERE s.id = $g", true),
+    ("SELECT count(*) FROM (SELECT id AS grp, grp AS id FROM users) s JOIN teams t USING (grp) WHERE id = $g", true),
+    ("SELECT count(*) FROM (SELECT grp AS id FROM users) s, LATERAL (SELECT * FROM teams WHERE teams.grp = s.id) t WHERE s.id = $g", true),
+];
 
 /// Statements of [`Category::Beyond`] and whether their order is total;
 /// `$g`, `$s` and `$q` become a group, a score and a quantity.

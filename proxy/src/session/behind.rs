@@ -1,4 +1,4 @@
-//! What stands behind names, in a session (router rule 14): the shards'
+//! What stands behind names, in a session (router rule 15): the shards'
 //! catalog is read again after a schema change before the next statement
 //! is routed (`catalog_epoch.rs`), and a statement that reads views is
 //! routed and merged as the views' queries (`router::catalog::expand`)

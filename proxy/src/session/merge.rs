@@ -227,7 +227,9 @@ pub(super) fn plan_rows(
         };
         return (joined, false);
     }
-    if statement.kind != StatementKind::Select || statement.write {
+    // After data-modifying WITH queries: concatenated or refused.
+    let after_writes = statement.write && !statement.cte_writes.is_empty();
+    if statement.kind != StatementKind::Select || (statement.write && !after_writes) {
         return (Ok(None), false);
     }
     let planned = merge::plan(sql, sharding);
@@ -237,6 +239,7 @@ pub(super) fn plan_rows(
             sqlstate::FEATURE_NOT_SUPPORTED,
             why.to_string(),
         )),
+        Shape::Merge(_) if after_writes => Err(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a SELECT whose rows need combining across shards (ORDER BY, LIMIT, aggregates, DISTINCT) after a data-modifying WITH query is not supported: send the data-modifying query as a statement of its own, or restrict the statement to one shard with its sharding key")),
         Shape::Merge(plan) => Ok(Some(plan)),
     };
     (result, planned.by_key)

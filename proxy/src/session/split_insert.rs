@@ -17,7 +17,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use router::route::RouteError;
 use router::split::{check_insert_select, insert_table, split_insert, with_columns};
-use router::summary::{StatementKind, Summary};
+use router::summary::{SchemaChange, StatementKind, Summary};
 
 use super::fan_out::{Reply, Scope};
 use super::routing::{bind_params, Dispatch};
@@ -201,8 +201,10 @@ impl<S: ClientIo> Session<S> {
 
     /// The error for an INSERT ... SELECT into a sharded table that would
     /// write rows on shards their keys do not hash to (`shards`: where it
-    /// is routed); `None` for every other statement. Such statements are
-    /// parsed again here, per execution: they are rare.
+    /// is routed), or for a table created from a query over sharded rows
+    /// that would not be the table one Postgres creates
+    /// (`router::create_as`); `None` for every other statement. Such
+    /// statements are parsed again here, per execution: they are rare.
     pub(super) fn insert_select_error(
         &self,
         summary: &Summary,
@@ -212,14 +214,20 @@ impl<S: ClientIo> Session<S> {
         let ([statement], Some(shards)) = (summary.statements.as_slice(), shards) else {
             return None;
         };
+        let refused = |why: String| ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why);
+        if matches!(
+            statement.schema_change.as_deref(),
+            Some(SchemaChange::CreateAs { .. })
+        ) {
+            let sql = String::from_utf8_lossy(sql);
+            let why = router::create_as::check(&sql, &self.sharding).err()?;
+            return Some(refused(why.to_string()));
+        }
         if statement.kind != StatementKind::Insert || statement.tables.len() < 2 {
             return None;
         }
         let sql = String::from_utf8_lossy(sql);
         let why = check_insert_select(&sql, &self.sharding, shards).err()?;
-        Some(ClientError::new(
-            sqlstate::FEATURE_NOT_SUPPORTED,
-            why.to_string(),
-        ))
+        Some(refused(why.to_string()))
     }
 }

@@ -4,7 +4,7 @@
 //! a `[[sharded_tables]]` table. The operator vouches that the function
 //! touches only that key's rows (and omnisharded tables' rows it reads);
 //! calls without the key, and every other function that reaches sharded
-//! tables, are refused (router rule 14).
+//! tables, are refused (router rule 15).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

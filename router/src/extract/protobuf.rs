@@ -13,11 +13,13 @@
 use parser_ffi::protobuf::{self as pb, a_const::Val, node::Node as NodeEnum};
 
 mod joins_protobuf;
+mod schema_protobuf;
 mod sublinks_protobuf;
 
+use super::resolve::{self, Bodies, Body, Name, Output, Resolver, StatementTables};
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    Argument, Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind,
+    Argument, Call, ColumnRef, Condition, CteWrite, InlineCode, SessionEffect, StatementKind,
     StatementSummary, Summary, TableRef, Value, ValueSource,
 };
 
@@ -59,11 +61,13 @@ fn statement<'a>(
     if !ctes.is_empty() {
         tables.retain(|table| table.schema.is_some() || !ctes.contains(&table.name));
     }
+    let statement_tables = StatementTables::new(&tables);
     let mut levels = Levels::default();
     if let Some(root) = root {
-        levels.run(root)?;
+        levels.run(root, &statement_tables)?;
     }
     let conditions = levels.lists.pop().unwrap_or_default();
+    let cte_writes = cte_writes(&levels.scopes);
     let insert_without_columns = levels.insert_without_columns;
     let sublinks = match root {
         Some(root) if sublink => {
@@ -72,6 +76,7 @@ fn statement<'a>(
             Some(Box::new(sublinks_protobuf::sublinks(
                 root,
                 &mut levels,
+                &statement_tables,
                 stack,
                 is_cte,
             )?))
@@ -96,6 +101,8 @@ fn statement<'a>(
         sublinks,
         joins,
         calls,
+        schema_change: root.and_then(schema_protobuf::schema_change),
+        cte_writes,
     })
 }
 
@@ -200,6 +207,33 @@ fn argument(node: &pb::Node) -> Argument {
         },
         _ => Argument::Expression,
     }
+}
+
+/// The writes of the data-modifying CTEs the condition pass evaluated
+/// (those of the statement's own WITH: Postgres allows no others).
+fn cte_writes(scopes: &Scopes<'_>) -> Vec<CteWrite> {
+    scopes
+        .ctes
+        .iter()
+        .filter_map(|cte| {
+            let body = cte.body?;
+            let inserts = match body {
+                NodeEnum::InsertStmt(_) | NodeEnum::MergeStmt(_) => true,
+                NodeEnum::UpdateStmt(_) | NodeEnum::DeleteStmt(_) => false,
+                _ => return None,
+            };
+            let CteState::Done { conditions, .. } = &cte.state else {
+                return None;
+            };
+            let (table, set_columns) = target_and_set_columns(Some(body));
+            Some(CteWrite {
+                inserts,
+                table: table?,
+                set_columns,
+                conditions: conditions.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The table the statement writes and the columns an UPDATE (or a MERGE's
@@ -535,22 +569,23 @@ enum Task<'a> {
     /// Close the two innermost lists (a UNION's arms): their `Or` goes to the
     /// list below.
     Union,
-    /// A contributing FROM (at query level `level`) references CTE `index`:
-    /// add its conditions to the innermost list, evaluating its body first if
-    /// that has not been done; `always`: however large they are (a
-    /// data-modifying CTE of the statement's own WITH).
+    /// A contributing FROM (at query level `level`) references CTE `index`
+    /// (`add`), or the statement's own WITH holds the data-modifying CTE
+    /// `index` (not `add`): evaluate its body if that has not been done,
+    /// then, if `add`, add its conditions to the innermost list (capped).
     Cte {
         index: usize,
         level: usize,
-        always: bool,
+        add: bool,
     },
-    /// CTE `index`'s body is evaluated (the innermost list): keep it, add it.
-    CteDone { index: usize, always: bool },
+    /// CTE `index`'s body is evaluated (the innermost list): keep it, add it
+    /// if `add`.
+    CteDone { index: usize, add: bool },
 }
 
 impl<'a> Levels<'a> {
     /// The conditions of the statement `root` (left in `lists[0]`).
-    fn run(&mut self, root: &'a NodeEnum) -> Result<(), ExtractError> {
+    fn run(&mut self, root: &'a NodeEnum, tables: &StatementTables) -> Result<(), ExtractError> {
         // EXPLAIN, COPY (query), CREATE TABLE AS, DECLARE, PREPARE: the
         // wrapped query is the statement's level.
         let mut node = root;
@@ -578,7 +613,7 @@ impl<'a> Levels<'a> {
             scope: None,
             top: true,
         });
-        self.drain()
+        self.drain(tables)
     }
 
     /// The conditions of `query` (a sublink's, at tree depth `depth`) seeing
@@ -588,6 +623,7 @@ impl<'a> Levels<'a> {
         query: &'a NodeEnum,
         depth: usize,
         scope: Scope,
+        tables: &StatementTables,
     ) -> Result<Vec<Condition>, ExtractError> {
         self.lists.clear();
         self.tasks.clear();
@@ -599,12 +635,12 @@ impl<'a> Levels<'a> {
             scope,
             top: false,
         });
-        self.drain()?;
+        self.drain(tables)?;
         Ok(self.lists.pop().unwrap_or_default())
     }
 
     /// Run the queued tasks.
-    fn drain(&mut self) -> Result<(), ExtractError> {
+    fn drain(&mut self, tables: &StatementTables) -> Result<(), ExtractError> {
         while let Some(task) = self.tasks.pop() {
             match task {
                 Task::Query {
@@ -622,7 +658,7 @@ impl<'a> Levels<'a> {
                         level,
                         scope,
                     };
-                    self.query(query, at, top)?;
+                    self.query(query, at, top, tables)?;
                 }
                 Task::Open => self.lists.push(Vec::new()),
                 Task::Union => {
@@ -632,19 +668,15 @@ impl<'a> Levels<'a> {
                         self.add(Some(Condition::Or(vec![left, right])));
                     }
                 }
-                Task::Cte {
-                    index,
-                    level,
-                    always,
-                } => self.cte(index, level, always),
-                Task::CteDone { index, always } => {
+                Task::Cte { index, level, add } => self.cte(index, level, add),
+                Task::CteDone { index, add } => {
                     let conditions = self.lists.pop().unwrap_or_default();
                     let fits = fits(&conditions);
                     if let Some(cte) = self.scopes.ctes.get_mut(index) {
                         cte.state = CteState::Done { conditions, fits };
                     }
                     // Level 0: adding a finished CTE queues nothing.
-                    self.cte(index, 0, always);
+                    self.cte(index, 0, add);
                 }
             }
         }
@@ -658,44 +690,73 @@ impl<'a> Levels<'a> {
         }
     }
 
-    fn query(&mut self, query: Query<'a>, at: At, top: bool) -> Result<(), ExtractError> {
+    fn query(
+        &mut self,
+        query: Query<'a>,
+        at: At,
+        top: bool,
+        tables: &StatementTables,
+    ) -> Result<(), ExtractError> {
         let node = match query {
-            Query::Select(select) => return self.select(select, at, top),
-            Query::Node(NodeEnum::SelectStmt(select)) => return self.select(select, at, top),
+            Query::Select(select) => return self.select(select, at, top, tables),
+            Query::Node(NodeEnum::SelectStmt(select)) => {
+                return self.select(select, at, top, tables)
+            }
             Query::Node(node) => node,
         };
         let depth = at.depth;
         let mut parts = Vec::new();
-        let at = match node {
+        let (at, from, target) = match node {
             NodeEnum::InsertStmt(insert) => {
                 let at = self.with(insert.with_clause.as_ref(), at);
-                self.insert(insert, at);
-                at
+                self.insert(insert, at, tables);
+                self.data_modifying_ctes(top, at);
+                return Ok(());
             }
             NodeEnum::UpdateStmt(update) => {
                 let at = self.with(update.with_clause.as_ref(), at);
                 parts.extend(condition(update.where_clause.as_deref(), depth + 1)?);
                 self.from(&update.from_clause, at, &mut parts)?;
-                at
+                (at, &update.from_clause[..], update.relation.as_ref())
             }
             NodeEnum::DeleteStmt(delete) => {
                 let at = self.with(delete.with_clause.as_ref(), at);
                 parts.extend(condition(delete.where_clause.as_deref(), depth + 1)?);
                 self.from(&delete.using_clause, at, &mut parts)?;
-                at
+                (at, &delete.using_clause[..], delete.relation.as_ref())
             }
             NodeEnum::MergeStmt(merge) => {
                 let at = self.with(merge.with_clause.as_ref(), at);
                 parts.extend(condition(merge.join_condition.as_deref(), depth + 1)?);
                 let source = merge.source_relation.as_deref();
-                self.from(source.map_or(&[][..], std::slice::from_ref), at, &mut parts)?;
-                at
+                let source = source.map_or(&[][..], std::slice::from_ref);
+                self.from(source, at, &mut parts)?;
+                (at, source, merge.relation.as_ref())
             }
             _ => return Ok(()),
         };
-        self.add(and(parts));
+        let resolved = self.resolve(and(parts), from, target, at.scope, tables);
+        self.add(resolved);
         self.data_modifying_ctes(top, at);
         Ok(())
+    }
+
+    /// A level's condition with its columns resolved against its FROM
+    /// items and `target` (see [`super::resolve`]).
+    fn resolve(
+        &mut self,
+        condition: Option<Condition>,
+        from: &'a [pb::Node],
+        target: Option<&'a pb::RangeVar>,
+        scope: Scope,
+        tables: &StatementTables,
+    ) -> Option<Condition> {
+        let condition = condition?;
+        let items = from_items(from, target, scope, &self.scopes);
+        let mut bodies = ProtobufBodies {
+            scopes: &mut self.scopes,
+        };
+        Resolver::new(items, &mut bodies, tables).condition(condition)
     }
 
     /// A SELECT: its own level, or a set operation's arms.
@@ -704,6 +765,7 @@ impl<'a> Levels<'a> {
         select: &'a pb::SelectStmt,
         at: At,
         top: bool,
+        tables: &StatementTables,
     ) -> Result<(), ExtractError> {
         let at = self.with(select.with_clause.as_ref(), at);
         let arm = |arm: &'a Option<Box<pb::SelectStmt>>| {
@@ -735,7 +797,9 @@ impl<'a> Levels<'a> {
                 let mut parts = Vec::new();
                 parts.extend(condition(select.where_clause.as_deref(), at.depth + 1)?);
                 self.from(&select.from_clause, at, &mut parts)?;
-                self.add(and(parts));
+                let resolved =
+                    self.resolve(and(parts), &select.from_clause, None, at.scope, tables);
+                self.add(resolved);
             }
         }
         self.data_modifying_ctes(top, at);
@@ -753,9 +817,10 @@ impl<'a> Levels<'a> {
     }
 
     /// At the statement's own level, the data-modifying CTEs of its WITH
-    /// (the scope `at` names) are added whether referenced or not. Called
-    /// once the level has queued what it leads to: they are evaluated first,
-    /// in order.
+    /// (the scope `at` names) are evaluated whether referenced or not (their
+    /// conditions are their writes', added to a level only where a
+    /// contributing FROM references them). Called once the level has queued
+    /// what it leads to: they are evaluated first, in order.
     fn data_modifying_ctes(&mut self, top: bool, at: At) {
         let Some(position) = at.scope.filter(|_| top) else {
             return;
@@ -776,13 +841,14 @@ impl<'a> Levels<'a> {
                 )
             });
             if modifying {
-                self.cte(index, at.level, true);
+                self.cte(index, at.level, false);
             }
         }
     }
 
-    /// Add CTE `index`'s conditions to the innermost list (see [`Task::Cte`]).
-    fn cte(&mut self, index: usize, level: usize, always: bool) {
+    /// Evaluate CTE `index`, and add its conditions to the innermost list
+    /// if `add` (see [`Task::Cte`]).
+    fn cte(&mut self, index: usize, level: usize, add: bool) {
         let Levels {
             tasks,
             lists,
@@ -796,7 +862,7 @@ impl<'a> Levels<'a> {
         match &cte.state {
             CteState::New => {
                 cte.state = CteState::Evaluating;
-                tasks.push(Task::CteDone { index, always });
+                tasks.push(Task::CteDone { index, add });
                 tasks.extend(cte.body.map(|body| Task::Query {
                     query: Query::Node(body),
                     depth: cte.depth,
@@ -809,7 +875,7 @@ impl<'a> Levels<'a> {
             // Referenced from its own body: nothing more to add.
             CteState::Evaluating => {}
             CteState::Done { conditions, fits } => {
-                if let (true, Some(list)) = (*fits || always, lists.last_mut()) {
+                if let (true, Some(list)) = (*fits && add, lists.last_mut()) {
                     list.extend(conditions.iter().cloned());
                 }
             }
@@ -864,7 +930,7 @@ impl<'a> Levels<'a> {
                     self.tasks.extend(found.map(|index| Task::Cte {
                         index,
                         level: at.level,
-                        always: false,
+                        add: true,
                     }));
                 }
                 _ => {}
@@ -876,14 +942,15 @@ impl<'a> Levels<'a> {
     }
 
     /// An INSERT: its VALUES rows, or its SELECT's levels.
-    fn insert(&mut self, insert: &'a pb::InsertStmt, at: At) {
+    fn insert(&mut self, insert: &'a pb::InsertStmt, at: At, tables: &StatementTables) {
         match inner(&insert.select_stmt) {
             Some(NodeEnum::SelectStmt(values))
                 if !values.values_lists.is_empty()
                     && values.op() == pb::SetOperation::SetopNone =>
             {
                 let found = self.values(insert, values);
-                self.add(found);
+                let resolved = self.resolve(found, &[], insert.relation.as_ref(), None, tables);
+                self.add(resolved);
             }
             Some(source) => self.tasks.push(Task::Query {
                 query: Query::Node(source),
@@ -950,6 +1017,8 @@ struct Scopes<'a> {
 
 struct Cte<'a> {
     body: Option<&'a NodeEnum>,
+    /// Its column names (`WITH c (a, b) AS ...`).
+    colnames: &'a [pb::Node],
     /// Tree depth of the body.
     depth: usize,
     group: usize,
@@ -986,6 +1055,7 @@ impl<'a> Scopes<'a> {
             self.by_name.push((&cte.ctename, self.ctes.len()));
             self.ctes.push(Cte {
                 body: inner(&cte.ctequery),
+                colnames: &cte.aliascolnames,
                 depth,
                 group,
                 state: CteState::New,
@@ -1035,6 +1105,269 @@ impl<'a> Scopes<'a> {
         }
         None
     }
+}
+
+/// The columns that output column `column` of `query` (its select list
+/// renamed by `colnames`, as a table created from it would name its
+/// columns) passes through, resolved and written as condition columns are
+/// (see **resolution** in [`super`]) among `tables`, a statement's: what
+/// `... FROM (query) AS q (colnames) WHERE column = v` would be keyed by.
+/// Empty when it passes none through.
+pub fn output_source(
+    query: &NodeEnum,
+    colnames: &[&str],
+    column: &str,
+    tables: &[TableRef],
+) -> Vec<ColumnRef> {
+    let mut scopes = Scopes::default();
+    let item = resolve::Item::Derived {
+        name: None,
+        colnames: colnames.to_vec(),
+        query: (query, None),
+    };
+    let tables = StatementTables::new(tables);
+    let mut bodies = ProtobufBodies {
+        scopes: &mut scopes,
+    };
+    let written = ColumnRef {
+        table: None,
+        column: column.to_owned(),
+    };
+    match Resolver::new(vec![item], &mut bodies, &tables).column(&written) {
+        resolve::Mapped::Same => vec![written],
+        resolve::Mapped::Drop => Vec::new(),
+        resolve::Mapped::Columns(columns) => columns,
+    }
+}
+
+/// A query behind a derived item, and the CTEs it sees.
+type Derived<'a> = (&'a NodeEnum, Scope);
+
+/// A level's FROM items for resolution (see [`super::resolve`]): `target`
+/// (an UPDATE's, DELETE's, MERGE's or INSERT's relation) first, then the
+/// leaves of `from`'s join trees, left to right.
+fn from_items<'a>(
+    from: &'a [pb::Node],
+    target: Option<&'a pb::RangeVar>,
+    scope: Scope,
+    scopes: &Scopes<'a>,
+) -> Vec<resolve::Item<'a, Derived<'a>>> {
+    let mut items = Vec::new();
+    if let Some(table) = target.and_then(name_of) {
+        items.push(resolve::Item::Table {
+            table,
+            renamed: false,
+        });
+    }
+    // Join trees: left sides followed at once, right ones stacked (so a
+    // FROM without joins allocates nothing here).
+    let mut pending: Vec<&'a NodeEnum> = Vec::new();
+    for top in from.iter().filter_map(|n| n.node.as_ref()) {
+        let mut next = Some(top);
+        while let Some(node) = next.take().or_else(|| pending.pop()) {
+            match node {
+                NodeEnum::JoinExpr(join) => {
+                    pending.extend(inner(&join.rarg));
+                    next = inner(&join.larg);
+                }
+                NodeEnum::RangeTableSample(sample) => next = inner(&sample.relation),
+                NodeEnum::RangeVar(range) => {
+                    let Some(table) = name_of(range) else {
+                        continue;
+                    };
+                    let cte = match table.schema {
+                        None => scopes.find(scope, table.name),
+                        Some(_) => None,
+                    };
+                    let alias = range.alias.as_ref();
+                    match cte.and_then(|index| Some((index, scopes.ctes.get(index)?))) {
+                        Some((index, cte)) => {
+                            let Some(body) = cte.body else {
+                                continue;
+                            };
+                            items.push(resolve::Item::Derived {
+                                name: Some(table.alias.unwrap_or(table.name)),
+                                colnames: colnames(cte.colnames, alias),
+                                query: (body, scopes.body_scope(index)),
+                            });
+                        }
+                        None => items.push(resolve::Item::Table {
+                            table,
+                            renamed: alias.is_some_and(|alias| !alias.colnames.is_empty()),
+                        }),
+                    }
+                }
+                NodeEnum::RangeSubselect(subselect) => {
+                    let Some(query) = inner(&subselect.subquery) else {
+                        continue;
+                    };
+                    let alias = subselect.alias.as_ref();
+                    items.push(resolve::Item::Derived {
+                        name: alias.and_then(|alias| non_empty_str(&alias.aliasname)),
+                        colnames: colnames(&[], alias),
+                        query: (query, scope),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    items
+}
+
+/// A RangeVar's names.
+fn name_of(range: &pb::RangeVar) -> Option<Name<'_>> {
+    Some(Name {
+        schema: non_empty_str(&range.schemaname),
+        name: non_empty_str(&range.relname)?,
+        alias: range
+            .alias
+            .as_ref()
+            .and_then(|alias| non_empty_str(&alias.aliasname)),
+    })
+}
+
+/// A CTE's column names overridden position by position by an alias's.
+fn colnames<'a>(cte: &'a [pb::Node], alias: Option<&'a pb::Alias>) -> Vec<&'a str> {
+    let strings = |list: &'a [pb::Node]| -> Vec<&'a str> {
+        list.iter()
+            .filter_map(|node| match node.node.as_ref() {
+                Some(NodeEnum::String(name)) => Some(name.sval.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut names = strings(cte);
+    let alias = alias.map_or_else(Vec::new, |alias| strings(&alias.colnames));
+    for (position, name) in alias.into_iter().enumerate() {
+        match names.get_mut(position) {
+            Some(slot) => *slot = name,
+            None => names.push(name),
+        }
+    }
+    names
+}
+
+/// What resolution reads of the queries behind derived items.
+struct ProtobufBodies<'s, 'a> {
+    scopes: &'s mut Scopes<'a>,
+}
+
+impl<'a> Bodies<'a> for ProtobufBodies<'_, 'a> {
+    type Query = Derived<'a>;
+
+    fn body(&mut self, (query, scope): Derived<'a>) -> Body<'a, Derived<'a>> {
+        let mut body = Body {
+            outputs: Vec::new(),
+            passes: false,
+            items: Vec::new(),
+        };
+        let returning = |clause: &'a Option<pb::ReturningClause>| {
+            clause.as_ref().map(|clause| clause.exprs.as_slice())
+        };
+        let targets = match query {
+            NodeEnum::SelectStmt(select) if select.op() == pb::SetOperation::SetopNone => {
+                if select.values_lists.is_empty() {
+                    body.passes = passes(select);
+                    let scope = match &select.with_clause {
+                        // Bodies entered here are never evaluated as tasks:
+                        // their depth does not count.
+                        Some(with) => self.scopes.enter(with, scope, 0),
+                        None => scope,
+                    };
+                    body.items = from_items(&select.from_clause, None, scope, self.scopes);
+                }
+                Some(select.target_list.as_slice())
+            }
+            NodeEnum::SelectStmt(select) => {
+                // A set operation: its leftmost arm names the columns.
+                let mut arm: &'a pb::SelectStmt = select;
+                while arm.op() != pb::SetOperation::SetopNone {
+                    match arm.larg.as_deref() {
+                        Some(left) => arm = left,
+                        None => break,
+                    }
+                }
+                Some(arm.target_list.as_slice())
+            }
+            NodeEnum::InsertStmt(insert) => returning(&insert.returning_clause),
+            NodeEnum::UpdateStmt(update) => returning(&update.returning_clause),
+            NodeEnum::DeleteStmt(delete) => returning(&delete.returning_clause),
+            NodeEnum::MergeStmt(merge) => returning(&merge.returning_clause),
+            _ => None,
+        };
+        if let Some(targets) = targets {
+            body.outputs = targets.iter().map(output_of).collect();
+        }
+        body
+    }
+}
+
+/// A select-list item as resolution sees it.
+fn output_of(target: &pb::Node) -> Output<'_> {
+    let Some(NodeEnum::ResTarget(target)) = target.node.as_ref() else {
+        return Output::Unnamed;
+    };
+    let name = non_empty_str(&target.name);
+    if let Some(NodeEnum::ColumnRef(column)) = inner(&target.val) {
+        if let Some((last, rest)) = column.fields.split_last() {
+            let qualifier = match rest.last().and_then(|field| field.node.as_ref()) {
+                Some(NodeEnum::String(name)) => Some(name.sval.as_str()),
+                _ => None,
+            };
+            match last.node.as_ref() {
+                Some(NodeEnum::AStar(_)) => return Output::Star(qualifier),
+                Some(NodeEnum::String(column)) => {
+                    return Output::Column {
+                        name: name.unwrap_or(&column.sval),
+                        table: qualifier,
+                        column: &column.sval,
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    match name {
+        Some(name) => Output::Named(name),
+        None => Output::Unnamed,
+    }
+}
+
+/// Whether a plain SELECT's rows are each computed where their source rows
+/// live (see `resolve::Body::passes`).
+fn passes(select: &pb::SelectStmt) -> bool {
+    let distinct_on = select
+        .distinct_clause
+        .iter()
+        .any(|item| item.node.is_some());
+    if select.limit_count.is_some()
+        || select.limit_offset.is_some()
+        || distinct_on
+        || !select.window_clause.is_empty()
+    {
+        return false;
+    }
+    let mut stack = Stack::default();
+    for target in &select.target_list {
+        if let Some(node) = &target.node {
+            stack.items.push((Item::Node(node), 1));
+        }
+    }
+    while let Some((item, depth)) = stack.items.pop() {
+        if let Item::Node(NodeEnum::FuncCall(call)) = item {
+            if call.over.is_some() {
+                return false;
+            }
+        }
+        stack.depth = depth + 1;
+        item.push_children(&mut stack);
+    }
+    true
+}
+
+fn non_empty_str(text: &str) -> Option<&str> {
+    (!text.is_empty()).then_some(text)
 }
 
 /// Whether conditions hold at most [`MAX_CTE_CONDITION_NODES`] Eq, Any, And

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use super::*;
-use crate::summary::{ColumnRef, StatementKind, TableRef, Value, ValueSource};
+use crate::summary::{ColumnRef, SchemaChange, StatementKind, TableRef, Value, ValueSource};
 
 fn summary_of(sql: &str) -> Summary {
     let tree = parser_ffi::ParseTree::parse(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
@@ -89,7 +89,58 @@ fn render_statement(stmt: &StatementSummary) -> String {
     if !conditions.is_empty() {
         write!(out, " {}", conditions.join(" & ")).unwrap();
     }
+    if let Some(change) = &stmt.schema_change {
+        write!(out, " {{{}}}", render_change(change)).unwrap();
+    }
+    for write in &stmt.cte_writes {
+        let kind = if write.inserts { "inserts" } else { "writes" };
+        write!(out, " {{cte {kind} {}", render_table(&write.table)).unwrap();
+        if !write.set_columns.is_empty() {
+            write!(out, " set({})", write.set_columns.join(",")).unwrap();
+        }
+        let conditions: Vec<String> = write.conditions.iter().map(render_condition).collect();
+        if !conditions.is_empty() {
+            write!(out, " {}", conditions.join(" & ")).unwrap();
+        }
+        out.push('}');
+    }
     out
+}
+
+fn render_change(change: &SchemaChange) -> String {
+    match change {
+        SchemaChange::CreateAs {
+            table,
+            matview,
+            with_data,
+        } => {
+            let what = if *matview { "matview" } else { "table" };
+            let data = if *with_data { "" } else { " no data" };
+            format!("create {what} {}{data}", render_table(table))
+        }
+        SchemaChange::Refresh { table } => format!("refresh {}", render_table(table)),
+        SchemaChange::RenameTable { table, to } => {
+            format!("rename {} to {}", render_table(table), render_table(to))
+        }
+        SchemaChange::Columns {
+            table,
+            renamed,
+            dropped,
+            added,
+        } => {
+            let mut out = format!("columns of {}", render_table(table));
+            for (from, to) in renamed {
+                write!(out, " rename {from} to {to}").unwrap();
+            }
+            for column in dropped {
+                write!(out, " drop {column}").unwrap();
+            }
+            for column in added {
+                write!(out, " add {column}").unwrap();
+            }
+            out
+        }
+    }
 }
 
 fn render_table(table: &TableRef) -> String {
@@ -176,10 +227,13 @@ fn text(text: &str, location: i32) -> ValueSource {
 fn kinds_of_queries() {
     check("SELECT 1", "select []");
     check("SELECT * FROM t", "select [t]");
-    check("SELECT * INTO new_t FROM t", "select write [new_t, t]");
+    check(
+        "SELECT * INTO new_t FROM t",
+        "select write [new_t, t] {create table new_t}",
+    );
     check(
         "WITH d AS (DELETE FROM t WHERE id = 1 RETURNING *) SELECT * FROM d",
-        "select write [t] id = 1",
+        "select write [t] id = 1 {cte writes t id = 1}",
     );
     check(
         "WITH c AS (SELECT * FROM t WHERE id = 1) SELECT * FROM c",
@@ -245,7 +299,7 @@ fn kinds_of_explain() {
     check("EXPLAIN SELECT * INTO x FROM t", "explain write [t, x]");
     check(
         "EXPLAIN WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d",
-        "explain write [t]",
+        "explain write [t] {cte writes t}",
     );
 }
 
@@ -316,8 +370,11 @@ fn kinds_of_schema_changes() {
         "CREATE TABLE t_1 PARTITION OF t FOR VALUES IN (1)",
         "ddl write [t, t_1]",
     );
-    check("ALTER TABLE t ADD COLUMN x int", "ddl write [t]");
-    check("ALTER TABLE t RENAME TO u", "ddl write [t]");
+    check(
+        "ALTER TABLE t ADD COLUMN x int",
+        "ddl write [t] {columns of t add x}",
+    );
+    check("ALTER TABLE t RENAME TO u", "ddl write [t] {rename t to u}");
     check("DROP TABLE t", "ddl write []");
     check("CREATE INDEX i ON t (a)", "ddl write [t]");
     check("TRUNCATE t, u", "ddl write [t, u]");
@@ -328,9 +385,15 @@ fn kinds_of_schema_changes() {
         "CREATE VIEW v AS SELECT * FROM t WHERE id = 1",
         "ddl write [t, v]",
     );
-    check("CREATE TABLE x AS SELECT * FROM t", "ddl write [t, x]");
-    check("CREATE MATERIALIZED VIEW m AS SELECT 1", "ddl write [m]");
-    check("REFRESH MATERIALIZED VIEW m", "ddl write [m]");
+    check(
+        "CREATE TABLE x AS SELECT * FROM t",
+        "ddl write [t, x] {create table x}",
+    );
+    check(
+        "CREATE MATERIALIZED VIEW m AS SELECT 1",
+        "ddl write [m] {create matview m}",
+    );
+    check("REFRESH MATERIALIZED VIEW m", "ddl write [m] {refresh m}");
     check("CREATE SCHEMA s", "ddl write []");
     check("CREATE SEQUENCE s", "ddl write [s]");
     check("CREATE EXTENSION pgcrypto", "ddl write []");
@@ -455,7 +518,7 @@ fn tables_in_joins_and_subqueries() {
     );
     check(
         "SELECT * FROM t WHERE id = 1 UNION ALL SELECT * FROM u WHERE id = 2",
-        "select [t, u] (id = 1 OR id = 2)",
+        "select [t, u] (t.id = 1 OR u.id = 2)",
     );
     check(
         "SELECT * FROM generate_series(1, 10) g, unnest($1::int[]) u",
@@ -471,7 +534,7 @@ fn tables_in_joins_and_subqueries() {
 fn tables_of_writes() {
     check(
         "INSERT INTO t (a) SELECT a FROM u WHERE k = 1",
-        "insert write >t [t, u] k = 1",
+        "insert write >t [t, u] u.k = 1",
     );
     check(
         "UPDATE t SET a = u.a FROM u WHERE t.id = u.id AND t.k = $1",
@@ -819,7 +882,7 @@ fn join_quals() {
     // A subquery's join quals belong to the subquery's level.
     check(
         "SELECT * FROM t JOIN (SELECT * FROM u JOIN v ON v.k = 1) s ON s.k = 2",
-        "select [t, u, v] s.k = 2 & v.k = 1",
+        "select [t, u, v] v.k = 1 & (u.k = 2 AND v.k = 2)",
     );
 }
 
@@ -840,11 +903,11 @@ fn update_delete_merge_levels() {
     check("DELETE FROM t", "delete write >t [t]");
     check(
         "UPDATE t SET v = (SELECT v FROM u WHERE u.k = 1) WHERE k = 2",
-        "update write >t set(v) [t, u] k = 2",
+        "update write >t set(v) [t, u] t.k = 2",
     );
     check(
         "DELETE FROM t WHERE id IN (SELECT id FROM u WHERE k = $1) AND k = $1",
-        "delete write >t [t, u] k = $1",
+        "delete write >t [t, u] t.k = $1",
     );
 }
 
@@ -933,15 +996,15 @@ fn insert_without_columns_or_values() {
     check("INSERT INTO t SELECT * FROM u", "insert write >t [t, u]");
     check(
         "INSERT INTO t SELECT * FROM u WHERE k = 1",
-        "insert write >t [t, u] k = 1",
+        "insert write >t [t, u] u.k = 1",
     );
     check(
         "WITH x AS (INSERT INTO t VALUES (1) RETURNING *) SELECT * FROM x",
-        "select write no_cols [t]",
+        "select write no_cols [t] {cte inserts t}",
     );
     check(
         "WITH x AS (INSERT INTO t (id) VALUES (1) RETURNING *) SELECT * FROM x",
-        "select write [t] t.id = 1",
+        "select write [t] t.id = 1 {cte inserts t t.id = 1}",
     );
 }
 
@@ -967,20 +1030,26 @@ fn targets() {
     // Never a CTE's, nor a wrapped statement's other than EXPLAIN's.
     check(
         "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM d",
-        "select write [t] k = 1",
+        "select write [t] k = 1 {cte writes t k = 1}",
     );
     check(
         "WITH d AS (DELETE FROM t RETURNING *) INSERT INTO x SELECT * FROM d",
-        "insert write >x [t, x]",
+        "insert write >x [t, x] {cte writes t}",
     );
     check("PREPARE p AS DELETE FROM t", "other [t]");
-    check("SELECT * INTO x FROM t", "select write [t, x]");
-    check("CREATE TABLE x AS SELECT 1", "ddl write [x]");
+    check(
+        "SELECT * INTO x FROM t",
+        "select write [t, x] {create table x}",
+    );
+    check(
+        "CREATE TABLE x AS SELECT 1",
+        "ddl write [x] {create table x}",
+    );
     // The written table, even where a CTE has its name (a CTE cannot be
     // written; tables leaves the name out by its own rule).
     check(
         "WITH t AS (SELECT 1) INSERT INTO t (k) VALUES (1)",
-        "insert write >t [] t.k = 1",
+        "insert write >t []",
     );
 }
 
@@ -1019,7 +1088,7 @@ fn set_columns() {
     );
     check(
         "WITH u AS (UPDATE t SET a = 1 RETURNING *) SELECT * FROM u",
-        "select write [t]",
+        "select write [t] {cte writes t set(a)}",
     );
     check("PREPARE p AS UPDATE t SET a = 1", "other [t]");
 }
@@ -1054,11 +1123,11 @@ fn sublinks_add_nothing() {
     );
     check(
         "SELECT * FROM t WHERE k = 3 AND id IN (SELECT id FROM u WHERE k = 4)",
-        "select [t, u] k = 3",
+        "select [t, u] t.k = 3",
     );
     check(
         "UPDATE t SET a = (SELECT a FROM u WHERE k = 4) WHERE k = 3 RETURNING (SELECT 1 FROM v WHERE k = 5)",
-        "update write >t set(a) [t, u, v] k = 3",
+        "update write >t set(a) [t, u, v] t.k = 3",
     );
     check(
         "INSERT INTO t (k, a) VALUES (3, (SELECT a FROM u WHERE k = 4))",
@@ -1075,7 +1144,7 @@ fn sublinks_add_nothing() {
 fn from_subqueries_through_preserved_sides() {
     check(
         "SELECT * FROM (SELECT * FROM t WHERE k = 1) s, (SELECT * FROM u WHERE k = 2) r",
-        "select [t, u] k = 1 & k = 2",
+        "select [t, u] t.k = 1 & u.k = 2",
     );
     check(
         "SELECT * FROM v, LATERAL (SELECT * FROM t WHERE t.k = 1 AND t.a = v.a) s",
@@ -1087,7 +1156,7 @@ fn from_subqueries_through_preserved_sides() {
     );
     check(
         "SELECT * FROM (SELECT * FROM t WHERE k = 1) s LEFT JOIN v ON true",
-        "select [t, v] k = 1",
+        "select [t, v] t.k = 1",
     );
     check(
         "SELECT * FROM (SELECT * FROM t WHERE k = 1) s RIGHT JOIN v ON true",
@@ -1099,7 +1168,7 @@ fn from_subqueries_through_preserved_sides() {
     );
     check(
         "SELECT * FROM (SELECT * FROM (SELECT * FROM t WHERE k = 1) a WHERE a.b = 2) s WHERE s.c = 3",
-        "select [t] k = 1 & a.b = 2 & s.c = 3",
+        "select [t] b = 2 & c = 3 & k = 1",
     );
     check(
         "UPDATE t SET a = 1 FROM u JOIN v ON v.k = 2 WHERE t.id = u.id AND t.k = 1",
@@ -1107,7 +1176,7 @@ fn from_subqueries_through_preserved_sides() {
     );
     check(
         "UPDATE t SET a = 1 FROM (SELECT * FROM u WHERE k = 2) s WHERE t.id = s.id",
-        "update write >t set(a) [t, u] k = 2",
+        "update write >t set(a) [t, u] u.k = 2",
     );
     check(
         "DELETE FROM t USING u JOIN v ON v.k = 2 LEFT JOIN w ON w.k = 3 WHERE t.k = 1",
@@ -1127,7 +1196,7 @@ fn from_subqueries_through_preserved_sides() {
 fn set_operations() {
     check(
         "SELECT * FROM t WHERE k = 1 UNION SELECT * FROM u WHERE k = 2",
-        "select [t, u] (k = 1 OR k = 2)",
+        "select [t, u] (t.k = 1 OR u.k = 2)",
     );
     check(
         "SELECT * FROM t WHERE k = 1 UNION ALL SELECT * FROM u",
@@ -1135,11 +1204,11 @@ fn set_operations() {
     );
     check(
         "SELECT * FROM t WHERE k = 1 AND a = 2 UNION SELECT * FROM u WHERE k = 3",
-        "select [t, u] (k = 3 OR (a = 2 AND k = 1))",
+        "select [t, u] (u.k = 3 OR (t.a = 2 AND t.k = 1))",
     );
     check(
         "SELECT * FROM (SELECT * FROM t WHERE k = 1) s WHERE s.a = 2 UNION SELECT * FROM u WHERE k = 3",
-        "select [t, u] (k = 3 OR (k = 1 AND s.a = 2))",
+        "select [t, u] (u.k = 3 OR (t.a = 2 AND t.k = 1))",
     );
     // Nested set operations combine the same way.
     check(
@@ -1152,11 +1221,11 @@ fn set_operations() {
     );
     check(
         "SELECT * FROM t WHERE k = 1 INTERSECT SELECT * FROM u WHERE k = 2",
-        "select [t, u] k = 1 & k = 2",
+        "select [t, u] t.k = 1 & u.k = 2",
     );
     check(
         "SELECT * FROM t WHERE k = 1 EXCEPT SELECT * FROM u WHERE k = 2",
-        "select [t, u] k = 1",
+        "select [t, u] t.k = 1",
     );
     check(
         "SELECT * FROM t EXCEPT SELECT * FROM u WHERE k = 2",
@@ -1164,11 +1233,11 @@ fn set_operations() {
     );
     check(
         "SELECT * FROM (SELECT * FROM t WHERE k = 1 UNION SELECT * FROM t WHERE k = 2) s WHERE s.a = 3",
-        "select [t] s.a = 3 & (k = 1 OR k = 2)",
+        "select [t] (k = 1 OR k = 2)",
     );
     check(
         "INSERT INTO t (k) SELECT k FROM u WHERE k = 1 UNION SELECT k FROM v WHERE k = 2",
-        "insert write >t [t, u, v] (k = 1 OR k = 2)",
+        "insert write >t [t, u, v] (u.k = 1 OR v.k = 2)",
     );
     check("VALUES (1) UNION SELECT 1 FROM t WHERE k = 1", "select [t]");
 }
@@ -1178,7 +1247,7 @@ fn wrapped_queries() {
     check("EXPLAIN SELECT * FROM t WHERE k = 1", "explain [t] k = 1");
     check(
         "EXPLAIN CREATE TABLE x AS SELECT * FROM t WHERE k = 1",
-        "explain write [t, x] k = 1",
+        "explain write [t, x] t.k = 1",
     );
     check(
         "COPY (SELECT * FROM t WHERE k = 1) TO STDOUT",
@@ -1186,11 +1255,11 @@ fn wrapped_queries() {
     );
     check(
         "CREATE TABLE x AS SELECT * FROM t WHERE k = 1",
-        "ddl write [t, x] k = 1",
+        "ddl write [t, x] t.k = 1 {create table x}",
     );
     check(
         "CREATE MATERIALIZED VIEW m AS SELECT * FROM t WHERE k = 1",
-        "ddl write [m, t] k = 1",
+        "ddl write [m, t] t.k = 1 {create matview m}",
     );
     check(
         "DECLARE c CURSOR FOR SELECT * FROM t WHERE k = 1",
@@ -1219,7 +1288,7 @@ fn ctes_in_scope() {
     );
     check(
         "WITH c AS (SELECT * FROM t WHERE k = 1) SELECT * FROM c WHERE c.a = 2",
-        "select [t] k = 1 & c.a = 2",
+        "select [t] a = 2 & k = 1",
     );
     // Unreferenced, or only from the nullable side: nothing.
     check(
@@ -1269,7 +1338,7 @@ fn ctes_in_scope() {
     check(
         "WITH RECURSIVE r AS (SELECT * FROM t WHERE k = 1 UNION ALL SELECT * FROM r WHERE k = 1) \
          SELECT * FROM r",
-        "select [t] (k = 1 OR k = 1)",
+        "select [t]",
     );
     check(
         "WITH RECURSIVE r AS (SELECT * FROM t WHERE k = 1 UNION ALL SELECT * FROM r) SELECT * FROM r",
@@ -1284,28 +1353,28 @@ fn ctes_in_scope() {
     check(
         "WITH a AS (SELECT * FROM t WHERE k = 1), b AS (SELECT * FROM a, (SELECT * FROM u WHERE j = 2) s) \
          SELECT * FROM b",
-        "select [t, u] j = 2 & k = 1",
+        "select [t, u] t.k = 1 & u.j = 2",
     );
     // In a MERGE's source, an UPDATE's FROM, a DELETE's USING, an INSERT's SELECT.
     check(
         "WITH s AS (SELECT * FROM u WHERE k = 4) MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE",
-        "merge write >t [t, u] k = 4",
+        "merge write >t [t, u] u.k = 4",
     );
     check(
         "WITH s AS (SELECT * FROM u WHERE k = 4) UPDATE t SET a = 1 FROM s WHERE t.id = s.id",
-        "update write >t set(a) [t, u] k = 4",
+        "update write >t set(a) [t, u] u.k = 4",
     );
     check(
         "WITH s AS (SELECT * FROM u WHERE k = 4) DELETE FROM t USING s WHERE t.id = s.id",
-        "delete write >t [t, u] k = 4",
+        "delete write >t [t, u] u.k = 4",
     );
     check(
         "WITH s AS (SELECT * FROM u WHERE k = 4) INSERT INTO t SELECT * FROM s",
-        "insert write >t [t, u] k = 4",
+        "insert write >t [t, u] u.k = 4",
     );
     check(
         "INSERT INTO t WITH s AS (SELECT * FROM u WHERE k = 4) SELECT * FROM s",
-        "insert write >t [t, u] k = 4",
+        "insert write >t [t, u] u.k = 4",
     );
 }
 
@@ -1313,31 +1382,31 @@ fn ctes_in_scope() {
 fn data_modifying_ctes() {
     check(
         "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM u",
-        "select write [t, u] k = 1",
+        "select write [t, u] {cte writes t t.k = 1}",
     );
     check(
         "WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT * FROM d",
-        "select write [t] k = 1",
+        "select write [t] k = 1 {cte writes t k = 1}",
     );
     check(
         "WITH u AS (UPDATE t SET a = 1 WHERE k = $1 RETURNING *) SELECT * FROM u WHERE a = 2",
-        "select write [t] a = 2 & k = $1",
+        "select write [t] k = $1 {cte writes t set(a) k = $1}",
     );
     check(
         "WITH i AS (INSERT INTO t (k) VALUES (1), (2) RETURNING *) SELECT 1",
-        "select write [t] (t.k = 1 OR t.k = 2)",
+        "select write [t] {cte inserts t (t.k = 1 OR t.k = 2)}",
     );
     check(
         "WITH i AS (INSERT INTO t VALUES (1) RETURNING *) SELECT 1",
-        "select write no_cols [t]",
+        "select write no_cols [t] {cte inserts t}",
     );
     check(
         "WITH m AS (DELETE FROM t WHERE k = $1 RETURNING *) INSERT INTO archive (k) SELECT k FROM m",
-        "insert write >archive [archive, t] k = $1",
+        "insert write >archive [archive, t] t.k = $1 {cte writes t t.k = $1}",
     );
     check(
         "WITH a AS (DELETE FROM t WHERE k = 1), b AS (UPDATE u SET x = 1 WHERE k = 2) SELECT 1",
-        "select write [t, u] k = 1 & k = 2",
+        "select write [t, u] {cte writes t t.k = 1} {cte writes u set(x) u.k = 2}",
     );
     // Only the top-level WITH's (and sublinks never contribute).
     check(
@@ -1346,7 +1415,7 @@ fn data_modifying_ctes() {
     );
     check(
         "EXPLAIN WITH d AS (DELETE FROM t WHERE k = 1 RETURNING *) SELECT 1",
-        "explain write [t] k = 1",
+        "explain write [t] {cte writes t k = 1}",
     );
 }
 
@@ -1371,23 +1440,19 @@ fn cte_conditions_are_capped_where_referenced() {
         list(within + 1)
     );
     check(&sql, "select [t]");
-    // Not the data-modifying ones of the top-level WITH.
-    let sql = format!(
+    // The data-modifying ones of the top-level WITH keep theirs whole, as
+    // their writes' (capped where referenced, like any).
+    for sql in [
         "WITH d AS (DELETE FROM t WHERE k IN ({}) RETURNING *) SELECT * FROM u",
-        list(within + 1)
-    );
-    let summary = summary_of(&sql);
-    assert!(
-        matches!(&summary.statements[0].conditions[..], [Condition::Or(any)] if any.len() == within + 1)
-    );
-    let sql = format!(
         "WITH d AS (DELETE FROM t WHERE k IN ({}) RETURNING *) SELECT * FROM d, d e",
-        list(within + 1)
-    );
-    let summary = summary_of(&sql);
-    assert!(
-        matches!(&summary.statements[0].conditions[..], [Condition::Or(any)] if any.len() == within + 1)
-    );
+    ] {
+        let summary = summary_of(&sql.replace("{}", &list(within + 1)));
+        let stmt = &summary.statements[0];
+        assert!(stmt.conditions.is_empty());
+        assert!(
+            matches!(&stmt.cte_writes[0].conditions[..], [Condition::Or(any)] if any.len() == within + 1)
+        );
+    }
     // CTEs doubling each other's conditions stop growing at the cap.
     let mut sql = "WITH RECURSIVE c0 AS (SELECT * FROM t WHERE k = 1)".to_owned();
     for i in 1..40 {
@@ -1402,6 +1467,245 @@ fn cte_conditions_are_capped_where_referenced() {
     sql.push_str(" SELECT * FROM c39");
     let summary = summarize_on_small_stack(sql).unwrap().unwrap();
     assert!(summary.statements[0].conditions.len() < MAX_CTE_CONDITION_NODES);
+}
+
+/// What schema changes do to a table's placement.
+#[test]
+fn schema_changes() {
+    check(
+        "CREATE TEMP TABLE IF NOT EXISTS s.x (a, b) AS SELECT * FROM t WITH NO DATA",
+        "ddl write [t, s.x] {create table s.x no data}",
+    );
+    check(
+        "CREATE UNLOGGED TABLE x AS SELECT * FROM t WHERE k = 1",
+        "ddl write [t, x] t.k = 1 {create table x}",
+    );
+    check(
+        "CREATE MATERIALIZED VIEW m AS SELECT * FROM t WITH NO DATA",
+        "ddl write [m, t] {create matview m no data}",
+    );
+    check(
+        "SELECT k INTO TEMP x FROM t UNION SELECT k FROM u",
+        "select write [t, u, x] {create table x}",
+    );
+    check(
+        "EXPLAIN ANALYZE CREATE TABLE x AS SELECT * FROM t",
+        "explain write [t, x] {create table x}",
+    );
+    check(
+        "EXPLAIN (ANALYZE, COSTS false) SELECT * INTO x FROM t",
+        "explain write [t, x] {create table x}",
+    );
+    check(
+        "EXPLAIN (ANALYZE false) CREATE TABLE x AS SELECT * FROM t",
+        "explain write [t, x]",
+    );
+    check(
+        "EXPLAIN CREATE TABLE x AS SELECT * FROM t",
+        "explain write [t, x]",
+    );
+    check(
+        "REFRESH MATERIALIZED VIEW CONCURRENTLY s.m",
+        "ddl write [s.m] {refresh s.m}",
+    );
+    check("REFRESH MATERIALIZED VIEW m WITH NO DATA", "ddl write [m]");
+    check(
+        "ALTER TABLE IF EXISTS s.t RENAME TO u",
+        "ddl write [s.t] {rename s.t to s.u}",
+    );
+    check(
+        "ALTER MATERIALIZED VIEW m RENAME TO n",
+        "ddl write [m] {rename m to n}",
+    );
+    check(
+        "ALTER FOREIGN TABLE f SET SCHEMA s",
+        "ddl write [f] {rename f to s.f}",
+    );
+    check(
+        "ALTER TABLE t SET SCHEMA s",
+        "ddl write [t] {rename t to s.t}",
+    );
+    check("ALTER VIEW v RENAME TO w", "ddl write [v]");
+    check("ALTER SEQUENCE q RENAME TO r", "ddl write [q]");
+    check(
+        "ALTER TABLE t RENAME COLUMN k TO j",
+        "ddl write [t] {columns of t rename k to j}",
+    );
+    check(
+        "ALTER TABLE t RENAME k TO j",
+        "ddl write [t] {columns of t rename k to j}",
+    );
+    check(
+        "ALTER TABLE t DROP COLUMN k, DROP COLUMN IF EXISTS a, ADD COLUMN z int, ADD b int",
+        "ddl write [t] {columns of t drop a drop k add b add z}",
+    );
+    check("ALTER TABLE t ALTER COLUMN k SET NOT NULL", "ddl write [t]");
+    check("ALTER TABLE t RENAME CONSTRAINT c TO d", "ddl write [t]");
+}
+
+/// Condition columns resolved to the level's own tables: written as is
+/// when the level's tables are the statement's, qualified so that the
+/// router finds the same table otherwise, followed through the plain
+/// outputs of FROM subqueries and CTEs, dropped when they are no table's.
+#[test]
+fn resolution() {
+    // The level's tables are the statement's: as written.
+    check("SELECT * FROM t WHERE k = 1", "select [t] k = 1");
+    check("SELECT * FROM t, u WHERE k = 1", "select [t, u] k = 1");
+    // Not: qualified, once per table of the level.
+    check(
+        "SELECT * FROM t, u WHERE k = 1 AND EXISTS (SELECT 1 FROM v)",
+        "select [t, u, v] (t.k = 1 AND u.k = 1)",
+    );
+    check(
+        "SELECT * FROM t WHERE k IN (1, 2) AND a IN (SELECT a FROM v)",
+        "select [t, v] (t.k = 1 OR t.k = 2)",
+    );
+    // Through a subquery: its output's column, at its level.
+    check(
+        "SELECT * FROM (SELECT k AS x, v AS k FROM t) s WHERE k = 1",
+        "select [t] v = 1",
+    );
+    check(
+        "SELECT * FROM (SELECT k AS x, v AS k FROM t) s WHERE s.x = 1",
+        "select [t] k = 1",
+    );
+    check(
+        "SELECT * FROM (SELECT t.k AS x FROM t, u) s WHERE x = 1",
+        "select [t, u] t.k = 1",
+    );
+    check(
+        "SELECT * FROM (SELECT * FROM t) s WHERE k = 1",
+        "select [t] k = 1",
+    );
+    check(
+        "SELECT * FROM (SELECT a.* FROM t a, u b) s WHERE k = 1",
+        "select [t a, u b] a.k = 1",
+    );
+    check(
+        "SELECT * FROM (SELECT * FROM t, u) s WHERE k = 1 AND EXISTS (SELECT 1 FROM v)",
+        "select [t, u, v] (t.k = 1 AND u.k = 1)",
+    );
+    // Several levels down, and the columns of CTEs.
+    check(
+        "SELECT * FROM (SELECT x AS y FROM (SELECT k AS x FROM t) a) b WHERE y = 1",
+        "select [t] k = 1",
+    );
+    check(
+        "WITH c (x, y) AS (SELECT k, v FROM t) SELECT * FROM c WHERE y = 1",
+        "select [t] v = 1",
+    );
+    check(
+        "WITH c (x, y) AS (SELECT k, v FROM t) SELECT * FROM c AS d (k) WHERE d.k = 1",
+        "select [t] k = 1",
+    );
+    check(
+        "WITH c AS (SELECT * FROM t) SELECT * FROM c AS d (k) WHERE k = 1",
+        "select [t]",
+    );
+    // Computed outputs, LIMIT, OFFSET, windows, DISTINCT ON, set operations
+    // and data-modifying CTEs pass no column through.
+    for query in [
+        "SELECT k + 0 AS k FROM t",
+        "SELECT * FROM t LIMIT 5",
+        "SELECT * FROM t OFFSET 5",
+        "SELECT k, rank() OVER (ORDER BY v) FROM t",
+        "SELECT k FROM t WINDOW w AS (ORDER BY v)",
+        "SELECT DISTINCT ON (v) k FROM t",
+        "SELECT k FROM t UNION ALL SELECT k FROM t",
+    ] {
+        let sql = format!("SELECT * FROM ({query}) s WHERE k = 1");
+        check(&sql, "select [t]");
+    }
+    check("SELECT * FROM (VALUES (1)) s (k) WHERE k = 1", "select []");
+    check(
+        "SELECT * FROM (SELECT DISTINCT k FROM t GROUP BY k) s WHERE k = 1",
+        "select [t] k = 1",
+    );
+    check(
+        "WITH d AS (DELETE FROM t RETURNING k) SELECT * FROM d WHERE k = 1",
+        "select write [t] {cte writes t}",
+    );
+    // A derived item that certainly outputs the column has it (else
+    // Postgres finds it ambiguous); otherwise the tables' and the stars'.
+    check(
+        "SELECT * FROM u, (SELECT v AS k FROM t) s WHERE k = 1",
+        "select [t, u] t.v = 1",
+    );
+    check(
+        "SELECT * FROM u, (SELECT count(*) AS k FROM t) s WHERE k = 1",
+        "select [t, u]",
+    );
+    check(
+        "SELECT * FROM u, (SELECT * FROM t) s WHERE k = 1",
+        "select [t, u] (t.k = 1 AND u.k = 1)",
+    );
+    check(
+        "SELECT * FROM (SELECT k FROM t) a, (SELECT k FROM u) b WHERE k = 1",
+        "select [t, u]",
+    );
+    // Tables with column aliases, functions, joins' aliases: no key.
+    check("SELECT * FROM t a (x, k) WHERE k = 1", "select [t a]");
+    check("SELECT * FROM t a (x, k) WHERE a.k = 1", "select [t a]");
+    check(
+        "SELECT * FROM generate_series(1, 2) AS s (k), t WHERE s.k = 1",
+        "select [t]",
+    );
+    check(
+        "SELECT * FROM (t JOIN u USING (id)) AS j WHERE j.k = 1",
+        "select [t, u]",
+    );
+    // An enclosing level's column restricts nothing here.
+    check(
+        "SELECT * FROM t, LATERAL (SELECT * FROM u WHERE t.k = 1) s",
+        "select [t, u]",
+    );
+    // A qualifier the router would find on another table: dropped.
+    check(
+        "SELECT * FROM (SELECT k AS x FROM t s) a, u s WHERE a.x = 1",
+        "select [t s, u s]",
+    );
+    check(
+        "SELECT * FROM t WHERE t.k = 1 UNION ALL SELECT * FROM u t WHERE t.k = 2",
+        "select [t, u t]",
+    );
+    // Many tables (looked up through an index).
+    check(
+        "SELECT * FROM t0, t1, t2, t3, t4, t5, t6, t7, t8 a WHERE t3.k = 1 AND a.k = 2 \
+         UNION ALL SELECT * FROM (SELECT k AS j FROM u b) s WHERE j = 3",
+        "select [t0, t1, t2, t3, t4, t5, t6, t7, t8 a, u b] (b.k = 3 OR (a.k = 2 AND t3.k = 1))",
+    );
+    check(
+        "SELECT * FROM t0, t1, t2, t3, t4, t5, t6, t7, t8 a WHERE a.k = 2 \
+         UNION ALL SELECT * FROM (SELECT k AS j FROM u a) s WHERE j = 3",
+        "select [t0, t1, t2, t3, t4, t5, t6, t7, t8 a, u a]",
+    );
+    // An UPDATE's, DELETE's and MERGE's target is an item of its level.
+    check(
+        "UPDATE t SET a = 1 FROM (SELECT v AS k FROM u) s WHERE t.k = 1 AND s.k = 2",
+        "update write >t set(a) [t, u] (t.k = 1 AND u.v = 2)",
+    );
+    check(
+        "DELETE FROM t x USING (SELECT * FROM u) s WHERE x.k = s.k AND s.k = 2",
+        "delete write >t x [t x, u] u.k = 2",
+    );
+    check(
+        "MERGE INTO t USING (SELECT k AS j FROM u) s ON t.k = 1 AND s.j = 2 WHEN MATCHED THEN DELETE",
+        "merge write >t [t, u] (t.k = 1 AND u.k = 2)",
+    );
+    // INSERT VALUES: the target, unless its name is another table's alias.
+    check(
+        "INSERT INTO t (k) SELECT 1 FROM u t",
+        "insert write >t [t, u t]",
+    );
+    check(
+        "INSERT INTO t (k) VALUES (1) RETURNING (SELECT 1 FROM u t)",
+        "insert write >t [t, u t]",
+    );
+    check(
+        "INSERT INTO t (k) VALUES (1) RETURNING (SELECT 1 FROM u)",
+        "insert write >t [t, u] t.k = 1",
+    );
 }
 
 /// The statements of the messaging workload (DESIGN.md §5).
@@ -1423,7 +1727,7 @@ fn messaging_workload() {
         "UPDATE consumer_offsets SET next_offset = LEAST(next_offset + $3, \
          (SELECT next FROM counters WHERE partition_id = $2)) \
          WHERE group_id = $1 AND partition_id = $2 RETURNING next_offset",
-        "update write >consumer_offsets set(next_offset) [consumer_offsets, counters] (group_id = $1 AND partition_id = $2)",
+        "update write >consumer_offsets set(next_offset) [consumer_offsets, counters] (consumer_offsets.group_id = $1 AND consumer_offsets.partition_id = $2)",
     );
     check(
         "SELECT off, payload FROM events_p7 WHERE off BETWEEN $1 AND $2 ORDER BY off",
@@ -1449,7 +1753,7 @@ fn messaging_workload() {
         "WITH m AS (DELETE FROM queue WHERE id = (SELECT id FROM queue ORDER BY id \
          FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING *) \
          INSERT INTO queue_archive (id, payload) SELECT id, payload FROM m",
-        "insert write locking >queue_archive [queue, queue_archive]",
+        "insert write locking >queue_archive [queue, queue_archive] {cte writes queue}",
     );
 }
 
@@ -1514,6 +1818,8 @@ fn summary_fields_in_full() {
                 sublinks: None,
                 joins: None,
                 calls: Vec::new(),
+                schema_change: None,
+                cte_writes: Vec::new(),
             },
             StatementSummary {
                 kind: StatementKind::Commit,
@@ -1528,6 +1834,8 @@ fn summary_fields_in_full() {
                 sublinks: None,
                 joins: None,
                 calls: Vec::new(),
+                schema_change: None,
+                cte_writes: Vec::new(),
             },
         ]
     );

@@ -21,17 +21,19 @@ use parser_ffi::protobuf::{
     VariableSetKind,
 };
 use parser_ffi::view::{
-    self, AConst, ConstValue, InsertStmt, List, Node, NodeRef, SelectStmt, TypeName,
-    VariableSetStmt, Walk, WithClause,
+    self, AConst, Alias, ConstValue, InsertStmt, List, Node, NodeRef, RangeVar, SelectStmt,
+    TypeName, VariableSetStmt, Walk, WithClause,
 };
 use parser_ffi::ParseTree;
 
 mod joins_view;
+mod schema_view;
 mod sublinks_view;
 
+use super::resolve::{Bodies, Body, Item, Name, Output, Resolver, StatementTables};
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    Argument, Call, ColumnRef, Condition, InlineCode, SessionEffect, StatementKind,
+    Argument, Call, ColumnRef, Condition, CteWrite, InlineCode, SessionEffect, StatementKind,
     StatementSummary, Summary, TableRef, Value, ValueSource,
 };
 
@@ -63,6 +65,8 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
                 sublinks: None,
                 joins: None,
                 calls: Vec::new(),
+                schema_change: None,
+                cte_writes: Vec::new(),
             },
         };
         statements.push(summary);
@@ -133,6 +137,8 @@ fn statement<'a>(
     sinks.clear();
     joins.clear();
     scopes.clear();
+    let tables = without_ctes(found.tables, found.cte_names);
+    let statement_tables = StatementTables::new(&tables);
     let (conditions, insert_without_columns) = match own_query(stmt) {
         Some(query) => Levels {
             tasks: &mut *tasks,
@@ -141,12 +147,13 @@ fn statement<'a>(
             joins: &mut *joins,
             scopes: &mut *scopes,
             booleans: &mut *booleans,
+            tables: &statement_tables,
             insert_without_columns: false,
         }
         .run(query)?,
         None => (Vec::new(), false),
     };
-    let tables = without_ctes(found.tables, found.cte_names);
+    let cte_writes = cte_writes(scopes);
     let join_levels = if found.join {
         joins_view::joins(stmt, stack, booleans)?
     } else {
@@ -160,6 +167,7 @@ fn statement<'a>(
             joins,
             scopes,
             booleans,
+            tables: &statement_tables,
         };
         let is_cte = |name: &str| cte_names.binary_search(&name).is_ok();
         Some(Box::new(sublinks_view::sublinks(stmt, passes, is_cte)?))
@@ -179,6 +187,8 @@ fn statement<'a>(
         sublinks,
         joins: join_levels,
         calls: found.calls,
+        schema_change: schema_view::schema_change(stmt),
+        cte_writes,
     })
 }
 
@@ -612,6 +622,27 @@ fn call_of(call: view::FuncCall<'_>) -> Option<Call> {
     Some(Call { schema, name, args })
 }
 
+/// The writes of the data-modifying CTEs the condition pass evaluated
+/// (those of the statement's own WITH: Postgres allows no others).
+fn cte_writes(scopes: &Scopes<'_>) -> Vec<CteWrite> {
+    scopes
+        .ctes
+        .iter()
+        .filter_map(|cte| {
+            let body = cte.body.filter(|body| is_data_modifying(*body))?;
+            let CteState::Done { conditions, .. } = &cte.state else {
+                return None;
+            };
+            Some(CteWrite {
+                inserts: matches!(body.kind(), NodeRef::InsertStmt(_) | NodeRef::MergeStmt(_)),
+                table: target(body)?,
+                set_columns: set_columns(body),
+                conditions: conditions.clone(),
+            })
+        })
+        .collect()
+}
+
 fn is_data_modifying(query: Node<'_>) -> bool {
     matches!(
         query.kind(),
@@ -642,6 +673,8 @@ struct Levels<'s, 'a> {
     joins: &'s mut Vec<Node<'a>>,
     scopes: &'s mut Scopes<'a>,
     booleans: &'s mut Booleans<'a>,
+    /// The statement's tables, for resolving condition columns.
+    tables: &'s StatementTables<'s>,
     insert_without_columns: bool,
 }
 
@@ -670,12 +703,8 @@ enum Task<'a> {
     },
     /// A CTE's body is done; its conditions are in sink `body`.
     CteDone { cte: usize, body: usize },
-    /// Add a CTE's conditions to `sink` (capped unless `always`).
-    AddCte {
-        cte: usize,
-        sink: usize,
-        always: bool,
-    },
+    /// Add a CTE's conditions to `sink` (capped).
+    AddCte { cte: usize, sink: usize },
 }
 
 /// The statement's own sink.
@@ -707,7 +736,7 @@ impl<'a> Levels<'_, 'a> {
                     depth,
                     sink,
                 } => self.query(query, scope, false, depth, sink)?,
-                Task::Reference { cte, depth, sink } => self.reference(cte, depth, sink, false),
+                Task::Reference { cte, depth, sink } => self.reference(cte, depth, sink),
                 Task::Union { left, right, sink } => {
                     let left = and_all(std::mem::take(self.sink(left)));
                     let right = and_all(std::mem::take(self.sink(right)));
@@ -720,7 +749,7 @@ impl<'a> Levels<'_, 'a> {
                     let nodes = count_nodes(&conditions);
                     self.scopes.ctes[cte].state = CteState::Done { conditions, nodes };
                 }
-                Task::AddCte { cte, sink, always } => self.add_cte(cte, sink, always),
+                Task::AddCte { cte, sink } => self.add_cte(cte, sink),
             }
         }
         Ok((self.out, self.insert_without_columns))
@@ -756,7 +785,7 @@ impl<'a> Levels<'_, 'a> {
         }
         // Tasks pushed last run first: a WITH's data-modifying CTEs are
         // pushed after what the query leads to.
-        let (with, own_expr, from) = match query.kind() {
+        let (with, own_expr, from, target) = match query.kind() {
             NodeRef::SelectStmt(select) => {
                 let scope = self.enter(select.with_clause(), scope);
                 let (larg, rarg) = (select.larg(), select.rarg());
@@ -783,11 +812,11 @@ impl<'a> Levels<'_, 'a> {
                         self.tasks.extend(larg.map(|larg| arm(larg, sink)));
                     }
                     _ => {
-                        let from = select.from_clause().iter();
-                        self.level(select.where_clause(), from, scope, depth, sink)?;
+                        let from = FromItems::List(select.from_clause());
+                        self.level(select.where_clause(), from, None, scope, depth, sink)?;
                     }
                 }
-                self.data_modifying_ctes(top, scope, depth, sink);
+                self.data_modifying_ctes(top, scope, depth);
                 return Ok(());
             }
             NodeRef::InsertStmt(insert) => {
@@ -800,44 +829,45 @@ impl<'a> Levels<'_, 'a> {
                     // VALUES, done; or DEFAULT VALUES.
                     _ => {}
                 }
-                self.data_modifying_ctes(top, scope, depth, sink);
+                self.data_modifying_ctes(top, scope, depth);
                 return Ok(());
             }
             NodeRef::UpdateStmt(update) => (
                 update.with_clause(),
                 update.where_clause(),
                 FromItems::List(update.from_clause()),
+                update.relation(),
             ),
             NodeRef::DeleteStmt(delete) => (
                 delete.with_clause(),
                 delete.where_clause(),
                 FromItems::List(delete.using_clause()),
+                delete.relation(),
             ),
             NodeRef::MergeStmt(merge) => (
                 merge.with_clause(),
                 merge.join_condition(),
                 FromItems::One(merge.source_relation()),
+                merge.relation(),
             ),
             _ => return Ok(()),
         };
         let scope = self.enter(with, scope);
-        match from {
-            FromItems::List(items) => self.level(own_expr, items.iter(), scope, depth, sink)?,
-            FromItems::One(item) => {
-                self.level(own_expr, std::iter::once(item), scope, depth, sink)?
-            }
-        }
-        self.data_modifying_ctes(top, scope, depth, sink);
+        self.level(own_expr, from, target, scope, depth, sink)?;
+        self.data_modifying_ctes(top, scope, depth);
         Ok(())
     }
 
     /// A level's own condition (`expr` AND-ed with the quals of the INNER
-    /// joins of its FROM reached through preserved sides) goes to `sink`;
-    /// the FROM's subqueries and CTE references become tasks, run in order.
+    /// joins of its FROM reached through preserved sides), its columns
+    /// resolved against the level's FROM items and `target` (an UPDATE's,
+    /// DELETE's or MERGE's), goes to `sink`; the FROM's subqueries and CTE
+    /// references become tasks, run in order.
     fn level(
         &mut self,
         expr: Option<Node<'a>>,
-        from: impl Iterator<Item = Option<Node<'a>>>,
+        from: FromItems<'a>,
+        target: Option<RangeVar<'a>>,
         scope: Scope,
         depth: usize,
         sink: usize,
@@ -845,7 +875,7 @@ impl<'a> Levels<'_, 'a> {
         let mut own = Gathered::Empty;
         self.expression(expr, &mut own)?;
         let start = self.tasks.len();
-        for item in from.flatten() {
+        for item in from.nodes().flatten() {
             // Join trees nest as deep as they have joins: a stack. Right
             // sides are pushed first, so left ones are read first.
             self.joins.push(item);
@@ -887,7 +917,14 @@ impl<'a> Levels<'_, 'a> {
             }
         }
         self.tasks[start..].reverse();
-        self.sink(sink).extend(own.into_and());
+        if let Some(own) = own.into_and() {
+            let items = from_items(from.nodes().flatten(), target, scope, self.scopes);
+            let mut bodies = ViewBodies {
+                scopes: &mut *self.scopes,
+            };
+            let resolved = Resolver::new(items, &mut bodies, self.tables).condition(own);
+            self.sink(sink).extend(resolved);
+        }
         Ok(())
     }
 
@@ -923,7 +960,14 @@ impl<'a> Levels<'_, 'a> {
                 None => return true,
             }
         }
-        self.sink(sink).extend(any.into_or());
+        if let Some(rows) = any.into_or() {
+            let items = from_items(std::iter::empty(), target, None, self.scopes);
+            let mut bodies = ViewBodies {
+                scopes: &mut *self.scopes,
+            };
+            let resolved = Resolver::new(items, &mut bodies, self.tables).condition(rows);
+            self.sink(sink).extend(resolved);
+        }
         true
     }
 
@@ -948,9 +992,11 @@ impl<'a> Levels<'_, 'a> {
         }
     }
 
-    /// At the top, the data-modifying CTEs of the WITH just entered
-    /// contribute, referenced or not (pushed last: they run first, in order).
-    fn data_modifying_ctes(&mut self, top: bool, scope: Scope, depth: usize, sink: usize) {
+    /// At the top, the data-modifying CTEs of the WITH just entered are
+    /// evaluated, referenced or not (pushed last: they run first, in
+    /// order): their conditions are their writes' (`cte_writes`), added to
+    /// a level only where a contributing FROM references them.
+    fn data_modifying_ctes(&mut self, top: bool, scope: Scope, depth: usize) {
         let Some(position) = scope.filter(|_| top) else {
             return;
         };
@@ -958,36 +1004,43 @@ impl<'a> Levels<'_, 'a> {
             return;
         };
         for cte in (with.first..with.first + with.len).rev() {
-            if self.scopes.ctes[cte].body.is_some_and(is_data_modifying) {
-                self.reference(cte, depth, sink, true);
+            let modifying = self.scopes.ctes[cte].body.is_some_and(is_data_modifying);
+            if modifying && matches!(self.scopes.ctes[cte].state, CteState::Pending) {
+                self.scopes.ctes[cte].state = CteState::Running;
+                self.evaluate(cte, depth);
             }
+        }
+    }
+
+    /// Queue the evaluation of CTE `cte`'s body (its state is Running).
+    fn evaluate(&mut self, cte: usize, depth: usize) {
+        let body = self.new_sink();
+        self.tasks.push(Task::CteDone { cte, body });
+        if let Some(query) = self.scopes.ctes[cte].body {
+            self.tasks.push(Task::Query {
+                query,
+                scope: self.scopes.body_scope(cte),
+                depth: depth + 1,
+                sink: body,
+            });
         }
     }
 
     /// CTE number `cte` contributes to `sink`: evaluate its body first if
     /// not done yet; while it is being evaluated, a reference adds nothing.
-    fn reference(&mut self, cte: usize, depth: usize, sink: usize, always: bool) {
+    fn reference(&mut self, cte: usize, depth: usize, sink: usize) {
         match self.scopes.ctes[cte].state {
             CteState::Pending => {
                 self.scopes.ctes[cte].state = CteState::Running;
-                let body = self.new_sink();
-                self.tasks.push(Task::AddCte { cte, sink, always });
-                self.tasks.push(Task::CteDone { cte, body });
-                if let Some(query) = self.scopes.ctes[cte].body {
-                    self.tasks.push(Task::Query {
-                        query,
-                        scope: self.scopes.body_scope(cte),
-                        depth: depth + 1,
-                        sink: body,
-                    });
-                }
+                self.tasks.push(Task::AddCte { cte, sink });
+                self.evaluate(cte, depth);
             }
             CteState::Running => {}
-            CteState::Done { .. } => self.add_cte(cte, sink, always),
+            CteState::Done { .. } => self.add_cte(cte, sink),
         }
     }
 
-    fn add_cte(&mut self, cte: usize, sink: usize, always: bool) {
+    fn add_cte(&mut self, cte: usize, sink: usize) {
         let sinks = &mut *self.sinks;
         let target = match sink.checked_sub(1).and_then(|index| sinks.get_mut(index)) {
             Some(target) => target,
@@ -1004,7 +1057,7 @@ impl<'a> Levels<'_, 'a> {
             return;
         }
         if let CteState::Done { conditions, nodes } = &entry.state {
-            if always || *nodes <= MAX_CTE_CONDITION_NODES {
+            if *nodes <= MAX_CTE_CONDITION_NODES {
                 target.extend(conditions.iter().cloned());
                 if sink == OUT {
                     entry.in_out = run;
@@ -1016,9 +1069,20 @@ impl<'a> Levels<'_, 'a> {
 
 /// A level's FROM: a list (SELECT, UPDATE, DELETE's USING) or one item (a
 /// MERGE's source).
+#[derive(Clone, Copy)]
 enum FromItems<'a> {
     List(List<'a>),
     One(Option<Node<'a>>),
+}
+
+impl<'a> FromItems<'a> {
+    fn nodes(self) -> impl Iterator<Item = Option<Node<'a>>> {
+        let (list, one) = match self {
+            FromItems::List(list) => (Some(list), None),
+            FromItems::One(node) => (None, Some(node)),
+        };
+        list.into_iter().flat_map(List::iter).chain(one)
+    }
 }
 
 /// A list of conditions AND-ed: one as is, none gives none.
@@ -1054,6 +1118,8 @@ struct Scopes<'a> {
 
 struct Cte<'a> {
     body: Option<Node<'a>>,
+    /// Its column names (`WITH c (a, b) AS ...`).
+    colnames: List<'a>,
     group: usize,
     state: CteState,
     /// The run (see [`Scopes::run`]) whose own list its conditions were
@@ -1096,6 +1162,7 @@ impl<'a> Scopes<'a> {
                 self.by_name.push((name, self.ctes.len()));
                 self.ctes.push(Cte {
                     body: cte.ctequery(),
+                    colnames: cte.aliascolnames(),
                     group,
                     state: CteState::Pending,
                     in_out: 0,
@@ -1145,6 +1212,222 @@ impl<'a> Scopes<'a> {
         }
         None
     }
+}
+
+/// A query behind a derived item, and the CTEs it sees.
+type Query<'a> = (Node<'a>, Scope);
+
+/// A level's FROM items for resolution (see [`super::resolve`]): `target`
+/// (an UPDATE's, DELETE's, MERGE's or INSERT's relation) first, then the
+/// leaves of `from`'s join trees, left to right.
+fn from_items<'a>(
+    from: impl Iterator<Item = Node<'a>>,
+    target: Option<RangeVar<'a>>,
+    scope: Scope,
+    scopes: &Scopes<'a>,
+) -> Vec<Item<'a, Query<'a>>> {
+    let mut items = Vec::new();
+    if let Some(table) = target.and_then(name_of) {
+        items.push(Item::Table {
+            table,
+            renamed: false,
+        });
+    }
+    // Join trees: left sides followed at once, right ones stacked (so a
+    // FROM without joins allocates nothing here).
+    let mut pending: Vec<Node<'a>> = Vec::new();
+    for top in from {
+        let mut next = Some(top);
+        while let Some(node) = next.take().or_else(|| pending.pop()) {
+            match node.kind() {
+                NodeRef::JoinExpr(join) => {
+                    pending.extend(join.rarg());
+                    next = join.larg();
+                }
+                NodeRef::RangeTableSample(sample) => next = sample.relation(),
+                NodeRef::RangeVar(range) => {
+                    let Some(table) = name_of(range) else {
+                        continue;
+                    };
+                    let cte = match table.schema {
+                        None => scopes.find(scope, table.name),
+                        Some(_) => None,
+                    };
+                    let alias = range.alias();
+                    match cte {
+                        Some(cte) => {
+                            let Some(body) = scopes.ctes[cte].body else {
+                                continue;
+                            };
+                            items.push(Item::Derived {
+                                name: Some(table.alias.unwrap_or(table.name)),
+                                colnames: colnames(Some(scopes.ctes[cte].colnames), alias),
+                                query: (body, scopes.body_scope(cte)),
+                            });
+                        }
+                        None => items.push(Item::Table {
+                            table,
+                            renamed: alias.is_some_and(|alias| !alias.colnames().is_empty()),
+                        }),
+                    }
+                }
+                NodeRef::RangeSubselect(subselect) => {
+                    let Some(query) = subselect.subquery() else {
+                        continue;
+                    };
+                    let alias = subselect.alias();
+                    items.push(Item::Derived {
+                        name: alias.and_then(|alias| alias.aliasname()),
+                        colnames: colnames(None, alias),
+                        query: (query, scope),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    items
+}
+
+/// A RangeVar's names.
+fn name_of(range: RangeVar<'_>) -> Option<Name<'_>> {
+    Some(Name {
+        schema: range.schemaname(),
+        name: range.relname()?,
+        alias: range.alias().and_then(|alias| alias.aliasname()),
+    })
+}
+
+/// A CTE's column names overridden position by position by an alias's.
+fn colnames<'a>(cte: Option<List<'a>>, alias: Option<Alias<'a>>) -> Vec<&'a str> {
+    let strings = |list: List<'a>| -> Vec<&'a str> {
+        list.iter()
+            .flatten()
+            .filter_map(|node| match node.kind() {
+                NodeRef::String(name) => name.sval(),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut names = cte.map_or_else(Vec::new, strings);
+    let alias = alias.map_or_else(Vec::new, |alias| strings(alias.colnames()));
+    for (position, name) in alias.into_iter().enumerate() {
+        match names.get_mut(position) {
+            Some(slot) => *slot = name,
+            None => names.push(name),
+        }
+    }
+    names
+}
+
+/// What resolution reads of the queries behind derived items.
+struct ViewBodies<'s, 'a> {
+    scopes: &'s mut Scopes<'a>,
+}
+
+impl<'a> Bodies<'a> for ViewBodies<'_, 'a> {
+    type Query = Query<'a>;
+
+    fn body(&mut self, (query, scope): Query<'a>) -> Body<'a, Query<'a>> {
+        let mut body = Body {
+            outputs: Vec::new(),
+            passes: false,
+            items: Vec::new(),
+        };
+        let targets = match query.kind() {
+            NodeRef::SelectStmt(select) if select.op() == SetOperation::SetopNone => {
+                if select.values_lists().is_empty() {
+                    body.passes = passes(select);
+                    let scope = match select.with_clause() {
+                        Some(with) => self.scopes.enter(with, scope),
+                        None => scope,
+                    };
+                    let from = select.from_clause().iter().flatten();
+                    body.items = from_items(from, None, scope, self.scopes);
+                }
+                Some(select.target_list())
+            }
+            NodeRef::SelectStmt(select) => {
+                // A set operation: its leftmost arm names the columns.
+                let mut arm = select;
+                while let Some(left) = arm.larg().filter(|_| arm.op() != SetOperation::SetopNone) {
+                    arm = left;
+                }
+                Some(arm.target_list())
+            }
+            NodeRef::InsertStmt(insert) => insert.returning_clause().map(|r| r.exprs()),
+            NodeRef::UpdateStmt(update) => update.returning_clause().map(|r| r.exprs()),
+            NodeRef::DeleteStmt(delete) => delete.returning_clause().map(|r| r.exprs()),
+            NodeRef::MergeStmt(merge) => merge.returning_clause().map(|r| r.exprs()),
+            _ => None,
+        };
+        if let Some(targets) = targets {
+            body.outputs = targets.iter().map(output_of).collect();
+        }
+        body
+    }
+}
+
+/// A select-list item as resolution sees it.
+fn output_of(target: Option<Node<'_>>) -> Output<'_> {
+    let Some(NodeRef::ResTarget(target)) = target.map(Node::kind) else {
+        return Output::Unnamed;
+    };
+    let name = target.name();
+    if let Some(NodeRef::ColumnRef(column)) = target.val().map(Node::kind) {
+        let fields = column.fields();
+        let last = fields.len().checked_sub(1).and_then(|at| fields.get(at));
+        let previous = fields.len().checked_sub(2).and_then(|at| fields.get(at));
+        let qualifier = previous.and_then(|field| match field.kind() {
+            NodeRef::String(name) => name.sval(),
+            _ => None,
+        });
+        match last.map(Node::kind) {
+            Some(NodeRef::AStar(_)) => return Output::Star(qualifier),
+            Some(NodeRef::String(column)) => {
+                if let Some(column) = column.sval() {
+                    return Output::Column {
+                        name: name.unwrap_or(column),
+                        table: qualifier,
+                        column,
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    match name {
+        Some(name) => Output::Named(name),
+        None => Output::Unnamed,
+    }
+}
+
+/// Whether a plain SELECT's rows are each computed where their source rows
+/// live (see `resolve::Body::passes`).
+fn passes(select: SelectStmt<'_>) -> bool {
+    let distinct_on = select.distinct_clause().iter().any(|item| item.is_some());
+    if select.limit_count().is_some()
+        || select.limit_offset().is_some()
+        || distinct_on
+        || !select.window_clause().is_empty()
+    {
+        return false;
+    }
+    let mut window = false;
+    let mut stack = Vec::new();
+    for target in select.target_list().iter().flatten() {
+        view::walk_with(&mut stack, target, |node| match node {
+            NodeRef::FuncCall(call) if call.over().is_some() => {
+                window = true;
+                Walk::Stop
+            }
+            _ => Walk::Continue,
+        });
+        if window {
+            return false;
+        }
+    }
+    true
 }
 
 /// How many Eq, Any, And and Or nodes `conditions` hold (without recursion).

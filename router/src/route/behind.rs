@@ -1,4 +1,4 @@
-//! Rule 14: what stands behind the names a statement uses
+//! Rule 15: what stands behind the names a statement uses
 //! ([`crate::catalog`]). A function it calls, its DO block, the triggers on
 //! the table it writes and the sequences it advances run wherever the
 //! statement runs, over that database's rows only, so:
@@ -42,7 +42,7 @@ use super::{keys, ParamValue, Route, RouteError};
 /// through, transitively.
 const MAX_FOLLOWED: usize = 256;
 
-/// What rule 14 adds to a statement's plan.
+/// What rule 15 adds to a statement's plan.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Behind {
     /// Refused whatever its parameters.
@@ -60,10 +60,16 @@ pub(crate) struct Behind {
 const SEQUENCE_FUNCTIONS: [&str; 3] = ["nextval", "setval", "currval"];
 
 impl Behind {
-    /// Rule 14 for `stmt` (not transaction control), `None` when it adds
+    /// Rule 15 for `stmt` (not transaction control), `None` when it adds
     /// nothing.
     pub(crate) fn plan(stmt: &StatementSummary, sharding: &Sharding) -> Option<Box<Behind>> {
-        if sharding.databases <= 1 || stmt.kind == StatementKind::Ddl {
+        // Schema changes run no query where they run, but a table created
+        // from one (CREATE TABLE AS, materialized views).
+        let runs_query = matches!(
+            stmt.schema_change.as_deref(),
+            Some(crate::summary::SchemaChange::CreateAs { .. })
+        );
+        if sharding.databases <= 1 || (stmt.kind == StatementKind::Ddl && !runs_query) {
             return None;
         }
         let catalog = sharding.catalog.as_deref();
@@ -107,7 +113,7 @@ impl Behind {
         self.everywhere && self.error.is_none()
     }
 
-    /// Apply rule 14 to the route the other rules chose.
+    /// Apply rule 15 to the route the other rules chose.
     pub(crate) fn apply(
         &self,
         route: Route,
@@ -228,7 +234,7 @@ fn views_named(stmt: &StatementSummary, catalog: &Catalog) -> Option<RouteError>
     })
 }
 
-/// Rule 14 for the triggers on the table `stmt` writes.
+/// Rule 15 for the triggers on the table `stmt` writes.
 fn triggers(stmt: &StatementSummary, catalog: &Catalog, sharding: &Sharding) -> Option<RouteError> {
     let target = stmt.target.as_ref()?;
     let from_sharded = is_sharded(target, sharding);

@@ -8,11 +8,13 @@
 //! branches.
 
 use crate::sharding::{Key, KeySpace, Sharding};
-use crate::summary::{StatementKind, StatementSummary, Summary, TableRef};
+use crate::summary::{SchemaChange, StatementKind, StatementSummary, Summary, TableRef};
 
 use super::behind::Behind;
+use super::cte_writes;
 use super::joins::{self, JoinPlan};
 use super::keys::{self, type_name, Compiled, Keys, Restriction};
+use super::schema;
 use super::shard_set::ShardSet;
 use super::sublinks::{self, Placed};
 use super::tables::{classify, entry_names, TableClass};
@@ -132,6 +134,9 @@ struct Keyed {
     /// `None` when the statement reads sharded tables outside its sublinks;
     /// else where it goes when no sublink places it.
     unsharded: Option<Route>,
+    /// Its data-modifying WITH queries on sharded tables, which run
+    /// wherever it runs (rule 11).
+    writes: Vec<cte_writes::Write>,
 }
 
 /// `key = $n` with one key space, the statement's only restriction.
@@ -183,7 +188,10 @@ impl StatementPlan {
             },
             // Rule 13, after rule 3 (one database) and never for schema
             // changes (a view's joins run where the view is read).
-            joins: if control || sharding.databases <= 1 || stmt.kind == StatementKind::Ddl {
+            joins: if control
+                || sharding.databases <= 1
+                || (stmt.kind == StatementKind::Ddl && !creates_from_query(stmt))
+            {
                 None
             } else {
                 joins::plan(stmt, sharding).transpose().map(Box::new)
@@ -295,6 +303,7 @@ impl Keyed {
         }
         let restriction = restrict(&self.conditions, params, sharding, self.families.clone())?;
         let (route, pinned) = self.main_route(restriction, databases)?;
+        let (route, pinned) = cte_writes::cover(&self.writes, route, pinned, params, sharding)?;
         self.finish(route, pinned, sharding, write)
     }
 
@@ -358,6 +367,7 @@ impl Keyed {
                 (route, true)
             }
         };
+        let (route, pinned) = cte_writes::cover(&self.writes, route, pinned, params, sharding)?;
         self.finish(route, pinned, sharding, write)
     }
 
@@ -414,6 +424,15 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
     if let Err(err) = check_write_target(stmt, &facts, sharding) {
         return Body::Fixed(Err(err));
     }
+    if let Err(err) = cte_writes::check(stmt, sharding) {
+        return Body::Fixed(Err(err));
+    }
+    if let Err(err) = schema::check(stmt, sharding) {
+        return Body::Fixed(Err(err));
+    }
+    if let Err(err) = create_as_sublinks(stmt, sharding, &facts) {
+        return Body::Fixed(Err(err));
+    }
     let unsharded = match stmt.kind {
         StatementKind::Ddl => Route::All,
         _ if stmt.tables.is_empty() || !stmt.write => Route::Any,
@@ -467,10 +486,47 @@ fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body 
                 single: None,
                 placed,
                 unsharded: Some(unsharded),
+                writes: cte_writes::plan(stmt, sharding, outside),
             };
             settle(keyed, sharding, write)
         }
         (true, _) => plan_keyed(stmt, sharding, write, &main, outside, placed),
+    }
+}
+
+/// A schema change that runs its query: CREATE TABLE AS, SELECT INTO, a
+/// materialized view (rules 12 and 13 apply to that query).
+fn creates_from_query(stmt: &StatementSummary) -> bool {
+    matches!(
+        stmt.schema_change.as_deref(),
+        Some(SchemaChange::CreateAs { with_data, matview, .. }) if *with_data || *matview
+    )
+}
+
+/// Rule 12 for CREATE TABLE AS: it runs on every database, so a sublink
+/// over sharded rows must be correlated (none can place it on one).
+fn create_as_sublinks(
+    stmt: &StatementSummary,
+    sharding: &Sharding,
+    facts: &TableFacts<'_>,
+) -> Result<(), RouteError> {
+    let (Some(sublinks), true) = (stmt.sublinks.as_deref(), creates_from_query(stmt)) else {
+        return Ok(());
+    };
+    let Some(SchemaChange::CreateAs { table, .. }) = stmt.schema_change.as_deref() else {
+        return Ok(());
+    };
+    let placed = sublinks::plan(stmt, sublinks, sharding, facts.first_read)?;
+    match placed.first() {
+        Some(sublink) => {
+            let (read, what) = sublink.read();
+            Err(RouteError::CreateAsSubquery {
+                table: table.name.clone(),
+                read: read.to_owned(),
+                what,
+            })
+        }
+        None => Ok(()),
     }
 }
 
@@ -538,8 +594,9 @@ fn plan_keyed(
         .iter()
         .map(|condition| keys.compile(condition, 0))
         .collect();
+    let writes = cte_writes::plan(stmt, sharding, tables);
     let single = match (conditions.as_slice(), &facts.families) {
-        _ if !placed.is_empty() => None,
+        _ if !placed.is_empty() || !writes.is_empty() => None,
         (
             [Compiled::Param {
                 n,
@@ -571,13 +628,16 @@ fn plan_keyed(
             ),
         placed,
         unsharded: None,
+        writes,
     };
     settle(keyed, sharding, write)
 }
 
 /// A fixed body if no parameter can change the outcome.
 fn settle(keyed: Keyed, sharding: &Sharding, write: bool) -> Body {
-    if keyed.conditions.iter().all(Compiled::is_fixed) && keyed.placed.iter().all(Placed::is_fixed)
+    if keyed.conditions.iter().all(Compiled::is_fixed)
+        && keyed.placed.iter().all(Placed::is_fixed)
+        && keyed.writes.iter().all(cte_writes::Write::is_fixed)
     {
         // No parameter to wait for: settle it now.
         return Body::Fixed(keyed.decide(&[], sharding, write));

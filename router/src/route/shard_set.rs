@@ -30,7 +30,6 @@ impl ShardSet {
     }
 
     /// Every database of the cluster.
-    #[cfg(test)]
     pub(crate) fn full(databases: usize) -> ShardSet {
         let mut set = ShardSet::empty(databases);
         for database in 0..databases {

@@ -30,6 +30,11 @@ pub(super) struct Placed {
 }
 
 impl Placed {
+    /// A table it reads, and what that table is.
+    pub(super) fn read(&self) -> (&str, &'static str) {
+        (&self.table, self.what)
+    }
+
     pub(super) fn is_fixed(&self) -> bool {
         self.conditions.iter().all(Compiled::is_fixed)
     }

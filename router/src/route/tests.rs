@@ -173,6 +173,8 @@ fn stmt(kind: StatementKind, tables: &[&str], conditions: Vec<Condition>) -> Sta
         sublinks: None,
         joins: None,
         calls: Vec::new(),
+        schema_change: None,
+        cte_writes: Vec::new(),
     }
 }
 

@@ -49,12 +49,12 @@ fn subqueries_and_ctes() {
     c.check("SELECT * FROM orders WHERE tenant_id = 1 AND id IN (SELECT order_id FROM order_items WHERE tenant_id = 3)", &[], "err: on shard 1, but the rest of the statement runs on shard 0");
     c.check("SELECT * FROM (SELECT * FROM orders WHERE tenant_id = 3) s", &[], "1");
     c.check("SELECT * FROM (SELECT * FROM orders WHERE tenant_id = $1) s WHERE s.amount > 5", &[T("42")], "0");
-    // A subquery's alias says nothing about where its rows come from.
-    c.check("SELECT * FROM (SELECT * FROM orders) s WHERE s.tenant_id = 3", &[], "all");
+    // A subquery's `*` passes orders' key through (see `resolution`).
+    c.check("SELECT * FROM (SELECT * FROM orders) s WHERE s.tenant_id = 3", &[], "1");
     c.check("WITH o AS (SELECT * FROM orders WHERE tenant_id = 3) SELECT * FROM o", &[], "1");
     c.check("WITH o AS (SELECT * FROM orders WHERE tenant_id = 3) SELECT * FROM o JOIN order_items i ON i.order_id = o.id", &[], "err: but not on their sharding keys");
     c.check("WITH o AS (SELECT * FROM orders WHERE tenant_id = 3) SELECT * FROM o JOIN order_items i ON i.order_id = o.id AND i.tenant_id = o.tenant_id", &[], "1");
-    c.check("WITH o AS (SELECT * FROM orders) SELECT * FROM o WHERE o.tenant_id = 3", &[], "all");
+    c.check("WITH o AS (SELECT * FROM orders) SELECT * FROM o WHERE o.tenant_id = 3", &[], "1");
     c.check("WITH o AS (SELECT * FROM orders) SELECT * FROM o", &[], "all");
     c.check("SELECT * FROM orders WHERE tenant_id = 3 UNION ALL SELECT * FROM orders WHERE tenant_id = 4", &[], "1");
     c.check("SELECT * FROM orders WHERE tenant_id = 1 UNION SELECT * FROM orders WHERE tenant_id = 3", &[], "all");

@@ -103,7 +103,7 @@ fn omnisharded_and_catalog() {
     c.check("SELECT version()", &[], "any");
     c.check("SELECT current_setting('server_version_num')", &[], "any");
     // A sequence the catalog has not shown to be a sharded table's own
-    // draws on database 0 (rule 14; `behind_names.rs` has the rest).
+    // draws on database 0 (rule 15; `behind_names.rs` has the rest).
     c.check("SELECT nextval('orders_id_seq')", &[], "0");
     c.check("VALUES (1), (2)", &[], "any");
 }

@@ -8,6 +8,7 @@
 
 use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
+use super::super::resolve::StatementTables;
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
 use super::{equalities, inner, non_empty, table_ref, Item, Levels, Scope, Scopes, Stack};
 use crate::extract::ExtractError;
@@ -30,6 +31,7 @@ struct Visit<'a> {
 pub(super) fn sublinks<'a>(
     root: &'a NodeEnum,
     levels: &mut Levels<'a>,
+    tables: &StatementTables,
     stack: &mut Stack<'a>,
     is_cte: impl Fn(&str) -> bool,
 ) -> Result<Sublinks, ExtractError> {
@@ -144,7 +146,7 @@ pub(super) fn sublinks<'a>(
     let mut found = Vec::with_capacity(queries.len());
     for (query, depth, scope) in queries {
         let conditions = match query {
-            Some(query) => levels.run_at(query, depth, scope)?,
+            Some(query) => levels.run_at(query, depth, scope, tables)?,
             None => Vec::new(),
         };
         found.push((conditions, own_level(query)));

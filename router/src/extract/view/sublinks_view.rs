@@ -9,6 +9,7 @@
 use parser_ffi::protobuf::{JoinType, SetOperation};
 use parser_ffi::view::{Alias, Node, NodeRef, RangeVar, WithClause};
 
+use super::super::resolve::StatementTables;
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
 use super::{equalities, Booleans, Levels, Scope, Scopes, Task};
 use crate::extract::ExtractError;
@@ -21,6 +22,7 @@ pub(super) struct Passes<'s, 'a> {
     pub joins: &'s mut Vec<Node<'a>>,
     pub scopes: &'s mut Scopes<'a>,
     pub booleans: &'s mut Booleans<'a>,
+    pub tables: &'s StatementTables<'s>,
 }
 
 /// One node still to visit: the CTEs it sees, its region, and the CTE
@@ -45,6 +47,7 @@ pub(super) fn sublinks<'a>(
         joins,
         scopes,
         booleans,
+        tables,
     } = passes;
     let mut regions = Regions::new();
     // Each sublink's query, and the CTEs it sees.
@@ -139,6 +142,7 @@ pub(super) fn sublinks<'a>(
                     joins: &mut *joins,
                     scopes: &mut *scopes,
                     booleans: &mut *booleans,
+                    tables,
                     insert_without_columns: false,
                 };
                 run.run_at(query, scope, false)?.0
