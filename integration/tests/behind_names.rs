@@ -1,7 +1,8 @@
 //! Statements that reach a sharded table through a name (issue 38): views,
 //! functions, DO blocks, triggers and sequences, on two real shards. Each
 //! answers as one Postgres holding every row would, or fails with 0A000
-//! naming what it went through; no omnisharded table's copies differ after.
+//! naming what it went through; no omnisharded table's copies differ after
+//! (the harness compares them when each cluster is dropped).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -99,22 +100,6 @@ async fn refused(client: &Client, sql: &str, what: &str) {
     }
 }
 
-/// Every omnisharded table's copies are the same on both shards.
-async fn copies_agree(cluster: &Cluster) {
-    let mut copies = Vec::new();
-    for shard in cluster.shards().await {
-        let rows = shard
-            .query(
-                "SELECT coalesce(string_agg(o::text, ',' ORDER BY o::text), '') FROM omni o",
-                &[],
-            )
-            .await
-            .unwrap();
-        copies.push(rows[0].get::<_, String>(0));
-    }
-    assert_eq!(copies[0], copies[1], "the copies of omni differ");
-}
-
 #[tokio::test]
 async fn views_read_and_write_as_their_queries() {
     let (cluster, client) = cluster().await;
@@ -194,17 +179,36 @@ async fn views_read_and_write_as_their_queries() {
             .await
             .unwrap();
     }
+    // So is a materialized view of each shard's own rows, which the
+    // config does not shard: refused when read.
+    for shard in cluster.shards().await {
+        shard
+            .batch_execute("CREATE MATERIALIZED VIEW counted AS SELECT count(*) AS n FROM big")
+            .await
+            .unwrap();
+    }
     cluster.admin().await.simple_query("RELOAD").await.unwrap();
     assert_eq!(
         value(&client, "SELECT count(*) FROM elsewhere").await,
         "1001"
     );
-    copies_agree(&cluster).await;
+    refused(
+        &client,
+        "SELECT n FROM counted",
+        "materialized view counted",
+    )
+    .await;
+    for shard in cluster.shards().await {
+        shard
+            .batch_execute("DROP MATERIALIZED VIEW counted")
+            .await
+            .unwrap();
+    }
 }
 
 #[tokio::test]
 async fn functions_and_do_blocks_that_reach_sharded_tables_are_refused() {
-    let (cluster, client) = cluster().await;
+    let (_cluster, client) = cluster().await;
     run(
         &client,
         &[
@@ -248,7 +252,6 @@ async fn functions_and_do_blocks_that_reach_sharded_tables_are_refused() {
         .unwrap();
     assert_eq!(keyed[0].get::<_, String>(0), "3");
     refused(&client, "SELECT big_v(k) FROM omni", "big_v").await;
-    copies_agree(&cluster).await;
 }
 
 #[tokio::test]
@@ -264,12 +267,11 @@ async fn sequences_every_shard_holds_hand_out_each_value_once() {
     }
     assert_eq!(values, ["1", "2", "3", "4"]);
     refused(&client, "SELECT nextval('s'), v FROM big", "sequence s").await;
-    copies_agree(&cluster).await;
 }
 
 #[tokio::test]
 async fn triggers_that_write_other_tables_refuse_the_write() {
-    let (cluster, client) = cluster().await;
+    let (_cluster, client) = cluster().await;
     run(
         &client,
         &[
@@ -304,7 +306,6 @@ async fn triggers_that_write_other_tables_refuse_the_write() {
         value(&client, "SELECT v FROM big WHERE id = 7001").await,
         "2"
     );
-    copies_agree(&cluster).await;
 }
 
 #[tokio::test]

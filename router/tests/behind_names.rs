@@ -103,6 +103,20 @@ fn sharding() -> &'static Arc<Sharding> {
             view("bigagg", " SELECT count(*) AS n\n   FROM big;", &["n"]),
             view("renamed", " SELECT big.v AS id,\n    big.id AS v\n   FROM big;", &["id", "v"]),
             view("omniv", " SELECT omni.k\n   FROM omni;", &["k"]),
+            CatalogRow::View {
+                schema: "public".into(),
+                name: "bigm".into(),
+                materialized: true,
+                definition: " SELECT count(*) AS n\n   FROM big;".into(),
+                columns: vec!["n".into()],
+            },
+            CatalogRow::View {
+                schema: "public".into(),
+                name: "omnim".into(),
+                materialized: true,
+                definition: " SELECT omni.k\n   FROM omni;".into(),
+                columns: vec!["k".into()],
+            },
             sequence("s", None),
             sequence("big_id_seq", Some(("big", "id"))),
             sequence("omni_k_seq", Some(("omni", "k"))),
@@ -405,4 +419,17 @@ fn tables_created_from_queries_look_behind_names_too() {
         &[],
         "err: sequence s",
     );
+}
+
+#[test]
+fn materialized_views_of_sharded_rows_the_config_does_not_shard_are_refused() {
+    check("SELECT n FROM bigm", &[], "err: materialized view bigm");
+    check(
+        "SELECT n FROM bigm",
+        &[],
+        "err: add a [[sharded_tables]] entry for bigm",
+    );
+    check("SELECT k FROM omnim", &[], "any");
+    // Its own name does not stand for its query: it is not expanded.
+    assert_eq!(expand("SELECT n FROM bigm", sharding()).unwrap(), None);
 }

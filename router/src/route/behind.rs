@@ -100,6 +100,7 @@ impl Behind {
         }
         behind.error = error
             .or_else(|| views_named(stmt, catalog))
+            .or_else(|| materialized_from_sharded(stmt, catalog, sharding))
             .or_else(|| triggers(stmt, catalog, sharding));
         let nothing = behind.error.is_none()
             && !behind.everywhere
@@ -230,6 +231,39 @@ fn views_named(stmt: &StatementSummary, catalog: &Catalog) -> Option<RouteError>
         Some(RouteError::BehindName {
             what: format!("view {}", table.name),
             why: "pgshard routes a statement that reads a view as the view's query; this form of statement is not read that way".to_owned(),
+        })
+    })
+}
+
+/// The first materialized view `stmt` names whose rows each database
+/// computed from its own rows of sharded tables, when the config does not
+/// say how its rows are sharded (read as a copy, it would answer from one
+/// shard's part).
+fn materialized_from_sharded(
+    stmt: &StatementSummary,
+    catalog: &Catalog,
+    sharding: &Sharding,
+) -> Option<RouteError> {
+    let tables = stmt.tables.iter().chain(stmt.target.as_ref());
+    tables.into_iter().find_map(|table| {
+        if matches!(
+            classify(table, sharding),
+            TableClass::Sharded | TableClass::Family { .. } | TableClass::Unknown
+        ) {
+            return None;
+        }
+        let view = catalog
+            .relations(table.schema.as_deref(), &table.name)
+            .find_map(|r| match &r.kind {
+                RelationKind::MaterializedView(view) => Some(std::sync::Arc::clone(view)),
+                _ => None,
+            })?;
+        let mut walk = Walk::new(catalog, sharding);
+        walk.reach("it", &view.reach);
+        let (_, read) = walk.finish().sharded?;
+        Some(RouteError::BehindName {
+            what: format!("materialized view {}", table.name),
+            why: format!("each shard holds its own rows of it, computed from its rows of {read}, which is sharded, but the config does not say how they are sharded; add a [[sharded_tables]] entry for {} by the sharding key it keeps (co-located with {read}), RELOAD, and read it then", table.name),
         })
     })
 }
