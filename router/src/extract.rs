@@ -160,7 +160,12 @@
 //!   name TO DEFAULT and RESET name -> Reset; anything else (SET SESSION
 //!   CHARACTERISTICS) -> Untracked. ConstraintsSetStmt ->
 //!   TransactionScoped("SET CONSTRAINTS"); DeallocateStmt -> Deallocate (the
-//!   name, `None` for ALL); DiscardStmt ALL -> DiscardAll; `None` otherwise.
+//!   name, `None` for ALL); DiscardStmt ALL -> DiscardAll;
+//!   DeclareCursorStmt -> Cursor(Declare) (its name; BINARY, SCROLL and
+//!   WITH HOLD from its option bits); FetchStmt -> Cursor(Fetch) (name,
+//!   direction, `howMany`, `ismove`); ClosePortalStmt -> Cursor(Close)
+//!   (`None` for CLOSE ALL); an UPDATE or DELETE whose WHERE is `CURRENT OF
+//!   name` -> Cursor(CurrentOf); `None` otherwise.
 //!   (`SET pgdog.*` gets its effect too: on an unsharded cluster it is an
 //!   ordinary custom setting.)
 //! - **target**: the table the statement writes, as in **tables**: an

@@ -367,6 +367,7 @@ pub fn session_changes(summary: &Summary, text: &str) -> SessionChanges {
             SessionEffect::Deallocate(name) if single => changes.deallocate = Some(name.clone()),
             SessionEffect::Deallocate(_) => {}
             SessionEffect::DiscardAll => changes.discard_all = true,
+            SessionEffect::Cursor(_) => {}
         }
     }
     changes

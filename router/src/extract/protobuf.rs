@@ -17,8 +17,8 @@ mod sublinks_protobuf;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
-    ValueSource,
+    ColumnRef, Condition, CursorEffect, CursorOptions, FetchDirection, SessionEffect,
+    StatementKind, StatementSummary, Summary, TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see [`super`] for the rules).
@@ -135,8 +135,39 @@ fn session_effect(root: &NodeEnum, location: i32, len: i32) -> Option<SessionEff
         NodeEnum::DiscardStmt(discard) if discard.target() == pb::DiscardMode::DiscardAll => {
             Some(SessionEffect::DiscardAll)
         }
-        _ => None,
+        _ => cursor_effect(root).map(SessionEffect::Cursor),
     }
+}
+
+/// What a top-level statement does with a cursor (see the rules in
+/// [`super`]).
+fn cursor_effect(root: &NodeEnum) -> Option<CursorEffect> {
+    let named = non_empty;
+    let current_of = |clause: &Option<Box<pb::Node>>| match inner(clause) {
+        Some(NodeEnum::CurrentOfExpr(current)) => named(&current.cursor_name),
+        _ => None,
+    };
+    Some(match root {
+        NodeEnum::DeclareCursorStmt(declare) => CursorEffect::Declare {
+            name: named(&declare.portalname)?,
+            options: CursorOptions::from_bits(declare.options),
+        },
+        NodeEnum::FetchStmt(fetch) => CursorEffect::Fetch {
+            name: named(&fetch.portalname)?,
+            direction: match fetch.direction() {
+                pb::FetchDirection::FetchBackward => FetchDirection::Backward,
+                pb::FetchDirection::FetchAbsolute => FetchDirection::Absolute,
+                pb::FetchDirection::FetchRelative => FetchDirection::Relative,
+                _ => FetchDirection::Forward,
+            },
+            count: fetch.how_many,
+            moves: fetch.ismove,
+        },
+        NodeEnum::ClosePortalStmt(close) => CursorEffect::Close(named(&close.portalname)),
+        NodeEnum::UpdateStmt(update) => CursorEffect::CurrentOf(current_of(&update.where_clause)?),
+        NodeEnum::DeleteStmt(delete) => CursorEffect::CurrentOf(current_of(&delete.where_clause)?),
+        _ => return None,
+    })
 }
 
 /// The table the statement writes and the columns an UPDATE (or a MERGE's

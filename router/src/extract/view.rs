@@ -17,8 +17,8 @@
 //! Strings are copied out of the tree only for the summary itself.
 
 use parser_ffi::protobuf::{
-    AExprKind, BoolExprType, CmdType, DiscardMode, JoinType, SetOperation, TransactionStmtKind,
-    VariableSetKind,
+    AExprKind, BoolExprType, CmdType, DiscardMode, FetchDirection, JoinType, SetOperation,
+    TransactionStmtKind, VariableSetKind,
 };
 use parser_ffi::view::{
     self, AConst, ConstValue, InsertStmt, List, Node, NodeRef, SelectStmt, TypeName,
@@ -31,8 +31,8 @@ mod sublinks_view;
 
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    ColumnRef, Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
-    ValueSource,
+    ColumnRef, Condition, CursorEffect, CursorOptions, FetchDirection as Direction, SessionEffect,
+    StatementKind, StatementSummary, Summary, TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see the rules in [`super`]).
@@ -216,8 +216,40 @@ fn session_effect(stmt: Node<'_>, location: i32, len: i32) -> Option<SessionEffe
         NodeRef::DiscardStmt(discard) if discard.target() == DiscardMode::DiscardAll => {
             Some(SessionEffect::DiscardAll)
         }
-        _ => None,
+        _ => cursor_effect(stmt).map(SessionEffect::Cursor),
     }
+}
+
+/// What a top-level statement does with a cursor (see the rules in
+/// [`super`]).
+fn cursor_effect(stmt: Node<'_>) -> Option<CursorEffect> {
+    let current_of = |clause: Option<Node<'_>>| match clause.map(Node::kind) {
+        Some(NodeRef::CurrentOfExpr(current)) => current.cursor_name().map(str::to_owned),
+        _ => None,
+    };
+    Some(match stmt.kind() {
+        NodeRef::DeclareCursorStmt(declare) => CursorEffect::Declare {
+            name: declare.portalname()?.to_owned(),
+            options: CursorOptions::from_bits(declare.options()),
+        },
+        NodeRef::FetchStmt(fetch) => CursorEffect::Fetch {
+            name: fetch.portalname()?.to_owned(),
+            direction: match fetch.direction() {
+                FetchDirection::FetchBackward => Direction::Backward,
+                FetchDirection::FetchAbsolute => Direction::Absolute,
+                FetchDirection::FetchRelative => Direction::Relative,
+                _ => Direction::Forward,
+            },
+            count: fetch.how_many(),
+            moves: fetch.ismove(),
+        },
+        NodeRef::ClosePortalStmt(close) => {
+            CursorEffect::Close(close.portalname().map(str::to_owned))
+        }
+        NodeRef::UpdateStmt(update) => CursorEffect::CurrentOf(current_of(update.where_clause())?),
+        NodeRef::DeleteStmt(delete) => CursorEffect::CurrentOf(current_of(delete.where_clause())?),
+        _ => return None,
+    })
 }
 
 /// The statement EXPLAIN explains, or the statement itself.
