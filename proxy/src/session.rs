@@ -15,6 +15,7 @@ mod attach;
 mod attached;
 mod commit;
 mod copy_in;
+mod cursor;
 mod extended;
 mod fan_out;
 mod key_move;
@@ -162,6 +163,11 @@ pub struct Session<S> {
     copy_portal: Option<String>,
     /// A bound UPDATE that moves a row to another shard, run at its Execute.
     move_portal: Option<key_move::MovePortal>,
+    /// Cursors (and portals) pgshard routes or merges, and the servers
+    /// WITH HOLD cursors keep.
+    cursors: cursor::Cursors,
+    /// A bound FETCH, MOVE or CLOSE of a cursor pgshard answers.
+    cursor_portal: Option<cursor::CursorPortal>,
     /// Setting changes of extended-protocol statements bound since the last
     /// Sync: the client's once that Sync's ReadyForQuery comes without an
     /// error in between (an error rolls the implicit transaction back).
@@ -207,6 +213,8 @@ impl<S: ClientIo> Session<S> {
             local_portal: None,
             copy_portal: None,
             move_portal: None,
+            cursors: cursor::Cursors::default(),
+            cursor_portal: None,
             segment_errors: 0,
             extended_settings: Vec::new(),
             resync: false,
@@ -348,8 +356,15 @@ impl<S: ClientIo> Session<S> {
         if (self.local_portal.is_some() && self.on_local_portal(tag))
             || (self.copy_portal.is_some() && self.on_copy_portal(tag).await?)
             || (self.move_portal.is_some() && self.on_move_portal(tag).await?)
+            || (self.cursor_portal.is_some() && self.on_cursor_portal(&frame).await?)
         {
             return Ok(());
+        }
+        if !self.cursors.is_empty() && self.batch.is_none() {
+            if self.on_merged_portal(&frame).await? {
+                return Ok(());
+            }
+            self.cursors.forget_unnamed(&frame);
         }
         if self.batch.is_some() {
             return self.on_segment_frame(frame).await;

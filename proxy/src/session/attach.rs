@@ -108,6 +108,9 @@ impl<S: ClientIo> Session<S> {
     /// An idle primary server of `shard` now, unless PAUSE holds the
     /// database or none is ready (its settings not brought in line yet).
     fn checkout_now(&mut self, shard: usize, read: bool) -> Option<Pooled> {
+        if let Some(pinned) = self.cursors.unpin(shard) {
+            return Some(pinned);
+        }
         if self.state.paused.borrow().holds(&self.info.database) {
             return None;
         }
@@ -136,7 +139,7 @@ impl<S: ClientIo> Session<S> {
         read: bool,
         ready: Option<Pooled>,
     ) -> Result<Result<Pooled, PoolError>, End> {
-        let mut server = match ready {
+        let mut server = match ready.or_else(|| self.cursors.unpin(shard)) {
             Some(server) => server,
             None => match self.checkout_waiting(shard, read).await? {
                 Ok(server) => server,
@@ -271,7 +274,7 @@ impl<S: ClientIo> Session<S> {
             let Some(server) = self.attached.main() else {
                 return true;
             };
-            if server.conn.status != b'I' || server.conn.dirty {
+            if server.conn.status != b'I' || server.conn.dirty || self.cursors.keeps(server) {
                 return false;
             }
             if self.info.cancel.try_set(None).is_err() {
@@ -303,7 +306,14 @@ impl<S: ClientIo> Session<S> {
 
     /// Hand a server back clean, or close it. `reset` runs DISCARD ALL
     /// (session mode's end); a dirty server gets it regardless.
-    pub(super) async fn release(&mut self, mut server: Pooled, reset: bool) {
+    pub(super) async fn release(&mut self, server: Pooled, reset: bool) {
+        let mut kept = Some(server);
+        if !reset && self.keep_for_cursors(&mut kept).await {
+            return;
+        }
+        let Some(mut server) = kept else {
+            return;
+        };
         self.set_cancel_target(None).await;
         let now = self.note_release(&server);
         let pool = Arc::clone(server.pool());
@@ -353,6 +363,11 @@ impl<S: ClientIo> Session<S> {
     pub(super) async fn finish(&mut self) {
         let reset = self.mode == PoolerMode::Session;
         let killed = self.info.interrupt.is_killed();
+        if !killed {
+            // Those WITH HOLD cursors kept go back too (after KILL they
+            // close with the session).
+            self.release_pins(reset).await;
+        }
         let mut held = self.attached.take_all().into_iter();
         let Some((_, server)) = held.next() else {
             return;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use router::cache::{Entry, Lookup, LookupError};
 use router::route::{Overrides, Route, RouteError};
-use router::summary::{StatementKind, Summary};
+use router::summary::{CursorEffect, StatementKind, Summary};
 
 mod bind;
 
@@ -116,6 +116,9 @@ impl<S: ClientIo> Session<S> {
         if let Some(done) = self.spanning_statement(summary, frame_sql).await? {
             return Ok(done);
         }
+        if let Some(done) = self.cursor_query(summary).await? {
+            return Ok(done);
+        }
         let params = lookup.params(&[]);
         let overrides = self.overrides(&lookup.overrides);
         let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
@@ -127,6 +130,9 @@ impl<S: ClientIo> Session<S> {
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
         {
             return Ok(self.refused(error));
+        }
+        if let Some(CursorEffect::Declare { .. }) = super::cursor::cursor_effect(summary) {
+            return self.declare_query(summary, frame_sql, shards).await;
         }
         if is_copy_from(summary) && shards.as_ref().is_some_and(|s| s.len() > 1) {
             // An omnisharded table's copies each get every row.

@@ -75,6 +75,8 @@ pub struct Segment {
     /// segment has re-parsed it (each Parse of it counts).
     unnamed: Option<Arc<Statement>>,
     unnamed_generation: u64,
+    /// Merged cursors the segment's DECLAREs make (forgotten if it fails).
+    pub declared: Vec<Bytes>,
 }
 
 /// One client message of the segment.
@@ -304,7 +306,11 @@ impl<S: ClientIo> Session<S> {
             b'S' => {
                 self.skipping = false;
                 self.unsynced = false;
-                return self.run_segment(segment).await;
+                let declared = std::mem::take(&mut segment.declared);
+                let (errors, in_txn) = (self.segment_errors, self.txn.spans());
+                self.run_segment(segment).await?;
+                let ok = self.segment_errors == errors;
+                return self.segment_declared(declared, ok, in_txn).await;
             }
             b'H' => Some(refused(IN_PARTS)),
             b'P' => self.segment_parse(&mut segment, frame).err(),
@@ -318,8 +324,11 @@ impl<S: ClientIo> Session<S> {
         match refusal {
             None => self.batch = Some(segment),
             Some(error) => {
-                // Nothing of the segment runs: its Parses never happened.
+                // Nothing of the segment runs: its Parses never happened,
+                // its DECLAREs made no cursor.
                 self.forget_parses(&segment.items, 0);
+                let declared = std::mem::take(&mut segment.declared);
+                self.segment_declared(declared, false, false).await?;
                 self.local_error(error, false);
             }
         }

@@ -215,6 +215,7 @@ impl<S: ClientIo> Session<S> {
         match tag {
             b'Z' => {
                 conn.status = body.first().copied().unwrap_or(b'I');
+                self.cursors.on_ready(conn.status);
                 if self.txn.on_end(Some(conn.status)) {
                     self.overrides = Overrides::default();
                 }
@@ -236,6 +237,7 @@ impl<S: ClientIo> Session<S> {
     /// schema; settings made in a transaction take effect at its COMMIT.
     fn on_command_complete(&mut self, tag: &[u8]) {
         retire_on_ddl(&self.state, tag);
+        self.cursors.on_tag(tag);
         let Some(server) = self.attached.main_mut() else {
             return;
         };

@@ -355,16 +355,21 @@ pub(super) fn replayed(only: &router::summary::StatementSummary) -> bool {
 /// of tables, transaction control and session settings.
 pub(super) fn writes(summary: &Summary) -> bool {
     let harmless = |s: &router::summary::StatementSummary| {
-        matches!(
-            s.kind,
-            StatementKind::TransactionOther
-                | StatementKind::Session
-                | StatementKind::SetShard(_)
-                | StatementKind::SetShardingKey(_)
-                | StatementKind::Begin
-                | StatementKind::Commit
-                | StatementKind::Rollback
-        )
+        // A cursor's DECLARE, FETCH, MOVE and CLOSE read.
+        let cursor = s.kind == StatementKind::Other
+            && !s.write
+            && matches!(s.session, Some(SessionEffect::Cursor(_)));
+        cursor
+            || matches!(
+                s.kind,
+                StatementKind::TransactionOther
+                    | StatementKind::Session
+                    | StatementKind::SetShard(_)
+                    | StatementKind::SetShardingKey(_)
+                    | StatementKind::Begin
+                    | StatementKind::Commit
+                    | StatementKind::Rollback
+            )
     };
     !super::read_split::is_read(summary) && !summary.statements.iter().all(harmless)
 }

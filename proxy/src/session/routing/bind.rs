@@ -38,6 +38,9 @@ impl<S: ClientIo> Session<S> {
         if self.answer_locally(&info.entry.summary, &statement.query, false) {
             return None;
         }
+        if let Some(target) = self.bind_cursor_statement(&info.entry.summary, bind.portal) {
+            return target;
+        }
         self.note_bound(&info.entry.summary, &statement.query);
         let bind_params = bind_params(bind.values());
         let params = info.params(&bind_params);
@@ -70,6 +73,7 @@ impl<S: ClientIo> Session<S> {
             }
         };
         let shards = self.routed_to(&info.entry, &routed.route);
+        let shards = self.declared_on_one(&info.entry.summary, shards);
         if let Some(error) =
             self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
         {

@@ -34,8 +34,11 @@ impl<S: ClientIo> Session<S> {
             return;
         };
         let summary = &info.entry.summary;
-        let merge = match self.bind_merge(statement, summary, bind) {
-            Ok(merge) => merge,
+        let planned = self
+            .bind_merge(statement, summary, bind)
+            .and_then(|merge| Ok((merge, self.bind_declare(statement, summary, bind, &shards)?)));
+        let (merge, declared) = match planned {
+            Ok(planned) => planned,
             Err(error) => {
                 self.state.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
@@ -45,16 +48,22 @@ impl<S: ClientIo> Session<S> {
         let writes = crate::session::spanning::writes(summary);
         let copies = router::route::holds_copies(summary, &self.sharding);
         let mut bytes = BytesMut::new();
-        rewritten(&mut bytes);
+        // A DECLARE whose query is rewritten: its shards bind that one.
+        let instead = declared.as_ref().and_then(|d| d.instead.clone());
+        match &instead {
+            Some(instead) => messages::bind(&mut bytes, bind, &instead.name, &bind.result_formats),
+            None => rewritten(&mut bytes),
+        }
         let mut segment = Segment::start(
             shards.clone(),
             (bind.portal.clone(), bytes.freeze()),
-            statement,
-            unnamed,
+            instead.as_ref().unwrap_or(statement),
+            unnamed && instead.is_none(),
             self.statements.get(b""),
             merge.map(|merge| (merge, bind)),
             copies,
         );
+        segment.declared.extend(declared.map(|d| d.name));
         if writes {
             segment.note_writes(&shards);
         }
@@ -118,6 +127,19 @@ impl<S: ClientIo> Session<S> {
         }
         let merge = match self.route_info(statement) {
             Some(info) if shards.len() > 1 => {
+                if let Some(declared) =
+                    self.bind_declare(statement, &info.entry.summary, bind, &shards)?
+                {
+                    segment.declared.push(declared.name);
+                    if let Some(instead) = declared.instead {
+                        // Its shards bind the DECLARE of the rewritten query.
+                        let mut bytes = BytesMut::new();
+                        messages::bind(&mut bytes, bind, &instead.name, &bind.result_formats);
+                        let item = (bind.portal.clone(), bytes.freeze());
+                        segment.push_bind(shards, item, &instead, false, None, false);
+                        return Ok(());
+                    }
+                }
                 self.bind_merge(statement, &info.entry.summary, bind)?
             }
             _ => None,

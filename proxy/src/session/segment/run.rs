@@ -176,6 +176,7 @@ impl<S: ClientIo> Session<S> {
                 Err(err) => {
                     ClientError::from_pool(&err, &self.info.database, shard)
                         .encode(&mut self.to_client);
+                    self.segment_errors += 1;
                     return Ok(None);
                 }
             }
