@@ -2,8 +2,9 @@
 //! statements over sharded tables (`cross_shard_diff/generator.rs`) run
 //! through pgshard on 2 and 4 partition-only shards and on one reference
 //! Postgres holding every row (`cross_shard_diff/data.rs`), in the simple
-//! protocol and the extended protocol with text and binary results
-//! (`cross_shard_diff/target.rs`). pgshard must answer exactly as the
+//! protocol, the extended protocol with text and binary results, and read
+//! in parts: as a cursor FETCHed in seeded chunk sizes and as a portal
+//! Executed with a row limit (`cross_shard_diff/target.rs`). pgshard must answer exactly as the
 //! reference does (columns, types, rows, row count) or refuse with 0A000
 //! (DESIGN.md §2: no silent wrong answers).
 //!
@@ -156,13 +157,15 @@ async fn differential(n: usize) {
     let mut generator = Generator::new(seed, data.user_ids());
     let mut tally = Tally::default();
     let started = Instant::now();
+    let mut chunks = Chunks::new(seed);
     for index in 0..settings.statements {
         let case = generator.next_case();
+        let chunk = chunks.next();
         let mut wrong = Vec::new();
         for protocol in Protocol::ALL {
             let (got, want) = tokio::join!(
-                pgshard.run(protocol, &case.sql),
-                reference.run(protocol, &case.sql)
+                pgshard.run(protocol, &case.sql, chunk),
+                reference.run(protocol, &case.sql, chunk)
             );
             let verdict = judge(&case, &got, &want);
             tally.count(&case, protocol, &verdict, &want);
@@ -173,8 +176,9 @@ async fn differential(n: usize) {
         tally.fail(index, &case, &wrong);
     }
     println!(
-        "[{n} shards] {} statements x 3 protocols in {:?}",
+        "[{n} shards] {} statements x {} protocols in {:?}",
         settings.statements,
+        Protocol::ALL.len(),
         started.elapsed()
     );
     let failures = tally.report(n, seed);
@@ -189,6 +193,28 @@ async fn differential(n: usize) {
              PGSHARD_DIFF_SEED={seed} repeats the run, PGSHARD_DIFF_REPORT_ONLY=1 only \
              reports); the first are printed above"
         );
+    }
+}
+
+/// How many rows each FETCH of a cursor (each Execute of a portal) asks
+/// for: from one to more than any statement returns, seeded.
+struct Chunks(rand::rngs::Xoshiro256PlusPlus);
+
+impl Chunks {
+    fn new(seed: u64) -> Chunks {
+        use rand::SeedableRng;
+        Chunks(rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xC0C0))
+    }
+
+    fn next(&mut self) -> u32 {
+        use rand::RngExt;
+        match self.0.random_range(0..100) {
+            0..=4 => 1,
+            5..=24 => self.0.random_range(2..10),
+            25..=59 => self.0.random_range(10..100),
+            60..=89 => self.0.random_range(100..1000),
+            _ => 5000,
+        }
     }
 }
 

@@ -42,7 +42,7 @@ impl Setup {
                 "INSERT INTO {table} SELECT g, g % 7, md5(g::text) FROM generate_series(1, {rows}) g {filter}"
             )
         };
-        for i in 0..2 {
+        for (i, server) in servers.iter().enumerate().take(2) {
             let sql = format!(
                 "SET ROLE app;\
                  CREATE TABLE big (id bigint PRIMARY KEY, v int, w text) PARTITION BY HASH (id);\
@@ -53,7 +53,7 @@ impl Setup {
                     &format!("WHERE satisfies_hash_partition('big'::regclass, 2, {i}, g::bigint)")
                 )
             );
-            servers[i].psql(&format!("shard_{i}"), &sql).unwrap();
+            server.psql(&format!("shard_{i}"), &sql).unwrap();
         }
         let sql = format!(
             "SET ROLE app; CREATE TABLE big (id bigint PRIMARY KEY, v int, w text); {};",
@@ -81,6 +81,7 @@ impl Setup {
         Pair {
             pgshard: self.pgshard().await,
             reference: self.reference().await,
+            unordered: None,
         }
     }
 }
@@ -131,14 +132,25 @@ fn description(mut body: Bytes) -> String {
 struct Pair {
     pgshard: Wire,
     reference: Wire,
+    /// Rows whose order is not fixed: set aside (pgshard's, the
+    /// reference's) and compared as multisets by [`Pair::same_rows`].
+    unordered: Option<(Vec<String>, Vec<String>)>,
 }
 
 impl Pair {
     /// Send `messages` to both, read to ReadyForQuery, and compare; the
     /// pgshard side's messages.
     async fn same(&mut self, messages: &[u8]) -> Vec<Seen> {
-        let got = exchange(&mut self.pgshard, messages).await;
-        let want = exchange(&mut self.reference, messages).await;
+        let mut got = exchange(&mut self.pgshard, messages).await;
+        let mut want = exchange(&mut self.reference, messages).await;
+        if let Some((got_rows, want_rows)) = self.unordered.as_mut() {
+            for (seen, rows) in [(&mut got, got_rows), (&mut want, want_rows)] {
+                for (tag, text) in seen.iter_mut().filter(|(t, _)| *t == 'D') {
+                    rows.push(std::mem::take(text));
+                    *tag = 'D';
+                }
+            }
+        }
         assert_eq!(
             got,
             want,
@@ -150,6 +162,21 @@ impl Pair {
 
     async fn same_query(&mut self, sql: &str) -> Vec<Seen> {
         self.same(&wire::query(sql)).await
+    }
+
+    /// From now on rows are compared as multisets (`ordered`: in order).
+    fn rows_in_order(&mut self, ordered: bool) {
+        self.unordered = (!ordered).then(|| (Vec::new(), Vec::new()));
+    }
+
+    /// The rows set aside since [`Pair::rows_in_order`] are the same.
+    fn same_rows(&mut self) {
+        if let Some((mut got, mut want)) = self.unordered.take() {
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "pgshard's rows differ from the reference's");
+        }
+        self.unordered = Some((Vec::new(), Vec::new()));
     }
 }
 
@@ -190,6 +217,20 @@ async fn keyless_cursors_answer_as_one_postgres() {
         "FETCH NEXT FROM h",
         "CLOSE h",
         "FETCH h",
+        // Declared WITH HOLD in a transaction (psycopg's `withhold`):
+        // kept at its COMMIT, gone with its ROLLBACK.
+        "BEGIN",
+        "DECLARE wh CURSOR WITH HOLD FOR SELECT id FROM big ORDER BY id",
+        "FETCH 2 FROM wh",
+        "COMMIT",
+        "FETCH 3 FROM wh",
+        "BEGIN",
+        "DECLARE gone CURSOR WITH HOLD FOR SELECT id FROM big ORDER BY id",
+        "ROLLBACK",
+        "FETCH gone",
+        "FETCH 2 FROM wh",
+        "CLOSE ALL",
+        "FETCH wh",
     ] {
         let seen = pair.same_query(sql).await;
         if sql == "FETCH ALL FROM c" && rows(&seen) == 1 {
@@ -377,4 +418,144 @@ async fn a_parse_answered_here_comes_before_its_segment() {
         .concat(),
     )
     .await;
+}
+
+/// pgjdbc's fetch size in a transaction: Parse, Bind of a named portal,
+/// Describe and an Execute with a row limit before the first Sync, then an
+/// Execute with a Sync until CommandComplete; and a pipeline that executes
+/// the unnamed portal in parts before its one Sync, outside a
+/// transaction. Merged rows in parts, PortalSuspended between, as the
+/// reference sends them.
+#[tokio::test]
+async fn row_limited_portals_return_merged_rows_in_parts() {
+    let setup = Setup::start(2000);
+    let mut pair = setup.pair().await;
+    for query in [
+        "SELECT id, w FROM big ORDER BY w, id",
+        "SELECT id FROM big WHERE v = 1",
+        "SELECT id, v FROM big ORDER BY v, id LIMIT 333 OFFSET 5",
+        "SELECT count(*), max(w) FROM big",
+    ] {
+        pair.rows_in_order(query.contains("ORDER BY"));
+        for limit in [1, 50, 999] {
+            pair.same_query("BEGIN").await;
+            let first = [
+                wire::parse("", query),
+                wire::bind_text("C_1", "", &[]),
+                wire::describe(b'P', "C_1"),
+                wire::execute_portal("C_1", limit),
+                wire::sync(),
+            ];
+            let mut seen = pair.same(&first.concat()).await;
+            while seen.iter().any(|(t, _)| *t == 's') {
+                seen = pair
+                    .same(&[wire::execute_portal("C_1", limit), wire::sync()].concat())
+                    .await;
+            }
+            pair.same(&[wire::execute_portal("C_1", limit), wire::sync()].concat())
+                .await;
+            pair.same(&[wire::message(b'C', b"PC_1\0"), wire::sync()].concat())
+                .await;
+            pair.same_query("COMMIT").await;
+            pair.same_rows();
+        }
+        let mut batch = vec![wire::parse("", query), wire::bind_text("", "", &[])];
+        for _ in 0..5 {
+            batch.push(wire::execute_portal("", 300));
+        }
+        batch.push(wire::sync());
+        pair.same(&batch.concat()).await;
+        pair.same_rows();
+    }
+}
+
+/// tokio-postgres's portals (`Transaction::bind`, then `query_portal` in
+/// a loop): every row once, in order.
+#[tokio::test]
+async fn tokio_postgres_portals_read_every_row() {
+    let setup = Setup::start(5000);
+    let mut client = common::connect(setup.proxy.port(), "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    let txn = client.transaction().await.unwrap();
+    let statement = txn
+        .prepare("SELECT id FROM big WHERE id > $1 ORDER BY id DESC")
+        .await
+        .unwrap();
+    let portal = txn.bind(&statement, &[&10i64]).await.unwrap();
+    let mut ids = Vec::new();
+    loop {
+        let rows = txn.query_portal(&portal, 777).await.unwrap();
+        if rows.is_empty() {
+            break;
+        }
+        ids.extend(rows.iter().map(|row| row.get::<_, i64>(0)));
+    }
+    let want: Vec<i64> = (11..=5000).rev().collect();
+    assert_eq!(ids, want);
+    txn.commit().await.unwrap();
+}
+
+/// In transaction mode a WITH HOLD cursor keeps its server (on one
+/// database too, where nothing is routed): other statements and other
+/// clients meanwhile, then the rest of its rows; after CLOSE the server
+/// goes back to the pool.
+#[tokio::test]
+async fn with_hold_cursors_keep_their_server_in_transaction_mode() {
+    let cluster = common::Cluster::start("default_pool_size = 2\npooler_mode = \"transaction\"");
+    let client = cluster.connect().await;
+    let other = cluster.connect().await;
+    client
+        .batch_execute("DECLARE h CURSOR WITH HOLD FOR SELECT g FROM generate_series(1, 10) g")
+        .await
+        .unwrap();
+    assert_eq!(
+        common::column(&client, "FETCH 3 FROM h", "g").await,
+        ["1", "2", "3"]
+    );
+    for _ in 0..5 {
+        assert_eq!(common::column(&other, "SELECT 1 AS x", "x").await, ["1"]);
+        assert_eq!(common::column(&client, "SELECT 2 AS x", "x").await, ["2"]);
+    }
+    let rest = common::column(&client, "FETCH ALL FROM h", "g").await;
+    assert_eq!(rest, ["4", "5", "6", "7", "8", "9", "10"]);
+    client.batch_execute("CLOSE h").await.unwrap();
+    let err = client.simple_query("FETCH h").await.unwrap_err();
+    assert_eq!(common::code(&err), Some("34000"));
+}
+
+/// A portal that cannot be read in parts (GROUP BY) is refused at its
+/// row-limited Execute after the Sync, which ends the transaction; what
+/// tokio-postgres pipelines after (the portal's Close, ROLLBACK, the next
+/// BEGIN) finds nothing running, so the next transaction spans shards.
+#[tokio::test]
+async fn a_refused_portal_ends_its_transaction_cleanly() {
+    let setup = Setup::start(500);
+    let mut client = common::connect(setup.proxy.port(), "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    let mut outcomes = Vec::new();
+    for sql in [
+        "SELECT v, count(*) FROM big GROUP BY v",
+        "SELECT id FROM big WHERE v = 1",
+    ] {
+        let result: Result<usize, tokio_postgres::Error> = async {
+            let txn = client.transaction().await?;
+            let statement = txn.prepare(sql).await?;
+            let portal = txn.bind(&statement, &[]).await?;
+            let mut n = 0;
+            loop {
+                let rows = txn.query_portal(&portal, 10).await?;
+                if rows.is_empty() {
+                    break;
+                }
+                n += rows.len();
+            }
+            txn.commit().await?;
+            Ok(n)
+        }
+        .await;
+        outcomes.push(result.map_err(|e| common::code(&e).map(str::to_owned)));
+    }
+    assert_eq!(outcomes, [Err(Some("0A000".to_owned())), Ok(72)]);
 }

@@ -360,11 +360,11 @@ impl<S: ClientIo> Session<S> {
         {
             return Ok(());
         }
-        if !self.cursors.is_empty() && self.batch.is_none() {
-            if self.on_merged_portal(&frame).await? {
+        if !self.cursors.is_empty() {
+            self.cursors.forget_unnamed(&frame);
+            if self.batch.is_none() && self.on_known_portal(&frame).await? {
                 return Ok(());
             }
-            self.cursors.forget_unnamed(&frame);
         }
         if self.batch.is_some() {
             return self.on_segment_frame(frame).await;

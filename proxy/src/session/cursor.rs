@@ -89,6 +89,9 @@ pub(super) struct Merged {
     /// A shard failed while it was read (or the merge did): where each
     /// shard's part stands is unknown, so it reads no more.
     pub broken: bool,
+    /// Its rows cannot be read in parts (a portal of a statement that is
+    /// not a plain SELECT, or whose merge holds groups): why, for reads.
+    pub refused: Option<&'static str>,
     /// Whether the shards order text bytewise, when it was learnt before
     /// (a segment asks before its servers leave the idle state).
     pub bytewise: Option<bool>,

@@ -146,6 +146,9 @@ impl<S: ClientIo> Session<S> {
         if frame.tag == b'B' && self.attached.spans() && self.spanning_bind(&statement).await? {
             return Ok(());
         }
+        if frame.tag == b'B' && !self.sharded() {
+            self.note_bound_cursor(&statement);
+        }
         let rest = &body[name_start + name_len..];
         let mut client_name = &body[name_start..name_start + name_len];
         let view = self.bind_view(&frame)?;
@@ -276,6 +279,15 @@ impl<S: ClientIo> Session<S> {
                 // Servers keep the statement for other clients; closing a
                 // name that does not exist is not an error in Postgres.
                 self.statements.remove(&name);
+                self.local_reply(messages::close_complete);
+                Ok(())
+            }
+            Ok(FrontendMessage::Close { kind: b'P', .. })
+                if self.attached.is_none() && !self.plan.awaiting_server() =>
+            {
+                // No server holds a portal of the client (a portal lives in
+                // a transaction; a WITH HOLD cursor's is routed before):
+                // closing a name that does not exist is not an error.
                 self.local_reply(messages::close_complete);
                 Ok(())
             }

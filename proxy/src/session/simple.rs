@@ -42,6 +42,10 @@ impl<S: ClientIo> Session<S> {
                 Err(_) => dirty = true,
             }
         }
+        if effect == Effect::DiscardAll {
+            // It closes every cursor: no server is kept for one.
+            self.release_unneeded_pins().await?;
+        }
         let mut rewritten = None;
         if self.has_replicas() {
             known = known.or_else(|| self.lookup(&sql).ok());
@@ -90,6 +94,13 @@ impl<S: ClientIo> Session<S> {
     ) -> Option<Effect> {
         let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
         *dirty |= changes.untracked;
+        if !self.sharded() {
+            // One database: WITH HOLD cursors are remembered to keep it.
+            self.note_unsharded_cursor(&lookup.entry.summary);
+        }
+        if changes.discard_all && !self.txn.active(self.server_view()) {
+            self.cursors.forget_all();
+        }
         Some(match changes.deallocate {
             Some(Some(name)) if self.statements.remove(name.as_bytes()).is_some() => {
                 let mut reply = BytesMut::new();

@@ -81,12 +81,17 @@ impl<S: ClientIo> Session<S> {
         self.plan.drain_local(&mut self.to_client, status);
         let Some(mut merged) = self.cursors.take_merged(name) else {
             no_cursor(name).encode(&mut self.to_client);
-            return self.merged_answered(Read::ShardFailed, simple).await;
+            return self.merged_answered(Read::MergeFailed, simple).await;
         };
         let read = match using {
             Use::Read(_) if merged.broken => {
                 broken(name).encode(&mut self.to_client);
-                Read::ShardFailed
+                Read::MergeFailed
+            }
+            Use::Read(_) if merged.refused.is_some() => {
+                let why = merged.refused.unwrap_or_default();
+                super::refusal(why).encode(&mut self.to_client);
+                Read::MergeFailed
             }
             Use::Read(ask) => self.read_held(&mut merged, ask).await?,
             Use::Close | Use::CloseMessage => self.close_held(&merged, using).await?,
@@ -101,13 +106,14 @@ impl<S: ClientIo> Session<S> {
     }
 
     /// After a merged cursor was used: an error of pgshard's own ends the
-    /// client's transaction, as a shard's would; a simple query gets its
+    /// client's transaction, as a refused statement does (rolled back on
+    /// its servers, the client sees it aborted); a simple query gets its
     /// ReadyForQuery.
     async fn merged_answered(&mut self, read: Read, simple: bool) -> Result<(), End> {
         if read != Read::Done {
             self.segment_errors += 1;
-            if read == Read::MergeFailed && self.attached.status() == Some(b'T') {
-                self.txn.fail();
+            if read == Read::MergeFailed {
+                self.abort_for_cursor().await?;
             }
             if !simple {
                 self.skipping = true;
@@ -118,6 +124,25 @@ impl<S: ClientIo> Session<S> {
             messages::ready_for_query(&mut self.to_client, status);
         }
         self.flush_client().await
+    }
+
+    /// pgshard's own error inside the client's transaction: it is over,
+    /// as on Postgres. One pgshard opened is rolled back on its servers at
+    /// once (what the client pipelined after, a ROLLBACK and a BEGIN, then
+    /// finds nothing running) and refused until it ends; one the server
+    /// opened is refused as any statement pgshard refuses.
+    async fn abort_for_cursor(&mut self) -> Result<(), End> {
+        if self.txn.join_script().is_some() && self.attached.is_some() {
+            // A ROLLBACK that fails leaves nothing to keep either.
+            let _rolled_back = self.end_spanning(false, false).await?;
+            self.txn.fail();
+        } else if self.txn.refuse(self.server_view()) {
+            self.unnamed_on = None;
+            messages::query(&mut self.to_server, "ROLLBACK");
+            self.plan
+                .push(crate::session::reply_plan::Step::injected_query());
+        }
+        Ok(())
     }
 
     /// Read `merged` on the servers the session holds or pinned for it.
@@ -132,7 +157,7 @@ impl<S: ClientIo> Session<S> {
             None => {
                 let name = cursor_name(&merged.source);
                 no_cursor(&name).encode(&mut self.to_client);
-                Ok(Read::ShardFailed)
+                Ok(Read::MergeFailed)
             }
         };
         self.give_back(borrowed);

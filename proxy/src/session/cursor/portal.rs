@@ -14,6 +14,7 @@ use super::{cursor_effect, refusal, Ask, Follow, Use};
 use crate::errors::ClientError;
 use crate::protocol::frame::{Bind, Frame, FrontendMessage};
 use crate::protocol::messages;
+use crate::session::reply_plan::{self, Step};
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use crate::session::{ClientIo, End, Session};
@@ -147,30 +148,51 @@ impl<S: ClientIo> Session<S> {
             }
             (true, Some(Use::Read(Ask::Move { .. }))) => "MOVE 0",
             (true, Some(Use::Read(_))) => "FETCH 0",
+            (true, None) => "CLOSE CURSOR ALL",
             (true, _) => "CLOSE CURSOR",
         };
         self.local_tag(tag, false);
         Ok(())
     }
 
-    /// A Describe, Execute or Close of a portal that is a merged cursor
-    /// (or portal): answered here; whether it was one.
-    pub(in crate::session) async fn on_merged_portal(
-        &mut self,
-        frame: &Frame,
-    ) -> Result<bool, End> {
+    /// A Describe, Execute or Close of a portal that is a cursor pgshard
+    /// knows: a merged one's answered here, a one-shard one's sent to its
+    /// shard (a WITH HOLD cursor's pinned server); whether it was one.
+    pub(in crate::session) async fn on_known_portal(&mut self, frame: &Frame) -> Result<bool, End> {
         if self.cursors.is_empty() || !matches!(frame.tag, b'D' | b'E' | b'C') {
             return Ok(false);
         }
-        let (name, using) = match FrontendMessage::decode(frame.clone()) {
-            Ok(FrontendMessage::Describe { kind: b'P', name }) => (name, Use::Read(Ask::Describe)),
+        let (name, using, terminals) = match FrontendMessage::decode(frame.clone()) {
+            Ok(FrontendMessage::Describe { kind: b'P', name }) => {
+                (name, Use::Read(Ask::Describe), reply_plan::DESCRIBE)
+            }
             Ok(FrontendMessage::Execute { portal, max_rows }) => {
                 let rows = u64::try_from(max_rows).unwrap_or(0);
-                (portal, Use::Read(Ask::Execute { rows }))
+                (
+                    portal,
+                    Use::Read(Ask::Execute { rows }),
+                    reply_plan::EXECUTE,
+                )
             }
-            Ok(FrontendMessage::Close { kind: b'P', name }) => (name, Use::CloseMessage),
+            Ok(FrontendMessage::Close { kind: b'P', name }) => {
+                (name, Use::CloseMessage, reply_plan::CLOSE)
+            }
             _ => return Ok(false),
         };
+        if let Some(shard) = self.cursors.shard_of(&name) {
+            if using == Use::CloseMessage {
+                self.cursors.forget(&name);
+            }
+            if self
+                .ensure_server_or_reply(Target::Shard(shard), false)
+                .await?
+            {
+                self.unsynced = true;
+                self.put_frame(frame);
+                self.plan.push(Step::forward(terminals));
+            }
+            return Ok(true);
+        }
         if !self.cursors.is_merged(&name) {
             return Ok(false);
         }

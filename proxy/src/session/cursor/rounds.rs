@@ -34,7 +34,8 @@ pub(in crate::session) enum Read {
     Done,
     /// A shard's error went to the client (or a shard was lost).
     ShardFailed,
-    /// pgshard's own error went to the client (the merge failed).
+    /// pgshard's own error went to the client (the merge failed, or the
+    /// cursor cannot be read).
     MergeFailed,
 }
 

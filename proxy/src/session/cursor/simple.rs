@@ -21,6 +21,7 @@ use crate::protocol::frame::Bind;
 use crate::protocol::messages;
 use crate::session::fan_out::{Reply, Scope};
 use crate::session::routing::{Dispatch, Shards};
+use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use crate::session::{ClientIo, End, Session};
 
@@ -159,7 +160,7 @@ impl<S: ClientIo> Session<S> {
                 self.segment_errors += 1;
                 self.skipping = !simple;
             }
-            None => messages::command_complete(&mut self.to_client, "CLOSE CURSOR"),
+            None => messages::command_complete(&mut self.to_client, "CLOSE CURSOR ALL"),
         }
         if simple {
             let status = self.status();
@@ -253,6 +254,34 @@ impl<S: ClientIo> Session<S> {
         shard
     }
 
+    /// On a cluster of one database nothing is routed, but a WITH HOLD
+    /// cursor is remembered until it is closed, so that its server stays.
+    pub(in crate::session) fn note_unsharded_cursor(&mut self, summary: &Summary) {
+        match cursor_effect(summary) {
+            Some(CursorEffect::Declare { name, options }) if options.hold => {
+                let name = Bytes::copy_from_slice(name.as_bytes());
+                self.declare_on_one(name, *options, Some(&[0]));
+            }
+            Some(CursorEffect::Close(Some(name))) => {
+                self.cursors.forget(name.as_bytes());
+            }
+            Some(CursorEffect::Close(None)) => self.cursors.forget_all(),
+            _ => {}
+        }
+    }
+
+    /// [`Session::note_unsharded_cursor`] for a Bind of `statement` (looked
+    /// up only when it may be one: DECLARE WITH HOLD leaves state, and
+    /// CLOSE matters once a cursor is known).
+    pub(in crate::session) fn note_bound_cursor(&mut self, statement: &Statement) {
+        if !statement.leaves_state && self.cursors.is_empty() {
+            return;
+        }
+        if let Some(info) = self.route_info(statement) {
+            self.note_unsharded_cursor(&info.entry.summary);
+        }
+    }
+
     /// The shards of a statement routed to `shards`: a DECLARE for one
     /// shard (or any) is remembered there, and goes there.
     pub(in crate::session) fn declared_on_one(
@@ -334,6 +363,7 @@ impl<S: ClientIo> Session<S> {
             hold: options.hold,
             in_txn: true,
             broken: false,
+            refused: None,
             bytewise: None,
         };
         Ok((merged, shard_sql))

@@ -47,6 +47,7 @@ impl<S: ClientIo> Session<S> {
         };
         let writes = crate::session::spanning::writes(summary);
         let copies = router::route::holds_copies(summary, &self.sharding);
+        let readable = super::readable(summary, merge.as_ref());
         let mut bytes = BytesMut::new();
         // A DECLARE whose query is rewritten: its shards bind that one.
         let instead = declared.as_ref().and_then(|d| d.instead.clone());
@@ -64,6 +65,7 @@ impl<S: ClientIo> Session<S> {
             copies,
         );
         segment.declared.extend(declared.map(|d| d.name));
+        segment.set_readable(&bind.portal, readable);
         if writes {
             segment.note_writes(&shards);
         }
@@ -125,6 +127,7 @@ impl<S: ClientIo> Session<S> {
             copies = shards.len() > 1
                 && router::route::holds_copies(&info.entry.summary, &self.sharding);
         }
+        let mut readable = Err(super::IN_PARTS);
         let merge = match self.route_info(statement) {
             Some(info) if shards.len() > 1 => {
                 if let Some(declared) =
@@ -140,7 +143,9 @@ impl<S: ClientIo> Session<S> {
                         return Ok(());
                     }
                 }
-                self.bind_merge(statement, &info.entry.summary, bind)?
+                let merge = self.bind_merge(statement, &info.entry.summary, bind)?;
+                readable = super::readable(&info.entry.summary, merge.as_ref());
+                merge
             }
             _ => None,
         };
@@ -164,6 +169,7 @@ impl<S: ClientIo> Session<S> {
             merge.map(|merge| (merge, bind)),
             copies,
         );
+        segment.set_readable(&bind.portal, readable);
         Ok(())
     }
 

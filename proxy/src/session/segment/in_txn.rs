@@ -56,6 +56,7 @@ impl<S: ClientIo> Session<S> {
                 server,
                 units: Default::default(),
                 failed: false,
+                unnamed_parsed: None,
             })
             .collect();
         let failed_at = self
@@ -86,6 +87,7 @@ impl<S: ClientIo> Session<S> {
             }
         }
         let ok = failed_at.is_none() && !lost;
+        self.segment_portals(&segment, ok);
         self.segment_answered(settings, ok).await
     }
 

@@ -55,6 +55,8 @@ impl<S: ClientIo> Session<S> {
         let failed_at = self
             .execute_parts(&mut parts, &segment.items, two_phase)
             .await?;
+        // Portals end with the Sync outside a transaction.
+        self.segment_portals(&segment, false);
         let mut failed = failed_at.is_some();
         if let Some(index) = failed_at {
             self.segment_errors += 1;
@@ -96,17 +98,7 @@ impl<S: ClientIo> Session<S> {
         self.info.cancel.set(targets).await;
         let bytewise = self.segment_bytewise(parts, items).await;
         let started = std::time::Instant::now();
-        for part in parts.iter_mut() {
-            let request = build_request(part, items, begin, self.prepared_limit);
-            let write = part.server.conn.send(&request);
-            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
-                .await?
-                .is_err()
-            {
-                part.failed = true;
-            }
-        }
-        let merged = self.merge_segment(parts, items, bytewise).await;
+        let merged = self.run_chunks(parts, items, begin, bytewise).await;
         let targets = self.info.cancel.take().await;
         if merged.is_err() {
             for target in targets {
@@ -128,16 +120,46 @@ impl<S: ClientIo> Session<S> {
         self.clock.log_if_slow(&self.span, took, &shards);
     }
 
+    /// Send each part its share of `items[range]` (`begin`: a BEGIN
+    /// first): whether every part took it (a part that did not is failed).
+    pub(super) async fn send_chunk(
+        &mut self,
+        parts: &mut [Part],
+        items: &[Item],
+        range: std::ops::Range<usize>,
+        begin: bool,
+    ) -> Result<(), End> {
+        for part in parts.iter_mut() {
+            let request = build_request(part, items, range.clone(), begin, self.prepared_limit);
+            let write = part.server.conn.send(&request);
+            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
+                .await?
+                .is_err()
+            {
+                part.failed = true;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the shards order text bytewise, asked only when a merge
     /// needs it, of a server outside any transaction (not an adopted one).
     async fn segment_bytewise(&mut self, parts: &mut [Part], items: &[Item]) -> bool {
-        let merges = items
-            .iter()
-            .any(|item| matches!(item, Item::Send { merge: Some(_), .. }));
+        let merges = items.iter().any(|item| {
+            matches!(
+                item,
+                Item::Send { merge: Some(_), .. } | Item::Cursor { merge: Some(_), .. }
+            )
+        });
         if !merges {
             return false;
         }
-        let idle = parts.iter_mut().find(|p| p.server.conn.status == b'I');
+        // Inside the client's transaction block its servers (held, synced)
+        // may be asked too: a query there commits nothing.
+        let in_block = self.txn.spans();
+        let idle = parts
+            .iter_mut()
+            .find(|p| p.server.conn.status == b'I' || (in_block && p.server.conn.status == b'T'));
         self.bytewise_text(idle.map(|p| &mut p.server)).await
     }
 
@@ -153,7 +175,7 @@ impl<S: ClientIo> Session<S> {
         let mut shards: Vec<usize> = items
             .iter()
             .flat_map(|item| match item {
-                Item::Send { shards, .. } => shards.clone(),
+                Item::Send { shards, .. } | Item::Cursor { shards, .. } => shards.clone(),
                 Item::Local(..) => Vec::new(),
             })
             .collect();
@@ -172,6 +194,7 @@ impl<S: ClientIo> Session<S> {
                     server,
                     units: Default::default(),
                     failed: false,
+                    unnamed_parsed: None,
                 }),
                 Err(err) => {
                     ClientError::from_pool(&err, &self.info.database, shard)
@@ -202,23 +225,26 @@ impl<S: ClientIo> Session<S> {
             server,
             units: Default::default(),
             failed: false,
+            unnamed_parsed: None,
         }))
     }
 
-    /// Relay the segment's replies item by item. Returns the item that
-    /// failed, if one did.
-    async fn merge_segment(
+    /// Relay the replies of `items[range]` item by item. Returns the item
+    /// that failed, if one did.
+    pub(super) async fn merge_segment(
         &mut self,
         parts: &mut [Part],
         items: &[Item],
+        range: std::ops::Range<usize>,
         bytewise: bool,
     ) -> Result<Option<usize>, End> {
         let mut failed = parts.iter().any(|p| p.failed);
         if failed {
             ClientError::shard_lost().encode(&mut self.to_client);
-            return Ok(Some(0));
+            return Ok(Some(range.start));
         }
-        for (index, item) in items.iter().enumerate() {
+        let (from, to) = (range.start, range.end);
+        for (index, item) in items.iter().enumerate().take(to).skip(from) {
             let Item::Send {
                 shards,
                 merge,
@@ -347,9 +373,15 @@ fn evict_oldest(part: &mut Part, limit: usize, out: &mut BytesMut) {
 /// The bytes of `part`'s share of the segment, ending with a Flush (and
 /// starting with BEGIN when `begin`: the part's transaction then outlives
 /// its Sync); fills `part.units` with the replies they are owed.
-fn build_request(part: &mut Part, items: &[Item], begin: bool, limit: usize) -> BytesMut {
+fn build_request(
+    part: &mut Part,
+    items: &[Item],
+    range: std::ops::Range<usize>,
+    begin: bool,
+    limit: usize,
+) -> BytesMut {
     let mut out = BytesMut::new();
-    let mut parsed_unnamed: Option<u64> = None;
+    let mut parsed_unnamed = part.unnamed_parsed;
     let mut parsed_named: Vec<u64> = Vec::new();
     if begin {
         messages::query(&mut out, "BEGIN");
@@ -359,7 +391,8 @@ fn build_request(part: &mut Part, items: &[Item], begin: bool, limit: usize) -> 
             parse_of: None,
         });
     }
-    for (index, item) in items.iter().enumerate() {
+    let (from, to) = (range.start, range.end);
+    for (index, item) in items.iter().enumerate().take(to).skip(from) {
         let Item::Send {
             shards,
             bytes,
@@ -414,6 +447,7 @@ fn build_request(part: &mut Part, items: &[Item], begin: bool, limit: usize) -> 
             parse_of: None,
         });
     }
+    part.unnamed_parsed = parsed_unnamed;
     messages::flush(&mut out);
     out
 }
