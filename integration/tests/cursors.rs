@@ -231,6 +231,12 @@ async fn keyless_cursors_answer_as_one_postgres() {
         "FETCH 2 FROM wh",
         "CLOSE ALL",
         "FETCH wh",
+        // A name in use: Postgres's error, and the transaction is aborted.
+        "BEGIN",
+        "DECLARE twice CURSOR FOR SELECT id FROM big",
+        "DECLARE twice CURSOR FOR SELECT v FROM big",
+        "FETCH twice",
+        "ROLLBACK",
     ] {
         let seen = pair.same_query(sql).await;
         if sql == "FETCH ALL FROM c" && rows(&seen) == 1 {
@@ -393,6 +399,35 @@ async fn what_cannot_merge_in_parts_is_refused() {
         }
         assert_eq!(error_of(&mut pgshard, "ROLLBACK").await, None);
     }
+    // After a ROLLBACK TO SAVEPOINT pgshard cannot tell whether the
+    // cursor still exists (Postgres closed this one).
+    for sql in [
+        "BEGIN",
+        "SELECT 1 FROM big WHERE id = 1",
+        "SAVEPOINT a",
+        "DECLARE sp CURSOR FOR SELECT id FROM big",
+        "FETCH sp",
+        "ROLLBACK TO SAVEPOINT a",
+    ] {
+        assert_eq!(error_of(&mut pgshard, sql).await, None, "{sql}");
+    }
+    assert_eq!(
+        error_of(&mut pgshard, "FETCH sp").await.as_deref(),
+        Some("0A000")
+    );
+    assert_eq!(error_of(&mut pgshard, "ROLLBACK").await, None);
+    // A FETCH with binary results (tokio-postgres asks for binary).
+    let client = common::connect(setup.proxy.port(), "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    client.batch_execute("BEGIN").await.unwrap();
+    client
+        .batch_execute("DECLARE bin CURSOR FOR SELECT id FROM big ORDER BY id")
+        .await
+        .unwrap();
+    let err = client.query("FETCH 5 FROM bin", &[]).await.unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"));
+    client.batch_execute("ROLLBACK").await.unwrap();
     // Outside a transaction block without WITH HOLD: Postgres's error.
     let outside = error_of(&mut pgshard, "DECLARE x CURSOR FOR SELECT id FROM big").await;
     assert_eq!(outside.as_deref(), Some("25P01"));

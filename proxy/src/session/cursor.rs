@@ -250,6 +250,20 @@ impl Cursors {
         self.places.values().any(|p| p.hold() && p.on(shard))
     }
 
+    /// A ROLLBACK TO SAVEPOINT in the transaction: Postgres closes the
+    /// cursors and portals made after the savepoint, on every shard; which
+    /// ones those are pgshard does not follow, so its merged ones made in
+    /// the transaction are read no more (never read past a closed one).
+    pub fn rolled_back_to(&mut self) {
+        for place in self.places.values_mut() {
+            if let Place::Merged(merged) = place {
+                if merged.in_txn {
+                    merged.refused = Some(ROLLED_BACK_TO);
+                }
+            }
+        }
+    }
+
     /// The cursors on `shard` (a server of it was lost).
     pub fn lost(&mut self, shard: usize) {
         for place in self.places.values_mut() {
@@ -262,12 +276,18 @@ impl Cursors {
     /// `server`, given back, must stay with the client instead: a WITH
     /// HOLD cursor lives on its shard and no server of it is pinned yet.
     pub fn keeps(&self, server: &Pooled) -> bool {
+        if self.places.is_empty() {
+            return false;
+        }
         let pool = server.pool();
         pool.role != Role::Replica
             && self.holds_on(pool.shard)
             && !self.pinned.iter().any(|(s, _)| *s == pool.shard)
     }
 }
+
+/// Why a merged cursor made before a ROLLBACK TO is read no more.
+const ROLLED_BACK_TO: &str = "a ROLLBACK TO SAVEPOINT since this cursor (or portal) over several shards was declared may have closed it, and pgshard does not follow which cursors a savepoint covers: it is read no more; close it and declare it again";
 
 /// How far a FETCH or MOVE of a merged cursor goes: rows forward
 /// (`u64::MAX` for ALL), or why pgshard cannot move it that way.

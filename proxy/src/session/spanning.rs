@@ -194,6 +194,9 @@ impl<S: ClientIo> Session<S> {
         }
         let spans = self.attached.spans();
         let control = replayed(only);
+        if rolls_back_to(only, sql) {
+            self.cursors.rolled_back_to();
+        }
         match &only.kind {
             StatementKind::Commit | StatementKind::Rollback if spans => {
                 let commit = only.kind == StatementKind::Commit;
@@ -243,6 +246,9 @@ impl<S: ClientIo> Session<S> {
             return Ok(false);
         };
         let sql = String::from_utf8_lossy(&statement.query).into_owned();
+        if rolls_back_to(only, &sql) {
+            self.cursors.rolled_back_to();
+        }
         match &only.kind {
             StatementKind::Commit | StatementKind::Rollback => {
                 let commit = only.kind == StatementKind::Commit;

@@ -12,12 +12,15 @@ use router::summary::{CursorEffect, Summary};
 
 use super::{cursor_effect, refusal, Ask, Follow, Use};
 use crate::errors::ClientError;
-use crate::protocol::frame::{Bind, Frame, FrontendMessage};
+use crate::protocol::frame::{Bind, BindView, Frame, FrontendMessage};
 use crate::protocol::messages;
 use crate::session::reply_plan::{self, Step};
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use crate::session::{ClientIo, End, Session};
+
+/// Why a FETCH of a merged cursor cannot have binary results.
+const BINARY_FETCH: &str = "a FETCH of a cursor over several shards with binary results is not supported: its rows are merged from the shards' text FETCHes; fetch it with text results";
 
 /// A merged cursor a Bind of DECLARE makes.
 pub(in crate::session) struct Declared {
@@ -45,8 +48,9 @@ impl<S: ClientIo> Session<S> {
     pub(in crate::session) fn bind_cursor_statement(
         &mut self,
         summary: &Summary,
-        portal: &[u8],
+        bind: &BindView<'_>,
     ) -> Option<Option<Target>> {
+        let portal = bind.portal;
         let effect = cursor_effect(summary)?;
         let cursor = match effect {
             CursorEffect::Close(Some(name)) | CursorEffect::Fetch { name, .. } => {
@@ -66,6 +70,12 @@ impl<S: ClientIo> Session<S> {
             }
             Follow::Refuse(error) => {
                 self.refuse(error, false);
+                return Some(None);
+            }
+            Follow::Merged(Use::Read(Ask::Fetch { .. }))
+                if bind.to_bind().result_formats.contains(&1) =>
+            {
+                self.refuse(refusal(BINARY_FETCH), false);
                 return Some(None);
             }
             Follow::Merged(Use::Read(Ask::Fetch { rows, .. })) => Some(Use::Read(Ask::Fetch {

@@ -55,6 +55,14 @@ impl<S: ClientIo> Session<S> {
             return None;
         }
         let (name, moves) = match effect {
+            // A merged cursor's name is known for sure (it ends with its
+            // transaction): Postgres's error, before any shard is asked.
+            CursorEffect::Declare { name, .. } if self.cursors.is_merged(name.as_bytes()) => {
+                return Some(Follow::Refuse(ClientError::new(
+                    "42P03",
+                    format!("cursor \"{name}\" already exists"),
+                )));
+            }
             CursorEffect::Declare { .. } => return None,
             CursorEffect::Close(None) => return Some(Follow::CloseAll),
             CursorEffect::Close(Some(name)) => (name, None),

@@ -103,3 +103,33 @@ fn shard_requests_fetch_forward_or_execute_with_a_limit() {
     }
     assert_eq!(tags, b"DEH");
 }
+
+#[test]
+fn a_rollback_to_savepoint_stops_merged_cursors_of_the_transaction() {
+    use crate::fanout::InParts;
+    use std::sync::Arc;
+    let merged = |in_txn| {
+        Place::Merged(Box::new(Merged {
+            shards: vec![0, 1],
+            source: Source::Cursor("m".into()),
+            rows: InParts::new(Arc::default(), Default::default(), Vec::new(), 2),
+            hold: true,
+            in_txn,
+            broken: false,
+            refused: None,
+            bytewise: None,
+        }))
+    };
+    let mut cursors = Cursors::default();
+    cursors.declare(Bytes::from_static(b"new"), merged(true));
+    cursors.declare(Bytes::from_static(b"old"), merged(false));
+    cursors.rolled_back_to();
+    let refused = |cursors: &mut Cursors, name: &'static [u8]| {
+        let merged = cursors.take_merged(name).unwrap();
+        let refused = merged.refused.is_some();
+        cursors.put_merged(Bytes::from_static(name), merged);
+        refused
+    };
+    assert!(refused(&mut cursors, b"new"));
+    assert!(!refused(&mut cursors, b"old"));
+}

@@ -38,7 +38,7 @@ impl<S: ClientIo> Session<S> {
         if self.answer_locally(&info.entry.summary, &statement.query, false) {
             return None;
         }
-        if let Some(target) = self.bind_cursor_statement(&info.entry.summary, bind.portal) {
+        if let Some(target) = self.bind_cursor_statement(&info.entry.summary, bind) {
             return target;
         }
         self.note_bound(&info.entry.summary, &statement.query);
