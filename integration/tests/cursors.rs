@@ -428,6 +428,13 @@ async fn what_cannot_merge_in_parts_is_refused() {
     let err = client.query("FETCH 5 FROM bin", &[]).await.unwrap_err();
     assert_eq!(common::code(&err), Some("0A000"));
     client.batch_execute("ROLLBACK").await.unwrap();
+    // The statements in one query string: refused, not one
+    // shard's count.
+    let one_string = "DECLARE c CURSOR WITH HOLD FOR SELECT count(*) FROM big; FETCH ALL FROM c";
+    assert_eq!(
+        error_of(&mut pgshard, one_string).await.as_deref(),
+        Some("0A000")
+    );
     // Outside a transaction block without WITH HOLD: Postgres's error.
     let outside = error_of(&mut pgshard, "DECLARE x CURSOR FOR SELECT id FROM big").await;
     assert_eq!(outside.as_deref(), Some("25P01"));
