@@ -139,21 +139,31 @@ impl<S: ClientIo> Session<S> {
     /// Describes and Closes: read in parts, or refused with the reason
     /// when they cannot be (never sent to one shard).
     pub(super) fn segment_portals(&mut self, segment: &Segment, kept: bool) {
-        for shared in segment.shared_portals() {
+        // Portals read in parts here have their merge where it stands.
+        let read: Vec<&Bytes> = segment
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Cursor { portal, .. } => Some(portal),
+                _ => None,
+            })
+            .collect();
+        let shared_portals = segment.shared_portals();
+        for portal in &read {
+            // Closed in the segment, or ended with its Sync.
+            if !kept || !shared_portals.iter().any(|s| s.portal == **portal) {
+                self.cursors.forget(portal);
+            }
+        }
+        for shared in shared_portals {
             if !kept {
                 self.cursors.forget(&shared.portal);
-            } else if !self.cursors.is_merged(&shared.portal) {
+            } else if !read.contains(&&shared.portal) {
+                // Bound here: whatever was known by its name is gone.
                 let merge = shared.merge.as_deref();
                 let mut merged = portal_rows(&shared.portal, &shared.shards, merge, None);
                 merged.refused = shared.readable.err();
                 self.cursors.put_merged(shared.portal, Box::new(merged));
-            }
-        }
-        if !kept {
-            for item in &segment.items {
-                if let Item::Cursor { portal, .. } = item {
-                    self.cursors.forget(portal);
-                }
             }
         }
     }
