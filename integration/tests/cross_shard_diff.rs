@@ -2,15 +2,16 @@
 //! statements over sharded tables (`cross_shard_diff/generator.rs`) run
 //! through pgshard on 2 and 4 partition-only shards and on one reference
 //! Postgres holding every row (`cross_shard_diff/data.rs`), in the simple
-//! protocol and the extended protocol with text and binary results
-//! (`cross_shard_diff/target.rs`), and PREPAREd with SQL (most of their
-//! values made parameters) then EXECUTEd, as simple queries, through the
-//! extended protocol, and in one query string; some also read through a
-//! view and a function (`cross_shard_diff/behind.rs`); also tables created
-//! from queries (CREATE TABLE AS, SELECT INTO, materialized views), read
-//! after. pgshard must answer exactly as the reference does (columns,
-//! types, rows, row count) or refuse with 0A000 (DESIGN.md §2: no silent
-//! wrong answers).
+//! protocol, the extended protocol with text and binary results, and read
+//! in parts: as a cursor FETCHed in seeded chunk sizes and as a portal
+//! Executed with a row limit (`cross_shard_diff/target.rs`); PREPAREd with
+//! SQL (most of their values made parameters) then EXECUTEd, as simple
+//! queries, through the extended protocol, and in one query string; some
+//! also read through a view and a function (`cross_shard_diff/behind.rs`);
+//! also tables created from queries (CREATE TABLE AS, SELECT INTO,
+//! materialized views), read after. pgshard must answer exactly as the
+//! reference does (columns, types, rows, row count) or refuse with 0A000
+//! (DESIGN.md §2: no silent wrong answers).
 //!
 //! Environment: `PGSHARD_DIFF_SEED` (default: from the clock; printed),
 //! `PGSHARD_DIFF_N` statements per cluster (default 1200; the one-shard
@@ -169,9 +170,11 @@ async fn differential(n: usize) {
     let mut picks = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5041_5241_4d53);
     let mut tally = Tally::default();
     let started = Instant::now();
+    let mut chunks = Chunks::new(seed);
     for index in 0..settings.statements {
         let case = generator.next_case();
-        let mut wrong = run_case(&case, &mut pgshard, &mut reference, &mut tally).await;
+        let chunk = chunks.next();
+        let mut wrong = run_case(&case, chunk, &mut pgshard, &mut reference, &mut tally).await;
         // Every 8th statement also through a view, every 8th through a
         // function (a schema change each: fewer keep the run short).
         // (A case with a setup reads what the setup made: it stays as it is.)
@@ -188,7 +191,7 @@ async fn differential(n: usize) {
             );
             if made == (true, true) {
                 let case = &behind.case;
-                let wrong = run_case(case, &mut pgshard, &mut reference, &mut tally).await;
+                let wrong = run_case(case, chunk, &mut pgshard, &mut reference, &mut tally).await;
                 tally.fail(index, case, &wrong);
             }
             tokio::join!(pgshard.setup(&behind.drop), reference.setup(&behind.drop));
@@ -216,8 +219,9 @@ async fn differential(n: usize) {
         tally.fail(index, &case, &wrong);
     }
     println!(
-        "[{n} shards] {} statements x 6 ways in {:?}",
+        "[{n} shards] {} statements x {} ways in {:?}",
         settings.statements,
+        Protocol::ALL.len() + Protocol::PREPARED.len(),
         started.elapsed()
     );
     let failures = tally.report(n, seed);
@@ -239,13 +243,14 @@ async fn differential(n: usize) {
 /// it answered wrongly, by protocol.
 async fn run_case(
     case: &Case,
+    chunk: u32,
     pgshard: &mut Target,
     reference: &mut Target,
     tally: &mut Tally,
 ) -> Vec<(Protocol, String, Outcome, Outcome)> {
     let mut wrong = Vec::new();
     for protocol in Protocol::ALL {
-        let (verdict, got, want) = run_one(case, protocol, pgshard, reference).await;
+        let (verdict, got, want) = run_one(case, protocol, chunk, pgshard, reference).await;
         tally.count(case, protocol, &verdict, &want);
         if let Verdict::Wrong(why) = verdict {
             wrong.push((protocol, why, got, want));
@@ -260,13 +265,23 @@ async fn run_case(
 async fn run_one(
     case: &Case,
     protocol: Protocol,
+    chunk: u32,
     pgshard: &mut Target,
     reference: &mut Target,
 ) -> (Verdict, Outcome, Outcome) {
     let mut outcome = None;
     if let Some(setup) = &case.setup {
-        let (got, want) =
-            tokio::join!(pgshard.run(protocol, setup), reference.run(protocol, setup));
+        // A schema change is no query to read in parts: it runs on the
+        // connection (and as the user) the parts are read through.
+        let protocol = match protocol {
+            Protocol::Cursor => Protocol::Simple,
+            Protocol::Portal => Protocol::ExtendedBinary,
+            protocol => protocol,
+        };
+        let (got, want) = tokio::join!(
+            pgshard.run(protocol, setup, chunk),
+            reference.run(protocol, setup, chunk)
+        );
         if !matches!((&got, &want), (Outcome::Rows(_), Outcome::Rows(_))) {
             outcome = Some((judge(case, &got, &want), got, want));
         }
@@ -275,16 +290,16 @@ async fn run_one(
         Some(outcome) => outcome,
         None => {
             let (got, want) = tokio::join!(
-                pgshard.run(protocol, &case.sql),
-                reference.run(protocol, &case.sql)
+                pgshard.run(protocol, &case.sql, chunk),
+                reference.run(protocol, &case.sql, chunk)
             );
             (judge(case, &got, &want), got, want)
         }
     };
     if let Some(teardown) = &case.teardown {
         let (a, b) = tokio::join!(
-            pgshard.run(Protocol::Simple, teardown),
-            reference.run(Protocol::Simple, teardown)
+            pgshard.run(Protocol::Simple, teardown, chunk),
+            reference.run(Protocol::Simple, teardown, chunk)
         );
         for done in [a, b] {
             assert!(
@@ -295,6 +310,28 @@ async fn run_one(
         }
     }
     outcome
+}
+
+/// How many rows each FETCH of a cursor (each Execute of a portal) asks
+/// for: from one to more than any statement returns, seeded.
+struct Chunks(rand::rngs::Xoshiro256PlusPlus);
+
+impl Chunks {
+    fn new(seed: u64) -> Chunks {
+        use rand::SeedableRng;
+        Chunks(rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xC0C0))
+    }
+
+    fn next(&mut self) -> u32 {
+        use rand::RngExt;
+        match self.0.random_range(0..100) {
+            0..=4 => 1,
+            5..=24 => self.0.random_range(2..10),
+            25..=59 => self.0.random_range(10..100),
+            60..=89 => self.0.random_range(100..1000),
+            _ => 5000,
+        }
+    }
 }
 
 /// How one statement in one protocol came out.

@@ -20,6 +20,7 @@
 mod copy_out;
 mod copy_rows;
 mod having;
+mod parts;
 mod row_merge;
 mod split_rows;
 
@@ -28,6 +29,7 @@ use bytes::BytesMut;
 pub use crate::protocol::values::ValueError;
 pub use copy_out::CopyJoin;
 pub use copy_rows::CopyRows;
+pub use parts::{in_parts, InParts, MAX_BATCH};
 pub use row_merge::{RowMerge, Window};
 pub use split_rows::SplitRows;
 
@@ -62,6 +64,15 @@ pub struct Merger {
     /// A COPY (SELECT ...) TO STDOUT whose rows are merged: the merged
     /// reply is written as COPY's.
     copy_rows: Option<CopyRows>,
+}
+
+/// The client's error for a merge that cannot go on.
+pub fn merge_error(error: &ValueError) -> ClientError {
+    let code = match error {
+        ValueError::OutOfRange(_) => "22003",
+        _ => sqlstate::FEATURE_NOT_SUPPORTED,
+    };
+    ClientError::new(code, error.to_string())
 }
 
 /// Whether a server message is the last of a server's reply.
@@ -143,11 +154,7 @@ impl Merger {
     /// The merge cannot go on: the client gets this error instead.
     fn merge_failed(&mut self, error: &ValueError, out: &mut BytesMut) {
         self.failed = true;
-        let code = match error {
-            ValueError::OutOfRange(_) => "22003",
-            _ => sqlstate::FEATURE_NOT_SUPPORTED,
-        };
-        ClientError::new(code, error.to_string()).encode(out);
+        merge_error(error).encode(out);
     }
 
     /// A shard's error went out: nothing else will.

@@ -16,6 +16,7 @@ mod attached;
 mod behind;
 mod commit;
 mod copy_in;
+mod cursor;
 mod extended;
 mod fan_out;
 mod key_move;
@@ -169,6 +170,11 @@ pub struct Session<S> {
     copy_portal: Option<String>,
     /// A bound UPDATE that moves a row to another shard, run at its Execute.
     move_portal: Option<key_move::MovePortal>,
+    /// Cursors (and portals) pgshard routes or merges, and the servers
+    /// WITH HOLD cursors keep.
+    cursors: cursor::Cursors,
+    /// A bound FETCH, MOVE or CLOSE of a cursor pgshard answers.
+    cursor_portal: Option<cursor::CursorPortal>,
     /// Setting changes of extended-protocol statements bound since the last
     /// Sync: the client's once that Sync's ReadyForQuery comes without an
     /// error in between (an error rolls the implicit transaction back).
@@ -204,7 +210,7 @@ pub struct Session<S> {
 impl<S: ClientIo> Session<S> {
     pub fn new(client: S, cbuf: BytesMut, start: Start) -> Session<S> {
         let generation = start.state.generation.load(Ordering::Acquire);
-        let (sharding, engine) = sharding_of(&start.state, &start.info.database);
+        let (sharding, engine) = attach::sharding_of(&start.state, &start.info.database);
         Session {
             sharding,
             engine,
@@ -216,6 +222,8 @@ impl<S: ClientIo> Session<S> {
             local_portal: None,
             copy_portal: None,
             move_portal: None,
+            cursors: cursor::Cursors::default(),
+            cursor_portal: None,
             segment_errors: 0,
             extended_settings: Vec::new(),
             resync: false,
@@ -359,11 +367,18 @@ impl<S: ClientIo> Session<S> {
         if (self.local_portal.is_some() && self.on_local_portal(tag))
             || (self.copy_portal.is_some() && self.on_copy_portal(tag).await?)
             || (self.move_portal.is_some() && self.on_move_portal(tag).await?)
+            || (self.cursor_portal.is_some() && self.on_cursor_portal(&frame).await?)
         {
             return Ok(());
         }
         if matches!(tag, b'Q' | b'B') && self.sharded() {
             self.catalog_current().await;
+        }
+        if !self.cursors.is_empty() {
+            self.cursors.forget_unnamed(&frame);
+            if self.batch.is_none() && self.on_known_portal(&frame).await? {
+                return Ok(());
+            }
         }
         if self.batch.is_some() {
             return self.on_segment_frame(frame).await;
@@ -473,15 +488,4 @@ fn put_frame(out: &mut BytesMut, frame: &Frame) {
     out.put_u8(frame.tag);
     out.put_u32(frame.body.len() as u32 + 4);
     out.put_slice(&frame.body);
-}
-
-/// A cluster's sharding model and the configured parser engine.
-pub(super) fn sharding_of(state: &State, cluster: &str) -> (Arc<Sharding>, ParserEngine) {
-    let config = state.config();
-    let sharding = config
-        .clusters
-        .get(cluster)
-        .map(|c| Arc::clone(&c.sharding))
-        .unwrap_or_default();
-    (sharding, config.general.query_parser_engine)
 }

@@ -73,7 +73,9 @@ use crate::route::{
     self, Overrides, ParamValue, ParamValues, Params, RouteError, RoutePlan, Routed,
 };
 use crate::sharding::{ParserEngine, Sharding};
-use crate::summary::{Condition, SessionEffect, StatementKind, Summary, Value, ValueSource};
+use crate::summary::{
+    Condition, CursorEffect, SessionEffect, StatementKind, Summary, Value, ValueSource,
+};
 use crate::template::{self, Literal, LiteralKind, Template};
 
 mod literals;
@@ -759,12 +761,24 @@ fn valued(summary: &Summary) -> bool {
     })
 }
 
+/// A FETCH or MOVE holds its count in its summary: it belongs to the text
+/// it was read from, so the statement is never templated (it is cached by
+/// its exact text: a client fetches with the same count over and over).
+fn counted(summary: &Summary) -> bool {
+    summary.statements.iter().any(|stmt| {
+        matches!(
+            stmt.session,
+            Some(SessionEffect::Cursor(CursorEffect::Fetch { .. }))
+        )
+    })
+}
+
 fn parameterize(
     summary: &mut Summary,
     core: &str,
     template: &Template,
 ) -> Option<(u16, Vec<LiteralUse>)> {
-    if valued(summary) {
+    if valued(summary) || counted(summary) {
         return None;
     }
     let base = u16::try_from(template.max_param).ok()?;

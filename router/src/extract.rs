@@ -231,7 +231,11 @@
 //!   an ExplainStmt or CreateTableAsStmt -> Execute (the name, the RawStmt's
 //!   span, and per argument: an A_Const Integer, String or NULL -> that
 //!   value, a Float -> Number with its text, a ParamRef -> Param, anything
-//!   else (casts included) -> Expression); `None` otherwise.
+//!   else (casts included) -> Expression); DeclareCursorStmt -> Cursor(Declare) (its name; BINARY, SCROLL and
+//!   WITH HOLD from its option bits); FetchStmt -> Cursor(Fetch) (name,
+//!   direction, `howMany`, `ismove`); ClosePortalStmt -> Cursor(Close)
+//!   (`None` for CLOSE ALL); an UPDATE or DELETE whose WHERE is `CURRENT OF
+//!   name` -> Cursor(CurrentOf); `None` otherwise.
 //!   (`SET pgdog.*` gets its effect too: on an unsharded cluster it is an
 //!   ordinary custom setting.)
 //! - **target**: the table the statement writes, as in **tables**: an

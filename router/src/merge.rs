@@ -322,6 +322,39 @@ pub fn explain(sql: &str, sharding: &Sharding) -> Option<Explained> {
     })
 }
 
+/// Plan `sql` if it is a `DECLARE ... CURSOR FOR` a SELECT (`None`
+/// otherwise): the shape of its query, with the DECLARE the shards run as
+/// the plan's `shard_sql` when the query is rewritten.
+pub fn declare(sql: &str, sharding: &Sharding) -> Option<Planned> {
+    let mut tree = parser_ffi::parse_protobuf(sql).ok()?;
+    let [raw] = tree.stmts.as_mut_slice() else {
+        return None;
+    };
+    let N::DeclareCursorStmt(declare) = raw.stmt.as_mut()?.node.as_mut()? else {
+        return None;
+    };
+    let N::SelectStmt(select) = declare.query.as_mut()?.node.as_mut()? else {
+        return None;
+    };
+    let keys = KeyColumns::of(select, sharding);
+    let shape = match plan_select(select, &keys) {
+        Ok(None) => Shape::Concat,
+        Ok(Some((plan, false))) => Shape::Merge(plan),
+        Ok(Some((plan, true))) => match parser_ffi::deparse_protobuf(&tree) {
+            Ok(sql) => Shape::Merge(MergePlan {
+                shard_sql: Some(sql),
+                ..plan
+            }),
+            Err(err) => Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+        },
+        Err(why) => Shape::Refuse(why),
+    };
+    Some(Planned {
+        shape,
+        by_key: keys.used(),
+    })
+}
+
 /// The statement's SELECT (an EXPLAIN's is not merged: `None`).
 fn top_select(tree: &mut pb::ParseResult) -> Option<&mut pb::SelectStmt> {
     let [raw] = tree.stmts.as_mut_slice() else {

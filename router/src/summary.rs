@@ -395,6 +395,9 @@ pub enum SessionEffect {
         start: usize,
         len: usize,
     },
+    /// A cursor statement: cursors are state of the server that declared
+    /// them.
+    Cursor(CursorEffect),
 }
 
 /// One argument of `EXECUTE name (arguments)`: what routing can read of it.
@@ -409,6 +412,65 @@ pub enum Argument {
     Number(String),
     /// Anything else: an expression, a cast literal, a boolean.
     Expression,
+}
+
+/// What a statement does with a cursor (a named portal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CursorEffect {
+    /// `DECLARE name ... CURSOR ... FOR query` (the statement's tables and
+    /// conditions are its query's).
+    Declare {
+        name: String,
+        options: CursorOptions,
+    },
+    /// `FETCH` (`MOVE` when `moves`) as the parser reads it: `NEXT` is
+    /// `Forward` 1, `PRIOR` `Backward` 1, `FIRST` `Absolute` 1, `LAST`
+    /// `Absolute` -1, a bare count `Forward` (negative: backward), `ALL`
+    /// the count [`FETCH_ALL`].
+    Fetch {
+        name: String,
+        direction: FetchDirection,
+        count: i64,
+        moves: bool,
+    },
+    /// `CLOSE name`; `None` for `CLOSE ALL`.
+    Close(Option<String>),
+    /// `UPDATE` / `DELETE ... WHERE CURRENT OF name`.
+    CurrentOf(String),
+}
+
+/// A FETCH count meaning `ALL` (Postgres's `FETCH_ALL`, `LONG_MAX`).
+pub const FETCH_ALL: i64 = i64::MAX;
+
+/// The options of `DECLARE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CursorOptions {
+    /// `BINARY`: rows in binary.
+    pub binary: bool,
+    /// `SCROLL` (explicitly; `NO SCROLL` and no option are not).
+    pub scroll: bool,
+    /// `WITH HOLD`: the cursor outlives its transaction.
+    pub hold: bool,
+}
+
+impl CursorOptions {
+    /// From `DeclareCursorStmt.options` (Postgres's `CURSOR_OPT_*` bits).
+    pub fn from_bits(bits: i32) -> CursorOptions {
+        CursorOptions {
+            binary: bits & 0x0001 != 0,
+            scroll: bits & 0x0002 != 0,
+            hold: bits & 0x0020 != 0,
+        }
+    }
+}
+
+/// A FETCH's direction, as the parser records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchDirection {
+    Forward,
+    Backward,
+    Absolute,
+    Relative,
 }
 
 impl SessionEffect {

@@ -616,6 +616,31 @@ fn set_statements_are_keyed_by_their_text() {
     assert!(lookup(&cache, "SET search_path TO app, public").hit);
 }
 
+/// A FETCH's count is in its summary: `FETCH 5` is never served from
+/// `FETCH 1000`'s entry, and a repeated FETCH (a driver's fetch size) is
+/// cached by its exact text.
+#[test]
+fn fetch_counts_are_keyed_by_their_text() {
+    use router::summary::{CursorEffect, SessionEffect};
+    for engine in ENGINES {
+        let cache = big();
+        let count = |sql: &str| {
+            let found = cache.lookup(sql, engine).unwrap();
+            assert!(!found.entry.templated, "{sql}");
+            match found.entry.summary.statements[0].session.clone() {
+                Some(SessionEffect::Cursor(CursorEffect::Fetch { count, .. })) => {
+                    (count, found.hit)
+                }
+                other => panic!("{sql}: {other:?}"),
+            }
+        };
+        assert_eq!(count("FETCH FORWARD 1000 FROM c"), (1000, false));
+        assert_eq!(count("FETCH FORWARD 5 FROM c"), (5, false));
+        assert_eq!(count("FETCH FORWARD 1000 FROM c"), (1000, true));
+        assert_eq!(count("MOVE 7 IN c"), (7, false));
+    }
+}
+
 #[test]
 fn keys_never_equal_statement_text() {
     let cache = big();

@@ -1637,3 +1637,64 @@ fn calls_anywhere_with_their_constant_arguments() {
     ];
     check("CALL p('x', q())", procedure);
 }
+
+#[test]
+fn cursor_effects() {
+    use router::summary::{CursorEffect as C, CursorOptions, FetchDirection as D, FETCH_ALL};
+    use StatementKind as K;
+    let declare = |name: &str, binary, scroll, hold| {
+        SessionEffect::Cursor(C::Declare {
+            name: name.into(),
+            options: CursorOptions {
+                binary,
+                scroll,
+                hold,
+            },
+        })
+    };
+    let fetch = |direction, count, moves| {
+        SessionEffect::Cursor(C::Fetch {
+            name: "c".into(),
+            direction,
+            count,
+            moves,
+        })
+    };
+    #[rustfmt::skip]
+    let cases = [
+        ("DECLARE c CURSOR FOR SELECT 1", declare("c", false, false, false)),
+        ("DECLARE \"C x\" BINARY NO SCROLL CURSOR WITH HOLD FOR SELECT 1", declare("C x", true, false, true)),
+        ("DECLARE c SCROLL CURSOR WITHOUT HOLD FOR SELECT 1", declare("c", false, true, false)),
+        ("FETCH c", fetch(D::Forward, 1, false)),
+        ("FETCH NEXT FROM c", fetch(D::Forward, 1, false)),
+        ("FETCH 7 FROM c", fetch(D::Forward, 7, false)),
+        ("FETCH -7 FROM c", fetch(D::Forward, -7, false)),
+        ("FETCH FORWARD ALL IN c", fetch(D::Forward, FETCH_ALL, false)),
+        ("FETCH ALL FROM c", fetch(D::Forward, FETCH_ALL, false)),
+        ("FETCH PRIOR FROM c", fetch(D::Backward, 1, false)),
+        ("FETCH BACKWARD 3 FROM c", fetch(D::Backward, 3, false)),
+        ("FETCH LAST FROM c", fetch(D::Absolute, -1, false)),
+        ("FETCH RELATIVE 0 FROM c", fetch(D::Relative, 0, false)),
+        ("MOVE FORWARD 5 IN c", fetch(D::Forward, 5, true)),
+        ("CLOSE c", SessionEffect::Cursor(C::Close(Some("c".into())))),
+        ("CLOSE ALL", SessionEffect::Cursor(C::Close(None))),
+    ];
+    for (sql, effect) in cases {
+        check(sql, stmt(K::Other).session(effect));
+    }
+    check(
+        "DECLARE c CURSOR FOR SELECT * FROM t WHERE id = 1",
+        stmt(K::Other)
+            .tables(&["t"])
+            .conditions(vec![eq("id", int(1, 48))])
+            .session(declare("c", false, false, false)),
+    );
+    check(
+        "DELETE FROM t WHERE CURRENT OF c",
+        stmt(K::Delete)
+            .tables(&["t"])
+            .write(true)
+            .target("t")
+            .session(SessionEffect::Cursor(C::CurrentOf("c".into()))),
+    );
+}

@@ -186,6 +186,30 @@ async def cursor_keyed(ctx):
     expect_eq(got, [(key, "cur")], "rows")
 
 
+async def cursor_table(ctx):
+    # A cursor (a portal fetched with a row limit) over the whole (sharded)
+    # table in order: the same rows as the plain fetch, whatever the
+    # prefetch; fetch, forward (MOVE) and fetch again.
+    c = await connect(ctx)
+    (key,) = ctx.keys(1)
+    async with c.transaction():
+        await c.execute("insert into drv_items (id, val) values ($1, 'tab')", key)
+    q = "SELECT id, val FROM drv_items ORDER BY val DESC, id"
+    async with c.transaction():
+        want = [tuple(r) for r in await c.fetch(q)]
+    expect(len(want) > 0, "drv_items has rows")
+    for prefetch in (1, 3, 1000):
+        async with c.transaction():
+            got = [tuple(r) async for r in c.cursor(q, prefetch=prefetch)]
+        expect_eq(got, want, f"rows with prefetch {prefetch}")
+    async with c.transaction():
+        cur = await c.cursor(q)
+        a = [tuple(r) for r in await cur.fetch(2)]
+        await cur.forward(3)
+        rest = [tuple(r) for r in await cur.fetch(100000)]
+    expect_eq(a + rest, want[:2] + want[5:], "fetch, forward, fetch")
+
+
 # 5. COPY --------------------------------------------------------------------
 
 async def copy_roundtrip(ctx):
@@ -525,6 +549,7 @@ async def main():
     await R.acheck("cursor_keyless", cursor_keyless)
     await R.acheck("cursor_fetch_forward", cursor_fetch_forward)
     await R.acheck("cursor_keyed", cursor_keyed)
+    await R.acheck("cursor_table", cursor_table)
     if not ENV.sharded:
         await R.acheck("copy_roundtrip", copy_roundtrip)
     await R.acheck("copy_keyed_query", copy_keyed_query)

@@ -287,6 +287,37 @@ def server_cursor_keyed(ctx):
     expect_eq(first + rest, [(key, "cur")], "rows")
 
 
+def server_cursor_table(ctx):
+    # A named cursor over the whole (sharded) table, in order: the same rows
+    # as the plain SELECT, whatever the itersize; then WITH HOLD (psycopg's
+    # withhold, declared in a transaction and read after its COMMIT).
+    c = connect(ctx, autocommit=False)
+    (key,) = ctx.keys(1)
+    with c.transaction():
+        c.execute("insert into drv_items (id, val) values (%s, 'tab')", (key,))
+    q = "SELECT id, val FROM drv_items ORDER BY val DESC, id"
+    with c.transaction():
+        want = c.execute(q).fetchall()
+    expect(len(want) > 0, "drv_items has rows")
+    for itersize in (1, 3, 1000):
+        with c.transaction():
+            with c.cursor(name="drv_psycopg_tcur") as cur:
+                cur.itersize = itersize
+                cur.execute(q)
+                got = list(cur)
+        expect_eq(got, want, f"rows with itersize {itersize}")
+    with c.cursor(name="drv_psycopg_hcur", withhold=True) as cur:
+        cur.itersize = 2
+        cur.execute(q)
+        c.commit()
+        first = cur.fetchmany(3)
+        c.execute("SELECT 1").fetchall()
+        c.commit()
+        rest = cur.fetchall()
+    c.commit()
+    expect_eq(first + rest, want, "rows of the WITH HOLD cursor")
+
+
 # 5. COPY --------------------------------------------------------------------
 
 def copy_roundtrip(ctx):
@@ -619,6 +650,7 @@ def main():
     R.check("pipeline_executemany", pipeline_executemany)
     R.check("server_cursor_keyless", server_cursor_keyless)
     R.check("server_cursor_keyed", server_cursor_keyed)
+    R.check("server_cursor_table", server_cursor_table)
     if not ENV.sharded:
         R.check("copy_roundtrip", copy_roundtrip)
     R.check("copy_keyed_to_stdout", copy_keyed_to_stdout)

@@ -1,9 +1,12 @@
 //! One server the differential test asks (pgshard or the reference
-//! Postgres), in the three ways a client can: the simple protocol and the
+//! Postgres), in the ways a client can: the simple protocol and the
 //! extended protocol with text results over a raw socket (RowDescription,
-//! DataRows and CommandComplete exactly as sent), and the extended protocol
+//! DataRows and CommandComplete exactly as sent), the extended protocol
 //! with binary results through tokio-postgres, each value decoded to a
-//! canonical text by its type.
+//! canonical text by its type; and read in parts: a cursor (DECLARE, then
+//! FETCH in chunks, in the simple protocol, inside a transaction) and a
+//! row-limited portal (tokio-postgres `bind`, then `query_portal` in a
+//! loop).
 
 use std::time::Duration;
 
@@ -30,13 +33,20 @@ pub enum Protocol {
     PreparedExtended,
     /// `PREPARE ...; EXECUTE ...` as one simple query.
     PreparedString,
+    /// DECLARE, then FETCH in chunks (simple protocol, in a transaction).
+    Cursor,
+    /// A portal read with a row limit per Execute (extended, binary, in a
+    /// transaction).
+    Portal,
 }
 
 impl Protocol {
-    pub const ALL: [Protocol; 3] = [
+    pub const ALL: [Protocol; 5] = [
         Protocol::Simple,
         Protocol::ExtendedText,
         Protocol::ExtendedBinary,
+        Protocol::Cursor,
+        Protocol::Portal,
     ];
 
     /// The ways a statement runs prepared with SQL PREPARE.
@@ -54,6 +64,8 @@ impl Protocol {
             Protocol::PreparedSimple => "prepared/simple",
             Protocol::PreparedExtended => "prepared/extended",
             Protocol::PreparedString => "prepared/string",
+            Protocol::Cursor => "cursor/fetch",
+            Protocol::Portal => "portal/limit",
         }
     }
 }
@@ -127,8 +139,18 @@ impl Target {
         self.client.batch_execute(sql).await.is_ok()
     }
 
-    pub async fn run(&mut self, protocol: Protocol, sql: &str) -> Outcome {
+    /// Run `sql` in `protocol`; a cursor or portal is read `chunk` rows at
+    /// a time.
+    pub async fn run(&mut self, protocol: Protocol, sql: &str, chunk: u32) -> Outcome {
         let outcome = match protocol {
+            Protocol::Cursor => self.cursor(sql, chunk).await,
+            Protocol::Portal => {
+                let read = portal(&mut self.client, sql, chunk);
+                match tokio::time::timeout(STATEMENT_TIMEOUT * 4, read).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => Outcome::Broken("no answer in time".to_owned()),
+                }
+            }
             Protocol::Simple => self.exchange(&wire::query(sql)).await,
             Protocol::ExtendedText => self.exchange(&extended(sql)).await,
             Protocol::PreparedSimple | Protocol::PreparedExtended | Protocol::PreparedString => {
@@ -184,6 +206,58 @@ impl Target {
         self.client = connect_str(&self.conninfo).await.unwrap();
     }
 
+    /// `sql` as a cursor in a transaction, FETCHed `chunk` rows at a time
+    /// until a FETCH returns fewer: its description, every row, and the
+    /// FETCHes' tags joined; the first error, if one came (the
+    /// transaction is then rolled back).
+    async fn cursor(&mut self, sql: &str, chunk: u32) -> Outcome {
+        let script = [
+            "BEGIN".to_owned(),
+            format!("DECLARE pgshard_diff NO SCROLL CURSOR FOR {sql}"),
+        ];
+        let mut answer = Answer {
+            columns: Vec::new(),
+            rows: Vec::new(),
+            tag: None,
+        };
+        let mut tags = Vec::new();
+        let mut failed = None;
+        for statement in &script {
+            if let Outcome::Error { code, message } = self.exchange(&wire::query(statement)).await {
+                failed = Some(Outcome::Error { code, message });
+                break;
+            }
+        }
+        while failed.is_none() {
+            let fetch = format!("FETCH {chunk} FROM pgshard_diff");
+            match self.exchange(&wire::query(&fetch)).await {
+                Outcome::Rows(part) => {
+                    let got = part.rows.len();
+                    answer.columns = part.columns;
+                    answer.rows.extend(part.rows);
+                    tags.extend(part.tag);
+                    if got < chunk as usize {
+                        break;
+                    }
+                }
+                other => failed = Some(other),
+            }
+        }
+        if let Some(Outcome::Broken(why)) = failed {
+            return Outcome::Broken(why);
+        }
+        let end = if failed.is_some() {
+            "ROLLBACK"
+        } else {
+            "COMMIT"
+        };
+        if let Outcome::Broken(why) = self.exchange(&wire::query(end)).await {
+            return Outcome::Broken(why);
+        }
+        answer.tag = Some(tags.join(","));
+        failed.unwrap_or(Outcome::Rows(answer))
+    }
+
     /// Send `messages` and read up to ReadyForQuery.
     async fn exchange(&mut self, messages: &[u8]) -> Outcome {
         self.wire.send(messages).await;
@@ -227,6 +301,63 @@ fn extended(sql: &str) -> Vec<u8> {
     messages.concat()
 }
 
+/// `sql` bound to a portal in a transaction and read `chunk` rows per
+/// Execute until one returns none: its rows in binary, and their count.
+async fn portal(client: &mut Client, sql: &str, chunk: u32) -> Outcome {
+    let result = async {
+        let txn = client.transaction().await?;
+        let statement = txn.prepare(sql).await?;
+        let portal = txn.bind(&statement, &[]).await?;
+        let mut rows = Vec::new();
+        loop {
+            let part = txn.query_portal(&portal, chunk as i32).await?;
+            if part.is_empty() {
+                break;
+            }
+            for row in part {
+                let values = (0..row.len())
+                    .map(|i| row.try_get::<_, Canonical>(i).map(|c| c.0))
+                    .collect::<Result<Row, _>>()?;
+                rows.push(values);
+            }
+        }
+        txn.commit().await?;
+        let columns = statement
+            .columns()
+            .iter()
+            .map(|c| Column {
+                name: c.name().to_owned(),
+                type_oid: c.type_().oid(),
+                type_modifier: None,
+                format: None,
+            })
+            .collect();
+        let tag = Some(format!("SELECT {}", rows.len()));
+        Ok::<_, tokio_postgres::Error>(Answer { columns, rows, tag })
+    };
+    let result = result.await;
+    outcome_of(client, result)
+}
+
+/// What a tokio-postgres read came to.
+fn outcome_of(client: &Client, result: Result<Answer, tokio_postgres::Error>) -> Outcome {
+    match result {
+        Ok(answer) => Outcome::Rows(answer),
+        Err(err) => match err.as_db_error() {
+            Some(db) => Outcome::Error {
+                code: db.code().code().to_owned(),
+                message: db.message().to_owned(),
+            },
+            None if client.is_closed() => Outcome::Broken(describe(&err)),
+            // A value that did not decode: a wrong answer, not a lost server.
+            None => Outcome::Error {
+                code: "client".to_owned(),
+                message: describe(&err),
+            },
+        },
+    }
+}
+
 /// Prepare `sql`, then read its rows in binary and its row count.
 async fn binary(client: &Client, sql: &str) -> Outcome {
     let result = async {
@@ -255,21 +386,8 @@ async fn binary(client: &Client, sql: &str) -> Outcome {
         let tag = stream.rows_affected().map(|n| format!("SELECT {n}"));
         Ok::<_, tokio_postgres::Error>(Answer { columns, rows, tag })
     };
-    match result.await {
-        Ok(answer) => Outcome::Rows(answer),
-        Err(err) => match err.as_db_error() {
-            Some(db) => Outcome::Error {
-                code: db.code().code().to_owned(),
-                message: db.message().to_owned(),
-            },
-            None if client.is_closed() => Outcome::Broken(describe(&err)),
-            // A value that did not decode: a wrong answer, not a lost server.
-            None => Outcome::Error {
-                code: "client".to_owned(),
-                message: describe(&err),
-            },
-        },
-    }
+    let result = result.await;
+    outcome_of(client, result)
 }
 
 fn cstr(body: &mut Bytes) -> String {

@@ -22,6 +22,7 @@ pub mod sqlstate {
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const IN_FAILED_TRANSACTION: &str = "25P02";
     pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
+    pub const INVALID_CURSOR_NAME: &str = "34000";
 }
 
 /// Severity of an ErrorResponse; FATAL ends the session. A WARNING goes

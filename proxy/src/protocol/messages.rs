@@ -295,6 +295,21 @@ pub fn execute(out: &mut BytesMut, portal: &[u8]) {
     finish(out, at);
 }
 
+/// `E`: Execute of `portal`, at most `max_rows` rows (0: every row)
+/// (frontend).
+pub fn execute_rows(out: &mut BytesMut, portal: &[u8], max_rows: i32) {
+    let at = begin(out, b'E');
+    put_cstr(out, portal);
+    out.put_i32(max_rows);
+    finish(out, at);
+}
+
+/// `s`: PortalSuspended, the row limit of an Execute reached.
+pub fn portal_suspended(out: &mut BytesMut) {
+    let at = begin(out, b's');
+    finish(out, at);
+}
+
 /// `C`: Close of a statement (`S`) or portal (`P`) (frontend).
 pub fn close(out: &mut BytesMut, kind: u8, name: &[u8]) {
     let at = begin(out, b'C');

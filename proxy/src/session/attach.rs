@@ -15,7 +15,7 @@ use tracing::{debug, warn};
 use super::params::ParamSet;
 use super::reply_plan::Step;
 use super::transaction::Target;
-use super::{count, sharding_of, End, Session};
+use super::{count, End, Session};
 use crate::errors::ClientError;
 use crate::pool::{PoolError, Pooled};
 use crate::protocol::backend::sqlstate;
@@ -108,6 +108,9 @@ impl<S: ClientIo> Session<S> {
     /// An idle primary server of `shard` now, unless PAUSE holds the
     /// database or none is ready (its settings not brought in line yet).
     fn checkout_now(&mut self, shard: usize, read: bool) -> Option<Pooled> {
+        if let Some(pinned) = self.cursors.unpin(shard) {
+            return Some(pinned);
+        }
         if self.state.paused.borrow().holds(&self.info.database) {
             return None;
         }
@@ -136,7 +139,7 @@ impl<S: ClientIo> Session<S> {
         read: bool,
         ready: Option<Pooled>,
     ) -> Result<Result<Pooled, PoolError>, End> {
-        let mut server = match ready {
+        let mut server = match ready.or_else(|| self.cursors.unpin(shard)) {
             Some(server) => server,
             None => match self.checkout_waiting(shard, read).await? {
                 Ok(server) => server,
@@ -273,7 +276,7 @@ impl<S: ClientIo> Session<S> {
             let Some(server) = self.attached.main() else {
                 return true;
             };
-            if server.conn.status != b'I' || server.conn.dirty {
+            if server.conn.status != b'I' || server.conn.dirty || self.cursors.keeps(server) {
                 return false;
             }
             if self.info.cancel.try_set(None).is_err() {
@@ -305,7 +308,14 @@ impl<S: ClientIo> Session<S> {
 
     /// Hand a server back clean, or close it. `reset` runs DISCARD ALL
     /// (session mode's end); a dirty server gets it regardless.
-    pub(super) async fn release(&mut self, mut server: Pooled, reset: bool) {
+    pub(super) async fn release(&mut self, server: Pooled, reset: bool) {
+        let mut kept = Some(server);
+        if !reset && self.keep_for_cursors(&mut kept).await {
+            return;
+        }
+        let Some(mut server) = kept else {
+            return;
+        };
         self.set_cancel_target(None).await;
         let now = self.note_release(&server);
         let pool = Arc::clone(server.pool());
@@ -355,6 +365,11 @@ impl<S: ClientIo> Session<S> {
     pub(super) async fn finish(&mut self) {
         let reset = self.mode == PoolerMode::Session;
         let killed = self.info.interrupt.is_killed();
+        if !killed {
+            // Those WITH HOLD cursors kept go back too (after KILL they
+            // close with the session).
+            self.release_pins(reset).await;
+        }
         let mut held = self.attached.take_all().into_iter();
         let Some((_, server)) = held.next() else {
             return;
@@ -422,4 +437,21 @@ const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(super) fn cancel_target(server: &Pooled) -> CancelTarget {
     server.conn.cancel_key()
+}
+
+/// A cluster's sharding model and the configured parser engine.
+pub(super) fn sharding_of(
+    state: &State,
+    cluster: &str,
+) -> (
+    Arc<router::sharding::Sharding>,
+    router::sharding::ParserEngine,
+) {
+    let config = state.config();
+    let sharding = config
+        .clusters
+        .get(cluster)
+        .map(|c| Arc::clone(&c.sharding))
+        .unwrap_or_default();
+    (sharding, config.general.query_parser_engine)
 }

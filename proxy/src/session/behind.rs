@@ -60,7 +60,8 @@ impl<S: ClientIo> Session<S> {
     pub(super) async fn catalog_current(&mut self) {
         if self.status() == b'I' {
             if std::mem::take(&mut self.own_schema.overlay) {
-                (self.sharding, self.engine) = super::sharding_of(&self.state, &self.info.database);
+                (self.sharding, self.engine) =
+                    super::attach::sharding_of(&self.state, &self.info.database);
             }
             if std::mem::take(&mut self.own_schema.changed) {
                 self.state.catalog.request();

@@ -92,6 +92,9 @@ impl<S: ClientIo> Session<S> {
             }
             self.schema_committed();
         }
+        // Before the servers go back: those a WITH HOLD cursor still
+        // needs stay with the client.
+        self.cursors.txn_end(ended == Ok("COMMIT"));
         for (_, server) in servers {
             self.release(server, false).await;
         }

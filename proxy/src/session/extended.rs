@@ -19,6 +19,16 @@ use crate::protocol::messages;
 use crate::session::ClientIo;
 
 impl<S: ClientIo> Session<S> {
+    /// What a Bind says before it is routed: a table made behind pgshard's
+    /// back is looked up (`behind.rs`); on one database, a WITH HOLD
+    /// cursor bound keeps its server (`cursor`).
+    async fn noted_bind(&mut self, statement: &Arc<Statement>, bind: bool) {
+        self.look_up_unseen_of(statement, bind).await;
+        if bind && !self.sharded() {
+            self.note_bound_cursor(statement);
+        }
+    }
+
     pub(super) async fn on_parse(&mut self, frame: Frame) -> Result<(), End> {
         let frame_bytes = frame.clone();
         let (name, query, param_types) = match FrontendMessage::decode(frame) {
@@ -154,7 +164,7 @@ impl<S: ClientIo> Session<S> {
         {
             return Ok(());
         }
-        self.look_up_unseen_of(&statement, bind).await;
+        self.noted_bind(&statement, bind).await;
         let rest = &body[name_start + name_len..];
         let mut client_name = &body[name_start..name_start + name_len];
         let view = self.bind_view(&frame)?;
@@ -286,6 +296,15 @@ impl<S: ClientIo> Session<S> {
                 // name that does not exist is not an error in Postgres.
                 self.statements.remove(&name);
                 self.sql_names.remove(&name);
+                self.local_reply(messages::close_complete);
+                Ok(())
+            }
+            Ok(FrontendMessage::Close { kind: b'P', .. })
+                if self.attached.is_none() && !self.plan.awaiting_server() =>
+            {
+                // No server holds a portal of the client (a portal lives in
+                // a transaction; a WITH HOLD cursor's is routed before):
+                // closing a name that does not exist is not an error.
                 self.local_reply(messages::close_complete);
                 Ok(())
             }

@@ -129,6 +129,8 @@ impl<S: ClientIo> Session<S> {
                     Verdict::Answer { tag, ends } => {
                         if ends {
                             self.end_txn_overrides();
+                            // (A failed one's servers were rolled back.)
+                            self.cursors.txn_end(tag == "COMMIT");
                         }
                         tag
                     }

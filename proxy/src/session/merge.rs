@@ -294,7 +294,7 @@ fn having_params(predicate: &Predicate) -> Vec<u16> {
 
 /// The Bind's parameters HAVING reads, as text: a binary one must have a
 /// declared integer, numeric or text type.
-fn bind_text_params(
+pub(super) fn bind_text_params(
     plan: &MergePlan,
     bind: &Bind,
     types: &[u32],
@@ -329,7 +329,7 @@ fn bind_text_params(
 
 /// The rows `plan`'s LIMIT and OFFSET ask for, parameters read from `bind`
 /// (`None`: a simple query, which has none).
-fn window(plan: &MergePlan, bind: Option<&Bind>) -> Result<Window, ClientError> {
+pub(super) fn window(plan: &MergePlan, bind: Option<&Bind>) -> Result<Window, ClientError> {
     Ok(Window {
         offset: bound_value(plan.limit.offset, bind)?.unwrap_or(0),
         count: bound_value(plan.limit.count, bind)?,

@@ -235,8 +235,9 @@ fn is_word(word: &[u8], keyword: &str) -> bool {
 /// keywords alone (no parse).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Keywords {
-    /// It starts with SET, RESET, DEALLOCATE or DISCARD: its summary says
-    /// what it changes ([`session_changes`]).
+    /// It starts with SET, RESET, DEALLOCATE, DISCARD, CLOSE, or DECLARE
+    /// (a WITH HOLD cursor): its summary says what it changes
+    /// ([`session_changes`], the cursors).
     pub tracked: bool,
     /// Some statement of it leaves session state on the server connection
     /// (temp tables, LISTEN, SQL PREPARE, WITH HOLD cursors, session
@@ -251,14 +252,22 @@ pub fn classify(sql: &[u8]) -> Keywords {
     let [first] = leading_byte_words::<1>(sql);
     let tracked = match first.first().map(u8::to_ascii_uppercase) {
         Some(b'S' | b'R') => is_word(first, "SET") || is_word(first, "RESET"),
-        Some(b'D') => is_word(first, "DEALLOCATE") || is_word(first, "DISCARD"),
+        Some(b'D') => {
+            is_word(first, "DEALLOCATE")
+                || is_word(first, "DISCARD")
+                || (is_word(first, "DECLARE") && contains_ignore_case(sql, b"hold"))
+        }
         // SQL-prepared statements (`session/sql_prepare.rs`).
         Some(b'P') => {
             is_word(first, "PREPARE") && !is_word(leading_byte_words::<2>(sql)[1], "TRANSACTION")
         }
         Some(b'E') => is_word(first, "EXECUTE") || is_word(first, "EXPLAIN"),
-        // CREATE TABLE ... AS EXECUTE.
-        Some(b'C') => is_word(first, "CREATE") && contains_ignore_case(sql, b"execute"),
+        // CREATE TABLE ... AS EXECUTE; a WITH HOLD cursor keeps its server
+        // until it is closed.
+        Some(b'C') => {
+            (is_word(first, "CREATE") && contains_ignore_case(sql, b"execute"))
+                || is_word(first, "CLOSE")
+        }
         _ => false,
     };
     Keywords {
@@ -386,6 +395,7 @@ pub fn session_changes(summary: &Summary, text: &str) -> SessionChanges {
             SessionEffect::DiscardAll => changes.discard_all = true,
             // Prepared statements are `session/sql_prepared.rs`'s.
             SessionEffect::Prepare { .. } | SessionEffect::Execute { .. } => {}
+            SessionEffect::Cursor(_) => {}
         }
     }
     changes

@@ -11,15 +11,15 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use router::cache::{Entry, Lookup, LookupError};
 use router::route::{Overrides, Route, RouteError};
-use router::summary::{StatementKind, Summary};
+use router::summary::{CursorEffect, StatementKind, Summary};
 
 mod bind;
 
 pub(crate) use bind::bind_params;
+use bind::needs_transaction_block;
 
 use super::fan_out::{Reply, Scope};
 use super::merge::Rows;
-use super::params;
 use super::reply_plan::Step;
 use super::statements::Statement;
 use super::transaction::{Fit, Placement, ServerView, Target, CROSS_SHARD_TXN};
@@ -129,6 +129,9 @@ impl<S: ClientIo> Session<S> {
         if let Some(done) = self.spanning_statement(summary, frame_sql).await? {
             return Ok(done);
         }
+        if let Some(done) = self.cursor_query(summary).await? {
+            return Ok(done);
+        }
         let params = lookup.params(&[]);
         let overrides = self.overrides(&lookup.overrides);
         let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
@@ -140,6 +143,9 @@ impl<S: ClientIo> Session<S> {
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
         {
             return Ok(self.refused(error));
+        }
+        if let Some(CursorEffect::Declare { .. }) = super::cursor::cursor_effect(summary) {
+            return self.declare_query(summary, frame_sql, shards).await;
         }
         if is_copy_from(summary) && shards.as_ref().is_some_and(|s| s.len() > 1) {
             // An omnisharded table's copies each get every row.
@@ -476,20 +482,4 @@ fn is_copy_to(summary: &Summary) -> bool {
         summary.statements.as_slice(),
         [statement] if statement.kind == StatementKind::Copy { to: true }
     )
-}
-
-/// A statement that fails outside a transaction block, or whose effect
-/// must last as long as the transaction: SAVEPOINT, RELEASE, ROLLBACK TO
-/// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR.
-fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
-    match summary.statements.as_slice() {
-        [only] if only.kind == StatementKind::TransactionOther => true,
-        // DECLARE CURSOR is summarized as an `Other` statement.
-        [only] if only.kind == StatementKind::Other => {
-            let sql = super::sql_text(sql);
-            let [first] = params::leading_words::<1>(&sql);
-            first.eq_ignore_ascii_case("DECLARE")
-        }
-        _ => false,
-    }
 }

@@ -28,8 +28,10 @@
 
 mod bind;
 mod in_txn;
+mod parts;
 mod portal;
 mod read;
+mod request;
 mod run;
 mod split;
 mod two_phase;
@@ -77,6 +79,19 @@ pub struct Segment {
     /// segment has re-parsed it (each Parse of it counts).
     unnamed: Option<Arc<Statement>>,
     unnamed_generation: u64,
+    /// Merged cursors the segment's DECLAREs make (forgotten if it fails).
+    pub declared: Vec<Bytes>,
+    /// Portals on several shards whose rows can be read in parts (a plain
+    /// SELECT whose merge holds no groups), or why not.
+    readable: HashMap<Bytes, Result<(), &'static str>>,
+}
+
+/// A portal a segment bound on several shards.
+pub struct SharedPortal {
+    pub portal: Bytes,
+    pub shards: Vec<usize>,
+    pub merge: Option<Arc<BindMerge>>,
+    pub readable: Result<(), &'static str>,
 }
 
 /// One client message of the segment.
@@ -106,6 +121,14 @@ enum Item {
         split: Option<SplitRowsOf>,
         /// An Execute of a portal whose shards hold the same rows.
         copies: bool,
+    },
+    /// An Execute with a row limit of a SELECT's portal on several shards:
+    /// read in parts, as a cursor is (`segment/parts.rs`).
+    Cursor {
+        shards: Vec<usize>,
+        portal: Bytes,
+        max_rows: i32,
+        merge: Option<Arc<BindMerge>>,
     },
 }
 
@@ -144,6 +167,8 @@ struct Part {
     units: std::collections::VecDeque<Unit>,
     /// It reported an error: it skips the rest until the Sync.
     failed: bool,
+    /// The generation of the client's unnamed statement it was last sent.
+    unnamed_parsed: Option<u64>,
 }
 
 impl Segment {
@@ -201,6 +226,7 @@ impl Segment {
         self.merges.remove(&portal);
         self.splits.remove(&portal);
         self.rowless.remove(&portal);
+        self.readable.remove(&portal);
         if let Some((merge, bind)) = merge {
             if let Some(rewritten) = &merge.shard_statement {
                 // The shards run the rewritten statement under its own
@@ -229,6 +255,27 @@ impl Segment {
         });
     }
 
+    /// Whether the portal just bound can be read in parts (see
+    /// [`Segment::readable`]).
+    pub fn set_readable(&mut self, portal: &Bytes, readable: Result<(), &'static str>) {
+        self.readable.insert(portal.clone(), readable);
+    }
+
+    /// The portals bound on several shards, with their shards, merges,
+    /// and whether their rows can be read in parts.
+    pub fn shared_portals(&self) -> Vec<SharedPortal> {
+        self.portals
+            .iter()
+            .filter(|(_, shards)| shards.len() > 1)
+            .map(|(portal, shards)| SharedPortal {
+                portal: portal.clone(),
+                shards: shards.clone(),
+                merge: self.merges.get(portal).cloned(),
+                readable: self.readable.get(portal).copied().unwrap_or(Err(IN_PARTS)),
+            })
+            .collect()
+    }
+
     /// Statements bound for `shards` write (they commit together).
     pub fn note_writes(&mut self, shards: &[usize]) {
         for &shard in shards {
@@ -244,7 +291,7 @@ impl Segment {
             .items
             .iter()
             .flat_map(|item| match item {
-                Item::Send { shards, .. } => shards.clone(),
+                Item::Send { shards, .. } | Item::Cursor { shards, .. } => shards.clone(),
                 Item::Local(..) => Vec::new(),
             })
             .collect();
@@ -259,7 +306,7 @@ impl Segment {
         self.items
             .iter()
             .find_map(|item| match item {
-                Item::Send { shards, .. } => shards.first().copied(),
+                Item::Send { shards, .. } | Item::Cursor { shards, .. } => shards.first().copied(),
                 Item::Local(..) => None,
             })
             .unwrap_or(0)
@@ -267,7 +314,26 @@ impl Segment {
 }
 
 /// Why a portal on several shards cannot be read before the Sync.
-const IN_PARTS: &str = "a statement that goes to several shards cannot be fetched in parts (an Execute with a row limit, or a Flush before Sync, as cursors do): its shards' rows are merged at Sync; fetch it whole, or give it the sharding key";
+const IN_PARTS: &str = "a statement that goes to several shards cannot be fetched in parts here (a Flush before Sync, or an Execute with a row limit of a statement that is not a plain SELECT): its shards' replies are merged at Sync; Sync first, fetch it whole, or give it the sharding key";
+
+/// Whether a portal on several shards bound from a statement summarized
+/// as `summary` (its merge: `merge`) can be read in parts: a plain SELECT
+/// whose merge holds no groups.
+pub(super) fn readable(
+    summary: &router::summary::Summary,
+    merge: Option<&BindMerge>,
+) -> Result<(), &'static str> {
+    use router::summary::StatementKind;
+    let plain = matches!(
+        summary.statements.as_slice(),
+        [only] if only.kind == StatementKind::Select && !only.write && !only.locking
+    );
+    match merge {
+        _ if !plain => Err(IN_PARTS),
+        Some(merge) => crate::fanout::in_parts(&merge.plan),
+        None => Ok(()),
+    }
+}
 
 fn refused(message: &str) -> ClientError {
     ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message)
@@ -306,7 +372,11 @@ impl<S: ClientIo> Session<S> {
             b'S' => {
                 self.skipping = false;
                 self.unsynced = false;
-                return self.run_segment(segment).await;
+                let declared = std::mem::take(&mut segment.declared);
+                let (errors, in_txn) = (self.segment_errors, self.txn.spans());
+                self.run_segment(segment).await?;
+                let ok = self.segment_errors == errors;
+                return self.segment_declared(declared, ok, in_txn).await;
             }
             b'H' => Some(refused(IN_PARTS)),
             b'P' => self.segment_parse(&mut segment, frame).err(),
@@ -320,8 +390,11 @@ impl<S: ClientIo> Session<S> {
         match refusal {
             None => self.batch = Some(segment),
             Some(error) => {
-                // Nothing of the segment runs: its Parses never happened.
+                // Nothing of the segment runs: its Parses never happened,
+                // its DECLAREs made no cursor.
                 self.forget_parses(&segment.items, 0);
+                let declared = std::mem::take(&mut segment.declared);
+                self.segment_declared(declared, false, false).await?;
                 self.local_error(error, false);
             }
         }

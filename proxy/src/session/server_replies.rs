@@ -220,6 +220,7 @@ impl<S: ClientIo> Session<S> {
         match tag {
             b'Z' => {
                 conn.status = body.first().copied().unwrap_or(b'I');
+                self.cursors.on_ready(conn.status);
                 if self.txn.on_end(Some(conn.status)) {
                     self.overrides = Overrides::default();
                 }
@@ -244,6 +245,7 @@ impl<S: ClientIo> Session<S> {
         if tag.starts_with(b"COMMIT\0") {
             self.schema_committed();
         }
+        self.cursors.on_tag(tag);
         let Some(server) = self.attached.main_mut() else {
             return;
         };

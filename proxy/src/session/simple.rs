@@ -53,6 +53,10 @@ impl<S: ClientIo> Session<S> {
                 Err(_) => dirty = true,
             }
         }
+        if effect == Effect::DiscardAll {
+            // It closes every cursor: no server is kept for one.
+            self.release_unneeded_pins().await?;
+        }
         let mut rewritten = None;
         if self.has_replicas() {
             known = known.or_else(|| self.lookup(&sql).ok());
@@ -101,6 +105,13 @@ impl<S: ClientIo> Session<S> {
     ) -> Option<Effect> {
         let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
         *dirty |= changes.untracked;
+        if !self.sharded() {
+            // One database: WITH HOLD cursors are remembered to keep it.
+            self.note_unsharded_cursor(&lookup.entry.summary);
+        }
+        if changes.discard_all && !self.txn.active(self.server_view()) {
+            self.cursors.forget_all();
+        }
         // In an aborted transaction Postgres refuses it: the server says so.
         let aborted = self.status() == b'E';
         Some(match changes.deallocate {

@@ -194,6 +194,9 @@ impl<S: ClientIo> Session<S> {
         }
         let spans = self.attached.spans();
         let control = replayed(only);
+        if rolls_back_to(only, sql) {
+            self.cursors.rolled_back_to();
+        }
         match &only.kind {
             StatementKind::Commit | StatementKind::Rollback if spans => {
                 let commit = only.kind == StatementKind::Commit;
@@ -243,6 +246,9 @@ impl<S: ClientIo> Session<S> {
             return Ok(false);
         };
         let sql = String::from_utf8_lossy(&statement.query).into_owned();
+        if rolls_back_to(only, &sql) {
+            self.cursors.rolled_back_to();
+        }
         match &only.kind {
             StatementKind::Commit | StatementKind::Rollback => {
                 let commit = only.kind == StatementKind::Commit;
@@ -355,16 +361,21 @@ pub(super) fn replayed(only: &router::summary::StatementSummary) -> bool {
 /// of tables, transaction control and session settings.
 pub(super) fn writes(summary: &Summary) -> bool {
     let harmless = |s: &router::summary::StatementSummary| {
-        matches!(
-            s.kind,
-            StatementKind::TransactionOther
-                | StatementKind::Session
-                | StatementKind::SetShard(_)
-                | StatementKind::SetShardingKey(_)
-                | StatementKind::Begin
-                | StatementKind::Commit
-                | StatementKind::Rollback
-        )
+        // A cursor's DECLARE, FETCH, MOVE and CLOSE read.
+        let cursor = s.kind == StatementKind::Other
+            && !s.write
+            && matches!(s.session, Some(SessionEffect::Cursor(_)));
+        cursor
+            || matches!(
+                s.kind,
+                StatementKind::TransactionOther
+                    | StatementKind::Session
+                    | StatementKind::SetShard(_)
+                    | StatementKind::SetShardingKey(_)
+                    | StatementKind::Begin
+                    | StatementKind::Commit
+                    | StatementKind::Rollback
+            )
     };
     !super::read_split::is_read(summary) && !summary.statements.iter().all(harmless)
 }

@@ -380,11 +380,14 @@ impl<S: ClientIo> Session<S> {
         bytes.put_slice(&frame.body[name_start + name_len..]);
         messages::finish(&mut bytes, at);
         let writes = super::spanning::writes(summary);
+        let readable = super::segment::readable(summary, merge.as_ref());
         let held = Held {
             bytes: bytes.freeze(),
             merge,
             writes,
             copies,
+            declared: None,
+            readable,
         };
         self.hold_bind(rewritten, false, &bind, shards, held);
         self.unsynced = true;

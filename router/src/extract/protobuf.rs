@@ -19,8 +19,9 @@ mod sublinks_protobuf;
 use super::resolve::{self, Bodies, Body, Name, Output, Resolver, StatementTables};
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    Argument, Call, ColumnRef, Condition, CteWrite, InlineCode, SessionEffect, StatementKind,
-    StatementSummary, Summary, TableRef, Value, ValueSource,
+    Argument, Call, ColumnRef, Condition, CteWrite, CursorEffect, CursorOptions, FetchDirection,
+    InlineCode, SessionEffect, StatementKind, StatementSummary, Summary, TableRef, Value,
+    ValueSource,
 };
 
 /// Summarize every statement of `tree` (see [`super`] for the rules).
@@ -170,7 +171,7 @@ fn session_effect(root: &NodeEnum, location: i32, len: i32) -> Option<SessionEff
                     NodeEnum::ExecuteStmt(execute) => execute,
                     _ => return None,
                 },
-                _ => return None,
+                _ => return cursor_effect(root).map(SessionEffect::Cursor),
             };
             if execute.name.is_empty() {
                 return None;
@@ -234,6 +235,37 @@ fn cte_writes(scopes: &Scopes<'_>) -> Vec<CteWrite> {
             })
         })
         .collect()
+}
+
+/// What a top-level statement does with a cursor (see the rules in
+/// [`super`]).
+fn cursor_effect(root: &NodeEnum) -> Option<CursorEffect> {
+    let named = non_empty;
+    let current_of = |clause: &Option<Box<pb::Node>>| match inner(clause) {
+        Some(NodeEnum::CurrentOfExpr(current)) => named(&current.cursor_name),
+        _ => None,
+    };
+    Some(match root {
+        NodeEnum::DeclareCursorStmt(declare) => CursorEffect::Declare {
+            name: named(&declare.portalname)?,
+            options: CursorOptions::from_bits(declare.options),
+        },
+        NodeEnum::FetchStmt(fetch) => CursorEffect::Fetch {
+            name: named(&fetch.portalname)?,
+            direction: match fetch.direction() {
+                pb::FetchDirection::FetchBackward => FetchDirection::Backward,
+                pb::FetchDirection::FetchAbsolute => FetchDirection::Absolute,
+                pb::FetchDirection::FetchRelative => FetchDirection::Relative,
+                _ => FetchDirection::Forward,
+            },
+            count: fetch.how_many,
+            moves: fetch.ismove,
+        },
+        NodeEnum::ClosePortalStmt(close) => CursorEffect::Close(named(&close.portalname)),
+        NodeEnum::UpdateStmt(update) => CursorEffect::CurrentOf(current_of(&update.where_clause)?),
+        NodeEnum::DeleteStmt(delete) => CursorEffect::CurrentOf(current_of(&delete.where_clause)?),
+        _ => return None,
+    })
 }
 
 /// The table the statement writes and the columns an UPDATE (or a MERGE's

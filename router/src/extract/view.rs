@@ -17,8 +17,8 @@
 //! Strings are copied out of the tree only for the summary itself.
 
 use parser_ffi::protobuf::{
-    AExprKind, BoolExprType, CmdType, DiscardMode, JoinType, SetOperation, TransactionStmtKind,
-    VariableSetKind,
+    AExprKind, BoolExprType, CmdType, DiscardMode, FetchDirection, JoinType, SetOperation,
+    TransactionStmtKind, VariableSetKind,
 };
 use parser_ffi::view::{
     self, AConst, Alias, ConstValue, InsertStmt, List, Node, NodeRef, RangeVar, SelectStmt,
@@ -33,8 +33,9 @@ mod sublinks_view;
 use super::resolve::{Bodies, Body, Item, Name, Output, Resolver, StatementTables};
 use super::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
 use crate::summary::{
-    Argument, Call, ColumnRef, Condition, CteWrite, InlineCode, SessionEffect, StatementKind,
-    StatementSummary, Summary, TableRef, Value, ValueSource,
+    Argument, Call, ColumnRef, Condition, CteWrite, CursorEffect, CursorOptions,
+    FetchDirection as Direction, InlineCode, SessionEffect, StatementKind, StatementSummary,
+    Summary, TableRef, Value, ValueSource,
 };
 
 /// Summarize every statement of `tree` (see the rules in [`super`]).
@@ -253,7 +254,7 @@ fn session_effect(stmt: Node<'_>, location: i32, len: i32) -> Option<SessionEffe
                     NodeRef::ExecuteStmt(execute) => execute,
                     _ => return None,
                 },
-                _ => return None,
+                _ => return cursor_effect(stmt).map(SessionEffect::Cursor),
             };
             Some(SessionEffect::Execute {
                 name: execute.name()?.to_owned(),
@@ -293,6 +294,38 @@ fn argument(node: Option<Node<'_>>) -> Argument {
         },
         _ => Argument::Expression,
     }
+}
+
+/// What a top-level statement does with a cursor (see the rules in
+/// [`super`]).
+fn cursor_effect(stmt: Node<'_>) -> Option<CursorEffect> {
+    let current_of = |clause: Option<Node<'_>>| match clause.map(Node::kind) {
+        Some(NodeRef::CurrentOfExpr(current)) => current.cursor_name().map(str::to_owned),
+        _ => None,
+    };
+    Some(match stmt.kind() {
+        NodeRef::DeclareCursorStmt(declare) => CursorEffect::Declare {
+            name: declare.portalname()?.to_owned(),
+            options: CursorOptions::from_bits(declare.options()),
+        },
+        NodeRef::FetchStmt(fetch) => CursorEffect::Fetch {
+            name: fetch.portalname()?.to_owned(),
+            direction: match fetch.direction() {
+                FetchDirection::FetchBackward => Direction::Backward,
+                FetchDirection::FetchAbsolute => Direction::Absolute,
+                FetchDirection::FetchRelative => Direction::Relative,
+                _ => Direction::Forward,
+            },
+            count: fetch.how_many(),
+            moves: fetch.ismove(),
+        },
+        NodeRef::ClosePortalStmt(close) => {
+            CursorEffect::Close(close.portalname().map(str::to_owned))
+        }
+        NodeRef::UpdateStmt(update) => CursorEffect::CurrentOf(current_of(update.where_clause())?),
+        NodeRef::DeleteStmt(delete) => CursorEffect::CurrentOf(current_of(delete.where_clause())?),
+        _ => return None,
+    })
 }
 
 /// The statement EXPLAIN explains, or the statement itself.

@@ -499,3 +499,32 @@ fn explain_plans_the_select_it_explains() {
     ));
     assert_eq!(explain("SELECT 1"), None);
 }
+
+#[test]
+fn declare_plans_the_query_of_its_cursor() {
+    let declare = |sql: &str| super::declare(sql, &sharding()).map(|p| p.shape);
+    assert_eq!(
+        declare("DECLARE c CURSOR FOR SELECT * FROM users"),
+        Some(Shape::Concat)
+    );
+    let Some(Shape::Merge(plan)) =
+        declare("DECLARE c NO SCROLL CURSOR WITH HOLD FOR SELECT id FROM users ORDER BY name")
+    else {
+        panic!("expected a merge");
+    };
+    assert_eq!(plan.hidden, 1);
+    assert_eq!(
+        plan.shard_sql.as_deref(),
+        Some("DECLARE c NO SCROLL CURSOR WITH HOLD FOR SELECT id, name FROM users ORDER BY name")
+    );
+    let Some(Shape::Merge(plan)) = declare("DECLARE c CURSOR FOR SELECT id FROM users ORDER BY id")
+    else {
+        panic!("expected a merge");
+    };
+    assert_eq!((plan.hidden, plan.shard_sql), (0, None));
+    assert!(matches!(
+        declare("DECLARE c CURSOR FOR SELECT rank() OVER () FROM users"),
+        Some(Shape::Refuse(_))
+    ));
+    assert_eq!(declare("SELECT 1"), None);
+}

@@ -147,11 +147,20 @@ fn classify_statements() {
         "SELECT aaaaaaa, ééé, pg_try_advisory_lock_shared(2) FROM a",
         "select 1;LOAD 'auto_explain'",
         "select 'a;b' ; ; \n\tlisten x",
-        "DECLARE c CURSOR WITH HOLD FOR SELECT 1",
         "select 1; declare c cursor with hold for select 2",
     ] {
         assert!(leaves(sql) && !tracked(sql), "{sql}");
     }
+    // A WITH HOLD cursor keeps its server until CLOSE.
+    assert!(leaves("DECLARE c CURSOR WITH HOLD FOR SELECT 1"));
+    for sql in [
+        "DECLARE c CURSOR WITH HOLD FOR SELECT 1",
+        "close c",
+        "CLOSE ALL",
+    ] {
+        assert!(tracked(sql), "{sql}");
+    }
+    assert!(!tracked("DECLARE c CURSOR FOR SELECT 1"));
     // A match at every offset from an eight-byte boundary, and none.
     for pad in 0..17 {
         let sql = format!("SELECT {}pg_advisory_lock(1)", "x".repeat(pad));

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use router::route::{ParamValue, ParamValues, RouteError};
+use router::summary::{StatementKind, Summary};
 
-use super::{is_copy_from, needs_transaction_block};
+use super::is_copy_from;
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::protocol::backend::sqlstate;
@@ -38,6 +39,9 @@ impl<S: ClientIo> Session<S> {
         self.note_schema_change(&info.entry.summary);
         if self.answer_locally(&info.entry.summary, &statement.query, false) {
             return None;
+        }
+        if let Some(target) = self.bind_cursor_statement(&info.entry.summary, bind) {
+            return target;
         }
         self.note_bound(&info.entry.summary, &statement.query);
         let bind_params = bind_params(bind.values());
@@ -71,6 +75,7 @@ impl<S: ClientIo> Session<S> {
             }
         };
         let shards = self.routed_to(&info.entry, &routed.route);
+        let shards = self.declared_on_one(&info.entry.summary, shards);
         if let Some(error) =
             self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
         {
@@ -119,4 +124,20 @@ pub(crate) fn bind_params<'a>(
             Some(bytes) => ParamValue::Text(bytes),
         })
         .collect()
+}
+
+/// A statement that fails outside a transaction block, or whose effect
+/// must last as long as the transaction: SAVEPOINT, RELEASE, ROLLBACK TO
+/// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR.
+pub(super) fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
+    match summary.statements.as_slice() {
+        [only] if only.kind == StatementKind::TransactionOther => true,
+        // DECLARE CURSOR is summarized as an `Other` statement.
+        [only] if only.kind == StatementKind::Other => {
+            let sql = crate::session::sql_text(sql);
+            let [first] = crate::session::params::leading_words::<1>(&sql);
+            first.eq_ignore_ascii_case("DECLARE")
+        }
+        _ => false,
+    }
 }

@@ -34,8 +34,11 @@ impl<S: ClientIo> Session<S> {
             return;
         };
         let summary = &info.entry.summary;
-        let merge = match self.bind_merge(statement, summary, bind) {
-            Ok(merge) => merge,
+        let planned = self
+            .bind_merge(statement, summary, bind)
+            .and_then(|merge| Ok((merge, self.bind_declare(statement, summary, bind, &shards)?)));
+        let (merge, declared) = match planned {
+            Ok(planned) => planned,
             Err(error) => {
                 self.state.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
@@ -44,15 +47,26 @@ impl<S: ClientIo> Session<S> {
         };
         let writes = crate::session::spanning::writes(summary);
         let copies = router::route::holds_copies(summary, &self.sharding);
+        let readable = super::readable(summary, merge.as_ref());
         let mut bytes = BytesMut::new();
-        rewritten(&mut bytes);
+        // A DECLARE whose query is rewritten: its shards bind that one.
+        let instead = declared.as_ref().and_then(|d| d.instead.clone());
+        match &instead {
+            Some(instead) => messages::bind(&mut bytes, bind, &instead.name, &bind.result_formats),
+            None => rewritten(&mut bytes),
+        }
         let held = Held {
             bytes: bytes.freeze(),
             merge,
             writes,
             copies,
+            declared: declared.map(|d| d.name),
+            readable,
         };
-        self.hold_bind(statement, unnamed, bind, shards, held);
+        match &instead {
+            Some(instead) => self.hold_bind(instead, false, bind, shards, held),
+            None => self.hold_bind(statement, unnamed, bind, shards, held),
+        }
     }
 
     /// Hold a segment that starts with `bind` of `statement` (`unnamed`:
@@ -74,6 +88,8 @@ impl<S: ClientIo> Session<S> {
             held.merge.map(|merge| (merge, bind)),
             held.copies,
         );
+        segment.declared.extend(held.declared);
+        segment.set_readable(&bind.portal, held.readable);
         if held.writes {
             segment.note_writes(&shards);
         }
@@ -140,9 +156,25 @@ impl<S: ClientIo> Session<S> {
             copies = shards.len() > 1
                 && router::route::holds_copies(&info.entry.summary, &self.sharding);
         }
+        let mut readable = Err(super::IN_PARTS);
         let merge = match self.route_info(statement) {
             Some(info) if shards.len() > 1 => {
-                self.bind_merge(statement, &info.entry.summary, bind)?
+                if let Some(declared) =
+                    self.bind_declare(statement, &info.entry.summary, bind, &shards)?
+                {
+                    segment.declared.push(declared.name);
+                    if let Some(instead) = declared.instead {
+                        // Its shards bind the DECLARE of the rewritten query.
+                        let mut bytes = BytesMut::new();
+                        messages::bind(&mut bytes, bind, &instead.name, &bind.result_formats);
+                        let item = (bind.portal.clone(), bytes.freeze());
+                        segment.push_bind(shards, item, &instead, false, None, false);
+                        return Ok(());
+                    }
+                }
+                let merge = self.bind_merge(statement, &info.entry.summary, bind)?;
+                readable = super::readable(&info.entry.summary, merge.as_ref());
+                merge
             }
             _ => None,
         };
@@ -166,6 +198,7 @@ impl<S: ClientIo> Session<S> {
             merge.map(|merge| (merge, bind)),
             copies,
         );
+        segment.set_readable(&bind.portal, readable);
         Ok(())
     }
 
@@ -223,6 +256,11 @@ pub(in crate::session) struct Held {
     pub merge: Option<crate::session::merge::BindMerge>,
     pub writes: bool,
     pub copies: bool,
+    /// The cursor a bound DECLARE makes on the shards.
+    pub declared: Option<bytes::Bytes>,
+    /// Its portal's rows may be read in parts (row-limited Executes), or
+    /// why not.
+    pub readable: Result<(), &'static str>,
 }
 
 /// Where a Bind inside a segment goes.

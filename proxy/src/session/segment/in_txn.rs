@@ -25,6 +25,10 @@ impl<S: ClientIo> Session<S> {
         // its replies come first.
         let errors = self.segment_errors;
         self.settle_main().await?;
+        // Replies pgshard made itself before the segment (a ParseComplete
+        // answered with no server attached) come first.
+        let status = self.status();
+        self.plan.drain_local(&mut self.to_client, status);
         let before = self.segment_errors != errors;
         if !before && self.attached.status() == Some(b'E') {
             // An earlier statement failed: the transaction is aborted.
@@ -52,6 +56,7 @@ impl<S: ClientIo> Session<S> {
                 server,
                 units: Default::default(),
                 failed: false,
+                unnamed_parsed: None,
             })
             .collect();
         let failed_at = self
@@ -82,6 +87,7 @@ impl<S: ClientIo> Session<S> {
             }
         }
         let ok = failed_at.is_none() && !lost;
+        self.segment_portals(&segment, ok);
         self.segment_answered(settings, ok).await
     }
 

@@ -26,6 +26,10 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<(), ClientError> {
         let message = FrontendMessage::decode(frame.clone())
             .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
+        if let Some(cursor) = self.cursor_item(segment, &message)? {
+            segment.items.push(cursor);
+            return Ok(());
+        }
         let first = segment.first_shard();
         let (mut merge, mut split) = (None, None);
         let mut copies = false;
@@ -91,6 +95,26 @@ impl<S: ClientIo> Session<S> {
         Ok(())
     }
 
+    /// A row-limited Execute of a portal on several shards, as the item
+    /// that reads it in parts; `Err` when a portal cannot be used here.
+    fn cursor_item(
+        &self,
+        segment: &Segment,
+        message: &FrontendMessage,
+    ) -> Result<Option<Item>, ClientError> {
+        if let Some(portal) = portal_of(message) {
+            if !segment.portals.contains_key(portal) && self.cursors.is_merged(portal) {
+                // Kept from an earlier segment: its shards are read in parts
+                // outside a pipeline.
+                return Err(refused(MERGED_PORTAL));
+            }
+        }
+        match message {
+            FrontendMessage::Execute { portal, max_rows } => in_parts(segment, portal, *max_rows),
+            _ => Ok(None),
+        }
+    }
+
     /// The statement a Describe of statement `name` in a segment needs,
     /// and its name on servers.
     fn described(&self, segment: &Segment, name: &[u8]) -> Result<(Uses, Bytes), ClientError> {
@@ -134,4 +158,39 @@ fn execute(
     }
     bytes.extend_from_slice(&frame_bytes(frame));
     Ok((shards, bytes.freeze(), merge))
+}
+
+/// Why a portal kept from an earlier segment cannot be used in this one.
+const MERGED_PORTAL: &str = "a portal on several shards kept from an earlier Sync in this transaction cannot be used inside a pipeline holding a statement for several shards: send its Execute, Describe or Close with a Sync of its own";
+
+/// The portal a Describe, Execute or Close of one names.
+fn portal_of(message: &FrontendMessage) -> Option<&Bytes> {
+    match message {
+        FrontendMessage::Execute { portal, .. } => Some(portal),
+        FrontendMessage::Describe { kind: b'P', name }
+        | FrontendMessage::Close { kind: b'P', name } => Some(name),
+        _ => None,
+    }
+}
+
+/// A row-limited Execute of a portal on several shards, as the item that
+/// reads it in parts; `None` for any other Execute; `Err` when the portal
+/// cannot be read in parts.
+fn in_parts(segment: &Segment, portal: &Bytes, max_rows: i32) -> Result<Option<Item>, ClientError> {
+    let Some(shards) = segment.portals.get(portal) else {
+        return Ok(None);
+    };
+    if max_rows == 0 || shards.len() < 2 || segment.rowless.contains(portal) {
+        return Ok(None);
+    }
+    match segment.readable.get(portal) {
+        Some(Ok(())) => Ok(Some(Item::Cursor {
+            shards: shards.clone(),
+            portal: portal.clone(),
+            max_rows,
+            merge: segment.merges.get(portal).cloned(),
+        })),
+        Some(Err(why)) => Err(refused(why)),
+        None => Err(refused(IN_PARTS)),
+    }
 }

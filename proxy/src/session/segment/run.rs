@@ -8,12 +8,11 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 
-use super::{Item, Part, Segment, Unit, Uses};
+use super::request::build_request;
+use super::{Item, Part, Segment};
 use crate::errors::ClientError;
 use crate::fanout::{Merger, RowMerge, SplitRows};
 use crate::protocol::messages;
-use crate::session::reply_plan;
-use crate::session::sql_prepared::SqlStatement;
 use crate::session::ClientIo;
 use crate::session::{End, Session};
 
@@ -56,6 +55,8 @@ impl<S: ClientIo> Session<S> {
         let failed_at = self
             .execute_parts(&mut parts, &segment.items, two_phase)
             .await?;
+        // Portals end with the Sync outside a transaction.
+        self.segment_portals(&segment, false);
         let mut failed = failed_at.is_some();
         if let Some(index) = failed_at {
             self.segment_errors += 1;
@@ -97,17 +98,7 @@ impl<S: ClientIo> Session<S> {
         self.info.cancel.set(targets).await;
         let bytewise = self.segment_bytewise(parts, items).await;
         let started = std::time::Instant::now();
-        for part in parts.iter_mut() {
-            let request = build_request(part, items, begin, self.prepared_limit);
-            let write = part.server.conn.send(&request);
-            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
-                .await?
-                .is_err()
-            {
-                part.failed = true;
-            }
-        }
-        let merged = self.merge_segment(parts, items, bytewise).await;
+        let merged = self.run_chunks(parts, items, begin, bytewise).await;
         let targets = self.info.cancel.take().await;
         if merged.is_err() {
             for target in targets {
@@ -129,16 +120,46 @@ impl<S: ClientIo> Session<S> {
         self.clock.log_if_slow(&self.span, took, &shards);
     }
 
+    /// Send each part its share of `items[range]` (`begin`: a BEGIN
+    /// first): whether every part took it (a part that did not is failed).
+    pub(super) async fn send_chunk(
+        &mut self,
+        parts: &mut [Part],
+        items: &[Item],
+        range: std::ops::Range<usize>,
+        begin: bool,
+    ) -> Result<(), End> {
+        for part in parts.iter_mut() {
+            let request = build_request(part, items, range.clone(), begin, self.prepared_limit);
+            let write = part.server.conn.send(&request);
+            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
+                .await?
+                .is_err()
+            {
+                part.failed = true;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the shards order text bytewise, asked only when a merge
     /// needs it, of a server outside any transaction (not an adopted one).
     async fn segment_bytewise(&mut self, parts: &mut [Part], items: &[Item]) -> bool {
-        let merges = items
-            .iter()
-            .any(|item| matches!(item, Item::Send { merge: Some(_), .. }));
+        let merges = items.iter().any(|item| {
+            matches!(
+                item,
+                Item::Send { merge: Some(_), .. } | Item::Cursor { merge: Some(_), .. }
+            )
+        });
         if !merges {
             return false;
         }
-        let idle = parts.iter_mut().find(|p| p.server.conn.status == b'I');
+        // Inside the client's transaction block its servers (held, synced)
+        // may be asked too: a query there commits nothing.
+        let in_block = self.txn.spans();
+        let idle = parts
+            .iter_mut()
+            .find(|p| p.server.conn.status == b'I' || (in_block && p.server.conn.status == b'T'));
         self.bytewise_text(idle.map(|p| &mut p.server)).await
     }
 
@@ -154,7 +175,7 @@ impl<S: ClientIo> Session<S> {
         let mut shards: Vec<usize> = items
             .iter()
             .flat_map(|item| match item {
-                Item::Send { shards, .. } => shards.clone(),
+                Item::Send { shards, .. } | Item::Cursor { shards, .. } => shards.clone(),
                 Item::Local(..) => Vec::new(),
             })
             .collect();
@@ -173,10 +194,12 @@ impl<S: ClientIo> Session<S> {
                     server,
                     units: Default::default(),
                     failed: false,
+                    unnamed_parsed: None,
                 }),
                 Err(err) => {
                     ClientError::from_pool(&err, &self.info.database, shard)
                         .encode(&mut self.to_client);
+                    self.segment_errors += 1;
                     return Ok(None);
                 }
             }
@@ -202,23 +225,26 @@ impl<S: ClientIo> Session<S> {
             server,
             units: Default::default(),
             failed: false,
+            unnamed_parsed: None,
         }))
     }
 
-    /// Relay the segment's replies item by item. Returns the item that
-    /// failed, if one did.
-    async fn merge_segment(
+    /// Relay the replies of `items[range]` item by item. Returns the item
+    /// that failed, if one did.
+    pub(super) async fn merge_segment(
         &mut self,
         parts: &mut [Part],
         items: &[Item],
+        range: std::ops::Range<usize>,
         bytewise: bool,
     ) -> Result<Option<usize>, End> {
         let mut failed = parts.iter().any(|p| p.failed);
         if failed {
             ClientError::shard_lost().encode(&mut self.to_client);
-            return Ok(Some(0));
+            return Ok(Some(range.start));
         }
-        for (index, item) in items.iter().enumerate() {
+        let (from, to) = (range.start, range.end);
+        for (index, item) in items.iter().enumerate().take(to).skip(from) {
             let Item::Send {
                 shards,
                 merge,
@@ -322,142 +348,4 @@ pub(super) async fn sync_part(part: &mut Part) -> Option<()> {
             Ok(_) => {}
         }
     }
-}
-
-/// A server that holds `limit` statements closes its least recently used
-/// one before it prepares another (a split INSERT prepares one statement
-/// per shape of its parts).
-fn evict_oldest(part: &mut Part, limit: usize, out: &mut BytesMut) {
-    let prepared = &mut part.server.conn.prepared;
-    if prepared.len() < limit {
-        return;
-    }
-    let Some(oldest) = prepared.oldest() else {
-        return;
-    };
-    prepared.remove(oldest);
-    messages::close(out, b'S', format!("__pgshard_{oldest}").as_bytes());
-    part.units.push_back(Unit {
-        item: None,
-        terminals: reply_plan::CLOSE,
-        parse_of: None,
-    });
-}
-
-/// Before a statement that EXECUTEs SQL-prepared statement `sql`: where
-/// `part`'s server lacks it (and this request has not prepared it yet),
-/// its PREPARE through the extended protocol, in the unnamed statement and
-/// a portal of its own (closed after it), as `session/sql_extended.rs`
-/// sends it. Whether it was added.
-fn prepare_sql(
-    part: &mut Part,
-    sql: &SqlStatement,
-    prepared: &[u64],
-    limit: usize,
-    out: &mut BytesMut,
-) -> bool {
-    if part.server.conn.prepared.contains(sql.id) || prepared.contains(&sql.id) {
-        return false;
-    }
-    evict_oldest(part, limit, out);
-    const PORTAL: &[u8] = crate::session::sql_extended::PORTAL;
-    messages::parse(out, b"", sql.prepare.as_bytes(), &[]);
-    messages::bind_values(out, (PORTAL, b""), &[], &[], &[]);
-    messages::execute(out, PORTAL);
-    messages::close(out, b'P', PORTAL);
-    for (terminals, parse_of) in [
-        (reply_plan::PARSE, None),
-        (reply_plan::BIND, None),
-        (reply_plan::EXECUTE, Some(sql.id)),
-        (reply_plan::CLOSE, None),
-    ] {
-        part.units.push_back(Unit {
-            item: None,
-            terminals,
-            parse_of,
-        });
-    }
-    true
-}
-
-/// The bytes of `part`'s share of the segment, ending with a Flush (and
-/// starting with BEGIN when `begin`: the part's transaction then outlives
-/// its Sync); fills `part.units` with the replies they are owed.
-fn build_request(part: &mut Part, items: &[Item], begin: bool, limit: usize) -> BytesMut {
-    let mut out = BytesMut::new();
-    let mut parsed_unnamed: Option<u64> = None;
-    let mut parsed_named: Vec<u64> = Vec::new();
-    if begin {
-        messages::query(&mut out, "BEGIN");
-        part.units.push_back(Unit {
-            item: None,
-            terminals: reply_plan::SYNC,
-            parse_of: None,
-        });
-    }
-    for (index, item) in items.iter().enumerate() {
-        let Item::Send {
-            shards,
-            bytes,
-            terminals,
-            uses,
-            parts,
-            ..
-        } = item
-        else {
-            continue;
-        };
-        if !shards.contains(&part.shard) {
-            continue;
-        }
-        // A split Bind: this shard's own Bind of its own statement.
-        let (bytes, uses) = match parts {
-            None => (bytes, uses.clone()),
-            Some(parts) => match parts.iter().find(|p| p.shard == part.shard) {
-                Some(own) => (&own.bytes, Some(Uses::Named(Arc::clone(&own.statement)))),
-                None => continue,
-            },
-        };
-        if let Some(Uses::Named(statement)) = &uses {
-            if let Some(sql) = statement.executes.get() {
-                if prepare_sql(part, sql, &parsed_named, limit, &mut out) {
-                    parsed_named.push(sql.id);
-                    parsed_unnamed = None;
-                }
-            }
-        }
-        match &uses {
-            Some(Uses::Named(statement))
-                if !part.server.conn.prepared.contains(statement.id)
-                    && !parsed_named.contains(&statement.id) =>
-            {
-                evict_oldest(part, limit, &mut out);
-                out.extend_from_slice(&statement.parse);
-                parsed_named.push(statement.id);
-                part.units.push_back(Unit {
-                    item: None,
-                    terminals: reply_plan::PARSE,
-                    parse_of: Some(statement.id),
-                });
-            }
-            Some(Uses::Unnamed(statement, generation)) if parsed_unnamed != Some(*generation) => {
-                messages::parse(&mut out, b"", &statement.query, &statement.param_types);
-                parsed_unnamed = Some(*generation);
-                part.units.push_back(Unit {
-                    item: None,
-                    terminals: reply_plan::PARSE,
-                    parse_of: None,
-                });
-            }
-            _ => {}
-        }
-        out.extend_from_slice(bytes);
-        part.units.push_back(Unit {
-            item: Some(index),
-            terminals,
-            parse_of: None,
-        });
-    }
-    messages::flush(&mut out);
-    out
 }

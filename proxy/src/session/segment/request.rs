@@ -1,0 +1,181 @@
+//! What each shard's part of a held segment is sent: its items, preceded
+//! by the Parses its server lacks (the statement a SQL EXECUTE runs, named
+//! statements, the client's unnamed one), an evicted statement closed
+//! first where the server holds as many as it may, and a Flush.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+
+use super::{Item, Part, Unit, Uses};
+use crate::protocol::messages;
+use crate::session::reply_plan;
+use crate::session::sql_prepared::SqlStatement;
+
+/// A server that holds `limit` statements closes its least recently used
+/// one before it prepares another (a split INSERT prepares one statement
+/// per shape of its parts).
+fn evict_oldest(part: &mut Part, limit: usize, out: &mut BytesMut) {
+    let prepared = &mut part.server.conn.prepared;
+    if prepared.len() < limit {
+        return;
+    }
+    let Some(oldest) = prepared.oldest() else {
+        return;
+    };
+    prepared.remove(oldest);
+    messages::close(out, b'S', format!("__pgshard_{oldest}").as_bytes());
+    part.units.push_back(Unit {
+        item: None,
+        terminals: reply_plan::CLOSE,
+        parse_of: None,
+    });
+}
+
+/// Before a statement that EXECUTEs SQL-prepared statement `sql`: where
+/// `part`'s server lacks it (and this request has not prepared it yet),
+/// its PREPARE through the extended protocol, in the unnamed statement and
+/// a portal of its own (closed after it), as `session/sql_extended.rs`
+/// sends it. Whether it was added.
+fn prepare_sql(
+    part: &mut Part,
+    sql: &SqlStatement,
+    prepared: &[u64],
+    limit: usize,
+    out: &mut BytesMut,
+) -> bool {
+    if part.server.conn.prepared.contains(sql.id) || prepared.contains(&sql.id) {
+        return false;
+    }
+    evict_oldest(part, limit, out);
+    const PORTAL: &[u8] = crate::session::sql_extended::PORTAL;
+    messages::parse(out, b"", sql.prepare.as_bytes(), &[]);
+    messages::bind_values(out, (PORTAL, b""), &[], &[], &[]);
+    messages::execute(out, PORTAL);
+    messages::close(out, b'P', PORTAL);
+    for (terminals, parse_of) in [
+        (reply_plan::PARSE, None),
+        (reply_plan::BIND, None),
+        (reply_plan::EXECUTE, Some(sql.id)),
+        (reply_plan::CLOSE, None),
+    ] {
+        part.units.push_back(Unit {
+            item: None,
+            terminals,
+            parse_of,
+        });
+    }
+    true
+}
+
+/// The bytes of `part`'s share of the segment, ending with a Flush (and
+/// starting with BEGIN when `begin`: the part's transaction then outlives
+/// its Sync); fills `part.units` with the replies they are owed.
+pub(super) fn build_request(
+    part: &mut Part,
+    items: &[Item],
+    range: std::ops::Range<usize>,
+    begin: bool,
+    limit: usize,
+) -> BytesMut {
+    let mut out = BytesMut::new();
+    let mut parsed = Parsed {
+        named: Vec::new(),
+        unnamed: part.unnamed_parsed,
+    };
+    if begin {
+        messages::query(&mut out, "BEGIN");
+        part.units.push_back(Unit {
+            item: None,
+            terminals: reply_plan::SYNC,
+            parse_of: None,
+        });
+    }
+    let (from, to) = (range.start, range.end);
+    for (index, item) in items.iter().enumerate().take(to).skip(from) {
+        let Item::Send {
+            shards,
+            bytes,
+            terminals,
+            uses,
+            parts,
+            ..
+        } = item
+        else {
+            continue;
+        };
+        if !shards.contains(&part.shard) {
+            continue;
+        }
+        // A split Bind: this shard's own Bind of its own statement.
+        let (bytes, uses) = match parts {
+            None => (bytes, uses.clone()),
+            Some(parts) => match parts.iter().find(|p| p.shard == part.shard) {
+                Some(own) => (&own.bytes, Some(Uses::Named(Arc::clone(&own.statement)))),
+                None => continue,
+            },
+        };
+        parse_uses(part, uses.as_ref(), &mut parsed, limit, &mut out);
+        out.extend_from_slice(bytes);
+        part.units.push_back(Unit {
+            item: Some(index),
+            terminals,
+            parse_of: None,
+        });
+    }
+    part.unnamed_parsed = parsed.unnamed;
+    messages::flush(&mut out);
+    out
+}
+
+/// The statements `part` has had parsed while its request is built: named
+/// ones by id, the unnamed one by generation.
+struct Parsed {
+    named: Vec<u64>,
+    unnamed: Option<u64>,
+}
+
+/// Parse on `part`'s server what an item about to be sent uses and the
+/// server lacks: the statement a SQL EXECUTE runs, its named statement,
+/// or the client's unnamed one.
+fn parse_uses(
+    part: &mut Part,
+    uses: Option<&Uses>,
+    parsed: &mut Parsed,
+    limit: usize,
+    out: &mut BytesMut,
+) {
+    if let Some(Uses::Named(statement)) = uses {
+        if let Some(sql) = statement.executes.get() {
+            if prepare_sql(part, sql, &parsed.named, limit, out) {
+                parsed.named.push(sql.id);
+                parsed.unnamed = None;
+            }
+        }
+    }
+    match uses {
+        Some(Uses::Named(statement))
+            if !part.server.conn.prepared.contains(statement.id)
+                && !parsed.named.contains(&statement.id) =>
+        {
+            evict_oldest(part, limit, out);
+            out.extend_from_slice(&statement.parse);
+            parsed.named.push(statement.id);
+            part.units.push_back(Unit {
+                item: None,
+                terminals: reply_plan::PARSE,
+                parse_of: Some(statement.id),
+            });
+        }
+        Some(Uses::Unnamed(statement, generation)) if parsed.unnamed != Some(*generation) => {
+            messages::parse(out, b"", &statement.query, &statement.param_types);
+            parsed.unnamed = Some(*generation);
+            part.units.push_back(Unit {
+                item: None,
+                terminals: reply_plan::PARSE,
+                parse_of: None,
+            });
+        }
+        _ => {}
+    }
+}
