@@ -81,8 +81,9 @@ async fn arrive(
                 }
             }
             Ok(First::Gone) => return None,
-            Err(message) => {
-                debug!(%message, "startup refused");
+            Err(error) => {
+                debug!(%error, "startup refused");
+                let message = error.to_string();
                 login::fatal(&mut client, sqlstate::PROTOCOL_VIOLATION, &message).await;
                 return None;
             }
@@ -289,7 +290,8 @@ async fn start_pooled_session<S: ClientIo>(
     }
     let defaults = match ParamSet::from_startup(&arrival.startup.params) {
         Ok(defaults) => defaults,
-        Err(message) => {
+        Err(error) => {
+            let message = error.to_string();
             login::fatal(&mut client, sqlstate::PROTOCOL_VIOLATION, &message).await;
             return None;
         }
@@ -408,12 +410,12 @@ async fn login_on_server(
     if let Some(sql) = defaults.sync_sql(&server.conn.applied) {
         match server.conn.run(&sql).await {
             Ok(Ok(())) => server.conn.applied = defaults.clone(),
-            Ok(Err(message)) => {
+            Ok(Err(refusal)) => {
                 // e.g. an unknown setting in the startup packet: refused
                 // with the server's message, as Postgres would.
                 server.conn.dirty = true;
                 pool.checkin(server);
-                return Err((sqlstate::INVALID_PARAMETER_VALUE.into(), message));
+                return Err((sqlstate::INVALID_PARAMETER_VALUE.into(), refusal.0));
             }
             Err(err) => {
                 let error = ClientError::from_pool(&err.into(), &pool.cluster, pool.shard);
@@ -432,7 +434,8 @@ async fn refuse<S: AsyncWrite + Unpin>(client: &mut S, user: &str, failure: Auth
             info!(%user, "authentication failed");
             login::deny(client, user).await;
         }
-        AuthFailure::Protocol(message) => {
+        broken => {
+            let message = broken.to_string();
             login::fatal(client, sqlstate::PROTOCOL_VIOLATION, &message).await;
         }
     }

@@ -27,7 +27,7 @@ mod split_rows;
 use bytes::BytesMut;
 
 pub use crate::protocol::values::ValueError;
-pub use copy_out::CopyJoin;
+pub use copy_out::{CopyJoin, CopyJoinError};
 pub use copy_rows::CopyRows;
 pub use parts::{in_parts, InParts, MAX_BATCH};
 pub use row_merge::{RowMerge, Window};
@@ -278,7 +278,7 @@ impl Merger {
     }
 
     /// The shards' COPY outputs cannot be joined: the client gets this.
-    fn copy_failed(&mut self, why: String, out: &mut BytesMut) {
+    fn copy_failed(&mut self, why: CopyJoinError, out: &mut BytesMut) {
         self.failed = true;
         ClientError::new("XX000", format!("COPY across shards: {why}")).encode(out);
     }

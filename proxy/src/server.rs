@@ -30,23 +30,18 @@ pub async fn run_with_state(
     state: Arc<State>,
     shutdown: impl Future<Output = ()>,
 ) {
-    if let Ok(tls) = tls_acceptor(&state) {
-        serve(listener, state, tls, shutdown).await;
+    match tls_acceptor(&state) {
+        Ok(tls) => serve(listener, state, tls, shutdown).await,
+        Err(err) => warn!(%err, "TLS is configured but unusable; not starting"),
     }
 }
 
-/// The client TLS acceptor, if TLS is configured; `Err` (logged) when it is
+/// The client TLS acceptor, if TLS is configured; `Err` when it is
 /// configured but unusable: refusing to start beats silently serving in
 /// clear.
-pub(crate) fn tls_acceptor(state: &State) -> Result<Option<TlsAcceptor>, ()> {
+pub(crate) fn tls_acceptor(state: &State) -> Result<Option<TlsAcceptor>, tls::TlsError> {
     match state.config().general.tls() {
-        Some((certificate, key)) => match tls::acceptor(certificate, key) {
-            Ok(acceptor) => Ok(Some(acceptor)),
-            Err(err) => {
-                warn!(%err, "TLS is configured but unusable; not starting");
-                Err(())
-            }
-        },
+        Some((certificate, key)) => tls::acceptor(certificate, key).map(Some),
         None => Ok(None),
     }
 }

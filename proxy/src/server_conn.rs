@@ -67,6 +67,11 @@ pub enum ServerError {
     Protocol(String),
 }
 
+/// A statement the server refused: its ErrorResponse's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(pub String);
+
 /// A logged-in server connection.
 #[derive(Debug)]
 pub struct ServerConn {
@@ -366,8 +371,9 @@ impl ServerConn {
     }
 
     /// Run `sql` as a simple query and read to ReadyForQuery, keeping the
-    /// server's ParameterStatus reports. Returns the first error's message.
-    pub async fn run(&mut self, sql: &str) -> Result<Result<(), String>, ServerError> {
+    /// server's ParameterStatus reports: `Ok(Err(_))` with the first
+    /// error's message when the server refused it.
+    pub async fn run(&mut self, sql: &str) -> Result<Result<(), Refusal>, ServerError> {
         let mut out = BytesMut::new();
         messages::query(&mut out, sql);
         self.stream.write_all(&out).await?;
@@ -376,7 +382,7 @@ impl ServerConn {
             let frame = self.read_frame().await?;
             match frame.tag {
                 b'S' => self.note_parameter(&frame.body),
-                b'E' if result.is_ok() => result = Err(error_message(&frame.body)),
+                b'E' if result.is_ok() => result = Err(Refusal(error_message(&frame.body))),
                 b'Z' => {
                     self.status = frame.body.first().copied().unwrap_or(b'I');
                     return Ok(result);

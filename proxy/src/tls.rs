@@ -2,7 +2,7 @@
 //! `tls_private_key` are configured, and the stream type sessions run on.
 
 use std::io::BufReader;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -15,26 +15,41 @@ use tokio_rustls::server::TlsStream;
 pub use tokio_rustls::TlsAcceptor;
 
 /// Load a certificate chain and private key (PEM) into an acceptor.
-pub fn acceptor(certificate: &Path, private_key: &Path) -> Result<TlsAcceptor, String> {
+pub fn acceptor(certificate: &Path, private_key: &Path) -> Result<TlsAcceptor, TlsError> {
     let open = |path: &Path| {
         std::fs::File::open(path)
             .map(BufReader::new)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .map_err(|source| TlsError::Read(path.to_owned(), source))
     };
     let certs = rustls_pemfile::certs(&mut open(certificate)?)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{}: {e}", certificate.display()))?;
+        .map_err(|source| TlsError::Pem(certificate.to_owned(), source))?;
     if certs.is_empty() {
-        return Err(format!("{}: no certificate found", certificate.display()));
+        return Err(TlsError::NoCertificate(certificate.to_owned()));
     }
     let key = rustls_pemfile::private_key(&mut open(private_key)?)
-        .map_err(|e| format!("{}: {e}", private_key.display()))?
-        .ok_or_else(|| format!("{}: no private key found", private_key.display()))?;
+        .map_err(|source| TlsError::Pem(private_key.to_owned(), source))?
+        .ok_or_else(|| TlsError::NoKey(private_key.to_owned()))?;
     let config = rustls::ServerConfig::builder()
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| format!("TLS certificate/key: {e}"))?;
+        .map_err(TlsError::Rustls)?;
     Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Why the configured certificate and key cannot serve TLS.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read {path}: {source}", path = .0.display(), source = .1)]
+    Read(PathBuf, std::io::Error),
+    #[error("{path}: {source}", path = .0.display(), source = .1)]
+    Pem(PathBuf, std::io::Error),
+    #[error("{path}: no certificate found", path = .0.display())]
+    NoCertificate(PathBuf),
+    #[error("{path}: no private key found", path = .0.display())]
+    NoKey(PathBuf),
+    #[error("TLS certificate/key: {0}")]
+    Rustls(rustls::Error),
 }
 
 /// A client connection, in clear or encrypted.

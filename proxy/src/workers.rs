@@ -87,8 +87,12 @@ impl Workers {
         let Some((_, (first, listener))) = workers.next() else {
             return;
         };
-        let Ok(tls) = crate::server::tls_acceptor(&state) else {
-            return;
+        let tls = match crate::server::tls_acceptor(&state) {
+            Ok(tls) => tls,
+            Err(err) => {
+                warn!(%err, "TLS is configured but unusable; not starting");
+                return;
+            }
         };
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut threads = Vec::new();

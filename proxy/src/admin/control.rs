@@ -165,15 +165,25 @@ pub(super) fn shutdown(state: &State, out: &mut BytesMut) {
 }
 
 pub(super) fn reload_command(state: &State, out: &mut BytesMut) -> Result<(), ClientError> {
-    reload(state).map_err(|message| ClientError::new(sqlstate::CONFIG_FILE_ERROR, message))?;
+    reload(state)
+        .map_err(|error| ClientError::new(sqlstate::CONFIG_FILE_ERROR, error.to_string()))?;
     messages::command_complete(out, "RELOAD");
     Ok(())
 }
 
+/// Why RELOAD kept the running configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error("no config files to reload (config was given in memory)")]
+    NoFiles,
+    #[error("reload failed: {0}")]
+    Load(#[from] crate::config_files::LoadError),
+}
+
 /// Re-read the config files and apply them; the old config stays on error.
-pub fn reload(state: &State) -> Result<(), String> {
+pub fn reload(state: &State) -> Result<(), ReloadError> {
     let Some((pgdog, users)) = &state.config_paths else {
-        return Err("no config files to reload (config was given in memory)".into());
+        return Err(ReloadError::NoFiles);
     };
     match crate::config_files::load(pgdog, users) {
         Ok(config) => {
@@ -184,7 +194,7 @@ pub fn reload(state: &State) -> Result<(), String> {
         }
         Err(err) => {
             warn!(%err, "reload failed; keeping the running configuration");
-            Err(format!("reload failed: {err}"))
+            Err(ReloadError::Load(err))
         }
     }
 }

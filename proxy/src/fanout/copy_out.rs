@@ -12,6 +12,20 @@ use router::copy::{binary, CopyOut, Format};
 
 use crate::protocol::messages;
 
+/// Why the shards' COPY outputs cannot be joined into one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CopyJoinError {
+    #[error("the shards' COPY headers differ: their tables do not match")]
+    HeadersDiffer,
+    #[error("a shard sent COPY data after its trailer")]
+    DataAfterTrailer,
+    #[error("a shard's binary COPY output ended without its trailer")]
+    CutShort,
+    /// A shard's binary stream does not read as COPY's binary format.
+    #[error("{0}")]
+    Binary(String),
+}
+
 /// Joins the CopyData of several shards' COPY TO.
 #[derive(Debug)]
 pub struct CopyJoin {
@@ -43,7 +57,12 @@ impl CopyJoin {
 
     /// One CopyData body from the shard at position `index`; what the
     /// client should see is appended to `out`.
-    pub fn data(&mut self, index: usize, body: &[u8], out: &mut BytesMut) -> Result<(), String> {
+    pub fn data(
+        &mut self,
+        index: usize,
+        body: &[u8],
+        out: &mut BytesMut,
+    ) -> Result<(), CopyJoinError> {
         if index >= self.streams.len() {
             self.streams.resize_with(index + 1, Stream::default);
         }
@@ -61,7 +80,7 @@ impl CopyJoin {
     }
 
     /// A shard's header: the first goes out, the others must match it.
-    fn header(&mut self, header: &[u8], out: &mut BytesMut) -> Result<(), String> {
+    fn header(&mut self, header: &[u8], out: &mut BytesMut) -> Result<(), CopyJoinError> {
         match &self.header {
             None => {
                 messages::copy_data(out, header);
@@ -69,19 +88,26 @@ impl CopyJoin {
                 Ok(())
             }
             Some(first) if first == header => Ok(()),
-            Some(_) => Err("the shards' COPY headers differ: their tables do not match".into()),
+            Some(_) => Err(CopyJoinError::HeadersDiffer),
         }
     }
 
     /// Binary data of the shard at `index`: its whole tuples go out in one
     /// CopyData, its header and trailer are kept back.
-    fn binary(&mut self, index: usize, body: &[u8], out: &mut BytesMut) -> Result<(), String> {
+    fn binary(
+        &mut self,
+        index: usize,
+        body: &[u8],
+        out: &mut BytesMut,
+    ) -> Result<(), CopyJoinError> {
         let stream = &mut self.streams[index];
         stream.pending.extend_from_slice(body);
         let mut start = 0;
         let mut header = None;
         if !stream.headed {
-            match binary::header(&stream.pending)? {
+            let header_len = binary::header(&stream.pending)
+                .map_err(|e| CopyJoinError::Binary(e.to_string()))?;
+            match header_len {
                 Some(len) => {
                     stream.headed = true;
                     header = Some(stream.pending[..len].to_vec());
@@ -94,9 +120,11 @@ impl CopyJoin {
         let mut rows_to = start;
         while start < stream.pending.len() {
             if stream.ended {
-                return Err("a shard sent COPY data after its trailer".into());
+                return Err(CopyJoinError::DataAfterTrailer);
             }
-            match binary::piece(&stream.pending[start..], None)? {
+            let piece = binary::piece(&stream.pending[start..], None)
+                .map_err(|e| CopyJoinError::Binary(e.to_string()))?;
+            match piece {
                 Some(binary::Piece::Trailer) => {
                     stream.ended = true;
                     start += binary::TRAILER.len();
@@ -121,7 +149,7 @@ impl CopyJoin {
 
     /// Every shard's output is in: the binary trailer goes out; a shard
     /// whose binary stream did not end whole fails the COPY.
-    pub fn finish(self, out: &mut BytesMut) -> Result<(), String> {
+    pub fn finish(self, out: &mut BytesMut) -> Result<(), CopyJoinError> {
         if self.plan.format != Format::Binary {
             return Ok(());
         }
@@ -130,7 +158,7 @@ impl CopyJoin {
             .iter()
             .any(|s| !s.pending.is_empty() || (s.headed && !s.ended));
         if cut {
-            return Err("a shard's binary COPY output ended without its trailer".into());
+            return Err(CopyJoinError::CutShort);
         }
         if self.header.is_some() {
             messages::copy_data(out, binary::TRAILER);

@@ -151,11 +151,11 @@ impl<S: ClientIo> Session<S> {
             self.clock.waiting();
             match ran {
                 Ok(Ok(())) => server.conn.applied = self.params.clone(),
-                Ok(Err(message)) => {
+                Ok(Err(refusal)) => {
                     // The client's settings were valid when it set them; a
                     // server that refuses them now is not one to use.
-                    warn!(parent: &self.span, %message, "server refused the client's settings");
-                    return Ok(Err(PoolError::Server(ServerError::Refused(message))));
+                    warn!(parent: &self.span, %refusal, "server refused the client's settings");
+                    return Ok(Err(PoolError::Server(ServerError::Refused(refusal.0))));
                 }
                 Err(err) => return Ok(Err(PoolError::Server(err))),
             }

@@ -9,9 +9,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::auth::{md5, scram};
 use crate::errors::ClientError;
 use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{decode_frontend_frame, Frame, SMALL_MESSAGE_LIMIT};
+use crate::protocol::frame::{decode_frontend_frame, Frame, FrameError, SMALL_MESSAGE_LIMIT};
 use crate::protocol::messages;
-use crate::protocol::startup::{decode_startup, Startup, StartupMessage};
+use crate::protocol::startup::{decode_startup, Startup, StartupError, StartupMessage};
 use crate::state::State;
 
 /// How the first message ended.
@@ -27,22 +27,40 @@ pub enum First {
     Gone,
 }
 
+/// Why a client's login broke off: a protocol violation (08P01), with
+/// what went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum LoginError {
+    #[error(transparent)]
+    Startup(#[from] StartupError),
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    /// Bytes sent before the TLS handshake could be injected by a man in
+    /// the middle (CVE-2021-23214).
+    #[error("unexpected data after SSLRequest")]
+    DataAfterSslRequest,
+    #[error("client went away during authentication")]
+    Gone,
+    #[error("cannot write to the client: {0}")]
+    Io(#[from] std::io::Error),
+}
+
 /// Read up to the StartupMessage. `tls` says whether to accept SSLRequest.
 pub async fn read_first<S: AsyncRead + AsyncWrite + Unpin>(
     client: &mut S,
     buf: &mut BytesMut,
     tls: bool,
-) -> Result<First, String> {
+) -> Result<First, LoginError> {
     loop {
-        match decode_startup(buf).map_err(|e| e.to_string())? {
+        match decode_startup(buf)? {
             Some(StartupMessage::Startup(startup)) => return Ok(First::Startup(startup)),
             Some(StartupMessage::SslRequest) if tls => {
                 if !buf.is_empty() {
                     // Bytes sent before the handshake could be injected by a
                     // man in the middle (CVE-2021-23214): refuse.
-                    return Err("unexpected data after SSLRequest".into());
+                    return Err(LoginError::DataAfterSslRequest);
                 }
-                client.write_all(b"S").await.map_err(|e| e.to_string())?;
+                client.write_all(b"S").await?;
                 return Ok(First::Tls);
             }
             Some(StartupMessage::SslRequest | StartupMessage::GssEncRequest) => {
@@ -79,15 +97,13 @@ pub async fn fatal<S: AsyncWrite + Unpin>(client: &mut S, code: &str, message: &
 async fn read_message<S: AsyncRead + Unpin>(
     client: &mut S,
     buf: &mut BytesMut,
-) -> Result<Frame, String> {
+) -> Result<Frame, LoginError> {
     loop {
-        if let Some(frame) =
-            decode_frontend_frame(buf, SMALL_MESSAGE_LIMIT).map_err(|e| e.to_string())?
-        {
+        if let Some(frame) = decode_frontend_frame(buf, SMALL_MESSAGE_LIMIT)? {
             return Ok(frame);
         }
         match client.read_buf(buf).await {
-            Ok(0) | Err(_) => return Err("client went away during authentication".into()),
+            Ok(0) | Err(_) => return Err(LoginError::Gone),
             Ok(_) => {}
         }
     }
@@ -103,28 +119,31 @@ async fn ask<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> Result<bytes::Bytes, AuthFailure> {
     let mut out = BytesMut::new();
     messages::authentication(&mut out, code, payload);
-    client
-        .write_all(&out)
-        .await
-        .map_err(|e| AuthFailure::Protocol(e.to_string()))?;
-    let frame = read_message(client, buf)
-        .await
-        .map_err(AuthFailure::Protocol)?;
+    client.write_all(&out).await.map_err(LoginError::from)?;
+    let frame = read_message(client, buf).await?;
     if frame.tag != b'p' {
-        return Err(AuthFailure::Protocol(format!(
-            "expected password response, got message type {}",
-            char::from(frame.tag)
-        )));
+        return Err(AuthFailure::NotPassword(frame.tag));
     }
     Ok(frame.body)
 }
 
 /// Why authentication did not succeed.
+#[derive(Debug, thiserror::Error)]
 pub enum AuthFailure {
     /// Wrong password (or unknown user): 28P01, nothing more said.
+    #[error("password authentication failed")]
     Denied,
     /// The exchange itself broke: protocol violation.
-    Protocol(String),
+    #[error(transparent)]
+    Login(#[from] LoginError),
+    #[error("expected password response, got message type {}", char::from(*.0))]
+    NotPassword(u8),
+    #[error("malformed SASLInitialResponse")]
+    MalformedSasl,
+    #[error("client selected an invalid SASL authentication mechanism")]
+    SaslMechanism,
+    #[error(transparent)]
+    Scram(crate::auth::AuthError),
 }
 
 /// Authenticate the client against `password` with `method`. `password` is
@@ -138,7 +157,6 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     user: &str,
     password: Option<&str>,
 ) -> Result<(), AuthFailure> {
-    let protocol = AuthFailure::Protocol;
     match method {
         AuthType::Trust if password.is_some() => Ok(()),
         AuthType::Trust => Err(AuthFailure::Denied),
@@ -165,12 +183,10 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 None => std::sync::Arc::new(state.mock_scram_secret(user)),
             };
             let mut body = ask(client, buf, 10, b"SCRAM-SHA-256\0\0").await?;
-            let malformed = || protocol("malformed SASLInitialResponse".into());
+            let malformed = || AuthFailure::MalformedSasl;
             let mechanism_end = body.iter().position(|&b| b == 0).ok_or_else(malformed)?;
             if &body[..mechanism_end] != b"SCRAM-SHA-256" {
-                return Err(protocol(
-                    "client selected an invalid SASL authentication mechanism".into(),
-                ));
+                return Err(AuthFailure::SaslMechanism);
             }
             body.advance(mechanism_end + 1);
             if body.len() < 4 {
@@ -181,13 +197,11 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 return Err(malformed());
             }
             let mut exchange = scram::ServerExchange::new(&secret);
-            let reply = exchange
-                .client_first(&body)
-                .map_err(|e| protocol(e.to_string()))?;
+            let reply = exchange.client_first(&body).map_err(AuthFailure::Scram)?;
             let body = ask(client, buf, 11, &reply).await?;
             let reply = exchange.client_final(&body).map_err(|e| match e {
                 crate::auth::AuthError::WrongPassword => AuthFailure::Denied,
-                other => protocol(other.to_string()),
+                other => AuthFailure::Scram(other),
             })?;
             if password.is_none() {
                 return Err(AuthFailure::Denied);
@@ -197,7 +211,7 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
             client
                 .write_all(&out)
                 .await
-                .map_err(|e| protocol(e.to_string()))
+                .map_err(|e| LoginError::from(e).into())
         }
     }
 }

@@ -44,7 +44,7 @@ pub enum ParamChange {
 impl ParamSet {
     /// The settings of a client's startup packet (its `options` `-c`
     /// switches included). Fails on options pgshard cannot honour.
-    pub fn from_startup(params: &[(String, String)]) -> Result<ParamSet, String> {
+    pub fn from_startup(params: &[(String, String)]) -> Result<ParamSet, OptionsError> {
         let mut set = ParamSet::default();
         for (name, value) in params {
             if name == "options" {
@@ -135,9 +135,20 @@ pub fn quote_literal(value: &str) -> String {
     format!("'{}'", value.replace('\'', "''"))
 }
 
+/// A startup `options` string pgshard cannot honour.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionsError {
+    #[error("\"-c\" without a setting in options")]
+    NoSetting,
+    #[error("unsupported startup option \"{0}\"")]
+    Unsupported(String),
+    #[error("invalid startup option \"{0}\"")]
+    Invalid(String),
+}
+
 /// The `-c name=value` and `--name=value` switches of a startup `options`
 /// string, with `\` escaping spaces as libpq does.
-fn parse_options(options: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_options(options: &str) -> Result<Vec<(String, String)>, OptionsError> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut chars = options.chars();
@@ -159,15 +170,15 @@ fn parse_options(options: &str) -> Result<Vec<(String, String)>, String> {
     let mut words = words.into_iter();
     while let Some(word) = words.next() {
         let setting = if word == "-c" {
-            words.next().ok_or("\"-c\" without a setting in options")?
+            words.next().ok_or(OptionsError::NoSetting)?
         } else if let Some(rest) = word.strip_prefix("--").or_else(|| word.strip_prefix("-c")) {
             rest.to_owned()
         } else {
-            return Err(format!("unsupported startup option \"{word}\""));
+            return Err(OptionsError::Unsupported(word));
         };
         let (name, value) = setting
             .split_once('=')
-            .ok_or_else(|| format!("invalid startup option \"{setting}\""))?;
+            .ok_or_else(|| OptionsError::Invalid(setting.clone()))?;
         out.push((name.replace('-', "_"), value.to_owned()));
     }
     Ok(out)

@@ -50,12 +50,17 @@ pub struct DecisionLog {
     writer: Arc<Mutex<Option<mpsc::Sender<Append>>>>,
 }
 
+/// A failed write of a batch, told to each record's writer (an
+/// `io::Error` cannot be cloned): its kind and its words.
+#[derive(Debug, Clone)]
+struct WriteFailed(std::io::ErrorKind, String);
+
 /// A record for the writing thread: its line, whether it must be on disk
 /// before the reply, and where the outcome goes.
 struct Append {
     line: String,
     sync: bool,
-    reply: oneshot::Sender<Result<(), String>>,
+    reply: oneshot::Sender<Result<(), WriteFailed>>,
 }
 
 impl DecisionLog {
@@ -117,7 +122,7 @@ impl DecisionLog {
             return Err(std::io::Error::other("the decision log writer stopped"));
         }
         match outcome.await {
-            Ok(result) => result.map_err(std::io::Error::other),
+            Ok(result) => result.map_err(|WriteFailed(kind, what)| std::io::Error::new(kind, what)),
             Err(_) => Err(std::io::Error::other("the decision log writer stopped")),
         }
     }
@@ -199,7 +204,9 @@ impl Segments {
             batch.extend(queue.try_iter());
             let text: String = batch.iter().map(|a| a.line.as_str()).collect();
             let sync = batch.iter().any(|a| a.sync);
-            let result = self.write(text.as_bytes(), sync).map_err(|e| e.to_string());
+            let result = self
+                .write(text.as_bytes(), sync)
+                .map_err(|e| WriteFailed(e.kind(), e.to_string()));
             for append in batch {
                 let _ = append.reply.send(result.clone());
             }
