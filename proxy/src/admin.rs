@@ -20,9 +20,11 @@ use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{decode_frontend_frame, SMALL_MESSAGE_LIMIT};
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frame::SMALL_MESSAGE_LIMIT;
+use crate::protocol::frontend::{decode_frontend_frame, FrontendKind};
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::state::{ClientInfo, State};
 pub use control::reload;
 
@@ -55,10 +57,10 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 return;
             }
         };
-        match frame.tag {
-            b'Q' => {
-                let sql =
-                    String::from_utf8_lossy(frame.body.strip_suffix(&[0]).unwrap_or(&frame.body));
+        match frame.kind {
+            FrontendKind::Query => {
+                let body = frame.body();
+                let sql = String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body));
                 let mut console = Console {
                     state: &state,
                     client: &mut client,
@@ -69,9 +71,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     return;
                 }
             }
-            b'X' => return,
-            b'S' => messages::ready_for_query(&mut out, b'I'),
-            _ if frame.body.len() > SMALL_MESSAGE_LIMIT => return,
+            FrontendKind::Terminate => return,
+            FrontendKind::Sync => messages::ready_for_query(&mut out, TransactionStatus::Idle),
+            _ if frame.body().len() > SMALL_MESSAGE_LIMIT => return,
             _ => ClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "the admin console accepts simple queries only",
@@ -96,7 +98,7 @@ fn greet(out: &mut BytesMut, info: &ClientInfo) {
         messages::parameter_status(out, name, value);
     }
     messages::backend_key_data(out, info.process_id, info.secret);
-    messages::ready_for_query(out, b'I');
+    messages::ready_for_query(out, TransactionStatus::Idle);
 }
 
 /// The client left while a command waited for it (PAUSE, WAIT_CLOSE).
@@ -144,7 +146,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
         if !any {
             messages::empty_query_response(self.out);
         }
-        messages::ready_for_query(self.out, b'I');
+        messages::ready_for_query(self.out, TransactionStatus::Idle);
         Ok(())
     }
 

@@ -18,8 +18,9 @@ use crate::cancel::CancelTargets;
 use crate::errors::ClientError;
 use crate::interrupt::Interrupt;
 use crate::pool::{LoginReport, Pool, Pooled};
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::protocol::startup::Startup;
 use crate::session::login::{self, AuthFailure, First};
 use crate::session::params::ParamSet;
@@ -391,7 +392,7 @@ fn login_ok(report: &LoginReport, info: &ClientInfo) -> BytesMut {
         messages::parameter_status(&mut out, name, value);
     }
     messages::backend_key_data(&mut out, info.process_id, info.secret);
-    messages::ready_for_query(&mut out, b'I');
+    messages::ready_for_query(&mut out, TransactionStatus::Idle);
     out
 }
 

@@ -8,7 +8,8 @@ use bytes::BytesMut;
 use tracing::warn;
 
 use crate::pool::PoolError;
-use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::messages::{error_response, Severity};
+use crate::protocol::sqlstate;
 use crate::server_conn::ServerError;
 
 /// Whether retrying the statement that got the error is safe.
@@ -141,7 +142,7 @@ mod tests {
         ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "no").encode(&mut out);
         assert_eq!(out[0], b'E');
         assert_eq!(
-            crate::protocol::backend::error_code(&out[5..]),
+            crate::protocol::backend::ErrorFields(&out[5..]).code(),
             Some(&b"0A000"[..])
         );
     }

@@ -34,12 +34,15 @@ pub use row_merge::{RowMerge, Window};
 pub use split_rows::SplitRows;
 
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::{BackendFrame, BackendMessage, CommandTag};
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 
 /// Merges the reply streams of several servers for one statement.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Merger {
+    /// How the shards' rows become the client's.
+    mode: Mode,
     /// A shard reported an error: nothing but that error goes out.
     failed: bool,
     /// The first server's CommandComplete tag without its count (`SELECT`,
@@ -48,22 +51,45 @@ pub struct Merger {
     row_count: u64,
     /// The first server ended a COPY TO: one CopyDone goes before the tag.
     copy_done: bool,
-    /// The rows are merged by a plan, not concatenated.
-    rows: Option<RowMerge>,
-    /// Lines pgshard adds before the rows of a one-column text reply (an
-    /// EXPLAIN's: how it routes and merges).
-    preamble: Vec<String>,
-    /// An INSERT split across shards: its RETURNING rows are reordered.
-    split: Option<SplitRows>,
+}
+
+/// How a [`Merger`] makes one reply of the shards' rows.
+#[derive(Debug)]
+enum Mode {
+    /// Side by side, after lines pgshard adds before the rows of a
+    /// one-column text reply (an EXPLAIN's: how it routes and merges).
+    Concat(Vec<String>),
+    /// Merged by a plan.
+    Rows(RowMerge),
+    /// An INSERT split across shards: its RETURNING rows reordered.
+    Split(SplitRows),
     /// A COPY TO STDOUT whose header or binary framing is joined.
-    copy_out: Option<CopyJoin>,
+    CopyOut(CopyJoin),
     /// Every server holds the same rows (a write to omnisharded tables):
     /// the first server's rows and count stand for all, and the counts of
     /// the others (kept here) must be the same, or the copies differ.
-    copies: Option<Vec<u64>>,
-    /// A COPY (SELECT ...) TO STDOUT whose rows are merged: the merged
-    /// reply is written as COPY's.
-    copy_rows: Option<CopyRows>,
+    Copies(Vec<u64>),
+    /// A COPY (SELECT ...) TO STDOUT whose rows are merged by a plan: the
+    /// merged reply is written as COPY's.
+    CopyRows(RowMerge, CopyRows),
+}
+
+impl Default for Merger {
+    fn default() -> Merger {
+        Merger::with(Mode::Concat(Vec::new()))
+    }
+}
+
+/// The merged reply in `merged`, written as a COPY's; `false` when it
+/// cannot be (the client has the error).
+fn write_copy(copy: &mut CopyRows, mut merged: BytesMut, out: &mut BytesMut) -> bool {
+    while let Ok(Some(message)) = BackendFrame::split(&mut merged) {
+        if let Err(error) = copy.message(&message, out) {
+            error.encode(out);
+            return false;
+        }
+    }
+    true
 }
 
 /// The client's error for a merge that cannot go on.
@@ -75,80 +101,86 @@ pub fn merge_error(error: &ValueError) -> ClientError {
     ClientError::new(code, error.to_string())
 }
 
-/// Whether a server message is the last of a server's reply.
-pub fn is_ready(tag: u8) -> bool {
-    tag == b'Z'
-}
-
 impl Merger {
+    fn with(mode: Mode) -> Merger {
+        Merger {
+            mode,
+            failed: false,
+            tag: None,
+            row_count: 0,
+            copy_done: false,
+        }
+    }
+
     /// A merger that merges rows by `rows`' plan.
     pub fn merging(rows: RowMerge) -> Merger {
-        Merger {
-            rows: Some(rows),
-            ..Merger::default()
-        }
+        Merger::with(Mode::Rows(rows))
     }
 
     /// A merger of a split INSERT's replies.
     pub fn splitting(split: SplitRows) -> Merger {
-        Merger {
-            split: Some(split),
-            ..Merger::default()
-        }
+        Merger::with(Mode::Split(split))
     }
 
     /// A merger whose merged rows go out as a COPY TO's.
     pub fn copying_rows(rows: RowMerge, copy: CopyRows) -> Merger {
-        Merger {
-            rows: Some(rows),
-            copy_rows: Some(copy),
-            ..Merger::default()
-        }
+        Merger::with(Mode::CopyRows(rows, copy))
     }
 
     /// A merger of a COPY TO STDOUT's outputs.
     pub fn copying_out(join: CopyJoin) -> Merger {
-        Merger {
-            copy_out: Some(join),
-            ..Merger::default()
-        }
+        Merger::with(Mode::CopyOut(join))
     }
 
     /// A merger of replies from servers that each hold the same rows.
     pub fn copies() -> Merger {
-        Merger {
-            copies: Some(Vec::new()),
-            ..Merger::default()
+        Merger::with(Mode::Copies(Vec::new()))
+    }
+
+    /// Rows side by side, after `lines` as rows of the one text column.
+    pub fn concatenating(lines: Vec<String>) -> Merger {
+        Merger::with(Mode::Concat(lines))
+    }
+
+    /// The row merge, if rows are merged by a plan.
+    fn rows(&self) -> Option<&RowMerge> {
+        match &self.mode {
+            Mode::Rows(rows) | Mode::CopyRows(rows, _) => Some(rows),
+            _ => None,
         }
     }
 
-    /// Lines to send as rows of the one text column before the shards' rows.
-    pub fn with_preamble(mut self, lines: Vec<String>) -> Merger {
-        self.preamble = lines;
-        self
+    fn rows_mut(&mut self) -> Option<&mut RowMerge> {
+        match &mut self.mode {
+            Mode::Rows(rows) | Mode::CopyRows(rows, _) => Some(rows),
+            _ => None,
+        }
     }
 
     /// Position `index` will send nothing (the fan-out numbers the first
     /// server to answer 0, so its other number goes unused).
     pub fn skip_position(&mut self, index: usize) {
-        if let Some(rows) = self.rows.as_mut() {
-            rows.skip(index);
-        }
-        if let (Some(split), Some(first)) = (self.split.as_mut(), index.checked_sub(1)) {
-            split.first_is(first);
+        match &mut self.mode {
+            Mode::Rows(rows) | Mode::CopyRows(rows, _) => rows.skip(index),
+            Mode::Split(split) => {
+                if let Some(first) = index.checked_sub(1) {
+                    split.first_is(first);
+                }
+            }
+            _ => {}
         }
     }
 
     /// Whether server `index` (as passed to [`Merger::on_message`]) should
     /// be read next: an ordered merge waits for the shards it has no row of.
     pub fn wants(&self, index: usize) -> bool {
-        self.failed || self.satisfied() || self.rows.as_ref().is_none_or(|rows| rows.wants(index))
+        self.failed || self.satisfied() || self.rows().is_none_or(|rows| rows.wants(index))
     }
 
     /// The merged rows are all out (a LIMIT reached): what the shards
     /// still send is read and dropped, so they may be cancelled.
     pub fn satisfied(&self) -> bool {
-        !self.failed && self.rows.as_ref().is_some_and(RowMerge::satisfied)
+        !self.failed && self.rows().is_some_and(RowMerge::satisfied)
     }
 
     /// The merge cannot go on: the client gets this error instead.
@@ -164,76 +196,62 @@ impl Merger {
 
     /// One whole message from server `index` (0-based, in reading order);
     /// what the client should see is appended to `out`.
-    pub fn on_message(&mut self, index: usize, message: &[u8], out: &mut BytesMut) {
-        if self.copy_rows.is_none() {
+    pub fn on_message(&mut self, index: usize, message: &BackendFrame, out: &mut BytesMut) {
+        if !matches!(self.mode, Mode::CopyRows(..)) {
             return self.relay(index, message, out);
         }
         let mut merged = BytesMut::new();
         self.relay(index, message, &mut merged);
-        self.write_copy(merged, out);
-    }
-
-    /// The merged reply in `merged`, written as a COPY's.
-    fn write_copy(&mut self, mut merged: BytesMut, out: &mut BytesMut) {
-        let Some(copy) = self.copy_rows.as_mut() else {
-            return;
-        };
-        while let Ok(Some(message)) = crate::protocol::frame::split_backend_message(&mut merged) {
-            if let Err(error) = copy.message(&message, out) {
-                error.encode(out);
-                self.failed = true;
-                self.copy_rows = None;
-                return;
-            }
+        if let Mode::CopyRows(_, copy) = &mut self.mode {
+            self.failed |= !write_copy(copy, merged, out);
         }
     }
 
-    fn relay(&mut self, index: usize, message: &[u8], out: &mut BytesMut) {
-        let Some(&tag) = message.first() else {
-            return;
-        };
-        let body = message.get(5..).unwrap_or(&[]);
+    fn relay(&mut self, index: usize, frame: &BackendFrame, out: &mut BytesMut) {
+        use BackendMessage as M;
+        let (message, raw) = (frame.message(), frame.bytes());
         if self.satisfied() {
             // The answer is complete: a cancelled shard's error (57014) and
             // whatever else comes is not the client's.
             self.tag = Some(("SELECT".to_owned(), true));
             return;
         }
-        if let Some(split) = self.split.as_mut() {
-            match tag {
-                b'D' if !self.failed => {
-                    if let Err(error) = split.row(index, message) {
-                        self.merge_failed(&error, out);
-                    }
-                    return;
-                }
-                _ => {}
+        if let (Mode::Split(split), M::DataRow(_), false) = (&mut self.mode, message, self.failed) {
+            if let Err(error) = split.row(index, raw) {
+                self.merge_failed(&error, out);
             }
+            return;
         }
-        match tag {
-            b'Z' | b'1' => {}
-            b'E' if !self.failed => {
+        let merged = self.rows().is_some();
+        match message {
+            M::ReadyForQuery(_) | M::ParseComplete => {}
+            M::ErrorResponse(_) if !self.failed => {
                 self.failed = true;
-                out.extend_from_slice(message);
+                out.extend_from_slice(raw);
             }
             _ if self.failed => {}
-            b'T' | b'D' | b'C' | b'n' if self.rows.is_some() => {
-                self.merge_rows(index, tag, message, out)
+            M::RowDescription(_) | M::DataRow(_) | M::CommandComplete(_) | M::NoData if merged => {
+                self.merge_rows(index, message, raw, out)
             }
-            b'C' => self.count(index, body),
-            b'c' => self.copy_done |= index == 0,
+            M::CommandComplete(tag) => self.count(index, tag),
+            M::CopyDone => self.copy_done |= index == 0,
             // Another copy's rows: the first server's stand for them.
-            b'D' | b'd' if self.copies.is_some() && index != 0 => {}
-            b'd' if self.copy_out.is_some() => self.copy_data(index, body, out),
-            b'D' | b'd' => out.extend_from_slice(message),
+            M::DataRow(_) | M::CopyData(_)
+                if matches!(self.mode, Mode::Copies(_)) && index != 0 => {}
+            M::CopyData(body) if matches!(self.mode, Mode::CopyOut(_)) => {
+                self.copy_data(index, body, out)
+            }
+            M::DataRow(_) | M::CopyData(_) => out.extend_from_slice(raw),
             // Headers (RowDescription, BindComplete, CopyOutResponse...),
             // notices and parameter changes: the first server's stand for all.
             _ if index == 0 => {
-                out.extend_from_slice(message);
-                if tag == b'T' && body.starts_with(&[0, 1]) {
-                    for line in std::mem::take(&mut self.preamble) {
-                        messages::data_row(out, &[Some(&line)]);
-                        self.row_count += 1;
+                out.extend_from_slice(raw);
+                if let (M::RowDescription(body), Mode::Concat(lines)) = (message, &mut self.mode) {
+                    if body.starts_with(&[0, 1]) {
+                        for line in std::mem::take(lines) {
+                            messages::data_row(out, &[Some(&line)]);
+                            self.row_count += 1;
+                        }
                     }
                 }
             }
@@ -242,26 +260,35 @@ impl Merger {
     }
 
     /// A message of the row stream, through the row merge.
-    fn merge_rows(&mut self, index: usize, tag: u8, message: &[u8], out: &mut BytesMut) {
-        let Some(rows) = self.rows.as_mut() else {
+    fn merge_rows(
+        &mut self,
+        index: usize,
+        message: BackendMessage<'_>,
+        raw: &[u8],
+        out: &mut BytesMut,
+    ) {
+        let mut tag = None;
+        let Some(rows) = self.rows_mut() else {
             return;
         };
-        let body = message.get(5..).unwrap_or(&[]);
-        let merged = match tag {
-            b'T' if index == 0 => rows.describe(body, out),
-            b'T' => Ok(()),
-            b'n' => {
+        let merged = match message {
+            BackendMessage::RowDescription(body) if index == 0 => rows.describe(body, out),
+            BackendMessage::RowDescription(_) => Ok(()),
+            BackendMessage::NoData => {
                 if index == 0 && rows.forwards_description() {
-                    out.extend_from_slice(message);
+                    out.extend_from_slice(raw);
                 }
                 Ok(())
             }
-            b'D' => rows.row(index, message, out),
+            BackendMessage::DataRow(_) => rows.row(index, raw, out),
             _ => {
-                self.tag = Some(("SELECT".to_owned(), true));
+                tag = Some(("SELECT".to_owned(), true));
                 rows.shard_done(index, out)
             }
         };
+        if tag.is_some() {
+            self.tag = tag;
+        }
         if let Err(error) = merged {
             self.merge_failed(&error, out);
         }
@@ -269,7 +296,7 @@ impl Merger {
 
     /// A CopyData of a joined COPY TO.
     fn copy_data(&mut self, index: usize, body: &[u8], out: &mut BytesMut) {
-        let Some(join) = self.copy_out.as_mut() else {
+        let Mode::CopyOut(join) = &mut self.mode else {
             return;
         };
         if let Err(why) = join.data(index, body, out) {
@@ -283,19 +310,13 @@ impl Merger {
         ClientError::new("XX000", format!("COPY across shards: {why}")).encode(out);
     }
 
-    fn count(&mut self, index: usize, body: &[u8]) {
-        let text = String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body));
-        let (head, count) = match text.rsplit_once(' ') {
-            Some((head, n)) if !head.is_empty() => match n.parse::<u64>() {
-                Ok(n) => (head.to_owned(), Some(n)),
-                Err(_) => (text.clone().into_owned(), None),
-            },
-            _ => (text.clone().into_owned(), None),
-        };
-        match (count, self.copies.as_mut()) {
-            (Some(n), None) => self.row_count += n,
-            (Some(n), Some(_)) if index == 0 => self.row_count = n,
-            (Some(n), Some(others)) => others.push(n),
+    fn count(&mut self, index: usize, tag: CommandTag<'_>) {
+        let (head, count) = tag.split_count();
+        let head = String::from_utf8_lossy(head).into_owned();
+        match (count, &mut self.mode) {
+            (Some(n), Mode::Copies(_)) if index == 0 => self.row_count = n,
+            (Some(n), Mode::Copies(others)) => others.push(n),
+            (Some(n), _) => self.row_count += n,
             (None, _) => {}
         }
         if index == 0 || self.tag.is_none() {
@@ -303,60 +324,43 @@ impl Merger {
         }
     }
 
-    fn rows_total(&mut self, sent: u64) {
-        self.row_count = sent;
-    }
-
     /// Close the merged reply (without its ReadyForQuery). Returns whether
     /// the statement failed.
     pub fn finish(mut self, out: &mut BytesMut) -> bool {
-        if let Some(copy) = self.copy_rows.take() {
-            let mut merged = BytesMut::new();
-            let failed = self.finish(&mut merged);
-            let mut writer = Merger {
-                copy_rows: Some(copy),
-                ..Merger::default()
-            };
-            writer.write_copy(merged, out);
-            return failed || writer.failed;
-        }
-        if let Some(mut rows) = self.rows.take() {
-            if !self.failed {
-                match rows.finish(out) {
-                    Ok(()) => self.rows = Some(rows),
-                    Err(error) => self.merge_failed(&error, out),
+        match std::mem::replace(&mut self.mode, Mode::Concat(Vec::new())) {
+            Mode::CopyRows(rows, mut copy) => {
+                let mut merged = BytesMut::new();
+                self.mode = Mode::Rows(rows);
+                let failed = self.finish(&mut merged);
+                return !write_copy(&mut copy, merged, out) || failed;
+            }
+            Mode::Rows(mut rows) if !self.failed => match rows.finish(out) {
+                Ok(()) => self.row_count = rows.sent(),
+                Err(error) => self.merge_failed(&error, out),
+            },
+            Mode::Split(split) if !self.failed => split.emit(out),
+            Mode::CopyOut(join) if !self.failed => {
+                if let Err(why) = join.finish(out) {
+                    self.copy_failed(why, out);
                 }
             }
-        }
-        if let Some(split) = self.split.take() {
-            if !self.failed {
-                split.emit(out);
+            Mode::Copies(others) => {
+                if let Some(&differs) = others.iter().find(|&&n| n != self.row_count) {
+                    self.failed = true;
+                    let message = format!(
+                        "the copies of an omnisharded table differ: the statement changed {} rows on one shard and {differs} on another (the change is rolled back where it runs in a transaction; compare the shards' copies)",
+                        self.row_count
+                    );
+                    ClientError::new("XX001", message).encode(out);
+                }
             }
-        }
-        if let (Some(join), false) = (self.copy_out.take(), self.failed) {
-            if let Err(why) = join.finish(out) {
-                self.copy_failed(why, out);
-            }
-        }
-        if let Some(others) = self.copies.take() {
-            if let Some(&differs) = others.iter().find(|&&n| n != self.row_count) {
-                self.failed = true;
-                let message = format!(
-                    "the copies of an omnisharded table differ: the statement changed {} rows on one shard and {differs} on another (the change is rolled back where it runs in a transaction; compare the shards' copies)",
-                    self.row_count
-                );
-                ClientError::new("XX001", message).encode(out);
-            }
+            _ => {}
         }
         if self.failed {
             return true;
         }
-        if let Some(rows) = &self.rows {
-            self.rows_total(rows.sent());
-        }
         if self.copy_done {
-            let at = messages::begin(out, b'c');
-            messages::finish(out, at);
+            messages::copy_done(out);
         }
         if let Some((head, counted)) = self.tag {
             if counted {
@@ -372,20 +376,20 @@ impl Merger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::frame::split_backend_message;
 
-    fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
-        let mut out = vec![tag];
+    /// A server message (test input: made by hand, so read as a server's).
+    fn msg(tag: u8, body: &[u8]) -> BackendFrame {
+        let mut out = BytesMut::from(&[tag][..]);
         out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
         out.extend_from_slice(body);
-        out
+        BackendFrame::split(&mut out).unwrap().unwrap()
     }
 
     fn tags(out: &[u8]) -> Vec<(u8, Vec<u8>)> {
         let mut buf = BytesMut::from(out);
         let mut seen = Vec::new();
-        while let Ok(Some(m)) = split_backend_message(&mut buf) {
-            seen.push((m[0], m[5..].to_vec()));
+        while let Ok(Some(m)) = BackendFrame::split(&mut buf) {
+            seen.push((m.bytes()[0], m.bytes()[5..].to_vec()));
         }
         seen
     }

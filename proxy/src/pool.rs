@@ -18,6 +18,7 @@ use router::config::{PoolSettings, Role};
 use tracing::{debug, warn};
 
 use crate::metrics::PoolHistograms;
+use crate::protocol::backend::TransactionStatus;
 use crate::server_conn::{ServerConn, ServerError, ServerTarget};
 use crate::session::params::ParamSet;
 use crate::state::lock;
@@ -341,7 +342,7 @@ impl Pool {
         if let Some(listing) = &conn.listing {
             listing.set_out(false);
         }
-        if conn.status != b'I' || conn.dirty || self.expired(&conn, now) {
+        if conn.status() != TransactionStatus::Idle || conn.dirty || self.expired(&conn, now) {
             return;
         }
         conn.last_used = now;

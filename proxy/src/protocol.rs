@@ -7,8 +7,10 @@
 pub mod arrays;
 pub mod backend;
 pub mod frame;
+pub mod frontend;
 pub mod messages;
 pub mod numeric;
 pub mod rows;
+pub mod sqlstate;
 pub mod startup;
 pub mod values;

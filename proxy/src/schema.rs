@@ -27,6 +27,7 @@ use router::sharding::{KeylessTables, Sharding};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+use crate::protocol::backend::TransactionStatus;
 use crate::server_conn::ServerConn;
 use crate::state::State;
 
@@ -108,7 +109,7 @@ async fn read_cluster(state: &State, cluster: &str, sharding: &Sharding) -> Opti
     let pool = Arc::clone(&pools.first()?.1.first()?.primary);
     let mut server = pool.checkout().await.ok()?;
     let read = read_on(&mut server.conn, sharding).await;
-    if server.conn.status == b'I' {
+    if server.conn.status() == TransactionStatus::Idle {
         pool.checkin(server);
     }
     read.map_err(|(what, code, message)| warn!(cluster, code, message, "cannot read {what}"))

@@ -3,18 +3,18 @@
 //! pgshard tracks on it (statements prepared, settings applied, transaction
 //! status, cancel key).
 
+mod login;
 mod prepared_set;
 mod stream;
 
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::auth::{md5, scram};
-use crate::protocol::frame::{decode_backend_frame, split_backend_message, Frame, FrameError};
+use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
+use crate::protocol::frame::{backend_extent, reserve_missing, Extent, FrameError};
 use crate::protocol::messages;
-use crate::protocol::startup::Startup;
 use crate::session::params::ParamSet;
 pub use prepared_set::PreparedSet;
 pub use stream::{ServerAddr, ServerStream};
@@ -92,8 +92,8 @@ pub struct ServerConn {
     pub prepared: PreparedSet,
     /// Session settings applied on this connection, as SET statements.
     pub applied: ParamSet,
-    /// Transaction status of the last ReadyForQuery.
-    pub status: u8,
+    /// Transaction status of the last ReadyForQuery read.
+    status: TransactionStatus,
     /// A client left session state behind (temp tables, LISTEN, SQL
     /// PREPARE...): reset it with DISCARD ALL before reuse.
     pub dirty: bool,
@@ -161,7 +161,7 @@ impl ServerConn {
                 checked: Instant::now(),
                 prepared: PreparedSet::default(),
                 applied: ParamSet::default(),
-                status: b'I',
+                status: TransactionStatus::Idle,
                 dirty: false,
                 id,
                 home: crate::workers::current(),
@@ -179,122 +179,6 @@ impl ServerConn {
         }
     }
 
-    /// Answer one authentication request (`R`) from the server during
-    /// [`login`](Self::login): encode the reply into `out`, or nothing for
-    /// AuthenticationOk and SASLFinal. `scram` carries a SCRAM exchange from
-    /// one request to the next.
-    fn answer_authentication(
-        target: &ServerTarget,
-        mut body: &[u8],
-        scram: &mut Option<scram::ClientExchange>,
-        out: &mut BytesMut,
-    ) -> Result<(), ServerError> {
-        if body.len() < 4 {
-            return Err(ServerError::Protocol("short authentication request".into()));
-        }
-        let code = body.get_u32();
-        let password = || {
-            target
-                .password
-                .as_deref()
-                .ok_or_else(|| ServerError::NoPassword(target.user.clone()))
-        };
-        match code {
-            // After SCRAM, Ok counts only once the server has
-            // proved it knows the password too (SASLFinal).
-            0 if scram.as_ref().is_some_and(|s| !s.is_complete()) => {
-                return Err(ServerError::Protocol(
-                    "server skipped SCRAM's final message".into(),
-                ));
-            }
-            0 => {}
-            3 => {
-                let mut payload = password()?.as_bytes().to_vec();
-                payload.push(0);
-                messages::password(out, &payload);
-            }
-            5 => {
-                if body.len() < 4 {
-                    return Err(ServerError::Protocol("short MD5 salt".into()));
-                }
-                let salt = [body[0], body[1], body[2], body[3]];
-                let hashed = md5::md5_password(&target.user, password()?, salt);
-                let mut payload = hashed.into_bytes();
-                payload.push(0);
-                messages::password(out, &payload);
-            }
-            10 => {
-                let offers_scram = body.split(|&b| b == 0).any(|m| m == b"SCRAM-SHA-256");
-                if !offers_scram {
-                    return Err(ServerError::UnsupportedAuth(code));
-                }
-                let mut exchange = scram::ClientExchange::new(password()?);
-                let first = exchange.client_first();
-                messages::sasl_initial_response(out, "SCRAM-SHA-256", &first);
-                *scram = Some(exchange);
-            }
-            11 => {
-                let exchange = scram
-                    .as_mut()
-                    .ok_or_else(|| ServerError::Protocol("SASL continue without SASL".into()))?;
-                let reply = exchange.server_first(body)?;
-                messages::password(out, &reply);
-            }
-            12 => {
-                let exchange = scram
-                    .as_mut()
-                    .ok_or_else(|| ServerError::Protocol("SASL final without SASL".into()))?;
-                exchange.server_final(body)?;
-            }
-            other => return Err(ServerError::UnsupportedAuth(other)),
-        }
-        Ok(())
-    }
-
-    async fn login(&mut self, target: &ServerTarget) -> Result<(), ServerError> {
-        let startup = Startup {
-            major: 3,
-            minor: 0,
-            params: vec![
-                ("user".to_owned(), target.user.clone()),
-                ("database".to_owned(), target.database.clone()),
-            ],
-        };
-        let mut out = BytesMut::with_capacity(128);
-        startup.encode(&mut out);
-        self.stream.write_all(&out).await?;
-        let mut scram: Option<scram::ClientExchange> = None;
-        loop {
-            let frame = self.read_frame().await?;
-            let mut body = frame.body;
-            match frame.tag {
-                b'R' => {
-                    out.clear();
-                    Self::answer_authentication(target, &body, &mut scram, &mut out)?;
-                    // AuthenticationOk and SASLFinal need no reply.
-                    if !out.is_empty() {
-                        self.stream.write_all(&out).await?;
-                    }
-                }
-                b'S' => self.note_parameter(&body),
-                b'K' => {
-                    if body.len() < 8 {
-                        return Err(ServerError::Protocol("short BackendKeyData".into()));
-                    }
-                    self.process_id = body.get_u32();
-                    self.secret_key = Bytes::copy_from_slice(&body);
-                }
-                b'Z' => {
-                    self.status = body.first().copied().unwrap_or(b'I');
-                    return Ok(());
-                }
-                b'E' => return Err(ServerError::Refused(error_message(&body))),
-                // NoticeResponse, NegotiateProtocolVersion: nothing to do.
-                _ => {}
-            }
-        }
-    }
-
     /// Read what the server has sent into the buffer; `Ok(0)` when it
     /// closed the connection. Cancel-safe: a read abandoned in a `select!`
     /// loses nothing.
@@ -305,21 +189,65 @@ impl ServerConn {
         self.stream.read_buf(&mut self.rbuf).await
     }
 
-    /// The next whole message already read (tag, length and body), framed
-    /// with the per-kind length caps; `None` until one is complete.
-    pub fn next_message(&mut self) -> Result<Option<Bytes>, FrameError> {
-        split_backend_message(&mut self.rbuf)
+    /// The next whole message already read, split off the buffer (its
+    /// ReadyForQuery status and ParameterStatus noted); `None` until one is
+    /// complete.
+    pub fn next_message(&mut self) -> Result<Option<BackendFrame>, FrameError> {
+        let frame = BackendFrame::split(&mut self.rbuf)?;
+        if let Some(frame) = &frame {
+            note(&mut self.status, &mut self.params, frame.message());
+        }
+        Ok(frame)
     }
 
-    /// The bytes read and not yet handled, taken out so a session can relay
-    /// whole messages from them in place; given back with
-    /// [`restore_read`](Self::restore_read) (a partial message stays in it).
-    pub fn take_read(&mut self) -> BytesMut {
-        std::mem::take(&mut self.rbuf)
+    /// The message at offset `at` of what was read and not yet consumed,
+    /// read in place (for relaying runs of messages without splitting each
+    /// off): its ReadyForQuery status and ParameterStatus noted as it is
+    /// read. What is read is consumed with [`consume`](Self::consume).
+    pub fn read_at(&mut self, at: usize) -> Result<Ahead<'_>, FrameError> {
+        let rest = self.rbuf.get(at..).unwrap_or_default();
+        let length = match backend_extent(rest)? {
+            Extent::Whole(length) => length,
+            Extent::Missing(missing) => return Ok(Ahead::Missing(missing)),
+        };
+        let raw = &rest[..length];
+        let message = BackendMessage::parse(raw)?;
+        note(&mut self.status, &mut self.params, message);
+        Ok(Ahead::Message(message, raw))
     }
 
-    pub fn restore_read(&mut self, rbuf: BytesMut) {
-        self.rbuf = rbuf;
+    /// Bytes `range` of what was read and not yet consumed (a run of
+    /// whole messages [`read_at`](Self::read_at) read).
+    pub fn read_bytes(&self, range: std::ops::Range<usize>) -> &[u8] {
+        self.rbuf.get(range).unwrap_or_default()
+    }
+
+    /// The first `read` bytes were handled; `missing` more are needed for
+    /// the message after them (room is made as they come).
+    pub fn consume(&mut self, read: usize, missing: usize) {
+        self.rbuf.advance(read);
+        if self.rbuf.len() >= 5 {
+            reserve_missing(&mut self.rbuf, missing);
+        }
+    }
+
+    /// Read one whole message from the server, waiting for it.
+    pub async fn read_message(&mut self) -> Result<BackendFrame, ServerError> {
+        loop {
+            match self.next_message() {
+                Ok(Some(frame)) => return Ok(frame),
+                Ok(None) => {}
+                Err(e) => return Err(ServerError::Protocol(e.to_string())),
+            }
+            if self.stream.read_buf(&mut self.rbuf).await? == 0 {
+                return Err(ServerError::Closed);
+            }
+        }
+    }
+
+    /// Its transaction status, as the last ReadyForQuery read said.
+    pub fn status(&self) -> TransactionStatus {
+        self.status
     }
 
     /// Write what of `bytes` the socket takes now (0 when it takes
@@ -342,34 +270,6 @@ impl ServerConn {
         }
     }
 
-    /// Read one whole message from the server.
-    pub async fn read_frame(&mut self) -> Result<Frame, ServerError> {
-        loop {
-            match decode_backend_frame(&mut self.rbuf) {
-                Ok(Some(frame)) => return Ok(frame),
-                Ok(None) => {}
-                Err(e) => return Err(ServerError::Protocol(e.to_string())),
-            }
-            if self.stream.read_buf(&mut self.rbuf).await? == 0 {
-                return Err(ServerError::Closed);
-            }
-        }
-    }
-
-    /// Record a ParameterStatus body.
-    pub fn note_parameter(&mut self, body: &[u8]) {
-        let mut parts = body.split(|&b| b == 0);
-        let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
-            return;
-        };
-        let name = String::from_utf8_lossy(name);
-        let value = String::from_utf8_lossy(value).into_owned();
-        match self.params.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, v)) => *v = value,
-            None => self.params.push((name.into_owned(), value)),
-        }
-    }
-
     /// Run `sql` as a simple query and read to ReadyForQuery, keeping the
     /// server's ParameterStatus reports: `Ok(Err(_))` with the first
     /// error's message when the server refused it.
@@ -379,14 +279,12 @@ impl ServerConn {
         self.stream.write_all(&out).await?;
         let mut result = Ok(());
         loop {
-            let frame = self.read_frame().await?;
-            match frame.tag {
-                b'S' => self.note_parameter(&frame.body),
-                b'E' if result.is_ok() => result = Err(Refusal(error_message(&frame.body))),
-                b'Z' => {
-                    self.status = frame.body.first().copied().unwrap_or(b'I');
-                    return Ok(result);
+            let frame = self.read_message().await?;
+            match frame.message() {
+                BackendMessage::ErrorResponse(error) if result.is_ok() => {
+                    result = Err(Refusal(error.message()))
                 }
+                BackendMessage::ReadyForQuery(_) => return Ok(result),
                 _ => {}
             }
         }
@@ -400,15 +298,10 @@ impl ServerConn {
         self.stream.write_all(&out).await?;
         let mut answer = Answer::default();
         loop {
-            let frame = self.read_frame().await?;
-            match frame.tag {
-                b'S' => self.note_parameter(&frame.body),
-                b'D' => {
-                    let mut message = BytesMut::with_capacity(frame.body.len() + 5);
-                    message.put_u8(b'D');
-                    message.put_u32(frame.body.len() as u32 + 4);
-                    message.put_slice(&frame.body);
-                    if let Some(row) = crate::protocol::rows::parse_row(&message) {
+            let frame = self.read_message().await?;
+            match frame.message() {
+                BackendMessage::DataRow(_) => {
+                    if let Some(row) = crate::protocol::rows::parse_row(frame.bytes()) {
                         let values = (0..row.values.len()).map(|c| {
                             row.value(c)
                                 .map(|v| String::from_utf8_lossy(v).into_owned())
@@ -416,14 +309,12 @@ impl ServerConn {
                         answer.rows.push(values.collect());
                     }
                 }
-                b'E' if answer.error.is_none() => {
-                    let code = error_field(&frame.body, b'C').unwrap_or_default();
-                    answer.error = Some((code, error_message(&frame.body)));
+                BackendMessage::ErrorResponse(error) if answer.error.is_none() => {
+                    let code = error.code().unwrap_or_default();
+                    let code = String::from_utf8_lossy(code).into_owned();
+                    answer.error = Some((code, error.message()));
                 }
-                b'Z' => {
-                    self.status = frame.body.first().copied().unwrap_or(b'I');
-                    return Ok(answer);
-                }
+                BackendMessage::ReadyForQuery(_) => return Ok(answer),
                 _ => {}
             }
         }
@@ -481,16 +372,35 @@ pub struct Answer {
     pub error: Option<(String, String)>,
 }
 
-/// The `M` (message) field of an ErrorResponse or NoticeResponse body.
-pub fn error_message(body: &[u8]) -> String {
-    error_field(body, b'M').unwrap_or_else(|| "unknown error".to_owned())
+/// What the read buffer holds at an offset ([`ServerConn::read_at`]).
+#[derive(Debug)]
+pub enum Ahead<'a> {
+    /// A whole message: its view, and its bytes (tag and length included).
+    Message(BackendMessage<'a>, &'a [u8]),
+    /// This many more bytes are needed for the message there.
+    Missing(usize),
 }
 
-/// One field of an ErrorResponse body.
-pub fn error_field(body: &[u8], code: u8) -> Option<String> {
-    body.split(|&b| b == 0)
-        .find(|f| f.first() == Some(&code))
-        .map(|f| String::from_utf8_lossy(&f[1..]).into_owned())
+/// What a message read from the server says of the connection: the
+/// transaction status of a ReadyForQuery, the setting a ParameterStatus
+/// reports.
+fn note(
+    status: &mut TransactionStatus,
+    params: &mut Vec<(String, String)>,
+    message: BackendMessage<'_>,
+) {
+    match message {
+        BackendMessage::ReadyForQuery(now) => *status = now,
+        BackendMessage::ParameterStatus { name, value } => {
+            let name = String::from_utf8_lossy(name);
+            let value = String::from_utf8_lossy(value).into_owned();
+            match params.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, v)) => *v = value,
+                None => params.push((name.into_owned(), value)),
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -518,10 +428,31 @@ mod tests {
     }
 
     #[test]
-    fn error_fields() {
-        let body = b"SERROR\0C28P01\0Mpassword authentication failed\0\0";
-        assert_eq!(error_message(body), "password authentication failed");
-        assert_eq!(error_field(body, b'C').as_deref(), Some("28P01"));
-        assert_eq!(error_field(body, b'D'), None);
+    fn messages_read_in_place_or_split_off_note_the_status() {
+        let mut status = TransactionStatus::Idle;
+        let mut params = Vec::new();
+        note(
+            &mut status,
+            &mut params,
+            BackendMessage::ReadyForQuery(TransactionStatus::Failed),
+        );
+        note(
+            &mut status,
+            &mut params,
+            BackendMessage::ParameterStatus {
+                name: b"TimeZone",
+                value: b"UTC",
+            },
+        );
+        note(
+            &mut status,
+            &mut params,
+            BackendMessage::ParameterStatus {
+                name: b"TimeZone",
+                value: b"CET",
+            },
+        );
+        assert_eq!(status, TransactionStatus::Failed);
+        assert_eq!(params, vec![("TimeZone".to_owned(), "CET".to_owned())]);
     }
 }

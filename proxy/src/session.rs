@@ -47,7 +47,7 @@ pub use output::ClientIo;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use router::config::PoolerMode;
 use router::route::Overrides;
 use router::sharding::{ParserEngine, Sharding};
@@ -56,8 +56,9 @@ use tracing::warn;
 
 use crate::errors::ClientError;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{decode_frontend_frame, Frame};
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::{decode_frontend_frame, Frame, FrontendKind};
+use crate::protocol::sqlstate;
 use crate::state::{ClientInfo, ClusterPools, State};
 use attach::cancel_target;
 pub(crate) use attach::watch_client;
@@ -359,19 +360,23 @@ impl<S: ClientIo> Session<S> {
 
     /// One client message.
     async fn on_client_frame(&mut self, frame: Frame) -> Result<(), End> {
-        let tag = frame.tag;
-
-        if self.skipping && matches!(tag, b'P' | b'B' | b'D' | b'E' | b'C' | b'H') {
+        use FrontendKind as K;
+        let kind = frame.kind;
+        let extended = matches!(
+            kind,
+            K::Parse | K::Bind | K::Describe | K::Execute | K::Close | K::Flush
+        );
+        if self.skipping && extended {
             return Ok(());
         }
-        if (self.local_portal.is_some() && self.on_local_portal(tag))
-            || (self.copy_portal.is_some() && self.on_copy_portal(tag).await?)
-            || (self.move_portal.is_some() && self.on_move_portal(tag).await?)
+        if (self.local_portal.is_some() && self.on_local_portal(kind))
+            || (self.copy_portal.is_some() && self.on_copy_portal(kind).await?)
+            || (self.move_portal.is_some() && self.on_move_portal(kind).await?)
             || (self.cursor_portal.is_some() && self.on_cursor_portal(&frame).await?)
         {
             return Ok(());
         }
-        if matches!(tag, b'Q' | b'B') && self.sharded() {
+        if matches!(kind, K::Query | K::Bind) && self.sharded() {
             self.catalog_current().await;
         }
         if !self.cursors.is_empty() {
@@ -383,26 +388,26 @@ impl<S: ClientIo> Session<S> {
         if self.batch.is_some() {
             return self.on_segment_frame(frame).await;
         }
-        match tag {
-            b'Q' => self.on_query(frame).await,
-            b'P' => self.on_parse(frame).await,
-            b'B' | b'D' => self.on_bind_or_describe(frame).await,
-            b'E' => {
+        match kind {
+            K::Query => self.on_query(frame).await,
+            K::Parse => self.on_parse(frame).await,
+            K::Bind | K::Describe => self.on_bind_or_describe(frame).await,
+            K::Execute => {
                 self.forward_extended(&frame, Step::forward(reply_plan::EXECUTE))
                     .await
             }
-            b'C' => self.on_close(frame).await,
-            b'S' => {
+            K::Close => self.on_close(frame).await,
+            K::Sync => {
                 self.on_sync(&frame);
                 Ok(())
             }
-            b'H' => {
+            K::Flush => {
                 if self.attached.is_some() {
                     self.put_frame(&frame);
                 }
                 Ok(())
             }
-            b'F' => {
+            K::FunctionCall => {
                 if !self.ensure_server_or_reply(Target::Any, true).await? {
                     return Ok(());
                 }
@@ -411,8 +416,8 @@ impl<S: ClientIo> Session<S> {
                 self.plan.push(Step::forward(reply_plan::SYNC));
                 Ok(())
             }
-            b'd' | b'c' | b'f' => {
-                if tag != b'd' {
+            K::CopyData | K::CopyDone | K::CopyFail => {
+                if kind != K::CopyData {
                     self.copy_in = false;
                 }
                 if self.attached.is_some() {
@@ -420,10 +425,10 @@ impl<S: ClientIo> Session<S> {
                 }
                 Ok(())
             }
-            b'X' => Err(End::ClientGone),
-            other => Err(End::Fatal(ClientError::new(
+            K::Terminate => Err(End::ClientGone),
+            K::Password => Err(End::Fatal(ClientError::new(
                 sqlstate::PROTOCOL_VIOLATION,
-                format!("invalid frontend message type {}", char::from(other)),
+                format!("invalid frontend message type {}", kind.letter()),
             ))),
         }
     }
@@ -450,7 +455,7 @@ impl<S: ClientIo> Session<S> {
     }
 
     fn put_frame(&mut self, frame: &Frame) {
-        put_frame(&mut self.to_server, frame);
+        self.to_server.extend_from_slice(frame.bytes());
     }
 
     fn count_query(&mut self) {
@@ -465,8 +470,8 @@ impl<S: ClientIo> Session<S> {
     }
 
     /// The transaction status the client sees.
-    fn status(&self) -> u8 {
-        self.client_status(self.attached.status().unwrap_or(b'I'))
+    fn status(&self) -> TransactionStatus {
+        self.client_status(self.attached.status().unwrap_or_default())
     }
 }
 
@@ -482,10 +487,4 @@ pub(crate) fn sql_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 
 pub(super) fn count(counter: &std::sync::atomic::AtomicU64, n: usize) {
     counter.fetch_add(n as u64, Ordering::Relaxed);
-}
-
-fn put_frame(out: &mut BytesMut, frame: &Frame) {
-    out.put_u8(frame.tag);
-    out.put_u32(frame.body.len() as u32 + 4);
-    out.put_slice(&frame.body);
 }

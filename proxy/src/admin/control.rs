@@ -15,8 +15,8 @@ use tracing::{info, warn};
 use super::{ClientGone, Console, Failure};
 use crate::errors::ClientError;
 use crate::pool::Pool;
-use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::watch_client;
 use crate::state::State;
 

@@ -6,10 +6,11 @@
 //! COPY's backslash escapes, CSV quoted where COPY quotes, binary fields as
 //! the shards sent them), the binary trailer, CopyDone and `COPY n`.
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 use router::copy::{CopyMerge, CopyText, ForceQuote, Format};
 
 use crate::errors::ClientError;
+use crate::protocol::backend::{BackendFrame, BackendMessage, CommandTag};
 use crate::protocol::{messages, rows};
 
 /// A message of the merged reply that cannot be written as COPY's.
@@ -66,14 +67,20 @@ impl CopyRows {
     }
 
     /// One message of the merged reply, as COPY would send it instead.
-    pub fn message(&mut self, message: &[u8], out: &mut BytesMut) -> Result<(), ClientError> {
-        let body = message.get(5..).unwrap_or_default();
-        match message.first() {
-            Some(b'T') => self.start(body, out),
-            Some(b'D') => self.row(message, out),
-            Some(b'C') => self.end(body, out),
-            Some(b'E' | b'N' | b'S' | b'A') => {
-                out.extend_from_slice(message);
+    pub fn message(
+        &mut self,
+        message: &BackendFrame,
+        out: &mut BytesMut,
+    ) -> Result<(), ClientError> {
+        match message.message() {
+            BackendMessage::RowDescription(body) => self.start(body, out),
+            BackendMessage::DataRow(_) => self.row(message.bytes(), out),
+            BackendMessage::CommandComplete(tag) => self.end(tag, out),
+            BackendMessage::ErrorResponse(_)
+            | BackendMessage::NoticeResponse(_)
+            | BackendMessage::ParameterStatus { .. }
+            | BackendMessage::NotificationResponse(_) => {
+                out.extend_from_slice(message.bytes());
                 Ok(())
             }
             // ParseComplete, BindComplete, NoData of the shards' statement.
@@ -92,13 +99,7 @@ impl CopyRows {
         let names =
             rows::column_names(body).ok_or_else(|| unreadable("an unreadable row description"))?;
         let binary = self.format == Format::Binary;
-        let at = messages::begin(out, b'H');
-        out.put_u8(u8::from(binary));
-        out.put_u16(names.len() as u16);
-        for _ in &names {
-            out.put_u16(u16::from(binary));
-        }
-        messages::finish(out, at);
+        messages::copy_out_response(out, binary, names.len());
         self.force = names
             .iter()
             .map(|name| match &self.text.force_quote {
@@ -171,13 +172,13 @@ impl CopyRows {
     }
 
     /// The end: the binary trailer, CopyDone and `COPY n`.
-    fn end(&mut self, body: &[u8], out: &mut BytesMut) -> Result<(), ClientError> {
-        let tag = String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body));
-        let count = tag
+    fn end(&mut self, tag: CommandTag<'_>, out: &mut BytesMut) -> Result<(), ClientError> {
+        let text = String::from_utf8_lossy(tag.as_bytes());
+        let count = text
             .rsplit(' ')
             .next()
             .and_then(|n| n.parse::<u64>().ok())
-            .ok_or_else(|| unreadable(&format!("an unexpected command tag {tag:?}")))?;
+            .ok_or_else(|| unreadable(&format!("an unexpected command tag {text:?}")))?;
         if self.format == Format::Binary {
             messages::copy_data(out, &(-1i16).to_be_bytes());
         }

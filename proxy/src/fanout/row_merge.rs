@@ -13,11 +13,10 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use router::merge::{Aggregate, Column, MergePlan};
 
-use crate::protocol::messages;
-use crate::protocol::rows::{parse_row, read_fields, write_row, Row};
+use crate::protocol::rows::{parse_row, read_fields, write_description, write_row, Row};
 use crate::protocol::values::{self, Kind, ValueError};
 
 /// The rows the client asked for: skip `offset`, then at most `count`.
@@ -192,20 +191,10 @@ impl RowMerge {
             checked.push(Field { oid, binary, kind });
         }
         if self.forward_description {
+            // The client's column is avg's (stddev's) numeric, not the
+            // shards' sum; string_agg's text, not their array.
             let visible = fields.len().saturating_sub(self.plan.hidden);
-            let at = messages::begin(out, b'T');
-            out.put_u16(visible as u16);
-            let fields_at = out.len();
-            out.extend_from_slice(&body[2..ends.get(visible).copied().unwrap_or(2)]);
-            for (start, field) in retyped.into_iter().filter(|&(s, _)| s < ends[visible]) {
-                // The client's column is avg's (stddev's) numeric, not the
-                // shards' sum; string_agg's text, not their array.
-                let at = fields_at + start - 2;
-                let name = out[at..].iter().position(|&b| b == 0).unwrap_or(0);
-                let fixed = at + name + 1;
-                out[fixed + 6..fixed + 16].copy_from_slice(&field);
-            }
-            messages::finish(out, at);
+            write_description(out, body, &ends, visible, &retyped);
         }
         self.fields = Some(checked);
         Ok(())

@@ -18,6 +18,7 @@ use tracing::warn;
 
 use super::places::Place;
 use super::Pool;
+use crate::protocol::backend::TransactionStatus;
 use crate::server_conn::ServerConn;
 use crate::state::lock;
 
@@ -62,7 +63,7 @@ impl Pool {
         let passed = matches!(
             tokio::time::timeout(timeout, conn.run(";")).await,
             Ok(Ok(Ok(())))
-        ) && conn.status == b'I';
+        ) && conn.status() == TransactionStatus::Idle;
         if passed {
             conn.checked = Instant::now();
         } else {

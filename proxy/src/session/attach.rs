@@ -18,8 +18,9 @@ use super::transaction::Target;
 use super::{count, End, Session};
 use crate::errors::ClientError;
 use crate::pool::{PoolError, Pooled};
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::server_conn::ServerError;
 use crate::session::ClientIo;
 use crate::state::{CancelTarget, State, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
@@ -69,7 +70,7 @@ impl<S: ClientIo> Session<S> {
         let Some(server) = self.attached.main_mut() else {
             return;
         };
-        if server.conn.status != b'I' {
+        if server.conn.status() != TransactionStatus::Idle {
             return;
         }
         self.resync = false;
@@ -264,7 +265,7 @@ impl<S: ClientIo> Session<S> {
         !(self.plan.awaiting_server()
             || self.unsynced
             || self.copy_in
-            || (server.conn.status != b'I' && !failed)
+            || (server.conn.status() != TransactionStatus::Idle && !failed)
             || !self.to_server.is_empty())
     }
 
@@ -276,7 +277,10 @@ impl<S: ClientIo> Session<S> {
             let Some(server) = self.attached.main() else {
                 return true;
             };
-            if server.conn.status != b'I' || server.conn.dirty || self.cursors.keeps(server) {
+            if server.conn.status() != TransactionStatus::Idle
+                || server.conn.dirty
+                || self.cursors.keeps(server)
+            {
                 return false;
             }
             if self.info.cancel.try_set(None).is_err() {
@@ -319,13 +323,13 @@ impl<S: ClientIo> Session<S> {
         self.set_cancel_target(None).await;
         let now = self.note_release(&server);
         let pool = Arc::clone(server.pool());
-        if server.conn.status == b'I' && !reset && !server.conn.dirty {
+        if server.conn.status() == TransactionStatus::Idle && !reset && !server.conn.dirty {
             // Nothing to clean: the usual end of a transaction.
             pool.checkin_at(server, now);
             return;
         }
         let cleanup = async {
-            if server.conn.status != b'I' {
+            if server.conn.status() != TransactionStatus::Idle {
                 server.conn.run("ROLLBACK").await.ok()?.ok()?;
             }
             if reset || server.conn.dirty {

@@ -13,7 +13,8 @@ use tracing::warn;
 
 use super::Session;
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 /// A session's own schema changes, as far as routing goes.
@@ -58,7 +59,7 @@ impl<S: ClientIo> Session<S> {
     /// transaction's own server, so its next statements look behind the
     /// names it made. Then every read asked for, by anyone, is waited for.
     pub(super) async fn catalog_current(&mut self) {
-        if self.status() == b'I' {
+        if self.status() == TransactionStatus::Idle {
             if std::mem::take(&mut self.own_schema.overlay) {
                 (self.sharding, self.engine) =
                     super::attach::sharding_of(&self.state, &self.info.database);

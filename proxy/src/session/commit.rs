@@ -13,7 +13,8 @@ use tracing::warn;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 use crate::two_phase;
 
@@ -60,7 +61,8 @@ impl<S: ClientIo> Session<S> {
         two_phase: bool,
     ) -> Result<Ended, End> {
         self.settle_main().await?;
-        let aborted = self.attached.status() != Some(b'T') || self.txn.failed();
+        let aborted =
+            self.attached.status() != Some(TransactionStatus::InBlock) || self.txn.failed();
         let written = self.attached.take_written();
         let mut servers = self.attached.take_all();
         self.txn.ended();

@@ -32,10 +32,11 @@ use super::{End, Session};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::decode_frontend_frame;
+use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
+use crate::protocol::frontend::{decode_frontend_frame, FrontendKind};
 use crate::protocol::messages;
 use crate::protocol::rows::parse_row;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 /// CopyData sent to a shard at once.
@@ -61,11 +62,11 @@ impl<S: ClientIo> Session<S> {
 
     /// A message while a COPY's portal is bound: whether it was answered
     /// (any other message drops the portal and goes its usual way).
-    pub(super) async fn on_copy_portal(&mut self, tag: u8) -> Result<bool, End> {
-        match tag {
-            b'D' => self.local_reply(messages::no_data),
-            b'H' => {}
-            b'E' => {
+    pub(super) async fn on_copy_portal(&mut self, kind: FrontendKind) -> Result<bool, End> {
+        match kind {
+            FrontendKind::Describe => self.local_reply(messages::no_data),
+            FrontendKind::Flush => {}
+            FrontendKind::Execute => {
                 let Some(sql) = self.copy_portal.take() else {
                     return Ok(false);
                 };
@@ -216,12 +217,12 @@ impl<S: ClientIo> Session<S> {
         for server in servers.iter_mut() {
             loop {
                 let message = next(server).await.ok_or_else(lost)?;
-                match message[0] {
-                    b'G' => {
-                        response.get_or_insert(message);
+                match message.kind() {
+                    BackendKind::CopyInResponse => {
+                        response.get_or_insert(message.into_bytes());
                         break;
                     }
-                    b'E' => return Err(message),
+                    BackendKind::ErrorResponse => return Err(message.into_bytes()),
                     _ => {}
                 }
             }
@@ -247,25 +248,24 @@ impl<S: ClientIo> Session<S> {
                 },
                 Err(e) => return Err(End::protocol(e)),
             };
-            let rows = match frame.tag {
-                b'd' => splitter.push(&frame.body),
-                b'c' => splitter.finish(),
-                b'f' => {
-                    let why = String::from_utf8_lossy(
-                        frame.body.strip_suffix(&[0]).unwrap_or(&frame.body),
-                    )
-                    .into_owned();
+            let body = frame.body();
+            let rows = match frame.kind {
+                FrontendKind::CopyData => splitter.push(body),
+                FrontendKind::CopyDone => splitter.finish(),
+                FrontendKind::CopyFail => {
+                    let why = String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body))
+                        .into_owned();
                     let error = ClientError::new("57014", format!("COPY from stdin failed: {why}"));
                     return Ok(Err(encode(error)));
                 }
                 // Flush and Sync mean nothing in COPY IN.
-                b'H' | b'S' => continue,
+                FrontendKind::Flush | FrontendKind::Sync => continue,
                 other => {
                     let error = ClientError::new(
                         sqlstate::PROTOCOL_VIOLATION,
                         format!(
                             "unexpected message type {} during COPY from stdin",
-                            char::from(other)
+                            other.letter()
                         ),
                     );
                     return Ok(Err(encode(error)));
@@ -282,7 +282,7 @@ impl<S: ClientIo> Session<S> {
                     }
                 }
             }
-            let done = frame.tag == b'c';
+            let done = frame.kind == FrontendKind::CopyDone;
             for (server, batch) in servers.iter_mut().zip(&mut batches) {
                 if (done && !batch.is_empty()) || batch.len() >= BATCH {
                     let mut out = BytesMut::with_capacity(batch.len() + 5);
@@ -377,7 +377,7 @@ fn copied(tags: &[String]) -> u64 {
 }
 
 /// The next whole message of `server` (`None`: the connection broke).
-async fn next(server: &mut Pooled) -> Option<Bytes> {
+async fn next(server: &mut Pooled) -> Option<BackendFrame> {
     loop {
         if let Some(message) = server.conn.next_message().ok()? {
             return Some(message);
@@ -394,15 +394,14 @@ async fn reply(server: &mut Pooled) -> Reply {
     let mut error = None;
     loop {
         let message = next(server).await.ok_or(())?;
-        match message[0] {
-            b'C' => tags.push(String::from_utf8_lossy(&message[5..message.len() - 1]).into_owned()),
-            b'E' => {
-                error.get_or_insert(message);
+        match message.message() {
+            BackendMessage::CommandComplete(tag) => {
+                tags.push(String::from_utf8_lossy(tag.as_bytes()).into_owned())
             }
-            b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                return Ok((tags, error));
+            BackendMessage::ErrorResponse(_) => {
+                error.get_or_insert(message.into_bytes());
             }
+            BackendMessage::ReadyForQuery(_) => return Ok((tags, error)),
             _ => {}
         }
     }
@@ -454,15 +453,12 @@ pub(super) async fn table_columns(
     let mut columns = Vec::new();
     loop {
         let message = next(server).await?;
-        match message[0] {
-            b'D' => {
-                let row = parse_row(&message)?;
+        match message.kind() {
+            BackendKind::DataRow => {
+                let row = parse_row(message.bytes())?;
                 columns.push(String::from_utf8_lossy(row.value(0)?).into_owned());
             }
-            b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                return Some(columns);
-            }
+            BackendKind::ReadyForQuery => return Some(columns),
             _ => {}
         }
     }

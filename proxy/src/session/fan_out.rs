@@ -9,32 +9,29 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::Poll;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
+use super::server_replies::TagSays;
 use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
 use crate::fanout::{CopyJoin, Merger, RowMerge, SplitRows, Window};
 use crate::pool::Pooled;
-use crate::protocol::backend::error_code;
+use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
 use crate::protocol::messages;
 use crate::session::ClientIo;
 use router::merge::MergePlan;
 
 mod preface;
+mod readers;
 
-/// Server messages in flight from each reading task to the session: enough
-/// to keep every shard busy, few enough that a fast shard cannot fill
-/// memory while the client (or, in an ordered merge, another shard) is
-/// slow.
-const IN_FLIGHT: usize = 64;
+use readers::{next_report, send_cancel, spawn_readers, Reader};
 
 /// What a reading task reports: a whole message of its server, or (`None`)
 /// that its connection broke.
-pub(super) type Report = Option<Bytes>;
+pub(super) type Report = Option<BackendFrame>;
 
 /// A SELECT's rows merged by plan (see [`crate::fanout::RowMerge`]).
 pub(super) struct MergeRequest {
@@ -187,7 +184,7 @@ impl<S: ClientIo> Session<S> {
             }
         } else if failed {
             self.segment_errors += 1;
-            if in_txn && self.attached.status() != Some(b'E') {
+            if in_txn && self.attached.status() != Some(TransactionStatus::Failed) {
                 // pgshard's own error (a merge, copies that differ): the
                 // shards succeeded, but the client saw an error, so the
                 // transaction is over, as on one Postgres.
@@ -200,7 +197,7 @@ impl<S: ClientIo> Session<S> {
     /// The merger of a fan-out's replies.
     async fn merger(&mut self, reply: Reply, servers: &mut [Pooled]) -> Merger {
         match reply {
-            Reply::Concat(preamble) => Merger::default().with_preamble(preamble),
+            Reply::Concat(preamble) => Merger::concatenating(preamble),
             Reply::Copies => Merger::copies(),
             Reply::Split(split) => Merger::splitting(split),
             Reply::CopyOut(plan) => Merger::copying_out(CopyJoin::new(plan)),
@@ -322,8 +319,7 @@ impl<S: ClientIo> Session<S> {
                     Some(Some(message)) => {
                         deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
                         let message = self.shard_message(message);
-                        let tag = message[0];
-                        if !matches!(tag, b'N' | b'S' | b'A') && first.is_none() {
+                        if !message.kind().is_async() && first.is_none() {
                             first = Some(index);
                             // Its own slot (`index + 1`) will never be fed.
                             merger.skip_position(index + 1);
@@ -332,8 +328,10 @@ impl<S: ClientIo> Session<S> {
                         let position = if first == Some(index) { 0 } else { index + 1 };
                         let (failed, satisfied) = (merger.failed(), merger.satisfied());
                         merger.on_message(position, &message, &mut self.to_client);
-                        if !failed && merger.failed() {
-                            self.state.metrics.error(error_code(&message[5..]).unwrap_or_default());
+                        if let (false, true, BackendMessage::ErrorResponse(error)) =
+                            (failed, merger.failed(), message.message())
+                        {
+                            self.state.metrics.error(error.code().unwrap_or_default());
                         }
                         if !satisfied && merger.satisfied() {
                             self.cancel_running(incoming, cancels).await;
@@ -363,13 +361,17 @@ impl<S: ClientIo> Session<S> {
     /// A shard's message as the merge reads it: a command tag that says
     /// the schema changed retires what depended on it; an error that names
     /// a statement the client prepared by pgshard's name gets the client's.
-    fn shard_message(&self, message: Bytes) -> Bytes {
-        match message[0] {
-            b'C' => {
-                super::retire_on_ddl(&self.state, &message[5..]);
+    fn shard_message(&self, message: BackendFrame) -> BackendFrame {
+        match message.message() {
+            BackendMessage::CommandComplete(tag) => {
+                if TagSays::of(tag) == TagSays::SchemaChanged {
+                    super::retire_on_ddl(&self.state);
+                }
                 message
             }
-            b'E' => (self.sql_names.client_error(&message)).map_or(message, BytesMut::freeze),
+            BackendMessage::ErrorResponse(_) => {
+                self.sql_names.client_error(&message).unwrap_or(message)
+            }
             _ => message,
         }
     }
@@ -385,7 +387,7 @@ impl<S: ClientIo> Session<S> {
         incoming: &[Option<mpsc::Receiver<Report>>],
         cancels: &mut Vec<tokio::task::JoinHandle<()>>,
     ) {
-        if self.status() != b'I' {
+        if self.status() != TransactionStatus::Idle {
             return;
         }
         let targets = self.info.cancel.get();
@@ -406,95 +408,4 @@ impl<S: ClientIo> Session<S> {
             ));
         }
     }
-}
-
-/// Send each server its request and read its reply in a task of its own,
-/// into a bounded channel of its own.
-/// A server that lacks `prepare`'s statement prepares it first; if that
-/// fails, its error is the server's reply and the request is not sent.
-fn spawn_readers(
-    servers: Vec<Pooled>,
-    request: impl Fn(&Pooled, &mut BytesMut),
-    prepare: Option<&Prepare>,
-) -> (Vec<Reader>, Vec<Option<mpsc::Receiver<Report>>>) {
-    let mut tasks = Vec::with_capacity(servers.len());
-    let mut incoming = Vec::with_capacity(servers.len());
-    for mut server in servers {
-        let mut out = BytesMut::new();
-        request(&server, &mut out);
-        let preface = prepare.and_then(|prepare| preface::preface(prepare, &mut server));
-        let (reports, receiver) = mpsc::channel::<Report>(IN_FLIGHT);
-        incoming.push(Some(receiver));
-        tasks.push(tokio::spawn(async move {
-            if let Some(preface) = preface {
-                match preface::run(&mut server, preface, &reports).await {
-                    Some(true) => {}
-                    Some(false) => return (server, true),
-                    None => return (server, false),
-                }
-            }
-            let ok =
-                server.conn.send(&out).await.is_ok() && read_reply(&mut server, &reports).await;
-            (server, ok)
-        }));
-    }
-    (tasks, incoming)
-}
-
-/// Deliver a cancel to `target` in a task of its own.
-fn send_cancel(target: crate::state::CancelTarget) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { crate::cancel::send(&target).await })
-}
-
-/// A reading task: gives back its server and whether the reply came whole.
-type Reader = tokio::task::JoinHandle<(Pooled, bool)>;
-
-/// The next report of one of the `candidates`' channels: its index, and
-/// the report (`None`: the channel closed, its task is over).
-async fn next_report(
-    incoming: &mut [Option<mpsc::Receiver<Report>>],
-    candidates: &[usize],
-) -> (usize, Option<Report>) {
-    std::future::poll_fn(|cx| {
-        for &index in candidates {
-            if let Some(Some(receiver)) = incoming.get_mut(index) {
-                if let Poll::Ready(report) = receiver.poll_recv(cx) {
-                    return Poll::Ready((index, report));
-                }
-            }
-        }
-        Poll::Pending
-    })
-    .await
-}
-
-/// A reading task: send each whole message of `server`'s reply to the
-/// session until its ReadyForQuery (recorded, not sent). Returns whether
-/// the reply came whole.
-async fn read_reply(server: &mut Pooled, reports: &mpsc::Sender<Report>) -> bool {
-    loop {
-        match server.conn.next_message() {
-            Ok(Some(message)) if message[0] == b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                return true;
-            }
-            Ok(Some(message)) => {
-                if reports.send(Some(message)).await.is_err() {
-                    return false;
-                }
-                continue;
-            }
-            Ok(None) => {}
-            Err(_) => break,
-        }
-        let conn = &mut server.conn;
-        match conn.fill().await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-    }
-    // The connection broke mid-reply: a replica's database is banned.
-    server.pool().ban("server connection lost mid-query");
-    let _ = reports.send(None).await;
-    false
 }

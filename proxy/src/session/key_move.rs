@@ -27,8 +27,9 @@ use super::{End, Session};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Bind;
+use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
+use crate::protocol::frontend::{Bind, FrontendKind};
+use crate::protocol::sqlstate;
 use crate::protocol::{messages, rows};
 
 mod wire;
@@ -176,11 +177,11 @@ impl<S: ClientIo> Session<S> {
 
     /// A message while a moving UPDATE's portal is bound: whether it was
     /// answered (any other message drops the portal).
-    pub(super) async fn on_move_portal(&mut self, tag: u8) -> Result<bool, End> {
-        match tag {
-            b'D' => self.local_reply(messages::no_data),
-            b'H' => {}
-            b'E' => {
+    pub(super) async fn on_move_portal(&mut self, kind: FrontendKind) -> Result<bool, End> {
+        match kind {
+            FrontendKind::Describe => self.local_reply(messages::no_data),
+            FrontendKind::Flush => {}
+            FrontendKind::Execute => {
                 let Some(moving) = self.move_portal.take() else {
                     return Ok(false);
                 };
@@ -297,22 +298,12 @@ impl<S: ClientIo> Session<S> {
                 )))
             })?;
         let delete = plan.delete(&columns).map_err(|e| encode(&refused(e)))?;
-        let mut found: Vec<Bytes> = Vec::new();
+        let mut found: Vec<BackendFrame> = Vec::new();
         let mut fields = Vec::new();
         for &source in &moving.sources {
             let request = statement(&delete, &moving.values, &[], Some(&[1]), true);
             let replies = exchange(&mut servers[at(source)], &request).await?;
-            for message in replies {
-                match message[0] {
-                    b'T' => {
-                        fields = rows::read_fields(&message[5..])
-                            .map(|(f, _)| f)
-                            .unwrap_or_default()
-                    }
-                    b'D' => found.push(message),
-                    _ => {}
-                }
-            }
+            deleted(replies, &mut found, &mut fields);
         }
         let insert = plan.insert(&columns).map_err(|e| encode(&refused(e)))?;
         let old_types: Vec<u32> = fields.iter().map(|(oid, _)| *oid).collect();
@@ -324,13 +315,14 @@ impl<S: ClientIo> Session<S> {
                     let replies = exchange(&mut servers[at(moving.target)], &request).await?;
                     replies
                         .iter()
-                        .filter(|m| m[0] == b'T')
-                        .for_each(|m| reply.extend_from_slice(m));
+                        .filter(|m| m.kind() == BackendKind::RowDescription)
+                        .for_each(|m| reply.extend_from_slice(m.bytes()));
                 }
                 messages::command_complete(&mut reply, "UPDATE 0");
             }
             [row] => {
-                let old = rows::parse_row(row).ok_or_else(|| encode(&ClientError::shard_lost()))?;
+                let old = rows::parse_row(row.bytes())
+                    .ok_or_else(|| encode(&ClientError::shard_lost()))?;
                 let request = inserted(
                     &insert,
                     &moving.values,
@@ -339,9 +331,13 @@ impl<S: ClientIo> Session<S> {
                     simple && plan.returning(),
                 );
                 for message in exchange(&mut servers[at(moving.target)], &request).await? {
-                    match message[0] {
-                        b'T' | b'D' => reply.extend_from_slice(&message),
-                        b'C' => messages::command_complete(&mut reply, "UPDATE 1"),
+                    match message.kind() {
+                        BackendKind::RowDescription | BackendKind::DataRow => {
+                            reply.extend_from_slice(message.bytes())
+                        }
+                        BackendKind::CommandComplete => {
+                            messages::command_complete(&mut reply, "UPDATE 1")
+                        }
                         _ => {}
                     }
                 }
@@ -355,6 +351,23 @@ impl<S: ClientIo> Session<S> {
             }
         }
         Ok(reply)
+    }
+}
+
+/// The rows a DELETE ... RETURNING's `replies` hold, and their fields.
+fn deleted(
+    replies: Vec<BackendFrame>,
+    found: &mut Vec<BackendFrame>,
+    fields: &mut Vec<rows::WireField>,
+) {
+    for message in replies {
+        match message.message() {
+            BackendMessage::RowDescription(body) => {
+                *fields = rows::read_fields(body).map(|(f, _)| f).unwrap_or_default()
+            }
+            BackendMessage::DataRow(_) => found.push(message),
+            _ => {}
+        }
     }
 }
 

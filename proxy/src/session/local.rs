@@ -12,8 +12,10 @@ use super::reply_plan::Step;
 use super::transaction::{Control, Verdict};
 use super::Session;
 use crate::errors::ClientError;
-use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::frontend::FrontendKind;
 use crate::protocol::messages;
+use crate::protocol::messages::{error_response, Severity};
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 /// A portal pgshard answers itself (transaction control bound in the
@@ -154,20 +156,20 @@ impl<S: ClientIo> Session<S> {
     /// A message for the portal pgshard answers itself (transaction
     /// control bound in the extended protocol): answered here, or (any
     /// other message) the portal is done. Returns whether it was answered.
-    pub(super) fn on_local_portal(&mut self, tag: u8) -> bool {
+    pub(super) fn on_local_portal(&mut self, kind: FrontendKind) -> bool {
         let Some(portal) = self.local_portal else {
             return false;
         };
-        match tag {
-            b'E' => {
+        match kind {
+            FrontendKind::Execute => {
                 if portal.nested {
                     self.warn_nested_begin();
                 }
                 self.local_tag(portal.tag, false);
             }
-            b'D' => self.local_reply(messages::no_data),
-            b'C' => self.local_reply(messages::close_complete),
-            b'H' => {}
+            FrontendKind::Describe => self.local_reply(messages::no_data),
+            FrontendKind::Close => self.local_reply(messages::close_complete),
+            FrontendKind::Flush => {}
             _ => {
                 self.local_portal = None;
                 return false;

@@ -8,9 +8,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::auth::{md5, scram};
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{decode_frontend_frame, Frame, FrameError, SMALL_MESSAGE_LIMIT};
+use crate::protocol::frame::{FrameError, SMALL_MESSAGE_LIMIT};
+use crate::protocol::frontend::{decode_frontend_frame, Frame, FrontendKind};
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::protocol::startup::{decode_startup, Startup, StartupError, StartupMessage};
 use crate::state::State;
 
@@ -121,10 +122,10 @@ async fn ask<S: AsyncRead + AsyncWrite + Unpin>(
     messages::authentication(&mut out, code, payload);
     client.write_all(&out).await.map_err(LoginError::from)?;
     let frame = read_message(client, buf).await?;
-    if frame.tag != b'p' {
-        return Err(AuthFailure::NotPassword(frame.tag));
+    if frame.kind != FrontendKind::Password {
+        return Err(AuthFailure::NotPassword(frame.kind.letter()));
     }
-    Ok(frame.body)
+    Ok(frame.body_bytes())
 }
 
 /// Why authentication did not succeed.
@@ -136,8 +137,8 @@ pub enum AuthFailure {
     /// The exchange itself broke: protocol violation.
     #[error(transparent)]
     Login(#[from] LoginError),
-    #[error("expected password response, got message type {}", char::from(*.0))]
-    NotPassword(u8),
+    #[error("expected password response, got message type {0}")]
+    NotPassword(char),
     #[error("malformed SASLInitialResponse")]
     MalformedSasl,
     #[error("client selected an invalid SASL authentication mechanism")]

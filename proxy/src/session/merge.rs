@@ -18,9 +18,10 @@ use super::Session;
 use crate::errors::ClientError;
 use crate::fanout::{CopyRows, Window};
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Bind;
+use crate::protocol::backend::BackendKind;
+use crate::protocol::frontend::Bind;
 use crate::protocol::numeric::Decimal;
+use crate::protocol::sqlstate;
 use crate::protocol::{messages, rows, values};
 use crate::session::ClientIo;
 
@@ -465,12 +466,9 @@ async fn ask_collation(server: &mut Pooled) -> Option<bool> {
                 return None;
             }
         };
-        match message[0] {
-            b'D' => row = text_values(&message),
-            b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                break;
-            }
+        match message.kind() {
+            BackendKind::DataRow => row = text_values(message.bytes()),
+            BackendKind::ReadyForQuery => break,
             _ => {}
         }
     }

@@ -26,8 +26,10 @@ use super::transaction::{Fit, Placement, ServerView, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::Named;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 /// The shards a statement goes to: inline, so routing to one or a few
@@ -322,7 +324,7 @@ impl<S: ClientIo> Session<S> {
         let shard = self.attached.shard()?;
         self.attached.main().map(|server| ServerView {
             shard,
-            status: server.conn.status,
+            status: server.conn.status(),
             copy_in: self.copy_in,
         })
     }
@@ -357,7 +359,7 @@ impl<S: ClientIo> Session<S> {
     }
 
     /// The transaction status the client should see now.
-    pub(super) fn client_status(&self, server_status: u8) -> u8 {
+    pub(super) fn client_status(&self, server_status: TransactionStatus) -> TransactionStatus {
         self.txn.status(server_status)
     }
 
@@ -467,7 +469,7 @@ fn shard_request(sql: &str, binary: bool) -> bytes::Bytes {
     if binary {
         messages::parse(&mut out, b"", sql.as_bytes(), &[]);
         messages::bind_values(&mut out, (b"", b""), &[], &[], &[1]);
-        messages::describe(&mut out, b'P', b"");
+        messages::describe(&mut out, Named::Portal, b"");
         messages::execute(&mut out, b"");
         messages::sync(&mut out);
     } else {

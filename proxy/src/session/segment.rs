@@ -39,7 +39,7 @@ mod two_phase;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 
 pub(in crate::session) use bind::Held;
 
@@ -50,9 +50,10 @@ use super::statements::Statement;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{Bind, Frame, FrontendMessage};
+use crate::protocol::backend::Kinds;
+use crate::protocol::frontend::{Bind, Frame, FrontendKind, FrontendMessage};
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 /// The messages held since the segment's first multi-shard Bind.
@@ -107,7 +108,7 @@ enum Item {
     Send {
         shards: Vec<usize>,
         bytes: Bytes,
-        terminals: &'static [u8],
+        terminals: Kinds,
         /// The statement it names, parsed first on a server that lacks it
         /// (for the unnamed one: the generation it must be).
         uses: Option<Uses>,
@@ -156,7 +157,7 @@ enum Uses {
 #[derive(Debug)]
 struct Unit {
     item: Option<usize>,
-    terminals: &'static [u8],
+    terminals: Kinds,
     parse_of: Option<u64>,
 }
 
@@ -253,6 +254,15 @@ impl Segment {
             split: None,
             copies: false,
         });
+    }
+
+    /// A Close of `portal`: what the segment knew of it goes; its shards.
+    fn close_portal(&mut self, portal: &[u8]) -> Option<Vec<usize>> {
+        self.merges.remove(portal);
+        self.splits.remove(portal);
+        self.rowless.remove(portal);
+        self.copies.remove(portal);
+        self.portals.remove(portal)
     }
 
     /// Whether the portal just bound can be read in parts (see
@@ -368,8 +378,9 @@ impl<S: ClientIo> Session<S> {
         let Some(mut segment) = self.batch.take() else {
             return Ok(());
         };
-        let refusal: Option<ClientError> = match frame.tag {
-            b'S' => {
+        use FrontendKind as K;
+        let refusal: Option<ClientError> = match frame.kind {
+            K::Sync => {
                 self.skipping = false;
                 self.unsynced = false;
                 let declared = std::mem::take(&mut segment.declared);
@@ -378,13 +389,15 @@ impl<S: ClientIo> Session<S> {
                 let ok = self.segment_errors == errors;
                 return self.segment_declared(declared, ok, in_txn).await;
             }
-            b'H' => Some(refused(IN_PARTS)),
-            b'P' => self.segment_parse(&mut segment, frame).err(),
-            b'B' => self.segment_bind(&mut segment, frame).await?.err(),
-            b'D' | b'E' | b'C' => self.segment_portal_message(&mut segment, frame).err(),
-            _ => Some(refused(&format!(
+            K::Flush => Some(refused(IN_PARTS)),
+            K::Parse => self.segment_parse(&mut segment, frame).err(),
+            K::Bind => self.segment_bind(&mut segment, frame).await?.err(),
+            K::Describe | K::Execute | K::Close => {
+                self.segment_portal_message(&mut segment, frame).err()
+            }
+            other => Some(refused(&format!(
                 "{MIXED} (message type {})",
-                char::from(frame.tag)
+                other.letter()
             ))),
         };
         match refusal {
@@ -406,7 +419,7 @@ impl<S: ClientIo> Session<S> {
             name,
             query,
             param_types,
-        }) = FrontendMessage::decode(frame)
+        }) = FrontendMessage::decode(&frame)
         else {
             return Err(malformed("Parse"));
         };
@@ -430,19 +443,4 @@ impl<S: ClientIo> Session<S> {
         segment.items.push(Item::Local(reply.freeze(), named));
         Ok(())
     }
-}
-
-/// A Describe of statement or portal `name` (`kind` `S` or `P`).
-fn describe(out: &mut BytesMut, kind: u8, name: &[u8]) {
-    let at = messages::begin(out, b'D');
-    out.put_u8(kind);
-    out.put_slice(name);
-    out.put_u8(0);
-    messages::finish(out, at);
-}
-
-fn frame_bytes(frame: &Frame) -> Bytes {
-    let mut out = BytesMut::with_capacity(frame.body.len() + 5);
-    super::put_frame(&mut out, frame);
-    out.freeze()
 }

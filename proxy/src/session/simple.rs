@@ -12,13 +12,15 @@ use super::routing;
 use super::sql_prepare::SqlQuery;
 use super::transaction::Target;
 use super::{End, Session};
-use crate::protocol::frame::Frame;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::Frame;
 use crate::protocol::messages;
 use crate::session::ClientIo;
 
 impl<S: ClientIo> Session<S> {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
-        let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
+        let body = frame.body();
+        let sql_bytes = body.strip_suffix(&[0]).unwrap_or(body);
         let keywords = params::classify(sql_bytes);
         // The text as UTF-8, where the cache needs it.
         let sql = if keywords.tracked || self.has_replicas() || self.sharded() {
@@ -68,12 +70,7 @@ impl<S: ClientIo> Session<S> {
                 routing::Dispatch::Done => return Ok(()),
                 routing::Dispatch::Send(target) => target,
                 routing::Dispatch::Rewritten(target, text) => {
-                    let mut body = BytesMut::from(text.as_bytes());
-                    body.extend_from_slice(&[0]);
-                    rewritten = Some(Frame {
-                        tag: b'Q',
-                        body: body.freeze(),
-                    });
+                    rewritten = Some(Frame::query(&text));
                     target
                 }
             }
@@ -113,7 +110,7 @@ impl<S: ClientIo> Session<S> {
             self.cursors.forget_all();
         }
         // In an aborted transaction Postgres refuses it: the server says so.
-        let aborted = self.status() == b'E';
+        let aborted = self.status() == TransactionStatus::Failed;
         Some(match changes.deallocate {
             _ if aborted => Effect::None,
             Some(Some(name))

@@ -16,8 +16,9 @@ use super::routing::Dispatch;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 impl<S: ClientIo> Session<S> {
@@ -50,7 +51,7 @@ impl<S: ClientIo> Session<S> {
     /// be sent (if not, the client has its error).
     pub(super) async fn switch_main(&mut self, shard: usize, simple: bool) -> Result<bool, End> {
         self.settle_main().await?;
-        if self.attached.status() != Some(b'T') {
+        if self.attached.status() != Some(TransactionStatus::InBlock) {
             // An error meanwhile aborted the transaction: the main server
             // answers 25P02, as Postgres would.
             return Ok(true);
@@ -94,7 +95,7 @@ impl<S: ClientIo> Session<S> {
         let script = String::from_utf8_lossy(script);
         match server.conn.query(&script).await {
             Ok(answer) => match answer.error {
-                None if server.conn.status == b'T' => Ok(Ok(server)),
+                None if server.conn.status() == TransactionStatus::InBlock => Ok(Ok(server)),
                 error => {
                     self.release(server, false).await;
                     let (code, message) = error.unwrap_or_else(|| {
@@ -206,7 +207,10 @@ impl<S: ClientIo> Session<S> {
                 }
                 Ok(Some(Dispatch::Done))
             }
-            _ if spans && self.attached.status() == Some(b'E') && !rolls_back_to(only, sql) => {
+            _ if spans
+                && self.attached.status() == Some(TransactionStatus::Failed)
+                && !rolls_back_to(only, sql) =>
+            {
                 self.aborted(true);
                 Ok(Some(Dispatch::Done))
             }
@@ -260,7 +264,9 @@ impl<S: ClientIo> Session<S> {
                     Err(error) => self.local_error(error, false),
                 }
             }
-            _ if self.attached.status() == Some(b'E') && !rolls_back_to(only, &sql) => {
+            _ if self.attached.status() == Some(TransactionStatus::Failed)
+                && !rolls_back_to(only, &sql) =>
+            {
                 self.aborted(false);
             }
             _ if replayed(only) => {

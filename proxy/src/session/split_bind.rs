@@ -27,9 +27,9 @@ use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::Session;
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Bind;
+use crate::protocol::frontend::Bind;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 /// A statement's VALUES rows as read for splitting, or why they cannot be.

@@ -26,9 +26,10 @@ use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::fanout::SplitRows;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::BindView;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::BindView;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 impl<S: ClientIo> Session<S> {
@@ -112,7 +113,7 @@ impl<S: ClientIo> Session<S> {
         &mut self,
         table: &str,
     ) -> Result<Option<Arc<Vec<String>>>, End> {
-        if self.attached.status() == Some(b'T') {
+        if self.attached.status() == Some(TransactionStatus::InBlock) {
             // The transaction may have changed the table: its own server's
             // catalog says how, and what it says is not kept.
             self.settle_main().await?;

@@ -29,8 +29,8 @@ use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 /// An EXECUTE's text and where the statement's name is in it.

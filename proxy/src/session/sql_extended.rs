@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use router::cache::Lookup;
 use router::config::PoolerMode;
 use router::prepared::{self, ArgValue};
@@ -29,9 +29,10 @@ use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{BindView, Frame};
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::{BindView, Frame, FrontendKind, Named};
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 /// Where the Bind of an EXECUTE goes on a sharded cluster.
@@ -55,7 +56,7 @@ impl<S: ClientIo> Session<S> {
         &mut self,
         frame: &Frame,
         statement: &Arc<Statement>,
-        name: (usize, usize),
+        name: std::ops::Range<usize>,
     ) -> Result<bool, End> {
         if !super::params::names_prepared(&statement.query) {
             return Ok(false);
@@ -66,12 +67,12 @@ impl<S: ClientIo> Session<S> {
         let [only] = info.entry.summary.statements.as_slice() else {
             return Ok(false);
         };
-        let bind = frame.tag == b'B';
+        let bind = frame.kind == FrontendKind::Bind;
         let answered = matches!(
             only.session,
             Some(SessionEffect::Prepare { .. } | SessionEffect::Deallocate(_))
         );
-        if bind && answered && self.status() == b'E' {
+        if bind && answered && self.status() == TransactionStatus::Failed {
             self.aborted(false);
             return Ok(true);
         }
@@ -232,24 +233,17 @@ impl<S: ClientIo> Session<S> {
         statement: &Statement,
         info: &Lookup,
         (sql, rewritten, kind): (Arc<SqlStatement>, Arc<Statement>, StatementKind),
-        (name_start, name_len): (usize, usize),
+        name: std::ops::Range<usize>,
     ) -> Result<(), End> {
-        let bind = frame.tag == b'B';
+        let bind = frame.kind == FrontendKind::Bind;
         let target = match bind && self.sharded() {
             true => match self.execute_bind_target(statement, info, &sql, &kind) {
                 Routed::One(target) => target,
                 Routed::Done => return Ok(()),
                 Routed::Several(body, values, shards) => {
                     let routed = (body, values, shards);
-                    let named = (name_start, name_len);
-                    let held = self.hold_execute(
-                        frame,
-                        statement,
-                        info,
-                        (&sql, &rewritten),
-                        routed,
-                        named,
-                    );
+                    let held =
+                        self.hold_execute(frame, statement, info, (&sql, &rewritten), routed, name);
                     if let Err(error) = held {
                         self.refuse(error, false);
                     }
@@ -266,12 +260,7 @@ impl<S: ClientIo> Session<S> {
             server.conn.dirty |= sql.leaves_state && self.mode == PoolerMode::Transaction;
         }
         self.statement_on_server(&rewritten, b"\0");
-        let body = &frame.body;
-        let at = messages::begin(&mut self.to_server, frame.tag);
-        self.to_server.put_slice(&body[..name_start]);
-        self.to_server.put_slice(&rewritten.name);
-        self.to_server.put_slice(&body[name_start + name_len..]);
-        messages::finish(&mut self.to_server, at);
+        frame.write_renamed(name, &rewritten.name, &mut self.to_server);
         self.unsynced = true;
         self.plan.push(match bind {
             true => Step::forward_with(reply_plan::BIND, Effect::Bound(rewritten.id)),
@@ -342,9 +331,9 @@ impl<S: ClientIo> Session<S> {
         info: &Lookup,
         (sql, rewritten): (&Arc<SqlStatement>, &Arc<Statement>),
         (body, values, shards): (Lookup, Vec<ArgValue>, Vec<usize>),
-        (name_start, name_len): (usize, usize),
+        name: std::ops::Range<usize>,
     ) -> Result<(), ClientError> {
-        let bind = BindView::parse(&frame.body)
+        let bind = BindView::of(frame)
             .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?
             .to_bind();
         let summary = &body.entry.summary;
@@ -374,11 +363,7 @@ impl<S: ClientIo> Session<S> {
             params: request.params,
         });
         let mut bytes = BytesMut::new();
-        let at = messages::begin(&mut bytes, b'B');
-        bytes.put_slice(&frame.body[..name_start]);
-        bytes.put_slice(&rewritten.name);
-        bytes.put_slice(&frame.body[name_start + name_len..]);
-        messages::finish(&mut bytes, at);
+        frame.write_renamed(name, &rewritten.name, &mut bytes);
         let writes = super::spanning::writes(summary);
         let readable = super::segment::readable(summary, merge.as_ref());
         let held = Held {
@@ -412,7 +397,7 @@ impl<S: ClientIo> Session<S> {
             if let Some(oldest) = conn.prepared.oldest() {
                 conn.prepared.remove(oldest);
                 let name = format!("__pgshard_{oldest}");
-                messages::close(&mut self.to_server, b'S', name.as_bytes());
+                messages::close(&mut self.to_server, Named::Statement, name.as_bytes());
                 self.plan
                     .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
             }
@@ -423,7 +408,7 @@ impl<S: ClientIo> Session<S> {
         messages::parse(out, b"", sql.prepare.as_bytes(), &[]);
         messages::bind_values(out, (PORTAL, b""), &[], &[], &[]);
         messages::execute(out, PORTAL);
-        messages::close(out, b'P', PORTAL);
+        messages::close(out, Named::Portal, PORTAL);
         let named = client_name.map_or(Effect::None, |name| {
             Effect::SqlNamed(sql.id, Bytes::copy_from_slice(name.as_bytes()))
         });

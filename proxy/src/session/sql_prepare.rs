@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use router::cache::Lookup;
 use router::summary::{SessionEffect, Summary};
 
@@ -21,9 +21,10 @@ use super::sql_prepared::{self, SqlStatement};
 use super::transaction::Target;
 use super::{End, Session};
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Frame;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::{Frame, Named};
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 
 /// What became of a simple query that PREPAREs or EXECUTEs.
@@ -62,7 +63,7 @@ impl<S: ClientIo> Session<S> {
             }
             _ => return Ok(SqlQuery::Not),
         }
-        if self.status() == b'E' {
+        if self.status() == TransactionStatus::Failed {
             self.aborted(true);
             return Ok(SqlQuery::Done);
         }
@@ -97,13 +98,7 @@ impl<S: ClientIo> Session<S> {
         {
             return Ok(SqlQuery::Done);
         }
-        let mut body = BytesMut::with_capacity(rest.len() + 1);
-        body.extend_from_slice(rest.as_bytes());
-        body.extend_from_slice(&[0]);
-        Ok(SqlQuery::Rest(Frame {
-            tag: b'Q',
-            body: body.freeze(),
-        }))
+        Ok(SqlQuery::Rest(Frame::query(rest)))
     }
 
     /// PREPARE (`effect`, parsed from `text`): checked by a server, then
@@ -184,7 +179,7 @@ impl<S: ClientIo> Session<S> {
             if let Some(oldest) = conn.prepared.oldest() {
                 conn.prepared.remove(oldest);
                 let name = format!("__pgshard_{oldest}");
-                messages::close(&mut self.to_server, b'S', name.as_bytes());
+                messages::close(&mut self.to_server, Named::Statement, name.as_bytes());
                 self.plan
                     .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
             }

@@ -21,8 +21,8 @@ use router::cache::AstCache as Cache;
 use router::sharding::ParserEngine;
 
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::params::{self, ParamChange};
 use crate::session::sql_prepared::SqlStatement;
 use crate::state::lock;

@@ -7,6 +7,8 @@ use bytes::{Bytes, BytesMut};
 
 use super::{broken, no_cursor, Ask, Merged, Read, Source};
 use crate::pool::Pooled;
+use crate::protocol::backend::BackendKind;
+use crate::protocol::frontend::Named;
 use crate::protocol::messages;
 use crate::session::{cancel_target, ClientIo, End, Session};
 
@@ -176,7 +178,7 @@ impl<S: ClientIo> Session<S> {
                 messages::query(&mut request, &format!("CLOSE {name}"));
             }
             Source::Portal(name) => {
-                messages::close(&mut request, b'P', name);
+                messages::close(&mut request, Named::Portal, name);
                 messages::sync(&mut request);
             }
         }
@@ -222,14 +224,11 @@ impl<S: ClientIo> Session<S> {
             let Some(message) = self.server_message(server).await? else {
                 return Ok(Some(lost()));
             };
-            match message[0] {
-                b'E' => {
-                    error.get_or_insert(message);
+            match message.kind() {
+                BackendKind::ErrorResponse => {
+                    error.get_or_insert(message.into_bytes());
                 }
-                b'Z' => {
-                    server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                    return Ok(error);
-                }
+                BackendKind::ReadyForQuery => return Ok(error),
                 _ => {}
             }
         }

@@ -7,6 +7,7 @@
 
 use super::Cursors;
 use crate::pool::Pooled;
+use crate::protocol::backend::TransactionStatus;
 use crate::session::{ClientIo, End, Session};
 
 impl Cursors {
@@ -55,7 +56,7 @@ impl<S: ClientIo> Session<S> {
         if !self.cursors.keeps(held) {
             return false;
         }
-        if held.conn.status != b'I' {
+        if held.conn.status() != TransactionStatus::Idle {
             let rolled_back = matches!(held.conn.run("ROLLBACK").await, Ok(Ok(())));
             if !rolled_back {
                 // Closed: its cursors are gone with it.

@@ -12,7 +12,7 @@ use router::summary::{CursorEffect, Summary};
 
 use super::{cursor_effect, refusal, Ask, Follow, Use};
 use crate::errors::ClientError;
-use crate::protocol::frame::{Bind, BindView, Frame, FrontendMessage};
+use crate::protocol::frontend::{Bind, BindView, Frame, FrontendKind, FrontendMessage, Named};
 use crate::protocol::messages;
 use crate::session::reply_plan::{self, Step};
 use crate::session::statements::Statement;
@@ -104,14 +104,19 @@ impl<S: ClientIo> Session<S> {
         let Some(portal) = self.cursor_portal.clone() else {
             return Ok(false);
         };
-        let message = match frame.tag {
-            b'D' | b'E' | b'C' => FrontendMessage::decode(frame.clone()).ok(),
-            b'H' => return Ok(true),
+        let message = match frame.kind {
+            FrontendKind::Describe | FrontendKind::Execute | FrontendKind::Close => {
+                FrontendMessage::decode(frame).ok()
+            }
+            FrontendKind::Flush => return Ok(true),
             _ => None,
         };
         let fetches = matches!(portal.using, Some(Use::Read(Ask::Fetch { .. })));
         match message {
-            Some(FrontendMessage::Describe { kind: b'P', name }) if name == portal.portal => {
+            Some(FrontendMessage::Describe {
+                kind: Named::Portal,
+                name,
+            }) if name == portal.portal => {
                 if fetches {
                     let ask = Use::Read(Ask::Describe);
                     self.use_merged(&portal.cursor, ask, false).await?;
@@ -125,7 +130,10 @@ impl<S: ClientIo> Session<S> {
             }) if name == portal.portal => {
                 self.execute_cursor_portal(portal, max_rows).await?;
             }
-            Some(FrontendMessage::Close { kind: b'P', name }) if name == portal.portal => {
+            Some(FrontendMessage::Close {
+                kind: Named::Portal,
+                name,
+            }) if name == portal.portal => {
                 self.cursor_portal = None;
                 self.local_reply(messages::close_complete);
             }
@@ -169,13 +177,18 @@ impl<S: ClientIo> Session<S> {
     /// knows: a merged one's answered here, a one-shard one's sent to its
     /// shard (a WITH HOLD cursor's pinned server); whether it was one.
     pub(in crate::session) async fn on_known_portal(&mut self, frame: &Frame) -> Result<bool, End> {
-        if self.cursors.is_empty() || !matches!(frame.tag, b'D' | b'E' | b'C') {
+        let portal_message = matches!(
+            frame.kind,
+            FrontendKind::Describe | FrontendKind::Execute | FrontendKind::Close
+        );
+        if self.cursors.is_empty() || !portal_message {
             return Ok(false);
         }
-        let (name, using, terminals) = match FrontendMessage::decode(frame.clone()) {
-            Ok(FrontendMessage::Describe { kind: b'P', name }) => {
-                (name, Use::Read(Ask::Describe), reply_plan::DESCRIBE)
-            }
+        let (name, using, terminals) = match FrontendMessage::decode(frame) {
+            Ok(FrontendMessage::Describe {
+                kind: Named::Portal,
+                name,
+            }) => (name, Use::Read(Ask::Describe), reply_plan::DESCRIBE),
             Ok(FrontendMessage::Execute { portal, max_rows }) => {
                 let rows = u64::try_from(max_rows).unwrap_or(0);
                 (
@@ -184,9 +197,10 @@ impl<S: ClientIo> Session<S> {
                     reply_plan::EXECUTE,
                 )
             }
-            Ok(FrontendMessage::Close { kind: b'P', name }) => {
-                (name, Use::CloseMessage, reply_plan::CLOSE)
-            }
+            Ok(FrontendMessage::Close {
+                kind: Named::Portal,
+                name,
+            }) => (name, Use::CloseMessage, reply_plan::CLOSE),
             _ => return Ok(false),
         };
         if let Some(shard) = self.cursors.shard_of(&name) {

@@ -10,6 +10,8 @@ use super::{Merged, Source};
 use crate::errors::ClientError;
 use crate::fanout::{merge_error, ValueError};
 use crate::pool::Pooled;
+use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
+use crate::protocol::frontend::Named;
 use crate::protocol::messages;
 use crate::session::{watch_client, ClientIo, End, Session, CLIENT_FLUSH_AT};
 
@@ -208,40 +210,42 @@ impl<S: ClientIo> Session<S> {
             let Some(message) = self.server_message(server).await? else {
                 return Ok(Batch::Lost);
             };
-            let tag = message[0];
-            let fed = match tag {
-                b'T' => merged.rows.describe(&message[5..], bytewise),
-                b'D' => {
+            let fed = match message.message() {
+                BackendMessage::RowDescription(body) => merged.rows.describe(body, bytewise),
+                BackendMessage::DataRow(_) => {
                     got += 1;
                     match failure {
-                        None => merged.rows.row(position, &message),
+                        None => merged.rows.row(position, message.bytes()),
                         Some(_) => Ok(()),
                     }
                 }
-                b'C' => {
+                BackendMessage::CommandComplete(_) => {
                     // A portal's CommandComplete says it has no more rows; a
                     // FETCH's comes after every batch.
                     complete = matches!(merged.source, Source::Portal(_));
                     Ok(())
                 }
-                b'E' => {
-                    failure.get_or_insert(Batch::Error(message.clone()));
+                BackendMessage::ErrorResponse(_) => {
+                    failure.get_or_insert(Batch::Error(message.bytes().clone()));
                     Ok(())
                 }
-                b'N' => {
-                    self.to_client.extend_from_slice(&message);
+                BackendMessage::NoticeResponse(_) => {
+                    self.to_client.extend_from_slice(message.bytes());
                     Ok(())
                 }
-                b'Z' => {
-                    server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                    break;
-                }
+                BackendMessage::ReadyForQuery(_) => break,
                 _ => Ok(()),
             };
             if let Err(error) = fed {
                 failure.get_or_insert(Batch::Merge(error));
             }
-            if !sync && matches!(tag, b'C' | b's' | b'E') {
+            let ends = matches!(
+                message.kind(),
+                BackendKind::CommandComplete
+                    | BackendKind::PortalSuspended
+                    | BackendKind::ErrorResponse
+            );
+            if !sync && ends {
                 break;
             }
         }
@@ -276,7 +280,7 @@ impl<S: ClientIo> Session<S> {
             Source::Portal(name) => name.clone(),
         };
         let mut request = bytes::BytesMut::new();
-        messages::describe(&mut request, b'P', &name);
+        messages::describe(&mut request, Named::Portal, &name);
         match sync {
             true => messages::sync(&mut request),
             false => messages::flush(&mut request),
@@ -290,21 +294,21 @@ impl<S: ClientIo> Session<S> {
             let Some(message) = self.server_message(server).await? else {
                 return Ok(self.batch_outcome(merged, Batch::Lost));
             };
-            let tag = message[0];
-            match tag {
-                b'T' => {
-                    if let Err(error) = merged.rows.describe(&message[5..], bytewise) {
+            match message.message() {
+                BackendMessage::RowDescription(body) => {
+                    if let Err(error) = merged.rows.describe(body, bytewise) {
                         outcome = Batch::Merge(error);
                     }
                 }
-                b'E' => outcome = Batch::Error(message.clone()),
-                b'Z' => {
-                    server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                    break;
-                }
+                BackendMessage::ErrorResponse(_) => outcome = Batch::Error(message.bytes().clone()),
+                BackendMessage::ReadyForQuery(_) => break,
                 _ => {}
             }
-            if !sync && matches!(tag, b'T' | b'n' | b'E') {
+            let ends = matches!(
+                message.kind(),
+                BackendKind::RowDescription | BackendKind::NoData | BackendKind::ErrorResponse
+            );
+            if !sync && ends {
                 break;
             }
         }
@@ -316,7 +320,7 @@ impl<S: ClientIo> Session<S> {
     pub(in crate::session) async fn server_message(
         &mut self,
         server: &mut Pooled,
-    ) -> Result<Option<Bytes>, End> {
+    ) -> Result<Option<BackendFrame>, End> {
         loop {
             match server.conn.next_message() {
                 Ok(Some(message)) => return Ok(Some(message)),

@@ -17,7 +17,7 @@ use super::{declare_refusal, forward, refusal, Ask, Merged, Place, Source};
 use crate::errors::ClientError;
 use crate::fanout::{in_parts, InParts};
 use crate::pool::Pooled;
-use crate::protocol::frame::Bind;
+use crate::protocol::frontend::Bind;
 use crate::protocol::messages;
 use crate::session::fan_out::{Reply, Scope};
 use crate::session::routing::{Dispatch, Shards};
@@ -132,7 +132,7 @@ impl<S: ClientIo> Session<S> {
         match self.place(Some(&[shard]), false) {
             Placement::Send(target) => Dispatch::Send(target),
             _ => self.refused(ClientError::new(
-                crate::protocol::backend::sqlstate::FEATURE_NOT_SUPPORTED,
+                crate::protocol::sqlstate::FEATURE_NOT_SUPPORTED,
                 CROSS_SHARD_TXN,
             )),
         }

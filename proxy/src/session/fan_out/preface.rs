@@ -10,6 +10,8 @@ use tokio::sync::mpsc;
 
 use super::{Prepare, Report};
 use crate::pool::Pooled;
+use crate::protocol::backend::{BackendFrame, BackendKind};
+use crate::protocol::frontend::Named;
 use crate::protocol::messages;
 
 /// The messages to send first, and how many ReadyForQuery end their reply.
@@ -33,7 +35,7 @@ pub(super) fn preface(prepare: &Prepare, server: &mut Pooled) -> Option<Preface>
         if let Some(oldest) = conn.prepared.oldest() {
             conn.prepared.remove(oldest);
             let name = format!("__pgshard_{oldest}");
-            messages::close(&mut bytes, b'S', name.as_bytes());
+            messages::close(&mut bytes, Named::Statement, name.as_bytes());
             messages::sync(&mut bytes);
             syncs += 1;
         }
@@ -71,7 +73,7 @@ pub(super) async fn run(
 }
 
 /// The PREPARE's ErrorResponse, if any (`None`: the connection broke).
-async fn read(server: &mut Pooled, preface: &Preface) -> Option<Option<bytes::Bytes>> {
+async fn read(server: &mut Pooled, preface: &Preface) -> Option<Option<BackendFrame>> {
     server.conn.send(&preface.bytes).await.ok()?;
     let mut left = preface.syncs;
     let mut error = None;
@@ -84,16 +86,15 @@ async fn read(server: &mut Pooled, preface: &Preface) -> Option<Option<bytes::By
                 return None;
             }
         };
-        match message[0] {
-            b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
+        match message.kind() {
+            BackendKind::ReadyForQuery => {
                 left -= 1;
                 if left == 0 {
                     return Some(error);
                 }
             }
             // The PREPARE's (the last part's), not a Close's.
-            b'E' if left == 1 => error = Some(message),
+            BackendKind::ErrorResponse if left == 1 => error = Some(message),
             _ => {}
         }
     }

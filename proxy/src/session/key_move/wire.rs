@@ -9,6 +9,8 @@ use router::key_move::Renumbered;
 use super::{encode, refused, Values};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
+use crate::protocol::backend::{BackendFrame, BackendKind};
+use crate::protocol::frontend::Named;
 use crate::protocol::{messages, rows};
 
 /// Refuse the move when deleting the row would change other tables'
@@ -70,7 +72,7 @@ pub(super) fn statement(
         results.unwrap_or(&[]),
     );
     if describe {
-        messages::describe(&mut out, b'P', b"");
+        messages::describe(&mut out, Named::Portal, b"");
     }
     messages::execute(&mut out, b"");
     messages::sync(&mut out);
@@ -118,14 +120,17 @@ pub(super) fn described(
         .collect();
     let mut out = BytesMut::new();
     messages::parse(&mut out, b"", insert.sql.as_bytes(), &types);
-    messages::describe(&mut out, b'S', b"");
+    messages::describe(&mut out, Named::Statement, b"");
     messages::sync(&mut out);
     out
 }
 
 /// Send `request` to `server` and read its replies to the ReadyForQuery
 /// (its status noted); the first error (encoded) when there was one.
-pub(super) async fn exchange(server: &mut Pooled, request: &[u8]) -> Result<Vec<Bytes>, Bytes> {
+pub(super) async fn exchange(
+    server: &mut Pooled,
+    request: &[u8],
+) -> Result<Vec<BackendFrame>, Bytes> {
     let lost = || encode(&ClientError::shard_lost());
     server.conn.send(request).await.map_err(|_| lost())?;
     let mut replies = Vec::new();
@@ -142,16 +147,15 @@ pub(super) async fn exchange(server: &mut Pooled, request: &[u8]) -> Result<Vec<
                 Ok(_) => {}
             }
         };
-        match message[0] {
-            b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
+        match message.kind() {
+            BackendKind::ReadyForQuery => {
                 return match error {
                     Some(error) => Err(error),
                     None => Ok(replies),
                 };
             }
-            b'E' => {
-                error.get_or_insert(message);
+            BackendKind::ErrorResponse => {
+                error.get_or_insert(message.into_bytes());
             }
             _ => replies.push(message),
         }

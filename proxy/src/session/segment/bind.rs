@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 
 use super::{malformed, no_statement, refused, Segment, MIXED};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::protocol::frame::{Bind, BindView, Frame};
+use crate::protocol::frontend::{Bind, BindView, Frame};
 use crate::protocol::messages;
 use crate::session::statements::Statement;
 use crate::session::ClientIo;
@@ -102,8 +102,7 @@ impl<S: ClientIo> Session<S> {
         segment: &mut Segment,
         frame: Frame,
     ) -> Result<Result<(), ClientError>, End> {
-        let body = &frame.body;
-        let Ok(view) = BindView::parse(body) else {
+        let Ok(view) = BindView::of(&frame) else {
             return Ok(Err(malformed("Bind")));
         };
         let bind = view.to_bind();
@@ -124,18 +123,18 @@ impl<S: ClientIo> Session<S> {
         // An INSERT that names no columns binds the statement with its
         // table's columns written in.
         Ok(match self.columns_statement(&statement, &view).await? {
-            Some(rewritten) => self.bind_in_segment(segment, &bind, body, &rewritten, false),
-            None => self.bind_in_segment(segment, &bind, body, &statement, unnamed),
+            Some(rewritten) => self.bind_in_segment(segment, &bind, &frame, &rewritten, false),
+            None => self.bind_in_segment(segment, &bind, &frame, &statement, unnamed),
         })
     }
 
-    /// Add the Bind `bind` (its message body `body`) of `statement` to the
+    /// Add the Bind `bind` (its message `frame`) of `statement` to the
     /// segment (`unnamed`: as the unnamed statement).
     fn bind_in_segment(
         &mut self,
         segment: &mut Segment,
         bind: &Bind,
-        body: &[u8],
+        frame: &Frame,
         statement: &Arc<Statement>,
         unnamed: bool,
     ) -> Result<(), ClientError> {
@@ -180,16 +179,10 @@ impl<S: ClientIo> Session<S> {
         };
         // The Bind with the server's name for the statement.
         let name_start = bind.portal.len() + 1;
-        let rest = &body[name_start + bind.statement.len() + 1..];
-        let mut bytes = BytesMut::with_capacity(body.len() + 16);
-        let at = messages::begin(&mut bytes, b'B');
-        bytes.put_slice(&body[..name_start]);
-        if !unnamed {
-            bytes.put_slice(&statement.name);
-        }
-        bytes.put_u8(0);
-        bytes.put_slice(rest);
-        messages::finish(&mut bytes, at);
+        let name = name_start..name_start + bind.statement.len();
+        let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
+        let mut bytes = BytesMut::with_capacity(frame.bytes().len() + 16);
+        frame.write_renamed(name, server_name, &mut bytes);
         segment.push_bind(
             shards,
             (bind.portal.clone(), bytes.freeze()),
@@ -206,7 +199,7 @@ impl<S: ClientIo> Session<S> {
     fn segment_route(
         &mut self,
         statement: &Arc<Statement>,
-        bind: &crate::protocol::frame::Bind,
+        bind: &crate::protocol::frontend::Bind,
     ) -> Result<BindRoute, ClientError> {
         let Some(info) = self.route_info(statement) else {
             return Ok(BindRoute::Shards(None));

@@ -11,8 +11,9 @@
 use super::run::sync_part;
 use super::{Part, Segment};
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::ClientIo;
 use crate::session::{End, Session};
 
@@ -30,7 +31,7 @@ impl<S: ClientIo> Session<S> {
         let status = self.status();
         self.plan.drain_local(&mut self.to_client, status);
         let before = self.segment_errors != errors;
-        if !before && self.attached.status() == Some(b'E') {
+        if !before && self.attached.status() == Some(TransactionStatus::Failed) {
             // An earlier statement failed: the transaction is aborted.
             ClientError::new(
                 sqlstate::IN_FAILED_TRANSACTION,
@@ -38,7 +39,7 @@ impl<S: ClientIo> Session<S> {
             )
             .encode(&mut self.to_client);
         }
-        let servers = match before || self.attached.status() == Some(b'E') {
+        let servers = match before || self.attached.status() == Some(TransactionStatus::Failed) {
             // Postgres skips the rest up to the Sync after an error.
             true => None,
             false => self.txn_servers(&segment.shards()).await?,

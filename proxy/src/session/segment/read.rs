@@ -4,23 +4,22 @@
 //! of every shard before it can send one, and must not hold a shard's whole
 //! result while it waits).
 
-use bytes::Bytes;
-
 use super::Part;
 use crate::errors::ClientError;
 use crate::fanout::Merger;
-use crate::protocol::backend::error_code;
+use crate::protocol::backend::{BackendFrame, BackendMessage};
+use crate::session::server_replies::TagSays;
 use crate::session::ClientIo;
 use crate::session::{End, Session};
 
 /// One step of reading a part's unit for an item.
 enum UnitRead {
     /// A message of the unit; `true` when it ends it.
-    Message(Bytes, bool),
+    Message(BackendFrame, bool),
     /// The part has nothing (more) for this item.
     Over,
     /// The server reported an error (the part skips the rest).
-    Error(Bytes),
+    Error(BackendFrame),
     /// The connection broke.
     Lost,
 }
@@ -95,22 +94,22 @@ impl<S: ClientIo> Session<S> {
 
     /// A message of an item's reply to the merger: notices and parameter
     /// changes from the first shard only.
-    fn feed(&mut self, position: usize, message: &[u8], merger: &mut Merger) {
-        if !matches!(message[0], b'N' | b'S' | b'A') || position == 0 {
+    fn feed(&mut self, position: usize, message: &BackendFrame, merger: &mut Merger) {
+        if !message.kind().is_async() || position == 0 {
             merger.on_message(position, message, &mut self.to_client);
         }
     }
 
     /// A shard's error: the client's if it is the first.
-    fn relay_error(&mut self, message: &[u8], merger: &mut Merger) {
-        if !merger.failed() {
-            let code = error_code(&message[5..]).unwrap_or_default();
-            self.state.metrics.error(code);
+    fn relay_error(&mut self, message: &BackendFrame, merger: &mut Merger) {
+        if let (false, BackendMessage::ErrorResponse(error)) = (merger.failed(), message.message())
+        {
+            self.state.metrics.error(error.code().unwrap_or_default());
         }
         // An error that names a statement the client prepared names it as
         // the client does.
         let renamed = self.sql_names.client_error(message);
-        let message = renamed.as_deref().unwrap_or(message);
+        let message = renamed.as_ref().unwrap_or(message);
         merger.on_message(0, message, &mut self.to_client);
     }
 
@@ -145,15 +144,19 @@ impl<S: ClientIo> Session<S> {
                     Ok(_) => {}
                 }
             };
-            let tag = message[0];
-            if tag == b'C' {
-                crate::session::retire_on_ddl(&self.state, &message[5..]);
+            match message.message() {
+                BackendMessage::CommandComplete(tag)
+                    if TagSays::of(tag) == TagSays::SchemaChanged =>
+                {
+                    crate::session::retire_on_ddl(&self.state);
+                }
+                BackendMessage::ErrorResponse(_) => {
+                    part.failed = true;
+                    return Ok(UnitRead::Error(message));
+                }
+                _ => {}
             }
-            if tag == b'E' {
-                part.failed = true;
-                return Ok(UnitRead::Error(message));
-            }
-            let done = crate::session::reply_plan::ends(terminals, tag);
+            let done = terminals.contains(message.kind());
             if done {
                 part.units.pop_front();
             }

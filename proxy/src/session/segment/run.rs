@@ -12,6 +12,8 @@ use super::request::build_request;
 use super::{Item, Part, Segment};
 use crate::errors::ClientError;
 use crate::fanout::{Merger, RowMerge, SplitRows};
+use crate::protocol::backend::BackendKind;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
 use crate::session::ClientIo;
 use crate::session::{End, Session};
@@ -23,7 +25,7 @@ impl<S: ClientIo> Session<S> {
         if self.txn.spans() {
             return self.run_segment_in_txn(segment).await;
         }
-        let status = self.client_status(b'I');
+        let status = self.client_status(TransactionStatus::Idle);
         // SETs bound before the segment run on the attached server, in its
         // transaction: the client's if the segment commits.
         let settings = std::mem::take(&mut self.extended_settings);
@@ -75,7 +77,7 @@ impl<S: ClientIo> Session<S> {
                 self.params.apply(&change, &self.defaults);
             }
         }
-        let status = self.client_status(b'I');
+        let status = self.client_status(TransactionStatus::Idle);
         messages::ready_for_query(&mut self.to_client, status);
         self.flush_client().await
     }
@@ -157,9 +159,10 @@ impl<S: ClientIo> Session<S> {
         // Inside the client's transaction block its servers (held, synced)
         // may be asked too: a query there commits nothing.
         let in_block = self.txn.spans();
-        let idle = parts
-            .iter_mut()
-            .find(|p| p.server.conn.status == b'I' || (in_block && p.server.conn.status == b'T'));
+        let idle = parts.iter_mut().find(|p| {
+            p.server.conn.status() == TransactionStatus::Idle
+                || (in_block && p.server.conn.status() == TransactionStatus::InBlock)
+        });
         self.bytewise_text(idle.map(|p| &mut p.server)).await
     }
 
@@ -333,8 +336,7 @@ pub(super) async fn sync_part(part: &mut Part) -> Option<()> {
     part.server.conn.send(&sync).await.ok()?;
     loop {
         match part.server.conn.next_message() {
-            Ok(Some(message)) if message[0] == b'Z' => {
-                part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
+            Ok(Some(message)) if message.kind() == BackendKind::ReadyForQuery => {
                 let stats = &part.server.pool().stats;
                 stats.query_count.fetch_add(1, Ordering::Relaxed);
                 return Some(());

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use super::{Bind, FrameError};
+use super::{Bind, Frame, FrameError};
 
 /// A Bind (`B`) body, checked whole as Postgres's `exec_bind_message` reads
 /// it: portal, statement, parameter format codes, the values (length -1 is
@@ -25,8 +25,22 @@ pub struct BindView<'a> {
 }
 
 impl<'a> BindView<'a> {
+    /// The Bind a Bind's frame holds.
+    pub fn of(frame: &'a Frame) -> Result<BindView<'a>, FrameError> {
+        BindView::parse_from(frame.bytes(), 5)
+    }
+
+    /// A Bind body.
     pub fn parse(body: &'a Bytes) -> Result<BindView<'a>, FrameError> {
-        let mut r = Cursor { rest: body };
+        BindView::parse_from(body, 0)
+    }
+
+    /// The Bind body that starts at `start` of `bytes`.
+    fn parse_from(bytes: &'a Bytes, start: usize) -> Result<BindView<'a>, FrameError> {
+        let body = bytes;
+        let mut r = Cursor {
+            rest: bytes.get(start..).unwrap_or_default(),
+        };
         let portal = r.cstr()?;
         let statement = r.cstr()?;
         let param_formats = r.format_codes()?;
