@@ -14,7 +14,7 @@ pub mod catalog_epoch;
 pub mod client;
 pub mod config_files;
 pub mod errors;
-pub mod fanout;
+pub mod execute;
 pub mod id_hash;
 pub mod interrupt;
 pub mod logging;

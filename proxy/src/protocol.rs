@@ -4,13 +4,11 @@
 //! Decoders take a `&mut BytesMut` and return `Ok(Some(msg))`, `Ok(None)` when
 //! more bytes are needed, or a typed error.
 
-pub mod arrays;
 pub mod backend;
+pub mod binary;
 pub mod frame;
 pub mod frontend;
 pub mod messages;
-pub mod numeric;
 pub mod rows;
 pub mod sqlstate;
 pub mod startup;
-pub mod values;

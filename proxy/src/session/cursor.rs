@@ -6,7 +6,7 @@
 //! `WHERE CURRENT OF` follow it. One whose query needs several shards is a
 //! cursor (or, bound in the extended protocol, a portal) on each of them
 //! ([`Place::Merged`]); pgshard answers its FETCHes itself, reading the
-//! shards in batches through [`crate::fanout::InParts`], forward only.
+//! shards in batches through [`crate::execute::merge::InParts`], forward only.
 //! A WITH HOLD cursor is state of the server connections that hold it:
 //! they stay with the client (*pinned*, here) until it is closed, CLOSE
 //! ALL, DISCARD ALL or the session ends; a statement for such a shard
@@ -31,7 +31,7 @@ use router::summary::{CursorOptions, FetchDirection, FETCH_ALL};
 
 use super::server_replies::TagSays;
 use crate::errors::ClientError;
-use crate::fanout::InParts;
+use crate::execute::merge::InParts;
 use crate::pool::Pooled;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::{Frame, FrontendKind, Named};

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use super::server_replies::TagSays;
 use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
-use crate::fanout::{CopyJoin, Merger, RowMerge, SplitRows, Window};
+use crate::execute::merge::{CopyJoin, Merger, RowMerge, SplitRows, Window};
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
 use crate::protocol::messages;
@@ -33,7 +33,7 @@ use readers::{next_report, send_cancel, spawn_readers, Reader};
 /// that its connection broke.
 pub(super) type Report = Option<BackendFrame>;
 
-/// A SELECT's rows merged by plan (see [`crate::fanout::RowMerge`]).
+/// A SELECT's rows merged by plan (see [`crate::execute::merge::RowMerge`]).
 pub(super) struct MergeRequest {
     pub plan: Arc<MergePlan>,
     pub window: Window,
@@ -78,7 +78,7 @@ pub(super) enum Reply {
     Copies,
     /// A COPY (SELECT ...) TO STDOUT's whose rows are merged: the shards
     /// run the SELECT, the merged rows go out as COPY's.
-    CopyRows(MergeRequest, crate::fanout::CopyRows),
+    CopyRows(MergeRequest, crate::execute::merge::CopyRows),
 }
 
 impl<S: ClientIo> Session<S> {

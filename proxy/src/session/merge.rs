@@ -16,13 +16,14 @@ use super::fan_out::{MergeRequest, Reply};
 use super::statements::Statement;
 use super::Session;
 use crate::errors::ClientError;
-use crate::fanout::{CopyRows, Window};
+use crate::execute::merge::values;
+use crate::execute::merge::values::numeric::Decimal;
+use crate::execute::merge::{CopyRows, Window};
 use crate::pool::Pooled;
 use crate::protocol::backend::BackendKind;
 use crate::protocol::frontend::Bind;
-use crate::protocol::numeric::Decimal;
 use crate::protocol::sqlstate;
-use crate::protocol::{messages, rows, values};
+use crate::protocol::{messages, rows};
 use crate::session::ClientIo;
 
 /// What the shards' collation must be for byte order to be Postgres's:

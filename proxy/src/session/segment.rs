@@ -18,7 +18,7 @@
 //!
 //! What the client sees is what one Postgres would send: one reply per
 //! message, rows of every shard concatenated, counts summed (see
-//! [`crate::fanout::Merger`]), one ReadyForQuery.
+//! [`crate::execute::merge::Merger`]), one ReadyForQuery.
 //!
 //! A Bind of a multi-row INSERT whose rows go to several shards is held as
 //! one Bind per shard, each with its own statement and values
@@ -340,7 +340,7 @@ pub(super) fn readable(
     );
     match merge {
         _ if !plain => Err(IN_PARTS),
-        Some(merge) => crate::fanout::in_parts(&merge.plan),
+        Some(merge) => crate::execute::merge::in_parts(&merge.plan),
         None => Ok(()),
     }
 }

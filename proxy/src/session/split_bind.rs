@@ -9,7 +9,7 @@
 //! own Bind, the portal's Describe and Execute follow it), so they share
 //! its all-or-nothing end; the Execute's tags are summed (`INSERT 0 n`) and
 //! RETURNING rows come back in the order of the VALUES rows
-//! (`fanout/split_rows.rs`).
+//! (`execute/merge/split_rows.rs`).
 //!
 //! The Describe of the client's statement (its parameter and row types)
 //! still goes to a server as the client wrote it: drivers that prepare

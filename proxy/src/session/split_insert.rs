@@ -25,7 +25,7 @@ use super::statements::Statement;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
-use crate::fanout::SplitRows;
+use crate::execute::merge::SplitRows;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::BindView;
 use crate::protocol::messages;

@@ -21,7 +21,7 @@ use router::sharding::Sharding;
 use router::summary::Summary;
 
 use crate::errors::ClientError;
-use crate::fanout::Window;
+use crate::execute::merge::Window;
 use crate::protocol::backend::{BackendFrame, BackendMessage};
 use crate::protocol::sqlstate;
 

@@ -1,5 +1,5 @@
 //! Reading a merged cursor: batches asked of its shards' servers as
-//! [`crate::fanout::InParts::wanted`] says, their rows merged, and the
+//! [`crate::execute::merge::InParts::wanted`] says, their rows merged, and the
 //! client's reply (a FETCH's, a MOVE's, an Execute's, a Describe's)
 //! written as Postgres writes it. The servers are the ones the session
 //! holds (the transaction's, the pinned ones), or a segment's.
@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::{Merged, Source};
 use crate::errors::ClientError;
-use crate::fanout::{merge_error, ValueError};
+use crate::execute::merge::{merge_error, ValueError};
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
 use crate::protocol::frontend::Named;

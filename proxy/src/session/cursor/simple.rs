@@ -15,7 +15,7 @@ use router::summary::{CursorEffect, CursorOptions, SessionEffect, Summary};
 use super::held::Use;
 use super::{declare_refusal, forward, refusal, Ask, Merged, Place, Source};
 use crate::errors::ClientError;
-use crate::fanout::{in_parts, InParts};
+use crate::execute::merge::{in_parts, InParts};
 use crate::pool::Pooled;
 use crate::protocol::frontend::Bind;
 use crate::protocol::messages;

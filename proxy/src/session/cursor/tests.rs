@@ -114,7 +114,7 @@ fn shard_requests_fetch_forward_or_execute_with_a_limit() {
 
 #[test]
 fn a_rollback_to_savepoint_stops_merged_cursors_of_the_transaction() {
-    use crate::fanout::InParts;
+    use crate::execute::merge::InParts;
     use std::sync::Arc;
     let merged = |in_txn| {
         Place::Merged(Box::new(Merged {

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use router::merge::MergePlan;
 
 use super::{Item, Part, Segment};
-use crate::fanout::InParts;
+use crate::execute::merge::InParts;
 use crate::pool::Pooled;
 use crate::session::cursor::{Ask, Merged, Read, Source};
 use crate::session::merge::BindMerge;

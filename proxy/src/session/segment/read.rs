@@ -6,7 +6,7 @@
 
 use super::Part;
 use crate::errors::ClientError;
-use crate::fanout::Merger;
+use crate::execute::merge::Merger;
 use crate::protocol::backend::{BackendFrame, BackendMessage};
 use crate::session::server_replies::TagSays;
 use crate::session::ClientIo;

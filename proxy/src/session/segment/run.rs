@@ -11,7 +11,7 @@ use bytes::BytesMut;
 use super::request::build_request;
 use super::{Item, Part, Segment};
 use crate::errors::ClientError;
-use crate::fanout::{Merger, RowMerge, SplitRows};
+use crate::execute::merge::{Merger, RowMerge, SplitRows};
 use crate::protocol::backend::BackendKind;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;

@@ -10,8 +10,8 @@ use std::cmp::Ordering;
 use router::merge::Column;
 
 use super::{Field, Row, RowMerge};
-use crate::protocol::arrays::{self, Array};
-use crate::protocol::values::{self, Kind, ValueError};
+use crate::execute::merge::values::arrays::{self, Array};
+use crate::execute::merge::values::{self, Kind, ValueError};
 
 /// A [`Column::Ordered`]'s parts.
 #[derive(Debug, Clone, Copy)]

@@ -9,7 +9,12 @@
 
 use std::cmp::Ordering;
 
-use super::numeric::Decimal;
+pub mod arrays;
+pub mod numeric;
+
+use numeric::Decimal;
+
+use crate::protocol::binary;
 
 /// How a column's values are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,16 +159,7 @@ pub fn canonical_any(oid: u32, value: &[u8], out: &mut Vec<u8>) -> Result<(), Va
 
 pub fn integer(value: &[u8], binary: bool) -> Result<i64, ValueError> {
     let read = if binary {
-        match value.len() {
-            2 => <[u8; 2]>::try_from(value)
-                .ok()
-                .map(|b| i64::from(i16::from_be_bytes(b))),
-            4 => <[u8; 4]>::try_from(value)
-                .ok()
-                .map(|b| i64::from(i32::from_be_bytes(b))),
-            8 => <[u8; 8]>::try_from(value).ok().map(i64::from_be_bytes),
-            _ => None,
-        }
+        binary::integer(value)
     } else {
         std::str::from_utf8(value).ok().and_then(|s| s.parse().ok())
     };
@@ -172,13 +168,7 @@ pub fn integer(value: &[u8], binary: bool) -> Result<i64, ValueError> {
 
 fn float(value: &[u8], binary: bool) -> Result<f64, ValueError> {
     let read = if binary {
-        match value.len() {
-            4 => <[u8; 4]>::try_from(value)
-                .ok()
-                .map(|b| f64::from(f32::from_be_bytes(b))),
-            8 => <[u8; 8]>::try_from(value).ok().map(f64::from_be_bytes),
-            _ => None,
-        }
+        binary::float(value)
     } else {
         std::str::from_utf8(value).ok().and_then(|s| s.parse().ok())
     };
@@ -214,15 +204,7 @@ fn trim_spaces(value: &[u8]) -> &[u8] {
 fn instant(kind: Kind, value: &[u8], binary: bool) -> Result<i128, ValueError> {
     let unreadable = ValueError::Unreadable("date/time");
     if binary {
-        return Ok(match (kind, value.len()) {
-            (Kind::Date, 4) => i128::from(i32::from_be_bytes(
-                value.try_into().map_err(|_| unreadable)?,
-            )),
-            (_, 8) => i128::from(i64::from_be_bytes(
-                value.try_into().map_err(|_| unreadable)?,
-            )),
-            _ => return Err(unreadable),
-        });
+        return binary::instant(value, kind == Kind::Date).ok_or(unreadable);
     }
     let text = std::str::from_utf8(value).map_err(|_| unreadable.clone())?;
     match text {

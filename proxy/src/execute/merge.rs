@@ -1,5 +1,5 @@
-//! Cross-shard execution: one statement sent to several shard servers at
-//! once, their replies merged into the one reply the client expects.
+//! Several servers' replies to one statement merged into the one reply
+//! the client expects.
 //!
 //! The `Merger` is pure: it is fed each server's whole messages as they
 //! arrive (the simple-query fan-out reads the servers concurrently, an
@@ -13,25 +13,28 @@
 //!
 //! A SELECT whose answer needs more than the shards' rows side by side
 //! (ORDER BY, LIMIT, aggregates, GROUP BY, DISTINCT: see
-//! [`router::merge`]) goes through a [`RowMerge`] (`fanout/row_merge.rs`):
-//! the rows are merged, the count is the merged rows'. Values are read by
-//! `protocol/values.rs` and `protocol/numeric.rs`, rows by `protocol/rows.rs`.
+//! [`router::merge`]) goes through a [`RowMerge`] (`merge/rows.rs`): the
+//! rows are merged, the count is the merged rows'. Values are compared and
+//! combined by `merge/values.rs` (Postgres's numeric in
+//! `values/numeric.rs`, arrays in `values/arrays.rs`), rows read by the
+//! codec's `protocol/rows.rs`.
 
 mod copy_out;
 mod copy_rows;
 mod having;
 mod parts;
-mod row_merge;
+mod rows;
 mod split_rows;
+pub mod values;
 
 use bytes::BytesMut;
 
-pub use crate::protocol::values::ValueError;
 pub use copy_out::{CopyJoin, CopyJoinError};
 pub use copy_rows::CopyRows;
 pub use parts::{in_parts, InParts, MAX_BATCH};
-pub use row_merge::{RowMerge, Window};
+pub use rows::{RowMerge, Window};
 pub use split_rows::SplitRows;
+pub use values::ValueError;
 
 use crate::errors::ClientError;
 use crate::protocol::backend::{BackendFrame, BackendMessage, CommandTag};

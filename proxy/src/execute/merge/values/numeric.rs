@@ -10,7 +10,8 @@ mod variance;
 
 use std::cmp::Ordering;
 
-use super::values::ValueError;
+use super::ValueError;
+use crate::protocol::binary;
 
 pub use variance::Spread;
 
@@ -66,10 +67,7 @@ impl Decimal {
     /// Postgres's `numeric_send` form: ndigits, weight, sign, dscale, then
     /// base-10000 digits, all big-endian 16-bit.
     pub fn from_binary(value: &[u8]) -> Result<Decimal, ValueError> {
-        let word = |i: usize| -> Result<u16, ValueError> {
-            let bytes = value.get(i * 2..i * 2 + 2).ok_or(UNREADABLE)?;
-            Ok(u16::from_be_bytes([bytes[0], bytes[1]]))
-        };
+        let word = |i: usize| binary::word(value, i).ok_or(UNREADABLE);
         let (ndigits, weight, sign, dscale) = (word(0)?, word(1)? as i16, word(2)?, word(3)?);
         match sign {
             0xC000 => return Ok(Decimal::NaN),

@@ -7,9 +7,9 @@ use std::cmp::Ordering;
 use router::merge::{Aggregate, Column};
 
 use super::{Field, Ordered, Row, RowMerge};
-use crate::fanout::having::{self, GroupView};
-use crate::protocol::numeric::{Decimal, Spread};
-use crate::protocol::values::{self, Kind, ValueError};
+use crate::execute::merge::having::{self, GroupView};
+use crate::execute::merge::values::numeric::{Decimal, Spread};
+use crate::execute::merge::values::{self, Kind, ValueError};
 
 /// A group's state: the key columns' first values and the accumulators.
 #[derive(Debug)]

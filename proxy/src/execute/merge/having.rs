@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 
 use router::merge::{Comparison, Operand, Predicate};
 
-use crate::protocol::values::{self, Kind, ValueError};
+use crate::execute::merge::values::{self, Kind, ValueError};
 
 /// A group's column values and how to read them.
 pub struct GroupView<'a> {

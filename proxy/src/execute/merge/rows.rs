@@ -16,8 +16,8 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use router::merge::{Aggregate, Column, MergePlan};
 
+use crate::execute::merge::values::{self, Kind, ValueError};
 use crate::protocol::rows::{parse_row, read_fields, write_description, write_row, Row};
-use crate::protocol::values::{self, Kind, ValueError};
 
 /// The rows the client asked for: skip `offset`, then at most `count`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

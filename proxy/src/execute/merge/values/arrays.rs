@@ -3,7 +3,8 @@
 //! into their elements (each in the element type's own text or binary
 //! form, NULL as `None`) and written back as Postgres writes them.
 
-use super::values::ValueError;
+use super::ValueError;
+use crate::protocol::binary;
 
 const UNREADABLE: ValueError = ValueError::Unreadable("array");
 
@@ -108,10 +109,7 @@ impl Array {
     /// `array_send`: ndim, has-nulls, element oid, (size, lower bound) per
     /// dimension, then each element as length (-1: NULL) and bytes.
     fn from_binary(value: &[u8]) -> Result<Array, ValueError> {
-        let word = |at: usize| -> Result<i32, ValueError> {
-            let bytes = value.get(at..at + 4).ok_or(UNREADABLE)?;
-            Ok(i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
-        };
+        let word = |at: usize| binary::int4_at(value, at).ok_or(UNREADABLE);
         let dimensions = word(0)?;
         if dimensions == 0 {
             return Ok(Array::default());

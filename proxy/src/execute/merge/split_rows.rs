@@ -6,7 +6,7 @@
 
 use bytes::BytesMut;
 
-use crate::protocol::values::ValueError;
+use crate::execute::merge::values::ValueError;
 
 /// One split INSERT's rows, by server index (the fan-out's reading order).
 #[derive(Debug, Default)]
