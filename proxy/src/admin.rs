@@ -17,43 +17,32 @@ mod stats;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::conn::client::{ClientConn, ReadError};
 use crate::errors::ClientError;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frame::SMALL_MESSAGE_LIMIT;
-use crate::protocol::frontend::{decode_frontend_frame, FrontendKind};
+use crate::protocol::frontend::FrontendKind;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 use crate::state::{ClientInfo, State};
 pub use control::reload;
 
 /// Serve admin commands until the client leaves.
-pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
-    mut client: S,
-    mut buf: BytesMut,
-    state: Arc<State>,
-    info: Arc<ClientInfo>,
-) {
-    let mut out = BytesMut::with_capacity(4096);
-    greet(&mut out, &info);
+pub async fn serve(mut client: ClientConn, state: Arc<State>, info: Arc<ClientInfo>) {
+    client.accept_messages_up_to(1 << 20);
+    greet(client.out(), &info);
     loop {
-        if !out.is_empty() {
-            if client.write_all(&out).await.is_err() {
-                return;
-            }
-            out.clear();
+        if client.flush().await.is_err() {
+            return;
         }
-        let frame = match decode_frontend_frame(&mut buf, 1 << 20) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => match client.read_buf(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => continue,
-            },
-            Err(e) => {
+        let frame = match client.next_message().await {
+            Ok(frame) => frame,
+            Err(ReadError::Gone(_)) => return,
+            Err(ReadError::Frame(e)) => {
                 ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string())
-                    .encode_fatal(&mut out);
-                let _ = client.write_all(&out).await;
+                    .encode_fatal(client.out());
+                let _ = client.flush().await;
                 return;
             }
         };
@@ -64,21 +53,19 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 let mut console = Console {
                     state: &state,
                     client: &mut client,
-                    buf: &mut buf,
-                    out: &mut out,
                 };
                 if console.run_query(&sql).await.is_err() {
                     return;
                 }
             }
             FrontendKind::Terminate => return,
-            FrontendKind::Sync => messages::ready_for_query(&mut out, TransactionStatus::Idle),
+            FrontendKind::Sync => messages::ready_for_query(client.out(), TransactionStatus::Idle),
             _ if frame.body().len() > SMALL_MESSAGE_LIMIT => return,
             _ => ClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "the admin console accepts simple queries only",
             )
-            .encode(&mut out),
+            .encode(client.out()),
         }
     }
 }
@@ -120,14 +107,12 @@ impl From<ClientError> for Failure {
 
 /// One admin client's query being answered: the shared state, the client
 /// (watched while a command waits) and the replies.
-struct Console<'c, S> {
+struct Console<'c> {
     state: &'c Arc<State>,
-    client: &'c mut S,
-    buf: &'c mut BytesMut,
-    out: &'c mut BytesMut,
+    client: &'c mut ClientConn,
 }
 
-impl<S: AsyncRead + Unpin> Console<'_, S> {
+impl Console<'_> {
     /// Run each `;`-separated command of a query, stopping at the first
     /// error, and end with ReadyForQuery. `Err` if the client left.
     async fn run_query(&mut self, sql: &str) -> Result<(), ClientGone> {
@@ -137,16 +122,16 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
             match self.execute(command).await {
                 Ok(()) => {}
                 Err(Failure::Error(error)) => {
-                    error.encode(self.out);
+                    error.encode(self.client.out());
                     break;
                 }
                 Err(Failure::Gone(gone)) => return Err(gone),
             }
         }
         if !any {
-            messages::empty_query_response(self.out);
+            messages::empty_query_response(self.client.out());
         }
-        messages::ready_for_query(self.out, TransactionStatus::Idle);
+        messages::ready_for_query(self.client.out(), TransactionStatus::Idle);
         Ok(())
     }
 
@@ -171,7 +156,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
         if !rest.is_empty() && !takes_rest {
             return Err(unsupported(command));
         }
-        let (state, out) = (self.state, &mut *self.out);
+        let (state, out) = (self.state, self.client.out());
         match (verb.as_str(), what_upper.as_str()) {
             ("SHOW", "HELP") => show_help(out),
             ("SHOW", "POOLS") => show::show_pools(state, out),
@@ -230,16 +215,16 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
             }
         };
         match (verb, what, target) {
-            ("RELOAD", "", _) => control::reload_command(state, self.out)?,
+            ("RELOAD", "", _) => control::reload_command(state, self.client.out())?,
             ("PAUSE", _, _) => self.pause(target).await?,
-            ("RESUME", _, _) => control::resume(state, target, self.out),
-            ("KILL", _, Some(database)) => control::kill(state, database, self.out),
-            ("RECONNECT", _, _) => control::reconnect(state, target, self.out),
+            ("RESUME", _, _) => control::resume(state, target, self.client.out()),
+            ("KILL", _, Some(database)) => control::kill(state, database, self.client.out()),
+            ("RECONNECT", _, _) => control::reconnect(state, target, self.client.out()),
             ("WAIT_CLOSE", _, _) => self.wait_close(target).await?,
             ("MAINTENANCE", "ON" | "OFF", _) => {
-                control::maintenance(state, what == "ON", target, self.out)
+                control::maintenance(state, what == "ON", target, self.client.out())
             }
-            ("SHUTDOWN", "", _) => control::shutdown(state, self.out),
+            ("SHUTDOWN", "", _) => control::shutdown(state, self.client.out()),
             _ => return Err(unsupported(command)),
         }
         Ok(())

@@ -9,25 +9,22 @@ use std::time::SystemTime;
 
 use bytes::BytesMut;
 use router::config::{AuthType, Config, PoolerMode};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::{debug, info, Instrument};
 
 use crate::admin;
-use crate::cancel::CancelTargets;
-use crate::errors::ClientError;
+use crate::conn::cancel::CancelTargets;
+use crate::conn::client::{AuthFailure, ClientConn, Credentials, First};
+use crate::conn::settings::ParamSet;
+use crate::conn::tls::TlsAcceptor;
 use crate::interrupt::Interrupt;
-use crate::pool::{LoginReport, Pool, Pooled};
+use crate::pool::{LoginReport, Pool, PoolError, Pooled};
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 use crate::protocol::startup::Startup;
-use crate::session::login::{self, AuthFailure, First};
-use crate::session::params::ParamSet;
-use crate::session::watch_client;
-use crate::session::{ClientIo, Session, Start};
+use crate::session::{Session, Start};
 use crate::state::{ClientInfo, State, CLIENT_IDLE};
-use crate::tls::{ClientStream, TlsAcceptor};
 
 /// Serve one accepted connection to its end. Errors end this client only.
 ///
@@ -50,31 +47,24 @@ pub async fn serve(
 
 /// From the first byte to a logged-in session (`None`: the client was
 /// turned away, went to the admin console, or left).
-async fn arrive(
-    stream: TcpStream,
-    state: Arc<State>,
-    tls: Option<TlsAcceptor>,
-) -> Option<Session<ClientStream>> {
+async fn arrive(stream: TcpStream, state: Arc<State>, tls: Option<TlsAcceptor>) -> Option<Session> {
     let _ = stream.set_nodelay(true);
     let peer = Peer {
         addr: stream.peer_addr().ok(),
         fd: Some(std::os::fd::AsRawFd::as_raw_fd(&stream)),
     };
-    let mut client = ClientStream::Plain(stream);
-    let mut buf = BytesMut::with_capacity(1024);
+    let mut client = ClientConn::new(stream);
     let startup = loop {
-        match login::read_first(&mut client, &mut buf, tls.is_some()).await {
+        match client.read_first(tls.is_some()).await {
             Ok(First::Startup(startup)) => break startup,
             Ok(First::Cancel { process_id, secret }) => {
-                crate::cancel::handle(&state, process_id, &secret).await;
+                cancel(&state, process_id, &secret).await;
                 return None;
             }
             Ok(First::Tls) => {
-                let (Some(acceptor), ClientStream::Plain(plain)) = (&tls, client) else {
-                    return None;
-                };
-                match acceptor.accept(plain).await {
-                    Ok(stream) => client = ClientStream::Tls(Box::new(stream)),
+                let acceptor = tls.as_ref()?;
+                match client.into_tls(acceptor).await {
+                    Ok(upgraded) => client = upgraded,
                     Err(err) => {
                         debug!(%err, "TLS handshake failed");
                         return None;
@@ -85,23 +75,22 @@ async fn arrive(
             Err(error) => {
                 debug!(%error, "startup refused");
                 let message = error.to_string();
-                login::fatal(&mut client, sqlstate::PROTOCOL_VIOLATION, &message).await;
+                client.fatal(sqlstate::PROTOCOL_VIOLATION, &message).await;
                 return None;
             }
         }
     };
-    start_session(client, buf, startup, state, peer).await
+    start_session(client, startup, state, peer).await
 }
 
 /// Take a client from its startup packet to the admin console or a pooled
 /// session, or turn it away with an ErrorResponse.
-async fn start_session<S: ClientIo>(
-    mut client: S,
-    buf: BytesMut,
+async fn start_session(
+    mut client: ClientConn,
     startup: Startup,
     state: Arc<State>,
     peer: Peer,
-) -> Option<Session<S>> {
+) -> Option<Session> {
     let config = state.config();
     let arrival = Arrival::new(startup, peer);
     arrival.record_in_span();
@@ -109,14 +98,14 @@ async fn start_session<S: ClientIo>(
         return None;
     }
     if let Some((code, message)) = turned_away(&state, &config) {
-        login::fatal(&mut client, code, message).await;
+        client.fatal(code, message).await;
         return None;
     }
     if arrival.database == config.admin.name {
-        serve_admin_console(client, buf, state, &config, &arrival).await;
+        serve_admin_console(client, state, &config, &arrival).await;
         None
     } else {
-        start_pooled_session(client, buf, state, &config, &arrival).await
+        start_pooled_session(client, state, &config, &arrival).await
     }
 }
 
@@ -185,10 +174,7 @@ impl Arrival {
 
 /// A newer 3.x minor or protocol options: say what we speak (3.0).
 /// `false` if the client is gone.
-async fn negotiate_protocol_version<S: AsyncWrite + Unpin>(
-    client: &mut S,
-    startup: &Startup,
-) -> bool {
+async fn negotiate_protocol_version(client: &mut ClientConn, startup: &Startup) -> bool {
     let unknown: Vec<&str> = startup
         .params
         .iter()
@@ -196,9 +182,8 @@ async fn negotiate_protocol_version<S: AsyncWrite + Unpin>(
         .filter(|k| k.starts_with("_pq_."))
         .collect();
     if startup.minor > 0 || !unknown.is_empty() {
-        let mut out = BytesMut::new();
-        messages::negotiate_protocol_version(&mut out, 0, &unknown);
-        if client.write_all(&out).await.is_err() {
+        messages::negotiate_protocol_version(client.out(), 0, &unknown);
+        if client.flush().await.is_err() {
             return false;
         }
     }
@@ -222,9 +207,8 @@ fn turned_away(state: &State, config: &Config) -> Option<(&'static str, &'static
 
 /// Authenticate a client of the admin database (only `[admin]`'s user has a
 /// password, and `trust` means SCRAM there) and serve the console.
-async fn serve_admin_console<S: AsyncRead + AsyncWrite + Unpin>(
-    mut client: S,
-    mut buf: BytesMut,
+async fn serve_admin_console(
+    mut client: ClientConn,
     state: Arc<State>,
     config: &Config,
     arrival: &Arrival,
@@ -237,13 +221,17 @@ async fn serve_admin_console<S: AsyncRead + AsyncWrite + Unpin>(
         AuthType::Trust => AuthType::Scram,
         other => other,
     };
-    match login::authenticate(&mut client, &mut buf, &state, method, user, password).await {
-        Ok(()) => {}
-        Err(failure) => return refuse(&mut client, user, failure).await,
+    let credentials = Credentials {
+        method,
+        user,
+        password,
+    };
+    if let Err(failure) = authenticate(&mut client, credentials, &state).await {
+        return refuse(&mut client, user, failure).await;
     }
     let info = state.register_client(arrival.client_info());
     info!(%user, "admin console login");
-    admin::serve(client, buf, Arc::clone(&state), Arc::clone(&info)).await;
+    admin::serve(client, Arc::clone(&state), Arc::clone(&info)).await;
     state.unregister_client(info.process_id);
 }
 
@@ -269,23 +257,25 @@ fn pool_user_credentials<'c>(
 
 /// Authenticate a client of a pooled database, tell it the server's
 /// parameters and its cancel key, and run its session.
-async fn start_pooled_session<S: ClientIo>(
-    mut client: S,
-    mut buf: BytesMut,
+async fn start_pooled_session(
+    mut client: ClientConn,
     state: Arc<State>,
     config: &Config,
     arrival: &Arrival,
-) -> Option<Session<S>> {
+) -> Option<Session> {
     let (user, database) = (&arrival.user, &arrival.database);
     if !config.clusters.contains_key(database) {
         let message = format!("database \"{database}\" does not exist");
-        login::fatal(&mut client, sqlstate::INVALID_CATALOG_NAME, &message).await;
+        client.fatal(sqlstate::INVALID_CATALOG_NAME, &message).await;
         return None;
     }
     let (method, password) = pool_user_credentials(config, user, database);
-    if let Err(failure) =
-        login::authenticate(&mut client, &mut buf, &state, method, user, password).await
-    {
+    let credentials = Credentials {
+        method,
+        user,
+        password,
+    };
+    if let Err(failure) = authenticate(&mut client, credentials, &state).await {
         refuse(&mut client, user, failure).await;
         return None;
     }
@@ -293,20 +283,20 @@ async fn start_pooled_session<S: ClientIo>(
         Ok(defaults) => defaults,
         Err(error) => {
             let message = error.to_string();
-            login::fatal(&mut client, sqlstate::PROTOCOL_VIOLATION, &message).await;
+            client.fatal(sqlstate::PROTOCOL_VIOLATION, &message).await;
             return None;
         }
     };
     let Some(pools) = state.pools(database, user) else {
-        login::deny(&mut client, user).await;
+        client.deny(user).await;
         return None;
     };
     let pool = pools.first().map(|shard| Arc::clone(&shard.primary))?;
     let defaults = pool.shared_settings(defaults);
     let mode = pool.settings.pooler_mode;
-    let (report, server) = login_report(&mut client, &mut buf, &state, &pool, &defaults).await?;
+    let (report, server) = login_report(&mut client, &state, &pool, &defaults).await?;
     let info = state.register_client(arrival.client_info());
-    let out = login_ok(&report, &info);
+    login_ok(client.out(), &report, &info);
     let server = match (mode, server) {
         (PoolerMode::Transaction, Some(server)) => {
             pool.checkin(server);
@@ -314,21 +304,20 @@ async fn start_pooled_session<S: ClientIo>(
         }
         (_, server) => server,
     };
-    if client.write_all(&out).await.is_err() {
+    if client.flush().await.is_err() {
         state.unregister_client(info.process_id);
         return None;
     }
+    client.accept_messages_up_to(config.general.max_message_size);
     info!(%user, %database, mode = mode.as_str(), "client logged in");
     Some(Session::new(
         client,
-        buf,
         Start {
             state: Arc::clone(&state),
             info,
             pools,
             mode,
             defaults,
-            max_message: config.general.max_message_size,
             prepared_limit: config.general.prepared_statements_limit,
             server,
         },
@@ -340,9 +329,8 @@ async fn start_pooled_session<S: ClientIo>(
 /// set of settings (and every login in session mode) asks a server, which
 /// also validates them, and hands over the server it checked out. `None`
 /// if the client is gone or was refused (and told so).
-async fn login_report<S: AsyncRead + AsyncWrite + Unpin>(
-    client: &mut S,
-    buf: &mut BytesMut,
+async fn login_report(
+    client: &mut ClientConn,
     state: &State,
     pool: &Arc<Pool>,
     defaults: &ParamSet,
@@ -356,26 +344,21 @@ async fn login_report<S: AsyncRead + AsyncWrite + Unpin>(
             // (the database may be restarting behind it). A client that
             // leaves meanwhile ends the wait, holding nothing.
             let resumed = state.wait_resumed(&pool.cluster);
-            let Ok(resumed) = watch_client(client, buf, resumed).await else {
+            let Ok(resumed) = client.watch(resumed).await else {
                 return None;
             };
             if !resumed {
-                login::fatal(
-                    client,
-                    sqlstate::CANNOT_CONNECT_NOW,
-                    "pgshard is shutting down",
-                )
-                .await;
+                let message = "pgshard is shutting down";
+                client.fatal(sqlstate::CANNOT_CONNECT_NOW, message).await;
                 return None;
             }
-            let login = watch_client(client, buf, login_on_server(pool, defaults));
-            let Ok(login) = login.await else {
+            let Ok(login) = client.watch(login_on_server(pool, defaults)).await else {
                 return None;
             };
             match login {
                 Ok((checked_out, report)) => Some((report, Some(checked_out))),
                 Err((code, message)) => {
-                    login::fatal(client, &code, &message).await;
+                    client.fatal(&code, &message).await;
                     None
                 }
             }
@@ -385,15 +368,13 @@ async fn login_report<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// AuthenticationOk, the reported parameters, the client's cancel key and
 /// ReadyForQuery: what a client reads once it is logged in.
-fn login_ok(report: &LoginReport, info: &ClientInfo) -> BytesMut {
-    let mut out = BytesMut::with_capacity(512);
-    messages::authentication(&mut out, 0, &[]);
+fn login_ok(out: &mut BytesMut, report: &LoginReport, info: &ClientInfo) {
+    messages::authentication(out, 0, &[]);
     for (name, value) in report.iter() {
-        messages::parameter_status(&mut out, name, value);
+        messages::parameter_status(out, name, value);
     }
-    messages::backend_key_data(&mut out, info.process_id, info.secret);
-    messages::ready_for_query(&mut out, TransactionStatus::Idle);
-    out
+    messages::backend_key_data(out, info.process_id, info.secret);
+    messages::ready_for_query(out, TransactionStatus::Idle);
 }
 
 /// Check a server out and apply the client's startup settings on it.
@@ -404,7 +385,7 @@ async fn login_on_server(
     let mut server = match pool.checkout().await {
         Ok(server) => server,
         Err(err) => {
-            let error = ClientError::from_pool(&err, &pool.cluster, pool.shard);
+            let error = err.client_error(&pool.cluster, pool.shard);
             return Err((error.code, error.message));
         }
     };
@@ -419,7 +400,7 @@ async fn login_on_server(
                 return Err((sqlstate::INVALID_PARAMETER_VALUE.into(), refusal.0));
             }
             Err(err) => {
-                let error = ClientError::from_pool(&err.into(), &pool.cluster, pool.shard);
+                let error = PoolError::from(err).client_error(&pool.cluster, pool.shard);
                 return Err((error.code, error.message));
             }
         }
@@ -429,15 +410,58 @@ async fn login_on_server(
     Ok((server, report))
 }
 
-async fn refuse<S: AsyncWrite + Unpin>(client: &mut S, user: &str, failure: AuthFailure) {
+async fn refuse(client: &mut ClientConn, user: &str, failure: AuthFailure) {
     match failure {
         AuthFailure::Denied => {
             info!(%user, "authentication failed");
-            login::deny(client, user).await;
+            client.deny(user).await;
         }
         broken => {
             let message = broken.to_string();
-            login::fatal(client, sqlstate::PROTOCOL_VIOLATION, &message).await;
+            client.fatal(sqlstate::PROTOCOL_VIOLATION, &message).await;
         }
+    }
+}
+
+/// Authenticate `client` as `credentials` say, with the SCRAM secrets the
+/// state derives (a mock one for a user the config does not know).
+async fn authenticate(
+    client: &mut ClientConn,
+    credentials: Credentials<'_>,
+    state: &State,
+) -> Result<(), AuthFailure> {
+    let user = credentials.user;
+    let secret = |password: Option<&str>| match password {
+        Some(password) => state.scram_secret(password),
+        None => Arc::new(state.mock_scram_secret(user)),
+    };
+    client.authenticate(credentials, secret).await
+}
+
+/// Handle a CancelRequest for pgshard key (`process_id`, `secret`): the
+/// client's query is cancelled on every server running it.
+async fn cancel(state: &State, process_id: u32, secret: &[u8]) {
+    let Some(client) = state.client(process_id) else {
+        debug!(process_id, "cancel for an unknown client");
+        return;
+    };
+    if !crate::auth::constant_time_eq(secret, &client.secret.to_be_bytes()) {
+        debug!(process_id, "cancel with a wrong key");
+        return;
+    }
+    // Held while the request is delivered: the session cannot hand its
+    // server to another client in the meantime.
+    let delivery = client.cancel.deliver();
+    if delivery.targets.is_empty() {
+        debug!(process_id, "cancel for an idle client");
+    }
+    // Every server running the client's statement (several in a fan-out).
+    let sends: Vec<_> = delivery
+        .targets
+        .iter()
+        .map(crate::conn::cancel::send)
+        .collect();
+    for sent in sends {
+        sent.await;
     }
 }

@@ -23,8 +23,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, info};
 
+use crate::conn::server::ServerTarget;
 use crate::pool::{Pool, PoolId};
-use crate::server_conn::ServerTarget;
 use crate::state::State;
 
 /// The labels of a pool's metrics.

@@ -27,8 +27,8 @@ use router::sharding::{KeylessTables, Sharding};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+use crate::conn::server::ServerConn;
 use crate::protocol::backend::TransactionStatus;
-use crate::server_conn::ServerConn;
 use crate::state::State;
 
 /// How long after DDL the catalog is read again (for DDL inside a

@@ -11,9 +11,10 @@ use router::config::Config;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 
+use crate::client;
+use crate::conn::tls;
+use crate::conn::tls::TlsAcceptor;
 use crate::state::State;
-use crate::tls::TlsAcceptor;
-use crate::{client, tls};
 
 /// Serve clients on `listener` with an in-memory config (no RELOAD from
 /// files) until `shutdown` completes.

@@ -21,7 +21,6 @@ mod extended;
 mod fan_out;
 mod key_move;
 mod local;
-pub mod login;
 mod merge;
 mod output;
 pub mod params;
@@ -42,8 +41,6 @@ pub mod sql_prepared;
 pub mod statements;
 mod transaction;
 
-pub use output::ClientIo;
-
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -51,17 +48,16 @@ use bytes::{Bytes, BytesMut};
 use router::config::PoolerMode;
 use router::route::Overrides;
 use router::sharding::{ParserEngine, Sharding};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::warn;
 
+use crate::conn::client::{ClientConn, Gone};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
 use crate::protocol::backend::TransactionStatus;
-use crate::protocol::frontend::{decode_frontend_frame, Frame, FrontendKind};
+use crate::protocol::frontend::{Frame, FrontendKind};
 use crate::protocol::sqlstate;
 use crate::state::{ClientInfo, ClusterPools, State};
 use attach::cancel_target;
-pub(crate) use attach::watch_client;
 use attached::Attached;
 use params::{ParamChange, ParamSet};
 use query_clock::QueryClock;
@@ -74,16 +70,19 @@ use transaction::{Target, Transaction};
 /// Flush replies to the client once this much is buffered.
 pub(crate) const CLIENT_FLUSH_AT: usize = 64 * 1024;
 
-/// The least free room in the client's read buffer for a read.
-const CLIENT_READ_ROOM: usize = 4 * 1024;
-
 /// Why a session ends.
 #[derive(Debug)]
-pub(crate) enum End {
+pub enum End {
     /// Terminate, EOF or a broken client socket.
     ClientGone,
     /// A FATAL error to send before closing.
     Fatal(ClientError),
+}
+
+impl From<Gone> for End {
+    fn from(_: Gone) -> End {
+        End::ClientGone
+    }
 }
 
 impl End {
@@ -111,21 +110,18 @@ pub struct Start {
     pub pools: ClusterPools,
     pub mode: PoolerMode,
     pub defaults: ParamSet,
-    pub max_message: usize,
     pub prepared_limit: usize,
     /// In session mode, the server the login already checked out.
     pub server: Option<Pooled>,
 }
 
-pub struct Session<S> {
+pub struct Session {
     state: Arc<State>,
     info: Arc<ClientInfo>,
     pools: ClusterPools,
     generation: u64,
     mode: PoolerMode,
-    client: S,
-    cbuf: BytesMut,
-    to_client: BytesMut,
+    client: ClientConn,
     to_server: BytesMut,
     /// The server connections held between messages.
     attached: Attached,
@@ -148,7 +144,6 @@ pub struct Session<S> {
     copy_in: bool,
     /// The running Query/Sync has already reported an error.
     failed: bool,
-    max_message: usize,
     prepared_limit: usize,
     /// The cluster's sharding model and parser engine (refreshed on reload).
     sharding: Arc<Sharding>,
@@ -208,8 +203,8 @@ pub struct Session<S> {
     span: tracing::Span,
 }
 
-impl<S: ClientIo> Session<S> {
-    pub fn new(client: S, cbuf: BytesMut, start: Start) -> Session<S> {
+impl Session {
+    pub fn new(client: ClientConn, start: Start) -> Session {
         let generation = start.state.generation.load(Ordering::Acquire);
         let (sharding, engine) = attach::sharding_of(&start.state, &start.info.database);
         Session {
@@ -241,8 +236,6 @@ impl<S: ClientIo> Session<S> {
             pools: start.pools,
             mode: start.mode,
             client,
-            cbuf,
-            to_client: BytesMut::with_capacity(8 * 1024),
             to_server: BytesMut::with_capacity(8 * 1024),
             attached: Attached::new(0, start.server),
             plan: ReplyPlan::default(),
@@ -255,7 +248,6 @@ impl<S: ClientIo> Session<S> {
             unsynced: false,
             copy_in: false,
             failed: false,
-            max_message: start.max_message,
             prepared_limit: start.prepared_limit,
         }
     }
@@ -270,9 +262,9 @@ impl<S: ClientIo> Session<S> {
         let end = self.serve_unless_killed().await;
         if let End::Fatal(error) = &end {
             self.state.metrics.error(error.code.as_bytes());
-            self.to_client.clear();
-            error.encode_fatal(&mut self.to_client);
-            let _ = self.client.write_all(&self.to_client).await;
+            self.client.out().clear();
+            error.encode_fatal(self.client.out());
+            let _ = self.client.flush().await;
         }
         self.finish().await;
         self.state.unregister_client(self.info.process_id);
@@ -284,7 +276,7 @@ impl<S: ClientIo> Session<S> {
         tokio::pin!(stopping);
         loop {
             loop {
-                let frame = match decode_frontend_frame(&mut self.cbuf, self.max_message) {
+                let frame = match self.client.read_message() {
                     Ok(Some(frame)) => frame,
                     Ok(None) => break,
                     Err(e) => return End::protocol(e),
@@ -305,9 +297,6 @@ impl<S: ClientIo> Session<S> {
                 .main()
                 .and_then(|s| s.pool().settings.query_timeout)
                 .filter(|_| self.plan.awaiting_server());
-            // Room for a whole message of the usual size in one read: a
-            // read that fills the buffer is followed by another.
-            self.cbuf.reserve(CLIENT_READ_ROOM);
             self.clock.waiting();
             match self.attached.main_mut() {
                 Some(server) => {
@@ -332,8 +321,8 @@ impl<S: ClientIo> Session<S> {
                                 }
                             }
                         },
-                        read = self.client.read_buf(&mut self.cbuf) => match read {
-                            Ok(0) | Err(_) => return End::ClientGone,
+                        read = self.client.fill() => match read {
+                            Err(_) => return End::ClientGone,
                             Ok(n) => count(&server.pool().stats.bytes_received, n),
                         },
                         () = timeout => self.cancel_running_query().await,
@@ -342,8 +331,8 @@ impl<S: ClientIo> Session<S> {
                 None => {
                     tokio::select! {
                         biased;
-                        read = self.client.read_buf(&mut self.cbuf) => match read {
-                            Ok(0) | Err(_) => return End::ClientGone,
+                        read = self.client.fill() => match read {
+                            Err(_) => return End::ClientGone,
                             // Counted where the client's last server was.
                             Ok(n) => if let Some(pools) = self.pools.get(self.shard) {
                                 count(&pools.primary.stats.bytes_received, n);

@@ -14,25 +14,13 @@ use tokio::sync::watch;
 
 use crate::auth::scram::ScramSecret;
 use crate::balancer::ShardPools;
-use crate::cancel::CancelTargets;
+use crate::conn::cancel::CancelTargets;
+use crate::conn::server::ServerTarget;
 use crate::interrupt::Interrupt;
+use crate::lock::lock;
 use crate::metrics::{Metrics, PoolLabels};
 use crate::pool::{Pool, PoolId};
-use crate::server_conn::ServerTarget;
 use crate::session::statements::Registry;
-
-/// Where a client's query is running, so a CancelRequest can reach it:
-/// shared with the server connection, so that a checkout and a release
-/// each move one reference, not an address and a key.
-pub type CancelTarget = std::sync::Arc<CancelKey>;
-
-/// A server connection's address and cancel key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CancelKey {
-    pub addr: crate::server_conn::ServerAddr,
-    pub process_id: u32,
-    pub secret_key: bytes::Bytes,
-}
 
 /// Client states for SHOW CLIENTS.
 pub const CLIENT_IDLE: u8 = 0;
@@ -167,15 +155,6 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     match lock.write() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
-/// Lock a mutex, also after a panic elsewhere poisoned it: the data behind
-/// pgshard's mutexes stays consistent at every await-free step.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
     }

@@ -107,11 +107,11 @@ impl Coordinator {
     }
 
     pub fn ensured(&self, database: &str, shard: usize) -> bool {
-        crate::state::lock(&self.ensured).contains(&(database.to_owned(), shard))
+        crate::lock::lock(&self.ensured).contains(&(database.to_owned(), shard))
     }
 
     pub fn set_ensured(&self, database: &str, shard: usize) {
-        crate::state::lock(&self.ensured).insert((database.to_owned(), shard));
+        crate::lock::lock(&self.ensured).insert((database.to_owned(), shard));
     }
 }
 

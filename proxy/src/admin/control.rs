@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use tokio::io::AsyncRead;
 use tracing::{info, warn};
 
 use super::{ClientGone, Console, Failure};
@@ -17,7 +16,6 @@ use crate::errors::ClientError;
 use crate::pool::Pool;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::watch_client;
 use crate::state::State;
 
 /// How often a waiting command looks again.
@@ -32,7 +30,7 @@ fn pools_of(state: &State, database: Option<&str>) -> Vec<Arc<Pool>> {
     pools
 }
 
-impl<S: AsyncRead + Unpin> Console<'_, S> {
+impl Console<'_> {
     /// Wait until `done` holds (checked every [`POLL`]), or `deadline`
     /// passes, while watching the client.
     async fn wait_until(
@@ -45,7 +43,8 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
                 tokio::time::sleep(POLL).await;
             }
         };
-        watch_client(self.client, self.buf, wait)
+        self.client
+            .watch(wait)
             .await
             .map_err(|_| Failure::Gone(ClientGone))
     }
@@ -66,7 +65,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
         self.wait_until(|| pools.iter().all(|p| p.active() == 0), Some(deadline))
             .await?;
         info!(database = database.unwrap_or("*"), "paused");
-        messages::command_complete(self.out, "PAUSE");
+        messages::command_complete(self.client.out(), "PAUSE");
         Ok(())
     }
 
@@ -76,7 +75,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
         let pools = pools_of(self.state, database);
         self.wait_until(|| pools.iter().all(|p| p.closes_pending() == 0), None)
             .await?;
-        messages::command_complete(self.out, "WAIT_CLOSE");
+        messages::command_complete(self.client.out(), "WAIT_CLOSE");
         Ok(())
     }
 }

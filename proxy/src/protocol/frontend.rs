@@ -173,6 +173,17 @@ pub fn decode_frontend_frame(
     Ok(Some(Frame { kind, bytes }))
 }
 
+/// A SASLInitialResponse (a `p` message while a SASL exchange starts):
+/// the mechanism the client chose and its initial data; `None` when it is
+/// malformed.
+pub fn sasl_initial_response(body: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = body.iter().position(|&b| b == 0)?;
+    let (mechanism, rest) = (&body[..end], &body[end + 1..]);
+    let (&length, data) = rest.split_first_chunk::<4>()?;
+    let length = i32::from_be_bytes(length);
+    (usize::try_from(length).ok()? == data.len()).then_some((mechanism, data))
+}
+
 /// What a Describe or Close names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Named {

@@ -7,25 +7,23 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use router::config::PoolerMode;
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tracing::{debug, warn};
 
 use super::params::ParamSet;
 use super::reply_plan::Step;
 use super::transaction::Target;
 use super::{count, End, Session};
+use crate::conn::cancel::CancelTarget;
+use crate::conn::server::ServerError;
 use crate::errors::ClientError;
 use crate::pool::{PoolError, Pooled};
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::server_conn::ServerError;
-use crate::session::ClientIo;
-use crate::state::{CancelTarget, State, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
+use crate::state::{State, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Make sure a server is attached; if none can be had, reply with the
     /// error and return `Ok(false)`.
     pub(super) async fn ensure_server_or_reply(
@@ -43,7 +41,7 @@ impl<S: ClientIo> Session<S> {
                 Target::Any => 0,
             };
             if let Err(err) = self.attach(shard).await? {
-                let error = ClientError::from_pool(&err, &self.info.database, shard);
+                let error = err.client_error(&self.info.database, shard);
                 self.local_error(error, simple);
                 return Ok(false);
             }
@@ -173,7 +171,7 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Result<Pooled, PoolError>, End> {
         if self.state.paused.borrow().holds(&self.info.database) {
             let resumed = self.state.wait_resumed(&self.info.database);
-            let _ = watch_client(&mut self.client, &mut self.cbuf, resumed).await?;
+            let _ = self.client.watch(resumed).await?;
             self.clock.waiting();
         }
         self.follow_config();
@@ -186,7 +184,7 @@ impl<S: ClientIo> Session<S> {
         }
         State::set_client_state(&self.info, CLIENT_WAITING);
         let checkout = pools.checkout(read);
-        let result = watch_client(&mut self.client, &mut self.cbuf, checkout).await;
+        let result = self.client.watch(checkout).await.map_err(End::from);
         self.clock.waiting();
         State::set_client_state(&self.info, CLIENT_IDLE);
         result
@@ -219,7 +217,7 @@ impl<S: ClientIo> Session<S> {
         if let Some(server) = self.attached.main() {
             warn!(parent: &self.span, timeout = ?server.pool().settings.query_timeout, "query_timeout: cancelling");
             let target = cancel_target(server);
-            tokio::spawn(async move { crate::cancel::send(&target).await });
+            tokio::spawn(async move { crate::conn::cancel::send(&target).await });
         }
     }
 
@@ -381,7 +379,7 @@ impl<S: ClientIo> Session<S> {
         if killed {
             if self.plan.awaiting_server() {
                 let target = cancel_target(&server);
-                tokio::spawn(async move { crate::cancel::send(&target).await });
+                tokio::spawn(async move { crate::conn::cancel::send(&target).await });
             }
             self.set_cancel_target(None).await;
             return;
@@ -398,41 +396,12 @@ impl<S: ClientIo> Session<S> {
             // closed socket until it next writes (pg_sleep, a long scan).
             if self.plan.awaiting_server() {
                 let target = cancel_target(&server);
-                tokio::spawn(async move { crate::cancel::send(&target).await });
+                tokio::spawn(async move { crate::conn::cancel::send(&target).await });
             }
             self.set_cancel_target(None).await;
             return;
         }
         self.release(server, reset).await;
-    }
-}
-
-/// Most client bytes buffered while a session waits on something else
-/// (a pool, PAUSE, a fan-out); past it the client is not read until the
-/// wait ends (pipelining clients wait, as with a full socket buffer).
-pub(super) const WATCH_BUFFER_LIMIT: usize = 1024 * 1024;
-
-/// Wait for `wait` while watching the client: what it sends meanwhile is
-/// kept in `cbuf` for later; if it leaves, the wait is abandoned with
-/// [`End::ClientGone`] (dropping `wait` gives back whatever it held).
-pub(crate) async fn watch_client<S: AsyncRead + Unpin, T>(
-    client: &mut S,
-    cbuf: &mut BytesMut,
-    wait: impl std::future::Future<Output = T>,
-) -> Result<T, End> {
-    tokio::pin!(wait);
-    loop {
-        if cbuf.len() >= WATCH_BUFFER_LIMIT {
-            return Ok(wait.await);
-        }
-        tokio::select! {
-            biased;
-            out = &mut wait => return Ok(out),
-            read = client.read_buf(cbuf) => match read {
-                Ok(0) | Err(_) => return Err(End::ClientGone),
-                Ok(_) => {}
-            },
-        }
     }
 }
 

@@ -15,7 +15,6 @@ use super::Session;
 use crate::errors::ClientError;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
 /// A session's own schema changes, as far as routing goes.
 #[derive(Debug, Default)]
@@ -51,7 +50,7 @@ impl OwnSchema {
     }
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Before a statement is routed. Outside a transaction: a schema change
     /// this session made asks for a catalog read (other sessions could not
     /// see it before), and what its transaction saw is dropped. Inside
@@ -172,7 +171,7 @@ impl<S: ClientIo> Session<S> {
     }
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The text a prepared statement is analysed as (merged, split):
     /// `query` itself, or its views' expansion (the text its route came
     /// from: see `routing.rs`'s `route_info`).

@@ -15,7 +15,6 @@ use crate::errors::ClientError;
 use crate::pool::Pooled;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 use crate::two_phase;
 
 /// The servers of the transaction, each with its shard.
@@ -24,7 +23,7 @@ type Held = Vec<(usize, Pooled)>;
 /// What ending the transaction gives the client: its tag, or an error.
 pub(super) type Ended = Result<&'static str, ClientError>;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A statement outside a transaction that writes on several shards, in
     /// a transaction of its own on each: committed (two-phase when
     /// `two_phase_commit` and `two_phase_commit_auto` are on) if it
@@ -44,12 +43,12 @@ impl<S: ClientIo> Session<S> {
         let failed = self.segment_errors != errors || self.txn.failed();
         let auto = self.state.config().general.two_phase_commit_auto;
         if let Err(error) = self.end_spanning(!failed, auto).await? {
-            error.encode(&mut self.to_client);
+            error.encode(self.client.out());
             self.segment_errors += 1;
         }
         let status = self.status();
-        crate::protocol::messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await
+        crate::protocol::messages::ready_for_query(self.client.out(), status);
+        Ok(self.client.flush().await?)
     }
 
     /// COMMIT (`commit`) or ROLLBACK of the transaction holding servers of
@@ -259,7 +258,7 @@ impl<S: ClientIo> Session<S> {
         }
         let mut server = match self.checkout_server(shard, false).await {
             Ok(Ok(server)) => server,
-            Ok(Err(err)) => return Err(ClientError::from_pool(&err, &database, shard)),
+            Ok(Err(err)) => return Err(err.client_error(&database, shard)),
             Err(_) => return Err(ClientError::shard_lost()),
         };
         let answer = server.conn.query(two_phase::CREATE_DECISIONS).await;

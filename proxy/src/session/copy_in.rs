@@ -24,7 +24,6 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use router::copy::{plan_copy, plan_copy_into, CopyError, CopyPlan, RowSplitter};
-use tokio::io::AsyncReadExt;
 
 use super::routing::Dispatch;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
@@ -33,11 +32,10 @@ use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
-use crate::protocol::frontend::{decode_frontend_frame, FrontendKind};
+use crate::protocol::frontend::FrontendKind;
 use crate::protocol::messages;
 use crate::protocol::rows::parse_row;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
 /// CopyData sent to a shard at once.
 const BATCH: usize = 64 * 1024;
@@ -46,7 +44,7 @@ const BATCH: usize = 64 * 1024;
 /// its first error (whole message), or `Err` when the connection broke.
 type Reply = Result<(Vec<String>, Option<Bytes>), ()>;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run the COPY `sql` into a sharded table (simple protocol).
     pub(super) async fn copy_sharded(&mut self, sql: &str) -> Result<Dispatch, End> {
         self.run_copy(sql, true).await?;
@@ -71,7 +69,7 @@ impl<S: ClientIo> Session<S> {
                     return Ok(false);
                 };
                 let status = self.status();
-                self.plan.drain_local(&mut self.to_client, status);
+                self.plan.drain_local(self.client.out(), status);
                 self.run_copy(&sql, false).await?;
             }
             _ => {
@@ -137,8 +135,8 @@ impl<S: ClientIo> Session<S> {
                 let started = self.start_copies(&mut servers, &plan, sql, &mut sent).await;
                 let streamed = match started {
                     Ok((splitter, response)) => {
-                        self.to_client.extend_from_slice(&response);
-                        self.flush_client().await?;
+                        self.client.out().extend_from_slice(&response);
+                        self.client.flush().await?;
                         self.stream_rows(&mut servers, splitter).await?
                     }
                     Err(error) => Err(error),
@@ -170,19 +168,19 @@ impl<S: ClientIo> Session<S> {
         simple: bool,
     ) -> Result<(), End> {
         match outcome {
-            Ok(total) => messages::command_complete(&mut self.to_client, &format!("COPY {total}")),
+            Ok(total) => messages::command_complete(self.client.out(), &format!("COPY {total}")),
             Err(error) => {
                 if let Some(error) = error {
-                    self.to_client.extend_from_slice(&error);
+                    self.client.out().extend_from_slice(&error);
                 }
                 self.skipping |= !simple;
             }
         }
         if simple {
             let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
+            messages::ready_for_query(self.client.out(), status);
         }
-        self.flush_client().await
+        Ok(self.client.flush().await?)
     }
 
     /// The COPY on every server (`sent`: how many got it), up to
@@ -240,12 +238,12 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Result<(), Bytes>, End> {
         let mut batches: Vec<BytesMut> = servers.iter().map(|_| BytesMut::new()).collect();
         loop {
-            let frame = match decode_frontend_frame(&mut self.cbuf, self.max_message) {
+            let frame = match self.client.read_message() {
                 Ok(Some(frame)) => frame,
-                Ok(None) => match self.client.read_buf(&mut self.cbuf).await {
-                    Ok(0) | Err(_) => return Err(End::ClientGone),
-                    Ok(_) => continue,
-                },
+                Ok(None) => {
+                    self.client.fill().await?;
+                    continue;
+                }
                 Err(e) => return Err(End::protocol(e)),
             };
             let body = frame.body();
@@ -407,7 +405,7 @@ async fn reply(server: &mut Pooled) -> Reply {
     }
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The columns of `table` in order (asked of `server` once, then
     /// cached until DDL or RELOAD).
     pub(super) async fn columns_of(

@@ -14,9 +14,8 @@ use super::transaction::Target;
 use super::{End, Session};
 use crate::protocol::frontend::{BindView, Frame, FrontendKind, FrontendMessage, Named};
 use crate::protocol::messages;
-use crate::session::ClientIo;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// What a Bind says before it is routed: a table made behind pgshard's
     /// back is looked up (`behind.rs`); on one database, a WITH HOLD
     /// cursor bound keeps its server (`cursor`).

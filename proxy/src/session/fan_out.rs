@@ -11,7 +11,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 use super::server_replies::TagSays;
@@ -21,7 +20,6 @@ use crate::execute::merge::{CopyJoin, Merger, RowMerge, SplitRows, Window};
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
 use crate::protocol::messages;
-use crate::session::ClientIo;
 use router::merge::MergePlan;
 
 mod preface;
@@ -81,7 +79,7 @@ pub(super) enum Reply {
     CopyRows(MergeRequest, crate::execute::merge::CopyRows),
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run one simple query on several shards and stream the merged reply,
     /// ReadyForQuery included unless the scope is [`Scope::Implicit`].
     pub(super) async fn fan_out(
@@ -112,7 +110,7 @@ impl<S: ClientIo> Session<S> {
             self.detach().await?;
         }
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         // If what ran before the fan-out failed, the rest is skipped.
         let servers = match (self.segment_errors != errors, in_txn) {
             (true, _) => None,
@@ -126,9 +124,9 @@ impl<S: ClientIo> Session<S> {
         }
         if scope != Scope::Implicit {
             let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
+            messages::ready_for_query(self.client.out(), status);
         }
-        self.flush_client().await
+        Ok(self.client.flush().await?)
     }
 
     /// Send the request to each server and relay the merged replies.
@@ -163,7 +161,7 @@ impl<S: ClientIo> Session<S> {
             // the servers (the tasks drop them as they end).
             for target in &targets {
                 let target = target.clone();
-                tokio::spawn(async move { crate::cancel::send(&target).await });
+                tokio::spawn(async move { crate::conn::cancel::send(&target).await });
             }
             for task in &tasks {
                 task.abort();
@@ -176,7 +174,7 @@ impl<S: ClientIo> Session<S> {
         self.clock.log_if_slow(&self.span, took, shards);
         let failed = merged?;
         if broken {
-            ClientError::shard_lost().encode(&mut self.to_client);
+            ClientError::shard_lost().encode(self.client.out());
             if in_txn {
                 // A shard's part of the transaction is gone with its
                 // connection: the transaction cannot commit.
@@ -263,8 +261,8 @@ impl<S: ClientIo> Session<S> {
                     for server in servers {
                         self.release(server, false).await;
                     }
-                    ClientError::from_pool(&err, &self.info.database, shard)
-                        .encode(&mut self.to_client);
+                    err.client_error(&self.info.database, shard)
+                        .encode(self.client.out());
                     return Ok(None);
                 }
             }
@@ -327,7 +325,7 @@ impl<S: ClientIo> Session<S> {
                         // Position 0 for the first server to answer.
                         let position = if first == Some(index) { 0 } else { index + 1 };
                         let (failed, satisfied) = (merger.failed(), merger.satisfied());
-                        merger.on_message(position, &message, &mut self.to_client);
+                        merger.on_message(position, &message, self.client.out());
                         if let (false, true, BackendMessage::ErrorResponse(error)) =
                             (failed, merger.failed(), message.message())
                         {
@@ -337,16 +335,14 @@ impl<S: ClientIo> Session<S> {
                             self.cancel_running(incoming, cancels).await;
                         }
                         let idle = incoming.iter().flatten().all(mpsc::Receiver::is_empty);
-                        if idle || self.to_client.len() >= super::CLIENT_FLUSH_AT {
-                            self.flush_client().await?;
+                        if idle || self.client.out().len() >= super::CLIENT_FLUSH_AT {
+                            self.client.flush().await?;
                         }
                     }
                 },
-                read = self.client.read_buf(&mut self.cbuf),
-                    if self.cbuf.len() < super::attach::WATCH_BUFFER_LIMIT => match read {
-                    Ok(0) | Err(_) => return Err(End::ClientGone),
-                    Ok(_) => {}
-                },
+                read = self.client.fill(), if self.client.may_buffer() => {
+                    read?;
+                }
                 () = timeout => {
                     timed_out = true;
                     let targets = self.info.cancel.get();
@@ -355,7 +351,7 @@ impl<S: ClientIo> Session<S> {
                 }
             }
         }
-        Ok(broken || merger.finish(&mut self.to_client))
+        Ok(broken || merger.finish(self.client.out()))
     }
 
     /// A shard's message as the merge reads it: a command tag that says
@@ -403,9 +399,9 @@ impl<S: ClientIo> Session<S> {
             );
         }
         for target in running {
-            cancels.push(tokio::spawn(
-                async move { crate::cancel::send(&target).await },
-            ));
+            cancels.push(tokio::spawn(async move {
+                crate::conn::cancel::send(&target).await
+            }));
         }
     }
 }

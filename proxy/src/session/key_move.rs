@@ -34,7 +34,6 @@ use crate::protocol::{messages, rows};
 
 mod wire;
 
-use crate::session::ClientIo;
 use wire::{cascades, described, exchange, inserted, statement};
 
 /// A bound UPDATE that moves a row, run at its Execute.
@@ -85,7 +84,7 @@ pub(super) fn refused(why: impl ToString) -> ClientError {
     ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A simple-query UPDATE of a sharding key: run where it belongs, or
     /// the row moved.
     pub(super) async fn move_row_query(
@@ -113,7 +112,7 @@ impl<S: ClientIo> Session<S> {
             }
         };
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         let moving = MovePortal {
             plan,
             values,
@@ -123,8 +122,8 @@ impl<S: ClientIo> Session<S> {
         };
         self.run_move(moving, in_txn, true).await?;
         let status = self.status();
-        messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await?;
+        messages::ready_for_query(self.client.out(), status);
+        self.client.flush().await?;
         Ok(Dispatch::Done)
     }
 
@@ -186,7 +185,7 @@ impl<S: ClientIo> Session<S> {
                     return Ok(false);
                 };
                 let status = self.status();
-                self.plan.drain_local(&mut self.to_client, status);
+                self.plan.drain_local(self.client.out(), status);
                 let in_txn = moving.in_txn;
                 if !self.run_move(moving, in_txn, false).await? {
                     self.skipping = true;
@@ -256,9 +255,9 @@ impl<S: ClientIo> Session<S> {
                 self.hold(shard, server);
             }
             match done {
-                Ok(reply) => self.to_client.extend_from_slice(&reply),
+                Ok(reply) => self.client.out().extend_from_slice(&reply),
                 Err(error) => {
-                    self.to_client.extend_from_slice(&error);
+                    self.client.out().extend_from_slice(&error);
                     self.segment_errors += 1;
                     self.txn.fail();
                 }
@@ -268,7 +267,7 @@ impl<S: ClientIo> Session<S> {
         if !in_txn {
             let auto = self.state.config().general.two_phase_commit_auto;
             if let Err(error) = self.end_spanning(!failed, auto).await? {
-                error.encode(&mut self.to_client);
+                error.encode(self.client.out());
                 self.segment_errors += 1;
                 failed = true;
             }

@@ -16,7 +16,6 @@ use crate::protocol::frontend::FrontendKind;
 use crate::protocol::messages;
 use crate::protocol::messages::{error_response, Severity};
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
 /// A portal pgshard answers itself (transaction control bound in the
 /// extended protocol): its Execute gets `tag`, after the nested-BEGIN
@@ -27,7 +26,7 @@ pub struct LocalPortal {
     pub nested: bool,
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The error for a statement inside a transaction pgshard refused.
     pub(super) fn aborted(&mut self, simple: bool) {
         self.local_error(

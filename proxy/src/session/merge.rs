@@ -24,7 +24,6 @@ use crate::protocol::backend::BackendKind;
 use crate::protocol::frontend::Bind;
 use crate::protocol::sqlstate;
 use crate::protocol::{messages, rows};
-use crate::session::ClientIo;
 
 /// What the shards' collation must be for byte order to be Postgres's:
 /// `datcollate` (libc) or `datlocale` (builtin provider, Postgres 17+).
@@ -366,7 +365,7 @@ fn bound_value(bound: Option<Bound>, bind: Option<&Bind>) -> Result<Option<u64>,
     Ok(Some(u64::try_from(value).unwrap_or(0)))
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The merge a Bind of `statement` (summarized as `summary`) running
     /// on several shards needs: `None` when its rows concatenate.
     pub(super) fn bind_merge(

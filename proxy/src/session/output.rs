@@ -5,18 +5,10 @@
 //! forms finish what is left.
 
 use bytes::Buf;
-use tokio::io::AsyncWriteExt;
 
 use super::{End, Session};
 
-/// A session's client socket: a stream, and a write that does not wait.
-pub trait ClientIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin {
-    /// Write what the socket takes now, without a future to poll:
-    /// `WouldBlock` when it takes nothing now (or cannot say, as TLS).
-    fn try_write_now(&mut self, bytes: &[u8]) -> std::io::Result<usize>;
-}
-
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Send what is buffered: to the server first, so it starts working.
     pub(super) async fn flush(&mut self) -> Result<(), End> {
         if !self.flush_now()? {
@@ -46,8 +38,8 @@ impl<S: ClientIo> Session<S> {
             }
         }
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
-        self.flush_client_now()
+        self.plan.drain_local(self.client.out(), status);
+        Ok(self.client.flush_now()?)
     }
 
     /// What [`flush_now`](Self::flush_now) left.
@@ -62,33 +54,7 @@ impl<S: ClientIo> Session<S> {
             self.to_server.clear();
         }
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
-        self.flush_client().await
-    }
-
-    pub(super) async fn flush_client(&mut self) -> Result<(), End> {
-        if self.flush_client_now()? {
-            return Ok(());
-        }
-        let result = self.client.write_all(&self.to_client).await;
-        self.to_client.clear();
-        result.map_err(|_| End::ClientGone)
-    }
-
-    /// What the client's socket takes of the client's buffer now; `false`
-    /// when bytes are left.
-    pub(super) fn flush_client_now(&mut self) -> Result<bool, End> {
-        if self.to_client.is_empty() {
-            return Ok(true);
-        }
-        match self.client.try_write_now(&self.to_client) {
-            Ok(n) => self.to_client.advance(n),
-            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => {
-                self.to_client.clear();
-                return Err(End::ClientGone);
-            }
-        }
-        Ok(self.to_client.is_empty())
+        self.plan.drain_local(self.client.out(), status);
+        Ok(self.client.flush().await?)
     }
 }

@@ -13,9 +13,8 @@ use router::summary::{StatementKind, Summary};
 
 use super::statements::Statement;
 use super::{End, Session};
-use crate::session::ClientIo;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Whether some shard of the cluster has replicas.
     pub(super) fn has_replicas(&self) -> bool {
         self.pools.iter().any(|shard| !shard.replicas.is_empty())

@@ -30,7 +30,6 @@ use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::Named;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
 /// The shards a statement goes to: inline, so routing to one or a few
 /// allocates nothing.
@@ -56,7 +55,7 @@ pub enum Dispatch {
     Rewritten(Target, String),
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The cluster has more than one database: statements need routing.
     pub(super) fn sharded(&self) -> bool {
         !self.sharding.is_trivial()

@@ -54,7 +54,6 @@ use crate::protocol::backend::Kinds;
 use crate::protocol::frontend::{Bind, Frame, FrontendKind, FrontendMessage};
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
 /// The messages held since the segment's first multi-shard Bind.
 #[derive(Debug, Default)]
@@ -370,7 +369,7 @@ fn no_statement(name: &[u8]) -> ClientError {
 const MIXED: &str =
     "this message cannot join a pipeline holding a statement that goes to several shards";
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A client message while a segment is held: added to it, or the
     /// segment is refused (dropped, with the client's error) when the
     /// message cannot join it; Sync runs it.

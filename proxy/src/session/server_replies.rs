@@ -13,17 +13,16 @@ use tracing::warn;
 use super::params::ParamSet;
 use super::reply_plan::Effect;
 use super::{count, End, Session, CLIENT_FLUSH_AT};
+use crate::conn::server::Ahead;
 use crate::errors::ClientError;
 use crate::protocol::backend::{
     BackendFrame, BackendKind, BackendMessage, CommandTag, TransactionStatus,
 };
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::server_conn::Ahead;
-use crate::session::ClientIo;
 use crate::state::State;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Read the attached server, relaying what it sends, until the plan owes
     /// the client nothing more from it (while watching the client).
     pub(super) async fn answer_all(&mut self) -> Result<(), End> {
@@ -33,7 +32,7 @@ impl<S: ClientIo> Session<S> {
                 break;
             };
             let read = server.conn.fill();
-            match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
+            match self.client.watch(read).await? {
                 Ok(0) | Err(_) => {
                     self.lose_main();
                     return Err(End::server_lost());
@@ -51,7 +50,7 @@ impl<S: ClientIo> Session<S> {
     /// relayed.
     pub(super) async fn on_server_data(&mut self) -> Result<(), End> {
         self.relay_server_data().await?;
-        self.flush_client().await
+        Ok(self.client.flush().await?)
     }
 
     /// [`on_server_data`](Self::on_server_data) in the message loop: a
@@ -64,11 +63,11 @@ impl<S: ClientIo> Session<S> {
     pub(super) async fn on_server_data_in_loop(&mut self) -> Result<(), End> {
         self.relay_server_data().await?;
         let clean = self.attached.main().is_some_and(|s| !s.conn.dirty);
-        if clean && self.cbuf.is_empty() && self.release_due() && !self.release_clean() {
+        if clean && !self.client.has_unread() && self.release_due() && !self.release_clean() {
             self.maybe_release().await?;
         }
-        if !self.flush_client_now()? {
-            self.flush_client().await?;
+        if !self.client.flush_now()? {
+            self.client.flush().await?;
         }
         Ok(())
     }
@@ -78,7 +77,7 @@ impl<S: ClientIo> Session<S> {
     async fn relay_server_data(&mut self) -> Result<(), End> {
         self.relay_server_messages().await?;
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         Ok(())
     }
 
@@ -93,7 +92,7 @@ impl<S: ClientIo> Session<S> {
                 // What was forwarded goes before local replies.
                 self.copy_run(&mut run, at);
                 let status = self.status();
-                self.plan.drain_local(&mut self.to_client, status);
+                self.plan.drain_local(self.client.out(), status);
             }
             let Some(server) = self.attached.main_mut() else {
                 break;
@@ -104,7 +103,8 @@ impl<S: ClientIo> Session<S> {
                     (Seen::of(message, raw, plain), raw.len())
                 }
                 Ok(Ahead::Missing(missing)) => {
-                    self.to_client
+                    self.client
+                        .out()
                         .extend_from_slice(server.conn.read_bytes(run..at));
                     server.conn.consume(at, missing);
                     break;
@@ -142,9 +142,9 @@ impl<S: ClientIo> Session<S> {
                 self.copy_run(&mut run, at - length);
                 run = at;
             }
-            if self.to_client.len() + (at - run) >= CLIENT_FLUSH_AT {
+            if self.client.out().len() + (at - run) >= CLIENT_FLUSH_AT {
                 self.copy_run(&mut run, at);
-                self.flush_client().await?;
+                self.client.flush().await?;
             }
         }
         if let Some(server) = self.attached.main() {
@@ -157,7 +157,8 @@ impl<S: ClientIo> Session<S> {
     /// messages) to the client's; the run starts again at `to`.
     fn copy_run(&mut self, run: &mut usize, to: usize) {
         if let Some(server) = self.attached.main() {
-            self.to_client
+            self.client
+                .out()
                 .extend_from_slice(server.conn.read_bytes(*run..to));
         }
         *run = to;
@@ -202,7 +203,7 @@ impl<S: ClientIo> Session<S> {
             }
             if let Some(renamed) = self.sql_names.client_error(message) {
                 // It names a statement by pgshard's name for it.
-                self.to_client.extend_from_slice(renamed.bytes());
+                self.client.out().extend_from_slice(renamed.bytes());
                 return false;
             }
         }
@@ -212,7 +213,7 @@ impl<S: ClientIo> Session<S> {
             // pgshard holds a transaction the server does not know of, or
             // one that spans this server and others.
             let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
+            messages::ready_for_query(self.client.out(), status);
             return false;
         }
         true

@@ -15,9 +15,8 @@ use super::{End, Session};
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::Frame;
 use crate::protocol::messages;
-use crate::session::ClientIo;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
         let body = frame.body();
         let sql_bytes = body.strip_suffix(&[0]).unwrap_or(body);

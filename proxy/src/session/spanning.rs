@@ -19,9 +19,8 @@ use crate::pool::Pooled;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Finish what the main server is doing, keeping it. A server answers
     /// only at a Sync: one goes after what the client left unsynced, or
     /// after what pgshard sent for it (a Parse and Describe before a Bind
@@ -84,13 +83,7 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Result<Pooled, ClientError>, End> {
         let mut server = match self.checkout_server(shard, false).await? {
             Ok(server) => server,
-            Err(err) => {
-                return Ok(Err(ClientError::from_pool(
-                    &err,
-                    &self.info.database,
-                    shard,
-                )))
-            }
+            Err(err) => return Ok(Err(err.client_error(&self.info.database, shard))),
         };
         let script = String::from_utf8_lossy(script);
         match server.conn.query(&script).await {
@@ -141,7 +134,7 @@ impl<S: ClientIo> Session<S> {
                         self.attached.attach(*shard, server);
                     }
                     self.txn.fail();
-                    error.encode(&mut self.to_client);
+                    error.encode(self.client.out());
                     return Ok(None);
                 }
             }

@@ -30,7 +30,6 @@ use crate::metrics::RouteKind;
 use crate::protocol::frontend::Bind;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
 /// A statement's VALUES rows as read for splitting, or why they cannot be.
 pub type InsertRowsRead = Result<Arc<InsertRows>, SplitError>;
@@ -66,7 +65,7 @@ fn refused(why: SplitError) -> ClientError {
     ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A Bind of `statement` whose rows go to several shards (the router
     /// said so): held as a segment of its parts, or refused. `None`: the
     /// Bind is answered or held.

@@ -30,9 +30,8 @@ use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::BindView;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run the multi-row INSERT `sql` split by shard.
     pub(super) async fn split_insert(&mut self, sql: &str) -> Result<Dispatch, End> {
         let split = match split_insert(sql, &self.sharding) {
@@ -170,7 +169,7 @@ impl<S: ClientIo> Session<S> {
         let Some(columns) = self.insert_columns(&sql).await? else {
             return Ok(None);
         };
-        let mut kept = crate::state::lock(&statement.with_columns);
+        let mut kept = crate::lock::lock(&statement.with_columns);
         if let Some((known, rewritten)) = kept.as_ref() {
             if Arc::ptr_eq(known, &columns) {
                 return Ok(Some(Arc::clone(rewritten)));

@@ -31,12 +31,11 @@ use crate::errors::ClientError;
 use crate::pool::Pooled;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
 /// An EXECUTE's text and where the statement's name is in it.
 type Named<'t> = (&'t str, (usize, usize));
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// `EXECUTE name (...)` of `statement` (kind `Other`), or EXPLAIN
     /// EXECUTE, or CREATE TABLE AS EXECUTE (kind `Ddl`).
     pub(super) async fn sql_execute(

@@ -33,7 +33,6 @@ use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::{BindView, Frame, FrontendKind, Named};
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
 /// Where the Bind of an EXECUTE goes on a sharded cluster.
 enum Routed {
@@ -47,7 +46,7 @@ enum Routed {
 /// The portal the PREPAREs pgshard sends run in.
 pub(in crate::session) const PORTAL: &[u8] = b"__pgshard_prepare";
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A Bind or statement Describe (`frame`) of `statement`, whose name
     /// is `body[name.0..name.0 + name.1]`: handled here when its text
     /// PREPAREs, DEALLOCATEs or EXECUTEs a SQL-prepared statement.

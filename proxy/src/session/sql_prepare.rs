@@ -25,7 +25,6 @@ use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::{Frame, Named};
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 
 /// What became of a simple query that PREPAREs or EXECUTEs.
 pub(super) enum SqlQuery {
@@ -42,7 +41,7 @@ pub(super) enum SqlQuery {
     Run(Target, Arc<SqlStatement>, String),
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A simple query that starts with PREPARE, or is one EXECUTE (or
     /// EXPLAIN EXECUTE) of a statement the client prepared.
     pub(super) async fn sql_prepared_query(&mut self, lookup: &Lookup) -> Result<SqlQuery, End> {

@@ -3,7 +3,7 @@
 //! [(types)] AS statement` (`__pgshard_<id>`, shared by every client that
 //! prepares the same text with the same type list, ids drawn with the
 //! protocol-level statements' so that names never collide and a server's
-//! [`crate::server_conn::prepared_set::PreparedSet`] holds both), each
+//! [`crate::conn::server::prepared_set::PreparedSet`] holds both), each
 //! client's names for them, and what an EXECUTE's arguments are for
 //! routing, LIMIT and HAVING. The session's side is `sql_prepare.rs`
 //! (PREPARE, statements prepared on demand), `sql_execute.rs` (EXECUTE

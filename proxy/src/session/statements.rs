@@ -21,11 +21,11 @@ use router::cache::AstCache as Cache;
 use router::sharding::ParserEngine;
 
 use crate::errors::ClientError;
+use crate::lock::lock;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 use crate::session::params::{self, ParamChange};
 use crate::session::sql_prepared::SqlStatement;
-use crate::state::lock;
 
 /// One statement as pgshard prepares it on servers.
 #[derive(Debug)]

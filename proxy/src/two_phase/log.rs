@@ -97,7 +97,7 @@ impl DecisionLog {
         let (reply, outcome) = oneshot::channel();
         let append = Append { line, sync, reply };
         let sent = {
-            let mut writer = crate::state::lock(&self.writer);
+            let mut writer = crate::lock::lock(&self.writer);
             let sender = writer.get_or_insert_with(|| {
                 let (sender, queue) = mpsc::channel();
                 let segments = Segments {
@@ -118,7 +118,7 @@ impl DecisionLog {
         };
         if sent.is_err() {
             // The writer is gone (it could not start): start again next time.
-            *crate::state::lock(&self.writer) = None;
+            *crate::lock::lock(&self.writer) = None;
             return Err(std::io::Error::other("the decision log writer stopped"));
         }
         match outcome.await {

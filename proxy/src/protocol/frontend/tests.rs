@@ -216,3 +216,20 @@ fn a_bind_view_refuses_every_truncation_and_any_trailing_byte() {
         }
     );
 }
+
+#[test]
+fn sasl_initial_responses_are_read_with_their_length_checked() {
+    let good = b"SCRAM-SHA-256\0\0\0\0\x03abc";
+    assert_eq!(
+        sasl_initial_response(good),
+        Some((&b"SCRAM-SHA-256"[..], &b"abc"[..]))
+    );
+    for bad in [
+        &b"SCRAM-SHA-256"[..],
+        b"SCRAM-SHA-256\0\0\0",
+        b"SCRAM-SHA-256\0\0\0\0\x04abc",
+        b"SCRAM-SHA-256\0\xff\xff\xff\xffabc",
+    ] {
+        assert_eq!(sasl_initial_response(bad), None, "{bad:?}");
+    }
+}

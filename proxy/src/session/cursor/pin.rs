@@ -8,7 +8,7 @@
 use super::Cursors;
 use crate::pool::Pooled;
 use crate::protocol::backend::TransactionStatus;
-use crate::session::{ClientIo, End, Session};
+use crate::session::{End, Session};
 
 impl Cursors {
     /// Keep `server` for the client (see [`Cursors::keeps`]).
@@ -42,7 +42,7 @@ impl Cursors {
     }
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// `server` is given back: pinned instead when a WITH HOLD cursor
     /// needs it (rolled back first if a transaction is open on it; closed
     /// if that fails). Returns whether it was kept.

@@ -17,7 +17,7 @@ use crate::protocol::messages;
 use crate::session::reply_plan::{self, Step};
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
-use crate::session::{ClientIo, End, Session};
+use crate::session::{End, Session};
 
 /// Why a FETCH of a merged cursor cannot have binary results.
 const BINARY_FETCH: &str = "a FETCH of a cursor over several shards with binary results is not supported: its rows are merged from the shards' text FETCHes; fetch it with text results";
@@ -42,7 +42,7 @@ pub(in crate::session) struct CursorPortal {
     done: bool,
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A Bind of a statement that uses a cursor pgshard knows: where it
     /// goes, or `None` when it is answered here (or refused).
     pub(in crate::session) fn bind_cursor_statement(

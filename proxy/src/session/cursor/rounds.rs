@@ -13,7 +13,7 @@ use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
 use crate::protocol::frontend::Named;
 use crate::protocol::messages;
-use crate::session::{watch_client, ClientIo, End, Session, CLIENT_FLUSH_AT};
+use crate::session::{End, Session, CLIENT_FLUSH_AT};
 
 /// What the client asked of a merged cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,7 @@ enum Batch {
     Lost,
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Answer `ask` from `merged`, whose shards' servers are `servers` (in
     /// the order of its positions); a batch ends with a Sync when `sync`
     /// (else a Flush: inside a segment). On failure the cursor is broken
@@ -79,8 +79,8 @@ impl<S: ClientIo> Session<S> {
         }
         if described {
             match merged.rows.description() {
-                Some(description) => self.to_client.extend_from_slice(description),
-                None => messages::no_data(&mut self.to_client),
+                Some(description) => self.client.out().extend_from_slice(description),
+                None => messages::no_data(self.client.out()),
             }
         }
         if ask == Ask::Describe {
@@ -93,11 +93,11 @@ impl<S: ClientIo> Session<S> {
                     break;
                 };
                 if !matches!(ask, Ask::Move { .. }) {
-                    self.to_client.extend_from_slice(&row);
+                    self.client.out().extend_from_slice(&row);
                 }
                 sent += 1;
-                if self.to_client.len() >= CLIENT_FLUSH_AT {
-                    self.flush_client().await?;
+                if self.client.out().len() >= CLIENT_FLUSH_AT {
+                    self.client.flush().await?;
                 }
             }
             if sent == limit || merged.rows.at_end() {
@@ -112,15 +112,15 @@ impl<S: ClientIo> Session<S> {
         }
         match ask {
             Ask::Move { .. } => {
-                messages::command_complete(&mut self.to_client, &format!("MOVE {sent}"))
+                messages::command_complete(self.client.out(), &format!("MOVE {sent}"))
             }
             Ask::Execute { rows } if rows > 0 && sent == rows => {
-                messages::portal_suspended(&mut self.to_client)
+                messages::portal_suspended(self.client.out())
             }
             Ask::Execute { .. } => {
-                messages::command_complete(&mut self.to_client, &format!("SELECT {sent}"))
+                messages::command_complete(self.client.out(), &format!("SELECT {sent}"))
             }
-            _ => messages::command_complete(&mut self.to_client, &format!("FETCH {sent}")),
+            _ => messages::command_complete(self.client.out(), &format!("FETCH {sent}")),
         }
         Ok(Read::Done)
     }
@@ -148,7 +148,7 @@ impl<S: ClientIo> Session<S> {
                 continue;
             };
             let request = merged.source.request(rows, describe, sync);
-            let sent = watch_client(&mut self.client, &mut self.cbuf, server.conn.send(&request));
+            let sent = self.client.watch(server.conn.send(&request));
             lost |= sent.await?.is_err();
         }
         let mut outcome = Batch::Ok;
@@ -176,18 +176,18 @@ impl<S: ClientIo> Session<S> {
         let read = match outcome {
             Batch::Ok => return Read::Done,
             Batch::Error(message) => {
-                self.to_client.extend_from_slice(&message);
+                self.client.out().extend_from_slice(&message);
                 Read::ShardFailed
             }
             Batch::Lost => {
-                ClientError::shard_lost().encode(&mut self.to_client);
+                ClientError::shard_lost().encode(self.client.out());
                 for &shard in &merged.shards {
                     self.cursors.lost(shard);
                 }
                 Read::ShardFailed
             }
             Batch::Merge(error) => {
-                merge_error(&error).encode(&mut self.to_client);
+                merge_error(&error).encode(self.client.out());
                 Read::MergeFailed
             }
         };
@@ -230,7 +230,7 @@ impl<S: ClientIo> Session<S> {
                     Ok(())
                 }
                 BackendMessage::NoticeResponse(_) => {
-                    self.to_client.extend_from_slice(message.bytes());
+                    self.client.out().extend_from_slice(message.bytes());
                     Ok(())
                 }
                 BackendMessage::ReadyForQuery(_) => break,
@@ -285,7 +285,7 @@ impl<S: ClientIo> Session<S> {
             true => messages::sync(&mut request),
             false => messages::flush(&mut request),
         }
-        let sent = watch_client(&mut self.client, &mut self.cbuf, server.conn.send(&request));
+        let sent = self.client.watch(server.conn.send(&request));
         if sent.await?.is_err() {
             return Ok(self.batch_outcome(merged, Batch::Lost));
         }
@@ -328,7 +328,7 @@ impl<S: ClientIo> Session<S> {
                 Err(_) => return Ok(None),
             }
             let read = server.conn.fill();
-            match watch_client(&mut self.client, &mut self.cbuf, read).await? {
+            match self.client.watch(read).await? {
                 Ok(0) | Err(_) => return Ok(None),
                 Ok(_) => {}
             }

@@ -23,7 +23,7 @@ use crate::session::fan_out::{Reply, Scope};
 use crate::session::routing::{Dispatch, Shards};
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
-use crate::session::{ClientIo, End, Session};
+use crate::session::{End, Session};
 
 /// The cursor effect of a statement string's only statement.
 pub(in crate::session) fn cursor_effect(summary: &Summary) -> Option<&CursorEffect> {
@@ -47,7 +47,7 @@ pub(in crate::session) enum Follow {
     Refuse(ClientError),
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Where a statement using a cursor pgshard knows goes (`None`: route
     /// it as usual: it names no known cursor).
     pub(in crate::session) fn follow_cursor(&mut self, effect: &CursorEffect) -> Option<Follow> {
@@ -143,7 +143,7 @@ impl<S: ClientIo> Session<S> {
     pub(in crate::session) async fn close_all(&mut self, simple: bool) -> Result<bool, End> {
         self.settle_main().await?;
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         let mut request = BytesMut::new();
         messages::query(&mut request, "CLOSE ALL");
         let mut servers = self.attached.take_all_keeping_writes();
@@ -164,17 +164,17 @@ impl<S: ClientIo> Session<S> {
         let failed = failure.is_some();
         match failure {
             Some(error) => {
-                self.to_client.extend_from_slice(&error);
+                self.client.out().extend_from_slice(&error);
                 self.segment_errors += 1;
                 self.skipping = !simple;
             }
-            None => messages::command_complete(&mut self.to_client, "CLOSE CURSOR ALL"),
+            None => messages::command_complete(self.client.out(), "CLOSE CURSOR ALL"),
         }
         if simple {
             let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
+            messages::ready_for_query(self.client.out(), status);
         }
-        self.flush_client().await?;
+        self.client.flush().await?;
         Ok(!failed)
     }
 

@@ -52,8 +52,10 @@ pub(super) fn spawn_readers(
 }
 
 /// Deliver a cancel to `target` in a task of its own.
-pub(super) fn send_cancel(target: crate::state::CancelTarget) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { crate::cancel::send(&target).await })
+pub(super) fn send_cancel(
+    target: crate::conn::cancel::CancelTarget,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move { crate::conn::cancel::send(&target).await })
 }
 
 /// A reading task: gives back its server and whether the reply came whole.

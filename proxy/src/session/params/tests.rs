@@ -1,4 +1,4 @@
-//! Unit tests of startup parameters, setting changes and statement classes.
+//! What statements do to the session's settings, one case per line.
 
 use super::*;
 
@@ -8,52 +8,6 @@ fn set(pairs: &[(&str, &str)]) -> ParamSet {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     ParamSet::from_startup(&params).unwrap()
-}
-
-#[test]
-fn startup_params_become_set_statements() {
-    let s = set(&[
-        ("user", "u"),
-        ("database", "d"),
-        ("application_name", "it's"),
-        (
-            "options",
-            "-c search_path=a,b --statement-timeout=5s -cwork_mem=1MB",
-        ),
-    ]);
-    assert_eq!(
-        s.sync_sql(&ParamSet::default()).unwrap(),
-        "SELECT pg_catalog.set_config('application_name', 'it''s', false)\n;\
-         SELECT pg_catalog.set_config('search_path', 'a,b', false)\n;\
-         SELECT pg_catalog.set_config('statement_timeout', '5s', false)\n;\
-         SELECT pg_catalog.set_config('work_mem', '1MB', false)\n;"
-    );
-    assert!(ParamSet::from_startup(&[("options".into(), "-x".into())]).is_err());
-}
-
-#[test]
-fn replayed_texts_survive_trailing_comments() {
-    let defaults = ParamSet::default();
-    let mut client = ParamSet::default();
-    for change in setting_changes("SET a.x = 1 -- first\n; SET a.y = 2").unwrap() {
-        client.apply(&change, &defaults);
-    }
-    let sql = client.sync_sql(&defaults).unwrap();
-    assert_eq!(sql, "SET a.x = 1 -- first\n;SET a.y = 2\n;");
-    // Both statements survive: the comment ends at its newline.
-    let tree = parser_ffi::ParseTree::parse(&sql).unwrap();
-    assert_eq!(tree.statements().count(), 2);
-}
-
-#[test]
-fn sync_resets_what_the_client_does_not_have() {
-    let client = set(&[("TimeZone", "UTC")]);
-    let server = set(&[("application_name", "x"), ("timezone", "UTC")]);
-    assert_eq!(
-        client.sync_sql(&server).unwrap(),
-        "RESET \"application_name\";"
-    );
-    assert_eq!(client.sync_sql(&client), None);
 }
 
 /// The changes of `sql` as the session reads them: from its summary.
@@ -199,4 +153,18 @@ fn deallocate_and_discard() {
     assert_eq!(changes("DEALLOCATE a; DEALLOCATE b").deallocate, None);
     assert!(changes("DISCARD ALL").discard_all);
     assert_eq!(changes("DISCARD PLANS"), SessionChanges::default());
+}
+
+#[test]
+fn replayed_texts_survive_trailing_comments() {
+    let defaults = ParamSet::default();
+    let mut client = ParamSet::default();
+    for change in setting_changes("SET a.x = 1 -- first\n; SET a.y = 2").unwrap() {
+        client.apply(&change, &defaults);
+    }
+    let sql = client.sync_sql(&defaults).unwrap();
+    assert_eq!(sql, "SET a.x = 1 -- first\n;SET a.y = 2\n;");
+    // Both statements survive: the comment ends at its newline.
+    let tree = parser_ffi::ParseTree::parse(&sql).unwrap();
+    assert_eq!(tree.statements().count(), 2);
 }

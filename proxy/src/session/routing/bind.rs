@@ -15,10 +15,9 @@ use crate::protocol::frontend::BindView;
 use crate::protocol::sqlstate;
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
-use crate::session::ClientIo;
 use crate::session::Session;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Where a Bind of `statement` goes, or `None` when it was answered
     /// (refused, or held for a fan-out at Sync).
     pub(in crate::session) fn route_bind(

@@ -14,10 +14,9 @@ use crate::metrics::RouteKind;
 use crate::protocol::frontend::{Bind, BindView, Frame};
 use crate::protocol::messages;
 use crate::session::statements::Statement;
-use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A Bind for several shards: held as the start of a segment, which
     /// runs at Sync (inside the client's transaction when there is one,
     /// `segment/in_txn.rs`), with what its rows need: a merge, or one

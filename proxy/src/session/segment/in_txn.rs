@@ -14,10 +14,9 @@ use crate::errors::ClientError;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run a held segment inside the client's transaction, ReadyForQuery
     /// included.
     pub(super) async fn run_segment_in_txn(&mut self, segment: Segment) -> Result<(), End> {
@@ -29,7 +28,7 @@ impl<S: ClientIo> Session<S> {
         // Replies pgshard made itself before the segment (a ParseComplete
         // answered with no server attached) come first.
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         let before = self.segment_errors != errors;
         if !before && self.attached.status() == Some(TransactionStatus::Failed) {
             // An earlier statement failed: the transaction is aborted.
@@ -37,7 +36,7 @@ impl<S: ClientIo> Session<S> {
                 sqlstate::IN_FAILED_TRANSACTION,
                 "current transaction is aborted, commands ignored until end of transaction block",
             )
-            .encode(&mut self.to_client);
+            .encode(self.client.out());
         }
         let servers = match before || self.attached.status() == Some(TransactionStatus::Failed) {
             // Postgres skips the rest up to the Sync after an error.
@@ -83,7 +82,7 @@ impl<S: ClientIo> Session<S> {
             // connection: the transaction cannot commit.
             self.txn.fail();
             if failed_at.is_none() {
-                ClientError::shard_lost().encode(&mut self.to_client);
+                ClientError::shard_lost().encode(self.client.out());
                 self.segment_errors += 1;
             }
         }
@@ -103,7 +102,7 @@ impl<S: ClientIo> Session<S> {
             self.pending.extend(settings);
         }
         let status = self.status();
-        messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await
+        messages::ready_for_query(self.client.out(), status);
+        Ok(self.client.flush().await?)
     }
 }

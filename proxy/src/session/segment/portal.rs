@@ -12,10 +12,9 @@ use crate::protocol::frontend::{Frame, FrontendMessage, Named};
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 use crate::session::reply_plan;
-use crate::session::ClientIo;
 use crate::session::Session;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Describe, Execute or Close inside a segment.
     pub(super) fn segment_portal_message(
         &mut self,

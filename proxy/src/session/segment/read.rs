@@ -9,7 +9,6 @@ use crate::errors::ClientError;
 use crate::execute::merge::Merger;
 use crate::protocol::backend::{BackendFrame, BackendMessage};
 use crate::session::server_replies::TagSays;
-use crate::session::ClientIo;
 use crate::session::{End, Session};
 
 /// One step of reading a part's unit for an item.
@@ -24,7 +23,7 @@ enum UnitRead {
     Lost,
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Read `part`'s replies up to the end of its unit for item `index`
     /// (swallowing those of Parses pgshard injected before it), feeding the
     /// item's to `merger` as the item's `position`-th shard. Returns false
@@ -96,7 +95,7 @@ impl<S: ClientIo> Session<S> {
     /// changes from the first shard only.
     fn feed(&mut self, position: usize, message: &BackendFrame, merger: &mut Merger) {
         if !message.kind().is_async() || position == 0 {
-            merger.on_message(position, message, &mut self.to_client);
+            merger.on_message(position, message, self.client.out());
         }
     }
 
@@ -110,7 +109,7 @@ impl<S: ClientIo> Session<S> {
         // the client does.
         let renamed = self.sql_names.client_error(message);
         let message = renamed.as_ref().unwrap_or(message);
-        merger.on_message(0, message, &mut self.to_client);
+        merger.on_message(0, message, self.client.out());
     }
 
     /// The next message of `part`'s unit for item `index`, the replies of
@@ -135,10 +134,10 @@ impl<S: ClientIo> Session<S> {
                     }
                 }
                 let read = part.server.conn.fill();
-                match crate::session::watch_client(&mut self.client, &mut self.cbuf, read).await? {
+                match self.client.watch(read).await? {
                     Ok(0) | Err(_) => {
                         part.failed = true;
-                        ClientError::shard_lost().encode(&mut self.to_client);
+                        ClientError::shard_lost().encode(self.client.out());
                         return Ok(UnitRead::Lost);
                     }
                     Ok(_) => {}

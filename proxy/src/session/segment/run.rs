@@ -15,10 +15,9 @@ use crate::execute::merge::{Merger, RowMerge, SplitRows};
 use crate::protocol::backend::BackendKind;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
-use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run a held segment on every shard it touches and merge the replies,
     /// ReadyForQuery included.
     pub(super) async fn run_segment(&mut self, segment: Segment) -> Result<(), End> {
@@ -37,21 +36,21 @@ impl<S: ClientIo> Session<S> {
             true => self.adopt_attached().await?,
             false => None,
         };
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         if self.segment_errors != errors {
             // That part failed: the rest of the segment is skipped.
             self.forget_parses(&segment.items, 0);
             if let Some(part) = adopted {
                 self.end_parts(vec![part], true).await;
             }
-            messages::ready_for_query(&mut self.to_client, status);
-            return self.flush_client().await;
+            messages::ready_for_query(self.client.out(), status);
+            return Ok(self.client.flush().await?);
         }
         let Some(mut parts) = self.segment_parts(&segment.items, adopted).await? else {
             // Nothing of the segment ran: the error is the client's.
             self.forget_parses(&segment.items, 0);
-            messages::ready_for_query(&mut self.to_client, status);
-            return self.flush_client().await;
+            messages::ready_for_query(self.client.out(), status);
+            return Ok(self.client.flush().await?);
         };
         let two_phase = self.segment_two_phase(&segment);
         let failed_at = self
@@ -78,8 +77,8 @@ impl<S: ClientIo> Session<S> {
             }
         }
         let status = self.client_status(TransactionStatus::Idle);
-        messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await
+        messages::ready_for_query(self.client.out(), status);
+        Ok(self.client.flush().await?)
     }
 
     /// Send each part its share of the segment (`begin`: opening a
@@ -104,7 +103,7 @@ impl<S: ClientIo> Session<S> {
         let targets = self.info.cancel.take().await;
         if merged.is_err() {
             for target in targets {
-                tokio::spawn(async move { crate::cancel::send(&target).await });
+                tokio::spawn(async move { crate::conn::cancel::send(&target).await });
             }
         }
         let failed_at = merged?;
@@ -134,10 +133,7 @@ impl<S: ClientIo> Session<S> {
         for part in parts.iter_mut() {
             let request = build_request(part, items, range.clone(), begin, self.prepared_limit);
             let write = part.server.conn.send(&request);
-            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
-                .await?
-                .is_err()
-            {
+            if self.client.watch(write).await?.is_err() {
                 part.failed = true;
             }
         }
@@ -200,8 +196,8 @@ impl<S: ClientIo> Session<S> {
                     unnamed_parsed: None,
                 }),
                 Err(err) => {
-                    ClientError::from_pool(&err, &self.info.database, shard)
-                        .encode(&mut self.to_client);
+                    err.client_error(&self.info.database, shard)
+                        .encode(self.client.out());
                     self.segment_errors += 1;
                     return Ok(None);
                 }
@@ -243,7 +239,7 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Option<usize>, End> {
         let mut failed = parts.iter().any(|p| p.failed);
         if failed {
-            ClientError::shard_lost().encode(&mut self.to_client);
+            ClientError::shard_lost().encode(self.client.out());
             return Ok(Some(range.start));
         }
         let (from, to) = (range.start, range.end);
@@ -257,7 +253,7 @@ impl<S: ClientIo> Session<S> {
             } = item
             else {
                 if let Item::Local(bytes, _) = item {
-                    self.to_client.extend_from_slice(bytes);
+                    self.client.out().extend_from_slice(bytes);
                 }
                 continue;
             };
@@ -290,9 +286,9 @@ impl<S: ClientIo> Session<S> {
                     }
                 }
             }
-            failed |= merger.finish(&mut self.to_client);
-            if self.to_client.len() >= crate::session::CLIENT_FLUSH_AT {
-                self.flush_client().await?;
+            failed |= merger.finish(self.client.out());
+            if self.client.out().len() >= crate::session::CLIENT_FLUSH_AT {
+                self.client.flush().await?;
             }
             if failed {
                 return Ok(Some(index));

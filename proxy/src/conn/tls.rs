@@ -1,5 +1,6 @@
 //! TLS for client connections (rustls), when `tls_certificate` and
-//! `tls_private_key` are configured, and the stream type sessions run on.
+//! `tls_private_key` are configured, and the client's stream: plain TCP, or
+//! TLS over it.
 
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -59,8 +60,10 @@ pub enum ClientStream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
-impl crate::session::ClientIo for ClientStream {
-    fn try_write_now(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+impl ClientStream {
+    /// Write what the socket takes now, without a future to poll:
+    /// `WouldBlock` when it takes nothing now (or cannot say, as TLS).
+    pub fn try_write_now(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         match self {
             ClientStream::Plain(s) => s.try_write(bytes),
             // rustls buffers and encrypts: the write future does it.

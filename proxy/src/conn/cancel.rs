@@ -1,6 +1,8 @@
-//! CancelRequest: clients hold pgshard's cancel keys, never a server's; a
-//! request is checked against the client it names and forwarded to the
-//! server running that client's query, if any.
+//! Cancelling a server's query: the servers running a client's query
+//! right now (its cancel targets, changed only while no cancel is being
+//! delivered to them), and a CancelRequest sent to one on a connection of
+//! its own. Clients hold pgshard's cancel keys, never a server's: the
+//! listener checks a client's request against the key it names.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -9,36 +11,13 @@ use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::debug;
 
-use crate::auth::constant_time_eq;
+use super::server::ServerStream;
+pub use super::server::{CancelKey, CancelTarget};
+use crate::lock::lock;
 use crate::protocol::startup::encode_cancel;
-use crate::server_conn::ServerStream;
-use crate::state::{lock, CancelTarget, State};
 
 /// How long delivering a cancel to a server may take.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Handle a CancelRequest for pgshard key (`process_id`, `secret`).
-pub async fn handle(state: &State, process_id: u32, secret: &[u8]) {
-    let Some(client) = state.client(process_id) else {
-        debug!(process_id, "cancel for an unknown client");
-        return;
-    };
-    if !constant_time_eq(secret, &client.secret.to_be_bytes()) {
-        debug!(process_id, "cancel with a wrong key");
-        return;
-    }
-    // Held while the request is delivered: the session cannot hand its
-    // server to another client in the meantime.
-    let delivery = client.cancel.deliver();
-    if delivery.targets.is_empty() {
-        debug!(process_id, "cancel for an idle client");
-    }
-    // Every server running the client's statement (several in a fan-out).
-    let sends: Vec<_> = delivery.targets.iter().map(send).collect();
-    for sent in sends {
-        sent.await;
-    }
-}
 
 /// The servers running a client's query right now, if any (several in a
 /// fan-out). A session changes them on every checkout and release, so
@@ -174,8 +153,8 @@ mod tests {
     use std::sync::Arc;
 
     fn target(process_id: u32) -> CancelTarget {
-        Arc::new(crate::state::CancelKey {
-            addr: crate::server_conn::ServerAddr::Tcp(([127, 0, 0, 1], 5432).into()),
+        Arc::new(crate::conn::cancel::CancelKey {
+            addr: crate::conn::server::ServerAddr::Tcp(([127, 0, 0, 1], 5432).into()),
             process_id,
             secret_key: bytes::Bytes::from_static(b"key!"),
         })

@@ -1,7 +1,9 @@
-//! One connection to a Postgres server: connect, log in with whatever the
-//! server asks for (trust, cleartext, MD5, SCRAM-SHA-256), and the state
-//! pgshard tracks on it (statements prepared, settings applied, transaction
-//! status, cancel key).
+//! One connection to a Postgres server: connect and log in (whatever the
+//! server asks for, `server/login.rs`), its messages read in one place (in
+//! place, or split off whole) and written, and the state pgshard tracks on
+//! it: the transaction status and settings it reported (noted as its
+//! messages are read), the statements prepared and settings applied on it,
+//! its cancel key.
 
 mod login;
 mod prepared_set;
@@ -12,10 +14,10 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::conn::settings::ParamSet;
 use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
 use crate::protocol::frame::{backend_extent, reserve_missing, Extent, FrameError};
 use crate::protocol::messages;
-use crate::session::params::ParamSet;
 pub use prepared_set::PreparedSet;
 pub use stream::{ServerAddr, ServerStream};
 
@@ -67,6 +69,19 @@ pub enum ServerError {
     Protocol(String),
 }
 
+/// Where a client's query is running, so a CancelRequest can reach it:
+/// shared with the server connection, so that a checkout and a release
+/// each move one reference, not an address and a key.
+pub type CancelTarget = std::sync::Arc<CancelKey>;
+
+/// A server connection's address and cancel key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelKey {
+    pub addr: ServerAddr,
+    pub process_id: u32,
+    pub secret_key: Bytes,
+}
+
 /// A statement the server refused: its ErrorResponse's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -101,26 +116,21 @@ pub struct ServerConn {
     /// The worker thread whose reactor the socket is registered with
     /// (`workers.rs`; `None` off worker threads).
     home: Option<usize>,
-    /// Its entry among its pool's connections, once the pool handed it
-    /// out (SHOW SERVERS); dropped with it.
-    pub listing: Option<crate::pool::Listing>,
-    /// When the pool retires it (`server_lifetime`), once a pool took it.
-    pub expires: Option<Instant>,
     /// `addr`, `process_id` and `secret_key` together, from the login on.
-    cancel: Option<crate::state::CancelTarget>,
+    cancel: Option<CancelTarget>,
 }
 
 impl ServerConn {
     /// What a CancelRequest for the query running on it needs.
-    pub fn cancel_key(&self) -> crate::state::CancelTarget {
+    pub fn cancel_key(&self) -> CancelTarget {
         match &self.cancel {
             Some(key) => std::sync::Arc::clone(key),
             None => self.make_cancel_key(),
         }
     }
 
-    fn make_cancel_key(&self) -> crate::state::CancelTarget {
-        std::sync::Arc::new(crate::state::CancelKey {
+    fn make_cancel_key(&self) -> CancelTarget {
+        std::sync::Arc::new(CancelKey {
             addr: self.addr.clone(),
             process_id: self.process_id,
             secret_key: self.secret_key.clone(),
@@ -164,9 +174,7 @@ impl ServerConn {
                 status: TransactionStatus::Idle,
                 dirty: false,
                 id,
-                home: crate::workers::current(),
-                listing: None,
-                expires: None,
+                home: crate::conn::worker::current(),
                 cancel: None,
             });
             conn.login(target).await?;
@@ -332,7 +340,7 @@ impl ServerConn {
     /// no readiness yet, so [`is_broken_while_idle`](Self::is_broken_while_idle)
     /// would see nothing; the probe does (EOF, or an unsolicited message).
     pub fn settle_here(self: Box<Self>) -> std::io::Result<Box<ServerConn>> {
-        let here = crate::workers::current();
+        let here = crate::conn::worker::current();
         if here.is_none() || here == self.home {
             return Ok(self);
         }
