@@ -25,7 +25,8 @@ use crate::protocol::frame::SMALL_MESSAGE_LIMIT;
 use crate::protocol::frontend::FrontendKind;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::state::{ClientInfo, State};
+use crate::session::ClientInfo;
+use crate::state::State;
 pub use control::reload;
 
 /// Serve admin commands until the client leaves.

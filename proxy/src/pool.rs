@@ -3,8 +3,14 @@
 //! connections reused most-recently-used first, and a maintenance task that
 //! keeps `min_pool_size` open and retires idle, expired and dead connections.
 //! Health checks and replica bans are `pool/health.rs`'s; which pool of a
-//! shard serves a checkout is `balancer.rs`'s.
+//! shard serves a checkout is `pool/balancer.rs`'s; the pools of the
+//! running config, by cluster and user, `pool/clusters.rs`'s; what holds
+//! checkouts back (PAUSE, shutdown) `pool/gate.rs`'s.
 
+pub mod balancer;
+pub mod clusters;
+mod error;
+pub mod gate;
 mod health;
 mod maintenance;
 mod places;
@@ -18,61 +24,24 @@ use std::time::{Duration, Instant};
 use router::config::{PoolSettings, Role};
 use tracing::{debug, warn};
 
-use crate::conn::server::{ServerConn, ServerError, ServerTarget};
+use crate::conn::server::{ServerConn, ServerTarget};
 use crate::conn::settings::ParamSet;
-use crate::errors::ClientError;
 use crate::lock::lock;
-use crate::metrics::PoolHistograms;
+use crate::metrics::{Metrics, PoolHistograms, PoolLabels};
 use crate::protocol::backend::TransactionStatus;
-use crate::protocol::sqlstate;
+pub use error::PoolError;
 use places::{Place, Places, Unplaced};
 pub use report::{CheckedOut, IdleServer, Listing};
 
-/// Why no server connection could be had.
-#[derive(Debug, thiserror::Error)]
-pub enum PoolError {
-    #[error("timed out after {0:?} waiting for a server connection (checkout_timeout)")]
-    Timeout(Duration),
-    #[error("the pool was shut down")]
-    Closed,
-    #[error(transparent)]
-    Server(#[from] ServerError),
-}
-
-impl PoolError {
-    /// No server of `shard` could be had for this client. The message says
-    /// which limit or failure without naming hosts or ports; the full error
-    /// goes to the log.
-    pub fn client_error(&self, cluster: &str, shard: usize) -> ClientError {
-        let (code, message) = match self {
-            PoolError::Timeout(_) => (sqlstate::TOO_MANY_CONNECTIONS, self.to_string()),
-            PoolError::Closed => (
-                sqlstate::ADMIN_SHUTDOWN,
-                "pgshard is shutting down or reloading this pool".to_owned(),
-            ),
-            PoolError::Server(server) => {
-                warn!(%server, %cluster, shard, "no server connection for a client");
-                let why = match server {
-                    ServerError::Connect(..) | ServerError::ConnectTimeout(_) => {
-                        "cannot connect to it".to_owned()
-                    }
-                    // Postgres's own words (which user, which setting): no
-                    // address, no password.
-                    ServerError::Refused(refusal) => format!("it refused: {refusal}"),
-                    ServerError::NoPassword(_)
-                    | ServerError::UnsupportedAuth(_)
-                    | ServerError::Auth(_) => "pgshard cannot log in to it".to_owned(),
-                    ServerError::Io(_) | ServerError::Closed | ServerError::Protocol(_) => {
-                        "the connection to it failed".to_owned()
-                    }
-                };
-                (
-                    sqlstate::CONNECTION_FAILURE,
-                    format!("no server connection for database \"{cluster}\" shard {shard}: {why} (details in pgshard's log)"),
-                )
-            }
-        };
-        ClientError::new(code, message).retry_safe()
+impl PoolLabels {
+    fn of_pool(cluster: &str, user: &str, shard: usize, role: Role, target: &ServerTarget) -> Self {
+        PoolLabels {
+            cluster: cluster.to_owned(),
+            user: user.to_owned(),
+            shard: shard.to_string(),
+            role: role.as_str().to_owned(),
+            host: format!("{}:{}", target.host, target.port),
+        }
     }
 }
 
@@ -214,7 +183,7 @@ impl Pool {
         target: ServerTarget,
         settings: PoolSettings,
         next_id: Arc<AtomicU64>,
-        histograms: PoolHistograms,
+        metrics: &Metrics,
     ) -> Arc<Pool> {
         let PoolId {
             cluster,
@@ -223,6 +192,8 @@ impl Pool {
             role,
         } = id;
         let (places, sweep) = Places::new(settings.pool_size, settings.checkout_timeout);
+        let labels = PoolLabels::of_pool(&cluster, &user, shard, role, &target);
+        let histograms = metrics.pool_histograms(&labels);
         let pool = Arc::new(Pool {
             cluster,
             user,
@@ -245,6 +216,17 @@ impl Pool {
         tokio::spawn(maintenance::maintain(Arc::downgrade(&pool)));
         tokio::spawn(health::watch(Arc::downgrade(&pool)));
         pool
+    }
+
+    /// The labels of the pool's metrics.
+    pub fn labels(&self) -> PoolLabels {
+        PoolLabels::of_pool(
+            &self.cluster,
+            &self.user,
+            self.shard,
+            self.role,
+            &self.target,
+        )
     }
 
     /// A server connection: an idle one if any (checked first when it sat
@@ -474,27 +456,5 @@ impl Pool {
     /// Server connections open or opening: checked out plus idle.
     pub fn servers(&self) -> usize {
         self.active() + self.idle_count()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::sqlstate;
-
-    #[test]
-    fn pool_errors_name_no_address() {
-        let connect = PoolError::Server(ServerError::Connect(
-            "10.1.2.3:5432".into(),
-            std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
-        ));
-        let error = connect.client_error("prod", 1);
-        assert_eq!(error.code, sqlstate::CONNECTION_FAILURE);
-        assert_eq!(error.retry, crate::errors::Retry::Safe);
-        assert!(!error.message.contains("10.1.2.3"), "{}", error.message);
-        assert!(error.message.contains("shard 1"), "{}", error.message);
-        let timeout = PoolError::Timeout(Duration::from_secs(5)).client_error("prod", 0);
-        assert_eq!(timeout.code, sqlstate::TOO_MANY_CONNECTIONS);
-        assert!(timeout.message.contains("checkout_timeout"));
     }
 }

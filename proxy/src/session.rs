@@ -14,6 +14,7 @@
 mod attach;
 mod attached;
 mod behind;
+mod client_info;
 mod commit;
 mod copy_in;
 mod cursor;
@@ -30,6 +31,7 @@ pub mod reply_plan;
 pub mod routing;
 pub mod segment;
 mod server_replies;
+mod shared;
 mod simple;
 mod spanning;
 mod split_bind;
@@ -52,18 +54,19 @@ use tracing::warn;
 
 use crate::conn::client::{ClientConn, Gone};
 use crate::errors::ClientError;
+use crate::pool::clusters::ClusterPools;
 use crate::pool::Pooled;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::{Frame, FrontendKind};
 use crate::protocol::sqlstate;
-use crate::state::{ClientInfo, ClusterPools, State};
 use attach::cancel_target;
 use attached::Attached;
+pub use client_info::{ClientInfo, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 use params::{ParamChange, ParamSet};
 use query_clock::QueryClock;
 use reply_plan::{ReplyPlan, Step};
 use segment::Segment;
-pub(crate) use server_replies::retire_on_ddl;
+pub use shared::{Shared, TableColumns};
 use statements::ClientStatements;
 use transaction::{Target, Transaction};
 
@@ -105,7 +108,7 @@ impl End {
 
 /// What a logged-in session starts from.
 pub struct Start {
-    pub state: Arc<State>,
+    pub shared: Arc<Shared>,
     pub info: Arc<ClientInfo>,
     pub pools: ClusterPools,
     pub mode: PoolerMode,
@@ -116,7 +119,7 @@ pub struct Start {
 }
 
 pub struct Session {
-    state: Arc<State>,
+    shared: Arc<Shared>,
     info: Arc<ClientInfo>,
     pools: ClusterPools,
     generation: u64,
@@ -205,8 +208,8 @@ pub struct Session {
 
 impl Session {
     pub fn new(client: ClientConn, start: Start) -> Session {
-        let generation = start.state.generation.load(Ordering::Acquire);
-        let (sharding, engine) = attach::sharding_of(&start.state, &start.info.database);
+        let generation = start.shared.clusters.generation();
+        let (sharding, engine) = attach::sharding_of(&start.shared, &start.info.database);
         Session {
             sharding,
             engine,
@@ -224,14 +227,14 @@ impl Session {
             extended_settings: Vec::new(),
             resync: false,
             unnamed_on: None,
-            clock: QueryClock::new(start.state.config().general.slow_query_threshold()),
+            clock: QueryClock::new(start.shared.config().general.slow_query_threshold()),
             writes: false,
             span: tracing::Span::none(),
             recent: Vec::new(),
             recent_clears: 0,
             own_schema: behind::OwnSchema::default(),
             generation,
-            state: start.state,
+            shared: start.shared,
             info: start.info,
             pools: start.pools,
             mode: start.mode,
@@ -254,6 +257,7 @@ impl Session {
 
     /// Serve the client until it leaves; the server connection goes back to
     /// its pool clean, or is closed. `span` is the client's, for log lines.
+    /// (The client stays registered: the caller unregisters it.)
     pub async fn run(mut self, span: tracing::Span) {
         self.span = span;
         if let Some(server) = self.attached.main() {
@@ -261,17 +265,22 @@ impl Session {
         }
         let end = self.serve_unless_killed().await;
         if let End::Fatal(error) = &end {
-            self.state.metrics.error(error.code.as_bytes());
+            self.shared.metrics.error(error.code.as_bytes());
             self.client.out().clear();
             error.encode_fatal(self.client.out());
             let _ = self.client.flush().await;
         }
         self.finish().await;
-        self.state.unregister_client(self.info.process_id);
+    }
+
+    /// The client's process id (its cancel key's), under which it is
+    /// registered.
+    pub fn process_id(&self) -> u32 {
+        self.info.process_id
     }
 
     async fn serve(&mut self) -> End {
-        let (info, state) = (Arc::clone(&self.info), Arc::clone(&self.state));
+        let (info, state) = (Arc::clone(&self.info), Arc::clone(&self.shared));
         let stopping = info.interrupt.until(|| state.is_shutting_down());
         tokio::pin!(stopping);
         loop {

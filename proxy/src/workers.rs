@@ -76,7 +76,7 @@ impl Workers {
         let Some((_, (first, listener))) = workers.next() else {
             return;
         };
-        let tls = match crate::server::tls_acceptor(&state) {
+        let tls = match crate::listener::tls_acceptor(&state) {
             Ok(tls) => tls,
             Err(err) => {
                 warn!(%err, "TLS is configured but unusable; not starting");
@@ -94,7 +94,8 @@ impl Workers {
                 .spawn(move || {
                     crate::conn::worker::set(Some(id));
                     runtime.block_on(async move {
-                        crate::server::accept(listener, &state, tls, std::future::pending()).await;
+                        crate::listener::accept(listener, &state, tls, std::future::pending())
+                            .await;
                         // Sessions keep running here while the first worker
                         // drains them.
                         let _ = stopped.wait_for(|s| *s).await;
@@ -106,7 +107,7 @@ impl Workers {
             }
         }
         crate::conn::worker::set(Some(0));
-        first.block_on(crate::server::serve(listener, state, tls, shutdown));
+        first.block_on(crate::listener::serve(listener, state, tls, shutdown));
         stop.send_replace(true);
         for thread in threads {
             let _ = thread.join();

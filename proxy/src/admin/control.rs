@@ -54,7 +54,7 @@ impl Console<'_> {
     /// pools, as PgBouncer does (or after `shutdown_timeout`).
     pub(super) async fn pause(&mut self, database: Option<&str>) -> Result<(), Failure> {
         let state = self.state;
-        state.paused.send_modify(|paused| match database {
+        state.gate.paused.send_modify(|paused| match database {
             Some(database) => {
                 paused.databases.insert(database.to_owned());
             }
@@ -83,7 +83,7 @@ impl Console<'_> {
 /// RESUME [db]: let sessions held by PAUSE (or KILL) of the database go on;
 /// without a database, every PAUSE and KILL ends.
 pub(super) fn resume(state: &State, database: Option<&str>, out: &mut BytesMut) {
-    state.paused.send_modify(|paused| match database {
+    state.gate.paused.send_modify(|paused| match database {
         Some(database) => {
             paused.databases.remove(database);
         }
@@ -100,7 +100,7 @@ pub(super) fn resume(state: &State, database: Option<&str>, out: &mut BytesMut) 
 /// PgBouncer), its clients' sessions end at once with 57P01 and their
 /// servers are closed, and so are its pools' idle connections.
 pub(super) fn kill(state: &State, database: &str, out: &mut BytesMut) {
-    state.paused.send_modify(|paused| {
+    state.gate.paused.send_modify(|paused| {
         paused.databases.insert(database.to_owned());
     });
     let mut killed = 0;
@@ -132,19 +132,22 @@ pub(super) fn reconnect(state: &State, database: Option<&str>, out: &mut BytesMu
 /// sessions') next server checkout (transactions under way finish) without
 /// waiting, until OFF. OFF without a database ends every maintenance.
 pub(super) fn maintenance(state: &State, on: bool, database: Option<&str>, out: &mut BytesMut) {
-    state.paused.send_modify(|paused| match (on, database) {
-        (true, None) => paused.maintenance = true,
-        (true, Some(database)) => {
-            paused.maintenance_databases.insert(database.to_owned());
-        }
-        (false, Some(database)) => {
-            paused.maintenance_databases.remove(database);
-        }
-        (false, None) => {
-            paused.maintenance = false;
-            paused.maintenance_databases.clear();
-        }
-    });
+    state
+        .gate
+        .paused
+        .send_modify(|paused| match (on, database) {
+            (true, None) => paused.maintenance = true,
+            (true, Some(database)) => {
+                paused.maintenance_databases.insert(database.to_owned());
+            }
+            (false, Some(database)) => {
+                paused.maintenance_databases.remove(database);
+            }
+            (false, None) => {
+                paused.maintenance = false;
+                paused.maintenance_databases.clear();
+            }
+        });
     info!(on, database = database.unwrap_or("*"), "maintenance mode");
     messages::command_complete(out, "MAINTENANCE");
 }

@@ -3,7 +3,6 @@
 //! client), keeping its settings in line with the client's, and giving it
 //! back clean (or closed) when the transaction ends or the client leaves.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use super::params::ParamSet;
 use super::reply_plan::Step;
 use super::transaction::Target;
 use super::{count, End, Session};
+use super::{Shared, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 use crate::conn::cancel::CancelTarget;
 use crate::conn::server::ServerError;
 use crate::errors::ClientError;
@@ -21,7 +21,6 @@ use crate::pool::{PoolError, Pooled};
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::state::{State, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 
 impl Session {
     /// Make sure a server is attached; if none can be had, reply with the
@@ -98,7 +97,7 @@ impl Session {
         if let Err(target) = self.info.cancel.try_set(Some(cancel_target(&server))) {
             self.set_cancel_target(target).await;
         }
-        State::set_client_state(&self.info, CLIENT_ACTIVE);
+        self.info.set_state(CLIENT_ACTIVE);
         self.attached.attach(shard, server);
         self.shard = shard;
         Ok(Ok(()))
@@ -110,7 +109,7 @@ impl Session {
         if let Some(pinned) = self.cursors.unpin(shard) {
             return Some(pinned);
         }
-        if self.state.paused.borrow().holds(&self.info.database) {
+        if self.shared.gate.holds(&self.info.database) {
             return None;
         }
         self.follow_config();
@@ -169,8 +168,8 @@ impl Session {
         shard: usize,
         read: bool,
     ) -> Result<Result<Pooled, PoolError>, End> {
-        if self.state.paused.borrow().holds(&self.info.database) {
-            let resumed = self.state.wait_resumed(&self.info.database);
+        if self.shared.gate.holds(&self.info.database) {
+            let resumed = self.shared.gate.wait_resumed(&self.info.database);
             let _ = self.client.watch(resumed).await?;
             self.clock.waiting();
         }
@@ -182,11 +181,11 @@ impl Session {
         if let Some(server) = pools.checkout_now(read, self.clock.now()) {
             return Ok(Ok(server));
         }
-        State::set_client_state(&self.info, CLIENT_WAITING);
+        self.info.set_state(CLIENT_WAITING);
         let checkout = pools.checkout(read);
         let result = self.client.watch(checkout).await.map_err(End::from);
         self.clock.waiting();
-        State::set_client_state(&self.info, CLIENT_IDLE);
+        self.info.set_state(CLIENT_IDLE);
         result
     }
 
@@ -194,12 +193,12 @@ impl Session {
     /// the catalog says of unlisted tables): take its pools and sharding
     /// model.
     pub(super) fn follow_config(&mut self) {
-        let generation = self.state.generation.load(Ordering::Acquire);
+        let generation = self.shared.clusters.generation();
         if generation != self.generation {
-            if let Some(pools) = self.state.pools(&self.info.database, &self.info.user) {
+            if let Some(pools) = self.shared.pools(&self.info.database, &self.info.user) {
                 self.pools = pools;
             }
-            let (sharding, engine) = sharding_of(&self.state, &self.info.database);
+            let (sharding, engine) = sharding_of(&self.shared, &self.info.database);
             self.sharding = self.own_schema.over(sharding, &self.sharding);
             self.engine = engine;
             self.generation = generation;
@@ -299,7 +298,7 @@ impl Session {
         if self.unnamed_on == Some(server.conn.id) {
             self.unnamed_on = None;
         }
-        State::set_client_state(&self.info, CLIENT_IDLE);
+        self.info.set_state(CLIENT_IDLE);
         let now = self.clock.now();
         let held = now.saturating_duration_since(server.checked_out_at);
         let pool = server.pool();
@@ -414,13 +413,13 @@ pub(super) fn cancel_target(server: &Pooled) -> CancelTarget {
 
 /// A cluster's sharding model and the configured parser engine.
 pub(super) fn sharding_of(
-    state: &State,
+    shared: &Shared,
     cluster: &str,
 ) -> (
     Arc<router::sharding::Sharding>,
     router::sharding::ParserEngine,
 ) {
-    let config = state.config();
+    let config = shared.config();
     let sharding = config
         .clusters
         .get(cluster)

@@ -61,16 +61,16 @@ impl Session {
         if self.status() == TransactionStatus::Idle {
             if std::mem::take(&mut self.own_schema.overlay) {
                 (self.sharding, self.engine) =
-                    super::attach::sharding_of(&self.state, &self.info.database);
+                    super::attach::sharding_of(&self.shared, &self.info.database);
             }
             if std::mem::take(&mut self.own_schema.changed) {
-                self.state.catalog.request();
+                self.shared.catalog.request();
             }
         } else if self.own_schema.unread && self.idle() {
             self.own_schema.unread = false;
             self.read_own_catalog().await;
         }
-        if !self.state.catalog.current() && !self.state.catalog.wait().await {
+        if !self.shared.catalog.current() && !self.shared.catalog.wait().await {
             warn!(parent: &self.span, "the shards' catalog was not read in time: routing with what was known");
         }
     }
@@ -87,8 +87,8 @@ impl Session {
         if unseen.len() >= UNSEEN || !unseen.insert(table.name.clone()) {
             return;
         }
-        self.state.catalog.request();
-        if self.state.catalog.wait().await {
+        self.shared.catalog.request();
+        if self.shared.catalog.wait().await {
             self.follow_config();
         }
     }
@@ -127,7 +127,7 @@ impl Session {
         let Some(server) = self.attached.get_mut(shard) else {
             return;
         };
-        if let Some(own) = crate::schema::sharding_on(&mut server.conn, &sharding).await {
+        if let Some(own) = crate::execute::catalog::sharding_on(&mut server.conn, &sharding).await {
             self.sharding = Arc::new(own);
             self.own_schema.overlay = true;
         }
@@ -138,7 +138,7 @@ impl Session {
     /// for before the client learns of the COMMIT).
     pub(super) fn schema_committed(&mut self) {
         if std::mem::take(&mut self.own_schema.changed) {
-            self.state.catalog.request();
+            self.shared.catalog.request();
         }
     }
 

@@ -12,10 +12,10 @@ use tracing::warn;
 
 use super::{End, Session};
 use crate::errors::ClientError;
+use crate::execute::two_phase;
 use crate::pool::Pooled;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::sqlstate;
-use crate::two_phase;
 
 /// The servers of the transaction, each with its shard.
 type Held = Vec<(usize, Pooled)>;
@@ -41,7 +41,7 @@ impl Session {
         self.fan_out_with(shards, request, prepare, reply, scope)
             .await?;
         let failed = self.segment_errors != errors || self.txn.failed();
-        let auto = self.state.config().general.two_phase_commit_auto;
+        let auto = self.shared.config().general.two_phase_commit_auto;
         if let Err(error) = self.end_spanning(!failed, auto).await? {
             error.encode(self.client.out());
             self.segment_errors += 1;
@@ -77,7 +77,7 @@ impl Session {
         } else {
             let (writers, readers): (Held, Held) =
                 servers.drain(..).partition(|(s, _)| written.contains(s));
-            let two_phase = two_phase && self.state.config().general.two_phase_commit;
+            let two_phase = two_phase && self.shared.config().general.two_phase_commit;
             match (two_phase && writers.len() > 1, readers) {
                 (true, readers) => self.commit_two_phase(readers, writers, &mut servers).await,
                 (false, mut readers) => {
@@ -151,7 +151,7 @@ impl Session {
     /// first, on their own.
     async fn commit_two_phase(&mut self, readers: Held, writers: Held, done: &mut Held) -> Ended {
         let database = self.info.database.clone();
-        let coordinator_txn = self.state.two_phase.next_txn();
+        let coordinator_txn = self.shared.two_phase.next_txn();
         let mut writers = writers.into_iter();
         let Some((decider, mut decider_server)) = writers.next() else {
             return Ok("COMMIT");
@@ -172,7 +172,7 @@ impl Session {
             return Err(error);
         }
         let (prepared, failure) = self.prepare(others, &coordinator_txn, decider, done).await;
-        self.state
+        self.shared
             .two_phase
             .checkpoint(two_phase::Fault::Prepared)
             .await;
@@ -197,7 +197,7 @@ impl Session {
         };
         done.push((decider, decider_server));
         let shards: Vec<usize> = prepared.iter().map(|(s, _, _)| *s).collect();
-        let coordinator = &self.state.two_phase;
+        let coordinator = &self.shared.two_phase;
         if decided.is_ok() {
             coordinator.checkpoint(two_phase::Fault::Decided).await;
             // The decider's committed row is the durable decision: the
@@ -232,7 +232,7 @@ impl Session {
         decider: usize,
         done: &mut Held,
     ) -> (Prepared, Option<ClientError>) {
-        let coordinator = &self.state.two_phase;
+        let coordinator = &self.shared.two_phase;
         if !coordinator.injected(two_phase::Fault::BetweenPrepares) {
             return prepare_all(others, txn, decider, done).await;
         }
@@ -253,7 +253,7 @@ impl Session {
     /// Make sure the decider has the decision table (once per shard).
     async fn ensure_decisions(&mut self, shard: usize) -> Result<(), ClientError> {
         let database = self.info.database.clone();
-        if self.state.two_phase.ensured(&database, shard) {
+        if self.shared.two_phase.ensured(&database, shard) {
             return Ok(());
         }
         let mut server = match self.checkout_server(shard, false).await {
@@ -266,7 +266,7 @@ impl Session {
         match answer {
             Ok(answer) => match answer.error {
                 None => {
-                    self.state.two_phase.set_ensured(&database, shard);
+                    self.shared.two_phase.set_ensured(&database, shard);
                     Ok(())
                 }
                 Some((code, message)) => Err(ClientError::from_server(

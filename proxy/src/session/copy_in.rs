@@ -82,7 +82,7 @@ impl Session {
 
     /// Refuse the COPY (`simple`: with its ReadyForQuery).
     fn copy_refused(&mut self, error: ClientError, simple: bool) {
-        self.state.metrics.route(RouteKind::Refused);
+        self.shared.metrics.route(RouteKind::Refused);
         self.refuse(error, simple);
     }
 
@@ -149,7 +149,7 @@ impl Session {
         let outcome = match implicit {
             false => outcome,
             true => {
-                let auto = self.state.config().general.two_phase_commit_auto;
+                let auto = self.shared.config().general.two_phase_commit_auto;
                 match self.end_spanning(outcome.is_ok(), auto).await? {
                     Err(error) if outcome.is_ok() => Err(Some(encode(error))),
                     _ => outcome,
@@ -415,7 +415,7 @@ impl Session {
     ) -> Option<Arc<Vec<String>>> {
         let key = (self.info.database.clone(), table.to_owned());
         let generation = {
-            let known = self.state.table_columns.lock().ok()?;
+            let known = self.shared.table_columns.lock().ok()?;
             if let Some(columns) = known.columns.get(&key) {
                 return Some(Arc::clone(columns));
             }
@@ -426,7 +426,7 @@ impl Session {
                 .await
                 .filter(|c| !c.is_empty())?,
         );
-        self.state
+        self.shared
             .table_columns
             .lock()
             .ok()?

@@ -42,10 +42,10 @@ impl Session {
             self.local_error(super::sql_prepared::duplicate(&name), false);
             return Ok(());
         }
-        let statement = self.state.statements.get_or_insert(
+        let statement = self.shared.statements.get_or_insert(
             &query,
             &param_types,
-            &self.state.cache,
+            &self.shared.cache,
             self.engine,
         );
         if let Err(error) = self.statements.insert(name.clone(), Arc::clone(&statement)) {

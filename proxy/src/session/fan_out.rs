@@ -329,7 +329,7 @@ impl Session {
                         if let (false, true, BackendMessage::ErrorResponse(error)) =
                             (failed, merger.failed(), message.message())
                         {
-                            self.state.metrics.error(error.code().unwrap_or_default());
+                            self.shared.metrics.error(error.code().unwrap_or_default());
                         }
                         if !satisfied && merger.satisfied() {
                             self.cancel_running(incoming, cancels).await;
@@ -361,7 +361,7 @@ impl Session {
         match message.message() {
             BackendMessage::CommandComplete(tag) => {
                 if TagSays::of(tag) == TagSays::SchemaChanged {
-                    super::retire_on_ddl(&self.state);
+                    self.shared.retire_on_ddl();
                 }
                 message
             }

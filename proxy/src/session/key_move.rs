@@ -169,7 +169,7 @@ impl Session {
         None
     }
     fn move_refused(&mut self, error: ClientError) -> Option<Target> {
-        self.state.metrics.route(RouteKind::Refused);
+        self.shared.metrics.route(RouteKind::Refused);
         self.refuse(error, false);
         None
     }
@@ -212,7 +212,7 @@ impl Session {
         let target = plan.target(&self.sharding, &params).map_err(refused)?;
         let finder = plan.delete(&[]).map_err(refused)?;
         let lookup = self
-            .state
+            .shared
             .cache
             .lookup(&finder.sql, self.engine)
             .map_err(|e| refused(format!("the UPDATE's WHERE: {e}")))?;
@@ -265,7 +265,7 @@ impl Session {
         }
         failed |= self.segment_errors != errors || self.txn.failed();
         if !in_txn {
-            let auto = self.state.config().general.two_phase_commit_auto;
+            let auto = self.shared.config().general.two_phase_commit_auto;
             if let Err(error) = self.end_spanning(!failed, auto).await? {
                 error.encode(self.client.out());
                 self.segment_errors += 1;

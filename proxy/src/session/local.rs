@@ -207,7 +207,7 @@ impl Session {
     /// to Sync is skipped, as Postgres does; a simple query gets its
     /// ReadyForQuery right away.
     pub(super) fn local_error(&mut self, error: ClientError, simple: bool) {
-        self.state.metrics.error(error.code.as_bytes());
+        self.shared.metrics.error(error.code.as_bytes());
         let mut reply = BytesMut::new();
         error.encode(&mut reply);
         self.plan.push(Step::Local {

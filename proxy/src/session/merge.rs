@@ -382,10 +382,10 @@ impl Session {
                 Err(error) => StatementMerge::Refused(error),
                 Ok(Some(mut plan)) => {
                     let shard_statement = plan.shard_sql.take().map(|sql| {
-                        self.state.statements.get_or_insert(
+                        self.shared.statements.get_or_insert(
                             &Bytes::from(sql),
                             &statement.param_types,
-                            &self.state.cache,
+                            &self.shared.cache,
                             self.engine,
                         )
                     });
@@ -430,7 +430,7 @@ impl Session {
     pub(super) async fn bytewise_text(&mut self, server: Option<&mut Pooled>) -> bool {
         let database = self.info.database.clone();
         if let Some(known) = self
-            .state
+            .shared
             .bytewise_text
             .lock()
             .ok()
@@ -444,7 +444,7 @@ impl Session {
         let Some(bytewise) = ask_collation(server).await else {
             return false;
         };
-        if let Ok(mut known) = self.state.bytewise_text.lock() {
+        if let Ok(mut known) = self.shared.bytewise_text.lock() {
             known.insert(database, bytewise);
         }
         bytewise

@@ -77,17 +77,21 @@ impl Session {
     /// against their keys, without the shared map: `AstCache::lookup_like`),
     /// else from the shared map.
     pub(super) fn lookup(&mut self, sql: &str) -> Result<Lookup, LookupError> {
-        let clears = self.state.cache.clears();
+        let clears = self.shared.cache.clears();
         if clears != self.recent_clears {
             // RESET QUERY_CACHE: statements are parsed again.
             self.recent.clear();
             self.recent_clears = clears;
         }
-        if let Some((at, found)) = self.state.cache.lookup_like(sql, self.engine, &self.recent) {
+        if let Some((at, found)) = self
+            .shared
+            .cache
+            .lookup_like(sql, self.engine, &self.recent)
+        {
             self.recent[..=at].rotate_right(1);
             return Ok(found);
         }
-        let found = self.state.cache.lookup(sql, self.engine)?;
+        let found = self.shared.cache.lookup(sql, self.engine)?;
         if found.entry.templated {
             self.recent.insert(0, Arc::clone(&found.entry));
             self.recent.truncate(RECENT_TEMPLATES);
@@ -186,13 +190,13 @@ impl Session {
         let one = summary.statements.len() == 1;
         match err {
             RouteError::MultiRowInsert { .. }
-                if one && self.state.config().rewrite.splits_inserts() =>
+                if one && self.shared.config().rewrite.splits_inserts() =>
             {
                 self.split_insert(frame_sql).await
             }
             RouteError::CopyIntoSharded { .. } if one => self.copy_sharded(frame_sql).await,
             RouteError::ShardingKeyChange { .. }
-                if one && self.state.config().rewrite.moves_rows() =>
+                if one && self.shared.config().rewrite.moves_rows() =>
             {
                 self.move_row_query(frame_sql, &summary.statements[0]).await
             }
@@ -291,7 +295,7 @@ impl Session {
 
     /// Refuse a simple query (counted as refused).
     pub(super) fn refused(&mut self, error: ClientError) -> Dispatch {
-        self.state.metrics.route(RouteKind::Refused);
+        self.shared.metrics.route(RouteKind::Refused);
         self.refuse(error, true);
         Dispatch::Done
     }
@@ -313,7 +317,7 @@ impl Session {
             Placement::FanOut | Placement::FanOutInTxn => RouteKind::Several,
             Placement::Refuse => RouteKind::Refused,
         };
-        self.state.metrics.route(kind);
+        self.shared.metrics.route(kind);
         self.clock.routed(kind);
         placement
     }
@@ -371,9 +375,9 @@ impl Session {
             .route
             .get_or_init(|| {
                 let sql = String::from_utf8_lossy(&statement.query);
-                let lookup = self.state.cache.lookup(&sql, self.engine).ok()?;
+                let lookup = self.shared.cache.lookup(&sql, self.engine).ok()?;
                 match self.expanded(&lookup.entry.summary, &sql) {
-                    Ok(Some(text)) => self.state.cache.lookup(&text, self.engine).ok(),
+                    Ok(Some(text)) => self.shared.cache.lookup(&text, self.engine).ok(),
                     _ => Some(lookup),
                 }
             })
@@ -448,7 +452,7 @@ impl Session {
     /// The shard for [`Target::Any`] when no server is attached.
     pub(super) fn any_shard(&self) -> usize {
         let n = self.pools.len().max(1);
-        self.state.any_shard.fetch_add(1, Ordering::Relaxed) % n
+        self.shared.any_shard.fetch_add(1, Ordering::Relaxed) % n
     }
 }
 

@@ -422,10 +422,10 @@ impl Session {
         else {
             return Err(malformed("Parse"));
         };
-        let statement = self.state.statements.get_or_insert(
+        let statement = self.shared.statements.get_or_insert(
             &query,
             &param_types,
-            &self.state.cache,
+            &self.shared.cache,
             self.engine,
         );
         let statement_id = statement.id;

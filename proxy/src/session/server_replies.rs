@@ -20,7 +20,6 @@ use crate::protocol::backend::{
 };
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::state::State;
 
 impl Session {
     /// Read the attached server, relaying what it sends, until the plan owes
@@ -192,7 +191,7 @@ impl Session {
             return false;
         }
         if let Some(message) = seen.error.as_ref() {
-            self.state
+            self.shared
                 .metrics
                 .error(seen.error_code().unwrap_or_default());
             if self.plan.pending_syncs() <= 1 {
@@ -255,7 +254,7 @@ impl Session {
     /// schema; settings made in a transaction take effect at its COMMIT.
     fn on_command_complete(&mut self, tag: TagSays) {
         if tag == TagSays::SchemaChanged {
-            retire_on_ddl(&self.state);
+            self.shared.retire_on_ddl();
         }
         if tag == TagSays::Commit {
             self.schema_committed();
@@ -280,7 +279,7 @@ impl Session {
     fn undo_failed(&mut self, code: Option<&[u8]>, failed: Vec<Effect>) {
         if let Some(Effect::Bound(id)) = failed.first() {
             if code.is_some_and(stale_statement) {
-                self.state.statements.retire(*id);
+                self.shared.statements.retire(*id);
             }
         }
         let Some(server) = self.attached.main_mut() else {
@@ -425,15 +424,6 @@ impl TagSays {
             TagSays::Other
         }
     }
-}
-
-/// The schema changed (a CREATE, ALTER, DROP... went through pgshard):
-/// shared statements analysed before it may be stale, so they are retired,
-/// tables' columns are read again, and the catalog too.
-pub(crate) fn retire_on_ddl(state: &State) {
-    state.statements.retire_all();
-    state.forget_table_columns();
-    state.catalog.request();
 }
 
 /// A Bind error that says the server's copy of a statement no longer fits

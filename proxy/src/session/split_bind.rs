@@ -78,7 +78,7 @@ impl Session {
         let split = match self.split_bind(statement, bind) {
             Ok(split) => split,
             Err(error) => {
-                self.state.metrics.route(RouteKind::Refused);
+                self.shared.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
                 return None;
             }
@@ -132,10 +132,10 @@ impl Session {
                     .iter()
                     .map(|&i| statement.param_types.get(i).copied().unwrap_or(0))
                     .collect();
-                let statement = self.state.statements.get_or_insert(
+                let statement = self.shared.statements.get_or_insert(
                     &Bytes::from(part.sql),
                     &types,
-                    &self.state.cache,
+                    &self.shared.cache,
                     self.engine,
                 );
                 let mut bytes = BytesMut::new();

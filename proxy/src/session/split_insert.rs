@@ -124,7 +124,7 @@ impl Session {
         }
         let key = (self.info.database.clone(), table.to_owned());
         let known =
-            (self.state.table_columns.lock().ok()).and_then(|m| m.columns.get(&key).cloned());
+            (self.shared.table_columns.lock().ok()).and_then(|m| m.columns.get(&key).cloned());
         match known {
             Some(columns) => Ok(Some(columns)),
             None => self.fetch_columns(table).await,
@@ -178,10 +178,10 @@ impl Session {
         let Some(text) = with_columns(&sql, &columns) else {
             return Ok(None);
         };
-        let rewritten = self.state.statements.get_or_insert(
+        let rewritten = self.shared.statements.get_or_insert(
             &Bytes::from(text),
             &statement.param_types,
-            &self.state.cache,
+            &self.shared.cache,
             self.engine,
         );
         *kept = Some((columns, Arc::clone(&rewritten)));

@@ -200,7 +200,7 @@ impl Session {
     pub(super) fn sql_body<'s>(&self, statement: &'s SqlStatement) -> Option<&'s Lookup> {
         statement
             .route
-            .get_or_init(|| self.state.cache.lookup(&statement.body, self.engine).ok())
+            .get_or_init(|| self.shared.cache.lookup(&statement.body, self.engine).ok())
             .as_ref()
     }
 
@@ -372,7 +372,7 @@ impl Session {
             .map_while(|&i| statement.declared.get(i).cloned())
             .collect();
         Some(ShardRun {
-            statement: self.state.statements.sql(&types, &sql, &declared),
+            statement: self.shared.statements.sql(&types, &sql, &declared),
             used,
             of: statement.parameters(),
         })

@@ -118,7 +118,7 @@ impl Session {
             self.refuse(sql_prepared::duplicate(name), false);
             return Ok(());
         }
-        let statement = self.state.statements.sql(parts.types, parts.body, types);
+        let statement = self.shared.statements.sql(parts.types, parts.body, types);
         if !self.ensure_server_or_reply(Target::Any, false).await? {
             return Ok(());
         }
@@ -187,10 +187,10 @@ impl Session {
         statement: &Statement,
         sql: &Arc<SqlStatement>,
     ) -> Arc<Statement> {
-        let executing = self.state.statements.get_or_insert(
+        let executing = self.shared.statements.get_or_insert(
             &Bytes::from(run),
             &statement.param_types,
-            &self.state.cache,
+            &self.shared.cache,
             self.engine,
         );
         let _ = executing.executes.set(Arc::clone(sql));

@@ -128,7 +128,7 @@ impl Session {
             self.refuse(sql_prepared::duplicate(name), true);
             return Ok(false);
         }
-        let statement = self.state.statements.sql(parts.types, parts.body, types);
+        let statement = self.shared.statements.sql(parts.types, parts.body, types);
         if !self.ensure_server_or_reply(Target::Any, true).await? {
             return Ok(false);
         }

@@ -245,10 +245,10 @@ impl Session {
         let (merged, shard_sql) = self.merged_cursor(&sql, &name, *options, locking, planned)?;
         self.cursors.put_merged(name.clone(), Box::new(merged));
         let instead = shard_sql.map(|sql| {
-            self.state.statements.get_or_insert(
+            self.shared.statements.get_or_insert(
                 &Bytes::from(sql),
                 &statement.param_types,
-                &self.state.cache,
+                &self.shared.cache,
                 self.engine,
             )
         });

@@ -56,18 +56,18 @@ impl Session {
             }
             Err(RouteError::MultiRowInsert { .. })
                 if info.entry.summary.statements.len() == 1
-                    && self.state.config().rewrite.splits_inserts() =>
+                    && self.shared.config().rewrite.splits_inserts() =>
             {
                 return self.route_split_bind(statement, unnamed, &bind.to_bind());
             }
             Err(RouteError::ShardingKeyChange { .. })
                 if info.entry.summary.statements.len() == 1
-                    && self.state.config().rewrite.moves_rows() =>
+                    && self.shared.config().rewrite.moves_rows() =>
             {
                 return self.route_move_bind(statement, &bind.to_bind());
             }
             Err(err) => {
-                self.state.metrics.route(RouteKind::Refused);
+                self.shared.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 self.refuse(error, false);
                 return None;
@@ -78,7 +78,7 @@ impl Session {
         if let Some(error) =
             self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
         {
-            self.state.metrics.route(RouteKind::Refused);
+            self.shared.metrics.route(RouteKind::Refused);
             self.refuse(error, false);
             return None;
         }

@@ -39,7 +39,7 @@ impl Session {
         let (merge, declared) = match planned {
             Ok(planned) => planned,
             Err(error) => {
-                self.state.metrics.route(RouteKind::Refused);
+                self.shared.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
                 return;
             }
@@ -227,7 +227,7 @@ impl Session {
             Ok(routed) => routed,
             Err(router::route::RouteError::MultiRowInsert { .. })
                 if summary.statements.len() == 1
-                    && self.state.config().rewrite.splits_inserts() =>
+                    && self.shared.config().rewrite.splits_inserts() =>
             {
                 return Ok(BindRoute::Split);
             }

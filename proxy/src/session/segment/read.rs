@@ -103,7 +103,7 @@ impl Session {
     fn relay_error(&mut self, message: &BackendFrame, merger: &mut Merger) {
         if let (false, BackendMessage::ErrorResponse(error)) = (merger.failed(), message.message())
         {
-            self.state.metrics.error(error.code().unwrap_or_default());
+            self.shared.metrics.error(error.code().unwrap_or_default());
         }
         // An error that names a statement the client prepared names it as
         // the client does.
@@ -147,7 +147,7 @@ impl Session {
                 BackendMessage::CommandComplete(tag)
                     if TagSays::of(tag) == TagSays::SchemaChanged =>
                 {
-                    crate::session::retire_on_ddl(&self.state);
+                    self.shared.retire_on_ddl();
                 }
                 BackendMessage::ErrorResponse(_) => {
                     part.failed = true;

@@ -16,7 +16,7 @@ use crate::session::{End, Session};
 impl Session {
     /// Whether `segment` commits in two phases.
     pub(super) fn segment_two_phase(&self, segment: &Segment) -> bool {
-        let config = self.state.config();
+        let config = self.shared.config();
         let general = &config.general;
         segment.writes.len() > 1 && general.two_phase_commit && general.two_phase_commit_auto
     }

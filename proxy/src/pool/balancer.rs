@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use router::config::{LoadBalancingStrategy, ReadWriteSplit};
 
-use crate::pool::{Pool, PoolError, Pooled};
+use super::{Pool, PoolError, Pooled};
 
 /// One shard's pools for one user.
 #[derive(Debug)]

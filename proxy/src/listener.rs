@@ -1,7 +1,10 @@
 //! The accept loop: one task per client until shutdown, then a drain that
 //! lets transactions in flight finish (up to `shutdown_timeout`). The
 //! binary runs one accept loop per worker thread (`workers.rs`); tests run
-//! one on their own runtime.
+//! one on their own runtime. A client's first moments, up to a running
+//! session or the admin console, are `listener/arrival.rs`'s.
+
+mod arrival;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,7 +14,6 @@ use router::config::Config;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 
-use crate::client;
 use crate::conn::tls;
 use crate::conn::tls::TlsAcceptor;
 use crate::state::State;
@@ -62,7 +64,7 @@ pub(crate) async fn serve(
     if let Some(port) = config.general.openmetrics_port {
         match TcpListener::bind((config.general.host.as_str(), port)).await {
             Ok(metrics) => {
-                tokio::spawn(crate::metrics::serve(metrics, Arc::clone(&state)));
+                tokio::spawn(crate::openmetrics::serve(metrics, Arc::clone(&state)));
             }
             // Clients matter more than metrics: keep serving them.
             Err(err) => warn!(%err, port, "cannot listen for metrics (openmetrics_port)"),
@@ -73,10 +75,17 @@ pub(crate) async fn serve(
     tokio::spawn(crate::schema::run(Arc::clone(&state)));
     if config.general.two_phase_commit {
         let interval = config.general.two_phase_commit_recovery_interval();
-        tokio::spawn(crate::two_phase::recovery::run(
-            Arc::clone(&state),
-            interval,
-        ));
+        let state = Arc::clone(&state);
+        tokio::spawn(async move {
+            let two_phase = &state.two_phase;
+            crate::execute::two_phase::recovery::run(
+                &state.clusters,
+                two_phase,
+                &state.gate,
+                interval,
+            )
+            .await
+        });
     }
     accept(listener, &state, tls, shutdown).await;
     drain(&state).await;
@@ -91,7 +100,7 @@ pub(crate) async fn accept(
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
-    let mut admin_shutdown = state.shutdown.subscribe();
+    let mut admin_shutdown = state.gate.shutdown.subscribe();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -104,7 +113,7 @@ pub(crate) async fn accept(
                         database = tracing::field::Empty,
                         application_name = tracing::field::Empty,
                     );
-                    tokio::spawn(client::serve(stream, Arc::clone(state), tls.clone(), span));
+                    tokio::spawn(arrival::serve(stream, Arc::clone(state), tls.clone(), span));
                 }
                 // Typically EMFILE: keep serving the clients we have.
                 Err(err) => warn!(%err, "accept failed"),

@@ -23,8 +23,9 @@ use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 use crate::protocol::startup::Startup;
+use crate::session::{ClientInfo, CLIENT_IDLE};
 use crate::session::{Session, Start};
-use crate::state::{ClientInfo, State, CLIENT_IDLE};
+use crate::state::State;
 
 /// Serve one accepted connection to its end. Errors end this client only.
 ///
@@ -39,9 +40,13 @@ pub async fn serve(
     tls: Option<TlsAcceptor>,
     span: tracing::Span,
 ) {
-    let session = arrive(stream, state, tls).instrument(span.clone()).await;
+    let session = arrive(stream, Arc::clone(&state), tls)
+        .instrument(span.clone())
+        .await;
     if let Some(session) = session {
+        let process_id = session.process_id();
         session.run(span).await;
+        state.unregister_client(process_id);
     }
 }
 
@@ -313,7 +318,7 @@ async fn start_pooled_session(
     Some(Session::new(
         client,
         Start {
-            state: Arc::clone(&state),
+            shared: state.shared(),
             info,
             pools,
             mode,
@@ -343,7 +348,7 @@ async fn login_report(
             // Like every other use of a server, a login waits out PAUSE
             // (the database may be restarting behind it). A client that
             // leaves meanwhile ends the wait, holding nothing.
-            let resumed = state.wait_resumed(&pool.cluster);
+            let resumed = state.gate.wait_resumed(&pool.cluster);
             let Ok(resumed) = client.watch(resumed).await else {
                 return None;
             };

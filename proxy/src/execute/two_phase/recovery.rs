@@ -15,9 +15,10 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use super::{ask_decision, parse_gid, CREATE_DECISIONS, DECISIONS, GID_PREFIX};
+use super::{ask_decision, parse_gid, Coordinator, CREATE_DECISIONS, DECISIONS, GID_PREFIX};
+use crate::pool::clusters::{ClusterPools, Clusters};
+use crate::pool::gate::Gate;
 use crate::pool::Pool;
-use crate::state::State;
 
 /// A prepared transaction younger than this is left alone: its pgshard is
 /// most likely committing it right now.
@@ -38,10 +39,15 @@ pub struct Report {
 
 /// Resolve what was left, then again every `interval` (if any), until
 /// shutdown.
-pub async fn run(state: Arc<State>, interval: Option<Duration>) {
-    let mut shutdown = state.shutdown.subscribe();
+pub async fn run(
+    clusters: &Clusters,
+    coordinator: &Coordinator,
+    gate: &Gate,
+    interval: Option<Duration>,
+) {
+    let mut shutdown = gate.shutdown.subscribe();
     loop {
-        let report = pass(&state).await;
+        let report = pass(clusters, coordinator).await;
         if report != Report::default() {
             info!(?report, "two-phase commit recovery");
         }
@@ -63,16 +69,15 @@ struct Prepared {
 }
 
 /// One recovery pass over every sharded database.
-pub async fn pass(state: &State) -> Report {
+pub async fn pass(clusters: &Clusters, coordinator: &Coordinator) -> Report {
     let mut report = Report::default();
-    let coordinator = &state.two_phase;
     let logged: BTreeMap<String, String> = coordinator
         .log
         .pending()
         .into_iter()
         .map(|(_, p)| (p.txn, p.database))
         .collect();
-    for (database, users) in state.sharded_pools() {
+    for (database, users) in clusters.sharded_pools() {
         let shards = users.first().map_or(0, |(_, pools)| pools.len());
         let primary = |user: &str, shard: usize| -> Option<Arc<Pool>> {
             let (_, pools) = users.iter().find(|(u, _)| u == user)?;
@@ -134,7 +139,7 @@ async fn list(
     pool: &Arc<Pool>,
     database: &str,
     shard: usize,
-    coordinator: &super::Coordinator,
+    coordinator: &Coordinator,
 ) -> Option<Vec<Prepared>> {
     let mut server = pool.checkout().await.ok()?;
     if !coordinator.ensured(database, shard) {
@@ -226,7 +231,7 @@ async fn finish(pool: &Arc<Pool>, gid: &str, commit: bool) -> bool {
 }
 
 /// Delete old decision rows that no prepared part (`live`) still needs.
-async fn forget_decisions(users: &[(String, crate::state::ClusterPools)], live: &HashSet<String>) {
+async fn forget_decisions(users: &[(String, ClusterPools)], live: &HashSet<String>) {
     let Some((_, pools)) = users.first() else {
         return;
     };
