@@ -41,9 +41,10 @@ const EVERY: Duration = Duration::from_secs(60);
 /// Keep the clusters' catalogs current until the process ends.
 pub async fn run(state: Arc<State>) {
     let mut again: Option<Instant> = None;
+    let mut readers = Readers::default();
     loop {
         let request = state.catalog.starting();
-        refresh(&state).await;
+        refresh(&state, &mut readers).await;
         state.catalog.answered(request);
         let next = again.unwrap_or_else(|| Instant::now() + EVERY);
         tokio::select! {
@@ -57,15 +58,56 @@ pub async fn run(state: Arc<State>) {
     }
 }
 
+/// The connection each cluster's catalog is read through: one of the
+/// reader's own to shard 0's primary, outside the pools, so that reading
+/// after every schema change moves no pooled connection (clients find the
+/// servers they prepared statements on where they left them).
+#[derive(Default)]
+struct Readers(std::collections::HashMap<String, Box<ServerConn>>);
+
+impl Readers {
+    /// `cluster`'s reader, connected now if it has none (or lost it).
+    async fn get(&mut self, state: &State, cluster: &str) -> Option<&mut Box<ServerConn>> {
+        let idle = |conn: &ServerConn| conn.status == b'I';
+        if !self.0.get(cluster).is_some_and(|conn| idle(conn)) {
+            let pools = state
+                .sharded_pools()
+                .into_iter()
+                .find(|(database, _)| database == cluster)?
+                .1;
+            let pool = Arc::clone(&pools.first()?.1.first()?.primary);
+            let timeout = pool.settings.connect_timeout;
+            match ServerConn::connect(&pool.target, timeout, 0).await {
+                Ok(conn) => {
+                    self.0.insert(cluster.to_owned(), conn);
+                }
+                Err(err) => {
+                    warn!(cluster, %err, "cannot connect to read the catalog");
+                    self.0.remove(cluster);
+                    return None;
+                }
+            }
+        }
+        self.0.get_mut(cluster)
+    }
+}
+
 /// Read the catalog of every sharded cluster; install what changed.
-pub async fn refresh(state: &State) {
+async fn refresh(state: &State, readers: &mut Readers) {
     let config = state.config();
     let mut next: Option<Config> = None;
     for (name, cluster) in &config.clusters {
         if cluster.sharding.databases <= 1 {
             continue;
         }
-        let Some(read) = read_cluster(state, name, &cluster.sharding).await else {
+        let Some(conn) = readers.get(state, name).await else {
+            continue;
+        };
+        let read = read_on(conn, &cluster.sharding).await;
+        let Ok(read) = read.map_err(|(what, code, message)| {
+            warn!(cluster = name, code, message, "cannot read {what}");
+            conn.status = b'E';
+        }) else {
             continue;
         };
         let keyless = read
@@ -95,24 +137,6 @@ struct Read {
     /// `None` when the cluster has no column-only entries.
     keyless: Option<KeylessTables>,
     catalog: Catalog,
-}
-
-/// Read `cluster`'s catalog from shard 0 (any user's pool of it will do);
-/// `None` when it cannot be read.
-async fn read_cluster(state: &State, cluster: &str, sharding: &Sharding) -> Option<Read> {
-    let pools = state
-        .sharded_pools()
-        .into_iter()
-        .find(|(database, _)| database == cluster)?
-        .1;
-    let pool = Arc::clone(&pools.first()?.1.first()?.primary);
-    let mut server = pool.checkout().await.ok()?;
-    let read = read_on(&mut server.conn, sharding).await;
-    if server.conn.status == b'I' {
-        pool.checkin(server);
-    }
-    read.map_err(|(what, code, message)| warn!(cluster, code, message, "cannot read {what}"))
-        .ok()
 }
 
 /// `sharding` as the catalog `conn` sees says it is: inside a transaction,

@@ -673,9 +673,8 @@ public final class DriverChecks {
      * cursor_fetch_size: autocommit off + setFetchSize(10), so pgjdbc reads
      * through a named portal (C_n) 10 rows per Execute: 1000 rows of
      * generate_series, a keyless read of 30 drv_items rows and a keyed join.
-     * Sharded: the keyless read goes to both shards, a cross-shard
-     * transaction, not supported yet: it is refused with 0A000 at once, and
-     * after rollback the connection works; the other two must work.
+     * Sharded: the keyless read goes to both shards, and pgshard returns
+     * their merged rows 10 at a time (PortalSuspended between parts).
      */
     static void cursorFetchSize(Ctx c) throws Exception {
         Connection conn = c.connect();
@@ -695,22 +694,6 @@ public final class DriverChecks {
             {"keyed join", "SELECT g FROM generate_series(1, 1000) g, drv_items d WHERE d.id = " + ids[0], "1000"},
         };
         for (String[] q : queries) {
-            if (c.sharded() && q[0].equals("keyless drv_items read")) {
-                try (PreparedStatement ps = conn.prepareStatement(q[1])) {
-                    ps.setFetchSize(10);
-                    expectRefused("keyless drv_items read in a transaction (every shard)", () -> {
-                        try (ResultSet rs = ps.executeQuery()) {
-                            while (rs.next()) {
-                                // drain
-                            }
-                        }
-                    });
-                }
-                conn.rollback();
-                expectUsable(conn, "after the refused keyless read and rollback");
-                conn.commit();
-                continue;
-            }
             try (PreparedStatement ps = conn.prepareStatement(q[1])) {
                 ps.setFetchSize(10);
                 int rows = 0;
