@@ -3,8 +3,9 @@
 //! tokio-postgres against real servers: shared statements gone stale after
 //! DDL, 16-bit counts read as signed, a pipelined fan-out that hung and
 //! leaked its server, errors in a deferred transaction, cursors in a
-//! deferred transaction, admin counters, abandoned sessions, and fan-out
-//! statements broken after one failure.
+//! deferred transaction, admin counters, abandoned sessions, fan-out
+//! statements broken after one failure, and a Query after an unsynced
+//! prepare (asyncpg) that kept its server.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -1020,4 +1021,75 @@ async fn cancel_and_query_timeout_stop_a_fan_out() {
     assert!(started.elapsed() < Duration::from_secs(10));
     let admin = cluster.admin().await;
     wait_for_idle_pools(&admin).await;
+}
+
+/// asyncpg prepares with Parse, Describe and Flush (no Sync), and may then
+/// send a Query (its `copy_records_to_table` prepares a query it never
+/// runs, then COPYs): the Query ends those messages as a Sync would, so the
+/// server goes back to the pool after it, and the statement stays usable.
+#[tokio::test]
+async fn a_query_after_an_unsynced_prepare_syncs_it() {
+    let cluster = unsharded("");
+    let admin = cluster.admin().await;
+    let mut raw = login(&cluster).await;
+    raw.send(
+        &[
+            wire::parse("s1", "SELECT 1"),
+            wire::describe(b'S', "s1"),
+            wire::message(b'H', &[]),
+        ]
+        .concat(),
+    )
+    .await;
+    let mut described = Vec::new();
+    while described.last() != Some(&b'T') {
+        described.push(raw.recv().await.0);
+    }
+    assert_eq!(described, b"1tT");
+    let replies = exchange(&mut raw, &[wire::query("SELECT 2")]).await;
+    assert_eq!(first_column(&replies), ["2"]);
+    let raw_pool = rows(&admin, "SHOW POOLS")
+        .await
+        .into_iter()
+        .find(|r| r["database"] == "prod" && r["user"] == "raw")
+        .unwrap();
+    assert_eq!(raw_pool["sv_active"], "0", "{raw_pool:?}");
+    let replies = exchange(&mut raw, &[wire::bind("s1"), wire::execute(), wire::sync()]).await;
+    assert_eq!(first_column(&replies), ["1"], "{}", tags(&replies));
+}
+
+/// The same inside a transaction that creates a table on a cluster with a
+/// column-only entry: the statement after the Query sees the new table
+/// (the catalog is read on the transaction's server, which the unsynced
+/// prepare kept busy).
+#[tokio::test]
+async fn a_query_after_an_unsynced_prepare_lets_the_catalog_be_read() {
+    let column_only =
+        "[[sharded_tables]]\ndatabase = \"prod\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n";
+    let cluster = Cluster::start_sharded_raw(2, "", column_only);
+    let mut raw = login(&cluster).await;
+    let replies = exchange(&mut raw, &[wire::query("BEGIN")]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new());
+    raw.send(
+        &[
+            wire::parse("s1", "SELECT 1"),
+            wire::describe(b'S', "s1"),
+            wire::message(b'H', &[]),
+        ]
+        .concat(),
+    )
+    .await;
+    while raw.recv().await.0 != b'T' {}
+    let create = wire::query("CREATE TABLE settings (k text PRIMARY KEY, v text)");
+    let replies = exchange(&mut raw, &[create]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new());
+    let insert = "INSERT INTO settings (k, v) VALUES ($1, $2)";
+    let replies = run_extended(&mut raw, "", insert, &[Some("a"), Some("1")]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new(), "{}", tags(&replies));
+    let replies = exchange(&mut raw, &[wire::query("COMMIT")]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new());
+    for shard in cluster.shards().await {
+        let rows = shard.query("SELECT k FROM settings", &[]).await.unwrap();
+        assert_eq!(rows.len(), 1, "a copy on every shard");
+    }
 }

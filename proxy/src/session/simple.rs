@@ -18,6 +18,15 @@ use crate::session::ClientIo;
 
 impl<S: ClientIo> Session<S> {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
+        if self.unsynced {
+            // A Query ends the extended-protocol messages before it as a
+            // Sync would (Postgres answers it with ReadyForQuery): asyncpg
+            // prepares with Parse, Describe and Flush, then may send a
+            // Query. Their server is synced first, so that it can go back
+            // to the pool and pgshard can read the catalog on it.
+            self.settle_main().await?;
+            self.unsynced = false;
+        }
         let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
         let keywords = params::classify(sql_bytes);
         // The text as UTF-8, where the cache needs it.
