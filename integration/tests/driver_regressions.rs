@@ -1093,3 +1093,36 @@ async fn a_query_after_an_unsynced_prepare_lets_the_catalog_be_read() {
         assert_eq!(rows.len(), 1, "a copy on every shard");
     }
 }
+
+/// pgjdbc with autocommit off sends its BEGIN with the transaction's first
+/// statement, before one Sync: here DDL, which goes to every shard.
+#[tokio::test]
+async fn begin_sent_with_a_statement_for_every_shard() {
+    let cluster = sharded(2, "");
+    let mut raw = login(&cluster).await;
+    let replies = exchange(
+        &mut raw,
+        &[
+            wire::parse("", "BEGIN"),
+            wire::bind(""),
+            wire::execute(),
+            wire::parse("", "CREATE TABLE made_in_txn (a int)"),
+            wire::bind(""),
+            wire::describe(b'P', ""),
+            wire::execute(),
+            wire::sync(),
+        ],
+    )
+    .await;
+    assert_eq!(tags(&replies), "12C12nCZ");
+    assert_eq!(wire::command_tags(&replies), ["BEGIN", "CREATE TABLE"]);
+    assert_eq!(replies.last().unwrap().1.as_ref(), b"T");
+    let replies = exchange(&mut raw, &[wire::query("COMMIT")]).await;
+    assert_eq!(wire::command_tags(&replies), ["COMMIT"]);
+    for shard in cluster.shards().await {
+        shard
+            .batch_execute("SELECT a FROM made_in_txn")
+            .await
+            .unwrap();
+    }
+}

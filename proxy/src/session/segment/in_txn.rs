@@ -25,6 +25,10 @@ impl<S: ClientIo> Session<S> {
         // its replies come first.
         let errors = self.segment_errors;
         self.settle_main().await?;
+        // With no server held yet (pgjdbc's BEGIN, answered here, sent
+        // with the first statement), the replies are all local.
+        let status = self.status();
+        self.plan.drain_local(&mut self.to_client, status);
         let before = self.segment_errors != errors;
         if !before && self.attached.status() == Some(b'E') {
             // An earlier statement failed: the transaction is aborted.
