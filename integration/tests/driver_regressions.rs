@@ -1126,3 +1126,56 @@ async fn begin_sent_with_a_statement_for_every_shard() {
             .unwrap();
     }
 }
+
+/// pgjdbc's `executeUpdate` sends its Execute with a row limit of 1; a
+/// statement that returns no rows ignores it on Postgres, so one that goes
+/// to every shard (a write to an omnisharded table, a keyless UPDATE, DDL)
+/// runs; one that returns rows still cannot be fetched in parts.
+#[tokio::test]
+async fn a_row_limit_on_a_statement_without_rows_changes_nothing() {
+    let cluster = sharded(2, "");
+    let mut raw = login(&cluster).await;
+    let limited = |sql: &str| {
+        vec![
+            wire::parse("", sql),
+            wire::bind(""),
+            wire::describe(b'P', ""),
+            wire::execute_portal("", 1),
+            wire::sync(),
+        ]
+    };
+    for (sql, tag) in [
+        (
+            "INSERT INTO countries VALUES ('fr', 'France')",
+            "INSERT 0 1",
+        ),
+        ("UPDATE countries SET name = 'FR'", "UPDATE 1"),
+        (
+            "UPDATE orders SET item = item WHERE item = 'none'",
+            "UPDATE 0",
+        ),
+        ("CREATE TABLE made_here (a int)", "CREATE TABLE"),
+    ] {
+        let replies = exchange(&mut raw, &limited(sql)).await;
+        assert_eq!(
+            wire::command_tags(&replies),
+            [tag],
+            "{sql}: {}",
+            tags(&replies)
+        );
+    }
+    for shard in cluster.shards().await {
+        let rows = shard
+            .query("SELECT name FROM countries", &[])
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        shard
+            .batch_execute("SELECT a FROM made_here")
+            .await
+            .unwrap();
+    }
+    let returning = "UPDATE countries SET name = 'Fr' RETURNING name";
+    let replies = exchange(&mut raw, &limited(returning)).await;
+    assert_eq!(errors(&replies), ["0A000"], "{}", tags(&replies));
+}
