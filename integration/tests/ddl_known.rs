@@ -246,3 +246,27 @@ async fn a_table_made_behind_pgshards_back_is_looked_up_on_first_use() {
         .unwrap();
     assert_eq!(holder(&cluster, "keyed", 5).await.len(), 1);
 }
+
+/// An INSERT that names no columns, sent at once as the unnamed statement
+/// (tokio-postgres's `query_typed`: Parse, Bind, Describe, Execute, Sync)
+/// inside a transaction: the table's columns, read on the transaction's
+/// server to route it, did not end the client's unnamed statement there.
+#[tokio::test]
+async fn an_insert_without_columns_sent_at_once_inside_a_transaction() {
+    use tokio_postgres::types::Type;
+    let cluster = cluster();
+    let mut client = cluster.connect().await;
+    client
+        .batch_execute("CREATE TABLE k (id bigint PRIMARY KEY, val text)")
+        .await
+        .unwrap();
+    let tx = client.transaction().await.unwrap();
+    for id in 1..9i64 {
+        let typed = [(&id as _, Type::INT8), (&"v" as _, Type::TEXT)];
+        tx.query_typed("INSERT INTO k VALUES ($1, $2)", &typed)
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    assert_eq!(counts(&cluster, "k").await.iter().sum::<i64>(), 8);
+}

@@ -136,6 +136,10 @@ impl<S: ClientIo> Session<S> {
         let Some(server) = self.attached.get_mut(shard) else {
             return;
         };
+        // A Query ends the unnamed statement on its server.
+        if self.unnamed_on == Some(server.conn.id) {
+            self.unnamed_on = None;
+        }
         if let Some(own) = crate::schema::sharding_on(&mut server.conn, &sharding).await {
             self.sharding = Arc::new(own);
             self.own_schema.overlay = true;
