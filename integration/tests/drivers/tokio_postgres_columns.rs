@@ -22,6 +22,9 @@ use tokio_postgres::{Client, CopyInSink, GenericClient, NoTls};
 
 type Check = Result<(), String>;
 
+/// A check to run, borrowing the cluster.
+type PendingCheck<'c> = std::pin::Pin<Box<dyn Future<Output = Check> + 'c>>;
+
 const KEYED: &str = "id bigint PRIMARY KEY, val text";
 const PLAIN: &str = "k text PRIMARY KEY, v text";
 
@@ -29,7 +32,7 @@ const PLAIN: &str = "k text PRIMARY KEY, v text";
 pub async fn run(cluster: &DriverCluster) -> String {
     let mut report = String::new();
     let (mut passed, mut failed) = (0, 0);
-    let checks: [(&str, std::pin::Pin<Box<dyn Future<Output = Check> + '_>>); 5] = [
+    let checks: [(&str, PendingCheck<'_>); 5] = [
         ("columns_create_insert", Box::pin(create_insert(cluster))),
         ("columns_create_copy", Box::pin(create_copy(cluster))),
         ("columns_add_column", Box::pin(add_column(cluster))),
