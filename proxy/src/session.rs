@@ -371,8 +371,12 @@ impl<S: ClientIo> Session<S> {
         {
             return Ok(());
         }
-        if matches!(tag, b'Q' | b'B') && self.sharded() {
-            self.catalog_current().await;
+        if self.sharded() {
+            match tag {
+                b'Q' | b'B' => self.catalog_current().await,
+                b'P' => self.own_catalog_current().await,
+                _ => {}
+            }
         }
         if !self.cursors.is_empty() {
             self.cursors.forget_unnamed(&frame);

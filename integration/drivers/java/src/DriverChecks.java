@@ -20,7 +20,8 @@
 // are the few things pgshard deliberately does not support yet (statements for
 // several shards inside a transaction in this protocol): there the check
 // asserts the clean refusal (SQLSTATE 0A000, at once, the connection usable
-// afterwards) besides the supported part.
+// afterwards) besides the supported part. Mode columns (the application's own
+// tables on a cluster sharded by a column-only entry) is in ColumnsChecks.java.
 
 import java.io.ByteArrayOutputStream;
 import java.io.StringReader;
@@ -1052,7 +1053,8 @@ public final class DriverChecks {
         });
         int passed = 0;
         int failed = 0;
-        List<Check> all = checks();
+        List<Check> all = new ArrayList<>(checks());
+        all.addAll(ColumnsChecks.checks());
         for (int i = 0; i < all.size(); i++) {
             Check check = all.get(i);
             if (!check.modes().contains(env.mode) || (onlySet != null && !onlySet.contains(check.name()))) {
