@@ -1,7 +1,9 @@
 //! The clusters the driver suite runs real client drivers against: one
-//! Postgres behind pgshard in transaction or session mode, or two shard
+//! Postgres behind pgshard in transaction or session mode; two shard
 //! databases behind it, each holding only its own hash partition of the
-//! sharded table `drv_items`, so a misrouted row fails loudly.
+//! sharded table `drv_items`, so a misrouted row fails loudly; or two empty
+//! shard databases with only a column-only `[[sharded_tables]]` entry (`id`),
+//! where the drivers create their own tables (issue 39).
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,16 +29,26 @@ pub enum Mode {
     Session,
     /// Two shards, transaction pooling; `drv_items` sharded by `id`.
     Sharded,
+    /// Two shards, transaction pooling, no table: every table the drivers
+    /// create with an `id` column is sharded by it (bigint), the others
+    /// are omnisharded.
+    Columns,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::Transaction, Mode::Session, Mode::Sharded];
+    pub const ALL: [Mode; 4] = [
+        Mode::Transaction,
+        Mode::Session,
+        Mode::Sharded,
+        Mode::Columns,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Mode::Transaction => "transaction",
             Mode::Session => "session",
             Mode::Sharded => "sharded",
+            Mode::Columns => "columns",
         }
     }
 }
@@ -53,7 +65,7 @@ impl FromStr for Mode {
         Mode::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown mode {s:?} (transaction, session or sharded)"))
+            .ok_or_else(|| format!("unknown mode {s:?} (transaction, session, sharded or columns)"))
     }
 }
 
@@ -67,7 +79,11 @@ pub struct DriverCluster {
 
 impl DriverCluster {
     pub fn start(mode: Mode) -> Result<DriverCluster, HarnessError> {
-        let n = if mode == Mode::Sharded { 2 } else { 1 };
+        let n = if matches!(mode, Mode::Sharded | Mode::Columns) {
+            2
+        } else {
+            1
+        };
         let servers = PgServer::start_many(n, &ServerOptions::default())?;
         let mut databases = String::new();
         for (i, server) in servers.iter().enumerate() {
@@ -79,10 +95,12 @@ impl DriverCluster {
             } else {
                 String::new()
             };
-            server.psql(
-                &db,
-                &format!("SET ROLE {USER}; CREATE TABLE drv_items (id bigint PRIMARY KEY, val text){part}"),
-            )?;
+            if mode != Mode::Columns {
+                server.psql(
+                    &db,
+                    &format!("SET ROLE {USER}; CREATE TABLE drv_items (id bigint PRIMARY KEY, val text){part}"),
+                )?;
+            }
             databases.push_str(&format!(
                 "[[databases]]\nname = \"{DATABASE}\"\nhost = \"127.0.0.1\"\nport = {}\ndatabase_name = \"{db}\"\nshard = {i}\n",
                 server.port()
@@ -93,10 +111,10 @@ impl DriverCluster {
         } else {
             "transaction"
         };
-        let sharding = if mode == Mode::Sharded {
-            format!("[[sharded_tables]]\ndatabase = \"{DATABASE}\"\nname = \"drv_items\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n")
-        } else {
-            String::new()
+        let sharding = match mode {
+            Mode::Sharded => format!("[[sharded_tables]]\ndatabase = \"{DATABASE}\"\nname = \"drv_items\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n"),
+            Mode::Columns => format!("[[sharded_tables]]\ndatabase = \"{DATABASE}\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n"),
+            Mode::Transaction | Mode::Session => String::new(),
         };
         let pgdog = format!(
             "[general]\nshutdown_timeout = 1000\npooler_mode = \"{pooler_mode}\"\ndefault_pool_size = {POOL_SIZE}\ncheckout_timeout = 20000\n\

@@ -126,6 +126,37 @@ async fn a_new_table_is_known_to_the_next_statement() {
     assert_eq!(holder(&cluster, "made_in_txn", 7).await.len(), 1);
 }
 
+/// Inside the creating transaction, a statement whose Parse, Bind,
+/// Execute and Sync come at once (libpq's PQexecParams, psycopg, pgjdbc):
+/// the catalog is read before the Parse, as the Bind finds it in flight.
+#[tokio::test]
+async fn in_a_transaction_a_parse_sent_with_its_bind_sees_the_new_table() {
+    use tokio_postgres::types::Type;
+    let cluster = cluster();
+    let client = cluster.connect().await;
+    client.batch_execute("BEGIN").await.unwrap();
+    client
+        .batch_execute("CREATE TABLE settings (k text PRIMARY KEY, v text)")
+        .await
+        .unwrap();
+    let insert = "INSERT INTO settings (k, v) VALUES ($1, $2)";
+    let typed = [(&"a" as _, Type::TEXT), (&"1" as _, Type::TEXT)];
+    client.query_typed(insert, &typed).await.unwrap();
+    client
+        .batch_execute("ALTER TABLE settings ADD COLUMN note text")
+        .await
+        .unwrap();
+    let insert = "INSERT INTO settings (k, v, note) VALUES ($1, $2, $3)";
+    let typed = [
+        (&"b" as _, Type::TEXT),
+        (&"2" as _, Type::TEXT),
+        (&"new" as _, Type::TEXT),
+    ];
+    client.query_typed(insert, &typed).await.unwrap();
+    client.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(counts(&cluster, "settings").await, [2, 2]);
+}
+
 #[tokio::test]
 async fn copy_into_a_table_keyed_by_a_column_only_entry_is_split() {
     let cluster = cluster();
@@ -214,4 +245,28 @@ async fn a_table_made_behind_pgshards_back_is_looked_up_on_first_use() {
         .await
         .unwrap();
     assert_eq!(holder(&cluster, "keyed", 5).await.len(), 1);
+}
+
+/// An INSERT that names no columns, sent at once as the unnamed statement
+/// (tokio-postgres's `query_typed`: Parse, Bind, Describe, Execute, Sync)
+/// inside a transaction: the table's columns, read on the transaction's
+/// server to route it, did not end the client's unnamed statement there.
+#[tokio::test]
+async fn an_insert_without_columns_sent_at_once_inside_a_transaction() {
+    use tokio_postgres::types::Type;
+    let cluster = cluster();
+    let mut client = cluster.connect().await;
+    client
+        .batch_execute("CREATE TABLE k (id bigint PRIMARY KEY, val text)")
+        .await
+        .unwrap();
+    let tx = client.transaction().await.unwrap();
+    for id in 1..9i64 {
+        let typed = [(&id as _, Type::INT8), (&"v" as _, Type::TEXT)];
+        tx.query_typed("INSERT INTO k VALUES ($1, $2)", &typed)
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    assert_eq!(counts(&cluster, "k").await.iter().sum::<i64>(), 8);
 }

@@ -3,8 +3,9 @@
 //! tokio-postgres against real servers: shared statements gone stale after
 //! DDL, 16-bit counts read as signed, a pipelined fan-out that hung and
 //! leaked its server, errors in a deferred transaction, cursors in a
-//! deferred transaction, admin counters, abandoned sessions, and fan-out
-//! statements broken after one failure.
+//! deferred transaction, admin counters, abandoned sessions, fan-out
+//! statements broken after one failure, and a Query after an unsynced
+//! prepare (asyncpg) that kept its server.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -1027,4 +1028,161 @@ async fn cancel_and_query_timeout_stop_a_fan_out() {
     assert!(started.elapsed() < Duration::from_secs(10));
     let admin = cluster.admin().await;
     wait_for_idle_pools(&admin).await;
+}
+
+/// asyncpg prepares with Parse, Describe and Flush (no Sync), and may then
+/// send a Query (its `copy_records_to_table` prepares a query it never
+/// runs, then COPYs): the Query ends those messages as a Sync would, so the
+/// server goes back to the pool after it, and the statement stays usable.
+#[tokio::test]
+async fn a_query_after_an_unsynced_prepare_syncs_it() {
+    let cluster = unsharded("");
+    let admin = cluster.admin().await;
+    let mut raw = login(&cluster).await;
+    raw.send(
+        &[
+            wire::parse("s1", "SELECT 1"),
+            wire::describe(b'S', "s1"),
+            wire::message(b'H', &[]),
+        ]
+        .concat(),
+    )
+    .await;
+    let mut described = Vec::new();
+    while described.last() != Some(&b'T') {
+        described.push(raw.recv().await.0);
+    }
+    assert_eq!(described, b"1tT");
+    let replies = exchange(&mut raw, &[wire::query("SELECT 2")]).await;
+    assert_eq!(first_column(&replies), ["2"]);
+    let raw_pool = rows(&admin, "SHOW POOLS")
+        .await
+        .into_iter()
+        .find(|r| r["database"] == "prod" && r["user"] == "raw")
+        .unwrap();
+    assert_eq!(raw_pool["sv_active"], "0", "{raw_pool:?}");
+    let replies = exchange(&mut raw, &[wire::bind("s1"), wire::execute(), wire::sync()]).await;
+    assert_eq!(first_column(&replies), ["1"], "{}", tags(&replies));
+}
+
+/// The same inside a transaction that creates a table on a cluster with a
+/// column-only entry: the statement after the Query sees the new table
+/// (the catalog is read on the transaction's server, which the unsynced
+/// prepare kept busy).
+#[tokio::test]
+async fn a_query_after_an_unsynced_prepare_lets_the_catalog_be_read() {
+    let column_only =
+        "[[sharded_tables]]\ndatabase = \"prod\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n";
+    let cluster = Cluster::start_sharded_raw(2, "", column_only);
+    let mut raw = login(&cluster).await;
+    let replies = exchange(&mut raw, &[wire::query("BEGIN")]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new());
+    raw.send(
+        &[
+            wire::parse("s1", "SELECT 1"),
+            wire::describe(b'S', "s1"),
+            wire::message(b'H', &[]),
+        ]
+        .concat(),
+    )
+    .await;
+    while raw.recv().await.0 != b'T' {}
+    let create = wire::query("CREATE TABLE settings (k text PRIMARY KEY, v text)");
+    let replies = exchange(&mut raw, &[create]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new());
+    let insert = "INSERT INTO settings (k, v) VALUES ($1, $2)";
+    let replies = run_extended(&mut raw, "", insert, &[Some("a"), Some("1")]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new(), "{}", tags(&replies));
+    let replies = exchange(&mut raw, &[wire::query("COMMIT")]).await;
+    assert_eq!(errors(&replies), Vec::<String>::new());
+    for shard in cluster.shards().await {
+        let rows = shard.query("SELECT k FROM settings", &[]).await.unwrap();
+        assert_eq!(rows.len(), 1, "a copy on every shard");
+    }
+}
+
+/// pgjdbc with autocommit off sends its BEGIN with the transaction's first
+/// statement, before one Sync: here DDL, which goes to every shard.
+#[tokio::test]
+async fn begin_sent_with_a_statement_for_every_shard() {
+    let cluster = sharded(2, "");
+    let mut raw = login(&cluster).await;
+    let replies = exchange(
+        &mut raw,
+        &[
+            wire::parse("", "BEGIN"),
+            wire::bind(""),
+            wire::execute(),
+            wire::parse("", "CREATE TABLE made_in_txn (a int)"),
+            wire::bind(""),
+            wire::describe(b'P', ""),
+            wire::execute(),
+            wire::sync(),
+        ],
+    )
+    .await;
+    assert_eq!(tags(&replies), "12C12nCZ");
+    assert_eq!(wire::command_tags(&replies), ["BEGIN", "CREATE TABLE"]);
+    assert_eq!(replies.last().unwrap().1.as_ref(), b"T");
+    let replies = exchange(&mut raw, &[wire::query("COMMIT")]).await;
+    assert_eq!(wire::command_tags(&replies), ["COMMIT"]);
+    for shard in cluster.shards().await {
+        shard
+            .batch_execute("SELECT a FROM made_in_txn")
+            .await
+            .unwrap();
+    }
+}
+
+/// pgjdbc's `executeUpdate` sends its Execute with a row limit of 1; a
+/// statement that returns no rows ignores it on Postgres, so one that goes
+/// to every shard (a write to an omnisharded table, a keyless UPDATE, DDL)
+/// runs; one that returns rows still cannot be fetched in parts.
+#[tokio::test]
+async fn a_row_limit_on_a_statement_without_rows_changes_nothing() {
+    let cluster = sharded(2, "");
+    let mut raw = login(&cluster).await;
+    let limited = |sql: &str| {
+        vec![
+            wire::parse("", sql),
+            wire::bind(""),
+            wire::describe(b'P', ""),
+            wire::execute_portal("", 1),
+            wire::sync(),
+        ]
+    };
+    for (sql, tag) in [
+        (
+            "INSERT INTO countries VALUES ('fr', 'France')",
+            "INSERT 0 1",
+        ),
+        ("UPDATE countries SET name = 'FR'", "UPDATE 1"),
+        (
+            "UPDATE orders SET item = item WHERE item = 'none'",
+            "UPDATE 0",
+        ),
+        ("CREATE TABLE made_here (a int)", "CREATE TABLE"),
+    ] {
+        let replies = exchange(&mut raw, &limited(sql)).await;
+        assert_eq!(
+            wire::command_tags(&replies),
+            [tag],
+            "{sql}: {}",
+            tags(&replies)
+        );
+    }
+    for shard in cluster.shards().await {
+        let rows = shard
+            .query("SELECT name FROM countries", &[])
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        shard
+            .batch_execute("SELECT a FROM made_here")
+            .await
+            .unwrap();
+    }
+    let returning = "UPDATE countries SET name = 'Fr' RETURNING name";
+    let replies = exchange(&mut raw, &limited(returning)).await;
+    assert_eq!(errors(&replies), ["0A000"], "{}", tags(&replies));
 }

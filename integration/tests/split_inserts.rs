@@ -325,7 +325,7 @@ async fn rewrite_split_inserts_error_refuses_the_split() {
     );
 }
 
-/// Cluster-wide unique ids, the documented way (README, "Unique ids across
+/// Cluster-wide unique ids, the documented way (docs/sharding.md, "Unique ids across
 /// shards"): the identity column's sequence on shard `s` of `n` starts at
 /// `s + 1` and steps by `n`, set once per shard through pgshard with a
 /// shard override. Ids then never repeat across shards.

@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+#[path = "tidy/features.rs"]
+mod features;
 #[path = "tidy/imports.rs"]
 mod imports;
 

@@ -20,11 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use router::config::Config;
-use router::sharding::Sharding;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::execute::catalog::{self, Read};
+use crate::conn::server::ServerConn;
+use crate::execute::catalog;
 use crate::protocol::backend::TransactionStatus;
 use crate::state::State;
 
@@ -39,9 +39,10 @@ const EVERY: Duration = Duration::from_secs(60);
 /// Keep the clusters' catalogs current until the process ends.
 pub async fn run(state: Arc<State>) {
     let mut again: Option<Instant> = None;
+    let mut readers = Readers::default();
     loop {
         let request = state.catalog.starting();
-        refresh(&state).await;
+        refresh(&state, &mut readers).await;
         state.catalog.answered(request);
         let next = again.unwrap_or_else(|| Instant::now() + EVERY);
         tokio::select! {
@@ -55,16 +56,59 @@ pub async fn run(state: Arc<State>) {
     }
 }
 
+/// The connection each cluster's catalog is read through: one of the
+/// reader's own to shard 0's primary, outside the pools, so that reading
+/// after every schema change moves no pooled connection (clients find the
+/// servers they prepared statements on where they left them).
+#[derive(Default)]
+struct Readers(std::collections::HashMap<String, Box<ServerConn>>);
+
+impl Readers {
+    /// `cluster`'s reader, connected now if it has none (or lost it).
+    async fn get(&mut self, state: &State, cluster: &str) -> Option<&mut Box<ServerConn>> {
+        let idle = |conn: &ServerConn| conn.status() == TransactionStatus::Idle;
+        if !self.0.get(cluster).is_some_and(|conn| idle(conn)) {
+            let pools = state
+                .sharded_pools()
+                .into_iter()
+                .find(|(database, _)| database == cluster)?
+                .1;
+            let pool = Arc::clone(&pools.first()?.1.first()?.primary);
+            let timeout = pool.settings.connect_timeout;
+            match ServerConn::connect(&pool.target, timeout, 0).await {
+                Ok(conn) => {
+                    self.0.insert(cluster.to_owned(), conn);
+                }
+                Err(err) => {
+                    warn!(cluster, %err, "cannot connect to read the catalog");
+                    self.0.remove(cluster);
+                    return None;
+                }
+            }
+        }
+        self.0.get_mut(cluster)
+    }
+}
+
 /// Read the catalog of every sharded cluster; install what changed.
-pub async fn refresh(state: &State) {
+async fn refresh(state: &State, readers: &mut Readers) {
     let config = state.config();
     let mut next: Option<Config> = None;
     for (name, cluster) in &config.clusters {
         if cluster.sharding.databases <= 1 {
             continue;
         }
-        let Some(read) = read_cluster(state, name, &cluster.sharding).await else {
+        let Some(conn) = readers.get(state, name).await else {
             continue;
+        };
+        let read = match catalog::read_on(conn, &cluster.sharding).await {
+            Ok(read) => read,
+            Err(error) => {
+                warn!(cluster = name, %error, "cannot read the catalog");
+                // Connected afresh for the next read.
+                readers.0.remove(name);
+                continue;
+            }
         };
         let keyless = read
             .keyless
@@ -86,22 +130,4 @@ pub async fn refresh(state: &State) {
     if let Some(next) = next {
         state.replace_sharding(&config, Arc::new(next));
     }
-}
-
-/// Read `cluster`'s catalog from shard 0 (any user's pool of it will do);
-/// `None` when it cannot be read.
-async fn read_cluster(state: &State, cluster: &str, sharding: &Sharding) -> Option<Read> {
-    let pools = state
-        .sharded_pools()
-        .into_iter()
-        .find(|(database, _)| database == cluster)?
-        .1;
-    let pool = Arc::clone(&pools.first()?.1.first()?.primary);
-    let mut server = pool.checkout().await.ok()?;
-    let read = catalog::read_on(&mut server.conn, sharding).await;
-    if server.conn.status() == TransactionStatus::Idle {
-        pool.checkin(server);
-    }
-    read.map_err(|error| warn!(cluster, %error, "cannot read the catalog"))
-        .ok()
 }

@@ -374,8 +374,12 @@ impl Session {
         {
             return Ok(());
         }
-        if matches!(kind, K::Query | K::Bind) && self.sharded() {
-            self.catalog_current().await;
+        if self.sharded() {
+            match kind {
+                K::Query | K::Bind => self.catalog_current().await,
+                K::Parse => self.own_catalog_current().await,
+                _ => {}
+            }
         }
         if !self.cursors.is_empty() {
             self.cursors.forget_unnamed(&frame);

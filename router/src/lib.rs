@@ -15,7 +15,8 @@
 //! [`key_move`] (an UPDATE of a sharding key moving its row), [`prepared`]
 //! (SQL PREPARE / EXECUTE: their texts, arguments and declared types),
 //! [`create_as`] (a table created from a query over sharded rows: the key
-//! it keeps).
+//! it keeps), [`rowless`] (statements that return no rows, whatever an
+//! Execute's row limit).
 
 #![forbid(unsafe_code)]
 
@@ -30,6 +31,7 @@ pub mod key_move;
 pub mod merge;
 pub mod prepared;
 pub mod route;
+pub mod rowless;
 pub mod sharding;
 pub mod split;
 pub mod summary;

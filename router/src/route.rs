@@ -185,7 +185,10 @@
 //!       same key spaces, both family members on the same database.
 //!     - Renaming or dropping the key column of a table an entry names, and
 //!       renaming, dropping or adding (or renaming to) a column-only
-//!       entry's column on an unlisted table, are refused.
+//!       entry's column on an unlisted table, are refused (on one the
+//!       catalog shows without any such column, so omnisharded, adding one
+//!       would shard it by that column while every database holds all its
+//!       rows: the error says to list it in `[[omnisharded_tables]]` first).
 //!     - A table created from a query (CREATE TABLE AS, SELECT INTO, CREATE
 //!       MATERIALIZED VIEW, with data or a materialized view without; also
 //!       under EXPLAIN ANALYZE) is filled by each database it runs on from
@@ -463,6 +466,14 @@ pub enum RouteError {
         "{how} of {table} is refused: {column} is the sharding key column that places {table}'s rows (a [[sharded_tables]] entry shards {table} by it, or a column-only entry would once it has it), and the rows would stay where the old key put them; change the [[sharded_tables]] entries first, RELOAD, then alter the table (or create a new table and copy the rows into it through pgshard)"
     )]
     KeyColumnChange {
+        table: String,
+        how: String,
+        column: String,
+    },
+    #[error(
+        "{how} is refused: {table} has no {column} column, so it is omnisharded (every shard holds a copy of all its rows); with a {column} column the column-only [[sharded_tables]] entry would shard it by {column} while every shard still held every row, so reads would return each row once per shard and writes by key would change one copy only; to keep {table} omnisharded with the column, list it in [[omnisharded_tables]] and RELOAD first; to shard it by {column}, create a new table with the column and copy the rows into it through pgshard"
+    )]
+    KeyColumnToCopies {
         table: String,
         how: String,
         column: String,

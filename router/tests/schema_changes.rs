@@ -246,6 +246,34 @@ fn the_key_column_stays_as_the_config_names_it() {
 }
 
 #[test]
+fn a_table_the_catalog_shows_without_a_key_column_does_not_get_one() {
+    // The catalog read: `foo` has no customer_id, so it is omnisharded.
+    let mut columns = cluster(COLUMN_ONLY, "");
+    let mut keyless = router::sharding::KeylessTables::default();
+    keyless.tables.insert(("public".into(), "foo".into()));
+    columns.keyless = Some(std::sync::Arc::new(keyless));
+    check_route(&columns, "INSERT INTO foo VALUES (1)", "all");
+    check_route(&columns, "ALTER TABLE foo ADD COLUMN customer_id bigint", "err: adding column customer_id to foo is refused: foo has no customer_id column, so it is omnisharded (every shard holds a copy of all its rows); with a customer_id column the column-only [[sharded_tables]] entry would shard it by customer_id while every shard still held every row");
+    check_route(
+        &columns,
+        "ALTER TABLE public.foo ADD COLUMN note text, ADD COLUMN customer_id bigint",
+        "err: list it in [[omnisharded_tables]] and RELOAD first",
+    );
+    check_route(
+        &columns,
+        "ALTER TABLE foo RENAME COLUMN c TO customer_id",
+        "err: renaming a column of foo to customer_id is refused: foo has no customer_id column",
+    );
+    check_route(&columns, "ALTER TABLE foo ADD COLUMN note text", "all");
+    // Listed in [[omnisharded_tables]], it stays omnisharded with the column.
+    check_route(
+        &columns,
+        "ALTER TABLE countries ADD COLUMN customer_id bigint",
+        "all",
+    );
+}
+
+#[test]
 fn tables_created_from_queries_are_placed_as_their_rows() {
     let c = cluster("", "");
     let copies = "err: CREATE TABLE bc AS (or SELECT INTO, or a materialized view) reads big, which is sharded, but bc is not in the sharding config, so omnisharded (a copy on every shard): each shard would fill its copy of bc from its own rows of big, and the copies would differ; add a [[sharded_tables]] entry for bc";

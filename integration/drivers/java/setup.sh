@@ -2,7 +2,7 @@
 # Fetches pgjdbc (org.postgresql:postgresql, pinned below) from Maven Central
 # into .cache/lib through Maven's dependency plugin (the local repository is
 # Maven's default, so a second clone on the same machine needs no network),
-# and compiles src/DriverChecks.java into .cache/classes. Idempotent; quiet
+# and compiles src/*.java into .cache/classes. Idempotent; quiet
 # unless something fails.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -22,8 +22,11 @@ if [ ! -s "$jar" ]; then
     fi
   fi
 fi
-if [ ! -f .cache/classes/DriverChecks.class ] || [ src/DriverChecks.java -nt .cache/classes/DriverChecks.class ] \
-   || [ "$jar" -nt .cache/classes/DriverChecks.class ]; then
+stale=0
+for source in src/*.java "$jar"; do
+  [ "$source" -nt .cache/classes/DriverChecks.class ] && stale=1
+done
+if [ ! -f .cache/classes/DriverChecks.class ] || [ "$stale" = 1 ]; then
   rm -rf .cache/classes && mkdir -p .cache/classes
-  javac -Xlint:all -Werror -encoding UTF-8 -cp "$jar" -d .cache/classes src/DriverChecks.java
+  javac -Xlint:all -Werror -encoding UTF-8 -cp "$jar" -d .cache/classes src/*.java
 fi

@@ -21,8 +21,8 @@ function readEnv() {
     return v
   }
   const mode = need('PGSHARD_MODE')
-  if (!['transaction', 'session', 'sharded'].includes(mode)) {
-    console.error(`PGSHARD_MODE must be transaction, session or sharded, not ${mode}`)
+  if (!['transaction', 'session', 'sharded', 'columns'].includes(mode)) {
+    console.error(`PGSHARD_MODE must be transaction, session, sharded or columns, not ${mode}`)
     process.exit(2)
   }
   return {
@@ -36,6 +36,8 @@ function readEnv() {
     adminPassword: e.PGSHARD_ADMIN_PASSWORD ?? '',
     mode,
     sharded: mode === 'sharded',
+    // Two shards, no drv_items: tables are sharded by an `id` column.
+    columns: mode === 'columns',
     poolSize: Number(e.PGSHARD_POOL_SIZE || 4),
     shards: Number(e.PGSHARD_SHARDS || 1),
     shardPorts: (e.PGSHARD_SHARD_PORTS || '').split(',').filter(Boolean).map(Number),
@@ -160,11 +162,13 @@ class Context {
 const checks = []
 
 /**
- * Registers a check. `opts.modes` limits it to some modes; `opts.timeout` (ms)
- * overrides the default 15 s.
+ * Registers a check. `opts.modes` limits it to some modes (by default every
+ * mode but `columns`, whose checks create their own tables); `opts.timeout`
+ * (ms) overrides the default 15 s.
  */
 export function check(name, fn, opts = {}) {
-  if (opts.modes && !opts.modes.includes(env.mode)) return
+  const modes = opts.modes ?? ['transaction', 'session', 'sharded']
+  if (!modes.includes(env.mode)) return
   checks.push({ name, fn, timeout: opts.timeout ?? 15000 })
 }
 
@@ -206,4 +210,32 @@ export async function run(driver) {
 /** A range of drv_items ids a check may use without meeting another check or driver. */
 export function ids(base, n) {
   return Array.from({ length: n }, (_, i) => base + i)
+}
+
+// Mode `columns`: where the rows of the checks' own tables landed, read from
+// each shard directly (`perShard`: each shard's rows, arrays of values).
+
+/** The shards' ports and databases, for direct connections. */
+export function shards() {
+  return env.shardPorts.map((port, i) => ({ port, database: `shard_${i}` }))
+}
+
+const text = (row) => row.map((v) => (v === null || v === undefined ? null : String(v)))
+const sorted = (rows) => rows.map(text).sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1))
+
+/**
+ * `want` (rows whose first value is `id`) is `table` sharded by id: each row
+ * on exactly one shard, every shard holding some, and `byKey(id)` (pgshard
+ * reading the row by its key) finding each where it is.
+ */
+export async function expectSharded(table, perShard, want, byKey) {
+  eq(sorted(perShard.flat()), sorted(want), `${table}: the shards' rows together`)
+  const counts = perShard.map((rows) => rows.length)
+  assert(counts.every((n) => n > 0), `${table}: a shard holds none of the ${want.length} rows: ${counts}`)
+  for (const row of want) eq(sorted(await byKey(row[0])), sorted([row]), `${table}: id ${row[0]} read by key through pgshard`)
+}
+
+/** Every shard holds all the rows `want` of `table` (omnisharded). */
+export function expectCopies(table, perShard, want) {
+  perShard.forEach((rows, i) => eq(sorted(rows), sorted(want), `${table}: rows on shard ${i}`))
 }

@@ -42,6 +42,17 @@
 //   statement_timeout       statement_timeout as a startup parameter: 57014
 //   pool_concurrency        pg.Pool of 32 (session: pool size) running 200 transactions
 //   admin_show_pools        SHOW POOLS / SHOW CLIENTS counters are sane (run last)
+//
+// Mode `columns` (two shards, only a column-only entry on `id`, no table): the
+// application's own tables, created and written at once by the creating
+// client and by another one connected before, rows read back from each shard:
+//   columns_create_insert   a table with id (sharded) and one without (copies):
+//                           simple, unnamed and named INSERTs
+//   columns_create_copy     pg-copy-streams COPY FROM STDIN, with and without a
+//                           column list, and CSV
+//   columns_add_column      ALTER TABLE ADD COLUMN, then INSERTs and COPY of it
+//   columns_in_transaction  all of it inside BEGIN ... COMMIT
+//   columns_add_key_refused ADD COLUMN id on a table without it: 0A000
 
 import pg from 'pg'
 import Cursor from 'pg-cursor'
@@ -49,6 +60,7 @@ import copyStreams from 'pg-copy-streams'
 import { pipeline } from 'node:stream/promises'
 import { Readable, Writable } from 'node:stream'
 import { env, check, run, assert, eq, expectCode, expectRefused, must, sleep, withTimeout, describe, ids } from './lib.mjs'
+import { shards, expectSharded, expectCopies } from './lib.mjs'
 
 const DRIVER = 'node-postgres'
 const tbl = (name) => `drv_pg_${name}`
@@ -752,6 +764,154 @@ check(
     }
   },
   { timeout: 30000 },
+)
+
+// ---------------------------------------------------------------------------
+// Mode columns: tables the application creates.
+
+const KEYED = 'id bigint PRIMARY KEY, val text'
+const PLAIN = 'k text PRIMARY KEY, v text'
+const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i)
+
+/** Each shard's rows of `sql`, read from the shard directly. */
+async function perShard(sql) {
+  const out = []
+  for (const { port, database } of shards()) {
+    const c = new pg.Client({ ...config(), port, database })
+    await must(c.connect(), `connect to ${database}`)
+    try {
+      out.push((await must(c.query({ text: sql, rowMode: 'array' }), `${sql} on ${database}`)).rows)
+    } finally {
+      await c.end()
+    }
+  }
+  return out
+}
+
+async function sharded(c, table, columns, want) {
+  const byKey = async (id) => (await q(c, { text: `SELECT ${columns} FROM ${table} WHERE id = $1`, values: [id], rowMode: 'array' })).rows
+  await expectSharded(table, await perShard(`SELECT ${columns} FROM ${table}`), want, byKey)
+}
+
+async function copies(table, columns, want) {
+  expectCopies(table, await perShard(`SELECT ${columns} FROM ${table}`), want)
+}
+
+/** Two clients (the second connected before any DDL) and this check's two tables. */
+async function columnsSetup(t, name) {
+  const a = await connect(t)
+  const b = await connect(t)
+  const keyed = tbl(`${name}_k`)
+  const plain = tbl(`${name}_p`)
+  await dropLater(t, a, keyed)
+  await dropLater(t, a, plain)
+  return { a, b, keyed, plain }
+}
+
+const columnsOnly = { modes: ['columns'] }
+
+check(
+  'columns_create_insert',
+  async (t) => {
+    const { a, b, keyed, plain } = await columnsSetup(t, 'ci')
+    await q(a, `CREATE TABLE ${keyed} (${KEYED})`)
+    await q(b, `INSERT INTO ${keyed} VALUES (1, 'v1')`, undefined, 'simple INSERT without a column list')
+    await q(b, `INSERT INTO ${keyed} (id, val) VALUES (2, 'v2')`, undefined, 'simple INSERT')
+    for (const i of range(3, 9)) await q(b, `INSERT INTO ${keyed} (id, val) VALUES ($1, $2)`, [i, `v${i}`], `unnamed INSERT ${i}`)
+    for (const i of range(9, 17)) {
+      await must(a.query({ name: 'drv_pg_ins', text: `INSERT INTO ${keyed} VALUES ($1, $2)`, values: [i, `v${i}`] }), `named INSERT ${i}`)
+    }
+    await sharded(a, keyed, 'id, val', range(1, 17).map((i) => [i, `v${i}`]))
+    await q(a, `CREATE TABLE ${plain} (${PLAIN})`)
+    await q(b, `INSERT INTO ${plain} VALUES ('s', 'simple')`, undefined, 'simple INSERT into the table without id')
+    await q(b, `INSERT INTO ${plain} (k, v) VALUES ($1, $2)`, ['e', 'extended'], 'unnamed INSERT into it')
+    await copies(plain, 'k, v', [['s', 'simple'], ['e', 'extended']])
+  },
+  columnsOnly,
+)
+
+check(
+  'columns_create_copy',
+  async (t) => {
+    const { a, keyed, plain } = await columnsSetup(t, 'cc')
+    await q(a, `CREATE TABLE ${keyed} (${KEYED})`)
+    const rows = range(1, 21).map((i) => [i, `v${i}`])
+    eq(await must(copyIn(a, `COPY ${keyed} (id, val) FROM STDIN`, copyText(rows)), 'COPY with a column list'), 20, 'rows copied')
+    const more = range(21, 31).map((i) => [i, `v${i}`])
+    eq(await must(copyIn(a, `COPY ${keyed} FROM STDIN`, copyText(more)), 'COPY without a column list'), 10, 'rows copied')
+    const csv = range(31, 41).map((i) => `${i},v${i}\n`).join('')
+    eq(await must(copyIn(a, `COPY ${keyed} FROM STDIN (FORMAT csv)`, csv), 'COPY csv'), 10, 'rows copied')
+    await sharded(a, keyed, 'id, val', range(1, 41).map((i) => [i, `v${i}`]))
+    await q(a, `CREATE TABLE ${plain} (${PLAIN})`)
+    const plainRows = range(0, 3).map((i) => [`k${i}`, `v${i}`])
+    await must(copyIn(a, `COPY ${plain} FROM STDIN`, copyText(plainRows)), 'COPY into the table without id')
+    await copies(plain, 'k, v', plainRows)
+  },
+  columnsOnly,
+)
+
+check(
+  'columns_add_column',
+  async (t) => {
+    const { a, b, keyed, plain } = await columnsSetup(t, 'ac')
+    await q(a, `CREATE TABLE ${keyed} (${KEYED})`)
+    await q(a, `CREATE TABLE ${plain} (${PLAIN})`)
+    await q(b, `INSERT INTO ${keyed} (id, val) VALUES ($1, $2)`, [1, 'v1'])
+    await q(b, `INSERT INTO ${plain} (k, v) VALUES ($1, $2)`, ['a', 'before'])
+    await q(a, `ALTER TABLE ${keyed} ADD COLUMN note text`)
+    await q(b, `INSERT INTO ${keyed} (id, val, note) VALUES (2, 'v2', 'n2')`, undefined, 'simple INSERT of the new column')
+    await q(b, `INSERT INTO ${keyed} VALUES (3, 'v3', 'n3')`, undefined, 'simple INSERT without a column list')
+    for (const i of range(4, 9)) {
+      await q(b, `INSERT INTO ${keyed} (id, val, note) VALUES ($1, $2, $3)`, [i, `v${i}`, `n${i}`], `unnamed INSERT ${i}`)
+    }
+    await q(a, `INSERT INTO ${keyed} VALUES ($1, $2, $3)`, [9, 'v9', 'n9'], 'unnamed INSERT without a column list')
+    const rows = range(10, 17).map((i) => [i, `v${i}`, `n${i}`])
+    await must(copyIn(b, `COPY ${keyed} (id, val, note) FROM STDIN`, copyText(rows)), 'COPY of the new column')
+    const want = [[1, 'v1', null], ...range(2, 17).map((i) => [i, `v${i}`, `n${i}`])]
+    await sharded(a, keyed, 'id, val, note', want)
+    await q(a, `ALTER TABLE ${plain} ADD COLUMN note text`)
+    await q(b, `INSERT INTO ${plain} VALUES ('s', 'simple', 'n')`, undefined, 'simple INSERT of the new column')
+    await q(b, `INSERT INTO ${plain} (k, v, note) VALUES ($1, $2, $3)`, ['e', 'ext', 'n'], 'unnamed INSERT of it')
+    await copies(plain, 'k, v, note', [['a', 'before', null], ['s', 'simple', 'n'], ['e', 'ext', 'n']])
+  },
+  columnsOnly,
+)
+
+check(
+  'columns_in_transaction',
+  async (t) => {
+    const { a: c, keyed, plain } = await columnsSetup(t, 'tx')
+    await q(c, 'BEGIN')
+    await q(c, `CREATE TABLE ${keyed} (${KEYED})`)
+    await q(c, `INSERT INTO ${keyed} VALUES (1, 'v1')`, undefined, 'simple INSERT')
+    for (const i of range(2, 9)) await q(c, `INSERT INTO ${keyed} (id, val) VALUES ($1, $2)`, [i, `v${i}`], `unnamed INSERT ${i}`)
+    await must(copyIn(c, `COPY ${keyed} (id, val) FROM STDIN`, copyText(range(9, 17).map((i) => [i, `v${i}`]))), 'COPY')
+    await q(c, `CREATE TABLE ${plain} (${PLAIN})`)
+    await q(c, `INSERT INTO ${plain} (k, v) VALUES ($1, $2)`, ['a', '1'], 'INSERT into the table without id')
+    await q(c, `ALTER TABLE ${keyed} ADD COLUMN note text`)
+    await q(c, `INSERT INTO ${keyed} (id, val, note) VALUES ($1, $2, $3)`, [17, 'v17', 'n'], 'INSERT of the new column')
+    await q(c, 'COMMIT')
+    const want = [...range(1, 17).map((i) => [i, `v${i}`, null]), [17, 'v17', 'n']]
+    await sharded(c, keyed, 'id, val, note', want)
+    await copies(plain, 'k, v', [['a', '1']])
+  },
+  columnsOnly,
+)
+
+check(
+  'columns_add_key_refused',
+  async (t) => {
+    // A table without id is omnisharded (every shard holds all its rows):
+    // given id it would be sharded by it with every row still everywhere.
+    const { a: c, plain } = await columnsSetup(t, 'kr')
+    await q(c, `CREATE TABLE ${plain} (${PLAIN})`)
+    await q(c, `INSERT INTO ${plain} VALUES ('a', '1')`)
+    const e = await expectCode(c.query(`ALTER TABLE ${plain} ADD COLUMN id bigint`), '0A000', 'adding the key column')
+    assert(e.message.includes('omnisharded') && e.message.includes(plain), `the refusal does not say why: ${describe(e)}`)
+    await q(c, `INSERT INTO ${plain} (k, v) VALUES ($1, $2)`, ['b', '2'], 'INSERT after the refusal')
+    await copies(plain, 'k, v', [['a', '1'], ['b', '2']])
+  },
+  columnsOnly,
 )
 
 if (env.adminUser) {

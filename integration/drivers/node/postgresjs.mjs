@@ -41,11 +41,25 @@
 //   concurrency             200 concurrent sql.begin transactions on max 32
 //                           (session: pool size) connections
 //   admin_show_pools        SHOW POOLS / SHOW CLIENTS counters are sane (run last)
+//
+// Mode `columns` (two shards, only a column-only entry on `id`, no table): the
+// application's own tables, created and written at once by the creating
+// connection and by another one connected before, rows read back from each
+// shard:
+//   columns_create_insert   a table with id (sharded) and one without (copies):
+//                           simple (sql.unsafe), tagged-template (named) and
+//                           unnamed (prepare: false) INSERTs
+//   columns_create_copy     .writable() COPY FROM STDIN, with and without a
+//                           column list, and CSV
+//   columns_add_column      ALTER TABLE ADD COLUMN, then INSERTs and COPY of it
+//   columns_in_transaction  all of it inside sql.begin
+//   columns_add_key_refused ADD COLUMN id on a table without it: 0A000
 
 import postgres from 'postgres'
 import { pipeline } from 'node:stream/promises'
 import { Readable, Writable } from 'node:stream'
 import { env, check, run, assert, eq, expectCode, expectRefused, must, sleep, withTimeout, ids } from './lib.mjs'
+import { describe, shards, expectSharded, expectCopies } from './lib.mjs'
 
 const DRIVER = 'postgres.js'
 const tbl = (name) => `drv_pgjs_${name}`
@@ -619,6 +633,155 @@ check(
     eq(r.reduce((s, x) => s + x.n, 0), n, 'committed rows (summed over shards)')
   },
   { timeout: 30000 },
+)
+
+// ---------------------------------------------------------------------------
+// Mode columns: tables the application creates.
+
+const KEYED = 'id bigint PRIMARY KEY, val text'
+const PLAIN = 'k text PRIMARY KEY, v text'
+const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i)
+
+/** Each shard's rows of `text`, read from the shard directly. */
+async function perShard(text) {
+  const out = []
+  for (const { port, database } of shards()) {
+    const direct = postgres({ host: env.host, port, user: env.user, password: env.password, database, max: 1, onnotice: () => {} })
+    try {
+      out.push([...(await must(direct.unsafe(text).values(), `${text} on ${database}`))])
+    } finally {
+      await direct.end({ timeout: 1 })
+    }
+  }
+  return out
+}
+
+async function sharded(sql, table, columns, want) {
+  const byKey = async (id) => [...(await must(sql.unsafe(`SELECT ${columns} FROM ${table} WHERE id = $1`, [id]).values(), `read id ${id}`))]
+  await expectSharded(table, await perShard(`SELECT ${columns} FROM ${table}`), want, byKey)
+}
+
+async function copies(table, columns, want) {
+  expectCopies(table, await perShard(`SELECT ${columns} FROM ${table}`), want)
+}
+
+/** Two connections (the second connected before any DDL) and this check's two tables. */
+async function columnsSetup(t, name) {
+  const a = connect(t)
+  const b = connect(t)
+  await simple(b, 'SELECT 1')
+  const keyed = tbl(`${name}_k`)
+  const plain = tbl(`${name}_p`)
+  await dropLater(t, a, keyed)
+  await dropLater(t, a, plain)
+  return { a, b, keyed, plain }
+}
+
+const columnsOnly = { modes: ['columns'] }
+
+check(
+  'columns_create_insert',
+  async (t) => {
+    const { a, b, keyed, plain } = await columnsSetup(t, 'ci')
+    await simple(a, `CREATE TABLE ${keyed} (${KEYED})`)
+    await simple(b, `INSERT INTO ${keyed} VALUES (1, 'v1')`)
+    await simple(b, `INSERT INTO ${keyed} (id, val) VALUES (2, 'v2')`)
+    for (const i of range(3, 9)) await must(b`INSERT INTO ${b(keyed)} (id, val) VALUES (${i}, ${`v${i}`})`, `named INSERT ${i}`)
+    for (const i of range(9, 17)) {
+      await must(a.unsafe(`INSERT INTO ${keyed} VALUES ($1, $2)`, [i, `v${i}`], { prepare: false }), `unnamed INSERT ${i}`)
+    }
+    await sharded(a, keyed, 'id, val', range(1, 17).map((i) => [i, `v${i}`]))
+    await simple(a, `CREATE TABLE ${plain} (${PLAIN})`)
+    await simple(b, `INSERT INTO ${plain} VALUES ('s', 'simple')`)
+    await must(b`INSERT INTO ${b(plain)} (k, v) VALUES (${'e'}, ${'extended'})`, 'named INSERT into the table without id')
+    await copies(plain, 'k, v', [['s', 'simple'], ['e', 'extended']])
+  },
+  columnsOnly,
+)
+
+check(
+  'columns_create_copy',
+  async (t) => {
+    const { a, keyed, plain } = await columnsSetup(t, 'cc')
+    await simple(a, `CREATE TABLE ${keyed} (${KEYED})`)
+    await must(copyIn(a`COPY ${a(keyed)} (id, val) FROM STDIN`, copyText(range(1, 21).map((i) => [i, `v${i}`]))), 'COPY with a column list')
+    await must(copyIn(a`COPY ${a(keyed)} FROM STDIN`, copyText(range(21, 31).map((i) => [i, `v${i}`]))), 'COPY without a column list')
+    const csv = range(31, 41).map((i) => `${i},v${i}\n`).join('')
+    await must(copyIn(a`COPY ${a(keyed)} FROM STDIN (FORMAT csv)`, csv), 'COPY csv')
+    await sharded(a, keyed, 'id, val', range(1, 41).map((i) => [i, `v${i}`]))
+    await simple(a, `CREATE TABLE ${plain} (${PLAIN})`)
+    const plainRows = range(0, 3).map((i) => [`k${i}`, `v${i}`])
+    await must(copyIn(a`COPY ${a(plain)} FROM STDIN`, copyText(plainRows)), 'COPY into the table without id')
+    await copies(plain, 'k, v', plainRows)
+  },
+  columnsOnly,
+)
+
+check(
+  'columns_add_column',
+  async (t) => {
+    const { a, b, keyed, plain } = await columnsSetup(t, 'ac')
+    await simple(a, `CREATE TABLE ${keyed} (${KEYED})`)
+    await simple(a, `CREATE TABLE ${plain} (${PLAIN})`)
+    await must(b`INSERT INTO ${b(keyed)} (id, val) VALUES (${1}, ${'v1'})`, 'INSERT before')
+    await must(b`INSERT INTO ${b(plain)} (k, v) VALUES (${'a'}, ${'before'})`, 'INSERT before')
+    await simple(a, `ALTER TABLE ${keyed} ADD COLUMN note text`)
+    await simple(b, `INSERT INTO ${keyed} (id, val, note) VALUES (2, 'v2', 'n2')`)
+    await simple(b, `INSERT INTO ${keyed} VALUES (3, 'v3', 'n3')`)
+    for (const i of range(4, 9)) {
+      await must(b`INSERT INTO ${b(keyed)} (id, val, note) VALUES (${i}, ${`v${i}`}, ${`n${i}`})`, `named INSERT ${i}`)
+    }
+    await must(a.unsafe(`INSERT INTO ${keyed} VALUES ($1, $2, $3)`, [9, 'v9', 'n9'], { prepare: false }), 'unnamed INSERT without a column list')
+    const rows = range(10, 17).map((i) => [i, `v${i}`, `n${i}`])
+    await must(copyIn(b`COPY ${b(keyed)} (id, val, note) FROM STDIN`, copyText(rows)), 'COPY of the new column')
+    const want = [[1, 'v1', null], ...range(2, 17).map((i) => [i, `v${i}`, `n${i}`])]
+    await sharded(a, keyed, 'id, val, note', want)
+    await simple(a, `ALTER TABLE ${plain} ADD COLUMN note text`)
+    await simple(b, `INSERT INTO ${plain} VALUES ('s', 'simple', 'n')`)
+    await must(b`INSERT INTO ${b(plain)} (k, v, note) VALUES (${'e'}, ${'ext'}, ${'n'})`, 'named INSERT of the new column')
+    await copies(plain, 'k, v, note', [['a', 'before', null], ['s', 'simple', 'n'], ['e', 'ext', 'n']])
+  },
+  columnsOnly,
+)
+
+check(
+  'columns_in_transaction',
+  async (t) => {
+    const { a: sql, keyed, plain } = await columnsSetup(t, 'tx')
+    await must(
+      sql.begin(async (tx) => {
+        await tx.unsafe(`CREATE TABLE ${keyed} (${KEYED})`)
+        await must(tx.unsafe(`INSERT INTO ${keyed} VALUES (1, 'v1')`), 'simple INSERT')
+        for (const i of range(2, 9)) await must(tx`INSERT INTO ${tx(keyed)} (id, val) VALUES (${i}, ${`v${i}`})`, `named INSERT ${i}`)
+        await must(copyIn(tx`COPY ${tx(keyed)} (id, val) FROM STDIN`, copyText(range(9, 17).map((i) => [i, `v${i}`]))), 'COPY')
+        await tx.unsafe(`CREATE TABLE ${plain} (${PLAIN})`)
+        await must(tx`INSERT INTO ${tx(plain)} (k, v) VALUES (${'a'}, ${'1'})`, 'INSERT into the table without id')
+        await tx.unsafe(`ALTER TABLE ${keyed} ADD COLUMN note text`)
+        await must(tx`INSERT INTO ${tx(keyed)} (id, val, note) VALUES (${17}, ${'v17'}, ${'n'})`, 'INSERT of the new column')
+      }),
+      'the transaction',
+    )
+    const want = [...range(1, 17).map((i) => [i, `v${i}`, null]), [17, 'v17', 'n']]
+    await sharded(sql, keyed, 'id, val, note', want)
+    await copies(plain, 'k, v', [['a', '1']])
+  },
+  columnsOnly,
+)
+
+check(
+  'columns_add_key_refused',
+  async (t) => {
+    // A table without id is omnisharded (every shard holds all its rows):
+    // given id it would be sharded by it with every row still everywhere.
+    const { a: sql, plain } = await columnsSetup(t, 'kr')
+    await simple(sql, `CREATE TABLE ${plain} (${PLAIN})`)
+    await simple(sql, `INSERT INTO ${plain} VALUES ('a', '1')`)
+    const e = await expectCode(sql.unsafe(`ALTER TABLE ${plain} ADD COLUMN id bigint`), '0A000', 'adding the key column')
+    assert(e.message.includes('omnisharded') && e.message.includes(plain), `the refusal does not say why: ${describe(e)}`)
+    await must(sql`INSERT INTO ${sql(plain)} (k, v) VALUES (${'b'}, ${'2'})`, 'INSERT after the refusal')
+    await copies(plain, 'k, v', [['a', '1'], ['b', '2']])
+  },
+  columnsOnly,
 )
 
 if (env.adminUser) {

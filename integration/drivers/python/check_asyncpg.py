@@ -17,6 +17,16 @@ execution or at describe, repeated; a fanned-out statement failing at run
 time then working; keyed round trips with binary parameters; many types
 binary both ways; the admin console's SHOW POOLS.
 
+Mode columns (two shards, only a column-only entry on `id`, no table): the
+application's own tables, created and written at once (issue 39) by the
+connection that created them and by another one opened before: INSERT with
+the simple protocol (execute without arguments) and the extended one
+(cached, uncached, executemany), COPY (copy_records_to_table, binary, after
+asyncpg's own introspection of the table; copy_to_table in CSV), inside a
+transaction too; ALTER TABLE ADD COLUMN followed at once by writes of the new
+column; adding the key column to a table without it refused. Where the rows
+landed is read from each shard directly.
+
 Every expectation is what asyncpg gets from Postgres directly (the checks
 pass when PGSHARD_PORT points at a shard, PGSHARD_DATABASE=shard_0 and
 PGSHARD_MODE=session).
@@ -28,7 +38,7 @@ import time
 
 import asyncpg
 
-from common import CheckFailed, Runner, describe, expect, expect_eq
+from common import CheckFailed, Runner, describe, expect, expect_eq, expect_copies, expect_sharded
 
 R = Runner("asyncpg")
 ENV = R.env
@@ -539,7 +549,120 @@ async def admin_show_pools(ctx):
                 expect(int(v) < 1_000_000, f"SHOW POOLS {col} = {v} (row {r})")
 
 
+# 13. Tables the application creates (mode columns) ------------------------------
+
+KEYED = "id bigint PRIMARY KEY, val text"
+PLAIN = "k text PRIMARY KEY, v text"
+
+
+async def sharded(table, columns, want):
+    await asyncio.to_thread(expect_sharded, ENV, table, columns, want)
+
+
+async def copies(table, columns, want):
+    await asyncio.to_thread(expect_copies, ENV, table, columns, want)
+
+
+async def columns_create_insert(ctx):
+    a, b = await connect(ctx), await connect(ctx)
+    u = await connect(ctx, statement_cache_size=0)
+    keyed, plain = ctx.table("_k"), ctx.table("_p")
+    await a.execute(f"CREATE TABLE {keyed} ({KEYED})")
+    await step("simple INSERT without a column list", b.execute(f"INSERT INTO {keyed} VALUES (1, 'v1')"))
+    await step("simple INSERT", u.execute(f"INSERT INTO {keyed} (id, val) VALUES (2, 'v2')"))
+    for i in range(3, 7):
+        await step(f"extended INSERT {i}", b.execute(f"INSERT INTO {keyed} (id, val) VALUES ($1, $2)", i, f"v{i}"))
+    for i in range(7, 11):
+        await step(f"uncached INSERT {i}", u.execute(f"INSERT INTO {keyed} VALUES ($1, $2)", i, f"v{i}"))
+    await step("executemany", a.executemany(f"INSERT INTO {keyed} (id, val) VALUES ($1, $2)", [(i, f"v{i}") for i in range(11, 17)]))
+    await sharded(keyed, "id, val", [(i, f"v{i}") for i in range(1, 17)])
+    await a.execute(f"CREATE TABLE {plain} ({PLAIN})")
+    await step("simple INSERT into the table without id", b.execute(f"INSERT INTO {plain} VALUES ('s', 'simple')"))
+    await step("extended INSERT into it", u.execute(f"INSERT INTO {plain} (k, v) VALUES ($1, $2)", "e", "extended"))
+    await copies(plain, "k, v", [("s", "simple"), ("e", "extended")])
+
+
+async def columns_create_copy(ctx):
+    a = await connect(ctx)
+    keyed, plain = ctx.table("_k"), ctx.table("_p")
+    await a.execute(f"CREATE TABLE {keyed} ({KEYED})")
+    res = await step("copy_records_to_table", a.copy_records_to_table(keyed, records=[(i, f"v{i}") for i in range(1, 21)]))
+    expect_eq(res, "COPY 20", "copy_records_to_table status")
+    csv = "".join(f"{i},v{i}\n" for i in range(21, 41)).encode()
+    res = await step("copy_to_table csv", a.copy_to_table(keyed, source=io.BytesIO(csv), columns=["id", "val"], format="csv"))
+    expect_eq(res, "COPY 20", "copy_to_table status")
+    await sharded(keyed, "id, val", [(i, f"v{i}") for i in range(1, 41)])
+    await a.execute(f"CREATE TABLE {plain} ({PLAIN})")
+    await step("copy_records_to_table without id", a.copy_records_to_table(plain, records=[(f"k{i}", f"v{i}") for i in range(3)]))
+    await copies(plain, "k, v", [(f"k{i}", f"v{i}") for i in range(3)])
+
+
+async def columns_add_column(ctx):
+    a, b = await connect(ctx), await connect(ctx)
+    keyed, plain = ctx.table("_k"), ctx.table("_p")
+    await a.execute(f"CREATE TABLE {keyed} ({KEYED})")
+    await a.execute(f"CREATE TABLE {plain} ({PLAIN})")
+    await b.execute(f"INSERT INTO {keyed} (id, val) VALUES ($1, $2)", 1, "v1")
+    await b.execute(f"INSERT INTO {plain} (k, v) VALUES ($1, $2)", "a", "before")
+    await a.execute(f"ALTER TABLE {keyed} ADD COLUMN note text")
+    await step("simple INSERT of the new column", b.execute(f"INSERT INTO {keyed} (id, val, note) VALUES (2, 'v2', 'n2')"))
+    await step("simple INSERT without a column list", b.execute(f"INSERT INTO {keyed} VALUES (3, 'v3', 'n3')"))
+    for i in range(4, 9):
+        await step(f"extended INSERT {i}", b.execute(f"INSERT INTO {keyed} (id, val, note) VALUES ($1, $2, $3)", i, f"v{i}", f"n{i}"))
+    await step("extended INSERT without a column list", a.execute(f"INSERT INTO {keyed} VALUES ($1, $2, $3)", 9, "v9", "n9"))
+    await step("copy_records_to_table of the new column",
+               b.copy_records_to_table(keyed, records=[(i, f"v{i}", f"n{i}") for i in range(10, 17)]))
+    want = [(1, "v1", None)] + [(i, f"v{i}", f"n{i}") for i in range(2, 17)]
+    await sharded(keyed, "id, val, note", want)
+    await a.execute(f"ALTER TABLE {plain} ADD COLUMN note text")
+    await step("simple INSERT of the new column", b.execute(f"INSERT INTO {plain} VALUES ('s', 'simple', 'n')"))
+    await step("extended INSERT of it", b.execute(f"INSERT INTO {plain} (k, v, note) VALUES ($1, $2, $3)", "e", "ext", "n"))
+    await copies(plain, "k, v, note", [("a", "before", None), ("s", "simple", "n"), ("e", "ext", "n")])
+
+
+async def columns_in_transaction(ctx):
+    c = await connect(ctx)
+    keyed, plain = ctx.table("_k"), ctx.table("_p")
+    async with c.transaction():
+        await c.execute(f"CREATE TABLE {keyed} ({KEYED})")
+        await step("simple INSERT", c.execute(f"INSERT INTO {keyed} VALUES (1, 'v1')"))
+        for i in range(2, 9):
+            await step(f"extended INSERT {i}", c.execute(f"INSERT INTO {keyed} (id, val) VALUES ($1, $2)", i, f"v{i}"))
+        await step("copy_records_to_table", c.copy_records_to_table(keyed, records=[(i, f"v{i}") for i in range(9, 17)]))
+        await c.execute(f"CREATE TABLE {plain} ({PLAIN})")
+        await step("INSERT into the table without id", c.execute(f"INSERT INTO {plain} (k, v) VALUES ($1, $2)", "a", "1"))
+        await c.execute(f"ALTER TABLE {keyed} ADD COLUMN note text")
+        await step("INSERT of the new column", c.execute(f"INSERT INTO {keyed} (id, val, note) VALUES ($1, $2, $3)", 17, "v17", "n"))
+    want = [(i, f"v{i}", None) for i in range(1, 17)] + [(17, "v17", "n")]
+    await sharded(keyed, "id, val, note", want)
+    await copies(plain, "k, v", [("a", "1")])
+
+
+async def columns_add_key_refused(ctx):
+    # A table without id is omnisharded (every shard holds all its rows):
+    # given id it would be sharded by it with every row still everywhere.
+    c = await connect(ctx)
+    plain = ctx.table("_p")
+    await c.execute(f"CREATE TABLE {plain} ({PLAIN})")
+    await c.execute(f"INSERT INTO {plain} VALUES ('a', '1')")
+    e = await expect_error(c.execute(f"ALTER TABLE {plain} ADD COLUMN id bigint"), "0A000", "adding the key column")
+    expect("omnisharded" in str(e) and plain in str(e), f"the refusal does not say why: {describe(e)}")
+    await step("INSERT after the refusal", c.execute(f"INSERT INTO {plain} (k, v) VALUES ($1, $2)", "b", "2"))
+    await copies(plain, "k, v", [("a", "1"), ("b", "2")])
+
+
+async def main_columns():
+    await R.acheck("columns_create_insert", columns_create_insert)
+    await R.acheck("columns_create_copy", columns_create_copy)
+    await R.acheck("columns_add_column", columns_add_column)
+    await R.acheck("columns_in_transaction", columns_in_transaction)
+    await R.acheck("columns_add_key_refused", columns_add_key_refused)
+    R.finish()
+
+
 async def main():
+    if ENV.columns:
+        return await main_columns()
     await R.acheck("ddl_cached_select", ddl_cached_select)
     await R.acheck("ddl_uncached", ddl_uncached)
     await R.acheck("params_32767", params_32767)

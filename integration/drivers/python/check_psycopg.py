@@ -13,6 +13,15 @@ statements whose execution or describe fails, repeated; a fanned-out
 statement failing at run time then working; keyed round trips with text and
 binary parameters; the admin console's SHOW POOLS.
 
+Mode columns (two shards, only a column-only entry on `id`, no table): the
+application's own tables, created and written at once (issue 39) by the
+connection that created them and by another one opened before: INSERT with
+the simple protocol (no parameters, and ClientCursor's client-side binding)
+and the extended one, COPY in text and binary, inside a transaction too;
+ALTER TABLE ADD COLUMN followed at once by writes of the new column; adding
+the key column to a table without it refused. Where the rows landed is read
+from each shard directly.
+
 Every expectation is what psycopg gets from Postgres directly (the checks
 pass when PGSHARD_PORT points at a shard, PGSHARD_DATABASE=shard_0 and
 PGSHARD_MODE=session). In sharded mode the checks use drv_items with keys
@@ -27,7 +36,7 @@ import time
 import psycopg
 from psycopg import pq
 
-from common import CheckFailed, Runner, describe, expect, expect_eq
+from common import CheckFailed, Runner, describe, expect, expect_eq, expect_copies, expect_sharded
 
 R = Runner("psycopg")
 ENV = R.env
@@ -634,7 +643,129 @@ def admin_show_pools(ctx):
     c.execute("SHOW CLIENTS").fetchall()
 
 
+# 13. Tables the application creates (mode columns) ------------------------------
+
+KEYED = "id bigint PRIMARY KEY, val text"
+PLAIN = "k text PRIMARY KEY, v text"
+
+
+def simple_insert(c, sql, params):
+    """An INSERT in the simple protocol, its parameters bound by psycopg."""
+    psycopg.ClientCursor(c).execute(sql, params)
+
+
+def columns_create_insert(ctx):
+    a, b = connect(ctx), connect(ctx)
+    keyed, plain = ctx.table("_k"), ctx.table("_p")
+    a.execute(f"CREATE TABLE {keyed} ({KEYED})")
+    step("simple INSERT without a column list", lambda: b.execute(f"INSERT INTO {keyed} VALUES (1, 'v1')"))
+    step("simple INSERT with parameters", lambda: simple_insert(b, f"INSERT INTO {keyed} (id, val) VALUES (%s, %s)", (2, "v2")))
+    for i in range(3, 11):
+        step(f"extended INSERT {i}", lambda: b.execute(f"INSERT INTO {keyed} (id, val) VALUES (%s, %s)", (i, f"v{i}")))
+    for i in range(11, 17):
+        step(f"prepared INSERT {i}", lambda: a.execute(f"INSERT INTO {keyed} VALUES (%s, %s)", (i, f"v{i}"), prepare=True))
+    expect_sharded(ENV, keyed, "id, val", [(i, f"v{i}") for i in range(1, 17)])
+    a.execute(f"CREATE TABLE {plain} ({PLAIN})")
+    step("simple INSERT into the table without id", lambda: b.execute(f"INSERT INTO {plain} VALUES ('s', 'simple')"))
+    step("extended INSERT into it", lambda: b.execute(f"INSERT INTO {plain} (k, v) VALUES (%s, %s)", ("e", "extended")))
+    expect_copies(ENV, plain, "k, v", [("s", "simple"), ("e", "extended")])
+
+
+def columns_create_copy(ctx):
+    a = connect(ctx)
+    keyed, plain = ctx.table("_k"), ctx.table("_p")
+    a.execute(f"CREATE TABLE {keyed} ({KEYED})")
+    with a.cursor() as cur:
+        with step("COPY text", lambda: cur.copy(f"COPY {keyed} (id, val) FROM STDIN")) as cp:
+            for i in range(1, 21):
+                cp.write_row((i, f"v{i}"))
+        expect_eq(cur.rowcount, 20, "COPY text rowcount")
+        with step("COPY binary", lambda: cur.copy(f"COPY {keyed} FROM STDIN (FORMAT BINARY)")) as cp:
+            cp.set_types(["int8", "text"])
+            for i in range(21, 41):
+                cp.write_row((i, f"v{i}"))
+        expect_eq(cur.rowcount, 20, "COPY binary rowcount")
+    expect_sharded(ENV, keyed, "id, val", [(i, f"v{i}") for i in range(1, 41)])
+    a.execute(f"CREATE TABLE {plain} ({PLAIN})")
+    with a.cursor() as cur:
+        with cur.copy(f"COPY {plain} FROM STDIN") as cp:
+            for i in range(3):
+                cp.write_row((f"k{i}", f"v{i}"))
+    expect_copies(ENV, plain, "k, v", [(f"k{i}", f"v{i}") for i in range(3)])
+
+
+def columns_add_column(ctx):
+    a, b = connect(ctx), connect(ctx)
+    keyed, plain = ctx.table("_k"), ctx.table("_p")
+    a.execute(f"CREATE TABLE {keyed} ({KEYED})")
+    a.execute(f"CREATE TABLE {plain} ({PLAIN})")
+    b.execute(f"INSERT INTO {keyed} (id, val) VALUES (%s, %s)", (1, "v1"))
+    b.execute(f"INSERT INTO {plain} (k, v) VALUES (%s, %s)", ("a", "before"))
+    a.execute(f"ALTER TABLE {keyed} ADD COLUMN note text")
+    step("simple INSERT of the new column", lambda: b.execute(f"INSERT INTO {keyed} (id, val, note) VALUES (2, 'v2', 'n2')"))
+    step("simple INSERT without a column list", lambda: b.execute(f"INSERT INTO {keyed} VALUES (3, 'v3', 'n3')"))
+    for i in range(4, 9):
+        step(f"extended INSERT {i}", lambda: b.execute(f"INSERT INTO {keyed} (id, val, note) VALUES (%s, %s, %s)", (i, f"v{i}", f"n{i}")))
+    step("extended INSERT without a column list", lambda: a.execute(f"INSERT INTO {keyed} VALUES (%s, %s, %s)", (9, "v9", "n9")))
+    with b.cursor() as cur:
+        with step("COPY of the new column", lambda: cur.copy(f"COPY {keyed} (id, val, note) FROM STDIN")) as cp:
+            for i in range(10, 17):
+                cp.write_row((i, f"v{i}", f"n{i}"))
+    want = [(1, "v1", None)] + [(i, f"v{i}", f"n{i}") for i in range(2, 17)]
+    expect_sharded(ENV, keyed, "id, val, note", want)
+    a.execute(f"ALTER TABLE {plain} ADD COLUMN note text")
+    step("simple INSERT of the new column", lambda: b.execute(f"INSERT INTO {plain} VALUES ('s', 'simple', 'n')"))
+    step("extended INSERT of it", lambda: b.execute(f"INSERT INTO {plain} (k, v, note) VALUES (%s, %s, %s)", ("e", "ext", "n")))
+    expect_copies(ENV, plain, "k, v, note", [("a", "before", None), ("s", "simple", "n"), ("e", "ext", "n")])
+
+
+def columns_in_transaction(ctx):
+    # psycopg's default: BEGIN before the first statement, until commit().
+    c = connect(ctx, autocommit=False)
+    keyed, plain = ctx.table("_k"), ctx.table("_p")
+    c.execute(f"CREATE TABLE {keyed} ({KEYED})")
+    step("simple INSERT", lambda: c.execute(f"INSERT INTO {keyed} VALUES (1, 'v1')"))
+    for i in range(2, 9):
+        step(f"extended INSERT {i}", lambda: c.execute(f"INSERT INTO {keyed} (id, val) VALUES (%s, %s)", (i, f"v{i}")))
+    with c.cursor() as cur:
+        with step("COPY", lambda: cur.copy(f"COPY {keyed} (id, val) FROM STDIN")) as cp:
+            for i in range(9, 17):
+                cp.write_row((i, f"v{i}"))
+    c.execute(f"CREATE TABLE {plain} ({PLAIN})")
+    step("INSERT into the table without id", lambda: c.execute(f"INSERT INTO {plain} (k, v) VALUES (%s, %s)", ("a", "1")))
+    c.execute(f"ALTER TABLE {keyed} ADD COLUMN note text")
+    step("INSERT of the new column", lambda: c.execute(f"INSERT INTO {keyed} (id, val, note) VALUES (%s, %s, %s)", (17, "v17", "n")))
+    c.commit()
+    want = [(i, f"v{i}", None) for i in range(1, 17)] + [(17, "v17", "n")]
+    expect_sharded(ENV, keyed, "id, val, note", want)
+    expect_copies(ENV, plain, "k, v", [("a", "1")])
+
+
+def columns_add_key_refused(ctx):
+    # A table without id is omnisharded (every shard holds all its rows):
+    # given id it would be sharded by it with every row still everywhere.
+    c = connect(ctx)
+    plain = ctx.table("_p")
+    c.execute(f"CREATE TABLE {plain} ({PLAIN})")
+    c.execute(f"INSERT INTO {plain} VALUES ('a', '1')")
+    e = expect_error(lambda: c.execute(f"ALTER TABLE {plain} ADD COLUMN id bigint"), "0A000", "adding the key column")
+    expect("omnisharded" in str(e) and plain in str(e), f"the refusal does not say why: {describe(e)}")
+    step("INSERT after the refusal", lambda: c.execute(f"INSERT INTO {plain} (k, v) VALUES (%s, %s)", ("b", "2")))
+    expect_copies(ENV, plain, "k, v", [("a", "1"), ("b", "2")])
+
+
+def main_columns():
+    R.check("columns_create_insert", columns_create_insert)
+    R.check("columns_create_copy", columns_create_copy)
+    R.check("columns_add_column", columns_add_column)
+    R.check("columns_in_transaction", columns_in_transaction)
+    R.check("columns_add_key_refused", columns_add_key_refused)
+    R.finish()
+
+
 def main():
+    if ENV.columns:
+        return main_columns()
     R.check("ddl_unnamed_select", ddl_unnamed_select)
     R.check("ddl_unnamed_insert", ddl_unnamed_insert)
     R.check("ddl_named_prepare", ddl_named_prepare)

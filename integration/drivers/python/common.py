@@ -11,6 +11,10 @@ Keys of the shared sharded table `drv_items`: each driver owns a range of ids
 (DRIVER_KEY_BASE) and each check a block of 1000 in it, so no two checks or
 drivers touch the same rows; `Ctx.keys(n, shard)` picks ids that hash to the
 given shard (asked of the shard itself, with satisfies_hash_partition).
+
+Mode `columns` (two shards, only a column-only `[[sharded_tables]]` entry on
+`id`, no table): the checks create their own tables and check where the rows
+landed by reading each shard directly (`expect_sharded`, `expect_copies`).
 """
 
 import asyncio
@@ -67,8 +71,8 @@ class Env:
         self.admin_user = e.get("PGSHARD_ADMIN_USER", "admin")
         self.admin_password = e.get("PGSHARD_ADMIN_PASSWORD", "")
         self.mode = need("PGSHARD_MODE")
-        if self.mode not in ("transaction", "session", "sharded"):
-            sys.exit(f"PGSHARD_MODE must be transaction, session or sharded, not {self.mode!r}")
+        if self.mode not in ("transaction", "session", "sharded", "columns"):
+            sys.exit(f"PGSHARD_MODE must be transaction, session, sharded or columns, not {self.mode!r}")
         self.pool_size = int(e.get("PGSHARD_POOL_SIZE", "4"))
         self.shard_ports = [int(p) for p in e.get("PGSHARD_SHARD_PORTS", "").split(",") if p]
         self.shards = int(e.get("PGSHARD_SHARDS", str(max(1, len(self.shard_ports)))))
@@ -76,6 +80,11 @@ class Env:
     @property
     def sharded(self):
         return self.mode == "sharded"
+
+    @property
+    def columns(self):
+        """Two shards, no drv_items: tables are sharded by an `id` column."""
+        return self.mode == "columns"
 
     def conninfo(self, **over):
         """libpq keyword/value string for pgshard (or, with port/dbname
@@ -103,6 +112,40 @@ def shard_zero_keys(env, lo, hi):
             (lo, hi - 1, env.shards),
         ).fetchone()
     return set(row[0] or [])
+
+
+def shard_rows(env, sql):
+    """Each shard's rows of `sql`, read from the shard's Postgres directly."""
+    import psycopg
+
+    out = []
+    for i, port in enumerate(env.shard_ports):
+        with psycopg.connect(env.conninfo(port=port, dbname=f"shard_{i}"), autocommit=True) as c:
+            out.append([tuple(r) for r in c.execute(sql).fetchall()])
+    return out
+
+
+def expect_sharded(env, table, columns, want):
+    """The rows `want` (tuples of `columns`, the first being `id`) are in
+    `table` sharded by id: each on exactly one shard, every shard holding
+    some, and pgshard reading each by its key from where it is."""
+    import psycopg
+
+    per_shard = shard_rows(env, f"SELECT {columns} FROM {table}")
+    got = sorted(r for rows in per_shard for r in rows)
+    expect_eq(got, sorted(want), f"{table}: the shards' rows together")
+    counts = [len(rows) for rows in per_shard]
+    expect(all(counts), f"{table}: a shard holds none of the {len(want)} rows: {counts}")
+    with psycopg.connect(env.conninfo(), autocommit=True) as c:
+        for row in want:
+            got = c.execute(f"SELECT {columns} FROM {table} WHERE id = %s", (row[0],)).fetchall()
+            expect_eq([tuple(r) for r in got], [row], f"{table}: id {row[0]} read by key through pgshard")
+
+
+def expect_copies(env, table, columns, want):
+    """Every shard holds all the rows `want` of `table` (omnisharded)."""
+    for i, rows in enumerate(shard_rows(env, f"SELECT {columns} FROM {table}")):
+        expect_eq(sorted(rows), sorted(want), f"{table}: rows on shard {i}")
 
 
 class Ctx:
@@ -157,7 +200,7 @@ class Runner:
         self.failed = 0
         self.count = 0
         self._shard0 = None
-        if self.env.shards > 1:
+        if self.env.shards > 1 and not self.env.columns:
             self._shard0 = shard_zero_keys(
                 self.env, self.key_base, self.key_base + MAX_CHECKS * KEYS_PER_CHECK
             )

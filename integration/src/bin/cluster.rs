@@ -1,5 +1,5 @@
 //! `pgshard-cluster MODE`: starts one of the driver suite's clusters
-//! (`transaction`, `session` or `sharded`; see `integration::driver_cluster`),
+//! (`transaction`, `session`, `sharded` or `columns`; see `integration::driver_cluster`),
 //! prints the environment a driver check reads (`export NAME=value` lines),
 //! and serves until stdin closes or Ctrl-C. For working on driver checks by
 //! hand: `eval "$(pgshard-cluster sharded | head -11)"` in one shell, or run

@@ -66,12 +66,22 @@ impl Session {
             if std::mem::take(&mut self.own_schema.changed) {
                 self.shared.catalog.request();
             }
-        } else if self.own_schema.unread && self.idle() {
-            self.own_schema.unread = false;
-            self.read_own_catalog().await;
+        } else {
+            self.own_catalog_current().await;
         }
         if !self.shared.catalog.current() && !self.shared.catalog.wait().await {
             warn!(parent: &self.span, "the shards' catalog was not read in time: routing with what was known");
+        }
+    }
+
+    /// Inside a transaction that changed the schema since the session last
+    /// read its catalog, with nothing in flight: read it on the
+    /// transaction's own server. Before a Parse too, as its Bind finds the
+    /// Parse in flight (clients send Parse, Bind, Execute, Sync at once).
+    pub(super) async fn own_catalog_current(&mut self) {
+        if self.status() != TransactionStatus::Idle && self.own_schema.unread && self.idle() {
+            self.own_schema.unread = false;
+            self.read_own_catalog().await;
         }
     }
 
@@ -127,6 +137,10 @@ impl Session {
         let Some(server) = self.attached.get_mut(shard) else {
             return;
         };
+        // A Query ends the unnamed statement on its server.
+        if self.unnamed_on == Some(server.conn.id) {
+            self.unnamed_on = None;
+        }
         if let Some(own) = crate::execute::catalog::sharding_on(&mut server.conn, &sharding).await {
             self.sharding = Arc::new(own);
             self.own_schema.overlay = true;

@@ -68,9 +68,9 @@ pub struct Segment {
     splits: HashMap<Bytes, SplitRowsOf>,
     /// The shards statements that write were bound for.
     writes: Vec<usize>,
-    /// Portals whose statement returns no rows (a split INSERT without
-    /// RETURNING): a row limit on their Execute changes nothing (pgjdbc
-    /// sends one in batches).
+    /// Portals whose statement returns no rows (a write without RETURNING,
+    /// a schema change, a split INSERT without RETURNING): a row limit on
+    /// their Execute changes nothing (pgjdbc's executeUpdate sends one).
     rowless: std::collections::HashSet<Bytes>,
     /// Portals on several shards that each hold the same rows (writes to
     /// omnisharded tables): one shard's reply stands for all.
@@ -225,8 +225,11 @@ impl Segment {
         };
         self.merges.remove(&portal);
         self.splits.remove(&portal);
-        self.rowless.remove(&portal);
         self.readable.remove(&portal);
+        match statement.returns_no_rows() {
+            true => self.rowless.insert(portal.clone()),
+            false => self.rowless.remove(&portal),
+        };
         if let Some((merge, bind)) = merge {
             if let Some(rewritten) = &merge.shard_statement {
                 // The shards run the rewritten statement under its own

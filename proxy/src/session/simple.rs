@@ -18,6 +18,7 @@ use crate::protocol::messages;
 
 impl Session {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
+        self.sync_before_query().await?;
         let body = frame.body();
         let sql_bytes = body.strip_suffix(&[0]).unwrap_or(body);
         let keywords = params::classify(sql_bytes);
@@ -87,6 +88,19 @@ impl Session {
         self.unnamed_on = None;
         self.put_frame(rewritten.as_ref().unwrap_or(&frame));
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
+        Ok(())
+    }
+
+    /// A Query ends the extended-protocol messages before it as a Sync
+    /// would (Postgres answers it with ReadyForQuery): asyncpg prepares with
+    /// Parse, Describe and Flush, then may send a Query. Their server is
+    /// synced first, so that it can go back to the pool and pgshard can
+    /// read the catalog on it.
+    async fn sync_before_query(&mut self) -> Result<(), End> {
+        if self.unsynced {
+            self.settle_main().await?;
+            self.unsynced = false;
+        }
         Ok(())
     }
 

@@ -119,6 +119,11 @@ impl Session {
             let Some(server) = self.attached.main_mut() else {
                 return Ok(None);
             };
+            // A Query ends the unnamed statement on its server: parsed
+            // again before it is described or bound there.
+            if self.unnamed_on == Some(server.conn.id) {
+                self.unnamed_on = None;
+            }
             let columns = super::copy_in::table_columns(server, table, false).await;
             return Ok(columns.filter(|c| !c.is_empty()).map(Arc::new));
         }

@@ -61,6 +61,22 @@ pub struct Statement {
     /// (`session/sql_extended.rs`): it runs only where that one is
     /// prepared, which a server that lacks it does first.
     pub executes: OnceLock<Arc<SqlStatement>>,
+    /// It returns no rows (`router::rowless`), read once it is routed.
+    pub rowless: OnceLock<bool>,
+}
+
+impl Statement {
+    /// Whether it returns no rows, so that a row limit on its Execute
+    /// changes nothing: known once its route was looked up (`false` before).
+    pub fn returns_no_rows(&self) -> bool {
+        let Some(Some(lookup)) = self.route.get() else {
+            return false;
+        };
+        *self.rowless.get_or_init(|| {
+            let sql = String::from_utf8_lossy(&self.query);
+            router::rowless::returns_no_rows(&lookup.entry.summary, &sql)
+        })
+    }
 }
 
 /// The table's columns an INSERT that names none was bound with, and the
@@ -131,6 +147,7 @@ impl Registry {
             insert_rows: OnceLock::new(),
             with_columns: Mutex::new(None),
             executes: OnceLock::new(),
+            rowless: OnceLock::new(),
         });
         inner
             .by_text

@@ -200,6 +200,21 @@ fn key_column(
     if !keyed {
         return Ok(());
     }
+    // A table the catalog shows without any key column: every database
+    // holds all its rows, and the column would shard it.
+    let copies = classify(table, sharding) == TableClass::Omnisharded;
+    if copies && (change == "add" || change == "rename to") {
+        let table = name(table);
+        let how = match change {
+            "add" => format!("adding column {column} to {table}"),
+            _ => format!("renaming a column of {table} to {column}"),
+        };
+        return Err(RouteError::KeyColumnToCopies {
+            table,
+            how,
+            column: column.to_owned(),
+        });
+    }
     let how = match change {
         "rename" => format!("renaming column {column}"),
         "rename to" => format!("renaming a column to {column}"),

@@ -26,7 +26,9 @@ impl Session {
         let errors = self.segment_errors;
         self.settle_main().await?;
         // Replies pgshard made itself before the segment (a ParseComplete
-        // answered with no server attached) come first.
+        // answered with no server attached) come first; with no server
+        // held yet (pgjdbc's BEGIN, answered here, sent with the first
+        // statement), the replies are all local.
         let status = self.status();
         self.plan.drain_local(self.client.out(), status);
         let before = self.segment_errors != errors;
