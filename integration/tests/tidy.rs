@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 mod features;
 #[path = "tidy/imports.rs"]
 mod imports;
+#[path = "tidy/layers.rs"]
+mod layers;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

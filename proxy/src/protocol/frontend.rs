@@ -122,6 +122,12 @@ impl Frame {
         self.bytes.slice(5.min(self.bytes.len())..)
     }
 
+    /// Whether this is a Bind of the unnamed portal (its portal name, the
+    /// body's first string, empty).
+    pub fn binds_unnamed_portal(&self) -> bool {
+        self.kind == FrontendKind::Bind && self.body().first() == Some(&0)
+    }
+
     /// Where the statement a Bind, or a Describe of a statement, names is
     /// in the body; `None` for other messages.
     pub fn statement_name(&self) -> Result<Option<Range<usize>>, FrameError> {

@@ -197,12 +197,7 @@ impl Cursors {
     /// A simple query, or a Bind of the unnamed portal, ends the unnamed
     /// portal (`frame`: the client's message).
     pub fn forget_unnamed(&mut self, frame: &Frame) {
-        let unnamed = match frame.kind {
-            FrontendKind::Query => true,
-            FrontendKind::Bind => frame.body().first() == Some(&0),
-            _ => false,
-        };
-        if unnamed {
+        if frame.kind == FrontendKind::Query || frame.binds_unnamed_portal() {
             self.places.remove(&b""[..]);
         }
     }
