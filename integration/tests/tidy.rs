@@ -261,7 +261,6 @@ const KNOWN_CYCLES: &[&str] = &[
     "parser-ffi/src: convert <-> error <-> tree",
     "router/src: merge::expr <-> merge::keys",
     "router/src: route::cte_writes <-> route::joins <-> route::plan <-> route::sublinks",
-    "proxy/src: session::cursor <-> session::cursor::portal <-> session::cursor::simple <-> session::merge <-> session::read_split <-> session::routing <-> session::routing::bind <-> session::segment <-> session::segment::bind <-> session::spanning <-> session::split_bind <-> session::statements",
 ];
 
 /// Imports go one way: no two files of a crate name each other, directly

@@ -18,6 +18,7 @@ mod client_info;
 mod commit;
 mod copy_in;
 mod cursor;
+mod dispatch;
 mod extended;
 mod fan_out;
 mod key_move;

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use router::copy::{plan_copy, plan_copy_into, CopyError, CopyPlan, RowSplitter};
 
-use super::routing::Dispatch;
+use super::dispatch::Dispatch;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;

@@ -20,7 +20,7 @@ use router::key_move::KeyMove;
 use router::route::ParamValue;
 use router::summary::StatementSummary;
 
-use super::routing::Dispatch;
+use super::dispatch::Dispatch;
 use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};

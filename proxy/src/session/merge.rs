@@ -13,7 +13,7 @@ use router::sharding::Sharding;
 use router::summary::{StatementKind, Summary};
 
 use super::fan_out::{MergeRequest, Reply};
-use super::statements::Statement;
+use super::statements::{Statement, StatementMerge};
 use super::Session;
 use crate::errors::ClientError;
 use crate::execute::merge::values;
@@ -244,19 +244,6 @@ pub(super) fn plan_rows(
         Shape::Merge(plan) => Ok(Some(plan)),
     };
     (result, planned.by_key)
-}
-
-/// What a prepared statement's rows need on several shards, planned once.
-#[derive(Debug, Clone)]
-pub enum StatementMerge {
-    Concatenated,
-    /// Merged by `plan`; the shards run `shard_statement` when the plan
-    /// rewrites the statement.
-    Merged {
-        plan: Arc<MergePlan>,
-        shard_statement: Option<Arc<Statement>>,
-    },
-    Refused(ClientError),
 }
 
 /// A multi-shard Bind's merge: the plan, the rows its parameters ask for,

@@ -18,6 +18,7 @@ mod bind;
 pub(crate) use bind::bind_params;
 use bind::needs_transaction_block;
 
+use super::dispatch::{Dispatch, Shards};
 use super::fan_out::{Reply, Scope};
 use super::merge::Rows;
 use super::reply_plan::Step;
@@ -31,10 +32,6 @@ use crate::protocol::frontend::Named;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 
-/// The shards a statement goes to: inline, so routing to one or a few
-/// allocates nothing.
-pub(super) type Shards = smallvec::SmallVec<[usize; 4]>;
-
 /// The shards of a fan-out (a route to any shard, `None`, has none).
 fn all_of(shards: Option<Shards>) -> Vec<usize> {
     shards.map(Shards::into_vec).unwrap_or_default()
@@ -44,16 +41,6 @@ fn all_of(shards: Option<Shards>) -> Vec<usize> {
 /// [`Session::lookup`]: a transaction's few statements, each tried in turn
 /// (a mismatch costs a comparison of the first bytes that differ).
 const RECENT_TEMPLATES: usize = 4;
-
-/// What became of a simple query.
-pub enum Dispatch {
-    /// Answered or refused locally, or already executed (fan-out).
-    Done,
-    Send(Target),
-    /// Send this text instead of the client's (an INSERT given the
-    /// table's column list).
-    Rewritten(Target, String),
-}
 
 impl Session {
     /// The cluster has more than one database: statements need routing.
@@ -284,7 +271,7 @@ impl Session {
         self.unnamed_on = None;
         if in_txn {
             self.fan_out(&shards, request, reply, Scope::InTxn).await?;
-        } else if super::spanning::atomic_across_shards(summary, frame_sql, &self.sharding) {
+        } else if super::dispatch::atomic_across_shards(summary, frame_sql, &self.sharding) {
             self.fan_out_atomic(&shards, request, reply, None).await?;
         } else {
             self.fan_out(&shards, request, reply, Scope::Outside)

@@ -36,6 +36,8 @@ mod run;
 mod split;
 mod two_phase;
 
+pub use split::{PartBind, SplitBind};
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -45,7 +47,6 @@ pub(in crate::session) use bind::Held;
 
 use super::merge::BindMerge;
 use super::reply_plan;
-use super::split_bind::PartBind;
 use super::statements::Statement;
 use super::{End, Session};
 use crate::errors::ClientError;

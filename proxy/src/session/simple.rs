@@ -6,9 +6,9 @@
 use bytes::BytesMut;
 use router::config::PoolerMode;
 
+use super::dispatch::Dispatch;
 use super::params;
 use super::reply_plan::{self, Effect, Step};
-use super::routing;
 use super::sql_prepare::SqlQuery;
 use super::transaction::Target;
 use super::{End, Session};
@@ -67,9 +67,9 @@ impl Session {
         }
         let target = if self.sharded() {
             match self.route_query(&sql, known).await? {
-                routing::Dispatch::Done => return Ok(()),
-                routing::Dispatch::Send(target) => target,
-                routing::Dispatch::Rewritten(target, text) => {
+                Dispatch::Done => return Ok(()),
+                Dispatch::Send(target) => target,
+                Dispatch::Rewritten(target, text) => {
                     rewritten = Some(Frame::query(&text));
                     target
                 }

@@ -10,9 +10,9 @@
 use bytes::{Bytes, BytesMut};
 use router::summary::{SessionEffect, StatementKind, Summary};
 
+use super::dispatch::Dispatch;
 use super::fan_out::{Reply, Scope};
 use super::reply_plan::Step;
-use super::routing::Dispatch;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
@@ -377,46 +377,4 @@ pub(super) fn writes(summary: &Summary) -> bool {
             )
     };
     !super::read_split::is_read(summary) && !summary.statements.iter().all(harmless)
-}
-
-/// A statement outside a transaction that writes on several shards runs
-/// inside a transaction on each (so that one shard's error rolls every
-/// shard back, and two-phase commit applies when on), unless Postgres
-/// refuses it inside a transaction block (VACUUM, `CREATE INDEX
-/// CONCURRENTLY`, `CREATE DATABASE` ...) or it may end transactions itself
-/// (CALL, DO: kind Other).
-pub(super) fn atomic_across_shards(
-    summary: &Summary,
-    sql: &str,
-    sharding: &router::sharding::Sharding,
-) -> bool {
-    let [only] = summary.statements.as_slice() else {
-        return false;
-    };
-    let writes = match only.kind {
-        StatementKind::Insert
-        | StatementKind::Update
-        | StatementKind::Delete
-        | StatementKind::Merge
-        | StatementKind::Ddl => true,
-        // What it calls (or its DO block) writes omnisharded tables.
-        StatementKind::Select | StatementKind::Do(_) => {
-            only.write && only.kind == StatementKind::Select
-                || router::route::writes_everywhere(only, sharding)
-        }
-        _ => false,
-    };
-    let words = super::params::leading_words::<6>(sql);
-    let outside_only = words.iter().any(|w| {
-        [
-            "CONCURRENTLY",
-            "DATABASE",
-            "TABLESPACE",
-            "SYSTEM",
-            "SUBSCRIPTION",
-        ]
-        .iter()
-        .any(|k| w.eq_ignore_ascii_case(k))
-    });
-    writes && !outside_only
 }

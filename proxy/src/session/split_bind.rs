@@ -21,7 +21,7 @@ use bytes::{Bytes, BytesMut};
 use router::split::{InsertRows, SplitError};
 
 use super::routing::bind_params;
-use super::segment::Segment;
+use super::segment::{PartBind, Segment, SplitBind};
 use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::Session;
@@ -30,36 +30,6 @@ use crate::metrics::RouteKind;
 use crate::protocol::frontend::Bind;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-
-/// A statement's VALUES rows as read for splitting, or why they cannot be.
-pub type InsertRowsRead = Result<Arc<InsertRows>, SplitError>;
-
-/// One Bind split by shard.
-#[derive(Debug)]
-pub struct SplitBind {
-    /// One per database, in shard order.
-    pub parts: Vec<PartBind>,
-    /// It returns rows (RETURNING).
-    pub returning: bool,
-}
-
-/// One database's part of a split Bind.
-#[derive(Debug)]
-pub struct PartBind {
-    pub shard: usize,
-    /// Its INSERT, as registered.
-    pub statement: Arc<Statement>,
-    /// Its Bind (the client's portal, its statement's server name).
-    pub bytes: Bytes,
-    /// The client's row numbers (0-based) it holds, in order.
-    pub rows: Vec<usize>,
-}
-
-impl SplitBind {
-    pub fn shards(&self) -> Vec<usize> {
-        self.parts.iter().map(|p| p.shard).collect()
-    }
-}
 
 fn refused(why: SplitError) -> ClientError {
     ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())

@@ -19,8 +19,9 @@ use router::route::RouteError;
 use router::split::{check_insert_select, insert_table, split_insert, with_columns};
 use router::summary::{SchemaChange, StatementKind, Summary};
 
+use super::dispatch::Dispatch;
 use super::fan_out::{Reply, Scope};
-use super::routing::{bind_params, Dispatch};
+use super::routing::bind_params;
 use super::statements::Statement;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};

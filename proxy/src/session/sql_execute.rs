@@ -20,9 +20,9 @@ use router::prepared::{self, ArgValue};
 use router::route::{Overrides, Params, RouteError, Routed};
 use router::summary::{Argument, SessionEffect, StatementKind};
 
+use super::dispatch::Shards;
 use super::fan_out::{MergeRequest, Prepare, Reply, Scope};
 use super::reply_plan::{self, Step};
-use super::routing::Shards;
 use super::sql_prepare::SqlQuery;
 use super::sql_prepared::{self, ExecuteMerge, ShardRun, SqlStatement, TypedRoute};
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
@@ -272,7 +272,7 @@ impl Session {
         if in_txn {
             self.fan_out_with(&shards, request, Some(prepare), reply, Scope::InTxn)
                 .await
-        } else if super::spanning::atomic_across_shards(summary, &body.entry.text, &self.sharding) {
+        } else if super::dispatch::atomic_across_shards(summary, &body.entry.text, &self.sharding) {
             self.fan_out_atomic(&shards, request, reply, Some(prepare))
                 .await
         } else {

@@ -380,7 +380,7 @@ impl Transaction {
     }
 
     /// pgshard opens a transaction of its own for one statement that
-    /// writes on several shards (see `routing::atomic_across_shards`).
+    /// writes on several shards (see `dispatch::atomic_across_shards`).
     pub fn begin_implicit(&mut self) {
         self.txn = Txn::Deferred(Bytes::from_static(b"BEGIN"));
     }
