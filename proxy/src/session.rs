@@ -26,6 +26,7 @@ mod local;
 mod merge;
 mod output;
 pub mod params;
+mod phase;
 mod query_clock;
 mod read_split;
 pub mod reply_plan;
@@ -64,9 +65,9 @@ use attach::cancel_target;
 use attached::Attached;
 pub use client_info::{ClientInfo, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 use params::{ParamChange, ParamSet};
+use phase::Phase;
 use query_clock::QueryClock;
 use reply_plan::{ReplyPlan, Step};
-use segment::Segment;
 pub use shared::{Shared, TableColumns};
 use statements::ClientStatements;
 use transaction::{Target, Transaction};
@@ -139,9 +140,6 @@ pub struct Session {
     params: ParamSet,
     /// Settings changed inside the open transaction: kept on COMMIT.
     pending: Vec<ParamChange>,
-    /// pgshard refused an extended-protocol message: skip to Sync, as
-    /// Postgres does after an error.
-    skipping: bool,
     /// Extended-protocol messages were sent with no Sync after them yet.
     unsynced: bool,
     /// The server is in COPY IN.
@@ -160,21 +158,12 @@ pub struct Session {
     txn: Transaction,
     /// `SET pgdog.shard` / `SET pgdog.sharding_key`.
     overrides: Overrides,
-    /// A Bind that goes to several shards, held with what follows until Sync.
-    batch: Option<Segment>,
-    /// The portal just bound is transaction control pgshard answers itself
-    /// (extended protocol): its Describe and Execute get local replies, with
-    /// this command tag, until the next Parse, Bind or Sync.
-    local_portal: Option<local::LocalPortal>,
-    /// A bound COPY into a sharded table (its text), run at its Execute.
-    copy_portal: Option<String>,
-    /// A bound UPDATE that moves a row to another shard, run at its Execute.
-    move_portal: Option<key_move::MovePortal>,
+    /// The extended-protocol phase: skipping to Sync, a segment held, a
+    /// portal answered here.
+    phase: Phase,
     /// Cursors (and portals) pgshard routes or merges, and the servers
     /// WITH HOLD cursors keep.
     cursors: cursor::Cursors,
-    /// A bound FETCH, MOVE or CLOSE of a cursor pgshard answers.
-    cursor_portal: Option<cursor::CursorPortal>,
     /// Setting changes of extended-protocol statements bound since the last
     /// Sync: the client's once that Sync's ReadyForQuery comes without an
     /// error in between (an error rolls the implicit transaction back).
@@ -218,12 +207,8 @@ impl Session {
             read: false,
             txn: Transaction::default(),
             overrides: Overrides::default(),
-            batch: None,
-            local_portal: None,
-            copy_portal: None,
-            move_portal: None,
+            phase: Phase::Idle,
             cursors: cursor::Cursors::default(),
-            cursor_portal: None,
             segment_errors: 0,
             extended_settings: Vec::new(),
             resync: false,
@@ -248,7 +233,6 @@ impl Session {
             params: start.defaults.clone(),
             defaults: start.defaults,
             pending: Vec::new(),
-            skipping: false,
             unsynced: false,
             copy_in: false,
             failed: false,
@@ -365,13 +349,13 @@ impl Session {
             kind,
             K::Parse | K::Bind | K::Describe | K::Execute | K::Close | K::Flush
         );
-        if self.skipping && extended {
+        if self.phase.skipping() && extended {
             return Ok(());
         }
-        if (self.local_portal.is_some() && self.on_local_portal(kind))
-            || (self.copy_portal.is_some() && self.on_copy_portal(kind).await?)
-            || (self.move_portal.is_some() && self.on_move_portal(kind).await?)
-            || (self.cursor_portal.is_some() && self.on_cursor_portal(&frame).await?)
+        if (self.phase.local_portal().is_some() && self.on_local_portal(kind))
+            || (self.phase.copy_bound() && self.on_copy_portal(kind).await?)
+            || (self.phase.move_bound() && self.on_move_portal(kind).await?)
+            || (self.phase.cursor_portal().is_some() && self.on_cursor_portal(&frame).await?)
         {
             return Ok(());
         }
@@ -384,11 +368,11 @@ impl Session {
         }
         if !self.cursors.is_empty() {
             self.cursors.forget_unnamed(&frame);
-            if self.batch.is_none() && self.on_known_portal(&frame).await? {
+            if !self.phase.holds_batch() && self.on_known_portal(&frame).await? {
                 return Ok(());
             }
         }
-        if self.batch.is_some() {
+        if self.phase.holds_batch() {
             return self.on_segment_frame(frame).await;
         }
         match kind {
@@ -437,7 +421,7 @@ impl Session {
     }
 
     fn on_sync(&mut self, frame: &Frame) {
-        self.skipping = false;
+        self.phase.synced();
         self.unsynced = false;
         if self.attached.is_none() && !self.plan.awaiting_server() {
             // Everything since the last Sync was answered locally.

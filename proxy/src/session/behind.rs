@@ -123,7 +123,7 @@ impl Session {
     /// Nothing is in flight: a query of pgshard's own may run on a held
     /// server.
     fn idle(&self) -> bool {
-        !self.plan.awaiting_server() && !self.unsynced && self.batch.is_none()
+        !self.plan.awaiting_server() && !self.unsynced && !self.phase.holds_batch()
     }
 
     /// Read the catalog on a server the transaction holds (shard 0's when

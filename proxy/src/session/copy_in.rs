@@ -55,7 +55,8 @@ impl Session {
     /// here, the COPY runs at its Execute.
     pub(super) fn bind_copy(&mut self, sql: &[u8]) {
         self.local_reply(messages::bind_complete);
-        self.copy_portal = Some(String::from_utf8_lossy(sql).into_owned());
+        self.phase
+            .bind_copy(String::from_utf8_lossy(sql).into_owned());
     }
 
     /// A message while a COPY's portal is bound: whether it was answered
@@ -65,7 +66,7 @@ impl Session {
             FrontendKind::Describe => self.local_reply(messages::no_data),
             FrontendKind::Flush => {}
             FrontendKind::Execute => {
-                let Some(sql) = self.copy_portal.take() else {
+                let Some(sql) = self.phase.take_copy() else {
                     return Ok(false);
                 };
                 let status = self.status();
@@ -73,7 +74,7 @@ impl Session {
                 self.run_copy(&sql, false).await?;
             }
             _ => {
-                self.copy_portal = None;
+                self.phase.end_portal();
                 return Ok(false);
             }
         }
@@ -173,7 +174,9 @@ impl Session {
                 if let Some(error) = error {
                     self.client.out().extend_from_slice(&error);
                 }
-                self.skipping |= !simple;
+                if !simple {
+                    self.phase.skip();
+                }
             }
         }
         if simple {

@@ -159,7 +159,7 @@ impl Session {
             }
         };
         self.local_reply(messages::bind_complete);
-        self.move_portal = Some(MovePortal {
+        self.phase.bind_move(MovePortal {
             plan,
             values,
             sources,
@@ -181,18 +181,18 @@ impl Session {
             FrontendKind::Describe => self.local_reply(messages::no_data),
             FrontendKind::Flush => {}
             FrontendKind::Execute => {
-                let Some(moving) = self.move_portal.take() else {
+                let Some(moving) = self.phase.take_move() else {
                     return Ok(false);
                 };
                 let status = self.status();
                 self.plan.drain_local(self.client.out(), status);
                 let in_txn = moving.in_txn;
                 if !self.run_move(moving, in_txn, false).await? {
-                    self.skipping = true;
+                    self.phase.skip();
                 }
             }
             _ => {
-                self.move_portal = None;
+                self.phase.end_portal();
                 return Ok(false);
             }
         }

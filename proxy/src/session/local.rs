@@ -87,7 +87,7 @@ impl Session {
     }
 
     /// Statements pgshard answers itself, as a simple query or as a Bind
-    /// (whose portal `Session::local_portal` then answers): `SET
+    /// (whose portal `Session::on_local_portal` then answers): `SET
     /// pgdog.shard` / `SET pgdog.sharding_key` set the session's overrides,
     /// and transaction control the transaction answers (a deferred BEGIN,
     /// its end, `SET LOCAL` joining it, anything in an aborted one).
@@ -145,9 +145,9 @@ impl Session {
             self.local_tag(tag, true);
         } else {
             // BindComplete now, the rest of the portal's messages until
-            // Sync by `Session::local_portal`.
+            // Sync by `Session::on_local_portal`.
             self.local_reply(messages::bind_complete);
-            self.local_portal = Some(LocalPortal { tag, nested });
+            self.phase.bind_local(LocalPortal { tag, nested });
         }
         true
     }
@@ -156,7 +156,7 @@ impl Session {
     /// control bound in the extended protocol): answered here, or (any
     /// other message) the portal is done. Returns whether it was answered.
     pub(super) fn on_local_portal(&mut self, kind: FrontendKind) -> bool {
-        let Some(portal) = self.local_portal else {
+        let Some(portal) = self.phase.local_portal() else {
             return false;
         };
         match kind {
@@ -170,7 +170,7 @@ impl Session {
             FrontendKind::Close => self.local_reply(messages::close_complete),
             FrontendKind::Flush => {}
             _ => {
-                self.local_portal = None;
+                self.phase.end_portal();
                 return false;
             }
         }
@@ -215,7 +215,7 @@ impl Session {
             ready: simple,
         });
         if !simple {
-            self.skipping = true;
+            self.phase.skip();
         }
     }
 

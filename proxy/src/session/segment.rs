@@ -378,13 +378,13 @@ impl Session {
     /// segment is refused (dropped, with the client's error) when the
     /// message cannot join it; Sync runs it.
     pub(super) async fn on_segment_frame(&mut self, frame: Frame) -> Result<(), End> {
-        let Some(mut segment) = self.batch.take() else {
+        let Some(mut segment) = self.phase.take_batch() else {
             return Ok(());
         };
         use FrontendKind as K;
         let refusal: Option<ClientError> = match frame.kind {
             K::Sync => {
-                self.skipping = false;
+                self.phase.synced();
                 self.unsynced = false;
                 let declared = std::mem::take(&mut segment.declared);
                 let (errors, in_txn) = (self.segment_errors, self.txn.spans());
@@ -404,7 +404,7 @@ impl Session {
             ))),
         };
         match refusal {
-            None => self.batch = Some(segment),
+            None => self.phase.hold_batch(segment),
             Some(error) => {
                 // Nothing of the segment runs: its Parses never happened,
                 // its DECLAREs made no cursor.

@@ -39,7 +39,7 @@ impl Session {
         if self.segment_errors != errors && self.unsynced {
             // The client saw an error: it expects the rest up to its Sync
             // to be skipped.
-            self.skipping = true;
+            self.phase.skip();
         }
         Ok(())
     }
@@ -252,7 +252,8 @@ impl Session {
                 match self.end_spanning(commit, true).await? {
                     Ok(tag) => {
                         self.local_reply(messages::bind_complete);
-                        self.local_portal = Some(super::local::LocalPortal { tag, nested: false });
+                        self.phase
+                            .bind_local(super::local::LocalPortal { tag, nested: false });
                     }
                     Err(error) => self.local_error(error, false),
                 }
@@ -271,7 +272,8 @@ impl Session {
                         self.txn.record(sql.as_bytes());
                         self.local_reply(messages::bind_complete);
                         let tag = control_tag(&sql);
-                        self.local_portal = Some(super::local::LocalPortal { tag, nested: false });
+                        self.phase
+                            .bind_local(super::local::LocalPortal { tag, nested: false });
                     }
                     Err(error) => self.local_error(error, false),
                 }

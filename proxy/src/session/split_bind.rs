@@ -58,7 +58,7 @@ impl Session {
             // one (`segment/in_txn.rs`).
             Placement::FanOut | Placement::FanOutInTxn => {
                 let current_unnamed = self.statements.get(b"");
-                self.batch = Some(Segment::start_split(
+                self.phase.hold_batch(Segment::start_split(
                     split,
                     bind.portal.clone(),
                     statement,

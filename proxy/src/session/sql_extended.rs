@@ -158,7 +158,7 @@ impl Session {
     fn answer_portal(&mut self, tag: &'static str) {
         self.unsynced = true;
         self.local_reply(messages::bind_complete);
-        self.local_portal = Some(LocalPortal { tag, nested: false });
+        self.phase.bind_local(LocalPortal { tag, nested: false });
     }
 
     /// The statement that runs `statement` (an EXECUTE, summarized in

@@ -118,7 +118,7 @@ impl Session {
                 self.abort_for_cursor().await?;
             }
             if !simple {
-                self.skipping = true;
+                self.phase.skip();
             }
         }
         if simple {

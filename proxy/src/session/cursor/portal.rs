@@ -86,7 +86,7 @@ impl Session {
             Follow::CloseAll => None,
         };
         self.local_reply(messages::bind_complete);
-        self.cursor_portal = Some(CursorPortal {
+        self.phase.bind_cursor(CursorPortal {
             portal: Bytes::copy_from_slice(portal),
             cursor,
             using,
@@ -101,7 +101,7 @@ impl Session {
         &mut self,
         frame: &Frame,
     ) -> Result<bool, End> {
-        let Some(portal) = self.cursor_portal.clone() else {
+        let Some(portal) = self.phase.cursor_portal().cloned() else {
             return Ok(false);
         };
         let message = match frame.kind {
@@ -134,11 +134,11 @@ impl Session {
                 kind: Named::Portal,
                 name,
             }) if name == portal.portal => {
-                self.cursor_portal = None;
+                self.phase.end_portal();
                 self.local_reply(messages::close_complete);
             }
             _ => {
-                self.cursor_portal = None;
+                self.phase.end_portal();
                 return Ok(false);
             }
         }
@@ -150,7 +150,7 @@ impl Session {
         portal: CursorPortal,
         max_rows: i32,
     ) -> Result<(), End> {
-        if let Some(current) = self.cursor_portal.as_mut() {
+        if let Some(current) = self.phase.cursor_portal_mut() {
             current.done = true;
         }
         if max_rows != 0 && matches!(portal.using, Some(Use::Read(_))) {

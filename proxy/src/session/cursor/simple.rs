@@ -166,7 +166,9 @@ impl Session {
             Some(error) => {
                 self.client.out().extend_from_slice(&error);
                 self.segment_errors += 1;
-                self.skipping = !simple;
+                if !simple {
+                    self.phase.skip();
+                }
             }
             None => messages::command_complete(self.client.out(), "CLOSE CURSOR ALL"),
         }

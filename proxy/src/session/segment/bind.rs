@@ -92,7 +92,7 @@ impl Session {
         if held.writes {
             segment.note_writes(&shards);
         }
-        self.batch = Some(segment);
+        self.phase.hold_batch(segment);
     }
 
     /// A Bind while a segment is held; `Ok(Err)`: the client's error.
