@@ -15,6 +15,7 @@ mod attach;
 mod attached;
 mod behind;
 mod client_info;
+mod cluster_view;
 mod commit;
 mod copy_in;
 mod cursor;
@@ -27,12 +28,15 @@ mod merge;
 mod output;
 pub mod params;
 mod phase;
+mod pipeline;
 mod query_clock;
 mod read_split;
 pub mod reply_plan;
+mod route_state;
 pub mod routing;
 pub mod segment;
 mod server_replies;
+mod settings;
 mod shared;
 mod simple;
 mod spanning;
@@ -48,10 +52,8 @@ mod transaction;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use router::config::PoolerMode;
-use router::route::Overrides;
-use router::sharding::{ParserEngine, Sharding};
 use tracing::warn;
 
 use crate::conn::client::{ClientConn, Gone};
@@ -64,10 +66,14 @@ use crate::protocol::sqlstate;
 use attach::cancel_target;
 use attached::Attached;
 pub use client_info::{ClientInfo, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
-use params::{ParamChange, ParamSet};
+use cluster_view::ClusterView;
+use params::ParamSet;
 use phase::Phase;
+use pipeline::Pipeline;
 use query_clock::QueryClock;
 use reply_plan::{ReplyPlan, Step};
+use route_state::RouteState;
+use settings::Settings;
 pub use shared::{Shared, TableColumns};
 use statements::ClientStatements;
 use transaction::{Target, Transaction};
@@ -123,120 +129,63 @@ pub struct Start {
 pub struct Session {
     shared: Arc<Shared>,
     info: Arc<ClientInfo>,
-    pools: ClusterPools,
-    generation: u64,
-    mode: PoolerMode,
+    /// The client's span (peer, user, database, application_name): the
+    /// parent of the session's log lines, never entered (`listener/arrival.rs`).
+    span: tracing::Span,
+    /// Its pools, pooler mode, sharding model and parser engine.
+    cluster: ClusterView,
     client: ClientConn,
-    to_server: BytesMut,
     /// The server connections held between messages.
     attached: Attached,
+    /// The replies owed to the client, in order.
     plan: ReplyPlan,
-    statements: ClientStatements,
-    /// The client's SQL-prepared statements (`PREPARE name AS ...`).
-    sql_names: sql_prepared::SqlNames,
-    /// Startup settings: what RESET returns to.
-    defaults: ParamSet,
-    /// The settings the client expects now.
-    params: ParamSet,
-    /// Settings changed inside the open transaction: kept on COMMIT.
-    pending: Vec<ParamChange>,
-    /// Extended-protocol messages were sent with no Sync after them yet.
-    unsynced: bool,
-    /// The server is in COPY IN.
-    copy_in: bool,
-    /// The running Query/Sync has already reported an error.
-    failed: bool,
-    prepared_limit: usize,
-    /// The cluster's sharding model and parser engine (refreshed on reload).
-    sharding: Arc<Sharding>,
-    engine: ParserEngine,
-    /// The shard of the main attached server, or of the last one.
-    shard: usize,
-    /// The statement being placed may run on a replica (`read_split.rs`).
-    read: bool,
-    /// The client's transaction on a sharded cluster.
-    txn: Transaction,
-    /// `SET pgdog.shard` / `SET pgdog.sharding_key`.
-    overrides: Overrides,
+    /// What is in flight to and from the servers.
+    pipeline: Pipeline,
     /// The extended-protocol phase: skipping to Sync, a segment held, a
     /// portal answered here.
     phase: Phase,
+    statements: ClientStatements,
+    /// The client's SQL-prepared statements (`PREPARE name AS ...`).
+    sql_names: sql_prepared::SqlNames,
+    /// The client's settings.
+    settings: Settings,
+    /// The client's transaction on a sharded cluster.
+    txn: Transaction,
+    /// What routing keeps between statements.
+    routing: RouteState,
     /// Cursors (and portals) pgshard routes or merges, and the servers
     /// WITH HOLD cursors keep.
     cursors: cursor::Cursors,
-    /// Setting changes of extended-protocol statements bound since the last
-    /// Sync: the client's once that Sync's ReadyForQuery comes without an
-    /// error in between (an error rolls the implicit transaction back).
-    extended_settings: Vec<ParamChange>,
-    /// Session mode: the client's settings differ from the server's (a
-    /// RESET returned the server to its own default, not the client's
-    /// startup value); brought in line before the next statement.
-    resync: bool,
-    /// ErrorResponses relayed to the client for the segment it is sending
-    /// (after its last Sync): the rest of that segment is to be skipped.
-    segment_errors: u64,
-    /// The server connection (id) that holds the client's unnamed
-    /// statement: the last Parse of it went there, and no simple query
-    /// (which drops it) followed. Elsewhere it is parsed again first.
-    unnamed_on: Option<u64>,
-    /// Times requests for the query histogram and the slow-query log.
-    clock: QueryClock,
-    /// The templated cache entries of the last simple queries, most recent
-    /// first (`routing.rs`, `Session::lookup`).
-    recent: Vec<Arc<router::cache::Entry>>,
-    /// The AST cache's clear count when `recent` was filled.
-    recent_clears: u64,
-    /// The statement being routed may write: inside a transaction pgshard
-    /// opened, its shard must commit with the others.
-    writes: bool,
-    /// What the session's own schema changes mean for routing (`behind.rs`).
-    own_schema: behind::OwnSchema,
-    /// The client's span (peer, user, database, application_name): the
-    /// parent of the session's log lines, never entered (`client.rs`).
-    span: tracing::Span,
 }
 
 impl Session {
     pub fn new(client: ClientConn, start: Start) -> Session {
         let generation = start.shared.clusters.generation();
         let (sharding, engine) = attach::sharding_of(&start.shared, &start.info.database);
+        let clock = QueryClock::new(start.shared.config().general.slow_query_threshold());
         Session {
-            sharding,
-            engine,
-            shard: 0,
-            read: false,
-            txn: Transaction::default(),
-            overrides: Overrides::default(),
-            phase: Phase::Idle,
-            cursors: cursor::Cursors::default(),
-            segment_errors: 0,
-            extended_settings: Vec::new(),
-            resync: false,
-            unnamed_on: None,
-            clock: QueryClock::new(start.shared.config().general.slow_query_threshold()),
-            writes: false,
-            span: tracing::Span::none(),
-            recent: Vec::new(),
-            recent_clears: 0,
-            own_schema: behind::OwnSchema::default(),
-            generation,
+            cluster: ClusterView {
+                pools: start.pools,
+                generation,
+                mode: start.mode,
+                sharding,
+                engine,
+                prepared_limit: start.prepared_limit,
+            },
             shared: start.shared,
             info: start.info,
-            pools: start.pools,
-            mode: start.mode,
+            span: tracing::Span::none(),
             client,
-            to_server: BytesMut::with_capacity(8 * 1024),
             attached: Attached::new(0, start.server),
             plan: ReplyPlan::default(),
+            pipeline: Pipeline::new(clock),
+            phase: Phase::Idle,
             statements: ClientStatements::default(),
             sql_names: sql_prepared::SqlNames::default(),
-            params: start.defaults.clone(),
-            defaults: start.defaults,
-            pending: Vec::new(),
-            unsynced: false,
-            copy_in: false,
-            failed: false,
-            prepared_limit: start.prepared_limit,
+            settings: Settings::new(start.defaults),
+            txn: Transaction::default(),
+            routing: RouteState::default(),
+            cursors: cursor::Cursors::default(),
         }
     }
 
@@ -291,7 +240,7 @@ impl Session {
                 .main()
                 .and_then(|s| s.pool().settings.query_timeout)
                 .filter(|_| self.plan.awaiting_server());
-            self.clock.waiting();
+            self.pipeline.clock.waiting();
             match self.attached.main_mut() {
                 Some(server) => {
                     let timeout = async {
@@ -328,7 +277,7 @@ impl Session {
                         read = self.client.fill() => match read {
                             Err(_) => return End::ClientGone,
                             // Counted where the client's last server was.
-                            Ok(n) => if let Some(pools) = self.pools.get(self.shard) {
+                            Ok(n) => if let Some(pools) = self.cluster.pools.get(self.routing.shard) {
                                 count(&pools.primary.stats.bytes_received, n);
                             },
                         },
@@ -405,7 +354,7 @@ impl Session {
             }
             K::CopyData | K::CopyDone | K::CopyFail => {
                 if kind != K::CopyData {
-                    self.copy_in = false;
+                    self.pipeline.copy_in = false;
                 }
                 if self.attached.is_some() {
                     self.put_frame(&frame);
@@ -422,7 +371,7 @@ impl Session {
 
     fn on_sync(&mut self, frame: &Frame) {
         self.phase.synced();
-        self.unsynced = false;
+        self.pipeline.unsynced = false;
         if self.attached.is_none() && !self.plan.awaiting_server() {
             // Everything since the last Sync was answered locally.
             self.plan.push(Step::Local {
@@ -431,7 +380,7 @@ impl Session {
             });
             return;
         }
-        if self.copy_in {
+        if self.pipeline.copy_in {
             // Postgres ignores Sync in COPY IN: no reply is owed.
             self.put_frame(frame);
             return;
@@ -442,11 +391,11 @@ impl Session {
     }
 
     fn put_frame(&mut self, frame: &Frame) {
-        self.to_server.extend_from_slice(frame.bytes());
+        self.pipeline.to_server.extend_from_slice(frame.bytes());
     }
 
     fn count_query(&mut self) {
-        self.clock.start();
+        self.pipeline.clock.start();
         if let Some(server) = self.attached.main() {
             server
                 .pool()

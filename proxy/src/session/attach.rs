@@ -48,8 +48,8 @@ impl Session {
         if matches!(target, Target::Shard(_)) {
             self.open_deferred();
         }
-        if std::mem::take(&mut self.writes) && self.txn.join_script().is_some() {
-            self.attached.note_write(self.shard);
+        if std::mem::take(&mut self.routing.writes) && self.txn.join_script().is_some() {
+            self.attached.note_write(self.routing.shard);
         }
         self.resync_settings();
         Ok(true)
@@ -61,7 +61,7 @@ impl Session {
     /// never saw): set them before the next statement, outside any
     /// transaction.
     pub(super) fn resync_settings(&mut self) {
-        if !self.resync || self.plan.awaiting_server() {
+        if !self.settings.resync || self.plan.awaiting_server() {
             return;
         }
         let Some(server) = self.attached.main_mut() else {
@@ -70,22 +70,30 @@ impl Session {
         if server.conn.status() != TransactionStatus::Idle {
             return;
         }
-        self.resync = false;
-        if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
-            server.conn.applied = self.params.clone();
-            self.unnamed_on = None;
-            messages::query(&mut self.to_server, &sql);
+        self.settings.resync = false;
+        if let Some(sql) = self.settings.params.sync_sql(&server.conn.applied) {
+            server.conn.applied = self.settings.params.clone();
+            self.pipeline.unnamed_on = None;
+            messages::query(&mut self.pipeline.to_server, &sql);
             self.plan.push(Step::injected_query());
         }
     }
 
     /// Check a server of `shard` out and attach it to this session.
     pub(super) async fn attach(&mut self, shard: usize) -> Result<Result<(), PoolError>, End> {
-        let read = std::mem::take(&mut self.read);
+        let read = std::mem::take(&mut self.routing.read);
         // The usual case polls no future: an idle server now, its settings
         // the client's.
         let server = match self.checkout_now(shard, read) {
-            Some(server) if self.params.sync_sql(&server.conn.applied).is_none() => server,
+            Some(server)
+                if self
+                    .settings
+                    .params
+                    .sync_sql(&server.conn.applied)
+                    .is_none() =>
+            {
+                server
+            }
             // (Moved into the slow path: a server dropped only at the end
             // of this match would hold its place while that path waits.)
             ready => match self.checkout_server_with(shard, read, ready).await? {
@@ -99,7 +107,7 @@ impl Session {
         }
         self.info.set_state(CLIENT_ACTIVE);
         self.attached.attach(shard, server);
-        self.shard = shard;
+        self.routing.shard = shard;
         Ok(Ok(()))
     }
 
@@ -113,8 +121,8 @@ impl Session {
             return None;
         }
         self.follow_config();
-        let now = self.clock.now();
-        self.pools.get(shard)?.checkout_now(read, now)
+        let now = self.pipeline.clock.now();
+        self.cluster.pools.get(shard)?.checkout_now(read, now)
     }
 
     /// Check a server of `shard` out of its pool (a replica's if `read`
@@ -144,11 +152,11 @@ impl Session {
                 Err(err) => return Ok(Err(err)),
             },
         };
-        if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
+        if let Some(sql) = self.settings.params.sync_sql(&server.conn.applied) {
             let ran = server.conn.run(&sql).await;
-            self.clock.waiting();
+            self.pipeline.clock.waiting();
             match ran {
-                Ok(Ok(())) => server.conn.applied = self.params.clone(),
+                Ok(Ok(())) => server.conn.applied = self.settings.params.clone(),
                 Ok(Err(refusal)) => {
                     // The client's settings were valid when it set them; a
                     // server that refuses them now is not one to use.
@@ -171,20 +179,20 @@ impl Session {
         if self.shared.gate.holds(&self.info.database) {
             let resumed = self.shared.gate.wait_resumed(&self.info.database);
             let _ = self.client.watch(resumed).await?;
-            self.clock.waiting();
+            self.pipeline.clock.waiting();
         }
         self.follow_config();
-        let pools = Arc::clone(&self.pools);
+        let pools = Arc::clone(&self.cluster.pools);
         let Some(pools) = pools.get(shard) else {
             return Ok(Err(PoolError::Closed));
         };
-        if let Some(server) = pools.checkout_now(read, self.clock.now()) {
+        if let Some(server) = pools.checkout_now(read, self.pipeline.clock.now()) {
             return Ok(Ok(server));
         }
         self.info.set_state(CLIENT_WAITING);
         let checkout = pools.checkout(read);
         let result = self.client.watch(checkout).await.map_err(End::from);
-        self.clock.waiting();
+        self.pipeline.clock.waiting();
         self.info.set_state(CLIENT_IDLE);
         result
     }
@@ -194,15 +202,18 @@ impl Session {
     /// model.
     pub(super) fn follow_config(&mut self) {
         let generation = self.shared.clusters.generation();
-        if generation != self.generation {
+        if generation != self.cluster.generation {
             if let Some(pools) = self.shared.pools(&self.info.database, &self.info.user) {
-                self.pools = pools;
+                self.cluster.pools = pools;
             }
             let (sharding, engine) = sharding_of(&self.shared, &self.info.database);
-            self.sharding = self.own_schema.over(sharding, &self.sharding);
-            self.engine = engine;
-            self.generation = generation;
-            self.recent.clear();
+            self.cluster.sharding = self
+                .routing
+                .own_schema
+                .over(sharding, &self.cluster.sharding);
+            self.cluster.engine = engine;
+            self.cluster.generation = generation;
+            self.routing.recent.clear();
         }
     }
 
@@ -250,7 +261,7 @@ impl Session {
     /// Transaction mode, and the held servers' transaction is over with
     /// nothing in flight.
     pub(super) fn release_due(&self) -> bool {
-        if self.mode != PoolerMode::Transaction {
+        if self.cluster.mode != PoolerMode::Transaction {
             return false;
         }
         let Some(server) = self.attached.main() else {
@@ -260,10 +271,10 @@ impl Session {
         // (rolled back) once the main one is done.
         let failed = self.txn.failed();
         !(self.plan.awaiting_server()
-            || self.unsynced
-            || self.copy_in
+            || self.pipeline.unsynced
+            || self.pipeline.copy_in
             || (server.conn.status() != TransactionStatus::Idle && !failed)
-            || !self.to_server.is_empty())
+            || !self.pipeline.to_server.is_empty())
     }
 
     /// Give back the held servers that need no cleanup, polling no future
@@ -295,11 +306,11 @@ impl Session {
     /// What giving `server` back records: the client idle, the time it
     /// held the server (the reading returned).
     fn note_release(&mut self, server: &Pooled) -> std::time::Instant {
-        if self.unnamed_on == Some(server.conn.id) {
-            self.unnamed_on = None;
+        if self.pipeline.unnamed_on == Some(server.conn.id) {
+            self.pipeline.unnamed_on = None;
         }
         self.info.set_state(CLIENT_IDLE);
-        let now = self.clock.now();
+        let now = self.pipeline.clock.now();
         let held = now.saturating_duration_since(server.checked_out_at);
         let pool = server.pool();
         count(&pool.stats.xact_time_us, held.as_micros() as usize);
@@ -364,7 +375,7 @@ impl Session {
     /// session mode) before anyone else gets it. After KILL its servers
     /// are closed instead (a query in flight cancelled first).
     pub(super) async fn finish(&mut self) {
-        let reset = self.mode == PoolerMode::Session;
+        let reset = self.cluster.mode == PoolerMode::Session;
         let killed = self.info.interrupt.is_killed();
         if !killed {
             // Those WITH HOLD cursors kept go back too (after KILL they
@@ -388,7 +399,7 @@ impl Session {
         for (_, other) in held {
             self.release(other, reset).await;
         }
-        if self.plan.awaiting_server() || self.unsynced || self.copy_in {
+        if self.plan.awaiting_server() || self.pipeline.unsynced || self.pipeline.copy_in {
             // A query is still running: closing the connection makes
             // Postgres abort it and roll back; nothing else is as sure. A
             // cancel first stops a statement that would not notice the

@@ -59,11 +59,11 @@ impl Session {
     /// names it made. Then every read asked for, by anyone, is waited for.
     pub(super) async fn catalog_current(&mut self) {
         if self.status() == TransactionStatus::Idle {
-            if std::mem::take(&mut self.own_schema.overlay) {
-                (self.sharding, self.engine) =
+            if std::mem::take(&mut self.routing.own_schema.overlay) {
+                (self.cluster.sharding, self.cluster.engine) =
                     super::attach::sharding_of(&self.shared, &self.info.database);
             }
-            if std::mem::take(&mut self.own_schema.changed) {
+            if std::mem::take(&mut self.routing.own_schema.changed) {
                 self.shared.catalog.request();
             }
         } else {
@@ -79,8 +79,9 @@ impl Session {
     /// transaction's own server. Before a Parse too, as its Bind finds the
     /// Parse in flight (clients send Parse, Bind, Execute, Sync at once).
     pub(super) async fn own_catalog_current(&mut self) {
-        if self.status() != TransactionStatus::Idle && self.own_schema.unread && self.idle() {
-            self.own_schema.unread = false;
+        if self.status() != TransactionStatus::Idle && self.routing.own_schema.unread && self.idle()
+        {
+            self.routing.own_schema.unread = false;
             self.read_own_catalog().await;
         }
     }
@@ -90,10 +91,10 @@ impl Session {
     /// read it now (once per table and session) rather than take the table
     /// for one sharded by a key pgshard does not know.
     pub(super) async fn look_up_unseen(&mut self, summary: &Summary) {
-        let Some(table) = router::route::unseen_table(summary, &self.sharding) else {
+        let Some(table) = router::route::unseen_table(summary, &self.cluster.sharding) else {
             return;
         };
-        let unseen = &mut self.own_schema.unseen;
+        let unseen = &mut self.routing.own_schema.unseen;
         if unseen.len() >= UNSEEN || !unseen.insert(table.name.clone()) {
             return;
         }
@@ -114,7 +115,7 @@ impl Session {
             return;
         }
         if let Some(info) = self.route_info(statement) {
-            if router::route::unseen_table(&info.entry.summary, &self.sharding).is_some() {
+            if router::route::unseen_table(&info.entry.summary, &self.cluster.sharding).is_some() {
                 self.look_up_unseen(&info.entry.summary).await;
             }
         }
@@ -123,7 +124,7 @@ impl Session {
     /// Nothing is in flight: a query of pgshard's own may run on a held
     /// server.
     fn idle(&self) -> bool {
-        !self.plan.awaiting_server() && !self.unsynced && !self.phase.holds_batch()
+        !self.plan.awaiting_server() && !self.pipeline.unsynced && !self.phase.holds_batch()
     }
 
     /// Read the catalog on a server the transaction holds (shard 0's when
@@ -133,17 +134,17 @@ impl Session {
         let Some(&shard) = shards.iter().find(|&&s| s == 0).or(shards.first()) else {
             return;
         };
-        let sharding = Arc::clone(&self.sharding);
+        let sharding = Arc::clone(&self.cluster.sharding);
         let Some(server) = self.attached.get_mut(shard) else {
             return;
         };
         // A Query ends the unnamed statement on its server.
-        if self.unnamed_on == Some(server.conn.id) {
-            self.unnamed_on = None;
+        if self.pipeline.unnamed_on == Some(server.conn.id) {
+            self.pipeline.unnamed_on = None;
         }
         if let Some(own) = crate::execute::catalog::sharding_on(&mut server.conn, &sharding).await {
-            self.sharding = Arc::new(own);
-            self.own_schema.overlay = true;
+            self.cluster.sharding = Arc::new(own);
+            self.routing.own_schema.overlay = true;
         }
     }
 
@@ -151,7 +152,7 @@ impl Session {
     /// read again before any session routes its next statement (asked
     /// for before the client learns of the COMMIT).
     pub(super) fn schema_committed(&mut self) {
-        if std::mem::take(&mut self.own_schema.changed) {
+        if std::mem::take(&mut self.routing.own_schema.changed) {
             self.shared.catalog.request();
         }
     }
@@ -164,8 +165,8 @@ impl Session {
             stmt.kind == StatementKind::Ddl || (stmt.kind == StatementKind::Select && stmt.write)
         });
         if changes {
-            self.own_schema.changed = true;
-            self.own_schema.unread = true;
+            self.routing.own_schema.changed = true;
+            self.routing.own_schema.unread = true;
         }
     }
 
@@ -177,10 +178,10 @@ impl Session {
         summary: &Summary,
         sql: &str,
     ) -> Result<Option<String>, ClientError> {
-        if !names_view(summary, &self.sharding) {
+        if !names_view(summary, &self.cluster.sharding) {
             return Ok(None);
         }
-        expand(sql, &self.sharding)
+        expand(sql, &self.cluster.sharding)
             .map_err(|err| ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string()))
     }
 }
@@ -192,6 +193,7 @@ impl Session {
     pub(super) fn analysed_text(&self, query: &[u8]) -> String {
         let sql = String::from_utf8_lossy(query).into_owned();
         if !self
+            .cluster
             .sharding
             .catalog
             .as_deref()
@@ -199,7 +201,7 @@ impl Session {
         {
             return sql;
         }
-        match expand(&sql, &self.sharding) {
+        match expand(&sql, &self.cluster.sharding) {
             Ok(Some(text)) => text,
             _ => sql,
         }

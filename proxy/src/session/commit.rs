@@ -35,16 +35,16 @@ impl Session {
         reply: super::fan_out::Reply,
         prepare: Option<super::fan_out::Prepare>,
     ) -> Result<(), End> {
-        let errors = self.segment_errors;
+        let errors = self.pipeline.segment_errors;
         self.txn.begin_implicit();
         let scope = super::fan_out::Scope::Implicit;
         self.fan_out_with(shards, request, prepare, reply, scope)
             .await?;
-        let failed = self.segment_errors != errors || self.txn.failed();
+        let failed = self.pipeline.segment_errors != errors || self.txn.failed();
         let auto = self.shared.config().general.two_phase_commit_auto;
         if let Err(error) = self.end_spanning(!failed, auto).await? {
             error.encode(self.client.out());
-            self.segment_errors += 1;
+            self.pipeline.segment_errors += 1;
         }
         let status = self.status();
         crate::protocol::messages::ready_for_query(self.client.out(), status);
@@ -66,7 +66,7 @@ impl Session {
         let mut servers = self.attached.take_all();
         self.txn.ended();
         self.end_txn_overrides();
-        let pending = std::mem::take(&mut self.pending);
+        let pending = std::mem::take(&mut self.settings.pending);
         for (_, server) in &mut servers {
             // Settings changed inside the transaction ran on one shard or
             // another: every server is reset as it goes back.
@@ -89,7 +89,7 @@ impl Session {
         };
         if ended == Ok("COMMIT") {
             for change in &pending {
-                self.params.apply(change, &self.defaults);
+                self.settings.params.apply(change, &self.settings.defaults);
             }
             self.schema_committed();
         }

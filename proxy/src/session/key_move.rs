@@ -207,14 +207,16 @@ impl Session {
         statement: &StatementSummary,
         values: &Values,
     ) -> Result<(KeyMove, Vec<usize>, usize), ClientError> {
-        let plan = KeyMove::plan(sql, statement, &self.sharding).map_err(refused)?;
+        let plan = KeyMove::plan(sql, statement, &self.cluster.sharding).map_err(refused)?;
         let params = values.router();
-        let target = plan.target(&self.sharding, &params).map_err(refused)?;
+        let target = plan
+            .target(&self.cluster.sharding, &params)
+            .map_err(refused)?;
         let finder = plan.delete(&[]).map_err(refused)?;
         let lookup = self
             .shared
             .cache
-            .lookup(&finder.sql, self.engine)
+            .lookup(&finder.sql, self.cluster.engine)
             .map_err(|e| refused(format!("the UPDATE's WHERE: {e}")))?;
         let finder_params: Vec<ParamValue<'_>> = finder
             .params
@@ -224,11 +226,15 @@ impl Session {
         let overrides = self.overrides(&lookup.overrides);
         let routed = lookup
             .entry
-            .route(&lookup.params(&finder_params), &overrides, &self.sharding)
+            .route(
+                &lookup.params(&finder_params),
+                &overrides,
+                &self.cluster.sharding,
+            )
             .map_err(refused)?;
         let sources = self
             .shards_of(&routed.route)
-            .map_or_else(|| (0..self.pools.len()).collect(), |s| s.into_vec());
+            .map_or_else(|| (0..self.cluster.pools.len()).collect(), |s| s.into_vec());
         Ok((plan, sources, target))
     }
 
@@ -241,13 +247,13 @@ impl Session {
         in_txn: bool,
         simple: bool,
     ) -> Result<bool, End> {
-        let errors = self.segment_errors;
+        let errors = self.pipeline.segment_errors;
         let shards = union(&moving.sources, moving.target);
         if !in_txn {
             self.txn.begin_implicit();
         }
-        self.writes = true;
-        self.unnamed_on = None;
+        self.routing.writes = true;
+        self.pipeline.unnamed_on = None;
         let mut failed = false;
         if let Some(mut servers) = self.txn_servers(&shards).await? {
             let done = self.move_on(&moving, &shards, &mut servers, simple).await;
@@ -258,17 +264,17 @@ impl Session {
                 Ok(reply) => self.client.out().extend_from_slice(&reply),
                 Err(error) => {
                     self.client.out().extend_from_slice(&error);
-                    self.segment_errors += 1;
+                    self.pipeline.segment_errors += 1;
                     self.txn.fail();
                 }
             }
         }
-        failed |= self.segment_errors != errors || self.txn.failed();
+        failed |= self.pipeline.segment_errors != errors || self.txn.failed();
         if !in_txn {
             let auto = self.shared.config().general.two_phase_commit_auto;
             if let Err(error) = self.end_spanning(!failed, auto).await? {
                 error.encode(self.client.out());
-                self.segment_errors += 1;
+                self.pipeline.segment_errors += 1;
                 failed = true;
             }
         }

@@ -43,11 +43,11 @@ impl Session {
     fn apply_shard_override(&mut self, value: Option<&str>) -> Result<&'static str, ClientError> {
         match value.map(|v| v.trim().parse::<usize>()) {
             None => {
-                self.overrides.shard = None;
+                self.routing.overrides.shard = None;
                 Ok("RESET")
             }
-            Some(Ok(shard)) if shard < self.pools.len() => {
-                self.overrides.shard = Some(shard);
+            Some(Ok(shard)) if shard < self.cluster.pools.len() => {
+                self.routing.overrides.shard = Some(shard);
                 self.txn.on_override(self.server_view());
                 Ok("SET")
             }
@@ -56,7 +56,7 @@ impl Session {
                 format!(
                     "invalid value for pgdog.shard: {:?} (this cluster has shards 0 to {})",
                     value.unwrap_or_default(),
-                    self.pools.len().saturating_sub(1)
+                    self.cluster.pools.len().saturating_sub(1)
                 ),
             )),
         }
@@ -65,7 +65,7 @@ impl Session {
     /// `SET pgdog.sharding_key` (`None`: RESET): its command tag.
     fn apply_sharding_key_override(&mut self, value: Option<String>) -> &'static str {
         let tag = if value.is_some() { "SET" } else { "RESET" };
-        self.overrides.sharding_key = value;
+        self.routing.overrides.sharding_key = value;
         self.txn.on_override(self.server_view());
         tag
     }
@@ -73,7 +73,7 @@ impl Session {
     /// Overrides set inside a transaction last until it ends.
     pub(super) fn end_txn_overrides(&mut self) {
         if self.txn.on_end(None) {
-            self.overrides = Overrides::default();
+            self.routing.overrides = Overrides::default();
         }
     }
 

@@ -26,7 +26,7 @@ impl Session {
     /// the client nothing more from it (while watching the client).
     pub(super) async fn answer_all(&mut self) -> Result<(), End> {
         while self.plan.awaiting_server() {
-            self.clock.waiting();
+            self.pipeline.clock.waiting();
             let Some(server) = self.attached.main_mut() else {
                 break;
             };
@@ -176,7 +176,7 @@ impl Session {
             // outside it, before it opened): the transaction is
             // aborted, as it would be on Postgres.
             self.txn.on_error();
-            self.extended_settings.clear();
+            self.settings.extended.clear();
         }
         if !verdict.failed.is_empty() {
             self.undo_failed(seen.error_code(), verdict.failed);
@@ -198,7 +198,7 @@ impl Session {
                 // An error of the latest segment (what the client sent
                 // after its last Sync, or since its last Query), not of an
                 // earlier one still being answered.
-                self.segment_errors += 1;
+                self.pipeline.segment_errors += 1;
             }
             if let Some(renamed) = self.sql_names.client_error(message) {
                 // It names a statement by pgshard's name for it.
@@ -231,7 +231,7 @@ impl Session {
             BackendKind::ReadyForQuery => {
                 self.cursors.on_ready(status);
                 if self.txn.on_end(Some(status)) {
-                    self.overrides = Overrides::default();
+                    self.routing.overrides = Overrides::default();
                 }
             }
             BackendKind::CommandComplete => {
@@ -239,9 +239,9 @@ impl Session {
                     self.on_command_complete(tag);
                 }
             }
-            BackendKind::ErrorResponse if self.plan.at_sync() => self.failed = true,
+            BackendKind::ErrorResponse if self.plan.at_sync() => self.pipeline.failed = true,
             BackendKind::CopyInResponse => {
-                self.copy_in = true;
+                self.pipeline.copy_in = true;
                 if !self.plan.at_sync() {
                     self.plan.copy_in_started();
                 }
@@ -264,13 +264,13 @@ impl Session {
             return;
         };
         if tag == TagSays::Commit {
-            for change in self.pending.drain(..) {
-                self.params.apply(&change, &self.defaults);
+            for change in self.settings.pending.drain(..) {
+                self.settings.params.apply(&change, &self.settings.defaults);
                 server.conn.applied.apply_on_server(&change);
-                self.resync |= self.mode == PoolerMode::Session;
+                self.settings.resync |= self.cluster.mode == PoolerMode::Session;
             }
         } else if tag == TagSays::Rollback {
-            self.pending.clear();
+            self.settings.pending.clear();
         }
     }
 
@@ -314,10 +314,10 @@ impl Session {
         };
         let (conn, pool) = server.parts();
         let status = conn.status();
-        let extended = std::mem::take(&mut self.extended_settings);
+        let extended = std::mem::take(&mut self.settings.extended);
         // (The usual ReadyForQuery has nothing to apply.)
         let applies = !(extended.is_empty() && matches!(completed, Effect::None));
-        let failed = std::mem::take(&mut self.failed);
+        let failed = std::mem::take(&mut self.pipeline.failed);
         if let (true, Effect::SqlPrepared(id)) = (failed, &completed) {
             conn.prepared.remove(*id);
         }
@@ -328,11 +328,11 @@ impl Session {
             };
             for change in changes.into_iter().chain(extended) {
                 if status == TransactionStatus::Idle {
-                    self.params.apply(&change, &self.defaults);
+                    self.settings.params.apply(&change, &self.settings.defaults);
                     conn.applied.apply_on_server(&change);
-                    self.resync |= self.mode == PoolerMode::Session;
+                    self.settings.resync |= self.cluster.mode == PoolerMode::Session;
                 } else {
-                    self.pending.push(change);
+                    self.settings.pending.push(change);
                 }
             }
             match completed {
@@ -342,8 +342,8 @@ impl Session {
                     conn.dirty = false;
                     self.statements.clear();
                     self.sql_names.clear();
-                    self.params = self.defaults.clone();
-                    self.pending.clear();
+                    self.settings.params = self.settings.defaults.clone();
+                    self.settings.pending.clear();
                 }
                 Effect::DeallocateAll => conn.prepared.clear(),
                 _ => {}
@@ -358,7 +358,9 @@ impl Session {
     fn stop_clock(&mut self) {
         let more = self.plan.pending_syncs() > 0;
         if let Some(server) = self.attached.main() {
-            self.clock.stop(&self.span, server.pool(), self.shard, more);
+            self.pipeline
+                .clock
+                .stop(&self.span, server.pool(), self.routing.shard, more);
         }
     }
 }

@@ -81,11 +81,11 @@ impl Session {
             return Ok(());
         }
         if let Some(server) = self.attached.main_mut() {
-            server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
+            server.conn.dirty |= dirty && self.cluster.mode == PoolerMode::Transaction;
         }
         self.count_query();
-        self.clock.statement(sql_bytes);
-        self.unnamed_on = None;
+        self.pipeline.clock.statement(sql_bytes);
+        self.pipeline.unnamed_on = None;
         self.put_frame(rewritten.as_ref().unwrap_or(&frame));
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
         Ok(())
@@ -97,9 +97,9 @@ impl Session {
     /// synced first, so that it can go back to the pool and pgshard can
     /// read the catalog on it.
     async fn sync_before_query(&mut self) -> Result<(), End> {
-        if self.unsynced {
+        if self.pipeline.unsynced {
             self.settle_main().await?;
-            self.unsynced = false;
+            self.pipeline.unsynced = false;
         }
         Ok(())
     }

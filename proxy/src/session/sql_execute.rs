@@ -100,12 +100,13 @@ impl Session {
             return Ok(());
         }
         if let Some(server) = self.attached.main_mut() {
-            server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
+            server.conn.dirty |=
+                statement.leaves_state && self.cluster.mode == PoolerMode::Transaction;
         }
         self.count_query();
-        self.clock.statement(sql);
-        self.unnamed_on = None;
-        messages::query(&mut self.to_server, run);
+        self.pipeline.clock.statement(sql);
+        self.pipeline.unnamed_on = None;
+        messages::query(&mut self.pipeline.to_server, run);
         self.plan.push(Step::forward(reply_plan::SYNC));
         Ok(())
     }
@@ -200,7 +201,12 @@ impl Session {
     pub(super) fn sql_body<'s>(&self, statement: &'s SqlStatement) -> Option<&'s Lookup> {
         statement
             .route
-            .get_or_init(|| self.shared.cache.lookup(&statement.body, self.engine).ok())
+            .get_or_init(|| {
+                self.shared
+                    .cache
+                    .lookup(&statement.body, self.cluster.engine)
+                    .ok()
+            })
             .as_ref()
     }
 
@@ -224,8 +230,8 @@ impl Session {
                 .map(TypedRoute::new)
         });
         match typed {
-            Some(typed) => typed.route(params, overrides, &self.sharding),
-            None => body.entry.route(params, overrides, &self.sharding),
+            Some(typed) => typed.route(params, overrides, &self.cluster.sharding),
+            None => body.entry.route(params, overrides, &self.cluster.sharding),
         }
     }
 
@@ -242,7 +248,7 @@ impl Session {
         (shards, in_txn): (Vec<usize>, bool),
     ) -> Result<(), End> {
         let summary = &body.entry.summary;
-        let rows = if router::route::holds_copies(summary, &self.sharding) {
+        let rows = if router::route::holds_copies(summary, &self.cluster.sharding) {
             Ok((None, Reply::Copies))
         } else {
             self.execute_rows(statement, body, values)
@@ -266,13 +272,17 @@ impl Session {
         let prepare = Prepare {
             id: run.id,
             sql: run.prepare.clone(),
-            limit: self.prepared_limit,
+            limit: self.cluster.prepared_limit,
         };
-        self.unnamed_on = None;
+        self.pipeline.unnamed_on = None;
         if in_txn {
             self.fan_out_with(&shards, request, Some(prepare), reply, Scope::InTxn)
                 .await
-        } else if super::dispatch::atomic_across_shards(summary, &body.entry.text, &self.sharding) {
+        } else if super::dispatch::atomic_across_shards(
+            summary,
+            &body.entry.text,
+            &self.cluster.sharding,
+        ) {
             self.fan_out_atomic(&shards, request, reply, Some(prepare))
                 .await
         } else {
@@ -325,7 +335,7 @@ impl Session {
     fn plan_execute_merge(&self, statement: &SqlStatement, body: &Lookup) -> (ExecuteMerge, bool) {
         let entry = &body.entry;
         let (planned, by_key) =
-            super::merge::plan_rows(&entry.summary, &statement.body, &self.sharding);
+            super::merge::plan_rows(&entry.summary, &statement.body, &self.cluster.sharding);
         let merge = match planned {
             Ok(None) => {
                 if !by_key {

@@ -174,22 +174,26 @@ impl Session {
         if conn.prepared.contains(statement.id) {
             return Ok(true);
         }
-        if conn.prepared.len() >= self.prepared_limit {
+        if conn.prepared.len() >= self.cluster.prepared_limit {
             if let Some(oldest) = conn.prepared.oldest() {
                 conn.prepared.remove(oldest);
                 let name = format!("__pgshard_{oldest}");
-                messages::close(&mut self.to_server, Named::Statement, name.as_bytes());
+                messages::close(
+                    &mut self.pipeline.to_server,
+                    Named::Statement,
+                    name.as_bytes(),
+                );
                 self.plan
                     .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
             }
         }
         conn.prepared.insert(statement.id);
-        self.unnamed_on = None;
+        self.pipeline.unnamed_on = None;
         let sql = match check {
             Some(check) => format!("{check}; {}", statement.prepare),
             None => statement.prepare.clone(),
         };
-        messages::query(&mut self.to_server, &sql);
+        messages::query(&mut self.pipeline.to_server, &sql);
         self.plan.push(Step::injected_query_showing_errors_with(
             Effect::SqlPrepared(statement.id),
         ));

@@ -46,7 +46,10 @@ impl Session {
         let bind_params = bind_params(bind.values());
         let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
-        let routed = match info.entry.route(&params, &overrides, &self.sharding) {
+        let routed = match info
+            .entry
+            .route(&params, &overrides, &self.cluster.sharding)
+        {
             Ok(routed) => routed,
             Err(RouteError::CopyIntoSharded { .. })
                 if info.entry.summary.statements.len() == 1 && !self.plan.awaiting_server() =>

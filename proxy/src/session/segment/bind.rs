@@ -45,7 +45,7 @@ impl Session {
             }
         };
         let writes = crate::session::spanning::writes(summary);
-        let copies = router::route::holds_copies(summary, &self.sharding);
+        let copies = router::route::holds_copies(summary, &self.cluster.sharding);
         let readable = super::readable(summary, merge.as_ref());
         let mut bytes = BytesMut::new();
         // A DECLARE whose query is rewritten: its shards bind that one.
@@ -152,7 +152,7 @@ impl Session {
                 segment.note_writes(&shards);
             }
             copies = shards.len() > 1
-                && router::route::holds_copies(&info.entry.summary, &self.sharding);
+                && router::route::holds_copies(&info.entry.summary, &self.cluster.sharding);
         }
         let mut readable = Err(super::IN_PARTS);
         let merge = match self.route_info(statement) {
@@ -223,7 +223,10 @@ impl Session {
         let params = crate::session::routing::bind_params(bind.values());
         let params = info.params(&params);
         let overrides = self.overrides(&info.overrides);
-        let routed = match info.entry.route(&params, &overrides, &self.sharding) {
+        let routed = match info
+            .entry
+            .route(&params, &overrides, &self.cluster.sharding)
+        {
             Ok(routed) => routed,
             Err(router::route::RouteError::MultiRowInsert { .. })
                 if summary.statements.len() == 1

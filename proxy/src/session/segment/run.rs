@@ -27,17 +27,17 @@ impl Session {
         let status = self.client_status(TransactionStatus::Idle);
         // SETs bound before the segment run on the attached server, in its
         // transaction: the client's if the segment commits.
-        let settings = std::mem::take(&mut self.extended_settings);
+        let settings = std::mem::take(&mut self.settings.extended);
         // What the client sent before the segment's first multi-shard Bind
         // went to the attached server: its replies come first, and its
         // implicit transaction joins the segment's (a Flush, not a Sync).
-        let errors = self.segment_errors;
+        let errors = self.pipeline.segment_errors;
         let adopted = match self.attached.is_some() {
             true => self.adopt_attached().await?,
             false => None,
         };
         self.plan.drain_local(self.client.out(), status);
-        if self.segment_errors != errors {
+        if self.pipeline.segment_errors != errors {
             // That part failed: the rest of the segment is skipped.
             self.forget_parses(&segment.items, 0);
             if let Some(part) = adopted {
@@ -60,20 +60,20 @@ impl Session {
         self.segment_portals(&segment, false);
         let mut failed = failed_at.is_some();
         if let Some(index) = failed_at {
-            self.segment_errors += 1;
+            self.pipeline.segment_errors += 1;
             self.forget_parses(&segment.items, index + 1);
         }
         if two_phase && !failed {
             failed = !self.commit_segment(parts, &segment.writes).await?;
             if failed {
-                self.segment_errors += 1;
+                self.pipeline.segment_errors += 1;
             }
         } else {
             self.end_parts(parts, failed).await;
         }
         if !failed {
             for change in settings {
-                self.params.apply(&change, &self.defaults);
+                self.settings.params.apply(&change, &self.settings.defaults);
             }
         }
         let status = self.client_status(TransactionStatus::Idle);
@@ -118,7 +118,7 @@ impl Session {
             part.server.pool().histograms.observe_query(took);
         }
         let shards: Vec<usize> = parts.iter().map(|p| p.shard).collect();
-        self.clock.log_if_slow(&self.span, took, &shards);
+        self.pipeline.clock.log_if_slow(&self.span, took, &shards);
     }
 
     /// Send each part its share of `items[range]` (`begin`: a BEGIN
@@ -131,7 +131,13 @@ impl Session {
         begin: bool,
     ) -> Result<(), End> {
         for part in parts.iter_mut() {
-            let request = build_request(part, items, range.clone(), begin, self.prepared_limit);
+            let request = build_request(
+                part,
+                items,
+                range.clone(),
+                begin,
+                self.cluster.prepared_limit,
+            );
             let write = part.server.conn.send(&request);
             if self.client.watch(write).await?.is_err() {
                 part.failed = true;
@@ -198,7 +204,7 @@ impl Session {
                 Err(err) => {
                     err.client_error(&self.info.database, shard)
                         .encode(self.client.out());
-                    self.segment_errors += 1;
+                    self.pipeline.segment_errors += 1;
                     return Ok(None);
                 }
             }
@@ -211,7 +217,7 @@ impl Session {
     /// it and relay the replies (errors among them count for the segment).
     async fn adopt_attached(&mut self) -> Result<Option<Part>, End> {
         if self.plan.unsynced_tail() {
-            messages::flush(&mut self.to_server);
+            messages::flush(&mut self.pipeline.to_server);
         }
         self.flush().await?;
         self.answer_all().await?;
