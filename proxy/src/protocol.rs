@@ -1,6 +1,7 @@
 //! The Postgres wire protocol (v3) codec: pure functions over byte buffers.
 //!
-//! Architecture invariant: this module imports `std` and `bytes`, never tokio.
+//! Architecture invariant: this module uses `std`, `bytes` and `thiserror`
+//! (its error types) only: no tokio, no I/O, nothing above it in the crate.
 //! Decoders take a `&mut BytesMut` and return `Ok(Some(msg))`, `Ok(None)` when
 //! more bytes are needed, or a typed error.
 

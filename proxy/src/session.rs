@@ -4,12 +4,16 @@
 //! (transaction mode) or for its whole life (session mode); server replies
 //! are relayed in order, with pgshard's own replies interleaved by the plan.
 //!
-//! This file holds the session's state and its message loop; `simple.rs`
-//! the simple protocol, `extended.rs` the extended protocol, `attach.rs` and
-//! `attached.rs` the server connections it holds, `server_replies.rs` what
-//! comes back, `routing.rs`, `local.rs`, `fan_out.rs` and `segment.rs` the
-//! sharded cluster's parts, and two pure parts: `reply_plan.rs` the replies
-//! owed, `transaction.rs` what the client's transaction allows.
+//! This file holds the session, a composition of small states, and its
+//! message loop; `simple.rs` the simple protocol, `extended.rs` the
+//! extended protocol, `attach.rs` and `attached.rs` the server connections
+//! it holds, `server_replies.rs` what comes back, `routing.rs`, `local.rs`,
+//! `fan_out.rs` and `segment.rs` the sharded cluster's parts; its states:
+//! `cluster_view.rs` (pools, sharding), `settings.rs` (the client's
+//! settings), `pipeline.rs` (what is in flight), `phase.rs` (the
+//! extended-protocol phase), `route_state.rs` (what routing keeps),
+//! `reply_plan.rs` (the replies owed, pure) and `transaction.rs` (what the
+//! client's transaction allows, pure).
 
 mod attach;
 mod attached;

@@ -1,5 +1,5 @@
 //! The read/write split inside a session: whether the statement about to
-//! run may be served by a replica of its shard (`balancer.rs` picks which).
+//! run may be served by a replica of its shard (`pool/balancer.rs` picks which).
 //! Only a statement known to be a read qualifies: every statement of the
 //! string a SELECT that reads a table, writes nothing (no data-modifying
 //! CTE, no `SELECT ... INTO`), locks no row (`FOR UPDATE` and the like) and
