@@ -9,13 +9,13 @@ use std::time::Duration;
 use router::config::PoolerMode;
 use tracing::{debug, warn};
 
-use super::params::ParamSet;
 use super::reply_plan::Step;
 use super::transaction::Target;
 use super::{count, End, Session};
 use super::{Shared, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 use crate::conn::cancel::CancelTarget;
 use crate::conn::server::ServerError;
+use crate::conn::settings::ParamSet;
 use crate::errors::ClientError;
 use crate::pool::{PoolError, Pooled};
 use crate::protocol::backend::TransactionStatus;

@@ -60,7 +60,7 @@ impl Source {
         let mut out = BytesMut::new();
         match self {
             Source::Cursor(name) => {
-                let name = super::params::quote_ident(name);
+                let name = crate::conn::settings::quote_ident(name);
                 messages::query(&mut out, &format!("FETCH FORWARD {rows} FROM {name}"));
             }
             Source::Portal(name) => {

@@ -48,7 +48,7 @@ pub fn atomic_across_shards(
         }
         _ => false,
     };
-    let words = super::params::leading_words::<6>(sql);
+    let words = super::session_effects::leading_words::<6>(sql);
     let outside_only = words.iter().any(|w| {
         [
             "CONCURRENTLY",

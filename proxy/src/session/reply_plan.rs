@@ -24,7 +24,7 @@ pub enum Effect {
     /// the server does not have it after all.
     Prepared(u64, Option<Bytes>),
     /// A simple query that changes settings, if it succeeds.
-    Settings(Vec<crate::session::params::ParamChange>),
+    Settings(Vec<crate::conn::settings::ParamChange>),
     /// DISCARD ALL: the server forgets every statement and setting.
     DiscardAll,
     /// DEALLOCATE ALL: the server forgets every statement.

@@ -10,10 +10,10 @@ use router::config::PoolerMode;
 use router::route::Overrides;
 use tracing::warn;
 
-use super::params::ParamSet;
 use super::reply_plan::Effect;
 use super::{count, End, Session, CLIENT_FLUSH_AT};
 use crate::conn::server::Ahead;
+use crate::conn::settings::ParamSet;
 use crate::errors::ClientError;
 use crate::protocol::backend::{
     BackendFrame, BackendKind, BackendMessage, CommandTag, TransactionStatus,

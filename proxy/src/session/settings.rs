@@ -3,7 +3,7 @@
 //! extended-protocol statements changed since the last Sync, and whether
 //! the server must be brought back in line.
 
-use super::params::{ParamChange, ParamSet};
+use crate::conn::settings::{ParamChange, ParamSet};
 
 /// A client's settings.
 pub(super) struct Settings {

@@ -7,8 +7,8 @@ use bytes::BytesMut;
 use router::config::PoolerMode;
 
 use super::dispatch::Dispatch;
-use super::params;
 use super::reply_plan::{self, Effect, Step};
+use super::session_effects;
 use super::sql_prepare::SqlQuery;
 use super::transaction::Target;
 use super::{End, Session};
@@ -21,7 +21,7 @@ impl Session {
         self.sync_before_query().await?;
         let body = frame.body();
         let sql_bytes = body.strip_suffix(&[0]).unwrap_or(body);
-        let keywords = params::classify(sql_bytes);
+        let keywords = session_effects::classify(sql_bytes);
         // The text as UTF-8, where the cache needs it.
         let sql = if keywords.tracked || self.has_replicas() || self.sharded() {
             super::sql_text(sql_bytes)
@@ -113,7 +113,7 @@ impl Session {
         lookup: &router::cache::Lookup,
         dirty: &mut bool,
     ) -> Option<Effect> {
-        let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
+        let changes = session_effects::session_changes(&lookup.entry.summary, &lookup.entry.text);
         *dirty |= changes.untracked;
         if !self.sharded() {
             // One database: WITH HOLD cursors are remembered to keep it.

@@ -208,7 +208,7 @@ impl Session {
                 Ok(Some(Dispatch::Done))
             }
             _ if control && spans => {
-                let changes = super::params::session_changes(summary, sql);
+                let changes = super::session_effects::session_changes(summary, sql);
                 let errors = self.pipeline.segment_errors;
                 self.broadcast_control(sql).await?;
                 if self.pipeline.segment_errors == errors {
@@ -267,7 +267,7 @@ impl Session {
                 // Run on every shard now; the portal answers with its tag.
                 match self.control_everywhere(&sql).await? {
                     Ok(()) => {
-                        let changes = super::params::session_changes(&summary, &sql);
+                        let changes = super::session_effects::session_changes(&summary, &sql);
                         self.settings.pending.extend(changes.settings);
                         self.txn.record(sql.as_bytes());
                         self.local_reply(messages::bind_complete);
@@ -328,7 +328,7 @@ impl Session {
 /// The command tag Postgres gives a savepoint statement or setting: its
 /// first word (`ROLLBACK` for ROLLBACK TO).
 fn control_tag(sql: &str) -> &'static str {
-    let [first] = super::params::leading_words::<1>(sql);
+    let [first] = super::session_effects::leading_words::<1>(sql);
     ["SAVEPOINT", "RELEASE", "ROLLBACK", "RESET", "SET"]
         .into_iter()
         .find(|tag| first.eq_ignore_ascii_case(tag))
@@ -337,7 +337,7 @@ fn control_tag(sql: &str) -> &'static str {
 
 /// `ROLLBACK TO [SAVEPOINT] name`: what an aborted transaction still runs.
 fn rolls_back_to(only: &router::summary::StatementSummary, sql: &str) -> bool {
-    let [first, second] = super::params::leading_words::<2>(sql);
+    let [first, second] = super::session_effects::leading_words::<2>(sql);
     only.kind == StatementKind::TransactionOther
         && first.eq_ignore_ascii_case("ROLLBACK")
         && !second.eq_ignore_ascii_case("PREPARED")

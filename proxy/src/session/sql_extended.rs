@@ -57,7 +57,7 @@ impl Session {
         statement: &Arc<Statement>,
         name: std::ops::Range<usize>,
     ) -> Result<bool, End> {
-        if !super::params::names_prepared(&statement.query) {
+        if !super::session_effects::names_prepared(&statement.query) {
             return Ok(false);
         }
         let Some(info) = self.route_info(statement) else {
@@ -200,7 +200,7 @@ impl Session {
     /// Whether a Bind of `statement` PREPAREs, EXECUTEs or DEALLOCATEs a
     /// SQL-prepared statement (which a held segment cannot take).
     pub(super) fn binds_sql_prepared(&self, statement: &Statement) -> bool {
-        if !super::params::names_prepared(&statement.query) {
+        if !super::session_effects::names_prepared(&statement.query) {
             return false;
         }
         let Some(info) = self.route_info(statement) else {

@@ -65,7 +65,7 @@ impl SqlStatement {
             types: types.to_owned(),
             body: body.to_owned(),
             declared,
-            leaves_state: crate::session::params::classify(body.as_bytes()).leaves_state,
+            leaves_state: crate::session::session_effects::classify(body.as_bytes()).leaves_state,
             route: OnceLock::new(),
             typed: OnceLock::new(),
             merge: OnceLock::new(),

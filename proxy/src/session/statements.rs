@@ -22,11 +22,12 @@ use router::merge::MergePlan;
 use router::sharding::ParserEngine;
 use router::split::{InsertRows, SplitError};
 
+use crate::conn::settings::ParamChange;
 use crate::errors::ClientError;
 use crate::lock::lock;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
-use crate::session::params::{self, ParamChange};
+use crate::session::session_effects;
 use crate::session::sql_prepared::SqlStatement;
 
 /// One statement as pgshard prepares it on servers.
@@ -233,13 +234,14 @@ fn state_effects(
     engine: ParserEngine,
 ) -> (bool, Option<Vec<ParamChange>>) {
     let sql = String::from_utf8_lossy(query);
-    let keywords = params::classify(sql.as_bytes());
+    let keywords = session_effects::classify(sql.as_bytes());
     if !keywords.tracked {
         return (keywords.leaves_state, None);
     }
     match cache.lookup(&sql, engine) {
         Ok(lookup) => {
-            let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
+            let changes =
+                session_effects::session_changes(&lookup.entry.summary, &lookup.entry.text);
             let settings = Some(changes.settings).filter(|s| !s.is_empty());
             let leaves = changes.untracked || changes.discard_all || keywords.leaves_state;
             (leaves, settings)

@@ -174,7 +174,7 @@ impl Session {
         let mut request = BytesMut::new();
         match &merged.source {
             Source::Cursor(name) => {
-                let name = crate::session::params::quote_ident(name);
+                let name = crate::conn::settings::quote_ident(name);
                 messages::query(&mut request, &format!("CLOSE {name}"));
             }
             Source::Portal(name) => {

@@ -137,7 +137,7 @@ pub(super) fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
         // DECLARE CURSOR is summarized as an `Other` statement.
         [only] if only.kind == StatementKind::Other => {
             let sql = crate::session::sql_text(sql);
-            let [first] = crate::session::params::leading_words::<1>(&sql);
+            let [first] = crate::session::session_effects::leading_words::<1>(&sql);
             first.eq_ignore_ascii_case("DECLARE")
         }
         _ => false,

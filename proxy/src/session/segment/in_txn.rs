@@ -97,7 +97,7 @@ impl Session {
     /// at its COMMIT) if it succeeded, and the ReadyForQuery.
     async fn segment_answered(
         &mut self,
-        settings: Vec<super::super::params::ParamChange>,
+        settings: Vec<crate::conn::settings::ParamChange>,
         ok: bool,
     ) -> Result<(), End> {
         if ok {

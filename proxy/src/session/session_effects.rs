@@ -1,13 +1,13 @@
-//! What a client's statements do to its session: the cheap keyword checks
-//! that decide when a statement needs a closer look, and that closer look,
-//! the statement's summary from the AST cache (`router::extract` says what
-//! each statement does to the session), read into setting changes
-//! (`conn/settings.rs` keeps the settings themselves). Nothing here parses
-//! SQL.
+//! What a client's statements do to its session (router's
+//! `SessionEffect`): the cheap keyword checks that decide when a statement
+//! needs a closer look, and that closer look, the statement's summary from
+//! the AST cache (`router::extract` says what each statement does to the
+//! session), read into setting changes (`conn/settings.rs` keeps the
+//! settings themselves). Nothing here parses SQL.
 
 use router::summary::{SessionEffect, Summary};
 
-pub use crate::conn::settings::{quote_ident, ParamChange, ParamSet};
+use crate::conn::settings::ParamChange;
 
 /// The first `N` words of a statement, after whitespace, comments and
 /// opening parentheses. Cheap enough for every query: it looks at a few

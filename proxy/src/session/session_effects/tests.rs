@@ -1,6 +1,7 @@
 //! What statements do to the session's settings, one case per line.
 
 use super::*;
+use crate::conn::settings::ParamSet;
 
 fn set(pairs: &[(&str, &str)]) -> ParamSet {
     let params: Vec<(String, String)> = pairs
