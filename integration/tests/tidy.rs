@@ -44,13 +44,34 @@ fn rust_files(under: &str) -> Vec<PathBuf> {
     files
 }
 
-/// The lines of `text` that are code: comments dropped, and nothing after
-/// a `#[cfg(test)]` (test modules sit at the end of a file).
+/// The lines of `text` that are code: comments dropped, and nothing from
+/// a `#[cfg(test)]` test module on (test modules sit at the end of a
+/// file). A `#[cfg(test)] mod tests;` declaration, or a test-only item,
+/// does not end the code: what follows it still counts.
 fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines()
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (0..lines.len())
+        .find(|&i| lines[i].trim() == "#[cfg(test)]" && opens_test_module(&lines[i + 1..]))
+        .unwrap_or(lines.len());
+    lines
+        .into_iter()
         .enumerate()
-        .take_while(|(_, line)| line.trim() != "#[cfg(test)]")
+        .take(end)
+        .filter(|(_, line)| line.trim() != "#[cfg(test)]")
         .map(|(i, line)| (i + 1, line.split("//").next().unwrap_or("")))
+}
+
+/// Whether the item after a `#[cfg(test)]` (past other attributes) is a
+/// module with its body here (`mod tests {`).
+fn opens_test_module(after: &[&str]) -> bool {
+    let item = after
+        .iter()
+        .map(|line| line.trim())
+        .find(|line| !line.starts_with("#["))
+        .unwrap_or("");
+    let item = item.strip_prefix("pub(crate) ").unwrap_or(item);
+    let item = item.strip_prefix("pub ").unwrap_or(item);
+    item.starts_with("mod ") && item.ends_with('{')
 }
 
 fn relative(path: &Path) -> String {
@@ -153,18 +174,21 @@ fn network_lengths_are_read_only_by_the_codec() {
     assert!(found.is_empty(), "{found:?}");
 }
 
-/// The proxy's code stays readable in one sitting: no file with more than
-/// 500 lines of code before its tests, no function longer than 80 lines
-/// (counted from its `fn` line to its closing brace; test files and test
-/// modules aside).
+/// Router, parser-ffi and proxy code stays readable in one sitting: no file
+/// with more than 500 lines of code before its tests, no function longer
+/// than 80 lines (counted from its `fn` line to its closing brace; test
+/// files (`tests.rs`, `*_tests.rs`) and test modules aside).
 #[test]
-fn proxy_files_and_functions_stay_small() {
+fn files_and_functions_stay_small() {
     const FILE_LINES: usize = 500;
     const FN_LINES: usize = 80;
     let mut found = Vec::new();
-    for file in rust_files("proxy/src") {
+    let files = ["router/src", "parser-ffi/src", "proxy/src"]
+        .into_iter()
+        .flat_map(rust_files);
+    for file in files {
         let name = relative(&file);
-        if name.ends_with("/tests.rs") {
+        if name.ends_with("tests.rs") {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap();
@@ -198,7 +222,70 @@ fn proxy_files_and_functions_stay_small() {
             i += 1;
         }
     }
+    let known = |found: &String| {
+        KNOWN_OVERSIZE
+            .iter()
+            .any(|known| oversize_key(found) == *known)
+    };
+    let gone: Vec<&&str> = KNOWN_OVERSIZE
+        .iter()
+        .filter(|known| !found.iter().any(|f| oversize_key(f) == **known))
+        .collect();
+    let found: Vec<&String> = found.iter().filter(|f| !known(f)).collect();
     assert!(found.is_empty(), "{found:#?}");
+    assert!(
+        gone.is_empty(),
+        "within the limits now (take them off KNOWN_OVERSIZE): {gone:#?}"
+    );
+}
+
+/// Files and functions over the limits that are known and being split
+/// (issue 32), as `file` or `file: fn name`; one listed that is back
+/// within the limits fails too.
+const KNOWN_OVERSIZE: &[&str] = &[
+    "router/src/cache.rs",
+    "router/src/catalog/expand.rs: fn expand_once",
+    "router/src/config/sharded_tables.rs",
+    "router/src/config/sharded_tables.rs: fn entry",
+    "router/src/config/sharded_tables.rs: fn function",
+    "router/src/config/sharded_tables.rs: fn resolve",
+    "router/src/copy.rs",
+    "router/src/create_as.rs: fn check",
+    "router/src/extract/protobuf.rs",
+    "router/src/extract/protobuf/joins_protobuf.rs: fn tree",
+    "router/src/extract/protobuf/sublinks_protobuf.rs: fn sublinks",
+    "router/src/extract/resolve.rs",
+    "router/src/extract/view.rs",
+    "router/src/extract/view.rs: fn query",
+    "router/src/extract/view.rs: fn statement",
+    "router/src/extract/view/joins_view.rs: fn own",
+    "router/src/extract/view/joins_view.rs: fn tree",
+    "router/src/extract/view/sublinks_view.rs: fn sublinks",
+    "router/src/merge.rs",
+    "router/src/merge.rs: fn plan_select",
+    "router/src/merge/expr.rs",
+    "router/src/route.rs",
+    "router/src/route/joins.rs",
+    "router/src/route/joins.rs: fn parts",
+    "router/src/route/keys.rs",
+    "router/src/route/keys.rs: fn eval",
+    "router/src/route/plan.rs",
+    "router/src/route/plan.rs: fn plan_body",
+    "router/src/route/plan.rs: fn plan_keyed",
+    "router/src/summary.rs",
+    "router/src/template.rs",
+];
+
+/// A finding of the size check without its counts and line numbers.
+fn oversize_key(found: &str) -> String {
+    let (file, rest) = found.split_once(':').unwrap_or((found, ""));
+    match rest.split_once(": fn ") {
+        Some((_, function)) => {
+            let function = function.split(" has ").next().unwrap_or(function);
+            format!("{file}: fn {function}")
+        }
+        None => file.to_owned(),
+    }
 }
 
 /// The name of the function a line declares, if it does.
