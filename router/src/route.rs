@@ -242,8 +242,12 @@
 //! level's unknown tables.
 
 mod behind;
+mod body;
 mod cte_writes;
+mod facts;
 mod joins;
+mod key_values;
+mod keyed;
 mod keys;
 mod plan;
 pub mod schema;

@@ -14,11 +14,11 @@ use crate::summary::{
     ColumnRef, Derived, FromItem, JoinLevel, JoinUsing, OuterKind, StatementSummary, TableRef,
 };
 
-use super::keys::{self, Compiled, Keys, Restriction};
-use super::plan::{restrict, table_facts};
+use super::facts::table_facts;
+use super::key_values;
+use super::keys::{restrict, Compiled, Keys, Restriction};
 use super::shard_set::ShardSet;
-use super::sublinks::{key_spaces, named};
-use super::tables::{classify, TableClass};
+use super::tables::{classify, key_spaces, named, TableClass};
 use super::{ParamValue, Route, RouteError};
 
 /// The levels of a statement whose parts must be checked per execution.
@@ -651,9 +651,10 @@ fn node(
                 TableClass::Sharded => Some((label(name, SHARDED), None)),
                 TableClass::Unknown => Some((label(name, UNKNOWN), None)),
                 TableClass::Family { family, key } => {
-                    let database = keys::database(sharding, &family.keys, &Key::Int(key), || {
-                        format!("table {}", table.name)
-                    })?;
+                    let database =
+                        key_values::database(sharding, &family.keys, &Key::Int(key), || {
+                            format!("table {}", table.name)
+                        })?;
                     let set = ShardSet::single(sharding.databases, database);
                     Some((label(name, FAMILY), Some(set)))
                 }
