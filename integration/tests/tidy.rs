@@ -264,9 +264,6 @@ const KNOWN_OVERSIZE: &[&str] = &[
     "router/src/merge.rs",
     "router/src/merge.rs: fn plan_select",
     "router/src/merge/expr.rs",
-    "router/src/route.rs",
-    "router/src/route/joins.rs",
-    "router/src/route/joins.rs: fn parts",
     "router/src/summary.rs",
     "router/src/template.rs",
 ];
