@@ -11,7 +11,9 @@ use parser_ffi::view::{Alias, Node, NodeRef, RangeVar, WithClause};
 
 use super::super::resolve::StatementTables;
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
-use super::{equalities, Booleans, Levels, Scope, Scopes, Task};
+use super::conditions_view::{equalities, Booleans};
+use super::levels_view::{Levels, Task};
+use super::scopes_view::{Scope, Scopes};
 use crate::extract::ExtractError;
 use crate::summary::{Condition, Sublinks, TableRef};
 
@@ -49,85 +51,7 @@ pub(super) fn sublinks<'a>(
         booleans,
         tables,
     } = passes;
-    let mut regions = Regions::new();
-    // Each sublink's query, and the CTEs it sees.
-    let mut queries: Vec<(Option<Node<'a>>, Scope)> = Vec::new();
-    let mut stack = vec![Visit {
-        node: stmt,
-        scope: None,
-        region: OUTSIDE,
-        cte: None,
-    }];
-    let mut children = Vec::new();
-    while let Some(Visit {
-        node,
-        mut scope,
-        mut region,
-        mut cte,
-    }) = stack.pop()
-    {
-        let with = match node.kind() {
-            NodeRef::SelectStmt(select) => select.with_clause(),
-            NodeRef::InsertStmt(insert) => insert.with_clause(),
-            NodeRef::UpdateStmt(update) => update.with_clause(),
-            NodeRef::DeleteStmt(delete) => delete.with_clause(),
-            NodeRef::MergeStmt(merge) => merge.with_clause(),
-            NodeRef::SubLink(sublink) => {
-                region = regions.new_sublink();
-                cte = None;
-                queries.push((sublink.subselect(), scope));
-                None
-            }
-            NodeRef::RangeVar(range) => {
-                range_var(range, scope, region, cte, scopes, &mut regions);
-                continue;
-            }
-            // CTE bodies are visited from their WITH's query, below.
-            NodeRef::CommonTableExpr(_)
-            // `FOR UPDATE OF o` names FROM items, not tables.
-            | NodeRef::LockingClause(_)
-            | NodeRef::ColumnRef(_)
-            | NodeRef::AConst(_)
-            | NodeRef::ParamRef(_) => continue,
-            NodeRef::RangeSubselect(subselect) => {
-                name(subselect.alias(), None, &mut regions);
-                None
-            }
-            NodeRef::RangeFunction(function) => {
-                if function.alias().is_some() {
-                    name(function.alias(), None, &mut regions);
-                } else {
-                    function_names(function.functions(), &mut regions);
-                }
-                None
-            }
-            NodeRef::RangeTableFunc(function) => {
-                name(function.alias(), Some("xmltable"), &mut regions);
-                None
-            }
-            NodeRef::JsonTable(table) => {
-                name(table.alias(), Some("json_table"), &mut regions);
-                None
-            }
-            NodeRef::JoinExpr(join) => {
-                name(join.alias(), None, &mut regions);
-                name(join.join_using_alias(), None, &mut regions);
-                None
-            }
-            _ => None,
-        };
-        if let Some(with) = with {
-            scope = enter(with, scope, region, cte, scopes, &mut regions, &mut stack);
-        }
-        node.push_children(&mut children);
-        stack.extend(children.drain(..).map(|node| Visit {
-            node,
-            scope,
-            region,
-            cte,
-        }));
-    }
-
+    let (regions, queries) = walk(stmt, scopes);
     let mut levels = Vec::with_capacity(queries.len());
     for (query, scope) in queries {
         let conditions = match query {
@@ -152,6 +76,99 @@ pub(super) fn sublinks<'a>(
         levels.push((conditions, own_level(query)));
     }
     Ok(regions.finish(levels, is_cte))
+}
+
+/// A sublink's query, and the CTEs it sees.
+type Query<'a> = (Option<Node<'a>>, Scope);
+
+/// The walk: the statement's regions (its own levels, each sublink's, and
+/// the CTEs and names in each), and each sublink's query.
+fn walk<'a>(stmt: Node<'a>, scopes: &mut Scopes<'a>) -> (Regions, Vec<Query<'a>>) {
+    let mut regions = Regions::new();
+    let mut queries: Vec<Query<'a>> = Vec::new();
+    let mut stack = vec![Visit {
+        node: stmt,
+        scope: None,
+        region: OUTSIDE,
+        cte: None,
+    }];
+    let mut children = Vec::new();
+    while let Some(Visit {
+        node,
+        mut scope,
+        mut region,
+        mut cte,
+    }) = stack.pop()
+    {
+        let with = match node.kind() {
+            NodeRef::SubLink(sublink) => {
+                region = regions.new_sublink();
+                cte = None;
+                queries.push((sublink.subselect(), scope));
+                None
+            }
+            NodeRef::RangeVar(range) => {
+                range_var(range, scope, region, cte, scopes, &mut regions);
+                continue;
+            }
+            // CTE bodies are visited from their WITH's query, below.
+            NodeRef::CommonTableExpr(_)
+            // `FOR UPDATE OF o` names FROM items, not tables.
+            | NodeRef::LockingClause(_)
+            | NodeRef::ColumnRef(_)
+            | NodeRef::AConst(_)
+            | NodeRef::ParamRef(_) => continue,
+            other => {
+                item_names(other, &mut regions);
+                with_clause(other)
+            }
+        };
+        if let Some(with) = with {
+            scope = enter(with, scope, region, cte, scopes, &mut regions, &mut stack);
+        }
+        node.push_children(&mut children);
+        stack.extend(children.drain(..).map(|node| Visit {
+            node,
+            scope,
+            region,
+            cte,
+        }));
+    }
+    (regions, queries)
+}
+
+/// The WITH clause of a statement node.
+fn with_clause(node: NodeRef<'_>) -> Option<WithClause<'_>> {
+    match node {
+        NodeRef::SelectStmt(select) => select.with_clause(),
+        NodeRef::InsertStmt(insert) => insert.with_clause(),
+        NodeRef::UpdateStmt(update) => update.with_clause(),
+        NodeRef::DeleteStmt(delete) => delete.with_clause(),
+        NodeRef::MergeStmt(merge) => merge.with_clause(),
+        _ => None,
+    }
+}
+
+/// The names a FROM item other than a table gives itself (a subquery's,
+/// function's or join's alias), which outer qualifiers cannot mean.
+fn item_names(node: NodeRef<'_>, regions: &mut Regions) {
+    match node {
+        NodeRef::RangeSubselect(subselect) => name(subselect.alias(), None, regions),
+        NodeRef::RangeFunction(function) => {
+            if function.alias().is_some() {
+                name(function.alias(), None, regions);
+            } else {
+                function_names(function.functions(), regions);
+            }
+        }
+        NodeRef::RangeTableFunc(function) => name(function.alias(), Some("xmltable"), regions),
+        NodeRef::JsonTable(table) => name(table.alias(), Some("json_table"), regions),
+        NodeRef::JoinExpr(join) => {
+            name(join.alias(), None, regions);
+            name(join.join_using_alias(), None, regions);
+        }
+        _ => {}
+    }
 }
 
 /// A query's WITH: its CTEs become visible (the scope returned) and their
