@@ -250,7 +250,6 @@ const KNOWN_OVERSIZE: &[&str] = &[
     "router/src/config/sharded_tables.rs: fn resolve",
     "router/src/copy.rs",
     "router/src/create_as.rs: fn check",
-    "router/src/template.rs",
 ];
 
 /// A finding of the size check without its counts and line numbers.
