@@ -27,14 +27,13 @@ pub struct CopyOut {
 /// when it does not write to the client (TO a file or program: each shard
 /// writes its own).
 pub fn plan_copy_out(sql: &str, sharding: &Sharding) -> Result<Option<CopyOut>, CopyError> {
-    let mut tree =
-        parser_ffi::parse_protobuf(sql).map_err(|e| CopyError::Unreadable(e.to_string()))?;
+    let mut tree = parser_ffi::parse_protobuf(sql)?;
     let copy = match tree.stmts.as_mut_slice() {
         [raw] => match raw.stmt.as_mut().and_then(|s| s.node.as_mut()) {
             Some(N::CopyStmt(copy)) => copy,
-            _ => return Err(CopyError::Unreadable("not one COPY statement".into())),
+            _ => return Err(CopyError::NotOneCopy),
         },
-        _ => return Err(CopyError::Unreadable("not one COPY statement".into())),
+        _ => return Err(CopyError::NotOneCopy),
     };
     if copy.is_from || copy.is_program || !copy.filename.is_empty() {
         return Ok(None);
@@ -58,7 +57,7 @@ pub fn plan_copy_out(sql: &str, sharding: &Sharding) -> Result<Option<CopyOut>, 
                 let planned = copy_merge(query, &copy.options, (format, header), sharding)?;
                 merge = Some(Box::new(planned));
             }
-            Err(why) => return Err(CopyError::Query(why.to_string())),
+            Err(why) => return Err(CopyError::Query(why)),
         }
     }
     Ok(Some(CopyOut {
