@@ -222,41 +222,7 @@ fn files_and_functions_stay_small() {
             i += 1;
         }
     }
-    let known = |found: &String| {
-        KNOWN_OVERSIZE
-            .iter()
-            .any(|known| oversize_key(found) == *known)
-    };
-    let gone: Vec<&&str> = KNOWN_OVERSIZE
-        .iter()
-        .filter(|known| !found.iter().any(|f| oversize_key(f) == **known))
-        .collect();
-    let found: Vec<&String> = found.iter().filter(|f| !known(f)).collect();
     assert!(found.is_empty(), "{found:#?}");
-    assert!(
-        gone.is_empty(),
-        "within the limits now (take them off KNOWN_OVERSIZE): {gone:#?}"
-    );
-}
-
-/// Files and functions over the limits that are known and being split
-/// (issue 32), as `file` or `file: fn name`; one listed that is back
-/// within the limits fails too.
-const KNOWN_OVERSIZE: &[&str] = &[
-    "router/src/catalog/expand.rs: fn expand_once",
-    "router/src/create_as.rs: fn check",
-];
-
-/// A finding of the size check without its counts and line numbers.
-fn oversize_key(found: &str) -> String {
-    let (file, rest) = found.split_once(':').unwrap_or((found, ""));
-    match rest.split_once(": fn ") {
-        Some((_, function)) => {
-            let function = function.split(" has ").next().unwrap_or(function);
-            format!("{file}: fn {function}")
-        }
-        None => file.to_owned(),
-    }
 }
 
 /// The name of the function a line declares, if it does.
