@@ -73,6 +73,7 @@ mod select;
 mod tests;
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
+use parser_ffi::ParseError;
 
 use crate::sharding::Sharding;
 use keys::KeyColumns;
@@ -219,7 +220,13 @@ pub enum Unmergeable {
     #[error("an aggregate inside an expression across shards is not supported: select the aggregate itself, or add the sharding key to the WHERE clause")]
     AggregateInExpression,
     #[error("the statement could not be analysed for a cross-shard merge: {0}")]
-    Unreadable(String),
+    Parse(#[from] ParseError),
+    #[error("the statement could not be analysed for a cross-shard merge: {0}")]
+    Unreadable(&'static str),
+    #[error("the statement could not be analysed for a cross-shard merge: position {0} is not in the select list")]
+    Position(i64),
+    #[error("the statement could not be analysed for a cross-shard merge: {what} ${number}")]
+    BoundParam { what: &'static str, number: i32 },
 }
 
 /// A plan, and whether it depends on which columns are sharding keys
@@ -237,7 +244,7 @@ pub fn plan(sql: &str, sharding: &Sharding) -> Planned {
         Ok(tree) => tree,
         Err(err) => {
             return Planned {
-                shape: Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+                shape: Shape::Refuse(Unmergeable::Parse(err)),
                 by_key: false,
             }
         }
@@ -258,7 +265,7 @@ pub fn plan(sql: &str, sharding: &Sharding) -> Planned {
                     shard_sql: Some(sql),
                     ..plan
                 }),
-                Err(err) => Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+                Err(err) => Shape::Refuse(Unmergeable::Parse(err)),
             },
         },
         Err(why) => Shape::Refuse(why),
@@ -349,7 +356,7 @@ pub fn declare(sql: &str, sharding: &Sharding) -> Option<Planned> {
                 shard_sql: Some(sql),
                 ..plan
             }),
-            Err(err) => Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+            Err(err) => Shape::Refuse(Unmergeable::Parse(err)),
         },
         Err(why) => Shape::Refuse(why),
     };

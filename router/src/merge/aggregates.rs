@@ -154,7 +154,7 @@ fn calls(
         other => {
             if format!("{other:?}").contains("FuncCall") {
                 Err(Unmergeable::Unreadable(
-                    "an expression kind it does not know holds a function call".into(),
+                    "an expression kind it does not know holds a function call",
                 ))
             } else {
                 Ok(())

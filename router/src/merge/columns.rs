@@ -19,7 +19,7 @@ pub(super) fn sort_keys(
     let mut keys = Vec::with_capacity(select.sort_clause.len());
     for item in &select.sort_clause {
         let Some(N::SortBy(sort)) = &item.node else {
-            return Err(Unmergeable::Unreadable("an ORDER BY item".into()));
+            return Err(Unmergeable::Unreadable("an ORDER BY item"));
         };
         let descending = match pb::SortByDir::try_from(sort.sortby_dir) {
             Ok(pb::SortByDir::SortbyDesc) => true,
@@ -157,9 +157,7 @@ pub(super) fn resolve(
             Some(index) if !nodes::is_star(target_val(&select.target_list[index])) => {
                 Ok(Some(index))
             }
-            _ => Err(Unmergeable::Unreadable(format!(
-                "position {position} is not in the select list"
-            ))),
+            _ => Err(Unmergeable::Position(position)),
         };
     }
     let by_name = || {

@@ -237,7 +237,10 @@ fn bound(node: Option<&pb::Node>, what: &'static str) -> Result<Option<Bound>, U
         Some(N::AConst(constant)) if constant.isnull => Ok(None),
         Some(N::ParamRef(param)) => u16::try_from(param.number)
             .map(|n| Some(Bound::Param(n)))
-            .map_err(|_| Unmergeable::Unreadable(format!("{what} ${}", param.number))),
+            .map_err(|_| Unmergeable::BoundParam {
+                what,
+                number: param.number,
+            }),
         _ => match nodes::integer(node) {
             Some(value) => Ok(Some(Bound::Value(value))),
             None => Err(Unmergeable::Construct(match what {

@@ -1,12 +1,11 @@
 //! Why a statement cannot be routed: one variant per refusal, each message
 //! saying what pgshard would get wrong and what to do instead.
 
+use crate::hash::KeyError;
+
 /// Why a statement cannot be routed; the message says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
-    /// Not produced by the router any more; kept for API compatibility.
-    #[error("{0}")]
-    Unroutable(String),
     #[error(
         "shard {shard} does not exist: this cluster has {databases} database(s), numbered from 0"
     )]
@@ -15,7 +14,7 @@ pub enum RouteError {
     BadKey {
         column: String,
         data_type: &'static str,
-        reason: String,
+        reason: KeyError,
     },
     #[error(
         "no shard for key {key} of {of}: its [[sharded_tables]] mapping has no entry for that value; add one"

@@ -208,8 +208,7 @@ pub(super) fn column_name(entry: &ShardedTable) -> String {
     }
 }
 
-fn bad_key(entry: &ShardedTable, data_type: DataType, err: hash::KeyError) -> RouteError {
-    let hash::KeyError::Invalid(reason) = err;
+fn bad_key(entry: &ShardedTable, data_type: DataType, reason: hash::KeyError) -> RouteError {
     RouteError::BadKey {
         column: column_name(entry),
         data_type: type_name(data_type),
@@ -221,7 +220,7 @@ fn not_utf8(entry: &ShardedTable, data_type: DataType) -> RouteError {
     RouteError::BadKey {
         column: column_name(entry),
         data_type: type_name(data_type),
-        reason: "the text-format parameter is not valid UTF-8".to_owned(),
+        reason: hash::KeyError::ParameterNotUtf8,
     }
 }
 

@@ -181,8 +181,7 @@ impl StatementPlan {
                 .override_space
                 .and_then(|space| space.get(sharding))
                 .ok_or(RouteError::NoKeySpace)?;
-            let key = crate::hash::parse_text(key_space.data_type, value).map_err(|err| {
-                let crate::hash::KeyError::Invalid(reason) = err;
+            let key = crate::hash::parse_text(key_space.data_type, value).map_err(|reason| {
                 RouteError::BadKey {
                     column: "pgdog.sharding_key".to_owned(),
                     data_type: type_name(key_space.data_type),
