@@ -62,7 +62,7 @@ pub struct CopyPlan {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CopyError {
     #[error("COPY into the sharded table {table}: {why}")]
-    Unsupported { table: String, why: &'static str },
+    Unsupported { table: String, why: Unsupported },
     #[error("COPY into {table}, line {line}: {why}")]
     Row {
         table: String,
@@ -88,6 +88,29 @@ pub enum CopyError {
     /// [`plan_copy_into`]).
     #[error("COPY into {table}: its columns are needed to find its sharding key")]
     NeedsColumns { table: String },
+}
+
+/// What of a COPY pgshard does not split by shard (or join across shards).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    #[error("only COPY ... FROM STDIN is split by shard")]
+    NotFromStdin,
+    #[error("COPY ... WHERE is not supported across shards")]
+    Where,
+    #[error("its table is not sharded by a key column")]
+    NotKeyed,
+    #[error("its column list does not include the sharding key")]
+    NoKeyColumn,
+    #[error("DELIMITER, QUOTE and ESCAPE must be one ASCII character")]
+    NotOneCharacter,
+    #[error("an unknown FORMAT")]
+    Format,
+    #[error("it has an option pgshard does not split by (DEFAULT, ...)")]
+    Option,
+    #[error("HEADER is not allowed in the binary format")]
+    BinaryHeader,
+    #[error("HEADER is only for CSV in this Postgres version's text format")]
+    TextHeader,
 }
 
 /// Plan `COPY table [(cols)] FROM STDIN [WITH (...)]` into a sharded table.
@@ -122,10 +145,10 @@ pub fn plan_copy_into(
         why,
     };
     if !copy.is_from || copy.is_program || !copy.filename.is_empty() || copy.query.is_some() {
-        return Err(unsupported("only COPY ... FROM STDIN is split by shard"));
+        return Err(unsupported(Unsupported::NotFromStdin));
     }
     if copy.where_clause.is_some() {
-        return Err(unsupported("COPY ... WHERE is not supported across shards"));
+        return Err(unsupported(Unsupported::Where));
     }
     let columns: Vec<String> = copy
         .attlist
@@ -161,7 +184,7 @@ pub fn plan_copy_into(
         TableClass::Omnisharded => Some(None),
         TableClass::Family { .. } | TableClass::Catalog => None,
     }
-    .ok_or_else(|| unsupported("its table is not sharded by a key column"))?;
+    .ok_or_else(|| unsupported(Unsupported::NotKeyed))?;
     let mut plan = CopyPlan {
         table: table.clone(),
         columns,
@@ -178,7 +201,7 @@ pub fn plan_copy_into(
 }
 
 /// Read COPY's options into `plan`.
-fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), &'static str> {
+fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), Unsupported> {
     let mut delimiter = None;
     let mut null = None;
     let mut escape = None;
@@ -194,7 +217,7 @@ fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), &'static str
         });
         let byte = |v: &Option<String>| match v.as_deref().map(str::as_bytes) {
             Some([b]) if b.is_ascii() => Ok(*b),
-            _ => Err("DELIMITER, QUOTE and ESCAPE must be one ASCII character"),
+            _ => Err(Unsupported::NotOneCharacter),
         };
         match d.defname.as_str() {
             "format" => {
@@ -202,7 +225,7 @@ fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), &'static str
                     Some("text") => Format::Text,
                     Some("csv") => Format::Csv,
                     Some("binary") => Format::Binary,
-                    _ => return Err("an unknown FORMAT"),
+                    _ => return Err(Unsupported::Format),
                 }
             }
             "delimiter" => delimiter = Some(byte(&value)?),
@@ -211,7 +234,7 @@ fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), &'static str
             "null" => null = value,
             "header" => plan.header = !matches!(value.as_deref(), Some("false" | "off" | "0")),
             "encoding" | "force_not_null" | "force_null" | "freeze" => {}
-            _ => return Err("it has an option pgshard does not split by (DEFAULT, ...)"),
+            _ => return Err(Unsupported::Option),
         }
     }
     let csv = plan.format == Format::Csv;
@@ -219,10 +242,10 @@ fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), &'static str
     plan.escape = escape.unwrap_or(plan.quote);
     plan.null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() });
     if plan.header && plan.format == Format::Binary {
-        return Err("HEADER is not allowed in the binary format");
+        return Err(Unsupported::BinaryHeader);
     }
     if plan.header && !csv {
-        return Err("HEADER is only for CSV in this Postgres version's text format");
+        return Err(Unsupported::TextHeader);
     }
     Ok(())
 }

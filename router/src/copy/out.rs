@@ -8,7 +8,7 @@
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
 use super::merged::{copy_merge, CopyMerge};
-use super::{CopyError, Format};
+use super::{CopyError, Format, Unsupported};
 use crate::merge;
 use crate::sharding::Sharding;
 
@@ -69,7 +69,7 @@ pub fn plan_copy_out(sql: &str, sharding: &Sharding) -> Result<Option<CopyOut>, 
 
 /// FORMAT and HEADER among COPY's options (the others do not change how
 /// the shards' outputs join: one CopyData per line, a header line first).
-fn format_and_header(options: &[pb::Node]) -> Result<(Format, bool), &'static str> {
+fn format_and_header(options: &[pb::Node]) -> Result<(Format, bool), Unsupported> {
     let mut format = Format::Text;
     let mut header = false;
     for option in options {
@@ -88,7 +88,7 @@ fn format_and_header(options: &[pb::Node]) -> Result<(Format, bool), &'static st
                     Some("text") => Format::Text,
                     Some("csv") => Format::Csv,
                     Some("binary") => Format::Binary,
-                    _ => return Err("an unknown FORMAT"),
+                    _ => return Err(Unsupported::Format),
                 }
             }
             "header" => header = !matches!(value.as_deref(), Some("false" | "off" | "0")),

@@ -4,7 +4,7 @@
 //! why a row cannot be ([`RowError`]).
 
 use super::binary::{self, BinaryError};
-use super::{CopyError, CopyPlan, Format};
+use super::{CopyError, CopyPlan, Format, Unsupported};
 use crate::hash::{self, KeyError};
 use crate::sharding::{Key, ShardedTable};
 
@@ -64,7 +64,7 @@ impl RowSplitter {
             Some(entry) => Some(columns.iter().position(|c| *c == entry.column).ok_or_else(
                 || CopyError::Unsupported {
                     table: plan.table.clone(),
-                    why: "its column list does not include the sharding key",
+                    why: Unsupported::NoKeyColumn,
                 },
             )?),
         };
