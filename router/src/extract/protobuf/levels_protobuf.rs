@@ -1,5 +1,5 @@
-//! The query levels that restrict a statement's rows (protobuf structs): followed
-//! with a task stack from the statement through preserved FROM items,
+//! The query levels that restrict a statement's rows (protobuf structs):
+//! followed with a task stack from the statement through preserved FROM items,
 //! subqueries, referenced CTEs, set operations and INSERT ... SELECT, each
 //! level's own condition read and resolved (see **conditions** in
 //! [`crate::extract`]).

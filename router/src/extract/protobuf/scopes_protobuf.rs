@@ -1,7 +1,7 @@
-//! The CTE scopes of a statement and what names resolve to (protobuf structs): the
-//! WITH lists in scope at a level, the FROM items a level names, and the
-//! bodies (select lists, FROM items) of subqueries and CTEs that
-//! `resolve.rs` reads through.
+//! The CTE scopes of a statement and what names resolve to (protobuf structs):
+//! the WITH lists in scope at a level, the FROM items a level names, and the
+//! bodies (select lists, FROM items) of subqueries and CTEs that `resolve.rs`
+//! reads through.
 
 use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 

@@ -1,5 +1,5 @@
-//! The operands of a key comparison (protobuf structs): a column reference, and a
-//! constant or parameter through casts as a [`Value`].
+//! The operands of a key comparison (protobuf structs): a column reference, and
+//! a constant or parameter through casts as a [`Value`].
 
 use parser_ffi::protobuf::{self as pb, a_const::Val, node::Node as NodeEnum};
 

@@ -1,7 +1,7 @@
-//! The CTE scopes of a statement and what names resolve to (zero-copy view): the
-//! WITH lists in scope at a level, the FROM items a level names, and the
-//! bodies (select lists, FROM items) of subqueries and CTEs that
-//! `resolve.rs` reads through.
+//! The CTE scopes of a statement and what names resolve to (zero-copy view):
+//! the WITH lists in scope at a level, the FROM items a level names, and the
+//! bodies (select lists, FROM items) of subqueries and CTEs that `resolve.rs`
+//! reads through.
 
 use parser_ffi::protobuf::SetOperation;
 use parser_ffi::view::{self, Alias, List, Node, NodeRef, RangeVar, SelectStmt, Walk, WithClause};
@@ -27,8 +27,9 @@ pub(super) struct Scopes<'a> {
     pub(super) groups: Vec<Group>,
     /// Each group's (name, CTE number)s, sorted by name, one range per group.
     by_name: Vec<(&'a str, usize)>,
-    /// Counts the runs of [`Levels`] (the statement's, then one per
-    /// sublink), which share these CTEs and their evaluated conditions.
+    /// Counts the runs of [`Levels`](super::levels_view::Levels) (the
+    /// statement's, then one per sublink), which share these CTEs and
+    /// their evaluated conditions.
     pub(super) run: usize,
 }
 

@@ -1,5 +1,5 @@
-//! The one walk over every node of a statement (zero-copy view): tables, CTE names,
-//! function calls, locking, `INTO`, data-modifying CTEs, and whether a
+//! The one walk over every node of a statement (zero-copy view): tables, CTE
+//! names, function calls, locking, `INTO`, data-modifying CTEs, and whether a
 //! sublink or a join needs the passes that read them.
 
 use parser_ffi::view::{self, Node, NodeRef, Walk};
