@@ -10,7 +10,8 @@
 //! sublink gets a third pass ([`sublinks_protobuf`]).
 //!
 //! The files mirror the view engine's (`kind`, `session`, `walk`, `levels`,
-//! `scopes`, `conditions`, `values`, `joins`, `sublinks`, `schema`), so that
+//! `ctes`, `scopes`, `conditions`, `values`, `joins`, `sublinks`, `schema`),
+//! so that
 //! each engine stays the other's oracle; `children_protobuf.rs` has no
 //! mirror: it is the table of which fields of which protobuf struct may
 //! hold nodes (`node_children!`), which parser-ffi generates for the view,
@@ -20,6 +21,7 @@ use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
 mod children_protobuf;
 mod conditions_protobuf;
+mod ctes_protobuf;
 mod joins_protobuf;
 mod kind_protobuf;
 mod levels_protobuf;

@@ -11,7 +11,8 @@
 //!   subqueries in FROM, referenced CTEs, set operations, INSERT ... SELECT)
 //!   and reads each level's WHERE / ON / VALUES down its boolean skeleton
 //!   (`conditions_view.rs`, operands in `values_view.rs`), resolving
-//!   columns through the CTE scopes and FROM bodies of `scopes_view.rs`.
+//!   columns through the CTE scopes and FROM bodies of `scopes_view.rs`
+//!   (the CTEs a run evaluates: `ctes_view.rs`).
 //!
 //! The statement's kind, target and SET columns are `kind_view.rs`'s, its
 //! session effect `session_view.rs`'s, its join facts `joins_view.rs`'s and
@@ -28,6 +29,7 @@ use parser_ffi::view::Node;
 use parser_ffi::ParseTree;
 
 mod conditions_view;
+mod ctes_view;
 mod joins_view;
 mod kind_view;
 mod levels_view;
@@ -43,7 +45,7 @@ use super::ExtractError;
 use crate::summary::{Condition, StatementKind, StatementSummary, Summary, TableRef};
 use conditions_view::Booleans;
 use kind_view::{classify, own_query, set_columns, target};
-use levels_view::{Levels, Task};
+use levels_view::{Passes, Task};
 use scopes_view::Scopes;
 use session_view::session_effect;
 use walk_view::{cte_writes, Found};
@@ -133,46 +135,33 @@ fn statement<'a>(
         Write::IfSelectWrites => found.select_into || found.modifying_cte,
     };
 
-    tasks.clear();
-    sinks.clear();
-    joins.clear();
     scopes.clear();
     let tables = without_ctes(found.tables, found.cte_names);
     let statement_tables = StatementTables::new(&tables);
+    let mut passes = Passes {
+        tasks,
+        sinks,
+        joins,
+        scopes,
+        booleans,
+        tables: &statement_tables,
+    };
     let (conditions, insert_without_columns) = match own_query(stmt) {
-        Some(query) => Levels {
-            tasks: &mut *tasks,
-            out: Vec::new(),
-            sinks: &mut *sinks,
-            joins: &mut *joins,
-            scopes: &mut *scopes,
-            booleans: &mut *booleans,
-            tables: &statement_tables,
-            insert_without_columns: false,
-        }
-        .run(query)?,
+        Some(query) => passes.levels().run(query)?,
         None => (Vec::new(), false),
     };
-    let cte_writes = cte_writes(scopes);
-    let join_levels = if found.join {
-        joins_view::joins(stmt, stack, booleans)?
-    } else {
-        None
+    let cte_writes = cte_writes(passes.scopes);
+    let join_levels = match found.join {
+        true => joins_view::joins(stmt, stack, passes.booleans)?,
+        false => None,
     };
-    let sublinks = if found.sublink {
-        let cte_names: &[&str] = found.cte_names;
-        let passes = sublinks_view::Passes {
-            tasks,
-            sinks,
-            joins,
-            scopes,
-            booleans,
-            tables: &statement_tables,
-        };
-        let is_cte = |name: &str| cte_names.binary_search(&name).is_ok();
-        Some(Box::new(sublinks_view::sublinks(stmt, passes, is_cte)?))
-    } else {
-        None
+    let sublinks = match found.sublink {
+        true => {
+            let cte_names: &[&str] = found.cte_names;
+            let is_cte = |name: &str| cte_names.binary_search(&name).is_ok();
+            Some(Box::new(sublinks_view::sublinks(stmt, passes, is_cte)?))
+        }
+        false => None,
     };
     Ok(StatementSummary {
         kind,

@@ -5,13 +5,12 @@
 //! [`crate::extract`]).
 
 use parser_ffi::protobuf::{JoinType, SetOperation};
-use parser_ffi::view::{InsertStmt, List, Node, NodeRef, RangeVar, SelectStmt, WithClause};
+use parser_ffi::view::{InsertStmt, List, Node, NodeRef, RangeVar, SelectStmt};
 
 use super::conditions_view::{condition, count_nodes, row_condition, Booleans, Gathered};
 use super::scopes_view::{from_items, CteState, Scope, Scopes, ViewBodies};
-use super::walk_view::is_data_modifying;
 use crate::extract::resolve::{Resolver, StatementTables};
-use crate::extract::{ExtractError, MAX_CTE_CONDITION_NODES, MAX_DEPTH};
+use crate::extract::{ExtractError, MAX_DEPTH};
 use crate::summary::Condition;
 
 /// The conditions of the levels that contribute (see the rules in [`super`]).
@@ -37,6 +36,37 @@ pub(super) struct Levels<'s, 'a> {
     /// The statement's tables, for resolving condition columns.
     pub(super) tables: &'s StatementTables<'s>,
     pub(super) insert_without_columns: bool,
+}
+
+/// The buffers of the condition pass, lent to each run of [`Levels`] (the
+/// statement's own, then each sublink's).
+pub(super) struct Passes<'s, 'a> {
+    pub tasks: &'s mut Vec<Task<'a>>,
+    pub sinks: &'s mut Vec<Vec<Condition>>,
+    pub joins: &'s mut Vec<Node<'a>>,
+    pub scopes: &'s mut Scopes<'a>,
+    pub booleans: &'s mut Booleans<'a>,
+    pub tables: &'s StatementTables<'s>,
+}
+
+impl<'s, 'a> Passes<'s, 'a> {
+    /// A run of the levels over these buffers (cleared, but for the CTE
+    /// scopes, which the runs of one statement share).
+    pub(super) fn levels(&mut self) -> Levels<'_, 'a> {
+        self.tasks.clear();
+        self.sinks.clear();
+        self.joins.clear();
+        Levels {
+            tasks: &mut *self.tasks,
+            out: Vec::new(),
+            sinks: &mut *self.sinks,
+            joins: &mut *self.joins,
+            scopes: &mut *self.scopes,
+            booleans: &mut *self.booleans,
+            tables: self.tables,
+            insert_without_columns: false,
+        }
+    }
 }
 
 /// Work left for [`Levels`]. `depth` counts the query levels open around
@@ -69,7 +99,7 @@ pub(super) enum Task<'a> {
 }
 
 /// The statement's own sink.
-const OUT: usize = 0;
+pub(super) const OUT: usize = 0;
 
 impl<'a> Levels<'_, 'a> {
     /// The conditions of the statement's own query.
@@ -116,7 +146,7 @@ impl<'a> Levels<'_, 'a> {
         Ok((self.out, self.insert_without_columns))
     }
 
-    fn new_sink(&mut self) -> usize {
+    pub(super) fn new_sink(&mut self) -> usize {
         self.sinks.push(Vec::new());
         self.sinks.len()
     }
@@ -354,87 +384,6 @@ impl<'a> Levels<'_, 'a> {
             }
         }
         Ok(())
-    }
-
-    fn enter(&mut self, with: Option<WithClause<'a>>, scope: Scope) -> Scope {
-        match with {
-            Some(with) => self.scopes.enter(with, scope),
-            None => scope,
-        }
-    }
-
-    /// At the top, the data-modifying CTEs of the WITH just entered are
-    /// evaluated, referenced or not (pushed last: they run first, in
-    /// order): their conditions are their writes' (`cte_writes`), added to
-    /// a level only where a contributing FROM references them.
-    fn data_modifying_ctes(&mut self, top: bool, scope: Scope, depth: usize) {
-        let Some(position) = scope.filter(|_| top) else {
-            return;
-        };
-        let Some(with) = self.scopes.groups.get(position.group) else {
-            return;
-        };
-        for cte in (with.first..with.first + with.len).rev() {
-            let modifying = self.scopes.ctes[cte].body.is_some_and(is_data_modifying);
-            if modifying && matches!(self.scopes.ctes[cte].state, CteState::Pending) {
-                self.scopes.ctes[cte].state = CteState::Running;
-                self.evaluate(cte, depth);
-            }
-        }
-    }
-
-    /// Queue the evaluation of CTE `cte`'s body (its state is Running).
-    fn evaluate(&mut self, cte: usize, depth: usize) {
-        let body = self.new_sink();
-        self.tasks.push(Task::CteDone { cte, body });
-        if let Some(query) = self.scopes.ctes[cte].body {
-            self.tasks.push(Task::Query {
-                query,
-                scope: self.scopes.body_scope(cte),
-                depth: depth + 1,
-                sink: body,
-            });
-        }
-    }
-
-    /// CTE number `cte` contributes to `sink`: evaluate its body first if
-    /// not done yet; while it is being evaluated, a reference adds nothing.
-    fn reference(&mut self, cte: usize, depth: usize, sink: usize) {
-        match self.scopes.ctes[cte].state {
-            CteState::Pending => {
-                self.scopes.ctes[cte].state = CteState::Running;
-                self.tasks.push(Task::AddCte { cte, sink });
-                self.evaluate(cte, depth);
-            }
-            CteState::Running => {}
-            CteState::Done { .. } => self.add_cte(cte, sink),
-        }
-    }
-
-    fn add_cte(&mut self, cte: usize, sink: usize) {
-        let sinks = &mut *self.sinks;
-        let target = match sink.checked_sub(1).and_then(|index| sinks.get_mut(index)) {
-            Some(target) => target,
-            None => &mut self.out,
-        };
-        let Some(entry) = self.scopes.ctes.get_mut(cte) else {
-            return;
-        };
-        // Canonicalize drops repeated conditions of the statement's own list,
-        // so a CTE referenced again there need not be copied again (the
-        // copies would cost time and memory in proportion to the references).
-        let run = self.scopes.run;
-        if sink == OUT && entry.in_out == run {
-            return;
-        }
-        if let CteState::Done { conditions, nodes } = &entry.state {
-            if *nodes <= MAX_CTE_CONDITION_NODES {
-                target.extend(conditions.iter().cloned());
-                if sink == OUT {
-                    entry.in_out = run;
-                }
-            }
-        }
     }
 }
 

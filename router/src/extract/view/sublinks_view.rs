@@ -2,30 +2,19 @@
 //! [`crate::extract`]): one more walk of the statement, scoped (each query
 //! enters its WITH, each CTE body sees what Postgres lets it see), that
 //! sorts tables and CTE references into regions ([`Regions`]); then, per
-//! sublink, a run of [`Levels`] over its query from the scope it sits in,
-//! and a look at its own level. Iterative throughout, like the rest of the
-//! engine.
+//! sublink, a run of [`Levels`](super::levels_view::Levels) over its query
+//! from the scope it sits in, and a look at its own level. Iterative
+//! throughout, like the rest of the engine.
 
 use parser_ffi::protobuf::{JoinType, SetOperation};
 use parser_ffi::view::{Alias, Node, NodeRef, RangeVar, WithClause};
 
-use super::super::resolve::StatementTables;
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
-use super::conditions_view::{equalities, Booleans};
-use super::levels_view::{Levels, Task};
+use super::conditions_view::equalities;
+use super::levels_view::Passes;
 use super::scopes_view::{Scope, Scopes};
 use crate::extract::ExtractError;
-use crate::summary::{Condition, Sublinks, TableRef};
-
-/// The buffers of the condition pass, lent to the sublinks' runs.
-pub(super) struct Passes<'s, 'a> {
-    pub tasks: &'s mut Vec<Task<'a>>,
-    pub sinks: &'s mut Vec<Vec<Condition>>,
-    pub joins: &'s mut Vec<Node<'a>>,
-    pub scopes: &'s mut Scopes<'a>,
-    pub booleans: &'s mut Booleans<'a>,
-    pub tables: &'s StatementTables<'s>,
-}
+use crate::summary::{Sublinks, TableRef};
 
 /// One node still to visit: the CTEs it sees, its region, and the CTE
 /// whose body it is in (not counting bodies outside its sublink).
@@ -40,37 +29,14 @@ struct Visit<'a> {
 /// names of the statement's CTEs.
 pub(super) fn sublinks<'a>(
     stmt: Node<'a>,
-    passes: Passes<'_, 'a>,
+    mut passes: Passes<'_, 'a>,
     is_cte: impl Fn(&str) -> bool,
 ) -> Result<Sublinks, ExtractError> {
-    let Passes {
-        tasks,
-        sinks,
-        joins,
-        scopes,
-        booleans,
-        tables,
-    } = passes;
-    let (regions, queries) = walk(stmt, scopes);
+    let (regions, queries) = walk(stmt, passes.scopes);
     let mut levels = Vec::with_capacity(queries.len());
     for (query, scope) in queries {
         let conditions = match query {
-            Some(query) => {
-                tasks.clear();
-                sinks.clear();
-                joins.clear();
-                let run = Levels {
-                    tasks: &mut *tasks,
-                    out: Vec::new(),
-                    sinks: &mut *sinks,
-                    joins: &mut *joins,
-                    scopes: &mut *scopes,
-                    booleans: &mut *booleans,
-                    tables,
-                    insert_without_columns: false,
-                };
-                run.run_at(query, scope, false)?.0
-            }
+            Some(query) => passes.levels().run_at(query, scope, false)?.0,
             None => Vec::new(),
         };
         levels.push((conditions, own_level(query)));
