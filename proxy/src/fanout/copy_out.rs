@@ -81,7 +81,7 @@ impl CopyJoin {
         let mut start = 0;
         let mut header = None;
         if !stream.headed {
-            match binary::header(&stream.pending)? {
+            match binary::header(&stream.pending).map_err(|e| e.to_string())? {
                 Some(len) => {
                     stream.headed = true;
                     header = Some(stream.pending[..len].to_vec());
@@ -96,7 +96,7 @@ impl CopyJoin {
             if stream.ended {
                 return Err("a shard sent COPY data after its trailer".into());
             }
-            match binary::piece(&stream.pending[start..], None)? {
+            match binary::piece(&stream.pending[start..], None).map_err(|e| e.to_string())? {
                 Some(binary::Piece::Trailer) => {
                     stream.ended = true;
                     start += binary::TRAILER.len();
