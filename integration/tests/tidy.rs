@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+#[path = "tidy/doc_paths.rs"]
+mod doc_paths;
 #[path = "tidy/features.rs"]
 mod features;
 #[path = "tidy/imports.rs"]
