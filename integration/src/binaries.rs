@@ -10,7 +10,8 @@ use crate::HarnessError;
 pub const BINDIR_ENV: &str = "PGSHARD_PG_BINDIR";
 
 /// How to install what is missing; part of every "not found" error.
-const INSTALL_HINT: &str = "install the PostgreSQL server with `apt-get install -y postgresql` \
+pub(crate) const INSTALL_HINT: &str =
+    "install the PostgreSQL server with `apt-get install -y postgresql` \
      (or run `scripts/setup.sh`), or set PGSHARD_PG_BINDIR to the directory holding initdb";
 
 /// The Postgres server programs of one installation, and who runs them.
@@ -46,9 +47,7 @@ impl PgBinaries {
                         .flatten()
                         .is_none()
                 {
-                    return Err(HarnessError::Setup(format!(
-                        "running as root, but there is no `postgres` user to run the server as; {INSTALL_HINT}"
-                    )));
+                    return Err(HarnessError::RootWithoutPostgres);
                 }
                 return Ok(PgBinaries {
                     bindir: dir,
@@ -57,10 +56,9 @@ impl PgBinaries {
             }
             searched.push(dir.display().to_string());
         }
-        Err(HarnessError::Setup(format!(
-            "PostgreSQL server binaries (initdb, pg_ctl, postgres, psql) not found in {}; {INSTALL_HINT}",
-            searched.join(", ")
-        )))
+        Err(HarnessError::NoBinaries {
+            searched: searched.join(", "),
+        })
     }
 
     /// The directory holding the programs.
@@ -97,7 +95,7 @@ impl PgBinaries {
         let user = nix::unistd::User::from_name("postgres")
             .ok()
             .flatten()
-            .ok_or_else(|| HarnessError::Setup("no `postgres` user".to_owned()))?;
+            .ok_or(HarnessError::NoPostgresUser)?;
         std::os::unix::fs::chown(path, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
             .map_err(|err| HarnessError::Io(format!("chown {}", path.display()), err))
     }

@@ -60,14 +60,19 @@ impl fmt::Display for Mode {
 }
 
 impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Mode, UnknownMode> {
         Mode::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown mode {s:?} (transaction, session, sharded or columns)"))
+            .ok_or_else(|| UnknownMode(s.to_owned()))
     }
 }
+
+/// A mode name that is not one of [`Mode::ALL`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mode {0:?} (transaction, session, sharded or columns)")]
+pub struct UnknownMode(String);
 
 /// Servers plus pgshard in front of them; the proxy stops first on drop.
 #[derive(Debug)]

@@ -19,9 +19,38 @@ pub use test_proxy::TestProxy;
 /// Why the harness could not do what a test asked.
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
-    /// Something is missing or misconfigured on this machine; says how to fix it.
-    #[error("{0}")]
-    Setup(String),
+    /// The PostgreSQL server programs are not installed.
+    #[error("PostgreSQL server binaries (initdb, pg_ctl, postgres, psql) not found in {searched}; {hint}", hint = binaries::INSTALL_HINT)]
+    NoBinaries { searched: String },
+    /// Root must run the server as `postgres`, which does not exist.
+    #[error("running as root, but there is no `postgres` user to run the server as; {hint}", hint = binaries::INSTALL_HINT)]
+    RootWithoutPostgres,
+    #[error("no `postgres` user")]
+    NoPostgresUser,
+    #[error("{error}\n--- server.log ---\n{log}")]
+    ServerStart {
+        error: Box<HarnessError>,
+        log: String,
+    },
+    #[error("server start panicked")]
+    StartPanicked,
+    #[error("replica on port {port} did not replay up to {lsn} in 30 s")]
+    ReplayTimeout { port: u16, lsn: String },
+    #[error("no pid in {}", .0.display())]
+    NoPid(std::path::PathBuf),
+    #[error("kill -9 {pid}: {error}")]
+    Kill {
+        pid: nix::unistd::Pid,
+        error: nix::Error,
+    },
+    #[error("postmaster {0} survived SIGKILL")]
+    SurvivedKill(nix::unistd::Pid),
+    #[error("config: {0}")]
+    Config(#[from] router::config::ConfigError),
+    #[error("this proxy has no config files")]
+    NoConfigFiles,
+    #[error("the test proxy's thread ended")]
+    ProxyThreadEnded,
     /// A program exited with an error.
     #[error("{what} failed ({status}):\n{output}")]
     Command {

@@ -125,11 +125,7 @@ impl PgServer {
                 .collect();
             handles
                 .into_iter()
-                .map(|handle| {
-                    handle
-                        .join()
-                        .map_err(|_| HarnessError::Setup("server start panicked".to_owned()))?
-                })
+                .map(|handle| handle.join().map_err(|_| HarnessError::StartPanicked)?)
                 .collect()
         })
     }
@@ -200,10 +196,10 @@ impl PgServer {
         let sql = format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn");
         while self.psql("postgres", &sql)? != "t" {
             if Instant::now() > deadline {
-                return Err(HarnessError::Setup(format!(
-                    "replica on port {} did not replay up to {lsn} in 30 s",
-                    self.port
-                )));
+                return Err(HarnessError::ReplayTimeout {
+                    port: self.port,
+                    lsn,
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -362,10 +358,10 @@ impl PgServer {
                     std::thread::sleep(Duration::from_millis(200));
                 }
                 Err(err) => {
-                    return Err(HarnessError::Setup(format!(
-                        "{err}\n--- server.log ---\n{}",
-                        log_tail(&log)
-                    )))
+                    return Err(HarnessError::ServerStart {
+                        error: Box::new(err),
+                        log: log_tail(&log),
+                    })
                 }
             }
         }
@@ -381,7 +377,7 @@ impl PgServer {
         text.lines()
             .next()
             .and_then(|line| line.trim().parse().ok())
-            .ok_or_else(|| HarnessError::Setup(format!("no pid in {}", pid_file.display())))
+            .ok_or(HarnessError::NoPid(pid_file))
     }
 
     /// Stop the server cleanly (`pg_ctl stop -m fast`).
@@ -394,8 +390,7 @@ impl PgServer {
     /// Kill the postmaster with SIGKILL, as a crash would, and wait until it is gone.
     pub fn kill(&mut self) -> Result<(), HarnessError> {
         let pid = Pid::from_raw(self.postmaster_pid()?);
-        kill(pid, Signal::SIGKILL)
-            .map_err(|err| HarnessError::Setup(format!("kill -9 {pid}: {err}")))?;
+        kill(pid, Signal::SIGKILL).map_err(|error| HarnessError::Kill { pid, error })?;
         self.running = false;
         let deadline = Instant::now() + Duration::from_secs(10);
         // Signal 0 probes for existence; ESRCH means the postmaster is gone. (A
@@ -403,9 +398,7 @@ impl PgServer {
         // pg_ctl's postmaster is re-parented to init, which does.)
         while kill(pid, None).is_ok() {
             if Instant::now() > deadline {
-                return Err(HarnessError::Setup(format!(
-                    "postmaster {pid} survived SIGKILL"
-                )));
+                return Err(HarnessError::SurvivedKill(pid));
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -35,8 +35,7 @@ impl TestProxy {
         };
         write(&paths.0, pgdog_toml)?;
         write(&paths.1, users_toml)?;
-        let config = Config::from_toml(pgdog_toml, users_toml)
-            .map_err(|err| HarnessError::Setup(format!("config: {err}")))?;
+        let config = Config::from_toml(pgdog_toml, users_toml)?;
         let mut proxy = TestProxy::serve(Arc::new(config), Some(paths))?;
         proxy.config_dir = Some(dir);
         Ok(proxy)
@@ -50,7 +49,7 @@ impl TestProxy {
     /// Replace the config files a RELOAD reads.
     pub fn rewrite_config(&self, pgdog_toml: &str, users_toml: &str) -> Result<(), HarnessError> {
         let Some(dir) = &self.config_dir else {
-            return Err(HarnessError::Setup("this proxy has no config files".into()));
+            return Err(HarnessError::NoConfigFiles);
         };
         for (name, text) in [("pgdog.toml", pgdog_toml), ("users.toml", users_toml)] {
             let path = dir.path().join(name);
@@ -98,7 +97,7 @@ impl TestProxy {
         });
         let (addr, state) = ready
             .recv()
-            .map_err(|_| HarnessError::Setup("the test proxy's thread ended".into()))?
+            .map_err(|_| HarnessError::ProxyThreadEnded)?
             .map_err(io("bind 127.0.0.1:0"))?;
         Ok(TestProxy {
             addr,

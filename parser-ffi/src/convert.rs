@@ -47,7 +47,7 @@ pub enum ConvertError {
 pub fn parse_result(list: view::List<'_>) -> Result<pb::ParseResult, ConvertError> {
     let mut cx = Cx { error: None };
     let mut stmts = Vec::with_capacity(list.len());
-    for stmt in crate::tree::raw_statements(list) {
+    for stmt in view::raw_statements(list) {
         stmts.push(conv_RawStmt(&mut cx, stmt, 0));
     }
     match cx.error {

@@ -54,7 +54,7 @@ impl ParseTree {
 
     /// The statements, as the parser's `RawStmt` nodes.
     pub fn statements(&self) -> impl Iterator<Item = view::RawStmt<'_>> + '_ {
-        raw_statements(self.statement_list())
+        view::raw_statements(self.statement_list())
     }
 
     /// The raw statement list.
@@ -67,15 +67,6 @@ impl ParseTree {
     pub(crate) fn raw_statement_list(&self) -> *const raw::List {
         self.stmts.as_ptr()
     }
-}
-
-/// The `RawStmt`s of a statement list: raw_parser's result is a List of
-/// RawStmt and nothing else.
-pub(crate) fn raw_statements(list: view::List<'_>) -> impl Iterator<Item = view::RawStmt<'_>> {
-    list.iter().filter_map(|stmt| match stmt?.kind() {
-        view::NodeRef::RawStmt(stmt) => Some(stmt),
-        _ => None,
-    })
 }
 
 /// Run one of the glue's parse entry points (`parse`) on `sql` and read its
@@ -234,7 +225,7 @@ mod tests {
     use crate::{parse_protobuf, parse_raw};
 
     fn first_table(tree: &ShortLived) -> Option<String> {
-        let stmt = raw_statements(tree.statement_list()).next()?;
+        let stmt = view::raw_statements(tree.statement_list()).next()?;
         let mut name = None;
         view::walk(stmt.stmt()?, |kind| {
             if let view::NodeRef::RangeVar(rv) = kind {

@@ -5,7 +5,8 @@
 //! One wrapper per node struct and one accessor per field are generated at build
 //! time from libpg_query's field tables (accessors are named like pg_query's
 //! protobuf fields: `SelectStmt::where_clause`). This file holds the hand-written
-//! core: [`Node`], [`List`], the value nodes and [`walk`].
+//! core: [`Node`], [`List`], the value nodes, [`walk`] and the statements of a
+//! parse (`raw_statements`).
 //!
 //! [`ParseTree`]: crate::ParseTree
 
@@ -405,6 +406,15 @@ pub fn walk_with<'a>(
         }
     }
     stack.clear();
+}
+
+/// The `RawStmt`s of a statement list: raw_parser's result is a List of
+/// RawStmt and nothing else.
+pub(crate) fn raw_statements(list: List<'_>) -> impl Iterator<Item = RawStmt<'_>> {
+    list.iter().filter_map(|stmt| match stmt?.kind() {
+        NodeRef::RawStmt(stmt) => Some(stmt),
+        _ => None,
+    })
 }
 
 include!(concat!(env!("OUT_DIR"), "/view_generated.rs"));

@@ -24,7 +24,10 @@
 //! elsewhere (a materialized view read from the catalog).
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
+use parser_ffi::ParseError;
 
+use crate::extract::ExtractError;
+use crate::merge::Unmergeable;
 use crate::route::schema::needs_query_check;
 use crate::route::tables::{classify, entry_names, TableClass};
 use crate::sharding::{KeySpace, Sharding};
@@ -66,13 +69,27 @@ pub enum CreateAsError {
     #[error(
         "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view): {why}; each shard would fill its part of {table} from its own rows only"
     )]
-    NotExact { table: String, why: String },
+    NotExact { table: String, why: NotExact },
     #[error(
         "CREATE TABLE {table} AS (or SELECT INTO, or a materialized view) reads no sharded table, but its column {column} would make {table} sharded by the column-only [[sharded_tables]] entry for {column}: every shard would fill it with the same rows, and reads would return each row once per shard; list {table} in [[omnisharded_tables]], RELOAD, then create it"
     )]
     KeyFromCopies { table: String, column: String },
     #[error("the statement could not be read: {0}")]
-    Unreadable(String),
+    Unreadable(#[from] ParseError),
+    #[error("the statement could not be read: {0}")]
+    Unsummarized(#[from] ExtractError),
+}
+
+/// Why a query's rows are not exactly what each database computes from
+/// its own rows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotExact {
+    #[error("its query is not a SELECT")]
+    NotASelect,
+    #[error("its rows need combining across shards (an aggregate, GROUP BY or DISTINCT ON not on a sharding key, LIMIT or OFFSET)")]
+    NeedsMerge,
+    #[error(transparent)]
+    Unmergeable(#[from] Unmergeable),
 }
 
 /// Check the statement `sql` (one statement): `Ok(None)` when it creates
@@ -80,10 +97,8 @@ pub enum CreateAsError {
 /// [`crate::route::schema::needs_query_check`]), the key the new table
 /// keeps when it may run on every database, an error otherwise.
 pub fn check(sql: &str, sharding: &Sharding) -> Result<Option<KeptKey>, CreateAsError> {
-    let tree =
-        parser_ffi::parse_protobuf(sql).map_err(|e| CreateAsError::Unreadable(e.to_string()))?;
-    let summary = crate::extract::summarize_protobuf(&tree)
-        .map_err(|e| CreateAsError::Unreadable(e.to_string()))?;
+    let tree = parser_ffi::parse_protobuf(sql)?;
+    let summary = crate::extract::summarize_protobuf(&tree)?;
     let ([stmt], [raw]) = (summary.statements.as_slice(), tree.stmts.as_slice()) else {
         return Ok(None);
     };
@@ -105,63 +120,15 @@ pub fn check(sql: &str, sharding: &Sharding) -> Result<Option<KeptKey>, CreateAs
     };
     let colnames: Vec<&str> = colnames.iter().filter_map(string).collect();
     let name = table.name.clone();
-    // The key columns the config shards the new table by.
-    let named: Vec<(&str, &KeySpace)> = sharding
-        .tables
-        .iter()
-        .filter(|entry| entry_names(entry, table))
-        .map(|entry| (entry.column.as_str(), &entry.keys))
-        .collect();
-    let (column, keys) = match named.first() {
-        Some(&first) => first,
-        None => {
-            // Unlisted: sharded by the first column-only entry whose column
-            // the query outputs by name (keyless, so omnisharded, if none).
-            let outputs = output_names(query, &colnames);
-            let entry = sharding
-                .tables
-                .iter()
-                .filter(|entry| entry.name.is_none())
-                .find(|entry| outputs.contains(&entry.column.as_str()));
-            match (entry, copies) {
-                (None, true) => return Ok(None),
-                (Some(entry), true) => {
-                    return Err(CreateAsError::KeyFromCopies {
-                        table: name,
-                        column: entry.column.clone(),
-                    })
-                }
-                (Some(entry), false) => (entry.column.as_str(), &entry.keys),
-                (None, false) => {
-                    return Err(CreateAsError::NoKeyColumn {
-                        table: name,
-                        column: sharding.key_columns().join(" or "),
-                    })
-                }
-            }
-        }
+    let Some((column, keys)) = key_column(table, query, &colnames, copies, sharding)? else {
+        return Ok(None);
     };
     exact(query, sharding).map_err(|why| CreateAsError::NotExact {
         table: name.clone(),
         why,
     })?;
-    let kept =
-        kept_key(query, &colnames, column, &stmt.tables, sharding).map_err(|err| match err {
-            CreateAsError::NotAKey { column, .. }
-                if !output_names(query, &colnames).contains(&column.as_str())
-                    && !has_star(query) =>
-            {
-                CreateAsError::NoKeyColumn {
-                    table: name.clone(),
-                    column,
-                }
-            }
-            CreateAsError::NotAKey { column, .. } => CreateAsError::NotAKey {
-                table: name.clone(),
-                column,
-            },
-            other => other,
-        })?;
+    let kept = kept_key(query, &colnames, column, &stmt.tables, sharding)
+        .map_err(|err| named_in(err, &name, query, &colnames))?;
     if kept.keys != *keys {
         return Err(CreateAsError::NotCoLocated {
             table: name,
@@ -171,6 +138,64 @@ pub fn check(sql: &str, sharding: &Sharding) -> Result<Option<KeptKey>, CreateAs
         });
     }
     Ok(Some(kept))
+}
+
+/// The key column the config shards the new `table` by, and its key
+/// space: an entry naming it, else (unlisted) the first column-only entry
+/// whose column the query outputs by name; `None` when the statement needs
+/// no check (`copies`: it reads no sharded table, and no entry keys it).
+fn key_column<'s>(
+    table: &TableRef,
+    query: &N,
+    colnames: &[&str],
+    copies: bool,
+    sharding: &'s Sharding,
+) -> Result<Option<(&'s str, &'s KeySpace)>, CreateAsError> {
+    if let Some(entry) = sharding
+        .tables
+        .iter()
+        .find(|entry| entry_names(entry, table))
+    {
+        return Ok(Some((entry.column.as_str(), &entry.keys)));
+    }
+    let outputs = output_names(query, colnames);
+    let entry = sharding
+        .tables
+        .iter()
+        .filter(|entry| entry.name.is_none())
+        .find(|entry| outputs.contains(&entry.column.as_str()));
+    match (entry, copies) {
+        (None, true) => Ok(None),
+        (Some(entry), true) => Err(CreateAsError::KeyFromCopies {
+            table: table.name.clone(),
+            column: entry.column.clone(),
+        }),
+        (Some(entry), false) => Ok(Some((entry.column.as_str(), &entry.keys))),
+        (None, false) => Err(CreateAsError::NoKeyColumn {
+            table: table.name.clone(),
+            column: sharding.key_columns().join(" or "),
+        }),
+    }
+}
+
+/// A [`kept_key`] error of the new table `name`: a key column the query
+/// does not output at all has no column to keep.
+fn named_in(err: CreateAsError, name: &str, query: &N, colnames: &[&str]) -> CreateAsError {
+    match err {
+        CreateAsError::NotAKey { column, .. }
+            if !output_names(query, colnames).contains(&column.as_str()) && !has_star(query) =>
+        {
+            CreateAsError::NoKeyColumn {
+                table: name.to_owned(),
+                column,
+            }
+        }
+        CreateAsError::NotAKey { column, .. } => CreateAsError::NotAKey {
+            table: name.to_owned(),
+            column,
+        },
+        other => other,
+    }
 }
 
 /// The key that output column `column` of `query` (renamed by `colnames`)
@@ -254,9 +279,9 @@ fn created(root: &N) -> Option<(&N, &[pb::Node])> {
 
 /// Whether the query's rows are exactly what each database computes from
 /// its own rows: `Err` names what is not.
-fn exact(query: &N, sharding: &Sharding) -> Result<(), String> {
+fn exact(query: &N, sharding: &Sharding) -> Result<(), NotExact> {
     let N::SelectStmt(select) = query else {
-        return Err("its query is not a SELECT".to_owned());
+        return Err(NotExact::NotASelect);
     };
     let mut select = select.as_ref().clone();
     select.into_clause = None;
@@ -270,8 +295,8 @@ fn exact(query: &N, sharding: &Sharding) -> Result<(), String> {
     }
     match crate::merge::select_needs_merge(&mut select, sharding) {
         Ok(false) => Ok(()),
-        Ok(true) => Err("its rows need combining across shards (an aggregate, GROUP BY or DISTINCT ON not on a sharding key, LIMIT or OFFSET)".to_owned()),
-        Err(why) => Err(why.to_string()),
+        Ok(true) => Err(NotExact::NeedsMerge),
+        Err(why) => Err(why.into()),
     }
 }
 

@@ -11,11 +11,60 @@ pub use lookup3::{hash_bytes, hash_bytes_extended, hash_bytes_uint32, hash_bytes
 
 use crate::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
 
-/// Why a value is not a key of the column's type.
+/// Why a value is not a key of the column's type (Postgres's words where
+/// it says the same).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
-    #[error("{0}")]
-    Invalid(String),
+    #[error("invalid input syntax for type {type_name}: {text}")]
+    Syntax {
+        type_name: &'static str,
+        /// The value as shown (quoted, long ones cut short).
+        text: String,
+    },
+    #[error("value {text} is out of range for type {type_name}")]
+    OutOfRange {
+        type_name: &'static str,
+        text: String,
+    },
+    #[error("{0} key contains a NUL byte, which Postgres does not accept")]
+    Nul(&'static str),
+    #[error("binary {type_name} key must be 2, 4 or 8 bytes, got {len}")]
+    BinaryIntLength { type_name: &'static str, len: usize },
+    #[error("binary {0} key is not valid UTF-8")]
+    BinaryNotUtf8(&'static str),
+    #[error("binary uuid key must be 16 bytes, got {0}")]
+    BinaryUuidLength(usize),
+    #[error("a text value that is not UTF-8")]
+    TextNotUtf8,
+    #[error("the text-format parameter is not valid UTF-8")]
+    ParameterNotUtf8,
+    #[error("malformed array literal: {text}: {detail}")]
+    MalformedArray { text: String, detail: &'static str },
+    #[error("malformed binary array: {0}")]
+    MalformedBinaryArray(#[from] BinaryArrayError),
+    #[error("an array of type oid {oid} cannot hold {type_name} keys")]
+    ArrayElementType { oid: u32, type_name: &'static str },
+}
+
+/// What is wrong with an array's binary form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BinaryArrayError {
+    #[error("invalid number of dimensions {0}")]
+    Dimensions(i32),
+    #[error("invalid array flags {0}")]
+    Flags(i32),
+    #[error("negative dimension {0}")]
+    NegativeDimension(i32),
+    #[error("array size exceeds the maximum allowed")]
+    TooLarge,
+    #[error("invalid element length {0}")]
+    ElementLength(i32),
+    #[error("element of type oid {oid} has {len} bytes")]
+    ElementSize { oid: u32, len: usize },
+    #[error("trailing bytes after the last element")]
+    Trailing,
+    #[error("truncated")]
+    Truncated,
 }
 
 /// `HASH_PARTITION_SEED` (Postgres `partition.h`): the seed every
@@ -58,11 +107,10 @@ pub fn decode_binary(data_type: DataType, bytes: &[u8]) -> Result<Key, KeyError>
                 [a, b, c, d] => i64::from(i32::from_be_bytes([a, b, c, d])),
                 [a, b, c, d, e, f, g, h] => i64::from_be_bytes([a, b, c, d, e, f, g, h]),
                 _ => {
-                    return Err(KeyError::Invalid(format!(
-                        "binary {} key must be 2, 4 or 8 bytes, got {}",
-                        sql_name(data_type),
-                        bytes.len()
-                    )))
+                    return Err(KeyError::BinaryIntLength {
+                        type_name: sql_name(data_type),
+                        len: bytes.len(),
+                    })
                 }
             };
             if !in_range(data_type, i128::from(value)) {
@@ -71,20 +119,13 @@ pub fn decode_binary(data_type: DataType, bytes: &[u8]) -> Result<Key, KeyError>
             Ok(Key::Int(value))
         }
         DataType::Text | DataType::Varchar => {
-            let text = std::str::from_utf8(bytes).map_err(|_| {
-                KeyError::Invalid(format!(
-                    "binary {} key is not valid UTF-8",
-                    sql_name(data_type)
-                ))
-            })?;
+            let text = std::str::from_utf8(bytes)
+                .map_err(|_| KeyError::BinaryNotUtf8(sql_name(data_type)))?;
             parse_text(data_type, text)
         }
-        DataType::Uuid => <[u8; 16]>::try_from(bytes).map(Key::Uuid).map_err(|_| {
-            KeyError::Invalid(format!(
-                "binary uuid key must be 16 bytes, got {}",
-                bytes.len()
-            ))
-        }),
+        DataType::Uuid => <[u8; 16]>::try_from(bytes)
+            .map(Key::Uuid)
+            .map_err(|_| KeyError::BinaryUuidLength(bytes.len())),
     }
 }
 
@@ -109,18 +150,14 @@ fn shown(text: &str) -> String {
 }
 
 fn invalid_syntax(data_type: DataType, text: &str) -> KeyError {
-    KeyError::Invalid(format!(
-        "invalid input syntax for type {}: {}",
-        sql_name(data_type),
-        shown(text)
-    ))
+    KeyError::Syntax {
+        type_name: sql_name(data_type),
+        text: shown(text),
+    }
 }
 
 fn no_nul(data_type: DataType) -> KeyError {
-    KeyError::Invalid(format!(
-        "{} key contains a NUL byte, which Postgres does not accept",
-        sql_name(data_type)
-    ))
+    KeyError::Nul(sql_name(data_type))
 }
 
 /// Whitespace as C's `isspace` in the "C" locale, which Postgres's integer and
@@ -209,11 +246,10 @@ fn in_range(data_type: DataType, value: i128) -> bool {
 }
 
 fn out_of_range(data_type: DataType, text: &str) -> KeyError {
-    KeyError::Invalid(format!(
-        "value {} is out of range for type {}",
-        shown(text),
-        sql_name(data_type)
-    ))
+    KeyError::OutOfRange {
+        type_name: sql_name(data_type),
+        text: shown(text),
+    }
 }
 
 /// A uuid as `uuid_in` reads it: 32 hex digits in either case, a hyphen

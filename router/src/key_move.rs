@@ -24,11 +24,13 @@
 //! rows).
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
+use parser_ffi::ParseError;
 
 use crate::hash;
 use crate::route::tables::{entry_names, target_table};
 use crate::route::ParamValue;
 use crate::sharding::{Key, ShardedTable, Sharding};
+use crate::split::{LiteralKey, SplitError};
 use crate::summary::StatementSummary;
 
 /// Why an UPDATE of a sharding key cannot move its row.
@@ -37,9 +39,39 @@ pub enum MoveError {
     #[error("an UPDATE that changes the sharding key moves its row to the new key's shard only when {0}")]
     Unsupported(&'static str),
     #[error("the UPDATE's new sharding key {column}: {why}")]
-    Key { column: String, why: String },
+    Key { column: String, why: NewKeyError },
     #[error("the UPDATE could not be analysed for moving its row: {0}")]
-    Unreadable(String),
+    Parse(#[from] ParseError),
+    #[error("the UPDATE could not be analysed for moving its row: {0}")]
+    Split(#[from] SplitError),
+    /// What of the statement (or the config) could not be read.
+    #[error("the UPDATE could not be analysed for moving its row: {0}")]
+    Unreadable(&'static str),
+}
+
+/// Why the new value of a sharding key places the row nowhere.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NewKeyError {
+    #[error("no shard is configured for it")]
+    NoShard,
+    #[error("{}", new_key_reason(.0))]
+    Value(LiteralKey),
+}
+
+/// A new key that [`crate::split::literal_key`] could not type.
+fn new_key_reason(why: &LiteralKey) -> String {
+    match why {
+        LiteralKey::EmptyCast => "an empty cast".into(),
+        LiteralKey::Null => "it is NULL".into(),
+        LiteralKey::NotNumberOrString => "it is not a number or a string".into(),
+        LiteralKey::NoParam(n) => format!("${n} has no value"),
+        LiteralKey::NullParam(n) => format!("${n} is NULL"),
+        LiteralKey::BadParam(n, e) => format!("${n}: {e}"),
+        LiteralKey::NegatedExpression | LiteralKey::Expression => {
+            "it must be a literal or a parameter, not an expression".into()
+        }
+        LiteralKey::Invalid(e) => e.to_string(),
+    }
 }
 
 use MoveError::Unsupported;
@@ -72,8 +104,7 @@ impl KeyMove {
         summary: &StatementSummary,
         sharding: &Sharding,
     ) -> Result<KeyMove, MoveError> {
-        let tree =
-            parser_ffi::parse_protobuf(sql).map_err(|e| MoveError::Unreadable(e.to_string()))?;
+        let tree = parser_ffi::parse_protobuf(sql)?;
         let update = match tree.stmts.as_slice() {
             [raw] => match raw.stmt.as_ref().and_then(|s| s.node.as_ref()) {
                 Some(N::UpdateStmt(update)) => update.as_ref().clone(),
@@ -100,7 +131,7 @@ impl KeyMove {
         let mut new_key = None;
         for target in &update.target_list {
             let Some(N::ResTarget(target)) = &target.node else {
-                return Err(MoveError::Unreadable("a SET target".into()));
+                return Err(MoveError::Unreadable("a SET target"));
             };
             let value = target.val.as_deref().and_then(|v| v.node.as_ref());
             match value {
@@ -110,7 +141,7 @@ impl KeyMove {
                     ))
                 }
                 Some(N::SetToDefault(_)) => return Err(Unsupported("its SET assigns no DEFAULT")),
-                None => return Err(MoveError::Unreadable("a SET without a value".into())),
+                None => return Err(MoveError::Unreadable("a SET without a value")),
                 _ => {}
             }
             if !target.indirection.is_empty() {
@@ -126,7 +157,7 @@ impl KeyMove {
         if !literal_or_parameter(&new_key) {
             return Err(MoveError::Key {
                 column: column.clone(),
-                why: "it must be a literal or a parameter, not an expression".into(),
+                why: NewKeyError::Value(LiteralKey::Expression),
             });
         }
         let parameters = parameters(sql)?;
@@ -171,14 +202,14 @@ impl KeyMove {
         let entry = sharding
             .tables
             .get(self.entry)
-            .ok_or(MoveError::Unreadable("the sharding config changed".into()))?;
+            .ok_or(MoveError::Unreadable("the sharding config changed"))?;
         let key = new_key(&self.new_key, entry, params).map_err(|why| MoveError::Key {
             column: entry.column.clone(),
             why,
         })?;
         hash::database(&entry.keys, &key).ok_or_else(|| MoveError::Key {
             column: entry.column.clone(),
-            why: "no shard is configured for it".into(),
+            why: NewKeyError::NoShard,
         })
     }
 
@@ -188,7 +219,7 @@ impl KeyMove {
     pub fn delete(&self, columns: &[String]) -> Result<Renumbered, MoveError> {
         let mut tree = template("DELETE FROM t")?;
         let Some(N::DeleteStmt(delete)) = first_node(&mut tree) else {
-            return Err(MoveError::Unreadable("the DELETE template".into()));
+            return Err(MoveError::Unreadable("the DELETE template"));
         };
         delete.relation = self.update.relation.clone();
         delete.where_clause = self.update.where_clause.clone();
@@ -213,7 +244,7 @@ impl KeyMove {
         let sql = "INSERT INTO t (a) OVERRIDING SYSTEM VALUE SELECT a FROM (VALUES (1)) AS v(a)";
         let mut tree = template(sql)?;
         let Some(N::InsertStmt(insert)) = first_node(&mut tree) else {
-            return Err(MoveError::Unreadable("the INSERT template".into()));
+            return Err(MoveError::Unreadable("the INSERT template"));
         };
         let relation = self.update.relation.clone().unwrap_or_default();
         let alias = relation
@@ -225,7 +256,7 @@ impl KeyMove {
         insert.returning_clause = self.update.returning_clause.clone();
         let Some(N::SelectStmt(select)) = insert.select_stmt.as_mut().and_then(|s| s.node.as_mut())
         else {
-            return Err(MoveError::Unreadable("the INSERT template".into()));
+            return Err(MoveError::Unreadable("the INSERT template"));
         };
         select.target_list = columns
             .iter()
@@ -239,7 +270,7 @@ impl KeyMove {
         let Some(N::RangeSubselect(from)) =
             select.from_clause.first_mut().and_then(|f| f.node.as_mut())
         else {
-            return Err(MoveError::Unreadable("the INSERT template".into()));
+            return Err(MoveError::Unreadable("the INSERT template"));
         };
         from.alias = Some(pb::Alias {
             aliasname: alias,
@@ -247,7 +278,7 @@ impl KeyMove {
         });
         let Some(N::SelectStmt(values)) = from.subquery.as_mut().and_then(|s| s.node.as_mut())
         else {
-            return Err(MoveError::Unreadable("the INSERT template".into()));
+            return Err(MoveError::Unreadable("the INSERT template"));
         };
         let old_row = (0..columns.len()).map(|i| param(self.parameters + i + 1));
         values.values_lists = vec![pb::Node {
@@ -277,7 +308,7 @@ fn key_entry(update: &pb::UpdateStmt, sharding: &Sharding) -> Result<usize, Move
     let relation = update
         .relation
         .as_ref()
-        .ok_or(MoveError::Unreadable("no target table".into()))?;
+        .ok_or(MoveError::Unreadable("no target table"))?;
     let (table, named) = target_table(relation, sharding);
     let named = named.ok_or(Unsupported("its table is sharded by a key column"))?;
     let sets = |entry: &ShardedTable| {
@@ -301,19 +332,8 @@ fn new_key(
     value: &pb::Node,
     entry: &ShardedTable,
     params: &[ParamValue<'_>],
-) -> Result<Key, String> {
-    use crate::split::LiteralKey;
-    let expression = || "it must be a literal or a parameter, not an expression".to_owned();
-    crate::split::literal_key(value, entry.keys.data_type, params).map_err(|why| match why {
-        LiteralKey::EmptyCast => "an empty cast".into(),
-        LiteralKey::Null => "it is NULL".into(),
-        LiteralKey::NotNumberOrString => "it is not a number or a string".into(),
-        LiteralKey::NoParam(n) => format!("${n} has no value"),
-        LiteralKey::NullParam(n) => format!("${n} is NULL"),
-        LiteralKey::BadParam(n, e) => format!("${n}: {e}"),
-        LiteralKey::NegatedExpression | LiteralKey::Expression => expression(),
-        LiteralKey::Invalid(e) => e,
-    })
+) -> Result<Key, NewKeyError> {
+    crate::split::literal_key(value, entry.keys.data_type, params).map_err(NewKeyError::Value)
 }
 
 /// A literal or a parameter, optionally cast (a negative number is a
@@ -344,7 +364,7 @@ fn parameters(sql: &str) -> Result<usize, MoveError> {
     if !sql.contains('$') {
         return Ok(0);
     }
-    let tokens = parser_ffi::scan(sql).map_err(|e| MoveError::Unreadable(e.to_string()))?;
+    let tokens = parser_ffi::scan(sql)?;
     let param = pb::Token::Param as i32;
     Ok(tokens
         .iter()
@@ -355,7 +375,7 @@ fn parameters(sql: &str) -> Result<usize, MoveError> {
 }
 
 fn template(sql: &str) -> Result<pb::ParseResult, MoveError> {
-    parser_ffi::parse_protobuf(sql).map_err(|e| MoveError::Unreadable(e.to_string()))
+    Ok(parser_ffi::parse_protobuf(sql)?)
 }
 
 fn first_node(tree: &mut pb::ParseResult) -> Option<&mut N> {
@@ -363,10 +383,8 @@ fn first_node(tree: &mut pb::ParseResult) -> Option<&mut N> {
 }
 
 fn deparse_renumbered(tree: &pb::ParseResult) -> Result<Renumbered, MoveError> {
-    let sql =
-        parser_ffi::deparse_protobuf(tree).map_err(|e| MoveError::Unreadable(e.to_string()))?;
-    let (sql, params) =
-        crate::split::renumber(&sql).map_err(|e| MoveError::Unreadable(e.to_string()))?;
+    let sql = parser_ffi::deparse_protobuf(tree)?;
+    let (sql, params) = crate::split::renumber(&sql)?;
     Ok(Renumbered { sql, params })
 }
 

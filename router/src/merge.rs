@@ -61,18 +61,23 @@
 //! by the types the shards describe, and fails the statement (never guesses)
 //! on a type or collation it cannot compare exactly.
 
-mod expr;
+mod aggregates;
+mod columns;
 mod having;
 pub(crate) mod keys;
+mod nodes;
 mod ordered;
+mod select;
 
 #[cfg(test)]
 mod tests;
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
+use parser_ffi::ParseError;
 
 use crate::sharding::Sharding;
 use keys::KeyColumns;
+use select::plan_select;
 
 pub use having::{Comparison, Operand, Predicate};
 
@@ -215,7 +220,13 @@ pub enum Unmergeable {
     #[error("an aggregate inside an expression across shards is not supported: select the aggregate itself, or add the sharding key to the WHERE clause")]
     AggregateInExpression,
     #[error("the statement could not be analysed for a cross-shard merge: {0}")]
-    Unreadable(String),
+    Parse(#[from] ParseError),
+    #[error("the statement could not be analysed for a cross-shard merge: {0}")]
+    Unreadable(&'static str),
+    #[error("the statement could not be analysed for a cross-shard merge: position {0} is not in the select list")]
+    Position(i64),
+    #[error("the statement could not be analysed for a cross-shard merge: {what} ${number}")]
+    BoundParam { what: &'static str, number: i32 },
 }
 
 /// A plan, and whether it depends on which columns are sharding keys
@@ -233,7 +244,7 @@ pub fn plan(sql: &str, sharding: &Sharding) -> Planned {
         Ok(tree) => tree,
         Err(err) => {
             return Planned {
-                shape: Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+                shape: Shape::Refuse(Unmergeable::Parse(err)),
                 by_key: false,
             }
         }
@@ -254,7 +265,7 @@ pub fn plan(sql: &str, sharding: &Sharding) -> Planned {
                     shard_sql: Some(sql),
                     ..plan
                 }),
-                Err(err) => Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+                Err(err) => Shape::Refuse(Unmergeable::Parse(err)),
             },
         },
         Err(why) => Shape::Refuse(why),
@@ -345,7 +356,7 @@ pub fn declare(sql: &str, sharding: &Sharding) -> Option<Planned> {
                 shard_sql: Some(sql),
                 ..plan
             }),
-            Err(err) => Shape::Refuse(Unmergeable::Unreadable(err.to_string())),
+            Err(err) => Shape::Refuse(Unmergeable::Parse(err)),
         },
         Err(why) => Shape::Refuse(why),
     };
@@ -362,428 +373,6 @@ fn top_select(tree: &mut pb::ParseResult) -> Option<&mut pb::SelectStmt> {
     };
     match raw.stmt.as_mut()?.node.as_mut()? {
         N::SelectStmt(select) => Some(select),
-        _ => None,
-    }
-}
-
-/// The plan, and whether the select was rewritten; `None` when the rows
-/// concatenate.
-fn plan_select(
-    select: &mut pb::SelectStmt,
-    keys: &KeyColumns,
-) -> Result<Option<(MergePlan, bool)>, Unmergeable> {
-    // GROUP BY a sharding key: each shard's groups are whole, its rows
-    // final (HAVING included); they merge like plain rows.
-    let whole_groups = keys.groups_whole(&select.group_clause, &select.target_list);
-    refuse_constructs(select, keys, whole_groups)?;
-    let star = select
-        .target_list
-        .iter()
-        .any(|t| expr::is_star(target_val(t)));
-    let aggregates = !whole_groups
-        && (!select.group_clause.is_empty()
-            || select.having_clause.is_some()
-            || select
-                .target_list
-                .iter()
-                .any(|t| expr::has_aggregate(target_val(t)))
-            || select
-                .sort_clause
-                .iter()
-                .any(|s| expr::has_aggregate(sort_node(s))));
-    let distinct_on = select.distinct_clause.iter().any(|d| d.node.is_some());
-    let distinct = !select.distinct_clause.is_empty() && !distinct_on;
-    if distinct_on && aggregates {
-        return Err(Unmergeable::Construct("DISTINCT ON with aggregates"));
-    }
-    if star && aggregates {
-        return Err(Unmergeable::Construct(
-            "an aggregate with * in the select list",
-        ));
-    }
-    let limited = select.limit_count.is_some() || select.limit_offset.is_some();
-    if !aggregates && !distinct && !distinct_on && !limited && select.sort_clause.is_empty() {
-        return Ok(None);
-    }
-    let mut rewritten = false;
-    if distinct_on && select.sort_clause.is_empty() {
-        // Any row per key is Postgres's answer: the shards sort by the
-        // keys so that the merge sees each key's rows together.
-        rewritten = true;
-        select.sort_clause = select.distinct_clause.iter().map(expr::sort_by).collect();
-    }
-    let limit = Limit {
-        count: bound(select.limit_count.as_deref(), "LIMIT")?,
-        offset: bound(select.limit_offset.as_deref(), "OFFSET")?,
-    };
-    let mut hidden = Vec::new();
-    let order = sort_keys(select, &mut hidden)?;
-    let having = match select.having_clause.take_if(|_| aggregates) {
-        None => None,
-        Some(node) => {
-            rewritten = true;
-            let mut column = |n: &pb::Node| -> Result<usize, Unmergeable> {
-                Ok(match resolve(select, Some(n), false)? {
-                    Some(column) => column,
-                    None => add_hidden(select, &mut hidden, Some(n)),
-                })
-            };
-            Some(having::predicate(&node, &mut column)?)
-        }
-    };
-    let mut distinct_keys = Vec::new();
-    if distinct_on {
-        for item in select.distinct_clause.clone() {
-            let column = match resolve(select, Some(&item), true)? {
-                Some(column) => column,
-                None => add_hidden(select, &mut hidden, Some(&item)),
-            };
-            distinct_keys.push(column);
-        }
-    }
-    let mut delimiters = Vec::new();
-    let groups = if aggregates {
-        Some(group_columns(&mut *select, &mut hidden, &mut delimiters)?)
-    } else {
-        None
-    };
-    rewritten |= !hidden.is_empty();
-    let hidden_count = hidden.len();
-    select.target_list.extend(hidden);
-    if aggregates || distinct {
-        // Every shard's groups are needed: the window is the merge's.
-        rewritten |= limited;
-        select.limit_count = None;
-        select.limit_offset = None;
-    } else if limit.offset.is_some() {
-        rewritten = true;
-        let offset = select.limit_offset.take();
-        if let (Some(count), Some(offset)) = (select.limit_count.take(), offset) {
-            select.limit_count = Some(pushed_limit(count, offset));
-        }
-    }
-    let plan = MergePlan {
-        shard_sql: None,
-        hidden: hidden_count,
-        targets: select.target_list.len() - hidden_count,
-        order,
-        limit,
-        groups,
-        distinct: distinct && !aggregates,
-        distinct_on: distinct_keys,
-        having,
-        delimiters,
-    };
-    Ok(Some((plan, rewritten)))
-}
-
-/// Everything rule 3 and the module docs list as refused.
-fn refuse_constructs(
-    select: &pb::SelectStmt,
-    keys: &KeyColumns,
-    whole_groups: bool,
-) -> Result<(), Unmergeable> {
-    use Unmergeable::Construct;
-    if select.op != pb::SetOperation::SetopNone as i32 {
-        return Err(Construct("a set operation (UNION, INTERSECT, EXCEPT)"));
-    }
-    if !select.values_lists.is_empty() {
-        return Ok(());
-    }
-    if !select.locking_clause.is_empty() {
-        return Err(Construct("FOR UPDATE / FOR SHARE"));
-    }
-    if select.group_distinct || select.group_clause.iter().any(expr::is_grouping_set) {
-        return Err(Construct("GROUPING SETS, ROLLUP or CUBE"));
-    }
-    if !select.window_clause.is_empty() {
-        return Err(Construct("a window function"));
-    }
-    if select.limit_option == pb::LimitOption::WithTies as i32 {
-        return Err(Construct("FETCH FIRST ... WITH TIES"));
-    }
-    let lists = select.target_list.iter().map(target_val);
-    let sorts = select.sort_clause.iter().map(sort_node);
-    for node in lists
-        .chain(sorts)
-        .chain(select.group_clause.iter().map(Some))
-        .chain(std::iter::once(select.having_clause.as_deref()))
-    {
-        expr::check(node, keys, whole_groups)?;
-    }
-    for item in &select.from_clause {
-        expr::check_from(item)?;
-    }
-    if let Some(with) = &select.with_clause {
-        for cte in &with.ctes {
-            if let Some(N::CommonTableExpr(cte)) = &cte.node {
-                expr::check_nested(cte.ctequery.as_deref(), "a WITH query")?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The sort keys of ORDER BY; expressions not in the select list are added
-/// to `hidden`.
-fn sort_keys(
-    select: &pb::SelectStmt,
-    hidden: &mut Vec<pb::Node>,
-) -> Result<Vec<SortKey>, Unmergeable> {
-    let mut keys = Vec::with_capacity(select.sort_clause.len());
-    for item in &select.sort_clause {
-        let Some(N::SortBy(sort)) = &item.node else {
-            return Err(Unmergeable::Unreadable("an ORDER BY item".into()));
-        };
-        let descending = match pb::SortByDir::try_from(sort.sortby_dir) {
-            Ok(pb::SortByDir::SortbyDesc) => true,
-            Ok(pb::SortByDir::SortbyUsing) => {
-                return Err(Unmergeable::Construct("ORDER BY ... USING"))
-            }
-            _ => false,
-        };
-        let nulls_first = match pb::SortByNulls::try_from(sort.sortby_nulls) {
-            Ok(pb::SortByNulls::SortbyNullsFirst) => true,
-            Ok(pb::SortByNulls::SortbyNullsLast) => false,
-            _ => descending,
-        };
-        let node = sort.node.as_deref();
-        let column = match resolve(select, node, true)? {
-            Some(column) => column,
-            None => add_hidden(select, hidden, node),
-        };
-        keys.push(SortKey {
-            column,
-            descending,
-            nulls_first,
-        });
-    }
-    Ok(keys)
-}
-
-/// Group key or aggregate for every column, hidden group keys added.
-fn group_columns(
-    select: &mut pb::SelectStmt,
-    hidden: &mut Vec<pb::Node>,
-    delimiters: &mut Vec<String>,
-) -> Result<Vec<Column>, Unmergeable> {
-    for item in select.group_clause.clone() {
-        if resolve(select, Some(&item), false)?.is_none() {
-            add_hidden(select, hidden, Some(&item));
-        }
-    }
-    let targets = select.target_list.iter().chain(hidden.iter());
-    let mut columns = targets
-        .map(|t| expr::column_kind(target_val(t)))
-        .collect::<Result<Vec<_>, _>>()?;
-    // avg(x) runs as sum(x) with a hidden count(x) beside it.
-    for column in 0..columns.len() {
-        if columns[column] != Column::Aggregate(Aggregate::Avg) {
-            continue;
-        }
-        let visible = select.target_list.len();
-        let target = match column.checked_sub(visible) {
-            None => &mut select.target_list[column],
-            Some(at) => &mut hidden[at],
-        };
-        let count = expr::average_to_sum(target)?;
-        columns[column] = Column::Average {
-            count: visible + hidden.len(),
-        };
-        hidden.push(res_target(count));
-        columns.push(Column::Aggregate(Aggregate::Count));
-    }
-    // stddev(x) and the like run as sum(x) with count(x) and the sum of
-    // squares beside it.
-    for column in 0..columns.len() {
-        let Column::Aggregate(Aggregate::Spread { sample, root }) = columns[column] else {
-            continue;
-        };
-        let visible = select.target_list.len();
-        let target = match column.checked_sub(visible) {
-            None => &mut select.target_list[column],
-            Some(at) => &mut hidden[at],
-        };
-        let (count, squares) = expr::spread_to_sums(target)?;
-        columns[column] = Column::Spread {
-            count: visible + hidden.len(),
-            squares: visible + hidden.len() + 1,
-            sample,
-            root,
-        };
-        hidden.push(res_target(count));
-        hidden.push(res_target(squares));
-        columns.push(Column::Aggregate(Aggregate::Count));
-        columns.push(Column::Aggregate(Aggregate::Sum));
-    }
-    // string_agg / array_agg with ORDER BY run as array_agg with the sort
-    // keys' arrays beside them.
-    for column in 0..columns.len() {
-        if !matches!(
-            columns[column],
-            Column::Aggregate(Aggregate::Ordered { .. })
-        ) {
-            continue;
-        }
-        let visible = select.target_list.len();
-        let first_key = visible + hidden.len();
-        let target = match column.checked_sub(visible) {
-            None => &mut select.target_list[column],
-            Some(at) => &mut hidden[at],
-        };
-        let (ordered, keys) = ordered::split(target, first_key, delimiters)?;
-        columns[column] = ordered;
-        for key in keys {
-            hidden.push(res_target(key));
-            columns.push(Column::OrderedKey);
-        }
-    }
-    Ok(columns)
-}
-
-/// The output column a sort or group item names (rule 2).
-fn resolve(
-    select: &pb::SelectStmt,
-    node: Option<&pb::Node>,
-    names_first: bool,
-) -> Result<Option<usize>, Unmergeable> {
-    let Some(node) = node else {
-        return Ok(None);
-    };
-    let star = select
-        .target_list
-        .iter()
-        .any(|t| expr::is_star(target_val(t)));
-    if star && expr::integer(node).is_some() {
-        return Err(Unmergeable::Construct(
-            "ORDER BY or GROUP BY position with * in the select list",
-        ));
-    }
-    if star {
-        // Where a `*` ends is the shards' to say: keys go after it, hidden.
-        return Ok(None);
-    }
-    if let Some(position) = expr::integer(node) {
-        let index = usize::try_from(position - 1)
-            .ok()
-            .filter(|&i| i < select.target_list.len());
-        return match index {
-            Some(index) if !expr::is_star(target_val(&select.target_list[index])) => {
-                Ok(Some(index))
-            }
-            _ => Err(Unmergeable::Unreadable(format!(
-                "position {position} is not in the select list"
-            ))),
-        };
-    }
-    let by_name = || {
-        let name = expr::bare_name(node)?;
-        select
-            .target_list
-            .iter()
-            .position(|t| expr::output_name(t) == Some(name))
-    };
-    let by_expression = || {
-        let shape = expr::shape(node);
-        select
-            .target_list
-            .iter()
-            .position(|t| target_val(t).is_some_and(|v| expr::shape(v) == shape))
-    };
-    Ok(if names_first {
-        by_name().or_else(by_expression)
-    } else {
-        by_expression().or_else(by_name)
-    })
-}
-
-/// Append `node` as a hidden output column; its index.
-fn add_hidden(
-    select: &pb::SelectStmt,
-    hidden: &mut Vec<pb::Node>,
-    node: Option<&pb::Node>,
-) -> usize {
-    let index = select.target_list.len() + hidden.len();
-    let shape = node.map(expr::shape);
-    if let Some(at) = hidden
-        .iter()
-        .position(|h| target_val(h).map(expr::shape) == shape)
-    {
-        return select.target_list.len() + at;
-    }
-    if let Some(node) = node {
-        hidden.push(res_target(node.clone()));
-    }
-    index
-}
-
-/// A select-list item of `node`, unnamed.
-fn res_target(node: pb::Node) -> pb::Node {
-    pb::Node {
-        node: Some(N::ResTarget(Box::new(pb::ResTarget {
-            name: String::new(),
-            indirection: Vec::new(),
-            val: Some(Box::new(node)),
-            location: -1,
-        }))),
-    }
-}
-
-/// `LIMIT count + offset` for the shards: a literal when both are, else
-/// `count::int8 + offset::int8` (the casts keep a parameter's inferred type
-/// int8, as in `LIMIT $1`).
-fn pushed_limit(count: Box<pb::Node>, offset: Box<pb::Node>) -> Box<pb::Node> {
-    if let (Some(n), Some(m)) = (expr::integer(&count), expr::integer(&offset)) {
-        return Box::new(expr::int8_literal(n.saturating_add(m)));
-    }
-    let operator = pb::Node {
-        node: Some(N::String(pb::String { sval: "+".into() })),
-    };
-    Box::new(pb::Node {
-        node: Some(N::AExpr(Box::new(pb::AExpr {
-            kind: pb::AExprKind::AexprOp as i32,
-            name: vec![operator],
-            lexpr: Some(Box::new(expr::int8_cast(*count))),
-            rexpr: Some(Box::new(expr::int8_cast(*offset))),
-            rexpr_list_start: -1,
-            rexpr_list_end: -1,
-            location: -1,
-        }))),
-    })
-}
-
-/// A LIMIT or OFFSET value (rule 6); `None` for absent, ALL or NULL.
-fn bound(node: Option<&pb::Node>, what: &'static str) -> Result<Option<Bound>, Unmergeable> {
-    let Some(node) = node else {
-        return Ok(None);
-    };
-    match &node.node {
-        Some(N::AConst(constant)) if constant.isnull => Ok(None),
-        Some(N::ParamRef(param)) => u16::try_from(param.number)
-            .map(|n| Some(Bound::Param(n)))
-            .map_err(|_| Unmergeable::Unreadable(format!("{what} ${}", param.number))),
-        _ => match expr::integer(node) {
-            Some(value) => Ok(Some(Bound::Value(value))),
-            None => Err(Unmergeable::Construct(match what {
-                "LIMIT" => "a LIMIT that is not an integer or a parameter",
-                _ => "an OFFSET that is not an integer or a parameter",
-            })),
-        },
-    }
-}
-
-/// A select-list item's expression.
-fn target_val(node: &pb::Node) -> Option<&pb::Node> {
-    match &node.node {
-        Some(N::ResTarget(target)) => target.val.as_deref(),
-        _ => None,
-    }
-}
-
-/// An ORDER BY item's expression.
-fn sort_node(node: &pb::Node) -> Option<&pb::Node> {
-    match &node.node {
-        Some(N::SortBy(sort)) => sort.node.as_deref(),
         _ => None,
     }
 }

@@ -16,11 +16,12 @@
 //! is refused with the reason.
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
+use parser_ffi::ParseError;
 
 use crate::hash;
 use crate::route::tables::{entry_names, target_table};
 use crate::route::ParamValue;
-use crate::sharding::{DataType, Key, ShardedTable, Sharding};
+use crate::sharding::{ShardedTable, Sharding};
 
 /// One INSERT per database.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,12 +52,19 @@ pub enum SplitError {
     Row {
         row: usize,
         table: String,
-        why: String,
+        why: RowKeyError,
     },
     #[error("INSERT INTO {table} ... SELECT: {why}")]
-    InsertSelect { table: String, why: String },
+    InsertSelect {
+        table: String,
+        why: InsertSelectError,
+    },
     #[error("the INSERT could not be analysed for splitting: {0}")]
-    Unreadable(String),
+    Parse(#[from] ParseError),
+    #[error("the INSERT could not be analysed for splitting: no target table")]
+    NoTarget,
+    #[error("the INSERT could not be analysed for splitting: parameter {0:?}")]
+    Parameter(String),
 }
 
 use SplitError::Unsupported;
@@ -85,8 +93,7 @@ impl InsertRows {
     pub fn parse(sql: &str) -> Result<InsertRows, SplitError> {
         // `parse_raw` builds the same tree as the protobuf round trip
         // (checked on the parser corpus), several times faster.
-        let mut skeleton =
-            parser_ffi::parse_raw(sql).map_err(|e| SplitError::Unreadable(e.to_string()))?;
+        let mut skeleton = parser_ffi::parse_raw(sql)?;
         let values = {
             let insert = the_insert(&skeleton)?;
             values_lists(insert)?
@@ -129,8 +136,8 @@ impl InsertRows {
                 why,
             };
             let key = row_key(list, column, entry, params).map_err(row_error)?;
-            let database = hash::database(&entry.keys, &key)
-                .ok_or_else(|| row_error("no shard is configured for its sharding key".into()))?;
+            let database =
+                hash::database(&entry.keys, &key).ok_or_else(|| row_error(RowKeyError::NoShard))?;
             match parts.iter_mut().find(|p| p.database == database) {
                 Some(part) => part.rows.push(row),
                 None => parts.push(Part {
@@ -147,8 +154,7 @@ impl InsertRows {
                 &mut tree,
                 part.rows.iter().map(|&r| self.values[r].clone()).collect(),
             );
-            let sql = parser_ffi::deparse_protobuf(&tree)
-                .map_err(|e| SplitError::Unreadable(e.to_string()))?;
+            let sql = parser_ffi::deparse_protobuf(&tree)?;
             (part.sql, part.params) = renumber(&sql)?;
         }
         Ok(Split {
@@ -178,14 +184,14 @@ pub(crate) fn renumber(sql: &str) -> Result<(String, Vec<usize>), SplitError> {
     if !sql.contains('$') {
         return Ok((sql.to_owned(), Vec::new()));
     }
-    let tokens = parser_ffi::scan(sql).map_err(|e| SplitError::Unreadable(e.to_string()))?;
+    let tokens = parser_ffi::scan(sql)?;
     let param = pb::Token::Param as i32;
     let number = |t: &parser_ffi::Token| -> Result<usize, SplitError> {
         sql.get(t.start + 1..t.end)
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|&n| n > 0)
             .ok_or_else(|| {
-                SplitError::Unreadable(format!("parameter {:?}", sql.get(t.start..t.end)))
+                SplitError::Parameter(sql.get(t.start..t.end).unwrap_or_default().to_owned())
             })
     };
     let mut used = Vec::new();
@@ -272,10 +278,7 @@ fn target<'s>(
     insert: &pb::InsertStmt,
     sharding: &'s Sharding,
 ) -> Result<(&'s ShardedTable, String), SplitError> {
-    let relation = insert
-        .relation
-        .as_ref()
-        .ok_or(SplitError::Unreadable("no target table".into()))?;
+    let relation = insert.relation.as_ref().ok_or(SplitError::NoTarget)?;
     let (table, named) = target_table(relation, sharding);
     let named = named.ok_or(Unsupported("its table is sharded by a key column"))?;
     let entry = sharding
@@ -358,139 +361,13 @@ fn set_values(tree: &mut pb::ParseResult, lists: Vec<pb::Node>) {
     }
 }
 
-/// The sharding key of one VALUES row: a literal or a parameter,
-/// optionally cast.
-fn row_key(
-    list: &pb::Node,
-    column: usize,
-    entry: &ShardedTable,
-    params: &[ParamValue<'_>],
-) -> Result<Key, String> {
-    let Some(N::List(list)) = &list.node else {
-        return Err("not a row of values".into());
-    };
-    let value = list
-        .items
-        .get(column)
-        .ok_or("it has no value for the sharding key")?;
-    row_key_value(value, entry, params)
-}
-
-/// A sharding key written as a literal or a parameter, optionally cast.
-fn row_key_value(
-    value: &pb::Node,
-    entry: &ShardedTable,
-    params: &[ParamValue<'_>],
-) -> Result<Key, String> {
-    let column = &entry.column;
-    literal_key(value, entry.keys.data_type, params).map_err(|why| match why {
-        LiteralKey::EmptyCast => "an empty cast".into(),
-        LiteralKey::Null => format!("its sharding key {column} is NULL"),
-        LiteralKey::NotNumberOrString => "its sharding key is not a number or a string".into(),
-        LiteralKey::NoParam(n) => format!("its sharding key {column} is ${n}, which has no value"),
-        LiteralKey::NullParam(n) => format!("its sharding key {column} (${n}) is NULL"),
-        LiteralKey::BadParam(n, e) => format!("its sharding key {column} (${n}): {e}"),
-        LiteralKey::NegatedExpression => "its sharding key is an expression".into(),
-        LiteralKey::Expression => {
-            format!("its sharding key {column} is not a literal or a parameter (an expression)")
-        }
-        LiteralKey::Invalid(e) => format!("its sharding key {column}: {e}"),
-    })
-}
-
-/// Why a key value written in a statement could not be typed.
-pub(crate) enum LiteralKey {
-    EmptyCast,
-    Null,
-    NotNumberOrString,
-    /// `$n` has no value.
-    NoParam(i32),
-    /// `$n` is NULL.
-    NullParam(i32),
-    /// `$n`'s value is not of the key's type.
-    BadParam(i32, String),
-    /// `-` before something other than an integer.
-    NegatedExpression,
-    Expression,
-    /// A literal that is not of the key's type.
-    Invalid(String),
-}
-
-/// A key value written as a literal or a parameter, optionally cast (a
-/// negative integer too), typed as `data_type`; callers word the errors.
-pub(crate) fn literal_key(
-    value: &pb::Node,
-    data_type: DataType,
-    params: &[ParamValue<'_>],
-) -> Result<Key, LiteralKey> {
-    let mut value = value;
-    while let Some(N::TypeCast(cast)) = &value.node {
-        value = cast.arg.as_deref().ok_or(LiteralKey::EmptyCast)?;
-    }
-    let parsed = match &value.node {
-        Some(N::AConst(constant)) if constant.isnull => return Err(LiteralKey::Null),
-        Some(N::AConst(constant)) => match &constant.val {
-            Some(pb::a_const::Val::Ival(i)) => hash::parse_text(data_type, &i.ival.to_string()),
-            Some(pb::a_const::Val::Fval(f)) => hash::parse_text(data_type, &f.fval),
-            Some(pb::a_const::Val::Sval(s)) => hash::parse_text(data_type, &s.sval),
-            _ => return Err(LiteralKey::NotNumberOrString),
-        },
-        Some(N::ParamRef(param)) => {
-            let n = param.number;
-            let value = usize::try_from(n)
-                .ok()
-                .and_then(|n| n.checked_sub(1))
-                .and_then(|i| params.get(i))
-                .ok_or(LiteralKey::NoParam(n))?;
-            return match param_key(data_type, *value) {
-                Ok(Some(key)) => Ok(key),
-                Ok(None) => Err(LiteralKey::NullParam(n)),
-                Err(e) => Err(LiteralKey::BadParam(n, e.to_string())),
-            };
-        }
-        Some(N::AExpr(e)) if is_negation(e) => {
-            match e.rexpr.as_deref().and_then(|r| r.node.as_ref()) {
-                Some(N::AConst(pb::AConst {
-                    val: Some(pb::a_const::Val::Ival(i)),
-                    ..
-                })) => hash::parse_text(data_type, &(-i64::from(i.ival)).to_string()),
-                _ => return Err(LiteralKey::NegatedExpression),
-            }
-        }
-        _ => return Err(LiteralKey::Expression),
-    };
-    parsed.map_err(|e| LiteralKey::Invalid(e.to_string()))
-}
-
-/// A key from a Bind's value (`None`: NULL), as the router reads one.
-pub(crate) fn param_key(
-    data_type: DataType,
-    value: ParamValue<'_>,
-) -> Result<Option<Key>, hash::KeyError> {
-    match value {
-        ParamValue::Null => Ok(None),
-        ParamValue::Text(bytes) => match hash::plain_int(data_type, bytes) {
-            Some(parsed) => parsed.map(Some),
-            None => match std::str::from_utf8(bytes) {
-                Ok(text) => hash::parse_text(data_type, text).map(Some),
-                Err(_) => Err(hash::KeyError::Invalid(
-                    "a text value that is not UTF-8".into(),
-                )),
-            },
-        },
-        ParamValue::Binary(bytes) => hash::decode_binary(data_type, bytes).map(Some),
-    }
-}
-
-/// `- 5` as the parser gives a negative literal in some positions.
-pub(crate) fn is_negation(e: &pb::AExpr) -> bool {
-    e.lexpr.is_none()
-        && matches!(e.name.as_slice(), [pb::Node { node: Some(N::String(s)) }] if s.sval == "-")
-}
-
 mod insert_select;
+mod row_keys;
 
-pub use insert_select::check_insert_select;
+pub use insert_select::{check_insert_select, InsertSelectError};
+pub(crate) use row_keys::{is_negation, literal_key};
+use row_keys::{row_key, row_key_value};
+pub use row_keys::{LiteralKey, RowKeyError};
 
 #[cfg(test)]
 mod tests;

@@ -107,10 +107,8 @@ fn split(module: &str) -> Vec<&str> {
 /// `super::` and `self::` paths elsewhere. Comments and test modules are
 /// left out.
 fn paths(text: &str) -> Vec<Vec<String>> {
-    let code: String = text
-        .lines()
-        .take_while(|line| line.trim() != "#[cfg(test)]")
-        .map(|line| line.split("//").next().unwrap_or(""))
+    let code: String = crate::code_lines(text)
+        .map(|(_, line)| line)
         .collect::<Vec<_>>()
         .join("\n");
     let mut found = Vec::new();

@@ -11,7 +11,7 @@
 //! client's statement, unless merging needs a rewritten statement, which is
 //! then written from this text.
 
-use parser_ffi::view::{self, Node, NodeRef, Walk};
+use parser_ffi::view::{self, Node, NodeRef, RangeVar, Walk};
 use parser_ffi::ParseTree;
 
 use super::{Catalog, SimpleView};
@@ -79,51 +79,71 @@ fn expand_once(
             _ => Walk::Continue,
         });
         for range in ranges {
-            let Some(name) = range.relname() else {
-                continue;
-            };
-            let schema = range.schemaname();
-            let Some((_, found)) = catalog.view(schema, name) else {
-                continue;
-            };
-            if schema.is_none() && ctes.contains(&name) {
-                return Err(RouteError::BehindName {
-                    what: format!("view {name}"),
-                    why: format!("the statement also defines a CTE named {name}, and pgshard cannot tell which one each reference means; rename the CTE"),
-                });
-            }
-            let start = usize::try_from(range.location()).unwrap_or(usize::MAX);
-            let Some(end) = name_end(sql, start) else {
-                return Err(unreadable(name));
-            };
-            let alias = range.alias().and_then(|a| a.aliasname());
-            let is_target = target.is_some_and(|t| t == range.location());
-            let replacement = if is_target {
-                let table = TableRef {
-                    schema: schema.map(str::to_owned),
-                    name: name.to_owned(),
-                    alias: None,
-                };
-                through(&table, found.simple.as_ref(), sharding)?
-            } else {
-                if !range.inh() {
-                    return Err(RouteError::BehindName {
-                        what: format!("view {name}"),
-                        why: "it is read with ONLY".to_owned(),
-                    });
-                }
-                format!("({})", found.query)
-            };
-            let replacement = match alias {
-                Some(_) => replacement,
-                None => format!("{replacement} AS {}", quote(name)),
-            };
-            edits.push((start, end, replacement));
+            edits.extend(edit(sql, range, &ctes, target, catalog, sharding)?);
         }
     }
     if edits.is_empty() {
         return Ok(None);
     }
+    splice(sql, edits).map(Some)
+}
+
+/// The edit that replaces `range` in `sql`, when it names a view: its
+/// query in parentheses, or (the write's `target`, at that location) the
+/// table it writes through.
+fn edit(
+    sql: &str,
+    range: RangeVar<'_>,
+    ctes: &[&str],
+    target: Option<i32>,
+    catalog: &Catalog,
+    sharding: &Sharding,
+) -> Result<Option<(usize, usize, String)>, RouteError> {
+    let Some(name) = range.relname() else {
+        return Ok(None);
+    };
+    let schema = range.schemaname();
+    let Some((_, found)) = catalog.view(schema, name) else {
+        return Ok(None);
+    };
+    if schema.is_none() && ctes.contains(&name) {
+        return Err(RouteError::BehindName {
+            what: format!("view {name}"),
+            why: format!("the statement also defines a CTE named {name}, and pgshard cannot tell which one each reference means; rename the CTE"),
+        });
+    }
+    let start = usize::try_from(range.location()).unwrap_or(usize::MAX);
+    let Some(end) = name_end(sql, start) else {
+        return Err(unreadable(name));
+    };
+    let alias = range.alias().and_then(|a| a.aliasname());
+    let is_target = target.is_some_and(|t| t == range.location());
+    let replacement = if is_target {
+        let table = TableRef {
+            schema: schema.map(str::to_owned),
+            name: name.to_owned(),
+            alias: None,
+        };
+        through(&table, found.simple.as_ref(), sharding)?
+    } else {
+        if !range.inh() {
+            return Err(RouteError::BehindName {
+                what: format!("view {name}"),
+                why: "it is read with ONLY".to_owned(),
+            });
+        }
+        format!("({})", found.query)
+    };
+    let replacement = match alias {
+        Some(_) => replacement,
+        None => format!("{replacement} AS {}", quote(name)),
+    };
+    Ok(Some((start, end, replacement)))
+}
+
+/// `sql` with each `(start, end, replacement)` edit made (they must not
+/// overlap).
+fn splice(sql: &str, mut edits: Vec<(usize, usize, String)>) -> Result<String, RouteError> {
     edits.sort_by_key(|(start, _, _)| *start);
     let mut out = String::with_capacity(sql.len() + edits.iter().map(|e| e.2.len()).sum::<usize>());
     let mut at = 0;
@@ -136,7 +156,7 @@ fn expand_once(
         at = end;
     }
     out.push_str(&sql[at..]);
-    Ok(Some(out))
+    Ok(out)
 }
 
 /// Statements whose views are read where they run: queries and writes,

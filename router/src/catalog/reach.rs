@@ -7,10 +7,11 @@
 //! the reach *opaque*: unknown, so routing treats it as reaching anything.
 
 use parser_ffi::view::{NodeRef, SelectStmt};
-use parser_ffi::ParseTree;
+use parser_ffi::{ParseError, ParseTree};
 
 use super::SimpleView;
-use crate::summary::{Call, InlineCode, StatementKind, StatementSummary, TableRef};
+use crate::extract::ExtractError;
+use crate::summary::{Call, InlineCode, StatementKind, StatementSummary, Summary, TableRef};
 
 /// How deep nested DO blocks (inside a body's statements) are followed.
 const MAX_NESTING: usize = 8;
@@ -70,7 +71,7 @@ pub fn of_function(language: &str, definition: &str) -> Reach {
         "c" | "internal" => Reach::default(),
         "sql" => match sql_body(definition) {
             Ok(body) => of_sql(&body, 0),
-            Err(why) => Reach::opaque(why),
+            Err(why) => Reach::opaque(why.to_string()),
         },
         "plpgsql" => of_plpgsql(definition, 0),
         other => Reach::opaque(format!(
@@ -106,10 +107,10 @@ fn of_sql(sql: &str, depth: usize) -> Reach {
     if sql.trim().is_empty() {
         return Reach::default();
     }
-    let summary = match ParseTree::parse(sql)
-        .map_err(|err| err.to_string())
-        .and_then(|tree| crate::extract::summarize(&tree).map_err(|err| err.to_string()))
-    {
+    let summarize = |sql| -> Result<Summary, BodyError> {
+        Ok(crate::extract::summarize(&ParseTree::parse(sql)?)?)
+    };
+    let summary = match summarize(sql) {
         Ok(summary) => summary,
         Err(err) => return Reach::opaque(format!("a statement of its body cannot be read: {err}")),
     };
@@ -120,13 +121,28 @@ fn of_sql(sql: &str, depth: usize) -> Reach {
     reach
 }
 
+/// Why the SQL of a function's body cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error(transparent)]
+    Summary(#[from] ExtractError),
+    #[error("its definition is not a CREATE FUNCTION statement")]
+    NotCreateFunction,
+    #[error("its body cannot be read")]
+    Unreadable,
+    #[error("its body cannot be found")]
+    NotFound,
+}
+
 /// The SQL of a `LANGUAGE sql` function: its `AS '...'` string, or its
 /// standard body (`BEGIN ATOMIC ... END`, `RETURN expr`) as text.
-fn sql_body(definition: &str) -> Result<String, String> {
-    let tree = ParseTree::parse(definition).map_err(|err| err.to_string())?;
+fn sql_body(definition: &str) -> Result<String, BodyError> {
+    let tree = ParseTree::parse(definition)?;
     let stmt = tree.statements().next().and_then(|raw| raw.stmt());
     let Some(NodeRef::CreateFunctionStmt(create)) = stmt.map(|stmt| stmt.kind()) else {
-        return Err("its definition is not a CREATE FUNCTION statement".to_owned());
+        return Err(BodyError::NotCreateFunction);
     };
     if let Some(body) = create.sql_body() {
         let upper = definition.to_ascii_uppercase();
@@ -134,12 +150,12 @@ fn sql_body(definition: &str) -> Result<String, String> {
             NodeRef::ReturnStmt(_) => upper
                 .rfind("RETURN ")
                 .map(|at| format!("SELECT {}", &definition[at + "RETURN ".len()..]))
-                .ok_or_else(|| "its body cannot be read".to_owned()),
+                .ok_or(BodyError::Unreadable),
             _ => match (upper.find("BEGIN ATOMIC"), upper.rfind("END")) {
                 (Some(start), Some(end)) if start + "BEGIN ATOMIC".len() <= end => {
                     Ok(definition[start + "BEGIN ATOMIC".len()..end].to_owned())
                 }
-                _ => Err("its body cannot be read".to_owned()),
+                _ => Err(BodyError::Unreadable),
             },
         };
     }
@@ -156,7 +172,7 @@ fn sql_body(definition: &str) -> Result<String, String> {
             }
         }
     }
-    Err("its body cannot be found".to_owned())
+    Err(BodyError::NotFound)
 }
 
 /// What a PL/pgSQL function reaches: every embedded statement and

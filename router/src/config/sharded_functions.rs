@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::sharded_tables::split_table;
+use super::sharded_tables::{split_name, split_table};
 use super::{invalid, Cluster, ConfigError};
 use crate::route::tables::schema_matches;
 use crate::sharding::ShardedFunction;
@@ -49,9 +49,9 @@ pub(super) fn resolve(
                 format!("no [[databases]] entry is named {:?}", entry.database),
             );
         };
-        let (schema, name) = match split_table(&entry.name) {
+        let (schema, name) = match split_name(&entry.name, "function") {
             Ok(parts) => parts,
-            Err(message) => return fail("name", message.replace("table", "function")),
+            Err(err) => return fail("name", err.to_string()),
         };
         if entry.argument == 0 || entry.argument > MAX_ARGUMENTS {
             return fail(
@@ -64,7 +64,7 @@ pub(super) fn resolve(
         }
         let (table_schema, table) = match split_table(&entry.table) {
             Ok(parts) => parts,
-            Err(message) => return fail("table", message),
+            Err(err) => return fail("table", err.to_string()),
         };
         let found = cluster.sharding.tables.iter().position(|t| {
             t.name.as_deref() == Some(table.as_str())

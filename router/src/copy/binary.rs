@@ -24,6 +24,32 @@ pub const TRAILER: &[u8; 2] = b"\xff\xff";
 ///   never be read by the server: refused before it is buffered.
 const MAX_FIELD: usize = 0x3fff_ffff;
 
+/// Why binary COPY data cannot be read: Postgres's words for the same
+/// input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BinaryError {
+    #[error("COPY file signature not recognized")]
+    Signature,
+    #[error("invalid COPY file header (missing flags)")]
+    MissingFlags,
+    #[error("invalid COPY file header (WITH OIDS)")]
+    WithOids,
+    #[error("unrecognized critical flags in COPY file header")]
+    CriticalFlags,
+    #[error("invalid COPY file header (missing length)")]
+    MissingLength,
+    #[error("invalid COPY file header (wrong length)")]
+    WrongLength,
+    #[error("row field count is {0}")]
+    FieldCount(i16),
+    #[error("row field count is {fields}, but the sharding key is field {key}")]
+    KeyBeyondFields { fields: usize, key: usize },
+    #[error("invalid field size")]
+    FieldSize,
+    #[error("field size {0} exceeds 1 GB (MaxAllocSize)")]
+    FieldTooLong(usize),
+}
+
 /// A whole piece at the start of the bytes given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
@@ -38,55 +64,53 @@ pub enum Piece {
 
 /// The length of the file header at the start of `bytes` (with its
 /// extension area), once it is all there.
-pub fn header(bytes: &[u8]) -> Result<Option<usize>, String> {
+pub fn header(bytes: &[u8]) -> Result<Option<usize>, BinaryError> {
     let seen = bytes.len().min(SIGNATURE.len());
     if bytes[..seen] != SIGNATURE[..seen] {
-        return Err("COPY file signature not recognized".into());
+        return Err(BinaryError::Signature);
     }
     let (Some(flags), Some(extension)) = (int32(bytes, 11), int32(bytes, 15)) else {
         return Ok(None);
     };
     if flags & (1 << 16) != 0 {
-        return Err("invalid COPY file header (WITH OIDS)".into());
+        return Err(BinaryError::WithOids);
     }
     if (flags & !(1 << 16)) >> 16 != 0 {
-        return Err("unrecognized critical flags in COPY file header".into());
+        return Err(BinaryError::CriticalFlags);
     }
-    let extension = usize::try_from(extension)
-        .map_err(|_| "invalid COPY file header (missing length)".to_owned())?;
+    let extension = usize::try_from(extension).map_err(|_| BinaryError::MissingLength)?;
     if extension > MAX_FIELD {
-        return Err("invalid COPY file header (wrong length)".into());
+        return Err(BinaryError::WrongLength);
     }
     let len = HEADER_LEN + extension;
     Ok((bytes.len() >= len).then_some(len))
 }
 
 /// Why the data ended inside the file header (`bytes`: all of it).
-pub fn header_cut_short(bytes: &[u8]) -> String {
+pub fn header_cut_short(bytes: &[u8]) -> BinaryError {
     match bytes.len() {
-        n if n < SIGNATURE.len() => "COPY file signature not recognized",
-        n if n < 15 => "invalid COPY file header (missing flags)",
-        n if n < HEADER_LEN => "invalid COPY file header (missing length)",
-        _ => "invalid COPY file header (wrong length)",
+        n if n < SIGNATURE.len() => BinaryError::Signature,
+        n if n < 15 => BinaryError::MissingFlags,
+        n if n < HEADER_LEN => BinaryError::MissingLength,
+        _ => BinaryError::WrongLength,
     }
-    .to_owned()
 }
 
 /// The tuple or trailer at the start of `bytes`, once it is all there; the
 /// key is field `key` (0-based; `None`: no key is read).
-pub fn piece(bytes: &[u8], key: Option<usize>) -> Result<Option<Piece>, String> {
+pub fn piece(bytes: &[u8], key: Option<usize>) -> Result<Option<Piece>, BinaryError> {
     let Some(count) = int16(bytes, 0) else {
         return Ok(None);
     };
     if count == -1 {
         return Ok(Some(Piece::Trailer));
     }
-    let fields = usize::try_from(count).map_err(|_| format!("row field count is {count}"))?;
+    let fields = usize::try_from(count).map_err(|_| BinaryError::FieldCount(count))?;
     if let Some(key) = key.filter(|&key| fields <= key) {
-        return Err(format!(
-            "row field count is {fields}, but the sharding key is field {}",
-            key + 1
-        ));
+        return Err(BinaryError::KeyBeyondFields {
+            fields,
+            key: key + 1,
+        });
     }
     let mut at = 2;
     let mut key_field = None;
@@ -98,9 +122,9 @@ pub fn piece(bytes: &[u8], key: Option<usize>) -> Result<Option<Piece>, String> 
         let value = match size {
             -1 => None,
             size => {
-                let size = usize::try_from(size).map_err(|_| "invalid field size".to_owned())?;
+                let size = usize::try_from(size).map_err(|_| BinaryError::FieldSize)?;
                 if size > MAX_FIELD {
-                    return Err(format!("field size {size} exceeds 1 GB (MaxAllocSize)"));
+                    return Err(BinaryError::FieldTooLong(size));
                 }
                 at += size;
                 Some(at - size..at)
@@ -169,10 +193,12 @@ mod tests {
                 "wrong length",
             ),
         ] {
-            let err = header(&bytes).unwrap_err();
+            let err = header(&bytes).unwrap_err().to_string();
             assert!(err.contains(says), "{bytes:?}: {err}");
         }
-        assert!(header_cut_short(&plain[..12]).contains("missing flags"));
+        assert!(header_cut_short(&plain[..12])
+            .to_string()
+            .contains("missing flags"));
     }
 
     #[test]
@@ -204,7 +230,7 @@ mod tests {
             (&b"\x00\x01\xff\xff\xff\xfe"[..], 0, "invalid field size"),
             (&b"\x00\x01\x7f\xff\xff\xff"[..], 0, "exceeds 1 GB"),
         ] {
-            let err = piece(bytes, Some(key)).unwrap_err();
+            let err = piece(bytes, Some(key)).unwrap_err().to_string();
             assert!(err.contains(says), "{bytes:?}: {err}");
         }
     }

@@ -32,6 +32,38 @@ pub struct CopyText {
     pub force_quote: ForceQuote,
 }
 
+/// Why a merged COPY TO's text options cannot be written: Postgres's
+/// words where it checks the same (`ProcessCopyOptions`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CopyTextError {
+    #[error("COPY {0} must be a single one-byte character")]
+    NotOneByte(&'static str),
+    #[error("COPY NULL needs a string")]
+    NullNotString,
+    #[error("COPY {0} requires CSV mode")]
+    CsvOnly(String),
+    #[error("the COPY option {0} is not supported when the rows are merged across shards")]
+    NotMerged(String),
+    #[error("cannot specify HEADER, DELIMITER or NULL in BINARY mode")]
+    BinaryText,
+    #[error("COPY delimiter cannot be newline or carriage return")]
+    DelimiterNewline,
+    #[error("COPY null representation cannot use newline or carriage return")]
+    NullNewline,
+    #[error("COPY delimiter cannot be \"{0}\"")]
+    Delimiter(char),
+    #[error("COPY delimiter and quote must be different")]
+    DelimiterIsQuote,
+    #[error("COPY delimiter character must not appear in the NULL specification")]
+    DelimiterInNull,
+    #[error("CSV quote character must not appear in the NULL specification")]
+    QuoteInNull,
+    #[error("COPY FORCE_QUOTE takes column names")]
+    ForceQuoteNames,
+    #[error("COPY FORCE_QUOTE takes column names or *")]
+    ForceQuoteArgument,
+}
+
 /// CSV's FORCE_QUOTE.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ForceQuote {
@@ -47,7 +79,7 @@ pub(super) fn copy_merge(
     (format, header): (Format, bool),
     sharding: &Sharding,
 ) -> Result<CopyMerge, CopyError> {
-    let query = query.ok_or(CopyError::Unreadable("no query".into()))?;
+    let query = query.ok_or(CopyError::NoQuery)?;
     let tree = pb::ParseResult {
         version: 0,
         stmts: vec![pb::RawStmt {
@@ -56,17 +88,12 @@ pub(super) fn copy_merge(
             stmt_len: 0,
         }],
     };
-    let select =
-        parser_ffi::deparse_protobuf(&tree).map_err(|e| CopyError::Unreadable(e.to_string()))?;
-    let text = copy_text(options, format, header).map_err(CopyError::Query)?;
+    let select = parser_ffi::deparse_protobuf(&tree)?;
+    let text = copy_text(options, format, header)?;
     let plan = match merge::plan(&select, sharding).shape {
         Shape::Merge(plan) => plan,
-        Shape::Refuse(why) => return Err(CopyError::Query(why.to_string())),
-        Shape::Concat => {
-            return Err(CopyError::Unreadable(
-                "the query's merge changed between two plans".into(),
-            ))
-        }
+        Shape::Refuse(why) => return Err(CopyError::Query(why)),
+        Shape::Concat => return Err(CopyError::MergeChanged),
     };
     Ok(CopyMerge {
         sql: plan.shard_sql.clone().unwrap_or(select),
@@ -78,7 +105,11 @@ pub(super) fn copy_merge(
 /// The text and CSV options of a COPY TO, with Postgres's defaults and its
 /// checks (`ProcessCopyOptions`); an option pgshard does not write rows
 /// for is refused.
-fn copy_text(options: &[pb::Node], format: Format, header: bool) -> Result<CopyText, String> {
+fn copy_text(
+    options: &[pb::Node],
+    format: Format,
+    header: bool,
+) -> Result<CopyText, CopyTextError> {
     let csv = format == Format::Csv;
     let mut text = CopyText {
         delimiter: if csv { b',' } else { b'\t' },
@@ -96,30 +127,23 @@ fn copy_text(options: &[pb::Node], format: Format, header: bool) -> Result<CopyT
             Some(N::String(s)) => Some(s.sval.clone()),
             _ => None,
         });
-        let byte = |what: &str| -> Result<u8, String> {
+        let byte = |what: &'static str| -> Result<u8, CopyTextError> {
             match value.as_deref().map(str::as_bytes) {
                 Some([b]) if b.is_ascii() => Ok(*b),
-                _ => Err(format!("COPY {what} must be a single one-byte character")),
+                _ => Err(CopyTextError::NotOneByte(what)),
             }
         };
         match d.defname.as_str() {
             "format" | "header" => {}
             "delimiter" => text.delimiter = byte("delimiter")?,
-            "null" => text.null = value.ok_or("COPY NULL needs a string")?,
+            "null" => text.null = value.ok_or(CopyTextError::NullNotString)?,
             "quote" if csv => text.quote = byte("quote")?,
             "escape" if csv => escape = Some(byte("escape")?),
             "force_quote" if csv => text.force_quote = force_quote(d.arg.as_deref())?,
             "quote" | "escape" | "force_quote" => {
-                return Err(format!(
-                    "COPY {} requires CSV mode",
-                    d.defname.to_uppercase()
-                ))
+                return Err(CopyTextError::CsvOnly(d.defname.to_uppercase()))
             }
-            other => {
-                return Err(format!(
-                "the COPY option {other} is not supported when the rows are merged across shards"
-            ))
-            }
+            other => return Err(CopyTextError::NotMerged(other.to_owned())),
         }
     }
     text.escape = escape.unwrap_or(text.quote);
@@ -130,7 +154,7 @@ fn copy_text(options: &[pb::Node], format: Format, header: bool) -> Result<CopyT
                 .any(|o| matches!(&o.node, Some(N::DefElem(d)) if d.defname == name))
         };
         if header || ["delimiter", "null"].into_iter().any(named) {
-            return Err("cannot specify HEADER, DELIMITER or NULL in BINARY mode".into());
+            return Err(CopyTextError::BinaryText);
         }
     }
     check(&text, csv)?;
@@ -138,31 +162,31 @@ fn copy_text(options: &[pb::Node], format: Format, header: bool) -> Result<CopyT
 }
 
 /// Postgres's checks of the text options that COPY TO applies.
-fn check(text: &CopyText, csv: bool) -> Result<(), String> {
+fn check(text: &CopyText, csv: bool) -> Result<(), CopyTextError> {
     let d = text.delimiter;
     if matches!(d, b'\n' | b'\r') {
-        return Err("COPY delimiter cannot be newline or carriage return".into());
+        return Err(CopyTextError::DelimiterNewline);
     }
     if text.null.contains(['\n', '\r']) {
-        return Err("COPY null representation cannot use newline or carriage return".into());
+        return Err(CopyTextError::NullNewline);
     }
     if !csv && b"\\.abcdefghijklmnopqrstuvwxyz0123456789".contains(&d) {
-        return Err(format!("COPY delimiter cannot be \"{}\"", char::from(d)));
+        return Err(CopyTextError::Delimiter(char::from(d)));
     }
     if csv && d == text.quote {
-        return Err("COPY delimiter and quote must be different".into());
+        return Err(CopyTextError::DelimiterIsQuote);
     }
     if text.null.as_bytes().contains(&d) {
-        return Err("COPY delimiter character must not appear in the NULL specification".into());
+        return Err(CopyTextError::DelimiterInNull);
     }
     if csv && text.null.as_bytes().contains(&text.quote) {
-        return Err("CSV quote character must not appear in the NULL specification".into());
+        return Err(CopyTextError::QuoteInNull);
     }
     Ok(())
 }
 
 /// FORCE_QUOTE's columns, or `*`.
-fn force_quote(arg: Option<&pb::Node>) -> Result<ForceQuote, String> {
+fn force_quote(arg: Option<&pb::Node>) -> Result<ForceQuote, CopyTextError> {
     match arg.and_then(|a| a.node.as_ref()) {
         Some(N::AStar(_)) => Ok(ForceQuote::All),
         Some(N::List(list)) => list
@@ -170,10 +194,10 @@ fn force_quote(arg: Option<&pb::Node>) -> Result<ForceQuote, String> {
             .iter()
             .map(|item| match &item.node {
                 Some(N::String(s)) => Ok(s.sval.clone()),
-                _ => Err("COPY FORCE_QUOTE takes column names".to_owned()),
+                _ => Err(CopyTextError::ForceQuoteNames),
             })
             .collect::<Result<_, _>>()
             .map(ForceQuote::Columns),
-        _ => Err("COPY FORCE_QUOTE takes column names or *".into()),
+        _ => Err(CopyTextError::ForceQuoteArgument),
     }
 }

@@ -8,7 +8,7 @@
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
 use super::merged::{copy_merge, CopyMerge};
-use super::{CopyError, Format};
+use super::{CopyError, Format, Unsupported};
 use crate::merge;
 use crate::sharding::Sharding;
 
@@ -27,14 +27,13 @@ pub struct CopyOut {
 /// when it does not write to the client (TO a file or program: each shard
 /// writes its own).
 pub fn plan_copy_out(sql: &str, sharding: &Sharding) -> Result<Option<CopyOut>, CopyError> {
-    let mut tree =
-        parser_ffi::parse_protobuf(sql).map_err(|e| CopyError::Unreadable(e.to_string()))?;
+    let mut tree = parser_ffi::parse_protobuf(sql)?;
     let copy = match tree.stmts.as_mut_slice() {
         [raw] => match raw.stmt.as_mut().and_then(|s| s.node.as_mut()) {
             Some(N::CopyStmt(copy)) => copy,
-            _ => return Err(CopyError::Unreadable("not one COPY statement".into())),
+            _ => return Err(CopyError::NotOneCopy),
         },
-        _ => return Err(CopyError::Unreadable("not one COPY statement".into())),
+        _ => return Err(CopyError::NotOneCopy),
     };
     if copy.is_from || copy.is_program || !copy.filename.is_empty() {
         return Ok(None);
@@ -58,7 +57,7 @@ pub fn plan_copy_out(sql: &str, sharding: &Sharding) -> Result<Option<CopyOut>, 
                 let planned = copy_merge(query, &copy.options, (format, header), sharding)?;
                 merge = Some(Box::new(planned));
             }
-            Err(why) => return Err(CopyError::Query(why.to_string())),
+            Err(why) => return Err(CopyError::Query(why)),
         }
     }
     Ok(Some(CopyOut {
@@ -70,7 +69,7 @@ pub fn plan_copy_out(sql: &str, sharding: &Sharding) -> Result<Option<CopyOut>, 
 
 /// FORMAT and HEADER among COPY's options (the others do not change how
 /// the shards' outputs join: one CopyData per line, a header line first).
-fn format_and_header(options: &[pb::Node]) -> Result<(Format, bool), &'static str> {
+fn format_and_header(options: &[pb::Node]) -> Result<(Format, bool), Unsupported> {
     let mut format = Format::Text;
     let mut header = false;
     for option in options {
@@ -89,7 +88,7 @@ fn format_and_header(options: &[pb::Node]) -> Result<(Format, bool), &'static st
                     Some("text") => Format::Text,
                     Some("csv") => Format::Csv,
                     Some("binary") => Format::Binary,
-                    _ => return Err("an unknown FORMAT"),
+                    _ => return Err(Unsupported::Format),
                 }
             }
             "header" => header = !matches!(value.as_deref(), Some("false" | "off" | "0")),

@@ -1,7 +1,7 @@
 //! COPY plans and row splitting.
 
 use super::*;
-use crate::sharding::{DataType, KeySpace, ShardFunction};
+use crate::sharding::{DataType, Key, KeySpace, ShardFunction};
 
 /// `orders` by bigint `user_id` (1, 3 -> 0; 2, 4 -> 1); `names` by text
 /// `name` ('a' -> 0, 'b,c' -> 1); `r` omnisharded.

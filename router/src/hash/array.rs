@@ -2,7 +2,7 @@
 //! array text form (`array_in`) and binary form (`array_send`), flattened to
 //! the keys they hold, NULLs skipped.
 
-use super::{decode_binary, is_pg_space, parse_text, shown, sql_name, KeyError};
+use super::{decode_binary, is_pg_space, parse_text, shown, sql_name, BinaryArrayError, KeyError};
 use crate::sharding::{DataType, Key};
 
 /// Arrays have at most this many dimensions (Postgres `MAXDIM`).
@@ -73,11 +73,11 @@ impl ArrayText<'_> {
         }
     }
 
-    fn malformed(&self, detail: &str) -> KeyError {
-        KeyError::Invalid(format!(
-            "malformed array literal: {}: {detail}",
-            shown(self.text)
-        ))
+    fn malformed(&self, detail: &'static str) -> KeyError {
+        KeyError::MalformedArray {
+            text: shown(self.text),
+            detail,
+        }
     }
 
     /// `[lower:upper]` or `[upper]` per dimension, then `=`.
@@ -270,20 +270,20 @@ pub fn decode_binary_array(data_type: DataType, bytes: &[u8]) -> Result<Vec<Key>
     let ndim = usize::try_from(ndim)
         .ok()
         .filter(|&n| n <= MAX_DIMS)
-        .ok_or_else(|| malformed_binary(&format!("invalid number of dimensions {ndim}")))?;
+        .ok_or(BinaryArrayError::Dimensions(ndim))?;
     if flags != 0 && flags != 1 {
-        return Err(malformed_binary(&format!("invalid array flags {flags}")));
+        return Err(BinaryArrayError::Flags(flags).into());
     }
     let element_size = element_size(data_type, element_oid)?;
     let mut count: usize = usize::from(ndim > 0);
     for _ in 0..ndim {
         let length = reader.i32()?;
         let _lower_bound = reader.i32()?;
-        let length = usize::try_from(length)
-            .map_err(|_| malformed_binary(&format!("negative dimension {length}")))?;
+        let length =
+            usize::try_from(length).map_err(|_| BinaryArrayError::NegativeDimension(length))?;
         count = count
             .checked_mul(length)
-            .ok_or_else(|| malformed_binary("array size exceeds the maximum allowed"))?;
+            .ok_or(BinaryArrayError::TooLarge)?;
     }
     // Each element takes at least its 4-byte length: never reserve more than
     // the message could hold.
@@ -293,19 +293,20 @@ pub fn decode_binary_array(data_type: DataType, bytes: &[u8]) -> Result<Vec<Key>
         if length == -1 {
             continue;
         }
-        let length = usize::try_from(length)
-            .map_err(|_| malformed_binary(&format!("invalid element length {length}")))?;
+        let length =
+            usize::try_from(length).map_err(|_| BinaryArrayError::ElementLength(length))?;
         let element = reader.take(length)?;
         if element_size.is_some_and(|size| size != element.len()) {
-            return Err(malformed_binary(&format!(
-                "element of type oid {element_oid} has {} bytes",
-                element.len()
-            )));
+            return Err(BinaryArrayError::ElementSize {
+                oid: element_oid,
+                len: element.len(),
+            }
+            .into());
         }
         keys.push(decode_binary(data_type, element)?);
     }
     if reader.remaining() != 0 {
-        return Err(malformed_binary("trailing bytes after the last element"));
+        return Err(BinaryArrayError::Trailing.into());
     }
     Ok(keys)
 }
@@ -331,17 +332,13 @@ fn element_size(data_type: DataType, oid: u32) -> Result<Option<usize>, KeyError
         (DataType::Text | DataType::Varchar, NAME | TEXT | UNKNOWN | VARCHAR) => None,
         (DataType::Uuid, UUID) => Some(16),
         _ => {
-            return Err(KeyError::Invalid(format!(
-                "an array of type oid {oid} cannot hold {} keys",
-                sql_name(data_type)
-            )))
+            return Err(KeyError::ArrayElementType {
+                oid,
+                type_name: sql_name(data_type),
+            })
         }
     };
     Ok(size)
-}
-
-fn malformed_binary(detail: &str) -> KeyError {
-    KeyError::Invalid(format!("malformed binary array: {detail}"))
 }
 
 /// A cursor over an array's binary form (`array_send`'s layout).
@@ -360,7 +357,7 @@ impl<'a> ArrayBinary<'a> {
             .pos
             .checked_add(n)
             .filter(|&end| end <= self.bytes.len())
-            .ok_or_else(|| malformed_binary("truncated"))?;
+            .ok_or(BinaryArrayError::Truncated)?;
         let slice = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(slice)
@@ -369,7 +366,7 @@ impl<'a> ArrayBinary<'a> {
     fn i32(&mut self) -> Result<i32, KeyError> {
         match *self.take(4)? {
             [a, b, c, d] => Ok(i32::from_be_bytes([a, b, c, d])),
-            _ => Err(malformed_binary("truncated")),
+            _ => Err(BinaryArrayError::Truncated.into()),
         }
     }
 }

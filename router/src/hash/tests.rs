@@ -34,7 +34,7 @@ fn text(s: &str) -> Key {
 fn err(result: Result<impl std::fmt::Debug, KeyError>) -> String {
     match result {
         Ok(value) => panic!("expected an error, got {value:?}"),
-        Err(KeyError::Invalid(message)) => message,
+        Err(error) => error.to_string(),
     }
 }
 

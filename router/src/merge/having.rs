@@ -8,7 +8,7 @@
 
 use parser_ffi::protobuf::{self as pb, node::Node as N};
 
-use super::{expr, Unmergeable};
+use super::{aggregates, Unmergeable};
 
 /// A HAVING predicate over the shards' columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +129,7 @@ fn operand(
         {
             operand(cast.arg.as_deref().ok_or(REFUSED)?, column)
         }
-        _ if expr::column_kind(Some(node)).is_ok() => Ok(Operand::Column(column(node)?)),
+        _ if aggregates::column_kind(Some(node)).is_ok() => Ok(Operand::Column(column(node)?)),
         _ => Err(REFUSED),
     }
 }

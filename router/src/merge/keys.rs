@@ -148,10 +148,10 @@ impl KeyColumns {
     /// whole on one shard.
     pub(super) fn groups_whole(&self, group_clause: &[pb::Node], targets: &[pb::Node]) -> bool {
         group_clause.iter().any(|item| {
-            let target = super::expr::integer(item)
+            let target = super::nodes::integer(item)
                 .and_then(|position| usize::try_from(position).ok()?.checked_sub(1))
                 .and_then(|index| targets.get(index))
-                .and_then(super::target_val);
+                .and_then(super::nodes::target_val);
             self.is_key(target.or(Some(item)))
         })
     }

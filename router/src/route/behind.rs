@@ -36,7 +36,7 @@ use crate::sharding::Sharding;
 use crate::summary::{Call, StatementKind, StatementSummary, TableRef, Value, ValueSource};
 
 use super::tables::{classify, TableClass};
-use super::{keys, ParamValue, Route, RouteError};
+use super::{key_values, ParamValue, Route, RouteError};
 
 /// How many functions (and views) one statement's calls are followed
 /// through, transitively.
@@ -130,7 +130,7 @@ impl Behind {
         }
         for (function, entry, value) in &self.keys {
             let database = match value {
-                Some(value) => keys::value_database(*entry, value, params, sharding)?,
+                Some(value) => key_values::value_database(*entry, value, params, sharding)?,
                 None => None,
             };
             let Some(database) = database else {
@@ -178,7 +178,7 @@ fn global_sequence(
 ) -> Option<String> {
     let spelled = match value.map(|v| &v.source) {
         Some(ValueSource::Text { text, .. }) => text.clone(),
-        Some(ValueSource::Param(n)) => match keys::param(params, *n) {
+        Some(ValueSource::Param(n)) => match key_values::param(params, *n) {
             ParamValue::Text(bytes) => String::from_utf8_lossy(bytes).into_owned(),
             ParamValue::Null => return None,
             ParamValue::Binary(_) => return Some(format!("${n}")),

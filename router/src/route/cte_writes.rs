@@ -7,8 +7,7 @@
 use crate::sharding::Sharding;
 use crate::summary::{StatementSummary, TableRef};
 
-use super::keys::{Compiled, Keys, Restriction};
-use super::plan::restrict;
+use super::keys::{restrict, Compiled, Keys, Restriction};
 use super::shard_set::ShardSet;
 use super::tables::{classify, entry_names, TableClass};
 use super::{describe, to_route, ParamValue, Route, RouteError};

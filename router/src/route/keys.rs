@@ -1,12 +1,18 @@
-//! Key conditions to shard sets: which sharding key a column is, how a
-//! literal or bind parameter types as that key, and how `=`, `= ANY`, AND and
-//! OR combine into the databases a statement's rows can live on.
+//! Key conditions to shard sets: which sharding key a column is
+//! ([`Keys::compile`], once per statement and config), and how `=`, `= ANY`,
+//! AND and OR combine into the databases a statement's rows can live on
+//! ([`eval`] per Bind; [`restrict`] over a statement's levels). Typing and
+//! placing one key value is `key_values.rs`'s.
 
 use crate::extract::MAX_DEPTH;
-use crate::hash;
-use crate::sharding::{DataType, Key, KeySpace, ShardedTable, Sharding};
+
+use crate::sharding::{DataType, KeySpace, ShardedTable, Sharding};
 use crate::summary::{ColumnRef, Condition, TableRef, Value, ValueSource};
 
+use super::key_values::{
+    array_keys, column_name, database, different_shards, effective_type, intersect, param,
+    value_key, Operand,
+};
 use super::shard_set::ShardSet;
 use super::tables::{classify, entry_names, TableClass};
 use super::{ParamValue, RouteError};
@@ -74,15 +80,6 @@ enum Owner<'a> {
     Table { table: &'a TableRef, unknown: bool },
     /// An unqualified column: any table of the statement.
     AnyTable,
-}
-
-/// A key value as evaluation sees it.
-#[derive(Clone, Copy)]
-enum Operand<'a> {
-    Null,
-    Integer(i64),
-    Text(&'a str),
-    Param(ParamValue<'a>),
 }
 
 impl Keys<'_> {
@@ -217,123 +214,84 @@ pub(crate) fn eval(
         Compiled::And {
             children,
             one_column,
-        } => {
-            let mut set: Option<ShardSet> = None;
-            let mut lowest: Option<usize> = None;
-            let mut nothing = false;
-            let mut clash: Option<(usize, usize)> = None;
-            for child in children {
-                match eval(child, params, sharding, depth + 1)? {
-                    Restriction::Free => {}
-                    Restriction::Nothing(hint) => {
-                        nothing = true;
-                        lowest = min_hint(lowest, hint);
-                    }
-                    Restriction::Set(child) => {
-                        lowest = min_hint(lowest, child.first());
-                        match &mut set {
-                            None => set = Some(child),
-                            Some(set) => {
-                                let before = set.first();
-                                set.intersect_with(&child);
-                                if set.is_empty() && clash.is_none() {
-                                    clash = Some((before.unwrap_or(0), child.first().unwrap_or(0)));
-                                }
-                            }
+        } => eval_and(children, *one_column, params, sharding, depth),
+        Compiled::Or(children) => eval_or(children, params, sharding, depth),
+    }
+}
+
+/// An AND: the intersection of its children's databases; an empty one
+/// matches no row when every leaf compares one column, else it joins rows
+/// on different databases (an error).
+fn eval_and(
+    children: &[Compiled],
+    one_column: bool,
+    params: &[ParamValue<'_>],
+    sharding: &Sharding,
+    depth: usize,
+) -> Result<Restriction, RouteError> {
+    let mut set: Option<ShardSet> = None;
+    let mut lowest: Option<usize> = None;
+    let mut nothing = false;
+    let mut clash: Option<(usize, usize)> = None;
+    for child in children {
+        match eval(child, params, sharding, depth + 1)? {
+            Restriction::Free => {}
+            Restriction::Nothing(hint) => {
+                nothing = true;
+                lowest = min_hint(lowest, hint);
+            }
+            Restriction::Set(child) => {
+                lowest = min_hint(lowest, child.first());
+                match &mut set {
+                    None => set = Some(child),
+                    Some(set) => {
+                        let before = set.first();
+                        set.intersect_with(&child);
+                        if set.is_empty() && clash.is_none() {
+                            clash = Some((before.unwrap_or(0), child.first().unwrap_or(0)));
                         }
                     }
                 }
             }
-            // `k = 1 AND k = 2` matches no row; `a.k = 1 AND b.k = 2` joins
-            // rows that live on different databases.
-            if let Some((first, second)) = clash {
-                if !one_column {
-                    return Err(different_shards(first, second));
-                }
-            }
-            Ok(match set {
-                Some(set) if !nothing && !set.is_empty() => Restriction::Set(set),
-                None if !nothing => Restriction::Free,
-                _ => Restriction::Nothing(lowest),
-            })
-        }
-        Compiled::Or(children) => {
-            let mut set: Option<ShardSet> = None;
-            let mut lowest: Option<usize> = None;
-            for child in children {
-                match eval(child, params, sharding, depth + 1)? {
-                    Restriction::Free => return Ok(Restriction::Free),
-                    Restriction::Nothing(hint) => lowest = min_hint(lowest, hint),
-                    Restriction::Set(child) => match &mut set {
-                        None => set = Some(child),
-                        Some(set) => set.union_with(&child),
-                    },
-                }
-            }
-            Ok(match set {
-                Some(set) => Restriction::Set(set),
-                None => Restriction::Nothing(lowest),
-            })
         }
     }
+    // `k = 1 AND k = 2` matches no row; `a.k = 1 AND b.k = 2` joins
+    // rows that live on different databases.
+    if let Some((first, second)) = clash {
+        if !one_column {
+            return Err(different_shards(first, second));
+        }
+    }
+    Ok(match set {
+        Some(set) if !nothing && !set.is_empty() => Restriction::Set(set),
+        None if !nothing => Restriction::Free,
+        _ => Restriction::Nothing(lowest),
+    })
 }
 
-/// Parameter `$n`. A missing one is not known yet (a statement described
-/// before its Bind): it reads as NULL, which restricts nothing.
-pub(crate) fn param<'p>(params: &[ParamValue<'p>], n: u16) -> ParamValue<'p> {
-    usize::from(n)
-        .checked_sub(1)
-        .and_then(|i| params.get(i))
-        .copied()
-        .unwrap_or(ParamValue::Null)
-}
-
-/// The database of parameter `n` read as `data_type` in the key space of
-/// `[[sharded_tables]]` entry `entry`; `None` when it restricts nothing (a
-/// NULL or missing value, an entry the config does not have). The same as
-/// [`leaf`] for one key space and a scalar, without the set.
-#[inline]
-pub(crate) fn param_database(
-    n: u16,
-    entry: usize,
-    data_type: DataType,
+/// An OR: the union of its children's databases, free if any child is.
+fn eval_or(
+    children: &[Compiled],
     params: &[ParamValue<'_>],
     sharding: &Sharding,
-) -> Result<Option<usize>, RouteError> {
-    let Some(entry) = sharding.tables.get(entry) else {
-        return Ok(None);
-    };
-    match value_key(entry, data_type, Operand::Param(param(params, n)))? {
-        Some(key) => database(sharding, &entry.keys, &key, || column_name(entry)).map(Some),
-        None => Ok(None),
+    depth: usize,
+) -> Result<Restriction, RouteError> {
+    let mut set: Option<ShardSet> = None;
+    let mut lowest: Option<usize> = None;
+    for child in children {
+        match eval(child, params, sharding, depth + 1)? {
+            Restriction::Free => return Ok(Restriction::Free),
+            Restriction::Nothing(hint) => lowest = min_hint(lowest, hint),
+            Restriction::Set(child) => match &mut set {
+                None => set = Some(child),
+                Some(set) => set.union_with(&child),
+            },
+        }
     }
-}
-
-/// The database of `value` (a literal or parameter) as a key of
-/// `[[sharded_tables]]` entry `entry`, read as its type (or as its cast's,
-/// when that is of the same kind); `None` when it restricts nothing.
-pub(crate) fn value_database(
-    entry: usize,
-    value: &Value,
-    params: &[ParamValue<'_>],
-    sharding: &Sharding,
-) -> Result<Option<usize>, RouteError> {
-    let Some(entry) = sharding.tables.get(entry) else {
-        return Ok(None);
-    };
-    let Some(data_type) = effective_type(value.cast.as_deref(), entry.keys.data_type) else {
-        return Ok(None);
-    };
-    let operand = match &value.source {
-        ValueSource::Integer { value, .. } => Operand::Integer(*value),
-        ValueSource::Text { text, .. } => Operand::Text(text),
-        ValueSource::Param(n) => Operand::Param(param(params, *n)),
-        ValueSource::Null => Operand::Null,
-    };
-    match value_key(entry, data_type, operand)? {
-        Some(key) => database(sharding, &entry.keys, &key, || column_name(entry)).map(Some),
-        None => Ok(None),
-    }
+    Ok(match set {
+        Some(set) => Restriction::Set(set),
+        None => Restriction::Nothing(lowest),
+    })
 }
 
 /// One leaf: the databases of `operand` in the key space of each entry of
@@ -377,88 +335,6 @@ fn leaf(
     })
 }
 
-/// One key value read as `data_type`; `None` for NULL.
-#[inline]
-fn value_key(
-    entry: &ShardedTable,
-    data_type: DataType,
-    operand: Operand<'_>,
-) -> Result<Option<Key>, RouteError> {
-    let parsed = match operand {
-        Operand::Null | Operand::Param(ParamValue::Null) => return Ok(None),
-        Operand::Integer(value) => match data_type {
-            // Any integer compares with any integer column; one that does
-            // not fit the column's type matches no row, wherever it runs.
-            DataType::BigInt | DataType::Integer | DataType::SmallInt => Ok(Key::Int(value)),
-            _ => hash::parse_text(data_type, &value.to_string()),
-        },
-        Operand::Text(text) => hash::parse_text(data_type, text),
-        Operand::Param(ParamValue::Text(bytes)) => match hash::plain_int(data_type, bytes) {
-            Some(parsed) => parsed,
-            None => match std::str::from_utf8(bytes) {
-                Ok(text) => hash::parse_text(data_type, text),
-                Err(_) => return Err(not_utf8(entry, data_type)),
-            },
-        },
-        Operand::Param(ParamValue::Binary(bytes)) => hash::decode_binary(data_type, bytes),
-    };
-    parsed
-        .map(Some)
-        .map_err(|err| bad_key(entry, data_type, err))
-}
-
-/// The elements of an array value read as `data_type`; `None` for NULL
-/// (and for a scalar: `k = ANY(5)` is not an array; Postgres will say so).
-fn array_keys(
-    entry: &ShardedTable,
-    data_type: DataType,
-    operand: Operand<'_>,
-) -> Result<Option<Vec<Key>>, RouteError> {
-    let parsed = match operand {
-        Operand::Null | Operand::Integer(_) | Operand::Param(ParamValue::Null) => return Ok(None),
-        Operand::Text(text) => hash::parse_text_array(data_type, text),
-        Operand::Param(ParamValue::Text(bytes)) => match std::str::from_utf8(bytes) {
-            Ok(text) => hash::parse_text_array(data_type, text),
-            Err(_) => return Err(not_utf8(entry, data_type)),
-        },
-        Operand::Param(ParamValue::Binary(bytes)) => hash::decode_binary_array(data_type, bytes),
-    };
-    parsed
-        .map(Some)
-        .map_err(|err| bad_key(entry, data_type, err))
-}
-
-/// The database of `key`, checked against the cluster.
-#[inline]
-pub(crate) fn database(
-    sharding: &Sharding,
-    keys: &KeySpace,
-    key: &Key,
-    of: impl FnOnce() -> String,
-) -> Result<usize, RouteError> {
-    let databases = sharding.databases;
-    match hash::database(keys, key) {
-        None => Err(RouteError::NoShardForKey {
-            key: key_text(key),
-            of: of(),
-        }),
-        Some(database) if database >= databases => Err(RouteError::NoSuchShard {
-            shard: database,
-            databases,
-        }),
-        Some(database) => Ok(database),
-    }
-}
-
-/// Two databases a statement would need at once, named in ascending order
-/// (the order conditions come in is canonical, not the statement's).
-pub(crate) fn different_shards(a: usize, b: usize) -> RouteError {
-    RouteError::KeysOnDifferentShards {
-        first: a.min(b),
-        second: a.max(b),
-    }
-}
-
 /// The one column every leaf of `condition` compares, if there is one.
 fn single_column(condition: &Condition, depth: usize) -> Option<&ColumnRef> {
     match condition {
@@ -472,102 +348,39 @@ fn single_column(condition: &Condition, depth: usize) -> Option<&ColumnRef> {
     }
 }
 
+/// Intersect the levels' restrictions with the family tables' databases.
+pub(crate) fn restrict(
+    conditions: &[Compiled],
+    params: &[ParamValue<'_>],
+    sharding: &Sharding,
+    families: Option<ShardSet>,
+) -> Result<Restriction, RouteError> {
+    let mut set = families;
+    let mut nothing = false;
+    let mut lowest: Option<usize> = None;
+    for condition in conditions {
+        match eval(condition, params, sharding, 0)? {
+            Restriction::Free => {}
+            Restriction::Nothing(hint) => {
+                nothing = true;
+                lowest = match (lowest, hint) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            Restriction::Set(next) => set = Some(intersect(set, next)?),
+        }
+    }
+    Ok(match set {
+        Some(set) => Restriction::Set(set),
+        None if nothing => Restriction::Nothing(lowest),
+        None => Restriction::Free,
+    })
+}
+
 fn min_hint(a: Option<usize>, b: Option<usize>) -> Option<usize> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    }
-}
-
-/// The type a value is read as: its explicit cast when that is a key type of
-/// the column's kind (`$1::int4` against a bigint column sends 4 binary
-/// bytes), the column's type without a cast, `None` for a cast to any other
-/// type (`::numeric`, `::text` against a bigint): the comparison then happens
-/// in that type and the value restricts nothing.
-pub(crate) fn effective_type(cast: Option<&str>, column: DataType) -> Option<DataType> {
-    let Some(cast) = cast else {
-        return Some(column);
-    };
-    let cast = match cast {
-        "int2" => DataType::SmallInt,
-        "int4" => DataType::Integer,
-        "int8" => DataType::BigInt,
-        "text" => DataType::Text,
-        "varchar" => DataType::Varchar,
-        "uuid" => DataType::Uuid,
-        _ => return None,
-    };
-    (kind(cast) == kind(column)).then_some(cast)
-}
-
-/// Key types that compare with each other without a cast.
-fn kind(data_type: DataType) -> u8 {
-    match data_type {
-        DataType::BigInt | DataType::Integer | DataType::SmallInt => 0,
-        DataType::Text | DataType::Varchar => 1,
-        DataType::Uuid => 2,
-    }
-}
-
-/// The SQL name of a key type, for messages.
-pub(crate) fn type_name(data_type: DataType) -> &'static str {
-    match data_type {
-        DataType::BigInt => "bigint",
-        DataType::Integer => "integer",
-        DataType::SmallInt => "smallint",
-        DataType::Text => "text",
-        DataType::Varchar => "varchar",
-        DataType::Uuid => "uuid",
-    }
-}
-
-/// `orders.tenant_id`, or just `customer_id` for a column-only entry.
-pub(crate) fn column_name(entry: &ShardedTable) -> String {
-    match &entry.name {
-        Some(name) => format!("{name}.{}", entry.column),
-        None => entry.column.clone(),
-    }
-}
-
-fn bad_key(entry: &ShardedTable, data_type: DataType, err: hash::KeyError) -> RouteError {
-    let hash::KeyError::Invalid(reason) = err;
-    RouteError::BadKey {
-        column: column_name(entry),
-        data_type: type_name(data_type),
-        reason,
-    }
-}
-
-fn not_utf8(entry: &ShardedTable, data_type: DataType) -> RouteError {
-    RouteError::BadKey {
-        column: column_name(entry),
-        data_type: type_name(data_type),
-        reason: "the text-format parameter is not valid UTF-8".to_owned(),
-    }
-}
-
-/// How much of a text key an error message repeats.
-const SHOWN_CHARS: usize = 64;
-
-/// A key as SQL would write it (long text cut short).
-pub(crate) fn key_text(key: &Key) -> String {
-    match key {
-        Key::Int(value) => value.to_string(),
-        Key::Text(text) => match text.char_indices().nth(SHOWN_CHARS) {
-            Some((cut, _)) => format!("'{}'...", text[..cut].replace('\'', "''")),
-            None => format!("'{}'", text.replace('\'', "''")),
-        },
-        Key::Uuid(bytes) => {
-            let mut out = String::with_capacity(38);
-            out.push('\'');
-            for (i, byte) in bytes.iter().enumerate() {
-                if matches!(i, 4 | 6 | 8 | 10) {
-                    out.push('-');
-                }
-                out.push_str(&format!("{byte:02x}"));
-            }
-            out.push('\'');
-            out
-        }
     }
 }

@@ -12,7 +12,7 @@
 use crate::sharding::{KeySpace, Sharding};
 use crate::summary::{SchemaChange, StatementSummary, TableRef};
 
-use super::keys;
+use super::key_values;
 use super::tables::{classify, entry_names, TableClass};
 use super::RouteError;
 
@@ -96,7 +96,7 @@ fn placement<'s>(table: &TableRef, sharding: &'s Sharding) -> Placement<'s> {
         }
         TableClass::Family { family, key } => {
             let key = crate::sharding::Key::Int(key);
-            match keys::database(sharding, &family.keys, &key, String::new) {
+            match key_values::database(sharding, &family.keys, &key, String::new) {
                 Ok(database) => Placement::On(database),
                 // A member with no database: nothing can be placed there.
                 Err(_) => Placement::Keyed(Vec::new()),

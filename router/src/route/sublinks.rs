@@ -8,12 +8,12 @@
 //! [`database`] says, per execution, which database the placed ones need.
 
 use crate::sharding::{KeySpace, Sharding};
-use crate::summary::{ColumnRef, StatementSummary, Sublink, Sublinks, TableRef};
+use crate::summary::{ColumnRef, StatementSummary, Sublink, Sublinks};
 
-use super::keys::{Compiled, Keys, Restriction};
-use super::plan::{restrict, table_facts};
+use super::facts::table_facts;
+use super::keys::{restrict, Compiled, Keys, Restriction};
 use super::shard_set::ShardSet;
-use super::tables::{classify, entry_names, TableClass};
+use super::tables::{key_spaces, named};
 use super::{join, ParamValue, RouteError};
 
 /// A sublink whose rows must all live on one database, which the statement
@@ -211,36 +211,4 @@ fn correlates(
                 .iter()
                 .any(|space| spaces.contains(space))
         })
-}
-
-/// Whether a column qualified with `qualifier` can name `table`: by its
-/// alias, or by its name when it has none.
-pub(super) fn named(table: &TableRef, qualifier: &str) -> bool {
-    match &table.alias {
-        Some(alias) => alias == qualifier,
-        None => table.name == qualifier,
-    }
-}
-
-/// The key spaces in which `column` is `table`'s sharding key: its own
-/// entries' for a configured table, column-only entries' for an unknown
-/// one, none for other tables.
-pub(super) fn key_spaces<'s>(
-    table: &TableRef,
-    column: &str,
-    sharding: &'s Sharding,
-) -> Vec<&'s KeySpace> {
-    let class = classify(table, sharding);
-    sharding
-        .tables
-        .iter()
-        .filter_map(|entry| {
-            let keys_table = match class {
-                TableClass::Sharded => entry_names(entry, table),
-                TableClass::Unknown => entry.name.is_none(),
-                _ => false,
-            };
-            (keys_table && entry.column == column).then_some(&entry.keys)
-        })
-        .collect()
 }

@@ -2,7 +2,7 @@
 //! family, a configured sharded table, an omnisharded (reference) table, a
 //! system catalog, or a table the sharding config does not mention.
 
-use crate::sharding::{ShardedTable, Sharding, TableFamily};
+use crate::sharding::{KeySpace, ShardedTable, Sharding, TableFamily};
 use crate::summary::TableRef;
 
 /// How a table is routed. Checked in this order: an explicit
@@ -113,4 +113,36 @@ fn family_member<'s>(table: &TableRef, sharding: &'s Sharding) -> Option<(&'s Ta
         }
         digits.parse::<i64>().ok().map(|key| (family, key))
     })
+}
+
+/// Whether a column qualified with `qualifier` can name `table`: by its
+/// alias, or by its name when it has none.
+pub(super) fn named(table: &TableRef, qualifier: &str) -> bool {
+    match &table.alias {
+        Some(alias) => alias == qualifier,
+        None => table.name == qualifier,
+    }
+}
+
+/// The key spaces in which `column` is `table`'s sharding key: its own
+/// entries' for a configured table, column-only entries' for an unknown
+/// one, none for other tables.
+pub(super) fn key_spaces<'s>(
+    table: &TableRef,
+    column: &str,
+    sharding: &'s Sharding,
+) -> Vec<&'s KeySpace> {
+    let class = classify(table, sharding);
+    sharding
+        .tables
+        .iter()
+        .filter_map(|entry| {
+            let keys_table = match class {
+                TableClass::Sharded => entry_names(entry, table),
+                TableClass::Unknown => entry.name.is_none(),
+                _ => false,
+            };
+            (keys_table && entry.column == column).then_some(&entry.keys)
+        })
+        .collect()
 }

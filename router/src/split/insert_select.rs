@@ -31,8 +31,7 @@ pub fn check_insert_select(
     sharding: &Sharding,
     databases: &[usize],
 ) -> Result<(), SplitError> {
-    let tree =
-        parser_ffi::parse_protobuf(sql).map_err(|e| SplitError::Unreadable(e.to_string()))?;
+    let tree = parser_ffi::parse_protobuf(sql)?;
     let [raw] = tree.stmts.as_slice() else {
         return Ok(());
     };
@@ -57,18 +56,46 @@ pub fn check_insert_select(
         // No key at all: routing refuses it.
         return Ok(());
     };
-    let refuse = |why: String| SplitError::InsertSelect {
+    let refuse = |why: InsertSelectError| SplitError::InsertSelect {
         table: table.clone(),
         why,
     };
     match arm(select, column, entry, sharding, databases.len() > 1).map_err(&refuse)? {
         Rows::Stay => Ok(()),
         Rows::On(database) if databases == [database] => Ok(()),
-        Rows::On(database) => Err(refuse(format!(
-            "INSERT ... SELECT gives every row the sharding key of shard {database} but reads shard(s) {}: add the key to the SELECT's WHERE clause",
-            databases.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
-        ))),
+        Rows::On(database) => Err(refuse(InsertSelectError::OneShard {
+            database,
+            reads: databases
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })),
     }
+}
+
+/// Why an INSERT ... SELECT into a sharded table would not keep each row
+/// on its shard.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InsertSelectError {
+    #[error("INSERT ... SELECT with UNION, INTERSECT or EXCEPT (other than UNION ALL) into a sharded table is not supported: each shard would combine only its own rows")]
+    SetOperation,
+    #[error("an empty UNION arm")]
+    EmptyArm,
+    #[error("the arms of the UNION ALL put their rows on different shards")]
+    ArmsDiffer,
+    #[error("INSERT ... SELECT with LIMIT, OFFSET or a window clause that runs on several shards would apply it per shard: add the sharding key to the WHERE clause")]
+    CutPerShard,
+    #[error("the SELECT has no column for the sharding key")]
+    NoKeyColumn,
+    #[error("INSERT ... SELECT takes {column} from a sharding key that is not co-located with it (another data type or mapping)")]
+    NotCoLocated { column: String },
+    #[error("no shard is configured for its sharding key")]
+    NoShard,
+    #[error("INSERT ... SELECT must take {column} from the sharding key of a co-located source table (or a literal): any other value may belong to another shard than the one computing the row")]
+    NotFromKey { column: String },
+    #[error("INSERT ... SELECT gives every row the sharding key of shard {database} but reads shard(s) {reads}: add the key to the SELECT's WHERE clause")]
+    OneShard { database: usize, reads: String },
 }
 
 /// Where one SELECT (or each arm of a UNION ALL) puts its rows.
@@ -78,27 +105,27 @@ fn arm(
     entry: &ShardedTable,
     sharding: &Sharding,
     several: bool,
-) -> Result<Rows, String> {
+) -> Result<Rows, InsertSelectError> {
     if select.op != pb::SetOperation::SetopNone as i32 {
         if select.op != pb::SetOperation::SetopUnion as i32 || !select.all {
-            return Err("INSERT ... SELECT with UNION, INTERSECT or EXCEPT (other than UNION ALL) into a sharded table is not supported: each shard would combine only its own rows".into());
+            return Err(InsertSelectError::SetOperation);
         }
-        let left = select.larg.as_deref().ok_or("an empty UNION arm")?;
-        let right = select.rarg.as_deref().ok_or("an empty UNION arm")?;
+        let left = select.larg.as_deref().ok_or(InsertSelectError::EmptyArm)?;
+        let right = select.rarg.as_deref().ok_or(InsertSelectError::EmptyArm)?;
         let (a, b) = (
             arm(left, column, entry, sharding, several)?,
             arm(right, column, entry, sharding, several)?,
         );
         return match a == b {
             true => Ok(a),
-            false => Err("the arms of the UNION ALL put their rows on different shards".into()),
+            false => Err(InsertSelectError::ArmsDiffer),
         };
     }
     let cuts = select.limit_count.is_some()
         || select.limit_offset.is_some()
         || !select.window_clause.is_empty();
     if several && cuts {
-        return Err("INSERT ... SELECT with LIMIT, OFFSET or a window clause that runs on several shards would apply it per shard: add the sharding key to the WHERE clause".into());
+        return Err(InsertSelectError::CutPerShard);
     }
     let value = select
         .target_list
@@ -107,26 +134,24 @@ fn arm(
             Some(N::ResTarget(t)) => t.val.as_deref(),
             _ => None,
         })
-        .ok_or("the SELECT has no column for the sharding key")?;
+        .ok_or(InsertSelectError::NoKeyColumn)?;
     let keys = KeyColumns::of(select, sharding);
     if let Some(space) = keys.key_space(Some(value)) {
         return match co_located(space, &entry.keys) {
             true => Ok(Rows::Stay),
-            false => Err(format!(
-                "INSERT ... SELECT takes {} from a sharding key that is not co-located with it (another data type or mapping)",
-                entry.column
-            )),
+            false => Err(InsertSelectError::NotCoLocated {
+                column: entry.column.clone(),
+            }),
         };
     }
     if let Ok(key) = row_key_value(value, entry, &[]) {
         return hash::database(&entry.keys, &key)
             .map(Rows::On)
-            .ok_or_else(|| "no shard is configured for its sharding key".into());
+            .ok_or(InsertSelectError::NoShard);
     }
-    Err(format!(
-        "INSERT ... SELECT must take {} from the sharding key of a co-located source table (or a literal): any other value may belong to another shard than the one computing the row",
-        entry.column
-    ))
+    Err(InsertSelectError::NotFromKey {
+        column: entry.column.clone(),
+    })
 }
 
 /// Equal values map to the same database under both.

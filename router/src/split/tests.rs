@@ -1,7 +1,7 @@
 //! Splitting multi-row INSERTs: one line per statement.
 
 use super::*;
-use crate::sharding::{DataType, KeySpace, ShardFunction};
+use crate::sharding::{DataType, Key, KeySpace, ShardFunction};
 
 /// 2 databases: `orders` by `user_id` (1, 3 -> 0; 2, -4 -> 1), tables with a
 /// `tenant` column by it ('a' -> 0, 'b' -> 1); `r` omnisharded.

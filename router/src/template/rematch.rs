@@ -15,7 +15,9 @@
 //! lexed by the lexer's own rules, and the rest of the text is the key's
 //! byte for byte, so its tokens are the key's too.
 
-use super::{is_ident_cont, quoted_end, Lexer, Literal, LiteralKind};
+use super::bytes::{is_ident_cont, quoted_end};
+use super::lexer::Lexer;
+use super::{Literal, LiteralKind};
 
 /// The literals of `core` if its template key is `key` (a key made by
 /// [`template`](super::template)); `None` if it is not, or if that cannot

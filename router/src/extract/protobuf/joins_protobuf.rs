@@ -11,7 +11,10 @@ use super::super::joins::{
     and_all, finish, LevelBuilder, OwnFacts, QueryFacts, RawCte, RawItem, RawLevel, Target,
 };
 use super::super::MAX_SUBLINK_TABLES;
-use super::{column, condition, equalities, inner, non_empty, table_ref, Item, Stack};
+use super::children_protobuf::{Item, Stack};
+use super::conditions_protobuf::{condition, equalities};
+use super::values_protobuf::column;
+use super::{inner, non_empty, table_ref};
 use crate::extract::ExtractError;
 use crate::summary::{Joins, OuterKind, TableRef};
 
@@ -148,32 +151,7 @@ fn tree<'a>(
             }
         };
         match item.node.as_ref() {
-            Some(NodeEnum::JoinExpr(join)) => {
-                let kind = match join.jointype() {
-                    pb::JoinType::JoinInner => None,
-                    pb::JoinType::JoinLeft => Some(OuterKind::Left),
-                    pb::JoinType::JoinRight => Some(OuterKind::Right),
-                    _ => Some(OuterKind::Full),
-                };
-                let index = level.open(kind, names(&join.using_clause), join.is_natural);
-                let outer = level.outer(index);
-                if let Some(quals) = join.quals.as_deref() {
-                    equalities(quals, |a, b| level.equality(a, b, outer));
-                    if kind.is_none() && preserved {
-                        condition_of(quals, level)?;
-                    }
-                }
-                let (left, right) = match kind {
-                    None => (preserved, preserved),
-                    Some(OuterKind::Left) => (preserved, false),
-                    Some(OuterKind::Right) => (false, preserved),
-                    Some(OuterKind::Full) => (false, false),
-                };
-                steps.push(Step::Close(index));
-                steps.extend(join.rarg.as_deref().map(|side| Step::Item(side, right)));
-                steps.push(Step::Mid(index));
-                steps.extend(join.larg.as_deref().map(|side| Step::Item(side, left)));
-            }
+            Some(NodeEnum::JoinExpr(join)) => join_expr(join, preserved, level, &mut steps)?,
             Some(NodeEnum::RangeVar(range_var)) if !range_var.relname.is_empty() => {
                 level.item(RawItem::Table {
                     table: table_ref(range_var),
@@ -206,6 +184,42 @@ fn tree<'a>(
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// A join of a FROM tree: opened in `level` (its ON's equalities, and
+/// its condition when INNER and reached through preserved sides), its
+/// sides queued on `steps` between its middle and its close.
+fn join_expr<'a>(
+    join: &'a pb::JoinExpr,
+    preserved: bool,
+    level: &mut LevelBuilder,
+    steps: &mut Vec<Step<'a>>,
+) -> Result<(), ExtractError> {
+    let kind = match join.jointype() {
+        pb::JoinType::JoinInner => None,
+        pb::JoinType::JoinLeft => Some(OuterKind::Left),
+        pb::JoinType::JoinRight => Some(OuterKind::Right),
+        _ => Some(OuterKind::Full),
+    };
+    let index = level.open(kind, names(&join.using_clause), join.is_natural);
+    let outer = level.outer(index);
+    if let Some(quals) = join.quals.as_deref() {
+        equalities(quals, |a, b| level.equality(a, b, outer));
+        if kind.is_none() && preserved {
+            condition_of(quals, level)?;
+        }
+    }
+    let (left, right) = match kind {
+        None => (preserved, preserved),
+        Some(OuterKind::Left) => (preserved, false),
+        Some(OuterKind::Right) => (false, preserved),
+        Some(OuterKind::Full) => (false, false),
+    };
+    steps.push(Step::Close(index));
+    steps.extend(join.rarg.as_deref().map(|side| Step::Item(side, right)));
+    steps.push(Step::Mid(index));
+    steps.extend(join.larg.as_deref().map(|side| Step::Item(side, left)));
     Ok(())
 }
 

@@ -10,7 +10,11 @@ use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
 use super::super::resolve::StatementTables;
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
-use super::{equalities, inner, non_empty, table_ref, Item, Levels, Scope, Scopes, Stack};
+use super::children_protobuf::{Item, Stack};
+use super::conditions_protobuf::equalities;
+use super::levels_protobuf::Levels;
+use super::scopes_protobuf::{Scope, Scopes};
+use super::{inner, non_empty, table_ref};
 use crate::extract::ExtractError;
 use crate::summary::Sublinks;
 
@@ -35,9 +39,30 @@ pub(super) fn sublinks<'a>(
     stack: &mut Stack<'a>,
     is_cte: impl Fn(&str) -> bool,
 ) -> Result<Sublinks, ExtractError> {
+    let (regions, queries) = walk(root, levels, stack);
+    let mut found = Vec::with_capacity(queries.len());
+    for (query, depth, scope) in queries {
+        let conditions = match query {
+            Some(query) => levels.run_at(query, depth, scope, tables)?,
+            None => Vec::new(),
+        };
+        found.push((conditions, own_level(query)));
+    }
+    Ok(regions.finish(found, is_cte))
+}
+
+/// A sublink's query, its tree depth, and the CTEs it sees.
+type Query<'a> = (Option<&'a NodeEnum>, usize, Scope);
+
+/// The walk: the statement's regions (its own levels, each sublink's, and
+/// the CTEs and names in each), and each sublink's query.
+fn walk<'a>(
+    root: &'a NodeEnum,
+    levels: &mut Levels<'a>,
+    stack: &mut Stack<'a>,
+) -> (Regions, Vec<Query<'a>>) {
     let mut regions = Regions::new();
-    // Each sublink's query, its tree depth, and the CTEs it sees.
-    let mut queries: Vec<(Option<&'a NodeEnum>, usize, Scope)> = Vec::new();
+    let mut queries: Vec<Query<'a>> = Vec::new();
     let mut visits = vec![Visit {
         item: Item::Node(root),
         depth: 1,
@@ -59,32 +84,21 @@ pub(super) fn sublinks<'a>(
                 range_var_item(range_var, scope, region, cte, &levels.scopes, &mut regions);
                 continue;
             }
-            Item::Select(select) => {
-                if let Some(with) = &select.with_clause {
+            Item::Select(_) | Item::Other(_) => {
+                if let Item::Select(pb::SelectStmt {
+                    with_clause: Some(with),
+                    ..
+                }) = item
+                {
                     let at = (depth, region, cte);
-                    scope = enter(
-                        with,
-                        scope,
-                        at,
-                        &mut levels.scopes,
-                        &mut regions,
-                        &mut visits,
-                    );
+                    let (scopes, visits) = (&mut levels.scopes, &mut visits);
+                    scope = enter(with, scope, at, scopes, &mut regions, visits);
                 }
-                push_children(item, depth, (scope, region, cte), stack, &mut visits);
-                continue;
-            }
-            Item::Other(_) => {
                 push_children(item, depth, (scope, region, cte), stack, &mut visits);
                 continue;
             }
         };
         let with = match node {
-            NodeEnum::SelectStmt(select) => select.with_clause.as_ref(),
-            NodeEnum::InsertStmt(insert) => insert.with_clause.as_ref(),
-            NodeEnum::UpdateStmt(update) => update.with_clause.as_ref(),
-            NodeEnum::DeleteStmt(delete) => delete.with_clause.as_ref(),
-            NodeEnum::MergeStmt(merge) => merge.with_clause.as_ref(),
             NodeEnum::SubLink(sublink) => {
                 region = regions.new_sublink();
                 cte = None;
@@ -102,56 +116,55 @@ pub(super) fn sublinks<'a>(
             | NodeEnum::ColumnRef(_)
             | NodeEnum::AConst(_)
             | NodeEnum::ParamRef(_) => continue,
-            NodeEnum::RangeSubselect(subselect) => {
-                name(subselect.alias.as_ref(), None, &mut regions);
-                None
+            other => {
+                item_names(other, &mut regions);
+                with_clause(other)
             }
-            NodeEnum::RangeFunction(function) => {
-                if function.alias.is_some() {
-                    name(function.alias.as_ref(), None, &mut regions);
-                } else {
-                    function_names(&function.functions, &mut regions);
-                }
-                None
-            }
-            NodeEnum::RangeTableFunc(function) => {
-                name(function.alias.as_ref(), Some("xmltable"), &mut regions);
-                None
-            }
-            NodeEnum::JsonTable(table) => {
-                name(table.alias.as_ref(), Some("json_table"), &mut regions);
-                None
-            }
-            NodeEnum::JoinExpr(join) => {
-                name(join.alias.as_ref(), None, &mut regions);
-                name(join.join_using_alias.as_ref(), None, &mut regions);
-                None
-            }
-            _ => None,
         };
         if let Some(with) = with {
             let at = (depth, region, cte);
-            scope = enter(
-                with,
-                scope,
-                at,
-                &mut levels.scopes,
-                &mut regions,
-                &mut visits,
-            );
+            let (scopes, visits) = (&mut levels.scopes, &mut visits);
+            scope = enter(with, scope, at, scopes, &mut regions, visits);
         }
         push_children(item, depth, (scope, region, cte), stack, &mut visits);
     }
+    (regions, queries)
+}
 
-    let mut found = Vec::with_capacity(queries.len());
-    for (query, depth, scope) in queries {
-        let conditions = match query {
-            Some(query) => levels.run_at(query, depth, scope, tables)?,
-            None => Vec::new(),
-        };
-        found.push((conditions, own_level(query)));
+/// The WITH clause of a statement node.
+fn with_clause(node: &NodeEnum) -> Option<&pb::WithClause> {
+    match node {
+        NodeEnum::SelectStmt(select) => select.with_clause.as_ref(),
+        NodeEnum::InsertStmt(insert) => insert.with_clause.as_ref(),
+        NodeEnum::UpdateStmt(update) => update.with_clause.as_ref(),
+        NodeEnum::DeleteStmt(delete) => delete.with_clause.as_ref(),
+        NodeEnum::MergeStmt(merge) => merge.with_clause.as_ref(),
+        _ => None,
     }
-    Ok(regions.finish(found, is_cte))
+}
+
+/// The names a FROM item other than a table gives itself (a subquery's,
+/// function's or join's alias), which outer qualifiers cannot mean.
+fn item_names(node: &NodeEnum, regions: &mut Regions) {
+    match node {
+        NodeEnum::RangeSubselect(subselect) => name(subselect.alias.as_ref(), None, regions),
+        NodeEnum::RangeFunction(function) => {
+            if function.alias.is_some() {
+                name(function.alias.as_ref(), None, regions);
+            } else {
+                function_names(&function.functions, regions);
+            }
+        }
+        NodeEnum::RangeTableFunc(function) => {
+            name(function.alias.as_ref(), Some("xmltable"), regions)
+        }
+        NodeEnum::JsonTable(table) => name(table.alias.as_ref(), Some("json_table"), regions),
+        NodeEnum::JoinExpr(join) => {
+            name(join.alias.as_ref(), None, regions);
+            name(join.join_using_alias.as_ref(), None, regions);
+        }
+        _ => {}
+    }
 }
 
 /// Queue `item`'s children (one deeper) with the given scope, region and CTE.

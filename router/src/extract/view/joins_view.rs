@@ -6,13 +6,14 @@
 //! stack, conditions through [`condition`].
 
 use parser_ffi::protobuf::{JoinType, SetOperation};
-use parser_ffi::view::{self, Alias, List, Node, NodeRef, RangeVar, SelectStmt, Walk};
+use parser_ffi::view::{self, Alias, JoinExpr, List, Node, NodeRef, RangeVar, SelectStmt, Walk};
 
 use super::super::joins::{
     finish, LevelBuilder, OwnFacts, QueryFacts, RawCte, RawItem, RawLevel, Target,
 };
 use super::super::MAX_SUBLINK_TABLES;
-use super::{column_of, condition, equalities, Booleans};
+use super::conditions_view::{condition, equalities, Booleans};
+use super::values_view::column_of;
 use crate::extract::ExtractError;
 use crate::summary::{Joins, OuterKind, TableRef};
 
@@ -151,34 +152,7 @@ impl<'a> Reader<'_, 'a> {
                     }
                 };
                 match item.kind() {
-                    NodeRef::JoinExpr(join) => {
-                        let kind = match join.jointype() {
-                            JoinType::JoinInner => None,
-                            JoinType::JoinLeft => Some(OuterKind::Left),
-                            JoinType::JoinRight => Some(OuterKind::Right),
-                            _ => Some(OuterKind::Full),
-                        };
-                        let index = level.open(kind, names(join.using_clause()), join.is_natural());
-                        let outer = level.outer(index);
-                        if let Some(quals) = join.quals() {
-                            equalities(quals, |a, b| level.equality(a, b, outer));
-                            if kind.is_none() && preserved {
-                                level.condition_of(quals, self.booleans)?;
-                            }
-                        }
-                        let (left, right) = match kind {
-                            None => (preserved, preserved),
-                            Some(OuterKind::Left) => (preserved, false),
-                            Some(OuterKind::Right) => (false, preserved),
-                            Some(OuterKind::Full) => (false, false),
-                        };
-                        self.steps.push(Step::Close(index));
-                        self.steps
-                            .extend(join.rarg().map(|side| Step::Item(side, right)));
-                        self.steps.push(Step::Mid(index));
-                        self.steps
-                            .extend(join.larg().map(|side| Step::Item(side, left)));
-                    }
+                    NodeRef::JoinExpr(join) => self.join_expr(join, preserved, level)?,
                     NodeRef::RangeVar(range) => {
                         if let Some(table) = table_of(range) {
                             level.item(RawItem::Table {
@@ -213,6 +187,44 @@ impl<'a> Reader<'_, 'a> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// A join of a FROM tree: opened in `level` (its ON's equalities, and
+    /// its condition when INNER and reached through preserved sides), its
+    /// sides queued between its middle and its close.
+    fn join_expr(
+        &mut self,
+        join: JoinExpr<'a>,
+        preserved: bool,
+        level: &mut LevelBuilder,
+    ) -> Result<(), ExtractError> {
+        let kind = match join.jointype() {
+            JoinType::JoinInner => None,
+            JoinType::JoinLeft => Some(OuterKind::Left),
+            JoinType::JoinRight => Some(OuterKind::Right),
+            _ => Some(OuterKind::Full),
+        };
+        let index = level.open(kind, names(join.using_clause()), join.is_natural());
+        let outer = level.outer(index);
+        if let Some(quals) = join.quals() {
+            equalities(quals, |a, b| level.equality(a, b, outer));
+            if kind.is_none() && preserved {
+                level.condition_of(quals, self.booleans)?;
+            }
+        }
+        let (left, right) = match kind {
+            None => (preserved, preserved),
+            Some(OuterKind::Left) => (preserved, false),
+            Some(OuterKind::Right) => (false, preserved),
+            Some(OuterKind::Full) => (false, false),
+        };
+        self.steps.push(Step::Close(index));
+        self.steps
+            .extend(join.rarg().map(|side| Step::Item(side, right)));
+        self.steps.push(Step::Mid(index));
+        self.steps
+            .extend(join.larg().map(|side| Step::Item(side, left)));
         Ok(())
     }
 
@@ -284,44 +296,47 @@ impl<'a> Reader<'_, 'a> {
         }
         own.conditions
             .extend(super::super::joins::and_all(conditions));
-        for target in select.target_list().iter().flatten() {
-            let NodeRef::ResTarget(target) = target.kind() else {
-                own.targets.push(Target::Other);
-                continue;
-            };
-            own.targets
-                .push(match target.val().map(|val| (val, val.kind())) {
-                    Some((_, NodeRef::ColumnRef(column))) => {
-                        let fields = column.fields();
-                        let last = fields
-                            .len()
-                            .checked_sub(1)
-                            .and_then(|last| fields.get(last));
-                        match last.map(Node::kind) {
-                            Some(NodeRef::AStar(_)) => {
-                                let qualifier = fields
-                                    .len()
-                                    .checked_sub(2)
-                                    .and_then(|at| fields.get(at))
-                                    .and_then(|field| match field.kind() {
-                                        NodeRef::String(name) => name.sval(),
-                                        _ => None,
-                                    });
-                                Target::Star(qualifier.map(str::to_owned))
-                            }
-                            _ => match target.val().and_then(column_of) {
-                                Some(column) => Target::Column(
-                                    target.name().unwrap_or(column.column).to_owned(),
-                                    column.to_column(),
-                                ),
-                                None => Target::Other,
-                            },
-                        }
-                    }
-                    _ => Target::Other,
-                });
-        }
+        own.targets = select
+            .target_list()
+            .iter()
+            .flatten()
+            .map(target_of)
+            .collect();
         Ok(own)
+    }
+}
+
+/// One select-list item.
+fn target_of(target: Node<'_>) -> Target {
+    let NodeRef::ResTarget(target) = target.kind() else {
+        return Target::Other;
+    };
+    let val = target.val();
+    let Some(NodeRef::ColumnRef(column_ref)) = val.map(Node::kind) else {
+        return Target::Other;
+    };
+    let fields = column_ref.fields();
+    let last = fields
+        .len()
+        .checked_sub(1)
+        .and_then(|last| fields.get(last));
+    if let Some(NodeRef::AStar(_)) = last.map(Node::kind) {
+        let qualifier = fields
+            .len()
+            .checked_sub(2)
+            .and_then(|at| fields.get(at))
+            .and_then(|field| match field.kind() {
+                NodeRef::String(name) => name.sval(),
+                _ => None,
+            });
+        return Target::Star(qualifier.map(str::to_owned));
+    }
+    match val.and_then(column_of) {
+        Some(column) => Target::Column(
+            target.name().unwrap_or(column.column).to_owned(),
+            column.to_column(),
+        ),
+        None => Target::Other,
     }
 }
 

@@ -2,28 +2,19 @@
 //! [`crate::extract`]): one more walk of the statement, scoped (each query
 //! enters its WITH, each CTE body sees what Postgres lets it see), that
 //! sorts tables and CTE references into regions ([`Regions`]); then, per
-//! sublink, a run of [`Levels`] over its query from the scope it sits in,
-//! and a look at its own level. Iterative throughout, like the rest of the
-//! engine.
+//! sublink, a run of [`Levels`](super::levels_view::Levels) over its query
+//! from the scope it sits in, and a look at its own level. Iterative
+//! throughout, like the rest of the engine.
 
 use parser_ffi::protobuf::{JoinType, SetOperation};
 use parser_ffi::view::{Alias, Node, NodeRef, RangeVar, WithClause};
 
-use super::super::resolve::StatementTables;
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
-use super::{equalities, Booleans, Levels, Scope, Scopes, Task};
+use super::conditions_view::equalities;
+use super::levels_view::Passes;
+use super::scopes_view::{Scope, Scopes};
 use crate::extract::ExtractError;
-use crate::summary::{Condition, Sublinks, TableRef};
-
-/// The buffers of the condition pass, lent to the sublinks' runs.
-pub(super) struct Passes<'s, 'a> {
-    pub tasks: &'s mut Vec<Task<'a>>,
-    pub sinks: &'s mut Vec<Vec<Condition>>,
-    pub joins: &'s mut Vec<Node<'a>>,
-    pub scopes: &'s mut Scopes<'a>,
-    pub booleans: &'s mut Booleans<'a>,
-    pub tables: &'s StatementTables<'s>,
-}
+use crate::summary::{Sublinks, TableRef};
 
 /// One node still to visit: the CTEs it sees, its region, and the CTE
 /// whose body it is in (not counting bodies outside its sublink).
@@ -38,20 +29,29 @@ struct Visit<'a> {
 /// names of the statement's CTEs.
 pub(super) fn sublinks<'a>(
     stmt: Node<'a>,
-    passes: Passes<'_, 'a>,
+    mut passes: Passes<'_, 'a>,
     is_cte: impl Fn(&str) -> bool,
 ) -> Result<Sublinks, ExtractError> {
-    let Passes {
-        tasks,
-        sinks,
-        joins,
-        scopes,
-        booleans,
-        tables,
-    } = passes;
+    let (regions, queries) = walk(stmt, passes.scopes);
+    let mut levels = Vec::with_capacity(queries.len());
+    for (query, scope) in queries {
+        let conditions = match query {
+            Some(query) => passes.levels().run_at(query, scope, false)?.0,
+            None => Vec::new(),
+        };
+        levels.push((conditions, own_level(query)));
+    }
+    Ok(regions.finish(levels, is_cte))
+}
+
+/// A sublink's query, and the CTEs it sees.
+type Query<'a> = (Option<Node<'a>>, Scope);
+
+/// The walk: the statement's regions (its own levels, each sublink's, and
+/// the CTEs and names in each), and each sublink's query.
+fn walk<'a>(stmt: Node<'a>, scopes: &mut Scopes<'a>) -> (Regions, Vec<Query<'a>>) {
     let mut regions = Regions::new();
-    // Each sublink's query, and the CTEs it sees.
-    let mut queries: Vec<(Option<Node<'a>>, Scope)> = Vec::new();
+    let mut queries: Vec<Query<'a>> = Vec::new();
     let mut stack = vec![Visit {
         node: stmt,
         scope: None,
@@ -67,11 +67,6 @@ pub(super) fn sublinks<'a>(
     }) = stack.pop()
     {
         let with = match node.kind() {
-            NodeRef::SelectStmt(select) => select.with_clause(),
-            NodeRef::InsertStmt(insert) => insert.with_clause(),
-            NodeRef::UpdateStmt(update) => update.with_clause(),
-            NodeRef::DeleteStmt(delete) => delete.with_clause(),
-            NodeRef::MergeStmt(merge) => merge.with_clause(),
             NodeRef::SubLink(sublink) => {
                 region = regions.new_sublink();
                 cte = None;
@@ -89,32 +84,10 @@ pub(super) fn sublinks<'a>(
             | NodeRef::ColumnRef(_)
             | NodeRef::AConst(_)
             | NodeRef::ParamRef(_) => continue,
-            NodeRef::RangeSubselect(subselect) => {
-                name(subselect.alias(), None, &mut regions);
-                None
+            other => {
+                item_names(other, &mut regions);
+                with_clause(other)
             }
-            NodeRef::RangeFunction(function) => {
-                if function.alias().is_some() {
-                    name(function.alias(), None, &mut regions);
-                } else {
-                    function_names(function.functions(), &mut regions);
-                }
-                None
-            }
-            NodeRef::RangeTableFunc(function) => {
-                name(function.alias(), Some("xmltable"), &mut regions);
-                None
-            }
-            NodeRef::JsonTable(table) => {
-                name(table.alias(), Some("json_table"), &mut regions);
-                None
-            }
-            NodeRef::JoinExpr(join) => {
-                name(join.alias(), None, &mut regions);
-                name(join.join_using_alias(), None, &mut regions);
-                None
-            }
-            _ => None,
         };
         if let Some(with) = with {
             scope = enter(with, scope, region, cte, scopes, &mut regions, &mut stack);
@@ -127,31 +100,41 @@ pub(super) fn sublinks<'a>(
             cte,
         }));
     }
+    (regions, queries)
+}
 
-    let mut levels = Vec::with_capacity(queries.len());
-    for (query, scope) in queries {
-        let conditions = match query {
-            Some(query) => {
-                tasks.clear();
-                sinks.clear();
-                joins.clear();
-                let run = Levels {
-                    tasks: &mut *tasks,
-                    out: Vec::new(),
-                    sinks: &mut *sinks,
-                    joins: &mut *joins,
-                    scopes: &mut *scopes,
-                    booleans: &mut *booleans,
-                    tables,
-                    insert_without_columns: false,
-                };
-                run.run_at(query, scope, false)?.0
-            }
-            None => Vec::new(),
-        };
-        levels.push((conditions, own_level(query)));
+/// The WITH clause of a statement node.
+fn with_clause(node: NodeRef<'_>) -> Option<WithClause<'_>> {
+    match node {
+        NodeRef::SelectStmt(select) => select.with_clause(),
+        NodeRef::InsertStmt(insert) => insert.with_clause(),
+        NodeRef::UpdateStmt(update) => update.with_clause(),
+        NodeRef::DeleteStmt(delete) => delete.with_clause(),
+        NodeRef::MergeStmt(merge) => merge.with_clause(),
+        _ => None,
     }
-    Ok(regions.finish(levels, is_cte))
+}
+
+/// The names a FROM item other than a table gives itself (a subquery's,
+/// function's or join's alias), which outer qualifiers cannot mean.
+fn item_names(node: NodeRef<'_>, regions: &mut Regions) {
+    match node {
+        NodeRef::RangeSubselect(subselect) => name(subselect.alias(), None, regions),
+        NodeRef::RangeFunction(function) => {
+            if function.alias().is_some() {
+                name(function.alias(), None, regions);
+            } else {
+                function_names(function.functions(), regions);
+            }
+        }
+        NodeRef::RangeTableFunc(function) => name(function.alias(), Some("xmltable"), regions),
+        NodeRef::JsonTable(table) => name(table.alias(), Some("json_table"), regions),
+        NodeRef::JoinExpr(join) => {
+            name(join.alias(), None, regions);
+            name(join.join_using_alias(), None, regions);
+        }
+        _ => {}
+    }
 }
 
 /// A query's WITH: its CTEs become visible (the scope returned) and their
