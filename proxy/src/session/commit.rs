@@ -66,7 +66,7 @@ impl Session {
         let mut servers = self.attached.take_all();
         self.txn.ended();
         self.end_txn_overrides();
-        let pending = std::mem::take(&mut self.settings.pending);
+        let pending = self.settings.take_pending();
         for (_, server) in &mut servers {
             // Settings changed inside the transaction ran on one shard or
             // another: every server is reset as it goes back.
@@ -89,7 +89,7 @@ impl Session {
         };
         if ended == Ok("COMMIT") {
             for change in &pending {
-                self.settings.params.apply(change, &self.settings.defaults);
+                self.settings.take_effect(change, false);
             }
             self.schema_committed();
         }

@@ -264,10 +264,10 @@ impl Session {
             return;
         };
         if tag == TagSays::Commit {
-            for change in self.settings.pending.drain(..) {
-                self.settings.params.apply(&change, &self.settings.defaults);
+            let session_mode = self.cluster.mode == PoolerMode::Session;
+            for change in self.settings.take_pending() {
+                self.settings.take_effect(&change, session_mode);
                 server.conn.applied.apply_on_server(&change);
-                self.settings.resync |= self.cluster.mode == PoolerMode::Session;
             }
         } else if tag == TagSays::Rollback {
             self.settings.pending.clear();
@@ -328,9 +328,9 @@ impl Session {
             };
             for change in changes.into_iter().chain(extended) {
                 if status == TransactionStatus::Idle {
-                    self.settings.params.apply(&change, &self.settings.defaults);
+                    let session_mode = self.cluster.mode == PoolerMode::Session;
+                    self.settings.take_effect(&change, session_mode);
                     conn.applied.apply_on_server(&change);
-                    self.settings.resync |= self.cluster.mode == PoolerMode::Session;
                 } else {
                     self.settings.pending.push(change);
                 }
@@ -342,8 +342,7 @@ impl Session {
                     conn.dirty = false;
                     self.statements.clear();
                     self.sql_names.clear();
-                    self.settings.params = self.settings.defaults.clone();
-                    self.settings.pending.clear();
+                    self.settings.discard_all();
                 }
                 Effect::DeallocateAll => conn.prepared.clear(),
                 _ => {}

@@ -73,7 +73,7 @@ impl Session {
         }
         if !failed {
             for change in settings {
-                self.settings.params.apply(&change, &self.settings.defaults);
+                self.settings.take_effect(&change, false);
             }
         }
         let status = self.client_status(TransactionStatus::Idle);
