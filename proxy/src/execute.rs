@@ -1,7 +1,10 @@
-//! Running a plan on servers: what several servers' replies become for
-//! the client (merges and the value arithmetic they need), and two-phase
-//! commit's coordinator, decision log and recovery.
+//! Running a plan on servers, below the session: several servers read at
+//! once (`fan_out.rs`: a task and a bounded channel per server), what
+//! their replies become for the client (`merge/`: merges and the value
+//! arithmetic they need), two-phase commit's coordinator, decision log and
+//! recovery, and the catalog read through a connection.
 
 pub mod catalog;
+pub mod fan_out;
 pub mod merge;
 pub mod two_phase;

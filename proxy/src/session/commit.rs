@@ -33,7 +33,7 @@ impl Session {
         shards: &[usize],
         request: impl Fn(&Pooled, &mut bytes::BytesMut),
         reply: super::fan_out::Reply,
-        prepare: Option<super::fan_out::Prepare>,
+        prepare: Option<crate::execute::fan_out::Prepare>,
     ) -> Result<(), End> {
         let errors = self.pipeline.segment_errors;
         self.txn.begin_implicit();

@@ -1,6 +1,6 @@
 //! A simple query that goes to several shards: sent to a server of each,
 //! whose replies are read concurrently (one task per server, bounded
-//! channel) and merged as they come: the first server to answer supplies
+//! channel: `execute/fan_out.rs`) and merged as they come: the first server to answer supplies
 //! the headers, every server's rows stream to the client as they arrive (a
 //! slow shard delays only its own rows), one CommandComplete sums the
 //! counts. A CancelRequest from the client, `query_timeout` and the client
@@ -22,14 +22,7 @@ use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
 use crate::protocol::messages;
 use router::merge::MergePlan;
 
-mod preface;
-mod readers;
-
-use readers::{next_report, send_cancel, spawn_readers, Reader};
-
-/// What a reading task reports: a whole message of its server, or (`None`)
-/// that its connection broke.
-pub(super) type Report = Option<BackendFrame>;
+use crate::execute::fan_out::{next_report, send_cancel, spawn_readers, Prepare, Reader, Report};
 
 /// A SELECT's rows merged by plan (see [`crate::execute::merge::RowMerge`]).
 pub(super) struct MergeRequest {
@@ -37,17 +30,6 @@ pub(super) struct MergeRequest {
     pub window: Window,
     /// The parameters HAVING reads, as text (an EXECUTE's arguments).
     pub params: Vec<Option<String>>,
-}
-
-/// A statement prepared with SQL PREPARE (`sql_prepared.rs`) that a
-/// fan-out's request runs: a server that lacks it prepares it first
-/// (`fan_out/preface.rs`).
-pub(super) struct Prepare {
-    pub id: u64,
-    /// Its PREPARE.
-    pub sql: String,
-    /// How many statements a server may hold (`prepared_statements_limit`).
-    pub limit: usize,
 }
 
 /// Whose transaction a fan-out runs in.

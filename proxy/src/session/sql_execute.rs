@@ -21,13 +21,14 @@ use router::route::{Overrides, Params, RouteError, Routed};
 use router::summary::{Argument, SessionEffect, StatementKind};
 
 use super::dispatch::Shards;
-use super::fan_out::{MergeRequest, Prepare, Reply, Scope};
+use super::fan_out::{MergeRequest, Reply, Scope};
 use super::reply_plan::{self, Step};
 use super::sql_prepare::SqlQuery;
 use super::sql_prepared::{self, ExecuteMerge, ShardRun, SqlStatement, TypedRoute};
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
+use crate::execute::fan_out::Prepare;
 use crate::pool::Pooled;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;

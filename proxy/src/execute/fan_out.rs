@@ -1,16 +1,32 @@
-//! A fan-out's reading tasks: each server gets its request (after a
-//! PREPARE it lacks, `preface.rs`) and its reply is read in a task of its
-//! own into a bounded channel of its own, whole messages until its
-//! ReadyForQuery.
+//! A fan-out's reading tasks, session-free: each server gets its request
+//! (after a PREPARE it lacks, `fan_out/preface.rs`) and its reply is read
+//! in a task of its own into a bounded channel of its own, whole messages
+//! until its ReadyForQuery; the caller (`session/fan_out.rs`) takes the
+//! reports as they come and merges them.
+
+mod preface;
 
 use std::task::Poll;
 
 use bytes::BytesMut;
 use tokio::sync::mpsc;
 
-use super::{preface, Prepare, Report};
 use crate::pool::Pooled;
-use crate::protocol::backend::BackendKind;
+use crate::protocol::backend::{BackendFrame, BackendKind};
+
+/// What a reading task reports: a whole message of its server, or (`None`)
+/// that its connection broke.
+pub type Report = Option<BackendFrame>;
+
+/// A statement prepared with SQL PREPARE that a fan-out's request runs: a
+/// server that lacks it prepares it first (`fan_out/preface.rs`).
+pub struct Prepare {
+    pub id: u64,
+    /// Its PREPARE.
+    pub sql: String,
+    /// How many statements a server may hold (`prepared_statements_limit`).
+    pub limit: usize,
+}
 
 /// Server messages in flight from each reading task to the session: enough
 /// to keep every shard busy, few enough that a fast shard cannot fill
@@ -22,7 +38,7 @@ const IN_FLIGHT: usize = 64;
 /// into a bounded channel of its own.
 /// A server that lacks `prepare`'s statement prepares it first; if that
 /// fails, its error is the server's reply and the request is not sent.
-pub(super) fn spawn_readers(
+pub fn spawn_readers(
     servers: Vec<Pooled>,
     request: impl Fn(&Pooled, &mut BytesMut),
     prepare: Option<&Prepare>,
@@ -52,18 +68,16 @@ pub(super) fn spawn_readers(
 }
 
 /// Deliver a cancel to `target` in a task of its own.
-pub(super) fn send_cancel(
-    target: crate::conn::cancel::CancelTarget,
-) -> tokio::task::JoinHandle<()> {
+pub fn send_cancel(target: crate::conn::cancel::CancelTarget) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move { crate::conn::cancel::send(&target).await })
 }
 
 /// A reading task: gives back its server and whether the reply came whole.
-pub(super) type Reader = tokio::task::JoinHandle<(Pooled, bool)>;
+pub type Reader = tokio::task::JoinHandle<(Pooled, bool)>;
 
 /// The next report of one of the `candidates`' channels: its index, and
 /// the report (`None`: the channel closed, its task is over).
-pub(super) async fn next_report(
+pub async fn next_report(
     incoming: &mut [Option<mpsc::Receiver<Report>>],
     candidates: &[usize],
 ) -> (usize, Option<Report>) {
