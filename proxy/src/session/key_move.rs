@@ -25,16 +25,14 @@ use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
+use crate::execute::row_move::{
+    cascades, described, encode, exchange, inserted, refused, statement, Values,
+};
 use crate::metrics::RouteKind;
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
 use crate::protocol::frontend::{Bind, FrontendKind};
-use crate::protocol::sqlstate;
 use crate::protocol::{messages, rows};
-
-mod wire;
-
-use wire::{cascades, described, exchange, inserted, statement};
 
 /// A bound UPDATE that moves a row, run at its Execute.
 #[derive(Debug)]
@@ -45,43 +43,6 @@ pub struct MovePortal {
     target: usize,
     /// Bound inside the client's transaction: the move joins it.
     in_txn: bool,
-}
-
-/// A statement's parameter values: text or binary (one format code each),
-/// with the types its Parse declared.
-#[derive(Debug, Default)]
-pub(super) struct Values {
-    values: Vec<Option<Bytes>>,
-    formats: Vec<i16>,
-    types: Vec<u32>,
-}
-
-impl Values {
-    fn of(bind: &Bind, types: &[u32]) -> Values {
-        Values {
-            values: bind.params.clone(),
-            formats: (0..bind.params.len())
-                .map(|i| bind.param_format(i))
-                .collect(),
-            types: types.to_vec(),
-        }
-    }
-
-    fn router(&self) -> Vec<ParamValue<'_>> {
-        self.values
-            .iter()
-            .zip(&self.formats)
-            .map(|(value, format)| match (value, format) {
-                (None, _) => ParamValue::Null,
-                (Some(v), 1) => ParamValue::Binary(v),
-                (Some(v), _) => ParamValue::Text(v),
-            })
-            .collect()
-    }
-}
-
-pub(super) fn refused(why: impl ToString) -> ClientError {
-    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
 }
 
 impl Session {
@@ -383,10 +344,4 @@ fn union(sources: &[usize], target: usize) -> Vec<usize> {
     shards.sort_unstable();
     shards.dedup();
     shards
-}
-
-pub(super) fn encode(error: &ClientError) -> Bytes {
-    let mut out = BytesMut::new();
-    error.encode(&mut out);
-    out.freeze()
 }

@@ -1,22 +1,69 @@
-//! What a row move sends its servers (`session/key_move.rs`): the DELETE
-//! and the INSERT as Parse, Bind, Execute and Sync with the client's values
-//! and the old row's, the foreign-key check, and reading a reply to its
+//! What a row move sends its servers, session-free (the session's
+//! `session/key_move.rs` decides and drives the move): the DELETE and the
+//! INSERT as Parse, Bind, Execute and Sync with the client's values and the
+//! old row's, the foreign-key check, and reading a reply to its
 //! ReadyForQuery.
 
 use bytes::{Bytes, BytesMut};
 use router::key_move::Renumbered;
+use router::route::ParamValue;
 
-use super::{encode, refused, Values};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendKind};
-use crate::protocol::frontend::Named;
+use crate::protocol::frontend::{Bind, Named};
+use crate::protocol::sqlstate;
 use crate::protocol::{messages, rows};
+
+/// A statement's parameter values: text or binary (one format code each),
+/// with the types its Parse declared.
+#[derive(Debug, Default)]
+pub struct Values {
+    values: Vec<Option<Bytes>>,
+    formats: Vec<i16>,
+    types: Vec<u32>,
+}
+
+impl Values {
+    pub fn of(bind: &Bind, types: &[u32]) -> Values {
+        Values {
+            values: bind.params.clone(),
+            formats: (0..bind.params.len())
+                .map(|i| bind.param_format(i))
+                .collect(),
+            types: types.to_vec(),
+        }
+    }
+
+    pub fn router(&self) -> Vec<ParamValue<'_>> {
+        self.values
+            .iter()
+            .zip(&self.formats)
+            .map(|(value, format)| match (value, format) {
+                (None, _) => ParamValue::Null,
+                (Some(v), 1) => ParamValue::Binary(v),
+                (Some(v), _) => ParamValue::Text(v),
+            })
+            .collect()
+    }
+}
+
+/// pgshard cannot move the row exactly: 0A000 with `why`.
+pub fn refused(why: impl ToString) -> ClientError {
+    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
+}
+
+/// `error` as the ErrorResponse a client is sent.
+pub fn encode(error: &ClientError) -> Bytes {
+    let mut out = BytesMut::new();
+    error.encode(&mut out);
+    out.freeze()
+}
 
 /// Refuse the move when deleting the row would change other tables'
 /// rows: foreign keys that reference `table` with ON DELETE CASCADE, SET
 /// NULL or SET DEFAULT (an UPDATE would keep them; a move deletes the row).
-pub(super) async fn cascades(server: &mut Pooled, table: &str) -> Result<(), Bytes> {
+pub async fn cascades(server: &mut Pooled, table: &str) -> Result<(), Bytes> {
     let literal = table.replace('\'', "''");
     let sql = format!(
         "SELECT conname::text FROM pg_catalog.pg_constraint WHERE contype = 'f' \
@@ -41,7 +88,7 @@ pub(super) async fn cascades(server: &mut Pooled, table: &str) -> Result<(), Byt
 /// Parse, Bind, Describe (when `describe`), Execute and Sync of `statement`
 /// with the client's `values` it takes, then the `extra` values (binary,
 /// each with its type), and the result formats `results` (`None`: text).
-pub(super) fn statement(
+pub fn statement(
     statement: &Renumbered,
     values: &Values,
     extra: &[(Option<&[u8]>, u32)],
@@ -81,7 +128,7 @@ pub(super) fn statement(
 
 /// The INSERT of the moved row: the client's values it takes, then the old
 /// row's (binary, typed as the DELETE returned them).
-pub(super) fn inserted(
+pub fn inserted(
     insert: &Renumbered,
     values: &Values,
     (old, old_types): (&rows::Row, &[u32]),
@@ -104,7 +151,7 @@ pub(super) fn inserted(
 
 /// Parse and Describe of the INSERT only (RETURNING's row description
 /// when no row moved).
-pub(super) fn described(
+pub fn described(
     insert: &Renumbered,
     values: &Values,
     old_types: &[u32],
@@ -127,10 +174,7 @@ pub(super) fn described(
 
 /// Send `request` to `server` and read its replies to the ReadyForQuery
 /// (its status noted); the first error (encoded) when there was one.
-pub(super) async fn exchange(
-    server: &mut Pooled,
-    request: &[u8],
-) -> Result<Vec<BackendFrame>, Bytes> {
+pub async fn exchange(server: &mut Pooled, request: &[u8]) -> Result<Vec<BackendFrame>, Bytes> {
     let lost = || encode(&ClientError::shard_lost());
     server.conn.send(request).await.map_err(|_| lost())?;
     let mut replies = Vec::new();
