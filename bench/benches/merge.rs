@@ -1,5 +1,5 @@
 //! Merge bench: what pgshard's cross-shard row merge
-//! (`proxy::fanout::RowMerge`) costs per row, next to plain concatenation
+//! (`proxy::execute::merge::RowMerge`) costs per row, next to plain concatenation
 //! of the same rows (what a fan-out with no plan does: copy each DataRow
 //! into the client's buffer). Over 2 and 4 shards, 10k pre-built DataRows
 //! per shard, text format, plans from `router::merge::plan`:
@@ -43,7 +43,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use bytes::{BufMut, BytesMut};
 use criterion::{black_box, Criterion, Throughput};
-use proxy::fanout::{RowMerge, Window};
+use proxy::execute::merge::{RowMerge, Window};
 use proxy::protocol::rows::{parse_row, write_row};
 use router::merge::{Bound, MergePlan, Shape};
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::{column, connect};
 use integration::{PgServer, TestProxy};
-use proxy::two_phase::Fault;
+use proxy::execute::two_phase::Fault;
 
 /// Shards with the common schema, and a pgdog.toml for pgshard over them
 /// with two-phase commit, its log in `wal`, recovery every 200 ms.

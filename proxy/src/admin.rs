@@ -17,66 +17,56 @@ mod stats;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::conn::client::{ClientConn, ReadError};
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{decode_frontend_frame, SMALL_MESSAGE_LIMIT};
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frame::SMALL_MESSAGE_LIMIT;
+use crate::protocol::frontend::FrontendKind;
 use crate::protocol::messages;
-use crate::state::{ClientInfo, State};
+use crate::protocol::sqlstate;
+use crate::session::ClientInfo;
+use crate::state::State;
 pub use control::reload;
 
 /// Serve admin commands until the client leaves.
-pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
-    mut client: S,
-    mut buf: BytesMut,
-    state: Arc<State>,
-    info: Arc<ClientInfo>,
-) {
-    let mut out = BytesMut::with_capacity(4096);
-    greet(&mut out, &info);
+pub async fn serve(mut client: ClientConn, state: Arc<State>, info: Arc<ClientInfo>) {
+    client.accept_messages_up_to(1 << 20);
+    greet(client.out(), &info);
     loop {
-        if !out.is_empty() {
-            if client.write_all(&out).await.is_err() {
-                return;
-            }
-            out.clear();
+        if client.flush().await.is_err() {
+            return;
         }
-        let frame = match decode_frontend_frame(&mut buf, 1 << 20) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => match client.read_buf(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => continue,
-            },
-            Err(e) => {
+        let frame = match client.next_message().await {
+            Ok(frame) => frame,
+            Err(ReadError::Gone(_)) => return,
+            Err(ReadError::Frame(e)) => {
                 ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string())
-                    .encode_fatal(&mut out);
-                let _ = client.write_all(&out).await;
+                    .encode_fatal(client.out());
+                let _ = client.flush().await;
                 return;
             }
         };
-        match frame.tag {
-            b'Q' => {
-                let sql =
-                    String::from_utf8_lossy(frame.body.strip_suffix(&[0]).unwrap_or(&frame.body));
+        match frame.kind {
+            FrontendKind::Query => {
+                let body = frame.body();
+                let sql = String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body));
                 let mut console = Console {
                     state: &state,
                     client: &mut client,
-                    buf: &mut buf,
-                    out: &mut out,
                 };
                 if console.run_query(&sql).await.is_err() {
                     return;
                 }
             }
-            b'X' => return,
-            b'S' => messages::ready_for_query(&mut out, b'I'),
-            _ if frame.body.len() > SMALL_MESSAGE_LIMIT => return,
+            FrontendKind::Terminate => return,
+            FrontendKind::Sync => messages::ready_for_query(client.out(), TransactionStatus::Idle),
+            _ if frame.body().len() > SMALL_MESSAGE_LIMIT => return,
             _ => ClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "the admin console accepts simple queries only",
             )
-            .encode(&mut out),
+            .encode(client.out()),
         }
     }
 }
@@ -96,7 +86,7 @@ fn greet(out: &mut BytesMut, info: &ClientInfo) {
         messages::parameter_status(out, name, value);
     }
     messages::backend_key_data(out, info.process_id, info.secret);
-    messages::ready_for_query(out, b'I');
+    messages::ready_for_query(out, TransactionStatus::Idle);
 }
 
 /// The client left while a command waited for it (PAUSE, WAIT_CLOSE).
@@ -118,14 +108,12 @@ impl From<ClientError> for Failure {
 
 /// One admin client's query being answered: the shared state, the client
 /// (watched while a command waits) and the replies.
-struct Console<'c, S> {
+struct Console<'c> {
     state: &'c Arc<State>,
-    client: &'c mut S,
-    buf: &'c mut BytesMut,
-    out: &'c mut BytesMut,
+    client: &'c mut ClientConn,
 }
 
-impl<S: AsyncRead + Unpin> Console<'_, S> {
+impl Console<'_> {
     /// Run each `;`-separated command of a query, stopping at the first
     /// error, and end with ReadyForQuery. `Err` if the client left.
     async fn run_query(&mut self, sql: &str) -> Result<(), ClientGone> {
@@ -135,16 +123,16 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
             match self.execute(command).await {
                 Ok(()) => {}
                 Err(Failure::Error(error)) => {
-                    error.encode(self.out);
+                    error.encode(self.client.out());
                     break;
                 }
                 Err(Failure::Gone(gone)) => return Err(gone),
             }
         }
         if !any {
-            messages::empty_query_response(self.out);
+            messages::empty_query_response(self.client.out());
         }
-        messages::ready_for_query(self.out, b'I');
+        messages::ready_for_query(self.client.out(), TransactionStatus::Idle);
         Ok(())
     }
 
@@ -169,7 +157,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
         if !rest.is_empty() && !takes_rest {
             return Err(unsupported(command));
         }
-        let (state, out) = (self.state, &mut *self.out);
+        let (state, out) = (self.state, self.client.out());
         match (verb.as_str(), what_upper.as_str()) {
             ("SHOW", "HELP") => show_help(out),
             ("SHOW", "POOLS") => show::show_pools(state, out),
@@ -228,16 +216,16 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
             }
         };
         match (verb, what, target) {
-            ("RELOAD", "", _) => control::reload_command(state, self.out)?,
+            ("RELOAD", "", _) => control::reload_command(state, self.client.out())?,
             ("PAUSE", _, _) => self.pause(target).await?,
-            ("RESUME", _, _) => control::resume(state, target, self.out),
-            ("KILL", _, Some(database)) => control::kill(state, database, self.out),
-            ("RECONNECT", _, _) => control::reconnect(state, target, self.out),
+            ("RESUME", _, _) => control::resume(state, target, self.client.out()),
+            ("KILL", _, Some(database)) => control::kill(state, database, self.client.out()),
+            ("RECONNECT", _, _) => control::reconnect(state, target, self.client.out()),
             ("WAIT_CLOSE", _, _) => self.wait_close(target).await?,
             ("MAINTENANCE", "ON" | "OFF", _) => {
-                control::maintenance(state, what == "ON", target, self.out)
+                control::maintenance(state, what == "ON", target, self.client.out())
             }
-            ("SHUTDOWN", "", _) => control::shutdown(state, self.out),
+            ("SHUTDOWN", "", _) => control::shutdown(state, self.client.out()),
             _ => return Err(unsupported(command)),
         }
         Ok(())

@@ -5,11 +5,9 @@
 use std::borrow::Cow;
 
 use bytes::BytesMut;
-use tracing::warn;
 
-use crate::pool::PoolError;
-use crate::protocol::backend::{error_response, sqlstate, Severity};
-use crate::server_conn::ServerError;
+use crate::protocol::messages::{error_response, Severity};
+use crate::protocol::sqlstate;
 
 /// Whether retrying the statement that got the error is safe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,48 +51,14 @@ impl ClientError {
             retry: Retry::Unsafe,
         }
     }
-
-    /// No server of `shard` could be had for this client. The message says
-    /// which limit or failure without naming hosts or ports; the full error
-    /// goes to the log.
-    pub fn from_pool(err: &PoolError, cluster: &str, shard: usize) -> ClientError {
-        let (code, message) = match err {
-            PoolError::Timeout(_) => (sqlstate::TOO_MANY_CONNECTIONS, err.to_string()),
-            PoolError::Closed => (
-                sqlstate::ADMIN_SHUTDOWN,
-                "pgshard is shutting down or reloading this pool".to_owned(),
-            ),
-            PoolError::Server(server) => {
-                warn!(%server, %cluster, shard, "no server connection for a client");
-                let why = match server {
-                    ServerError::Connect(..) | ServerError::ConnectTimeout(_) => {
-                        "cannot connect to it".to_owned()
-                    }
-                    // Postgres's own words (which user, which setting): no
-                    // address, no password.
-                    ServerError::Refused(refusal) => format!("it refused: {refusal}"),
-                    ServerError::NoPassword(_)
-                    | ServerError::UnsupportedAuth(_)
-                    | ServerError::Auth(_) => "pgshard cannot log in to it".to_owned(),
-                    ServerError::Io(_) | ServerError::Closed | ServerError::Protocol(_) => {
-                        "the connection to it failed".to_owned()
-                    }
-                };
-                (
-                    sqlstate::CONNECTION_FAILURE,
-                    format!("no server connection for database \"{cluster}\" shard {shard}: {why} (details in pgshard's log)"),
-                )
-            }
-        };
-        ClientError {
-            code: Cow::Borrowed(code),
-            message,
-            retry: Retry::Safe,
-        }
-    }
-
     /// A shard's server went away while a statement ran on several shards:
     /// what ran elsewhere may have happened.
+    /// The same error, safe to retry: nothing ran.
+    pub fn retry_safe(mut self) -> ClientError {
+        self.retry = Retry::Safe;
+        self
+    }
+
     pub fn shard_lost() -> ClientError {
         ClientError::new(
             sqlstate::CONNECTION_FAILURE,
@@ -116,24 +80,6 @@ impl ClientError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn pool_errors_name_no_address() {
-        let connect = PoolError::Server(ServerError::Connect(
-            "10.1.2.3:5432".into(),
-            std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
-        ));
-        let error = ClientError::from_pool(&connect, "prod", 1);
-        assert_eq!(error.code, sqlstate::CONNECTION_FAILURE);
-        assert_eq!(error.retry, Retry::Safe);
-        assert!(!error.message.contains("10.1.2.3"), "{}", error.message);
-        assert!(error.message.contains("shard 1"), "{}", error.message);
-        let timeout =
-            ClientError::from_pool(&PoolError::Timeout(Duration::from_secs(5)), "prod", 0);
-        assert_eq!(timeout.code, sqlstate::TOO_MANY_CONNECTIONS);
-        assert!(timeout.message.contains("checkout_timeout"));
-    }
 
     #[test]
     fn encodes_as_an_error_response() {
@@ -141,7 +87,7 @@ mod tests {
         ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "no").encode(&mut out);
         assert_eq!(out[0], b'E');
         assert_eq!(
-            crate::protocol::backend::error_code(&out[5..]),
+            crate::protocol::backend::ErrorFields(&out[5..]).code(),
             Some(&b"0A000"[..])
         );
     }

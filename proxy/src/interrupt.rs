@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Mutex;
 use std::task::{Poll, RawWakerVTable, Waker};
 
-use crate::state::lock;
+use crate::lock::lock;
 
 #[derive(Debug, Default)]
 pub struct Interrupt {

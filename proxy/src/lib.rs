@@ -1,5 +1,6 @@
-//! pgshard's proxy: wire protocol, client sessions, pools, admin console and
-//! the accept loop.
+//! pgshard's proxy: wire protocol, connections, pools, cross-shard
+//! execution, client sessions, the admin console and the listener
+//! (ARCHITECTURE.md's layer table says which may use which).
 //!
 //! The binary (`main.rs`) reads config files and signals; everything else lives
 //! here so integration tests can run the proxy in-process on `127.0.0.1:0`.
@@ -8,24 +9,21 @@
 
 pub mod admin;
 pub mod auth;
-pub mod balancer;
-pub mod cancel;
 pub mod catalog_epoch;
-pub mod client;
 pub mod config_files;
+pub mod conn;
 pub mod errors;
-pub mod fanout;
+pub mod execute;
 pub mod id_hash;
 pub mod interrupt;
+pub mod listener;
+pub mod lock;
 pub mod logging;
 pub mod metrics;
+pub mod openmetrics;
 pub mod pool;
 pub mod protocol;
 pub mod schema;
-pub mod server;
-pub mod server_conn;
 pub mod session;
 pub mod state;
-pub mod tls;
-pub mod two_phase;
 pub mod workers;

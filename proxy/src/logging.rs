@@ -15,7 +15,7 @@ use tracing_subscriber::EnvFilter;
 /// codes on (text only). JSON lines are objects with the event's fields
 /// and its span (`span`: a client's, with peer, user, database and
 /// application_name), without the list of entered spans: a session's
-/// lines name their span as parent without entering it (`client.rs`), and
+/// lines name their span as parent without entering it (`listener/arrival.rs`), and
 /// client spans do not nest.
 ///
 /// `RUST_LOG` made of plain `target=level` directives (the usual case, and

@@ -1,11 +1,8 @@
-//! Prometheus / OpenMetrics: what pgshard counts as it runs (route
-//! decisions, errors by SQLSTATE class, pool wait and transaction times as
-//! histograms) and, at each scrape, what the pools and the AST cache report,
-//! exposed at `GET /metrics` on `openmetrics_port`.
-//!
-//! The exposition is `prometheus-client`'s; the HTTP side is a few lines of
-//! our own over tokio (one route, one method, `Connection: close`), which
-//! costs less than an HTTP framework's dependency tree.
+//! What pgshard counts as it runs, for Prometheus / OpenMetrics: route
+//! decisions, errors by SQLSTATE class, and pool wait, transaction and
+//! query times as histograms (a pool keeps its histogram handles, a
+//! route's counter is fetched once). `openmetrics.rs` exposes them, with
+//! what the pools and the AST cache report at each scrape.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,19 +10,11 @@ use std::time::Duration;
 
 use std::sync::atomic::AtomicU64;
 
-use prometheus_client::encoding::{text, EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tracing::{debug, info};
-
-use crate::pool::{Pool, PoolId};
-use crate::server_conn::ServerTarget;
-use crate::state::State;
 
 /// The labels of a pool's metrics.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -37,28 +26,6 @@ pub struct PoolLabels {
     /// The database's server, `host:port` (a shard's replicas differ only
     /// there).
     pub host: String,
-}
-
-impl PoolLabels {
-    pub fn new(id: &PoolId, target: &ServerTarget) -> PoolLabels {
-        PoolLabels {
-            cluster: id.cluster.clone(),
-            user: id.user.clone(),
-            shard: id.shard.to_string(),
-            role: id.role.as_str().to_owned(),
-            host: format!("{}:{}", target.host, target.port),
-        }
-    }
-
-    pub fn of(pool: &Pool) -> PoolLabels {
-        let id = PoolId {
-            cluster: pool.cluster.clone(),
-            user: pool.user.clone(),
-            shard: pool.shard,
-            role: pool.role,
-        };
-        PoolLabels::new(&id, &pool.target)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -209,6 +176,36 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Register what is counted as it happens with `registry` (for a
+    /// scrape: `openmetrics.rs`).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "routes",
+            "Statements routed on sharded clusters, by route",
+            self.routes.clone(),
+        );
+        registry.register(
+            "errors",
+            "ErrorResponses sent to clients, by SQLSTATE class",
+            self.errors.clone(),
+        );
+        registry.register(
+            "pool_wait_seconds",
+            "Time clients waited to check a server out",
+            self.wait.clone(),
+        );
+        registry.register(
+            "pool_transaction_seconds",
+            "Time a client held a server (a transaction in transaction mode)",
+            self.transaction.clone(),
+        );
+        registry.register(
+            "pool_query_seconds",
+            "Time servers took to answer a request (a query, or messages up to a Sync)",
+            self.query.clone(),
+        );
+    }
+
     pub fn route(&self, kind: RouteKind) {
         self.route_counters[kind as usize].inc();
     }
@@ -255,213 +252,10 @@ impl PoolHistograms {
     }
 }
 
-/// The exposition text of every metric now.
-pub fn render(state: &State) -> String {
-    let config = state.config();
-    let mut registry = match &config.general.openmetrics_namespace {
-        Some(namespace) => Registry::with_prefix(namespace.as_str()),
-        None => Registry::default(),
-    };
-    register_pools(&mut registry, state);
-    register_cache(&mut registry, state);
-    let clients = Gauge::<i64>::default();
-    clients.set(gauge(state.client_count()));
-    registry.register("clients", "Client connections", clients);
-    let metrics = &state.metrics;
-    registry.register(
-        "routes",
-        "Statements routed on sharded clusters, by route",
-        metrics.routes.clone(),
-    );
-    registry.register(
-        "errors",
-        "ErrorResponses sent to clients, by SQLSTATE class",
-        metrics.errors.clone(),
-    );
-    registry.register(
-        "pool_wait_seconds",
-        "Time clients waited to check a server out",
-        metrics.wait.clone(),
-    );
-    registry.register(
-        "pool_transaction_seconds",
-        "Time a client held a server (a transaction in transaction mode)",
-        metrics.transaction.clone(),
-    );
-    registry.register(
-        "pool_query_seconds",
-        "Time servers took to answer a request (a query, or messages up to a Sync)",
-        metrics.query.clone(),
-    );
-    let mut out = String::new();
-    // Writing to a String cannot fail.
-    let _ = text::encode(&mut out, &registry);
-    out
-}
-
-fn gauge(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn register_pools(registry: &mut Registry, state: &State) {
-    let gauges = [
-        ("pool_clients_active", "Clients holding a server"),
-        ("pool_clients_waiting", "Clients waiting for a server"),
-        ("pool_servers_active", "Server connections checked out"),
-        ("pool_servers_idle", "Server connections idle in the pool"),
-        (
-            "pool_banned",
-            "1 while the database is banned from serving reads",
-        ),
-    ]
-    .map(|(name, help)| (name, help, Family::<PoolLabels, Gauge>::default()));
-    let counters = [
-        ("pool_transactions", "Transactions run"),
-        ("pool_queries", "Queries run"),
-        ("pool_received_bytes", "Bytes received from clients"),
-        ("pool_sent_bytes", "Bytes sent to clients"),
-        (
-            "pool_bans",
-            "Times the database was banned from serving reads",
-        ),
-    ]
-    .map(|(name, help)| (name, help, Family::<PoolLabels, Counter>::default()));
-    for pool in state.all_pools() {
-        let labels = PoolLabels::of(&pool);
-        let stats = &pool.stats;
-        let now = [
-            pool.active_clients(),
-            stats.waiting.load(Ordering::Relaxed),
-            pool.active(),
-            pool.idle_count(),
-            usize::from(pool.is_banned()),
-        ];
-        for ((_, _, family), value) in gauges.iter().zip(now) {
-            family.get_or_create(&labels).set(gauge(value));
-        }
-        let totals = [
-            &stats.xact_count,
-            &stats.query_count,
-            &stats.bytes_received,
-            &stats.bytes_sent,
-            &stats.bans,
-        ];
-        for ((_, _, family), total) in counters.iter().zip(totals) {
-            family
-                .get_or_create(&labels)
-                .inc_by(total.load(Ordering::Relaxed));
-        }
-    }
-    for (name, help, family) in gauges {
-        registry.register(name, help, family);
-    }
-    for (name, help, family) in counters {
-        registry.register(name, help, family);
-    }
-}
-
-fn register_cache(registry: &mut Registry, state: &State) {
-    let stats = state.cache.stats();
-    for (name, help, total) in [
-        (
-            "query_cache_hits",
-            "AST cache lookups served without parsing",
-            stats.hits,
-        ),
-        (
-            "query_cache_misses",
-            "AST cache lookups that parsed",
-            stats.misses,
-        ),
-        (
-            "query_cache_evictions",
-            "AST cache entries evicted",
-            stats.evictions,
-        ),
-    ] {
-        let counter = Counter::<u64>::default();
-        counter.inc_by(total);
-        registry.register(name, help, counter);
-    }
-    for (name, help, value) in [
-        ("query_cache_entries", "AST cache entries", stats.entries),
-        (
-            "query_cache_bytes",
-            "AST cache size, estimated bytes",
-            stats.bytes,
-        ),
-    ] {
-        let now = Gauge::<i64>::default();
-        now.set(gauge(value));
-        registry.register(name, help, now);
-    }
-}
-
-/// Serve `GET /metrics` on `listener` until `state` shuts down.
-pub async fn serve(listener: TcpListener, state: Arc<State>) {
-    if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "metrics at http://{addr}/metrics");
-    }
-    let mut shutdown = state.shutdown.subscribe();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => if let Ok((stream, _)) = accepted {
-                let state = Arc::clone(&state);
-                tokio::spawn(async move {
-                    if let Err(err) = answer(stream, &state).await {
-                        debug!(%err, "metrics request failed");
-                    }
-                });
-            },
-            _ = shutdown.wait_for(|s| *s) => return,
-        }
-    }
-}
-
-/// Most bytes of a request head read; scrapers send a few hundred.
-const MAX_REQUEST_HEAD: usize = 8 * 1024;
-
-async fn answer(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
-    let mut head = Vec::with_capacity(1024);
-    let read = async {
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REQUEST_HEAD {
-            if stream.read_buf(&mut head).await? == 0 {
-                break;
-            }
-        }
-        Ok::<_, std::io::Error>(())
-    };
-    tokio::time::timeout(Duration::from_secs(5), read)
-        .await
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
-    let request_line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-    let mut parts = request_line.split(|&b| b == b' ');
-    let (method, path) = (parts.next(), parts.next());
-    let path = path.map(|p| p.split(|&b| b == b'?').next().unwrap_or_default());
-    let (status, content_type, body) = match (method, path) {
-        (Some(b"GET"), Some(b"/metrics")) => (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            render(state),
-        ),
-        (Some(b"GET"), _) => ("404 Not Found", "text/plain", "try /metrics\n".to_owned()),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain",
-            "GET only\n".to_owned(),
-        ),
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(response.as_bytes()).await?;
-    stream.shutdown().await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prometheus_client::encoding::text;
 
     #[test]
     fn error_classes_and_routes_are_labelled() {

@@ -3,36 +3,46 @@
 //! connections reused most-recently-used first, and a maintenance task that
 //! keeps `min_pool_size` open and retires idle, expired and dead connections.
 //! Health checks and replica bans are `pool/health.rs`'s; which pool of a
-//! shard serves a checkout is `balancer.rs`'s.
+//! shard serves a checkout is `pool/balancer.rs`'s; the pools of the
+//! running config, by cluster and user, `pool/clusters.rs`'s; what holds
+//! checkouts back (PAUSE, shutdown) `pool/gate.rs`'s.
 
+pub mod balancer;
+pub mod clusters;
+mod error;
+pub mod gate;
 mod health;
+mod maintenance;
 mod places;
 mod report;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use router::config::{PoolSettings, Role};
 use tracing::{debug, warn};
 
-use crate::metrics::PoolHistograms;
-use crate::server_conn::{ServerConn, ServerError, ServerTarget};
-use crate::session::params::ParamSet;
-use crate::state::lock;
+use crate::conn::server::{ServerConn, ServerTarget};
+use crate::conn::settings::ParamSet;
+use crate::lock::lock;
+use crate::metrics::{Metrics, PoolHistograms, PoolLabels};
+use crate::protocol::backend::TransactionStatus;
+pub use error::PoolError;
 use places::{Place, Places, Unplaced};
 pub use report::{CheckedOut, IdleServer, Listing};
 
-/// Why no server connection could be had.
-#[derive(Debug, thiserror::Error)]
-pub enum PoolError {
-    #[error("timed out after {0:?} waiting for a server connection (checkout_timeout)")]
-    Timeout(Duration),
-    #[error("the pool was shut down")]
-    Closed,
-    #[error(transparent)]
-    Server(#[from] ServerError),
+impl PoolLabels {
+    fn of_pool(cluster: &str, user: &str, shard: usize, role: Role, target: &ServerTarget) -> Self {
+        PoolLabels {
+            cluster: cluster.to_owned(),
+            user: user.to_owned(),
+            shard: shard.to_string(),
+            role: role.as_str().to_owned(),
+            host: format!("{}:{}", target.host, target.port),
+        }
+    }
 }
 
 /// Counters behind SHOW POOLS and SHOW STATS.
@@ -71,9 +81,7 @@ pub struct Pool {
     pub settings: PoolSettings,
     /// One per connection checked out or opening, at most `pool_size`.
     places: Arc<Places>,
-    /// Boxed, as in [`Pooled`]: a checkout moves a pointer, not the struct.
-    #[allow(clippy::vec_box)]
-    idle: Mutex<Vec<Box<ServerConn>>>,
+    idle: Mutex<Vec<Idle>>,
     /// Connections handed out at least once and not closed since, by id;
     /// which are checked out now (`pool/report.rs`).
     listed: report::Listed,
@@ -109,11 +117,30 @@ impl std::fmt::Debug for Pool {
     }
 }
 
+/// A connection the pool holds idle, and what it knows of it.
+#[derive(Debug)]
+struct Idle {
+    /// Boxed, as in [`Pooled`]: a checkout moves a pointer, not the struct.
+    conn: Box<ServerConn>,
+    entry: Entry,
+}
+
+/// What a pool knows of one of its connections besides the connection:
+/// its entry among the pool's connections (SHOW SERVERS), from the first
+/// time the pool hands it out until it is dropped, and when
+/// `server_lifetime` retires it.
+#[derive(Debug, Default)]
+struct Entry {
+    listing: Option<Listing>,
+    expires: Option<Instant>,
+}
+
 /// A checked-out server connection. Give it back with [`Pool::checkin`];
 /// dropping it instead closes the connection and frees its place.
 #[derive(Debug)]
 pub struct Pooled {
     pub conn: Box<ServerConn>,
+    entry: Entry,
     /// When it was handed out (a transaction's time, in transaction mode).
     pub checked_out_at: Instant,
     pool: Arc<Pool>,
@@ -156,7 +183,7 @@ impl Pool {
         target: ServerTarget,
         settings: PoolSettings,
         next_id: Arc<AtomicU64>,
-        histograms: PoolHistograms,
+        metrics: &Metrics,
     ) -> Arc<Pool> {
         let PoolId {
             cluster,
@@ -165,6 +192,8 @@ impl Pool {
             role,
         } = id;
         let (places, sweep) = Places::new(settings.pool_size, settings.checkout_timeout);
+        let labels = PoolLabels::of_pool(&cluster, &user, shard, role, &target);
+        let histograms = metrics.pool_histograms(&labels);
         let pool = Arc::new(Pool {
             cluster,
             user,
@@ -184,9 +213,20 @@ impl Pool {
             banned_until: Mutex::new(None),
         });
         tokio::spawn(sweep);
-        tokio::spawn(maintain(Arc::downgrade(&pool)));
+        tokio::spawn(maintenance::maintain(Arc::downgrade(&pool)));
         tokio::spawn(health::watch(Arc::downgrade(&pool)));
         pool
+    }
+
+    /// The labels of the pool's metrics.
+    pub fn labels(&self) -> PoolLabels {
+        PoolLabels::of_pool(
+            &self.cluster,
+            &self.user,
+            self.shard,
+            self.role,
+            &self.target,
+        )
     }
 
     /// A server connection: an idle one if any (checked first when it sat
@@ -202,19 +242,19 @@ impl Pool {
             }
             None => self.wait_for_place().await?,
         };
-        while let Some(mut conn) = self.take_idle() {
-            if conn.is_broken_while_idle() || self.expired(&conn, now) {
-                debug!(server = conn.id, "retiring a pooled server connection");
+        while let Some(mut idle) = self.take_idle() {
+            if idle.conn.is_broken_while_idle() || self.expired(&idle.conn, &idle.entry, now) {
+                debug!(server = idle.conn.id, "retiring a pooled server connection");
                 continue;
             }
-            if self.check_due(&conn, now) {
-                let passed = self.check(&mut conn).await;
+            if self.check_due(&idle.conn, now) {
+                let passed = self.check(&mut idle.conn).await;
                 now = Instant::now();
                 if !passed {
                     continue;
                 }
             }
-            return Ok(self.hand_out(conn, place, now));
+            return Ok(self.hand_out(idle, place, now));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let conn = ServerConn::connect(&self.target, self.settings.connect_timeout, id)
@@ -224,7 +264,11 @@ impl Pool {
                 warn!(%err, cluster = %self.cluster, shard = self.shard, "server connection failed");
                 self.ban("cannot connect");
             })?;
-        Ok(self.hand_out(conn, place, Instant::now()))
+        let idle = Idle {
+            conn,
+            entry: Entry::default(),
+        };
+        Ok(self.hand_out(idle, place, Instant::now()))
     }
 
     /// An idle connection now, if a place is free and one is ready to use
@@ -232,12 +276,15 @@ impl Pool {
     /// nothing changed: [`checkout`](Self::checkout) does the rest.
     pub fn checkout_now(self: &Arc<Self>, now: Instant) -> Option<Pooled> {
         let place = self.places.try_take()?;
-        while let Some(mut conn) = self.take_idle() {
-            if conn.is_broken_while_idle() || self.expired(&conn, now) {
-                debug!(server = conn.id, "retiring a pooled server connection");
+        while let Some(mut taken) = self.take_idle() {
+            if taken.conn.is_broken_while_idle() || self.expired(&taken.conn, &taken.entry, now) {
+                debug!(
+                    server = taken.conn.id,
+                    "retiring a pooled server connection"
+                );
                 continue;
             }
-            if self.check_due(&conn, now) {
+            if self.check_due(&taken.conn, now) {
                 // The slow path checks it (and finds it first).
                 let mut idle = lock(&self.idle);
                 let next = if self.settings.round_robin {
@@ -245,11 +292,11 @@ impl Pool {
                 } else {
                     idle.len()
                 };
-                idle.insert(next, conn);
+                idle.insert(next, taken);
                 return None;
             }
             self.histograms.observe_wait(Duration::ZERO);
-            return Some(self.hand_out(conn, place, now));
+            return Some(self.hand_out(taken, place, now));
         }
         None
     }
@@ -281,11 +328,11 @@ impl Pool {
     /// thread, else the most recently used one, moved to this thread (one
     /// that cannot be moved is dropped, and the next one tried); with
     /// `server_round_robin`, the least recently used, moved here if need be.
-    fn take_idle(&self) -> Option<Box<ServerConn>> {
-        let here = crate::workers::current();
+    fn take_idle(&self) -> Option<Idle> {
+        let here = crate::conn::worker::current();
         let round_robin = self.settings.round_robin;
         loop {
-            let conn = {
+            let taken = {
                 let mut idle = lock(&self.idle);
                 if round_robin {
                     // The oldest, wherever it lives: preferring this
@@ -296,32 +343,39 @@ impl Pool {
                     }
                     idle.remove(0)
                 } else {
-                    match idle.iter().rposition(|c| c.home() == here) {
+                    match idle.iter().rposition(|i| i.conn.home() == here) {
                         Some(at) => return Some(idle.remove(at)),
                         None => idle.pop()?,
                     }
                 }
             };
-            match conn.settle_here() {
-                Ok(conn) => return Some(conn),
+            match taken.conn.settle_here() {
+                Ok(conn) => {
+                    return Some(Idle {
+                        conn,
+                        entry: taken.entry,
+                    })
+                }
                 Err(err) => debug!(%err, "cannot move a pooled server connection to this thread"),
             }
         }
     }
 
-    fn hand_out(self: &Arc<Self>, mut conn: Box<ServerConn>, place: Place, now: Instant) -> Pooled {
-        match &conn.listing {
+    fn hand_out(self: &Arc<Self>, idle: Idle, place: Place, now: Instant) -> Pooled {
+        let Idle { conn, mut entry } = idle;
+        match &entry.listing {
             Some(listing) => listing.set_out(true),
             None => {
                 let listing = Listing::new(&self.listed, &conn);
                 listing.set_out(true);
-                conn.listing = Some(listing);
-                conn.expires = self.expiry(&conn);
+                entry.listing = Some(listing);
+                entry.expires = self.expiry(&conn);
             }
         }
         Pooled {
             checked_out_at: now,
             conn,
+            entry,
             pool: Arc::clone(self),
             _place: place,
         }
@@ -336,52 +390,30 @@ impl Pool {
     /// [`checkin`](Self::checkin) with the time now, which the caller read.
     pub fn checkin_at(&self, pooled: Pooled, now: Instant) {
         let Pooled {
-            mut conn, _place, ..
+            mut conn,
+            entry,
+            _place,
+            ..
         } = pooled;
-        if let Some(listing) = &conn.listing {
+        if let Some(listing) = &entry.listing {
             listing.set_out(false);
         }
-        if conn.status != b'I' || conn.dirty || self.expired(&conn, now) {
+        if conn.status() != TransactionStatus::Idle
+            || conn.dirty
+            || self.expired(&conn, &entry, now)
+        {
             return;
         }
         conn.last_used = now;
-        lock(&self.idle).push(conn);
+        lock(&self.idle).push(Idle { conn, entry });
         // The place is given back after the push, so a waiter always finds
         // either this connection or room for a new one.
         drop(_place);
     }
 
-    fn expired(&self, conn: &ServerConn, now: Instant) -> bool {
-        // (Reckoned once per connection where the pool lists it: a
-        // comparison costs less than a subtraction of two instants.)
-        let expires = conn.expires.or_else(|| self.expiry(conn));
-        expires.is_some_and(|at| now >= at) || self.is_close_needed(conn.created)
-    }
-
-    /// When `server_lifetime` retires `conn`, if it does.
-    fn expiry(&self, conn: &ServerConn) -> Option<Instant> {
-        let lifetime = self.settings.server_lifetime?;
-        conn.created.checked_add(lifetime)
-    }
-
-    /// Whether a connection created at `created` predates the last
-    /// RECONNECT (PgBouncer's `close_needed`).
-    pub fn is_close_needed(&self, created: Instant) -> bool {
-        let mark = self.retire_before_ns.load(Ordering::Relaxed);
-        mark != 0 && created.saturating_duration_since(self.born).as_nanos() < u128::from(mark)
-    }
-
     /// How long the pool has existed (SHOW STATS' per-second averages).
     pub fn age(&self) -> Duration {
         self.born.elapsed()
-    }
-
-    /// RECONNECT: close idle connections now and the others when they are
-    /// given back, so that new ones are opened.
-    pub fn reconnect(&self) {
-        let now = u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.retire_before_ns.store(now.max(1), Ordering::Relaxed);
-        self.close_idle();
     }
 
     /// `settings`, or the equal set an earlier login with the same
@@ -424,51 +456,5 @@ impl Pool {
     /// Server connections open or opening: checked out plus idle.
     pub fn servers(&self) -> usize {
         self.active() + self.idle_count()
-    }
-}
-
-/// Every second: drop connections idle past `idle_timeout` (down to
-/// `min_pool_size`) or past `server_lifetime`, drop dead ones, and open new
-/// ones up to `min_pool_size`. Ends when the pool is gone.
-async fn maintain(pool: Weak<Pool>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let Some(pool) = pool.upgrade() else { return };
-        let min = pool.settings.min_pool_size;
-        {
-            let mut idle = lock(&pool.idle);
-            let total = pool.places.taken() + idle.len();
-            let mut surplus = total.saturating_sub(min);
-            let idle_timeout = pool.settings.idle_timeout;
-            idle.retain_mut(|conn| {
-                let idle_too_long = idle_timeout.is_some_and(|t| conn.last_used.elapsed() >= t);
-                let retire = conn.is_broken_while_idle()
-                    || pool.expired(conn, Instant::now())
-                    || (idle_too_long && surplus > 0);
-                let keep = !retire;
-                if !keep {
-                    surplus = surplus.saturating_sub(1);
-                }
-                keep
-            });
-        }
-        while pool.servers() < min {
-            let Some(place) = pool.places.try_take() else {
-                break;
-            };
-            let id = pool.next_id.fetch_add(1, Ordering::Relaxed);
-            match ServerConn::connect(&pool.target, pool.settings.connect_timeout, id).await {
-                Ok(conn) => {
-                    lock(&pool.idle).push(conn);
-                    drop(place);
-                }
-                Err(err) => {
-                    warn!(%err, cluster = %pool.cluster, "cannot open min_pool_size connections");
-                    break;
-                }
-            }
-        }
     }
 }

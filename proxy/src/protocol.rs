@@ -1,14 +1,15 @@
 //! The Postgres wire protocol (v3) codec: pure functions over byte buffers.
 //!
-//! Architecture invariant: this module imports `std` and `bytes`, never tokio.
+//! Architecture invariant: this module uses `std`, `bytes` and `thiserror`
+//! (its error types) only: no tokio, no I/O, nothing above it in the crate.
 //! Decoders take a `&mut BytesMut` and return `Ok(Some(msg))`, `Ok(None)` when
 //! more bytes are needed, or a typed error.
 
-pub mod arrays;
 pub mod backend;
+pub mod binary;
 pub mod frame;
+pub mod frontend;
 pub mod messages;
-pub mod numeric;
 pub mod rows;
+pub mod sqlstate;
 pub mod startup;
-pub mod values;

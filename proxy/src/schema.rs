@@ -16,18 +16,16 @@
 //! snapshot when it changed, so sessions route by it from their next
 //! statement and the AST cache is planned anew.
 
-mod catalog_rows;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use router::catalog::Catalog;
 use router::config::Config;
-use router::sharding::{KeylessTables, Sharding};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::server_conn::ServerConn;
+use crate::conn::server::ServerConn;
+use crate::execute::catalog;
+use crate::protocol::backend::TransactionStatus;
 use crate::state::State;
 
 /// How long after DDL the catalog is read again (for DDL inside a
@@ -68,7 +66,7 @@ struct Readers(std::collections::HashMap<String, Box<ServerConn>>);
 impl Readers {
     /// `cluster`'s reader, connected now if it has none (or lost it).
     async fn get(&mut self, state: &State, cluster: &str) -> Option<&mut Box<ServerConn>> {
-        let idle = |conn: &ServerConn| conn.status == b'I';
+        let idle = |conn: &ServerConn| conn.status() == TransactionStatus::Idle;
         if !self.0.get(cluster).is_some_and(|conn| idle(conn)) {
             let pools = state
                 .sharded_pools()
@@ -103,12 +101,14 @@ async fn refresh(state: &State, readers: &mut Readers) {
         let Some(conn) = readers.get(state, name).await else {
             continue;
         };
-        let read = read_on(conn, &cluster.sharding).await;
-        let Ok(read) = read.map_err(|(what, code, message)| {
-            warn!(cluster = name, code, message, "cannot read {what}");
-            conn.status = b'E';
-        }) else {
-            continue;
+        let read = match catalog::read_on(conn, &cluster.sharding).await {
+            Ok(read) => read,
+            Err(error) => {
+                warn!(cluster = name, %error, "cannot read the catalog");
+                // Connected afresh for the next read.
+                readers.0.remove(name);
+                continue;
+            }
         };
         let keyless = read
             .keyless
@@ -130,88 +130,4 @@ async fn refresh(state: &State, readers: &mut Readers) {
     if let Some(next) = next {
         state.replace_sharding(&config, Arc::new(next));
     }
-}
-
-/// What one cluster's catalog says.
-struct Read {
-    /// `None` when the cluster has no column-only entries.
-    keyless: Option<KeylessTables>,
-    catalog: Catalog,
-}
-
-/// `sharding` as the catalog `conn` sees says it is: inside a transaction,
-/// with the schema changes the transaction made (a session reads its own
-/// this way until they commit). `None` when it cannot be read.
-pub async fn sharding_on(conn: &mut ServerConn, sharding: &Sharding) -> Option<Sharding> {
-    let read = read_on(conn, sharding).await.ok()?;
-    let mut sharding = sharding.clone();
-    if read.keyless.is_some() {
-        sharding.keyless = read.keyless.map(Arc::new);
-    }
-    sharding.catalog = Some(Arc::new(read.catalog));
-    Some(sharding)
-}
-
-/// Why a read failed: what was read, and the server's error.
-type Failure = (&'static str, String, String);
-
-/// What `conn` shows of the cluster's catalog.
-async fn read_on(conn: &mut ServerConn, sharding: &Sharding) -> Result<Read, Failure> {
-    let keyless = if sharding.unlisted_by_columns {
-        Some(read_keyless(conn, &sharding.key_columns()).await?)
-    } else {
-        None
-    };
-    let what = "the catalog (views, functions, triggers, sequences)";
-    let rows = rows(conn, catalog_rows::QUERY, what).await?;
-    let rows = rows.iter().filter_map(|values| catalog_rows::row(values));
-    let catalog = Catalog::from_rows_reusing(rows, sharding.catalog.as_deref());
-    Ok(Read { keyless, catalog })
-}
-
-/// Run `sql` on `conn`; its rows.
-async fn rows(
-    conn: &mut ServerConn,
-    sql: &str,
-    what: &'static str,
-) -> Result<Vec<Vec<Option<String>>>, Failure> {
-    let lost = || (what, "08006".to_owned(), "connection lost".to_owned());
-    let answer = conn.query(sql).await.map_err(|_| lost())?;
-    match answer.error {
-        Some((code, message)) => Err((what, code, message)),
-        None => Ok(answer.rows),
-    }
-}
-
-/// The tables that have none of `columns`.
-async fn read_keyless(conn: &mut ServerConn, columns: &[&str]) -> Result<KeylessTables, Failure> {
-    let list = columns
-        .iter()
-        .map(|c| format!("'{}'", c.replace('\'', "''")))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql = format!(
-        "SELECT n.nspname, c.relname, EXISTS (SELECT 1 FROM pg_attribute a \
-         WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
-         AND a.attname IN ({list})) \
-         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-         WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') \
-         AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
-         AND n.nspname NOT LIKE 'pg_toast%'"
-    );
-    let rows = rows(conn, &sql, "which tables have a sharding key column").await?;
-    let mut keyless = KeylessTables::default();
-    for row in rows {
-        let (Some(Some(schema)), Some(Some(name)), Some(Some(keyed))) =
-            (row.first(), row.get(1), row.get(2))
-        else {
-            continue;
-        };
-        if keyed == "t" {
-            keyless.keyed_names.insert(name.clone());
-        } else {
-            keyless.tables.insert((schema.clone(), name.clone()));
-        }
-    }
-    Ok(keyless)
 }

@@ -4,33 +4,44 @@
 //! (transaction mode) or for its whole life (session mode); server replies
 //! are relayed in order, with pgshard's own replies interleaved by the plan.
 //!
-//! This file holds the session's state and its message loop; `simple.rs`
-//! the simple protocol, `extended.rs` the extended protocol, `attach.rs` and
-//! `attached.rs` the server connections it holds, `server_replies.rs` what
-//! comes back, `routing.rs`, `local.rs`, `fan_out.rs` and `segment.rs` the
-//! sharded cluster's parts, and two pure parts: `reply_plan.rs` the replies
-//! owed, `transaction.rs` what the client's transaction allows.
+//! This file holds the session, a composition of small states, and its
+//! message loop; `simple.rs` the simple protocol, `extended.rs` the
+//! extended protocol, `attach.rs` and `attached.rs` the server connections
+//! it holds, `server_replies.rs` what comes back, `routing.rs`, `local.rs`,
+//! `fan_out.rs` and `segment.rs` the sharded cluster's parts; its states:
+//! `cluster_view.rs` (pools, sharding), `settings.rs` (the client's
+//! settings), `pipeline.rs` (what is in flight), `phase.rs` (the
+//! extended-protocol phase), `route_state.rs` (what routing keeps),
+//! `reply_plan.rs` (the replies owed, pure) and `transaction.rs` (what the
+//! client's transaction allows, pure).
 
 mod attach;
 mod attached;
 mod behind;
+mod client_info;
+mod cluster_view;
 mod commit;
 mod copy_in;
 mod cursor;
+mod dispatch;
 mod extended;
 mod fan_out;
 mod key_move;
 mod local;
-pub mod login;
 mod merge;
 mod output;
-pub mod params;
+mod phase;
+mod pipeline;
 mod query_clock;
 mod read_split;
 pub mod reply_plan;
+mod route_state;
 pub mod routing;
 pub mod segment;
 mod server_replies;
+pub mod session_effects;
+mod settings;
+mod shared;
 mod simple;
 mod spanning;
 mod split_bind;
@@ -42,47 +53,51 @@ pub mod sql_prepared;
 pub mod statements;
 mod transaction;
 
-pub use output::ClientIo;
-
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use router::config::PoolerMode;
-use router::route::Overrides;
-use router::sharding::{ParserEngine, Sharding};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::warn;
 
+use crate::conn::client::{ClientConn, Gone};
+use crate::conn::settings::ParamSet;
 use crate::errors::ClientError;
+use crate::pool::clusters::ClusterPools;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{decode_frontend_frame, Frame};
-use crate::state::{ClientInfo, ClusterPools, State};
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::{Frame, FrontendKind};
+use crate::protocol::sqlstate;
 use attach::cancel_target;
-pub(crate) use attach::watch_client;
 use attached::Attached;
-use params::{ParamChange, ParamSet};
+pub use client_info::{ClientInfo, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
+use cluster_view::ClusterView;
+use phase::Phase;
+use pipeline::Pipeline;
 use query_clock::QueryClock;
 use reply_plan::{ReplyPlan, Step};
-use segment::Segment;
-pub(crate) use server_replies::retire_on_ddl;
+use route_state::RouteState;
+use settings::Settings;
+pub use shared::{Shared, TableColumns};
 use statements::ClientStatements;
 use transaction::{Target, Transaction};
 
 /// Flush replies to the client once this much is buffered.
 pub(crate) const CLIENT_FLUSH_AT: usize = 64 * 1024;
 
-/// The least free room in the client's read buffer for a read.
-const CLIENT_READ_ROOM: usize = 4 * 1024;
-
 /// Why a session ends.
 #[derive(Debug)]
-pub(crate) enum End {
+pub enum End {
     /// Terminate, EOF or a broken client socket.
     ClientGone,
     /// A FATAL error to send before closing.
     Fatal(ClientError),
+}
+
+impl From<Gone> for End {
+    fn from(_: Gone) -> End {
+        End::ClientGone
+    }
 }
 
 impl End {
@@ -105,162 +120,82 @@ impl End {
 
 /// What a logged-in session starts from.
 pub struct Start {
-    pub state: Arc<State>,
+    pub shared: Arc<Shared>,
     pub info: Arc<ClientInfo>,
     pub pools: ClusterPools,
     pub mode: PoolerMode,
     pub defaults: ParamSet,
-    pub max_message: usize,
     pub prepared_limit: usize,
     /// In session mode, the server the login already checked out.
     pub server: Option<Pooled>,
 }
 
-pub struct Session<S> {
-    state: Arc<State>,
+pub struct Session {
+    shared: Arc<Shared>,
     info: Arc<ClientInfo>,
-    pools: ClusterPools,
-    generation: u64,
-    mode: PoolerMode,
-    client: S,
-    cbuf: BytesMut,
-    to_client: BytesMut,
-    to_server: BytesMut,
+    /// The client's span (peer, user, database, application_name): the
+    /// parent of the session's log lines, never entered (`listener/arrival.rs`).
+    span: tracing::Span,
+    /// Its pools, pooler mode, sharding model and parser engine.
+    cluster: ClusterView,
+    client: ClientConn,
     /// The server connections held between messages.
     attached: Attached,
+    /// The replies owed to the client, in order.
     plan: ReplyPlan,
+    /// What is in flight to and from the servers.
+    pipeline: Pipeline,
+    /// The extended-protocol phase: skipping to Sync, a segment held, a
+    /// portal answered here.
+    phase: Phase,
     statements: ClientStatements,
     /// The client's SQL-prepared statements (`PREPARE name AS ...`).
     sql_names: sql_prepared::SqlNames,
-    /// Startup settings: what RESET returns to.
-    defaults: ParamSet,
-    /// The settings the client expects now.
-    params: ParamSet,
-    /// Settings changed inside the open transaction: kept on COMMIT.
-    pending: Vec<ParamChange>,
-    /// pgshard refused an extended-protocol message: skip to Sync, as
-    /// Postgres does after an error.
-    skipping: bool,
-    /// Extended-protocol messages were sent with no Sync after them yet.
-    unsynced: bool,
-    /// The server is in COPY IN.
-    copy_in: bool,
-    /// The running Query/Sync has already reported an error.
-    failed: bool,
-    max_message: usize,
-    prepared_limit: usize,
-    /// The cluster's sharding model and parser engine (refreshed on reload).
-    sharding: Arc<Sharding>,
-    engine: ParserEngine,
-    /// The shard of the main attached server, or of the last one.
-    shard: usize,
-    /// The statement being placed may run on a replica (`read_split.rs`).
-    read: bool,
+    /// The client's settings.
+    settings: Settings,
     /// The client's transaction on a sharded cluster.
     txn: Transaction,
-    /// `SET pgdog.shard` / `SET pgdog.sharding_key`.
-    overrides: Overrides,
-    /// A Bind that goes to several shards, held with what follows until Sync.
-    batch: Option<Segment>,
-    /// The portal just bound is transaction control pgshard answers itself
-    /// (extended protocol): its Describe and Execute get local replies, with
-    /// this command tag, until the next Parse, Bind or Sync.
-    local_portal: Option<local::LocalPortal>,
-    /// A bound COPY into a sharded table (its text), run at its Execute.
-    copy_portal: Option<String>,
-    /// A bound UPDATE that moves a row to another shard, run at its Execute.
-    move_portal: Option<key_move::MovePortal>,
+    /// What routing keeps between statements.
+    routing: RouteState,
     /// Cursors (and portals) pgshard routes or merges, and the servers
     /// WITH HOLD cursors keep.
     cursors: cursor::Cursors,
-    /// A bound FETCH, MOVE or CLOSE of a cursor pgshard answers.
-    cursor_portal: Option<cursor::CursorPortal>,
-    /// Setting changes of extended-protocol statements bound since the last
-    /// Sync: the client's once that Sync's ReadyForQuery comes without an
-    /// error in between (an error rolls the implicit transaction back).
-    extended_settings: Vec<ParamChange>,
-    /// Session mode: the client's settings differ from the server's (a
-    /// RESET returned the server to its own default, not the client's
-    /// startup value); brought in line before the next statement.
-    resync: bool,
-    /// ErrorResponses relayed to the client for the segment it is sending
-    /// (after its last Sync): the rest of that segment is to be skipped.
-    segment_errors: u64,
-    /// The server connection (id) that holds the client's unnamed
-    /// statement: the last Parse of it went there, and no simple query
-    /// (which drops it) followed. Elsewhere it is parsed again first.
-    unnamed_on: Option<u64>,
-    /// Times requests for the query histogram and the slow-query log.
-    clock: QueryClock,
-    /// The templated cache entries of the last simple queries, most recent
-    /// first (`routing.rs`, `Session::lookup`).
-    recent: Vec<Arc<router::cache::Entry>>,
-    /// The AST cache's clear count when `recent` was filled.
-    recent_clears: u64,
-    /// The statement being routed may write: inside a transaction pgshard
-    /// opened, its shard must commit with the others.
-    writes: bool,
-    /// What the session's own schema changes mean for routing (`behind.rs`).
-    own_schema: behind::OwnSchema,
-    /// The client's span (peer, user, database, application_name): the
-    /// parent of the session's log lines, never entered (`client.rs`).
-    span: tracing::Span,
 }
 
-impl<S: ClientIo> Session<S> {
-    pub fn new(client: S, cbuf: BytesMut, start: Start) -> Session<S> {
-        let generation = start.state.generation.load(Ordering::Acquire);
-        let (sharding, engine) = attach::sharding_of(&start.state, &start.info.database);
+impl Session {
+    pub fn new(client: ClientConn, start: Start) -> Session {
+        let generation = start.shared.clusters.generation();
+        let (sharding, engine) = attach::sharding_of(&start.shared, &start.info.database);
+        let clock = QueryClock::new(start.shared.config().general.slow_query_threshold());
         Session {
-            sharding,
-            engine,
-            shard: 0,
-            read: false,
-            txn: Transaction::default(),
-            overrides: Overrides::default(),
-            batch: None,
-            local_portal: None,
-            copy_portal: None,
-            move_portal: None,
-            cursors: cursor::Cursors::default(),
-            cursor_portal: None,
-            segment_errors: 0,
-            extended_settings: Vec::new(),
-            resync: false,
-            unnamed_on: None,
-            clock: QueryClock::new(start.state.config().general.slow_query_threshold()),
-            writes: false,
-            span: tracing::Span::none(),
-            recent: Vec::new(),
-            recent_clears: 0,
-            own_schema: behind::OwnSchema::default(),
-            generation,
-            state: start.state,
+            cluster: ClusterView {
+                pools: start.pools,
+                generation,
+                mode: start.mode,
+                sharding,
+                engine,
+                prepared_limit: start.prepared_limit,
+            },
+            shared: start.shared,
             info: start.info,
-            pools: start.pools,
-            mode: start.mode,
+            span: tracing::Span::none(),
             client,
-            cbuf,
-            to_client: BytesMut::with_capacity(8 * 1024),
-            to_server: BytesMut::with_capacity(8 * 1024),
             attached: Attached::new(0, start.server),
             plan: ReplyPlan::default(),
+            pipeline: Pipeline::new(clock),
+            phase: Phase::Idle,
             statements: ClientStatements::default(),
             sql_names: sql_prepared::SqlNames::default(),
-            params: start.defaults.clone(),
-            defaults: start.defaults,
-            pending: Vec::new(),
-            skipping: false,
-            unsynced: false,
-            copy_in: false,
-            failed: false,
-            max_message: start.max_message,
-            prepared_limit: start.prepared_limit,
+            settings: Settings::new(start.defaults),
+            txn: Transaction::default(),
+            routing: RouteState::default(),
+            cursors: cursor::Cursors::default(),
         }
     }
 
     /// Serve the client until it leaves; the server connection goes back to
     /// its pool clean, or is closed. `span` is the client's, for log lines.
+    /// (The client stays registered: the caller unregisters it.)
     pub async fn run(mut self, span: tracing::Span) {
         self.span = span;
         if let Some(server) = self.attached.main() {
@@ -268,22 +203,27 @@ impl<S: ClientIo> Session<S> {
         }
         let end = self.serve_unless_killed().await;
         if let End::Fatal(error) = &end {
-            self.state.metrics.error(error.code.as_bytes());
-            self.to_client.clear();
-            error.encode_fatal(&mut self.to_client);
-            let _ = self.client.write_all(&self.to_client).await;
+            self.shared.metrics.error(error.code.as_bytes());
+            self.client.out().clear();
+            error.encode_fatal(self.client.out());
+            let _ = self.client.flush().await;
         }
         self.finish().await;
-        self.state.unregister_client(self.info.process_id);
+    }
+
+    /// The client's process id (its cancel key's), under which it is
+    /// registered.
+    pub fn process_id(&self) -> u32 {
+        self.info.process_id
     }
 
     async fn serve(&mut self) -> End {
-        let (info, state) = (Arc::clone(&self.info), Arc::clone(&self.state));
+        let (info, state) = (Arc::clone(&self.info), Arc::clone(&self.shared));
         let stopping = info.interrupt.until(|| state.is_shutting_down());
         tokio::pin!(stopping);
         loop {
             loop {
-                let frame = match decode_frontend_frame(&mut self.cbuf, self.max_message) {
+                let frame = match self.client.read_message() {
                     Ok(Some(frame)) => frame,
                     Ok(None) => break,
                     Err(e) => return End::protocol(e),
@@ -304,10 +244,7 @@ impl<S: ClientIo> Session<S> {
                 .main()
                 .and_then(|s| s.pool().settings.query_timeout)
                 .filter(|_| self.plan.awaiting_server());
-            // Room for a whole message of the usual size in one read: a
-            // read that fills the buffer is followed by another.
-            self.cbuf.reserve(CLIENT_READ_ROOM);
-            self.clock.waiting();
+            self.pipeline.clock.waiting();
             match self.attached.main_mut() {
                 Some(server) => {
                     let timeout = async {
@@ -331,8 +268,8 @@ impl<S: ClientIo> Session<S> {
                                 }
                             }
                         },
-                        read = self.client.read_buf(&mut self.cbuf) => match read {
-                            Ok(0) | Err(_) => return End::ClientGone,
+                        read = self.client.fill() => match read {
+                            Err(_) => return End::ClientGone,
                             Ok(n) => count(&server.pool().stats.bytes_received, n),
                         },
                         () = timeout => self.cancel_running_query().await,
@@ -341,10 +278,10 @@ impl<S: ClientIo> Session<S> {
                 None => {
                     tokio::select! {
                         biased;
-                        read = self.client.read_buf(&mut self.cbuf) => match read {
-                            Ok(0) | Err(_) => return End::ClientGone,
+                        read = self.client.fill() => match read {
+                            Err(_) => return End::ClientGone,
                             // Counted where the client's last server was.
-                            Ok(n) => if let Some(pools) = self.pools.get(self.shard) {
+                            Ok(n) => if let Some(pools) = self.cluster.pools.get(self.routing.shard) {
                                 count(&pools.primary.stats.bytes_received, n);
                             },
                         },
@@ -359,54 +296,58 @@ impl<S: ClientIo> Session<S> {
 
     /// One client message.
     async fn on_client_frame(&mut self, frame: Frame) -> Result<(), End> {
-        let tag = frame.tag;
-
-        if self.skipping && matches!(tag, b'P' | b'B' | b'D' | b'E' | b'C' | b'H') {
+        use FrontendKind as K;
+        let kind = frame.kind;
+        let extended = matches!(
+            kind,
+            K::Parse | K::Bind | K::Describe | K::Execute | K::Close | K::Flush
+        );
+        if self.phase.skipping() && extended {
             return Ok(());
         }
-        if (self.local_portal.is_some() && self.on_local_portal(tag))
-            || (self.copy_portal.is_some() && self.on_copy_portal(tag).await?)
-            || (self.move_portal.is_some() && self.on_move_portal(tag).await?)
-            || (self.cursor_portal.is_some() && self.on_cursor_portal(&frame).await?)
+        if (self.phase.local_portal().is_some() && self.on_local_portal(kind))
+            || (self.phase.copy_bound() && self.on_copy_portal(kind).await?)
+            || (self.phase.move_bound() && self.on_move_portal(kind).await?)
+            || (self.phase.cursor_portal().is_some() && self.on_cursor_portal(&frame).await?)
         {
             return Ok(());
         }
         if self.sharded() {
-            match tag {
-                b'Q' | b'B' => self.catalog_current().await,
-                b'P' => self.own_catalog_current().await,
+            match kind {
+                K::Query | K::Bind => self.catalog_current().await,
+                K::Parse => self.own_catalog_current().await,
                 _ => {}
             }
         }
         if !self.cursors.is_empty() {
             self.cursors.forget_unnamed(&frame);
-            if self.batch.is_none() && self.on_known_portal(&frame).await? {
+            if !self.phase.holds_batch() && self.on_known_portal(&frame).await? {
                 return Ok(());
             }
         }
-        if self.batch.is_some() {
+        if self.phase.holds_batch() {
             return self.on_segment_frame(frame).await;
         }
-        match tag {
-            b'Q' => self.on_query(frame).await,
-            b'P' => self.on_parse(frame).await,
-            b'B' | b'D' => self.on_bind_or_describe(frame).await,
-            b'E' => {
+        match kind {
+            K::Query => self.on_query(frame).await,
+            K::Parse => self.on_parse(frame).await,
+            K::Bind | K::Describe => self.on_bind_or_describe(frame).await,
+            K::Execute => {
                 self.forward_extended(&frame, Step::forward(reply_plan::EXECUTE))
                     .await
             }
-            b'C' => self.on_close(frame).await,
-            b'S' => {
+            K::Close => self.on_close(frame).await,
+            K::Sync => {
                 self.on_sync(&frame);
                 Ok(())
             }
-            b'H' => {
+            K::Flush => {
                 if self.attached.is_some() {
                     self.put_frame(&frame);
                 }
                 Ok(())
             }
-            b'F' => {
+            K::FunctionCall => {
                 if !self.ensure_server_or_reply(Target::Any, true).await? {
                     return Ok(());
                 }
@@ -415,26 +356,26 @@ impl<S: ClientIo> Session<S> {
                 self.plan.push(Step::forward(reply_plan::SYNC));
                 Ok(())
             }
-            b'd' | b'c' | b'f' => {
-                if tag != b'd' {
-                    self.copy_in = false;
+            K::CopyData | K::CopyDone | K::CopyFail => {
+                if kind != K::CopyData {
+                    self.pipeline.copy_in = false;
                 }
                 if self.attached.is_some() {
                     self.put_frame(&frame);
                 }
                 Ok(())
             }
-            b'X' => Err(End::ClientGone),
-            other => Err(End::Fatal(ClientError::new(
+            K::Terminate => Err(End::ClientGone),
+            K::Password => Err(End::Fatal(ClientError::new(
                 sqlstate::PROTOCOL_VIOLATION,
-                format!("invalid frontend message type {}", char::from(other)),
+                format!("invalid frontend message type {}", kind.letter()),
             ))),
         }
     }
 
     fn on_sync(&mut self, frame: &Frame) {
-        self.skipping = false;
-        self.unsynced = false;
+        self.phase.synced();
+        self.pipeline.unsynced = false;
         if self.attached.is_none() && !self.plan.awaiting_server() {
             // Everything since the last Sync was answered locally.
             self.plan.push(Step::Local {
@@ -443,7 +384,7 @@ impl<S: ClientIo> Session<S> {
             });
             return;
         }
-        if self.copy_in {
+        if self.pipeline.copy_in {
             // Postgres ignores Sync in COPY IN: no reply is owed.
             self.put_frame(frame);
             return;
@@ -454,11 +395,11 @@ impl<S: ClientIo> Session<S> {
     }
 
     fn put_frame(&mut self, frame: &Frame) {
-        put_frame(&mut self.to_server, frame);
+        self.pipeline.to_server.extend_from_slice(frame.bytes());
     }
 
     fn count_query(&mut self) {
-        self.clock.start();
+        self.pipeline.clock.start();
         if let Some(server) = self.attached.main() {
             server
                 .pool()
@@ -469,8 +410,8 @@ impl<S: ClientIo> Session<S> {
     }
 
     /// The transaction status the client sees.
-    fn status(&self) -> u8 {
-        self.client_status(self.attached.status().unwrap_or(b'I'))
+    fn status(&self) -> TransactionStatus {
+        self.client_status(self.attached.status().unwrap_or_default())
     }
 }
 
@@ -486,10 +427,4 @@ pub(crate) fn sql_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 
 pub(super) fn count(counter: &std::sync::atomic::AtomicU64, n: usize) {
     counter.fetch_add(n as u64, Ordering::Relaxed);
-}
-
-fn put_frame(out: &mut BytesMut, frame: &Frame) {
-    out.put_u8(frame.tag);
-    out.put_u32(frame.body.len() as u32 + 4);
-    out.put_slice(&frame.body);
 }

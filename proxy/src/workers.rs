@@ -9,7 +9,6 @@
 //! (`ServerConn::settle_here`), and `pool/places.rs` hands a freed place to
 //! a waiter on the same thread first.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -19,16 +18,6 @@ use tokio::runtime::Runtime;
 use tracing::warn;
 
 use crate::state::State;
-
-thread_local! {
-    static WORKER: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-/// The worker thread this code runs on; `None` off worker threads (a
-/// multi-threaded runtime, as in tests, where one reactor serves all).
-pub fn current() -> Option<usize> {
-    WORKER.with(Cell::get)
-}
 
 /// Listen backlog of each worker's listener (Linux caps it at somaxconn).
 const BACKLOG: u32 = 1024;
@@ -87,8 +76,12 @@ impl Workers {
         let Some((_, (first, listener))) = workers.next() else {
             return;
         };
-        let Ok(tls) = crate::server::tls_acceptor(&state) else {
-            return;
+        let tls = match crate::listener::tls_acceptor(&state) {
+            Ok(tls) => tls,
+            Err(err) => {
+                warn!(%err, "TLS is configured but unusable; not starting");
+                return;
+            }
         };
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut threads = Vec::new();
@@ -99,9 +92,10 @@ impl Workers {
             let spawned = std::thread::Builder::new()
                 .name(format!("pgshard-worker-{id}"))
                 .spawn(move || {
-                    WORKER.with(|w| w.set(Some(id)));
+                    crate::conn::worker::set(Some(id));
                     runtime.block_on(async move {
-                        crate::server::accept(listener, &state, tls, std::future::pending()).await;
+                        crate::listener::accept(listener, &state, tls, std::future::pending())
+                            .await;
                         // Sessions keep running here while the first worker
                         // drains them.
                         let _ = stopped.wait_for(|s| *s).await;
@@ -112,13 +106,13 @@ impl Workers {
                 Err(err) => warn!(%err, worker = id, "cannot start a worker thread"),
             }
         }
-        WORKER.with(|w| w.set(Some(0)));
-        first.block_on(crate::server::serve(listener, state, tls, shutdown));
+        crate::conn::worker::set(Some(0));
+        first.block_on(crate::listener::serve(listener, state, tls, shutdown));
         stop.send_replace(true);
         for thread in threads {
             let _ = thread.join();
         }
-        WORKER.with(|w| w.set(None));
+        crate::conn::worker::set(None);
     }
 }
 
@@ -167,7 +161,7 @@ mod tests {
             .map(|(_, listener)| listener.local_addr().unwrap().port())
             .collect();
         assert_eq!(ports, vec![addr.port(); 3]);
-        assert_eq!(current(), None);
+        assert_eq!(crate::conn::worker::current(), None);
         // Each worker's runtime serves connections to the shared port.
         let served = std::thread::spawn(move || {
             let (runtime, listener) = workers.workers.into_iter().next().unwrap();

@@ -87,7 +87,7 @@ fn main() -> anyhow::Result<()> {
         print_hints(&demo, &bench_script);
         let paths = Some((demo.join("pgdog.toml"), demo.join("users.toml")));
         let state = proxy::state::State::new(config, paths);
-        proxy::server::run_with_state(listener, state, async {
+        proxy::listener::run_with_state(listener, state, async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await;

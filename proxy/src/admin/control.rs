@@ -9,15 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use tokio::io::AsyncRead;
 use tracing::{info, warn};
 
 use super::{ClientGone, Console, Failure};
 use crate::errors::ClientError;
 use crate::pool::Pool;
-use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
-use crate::session::watch_client;
+use crate::protocol::sqlstate;
 use crate::state::State;
 
 /// How often a waiting command looks again.
@@ -32,7 +30,7 @@ fn pools_of(state: &State, database: Option<&str>) -> Vec<Arc<Pool>> {
     pools
 }
 
-impl<S: AsyncRead + Unpin> Console<'_, S> {
+impl Console<'_> {
     /// Wait until `done` holds (checked every [`POLL`]), or `deadline`
     /// passes, while watching the client.
     async fn wait_until(
@@ -45,7 +43,8 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
                 tokio::time::sleep(POLL).await;
             }
         };
-        watch_client(self.client, self.buf, wait)
+        self.client
+            .watch(wait)
             .await
             .map_err(|_| Failure::Gone(ClientGone))
     }
@@ -55,7 +54,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
     /// pools, as PgBouncer does (or after `shutdown_timeout`).
     pub(super) async fn pause(&mut self, database: Option<&str>) -> Result<(), Failure> {
         let state = self.state;
-        state.paused.send_modify(|paused| match database {
+        state.gate.paused.send_modify(|paused| match database {
             Some(database) => {
                 paused.databases.insert(database.to_owned());
             }
@@ -66,7 +65,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
         self.wait_until(|| pools.iter().all(|p| p.active() == 0), Some(deadline))
             .await?;
         info!(database = database.unwrap_or("*"), "paused");
-        messages::command_complete(self.out, "PAUSE");
+        messages::command_complete(self.client.out(), "PAUSE");
         Ok(())
     }
 
@@ -76,7 +75,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
         let pools = pools_of(self.state, database);
         self.wait_until(|| pools.iter().all(|p| p.closes_pending() == 0), None)
             .await?;
-        messages::command_complete(self.out, "WAIT_CLOSE");
+        messages::command_complete(self.client.out(), "WAIT_CLOSE");
         Ok(())
     }
 }
@@ -84,7 +83,7 @@ impl<S: AsyncRead + Unpin> Console<'_, S> {
 /// RESUME [db]: let sessions held by PAUSE (or KILL) of the database go on;
 /// without a database, every PAUSE and KILL ends.
 pub(super) fn resume(state: &State, database: Option<&str>, out: &mut BytesMut) {
-    state.paused.send_modify(|paused| match database {
+    state.gate.paused.send_modify(|paused| match database {
         Some(database) => {
             paused.databases.remove(database);
         }
@@ -101,7 +100,7 @@ pub(super) fn resume(state: &State, database: Option<&str>, out: &mut BytesMut) 
 /// PgBouncer), its clients' sessions end at once with 57P01 and their
 /// servers are closed, and so are its pools' idle connections.
 pub(super) fn kill(state: &State, database: &str, out: &mut BytesMut) {
-    state.paused.send_modify(|paused| {
+    state.gate.paused.send_modify(|paused| {
         paused.databases.insert(database.to_owned());
     });
     let mut killed = 0;
@@ -133,19 +132,22 @@ pub(super) fn reconnect(state: &State, database: Option<&str>, out: &mut BytesMu
 /// sessions') next server checkout (transactions under way finish) without
 /// waiting, until OFF. OFF without a database ends every maintenance.
 pub(super) fn maintenance(state: &State, on: bool, database: Option<&str>, out: &mut BytesMut) {
-    state.paused.send_modify(|paused| match (on, database) {
-        (true, None) => paused.maintenance = true,
-        (true, Some(database)) => {
-            paused.maintenance_databases.insert(database.to_owned());
-        }
-        (false, Some(database)) => {
-            paused.maintenance_databases.remove(database);
-        }
-        (false, None) => {
-            paused.maintenance = false;
-            paused.maintenance_databases.clear();
-        }
-    });
+    state
+        .gate
+        .paused
+        .send_modify(|paused| match (on, database) {
+            (true, None) => paused.maintenance = true,
+            (true, Some(database)) => {
+                paused.maintenance_databases.insert(database.to_owned());
+            }
+            (false, Some(database)) => {
+                paused.maintenance_databases.remove(database);
+            }
+            (false, None) => {
+                paused.maintenance = false;
+                paused.maintenance_databases.clear();
+            }
+        });
     info!(on, database = database.unwrap_or("*"), "maintenance mode");
     messages::command_complete(out, "MAINTENANCE");
 }
@@ -165,15 +167,25 @@ pub(super) fn shutdown(state: &State, out: &mut BytesMut) {
 }
 
 pub(super) fn reload_command(state: &State, out: &mut BytesMut) -> Result<(), ClientError> {
-    reload(state).map_err(|message| ClientError::new(sqlstate::CONFIG_FILE_ERROR, message))?;
+    reload(state)
+        .map_err(|error| ClientError::new(sqlstate::CONFIG_FILE_ERROR, error.to_string()))?;
     messages::command_complete(out, "RELOAD");
     Ok(())
 }
 
+/// Why RELOAD kept the running configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error("no config files to reload (config was given in memory)")]
+    NoFiles,
+    #[error("reload failed: {0}")]
+    Load(#[from] crate::config_files::LoadError),
+}
+
 /// Re-read the config files and apply them; the old config stays on error.
-pub fn reload(state: &State) -> Result<(), String> {
+pub fn reload(state: &State) -> Result<(), ReloadError> {
     let Some((pgdog, users)) = &state.config_paths else {
-        return Err("no config files to reload (config was given in memory)".into());
+        return Err(ReloadError::NoFiles);
     };
     match crate::config_files::load(pgdog, users) {
         Ok(config) => {
@@ -184,7 +196,7 @@ pub fn reload(state: &State) -> Result<(), String> {
         }
         Err(err) => {
             warn!(%err, "reload failed; keeping the running configuration");
-            Err(format!("reload failed: {err}"))
+            Err(ReloadError::Load(err))
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::state::State;
 pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
     let config = state.config();
     let general = &config.general;
-    let paused = state.paused.borrow().clone();
+    let paused = state.gate.paused.borrow().clone();
     let pools = state.all_pools();
     let mut rows = Rows::new(
         out,

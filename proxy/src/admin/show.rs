@@ -11,7 +11,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use bytes::BytesMut;
 
 use super::Rows;
-use crate::state::{State, CLIENT_ACTIVE, CLIENT_WAITING};
+use crate::session::{CLIENT_ACTIVE, CLIENT_WAITING};
+use crate::state::State;
 
 pub(super) fn show_pools(state: &State, out: &mut BytesMut) {
     let columns = [

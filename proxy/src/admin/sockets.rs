@@ -7,7 +7,7 @@
 use bytes::BytesMut;
 
 use super::Rows;
-use crate::server_conn::ServerAddr;
+use crate::conn::server::ServerAddr;
 use crate::state::State;
 
 const COLUMNS: [&str; 15] = [

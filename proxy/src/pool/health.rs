@@ -17,9 +17,10 @@ use router::config::Role;
 use tracing::warn;
 
 use super::places::Place;
-use super::Pool;
-use crate::server_conn::ServerConn;
-use crate::state::lock;
+use super::{Idle, Pool};
+use crate::conn::server::ServerConn;
+use crate::lock::lock;
+use crate::protocol::backend::TransactionStatus;
 
 impl Pool {
     /// Ban this pool's database from serving reads for `ban_timeout`
@@ -62,7 +63,7 @@ impl Pool {
         let passed = matches!(
             tokio::time::timeout(timeout, conn.run(";")).await,
             Ok(Ok(Ok(())))
-        ) && conn.status == b'I';
+        ) && conn.status() == TransactionStatus::Idle;
         if passed {
             conn.checked = Instant::now();
         } else {
@@ -77,9 +78,9 @@ impl Pool {
     /// (outside the pool's size, as PgDog does), so a database whose
     /// connections are all stuck in queries is checked too.
     async fn idle_check(self: &Arc<Self>) {
-        if let Some((mut conn, place)) = self.idle_conn() {
-            if self.check(&mut conn).await {
-                lock(&self.idle).push(conn);
+        if let Some((mut idle, place)) = self.idle_conn() {
+            if self.check(&mut idle.conn).await {
+                lock(&self.idle).push(idle);
             }
             drop(place);
             return;
@@ -99,12 +100,12 @@ impl Pool {
 
     /// An idle connection that still looks alive, with the place that
     /// counts it (broken ones are dropped); `None` when there is none.
-    fn idle_conn(&self) -> Option<(Box<ServerConn>, Place)> {
+    fn idle_conn(&self) -> Option<(Idle, Place)> {
         let place = self.places.try_take()?;
         let mut idle = lock(&self.idle);
-        while let Some(mut conn) = idle.pop() {
-            if !conn.is_broken_while_idle() {
-                return Some((conn, place));
+        while let Some(mut taken) = idle.pop() {
+            if !taken.conn.is_broken_while_idle() {
+                return Some((taken, place));
             }
         }
         None

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, Notify};
 
-use crate::state::lock;
-use crate::workers;
+use crate::conn::worker;
+use crate::lock::lock;
 
 /// How much longer than the oldest waiter on the thread giving a place back
 /// the first in line may have waited and still be passed over: short next
@@ -140,7 +140,7 @@ impl Places {
             }
             let (grant, granted) = oneshot::channel();
             inner.waiters.push_back(Waiter {
-                worker: workers::current(),
+                worker: worker::current(),
                 since: now,
                 deadline,
                 grant,
@@ -196,7 +196,7 @@ impl Places {
         loop {
             let waiter = {
                 let mut inner = lock(&places.inner);
-                match next_waiter(&mut inner.waiters, workers::current()) {
+                match next_waiter(&mut inner.waiters, worker::current()) {
                     Some(waiter) => waiter,
                     None => {
                         inner.free += 1;

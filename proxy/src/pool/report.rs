@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::Pool;
+use crate::conn::server::{ServerAddr, ServerConn};
 use crate::id_hash::IdMap;
-use crate::server_conn::{ServerAddr, ServerConn};
-use crate::state::lock;
+use crate::lock::lock;
 
 /// A pool's connections, by id, from the first time it hands one out
 /// until the connection is dropped.
@@ -73,7 +73,7 @@ pub struct IdleServer {
     pub process_id: u32,
     pub created: Instant,
     pub last_used: Instant,
-    pub addr: crate::server_conn::ServerAddr,
+    pub addr: crate::conn::server::ServerAddr,
     pub fd: i32,
     /// Statements prepared on it.
     pub prepared: usize,
@@ -115,6 +115,7 @@ impl Pool {
     pub fn idle_servers(&self) -> Vec<IdleServer> {
         lock(&self.idle)
             .iter()
+            .map(|idle| &idle.conn)
             .map(|c| IdleServer {
                 id: c.id,
                 process_id: c.process_id,

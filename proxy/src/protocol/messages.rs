@@ -4,18 +4,49 @@
 
 use bytes::{BufMut, BytesMut};
 
-/// Start a message with `tag`; returns where its length goes, for [`finish`].
-pub fn begin(out: &mut BytesMut, tag: u8) -> usize {
-    out.put_u8(tag);
-    let at = out.len();
-    out.put_u32(0);
-    at
+use super::backend::TransactionStatus;
+use super::frame::{begin, finish};
+use super::frontend::Named;
+
+/// Severity of an ErrorResponse; FATAL ends the session. A WARNING goes
+/// out as a NoticeResponse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Warning,
+    Error,
+    Fatal,
 }
 
-/// Patch the length of the message started at `at`.
-pub fn finish(out: &mut BytesMut, at: usize) {
-    let len = (out.len() - at) as u32;
-    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+impl Severity {
+    fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "WARNING",
+            Severity::Error => "ERROR",
+            Severity::Fatal => "FATAL",
+        }
+    }
+}
+
+/// `E`: an ErrorResponse, or for a warning `N`, a NoticeResponse, with
+/// severity, SQLSTATE and message.
+pub fn error_response(out: &mut BytesMut, severity: Severity, code: &str, message: &str) {
+    let tag = if severity == Severity::Warning {
+        b'N'
+    } else {
+        b'E'
+    };
+    let at = begin(out, tag);
+    for (field, value) in [
+        (b'S', severity.as_str()),
+        (b'V', severity.as_str()),
+        (b'C', code),
+        (b'M', message),
+    ] {
+        out.put_u8(field);
+        put_cstr(out, value.as_bytes());
+    }
+    out.put_u8(0);
+    finish(out, at);
 }
 
 /// Append a NUL-terminated string. NULs inside `s` would end it early, so they
@@ -84,9 +115,9 @@ pub fn negotiate_protocol_version(out: &mut BytesMut, minor: u32, unrecognised: 
     finish(out, at);
 }
 
-/// `Z`: ReadyForQuery with transaction status `I`, `T` or `E`.
-pub fn ready_for_query(out: &mut BytesMut, status: u8) {
-    out.put_slice(&[b'Z', 0, 0, 0, 5, status]);
+/// `Z`: ReadyForQuery with a transaction status.
+pub fn ready_for_query(out: &mut BytesMut, status: TransactionStatus) {
+    out.put_slice(&[b'Z', 0, 0, 0, 5, status.byte()]);
 }
 
 /// `C`: CommandComplete with `tag` (e.g. `SELECT 3`).
@@ -176,7 +207,7 @@ pub fn parse(out: &mut BytesMut, name: &[u8], sql: &[u8], param_types: &[u32]) {
 /// `B`: Bind of `statement` into `portal` (frontend), from a decoded Bind.
 pub fn bind(
     out: &mut BytesMut,
-    bind: &super::frame::Bind,
+    bind: &super::frontend::Bind,
     statement: &[u8],
     result_formats: &[i16],
 ) {
@@ -211,7 +242,7 @@ pub fn bind(
 /// result formats are `bind`'s.
 pub fn bind_part(
     out: &mut BytesMut,
-    bind: &super::frame::Bind,
+    bind: &super::frontend::Bind,
     statement: &[u8],
     indexes: &[usize],
 ) {
@@ -279,10 +310,10 @@ pub fn bind_values(
     finish(out, at);
 }
 
-/// `D`: Describe of a statement (`S`) or portal (`P`) (frontend).
-pub fn describe(out: &mut BytesMut, kind: u8, name: &[u8]) {
+/// `D`: Describe of a statement or portal (frontend).
+pub fn describe(out: &mut BytesMut, kind: Named, name: &[u8]) {
     let at = begin(out, b'D');
-    out.put_u8(kind);
+    out.put_u8(kind.byte());
     put_cstr(out, name);
     finish(out, at);
 }
@@ -310,17 +341,27 @@ pub fn portal_suspended(out: &mut BytesMut) {
     finish(out, at);
 }
 
-/// `C`: Close of a statement (`S`) or portal (`P`) (frontend).
-pub fn close(out: &mut BytesMut, kind: u8, name: &[u8]) {
+/// `C`: Close of a statement or portal (frontend).
+pub fn close(out: &mut BytesMut, kind: Named, name: &[u8]) {
     let at = begin(out, b'C');
-    out.put_u8(kind);
+    out.put_u8(kind.byte());
     put_cstr(out, name);
     finish(out, at);
 }
 
-/// `H` Flush (frontend): the server sends what it has, without ending the
-/// implicit transaction as Sync would.
-/// CopyData with `data`.
+/// `H`: CopyOutResponse of `columns` columns, all in text or all in
+/// binary.
+pub fn copy_out_response(out: &mut BytesMut, binary: bool, columns: usize) {
+    let at = begin(out, b'H');
+    out.put_u8(u8::from(binary));
+    out.put_u16(columns as u16);
+    for _ in 0..columns {
+        out.put_u16(u16::from(binary));
+    }
+    finish(out, at);
+}
+
+/// `d`: CopyData with `data`.
 pub fn copy_data(out: &mut BytesMut, data: &[u8]) {
     let at = begin(out, b'd');
     out.extend_from_slice(data);
@@ -340,6 +381,8 @@ pub fn copy_fail(out: &mut BytesMut, reason: &str) {
     finish(out, at);
 }
 
+/// `H` Flush (frontend): the server sends what it has, without ending the
+/// implicit transaction as Sync would.
 pub fn flush(out: &mut BytesMut) {
     out.put_slice(&[b'H', 0, 0, 0, 4]);
 }
@@ -377,7 +420,7 @@ mod tests {
 
     #[test]
     fn bind_round_trips_through_the_decoder() {
-        use super::super::frame::{decode_frontend_frame, Bind, FrontendMessage};
+        use super::super::frontend::{decode_frontend_frame, Bind, FrontendMessage};
         use bytes::Bytes;
         let bind = Bind {
             portal: Bytes::from_static(b"p"),
@@ -389,7 +432,7 @@ mod tests {
         let mut out = BytesMut::new();
         super::bind(&mut out, &bind, b"__pgshard_7", &[1, 0, 0]);
         let frame = decode_frontend_frame(&mut out, 1 << 20).unwrap().unwrap();
-        let Ok(FrontendMessage::Bind(decoded)) = FrontendMessage::decode(frame) else {
+        let Ok(FrontendMessage::Bind(decoded)) = FrontendMessage::decode(&frame) else {
             panic!("not a Bind");
         };
         assert_eq!(decoded.statement, Bytes::from_static(b"__pgshard_7"));
@@ -399,12 +442,12 @@ mod tests {
 
     #[test]
     fn a_part_of_a_bind_takes_its_values_and_their_formats() {
-        use super::super::frame::{decode_frontend_frame, Bind, FrontendMessage};
+        use super::super::frontend::{decode_frontend_frame, Bind, FrontendMessage};
         use bytes::Bytes;
         let value = |v: &'static [u8]| Some(Bytes::from_static(v));
         let decode = |mut out: BytesMut| {
             let frame = decode_frontend_frame(&mut out, 1 << 20).unwrap().unwrap();
-            let Ok(FrontendMessage::Bind(decoded)) = FrontendMessage::decode(frame) else {
+            let Ok(FrontendMessage::Bind(decoded)) = FrontendMessage::decode(&frame) else {
                 panic!("not a Bind");
             };
             decoded
@@ -433,9 +476,19 @@ mod tests {
     }
 
     #[test]
+    fn error_response_layout() {
+        let mut out = BytesMut::new();
+        error_response(&mut out, Severity::Fatal, "3D000", "no db");
+        assert_eq!(
+            &out[..],
+            b"E\x00\x00\x00\x21SFATAL\x00VFATAL\x00C3D000\x00Mno db\x00\x00"
+        );
+    }
+
+    #[test]
     fn fixed_layouts() {
         let mut out = BytesMut::new();
-        ready_for_query(&mut out, b'T');
+        ready_for_query(&mut out, TransactionStatus::InBlock);
         command_complete(&mut out, "SET");
         parameter_status(&mut out, "TimeZone", "UTC");
         backend_key_data(&mut out, 7, 9);

@@ -4,7 +4,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::messages;
+use super::frame;
 
 /// A DataRow and where its values are.
 #[derive(Debug)]
@@ -79,7 +79,7 @@ pub fn parse_row(message: &[u8]) -> Option<Row> {
 }
 
 pub fn write_row(out: &mut BytesMut, values: &[Option<&[u8]>]) {
-    let at = messages::begin(out, b'D');
+    let at = frame::begin(out, b'D');
     out.put_u16(values.len() as u16);
     for value in values {
         match value {
@@ -90,5 +90,33 @@ pub fn write_row(out: &mut BytesMut, values: &[Option<&[u8]>]) {
             }
         }
     }
-    messages::finish(out, at);
+    frame::finish(out, at);
+}
+
+/// A RowDescription of the first `visible` fields of the RowDescription
+/// `body` (`starts`: where each field starts, as [`read_fields`] gives
+/// them), with the type, length and modifier of some fields replaced:
+/// `retyped` holds (the field's start, its new 10 bytes: type oid, type
+/// length, type modifier).
+pub fn write_description(
+    out: &mut BytesMut,
+    body: &[u8],
+    starts: &[usize],
+    visible: usize,
+    retyped: &[(usize, [u8; 10])],
+) {
+    let end = starts.get(visible).copied().unwrap_or(2);
+    let at = frame::begin(out, b'T');
+    out.put_u16(visible as u16);
+    let fields_at = out.len();
+    out.extend_from_slice(body.get(2..end).unwrap_or_default());
+    for &(start, field) in retyped.iter().filter(|&&(s, _)| s < end) {
+        let at = fields_at + start - 2;
+        let name = out[at..].iter().position(|&b| b == 0).unwrap_or(0);
+        let fixed = at + name + 1;
+        if let Some(slot) = out.get_mut(fixed + 6..fixed + 16) {
+            slot.copy_from_slice(&field);
+        }
+    }
+    frame::finish(out, at);
 }

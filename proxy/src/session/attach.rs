@@ -3,28 +3,26 @@
 //! client), keeping its settings in line with the client's, and giving it
 //! back clean (or closed) when the transaction ends or the client leaves.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use router::config::PoolerMode;
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tracing::{debug, warn};
 
-use super::params::ParamSet;
 use super::reply_plan::Step;
 use super::transaction::Target;
 use super::{count, End, Session};
+use super::{Shared, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
+use crate::conn::cancel::CancelTarget;
+use crate::conn::server::ServerError;
+use crate::conn::settings::ParamSet;
 use crate::errors::ClientError;
 use crate::pool::{PoolError, Pooled};
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
-use crate::server_conn::ServerError;
-use crate::session::ClientIo;
-use crate::state::{CancelTarget, State, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
+use crate::protocol::sqlstate;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Make sure a server is attached; if none can be had, reply with the
     /// error and return `Ok(false)`.
     pub(super) async fn ensure_server_or_reply(
@@ -42,7 +40,7 @@ impl<S: ClientIo> Session<S> {
                 Target::Any => 0,
             };
             if let Err(err) = self.attach(shard).await? {
-                let error = ClientError::from_pool(&err, &self.info.database, shard);
+                let error = err.client_error(&self.info.database, shard);
                 self.local_error(error, simple);
                 return Ok(false);
             }
@@ -50,8 +48,8 @@ impl<S: ClientIo> Session<S> {
         if matches!(target, Target::Shard(_)) {
             self.open_deferred();
         }
-        if std::mem::take(&mut self.writes) && self.txn.join_script().is_some() {
-            self.attached.note_write(self.shard);
+        if std::mem::take(&mut self.routing.writes) && self.txn.join_script().is_some() {
+            self.attached.note_write(self.routing.shard);
         }
         self.resync_settings();
         Ok(true)
@@ -63,31 +61,39 @@ impl<S: ClientIo> Session<S> {
     /// never saw): set them before the next statement, outside any
     /// transaction.
     pub(super) fn resync_settings(&mut self) {
-        if !self.resync || self.plan.awaiting_server() {
+        if !self.settings.resync || self.plan.awaiting_server() {
             return;
         }
         let Some(server) = self.attached.main_mut() else {
             return;
         };
-        if server.conn.status != b'I' {
+        if server.conn.status() != TransactionStatus::Idle {
             return;
         }
-        self.resync = false;
-        if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
-            server.conn.applied = self.params.clone();
-            self.unnamed_on = None;
-            messages::query(&mut self.to_server, &sql);
+        self.settings.resync = false;
+        if let Some(sql) = self.settings.params.sync_sql(&server.conn.applied) {
+            server.conn.applied = self.settings.params.clone();
+            self.pipeline.unnamed_on = None;
+            messages::query(&mut self.pipeline.to_server, &sql);
             self.plan.push(Step::injected_query());
         }
     }
 
     /// Check a server of `shard` out and attach it to this session.
     pub(super) async fn attach(&mut self, shard: usize) -> Result<Result<(), PoolError>, End> {
-        let read = std::mem::take(&mut self.read);
+        let read = std::mem::take(&mut self.routing.read);
         // The usual case polls no future: an idle server now, its settings
         // the client's.
         let server = match self.checkout_now(shard, read) {
-            Some(server) if self.params.sync_sql(&server.conn.applied).is_none() => server,
+            Some(server)
+                if self
+                    .settings
+                    .params
+                    .sync_sql(&server.conn.applied)
+                    .is_none() =>
+            {
+                server
+            }
             // (Moved into the slow path: a server dropped only at the end
             // of this match would hold its place while that path waits.)
             ready => match self.checkout_server_with(shard, read, ready).await? {
@@ -99,9 +105,9 @@ impl<S: ClientIo> Session<S> {
         if let Err(target) = self.info.cancel.try_set(Some(cancel_target(&server))) {
             self.set_cancel_target(target).await;
         }
-        State::set_client_state(&self.info, CLIENT_ACTIVE);
+        self.info.set_state(CLIENT_ACTIVE);
         self.attached.attach(shard, server);
-        self.shard = shard;
+        self.routing.shard = shard;
         Ok(Ok(()))
     }
 
@@ -111,12 +117,12 @@ impl<S: ClientIo> Session<S> {
         if let Some(pinned) = self.cursors.unpin(shard) {
             return Some(pinned);
         }
-        if self.state.paused.borrow().holds(&self.info.database) {
+        if self.shared.gate.holds(&self.info.database) {
             return None;
         }
         self.follow_config();
-        let now = self.clock.now();
-        self.pools.get(shard)?.checkout_now(read, now)
+        let now = self.pipeline.clock.now();
+        self.cluster.pools.get(shard)?.checkout_now(read, now)
     }
 
     /// Check a server of `shard` out of its pool (a replica's if `read`
@@ -146,16 +152,16 @@ impl<S: ClientIo> Session<S> {
                 Err(err) => return Ok(Err(err)),
             },
         };
-        if let Some(sql) = self.params.sync_sql(&server.conn.applied) {
+        if let Some(sql) = self.settings.params.sync_sql(&server.conn.applied) {
             let ran = server.conn.run(&sql).await;
-            self.clock.waiting();
+            self.pipeline.clock.waiting();
             match ran {
-                Ok(Ok(())) => server.conn.applied = self.params.clone(),
-                Ok(Err(message)) => {
+                Ok(Ok(())) => server.conn.applied = self.settings.params.clone(),
+                Ok(Err(refusal)) => {
                     // The client's settings were valid when it set them; a
                     // server that refuses them now is not one to use.
-                    warn!(parent: &self.span, %message, "server refused the client's settings");
-                    return Ok(Err(PoolError::Server(ServerError::Refused(message))));
+                    warn!(parent: &self.span, %refusal, "server refused the client's settings");
+                    return Ok(Err(PoolError::Server(ServerError::Refused(refusal.0))));
                 }
                 Err(err) => return Ok(Err(PoolError::Server(err))),
             }
@@ -170,24 +176,24 @@ impl<S: ClientIo> Session<S> {
         shard: usize,
         read: bool,
     ) -> Result<Result<Pooled, PoolError>, End> {
-        if self.state.paused.borrow().holds(&self.info.database) {
-            let resumed = self.state.wait_resumed(&self.info.database);
-            let _ = watch_client(&mut self.client, &mut self.cbuf, resumed).await?;
-            self.clock.waiting();
+        if self.shared.gate.holds(&self.info.database) {
+            let resumed = self.shared.gate.wait_resumed(&self.info.database);
+            let _ = self.client.watch(resumed).await?;
+            self.pipeline.clock.waiting();
         }
         self.follow_config();
-        let pools = Arc::clone(&self.pools);
+        let pools = Arc::clone(&self.cluster.pools);
         let Some(pools) = pools.get(shard) else {
             return Ok(Err(PoolError::Closed));
         };
-        if let Some(server) = pools.checkout_now(read, self.clock.now()) {
+        if let Some(server) = pools.checkout_now(read, self.pipeline.clock.now()) {
             return Ok(Ok(server));
         }
-        State::set_client_state(&self.info, CLIENT_WAITING);
+        self.info.set_state(CLIENT_WAITING);
         let checkout = pools.checkout(read);
-        let result = watch_client(&mut self.client, &mut self.cbuf, checkout).await;
-        self.clock.waiting();
-        State::set_client_state(&self.info, CLIENT_IDLE);
+        let result = self.client.watch(checkout).await.map_err(End::from);
+        self.pipeline.clock.waiting();
+        self.info.set_state(CLIENT_IDLE);
         result
     }
 
@@ -195,16 +201,19 @@ impl<S: ClientIo> Session<S> {
     /// the catalog says of unlisted tables): take its pools and sharding
     /// model.
     pub(super) fn follow_config(&mut self) {
-        let generation = self.state.generation.load(Ordering::Acquire);
-        if generation != self.generation {
-            if let Some(pools) = self.state.pools(&self.info.database, &self.info.user) {
-                self.pools = pools;
+        let generation = self.shared.clusters.generation();
+        if generation != self.cluster.generation {
+            if let Some(pools) = self.shared.pools(&self.info.database, &self.info.user) {
+                self.cluster.pools = pools;
             }
-            let (sharding, engine) = sharding_of(&self.state, &self.info.database);
-            self.sharding = self.own_schema.over(sharding, &self.sharding);
-            self.engine = engine;
-            self.generation = generation;
-            self.recent.clear();
+            let (sharding, engine) = sharding_of(&self.shared, &self.info.database);
+            self.cluster.sharding = self
+                .routing
+                .own_schema
+                .over(sharding, &self.cluster.sharding);
+            self.cluster.engine = engine;
+            self.cluster.generation = generation;
+            self.routing.recent.clear();
         }
     }
 
@@ -218,7 +227,7 @@ impl<S: ClientIo> Session<S> {
         if let Some(server) = self.attached.main() {
             warn!(parent: &self.span, timeout = ?server.pool().settings.query_timeout, "query_timeout: cancelling");
             let target = cancel_target(server);
-            tokio::spawn(async move { crate::cancel::send(&target).await });
+            tokio::spawn(async move { crate::conn::cancel::send(&target).await });
         }
     }
 
@@ -252,7 +261,7 @@ impl<S: ClientIo> Session<S> {
     /// Transaction mode, and the held servers' transaction is over with
     /// nothing in flight.
     pub(super) fn release_due(&self) -> bool {
-        if self.mode != PoolerMode::Transaction {
+        if self.cluster.mode != PoolerMode::Transaction {
             return false;
         }
         let Some(server) = self.attached.main() else {
@@ -262,10 +271,10 @@ impl<S: ClientIo> Session<S> {
         // (rolled back) once the main one is done.
         let failed = self.txn.failed();
         !(self.plan.awaiting_server()
-            || self.unsynced
-            || self.copy_in
-            || (server.conn.status != b'I' && !failed)
-            || !self.to_server.is_empty())
+            || self.pipeline.unsynced
+            || self.pipeline.copy_in
+            || (server.conn.status() != TransactionStatus::Idle && !failed)
+            || !self.pipeline.to_server.is_empty())
     }
 
     /// Give back the held servers that need no cleanup, polling no future
@@ -276,7 +285,10 @@ impl<S: ClientIo> Session<S> {
             let Some(server) = self.attached.main() else {
                 return true;
             };
-            if server.conn.status != b'I' || server.conn.dirty || self.cursors.keeps(server) {
+            if server.conn.status() != TransactionStatus::Idle
+                || server.conn.dirty
+                || self.cursors.keeps(server)
+            {
                 return false;
             }
             if self.info.cancel.try_set(None).is_err() {
@@ -294,11 +306,11 @@ impl<S: ClientIo> Session<S> {
     /// What giving `server` back records: the client idle, the time it
     /// held the server (the reading returned).
     fn note_release(&mut self, server: &Pooled) -> std::time::Instant {
-        if self.unnamed_on == Some(server.conn.id) {
-            self.unnamed_on = None;
+        if self.pipeline.unnamed_on == Some(server.conn.id) {
+            self.pipeline.unnamed_on = None;
         }
-        State::set_client_state(&self.info, CLIENT_IDLE);
-        let now = self.clock.now();
+        self.info.set_state(CLIENT_IDLE);
+        let now = self.pipeline.clock.now();
         let held = now.saturating_duration_since(server.checked_out_at);
         let pool = server.pool();
         count(&pool.stats.xact_time_us, held.as_micros() as usize);
@@ -319,13 +331,13 @@ impl<S: ClientIo> Session<S> {
         self.set_cancel_target(None).await;
         let now = self.note_release(&server);
         let pool = Arc::clone(server.pool());
-        if server.conn.status == b'I' && !reset && !server.conn.dirty {
+        if server.conn.status() == TransactionStatus::Idle && !reset && !server.conn.dirty {
             // Nothing to clean: the usual end of a transaction.
             pool.checkin_at(server, now);
             return;
         }
         let cleanup = async {
-            if server.conn.status != b'I' {
+            if server.conn.status() != TransactionStatus::Idle {
                 server.conn.run("ROLLBACK").await.ok()?.ok()?;
             }
             if reset || server.conn.dirty {
@@ -363,7 +375,7 @@ impl<S: ClientIo> Session<S> {
     /// session mode) before anyone else gets it. After KILL its servers
     /// are closed instead (a query in flight cancelled first).
     pub(super) async fn finish(&mut self) {
-        let reset = self.mode == PoolerMode::Session;
+        let reset = self.cluster.mode == PoolerMode::Session;
         let killed = self.info.interrupt.is_killed();
         if !killed {
             // Those WITH HOLD cursors kept go back too (after KILL they
@@ -377,7 +389,7 @@ impl<S: ClientIo> Session<S> {
         if killed {
             if self.plan.awaiting_server() {
                 let target = cancel_target(&server);
-                tokio::spawn(async move { crate::cancel::send(&target).await });
+                tokio::spawn(async move { crate::conn::cancel::send(&target).await });
             }
             self.set_cancel_target(None).await;
             return;
@@ -387,48 +399,19 @@ impl<S: ClientIo> Session<S> {
         for (_, other) in held {
             self.release(other, reset).await;
         }
-        if self.plan.awaiting_server() || self.unsynced || self.copy_in {
+        if self.plan.awaiting_server() || self.pipeline.unsynced || self.pipeline.copy_in {
             // A query is still running: closing the connection makes
             // Postgres abort it and roll back; nothing else is as sure. A
             // cancel first stops a statement that would not notice the
             // closed socket until it next writes (pg_sleep, a long scan).
             if self.plan.awaiting_server() {
                 let target = cancel_target(&server);
-                tokio::spawn(async move { crate::cancel::send(&target).await });
+                tokio::spawn(async move { crate::conn::cancel::send(&target).await });
             }
             self.set_cancel_target(None).await;
             return;
         }
         self.release(server, reset).await;
-    }
-}
-
-/// Most client bytes buffered while a session waits on something else
-/// (a pool, PAUSE, a fan-out); past it the client is not read until the
-/// wait ends (pipelining clients wait, as with a full socket buffer).
-pub(super) const WATCH_BUFFER_LIMIT: usize = 1024 * 1024;
-
-/// Wait for `wait` while watching the client: what it sends meanwhile is
-/// kept in `cbuf` for later; if it leaves, the wait is abandoned with
-/// [`End::ClientGone`] (dropping `wait` gives back whatever it held).
-pub(crate) async fn watch_client<S: AsyncRead + Unpin, T>(
-    client: &mut S,
-    cbuf: &mut BytesMut,
-    wait: impl std::future::Future<Output = T>,
-) -> Result<T, End> {
-    tokio::pin!(wait);
-    loop {
-        if cbuf.len() >= WATCH_BUFFER_LIMIT {
-            return Ok(wait.await);
-        }
-        tokio::select! {
-            biased;
-            out = &mut wait => return Ok(out),
-            read = client.read_buf(cbuf) => match read {
-                Ok(0) | Err(_) => return Err(End::ClientGone),
-                Ok(_) => {}
-            },
-        }
     }
 }
 
@@ -441,13 +424,13 @@ pub(super) fn cancel_target(server: &Pooled) -> CancelTarget {
 
 /// A cluster's sharding model and the configured parser engine.
 pub(super) fn sharding_of(
-    state: &State,
+    shared: &Shared,
     cluster: &str,
 ) -> (
     Arc<router::sharding::Sharding>,
     router::sharding::ParserEngine,
 ) {
-    let config = state.config();
+    let config = shared.config();
     let sharding = config
         .clusters
         .get(cluster)

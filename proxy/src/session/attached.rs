@@ -7,6 +7,7 @@
 //! held here is handed to them (detached) first.
 
 use crate::pool::Pooled;
+use crate::protocol::backend::TransactionStatus;
 
 #[derive(Debug, Default)]
 pub struct Attached {
@@ -130,12 +131,8 @@ impl Attached {
     /// The transaction status of every server held together, as one
     /// Postgres would report it: `E` if any is aborted, else `T` if any is
     /// in a transaction; `None` when none is held.
-    pub fn status(&self) -> Option<u8> {
-        let statuses = self.servers.iter().map(|(_, s)| s.conn.status);
-        statuses.reduce(|a, b| match (a, b) {
-            (b'E', _) | (_, b'E') => b'E',
-            (b'T', _) | (_, b'T') => b'T',
-            _ => a,
-        })
+    pub fn status(&self) -> Option<TransactionStatus> {
+        let statuses = self.servers.iter().map(|(_, s)| s.conn.status());
+        statuses.reduce(TransactionStatus::combine)
     }
 }

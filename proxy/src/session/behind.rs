@@ -13,8 +13,8 @@ use tracing::warn;
 
 use super::Session;
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::session::ClientIo;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::sqlstate;
 
 /// A session's own schema changes, as far as routing goes.
 #[derive(Debug, Default)]
@@ -50,7 +50,7 @@ impl OwnSchema {
     }
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Before a statement is routed. Outside a transaction: a schema change
     /// this session made asks for a catalog read (other sessions could not
     /// see it before), and what its transaction saw is dropped. Inside
@@ -58,18 +58,18 @@ impl<S: ClientIo> Session<S> {
     /// transaction's own server, so its next statements look behind the
     /// names it made. Then every read asked for, by anyone, is waited for.
     pub(super) async fn catalog_current(&mut self) {
-        if self.status() == b'I' {
-            if std::mem::take(&mut self.own_schema.overlay) {
-                (self.sharding, self.engine) =
-                    super::attach::sharding_of(&self.state, &self.info.database);
+        if self.status() == TransactionStatus::Idle {
+            if std::mem::take(&mut self.routing.own_schema.overlay) {
+                (self.cluster.sharding, self.cluster.engine) =
+                    super::attach::sharding_of(&self.shared, &self.info.database);
             }
-            if std::mem::take(&mut self.own_schema.changed) {
-                self.state.catalog.request();
+            if std::mem::take(&mut self.routing.own_schema.changed) {
+                self.shared.catalog.request();
             }
         } else {
             self.own_catalog_current().await;
         }
-        if !self.state.catalog.current() && !self.state.catalog.wait().await {
+        if !self.shared.catalog.current() && !self.shared.catalog.wait().await {
             warn!(parent: &self.span, "the shards' catalog was not read in time: routing with what was known");
         }
     }
@@ -79,8 +79,9 @@ impl<S: ClientIo> Session<S> {
     /// transaction's own server. Before a Parse too, as its Bind finds the
     /// Parse in flight (clients send Parse, Bind, Execute, Sync at once).
     pub(super) async fn own_catalog_current(&mut self) {
-        if self.status() != b'I' && self.own_schema.unread && self.idle() {
-            self.own_schema.unread = false;
+        if self.status() != TransactionStatus::Idle && self.routing.own_schema.unread && self.idle()
+        {
+            self.routing.own_schema.unread = false;
             self.read_own_catalog().await;
         }
     }
@@ -90,15 +91,15 @@ impl<S: ClientIo> Session<S> {
     /// read it now (once per table and session) rather than take the table
     /// for one sharded by a key pgshard does not know.
     pub(super) async fn look_up_unseen(&mut self, summary: &Summary) {
-        let Some(table) = router::route::unseen_table(summary, &self.sharding) else {
+        let Some(table) = router::route::unseen_table(summary, &self.cluster.sharding) else {
             return;
         };
-        let unseen = &mut self.own_schema.unseen;
+        let unseen = &mut self.routing.own_schema.unseen;
         if unseen.len() >= UNSEEN || !unseen.insert(table.name.clone()) {
             return;
         }
-        self.state.catalog.request();
-        if self.state.catalog.wait().await {
+        self.shared.catalog.request();
+        if self.shared.catalog.wait().await {
             self.follow_config();
         }
     }
@@ -114,7 +115,7 @@ impl<S: ClientIo> Session<S> {
             return;
         }
         if let Some(info) = self.route_info(statement) {
-            if router::route::unseen_table(&info.entry.summary, &self.sharding).is_some() {
+            if router::route::unseen_table(&info.entry.summary, &self.cluster.sharding).is_some() {
                 self.look_up_unseen(&info.entry.summary).await;
             }
         }
@@ -123,7 +124,7 @@ impl<S: ClientIo> Session<S> {
     /// Nothing is in flight: a query of pgshard's own may run on a held
     /// server.
     fn idle(&self) -> bool {
-        !self.plan.awaiting_server() && !self.unsynced && self.batch.is_none()
+        !self.plan.awaiting_server() && !self.pipeline.unsynced && !self.phase.holds_batch()
     }
 
     /// Read the catalog on a server the transaction holds (shard 0's when
@@ -133,17 +134,17 @@ impl<S: ClientIo> Session<S> {
         let Some(&shard) = shards.iter().find(|&&s| s == 0).or(shards.first()) else {
             return;
         };
-        let sharding = Arc::clone(&self.sharding);
+        let sharding = Arc::clone(&self.cluster.sharding);
         let Some(server) = self.attached.get_mut(shard) else {
             return;
         };
         // A Query ends the unnamed statement on its server.
-        if self.unnamed_on == Some(server.conn.id) {
-            self.unnamed_on = None;
+        if self.pipeline.unnamed_on == Some(server.conn.id) {
+            self.pipeline.unnamed_on = None;
         }
-        if let Some(own) = crate::schema::sharding_on(&mut server.conn, &sharding).await {
-            self.sharding = Arc::new(own);
-            self.own_schema.overlay = true;
+        if let Some(own) = crate::execute::catalog::sharding_on(&mut server.conn, &sharding).await {
+            self.cluster.sharding = Arc::new(own);
+            self.routing.own_schema.overlay = true;
         }
     }
 
@@ -151,8 +152,8 @@ impl<S: ClientIo> Session<S> {
     /// read again before any session routes its next statement (asked
     /// for before the client learns of the COMMIT).
     pub(super) fn schema_committed(&mut self) {
-        if std::mem::take(&mut self.own_schema.changed) {
-            self.state.catalog.request();
+        if std::mem::take(&mut self.routing.own_schema.changed) {
+            self.shared.catalog.request();
         }
     }
 
@@ -164,8 +165,8 @@ impl<S: ClientIo> Session<S> {
             stmt.kind == StatementKind::Ddl || (stmt.kind == StatementKind::Select && stmt.write)
         });
         if changes {
-            self.own_schema.changed = true;
-            self.own_schema.unread = true;
+            self.routing.own_schema.changed = true;
+            self.routing.own_schema.unread = true;
         }
     }
 
@@ -177,21 +178,22 @@ impl<S: ClientIo> Session<S> {
         summary: &Summary,
         sql: &str,
     ) -> Result<Option<String>, ClientError> {
-        if !names_view(summary, &self.sharding) {
+        if !names_view(summary, &self.cluster.sharding) {
             return Ok(None);
         }
-        expand(sql, &self.sharding)
+        expand(sql, &self.cluster.sharding)
             .map_err(|err| ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string()))
     }
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The text a prepared statement is analysed as (merged, split):
     /// `query` itself, or its views' expansion (the text its route came
     /// from: see `routing.rs`'s `route_info`).
     pub(super) fn analysed_text(&self, query: &[u8]) -> String {
         let sql = String::from_utf8_lossy(query).into_owned();
         if !self
+            .cluster
             .sharding
             .catalog
             .as_deref()
@@ -199,7 +201,7 @@ impl<S: ClientIo> Session<S> {
         {
             return sql;
         }
-        match expand(&sql, &self.sharding) {
+        match expand(&sql, &self.cluster.sharding) {
             Ok(Some(text)) => text,
             _ => sql,
         }

@@ -12,10 +12,10 @@ use tracing::warn;
 
 use super::{End, Session};
 use crate::errors::ClientError;
+use crate::execute::two_phase;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::session::ClientIo;
-use crate::two_phase;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::sqlstate;
 
 /// The servers of the transaction, each with its shard.
 type Held = Vec<(usize, Pooled)>;
@@ -23,7 +23,7 @@ type Held = Vec<(usize, Pooled)>;
 /// What ending the transaction gives the client: its tag, or an error.
 pub(super) type Ended = Result<&'static str, ClientError>;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A statement outside a transaction that writes on several shards, in
     /// a transaction of its own on each: committed (two-phase when
     /// `two_phase_commit` and `two_phase_commit_auto` are on) if it
@@ -33,22 +33,22 @@ impl<S: ClientIo> Session<S> {
         shards: &[usize],
         request: impl Fn(&Pooled, &mut bytes::BytesMut),
         reply: super::fan_out::Reply,
-        prepare: Option<super::fan_out::Prepare>,
+        prepare: Option<crate::execute::fan_out::Prepare>,
     ) -> Result<(), End> {
-        let errors = self.segment_errors;
+        let errors = self.pipeline.segment_errors;
         self.txn.begin_implicit();
         let scope = super::fan_out::Scope::Implicit;
         self.fan_out_with(shards, request, prepare, reply, scope)
             .await?;
-        let failed = self.segment_errors != errors || self.txn.failed();
-        let auto = self.state.config().general.two_phase_commit_auto;
+        let failed = self.pipeline.segment_errors != errors || self.txn.failed();
+        let auto = self.shared.config().general.two_phase_commit_auto;
         if let Err(error) = self.end_spanning(!failed, auto).await? {
-            error.encode(&mut self.to_client);
-            self.segment_errors += 1;
+            error.encode(self.client.out());
+            self.pipeline.segment_errors += 1;
         }
         let status = self.status();
-        crate::protocol::messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await
+        crate::protocol::messages::ready_for_query(self.client.out(), status);
+        Ok(self.client.flush().await?)
     }
 
     /// COMMIT (`commit`) or ROLLBACK of the transaction holding servers of
@@ -60,12 +60,13 @@ impl<S: ClientIo> Session<S> {
         two_phase: bool,
     ) -> Result<Ended, End> {
         self.settle_main().await?;
-        let aborted = self.attached.status() != Some(b'T') || self.txn.failed();
+        let aborted =
+            self.attached.status() != Some(TransactionStatus::InBlock) || self.txn.failed();
         let written = self.attached.take_written();
         let mut servers = self.attached.take_all();
         self.txn.ended();
         self.end_txn_overrides();
-        let pending = std::mem::take(&mut self.pending);
+        let pending = self.settings.take_pending();
         for (_, server) in &mut servers {
             // Settings changed inside the transaction ran on one shard or
             // another: every server is reset as it goes back.
@@ -76,7 +77,7 @@ impl<S: ClientIo> Session<S> {
         } else {
             let (writers, readers): (Held, Held) =
                 servers.drain(..).partition(|(s, _)| written.contains(s));
-            let two_phase = two_phase && self.state.config().general.two_phase_commit;
+            let two_phase = two_phase && self.shared.config().general.two_phase_commit;
             match (two_phase && writers.len() > 1, readers) {
                 (true, readers) => self.commit_two_phase(readers, writers, &mut servers).await,
                 (false, mut readers) => {
@@ -88,7 +89,7 @@ impl<S: ClientIo> Session<S> {
         };
         if ended == Ok("COMMIT") {
             for change in &pending {
-                self.params.apply(change, &self.defaults);
+                self.settings.take_effect(change, false);
             }
             self.schema_committed();
         }
@@ -150,7 +151,7 @@ impl<S: ClientIo> Session<S> {
     /// first, on their own.
     async fn commit_two_phase(&mut self, readers: Held, writers: Held, done: &mut Held) -> Ended {
         let database = self.info.database.clone();
-        let coordinator_txn = self.state.two_phase.next_txn();
+        let coordinator_txn = self.shared.two_phase.next_txn();
         let mut writers = writers.into_iter();
         let Some((decider, mut decider_server)) = writers.next() else {
             return Ok("COMMIT");
@@ -171,7 +172,7 @@ impl<S: ClientIo> Session<S> {
             return Err(error);
         }
         let (prepared, failure) = self.prepare(others, &coordinator_txn, decider, done).await;
-        self.state
+        self.shared
             .two_phase
             .checkpoint(two_phase::Fault::Prepared)
             .await;
@@ -196,7 +197,7 @@ impl<S: ClientIo> Session<S> {
         };
         done.push((decider, decider_server));
         let shards: Vec<usize> = prepared.iter().map(|(s, _, _)| *s).collect();
-        let coordinator = &self.state.two_phase;
+        let coordinator = &self.shared.two_phase;
         if decided.is_ok() {
             coordinator.checkpoint(two_phase::Fault::Decided).await;
             // The decider's committed row is the durable decision: the
@@ -231,7 +232,7 @@ impl<S: ClientIo> Session<S> {
         decider: usize,
         done: &mut Held,
     ) -> (Prepared, Option<ClientError>) {
-        let coordinator = &self.state.two_phase;
+        let coordinator = &self.shared.two_phase;
         if !coordinator.injected(two_phase::Fault::BetweenPrepares) {
             return prepare_all(others, txn, decider, done).await;
         }
@@ -252,12 +253,12 @@ impl<S: ClientIo> Session<S> {
     /// Make sure the decider has the decision table (once per shard).
     async fn ensure_decisions(&mut self, shard: usize) -> Result<(), ClientError> {
         let database = self.info.database.clone();
-        if self.state.two_phase.ensured(&database, shard) {
+        if self.shared.two_phase.ensured(&database, shard) {
             return Ok(());
         }
         let mut server = match self.checkout_server(shard, false).await {
             Ok(Ok(server)) => server,
-            Ok(Err(err)) => return Err(ClientError::from_pool(&err, &database, shard)),
+            Ok(Err(err)) => return Err(err.client_error(&database, shard)),
             Err(_) => return Err(ClientError::shard_lost()),
         };
         let answer = server.conn.query(two_phase::CREATE_DECISIONS).await;
@@ -265,7 +266,7 @@ impl<S: ClientIo> Session<S> {
         match answer {
             Ok(answer) => match answer.error {
                 None => {
-                    self.state.two_phase.set_ensured(&database, shard);
+                    self.shared.two_phase.set_ensured(&database, shard);
                     Ok(())
                 }
                 Some((code, message)) => Err(ClientError::from_server(

@@ -24,19 +24,18 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use router::copy::{plan_copy, plan_copy_into, CopyError, CopyPlan, RowSplitter};
-use tokio::io::AsyncReadExt;
 
-use super::routing::Dispatch;
+use super::dispatch::Dispatch;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::decode_frontend_frame;
+use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
+use crate::protocol::frontend::FrontendKind;
 use crate::protocol::messages;
 use crate::protocol::rows::parse_row;
-use crate::session::ClientIo;
+use crate::protocol::sqlstate;
 
 /// CopyData sent to a shard at once.
 const BATCH: usize = 64 * 1024;
@@ -45,7 +44,7 @@ const BATCH: usize = 64 * 1024;
 /// its first error (whole message), or `Err` when the connection broke.
 type Reply = Result<(Vec<String>, Option<Bytes>), ()>;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run the COPY `sql` into a sharded table (simple protocol).
     pub(super) async fn copy_sharded(&mut self, sql: &str) -> Result<Dispatch, End> {
         self.run_copy(sql, true).await?;
@@ -56,25 +55,26 @@ impl<S: ClientIo> Session<S> {
     /// here, the COPY runs at its Execute.
     pub(super) fn bind_copy(&mut self, sql: &[u8]) {
         self.local_reply(messages::bind_complete);
-        self.copy_portal = Some(String::from_utf8_lossy(sql).into_owned());
+        self.phase
+            .bind_copy(String::from_utf8_lossy(sql).into_owned());
     }
 
     /// A message while a COPY's portal is bound: whether it was answered
     /// (any other message drops the portal and goes its usual way).
-    pub(super) async fn on_copy_portal(&mut self, tag: u8) -> Result<bool, End> {
-        match tag {
-            b'D' => self.local_reply(messages::no_data),
-            b'H' => {}
-            b'E' => {
-                let Some(sql) = self.copy_portal.take() else {
+    pub(super) async fn on_copy_portal(&mut self, kind: FrontendKind) -> Result<bool, End> {
+        match kind {
+            FrontendKind::Describe => self.local_reply(messages::no_data),
+            FrontendKind::Flush => {}
+            FrontendKind::Execute => {
+                let Some(sql) = self.phase.take_copy() else {
                     return Ok(false);
                 };
                 let status = self.status();
-                self.plan.drain_local(&mut self.to_client, status);
+                self.plan.drain_local(self.client.out(), status);
                 self.run_copy(&sql, false).await?;
             }
             _ => {
-                self.copy_portal = None;
+                self.phase.end_portal();
                 return Ok(false);
             }
         }
@@ -83,7 +83,7 @@ impl<S: ClientIo> Session<S> {
 
     /// Refuse the COPY (`simple`: with its ReadyForQuery).
     fn copy_refused(&mut self, error: ClientError, simple: bool) {
-        self.state.metrics.route(RouteKind::Refused);
+        self.shared.metrics.route(RouteKind::Refused);
         self.refuse(error, simple);
     }
 
@@ -93,11 +93,15 @@ impl<S: ClientIo> Session<S> {
     /// one, it runs in a transaction of its own on every shard, committed
     /// together (two-phase when on) or rolled back together.
     async fn run_copy(&mut self, sql: &str, simple: bool) -> Result<(), End> {
-        let plan = match plan_copy(sql, &self.sharding) {
+        let plan = match plan_copy(sql, &self.cluster.sharding) {
             // Which column-only key the table has: its columns say.
             Err(CopyError::NeedsColumns { table }) => {
                 let columns = self.columns_now(&table).await?;
-                plan_copy_into(sql, &self.sharding, columns.as_deref().map(Vec::as_slice))
+                plan_copy_into(
+                    sql,
+                    &self.cluster.sharding,
+                    columns.as_deref().map(Vec::as_slice),
+                )
             }
             planned => planned,
         };
@@ -109,7 +113,7 @@ impl<S: ClientIo> Session<S> {
                 return Ok(());
             }
         };
-        let shards: Vec<usize> = (0..self.pools.len()).collect();
+        let shards: Vec<usize> = (0..self.cluster.pools.len()).collect();
         let implicit = match self.place(Some(&shards), false) {
             Placement::FanOut => true,
             Placement::FanOutInTxn => false,
@@ -136,8 +140,8 @@ impl<S: ClientIo> Session<S> {
                 let started = self.start_copies(&mut servers, &plan, sql, &mut sent).await;
                 let streamed = match started {
                     Ok((splitter, response)) => {
-                        self.to_client.extend_from_slice(&response);
-                        self.flush_client().await?;
+                        self.client.out().extend_from_slice(&response);
+                        self.client.flush().await?;
                         self.stream_rows(&mut servers, splitter).await?
                     }
                     Err(error) => Err(error),
@@ -150,7 +154,7 @@ impl<S: ClientIo> Session<S> {
         let outcome = match implicit {
             false => outcome,
             true => {
-                let auto = self.state.config().general.two_phase_commit_auto;
+                let auto = self.shared.config().general.two_phase_commit_auto;
                 match self.end_spanning(outcome.is_ok(), auto).await? {
                     Err(error) if outcome.is_ok() => Err(Some(encode(error))),
                     _ => outcome,
@@ -169,19 +173,21 @@ impl<S: ClientIo> Session<S> {
         simple: bool,
     ) -> Result<(), End> {
         match outcome {
-            Ok(total) => messages::command_complete(&mut self.to_client, &format!("COPY {total}")),
+            Ok(total) => messages::command_complete(self.client.out(), &format!("COPY {total}")),
             Err(error) => {
                 if let Some(error) = error {
-                    self.to_client.extend_from_slice(&error);
+                    self.client.out().extend_from_slice(&error);
                 }
-                self.skipping |= !simple;
+                if !simple {
+                    self.phase.skip();
+                }
             }
         }
         if simple {
             let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
+            messages::ready_for_query(self.client.out(), status);
         }
-        self.flush_client().await
+        Ok(self.client.flush().await?)
     }
 
     /// The COPY on every server (`sent`: how many got it), up to
@@ -216,12 +222,12 @@ impl<S: ClientIo> Session<S> {
         for server in servers.iter_mut() {
             loop {
                 let message = next(server).await.ok_or_else(lost)?;
-                match message[0] {
-                    b'G' => {
-                        response.get_or_insert(message);
+                match message.kind() {
+                    BackendKind::CopyInResponse => {
+                        response.get_or_insert(message.into_bytes());
                         break;
                     }
-                    b'E' => return Err(message),
+                    BackendKind::ErrorResponse => return Err(message.into_bytes()),
                     _ => {}
                 }
             }
@@ -239,33 +245,32 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Result<(), Bytes>, End> {
         let mut batches: Vec<BytesMut> = servers.iter().map(|_| BytesMut::new()).collect();
         loop {
-            let frame = match decode_frontend_frame(&mut self.cbuf, self.max_message) {
+            let frame = match self.client.read_message() {
                 Ok(Some(frame)) => frame,
-                Ok(None) => match self.client.read_buf(&mut self.cbuf).await {
-                    Ok(0) | Err(_) => return Err(End::ClientGone),
-                    Ok(_) => continue,
-                },
+                Ok(None) => {
+                    self.client.fill().await?;
+                    continue;
+                }
                 Err(e) => return Err(End::protocol(e)),
             };
-            let rows = match frame.tag {
-                b'd' => splitter.push(&frame.body),
-                b'c' => splitter.finish(),
-                b'f' => {
-                    let why = String::from_utf8_lossy(
-                        frame.body.strip_suffix(&[0]).unwrap_or(&frame.body),
-                    )
-                    .into_owned();
+            let body = frame.body();
+            let rows = match frame.kind {
+                FrontendKind::CopyData => splitter.push(body),
+                FrontendKind::CopyDone => splitter.finish(),
+                FrontendKind::CopyFail => {
+                    let why = String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body))
+                        .into_owned();
                     let error = ClientError::new("57014", format!("COPY from stdin failed: {why}"));
                     return Ok(Err(encode(error)));
                 }
                 // Flush and Sync mean nothing in COPY IN.
-                b'H' | b'S' => continue,
+                FrontendKind::Flush | FrontendKind::Sync => continue,
                 other => {
                     let error = ClientError::new(
                         sqlstate::PROTOCOL_VIOLATION,
                         format!(
                             "unexpected message type {} during COPY from stdin",
-                            char::from(other)
+                            other.letter()
                         ),
                     );
                     return Ok(Err(encode(error)));
@@ -282,7 +287,7 @@ impl<S: ClientIo> Session<S> {
                     }
                 }
             }
-            let done = frame.tag == b'c';
+            let done = frame.kind == FrontendKind::CopyDone;
             for (server, batch) in servers.iter_mut().zip(&mut batches) {
                 if (done && !batch.is_empty()) || batch.len() >= BATCH {
                     let mut out = BytesMut::with_capacity(batch.len() + 5);
@@ -342,13 +347,13 @@ impl<S: ClientIo> Session<S> {
                 }
             }
         }
-        self.writes = true;
+        self.routing.writes = true;
         for (i, (&shard, server)) in shards.iter().zip(servers).enumerate() {
             if !broken.contains(&i) {
                 self.hold(shard, server);
             }
         }
-        self.writes = false;
+        self.routing.writes = false;
         if !broken.is_empty() {
             // That shard's part of the transaction is gone.
             self.txn.fail();
@@ -377,7 +382,7 @@ fn copied(tags: &[String]) -> u64 {
 }
 
 /// The next whole message of `server` (`None`: the connection broke).
-async fn next(server: &mut Pooled) -> Option<Bytes> {
+async fn next(server: &mut Pooled) -> Option<BackendFrame> {
     loop {
         if let Some(message) = server.conn.next_message().ok()? {
             return Some(message);
@@ -394,21 +399,20 @@ async fn reply(server: &mut Pooled) -> Reply {
     let mut error = None;
     loop {
         let message = next(server).await.ok_or(())?;
-        match message[0] {
-            b'C' => tags.push(String::from_utf8_lossy(&message[5..message.len() - 1]).into_owned()),
-            b'E' => {
-                error.get_or_insert(message);
+        match message.message() {
+            BackendMessage::CommandComplete(tag) => {
+                tags.push(String::from_utf8_lossy(tag.as_bytes()).into_owned())
             }
-            b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                return Ok((tags, error));
+            BackendMessage::ErrorResponse(_) => {
+                error.get_or_insert(message.into_bytes());
             }
+            BackendMessage::ReadyForQuery(_) => return Ok((tags, error)),
             _ => {}
         }
     }
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The columns of `table` in order (asked of `server` once, then
     /// cached until DDL or RELOAD).
     pub(super) async fn columns_of(
@@ -418,7 +422,7 @@ impl<S: ClientIo> Session<S> {
     ) -> Option<Arc<Vec<String>>> {
         let key = (self.info.database.clone(), table.to_owned());
         let generation = {
-            let known = self.state.table_columns.lock().ok()?;
+            let known = self.shared.table_columns.lock().ok()?;
             if let Some(columns) = known.columns.get(&key) {
                 return Some(Arc::clone(columns));
             }
@@ -429,7 +433,7 @@ impl<S: ClientIo> Session<S> {
                 .await
                 .filter(|c| !c.is_empty())?,
         );
-        self.state
+        self.shared
             .table_columns
             .lock()
             .ok()?
@@ -454,15 +458,12 @@ pub(super) async fn table_columns(
     let mut columns = Vec::new();
     loop {
         let message = next(server).await?;
-        match message[0] {
-            b'D' => {
-                let row = parse_row(&message)?;
+        match message.kind() {
+            BackendKind::DataRow => {
+                let row = parse_row(message.bytes())?;
                 columns.push(String::from_utf8_lossy(row.value(0)?).into_owned());
             }
-            b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                return Some(columns);
-            }
+            BackendKind::ReadyForQuery => return Some(columns),
             _ => {}
         }
     }

@@ -6,7 +6,7 @@
 //! `WHERE CURRENT OF` follow it. One whose query needs several shards is a
 //! cursor (or, bound in the extended protocol, a portal) on each of them
 //! ([`Place::Merged`]); pgshard answers its FETCHes itself, reading the
-//! shards in batches through [`crate::fanout::InParts`], forward only.
+//! shards in batches through [`crate::execute::merge::InParts`], forward only.
 //! A WITH HOLD cursor is state of the server connections that hold it:
 //! they stay with the client (*pinned*, here) until it is closed, CLOSE
 //! ALL, DISCARD ALL or the session ends; a statement for such a shard
@@ -29,11 +29,14 @@ use bytes::{Bytes, BytesMut};
 use router::config::Role;
 use router::summary::{CursorOptions, FetchDirection, FETCH_ALL};
 
+use super::server_replies::TagSays;
 use crate::errors::ClientError;
-use crate::fanout::InParts;
+use crate::execute::merge::InParts;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::{Frame, FrontendKind, Named};
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 
 pub(super) use held::Use;
 pub(super) use portal::CursorPortal;
@@ -57,12 +60,12 @@ impl Source {
         let mut out = BytesMut::new();
         match self {
             Source::Cursor(name) => {
-                let name = super::params::quote_ident(name);
+                let name = crate::conn::settings::quote_ident(name);
                 messages::query(&mut out, &format!("FETCH FORWARD {rows} FROM {name}"));
             }
             Source::Portal(name) => {
                 if describe {
-                    messages::describe(&mut out, b'P', name);
+                    messages::describe(&mut out, Named::Portal, name);
                 }
                 let rows = i32::try_from(rows).unwrap_or(i32::MAX);
                 messages::execute_rows(&mut out, name, rows);
@@ -193,13 +196,8 @@ impl Cursors {
 
     /// A simple query, or a Bind of the unnamed portal, ends the unnamed
     /// portal (`frame`: the client's message).
-    pub fn forget_unnamed(&mut self, frame: &crate::protocol::frame::Frame) {
-        let unnamed = match frame.tag {
-            b'Q' => true,
-            b'B' => frame.body.first() == Some(&0),
-            _ => false,
-        };
-        if unnamed {
+    pub fn forget_unnamed(&mut self, frame: &Frame) {
+        if frame.kind == FrontendKind::Query || frame.binds_unnamed_portal() {
             self.places.remove(&b""[..]);
         }
     }
@@ -226,21 +224,21 @@ impl Cursors {
         });
     }
 
-    /// A CommandComplete of the main server (its tag).
-    pub fn on_tag(&mut self, tag: &[u8]) {
-        if tag.starts_with(b"COMMIT\0") {
-            self.ending = Some(true);
-        } else if tag.starts_with(b"ROLLBACK\0") {
-            self.ending = Some(false);
+    /// A CommandComplete of the main server (what its tag says).
+    pub fn on_tag(&mut self, tag: TagSays) {
+        match tag {
+            TagSays::Commit => self.ending = Some(true),
+            TagSays::Rollback => self.ending = Some(false),
+            _ => {}
         }
     }
 
     /// A ReadyForQuery of the main server: a transaction that ended there
     /// (not at a ROLLBACK TO, whose tag is ROLLBACK too) takes its
     /// cursors.
-    pub fn on_ready(&mut self, status: u8) {
+    pub fn on_ready(&mut self, status: TransactionStatus) {
         match self.ending.take() {
-            Some(committed) if status == b'I' => self.txn_end(committed),
+            Some(committed) if status == TransactionStatus::Idle => self.txn_end(committed),
             _ => {}
         }
     }

@@ -5,20 +5,17 @@
 
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use router::config::PoolerMode;
 
 use super::reply_plan::{self, Effect, Step};
 use super::statements::Statement;
 use super::transaction::Target;
 use super::{End, Session};
-use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{BindView, Frame, FrontendMessage};
+use crate::protocol::frontend::{BindView, Frame, FrontendKind, FrontendMessage, Named};
 use crate::protocol::messages;
-use crate::session::ClientIo;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// What a Bind says before it is routed: a table made behind pgshard's
     /// back is looked up (`behind.rs`); on one database, a WITH HOLD
     /// cursor bound keeps its server (`cursor`).
@@ -30,8 +27,7 @@ impl<S: ClientIo> Session<S> {
     }
 
     pub(super) async fn on_parse(&mut self, frame: Frame) -> Result<(), End> {
-        let frame_bytes = frame.clone();
-        let (name, query, param_types) = match FrontendMessage::decode(frame) {
+        let (name, query, param_types) = match FrontendMessage::decode(&frame) {
             Ok(FrontendMessage::Parse {
                 name,
                 query,
@@ -46,19 +42,19 @@ impl<S: ClientIo> Session<S> {
             self.local_error(super::sql_prepared::duplicate(&name), false);
             return Ok(());
         }
-        let statement = self.state.statements.get_or_insert(
+        let statement = self.shared.statements.get_or_insert(
             &query,
             &param_types,
-            &self.state.cache,
-            self.engine,
+            &self.shared.cache,
+            self.cluster.engine,
         );
         if let Err(error) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
             self.local_error(error, false);
             return Ok(());
         }
-        self.unsynced = true;
+        self.pipeline.unsynced = true;
         if name.is_empty() {
-            return self.on_unnamed_parse(&frame_bytes, &statement);
+            return self.on_unnamed_parse(&frame, &statement);
         }
         let Some(server) = self.attached.main_mut() else {
             // No server attached (no transaction open): the Parse waits for
@@ -72,7 +68,7 @@ impl<S: ClientIo> Session<S> {
                 .push(Step::LocalParse(Effect::Named(statement.id, name)));
             return Ok(());
         };
-        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
+        server.conn.dirty |= statement.leaves_state && self.cluster.mode == PoolerMode::Transaction;
         if server.conn.prepared.contains(statement.id) {
             self.plan
                 .push(Step::LocalParse(Effect::Named(statement.id, name)));
@@ -91,12 +87,12 @@ impl<S: ClientIo> Session<S> {
         statement: &Statement,
     ) -> Result<(), End> {
         let Some(server) = self.attached.main_mut() else {
-            self.unnamed_on = None;
+            self.pipeline.unnamed_on = None;
             self.local_reply(messages::parse_complete);
             return Ok(());
         };
-        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
-        self.unnamed_on = Some(server.conn.id);
+        server.conn.dirty |= statement.leaves_state && self.cluster.mode == PoolerMode::Transaction;
+        self.pipeline.unnamed_on = Some(server.conn.id);
         self.put_frame(frame);
         self.plan.push(Step::forward(reply_plan::PARSE));
         Ok(())
@@ -116,19 +112,19 @@ impl<S: ClientIo> Session<S> {
             return;
         };
         let conn = &mut server.conn;
-        if conn.prepared.len() >= self.prepared_limit {
+        if conn.prepared.len() >= self.cluster.prepared_limit {
             if let Some(oldest) = conn.prepared.oldest() {
                 conn.prepared.remove(oldest);
                 messages::close(
-                    &mut self.to_server,
-                    b'S',
+                    &mut self.pipeline.to_server,
+                    Named::Statement,
                     format!("__pgshard_{oldest}").as_bytes(),
                 );
                 self.plan
                     .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
             }
         }
-        self.to_server.extend_from_slice(&statement.parse);
+        self.pipeline.to_server.extend_from_slice(&statement.parse);
         conn.prepared.insert(statement.id);
         let effect = Effect::Prepared(statement.id, client_name);
         self.plan.push(if forward {
@@ -141,18 +137,15 @@ impl<S: ClientIo> Session<S> {
     /// Bind and Describe: a statement name pgshard renamed is rewritten,
     /// and prepared first if this server lacks it.
     pub(super) async fn on_bind_or_describe(&mut self, frame: Frame) -> Result<(), End> {
-        let bind = frame.tag == b'B';
+        let bind = frame.kind == FrontendKind::Bind;
         let terminals = [reply_plan::DESCRIBE, reply_plan::BIND][usize::from(bind)];
-        let body = &frame.body;
-        let Some((name_start, name_len)) = statement_name(&frame)? else {
+        let body = frame.body();
+        let Some(name) = frame.statement_name().map_err(End::protocol)? else {
             return self
                 .forward_extended(&frame, Step::forward(terminals))
                 .await;
         };
-        let Some(statement) = self
-            .statements
-            .get(&body[name_start..name_start + name_len])
-        else {
+        let Some(statement) = self.statements.get(&body[name.clone()]) else {
             // Not prepared through pgshard (or never prepared): Postgres
             // gives the client the error it would give anyway.
             return self
@@ -160,13 +153,12 @@ impl<S: ClientIo> Session<S> {
                 .await;
         };
         if (bind && self.attached.spans() && self.spanning_bind(&statement).await?)
-            || (self.sql_bind_or_describe(&frame, &statement, (name_start, name_len))).await?
+            || (self.sql_bind_or_describe(&frame, &statement, name.clone())).await?
         {
             return Ok(());
         }
         self.noted_bind(&statement, bind).await;
-        let rest = &body[name_start + name_len..];
-        let mut client_name = &body[name_start..name_start + name_len];
+        let mut client_name = &body[name.clone()];
         let view = self.bind_view(&frame)?;
         // An INSERT that names no columns binds the statement with its
         // table's columns written in.
@@ -181,13 +173,8 @@ impl<S: ClientIo> Session<S> {
         // The name the server knows the statement by.
         let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
         let target = if let Some(view) = &view {
-            let rewritten = |out: &mut BytesMut| {
-                let at = messages::begin(out, b'B');
-                out.put_slice(&body[..name_start]);
-                out.put_slice(server_name);
-                out.put_slice(rest);
-                messages::finish(out, at);
-            };
+            let rewritten =
+                |out: &mut BytesMut| frame.write_renamed(name.clone(), server_name, out);
             match self.bind_target(view, &statement, unnamed, rewritten) {
                 Some(target) => target,
                 None => return Ok(()),
@@ -202,18 +189,14 @@ impl<S: ClientIo> Session<S> {
             return Ok(());
         }
         self.statement_on_server(&statement, client_name);
-        let at = messages::begin(&mut self.to_server, frame.tag);
-        self.to_server.put_slice(&body[..name_start]);
-        self.to_server.put_slice(server_name);
-        self.to_server.put_slice(rest);
-        messages::finish(&mut self.to_server, at);
-        self.unsynced = true;
-        if frame.tag == b'B' {
+        frame.write_renamed(name, server_name, &mut self.pipeline.to_server);
+        self.pipeline.unsynced = true;
+        if bind {
             if let Some(changes) = &statement.settings {
-                self.extended_settings.extend(changes.iter().cloned());
+                self.settings.extended.extend(changes.iter().cloned());
             }
         }
-        self.plan.push(if frame.tag == b'B' && !unnamed {
+        self.plan.push(if bind && !unnamed {
             Step::forward_with(terminals, Effect::Bound(statement.id))
         } else {
             Step::forward(terminals)
@@ -223,12 +206,10 @@ impl<S: ClientIo> Session<S> {
 
     /// A Bind on a sharded cluster, read once, in place, for routing.
     fn bind_view<'f>(&self, frame: &'f Frame) -> Result<Option<BindView<'f>>, End> {
-        if !self.sharded() || frame.tag != b'B' {
+        if !self.sharded() || frame.kind != FrontendKind::Bind {
             return Ok(None);
         }
-        BindView::parse(&frame.body)
-            .map(Some)
-            .map_err(End::protocol)
+        BindView::of(frame).map(Some).map_err(End::protocol)
     }
 
     /// The statement a Bind of `statement` binds instead on a sharded
@@ -253,10 +234,10 @@ impl<S: ClientIo> Session<S> {
         unnamed: bool,
         rewritten: impl FnOnce(&mut BytesMut),
     ) -> Option<Target> {
-        self.clock.statement(&statement.query);
+        self.pipeline.clock.statement(&statement.query);
         let target = self.route_bind(statement, unnamed, bind, rewritten);
         if target.is_none() {
-            self.unsynced = true;
+            self.pipeline.unsynced = true;
         }
         target
     }
@@ -266,16 +247,16 @@ impl<S: ClientIo> Session<S> {
     /// parsed again where its last Parse did not go, a shared one prepared
     /// where it is missing.
     pub(super) fn statement_on_server(&mut self, statement: &Arc<Statement>, client_name: &[u8]) {
-        self.clock.statement(&statement.query);
+        self.pipeline.clock.statement(&statement.query);
         let Some(server) = self.attached.main_mut() else {
             return;
         };
-        server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
+        server.conn.dirty |= statement.leaves_state && self.cluster.mode == PoolerMode::Transaction;
         if client_name.is_empty() {
-            if self.unnamed_on != Some(server.conn.id) {
-                self.unnamed_on = Some(server.conn.id);
+            if self.pipeline.unnamed_on != Some(server.conn.id) {
+                self.pipeline.unnamed_on = Some(server.conn.id);
                 messages::parse(
-                    &mut self.to_server,
+                    &mut self.pipeline.to_server,
                     b"",
                     &statement.query,
                     &statement.param_types,
@@ -290,8 +271,11 @@ impl<S: ClientIo> Session<S> {
     }
 
     pub(super) async fn on_close(&mut self, frame: Frame) -> Result<(), End> {
-        match FrontendMessage::decode(frame.clone()) {
-            Ok(FrontendMessage::Close { kind: b'S', name }) => {
+        match FrontendMessage::decode(&frame) {
+            Ok(FrontendMessage::Close {
+                kind: Named::Statement,
+                name,
+            }) => {
                 // Servers keep the statement for other clients; closing a
                 // name that does not exist is not an error in Postgres.
                 self.statements.remove(&name);
@@ -299,9 +283,10 @@ impl<S: ClientIo> Session<S> {
                 self.local_reply(messages::close_complete);
                 Ok(())
             }
-            Ok(FrontendMessage::Close { kind: b'P', .. })
-                if self.attached.is_none() && !self.plan.awaiting_server() =>
-            {
+            Ok(FrontendMessage::Close {
+                kind: Named::Portal,
+                ..
+            }) if self.attached.is_none() && !self.plan.awaiting_server() => {
                 // No server holds a portal of the client (a portal lives in
                 // a transaction; a WITH HOLD cursor's is routed before):
                 // closing a name that does not exist is not an error.
@@ -320,32 +305,9 @@ impl<S: ClientIo> Session<S> {
         if !self.ensure_server_or_reply(Target::Any, false).await? {
             return Ok(());
         }
-        self.unsynced = true;
+        self.pipeline.unsynced = true;
         self.put_frame(frame);
         self.plan.push(step);
         Ok(())
-    }
-}
-
-/// Where a Bind's or a statement Describe's statement name is in its body
-/// (start, length); `None` for a portal Describe.
-fn statement_name(frame: &Frame) -> Result<Option<(usize, usize)>, End> {
-    let body = &frame.body;
-    // After the portal name (Bind) or the kind byte (Describe of a
-    // statement).
-    let name_start = match frame.tag {
-        b'B' => body.iter().position(|&b| b == 0).map(|p| p + 1),
-        _ if body.first() == Some(&b'S') => Some(1),
-        _ => None,
-    };
-    let Some(name_start) = name_start else {
-        return Ok(None);
-    };
-    match body[name_start..].iter().position(|&b| b == 0) {
-        Some(name_len) => Ok(Some((name_start, name_len))),
-        None => Err(End::Fatal(ClientError::new(
-            sqlstate::PROTOCOL_VIOLATION,
-            format!("malformed \"{}\" message", char::from(frame.tag)),
-        ))),
     }
 }

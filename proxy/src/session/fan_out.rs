@@ -1,6 +1,6 @@
 //! A simple query that goes to several shards: sent to a server of each,
 //! whose replies are read concurrently (one task per server, bounded
-//! channel) and merged as they come: the first server to answer supplies
+//! channel: `execute/fan_out.rs`) and merged as they come: the first server to answer supplies
 //! the headers, every server's rows stream to the client as they arrive (a
 //! slow shard delays only its own rows), one CommandComplete sums the
 //! counts. A CancelRequest from the client, `query_timeout` and the client
@@ -9,50 +9,27 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::Poll;
 
-use bytes::{Bytes, BytesMut};
-use tokio::io::AsyncReadExt;
+use bytes::BytesMut;
 use tokio::sync::mpsc;
 
+use super::server_replies::TagSays;
 use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
-use crate::fanout::{CopyJoin, Merger, RowMerge, SplitRows, Window};
+use crate::execute::merge::{CopyJoin, Merger, RowMerge, SplitRows, Window};
 use crate::pool::Pooled;
-use crate::protocol::backend::error_code;
+use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
 use crate::protocol::messages;
-use crate::session::ClientIo;
 use router::merge::MergePlan;
 
-mod preface;
+use crate::execute::fan_out::{next_report, send_cancel, spawn_readers, Prepare, Reader, Report};
 
-/// Server messages in flight from each reading task to the session: enough
-/// to keep every shard busy, few enough that a fast shard cannot fill
-/// memory while the client (or, in an ordered merge, another shard) is
-/// slow.
-const IN_FLIGHT: usize = 64;
-
-/// What a reading task reports: a whole message of its server, or (`None`)
-/// that its connection broke.
-pub(super) type Report = Option<Bytes>;
-
-/// A SELECT's rows merged by plan (see [`crate::fanout::RowMerge`]).
+/// A SELECT's rows merged by plan (see [`crate::execute::merge::RowMerge`]).
 pub(super) struct MergeRequest {
     pub plan: Arc<MergePlan>,
     pub window: Window,
     /// The parameters HAVING reads, as text (an EXECUTE's arguments).
     pub params: Vec<Option<String>>,
-}
-
-/// A statement prepared with SQL PREPARE (`sql_prepared.rs`) that a
-/// fan-out's request runs: a server that lacks it prepares it first
-/// (`fan_out/preface.rs`).
-pub(super) struct Prepare {
-    pub id: u64,
-    /// Its PREPARE.
-    pub sql: String,
-    /// How many statements a server may hold (`prepared_statements_limit`).
-    pub limit: usize,
 }
 
 /// Whose transaction a fan-out runs in.
@@ -81,10 +58,10 @@ pub(super) enum Reply {
     Copies,
     /// A COPY (SELECT ...) TO STDOUT's whose rows are merged: the shards
     /// run the SELECT, the merged rows go out as COPY's.
-    CopyRows(MergeRequest, crate::fanout::CopyRows),
+    CopyRows(MergeRequest, crate::execute::merge::CopyRows),
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run one simple query on several shards and stream the merged reply,
     /// ReadyForQuery included unless the scope is [`Scope::Implicit`].
     pub(super) async fn fan_out(
@@ -108,16 +85,16 @@ impl<S: ClientIo> Session<S> {
         scope: Scope,
     ) -> Result<(), End> {
         let in_txn = scope != Scope::Outside;
-        let errors = self.segment_errors;
+        let errors = self.pipeline.segment_errors;
         if in_txn {
             self.settle_main().await?;
         } else if self.attached.is_some() {
             self.detach().await?;
         }
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         // If what ran before the fan-out failed, the rest is skipped.
-        let servers = match (self.segment_errors != errors, in_txn) {
+        let servers = match (self.pipeline.segment_errors != errors, in_txn) {
             (true, _) => None,
             (false, true) => self.txn_servers(shards).await?,
             (false, false) => self.fan_out_servers(shards).await?,
@@ -129,9 +106,9 @@ impl<S: ClientIo> Session<S> {
         }
         if scope != Scope::Implicit {
             let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
+            messages::ready_for_query(self.client.out(), status);
         }
-        self.flush_client().await
+        Ok(self.client.flush().await?)
     }
 
     /// Send the request to each server and relay the merged replies.
@@ -166,7 +143,7 @@ impl<S: ClientIo> Session<S> {
             // the servers (the tasks drop them as they end).
             for target in &targets {
                 let target = target.clone();
-                tokio::spawn(async move { crate::cancel::send(&target).await });
+                tokio::spawn(async move { crate::conn::cancel::send(&target).await });
             }
             for task in &tasks {
                 task.abort();
@@ -176,18 +153,18 @@ impl<S: ClientIo> Session<S> {
         let took = started.elapsed();
         let held = in_txn.then_some(shards);
         let broken = self.release_readers(tasks, took, held).await || merged.is_err();
-        self.clock.log_if_slow(&self.span, took, shards);
+        self.pipeline.clock.log_if_slow(&self.span, took, shards);
         let failed = merged?;
         if broken {
-            ClientError::shard_lost().encode(&mut self.to_client);
+            ClientError::shard_lost().encode(self.client.out());
             if in_txn {
                 // A shard's part of the transaction is gone with its
                 // connection: the transaction cannot commit.
                 self.txn.fail();
             }
         } else if failed {
-            self.segment_errors += 1;
-            if in_txn && self.attached.status() != Some(b'E') {
+            self.pipeline.segment_errors += 1;
+            if in_txn && self.attached.status() != Some(TransactionStatus::Failed) {
                 // pgshard's own error (a merge, copies that differ): the
                 // shards succeeded, but the client saw an error, so the
                 // transaction is over, as on one Postgres.
@@ -200,7 +177,7 @@ impl<S: ClientIo> Session<S> {
     /// The merger of a fan-out's replies.
     async fn merger(&mut self, reply: Reply, servers: &mut [Pooled]) -> Merger {
         match reply {
-            Reply::Concat(preamble) => Merger::default().with_preamble(preamble),
+            Reply::Concat(preamble) => Merger::concatenating(preamble),
             Reply::Copies => Merger::copies(),
             Reply::Split(split) => Merger::splitting(split),
             Reply::CopyOut(plan) => Merger::copying_out(CopyJoin::new(plan)),
@@ -260,19 +237,19 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Option<Vec<Pooled>>, End> {
         let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
         for &shard in shards {
-            match self.checkout_server(shard, self.read).await? {
+            match self.checkout_server(shard, self.routing.read).await? {
                 Ok(server) => servers.push(server),
                 Err(err) => {
                     for server in servers {
                         self.release(server, false).await;
                     }
-                    ClientError::from_pool(&err, &self.info.database, shard)
-                        .encode(&mut self.to_client);
+                    err.client_error(&self.info.database, shard)
+                        .encode(self.client.out());
                     return Ok(None);
                 }
             }
         }
-        self.read = false;
+        self.routing.read = false;
         Ok(Some(servers))
     }
 
@@ -322,8 +299,7 @@ impl<S: ClientIo> Session<S> {
                     Some(Some(message)) => {
                         deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
                         let message = self.shard_message(message);
-                        let tag = message[0];
-                        if !matches!(tag, b'N' | b'S' | b'A') && first.is_none() {
+                        if !message.kind().is_async() && first.is_none() {
                             first = Some(index);
                             // Its own slot (`index + 1`) will never be fed.
                             merger.skip_position(index + 1);
@@ -331,24 +307,24 @@ impl<S: ClientIo> Session<S> {
                         // Position 0 for the first server to answer.
                         let position = if first == Some(index) { 0 } else { index + 1 };
                         let (failed, satisfied) = (merger.failed(), merger.satisfied());
-                        merger.on_message(position, &message, &mut self.to_client);
-                        if !failed && merger.failed() {
-                            self.state.metrics.error(error_code(&message[5..]).unwrap_or_default());
+                        merger.on_message(position, &message, self.client.out());
+                        if let (false, true, BackendMessage::ErrorResponse(error)) =
+                            (failed, merger.failed(), message.message())
+                        {
+                            self.shared.metrics.error(error.code().unwrap_or_default());
                         }
                         if !satisfied && merger.satisfied() {
                             self.cancel_running(incoming, cancels).await;
                         }
                         let idle = incoming.iter().flatten().all(mpsc::Receiver::is_empty);
-                        if idle || self.to_client.len() >= super::CLIENT_FLUSH_AT {
-                            self.flush_client().await?;
+                        if idle || self.client.out().len() >= super::CLIENT_FLUSH_AT {
+                            self.client.flush().await?;
                         }
                     }
                 },
-                read = self.client.read_buf(&mut self.cbuf),
-                    if self.cbuf.len() < super::attach::WATCH_BUFFER_LIMIT => match read {
-                    Ok(0) | Err(_) => return Err(End::ClientGone),
-                    Ok(_) => {}
-                },
+                read = self.client.fill(), if self.client.may_buffer() => {
+                    read?;
+                }
                 () = timeout => {
                     timed_out = true;
                     let targets = self.info.cancel.get();
@@ -357,19 +333,23 @@ impl<S: ClientIo> Session<S> {
                 }
             }
         }
-        Ok(broken || merger.finish(&mut self.to_client))
+        Ok(broken || merger.finish(self.client.out()))
     }
 
     /// A shard's message as the merge reads it: a command tag that says
     /// the schema changed retires what depended on it; an error that names
     /// a statement the client prepared by pgshard's name gets the client's.
-    fn shard_message(&self, message: Bytes) -> Bytes {
-        match message[0] {
-            b'C' => {
-                super::retire_on_ddl(&self.state, &message[5..]);
+    fn shard_message(&self, message: BackendFrame) -> BackendFrame {
+        match message.message() {
+            BackendMessage::CommandComplete(tag) => {
+                if TagSays::of(tag) == TagSays::SchemaChanged {
+                    self.shared.retire_on_ddl();
+                }
                 message
             }
-            b'E' => (self.sql_names.client_error(&message)).map_or(message, BytesMut::freeze),
+            BackendMessage::ErrorResponse(_) => {
+                self.sql_names.client_error(&message).unwrap_or(message)
+            }
             _ => message,
         }
     }
@@ -385,7 +365,7 @@ impl<S: ClientIo> Session<S> {
         incoming: &[Option<mpsc::Receiver<Report>>],
         cancels: &mut Vec<tokio::task::JoinHandle<()>>,
     ) {
-        if self.status() != b'I' {
+        if self.status() != TransactionStatus::Idle {
             return;
         }
         let targets = self.info.cancel.get();
@@ -401,100 +381,9 @@ impl<S: ClientIo> Session<S> {
             );
         }
         for target in running {
-            cancels.push(tokio::spawn(
-                async move { crate::cancel::send(&target).await },
-            ));
+            cancels.push(tokio::spawn(async move {
+                crate::conn::cancel::send(&target).await
+            }));
         }
     }
-}
-
-/// Send each server its request and read its reply in a task of its own,
-/// into a bounded channel of its own.
-/// A server that lacks `prepare`'s statement prepares it first; if that
-/// fails, its error is the server's reply and the request is not sent.
-fn spawn_readers(
-    servers: Vec<Pooled>,
-    request: impl Fn(&Pooled, &mut BytesMut),
-    prepare: Option<&Prepare>,
-) -> (Vec<Reader>, Vec<Option<mpsc::Receiver<Report>>>) {
-    let mut tasks = Vec::with_capacity(servers.len());
-    let mut incoming = Vec::with_capacity(servers.len());
-    for mut server in servers {
-        let mut out = BytesMut::new();
-        request(&server, &mut out);
-        let preface = prepare.and_then(|prepare| preface::preface(prepare, &mut server));
-        let (reports, receiver) = mpsc::channel::<Report>(IN_FLIGHT);
-        incoming.push(Some(receiver));
-        tasks.push(tokio::spawn(async move {
-            if let Some(preface) = preface {
-                match preface::run(&mut server, preface, &reports).await {
-                    Some(true) => {}
-                    Some(false) => return (server, true),
-                    None => return (server, false),
-                }
-            }
-            let ok =
-                server.conn.send(&out).await.is_ok() && read_reply(&mut server, &reports).await;
-            (server, ok)
-        }));
-    }
-    (tasks, incoming)
-}
-
-/// Deliver a cancel to `target` in a task of its own.
-fn send_cancel(target: crate::state::CancelTarget) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { crate::cancel::send(&target).await })
-}
-
-/// A reading task: gives back its server and whether the reply came whole.
-type Reader = tokio::task::JoinHandle<(Pooled, bool)>;
-
-/// The next report of one of the `candidates`' channels: its index, and
-/// the report (`None`: the channel closed, its task is over).
-async fn next_report(
-    incoming: &mut [Option<mpsc::Receiver<Report>>],
-    candidates: &[usize],
-) -> (usize, Option<Report>) {
-    std::future::poll_fn(|cx| {
-        for &index in candidates {
-            if let Some(Some(receiver)) = incoming.get_mut(index) {
-                if let Poll::Ready(report) = receiver.poll_recv(cx) {
-                    return Poll::Ready((index, report));
-                }
-            }
-        }
-        Poll::Pending
-    })
-    .await
-}
-
-/// A reading task: send each whole message of `server`'s reply to the
-/// session until its ReadyForQuery (recorded, not sent). Returns whether
-/// the reply came whole.
-async fn read_reply(server: &mut Pooled, reports: &mpsc::Sender<Report>) -> bool {
-    loop {
-        match server.conn.next_message() {
-            Ok(Some(message)) if message[0] == b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                return true;
-            }
-            Ok(Some(message)) => {
-                if reports.send(Some(message)).await.is_err() {
-                    return false;
-                }
-                continue;
-            }
-            Ok(None) => {}
-            Err(_) => break,
-        }
-        let conn = &mut server.conn;
-        match conn.fill().await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-    }
-    // The connection broke mid-reply: a replica's database is banned.
-    server.pool().ban("server connection lost mid-query");
-    let _ = reports.send(None).await;
-    false
 }

@@ -20,21 +20,19 @@ use router::key_move::KeyMove;
 use router::route::ParamValue;
 use router::summary::StatementSummary;
 
-use super::routing::Dispatch;
+use super::dispatch::Dispatch;
 use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
+use crate::execute::row_move::{
+    cascades, described, encode, exchange, inserted, refused, statement, Values,
+};
 use crate::metrics::RouteKind;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Bind;
+use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
+use crate::protocol::frontend::{Bind, FrontendKind};
 use crate::protocol::{messages, rows};
-
-mod wire;
-
-use crate::session::ClientIo;
-use wire::{cascades, described, exchange, inserted, statement};
 
 /// A bound UPDATE that moves a row, run at its Execute.
 #[derive(Debug)]
@@ -47,44 +45,7 @@ pub struct MovePortal {
     in_txn: bool,
 }
 
-/// A statement's parameter values: text or binary (one format code each),
-/// with the types its Parse declared.
-#[derive(Debug, Default)]
-pub(super) struct Values {
-    values: Vec<Option<Bytes>>,
-    formats: Vec<i16>,
-    types: Vec<u32>,
-}
-
-impl Values {
-    fn of(bind: &Bind, types: &[u32]) -> Values {
-        Values {
-            values: bind.params.clone(),
-            formats: (0..bind.params.len())
-                .map(|i| bind.param_format(i))
-                .collect(),
-            types: types.to_vec(),
-        }
-    }
-
-    fn router(&self) -> Vec<ParamValue<'_>> {
-        self.values
-            .iter()
-            .zip(&self.formats)
-            .map(|(value, format)| match (value, format) {
-                (None, _) => ParamValue::Null,
-                (Some(v), 1) => ParamValue::Binary(v),
-                (Some(v), _) => ParamValue::Text(v),
-            })
-            .collect()
-    }
-}
-
-pub(super) fn refused(why: impl ToString) -> ClientError {
-    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
-}
-
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A simple-query UPDATE of a sharding key: run where it belongs, or
     /// the row moved.
     pub(super) async fn move_row_query(
@@ -112,7 +73,7 @@ impl<S: ClientIo> Session<S> {
             }
         };
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         let moving = MovePortal {
             plan,
             values,
@@ -122,8 +83,8 @@ impl<S: ClientIo> Session<S> {
         };
         self.run_move(moving, in_txn, true).await?;
         let status = self.status();
-        messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await?;
+        messages::ready_for_query(self.client.out(), status);
+        self.client.flush().await?;
         Ok(Dispatch::Done)
     }
 
@@ -159,7 +120,7 @@ impl<S: ClientIo> Session<S> {
             }
         };
         self.local_reply(messages::bind_complete);
-        self.move_portal = Some(MovePortal {
+        self.phase.bind_move(MovePortal {
             plan,
             values,
             sources,
@@ -169,30 +130,30 @@ impl<S: ClientIo> Session<S> {
         None
     }
     fn move_refused(&mut self, error: ClientError) -> Option<Target> {
-        self.state.metrics.route(RouteKind::Refused);
+        self.shared.metrics.route(RouteKind::Refused);
         self.refuse(error, false);
         None
     }
 
     /// A message while a moving UPDATE's portal is bound: whether it was
     /// answered (any other message drops the portal).
-    pub(super) async fn on_move_portal(&mut self, tag: u8) -> Result<bool, End> {
-        match tag {
-            b'D' => self.local_reply(messages::no_data),
-            b'H' => {}
-            b'E' => {
-                let Some(moving) = self.move_portal.take() else {
+    pub(super) async fn on_move_portal(&mut self, kind: FrontendKind) -> Result<bool, End> {
+        match kind {
+            FrontendKind::Describe => self.local_reply(messages::no_data),
+            FrontendKind::Flush => {}
+            FrontendKind::Execute => {
+                let Some(moving) = self.phase.take_move() else {
                     return Ok(false);
                 };
                 let status = self.status();
-                self.plan.drain_local(&mut self.to_client, status);
+                self.plan.drain_local(self.client.out(), status);
                 let in_txn = moving.in_txn;
                 if !self.run_move(moving, in_txn, false).await? {
-                    self.skipping = true;
+                    self.phase.skip();
                 }
             }
             _ => {
-                self.move_portal = None;
+                self.phase.end_portal();
                 return Ok(false);
             }
         }
@@ -207,14 +168,16 @@ impl<S: ClientIo> Session<S> {
         statement: &StatementSummary,
         values: &Values,
     ) -> Result<(KeyMove, Vec<usize>, usize), ClientError> {
-        let plan = KeyMove::plan(sql, statement, &self.sharding).map_err(refused)?;
+        let plan = KeyMove::plan(sql, statement, &self.cluster.sharding).map_err(refused)?;
         let params = values.router();
-        let target = plan.target(&self.sharding, &params).map_err(refused)?;
+        let target = plan
+            .target(&self.cluster.sharding, &params)
+            .map_err(refused)?;
         let finder = plan.delete(&[]).map_err(refused)?;
         let lookup = self
-            .state
+            .shared
             .cache
-            .lookup(&finder.sql, self.engine)
+            .lookup(&finder.sql, self.cluster.engine)
             .map_err(|e| refused(format!("the UPDATE's WHERE: {e}")))?;
         let finder_params: Vec<ParamValue<'_>> = finder
             .params
@@ -224,11 +187,15 @@ impl<S: ClientIo> Session<S> {
         let overrides = self.overrides(&lookup.overrides);
         let routed = lookup
             .entry
-            .route(&lookup.params(&finder_params), &overrides, &self.sharding)
+            .route(
+                &lookup.params(&finder_params),
+                &overrides,
+                &self.cluster.sharding,
+            )
             .map_err(refused)?;
         let sources = self
             .shards_of(&routed.route)
-            .map_or_else(|| (0..self.pools.len()).collect(), |s| s.into_vec());
+            .map_or_else(|| (0..self.cluster.pools.len()).collect(), |s| s.into_vec());
         Ok((plan, sources, target))
     }
 
@@ -241,13 +208,13 @@ impl<S: ClientIo> Session<S> {
         in_txn: bool,
         simple: bool,
     ) -> Result<bool, End> {
-        let errors = self.segment_errors;
+        let errors = self.pipeline.segment_errors;
         let shards = union(&moving.sources, moving.target);
         if !in_txn {
             self.txn.begin_implicit();
         }
-        self.writes = true;
-        self.unnamed_on = None;
+        self.routing.writes = true;
+        self.pipeline.unnamed_on = None;
         let mut failed = false;
         if let Some(mut servers) = self.txn_servers(&shards).await? {
             let done = self.move_on(&moving, &shards, &mut servers, simple).await;
@@ -255,20 +222,20 @@ impl<S: ClientIo> Session<S> {
                 self.hold(shard, server);
             }
             match done {
-                Ok(reply) => self.to_client.extend_from_slice(&reply),
+                Ok(reply) => self.client.out().extend_from_slice(&reply),
                 Err(error) => {
-                    self.to_client.extend_from_slice(&error);
-                    self.segment_errors += 1;
+                    self.client.out().extend_from_slice(&error);
+                    self.pipeline.segment_errors += 1;
                     self.txn.fail();
                 }
             }
         }
-        failed |= self.segment_errors != errors || self.txn.failed();
+        failed |= self.pipeline.segment_errors != errors || self.txn.failed();
         if !in_txn {
-            let auto = self.state.config().general.two_phase_commit_auto;
+            let auto = self.shared.config().general.two_phase_commit_auto;
             if let Err(error) = self.end_spanning(!failed, auto).await? {
-                error.encode(&mut self.to_client);
-                self.segment_errors += 1;
+                error.encode(self.client.out());
+                self.pipeline.segment_errors += 1;
                 failed = true;
             }
         }
@@ -297,22 +264,12 @@ impl<S: ClientIo> Session<S> {
                 )))
             })?;
         let delete = plan.delete(&columns).map_err(|e| encode(&refused(e)))?;
-        let mut found: Vec<Bytes> = Vec::new();
+        let mut found: Vec<BackendFrame> = Vec::new();
         let mut fields = Vec::new();
         for &source in &moving.sources {
             let request = statement(&delete, &moving.values, &[], Some(&[1]), true);
             let replies = exchange(&mut servers[at(source)], &request).await?;
-            for message in replies {
-                match message[0] {
-                    b'T' => {
-                        fields = rows::read_fields(&message[5..])
-                            .map(|(f, _)| f)
-                            .unwrap_or_default()
-                    }
-                    b'D' => found.push(message),
-                    _ => {}
-                }
-            }
+            deleted(replies, &mut found, &mut fields);
         }
         let insert = plan.insert(&columns).map_err(|e| encode(&refused(e)))?;
         let old_types: Vec<u32> = fields.iter().map(|(oid, _)| *oid).collect();
@@ -324,13 +281,14 @@ impl<S: ClientIo> Session<S> {
                     let replies = exchange(&mut servers[at(moving.target)], &request).await?;
                     replies
                         .iter()
-                        .filter(|m| m[0] == b'T')
-                        .for_each(|m| reply.extend_from_slice(m));
+                        .filter(|m| m.kind() == BackendKind::RowDescription)
+                        .for_each(|m| reply.extend_from_slice(m.bytes()));
                 }
                 messages::command_complete(&mut reply, "UPDATE 0");
             }
             [row] => {
-                let old = rows::parse_row(row).ok_or_else(|| encode(&ClientError::shard_lost()))?;
+                let old = rows::parse_row(row.bytes())
+                    .ok_or_else(|| encode(&ClientError::shard_lost()))?;
                 let request = inserted(
                     &insert,
                     &moving.values,
@@ -339,9 +297,13 @@ impl<S: ClientIo> Session<S> {
                     simple && plan.returning(),
                 );
                 for message in exchange(&mut servers[at(moving.target)], &request).await? {
-                    match message[0] {
-                        b'T' | b'D' => reply.extend_from_slice(&message),
-                        b'C' => messages::command_complete(&mut reply, "UPDATE 1"),
+                    match message.kind() {
+                        BackendKind::RowDescription | BackendKind::DataRow => {
+                            reply.extend_from_slice(message.bytes())
+                        }
+                        BackendKind::CommandComplete => {
+                            messages::command_complete(&mut reply, "UPDATE 1")
+                        }
                         _ => {}
                     }
                 }
@@ -358,6 +320,23 @@ impl<S: ClientIo> Session<S> {
     }
 }
 
+/// The rows a DELETE ... RETURNING's `replies` hold, and their fields.
+fn deleted(
+    replies: Vec<BackendFrame>,
+    found: &mut Vec<BackendFrame>,
+    fields: &mut Vec<rows::WireField>,
+) {
+    for message in replies {
+        match message.message() {
+            BackendMessage::RowDescription(body) => {
+                *fields = rows::read_fields(body).map(|(f, _)| f).unwrap_or_default()
+            }
+            BackendMessage::DataRow(_) => found.push(message),
+            _ => {}
+        }
+    }
+}
+
 /// `sources` with `target`, in shard order.
 fn union(sources: &[usize], target: usize) -> Vec<usize> {
     let mut shards = sources.to_vec();
@@ -365,10 +344,4 @@ fn union(sources: &[usize], target: usize) -> Vec<usize> {
     shards.sort_unstable();
     shards.dedup();
     shards
-}
-
-pub(super) fn encode(error: &ClientError) -> Bytes {
-    let mut out = BytesMut::new();
-    error.encode(&mut out);
-    out.freeze()
 }

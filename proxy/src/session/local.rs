@@ -12,9 +12,10 @@ use super::reply_plan::Step;
 use super::transaction::{Control, Verdict};
 use super::Session;
 use crate::errors::ClientError;
-use crate::protocol::backend::{error_response, sqlstate, Severity};
+use crate::protocol::frontend::FrontendKind;
 use crate::protocol::messages;
-use crate::session::ClientIo;
+use crate::protocol::messages::{error_response, Severity};
+use crate::protocol::sqlstate;
 
 /// A portal pgshard answers itself (transaction control bound in the
 /// extended protocol): its Execute gets `tag`, after the nested-BEGIN
@@ -25,7 +26,7 @@ pub struct LocalPortal {
     pub nested: bool,
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The error for a statement inside a transaction pgshard refused.
     pub(super) fn aborted(&mut self, simple: bool) {
         self.local_error(
@@ -42,11 +43,11 @@ impl<S: ClientIo> Session<S> {
     fn apply_shard_override(&mut self, value: Option<&str>) -> Result<&'static str, ClientError> {
         match value.map(|v| v.trim().parse::<usize>()) {
             None => {
-                self.overrides.shard = None;
+                self.routing.overrides.shard = None;
                 Ok("RESET")
             }
-            Some(Ok(shard)) if shard < self.pools.len() => {
-                self.overrides.shard = Some(shard);
+            Some(Ok(shard)) if shard < self.cluster.pools.len() => {
+                self.routing.overrides.shard = Some(shard);
                 self.txn.on_override(self.server_view());
                 Ok("SET")
             }
@@ -55,7 +56,7 @@ impl<S: ClientIo> Session<S> {
                 format!(
                     "invalid value for pgdog.shard: {:?} (this cluster has shards 0 to {})",
                     value.unwrap_or_default(),
-                    self.pools.len().saturating_sub(1)
+                    self.cluster.pools.len().saturating_sub(1)
                 ),
             )),
         }
@@ -64,7 +65,7 @@ impl<S: ClientIo> Session<S> {
     /// `SET pgdog.sharding_key` (`None`: RESET): its command tag.
     fn apply_sharding_key_override(&mut self, value: Option<String>) -> &'static str {
         let tag = if value.is_some() { "SET" } else { "RESET" };
-        self.overrides.sharding_key = value;
+        self.routing.overrides.sharding_key = value;
         self.txn.on_override(self.server_view());
         tag
     }
@@ -72,7 +73,7 @@ impl<S: ClientIo> Session<S> {
     /// Overrides set inside a transaction last until it ends.
     pub(super) fn end_txn_overrides(&mut self) {
         if self.txn.on_end(None) {
-            self.overrides = Overrides::default();
+            self.routing.overrides = Overrides::default();
         }
     }
 
@@ -86,7 +87,7 @@ impl<S: ClientIo> Session<S> {
     }
 
     /// Statements pgshard answers itself, as a simple query or as a Bind
-    /// (whose portal `Session::local_portal` then answers): `SET
+    /// (whose portal `Session::on_local_portal` then answers): `SET
     /// pgdog.shard` / `SET pgdog.sharding_key` set the session's overrides,
     /// and transaction control the transaction answers (a deferred BEGIN,
     /// its end, `SET LOCAL` joining it, anything in an aborted one).
@@ -144,9 +145,9 @@ impl<S: ClientIo> Session<S> {
             self.local_tag(tag, true);
         } else {
             // BindComplete now, the rest of the portal's messages until
-            // Sync by `Session::local_portal`.
+            // Sync by `Session::on_local_portal`.
             self.local_reply(messages::bind_complete);
-            self.local_portal = Some(LocalPortal { tag, nested });
+            self.phase.bind_local(LocalPortal { tag, nested });
         }
         true
     }
@@ -154,22 +155,22 @@ impl<S: ClientIo> Session<S> {
     /// A message for the portal pgshard answers itself (transaction
     /// control bound in the extended protocol): answered here, or (any
     /// other message) the portal is done. Returns whether it was answered.
-    pub(super) fn on_local_portal(&mut self, tag: u8) -> bool {
-        let Some(portal) = self.local_portal else {
+    pub(super) fn on_local_portal(&mut self, kind: FrontendKind) -> bool {
+        let Some(portal) = self.phase.local_portal() else {
             return false;
         };
-        match tag {
-            b'E' => {
+        match kind {
+            FrontendKind::Execute => {
                 if portal.nested {
                     self.warn_nested_begin();
                 }
                 self.local_tag(portal.tag, false);
             }
-            b'D' => self.local_reply(messages::no_data),
-            b'C' => self.local_reply(messages::close_complete),
-            b'H' => {}
+            FrontendKind::Describe => self.local_reply(messages::no_data),
+            FrontendKind::Close => self.local_reply(messages::close_complete),
+            FrontendKind::Flush => {}
             _ => {
-                self.local_portal = None;
+                self.phase.end_portal();
                 return false;
             }
         }
@@ -206,7 +207,7 @@ impl<S: ClientIo> Session<S> {
     /// to Sync is skipped, as Postgres does; a simple query gets its
     /// ReadyForQuery right away.
     pub(super) fn local_error(&mut self, error: ClientError, simple: bool) {
-        self.state.metrics.error(error.code.as_bytes());
+        self.shared.metrics.error(error.code.as_bytes());
         let mut reply = BytesMut::new();
         error.encode(&mut reply);
         self.plan.push(Step::Local {
@@ -214,7 +215,7 @@ impl<S: ClientIo> Session<S> {
             ready: simple,
         });
         if !simple {
-            self.skipping = true;
+            self.phase.skip();
         }
     }
 

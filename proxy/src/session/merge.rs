@@ -13,16 +13,17 @@ use router::sharding::Sharding;
 use router::summary::{StatementKind, Summary};
 
 use super::fan_out::{MergeRequest, Reply};
-use super::statements::Statement;
+use super::statements::{Statement, StatementMerge};
 use super::Session;
 use crate::errors::ClientError;
-use crate::fanout::{CopyRows, Window};
+use crate::execute::merge::values;
+use crate::execute::merge::values::numeric::Decimal;
+use crate::execute::merge::{CopyRows, Window};
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Bind;
-use crate::protocol::numeric::Decimal;
-use crate::protocol::{messages, rows, values};
-use crate::session::ClientIo;
+use crate::protocol::backend::BackendKind;
+use crate::protocol::frontend::Bind;
+use crate::protocol::sqlstate;
+use crate::protocol::{messages, rows};
 
 /// What the shards' collation must be for byte order to be Postgres's:
 /// `datcollate` (libc) or `datlocale` (builtin provider, Postgres 17+).
@@ -245,19 +246,6 @@ pub(super) fn plan_rows(
     (result, planned.by_key)
 }
 
-/// What a prepared statement's rows need on several shards, planned once.
-#[derive(Debug, Clone)]
-pub enum StatementMerge {
-    Concatenated,
-    /// Merged by `plan`; the shards run `shard_statement` when the plan
-    /// rewrites the statement.
-    Merged {
-        plan: Arc<MergePlan>,
-        shard_statement: Option<Arc<Statement>>,
-    },
-    Refused(ClientError),
-}
-
 /// A multi-shard Bind's merge: the plan, the rows its parameters ask for,
 /// the statement the shards run instead of the client's, and the
 /// parameters HAVING reads, as text.
@@ -364,7 +352,7 @@ fn bound_value(bound: Option<Bound>, bind: Option<&Bind>) -> Result<Option<u64>,
     Ok(Some(u64::try_from(value).unwrap_or(0)))
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The merge a Bind of `statement` (summarized as `summary`) running
     /// on several shards needs: `None` when its rows concatenate.
     pub(super) fn bind_merge(
@@ -375,17 +363,17 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Option<BindMerge>, ClientError> {
         let plan_statement = || {
             let sql = self.analysed_text(&statement.query);
-            let (planned, by_key) = plan_rows(summary, &sql, &self.sharding);
+            let (planned, by_key) = plan_rows(summary, &sql, &self.cluster.sharding);
             let merge = match planned {
                 Ok(None) => StatementMerge::Concatenated,
                 Err(error) => StatementMerge::Refused(error),
                 Ok(Some(mut plan)) => {
                     let shard_statement = plan.shard_sql.take().map(|sql| {
-                        self.state.statements.get_or_insert(
+                        self.shared.statements.get_or_insert(
                             &Bytes::from(sql),
                             &statement.param_types,
-                            &self.state.cache,
-                            self.engine,
+                            &self.shared.cache,
+                            self.cluster.engine,
                         )
                     });
                     StatementMerge::Merged {
@@ -429,7 +417,7 @@ impl<S: ClientIo> Session<S> {
     pub(super) async fn bytewise_text(&mut self, server: Option<&mut Pooled>) -> bool {
         let database = self.info.database.clone();
         if let Some(known) = self
-            .state
+            .shared
             .bytewise_text
             .lock()
             .ok()
@@ -443,7 +431,7 @@ impl<S: ClientIo> Session<S> {
         let Some(bytewise) = ask_collation(server).await else {
             return false;
         };
-        if let Ok(mut known) = self.state.bytewise_text.lock() {
+        if let Ok(mut known) = self.shared.bytewise_text.lock() {
             known.insert(database, bytewise);
         }
         bytewise
@@ -465,12 +453,9 @@ async fn ask_collation(server: &mut Pooled) -> Option<bool> {
                 return None;
             }
         };
-        match message[0] {
-            b'D' => row = text_values(&message),
-            b'Z' => {
-                server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                break;
-            }
+        match message.kind() {
+            BackendKind::DataRow => row = text_values(message.bytes()),
+            BackendKind::ReadyForQuery => break,
             _ => {}
         }
     }

@@ -1,5 +1,5 @@
 //! The read/write split inside a session: whether the statement about to
-//! run may be served by a replica of its shard (`balancer.rs` picks which).
+//! run may be served by a replica of its shard (`pool/balancer.rs` picks which).
 //! Only a statement known to be a read qualifies: every statement of the
 //! string a SELECT that reads a table, writes nothing (no data-modifying
 //! CTE, no `SELECT ... INTO`), locks no row (`FOR UPDATE` and the like) and
@@ -13,27 +13,29 @@ use router::summary::{StatementKind, Summary};
 
 use super::statements::Statement;
 use super::{End, Session};
-use crate::session::ClientIo;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Whether some shard of the cluster has replicas.
     pub(super) fn has_replicas(&self) -> bool {
-        self.pools.iter().any(|shard| !shard.replicas.is_empty())
+        self.cluster
+            .pools
+            .iter()
+            .any(|shard| !shard.replicas.is_empty())
     }
 
     /// Decide whether the next statement (of `summary`, `None` when it
     /// could not be parsed) may go to a replica; if it may not, give back
     /// an attached replica server.
     pub(super) async fn split_reads(&mut self, summary: Option<&Summary>) -> Result<(), End> {
-        self.read = self.has_replicas()
-            && self.mode == PoolerMode::Transaction
+        self.routing.read = self.has_replicas()
+            && self.cluster.mode == PoolerMode::Transaction
             && !self.txn.overrides_server()
             && summary.is_some_and(is_read);
         let on_replica = self
             .attached
             .main()
             .is_some_and(|server| server.pool().role == Role::Replica);
-        if !self.read && on_replica {
+        if !self.routing.read && on_replica {
             self.detach().await?;
         }
         Ok(())

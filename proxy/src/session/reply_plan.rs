@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::protocol::backend::{BackendKind, Kinds, TransactionStatus};
 use crate::protocol::messages;
 
 /// What to do when a step's server reply has been seen in full.
@@ -23,7 +24,7 @@ pub enum Effect {
     /// the server does not have it after all.
     Prepared(u64, Option<Bytes>),
     /// A simple query that changes settings, if it succeeds.
-    Settings(Vec<crate::session::params::ParamChange>),
+    Settings(Vec<crate::conn::settings::ParamChange>),
     /// DISCARD ALL: the server forgets every statement and setting.
     DiscardAll,
     /// DEALLOCATE ALL: the server forgets every statement.
@@ -53,7 +54,7 @@ pub enum Step {
     /// A message was sent to the server; its reply ends with one of
     /// `terminals`. `forward` is false for messages pgshard injected.
     Server {
-        terminals: &'static [u8],
+        terminals: Kinds,
         forward: bool,
         /// A Sync or simple Query: its reply ends with ReadyForQuery and an
         /// error does not skip it.
@@ -73,21 +74,25 @@ pub enum Step {
 }
 
 /// Terminal replies of each frontend message kind.
-pub const PARSE: &[u8] = b"1";
-pub const BIND: &[u8] = b"2";
-pub const DESCRIBE: &[u8] = b"Tn";
-pub const EXECUTE: &[u8] = b"CIs";
-pub const CLOSE: &[u8] = b"3";
-pub const SYNC: &[u8] = b"Z";
+pub const PARSE: Kinds = Kinds::of(&[BackendKind::ParseComplete]);
+pub const BIND: Kinds = Kinds::of(&[BackendKind::BindComplete]);
+pub const DESCRIBE: Kinds = Kinds::of(&[BackendKind::RowDescription, BackendKind::NoData]);
+pub const EXECUTE: Kinds = Kinds::of(&[
+    BackendKind::CommandComplete,
+    BackendKind::EmptyQueryResponse,
+    BackendKind::PortalSuspended,
+]);
+pub const CLOSE: Kinds = Kinds::of(&[BackendKind::CloseComplete]);
+pub const SYNC: Kinds = Kinds::of(&[BackendKind::ReadyForQuery]);
 
 impl Step {
     /// A forwarded message whose reply the client gets.
-    pub fn forward(terminals: &'static [u8]) -> Step {
+    pub fn forward(terminals: Kinds) -> Step {
         Step::forward_with(terminals, Effect::None)
     }
 
     /// A forwarded message with an effect when its reply completes.
-    pub fn forward_with(terminals: &'static [u8], effect: Effect) -> Step {
+    pub fn forward_with(terminals: Kinds, effect: Effect) -> Step {
         Step::Server {
             terminals,
             forward: true,
@@ -130,7 +135,7 @@ impl Step {
     }
 
     /// A message pgshard injected: its reply is swallowed.
-    pub fn injected(terminals: &'static [u8], effect: Effect) -> Step {
+    pub fn injected(terminals: Kinds, effect: Effect) -> Step {
         Step::Server {
             terminals,
             forward: false,
@@ -197,7 +202,7 @@ impl ReplyPlan {
     /// of an Execute: its step is done). A CommandComplete is one of them:
     /// the caller reads it. Transaction status, parameter reports, errors,
     /// COPY IN and the asynchronous messages are not.
-    pub fn relays_plainly(&mut self, tag: u8) -> bool {
+    pub fn relays_plainly(&mut self, kind: BackendKind) -> bool {
         let Some(Step::Server {
             forward: true,
             terminals,
@@ -207,10 +212,17 @@ impl ReplyPlan {
         else {
             return false;
         };
-        if matches!(tag, b'Z' | b'S' | b'E' | b'G' | b'N' | b'A') {
+        if kind.is_async()
+            || matches!(
+                kind,
+                BackendKind::ReadyForQuery
+                    | BackendKind::ErrorResponse
+                    | BackendKind::CopyInResponse
+            )
+        {
             return false;
         }
-        if !ends(terminals, tag) {
+        if !terminals.contains(kind) {
             return true;
         }
         if *sync {
@@ -236,7 +248,7 @@ impl ReplyPlan {
 
     /// Move every local reply at the head of the queue to `out`; `status` is
     /// the transaction status for any ReadyForQuery among them.
-    pub fn drain_local(&mut self, out: &mut BytesMut, status: u8) {
+    pub fn drain_local(&mut self, out: &mut BytesMut, status: TransactionStatus) {
         while let Some(Step::Local { .. } | Step::LocalParse(_)) = self.steps.front() {
             match self.steps.pop_front() {
                 Some(Step::Local { bytes, ready }) => {
@@ -265,11 +277,11 @@ impl ReplyPlan {
         self.pending_syncs -= before - self.steps.len();
     }
 
-    /// Decide the fate of one server message with tag `tag`.
-    pub fn on_server_message(&mut self, tag: u8) -> Verdict {
+    /// Decide the fate of one server message of kind `kind`.
+    pub fn on_server_message(&mut self, kind: BackendKind) -> Verdict {
         let mut failed = Vec::new();
         // Asynchronous messages may arrive at any time: always the client's.
-        if matches!(tag, b'N' | b'S' | b'A') {
+        if kind.is_async() {
             return Verdict {
                 forward: true,
                 failed,
@@ -292,8 +304,9 @@ impl ReplyPlan {
                 completed: Effect::None,
             };
         };
-        let (forward, sync) = (*forward || (tag == b'E' && *errors), *sync);
-        if tag == b'E' && !sync {
+        let error = kind == BackendKind::ErrorResponse;
+        let (forward, sync) = (*forward || (error && *errors), *sync);
+        if error && !sync {
             // The server skips every message up to the next Sync: those steps
             // get no reply, and local replies among them are not sent either.
             while let Some(step) = self.steps.front() {
@@ -324,7 +337,7 @@ impl ReplyPlan {
             };
         }
         let mut completed = Effect::None;
-        if ends(terminals, tag) {
+        if terminals.contains(kind) {
             if let Some(Step::Server { effect, .. }) = self.steps.pop_front() {
                 completed = effect;
             }
@@ -340,13 +353,6 @@ impl ReplyPlan {
     }
 }
 
-/// `tag` is one of a step's `terminals`. (A loop: the slice's `contains`
-/// calls memchr, which costs more than the few bytes it looks at.)
-#[allow(clippy::manual_contains)]
-pub fn ends(terminals: &[u8], tag: u8) -> bool {
-    terminals.iter().any(|&t| t == tag)
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -354,18 +360,19 @@ mod tests {
         let mut plan = ReplyPlan::default();
         plan.push(Step::injected_query_showing_errors());
         plan.push(Step::forward(SYNC));
-        assert!(!plan.on_server_message(b'C').forward);
-        assert!(plan.on_server_message(b'E').forward);
-        assert!(!plan.on_server_message(b'Z').forward);
-        assert!(plan.on_server_message(b'E').forward);
-        assert!(plan.on_server_message(b'Z').forward);
+        assert!(!plan.on_server_message(K::CommandComplete).forward);
+        assert!(plan.on_server_message(K::ErrorResponse).forward);
+        assert!(!plan.on_server_message(K::ReadyForQuery).forward);
+        assert!(plan.on_server_message(K::ErrorResponse).forward);
+        assert!(plan.on_server_message(K::ReadyForQuery).forward);
         assert!(plan.is_empty());
         let mut plan = ReplyPlan::default();
         plan.push(Step::injected_query());
-        assert!(!plan.on_server_message(b'E').forward);
+        assert!(!plan.on_server_message(K::ErrorResponse).forward);
     }
 
     use super::*;
+    use BackendKind as K;
 
     fn local(bytes: &'static [u8]) -> Step {
         Step::Local {
@@ -383,14 +390,14 @@ mod tests {
         plan.push(Step::forward(EXECUTE));
         plan.push(Step::forward(SYNC));
         let mut out = BytesMut::new();
-        plan.drain_local(&mut out, b'I');
+        plan.drain_local(&mut out, TransactionStatus::Idle);
         assert_eq!(&out[..], b"1");
-        assert!(!plan.on_server_message(b'1').forward);
-        assert!(plan.on_server_message(b'2').forward);
-        assert!(plan.on_server_message(b'D').forward);
-        assert!(plan.on_server_message(b'C').forward);
+        assert!(!plan.on_server_message(K::ParseComplete).forward);
+        assert!(plan.on_server_message(K::BindComplete).forward);
+        assert!(plan.on_server_message(K::DataRow).forward);
+        assert!(plan.on_server_message(K::CommandComplete).forward);
         assert_eq!(plan.pending_syncs(), 1);
-        assert!(plan.on_server_message(b'Z').forward);
+        assert!(plan.on_server_message(K::ReadyForQuery).forward);
         assert!(plan.is_empty());
         assert_eq!(plan.pending_syncs(), 0);
     }
@@ -402,13 +409,13 @@ mod tests {
         plan.push(Step::forward(BIND));
         plan.push(local(b"3"));
         plan.push(Step::forward(SYNC));
-        let verdict = plan.on_server_message(b'E');
+        let verdict = plan.on_server_message(K::ErrorResponse);
         assert!(verdict.forward);
         assert_eq!(verdict.failed, vec![Effect::Prepared(9, None)]);
         let mut out = BytesMut::new();
-        plan.drain_local(&mut out, b'I');
+        plan.drain_local(&mut out, TransactionStatus::Idle);
         assert!(out.is_empty(), "a Close after the error gets no reply");
-        assert!(plan.on_server_message(b'Z').forward);
+        assert!(plan.on_server_message(K::ReadyForQuery).forward);
         assert!(plan.is_empty());
     }
 
@@ -422,7 +429,7 @@ mod tests {
             Bytes::from_static(b"s5"),
         )));
         plan.push(Step::forward(SYNC));
-        let verdict = plan.on_server_message(b'E');
+        let verdict = plan.on_server_message(K::ErrorResponse);
         assert_eq!(
             verdict.failed,
             vec![
@@ -431,15 +438,15 @@ mod tests {
             ]
         );
         let mut out = BytesMut::new();
-        plan.drain_local(&mut out, b'I');
+        plan.drain_local(&mut out, TransactionStatus::Idle);
         assert!(out.is_empty(), "a skipped Parse gets no ParseComplete");
-        assert!(plan.on_server_message(b'Z').forward);
+        assert!(plan.on_server_message(K::ReadyForQuery).forward);
         assert!(plan.is_empty());
 
         let mut plan = ReplyPlan::default();
         plan.push(Step::LocalParse(Effect::Named(5, Bytes::new())));
         let mut out = BytesMut::new();
-        plan.drain_local(&mut out, b'I');
+        plan.drain_local(&mut out, TransactionStatus::Idle);
         assert_eq!(&out[..], b"1\0\0\0\x04");
     }
 
@@ -461,9 +468,9 @@ mod tests {
     fn simple_query_error_keeps_the_query_step() {
         let mut plan = ReplyPlan::default();
         plan.push(Step::forward(SYNC));
-        assert!(plan.on_server_message(b'E').forward);
+        assert!(plan.on_server_message(K::ErrorResponse).forward);
         assert_eq!(plan.pending_syncs(), 1);
-        assert!(plan.on_server_message(b'Z').forward);
+        assert!(plan.on_server_message(K::ReadyForQuery).forward);
         assert_eq!(plan.pending_syncs(), 0);
     }
 
@@ -475,7 +482,7 @@ mod tests {
             ready: true,
         });
         let mut out = BytesMut::new();
-        plan.drain_local(&mut out, b'T');
+        plan.drain_local(&mut out, TransactionStatus::InBlock);
         assert!(out.ends_with(b"Z\0\0\0\x05T"));
     }
 
@@ -486,7 +493,7 @@ mod tests {
         plan.push(Step::forward(SYNC));
         plan.copy_in_started();
         assert_eq!(plan.pending_syncs(), 0);
-        assert!(plan.on_server_message(b'C').forward);
+        assert!(plan.on_server_message(K::CommandComplete).forward);
         assert!(plan.is_empty());
     }
 
@@ -497,25 +504,35 @@ mod tests {
         plan.push(Step::forward(DESCRIBE));
         plan.push(Step::forward(EXECUTE));
         plan.push(Step::forward(SYNC));
-        assert!(plan.relays_plainly(b'2'));
+        assert!(plan.relays_plainly(K::BindComplete));
         assert_eq!(plan.steps.len(), 3, "BindComplete ends the Bind");
-        for tag in [b'S', b'N', b'A', b'E', b'G', b'Z'] {
-            assert!(!plan.relays_plainly(tag), "{} is read", tag as char);
+        for kind in [
+            K::ParameterStatus,
+            K::NoticeResponse,
+            K::NotificationResponse,
+            K::ErrorResponse,
+            K::CopyInResponse,
+            K::ReadyForQuery,
+        ] {
+            assert!(!plan.relays_plainly(kind), "{kind:?} is read");
         }
-        assert!(plan.relays_plainly(b'T'));
-        assert!(plan.relays_plainly(b'D'));
+        assert!(plan.relays_plainly(K::RowDescription));
+        assert!(plan.relays_plainly(K::DataRow));
         assert_eq!(plan.steps.len(), 2, "a DataRow ends nothing");
-        assert!(plan.relays_plainly(b'C'));
+        assert!(plan.relays_plainly(K::CommandComplete));
         assert!(plan.at_sync());
-        assert!(!plan.relays_plainly(b'Z'), "ReadyForQuery is decided");
-        assert!(plan.on_server_message(b'Z').forward);
+        assert!(
+            !plan.relays_plainly(K::ReadyForQuery),
+            "ReadyForQuery is decided"
+        );
+        assert!(plan.on_server_message(K::ReadyForQuery).forward);
         assert!(plan.is_empty());
-        assert!(!plan.relays_plainly(b'D'), "nothing expected");
+        assert!(!plan.relays_plainly(K::DataRow), "nothing expected");
 
         // A simple query: its command tags pass, its step stays.
         plan.push(Step::forward(SYNC));
-        assert!(plan.relays_plainly(b'C'));
-        assert!(plan.relays_plainly(b'C'));
+        assert!(plan.relays_plainly(K::CommandComplete));
+        assert!(plan.relays_plainly(K::CommandComplete));
         assert_eq!(plan.pending_syncs(), 1);
         assert!(!plan.is_empty());
     }
@@ -524,25 +541,28 @@ mod tests {
     fn injected_and_local_replies_are_never_plain() {
         let mut plan = ReplyPlan::default();
         plan.push(Step::injected(PARSE, Effect::Prepared(3, None)));
-        assert!(!plan.relays_plainly(b'1'));
+        assert!(!plan.relays_plainly(K::ParseComplete));
         plan.push(Step::forward(BIND));
-        assert!(!plan.on_server_message(b'1').forward);
+        assert!(!plan.on_server_message(K::ParseComplete).forward);
         let mut plan = ReplyPlan::default();
         plan.push(local(b"1"));
         plan.push(Step::forward(BIND));
-        assert!(!plan.relays_plainly(b'2'), "the local reply goes first");
+        assert!(
+            !plan.relays_plainly(K::BindComplete),
+            "the local reply goes first"
+        );
         let mut plan = ReplyPlan::default();
         plan.push(Step::injected_query());
-        assert!(!plan.relays_plainly(b'C'));
-        assert!(!plan.relays_plainly(b'D'));
+        assert!(!plan.relays_plainly(K::CommandComplete));
+        assert!(!plan.relays_plainly(K::DataRow));
     }
 
     #[test]
     fn async_messages_pass_anywhere() {
         let mut plan = ReplyPlan::default();
         plan.push(Step::injected(PARSE, Effect::None));
-        assert!(plan.on_server_message(b'N').forward);
-        assert!(!plan.on_server_message(b'1').forward);
-        assert!(plan.on_server_message(b'A').forward);
+        assert!(plan.on_server_message(K::NoticeResponse).forward);
+        assert!(!plan.on_server_message(K::ParseComplete).forward);
+        assert!(plan.on_server_message(K::NotificationResponse).forward);
     }
 }

@@ -18,6 +18,7 @@ mod bind;
 pub(crate) use bind::bind_params;
 use bind::needs_transaction_block;
 
+use super::dispatch::{Dispatch, Shards};
 use super::fan_out::{Reply, Scope};
 use super::merge::Rows;
 use super::reply_plan::Step;
@@ -26,13 +27,10 @@ use super::transaction::{Fit, Placement, ServerView, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::Named;
 use crate::protocol::messages;
-use crate::session::ClientIo;
-
-/// The shards a statement goes to: inline, so routing to one or a few
-/// allocates nothing.
-pub(super) type Shards = smallvec::SmallVec<[usize; 4]>;
+use crate::protocol::sqlstate;
 
 /// The shards of a fan-out (a route to any shard, `None`, has none).
 fn all_of(shards: Option<Shards>) -> Vec<usize> {
@@ -44,30 +42,20 @@ fn all_of(shards: Option<Shards>) -> Vec<usize> {
 /// (a mismatch costs a comparison of the first bytes that differ).
 const RECENT_TEMPLATES: usize = 4;
 
-/// What became of a simple query.
-pub enum Dispatch {
-    /// Answered or refused locally, or already executed (fan-out).
-    Done,
-    Send(Target),
-    /// Send this text instead of the client's (an INSERT given the
-    /// table's column list).
-    Rewritten(Target, String),
-}
-
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// The cluster has more than one database: statements need routing.
     pub(super) fn sharded(&self) -> bool {
-        !self.sharding.is_trivial()
+        !self.cluster.sharding.is_trivial()
     }
 
     /// The overrides in force for this statement: comment ones win.
     pub(super) fn overrides(&self, from_comments: &Overrides) -> Overrides {
         Overrides {
-            shard: from_comments.shard.or(self.overrides.shard),
+            shard: from_comments.shard.or(self.routing.overrides.shard),
             sharding_key: from_comments
                 .sharding_key
                 .clone()
-                .or_else(|| self.overrides.sharding_key.clone()),
+                .or_else(|| self.routing.overrides.sharding_key.clone()),
         }
     }
 
@@ -76,20 +64,24 @@ impl<S: ClientIo> Session<S> {
     /// against their keys, without the shared map: `AstCache::lookup_like`),
     /// else from the shared map.
     pub(super) fn lookup(&mut self, sql: &str) -> Result<Lookup, LookupError> {
-        let clears = self.state.cache.clears();
-        if clears != self.recent_clears {
+        let clears = self.shared.cache.clears();
+        if clears != self.routing.recent_clears {
             // RESET QUERY_CACHE: statements are parsed again.
-            self.recent.clear();
-            self.recent_clears = clears;
+            self.routing.recent.clear();
+            self.routing.recent_clears = clears;
         }
-        if let Some((at, found)) = self.state.cache.lookup_like(sql, self.engine, &self.recent) {
-            self.recent[..=at].rotate_right(1);
+        if let Some((at, found)) =
+            self.shared
+                .cache
+                .lookup_like(sql, self.cluster.engine, &self.routing.recent)
+        {
+            self.routing.recent[..=at].rotate_right(1);
             return Ok(found);
         }
-        let found = self.state.cache.lookup(sql, self.engine)?;
+        let found = self.shared.cache.lookup(sql, self.cluster.engine)?;
         if found.entry.templated {
-            self.recent.insert(0, Arc::clone(&found.entry));
-            self.recent.truncate(RECENT_TEMPLATES);
+            self.routing.recent.insert(0, Arc::clone(&found.entry));
+            self.routing.recent.truncate(RECENT_TEMPLATES);
         }
         Ok(found)
     }
@@ -115,7 +107,7 @@ impl<S: ClientIo> Session<S> {
             Err(error) => return Ok(self.refused(error)),
         }
         self.note_schema_change(summary);
-        if router::route::unseen_table(summary, &self.sharding).is_some() {
+        if router::route::unseen_table(summary, &self.cluster.sharding).is_some() {
             self.look_up_unseen(summary).await;
         }
         // Transaction control and pgdog settings are answered here, as in
@@ -134,7 +126,10 @@ impl<S: ClientIo> Session<S> {
         }
         let params = lookup.params(&[]);
         let overrides = self.overrides(&lookup.overrides);
-        let routed = match lookup.entry.route(&params, &overrides, &self.sharding) {
+        let routed = match lookup
+            .entry
+            .route(&params, &overrides, &self.cluster.sharding)
+        {
             Ok(routed) => routed,
             Err(err) => return self.unrouted_query(err, summary, frame_sql).await,
         };
@@ -185,13 +180,13 @@ impl<S: ClientIo> Session<S> {
         let one = summary.statements.len() == 1;
         match err {
             RouteError::MultiRowInsert { .. }
-                if one && self.state.config().rewrite.splits_inserts() =>
+                if one && self.shared.config().rewrite.splits_inserts() =>
             {
                 self.split_insert(frame_sql).await
             }
             RouteError::CopyIntoSharded { .. } if one => self.copy_sharded(frame_sql).await,
             RouteError::ShardingKeyChange { .. }
-                if one && self.state.config().rewrite.moves_rows() =>
+                if one && self.shared.config().rewrite.moves_rows() =>
             {
                 self.move_row_query(frame_sql, &summary.statements[0]).await
             }
@@ -207,7 +202,7 @@ impl<S: ClientIo> Session<S> {
                 ..
             } if one
                 && summary.statements[0].insert_without_columns
-                && self.sharding.unlisted_by_columns =>
+                && self.cluster.sharding.unlisted_by_columns =>
             {
                 self.route_with_columns(err, frame_sql).await
             }
@@ -247,22 +242,25 @@ impl<S: ClientIo> Session<S> {
         in_txn: bool,
     ) -> Result<Dispatch, End> {
         let summary = &lookup.entry.summary;
-        let explained = super::merge::explain_rows(summary, frame_sql, &shards, &self.sharding);
+        let explained =
+            super::merge::explain_rows(summary, frame_sql, &shards, &self.cluster.sharding);
         let rows = match explained {
             Ok(Some((sql, lines))) => Ok((sql.map(|s| (s, false)), Reply::Concat(lines))),
             Ok(None) if is_copy_to(summary) => {
-                super::merge::copy_out_reply(frame_sql, &self.sharding)
+                super::merge::copy_out_reply(frame_sql, &self.cluster.sharding)
             }
-            Ok(None) if router::route::holds_copies(summary, &self.sharding) => {
+            Ok(None) if router::route::holds_copies(summary, &self.cluster.sharding) => {
                 Ok((None, Reply::Copies))
             }
-            Ok(None) => super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.sharding)
-                .map(|rows| match rows {
-                    Rows::Concatenated => (None, Reply::Concat(Vec::new())),
-                    Rows::Merged { sql, request } => {
-                        (sql.map(|s| (s, false)), Reply::Merge(request))
-                    }
-                }),
+            Ok(None) => {
+                super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.cluster.sharding)
+                    .map(|rows| match rows {
+                        Rows::Concatenated => (None, Reply::Concat(Vec::new())),
+                        Rows::Merged { sql, request } => {
+                            (sql.map(|s| (s, false)), Reply::Merge(request))
+                        }
+                    })
+            }
             Err(error) => Err(error),
         };
         let (sql, reply) = match rows {
@@ -276,10 +274,11 @@ impl<S: ClientIo> Session<S> {
         let request = |_: &crate::pool::Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
         // The shards' unnamed statement goes with a simple query (or the
         // Parse of a merged COPY's SELECT).
-        self.unnamed_on = None;
+        self.pipeline.unnamed_on = None;
         if in_txn {
             self.fan_out(&shards, request, reply, Scope::InTxn).await?;
-        } else if super::spanning::atomic_across_shards(summary, frame_sql, &self.sharding) {
+        } else if super::dispatch::atomic_across_shards(summary, frame_sql, &self.cluster.sharding)
+        {
             self.fan_out_atomic(&shards, request, reply, None).await?;
         } else {
             self.fan_out(&shards, request, reply, Scope::Outside)
@@ -290,7 +289,7 @@ impl<S: ClientIo> Session<S> {
 
     /// Refuse a simple query (counted as refused).
     pub(super) fn refused(&mut self, error: ClientError) -> Dispatch {
-        self.state.metrics.route(RouteKind::Refused);
+        self.shared.metrics.route(RouteKind::Refused);
         self.refuse(error, true);
         Dispatch::Done
     }
@@ -305,15 +304,15 @@ impl<S: ClientIo> Session<S> {
             Placement::Send(Target::Any) => RouteKind::Any,
             Placement::Send(_) => RouteKind::One,
             Placement::FanOut | Placement::FanOutInTxn
-                if shards.is_some_and(|s| s.len() >= self.pools.len()) =>
+                if shards.is_some_and(|s| s.len() >= self.cluster.pools.len()) =>
             {
                 RouteKind::All
             }
             Placement::FanOut | Placement::FanOutInTxn => RouteKind::Several,
             Placement::Refuse => RouteKind::Refused,
         };
-        self.state.metrics.route(kind);
-        self.clock.routed(kind);
+        self.shared.metrics.route(kind);
+        self.pipeline.clock.routed(kind);
         placement
     }
 
@@ -322,8 +321,8 @@ impl<S: ClientIo> Session<S> {
         let shard = self.attached.shard()?;
         self.attached.main().map(|server| ServerView {
             shard,
-            status: server.conn.status,
-            copy_in: self.copy_in,
+            status: server.conn.status(),
+            copy_in: self.pipeline.copy_in,
         })
     }
 
@@ -341,7 +340,7 @@ impl<S: ClientIo> Session<S> {
             Route::Any => None,
             Route::Shard(s) => Some(smallvec::smallvec![*s]),
             Route::Shards(set) => Some(Shards::from_slice(set)),
-            Route::All => Some((0..self.pools.len()).collect()),
+            Route::All => Some((0..self.cluster.pools.len()).collect()),
         }
     }
 
@@ -349,15 +348,15 @@ impl<S: ClientIo> Session<S> {
     /// is rolled back on its server and the client sees it aborted.
     pub(super) fn refuse(&mut self, error: ClientError, simple: bool) {
         if self.txn.refuse(self.server_view()) {
-            self.unnamed_on = None;
-            messages::query(&mut self.to_server, "ROLLBACK");
+            self.pipeline.unnamed_on = None;
+            messages::query(&mut self.pipeline.to_server, "ROLLBACK");
             self.plan.push(Step::injected_query());
         }
         self.local_error(error, simple);
     }
 
     /// The transaction status the client should see now.
-    pub(super) fn client_status(&self, server_status: u8) -> u8 {
+    pub(super) fn client_status(&self, server_status: TransactionStatus) -> TransactionStatus {
         self.txn.status(server_status)
     }
 
@@ -370,9 +369,9 @@ impl<S: ClientIo> Session<S> {
             .route
             .get_or_init(|| {
                 let sql = String::from_utf8_lossy(&statement.query);
-                let lookup = self.state.cache.lookup(&sql, self.engine).ok()?;
+                let lookup = self.shared.cache.lookup(&sql, self.cluster.engine).ok()?;
                 match self.expanded(&lookup.entry.summary, &sql) {
-                    Ok(Some(text)) => self.state.cache.lookup(&text, self.engine).ok(),
+                    Ok(Some(text)) => self.shared.cache.lookup(&text, self.cluster.engine).ok(),
                     _ => Some(lookup),
                 }
             })
@@ -388,7 +387,10 @@ impl<S: ClientIo> Session<S> {
         };
         let params = info.params(&[]);
         let overrides = self.overrides(&info.overrides);
-        match info.entry.route(&params, &overrides, &self.sharding) {
+        match info
+            .entry
+            .route(&params, &overrides, &self.cluster.sharding)
+        {
             Ok(routed) => match routed.route {
                 Route::Shard(shard) => Target::Near(shard),
                 _ => Target::Any,
@@ -438,16 +440,16 @@ impl<S: ClientIo> Session<S> {
     pub(super) fn open_deferred(&mut self) {
         if let Some(begin) = self.txn.open() {
             let begin = String::from_utf8_lossy(&begin).into_owned();
-            self.unnamed_on = None;
-            messages::query(&mut self.to_server, &begin);
+            self.pipeline.unnamed_on = None;
+            messages::query(&mut self.pipeline.to_server, &begin);
             self.plan.push(Step::injected_query_showing_errors());
         }
     }
 
     /// The shard for [`Target::Any`] when no server is attached.
     pub(super) fn any_shard(&self) -> usize {
-        let n = self.pools.len().max(1);
-        self.state.any_shard.fetch_add(1, Ordering::Relaxed) % n
+        let n = self.cluster.pools.len().max(1);
+        self.shared.any_shard.fetch_add(1, Ordering::Relaxed) % n
     }
 }
 
@@ -467,7 +469,7 @@ fn shard_request(sql: &str, binary: bool) -> bytes::Bytes {
     if binary {
         messages::parse(&mut out, b"", sql.as_bytes(), &[]);
         messages::bind_values(&mut out, (b"", b""), &[], &[], &[1]);
-        messages::describe(&mut out, b'P', b"");
+        messages::describe(&mut out, Named::Portal, b"");
         messages::execute(&mut out, b"");
         messages::sync(&mut out);
     } else {

@@ -18,7 +18,7 @@
 //!
 //! What the client sees is what one Postgres would send: one reply per
 //! message, rows of every shard concatenated, counts summed (see
-//! [`crate::fanout::Merger`]), one ReadyForQuery.
+//! [`crate::execute::merge::Merger`]), one ReadyForQuery.
 //!
 //! A Bind of a multi-row INSERT whose rows go to several shards is held as
 //! one Bind per shard, each with its own statement and values
@@ -36,24 +36,25 @@ mod run;
 mod split;
 mod two_phase;
 
+pub use split::{PartBind, SplitBind};
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 
 pub(in crate::session) use bind::Held;
 
 use super::merge::BindMerge;
 use super::reply_plan;
-use super::split_bind::PartBind;
 use super::statements::Statement;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{Bind, Frame, FrontendMessage};
+use crate::protocol::backend::Kinds;
+use crate::protocol::frontend::{Bind, Frame, FrontendKind, FrontendMessage};
 use crate::protocol::messages;
-use crate::session::ClientIo;
+use crate::protocol::sqlstate;
 
 /// The messages held since the segment's first multi-shard Bind.
 #[derive(Debug, Default)]
@@ -107,7 +108,7 @@ enum Item {
     Send {
         shards: Vec<usize>,
         bytes: Bytes,
-        terminals: &'static [u8],
+        terminals: Kinds,
         /// The statement it names, parsed first on a server that lacks it
         /// (for the unnamed one: the generation it must be).
         uses: Option<Uses>,
@@ -156,7 +157,7 @@ enum Uses {
 #[derive(Debug)]
 struct Unit {
     item: Option<usize>,
-    terminals: &'static [u8],
+    terminals: Kinds,
     parse_of: Option<u64>,
 }
 
@@ -258,6 +259,15 @@ impl Segment {
         });
     }
 
+    /// A Close of `portal`: what the segment knew of it goes; its shards.
+    fn close_portal(&mut self, portal: &[u8]) -> Option<Vec<usize>> {
+        self.merges.remove(portal);
+        self.splits.remove(portal);
+        self.rowless.remove(portal);
+        self.copies.remove(portal);
+        self.portals.remove(portal)
+    }
+
     /// Whether the portal just bound can be read in parts (see
     /// [`Segment::readable`]).
     pub fn set_readable(&mut self, portal: &Bytes, readable: Result<(), &'static str>) {
@@ -333,7 +343,7 @@ pub(super) fn readable(
     );
     match merge {
         _ if !plain => Err(IN_PARTS),
-        Some(merge) => crate::fanout::in_parts(&merge.plan),
+        Some(merge) => crate::execute::merge::in_parts(&merge.plan),
         None => Ok(()),
     }
 }
@@ -363,35 +373,38 @@ fn no_statement(name: &[u8]) -> ClientError {
 const MIXED: &str =
     "this message cannot join a pipeline holding a statement that goes to several shards";
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A client message while a segment is held: added to it, or the
     /// segment is refused (dropped, with the client's error) when the
     /// message cannot join it; Sync runs it.
     pub(super) async fn on_segment_frame(&mut self, frame: Frame) -> Result<(), End> {
-        let Some(mut segment) = self.batch.take() else {
+        let Some(mut segment) = self.phase.take_batch() else {
             return Ok(());
         };
-        let refusal: Option<ClientError> = match frame.tag {
-            b'S' => {
-                self.skipping = false;
-                self.unsynced = false;
+        use FrontendKind as K;
+        let refusal: Option<ClientError> = match frame.kind {
+            K::Sync => {
+                self.phase.synced();
+                self.pipeline.unsynced = false;
                 let declared = std::mem::take(&mut segment.declared);
-                let (errors, in_txn) = (self.segment_errors, self.txn.spans());
+                let (errors, in_txn) = (self.pipeline.segment_errors, self.txn.spans());
                 self.run_segment(segment).await?;
-                let ok = self.segment_errors == errors;
+                let ok = self.pipeline.segment_errors == errors;
                 return self.segment_declared(declared, ok, in_txn).await;
             }
-            b'H' => Some(refused(IN_PARTS)),
-            b'P' => self.segment_parse(&mut segment, frame).err(),
-            b'B' => self.segment_bind(&mut segment, frame).await?.err(),
-            b'D' | b'E' | b'C' => self.segment_portal_message(&mut segment, frame).err(),
-            _ => Some(refused(&format!(
+            K::Flush => Some(refused(IN_PARTS)),
+            K::Parse => self.segment_parse(&mut segment, frame).err(),
+            K::Bind => self.segment_bind(&mut segment, frame).await?.err(),
+            K::Describe | K::Execute | K::Close => {
+                self.segment_portal_message(&mut segment, frame).err()
+            }
+            other => Some(refused(&format!(
                 "{MIXED} (message type {})",
-                char::from(frame.tag)
+                other.letter()
             ))),
         };
         match refusal {
-            None => self.batch = Some(segment),
+            None => self.phase.hold_batch(segment),
             Some(error) => {
                 // Nothing of the segment runs: its Parses never happened,
                 // its DECLAREs made no cursor.
@@ -409,15 +422,15 @@ impl<S: ClientIo> Session<S> {
             name,
             query,
             param_types,
-        }) = FrontendMessage::decode(frame)
+        }) = FrontendMessage::decode(&frame)
         else {
             return Err(malformed("Parse"));
         };
-        let statement = self.state.statements.get_or_insert(
+        let statement = self.shared.statements.get_or_insert(
             &query,
             &param_types,
-            &self.state.cache,
-            self.engine,
+            &self.shared.cache,
+            self.cluster.engine,
         );
         let statement_id = statement.id;
         self.statements
@@ -425,7 +438,7 @@ impl<S: ClientIo> Session<S> {
         if name.is_empty() {
             segment.unnamed = Some(statement);
             segment.unnamed_generation += 1;
-            self.unnamed_on = None;
+            self.pipeline.unnamed_on = None;
         }
         let mut reply = BytesMut::new();
         messages::parse_complete(&mut reply);
@@ -433,19 +446,4 @@ impl<S: ClientIo> Session<S> {
         segment.items.push(Item::Local(reply.freeze(), named));
         Ok(())
     }
-}
-
-/// A Describe of statement or portal `name` (`kind` `S` or `P`).
-fn describe(out: &mut BytesMut, kind: u8, name: &[u8]) {
-    let at = messages::begin(out, b'D');
-    out.put_u8(kind);
-    out.put_slice(name);
-    out.put_u8(0);
-    messages::finish(out, at);
-}
-
-fn frame_bytes(frame: &Frame) -> Bytes {
-    let mut out = BytesMut::with_capacity(frame.body.len() + 5);
-    super::put_frame(&mut out, frame);
-    out.freeze()
 }

@@ -6,32 +6,32 @@
 
 use std::sync::atomic::Ordering;
 
-use bytes::{Buf, BytesMut};
 use router::config::PoolerMode;
 use router::route::Overrides;
 use tracing::warn;
 
-use super::params::ParamSet;
 use super::reply_plan::Effect;
 use super::{count, End, Session, CLIENT_FLUSH_AT};
+use crate::conn::server::Ahead;
+use crate::conn::settings::ParamSet;
 use crate::errors::ClientError;
-use crate::protocol::backend::{error_code, sqlstate};
-use crate::protocol::frame::{backend_extent, reserve_missing, Extent};
+use crate::protocol::backend::{
+    BackendFrame, BackendKind, BackendMessage, CommandTag, TransactionStatus,
+};
 use crate::protocol::messages;
-use crate::session::ClientIo;
-use crate::state::State;
+use crate::protocol::sqlstate;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Read the attached server, relaying what it sends, until the plan owes
     /// the client nothing more from it (while watching the client).
     pub(super) async fn answer_all(&mut self) -> Result<(), End> {
         while self.plan.awaiting_server() {
-            self.clock.waiting();
+            self.pipeline.clock.waiting();
             let Some(server) = self.attached.main_mut() else {
                 break;
             };
             let read = server.conn.fill();
-            match super::watch_client(&mut self.client, &mut self.cbuf, read).await? {
+            match self.client.watch(read).await? {
                 Ok(0) | Err(_) => {
                     self.lose_main();
                     return Err(End::server_lost());
@@ -49,7 +49,7 @@ impl<S: ClientIo> Session<S> {
     /// relayed.
     pub(super) async fn on_server_data(&mut self) -> Result<(), End> {
         self.relay_server_data().await?;
-        self.flush_client().await
+        Ok(self.client.flush().await?)
     }
 
     /// [`on_server_data`](Self::on_server_data) in the message loop: a
@@ -62,11 +62,11 @@ impl<S: ClientIo> Session<S> {
     pub(super) async fn on_server_data_in_loop(&mut self) -> Result<(), End> {
         self.relay_server_data().await?;
         let clean = self.attached.main().is_some_and(|s| !s.conn.dirty);
-        if clean && self.cbuf.is_empty() && self.release_due() && !self.release_clean() {
+        if clean && !self.client.has_unread() && self.release_due() && !self.release_clean() {
             self.maybe_release().await?;
         }
-        if !self.flush_client_now()? {
-            self.flush_client().await?;
+        if !self.client.flush_now()? {
+            self.client.flush().await?;
         }
         Ok(())
     }
@@ -74,35 +74,38 @@ impl<S: ClientIo> Session<S> {
     /// Relay what the main server sent, and the local replies that follow
     /// it, into the client's buffer.
     async fn relay_server_data(&mut self) -> Result<(), End> {
-        let Some(server) = self.attached.main_mut() else {
-            return Ok(());
-        };
-        let id = server.conn.id;
-        let mut rbuf = server.conn.take_read();
-        let relayed = self.relay_server_messages(&mut rbuf).await;
-        if let Some(server) = self.attached.main_mut().filter(|s| s.conn.id == id) {
-            server.conn.restore_read(rbuf);
-        }
-        relayed?;
+        self.relay_server_messages().await?;
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         Ok(())
     }
 
-    /// Relay the whole messages at the front of `rbuf` (the main server's
-    /// read buffer) and consume them.
-    async fn relay_server_messages(&mut self, rbuf: &mut BytesMut) -> Result<(), End> {
-        // `rbuf[run..at]` is forwarded and not yet copied to the client.
+    /// Relay the whole messages the main server sent, read in place from
+    /// its buffer, and consume them.
+    async fn relay_server_messages(&mut self) -> Result<(), End> {
+        // `run..at` of the server's buffer is forwarded and not yet copied
+        // to the client.
         let (mut at, mut run, mut forwarded) = (0, 0, 0);
         loop {
-            let length = match backend_extent(&rbuf[at..]) {
-                Ok(Extent::Whole(length)) => length,
-                Ok(Extent::Missing(missing)) => {
-                    self.to_client.extend_from_slice(&rbuf[run..at]);
-                    rbuf.advance(at);
-                    if rbuf.len() >= 5 {
-                        reserve_missing(rbuf, missing);
-                    }
+            if self.plan.local_next() {
+                // What was forwarded goes before local replies.
+                self.copy_run(&mut run, at);
+                let status = self.status();
+                self.plan.drain_local(self.client.out(), status);
+            }
+            let Some(server) = self.attached.main_mut() else {
+                break;
+            };
+            let (seen, length) = match server.conn.read_at(at) {
+                Ok(Ahead::Message(message, raw)) => {
+                    let plain = self.plan.relays_plainly(message.kind());
+                    (Seen::of(message, raw, plain), raw.len())
+                }
+                Ok(Ahead::Missing(missing)) => {
+                    self.client
+                        .out()
+                        .extend_from_slice(server.conn.read_bytes(run..at));
+                    server.conn.consume(at, missing);
                     break;
                 }
                 Err(err) => {
@@ -114,39 +117,33 @@ impl<S: ClientIo> Session<S> {
                     )));
                 }
             };
-            let message = &rbuf[at..at + length];
-            let tag = message[0];
             at += length;
-            if self.plan.relays_plainly(tag) {
+            if seen.plain {
                 // A row of the client's reply, say, or a BindComplete.
-                if tag == b'C' {
-                    self.on_command_complete(&message[5..]);
+                if let Some(tag) = seen.tag {
+                    self.on_command_complete(tag);
                 }
                 forwarded += length;
                 continue;
             }
-            let local_next = self.plan.local_next();
-            if local_next || tag == b'Z' || tag == b'E' {
-                // What was forwarded goes before local replies and before
-                // a ReadyForQuery that may be replaced.
-                self.to_client.extend_from_slice(&rbuf[run..at - length]);
-                run = at - length;
+            if matches!(
+                seen.kind,
+                BackendKind::ReadyForQuery | BackendKind::ErrorResponse
+            ) {
+                // What was forwarded goes before a message that may be
+                // replaced.
+                self.copy_run(&mut run, at - length);
             }
-            if local_next {
-                let status = self.status();
-                self.plan.drain_local(&mut self.to_client, status);
-            }
-            if self.on_server_message(message) {
+            if self.on_server_message(&seen) {
                 forwarded += length;
             } else {
                 // Swallowed, or replaced by what on_server_message wrote.
-                self.to_client.extend_from_slice(&rbuf[run..at - length]);
+                self.copy_run(&mut run, at - length);
                 run = at;
             }
-            if self.to_client.len() + (at - run) >= CLIENT_FLUSH_AT {
-                self.to_client.extend_from_slice(&rbuf[run..at]);
-                run = at;
-                self.flush_client().await?;
+            if self.client.out().len() + (at - run) >= CLIENT_FLUSH_AT {
+                self.copy_run(&mut run, at);
+                self.client.flush().await?;
             }
         }
         if let Some(server) = self.attached.main() {
@@ -155,26 +152,36 @@ impl<S: ClientIo> Session<S> {
         Ok(())
     }
 
-    /// Handle one whole server message (not a DataRow being forwarded);
-    /// `true` if the client gets it as it is, `false` if it is swallowed or
-    /// its replacement was written to the client's buffer (a
-    /// ReadyForQuery with pgshard's transaction status).
-    fn on_server_message(&mut self, message: &[u8]) -> bool {
-        let tag = message[0];
-        let body = &message[5..];
-        self.note_server_message(tag, body);
-        let verdict = self.plan.on_server_message(tag);
-        if tag == b'E' && verdict.forward {
+    /// Copy bytes `run..to` of the main server's buffer (forwarded
+    /// messages) to the client's; the run starts again at `to`.
+    fn copy_run(&mut self, run: &mut usize, to: usize) {
+        if let Some(server) = self.attached.main() {
+            self.client
+                .out()
+                .extend_from_slice(server.conn.read_bytes(*run..to));
+        }
+        *run = to;
+    }
+
+    /// Handle one whole server message (not one relayed plainly); `true`
+    /// if the client gets it as it is, `false` if it is swallowed or its
+    /// replacement was written to the client's buffer (a ReadyForQuery
+    /// with pgshard's transaction status).
+    fn on_server_message(&mut self, seen: &Seen) -> bool {
+        self.note_server_message(seen);
+        let verdict = self.plan.on_server_message(seen.kind);
+        let error = seen.kind == BackendKind::ErrorResponse;
+        if error && verdict.forward {
             // A statement of a deferred transaction failed (it ran
             // outside it, before it opened): the transaction is
             // aborted, as it would be on Postgres.
             self.txn.on_error();
-            self.extended_settings.clear();
+            self.settings.extended.clear();
         }
         if !verdict.failed.is_empty() {
-            self.undo_failed(body, verdict.failed);
+            self.undo_failed(seen.error_code(), verdict.failed);
         }
-        if tag == b'Z' {
+        if seen.kind == BackendKind::ReadyForQuery {
             self.on_ready(verdict.completed);
             if verdict.forward {
                 self.stop_clock();
@@ -183,53 +190,58 @@ impl<S: ClientIo> Session<S> {
         if !verdict.forward {
             return false;
         }
-        if tag == b'E' {
-            self.state
+        if let Some(message) = seen.error.as_ref() {
+            self.shared
                 .metrics
-                .error(error_code(body).unwrap_or_default());
+                .error(seen.error_code().unwrap_or_default());
             if self.plan.pending_syncs() <= 1 {
                 // An error of the latest segment (what the client sent
                 // after its last Sync, or since its last Query), not of an
                 // earlier one still being answered.
-                self.segment_errors += 1;
+                self.pipeline.segment_errors += 1;
             }
             if let Some(renamed) = self.sql_names.client_error(message) {
                 // It names a statement by pgshard's name for it.
-                self.to_client.extend_from_slice(&renamed);
+                self.client.out().extend_from_slice(renamed.bytes());
                 return false;
             }
         }
-        if tag == b'Z' && (self.txn.overrides_server() || self.attached.spans()) {
+        if seen.kind == BackendKind::ReadyForQuery
+            && (self.txn.overrides_server() || self.attached.spans())
+        {
             // pgshard holds a transaction the server does not know of, or
             // one that spans this server and others.
             let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
+            messages::ready_for_query(self.client.out(), status);
             return false;
         }
         true
     }
 
-    /// What a server message says about the connection and the session,
-    /// whatever the plan does with it: transaction status, parameter
-    /// reports, settings kept at COMMIT, schema changes, COPY IN.
-    fn note_server_message(&mut self, tag: u8, body: &[u8]) {
-        let Some(server) = self.attached.main_mut() else {
+    /// What a server message says about the session, whatever the plan
+    /// does with it (the connection noted its status and settings as it
+    /// read it): transaction ends, settings kept at COMMIT, schema
+    /// changes, COPY IN.
+    fn note_server_message(&mut self, seen: &Seen) {
+        let Some(server) = self.attached.main() else {
             return;
         };
-        let conn = &mut server.conn;
-        match tag {
-            b'Z' => {
-                conn.status = body.first().copied().unwrap_or(b'I');
-                self.cursors.on_ready(conn.status);
-                if self.txn.on_end(Some(conn.status)) {
-                    self.overrides = Overrides::default();
+        let status = server.conn.status();
+        match seen.kind {
+            BackendKind::ReadyForQuery => {
+                self.cursors.on_ready(status);
+                if self.txn.on_end(Some(status)) {
+                    self.routing.overrides = Overrides::default();
                 }
             }
-            b'S' => conn.note_parameter(body),
-            b'C' => self.on_command_complete(body),
-            b'E' if self.plan.at_sync() => self.failed = true,
-            b'G' => {
-                self.copy_in = true;
+            BackendKind::CommandComplete => {
+                if let Some(tag) = seen.tag {
+                    self.on_command_complete(tag);
+                }
+            }
+            BackendKind::ErrorResponse if self.plan.at_sync() => self.pipeline.failed = true,
+            BackendKind::CopyInResponse => {
+                self.pipeline.copy_in = true;
                 if !self.plan.at_sync() {
                     self.plan.copy_in_started();
                 }
@@ -240,32 +252,34 @@ impl<S: ClientIo> Session<S> {
 
     /// A CommandComplete: a schema change retires what depended on the
     /// schema; settings made in a transaction take effect at its COMMIT.
-    fn on_command_complete(&mut self, tag: &[u8]) {
-        retire_on_ddl(&self.state, tag);
-        if tag.starts_with(b"COMMIT\0") {
+    fn on_command_complete(&mut self, tag: TagSays) {
+        if tag == TagSays::SchemaChanged {
+            self.shared.retire_on_ddl();
+        }
+        if tag == TagSays::Commit {
             self.schema_committed();
         }
         self.cursors.on_tag(tag);
         let Some(server) = self.attached.main_mut() else {
             return;
         };
-        if tag.starts_with(b"COMMIT\0") {
-            for change in self.pending.drain(..) {
-                self.params.apply(&change, &self.defaults);
+        if tag == TagSays::Commit {
+            let session_mode = self.cluster.mode == PoolerMode::Session;
+            for change in self.settings.take_pending() {
+                self.settings.take_effect(&change, session_mode);
                 server.conn.applied.apply_on_server(&change);
-                self.resync |= self.mode == PoolerMode::Session;
             }
-        } else if tag.starts_with(b"ROLLBACK\0") {
-            self.pending.clear();
+        } else if tag == TagSays::Rollback {
+            self.settings.pending.clear();
         }
     }
 
     /// Undo what was recorded for messages an error made the server skip;
     /// retire a shared statement whose Bind found it stale.
-    fn undo_failed(&mut self, body: &[u8], failed: Vec<Effect>) {
+    fn undo_failed(&mut self, code: Option<&[u8]>, failed: Vec<Effect>) {
         if let Some(Effect::Bound(id)) = failed.first() {
-            if error_code(body).is_some_and(stale_statement) {
-                self.state.statements.retire(*id);
+            if code.is_some_and(stale_statement) {
+                self.shared.statements.retire(*id);
             }
         }
         let Some(server) = self.attached.main_mut() else {
@@ -299,11 +313,11 @@ impl<S: ClientIo> Session<S> {
             return;
         };
         let (conn, pool) = server.parts();
-        let status = conn.status;
-        let extended = std::mem::take(&mut self.extended_settings);
+        let status = conn.status();
+        let extended = std::mem::take(&mut self.settings.extended);
         // (The usual ReadyForQuery has nothing to apply.)
         let applies = !(extended.is_empty() && matches!(completed, Effect::None));
-        let failed = std::mem::take(&mut self.failed);
+        let failed = std::mem::take(&mut self.pipeline.failed);
         if let (true, Effect::SqlPrepared(id)) = (failed, &completed) {
             conn.prepared.remove(*id);
         }
@@ -313,12 +327,12 @@ impl<S: ClientIo> Session<S> {
                 other => (Vec::new(), other),
             };
             for change in changes.into_iter().chain(extended) {
-                if status == b'I' {
-                    self.params.apply(&change, &self.defaults);
+                if status == TransactionStatus::Idle {
+                    let session_mode = self.cluster.mode == PoolerMode::Session;
+                    self.settings.take_effect(&change, session_mode);
                     conn.applied.apply_on_server(&change);
-                    self.resync |= self.mode == PoolerMode::Session;
                 } else {
-                    self.pending.push(change);
+                    self.settings.pending.push(change);
                 }
             }
             match completed {
@@ -328,14 +342,13 @@ impl<S: ClientIo> Session<S> {
                     conn.dirty = false;
                     self.statements.clear();
                     self.sql_names.clear();
-                    self.params = self.defaults.clone();
-                    self.pending.clear();
+                    self.settings.discard_all();
                 }
                 Effect::DeallocateAll => conn.prepared.clear(),
                 _ => {}
             }
         }
-        if status == b'I' {
+        if status == TransactionStatus::Idle {
             pool.stats.xact_count.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -344,22 +357,73 @@ impl<S: ClientIo> Session<S> {
     fn stop_clock(&mut self) {
         let more = self.plan.pending_syncs() > 0;
         if let Some(server) = self.attached.main() {
-            self.clock.stop(&self.span, server.pool(), self.shard, more);
+            self.pipeline
+                .clock
+                .stop(&self.span, server.pool(), self.routing.shard, more);
         }
     }
 }
 
-/// A command tag that says the schema changed (CREATE, ALTER, DROP...):
-/// shared statements analysed before it may be stale, so they are retired.
-pub(crate) fn retire_on_ddl(state: &State, tag: &[u8]) {
-    const DDL: [&[u8]; 4] = [b"CREATE ", b"ALTER ", b"DROP ", b"COMMENT"];
-    // (The first byte settles the usual tag, SELECT's, at once.)
-    let ddl = matches!(tag.first(), Some(b'C' | b'A' | b'D'))
-        && DDL.iter().any(|word| tag.starts_with(word));
-    if ddl {
-        state.statements.retire_all();
-        state.forget_table_columns();
-        state.catalog.request();
+/// What the relay needs of a server message once its bytes are out of
+/// reach (the next one is read in the same buffer).
+pub(super) struct Seen {
+    pub kind: BackendKind,
+    /// The plan relays it as it is, deciding nothing.
+    pub plain: bool,
+    /// A CommandComplete: what its tag says.
+    pub tag: Option<TagSays>,
+    /// An ErrorResponse, copied.
+    pub error: Option<BackendFrame>,
+}
+
+impl Seen {
+    fn of(message: BackendMessage<'_>, raw: &[u8], plain: bool) -> Seen {
+        Seen {
+            kind: message.kind(),
+            plain,
+            tag: match message {
+                BackendMessage::CommandComplete(tag) => Some(TagSays::of(tag)),
+                _ => None,
+            },
+            error: match message {
+                BackendMessage::ErrorResponse(_) => BackendFrame::copy_of(raw).ok(),
+                _ => None,
+            },
+        }
+    }
+
+    /// An ErrorResponse's SQLSTATE.
+    fn error_code(&self) -> Option<&[u8]> {
+        match self.error.as_ref()?.message() {
+            BackendMessage::ErrorResponse(fields) => fields.code(),
+            _ => None,
+        }
+    }
+}
+
+/// What a CommandComplete's tag means for the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TagSays {
+    Commit,
+    /// A ROLLBACK (or ROLLBACK TO, or the COMMIT of an aborted
+    /// transaction).
+    Rollback,
+    /// CREATE, ALTER, DROP, COMMENT.
+    SchemaChanged,
+    Other,
+}
+
+impl TagSays {
+    pub(crate) fn of(tag: CommandTag<'_>) -> TagSays {
+        if tag.is_commit() {
+            TagSays::Commit
+        } else if tag.is_rollback() {
+            TagSays::Rollback
+        } else if tag.changes_schema() {
+            TagSays::SchemaChanged
+        } else {
+            TagSays::Other
+        }
     }
 }
 

@@ -6,21 +6,22 @@
 use bytes::BytesMut;
 use router::config::PoolerMode;
 
-use super::params;
+use super::dispatch::Dispatch;
 use super::reply_plan::{self, Effect, Step};
-use super::routing;
+use super::session_effects;
 use super::sql_prepare::SqlQuery;
 use super::transaction::Target;
 use super::{End, Session};
-use crate::protocol::frame::Frame;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::Frame;
 use crate::protocol::messages;
-use crate::session::ClientIo;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
         self.sync_before_query().await?;
-        let sql_bytes = frame.body.strip_suffix(&[0]).unwrap_or(&frame.body);
-        let keywords = params::classify(sql_bytes);
+        let body = frame.body();
+        let sql_bytes = body.strip_suffix(&[0]).unwrap_or(body);
+        let keywords = session_effects::classify(sql_bytes);
         // The text as UTF-8, where the cache needs it.
         let sql = if keywords.tracked || self.has_replicas() || self.sharded() {
             super::sql_text(sql_bytes)
@@ -66,15 +67,10 @@ impl<S: ClientIo> Session<S> {
         }
         let target = if self.sharded() {
             match self.route_query(&sql, known).await? {
-                routing::Dispatch::Done => return Ok(()),
-                routing::Dispatch::Send(target) => target,
-                routing::Dispatch::Rewritten(target, text) => {
-                    let mut body = BytesMut::from(text.as_bytes());
-                    body.extend_from_slice(&[0]);
-                    rewritten = Some(Frame {
-                        tag: b'Q',
-                        body: body.freeze(),
-                    });
+                Dispatch::Done => return Ok(()),
+                Dispatch::Send(target) => target,
+                Dispatch::Rewritten(target, text) => {
+                    rewritten = Some(Frame::query(&text));
                     target
                 }
             }
@@ -85,11 +81,11 @@ impl<S: ClientIo> Session<S> {
             return Ok(());
         }
         if let Some(server) = self.attached.main_mut() {
-            server.conn.dirty |= dirty && self.mode == PoolerMode::Transaction;
+            server.conn.dirty |= dirty && self.cluster.mode == PoolerMode::Transaction;
         }
         self.count_query();
-        self.clock.statement(sql_bytes);
-        self.unnamed_on = None;
+        self.pipeline.clock.statement(sql_bytes);
+        self.pipeline.unnamed_on = None;
         self.put_frame(rewritten.as_ref().unwrap_or(&frame));
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
         Ok(())
@@ -101,9 +97,9 @@ impl<S: ClientIo> Session<S> {
     /// synced first, so that it can go back to the pool and pgshard can
     /// read the catalog on it.
     async fn sync_before_query(&mut self) -> Result<(), End> {
-        if self.unsynced {
+        if self.pipeline.unsynced {
             self.settle_main().await?;
-            self.unsynced = false;
+            self.pipeline.unsynced = false;
         }
         Ok(())
     }
@@ -117,7 +113,7 @@ impl<S: ClientIo> Session<S> {
         lookup: &router::cache::Lookup,
         dirty: &mut bool,
     ) -> Option<Effect> {
-        let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
+        let changes = session_effects::session_changes(&lookup.entry.summary, &lookup.entry.text);
         *dirty |= changes.untracked;
         if !self.sharded() {
             // One database: WITH HOLD cursors are remembered to keep it.
@@ -127,7 +123,7 @@ impl<S: ClientIo> Session<S> {
             self.cursors.forget_all();
         }
         // In an aborted transaction Postgres refuses it: the server says so.
-        let aborted = self.status() == b'E';
+        let aborted = self.status() == TransactionStatus::Failed;
         Some(match changes.deallocate {
             _ if aborted => Effect::None,
             Some(Some(name))

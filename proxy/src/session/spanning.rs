@@ -10,17 +10,17 @@
 use bytes::{Bytes, BytesMut};
 use router::summary::{SessionEffect, StatementKind, Summary};
 
+use super::dispatch::Dispatch;
 use super::fan_out::{Reply, Scope};
 use super::reply_plan::Step;
-use super::routing::Dispatch;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
-use crate::session::ClientIo;
+use crate::protocol::sqlstate;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Finish what the main server is doing, keeping it. A server answers
     /// only at a Sync: one goes after what the client left unsynced, or
     /// after what pgshard sent for it (a Parse and Describe before a Bind
@@ -29,17 +29,17 @@ impl<S: ClientIo> Session<S> {
         if self.attached.is_none() {
             return Ok(());
         }
-        if self.unsynced || self.plan.unsynced_tail() {
-            messages::sync(&mut self.to_server);
+        if self.pipeline.unsynced || self.plan.unsynced_tail() {
+            messages::sync(&mut self.pipeline.to_server);
             self.plan.push(Step::injected_query());
         }
-        let errors = self.segment_errors;
+        let errors = self.pipeline.segment_errors;
         self.flush().await?;
         self.answer_all().await?;
-        if self.segment_errors != errors && self.unsynced {
+        if self.pipeline.segment_errors != errors && self.pipeline.unsynced {
             // The client saw an error: it expects the rest up to its Sync
             // to be skipped.
-            self.skipping = true;
+            self.phase.skip();
         }
         Ok(())
     }
@@ -50,7 +50,7 @@ impl<S: ClientIo> Session<S> {
     /// be sent (if not, the client has its error).
     pub(super) async fn switch_main(&mut self, shard: usize, simple: bool) -> Result<bool, End> {
         self.settle_main().await?;
-        if self.attached.status() != Some(b'T') {
+        if self.attached.status() != Some(TransactionStatus::InBlock) {
             // An error meanwhile aborted the transaction: the main server
             // answers 25P02, as Postgres would.
             return Ok(true);
@@ -67,7 +67,7 @@ impl<S: ClientIo> Session<S> {
                 }
             }
         }
-        self.shard = shard;
+        self.routing.shard = shard;
         if let Some(server) = self.attached.main() {
             let target = super::cancel_target(server);
             self.set_cancel_target(Some(target)).await;
@@ -83,18 +83,12 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Result<Pooled, ClientError>, End> {
         let mut server = match self.checkout_server(shard, false).await? {
             Ok(server) => server,
-            Err(err) => {
-                return Ok(Err(ClientError::from_pool(
-                    &err,
-                    &self.info.database,
-                    shard,
-                )))
-            }
+            Err(err) => return Ok(Err(err.client_error(&self.info.database, shard))),
         };
         let script = String::from_utf8_lossy(script);
         match server.conn.query(&script).await {
             Ok(answer) => match answer.error {
-                None if server.conn.status == b'T' => Ok(Ok(server)),
+                None if server.conn.status() == TransactionStatus::InBlock => Ok(Ok(server)),
                 error => {
                     self.release(server, false).await;
                     let (code, message) = error.unwrap_or_else(|| {
@@ -140,7 +134,7 @@ impl<S: ClientIo> Session<S> {
                         self.attached.attach(*shard, server);
                     }
                     self.txn.fail();
-                    error.encode(&mut self.to_client);
+                    error.encode(self.client.out());
                     return Ok(None);
                 }
             }
@@ -152,7 +146,7 @@ impl<S: ClientIo> Session<S> {
     /// one a joining shard replays (sent to the main server) recorded in
     /// the join script.
     pub(super) fn note_bound(&mut self, summary: &Summary, query: &[u8]) {
-        self.writes = writes(summary);
+        self.routing.writes = writes(summary);
         if let [only] = summary.statements.as_slice() {
             if replayed(only) {
                 self.txn.record(query);
@@ -163,11 +157,11 @@ impl<S: ClientIo> Session<S> {
     /// Servers a fan-out inside the transaction used go back to being held.
     pub(super) fn hold(&mut self, shard: usize, server: Pooled) {
         self.attached.attach(shard, server);
-        if self.writes {
+        if self.routing.writes {
             self.attached.note_write(shard);
         }
         if let Some(main) = self.attached.shard() {
-            self.shard = main;
+            self.routing.shard = main;
         }
     }
 
@@ -180,7 +174,7 @@ impl<S: ClientIo> Session<S> {
         summary: &Summary,
         sql: &str,
     ) -> Result<Option<Dispatch>, End> {
-        self.writes = writes(summary);
+        self.routing.writes = writes(summary);
         let [only] = summary.statements.as_slice() else {
             return Ok(None);
         };
@@ -206,16 +200,19 @@ impl<S: ClientIo> Session<S> {
                 }
                 Ok(Some(Dispatch::Done))
             }
-            _ if spans && self.attached.status() == Some(b'E') && !rolls_back_to(only, sql) => {
+            _ if spans
+                && self.attached.status() == Some(TransactionStatus::Failed)
+                && !rolls_back_to(only, sql) =>
+            {
                 self.aborted(true);
                 Ok(Some(Dispatch::Done))
             }
             _ if control && spans => {
-                let changes = super::params::session_changes(summary, sql);
-                let errors = self.segment_errors;
+                let changes = super::session_effects::session_changes(summary, sql);
+                let errors = self.pipeline.segment_errors;
                 self.broadcast_control(sql).await?;
-                if self.segment_errors == errors {
-                    self.pending.extend(changes.settings);
+                if self.pipeline.segment_errors == errors {
+                    self.settings.pending.extend(changes.settings);
                 }
                 Ok(Some(Dispatch::Done))
             }
@@ -255,24 +252,28 @@ impl<S: ClientIo> Session<S> {
                 match self.end_spanning(commit, true).await? {
                     Ok(tag) => {
                         self.local_reply(messages::bind_complete);
-                        self.local_portal = Some(super::local::LocalPortal { tag, nested: false });
+                        self.phase
+                            .bind_local(super::local::LocalPortal { tag, nested: false });
                     }
                     Err(error) => self.local_error(error, false),
                 }
             }
-            _ if self.attached.status() == Some(b'E') && !rolls_back_to(only, &sql) => {
+            _ if self.attached.status() == Some(TransactionStatus::Failed)
+                && !rolls_back_to(only, &sql) =>
+            {
                 self.aborted(false);
             }
             _ if replayed(only) => {
                 // Run on every shard now; the portal answers with its tag.
                 match self.control_everywhere(&sql).await? {
                     Ok(()) => {
-                        let changes = super::params::session_changes(&summary, &sql);
-                        self.pending.extend(changes.settings);
+                        let changes = super::session_effects::session_changes(&summary, &sql);
+                        self.settings.pending.extend(changes.settings);
                         self.txn.record(sql.as_bytes());
                         self.local_reply(messages::bind_complete);
                         let tag = control_tag(&sql);
-                        self.local_portal = Some(super::local::LocalPortal { tag, nested: false });
+                        self.phase
+                            .bind_local(super::local::LocalPortal { tag, nested: false });
                     }
                     Err(error) => self.local_error(error, false),
                 }
@@ -307,8 +308,8 @@ impl<S: ClientIo> Session<S> {
     /// join later if it succeeded everywhere.
     pub(super) async fn broadcast_control(&mut self, sql: &str) -> Result<Dispatch, End> {
         let shards = self.attached.shards();
-        self.writes = false;
-        let errors = self.segment_errors;
+        self.routing.writes = false;
+        let errors = self.pipeline.segment_errors;
         let query = {
             let mut out = BytesMut::new();
             messages::query(&mut out, sql);
@@ -317,7 +318,7 @@ impl<S: ClientIo> Session<S> {
         let request = |_: &Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
         self.fan_out(&shards, request, Reply::Concat(Vec::new()), Scope::InTxn)
             .await?;
-        if self.segment_errors == errors {
+        if self.pipeline.segment_errors == errors {
             self.txn.record(sql.as_bytes());
         }
         Ok(Dispatch::Done)
@@ -327,7 +328,7 @@ impl<S: ClientIo> Session<S> {
 /// The command tag Postgres gives a savepoint statement or setting: its
 /// first word (`ROLLBACK` for ROLLBACK TO).
 fn control_tag(sql: &str) -> &'static str {
-    let [first] = super::params::leading_words::<1>(sql);
+    let [first] = super::session_effects::leading_words::<1>(sql);
     ["SAVEPOINT", "RELEASE", "ROLLBACK", "RESET", "SET"]
         .into_iter()
         .find(|tag| first.eq_ignore_ascii_case(tag))
@@ -336,7 +337,7 @@ fn control_tag(sql: &str) -> &'static str {
 
 /// `ROLLBACK TO [SAVEPOINT] name`: what an aborted transaction still runs.
 fn rolls_back_to(only: &router::summary::StatementSummary, sql: &str) -> bool {
-    let [first, second] = super::params::leading_words::<2>(sql);
+    let [first, second] = super::session_effects::leading_words::<2>(sql);
     only.kind == StatementKind::TransactionOther
         && first.eq_ignore_ascii_case("ROLLBACK")
         && !second.eq_ignore_ascii_case("PREPARED")
@@ -378,46 +379,4 @@ pub(super) fn writes(summary: &Summary) -> bool {
             )
     };
     !super::read_split::is_read(summary) && !summary.statements.iter().all(harmless)
-}
-
-/// A statement outside a transaction that writes on several shards runs
-/// inside a transaction on each (so that one shard's error rolls every
-/// shard back, and two-phase commit applies when on), unless Postgres
-/// refuses it inside a transaction block (VACUUM, `CREATE INDEX
-/// CONCURRENTLY`, `CREATE DATABASE` ...) or it may end transactions itself
-/// (CALL, DO: kind Other).
-pub(super) fn atomic_across_shards(
-    summary: &Summary,
-    sql: &str,
-    sharding: &router::sharding::Sharding,
-) -> bool {
-    let [only] = summary.statements.as_slice() else {
-        return false;
-    };
-    let writes = match only.kind {
-        StatementKind::Insert
-        | StatementKind::Update
-        | StatementKind::Delete
-        | StatementKind::Merge
-        | StatementKind::Ddl => true,
-        // What it calls (or its DO block) writes omnisharded tables.
-        StatementKind::Select | StatementKind::Do(_) => {
-            only.write && only.kind == StatementKind::Select
-                || router::route::writes_everywhere(only, sharding)
-        }
-        _ => false,
-    };
-    let words = super::params::leading_words::<6>(sql);
-    let outside_only = words.iter().any(|w| {
-        [
-            "CONCURRENTLY",
-            "DATABASE",
-            "TABLESPACE",
-            "SYSTEM",
-            "SUBSCRIPTION",
-        ]
-        .iter()
-        .any(|k| w.eq_ignore_ascii_case(k))
-    });
-    writes && !outside_only
 }

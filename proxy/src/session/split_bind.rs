@@ -9,7 +9,7 @@
 //! own Bind, the portal's Describe and Execute follow it), so they share
 //! its all-or-nothing end; the Execute's tags are summed (`INSERT 0 n`) and
 //! RETURNING rows come back in the order of the VALUES rows
-//! (`fanout/split_rows.rs`).
+//! (`execute/merge/split_rows.rs`).
 //!
 //! The Describe of the client's statement (its parameter and row types)
 //! still goes to a server as the client wrote it: drivers that prepare
@@ -21,52 +21,21 @@ use bytes::{Bytes, BytesMut};
 use router::split::{InsertRows, SplitError};
 
 use super::routing::bind_params;
-use super::segment::Segment;
+use super::segment::{PartBind, Segment, SplitBind};
 use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::Session;
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Bind;
+use crate::protocol::frontend::Bind;
 use crate::protocol::messages;
-use crate::session::ClientIo;
-
-/// A statement's VALUES rows as read for splitting, or why they cannot be.
-pub type InsertRowsRead = Result<Arc<InsertRows>, SplitError>;
-
-/// One Bind split by shard.
-#[derive(Debug)]
-pub struct SplitBind {
-    /// One per database, in shard order.
-    pub parts: Vec<PartBind>,
-    /// It returns rows (RETURNING).
-    pub returning: bool,
-}
-
-/// One database's part of a split Bind.
-#[derive(Debug)]
-pub struct PartBind {
-    pub shard: usize,
-    /// Its INSERT, as registered.
-    pub statement: Arc<Statement>,
-    /// Its Bind (the client's portal, its statement's server name).
-    pub bytes: Bytes,
-    /// The client's row numbers (0-based) it holds, in order.
-    pub rows: Vec<usize>,
-}
-
-impl SplitBind {
-    pub fn shards(&self) -> Vec<usize> {
-        self.parts.iter().map(|p| p.shard).collect()
-    }
-}
+use crate::protocol::sqlstate;
 
 fn refused(why: SplitError) -> ClientError {
     ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string())
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A Bind of `statement` whose rows go to several shards (the router
     /// said so): held as a segment of its parts, or refused. `None`: the
     /// Bind is answered or held.
@@ -79,7 +48,7 @@ impl<S: ClientIo> Session<S> {
         let split = match self.split_bind(statement, bind) {
             Ok(split) => split,
             Err(error) => {
-                self.state.metrics.route(RouteKind::Refused);
+                self.shared.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
                 return None;
             }
@@ -89,7 +58,7 @@ impl<S: ClientIo> Session<S> {
             // one (`segment/in_txn.rs`).
             Placement::FanOut | Placement::FanOutInTxn => {
                 let current_unnamed = self.statements.get(b"");
-                self.batch = Some(Segment::start_split(
+                self.phase.hold_batch(Segment::start_split(
                     split,
                     bind.portal.clone(),
                     statement,
@@ -122,7 +91,7 @@ impl<S: ClientIo> Session<S> {
             .map_err(refused)?;
         check_counts(bind, rows.parameters().max(statement.param_types.len()))?;
         let split = rows
-            .split(&self.sharding, &bind_params(bind.values()))
+            .split(&self.cluster.sharding, &bind_params(bind.values()))
             .map_err(refused)?;
         let mut parts: Vec<PartBind> = split
             .parts
@@ -133,11 +102,11 @@ impl<S: ClientIo> Session<S> {
                     .iter()
                     .map(|&i| statement.param_types.get(i).copied().unwrap_or(0))
                     .collect();
-                let statement = self.state.statements.get_or_insert(
+                let statement = self.shared.statements.get_or_insert(
                     &Bytes::from(part.sql),
                     &types,
-                    &self.state.cache,
-                    self.engine,
+                    &self.shared.cache,
+                    self.cluster.engine,
                 );
                 let mut bytes = BytesMut::new();
                 messages::bind_part(&mut bytes, bind, &statement.name, &part.params);

@@ -19,22 +19,23 @@ use router::route::RouteError;
 use router::split::{check_insert_select, insert_table, split_insert, with_columns};
 use router::summary::{SchemaChange, StatementKind, Summary};
 
+use super::dispatch::Dispatch;
 use super::fan_out::{Reply, Scope};
-use super::routing::{bind_params, Dispatch};
+use super::routing::bind_params;
 use super::statements::Statement;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
-use crate::fanout::SplitRows;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::BindView;
+use crate::execute::merge::SplitRows;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::BindView;
 use crate::protocol::messages;
-use crate::session::ClientIo;
+use crate::protocol::sqlstate;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run the multi-row INSERT `sql` split by shard.
     pub(super) async fn split_insert(&mut self, sql: &str) -> Result<Dispatch, End> {
-        let split = match split_insert(sql, &self.sharding) {
+        let split = match split_insert(sql, &self.cluster.sharding) {
             Ok(split) => split,
             Err(why) => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string());
@@ -51,7 +52,7 @@ impl<S: ClientIo> Session<S> {
                 return Ok(Dispatch::Done);
             }
         };
-        self.writes = true;
+        self.routing.writes = true;
         let queries: Vec<(usize, Bytes)> = split
             .parts
             .iter()
@@ -112,7 +113,7 @@ impl<S: ClientIo> Session<S> {
         &mut self,
         table: &str,
     ) -> Result<Option<Arc<Vec<String>>>, End> {
-        if self.attached.status() == Some(b'T') {
+        if self.attached.status() == Some(TransactionStatus::InBlock) {
             // The transaction may have changed the table: its own server's
             // catalog says how, and what it says is not kept.
             self.settle_main().await?;
@@ -121,15 +122,15 @@ impl<S: ClientIo> Session<S> {
             };
             // A Query ends the unnamed statement on its server: parsed
             // again before it is described or bound there.
-            if self.unnamed_on == Some(server.conn.id) {
-                self.unnamed_on = None;
+            if self.pipeline.unnamed_on == Some(server.conn.id) {
+                self.pipeline.unnamed_on = None;
             }
             let columns = super::copy_in::table_columns(server, table, false).await;
             return Ok(columns.filter(|c| !c.is_empty()).map(Arc::new));
         }
         let key = (self.info.database.clone(), table.to_owned());
         let known =
-            (self.state.table_columns.lock().ok()).and_then(|m| m.columns.get(&key).cloned());
+            (self.shared.table_columns.lock().ok()).and_then(|m| m.columns.get(&key).cloned());
         match known {
             Some(columns) => Ok(Some(columns)),
             None => self.fetch_columns(table).await,
@@ -159,12 +160,12 @@ impl<S: ClientIo> Session<S> {
         let overrides = self.overrides(&info.overrides);
         let routed = info
             .entry
-            .route(&info.params(&params), &overrides, &self.sharding);
+            .route(&info.params(&params), &overrides, &self.cluster.sharding);
         let keyless = match routed {
             Err(RouteError::InsertWithoutKey { .. }) => true,
             // With a column-only entry, the table's columns say whether it
             // has the key column.
-            Err(RouteError::UnknownTableWrite { .. }) => self.sharding.unlisted_by_columns,
+            Err(RouteError::UnknownTableWrite { .. }) => self.cluster.sharding.unlisted_by_columns,
             _ => false,
         };
         if !keyless {
@@ -174,7 +175,7 @@ impl<S: ClientIo> Session<S> {
         let Some(columns) = self.insert_columns(&sql).await? else {
             return Ok(None);
         };
-        let mut kept = crate::state::lock(&statement.with_columns);
+        let mut kept = crate::lock::lock(&statement.with_columns);
         if let Some((known, rewritten)) = kept.as_ref() {
             if Arc::ptr_eq(known, &columns) {
                 return Ok(Some(Arc::clone(rewritten)));
@@ -183,11 +184,11 @@ impl<S: ClientIo> Session<S> {
         let Some(text) = with_columns(&sql, &columns) else {
             return Ok(None);
         };
-        let rewritten = self.state.statements.get_or_insert(
+        let rewritten = self.shared.statements.get_or_insert(
             &Bytes::from(text),
             &statement.param_types,
-            &self.state.cache,
-            self.engine,
+            &self.shared.cache,
+            self.cluster.engine,
         );
         *kept = Some((columns, Arc::clone(&rewritten)));
         Ok(Some(rewritten))
@@ -225,14 +226,14 @@ impl<S: ClientIo> Session<S> {
             Some(SchemaChange::CreateAs { .. })
         ) {
             let sql = String::from_utf8_lossy(sql);
-            let why = router::create_as::check(&sql, &self.sharding).err()?;
+            let why = router::create_as::check(&sql, &self.cluster.sharding).err()?;
             return Some(refused(why.to_string()));
         }
         if statement.kind != StatementKind::Insert || statement.tables.len() < 2 {
             return None;
         }
         let sql = String::from_utf8_lossy(sql);
-        let why = check_insert_select(&sql, &self.sharding, shards).err()?;
+        let why = check_insert_select(&sql, &self.cluster.sharding, shards).err()?;
         Some(refused(why.to_string()))
     }
 }

@@ -20,23 +20,23 @@ use router::prepared::{self, ArgValue};
 use router::route::{Overrides, Params, RouteError, Routed};
 use router::summary::{Argument, SessionEffect, StatementKind};
 
-use super::fan_out::{MergeRequest, Prepare, Reply, Scope};
+use super::dispatch::Shards;
+use super::fan_out::{MergeRequest, Reply, Scope};
 use super::reply_plan::{self, Step};
-use super::routing::Shards;
 use super::sql_prepare::SqlQuery;
 use super::sql_prepared::{self, ExecuteMerge, ShardRun, SqlStatement, TypedRoute};
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
+use crate::execute::fan_out::Prepare;
 use crate::pool::Pooled;
-use crate::protocol::backend::sqlstate;
 use crate::protocol::messages;
-use crate::session::ClientIo;
+use crate::protocol::sqlstate;
 
 /// An EXECUTE's text and where the statement's name is in it.
 type Named<'t> = (&'t str, (usize, usize));
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// `EXECUTE name (...)` of `statement` (kind `Other`), or EXPLAIN
     /// EXECUTE, or CREATE TABLE AS EXECUTE (kind `Ddl`).
     pub(super) async fn sql_execute(
@@ -101,12 +101,13 @@ impl<S: ClientIo> Session<S> {
             return Ok(());
         }
         if let Some(server) = self.attached.main_mut() {
-            server.conn.dirty |= statement.leaves_state && self.mode == PoolerMode::Transaction;
+            server.conn.dirty |=
+                statement.leaves_state && self.cluster.mode == PoolerMode::Transaction;
         }
         self.count_query();
-        self.clock.statement(sql);
-        self.unnamed_on = None;
-        messages::query(&mut self.to_server, run);
+        self.pipeline.clock.statement(sql);
+        self.pipeline.unnamed_on = None;
+        messages::query(&mut self.pipeline.to_server, run);
         self.plan.push(Step::forward(reply_plan::SYNC));
         Ok(())
     }
@@ -201,7 +202,12 @@ impl<S: ClientIo> Session<S> {
     pub(super) fn sql_body<'s>(&self, statement: &'s SqlStatement) -> Option<&'s Lookup> {
         statement
             .route
-            .get_or_init(|| self.state.cache.lookup(&statement.body, self.engine).ok())
+            .get_or_init(|| {
+                self.shared
+                    .cache
+                    .lookup(&statement.body, self.cluster.engine)
+                    .ok()
+            })
             .as_ref()
     }
 
@@ -225,8 +231,8 @@ impl<S: ClientIo> Session<S> {
                 .map(TypedRoute::new)
         });
         match typed {
-            Some(typed) => typed.route(params, overrides, &self.sharding),
-            None => body.entry.route(params, overrides, &self.sharding),
+            Some(typed) => typed.route(params, overrides, &self.cluster.sharding),
+            None => body.entry.route(params, overrides, &self.cluster.sharding),
         }
     }
 
@@ -243,7 +249,7 @@ impl<S: ClientIo> Session<S> {
         (shards, in_txn): (Vec<usize>, bool),
     ) -> Result<(), End> {
         let summary = &body.entry.summary;
-        let rows = if router::route::holds_copies(summary, &self.sharding) {
+        let rows = if router::route::holds_copies(summary, &self.cluster.sharding) {
             Ok((None, Reply::Copies))
         } else {
             self.execute_rows(statement, body, values)
@@ -267,13 +273,17 @@ impl<S: ClientIo> Session<S> {
         let prepare = Prepare {
             id: run.id,
             sql: run.prepare.clone(),
-            limit: self.prepared_limit,
+            limit: self.cluster.prepared_limit,
         };
-        self.unnamed_on = None;
+        self.pipeline.unnamed_on = None;
         if in_txn {
             self.fan_out_with(&shards, request, Some(prepare), reply, Scope::InTxn)
                 .await
-        } else if super::spanning::atomic_across_shards(summary, &body.entry.text, &self.sharding) {
+        } else if super::dispatch::atomic_across_shards(
+            summary,
+            &body.entry.text,
+            &self.cluster.sharding,
+        ) {
             self.fan_out_atomic(&shards, request, reply, Some(prepare))
                 .await
         } else {
@@ -326,7 +336,7 @@ impl<S: ClientIo> Session<S> {
     fn plan_execute_merge(&self, statement: &SqlStatement, body: &Lookup) -> (ExecuteMerge, bool) {
         let entry = &body.entry;
         let (planned, by_key) =
-            super::merge::plan_rows(&entry.summary, &statement.body, &self.sharding);
+            super::merge::plan_rows(&entry.summary, &statement.body, &self.cluster.sharding);
         let merge = match planned {
             Ok(None) => {
                 if !by_key {
@@ -373,7 +383,7 @@ impl<S: ClientIo> Session<S> {
             .map_while(|&i| statement.declared.get(i).cloned())
             .collect();
         Some(ShardRun {
-            statement: self.state.statements.sql(&types, &sql, &declared),
+            statement: self.shared.statements.sql(&types, &sql, &declared),
             used,
             of: statement.parameters(),
         })

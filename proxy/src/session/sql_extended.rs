@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use router::cache::Lookup;
 use router::config::PoolerMode;
 use router::prepared::{self, ArgValue};
@@ -29,10 +29,10 @@ use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{BindView, Frame};
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::{BindView, Frame, FrontendKind, Named};
 use crate::protocol::messages;
-use crate::session::ClientIo;
+use crate::protocol::sqlstate;
 
 /// Where the Bind of an EXECUTE goes on a sharded cluster.
 enum Routed {
@@ -46,7 +46,7 @@ enum Routed {
 /// The portal the PREPAREs pgshard sends run in.
 pub(in crate::session) const PORTAL: &[u8] = b"__pgshard_prepare";
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A Bind or statement Describe (`frame`) of `statement`, whose name
     /// is `body[name.0..name.0 + name.1]`: handled here when its text
     /// PREPAREs, DEALLOCATEs or EXECUTEs a SQL-prepared statement.
@@ -55,9 +55,9 @@ impl<S: ClientIo> Session<S> {
         &mut self,
         frame: &Frame,
         statement: &Arc<Statement>,
-        name: (usize, usize),
+        name: std::ops::Range<usize>,
     ) -> Result<bool, End> {
-        if !super::params::names_prepared(&statement.query) {
+        if !super::session_effects::names_prepared(&statement.query) {
             return Ok(false);
         }
         let Some(info) = self.route_info(statement) else {
@@ -66,12 +66,12 @@ impl<S: ClientIo> Session<S> {
         let [only] = info.entry.summary.statements.as_slice() else {
             return Ok(false);
         };
-        let bind = frame.tag == b'B';
+        let bind = frame.kind == FrontendKind::Bind;
         let answered = matches!(
             only.session,
             Some(SessionEffect::Prepare { .. } | SessionEffect::Deallocate(_))
         );
-        if bind && answered && self.status() == b'E' {
+        if bind && answered && self.status() == TransactionStatus::Failed {
             self.aborted(false);
             return Ok(true);
         }
@@ -118,7 +118,7 @@ impl<S: ClientIo> Session<S> {
             self.refuse(sql_prepared::duplicate(name), false);
             return Ok(());
         }
-        let statement = self.state.statements.sql(parts.types, parts.body, types);
+        let statement = self.shared.statements.sql(parts.types, parts.body, types);
         if !self.ensure_server_or_reply(Target::Any, false).await? {
             return Ok(());
         }
@@ -156,9 +156,9 @@ impl<S: ClientIo> Session<S> {
     /// BindComplete now, and the portal's Describe and Execute answered
     /// with `tag` until Sync.
     fn answer_portal(&mut self, tag: &'static str) {
-        self.unsynced = true;
+        self.pipeline.unsynced = true;
         self.local_reply(messages::bind_complete);
-        self.local_portal = Some(LocalPortal { tag, nested: false });
+        self.phase.bind_local(LocalPortal { tag, nested: false });
     }
 
     /// The statement that runs `statement` (an EXECUTE, summarized in
@@ -187,11 +187,11 @@ impl<S: ClientIo> Session<S> {
         statement: &Statement,
         sql: &Arc<SqlStatement>,
     ) -> Arc<Statement> {
-        let executing = self.state.statements.get_or_insert(
+        let executing = self.shared.statements.get_or_insert(
             &Bytes::from(run),
             &statement.param_types,
-            &self.state.cache,
-            self.engine,
+            &self.shared.cache,
+            self.cluster.engine,
         );
         let _ = executing.executes.set(Arc::clone(sql));
         executing
@@ -200,7 +200,7 @@ impl<S: ClientIo> Session<S> {
     /// Whether a Bind of `statement` PREPAREs, EXECUTEs or DEALLOCATEs a
     /// SQL-prepared statement (which a held segment cannot take).
     pub(super) fn binds_sql_prepared(&self, statement: &Statement) -> bool {
-        if !super::params::names_prepared(&statement.query) {
+        if !super::session_effects::names_prepared(&statement.query) {
             return false;
         }
         let Some(info) = self.route_info(statement) else {
@@ -232,24 +232,17 @@ impl<S: ClientIo> Session<S> {
         statement: &Statement,
         info: &Lookup,
         (sql, rewritten, kind): (Arc<SqlStatement>, Arc<Statement>, StatementKind),
-        (name_start, name_len): (usize, usize),
+        name: std::ops::Range<usize>,
     ) -> Result<(), End> {
-        let bind = frame.tag == b'B';
+        let bind = frame.kind == FrontendKind::Bind;
         let target = match bind && self.sharded() {
             true => match self.execute_bind_target(statement, info, &sql, &kind) {
                 Routed::One(target) => target,
                 Routed::Done => return Ok(()),
                 Routed::Several(body, values, shards) => {
                     let routed = (body, values, shards);
-                    let named = (name_start, name_len);
-                    let held = self.hold_execute(
-                        frame,
-                        statement,
-                        info,
-                        (&sql, &rewritten),
-                        routed,
-                        named,
-                    );
+                    let held =
+                        self.hold_execute(frame, statement, info, (&sql, &rewritten), routed, name);
                     if let Err(error) = held {
                         self.refuse(error, false);
                     }
@@ -263,16 +256,11 @@ impl<S: ClientIo> Session<S> {
         }
         self.sql_prepared_next(&sql, None);
         if let Some(server) = self.attached.main_mut() {
-            server.conn.dirty |= sql.leaves_state && self.mode == PoolerMode::Transaction;
+            server.conn.dirty |= sql.leaves_state && self.cluster.mode == PoolerMode::Transaction;
         }
         self.statement_on_server(&rewritten, b"\0");
-        let body = &frame.body;
-        let at = messages::begin(&mut self.to_server, frame.tag);
-        self.to_server.put_slice(&body[..name_start]);
-        self.to_server.put_slice(&rewritten.name);
-        self.to_server.put_slice(&body[name_start + name_len..]);
-        messages::finish(&mut self.to_server, at);
-        self.unsynced = true;
+        frame.write_renamed(name, &rewritten.name, &mut self.pipeline.to_server);
+        self.pipeline.unsynced = true;
         self.plan.push(match bind {
             true => Step::forward_with(reply_plan::BIND, Effect::Bound(rewritten.id)),
             false => Step::forward(reply_plan::DESCRIBE),
@@ -342,13 +330,13 @@ impl<S: ClientIo> Session<S> {
         info: &Lookup,
         (sql, rewritten): (&Arc<SqlStatement>, &Arc<Statement>),
         (body, values, shards): (Lookup, Vec<ArgValue>, Vec<usize>),
-        (name_start, name_len): (usize, usize),
+        name: std::ops::Range<usize>,
     ) -> Result<(), ClientError> {
-        let bind = BindView::parse(&frame.body)
+        let bind = BindView::of(frame)
             .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?
             .to_bind();
         let summary = &body.entry.summary;
-        let copies = router::route::holds_copies(summary, &self.sharding);
+        let copies = router::route::holds_copies(summary, &self.cluster.sharding);
         let (shard, reply) = match copies {
             true => (None, None),
             false => match self.execute_rows(sql, &body, &values)? {
@@ -374,11 +362,7 @@ impl<S: ClientIo> Session<S> {
             params: request.params,
         });
         let mut bytes = BytesMut::new();
-        let at = messages::begin(&mut bytes, b'B');
-        bytes.put_slice(&frame.body[..name_start]);
-        bytes.put_slice(&rewritten.name);
-        bytes.put_slice(&frame.body[name_start + name_len..]);
-        messages::finish(&mut bytes, at);
+        frame.write_renamed(name, &rewritten.name, &mut bytes);
         let writes = super::spanning::writes(summary);
         let readable = super::segment::readable(summary, merge.as_ref());
         let held = Held {
@@ -390,7 +374,7 @@ impl<S: ClientIo> Session<S> {
             readable,
         };
         self.hold_bind(rewritten, false, &bind, shards, held);
-        self.unsynced = true;
+        self.pipeline.unsynced = true;
         Ok(())
     }
 
@@ -408,22 +392,26 @@ impl<S: ClientIo> Session<S> {
         if conn.prepared.contains(sql.id) {
             return;
         }
-        if conn.prepared.len() >= self.prepared_limit {
+        if conn.prepared.len() >= self.cluster.prepared_limit {
             if let Some(oldest) = conn.prepared.oldest() {
                 conn.prepared.remove(oldest);
                 let name = format!("__pgshard_{oldest}");
-                messages::close(&mut self.to_server, b'S', name.as_bytes());
+                messages::close(
+                    &mut self.pipeline.to_server,
+                    Named::Statement,
+                    name.as_bytes(),
+                );
                 self.plan
                     .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
             }
         }
         conn.prepared.insert(sql.id);
-        self.unnamed_on = None;
-        let out = &mut self.to_server;
+        self.pipeline.unnamed_on = None;
+        let out = &mut self.pipeline.to_server;
         messages::parse(out, b"", sql.prepare.as_bytes(), &[]);
         messages::bind_values(out, (PORTAL, b""), &[], &[], &[]);
         messages::execute(out, PORTAL);
-        messages::close(out, b'P', PORTAL);
+        messages::close(out, Named::Portal, PORTAL);
         let named = client_name.map_or(Effect::None, |name| {
             Effect::SqlNamed(sql.id, Bytes::copy_from_slice(name.as_bytes()))
         });

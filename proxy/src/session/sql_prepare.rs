@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use router::cache::Lookup;
 use router::summary::{SessionEffect, Summary};
 
@@ -21,10 +21,10 @@ use super::sql_prepared::{self, SqlStatement};
 use super::transaction::Target;
 use super::{End, Session};
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::Frame;
+use crate::protocol::backend::TransactionStatus;
+use crate::protocol::frontend::{Frame, Named};
 use crate::protocol::messages;
-use crate::session::ClientIo;
+use crate::protocol::sqlstate;
 
 /// What became of a simple query that PREPAREs or EXECUTEs.
 pub(super) enum SqlQuery {
@@ -41,7 +41,7 @@ pub(super) enum SqlQuery {
     Run(Target, Arc<SqlStatement>, String),
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A simple query that starts with PREPARE, or is one EXECUTE (or
     /// EXPLAIN EXECUTE) of a statement the client prepared.
     pub(super) async fn sql_prepared_query(&mut self, lookup: &Lookup) -> Result<SqlQuery, End> {
@@ -62,7 +62,7 @@ impl<S: ClientIo> Session<S> {
             }
             _ => return Ok(SqlQuery::Not),
         }
-        if self.status() == b'E' {
+        if self.status() == TransactionStatus::Failed {
             self.aborted(true);
             return Ok(SqlQuery::Done);
         }
@@ -97,13 +97,7 @@ impl<S: ClientIo> Session<S> {
         {
             return Ok(SqlQuery::Done);
         }
-        let mut body = BytesMut::with_capacity(rest.len() + 1);
-        body.extend_from_slice(rest.as_bytes());
-        body.extend_from_slice(&[0]);
-        Ok(SqlQuery::Rest(Frame {
-            tag: b'Q',
-            body: body.freeze(),
-        }))
+        Ok(SqlQuery::Rest(Frame::query(rest)))
     }
 
     /// PREPARE (`effect`, parsed from `text`): checked by a server, then
@@ -134,7 +128,7 @@ impl<S: ClientIo> Session<S> {
             self.refuse(sql_prepared::duplicate(name), true);
             return Ok(false);
         }
-        let statement = self.state.statements.sql(parts.types, parts.body, types);
+        let statement = self.shared.statements.sql(parts.types, parts.body, types);
         if !self.ensure_server_or_reply(Target::Any, true).await? {
             return Ok(false);
         }
@@ -180,22 +174,26 @@ impl<S: ClientIo> Session<S> {
         if conn.prepared.contains(statement.id) {
             return Ok(true);
         }
-        if conn.prepared.len() >= self.prepared_limit {
+        if conn.prepared.len() >= self.cluster.prepared_limit {
             if let Some(oldest) = conn.prepared.oldest() {
                 conn.prepared.remove(oldest);
                 let name = format!("__pgshard_{oldest}");
-                messages::close(&mut self.to_server, b'S', name.as_bytes());
+                messages::close(
+                    &mut self.pipeline.to_server,
+                    Named::Statement,
+                    name.as_bytes(),
+                );
                 self.plan
                     .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
             }
         }
         conn.prepared.insert(statement.id);
-        self.unnamed_on = None;
+        self.pipeline.unnamed_on = None;
         let sql = match check {
             Some(check) => format!("{check}; {}", statement.prepare),
             None => statement.prepare.clone(),
         };
-        messages::query(&mut self.to_server, &sql);
+        messages::query(&mut self.pipeline.to_server, &sql);
         self.plan.push(Step::injected_query_showing_errors_with(
             Effect::SqlPrepared(statement.id),
         ));

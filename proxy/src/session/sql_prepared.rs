@@ -3,7 +3,7 @@
 //! [(types)] AS statement` (`__pgshard_<id>`, shared by every client that
 //! prepares the same text with the same type list, ids drawn with the
 //! protocol-level statements' so that names never collide and a server's
-//! [`crate::server_conn::prepared_set::PreparedSet`] holds both), each
+//! [`crate::conn::server::prepared_set::PreparedSet`] holds both), each
 //! client's names for them, and what an EXECUTE's arguments are for
 //! routing, LIMIT and HAVING. The session's side is `sql_prepare.rs`
 //! (PREPARE, statements prepared on demand), `sql_execute.rs` (EXECUTE
@@ -21,8 +21,9 @@ use router::sharding::Sharding;
 use router::summary::Summary;
 
 use crate::errors::ClientError;
-use crate::fanout::Window;
-use crate::protocol::backend::sqlstate;
+use crate::execute::merge::Window;
+use crate::protocol::backend::{BackendFrame, BackendMessage};
+use crate::protocol::sqlstate;
 
 /// One statement as pgshard prepares it on servers with SQL PREPARE.
 #[derive(Debug)]
@@ -64,7 +65,7 @@ impl SqlStatement {
             types: types.to_owned(),
             body: body.to_owned(),
             declared,
-            leaves_state: crate::session::params::classify(body.as_bytes()).leaves_state,
+            leaves_state: crate::session::session_effects::classify(body.as_bytes()).leaves_state,
             route: OnceLock::new(),
             typed: OnceLock::new(),
             merge: OnceLock::new(),
@@ -239,12 +240,19 @@ impl SqlNames {
     /// the client prepared by pgshard's name (`"__pgshard_12"`: Postgres
     /// quotes it), with the client's name instead; `None` when it names
     /// none.
-    pub fn client_error(&self, message: &[u8]) -> Option<bytes::BytesMut> {
+    pub fn client_error(&self, message: &BackendFrame) -> Option<BackendFrame> {
         const QUOTED: &[u8] = b"\"__pgshard_";
-        let body = message.get(5..)?;
-        memchr::memmem::find(body, QUOTED)?;
-        let mut out = bytes::BytesMut::with_capacity(message.len());
-        out.extend_from_slice(&message[..5]);
+        let BackendMessage::ErrorResponse(fields) = message.message() else {
+            return None;
+        };
+        memchr::memmem::find(fields.0, QUOTED)?;
+        message.with_body(|body, out| self.rename(body, out))
+    }
+
+    /// `body` with each `"__pgshard_<id>"` of a statement the client
+    /// prepared given the client's name, written to `out`.
+    fn rename(&self, body: &[u8], out: &mut bytes::BytesMut) {
+        const QUOTED: &[u8] = b"\"__pgshard_";
         let mut rest = body;
         while let Some(at) = memchr::memmem::find(rest, QUOTED) {
             let digits = &rest[at + QUOTED.len()..];
@@ -265,9 +273,6 @@ impl SqlNames {
             rest = &rest[end..];
         }
         out.extend_from_slice(rest);
-        let len = u32::try_from(out.len() - 1).ok()?;
-        out[1..5].copy_from_slice(&len.to_be_bytes());
-        Some(out)
     }
 
     pub fn len(&self) -> usize {

@@ -18,14 +18,17 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use bytes::{Bytes, BytesMut};
 
 use router::cache::AstCache as Cache;
+use router::merge::MergePlan;
 use router::sharding::ParserEngine;
+use router::split::{InsertRows, SplitError};
 
+use crate::conn::settings::ParamChange;
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
+use crate::lock::lock;
 use crate::protocol::messages;
-use crate::session::params::{self, ParamChange};
+use crate::protocol::sqlstate;
+use crate::session::session_effects;
 use crate::session::sql_prepared::SqlStatement;
-use crate::state::lock;
 
 /// One statement as pgshard prepares it on servers.
 #[derive(Debug)]
@@ -50,10 +53,10 @@ pub struct Statement {
     pub route: OnceLock<Option<router::cache::Lookup>>,
     /// What running it on several shards needs (see `session/merge.rs`),
     /// planned at its first multi-shard Bind and kept.
-    pub merge: OnceLock<super::merge::StatementMerge>,
+    pub merge: OnceLock<StatementMerge>,
     /// A multi-row INSERT's rows, read at its first Bind whose rows go to
     /// several shards and kept (see `session/split_bind.rs`).
-    pub insert_rows: OnceLock<super::split_bind::InsertRowsRead>,
+    pub insert_rows: OnceLock<InsertRowsRead>,
     /// An INSERT that names no columns: the table's columns it was last
     /// bound with, and the statement with them written in.
     pub with_columns: Mutex<Option<WithColumns>>,
@@ -231,13 +234,14 @@ fn state_effects(
     engine: ParserEngine,
 ) -> (bool, Option<Vec<ParamChange>>) {
     let sql = String::from_utf8_lossy(query);
-    let keywords = params::classify(sql.as_bytes());
+    let keywords = session_effects::classify(sql.as_bytes());
     if !keywords.tracked {
         return (keywords.leaves_state, None);
     }
     match cache.lookup(&sql, engine) {
         Ok(lookup) => {
-            let changes = params::session_changes(&lookup.entry.summary, &lookup.entry.text);
+            let changes =
+                session_effects::session_changes(&lookup.entry.summary, &lookup.entry.text);
             let settings = Some(changes.settings).filter(|s| !s.is_empty());
             let leaves = changes.untracked || changes.discard_all || keywords.leaves_state;
             (leaves, settings)
@@ -318,6 +322,22 @@ impl ClientStatements {
         self.by_name.is_empty()
     }
 }
+
+/// What a prepared statement's rows need on several shards, planned once.
+#[derive(Debug, Clone)]
+pub enum StatementMerge {
+    Concatenated,
+    /// Merged by `plan`; the shards run `shard_statement` when the plan
+    /// rewrites the statement.
+    Merged {
+        plan: Arc<MergePlan>,
+        shard_statement: Option<Arc<Statement>>,
+    },
+    Refused(ClientError),
+}
+
+/// A statement's VALUES rows as read for splitting, or why they cannot be.
+pub type InsertRowsRead = Result<Arc<InsertRows>, SplitError>;
 
 #[cfg(test)]
 mod tests {

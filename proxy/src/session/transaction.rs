@@ -23,6 +23,7 @@
 //! travel with its BEGIN; `SET pgdog.*` overrides made inside a transaction
 //! end with it.
 
+use crate::protocol::backend::TransactionStatus;
 use bytes::{Bytes, BytesMut};
 
 /// Where the transaction is, beyond what the attached server (if any)
@@ -44,8 +45,8 @@ pub enum Txn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerView {
     pub shard: usize,
-    /// Its last ReadyForQuery status: `I`, `T` or `E`.
-    pub status: u8,
+    /// Its last ReadyForQuery status.
+    pub status: TransactionStatus,
     /// It is in COPY IN.
     pub copy_in: bool,
 }
@@ -53,7 +54,7 @@ pub struct ServerView {
 impl ServerView {
     /// A transaction (or a COPY) is open on it.
     fn busy(&self) -> bool {
-        self.status != b'I' || self.copy_in
+        self.status != TransactionStatus::Idle || self.copy_in
     }
 }
 
@@ -148,11 +149,11 @@ pub struct Transaction {
 
 impl Transaction {
     /// The transaction status the client sees, given its server's.
-    pub fn status(&self, server_status: u8) -> u8 {
+    pub fn status(&self, server_status: TransactionStatus) -> TransactionStatus {
         match self.txn {
             Txn::None => server_status,
-            Txn::Deferred(_) => b'T',
-            Txn::Failed => b'E',
+            Txn::Deferred(_) => TransactionStatus::InBlock,
+            Txn::Failed => TransactionStatus::Failed,
         }
     }
 
@@ -172,7 +173,7 @@ impl Transaction {
 
     /// A transaction is open or deferred.
     pub fn active(&self, server: Option<ServerView>) -> bool {
-        self.txn != Txn::None || server.is_some_and(|s| s.status != b'I')
+        self.txn != Txn::None || server.is_some_and(|s| s.status != TransactionStatus::Idle)
     }
 
     /// A statement, before routing. `busy`: replies to earlier statements
@@ -255,10 +256,13 @@ impl Transaction {
         };
         if keep {
             Fit::Keep
-        } else if self.join.is_some() && server.status == b'E' {
+        } else if self.join.is_some() && server.status == TransactionStatus::Failed {
             // Its server answers 25P02, as Postgres would.
             Fit::Keep
-        } else if self.join.is_some() && server.status == b'T' && !server.copy_in {
+        } else if self.join.is_some()
+            && server.status == TransactionStatus::InBlock
+            && !server.copy_in
+        {
             Fit::Switch
         } else if server.busy() {
             Fit::Refuse
@@ -270,7 +274,7 @@ impl Transaction {
     /// pgshard refuses a statement: inside a transaction, the transaction
     /// is over. Returns whether it must be rolled back on the server.
     pub fn refuse(&mut self, server: Option<ServerView>) -> bool {
-        let open_on_server = server.is_some_and(|s| s.status != b'I');
+        let open_on_server = server.is_some_and(|s| s.status != TransactionStatus::Idle);
         if open_on_server || self.txn != Txn::None {
             self.txn = Txn::Failed;
         }
@@ -328,8 +332,9 @@ impl Transaction {
     /// The transaction ended here or on the server (its ReadyForQuery
     /// status, `None` when pgshard answered): whether overrides made inside
     /// it must go.
-    pub fn on_end(&mut self, server_status: Option<u8>) -> bool {
-        let ended = self.txn == Txn::None && server_status.is_none_or(|s| s == b'I');
+    pub fn on_end(&mut self, server_status: Option<TransactionStatus>) -> bool {
+        let ended =
+            self.txn == Txn::None && server_status.is_none_or(|s| s == TransactionStatus::Idle);
         if ended {
             self.join = None;
             self.after_open.clear();
@@ -375,7 +380,7 @@ impl Transaction {
     }
 
     /// pgshard opens a transaction of its own for one statement that
-    /// writes on several shards (see `routing::atomic_across_shards`).
+    /// writes on several shards (see `dispatch::atomic_across_shards`).
     pub fn begin_implicit(&mut self) {
         self.txn = Txn::Deferred(Bytes::from_static(b"BEGIN"));
     }

@@ -7,8 +7,10 @@ use bytes::{Bytes, BytesMut};
 
 use super::{broken, no_cursor, Ask, Merged, Read, Source};
 use crate::pool::Pooled;
+use crate::protocol::backend::BackendKind;
+use crate::protocol::frontend::Named;
 use crate::protocol::messages;
-use crate::session::{cancel_target, ClientIo, End, Session};
+use crate::session::{cancel_target, End, Session};
 
 /// Servers taken from the session for a merged cursor.
 pub(super) struct Borrowed {
@@ -47,7 +49,7 @@ pub(in crate::session) enum Use {
     CloseMessage,
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     fn borrow_servers(&mut self, shards: &[usize]) -> Borrowed {
         let held = self.attached.take_all_keeping_writes();
         let pinned = shards
@@ -78,19 +80,19 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<(), End> {
         self.settle_main().await?;
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         let Some(mut merged) = self.cursors.take_merged(name) else {
-            no_cursor(name).encode(&mut self.to_client);
+            no_cursor(name).encode(self.client.out());
             return self.merged_answered(Read::MergeFailed, simple).await;
         };
         let read = match using {
             Use::Read(_) if merged.broken => {
-                broken(name).encode(&mut self.to_client);
+                broken(name).encode(self.client.out());
                 Read::MergeFailed
             }
             Use::Read(_) if merged.refused.is_some() => {
                 let why = merged.refused.unwrap_or_default();
-                super::refusal(why).encode(&mut self.to_client);
+                super::refusal(why).encode(self.client.out());
                 Read::MergeFailed
             }
             Use::Read(ask) => self.read_held(&mut merged, ask).await?,
@@ -111,19 +113,19 @@ impl<S: ClientIo> Session<S> {
     /// ReadyForQuery.
     async fn merged_answered(&mut self, read: Read, simple: bool) -> Result<(), End> {
         if read != Read::Done {
-            self.segment_errors += 1;
+            self.pipeline.segment_errors += 1;
             if read == Read::MergeFailed {
                 self.abort_for_cursor().await?;
             }
             if !simple {
-                self.skipping = true;
+                self.phase.skip();
             }
         }
         if simple {
             let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
+            messages::ready_for_query(self.client.out(), status);
         }
-        self.flush_client().await
+        Ok(self.client.flush().await?)
     }
 
     /// pgshard's own error inside the client's transaction: it is over,
@@ -137,8 +139,8 @@ impl<S: ClientIo> Session<S> {
             let _rolled_back = self.end_spanning(false, false).await?;
             self.txn.fail();
         } else if self.txn.refuse(self.server_view()) {
-            self.unnamed_on = None;
-            messages::query(&mut self.to_server, "ROLLBACK");
+            self.pipeline.unnamed_on = None;
+            messages::query(&mut self.pipeline.to_server, "ROLLBACK");
             self.plan
                 .push(crate::session::reply_plan::Step::injected_query());
         }
@@ -156,7 +158,7 @@ impl<S: ClientIo> Session<S> {
             }
             None => {
                 let name = cursor_name(&merged.source);
-                no_cursor(&name).encode(&mut self.to_client);
+                no_cursor(&name).encode(self.client.out());
                 Ok(Read::MergeFailed)
             }
         };
@@ -172,11 +174,11 @@ impl<S: ClientIo> Session<S> {
         let mut request = BytesMut::new();
         match &merged.source {
             Source::Cursor(name) => {
-                let name = crate::session::params::quote_ident(name);
+                let name = crate::conn::settings::quote_ident(name);
                 messages::query(&mut request, &format!("CLOSE {name}"));
             }
             Source::Portal(name) => {
-                messages::close(&mut request, b'P', name);
+                messages::close(&mut request, Named::Portal, name);
                 messages::sync(&mut request);
             }
         }
@@ -192,12 +194,12 @@ impl<S: ClientIo> Session<S> {
         }
         self.give_back(borrowed);
         if let Some(error) = failure {
-            self.to_client.extend_from_slice(&error);
+            self.client.out().extend_from_slice(&error);
             return Ok(Read::ShardFailed);
         }
         match using {
-            Use::CloseMessage => messages::close_complete(&mut self.to_client),
-            _ => messages::command_complete(&mut self.to_client, "CLOSE CURSOR"),
+            Use::CloseMessage => messages::close_complete(self.client.out()),
+            _ => messages::command_complete(self.client.out(), "CLOSE CURSOR"),
         }
         Ok(Read::Done)
     }
@@ -209,11 +211,7 @@ impl<S: ClientIo> Session<S> {
         server: &mut Pooled,
         request: &[u8],
     ) -> Result<Option<Bytes>, End> {
-        let sent = crate::session::watch_client(
-            &mut self.client,
-            &mut self.cbuf,
-            server.conn.send(request),
-        );
+        let sent = self.client.watch(server.conn.send(request));
         if sent.await?.is_err() {
             return Ok(Some(lost()));
         }
@@ -222,14 +220,11 @@ impl<S: ClientIo> Session<S> {
             let Some(message) = self.server_message(server).await? else {
                 return Ok(Some(lost()));
             };
-            match message[0] {
-                b'E' => {
-                    error.get_or_insert(message);
+            match message.kind() {
+                BackendKind::ErrorResponse => {
+                    error.get_or_insert(message.into_bytes());
                 }
-                b'Z' => {
-                    server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                    return Ok(error);
-                }
+                BackendKind::ReadyForQuery => return Ok(error),
                 _ => {}
             }
         }

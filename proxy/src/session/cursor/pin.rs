@@ -7,7 +7,8 @@
 
 use super::Cursors;
 use crate::pool::Pooled;
-use crate::session::{ClientIo, End, Session};
+use crate::protocol::backend::TransactionStatus;
+use crate::session::{End, Session};
 
 impl Cursors {
     /// Keep `server` for the client (see [`Cursors::keeps`]).
@@ -41,7 +42,7 @@ impl Cursors {
     }
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// `server` is given back: pinned instead when a WITH HOLD cursor
     /// needs it (rolled back first if a transaction is open on it; closed
     /// if that fails). Returns whether it was kept.
@@ -55,7 +56,7 @@ impl<S: ClientIo> Session<S> {
         if !self.cursors.keeps(held) {
             return false;
         }
-        if held.conn.status != b'I' {
+        if held.conn.status() != TransactionStatus::Idle {
             let rolled_back = matches!(held.conn.run("ROLLBACK").await, Ok(Ok(())));
             if !rolled_back {
                 // Closed: its cursors are gone with it.

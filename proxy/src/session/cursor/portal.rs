@@ -12,12 +12,12 @@ use router::summary::{CursorEffect, Summary};
 
 use super::{cursor_effect, refusal, Ask, Follow, Use};
 use crate::errors::ClientError;
-use crate::protocol::frame::{Bind, BindView, Frame, FrontendMessage};
+use crate::protocol::frontend::{Bind, BindView, Frame, FrontendKind, FrontendMessage, Named};
 use crate::protocol::messages;
 use crate::session::reply_plan::{self, Step};
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
-use crate::session::{ClientIo, End, Session};
+use crate::session::{End, Session};
 
 /// Why a FETCH of a merged cursor cannot have binary results.
 const BINARY_FETCH: &str = "a FETCH of a cursor over several shards with binary results is not supported: its rows are merged from the shards' text FETCHes; fetch it with text results";
@@ -42,7 +42,7 @@ pub(in crate::session) struct CursorPortal {
     done: bool,
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A Bind of a statement that uses a cursor pgshard knows: where it
     /// goes, or `None` when it is answered here (or refused).
     pub(in crate::session) fn bind_cursor_statement(
@@ -86,7 +86,7 @@ impl<S: ClientIo> Session<S> {
             Follow::CloseAll => None,
         };
         self.local_reply(messages::bind_complete);
-        self.cursor_portal = Some(CursorPortal {
+        self.phase.bind_cursor(CursorPortal {
             portal: Bytes::copy_from_slice(portal),
             cursor,
             using,
@@ -101,17 +101,22 @@ impl<S: ClientIo> Session<S> {
         &mut self,
         frame: &Frame,
     ) -> Result<bool, End> {
-        let Some(portal) = self.cursor_portal.clone() else {
+        let Some(portal) = self.phase.cursor_portal().cloned() else {
             return Ok(false);
         };
-        let message = match frame.tag {
-            b'D' | b'E' | b'C' => FrontendMessage::decode(frame.clone()).ok(),
-            b'H' => return Ok(true),
+        let message = match frame.kind {
+            FrontendKind::Describe | FrontendKind::Execute | FrontendKind::Close => {
+                FrontendMessage::decode(frame).ok()
+            }
+            FrontendKind::Flush => return Ok(true),
             _ => None,
         };
         let fetches = matches!(portal.using, Some(Use::Read(Ask::Fetch { .. })));
         match message {
-            Some(FrontendMessage::Describe { kind: b'P', name }) if name == portal.portal => {
+            Some(FrontendMessage::Describe {
+                kind: Named::Portal,
+                name,
+            }) if name == portal.portal => {
                 if fetches {
                     let ask = Use::Read(Ask::Describe);
                     self.use_merged(&portal.cursor, ask, false).await?;
@@ -125,12 +130,15 @@ impl<S: ClientIo> Session<S> {
             }) if name == portal.portal => {
                 self.execute_cursor_portal(portal, max_rows).await?;
             }
-            Some(FrontendMessage::Close { kind: b'P', name }) if name == portal.portal => {
-                self.cursor_portal = None;
+            Some(FrontendMessage::Close {
+                kind: Named::Portal,
+                name,
+            }) if name == portal.portal => {
+                self.phase.end_portal();
                 self.local_reply(messages::close_complete);
             }
             _ => {
-                self.cursor_portal = None;
+                self.phase.end_portal();
                 return Ok(false);
             }
         }
@@ -142,7 +150,7 @@ impl<S: ClientIo> Session<S> {
         portal: CursorPortal,
         max_rows: i32,
     ) -> Result<(), End> {
-        if let Some(current) = self.cursor_portal.as_mut() {
+        if let Some(current) = self.phase.cursor_portal_mut() {
             current.done = true;
         }
         if max_rows != 0 && matches!(portal.using, Some(Use::Read(_))) {
@@ -169,13 +177,18 @@ impl<S: ClientIo> Session<S> {
     /// knows: a merged one's answered here, a one-shard one's sent to its
     /// shard (a WITH HOLD cursor's pinned server); whether it was one.
     pub(in crate::session) async fn on_known_portal(&mut self, frame: &Frame) -> Result<bool, End> {
-        if self.cursors.is_empty() || !matches!(frame.tag, b'D' | b'E' | b'C') {
+        let portal_message = matches!(
+            frame.kind,
+            FrontendKind::Describe | FrontendKind::Execute | FrontendKind::Close
+        );
+        if self.cursors.is_empty() || !portal_message {
             return Ok(false);
         }
-        let (name, using, terminals) = match FrontendMessage::decode(frame.clone()) {
-            Ok(FrontendMessage::Describe { kind: b'P', name }) => {
-                (name, Use::Read(Ask::Describe), reply_plan::DESCRIBE)
-            }
+        let (name, using, terminals) = match FrontendMessage::decode(frame) {
+            Ok(FrontendMessage::Describe {
+                kind: Named::Portal,
+                name,
+            }) => (name, Use::Read(Ask::Describe), reply_plan::DESCRIBE),
             Ok(FrontendMessage::Execute { portal, max_rows }) => {
                 let rows = u64::try_from(max_rows).unwrap_or(0);
                 (
@@ -184,9 +197,10 @@ impl<S: ClientIo> Session<S> {
                     reply_plan::EXECUTE,
                 )
             }
-            Ok(FrontendMessage::Close { kind: b'P', name }) => {
-                (name, Use::CloseMessage, reply_plan::CLOSE)
-            }
+            Ok(FrontendMessage::Close {
+                kind: Named::Portal,
+                name,
+            }) => (name, Use::CloseMessage, reply_plan::CLOSE),
             _ => return Ok(false),
         };
         if let Some(shard) = self.cursors.shard_of(&name) {
@@ -197,7 +211,7 @@ impl<S: ClientIo> Session<S> {
                 .ensure_server_or_reply(Target::Shard(shard), false)
                 .await?
             {
-                self.unsynced = true;
+                self.pipeline.unsynced = true;
                 self.put_frame(frame);
                 self.plan.push(Step::forward(terminals));
             }
@@ -231,11 +245,11 @@ impl<S: ClientIo> Session<S> {
         let (merged, shard_sql) = self.merged_cursor(&sql, &name, *options, locking, planned)?;
         self.cursors.put_merged(name.clone(), Box::new(merged));
         let instead = shard_sql.map(|sql| {
-            self.state.statements.get_or_insert(
+            self.shared.statements.get_or_insert(
                 &Bytes::from(sql),
                 &statement.param_types,
-                &self.state.cache,
-                self.engine,
+                &self.shared.cache,
+                self.cluster.engine,
             )
         });
         Ok(Some(Declared { name, instead }))

@@ -1,5 +1,5 @@
 //! Reading a merged cursor: batches asked of its shards' servers as
-//! [`crate::fanout::InParts::wanted`] says, their rows merged, and the
+//! [`crate::execute::merge::InParts::wanted`] says, their rows merged, and the
 //! client's reply (a FETCH's, a MOVE's, an Execute's, a Describe's)
 //! written as Postgres writes it. The servers are the ones the session
 //! holds (the transaction's, the pinned ones), or a segment's.
@@ -8,10 +8,12 @@ use bytes::Bytes;
 
 use super::{Merged, Source};
 use crate::errors::ClientError;
-use crate::fanout::{merge_error, ValueError};
+use crate::execute::merge::{merge_error, ValueError};
 use crate::pool::Pooled;
+use crate::protocol::backend::{BackendFrame, BackendKind, BackendMessage};
+use crate::protocol::frontend::Named;
 use crate::protocol::messages;
-use crate::session::{watch_client, ClientIo, End, Session, CLIENT_FLUSH_AT};
+use crate::session::{End, Session, CLIENT_FLUSH_AT};
 
 /// What the client asked of a merged cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +49,7 @@ enum Batch {
     Lost,
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Answer `ask` from `merged`, whose shards' servers are `servers` (in
     /// the order of its positions); a batch ends with a Sync when `sync`
     /// (else a Flush: inside a segment). On failure the cursor is broken
@@ -77,8 +79,8 @@ impl<S: ClientIo> Session<S> {
         }
         if described {
             match merged.rows.description() {
-                Some(description) => self.to_client.extend_from_slice(description),
-                None => messages::no_data(&mut self.to_client),
+                Some(description) => self.client.out().extend_from_slice(description),
+                None => messages::no_data(self.client.out()),
             }
         }
         if ask == Ask::Describe {
@@ -91,11 +93,11 @@ impl<S: ClientIo> Session<S> {
                     break;
                 };
                 if !matches!(ask, Ask::Move { .. }) {
-                    self.to_client.extend_from_slice(&row);
+                    self.client.out().extend_from_slice(&row);
                 }
                 sent += 1;
-                if self.to_client.len() >= CLIENT_FLUSH_AT {
-                    self.flush_client().await?;
+                if self.client.out().len() >= CLIENT_FLUSH_AT {
+                    self.client.flush().await?;
                 }
             }
             if sent == limit || merged.rows.at_end() {
@@ -110,15 +112,15 @@ impl<S: ClientIo> Session<S> {
         }
         match ask {
             Ask::Move { .. } => {
-                messages::command_complete(&mut self.to_client, &format!("MOVE {sent}"))
+                messages::command_complete(self.client.out(), &format!("MOVE {sent}"))
             }
             Ask::Execute { rows } if rows > 0 && sent == rows => {
-                messages::portal_suspended(&mut self.to_client)
+                messages::portal_suspended(self.client.out())
             }
             Ask::Execute { .. } => {
-                messages::command_complete(&mut self.to_client, &format!("SELECT {sent}"))
+                messages::command_complete(self.client.out(), &format!("SELECT {sent}"))
             }
-            _ => messages::command_complete(&mut self.to_client, &format!("FETCH {sent}")),
+            _ => messages::command_complete(self.client.out(), &format!("FETCH {sent}")),
         }
         Ok(Read::Done)
     }
@@ -146,7 +148,7 @@ impl<S: ClientIo> Session<S> {
                 continue;
             };
             let request = merged.source.request(rows, describe, sync);
-            let sent = watch_client(&mut self.client, &mut self.cbuf, server.conn.send(&request));
+            let sent = self.client.watch(server.conn.send(&request));
             lost |= sent.await?.is_err();
         }
         let mut outcome = Batch::Ok;
@@ -174,18 +176,18 @@ impl<S: ClientIo> Session<S> {
         let read = match outcome {
             Batch::Ok => return Read::Done,
             Batch::Error(message) => {
-                self.to_client.extend_from_slice(&message);
+                self.client.out().extend_from_slice(&message);
                 Read::ShardFailed
             }
             Batch::Lost => {
-                ClientError::shard_lost().encode(&mut self.to_client);
+                ClientError::shard_lost().encode(self.client.out());
                 for &shard in &merged.shards {
                     self.cursors.lost(shard);
                 }
                 Read::ShardFailed
             }
             Batch::Merge(error) => {
-                merge_error(&error).encode(&mut self.to_client);
+                merge_error(&error).encode(self.client.out());
                 Read::MergeFailed
             }
         };
@@ -208,40 +210,42 @@ impl<S: ClientIo> Session<S> {
             let Some(message) = self.server_message(server).await? else {
                 return Ok(Batch::Lost);
             };
-            let tag = message[0];
-            let fed = match tag {
-                b'T' => merged.rows.describe(&message[5..], bytewise),
-                b'D' => {
+            let fed = match message.message() {
+                BackendMessage::RowDescription(body) => merged.rows.describe(body, bytewise),
+                BackendMessage::DataRow(_) => {
                     got += 1;
                     match failure {
-                        None => merged.rows.row(position, &message),
+                        None => merged.rows.row(position, message.bytes()),
                         Some(_) => Ok(()),
                     }
                 }
-                b'C' => {
+                BackendMessage::CommandComplete(_) => {
                     // A portal's CommandComplete says it has no more rows; a
                     // FETCH's comes after every batch.
                     complete = matches!(merged.source, Source::Portal(_));
                     Ok(())
                 }
-                b'E' => {
-                    failure.get_or_insert(Batch::Error(message.clone()));
+                BackendMessage::ErrorResponse(_) => {
+                    failure.get_or_insert(Batch::Error(message.bytes().clone()));
                     Ok(())
                 }
-                b'N' => {
-                    self.to_client.extend_from_slice(&message);
+                BackendMessage::NoticeResponse(_) => {
+                    self.client.out().extend_from_slice(message.bytes());
                     Ok(())
                 }
-                b'Z' => {
-                    server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                    break;
-                }
+                BackendMessage::ReadyForQuery(_) => break,
                 _ => Ok(()),
             };
             if let Err(error) = fed {
                 failure.get_or_insert(Batch::Merge(error));
             }
-            if !sync && matches!(tag, b'C' | b's' | b'E') {
+            let ends = matches!(
+                message.kind(),
+                BackendKind::CommandComplete
+                    | BackendKind::PortalSuspended
+                    | BackendKind::ErrorResponse
+            );
+            if !sync && ends {
                 break;
             }
         }
@@ -276,12 +280,12 @@ impl<S: ClientIo> Session<S> {
             Source::Portal(name) => name.clone(),
         };
         let mut request = bytes::BytesMut::new();
-        messages::describe(&mut request, b'P', &name);
+        messages::describe(&mut request, Named::Portal, &name);
         match sync {
             true => messages::sync(&mut request),
             false => messages::flush(&mut request),
         }
-        let sent = watch_client(&mut self.client, &mut self.cbuf, server.conn.send(&request));
+        let sent = self.client.watch(server.conn.send(&request));
         if sent.await?.is_err() {
             return Ok(self.batch_outcome(merged, Batch::Lost));
         }
@@ -290,21 +294,21 @@ impl<S: ClientIo> Session<S> {
             let Some(message) = self.server_message(server).await? else {
                 return Ok(self.batch_outcome(merged, Batch::Lost));
             };
-            let tag = message[0];
-            match tag {
-                b'T' => {
-                    if let Err(error) = merged.rows.describe(&message[5..], bytewise) {
+            match message.message() {
+                BackendMessage::RowDescription(body) => {
+                    if let Err(error) = merged.rows.describe(body, bytewise) {
                         outcome = Batch::Merge(error);
                     }
                 }
-                b'E' => outcome = Batch::Error(message.clone()),
-                b'Z' => {
-                    server.conn.status = message.get(5).copied().unwrap_or(b'I');
-                    break;
-                }
+                BackendMessage::ErrorResponse(_) => outcome = Batch::Error(message.bytes().clone()),
+                BackendMessage::ReadyForQuery(_) => break,
                 _ => {}
             }
-            if !sync && matches!(tag, b'T' | b'n' | b'E') {
+            let ends = matches!(
+                message.kind(),
+                BackendKind::RowDescription | BackendKind::NoData | BackendKind::ErrorResponse
+            );
+            if !sync && ends {
                 break;
             }
         }
@@ -316,7 +320,7 @@ impl<S: ClientIo> Session<S> {
     pub(in crate::session) async fn server_message(
         &mut self,
         server: &mut Pooled,
-    ) -> Result<Option<Bytes>, End> {
+    ) -> Result<Option<BackendFrame>, End> {
         loop {
             match server.conn.next_message() {
                 Ok(Some(message)) => return Ok(Some(message)),
@@ -324,7 +328,7 @@ impl<S: ClientIo> Session<S> {
                 Err(_) => return Ok(None),
             }
             let read = server.conn.fill();
-            match watch_client(&mut self.client, &mut self.cbuf, read).await? {
+            match self.client.watch(read).await? {
                 Ok(0) | Err(_) => return Ok(None),
                 Ok(_) => {}
             }

@@ -15,15 +15,15 @@ use router::summary::{CursorEffect, CursorOptions, SessionEffect, Summary};
 use super::held::Use;
 use super::{declare_refusal, forward, refusal, Ask, Merged, Place, Source};
 use crate::errors::ClientError;
-use crate::fanout::{in_parts, InParts};
+use crate::execute::merge::{in_parts, InParts};
 use crate::pool::Pooled;
-use crate::protocol::frame::Bind;
+use crate::protocol::frontend::Bind;
 use crate::protocol::messages;
+use crate::session::dispatch::{Dispatch, Shards};
 use crate::session::fan_out::{Reply, Scope};
-use crate::session::routing::{Dispatch, Shards};
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
-use crate::session::{ClientIo, End, Session};
+use crate::session::{End, Session};
 
 /// The cursor effect of a statement string's only statement.
 pub(in crate::session) fn cursor_effect(summary: &Summary) -> Option<&CursorEffect> {
@@ -47,7 +47,7 @@ pub(in crate::session) enum Follow {
     Refuse(ClientError),
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Where a statement using a cursor pgshard knows goes (`None`: route
     /// it as usual: it names no known cursor).
     pub(in crate::session) fn follow_cursor(&mut self, effect: &CursorEffect) -> Option<Follow> {
@@ -132,7 +132,7 @@ impl<S: ClientIo> Session<S> {
         match self.place(Some(&[shard]), false) {
             Placement::Send(target) => Dispatch::Send(target),
             _ => self.refused(ClientError::new(
-                crate::protocol::backend::sqlstate::FEATURE_NOT_SUPPORTED,
+                crate::protocol::sqlstate::FEATURE_NOT_SUPPORTED,
                 CROSS_SHARD_TXN,
             )),
         }
@@ -143,7 +143,7 @@ impl<S: ClientIo> Session<S> {
     pub(in crate::session) async fn close_all(&mut self, simple: bool) -> Result<bool, End> {
         self.settle_main().await?;
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
+        self.plan.drain_local(self.client.out(), status);
         let mut request = BytesMut::new();
         messages::query(&mut request, "CLOSE ALL");
         let mut servers = self.attached.take_all_keeping_writes();
@@ -164,17 +164,19 @@ impl<S: ClientIo> Session<S> {
         let failed = failure.is_some();
         match failure {
             Some(error) => {
-                self.to_client.extend_from_slice(&error);
-                self.segment_errors += 1;
-                self.skipping = !simple;
+                self.client.out().extend_from_slice(&error);
+                self.pipeline.segment_errors += 1;
+                if !simple {
+                    self.phase.skip();
+                }
             }
-            None => messages::command_complete(&mut self.to_client, "CLOSE CURSOR ALL"),
+            None => messages::command_complete(self.client.out(), "CLOSE CURSOR ALL"),
         }
         if simple {
             let status = self.status();
-            messages::ready_for_query(&mut self.to_client, status);
+            messages::ready_for_query(self.client.out(), status);
         }
-        self.flush_client().await?;
+        self.client.flush().await?;
         Ok(!failed)
     }
 
@@ -219,8 +221,8 @@ impl<S: ClientIo> Session<S> {
         let query = shard_query(shard_sql.as_deref().unwrap_or(sql));
         let shards = self.declared_shards(&name);
         let request = |_: &Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
-        let errors = self.segment_errors;
-        self.writes = false;
+        let errors = self.pipeline.segment_errors;
+        self.routing.writes = false;
         match in_txn {
             true => {
                 let reply = Reply::Concat(Vec::new());
@@ -233,7 +235,7 @@ impl<S: ClientIo> Session<S> {
                     .await?;
             }
         }
-        if self.segment_errors != errors {
+        if self.pipeline.segment_errors != errors {
             self.cursors.forget(&name);
             self.release_unneeded_pins().await?;
         }
@@ -349,7 +351,7 @@ impl<S: ClientIo> Session<S> {
         if let Some(error) = declare_refusal(options, locking) {
             return Err(error);
         }
-        let planned = router::merge::declare(sql, &self.sharding).map(|p| p.shape);
+        let planned = router::merge::declare(sql, &self.cluster.sharding).map(|p| p.shape);
         let mut plan = match planned {
             None | Some(Shape::Concat) => MergePlan::default(),
             Some(Shape::Merge(plan)) => plan,

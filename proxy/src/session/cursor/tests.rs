@@ -78,11 +78,11 @@ fn a_rollback_to_savepoint_is_not_the_transaction_end() {
     cursors.declare(Bytes::from_static(b"c"), shard(0, false));
     // ROLLBACK TO's tag is ROLLBACK, but the server stays in its
     // transaction.
-    cursors.on_tag(b"ROLLBACK\0");
-    cursors.on_ready(b'T');
+    cursors.on_tag(TagSays::Rollback);
+    cursors.on_ready(TransactionStatus::InBlock);
     assert_eq!(cursors.shard_of(b"c"), Some(0));
-    cursors.on_tag(b"COMMIT\0");
-    cursors.on_ready(b'I');
+    cursors.on_tag(TagSays::Commit);
+    cursors.on_ready(TransactionStatus::Idle);
     assert_eq!(cursors.shard_of(b"c"), None);
 }
 
@@ -98,15 +98,23 @@ fn shard_requests_fetch_forward_or_execute_with_a_limit() {
     let request = portal.request(7, true, false);
     let mut buf = request.clone();
     let mut tags = Vec::new();
-    while let Ok(Some(frame)) = crate::protocol::frame::decode_frontend_frame(&mut buf, 1 << 20) {
-        tags.push(frame.tag);
+    while let Ok(Some(frame)) = crate::protocol::frontend::decode_frontend_frame(&mut buf, 1 << 20)
+    {
+        tags.push(frame.kind);
     }
-    assert_eq!(tags, b"DEH");
+    assert_eq!(
+        tags,
+        [
+            FrontendKind::Describe,
+            FrontendKind::Execute,
+            FrontendKind::Flush
+        ]
+    );
 }
 
 #[test]
 fn a_rollback_to_savepoint_stops_merged_cursors_of_the_transaction() {
-    use crate::fanout::InParts;
+    use crate::execute::merge::InParts;
     use std::sync::Arc;
     let merged = |in_txn| {
         Place::Merged(Box::new(Merged {

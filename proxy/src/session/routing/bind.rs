@@ -11,14 +11,13 @@ use router::summary::{StatementKind, Summary};
 use super::is_copy_from;
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::BindView;
+use crate::protocol::frontend::BindView;
+use crate::protocol::sqlstate;
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
-use crate::session::ClientIo;
 use crate::session::Session;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Where a Bind of `statement` goes, or `None` when it was answered
     /// (refused, or held for a fan-out at Sync).
     pub(in crate::session) fn route_bind(
@@ -47,7 +46,10 @@ impl<S: ClientIo> Session<S> {
         let bind_params = bind_params(bind.values());
         let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
-        let routed = match info.entry.route(&params, &overrides, &self.sharding) {
+        let routed = match info
+            .entry
+            .route(&params, &overrides, &self.cluster.sharding)
+        {
             Ok(routed) => routed,
             Err(RouteError::CopyIntoSharded { .. })
                 if info.entry.summary.statements.len() == 1 && !self.plan.awaiting_server() =>
@@ -57,18 +59,18 @@ impl<S: ClientIo> Session<S> {
             }
             Err(RouteError::MultiRowInsert { .. })
                 if info.entry.summary.statements.len() == 1
-                    && self.state.config().rewrite.splits_inserts() =>
+                    && self.shared.config().rewrite.splits_inserts() =>
             {
                 return self.route_split_bind(statement, unnamed, &bind.to_bind());
             }
             Err(RouteError::ShardingKeyChange { .. })
                 if info.entry.summary.statements.len() == 1
-                    && self.state.config().rewrite.moves_rows() =>
+                    && self.shared.config().rewrite.moves_rows() =>
             {
                 return self.route_move_bind(statement, &bind.to_bind());
             }
             Err(err) => {
-                self.state.metrics.route(RouteKind::Refused);
+                self.shared.metrics.route(RouteKind::Refused);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 self.refuse(error, false);
                 return None;
@@ -79,7 +81,7 @@ impl<S: ClientIo> Session<S> {
         if let Some(error) =
             self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
         {
-            self.state.metrics.route(RouteKind::Refused);
+            self.shared.metrics.route(RouteKind::Refused);
             self.refuse(error, false);
             return None;
         }
@@ -135,7 +137,7 @@ pub(super) fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
         // DECLARE CURSOR is summarized as an `Other` statement.
         [only] if only.kind == StatementKind::Other => {
             let sql = crate::session::sql_text(sql);
-            let [first] = crate::session::params::leading_words::<1>(&sql);
+            let [first] = crate::session::session_effects::leading_words::<1>(&sql);
             first.eq_ignore_ascii_case("DECLARE")
         }
         _ => false,

@@ -6,18 +6,17 @@
 
 use std::sync::Arc;
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 
 use super::{malformed, no_statement, refused, Segment, MIXED};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::protocol::frame::{Bind, BindView, Frame};
+use crate::protocol::frontend::{Bind, BindView, Frame};
 use crate::protocol::messages;
 use crate::session::statements::Statement;
-use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// A Bind for several shards: held as the start of a segment, which
     /// runs at Sync (inside the client's transaction when there is one,
     /// `segment/in_txn.rs`), with what its rows need: a merge, or one
@@ -40,13 +39,13 @@ impl<S: ClientIo> Session<S> {
         let (merge, declared) = match planned {
             Ok(planned) => planned,
             Err(error) => {
-                self.state.metrics.route(RouteKind::Refused);
+                self.shared.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
                 return;
             }
         };
         let writes = crate::session::spanning::writes(summary);
-        let copies = router::route::holds_copies(summary, &self.sharding);
+        let copies = router::route::holds_copies(summary, &self.cluster.sharding);
         let readable = super::readable(summary, merge.as_ref());
         let mut bytes = BytesMut::new();
         // A DECLARE whose query is rewritten: its shards bind that one.
@@ -93,7 +92,7 @@ impl<S: ClientIo> Session<S> {
         if held.writes {
             segment.note_writes(&shards);
         }
-        self.batch = Some(segment);
+        self.phase.hold_batch(segment);
     }
 
     /// A Bind while a segment is held; `Ok(Err)`: the client's error.
@@ -102,8 +101,7 @@ impl<S: ClientIo> Session<S> {
         segment: &mut Segment,
         frame: Frame,
     ) -> Result<Result<(), ClientError>, End> {
-        let body = &frame.body;
-        let Ok(view) = BindView::parse(body) else {
+        let Ok(view) = BindView::of(&frame) else {
             return Ok(Err(malformed("Bind")));
         };
         let bind = view.to_bind();
@@ -124,18 +122,18 @@ impl<S: ClientIo> Session<S> {
         // An INSERT that names no columns binds the statement with its
         // table's columns written in.
         Ok(match self.columns_statement(&statement, &view).await? {
-            Some(rewritten) => self.bind_in_segment(segment, &bind, body, &rewritten, false),
-            None => self.bind_in_segment(segment, &bind, body, &statement, unnamed),
+            Some(rewritten) => self.bind_in_segment(segment, &bind, &frame, &rewritten, false),
+            None => self.bind_in_segment(segment, &bind, &frame, &statement, unnamed),
         })
     }
 
-    /// Add the Bind `bind` (its message body `body`) of `statement` to the
+    /// Add the Bind `bind` (its message `frame`) of `statement` to the
     /// segment (`unnamed`: as the unnamed statement).
     fn bind_in_segment(
         &mut self,
         segment: &mut Segment,
         bind: &Bind,
-        body: &[u8],
+        frame: &Frame,
         statement: &Arc<Statement>,
         unnamed: bool,
     ) -> Result<(), ClientError> {
@@ -154,7 +152,7 @@ impl<S: ClientIo> Session<S> {
                 segment.note_writes(&shards);
             }
             copies = shards.len() > 1
-                && router::route::holds_copies(&info.entry.summary, &self.sharding);
+                && router::route::holds_copies(&info.entry.summary, &self.cluster.sharding);
         }
         let mut readable = Err(super::IN_PARTS);
         let merge = match self.route_info(statement) {
@@ -180,16 +178,10 @@ impl<S: ClientIo> Session<S> {
         };
         // The Bind with the server's name for the statement.
         let name_start = bind.portal.len() + 1;
-        let rest = &body[name_start + bind.statement.len() + 1..];
-        let mut bytes = BytesMut::with_capacity(body.len() + 16);
-        let at = messages::begin(&mut bytes, b'B');
-        bytes.put_slice(&body[..name_start]);
-        if !unnamed {
-            bytes.put_slice(&statement.name);
-        }
-        bytes.put_u8(0);
-        bytes.put_slice(rest);
-        messages::finish(&mut bytes, at);
+        let name = name_start..name_start + bind.statement.len();
+        let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
+        let mut bytes = BytesMut::with_capacity(frame.bytes().len() + 16);
+        frame.write_renamed(name, server_name, &mut bytes);
         segment.push_bind(
             shards,
             (bind.portal.clone(), bytes.freeze()),
@@ -206,7 +198,7 @@ impl<S: ClientIo> Session<S> {
     fn segment_route(
         &mut self,
         statement: &Arc<Statement>,
-        bind: &crate::protocol::frame::Bind,
+        bind: &crate::protocol::frontend::Bind,
     ) -> Result<BindRoute, ClientError> {
         let Some(info) = self.route_info(statement) else {
             return Ok(BindRoute::Shards(None));
@@ -231,11 +223,14 @@ impl<S: ClientIo> Session<S> {
         let params = crate::session::routing::bind_params(bind.values());
         let params = info.params(&params);
         let overrides = self.overrides(&info.overrides);
-        let routed = match info.entry.route(&params, &overrides, &self.sharding) {
+        let routed = match info
+            .entry
+            .route(&params, &overrides, &self.cluster.sharding)
+        {
             Ok(routed) => routed,
             Err(router::route::RouteError::MultiRowInsert { .. })
                 if summary.statements.len() == 1
-                    && self.state.config().rewrite.splits_inserts() =>
+                    && self.shared.config().rewrite.splits_inserts() =>
             {
                 return Ok(BindRoute::Split);
             }

@@ -11,36 +11,36 @@
 use super::run::sync_part;
 use super::{Part, Segment};
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
-use crate::session::ClientIo;
+use crate::protocol::sqlstate;
 use crate::session::{End, Session};
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run a held segment inside the client's transaction, ReadyForQuery
     /// included.
     pub(super) async fn run_segment_in_txn(&mut self, segment: Segment) -> Result<(), End> {
-        let settings = std::mem::take(&mut self.extended_settings);
+        let settings = std::mem::take(&mut self.settings.extended);
         // What the client sent before the segment went to the main server:
         // its replies come first.
-        let errors = self.segment_errors;
+        let errors = self.pipeline.segment_errors;
         self.settle_main().await?;
         // Replies pgshard made itself before the segment (a ParseComplete
         // answered with no server attached) come first; with no server
         // held yet (pgjdbc's BEGIN, answered here, sent with the first
         // statement), the replies are all local.
         let status = self.status();
-        self.plan.drain_local(&mut self.to_client, status);
-        let before = self.segment_errors != errors;
-        if !before && self.attached.status() == Some(b'E') {
+        self.plan.drain_local(self.client.out(), status);
+        let before = self.pipeline.segment_errors != errors;
+        if !before && self.attached.status() == Some(TransactionStatus::Failed) {
             // An earlier statement failed: the transaction is aborted.
             ClientError::new(
                 sqlstate::IN_FAILED_TRANSACTION,
                 "current transaction is aborted, commands ignored until end of transaction block",
             )
-            .encode(&mut self.to_client);
+            .encode(self.client.out());
         }
-        let servers = match before || self.attached.status() == Some(b'E') {
+        let servers = match before || self.attached.status() == Some(TransactionStatus::Failed) {
             // Postgres skips the rest up to the Sync after an error.
             true => None,
             false => self.txn_servers(&segment.shards()).await?,
@@ -65,27 +65,27 @@ impl<S: ClientIo> Session<S> {
             .execute_parts(&mut parts, &segment.items, false)
             .await?;
         if let Some(index) = failed_at {
-            self.segment_errors += 1;
+            self.pipeline.segment_errors += 1;
             self.forget_parses(&segment.items, index + 1);
         }
         // Each part ends at a Sync (what a shard still had to say after an
         // error elsewhere is dropped) and is held again.
         let mut lost = false;
         for mut part in parts {
-            self.writes = segment.writes.contains(&part.shard);
+            self.routing.writes = segment.writes.contains(&part.shard);
             match sync_part(&mut part).await {
                 Some(()) => self.hold(part.shard, part.server),
                 None => lost = true,
             }
         }
-        self.writes = false;
+        self.routing.writes = false;
         if lost {
             // That shard's part of the transaction is gone with its
             // connection: the transaction cannot commit.
             self.txn.fail();
             if failed_at.is_none() {
-                ClientError::shard_lost().encode(&mut self.to_client);
-                self.segment_errors += 1;
+                ClientError::shard_lost().encode(self.client.out());
+                self.pipeline.segment_errors += 1;
             }
         }
         let ok = failed_at.is_none() && !lost;
@@ -97,14 +97,14 @@ impl<S: ClientIo> Session<S> {
     /// at its COMMIT) if it succeeded, and the ReadyForQuery.
     async fn segment_answered(
         &mut self,
-        settings: Vec<super::super::params::ParamChange>,
+        settings: Vec<crate::conn::settings::ParamChange>,
         ok: bool,
     ) -> Result<(), End> {
         if ok {
-            self.pending.extend(settings);
+            self.settings.pending.extend(settings);
         }
         let status = self.status();
-        messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await
+        messages::ready_for_query(self.client.out(), status);
+        Ok(self.client.flush().await?)
     }
 }

@@ -13,11 +13,11 @@ use bytes::Bytes;
 use router::merge::MergePlan;
 
 use super::{Item, Part, Segment};
-use crate::fanout::InParts;
+use crate::execute::merge::InParts;
 use crate::pool::Pooled;
 use crate::session::cursor::{Ask, Merged, Read, Source};
 use crate::session::merge::BindMerge;
-use crate::session::{ClientIo, End, Session};
+use crate::session::{End, Session};
 
 /// A portal's rows on `shards`, read in parts, merged by its Bind's plan
 /// (`None`: concatenated).
@@ -53,7 +53,7 @@ pub(in crate::session) fn portal_rows(
     }
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Send and relay the segment's items, chunk by chunk between its
     /// row-limited Executes, which are read in parts in between. Returns
     /// the item that failed, if one did.

@@ -6,25 +6,22 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use super::{
-    describe, frame_bytes, no_statement, refused, Item, ItemMerge, Segment, Uses, IN_PARTS, MIXED,
-};
+use super::{no_statement, refused, Item, ItemMerge, Segment, Uses, IN_PARTS, MIXED};
 use crate::errors::ClientError;
-use crate::protocol::backend::sqlstate;
-use crate::protocol::frame::{Frame, FrontendMessage};
+use crate::protocol::frontend::{Frame, FrontendMessage, Named};
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::reply_plan;
-use crate::session::ClientIo;
 use crate::session::Session;
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Describe, Execute or Close inside a segment.
     pub(super) fn segment_portal_message(
         &mut self,
         segment: &mut Segment,
         frame: Frame,
     ) -> Result<(), ClientError> {
-        let message = FrontendMessage::decode(frame.clone())
+        let message = FrontendMessage::decode(&frame)
             .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
         if let Some(cursor) = self.cursor_item(segment, &message)? {
             segment.items.push(cursor);
@@ -41,7 +38,10 @@ impl<S: ClientIo> Session<S> {
                 copies = segment.copies.contains(&portal);
                 (shards, reply_plan::EXECUTE, None, bytes)
             }
-            FrontendMessage::Describe { kind: b'P', name } => {
+            FrontendMessage::Describe {
+                kind: Named::Portal,
+                name,
+            } => {
                 let shard = segment.portals.get(&name).and_then(|s| s.first().copied());
                 merge = segment.merges.get(&name).map(|bind| ItemMerge {
                     bind: Arc::clone(bind),
@@ -51,13 +51,13 @@ impl<S: ClientIo> Session<S> {
                     vec![shard.unwrap_or(first)],
                     reply_plan::DESCRIBE,
                     None,
-                    frame_bytes(&frame),
+                    frame.bytes().clone(),
                 )
             }
             FrontendMessage::Describe { name, .. } => {
                 let (uses, server_name) = self.described(segment, &name)?;
                 let mut bytes = BytesMut::new();
-                describe(&mut bytes, b'S', &server_name);
+                messages::describe(&mut bytes, Named::Statement, &server_name);
                 (
                     vec![first],
                     reply_plan::DESCRIBE,
@@ -65,7 +65,10 @@ impl<S: ClientIo> Session<S> {
                     bytes.freeze(),
                 )
             }
-            FrontendMessage::Close { kind: b'S', name } => {
+            FrontendMessage::Close {
+                kind: Named::Statement,
+                name,
+            } => {
                 self.statements.remove(&name);
                 let mut reply = BytesMut::new();
                 messages::close_complete(&mut reply);
@@ -73,12 +76,8 @@ impl<S: ClientIo> Session<S> {
                 return Ok(());
             }
             FrontendMessage::Close { name, .. } => {
-                segment.merges.remove(&name);
-                segment.splits.remove(&name);
-                segment.rowless.remove(&name);
-                segment.copies.remove(&name);
-                let shards = segment.portals.remove(&name).unwrap_or(vec![first]);
-                (shards, reply_plan::CLOSE, None, frame_bytes(&frame))
+                let shards = segment.close_portal(&name).unwrap_or(vec![first]);
+                (shards, reply_plan::CLOSE, None, frame.bytes().clone())
             }
             _ => return Err(refused(MIXED)),
         };
@@ -150,13 +149,13 @@ fn execute(
     let mut bytes = BytesMut::new();
     let mut merge = None;
     if let Some(bind) = segment.merges.get(portal) {
-        describe(&mut bytes, b'P', portal);
+        messages::describe(&mut bytes, Named::Portal, portal);
         merge = Some(ItemMerge {
             bind: Arc::clone(bind),
             execute: true,
         });
     }
-    bytes.extend_from_slice(&frame_bytes(frame));
+    bytes.extend_from_slice(&frame.bytes().clone());
     Ok((shards, bytes.freeze(), merge))
 }
 
@@ -167,8 +166,14 @@ const MERGED_PORTAL: &str = "a portal on several shards kept from an earlier Syn
 fn portal_of(message: &FrontendMessage) -> Option<&Bytes> {
     match message {
         FrontendMessage::Execute { portal, .. } => Some(portal),
-        FrontendMessage::Describe { kind: b'P', name }
-        | FrontendMessage::Close { kind: b'P', name } => Some(name),
+        FrontendMessage::Describe {
+            kind: Named::Portal,
+            name,
+        }
+        | FrontendMessage::Close {
+            kind: Named::Portal,
+            name,
+        } => Some(name),
         _ => None,
     }
 }

@@ -4,28 +4,26 @@
 //! of every shard before it can send one, and must not hold a shard's whole
 //! result while it waits).
 
-use bytes::Bytes;
-
 use super::Part;
 use crate::errors::ClientError;
-use crate::fanout::Merger;
-use crate::protocol::backend::error_code;
-use crate::session::ClientIo;
+use crate::execute::merge::Merger;
+use crate::protocol::backend::{BackendFrame, BackendMessage};
+use crate::session::server_replies::TagSays;
 use crate::session::{End, Session};
 
 /// One step of reading a part's unit for an item.
 enum UnitRead {
     /// A message of the unit; `true` when it ends it.
-    Message(Bytes, bool),
+    Message(BackendFrame, bool),
     /// The part has nothing (more) for this item.
     Over,
     /// The server reported an error (the part skips the rest).
-    Error(Bytes),
+    Error(BackendFrame),
     /// The connection broke.
     Lost,
 }
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Read `part`'s replies up to the end of its unit for item `index`
     /// (swallowing those of Parses pgshard injected before it), feeding the
     /// item's to `merger` as the item's `position`-th shard. Returns false
@@ -95,23 +93,23 @@ impl<S: ClientIo> Session<S> {
 
     /// A message of an item's reply to the merger: notices and parameter
     /// changes from the first shard only.
-    fn feed(&mut self, position: usize, message: &[u8], merger: &mut Merger) {
-        if !matches!(message[0], b'N' | b'S' | b'A') || position == 0 {
-            merger.on_message(position, message, &mut self.to_client);
+    fn feed(&mut self, position: usize, message: &BackendFrame, merger: &mut Merger) {
+        if !message.kind().is_async() || position == 0 {
+            merger.on_message(position, message, self.client.out());
         }
     }
 
     /// A shard's error: the client's if it is the first.
-    fn relay_error(&mut self, message: &[u8], merger: &mut Merger) {
-        if !merger.failed() {
-            let code = error_code(&message[5..]).unwrap_or_default();
-            self.state.metrics.error(code);
+    fn relay_error(&mut self, message: &BackendFrame, merger: &mut Merger) {
+        if let (false, BackendMessage::ErrorResponse(error)) = (merger.failed(), message.message())
+        {
+            self.shared.metrics.error(error.code().unwrap_or_default());
         }
         // An error that names a statement the client prepared names it as
         // the client does.
         let renamed = self.sql_names.client_error(message);
-        let message = renamed.as_deref().unwrap_or(message);
-        merger.on_message(0, message, &mut self.to_client);
+        let message = renamed.as_ref().unwrap_or(message);
+        merger.on_message(0, message, self.client.out());
     }
 
     /// The next message of `part`'s unit for item `index`, the replies of
@@ -136,24 +134,28 @@ impl<S: ClientIo> Session<S> {
                     }
                 }
                 let read = part.server.conn.fill();
-                match crate::session::watch_client(&mut self.client, &mut self.cbuf, read).await? {
+                match self.client.watch(read).await? {
                     Ok(0) | Err(_) => {
                         part.failed = true;
-                        ClientError::shard_lost().encode(&mut self.to_client);
+                        ClientError::shard_lost().encode(self.client.out());
                         return Ok(UnitRead::Lost);
                     }
                     Ok(_) => {}
                 }
             };
-            let tag = message[0];
-            if tag == b'C' {
-                crate::session::retire_on_ddl(&self.state, &message[5..]);
+            match message.message() {
+                BackendMessage::CommandComplete(tag)
+                    if TagSays::of(tag) == TagSays::SchemaChanged =>
+                {
+                    self.shared.retire_on_ddl();
+                }
+                BackendMessage::ErrorResponse(_) => {
+                    part.failed = true;
+                    return Ok(UnitRead::Error(message));
+                }
+                _ => {}
             }
-            if tag == b'E' {
-                part.failed = true;
-                return Ok(UnitRead::Error(message));
-            }
-            let done = crate::session::reply_plan::ends(terminals, tag);
+            let done = terminals.contains(message.kind());
             if done {
                 part.units.pop_front();
             }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 
 use super::{Item, Part, Unit, Uses};
+use crate::protocol::frontend::Named;
 use crate::protocol::messages;
 use crate::session::reply_plan;
 use crate::session::sql_prepared::SqlStatement;
@@ -24,7 +25,11 @@ fn evict_oldest(part: &mut Part, limit: usize, out: &mut BytesMut) {
         return;
     };
     prepared.remove(oldest);
-    messages::close(out, b'S', format!("__pgshard_{oldest}").as_bytes());
+    messages::close(
+        out,
+        Named::Statement,
+        format!("__pgshard_{oldest}").as_bytes(),
+    );
     part.units.push_back(Unit {
         item: None,
         terminals: reply_plan::CLOSE,
@@ -52,7 +57,7 @@ fn prepare_sql(
     messages::parse(out, b"", sql.prepare.as_bytes(), &[]);
     messages::bind_values(out, (PORTAL, b""), &[], &[], &[]);
     messages::execute(out, PORTAL);
-    messages::close(out, b'P', PORTAL);
+    messages::close(out, Named::Portal, PORTAL);
     for (terminals, parse_of) in [
         (reply_plan::PARSE, None),
         (reply_plan::BIND, None),
@@ -119,7 +124,7 @@ pub(super) fn build_request(
         out.extend_from_slice(bytes);
         part.units.push_back(Unit {
             item: Some(index),
-            terminals,
+            terminals: *terminals,
             parse_of: None,
         });
     }

@@ -11,45 +11,46 @@ use bytes::BytesMut;
 use super::request::build_request;
 use super::{Item, Part, Segment};
 use crate::errors::ClientError;
-use crate::fanout::{Merger, RowMerge, SplitRows};
+use crate::execute::merge::{Merger, RowMerge, SplitRows};
+use crate::protocol::backend::BackendKind;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
-use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Run a held segment on every shard it touches and merge the replies,
     /// ReadyForQuery included.
     pub(super) async fn run_segment(&mut self, segment: Segment) -> Result<(), End> {
         if self.txn.spans() {
             return self.run_segment_in_txn(segment).await;
         }
-        let status = self.client_status(b'I');
+        let status = self.client_status(TransactionStatus::Idle);
         // SETs bound before the segment run on the attached server, in its
         // transaction: the client's if the segment commits.
-        let settings = std::mem::take(&mut self.extended_settings);
+        let settings = std::mem::take(&mut self.settings.extended);
         // What the client sent before the segment's first multi-shard Bind
         // went to the attached server: its replies come first, and its
         // implicit transaction joins the segment's (a Flush, not a Sync).
-        let errors = self.segment_errors;
+        let errors = self.pipeline.segment_errors;
         let adopted = match self.attached.is_some() {
             true => self.adopt_attached().await?,
             false => None,
         };
-        self.plan.drain_local(&mut self.to_client, status);
-        if self.segment_errors != errors {
+        self.plan.drain_local(self.client.out(), status);
+        if self.pipeline.segment_errors != errors {
             // That part failed: the rest of the segment is skipped.
             self.forget_parses(&segment.items, 0);
             if let Some(part) = adopted {
                 self.end_parts(vec![part], true).await;
             }
-            messages::ready_for_query(&mut self.to_client, status);
-            return self.flush_client().await;
+            messages::ready_for_query(self.client.out(), status);
+            return Ok(self.client.flush().await?);
         }
         let Some(mut parts) = self.segment_parts(&segment.items, adopted).await? else {
             // Nothing of the segment ran: the error is the client's.
             self.forget_parses(&segment.items, 0);
-            messages::ready_for_query(&mut self.to_client, status);
-            return self.flush_client().await;
+            messages::ready_for_query(self.client.out(), status);
+            return Ok(self.client.flush().await?);
         };
         let two_phase = self.segment_two_phase(&segment);
         let failed_at = self
@@ -59,25 +60,25 @@ impl<S: ClientIo> Session<S> {
         self.segment_portals(&segment, false);
         let mut failed = failed_at.is_some();
         if let Some(index) = failed_at {
-            self.segment_errors += 1;
+            self.pipeline.segment_errors += 1;
             self.forget_parses(&segment.items, index + 1);
         }
         if two_phase && !failed {
             failed = !self.commit_segment(parts, &segment.writes).await?;
             if failed {
-                self.segment_errors += 1;
+                self.pipeline.segment_errors += 1;
             }
         } else {
             self.end_parts(parts, failed).await;
         }
         if !failed {
             for change in settings {
-                self.params.apply(&change, &self.defaults);
+                self.settings.take_effect(&change, false);
             }
         }
-        let status = self.client_status(b'I');
-        messages::ready_for_query(&mut self.to_client, status);
-        self.flush_client().await
+        let status = self.client_status(TransactionStatus::Idle);
+        messages::ready_for_query(self.client.out(), status);
+        Ok(self.client.flush().await?)
     }
 
     /// Send each part its share of the segment (`begin`: opening a
@@ -102,7 +103,7 @@ impl<S: ClientIo> Session<S> {
         let targets = self.info.cancel.take().await;
         if merged.is_err() {
             for target in targets {
-                tokio::spawn(async move { crate::cancel::send(&target).await });
+                tokio::spawn(async move { crate::conn::cancel::send(&target).await });
             }
         }
         let failed_at = merged?;
@@ -117,7 +118,7 @@ impl<S: ClientIo> Session<S> {
             part.server.pool().histograms.observe_query(took);
         }
         let shards: Vec<usize> = parts.iter().map(|p| p.shard).collect();
-        self.clock.log_if_slow(&self.span, took, &shards);
+        self.pipeline.clock.log_if_slow(&self.span, took, &shards);
     }
 
     /// Send each part its share of `items[range]` (`begin`: a BEGIN
@@ -130,12 +131,15 @@ impl<S: ClientIo> Session<S> {
         begin: bool,
     ) -> Result<(), End> {
         for part in parts.iter_mut() {
-            let request = build_request(part, items, range.clone(), begin, self.prepared_limit);
+            let request = build_request(
+                part,
+                items,
+                range.clone(),
+                begin,
+                self.cluster.prepared_limit,
+            );
             let write = part.server.conn.send(&request);
-            if crate::session::watch_client(&mut self.client, &mut self.cbuf, write)
-                .await?
-                .is_err()
-            {
+            if self.client.watch(write).await?.is_err() {
                 part.failed = true;
             }
         }
@@ -157,9 +161,10 @@ impl<S: ClientIo> Session<S> {
         // Inside the client's transaction block its servers (held, synced)
         // may be asked too: a query there commits nothing.
         let in_block = self.txn.spans();
-        let idle = parts
-            .iter_mut()
-            .find(|p| p.server.conn.status == b'I' || (in_block && p.server.conn.status == b'T'));
+        let idle = parts.iter_mut().find(|p| {
+            p.server.conn.status() == TransactionStatus::Idle
+                || (in_block && p.server.conn.status() == TransactionStatus::InBlock)
+        });
         self.bytewise_text(idle.map(|p| &mut p.server)).await
     }
 
@@ -197,9 +202,9 @@ impl<S: ClientIo> Session<S> {
                     unnamed_parsed: None,
                 }),
                 Err(err) => {
-                    ClientError::from_pool(&err, &self.info.database, shard)
-                        .encode(&mut self.to_client);
-                    self.segment_errors += 1;
+                    err.client_error(&self.info.database, shard)
+                        .encode(self.client.out());
+                    self.pipeline.segment_errors += 1;
                     return Ok(None);
                 }
             }
@@ -212,7 +217,7 @@ impl<S: ClientIo> Session<S> {
     /// it and relay the replies (errors among them count for the segment).
     async fn adopt_attached(&mut self) -> Result<Option<Part>, End> {
         if self.plan.unsynced_tail() {
-            messages::flush(&mut self.to_server);
+            messages::flush(&mut self.pipeline.to_server);
         }
         self.flush().await?;
         self.answer_all().await?;
@@ -240,7 +245,7 @@ impl<S: ClientIo> Session<S> {
     ) -> Result<Option<usize>, End> {
         let mut failed = parts.iter().any(|p| p.failed);
         if failed {
-            ClientError::shard_lost().encode(&mut self.to_client);
+            ClientError::shard_lost().encode(self.client.out());
             return Ok(Some(range.start));
         }
         let (from, to) = (range.start, range.end);
@@ -254,7 +259,7 @@ impl<S: ClientIo> Session<S> {
             } = item
             else {
                 if let Item::Local(bytes, _) = item {
-                    self.to_client.extend_from_slice(bytes);
+                    self.client.out().extend_from_slice(bytes);
                 }
                 continue;
             };
@@ -287,9 +292,9 @@ impl<S: ClientIo> Session<S> {
                     }
                 }
             }
-            failed |= merger.finish(&mut self.to_client);
-            if self.to_client.len() >= crate::session::CLIENT_FLUSH_AT {
-                self.flush_client().await?;
+            failed |= merger.finish(self.client.out());
+            if self.client.out().len() >= crate::session::CLIENT_FLUSH_AT {
+                self.client.flush().await?;
             }
             if failed {
                 return Ok(Some(index));
@@ -333,8 +338,7 @@ pub(super) async fn sync_part(part: &mut Part) -> Option<()> {
     part.server.conn.send(&sync).await.ok()?;
     loop {
         match part.server.conn.next_message() {
-            Ok(Some(message)) if message[0] == b'Z' => {
-                part.server.conn.status = message.get(5).copied().unwrap_or(b'I');
+            Ok(Some(message)) if message.kind() == BackendKind::ReadyForQuery => {
                 let stats = &part.server.pool().stats;
                 stats.query_count.fetch_add(1, Ordering::Relaxed);
                 return Some(());

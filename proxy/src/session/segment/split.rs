@@ -1,6 +1,7 @@
-//! Split INSERT Binds in a segment (`session/split_bind.rs`): one item
-//! whose shards each get their own Bind of their own statement; the
-//! portal's later Execute puts RETURNING rows back in the client's order.
+//! Split INSERT Binds in a segment (split by `session/split_bind.rs`: a
+//! `SplitBind` of one `PartBind` per shard): one item whose shards each get
+//! their own Bind of their own statement; the portal's later Execute puts
+//! RETURNING rows back in the client's order.
 
 use std::sync::Arc;
 
@@ -8,8 +9,34 @@ use bytes::Bytes;
 
 use super::{Item, Segment};
 use crate::session::reply_plan;
-use crate::session::split_bind::SplitBind;
 use crate::session::statements::Statement;
+
+/// One Bind split by shard.
+#[derive(Debug)]
+pub struct SplitBind {
+    /// One per database, in shard order.
+    pub parts: Vec<PartBind>,
+    /// It returns rows (RETURNING).
+    pub returning: bool,
+}
+
+/// One database's part of a split Bind.
+#[derive(Debug)]
+pub struct PartBind {
+    pub shard: usize,
+    /// Its INSERT, as registered.
+    pub statement: Arc<Statement>,
+    /// Its Bind (the client's portal, its statement's server name).
+    pub bytes: Bytes,
+    /// The client's row numbers (0-based) it holds, in order.
+    pub rows: Vec<usize>,
+}
+
+impl SplitBind {
+    pub fn shards(&self) -> Vec<usize> {
+        self.parts.iter().map(|p| p.shard).collect()
+    }
+}
 
 impl Segment {
     /// A segment starting with a split Bind of `statement` into `portal`

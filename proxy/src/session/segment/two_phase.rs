@@ -11,13 +11,12 @@
 use super::run::sync_part;
 use super::{Part, Segment};
 use crate::errors::ClientError;
-use crate::session::ClientIo;
 use crate::session::{End, Session};
 
-impl<S: ClientIo> Session<S> {
+impl Session {
     /// Whether `segment` commits in two phases.
     pub(super) fn segment_two_phase(&self, segment: &Segment) -> bool {
-        let config = self.state.config();
+        let config = self.shared.config();
         let general = &config.general;
         segment.writes.len() > 1 && general.two_phase_commit && general.two_phase_commit_auto
     }
@@ -45,7 +44,7 @@ impl<S: ClientIo> Session<S> {
             for part in synced {
                 self.release(part.server, false).await;
             }
-            ClientError::shard_lost().encode(&mut self.to_client);
+            ClientError::shard_lost().encode(self.client.out());
             return Ok(false);
         }
         for part in synced {
@@ -59,7 +58,7 @@ impl<S: ClientIo> Session<S> {
         match self.end_spanning(true, true).await? {
             Ok(_) => Ok(true),
             Err(error) => {
-                error.encode(&mut self.to_client);
+                error.encode(self.client.out());
                 Ok(false)
             }
         }

@@ -1,6 +1,7 @@
 //! Tests of the SQL-prepared statements' registry and argument values.
 
 use super::*;
+use crate::protocol::backend::BackendFrame;
 use crate::session::statements::Registry;
 use router::merge::Shape;
 
@@ -134,7 +135,7 @@ fn errors_name_statements_as_the_client_does() {
         message.extend_from_slice(b"\0\0");
         let len = (message.len() - 1) as u32;
         message[1..5].copy_from_slice(&len.to_be_bytes());
-        message
+        BackendFrame::copy_of(&message).unwrap()
     };
     let id = statement.id;
     let named = error(&format!(
@@ -142,8 +143,8 @@ fn errors_name_statements_as_the_client_does() {
     ));
     let renamed = names.client_error(&named).unwrap();
     assert_eq!(
-        &renamed[..],
-        &error("wrong number of parameters for prepared statement \"Mine\"")[..]
+        renamed,
+        error("wrong number of parameters for prepared statement \"Mine\"")
     );
     // Another client's statement, a name not quoted as Postgres quotes,
     // and no name at all are left as they are.
@@ -151,9 +152,10 @@ fn errors_name_statements_as_the_client_does() {
         "\"__pgshard_{}\" and __pgshard_{id} and \"__pgshard_{id}x\"",
         id + 1
     ));
-    assert_eq!(&names.client_error(&other).unwrap()[..], &other[..]);
+    assert_eq!(names.client_error(&other).unwrap(), other);
     assert!(names.client_error(&error("no name")).is_none());
-    assert!(names.client_error(b"E\0").is_none());
+    let notice = BackendFrame::copy_of(b"N\0\0\0\x04").unwrap();
+    assert!(names.client_error(&notice).is_none());
 }
 
 #[test]

@@ -34,9 +34,18 @@ fn server(spec: &str) -> Option<ServerView> {
     let (shard, status) = head.split_at(head.len() - 1);
     Some(ServerView {
         shard: shard.parse().unwrap(),
-        status: status.as_bytes()[0],
+        status: status_of(status.as_bytes()[0]),
         copy_in: copy,
     })
+}
+
+fn status_of(byte: u8) -> TransactionStatus {
+    match byte {
+        b'I' => TransactionStatus::Idle,
+        b'T' => TransactionStatus::InBlock,
+        b'E' => TransactionStatus::Failed,
+        other => panic!("unknown status {}", char::from(other)),
+    }
 }
 
 fn state(t: &Transaction) -> String {
@@ -225,7 +234,11 @@ fn client_status() {
     ];
     for (before, server_status, expected) in cases {
         let t = machine(before);
-        assert_eq!(t.status(server_status), expected, "{before}");
+        assert_eq!(
+            t.status(status_of(server_status)),
+            status_of(expected),
+            "{before}"
+        );
         assert_eq!(t.overrides_server(), before != "idle");
     }
 }
@@ -254,7 +267,7 @@ fn overrides_end_with_their_transaction() {
     // Set outside a transaction: they stay.
     let mut t = machine("idle");
     t.on_override(server("0I"));
-    assert!(!t.on_end(Some(b'I')));
+    assert!(!t.on_end(Some(TransactionStatus::Idle)));
     // Set in a deferred transaction that pgshard ends.
     let mut t = machine("deferred");
     t.on_override(None);
@@ -265,8 +278,8 @@ fn overrides_end_with_their_transaction() {
     // Set in a transaction open on the server: they go at its end.
     let mut t = machine("idle");
     t.on_override(server("0T"));
-    assert!(!t.on_end(Some(b'T')));
-    assert!(t.on_end(Some(b'I')));
+    assert!(!t.on_end(Some(TransactionStatus::InBlock)));
+    assert!(t.on_end(Some(TransactionStatus::Idle)));
 }
 
 #[test]

@@ -1,0 +1,192 @@
+//! A client's connection: its socket (TCP, or TLS over it) and its two
+//! buffers, what was read and not yet handled and what is to be written.
+//! The login (`client/authenticate.rs`), the session, the admin console and
+//! the watch on a client while something else is awaited all read and
+//! write the client through it; nothing else touches the socket.
+
+mod authenticate;
+
+use std::future::Future;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::tls::{ClientStream, TlsAcceptor};
+use crate::protocol::frame::{FrameError, SMALL_MESSAGE_LIMIT};
+use crate::protocol::frontend::{decode_frontend_frame, Frame};
+use crate::protocol::startup::{decode_startup, StartupError, StartupMessage};
+pub use authenticate::{AuthFailure, Credentials, First, LoginError};
+
+/// The least free room in the read buffer for a read.
+const READ_ROOM: usize = 4 * 1024;
+
+/// Most bytes buffered while something else is awaited (a pool, PAUSE, a
+/// fan-out): past it the client is not read until the wait ends (a
+/// pipelining client waits, as with a full socket buffer).
+pub const WATCH_BUFFER_LIMIT: usize = 1024 * 1024;
+
+/// The client went away: end of stream, a broken socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the client went away")]
+pub struct Gone;
+
+/// A client's connection.
+#[derive(Debug)]
+pub struct ClientConn {
+    stream: ClientStream,
+    read: BytesMut,
+    write: BytesMut,
+    /// The longest message accepted: Postgres's cap for small messages
+    /// until the login is over, then `max_message_size`.
+    max_message: usize,
+}
+
+impl ClientConn {
+    /// A client that just connected.
+    pub fn new(stream: TcpStream) -> ClientConn {
+        ClientConn {
+            stream: ClientStream::Plain(stream),
+            read: BytesMut::with_capacity(1024),
+            write: BytesMut::with_capacity(8 * 1024),
+            max_message: SMALL_MESSAGE_LIMIT,
+        }
+    }
+
+    /// The longest message accepted from now on.
+    pub fn accept_messages_up_to(&mut self, max_message: usize) {
+        self.max_message = max_message;
+    }
+
+    /// The connection over TLS, once the handshake with `acceptor` is
+    /// done; `None` when it failed or it is TLS already.
+    pub async fn into_tls(self, acceptor: &TlsAcceptor) -> std::io::Result<ClientConn> {
+        let ClientStream::Plain(plain) = self.stream else {
+            return Err(std::io::Error::other("TLS over TLS"));
+        };
+        let stream = ClientStream::Tls(Box::new(acceptor.accept(plain).await?));
+        Ok(ClientConn { stream, ..self })
+    }
+
+    /// The next whole message already read; `None` until one is complete.
+    pub fn read_message(&mut self) -> Result<Option<Frame>, FrameError> {
+        decode_frontend_frame(&mut self.read, self.max_message)
+    }
+
+    /// The next whole message, read as it comes.
+    pub async fn next_message(&mut self) -> Result<Frame, ReadError> {
+        loop {
+            if let Some(frame) = self.read_message()? {
+                return Ok(frame);
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// The untagged first message already read (StartupMessage,
+    /// SSLRequest, CancelRequest...); `None` until it is complete.
+    pub fn read_startup(&mut self) -> Result<Option<StartupMessage>, StartupError> {
+        decode_startup(&mut self.read)
+    }
+
+    /// Bytes were read and not handled yet.
+    pub fn has_unread(&self) -> bool {
+        !self.read.is_empty()
+    }
+
+    /// Read what the client sent: how many bytes, or `Gone` at the end of
+    /// its stream. Cancel-safe: a read abandoned in a `select!` loses
+    /// nothing.
+    pub async fn fill(&mut self) -> Result<usize, Gone> {
+        // Room for a whole message of the usual size in one read: a read
+        // that fills the buffer is followed by another.
+        self.read.reserve(READ_ROOM);
+        match self.stream.read_buf(&mut self.read).await {
+            Ok(0) | Err(_) => Err(Gone),
+            Ok(n) => Ok(n),
+        }
+    }
+
+    /// Whether [`fill`](Self::fill) may read more while something else is
+    /// awaited (below [`WATCH_BUFFER_LIMIT`]).
+    pub fn may_buffer(&self) -> bool {
+        self.read.len() < WATCH_BUFFER_LIMIT
+    }
+
+    /// Wait for `wait` while watching the client: what it sends meanwhile
+    /// is kept for later; if it leaves, the wait is abandoned with `Gone`
+    /// (dropping `wait` gives back whatever it held).
+    pub async fn watch<T>(&mut self, wait: impl Future<Output = T>) -> Result<T, Gone> {
+        tokio::pin!(wait);
+        loop {
+            if !self.may_buffer() {
+                return Ok(wait.await);
+            }
+            tokio::select! {
+                biased;
+                out = &mut wait => return Ok(out),
+                read = self.fill() => { read?; }
+            }
+        }
+    }
+
+    /// What is to be written to the client (sent by [`flush`](Self::flush)).
+    pub fn out(&mut self) -> &mut BytesMut {
+        &mut self.write
+    }
+
+    /// Bytes are waiting to be written.
+    pub fn has_output(&self) -> bool {
+        !self.write.is_empty()
+    }
+
+    /// Write what the socket takes of the output now, building no future
+    /// (the usual case: a reply fits the socket's buffer); `false` when
+    /// bytes are left for [`flush`](Self::flush).
+    pub fn flush_now(&mut self) -> Result<bool, Gone> {
+        if self.write.is_empty() {
+            return Ok(true);
+        }
+        match self.stream.try_write_now(&self.write) {
+            Ok(n) => self.write.advance(n),
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => {
+                self.write.clear();
+                return Err(Gone);
+            }
+        }
+        Ok(self.write.is_empty())
+    }
+
+    /// Write all of the output.
+    pub async fn flush(&mut self) -> Result<(), Gone> {
+        if self.flush_now()? {
+            return Ok(());
+        }
+        let written = self.stream.write_all(&self.write).await;
+        self.write.clear();
+        written.map_err(|_| Gone)
+    }
+
+    /// Write `bytes` now, ahead of nothing else (the output is empty
+    /// during the login).
+    pub async fn send(&mut self, bytes: &[u8]) -> Result<(), Gone> {
+        self.write.extend_from_slice(bytes);
+        self.flush().await
+    }
+
+    /// Close the connection after what was written.
+    pub async fn shutdown(&mut self) {
+        let _ = self.flush().await;
+        let _ = self.stream.shutdown().await;
+    }
+}
+
+/// Why the next message could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Gone(#[from] Gone),
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+}

@@ -1,0 +1,12 @@
+//! Running a plan on servers, below the session: several servers read at
+//! once (`fan_out.rs`: a task and a bounded channel per server), what
+//! their replies become for the client (`merge/`: merges and the value
+//! arithmetic they need), a row move's messages (`row_move.rs`), two-phase
+//! commit's coordinator, decision log and recovery, and the catalog read
+//! through a connection.
+
+pub mod catalog;
+pub mod fan_out;
+pub mod merge;
+pub mod row_move;
+pub mod two_phase;

@@ -1,0 +1,415 @@
+//! The local two-phase commit decision log: append-only files in
+//! `two_phase_commit_wal_dir`, `decisions-<instance>-<n>.log`, a new one
+//! (`n` + 1) once one holds `two_phase_commit_wal_segment_size` bytes.
+//!
+//! One record per line: 16 hex digits (the first 8 bytes of the SHA-256 of
+//! the rest of the line), a space, then the record:
+//! - `commit <txn> <database> <shard>,<shard>,...`: the decider committed;
+//!   fsynced before any `COMMIT PREPARED` is sent;
+//! - `done <txn>`: every prepared part was committed (not fsynced: losing
+//!   it only makes recovery look again).
+//!
+//! Records are written by one thread per process, in batches: whatever
+//! sessions append while the thread writes (and fsyncs) the previous batch
+//! goes out in the next write, with one fsync for every `commit` in it, so
+//! concurrent two-phase commits share their fsyncs (group commit) instead
+//! of queueing for one each.
+//!
+//! A line whose checksum does not match (a write torn by a crash) is
+//! skipped. Recovery reads every file in the directory: a commit without
+//! its `done` is committed on its shards without asking the decider; a
+//! file of another instance with nothing pending is removed, and so is one
+//! of this instance's full segments once nothing in it is pending. The
+//! shards' decision table stays the source of truth (`two_phase.rs`): the
+//! log is what lets this instance finish its own commits after a restart
+//! without it, and a record of what it decided.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
+
+/// A commit the log says was decided and not finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub txn: String,
+    pub database: String,
+    pub shards: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DecisionLog {
+    dir: PathBuf,
+    segment_size: u64,
+    /// The writing thread's queue, started with the first record.
+    writer: Arc<Mutex<Option<mpsc::Sender<Append>>>>,
+}
+
+/// A failed write of a batch, told to each record's writer (an
+/// `io::Error` cannot be cloned): its kind and its words.
+#[derive(Debug, Clone)]
+struct WriteFailed(std::io::ErrorKind, String);
+
+/// A record for the writing thread: its line, whether it must be on disk
+/// before the reply, and where the outcome goes.
+struct Append {
+    line: String,
+    sync: bool,
+    reply: oneshot::Sender<Result<(), WriteFailed>>,
+}
+
+impl DecisionLog {
+    /// The log in `dir`, in segments of about `segment_size` bytes; the
+    /// directory and the files are created with the first record.
+    pub fn open(dir: &Path, segment_size: u64) -> DecisionLog {
+        DecisionLog {
+            dir: dir.to_owned(),
+            segment_size: segment_size.max(1),
+            writer: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Append `commit` for `txn`; returns once it is fsynced.
+    pub async fn commit(
+        &self,
+        instance: &str,
+        txn: &str,
+        database: &str,
+        shards: &[usize],
+    ) -> std::io::Result<()> {
+        let shards: Vec<String> = shards.iter().map(usize::to_string).collect();
+        let record = format!("commit {txn} {database} {}", shards.join(","));
+        self.append(instance, record, true).await
+    }
+
+    /// Append `done` for `txn` (written, not fsynced).
+    pub async fn done(&self, instance: &str, txn: &str) -> std::io::Result<()> {
+        self.append(instance, format!("done {txn}"), false).await
+    }
+
+    async fn append(&self, instance: &str, record: String, sync: bool) -> std::io::Result<()> {
+        let line = format!("{} {record}\n", checksum(&record));
+        let (reply, outcome) = oneshot::channel();
+        let append = Append { line, sync, reply };
+        let sent = {
+            let mut writer = crate::lock::lock(&self.writer);
+            let sender = writer.get_or_insert_with(|| {
+                let (sender, queue) = mpsc::channel();
+                let segments = Segments {
+                    dir: self.dir.clone(),
+                    instance: instance.to_owned(),
+                    size: self.segment_size,
+                    current: None,
+                };
+                let spawned = std::thread::Builder::new()
+                    .name("pgshard-2pc-log".into())
+                    .spawn(move || segments.write_all(queue));
+                if let Err(err) = spawned {
+                    tracing::warn!(%err, "cannot start the two-phase commit log writer");
+                }
+                sender
+            });
+            sender.send(append)
+        };
+        if sent.is_err() {
+            // The writer is gone (it could not start): start again next time.
+            *crate::lock::lock(&self.writer) = None;
+            return Err(std::io::Error::other("the decision log writer stopped"));
+        }
+        match outcome.await {
+            Ok(result) => result.map_err(|WriteFailed(kind, what)| std::io::Error::new(kind, what)),
+            Err(_) => Err(std::io::Error::other("the decision log writer stopped")),
+        }
+    }
+
+    /// Every commit the directory's logs record without its `done` (in
+    /// any of them), with the file it is in.
+    pub fn pending(&self) -> Vec<(PathBuf, Pending)> {
+        read_pending(&read_logs(&self.dir, |_| true))
+    }
+
+    /// Remove the logs of other instances that nothing pending is
+    /// recorded in (see [`finished_segments`]).
+    pub fn remove_finished(&self, keep_instance: &str) {
+        let logs = read_logs(&self.dir, |_| true);
+        let pending: Vec<PathBuf> = read_pending(&logs).into_iter().map(|(p, _)| p).collect();
+        let own = format!("decisions-{keep_instance}-");
+        let others: Vec<PathBuf> = logs
+            .into_iter()
+            .map(|(path, _)| path)
+            .filter(|path| !file_name(path).starts_with(&own))
+            .collect();
+        for path in finished_segments(others, &pending) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+fn file_name(path: &Path) -> &str {
+    path.file_name().and_then(|n| n.to_str()).unwrap_or("")
+}
+
+/// Of some instances' segments, those that can go: per instance, the
+/// segments before its first one that records a pending commit. Only a
+/// prefix goes, because a later segment's `done` may answer an earlier
+/// segment's `commit`: removing a segment of `done`s while an earlier one
+/// stays would make its commits look pending again.
+fn finished_segments(segments: Vec<PathBuf>, pending: &[PathBuf]) -> Vec<PathBuf> {
+    let mut by_instance: BTreeMap<String, Vec<(u64, PathBuf)>> = BTreeMap::new();
+    for path in segments {
+        let name = file_name(&path).trim_end_matches(".log").to_owned();
+        let (instance, number) = match name.rsplit_once('-') {
+            Some((instance, n)) if n.bytes().all(|b| b.is_ascii_digit()) => {
+                (instance.to_owned(), n.parse().unwrap_or(0))
+            }
+            _ => (name, 0),
+        };
+        by_instance
+            .entry(instance)
+            .or_default()
+            .push((number, path));
+    }
+    let mut finished = Vec::new();
+    for (_, mut files) in by_instance {
+        files.sort();
+        finished.extend(
+            files
+                .into_iter()
+                .map(|(_, path)| path)
+                .take_while(|path| !pending.contains(path)),
+        );
+    }
+    finished
+}
+
+/// The writing thread's files: this instance's segments.
+struct Segments {
+    dir: PathBuf,
+    instance: String,
+    size: u64,
+    /// The segment being written: its number, file and size so far.
+    current: Option<(u64, File, u64)>,
+}
+
+impl Segments {
+    /// Write what comes, a batch at a time, until every sender is gone.
+    fn write_all(mut self, queue: mpsc::Receiver<Append>) {
+        while let Ok(first) = queue.recv() {
+            let mut batch = vec![first];
+            batch.extend(queue.try_iter());
+            let text: String = batch.iter().map(|a| a.line.as_str()).collect();
+            let sync = batch.iter().any(|a| a.sync);
+            let result = self
+                .write(text.as_bytes(), sync)
+                .map_err(|e| WriteFailed(e.kind(), e.to_string()));
+            for append in batch {
+                let _ = append.reply.send(result.clone());
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+        if self
+            .current
+            .as_ref()
+            .is_none_or(|(_, _, len)| *len >= self.size)
+        {
+            self.next_segment()?;
+        }
+        let Some((_, file, len)) = self.current.as_mut() else {
+            return Err(std::io::Error::other("no decision log segment"));
+        };
+        file.write_all(bytes)?;
+        *len += bytes.len() as u64;
+        if sync {
+            file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    /// Start the next segment (after the highest one this instance has
+    /// left in the directory), then remove this instance's earlier
+    /// segments that nothing pending is recorded in.
+    fn next_segment(&mut self) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let prefix = format!("decisions-{}-", self.instance);
+        let number = match &self.current {
+            Some((n, _, _)) => n + 1,
+            None => 1,
+        };
+        let path = self.dir.join(format!("{prefix}{number}.log"));
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let len = file.metadata()?.len();
+        self.current = Some((number, file, len));
+        let own = read_logs(&self.dir, |name| name.starts_with(&prefix));
+        let pending: Vec<PathBuf> = read_pending(&own).into_iter().map(|(p, _)| p).collect();
+        let full: Vec<PathBuf> = own
+            .into_iter()
+            .map(|(p, _)| p)
+            .filter(|p| *p != path)
+            .collect();
+        for old in finished_segments(full, &pending) {
+            let _ = std::fs::remove_file(&old);
+        }
+        Ok(())
+    }
+}
+
+/// The decision logs in `dir` whose file names `wanted` accepts, with
+/// their text.
+fn read_logs(dir: &Path, wanted: impl Fn(&str) -> bool) -> Vec<(PathBuf, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut logs = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_log = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("decisions-") && n.ends_with(".log") && wanted(n));
+        if let (true, Ok(text)) = (is_log, std::fs::read_to_string(&path)) {
+            logs.push((path, text));
+        }
+    }
+    logs.sort();
+    logs
+}
+
+fn checksum(record: &str) -> String {
+    let digest = Sha256::digest(record.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The commits of the logs' texts that have no `done` in any of them, in
+/// log order.
+fn read_pending(logs: &[(PathBuf, String)]) -> Vec<(PathBuf, Pending)> {
+    let mut open: BTreeMap<String, (usize, PathBuf, Pending)> = BTreeMap::new();
+    let mut done = Vec::new();
+    let lines = logs
+        .iter()
+        .flat_map(|(path, text)| text.lines().map(move |line| (path, line)));
+    for (at, (path, line)) in lines.enumerate() {
+        let Some((sum, record)) = line.split_once(' ') else {
+            continue;
+        };
+        if checksum(record) != sum {
+            continue;
+        }
+        let words: Vec<&str> = record.split(' ').collect();
+        match words.as_slice() {
+            ["commit", txn, database, shards] => {
+                let shards = shards.split(',').filter_map(|s| s.parse().ok()).collect();
+                let pending = Pending {
+                    txn: (*txn).to_owned(),
+                    database: (*database).to_owned(),
+                    shards,
+                };
+                open.insert((*txn).to_owned(), (at, path.clone(), pending));
+            }
+            ["done", txn] => done.push((*txn).to_owned()),
+            _ => {}
+        }
+    }
+    for txn in done {
+        open.remove(&txn);
+    }
+    let mut pending: Vec<_> = open.into_values().collect();
+    pending.sort_by_key(|(at, _, _)| *at);
+    pending.into_iter().map(|(_, path, p)| (path, p)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn commits_without_done_are_pending_and_torn_lines_skipped() {
+        let dir = std::env::temp_dir().join(format!("pgshard-log-{}", rand::random::<u32>()));
+        let log = DecisionLog::open(&dir, 16 * 1024 * 1024);
+        log.commit("aaaa", "aaaa_1", "db", &[1, 2]).await.unwrap();
+        log.commit("aaaa", "aaaa_2", "db", &[0]).await.unwrap();
+        log.done("aaaa", "aaaa_1").await.unwrap();
+        let path = dir.join("decisions-aaaa-1.log");
+        let pending = log.pending();
+        assert_eq!(
+            pending,
+            vec![(
+                path.clone(),
+                Pending {
+                    txn: "aaaa_2".into(),
+                    database: "db".into(),
+                    shards: vec![0],
+                }
+            )]
+        );
+        // Another instance keeps a log with something pending.
+        log.remove_finished("bbbb");
+        assert!(path.exists());
+        log.done("aaaa", "aaaa_2").await.unwrap();
+        // Records a crash tore, or with a wrong checksum, do not count.
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"0123456789abcdef commit aaaa_3 db 1\n")
+            .unwrap();
+        file.write_all(b"deadbeef").unwrap();
+        assert_eq!(log.pending(), vec![]);
+        log.remove_finished("bbbb");
+        assert!(!path.exists());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Many commits at once share fsyncs and all land; full segments go
+    /// once nothing in them is pending, and what is pending survives the
+    /// rotation.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_commits_all_land_and_full_segments_go() {
+        let dir = std::env::temp_dir().join(format!("pgshard-log-{}", rand::random::<u32>()));
+        let log = DecisionLog::open(&dir, 4096);
+        let tasks: Vec<_> = (0..200)
+            .map(|i| {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let txn = format!("cccc_{i}");
+                    log.commit("cccc", &txn, "db", &[0, 1]).await.unwrap();
+                    if i % 50 != 7 {
+                        log.done("cccc", &txn).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let pending: Vec<String> = log.pending().into_iter().map(|(_, p)| p.txn).collect();
+        let expected: Vec<String> = (0..200)
+            .filter(|i| i % 50 == 7)
+            .map(|i| format!("cccc_{i}"))
+            .collect();
+        let mut sorted = pending.clone();
+        sorted.sort();
+        let mut expected_sorted = expected.clone();
+        expected_sorted.sort();
+        assert_eq!(sorted, expected_sorted);
+        // ~90 bytes a record: several segments were started.
+        let files = read_logs(&dir, |_| true);
+        assert!(files.len() > 1, "{} segment(s)", files.len());
+        // Finish the pending ones: the next rotation removes every full
+        // segment, keeping the one being written.
+        for txn in &expected {
+            log.done("cccc", txn).await.unwrap();
+        }
+        for i in 0..100 {
+            let txn = format!("cccc_x{i}");
+            log.commit("cccc", &txn, "db", &[0]).await.unwrap();
+            log.done("cccc", &txn).await.unwrap();
+        }
+        assert!(log.pending().is_empty());
+        assert!(read_logs(&dir, |_| true).len() <= 2);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,241 @@
+//! The running config and the pools built from it, by (cluster, user):
+//! installed whole by RELOAD or SIGHUP (pools whose settings and server are
+//! unchanged are kept with their connections), and a generation, bumped by
+//! every change, that sessions compare to know when to look again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use router::config::{Config, Database, Role, User};
+
+use super::balancer::ShardPools;
+use super::{Pool, PoolId};
+use crate::conn::server::ServerTarget;
+use crate::metrics::Metrics;
+
+/// The pools of one (cluster, user): one set per shard, by shard number.
+pub type ClusterPools = Arc<Vec<ShardPools>>;
+
+/// The running config and its pools.
+#[derive(Debug)]
+pub struct Clusters {
+    config: RwLock<Arc<Config>>,
+    pools: RwLock<HashMap<(String, String), ClusterPools>>,
+    /// Bumped by every config change, so sessions know to look pools up
+    /// again.
+    generation: AtomicU64,
+    next_server_id: Arc<AtomicU64>,
+}
+
+impl Clusters {
+    /// No pools yet, `config` running: [`install`](Self::install) builds
+    /// them.
+    pub fn new(config: Arc<Config>) -> Clusters {
+        Clusters {
+            config: RwLock::new(config),
+            pools: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+            next_server_id: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    pub fn config(&self) -> Arc<Config> {
+        Arc::clone(&read(&self.config))
+    }
+
+    /// Bumped by every change of the config or the pools.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Install `config` (as [`keep_sharding`](Self::keep_sharding) made
+    /// it): pools whose settings and server are unchanged are kept (with
+    /// their connections); the others are rebuilt (their histograms
+    /// registered with `metrics`). Clients keep the pools they hold until
+    /// they next check a server out.
+    pub fn install(&self, config: Arc<Config>, metrics: &Metrics) {
+        let mut pools = write(&self.pools);
+        let mut next = HashMap::new();
+        for user in &config.users {
+            let Some(cluster) = config.clusters.get(&user.database) else {
+                continue;
+            };
+            let key = (user.database.clone(), user.name.clone());
+            let old = pools.get(&key);
+            let shards: Vec<ShardPools> = cluster
+                .shards
+                .iter()
+                .enumerate()
+                .map(|(i, db)| {
+                    let old = old.and_then(|o| o.get(i));
+                    let pool = |db, old| self.pool(&config, user, (i, db), old, metrics);
+                    let primary = pool(db, old.map(|o| &o.primary));
+                    let replicas = cluster.replicas.get(i).map_or(&[][..], Vec::as_slice);
+                    let replicas = replicas
+                        .iter()
+                        .enumerate()
+                        .map(|(j, db)| pool(db, old.and_then(|o| o.replicas.get(j))))
+                        .collect();
+                    let general = &config.general;
+                    ShardPools::new(
+                        primary,
+                        replicas,
+                        general.load_balancing_strategy,
+                        general.read_write_split,
+                    )
+                })
+                .collect();
+            next.insert(key, Arc::new(shards));
+        }
+        for (key, old) in pools.iter() {
+            if !next.contains_key(key) {
+                old.iter()
+                    .flat_map(ShardPools::all)
+                    .for_each(|p| p.close_idle());
+            }
+        }
+        *pools = next;
+        *write(&self.config) = config;
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Install `next`, the running config with clusters' sharding models
+    /// changed (what the catalog says: `schema.rs`), unless the config was
+    /// replaced since `expected` was read; whether it was installed.
+    /// `before` runs once it is, before the generation says so (the AST
+    /// cache is cleared there, so no session plans against the old model
+    /// after it).
+    pub fn replace_sharding(
+        &self,
+        expected: &Arc<Config>,
+        next: Arc<Config>,
+        before: impl FnOnce(),
+    ) -> bool {
+        let mut config = write(&self.config);
+        if !Arc::ptr_eq(&config, expected) {
+            return false;
+        }
+        *config = next;
+        before();
+        self.generation.fetch_add(1, Ordering::Release);
+        true
+    }
+
+    /// The pool for `user` on database `db` of shard `shard`: `old` when
+    /// its settings and server are unchanged, else a new one (`old`'s idle
+    /// connections closed).
+    fn pool(
+        &self,
+        config: &Config,
+        user: &User,
+        (shard, db): (usize, &Database),
+        old: Option<&Arc<Pool>>,
+        metrics: &Metrics,
+    ) -> Arc<Pool> {
+        let settings = config.pool_settings(user, db);
+        let target = ServerTarget {
+            host: db.host.clone(),
+            port: db.port,
+            database: db.server_database().to_owned(),
+            user: settings.server_user.clone(),
+            password: settings.server_password.clone(),
+        };
+        match old {
+            Some(pool)
+                if pool.settings == settings && pool.target == target && pool.role == db.role =>
+            {
+                return Arc::clone(pool);
+            }
+            Some(pool) => pool.close_idle(),
+            None => {}
+        }
+        let id = PoolId {
+            cluster: user.database.clone(),
+            user: user.name.clone(),
+            shard,
+            role: if db.role == Role::Replica {
+                Role::Replica
+            } else {
+                Role::Primary
+            },
+        };
+        let next_id = Arc::clone(&self.next_server_id);
+        Pool::new(id, target, settings, next_id, metrics)
+    }
+
+    /// `config` with each cluster's sharding model shared with the running
+    /// config's where it is unchanged (the AST cache's entries keep their
+    /// routing plans by model: `router::cache::Entry::route`), and whether
+    /// one changed (the cache must then be planned anew).
+    pub fn keep_sharding(&self, config: Arc<Config>) -> (Arc<Config>, bool) {
+        let old = self.config();
+        let mut changed = false;
+        let mut kept = (*config).clone();
+        for (name, cluster) in kept.clusters.iter_mut() {
+            // The catalog read stays until it is read again (RELOAD asks).
+            if let Some(known) = old.clusters.get(name).map(|b| &b.sharding.catalog) {
+                Arc::make_mut(&mut cluster.sharding)
+                    .catalog
+                    .clone_from(known);
+            }
+            match old.clusters.get(name) {
+                Some(before) if before.sharding == cluster.sharding => {
+                    cluster.sharding = Arc::clone(&before.sharding);
+                }
+                Some(_) => changed = true,
+                None => {}
+            }
+        }
+        (Arc::new(kept), changed)
+    }
+
+    /// The pools for `user` on `cluster`.
+    pub fn pools(&self, cluster: &str, user: &str) -> Option<ClusterPools> {
+        read(&self.pools)
+            .get(&(cluster.to_owned(), user.to_owned()))
+            .cloned()
+    }
+
+    /// The pools of every database with more than one shard, by database
+    /// and user (sorted).
+    pub fn sharded_pools(&self) -> Vec<(String, Vec<(String, ClusterPools)>)> {
+        let pools = read(&self.pools);
+        let mut by_database: BTreeMap<String, Vec<(String, ClusterPools)>> = BTreeMap::new();
+        for ((database, user), shards) in pools.iter() {
+            if shards.len() > 1 {
+                let users = by_database.entry(database.clone()).or_default();
+                users.push((user.clone(), Arc::clone(shards)));
+            }
+        }
+        let mut out: Vec<_> = by_database.into_iter().collect();
+        for (_, users) in &mut out {
+            users.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        out
+    }
+
+    /// Every pool, sorted by cluster, user and shard.
+    pub fn all_pools(&self) -> Vec<Arc<Pool>> {
+        let pools = read(&self.pools);
+        let mut keys: Vec<_> = pools.keys().collect();
+        keys.sort();
+        keys.into_iter()
+            .flat_map(|k| pools[k].iter().flat_map(ShardPools::all).cloned())
+            .collect()
+    }
+}
+
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    match lock.read() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    match lock.write() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}

@@ -1,0 +1,163 @@
+//! What every session shares, as the handles of the layers below: the
+//! running config and its pools, the switches that hold checkouts back,
+//! the AST cache, the statement registry, what is counted, the catalog
+//! reads asked for, two-phase commit's coordinator, and what sessions learn
+//! of the shards (tables' columns, their text order). The listener and the
+//! admin console reach it through `State`, which adds the client registry.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+
+use router::cache::AstCache;
+use router::config::Config;
+
+use super::statements::Registry;
+use crate::catalog_epoch::CatalogEpoch;
+use crate::execute::two_phase::log::DecisionLog;
+use crate::execute::two_phase::Coordinator;
+use crate::lock::lock;
+use crate::metrics::Metrics;
+use crate::pool::clusters::{ClusterPools, Clusters};
+use crate::pool::gate::Gate;
+use crate::pool::Pool;
+
+/// Shared by all sessions.
+#[derive(Debug)]
+pub struct Shared {
+    /// The running config and the pools built from it.
+    pub clusters: Clusters,
+    /// PAUSE, KILL, MAINTENANCE and shutdown.
+    pub gate: Gate,
+    /// Parsed statements and their routing summaries, shared by every
+    /// client.
+    pub cache: AstCache,
+    pub statements: Registry,
+    /// What the metrics endpoint counts as it happens.
+    pub metrics: Metrics,
+    /// Asks for the shards' catalog to be read (`schema.rs`) after DDL and
+    /// RELOAD; sessions wait for the read before routing.
+    pub catalog: CatalogEpoch,
+    /// Two-phase commit's transaction ids, decision log and what it knows
+    /// of the shards.
+    pub two_phase: Coordinator,
+    /// Per (database, table as written): the table's columns in order, as
+    /// a shard's catalog lists them (INSERT and COPY without a column
+    /// list). Forgotten on DDL through pgshard and on RELOAD.
+    pub table_columns: Mutex<TableColumns>,
+    /// Per database (cluster name): whether its shards order text in byte
+    /// order (a C-like collation), learned on the first cross-shard merge
+    /// that compares text.
+    pub bytewise_text: Mutex<HashMap<String, bool>>,
+    /// Round-robin position for statements any shard can run.
+    pub any_shard: AtomicUsize,
+}
+
+/// Tables' columns in order, by (database, table as written).
+#[derive(Debug, Default)]
+pub struct TableColumns {
+    pub columns: HashMap<(String, String), Arc<Vec<String>>>,
+    /// Bumped by every forget: columns read from a catalog before it are
+    /// not kept (the DDL may have committed after they were read).
+    pub generation: u64,
+}
+
+impl TableColumns {
+    /// Keep `columns` of `key`, read when the generation was `generation`.
+    pub fn keep(&mut self, generation: u64, key: (String, String), columns: Arc<Vec<String>>) {
+        if generation == self.generation {
+            self.columns.insert(key, columns);
+        }
+    }
+}
+
+impl Shared {
+    /// What sessions share under `config`; must run inside a tokio runtime
+    /// (pools spawn their maintenance tasks).
+    pub fn new(config: Arc<Config>) -> Shared {
+        let general = &config.general;
+        let shared = Shared {
+            clusters: Clusters::new(Arc::clone(&config)),
+            gate: Gate::default(),
+            cache: AstCache::new(general.query_cache_limit, general.query_cache_max_bytes),
+            statements: Registry::default(),
+            metrics: Metrics::default(),
+            catalog: CatalogEpoch::default(),
+            two_phase: Coordinator::new(DecisionLog::open(
+                &general.two_phase_commit_wal_dir,
+                general.two_phase_commit_wal_segment_size,
+            )),
+            table_columns: Mutex::new(TableColumns::default()),
+            bytewise_text: Mutex::new(HashMap::new()),
+            any_shard: AtomicUsize::new(0),
+        };
+        shared.apply_config(config);
+        shared
+    }
+
+    pub fn config(&self) -> Arc<Config> {
+        self.clusters.config()
+    }
+
+    /// Install a new config: pools whose settings and server are unchanged
+    /// are kept (with their connections); the others are rebuilt. Clients
+    /// keep the pools they hold until they next check a server out. When a
+    /// cluster's sharding model changed, the AST cache is planned anew.
+    pub fn apply_config(&self, config: Arc<Config>) {
+        let (config, changed) = self.clusters.keep_sharding(config);
+        if changed {
+            self.cache.clear();
+        }
+        self.forget_table_columns();
+        self.cache.resize(
+            config.general.query_cache_limit,
+            config.general.query_cache_max_bytes,
+        );
+        self.clusters.install(config, &self.metrics);
+    }
+
+    /// Install `next`, the running config with clusters' sharding models
+    /// changed (what the catalog says: `schema.rs`), unless the config was
+    /// replaced since `expected` was read. Cache entries are planned anew;
+    /// sessions take the new models at their next checkout.
+    pub fn replace_sharding(&self, expected: &Arc<Config>, next: Arc<Config>) -> bool {
+        self.clusters
+            .replace_sharding(expected, next, || self.cache.clear())
+    }
+
+    /// The pools for `user` on `cluster`.
+    pub fn pools(&self, cluster: &str, user: &str) -> Option<ClusterPools> {
+        self.clusters.pools(cluster, user)
+    }
+
+    /// The pools of every database with more than one shard, by database
+    /// and user (sorted).
+    pub fn sharded_pools(&self) -> Vec<(String, Vec<(String, ClusterPools)>)> {
+        self.clusters.sharded_pools()
+    }
+
+    /// Every pool, sorted by cluster, user and shard.
+    pub fn all_pools(&self) -> Vec<Arc<Pool>> {
+        self.clusters.all_pools()
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.gate.is_shutting_down()
+    }
+
+    /// Forget every table's columns (the schema may have changed).
+    pub fn forget_table_columns(&self) {
+        let mut known = lock(&self.table_columns);
+        known.columns.clear();
+        known.generation += 1;
+    }
+
+    /// The schema changed (a CREATE, ALTER, DROP... went through pgshard):
+    /// shared statements analysed before it may be stale, so they are
+    /// retired, tables' columns are read again, and the catalog too.
+    pub fn retire_on_ddl(&self) {
+        self.statements.retire_all();
+        self.forget_table_columns();
+        self.catalog.request();
+    }
+}
