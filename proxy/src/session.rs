@@ -165,17 +165,16 @@ pub struct Session {
 impl Session {
     pub fn new(client: ClientConn, start: Start) -> Session {
         let generation = start.shared.clusters.generation();
-        let (sharding, engine) = attach::sharding_of(&start.shared, &start.info.database);
+        let sharding = attach::sharding_of(&start.shared, &start.info.database);
         let clock = QueryClock::new(start.shared.config().general.slow_query_threshold());
         Session {
-            cluster: ClusterView {
-                pools: start.pools,
+            cluster: ClusterView::new(
+                start.pools,
                 generation,
-                mode: start.mode,
+                start.mode,
                 sharding,
-                engine,
-                prepared_limit: start.prepared_limit,
-            },
+                start.prepared_limit,
+            ),
             shared: start.shared,
             info: start.info,
             span: tracing::Span::none(),
@@ -244,7 +243,7 @@ impl Session {
                 .main()
                 .and_then(|s| s.pool().settings.query_timeout)
                 .filter(|_| self.plan.awaiting_server());
-            self.pipeline.clock.waiting();
+            self.pipeline.clock_mut().waiting();
             match self.attached.main_mut() {
                 Some(server) => {
                     let timeout = async {
@@ -281,7 +280,7 @@ impl Session {
                         read = self.client.fill() => match read {
                             Err(_) => return End::ClientGone,
                             // Counted where the client's last server was.
-                            Ok(n) => if let Some(pools) = self.cluster.pools.get(self.routing.shard) {
+                            Ok(n) => if let Some(pools) = self.cluster.pools().get(self.routing.shard()) {
                                 count(&pools.primary.stats.bytes_received, n);
                             },
                         },
@@ -358,7 +357,7 @@ impl Session {
             }
             K::CopyData | K::CopyDone | K::CopyFail => {
                 if kind != K::CopyData {
-                    self.pipeline.copy_in = false;
+                    self.pipeline.copy_in_ended();
                 }
                 if self.attached.is_some() {
                     self.put_frame(&frame);
@@ -375,7 +374,7 @@ impl Session {
 
     fn on_sync(&mut self, frame: &Frame) {
         self.phase.synced();
-        self.pipeline.unsynced = false;
+        self.pipeline.synced();
         if self.attached.is_none() && !self.plan.awaiting_server() {
             // Everything since the last Sync was answered locally.
             self.plan.push(Step::Local {
@@ -384,7 +383,7 @@ impl Session {
             });
             return;
         }
-        if self.pipeline.copy_in {
+        if self.pipeline.in_copy_in() {
             // Postgres ignores Sync in COPY IN: no reply is owed.
             self.put_frame(frame);
             return;
@@ -395,11 +394,11 @@ impl Session {
     }
 
     fn put_frame(&mut self, frame: &Frame) {
-        self.pipeline.to_server.extend_from_slice(frame.bytes());
+        self.pipeline.for_server().extend_from_slice(frame.bytes());
     }
 
     fn count_query(&mut self) {
-        self.pipeline.clock.start();
+        self.pipeline.clock_mut().start();
         if let Some(server) = self.attached.main() {
             server
                 .pool()

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use router::config::PoolerMode;
 use tracing::{debug, warn};
 
 use super::reply_plan::Step;
@@ -19,7 +18,6 @@ use crate::conn::settings::ParamSet;
 use crate::errors::ClientError;
 use crate::pool::{PoolError, Pooled};
 use crate::protocol::backend::TransactionStatus;
-use crate::protocol::messages;
 use crate::protocol::sqlstate;
 
 impl Session {
@@ -48,8 +46,8 @@ impl Session {
         if matches!(target, Target::Shard(_)) {
             self.open_deferred();
         }
-        if std::mem::take(&mut self.routing.writes) && self.txn.join_script().is_some() {
-            self.attached.note_write(self.routing.shard);
+        if self.routing.take_writes() && self.txn.join_script().is_some() {
+            self.attached.note_write(self.routing.shard());
         }
         self.resync_settings();
         Ok(true)
@@ -61,7 +59,7 @@ impl Session {
     /// never saw): set them before the next statement, outside any
     /// transaction.
     pub(super) fn resync_settings(&mut self) {
-        if !self.settings.resync || self.plan.awaiting_server() {
+        if !self.settings.out_of_line() || self.plan.awaiting_server() {
             return;
         }
         let Some(server) = self.attached.main_mut() else {
@@ -70,18 +68,17 @@ impl Session {
         if server.conn.status() != TransactionStatus::Idle {
             return;
         }
-        self.settings.resync = false;
+        self.settings.brought_in_line();
         if let Some(sql) = self.settings.params.sync_sql(&server.conn.applied) {
             server.conn.applied = self.settings.params.clone();
-            self.pipeline.unnamed_on = None;
-            messages::query(&mut self.pipeline.to_server, &sql);
+            self.pipeline.query(&sql);
             self.plan.push(Step::injected_query());
         }
     }
 
     /// Check a server of `shard` out and attach it to this session.
     pub(super) async fn attach(&mut self, shard: usize) -> Result<Result<(), PoolError>, End> {
-        let read = std::mem::take(&mut self.routing.read);
+        let read = self.routing.take_replica_ok();
         // The usual case polls no future: an idle server now, its settings
         // the client's.
         let server = match self.checkout_now(shard, read) {
@@ -107,7 +104,7 @@ impl Session {
         }
         self.info.set_state(CLIENT_ACTIVE);
         self.attached.attach(shard, server);
-        self.routing.shard = shard;
+        self.routing.attached_to(shard);
         Ok(Ok(()))
     }
 
@@ -121,8 +118,8 @@ impl Session {
             return None;
         }
         self.follow_config();
-        let now = self.pipeline.clock.now();
-        self.cluster.pools.get(shard)?.checkout_now(read, now)
+        let now = self.pipeline.clock_mut().now();
+        self.cluster.pools().get(shard)?.checkout_now(read, now)
     }
 
     /// Check a server of `shard` out of its pool (a replica's if `read`
@@ -154,7 +151,7 @@ impl Session {
         };
         if let Some(sql) = self.settings.params.sync_sql(&server.conn.applied) {
             let ran = server.conn.run(&sql).await;
-            self.pipeline.clock.waiting();
+            self.pipeline.clock_mut().waiting();
             match ran {
                 Ok(Ok(())) => server.conn.applied = self.settings.params.clone(),
                 Ok(Err(refusal)) => {
@@ -179,20 +176,20 @@ impl Session {
         if self.shared.gate.holds(&self.info.database) {
             let resumed = self.shared.gate.wait_resumed(&self.info.database);
             let _ = self.client.watch(resumed).await?;
-            self.pipeline.clock.waiting();
+            self.pipeline.clock_mut().waiting();
         }
         self.follow_config();
-        let pools = Arc::clone(&self.cluster.pools);
+        let pools = Arc::clone(self.cluster.pools());
         let Some(pools) = pools.get(shard) else {
             return Ok(Err(PoolError::Closed));
         };
-        if let Some(server) = pools.checkout_now(read, self.pipeline.clock.now()) {
+        if let Some(server) = pools.checkout_now(read, self.pipeline.clock_mut().now()) {
             return Ok(Ok(server));
         }
         self.info.set_state(CLIENT_WAITING);
         let checkout = pools.checkout(read);
         let result = self.client.watch(checkout).await.map_err(End::from);
-        self.pipeline.clock.waiting();
+        self.pipeline.clock_mut().waiting();
         self.info.set_state(CLIENT_IDLE);
         result
     }
@@ -202,18 +199,15 @@ impl Session {
     /// model.
     pub(super) fn follow_config(&mut self) {
         let generation = self.shared.clusters.generation();
-        if generation != self.cluster.generation {
-            if let Some(pools) = self.shared.pools(&self.info.database, &self.info.user) {
-                self.cluster.pools = pools;
-            }
+        if self.cluster.stale(generation) {
+            let pools = self.shared.pools(&self.info.database, &self.info.user);
             let (sharding, engine) = sharding_of(&self.shared, &self.info.database);
-            self.cluster.sharding = self
+            let sharding = self
                 .routing
-                .own_schema
-                .over(sharding, &self.cluster.sharding);
-            self.cluster.engine = engine;
-            self.cluster.generation = generation;
-            self.routing.recent.clear();
+                .own_schema()
+                .over(sharding, self.cluster.sharding());
+            self.cluster.reloaded(generation, pools, (sharding, engine));
+            self.routing.config_changed();
         }
     }
 
@@ -261,7 +255,7 @@ impl Session {
     /// Transaction mode, and the held servers' transaction is over with
     /// nothing in flight.
     pub(super) fn release_due(&self) -> bool {
-        if self.cluster.mode != PoolerMode::Transaction {
+        if !self.cluster.transaction_mode() {
             return false;
         }
         let Some(server) = self.attached.main() else {
@@ -271,10 +265,9 @@ impl Session {
         // (rolled back) once the main one is done.
         let failed = self.txn.failed();
         !(self.plan.awaiting_server()
-            || self.pipeline.unsynced
-            || self.pipeline.copy_in
+            || self.pipeline.in_flight()
             || (server.conn.status() != TransactionStatus::Idle && !failed)
-            || !self.pipeline.to_server.is_empty())
+            || !self.pipeline.queued().is_empty())
     }
 
     /// Give back the held servers that need no cleanup, polling no future
@@ -306,11 +299,9 @@ impl Session {
     /// What giving `server` back records: the client idle, the time it
     /// held the server (the reading returned).
     fn note_release(&mut self, server: &Pooled) -> std::time::Instant {
-        if self.pipeline.unnamed_on == Some(server.conn.id) {
-            self.pipeline.unnamed_on = None;
-        }
+        self.pipeline.unnamed_dropped_on(server.conn.id);
         self.info.set_state(CLIENT_IDLE);
-        let now = self.pipeline.clock.now();
+        let now = self.pipeline.clock_mut().now();
         let held = now.saturating_duration_since(server.checked_out_at);
         let pool = server.pool();
         count(&pool.stats.xact_time_us, held.as_micros() as usize);
@@ -375,7 +366,7 @@ impl Session {
     /// session mode) before anyone else gets it. After KILL its servers
     /// are closed instead (a query in flight cancelled first).
     pub(super) async fn finish(&mut self) {
-        let reset = self.cluster.mode == PoolerMode::Session;
+        let reset = self.cluster.session_mode();
         let killed = self.info.interrupt.is_killed();
         if !killed {
             // Those WITH HOLD cursors kept go back too (after KILL they
@@ -399,7 +390,7 @@ impl Session {
         for (_, other) in held {
             self.release(other, reset).await;
         }
-        if self.plan.awaiting_server() || self.pipeline.unsynced || self.pipeline.copy_in {
+        if self.plan.awaiting_server() || self.pipeline.in_flight() {
             // A query is still running: closing the connection makes
             // Postgres abort it and roll back; nothing else is as sure. A
             // cancel first stops a statement that would not notice the

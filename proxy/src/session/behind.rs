@@ -16,40 +16,6 @@ use crate::errors::ClientError;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::sqlstate;
 
-/// A session's own schema changes, as far as routing goes.
-#[derive(Debug, Default)]
-pub(super) struct OwnSchema {
-    /// A statement changed the schema: the catalog is read again once its
-    /// transaction commits.
-    changed: bool,
-    /// Changed since the session last read the catalog inside its
-    /// transaction.
-    unread: bool,
-    /// The session routes by the catalog as its own transaction sees it,
-    /// until the transaction ends.
-    overlay: bool,
-    /// Tables the catalog had not shown that this session asked a read
-    /// for (each once; at most [`UNSEEN`]).
-    unseen: std::collections::HashSet<String>,
-}
-
-/// How many unseen tables a session asks catalog reads for.
-const UNSEEN: usize = 64;
-
-impl OwnSchema {
-    /// A new config's `sharding` for a session that routed by `current`:
-    /// with what its transaction saw of the catalog while it lasts.
-    pub(super) fn over(&self, sharding: Arc<Sharding>, current: &Sharding) -> Arc<Sharding> {
-        if !self.overlay {
-            return sharding;
-        }
-        let mut own = (*sharding).clone();
-        own.catalog.clone_from(&current.catalog);
-        own.keyless.clone_from(&current.keyless);
-        Arc::new(own)
-    }
-}
-
 impl Session {
     /// Before a statement is routed. Outside a transaction: a schema change
     /// this session made asks for a catalog read (other sessions could not
@@ -59,11 +25,11 @@ impl Session {
     /// names it made. Then every read asked for, by anyone, is waited for.
     pub(super) async fn catalog_current(&mut self) {
         if self.status() == TransactionStatus::Idle {
-            if std::mem::take(&mut self.routing.own_schema.overlay) {
-                (self.cluster.sharding, self.cluster.engine) =
-                    super::attach::sharding_of(&self.shared, &self.info.database);
+            if self.routing.own_schema_mut().take_overlay() {
+                let config = super::attach::sharding_of(&self.shared, &self.info.database);
+                self.cluster.own_catalog_dropped(config);
             }
-            if std::mem::take(&mut self.routing.own_schema.changed) {
+            if self.routing.own_schema_mut().take_changes() {
                 self.shared.catalog.request();
             }
         } else {
@@ -79,9 +45,11 @@ impl Session {
     /// transaction's own server. Before a Parse too, as its Bind finds the
     /// Parse in flight (clients send Parse, Bind, Execute, Sync at once).
     pub(super) async fn own_catalog_current(&mut self) {
-        if self.status() != TransactionStatus::Idle && self.routing.own_schema.unread && self.idle()
+        if self.status() != TransactionStatus::Idle
+            && self.routing.own_schema().unread()
+            && self.idle()
         {
-            self.routing.own_schema.unread = false;
+            self.routing.own_schema_mut().reading();
             self.read_own_catalog().await;
         }
     }
@@ -91,11 +59,10 @@ impl Session {
     /// read it now (once per table and session) rather than take the table
     /// for one sharded by a key pgshard does not know.
     pub(super) async fn look_up_unseen(&mut self, summary: &Summary) {
-        let Some(table) = router::route::unseen_table(summary, &self.cluster.sharding) else {
+        let Some(table) = router::route::unseen_table(summary, self.cluster.sharding()) else {
             return;
         };
-        let unseen = &mut self.routing.own_schema.unseen;
-        if unseen.len() >= UNSEEN || !unseen.insert(table.name.clone()) {
+        if !self.routing.own_schema_mut().first_look(&table.name) {
             return;
         }
         self.shared.catalog.request();
@@ -115,7 +82,7 @@ impl Session {
             return;
         }
         if let Some(info) = self.route_info(statement) {
-            if router::route::unseen_table(&info.entry.summary, &self.cluster.sharding).is_some() {
+            if router::route::unseen_table(&info.entry.summary, self.cluster.sharding()).is_some() {
                 self.look_up_unseen(&info.entry.summary).await;
             }
         }
@@ -124,7 +91,7 @@ impl Session {
     /// Nothing is in flight: a query of pgshard's own may run on a held
     /// server.
     fn idle(&self) -> bool {
-        !self.plan.awaiting_server() && !self.pipeline.unsynced && !self.phase.holds_batch()
+        !self.plan.awaiting_server() && !self.pipeline.unsynced() && !self.phase.holds_batch()
     }
 
     /// Read the catalog on a server the transaction holds (shard 0's when
@@ -134,17 +101,15 @@ impl Session {
         let Some(&shard) = shards.iter().find(|&&s| s == 0).or(shards.first()) else {
             return;
         };
-        let sharding = Arc::clone(&self.cluster.sharding);
+        let sharding = Arc::clone(self.cluster.sharding());
         let Some(server) = self.attached.get_mut(shard) else {
             return;
         };
         // A Query ends the unnamed statement on its server.
-        if self.pipeline.unnamed_on == Some(server.conn.id) {
-            self.pipeline.unnamed_on = None;
-        }
+        self.pipeline.unnamed_dropped_on(server.conn.id);
         if let Some(own) = crate::execute::catalog::sharding_on(&mut server.conn, &sharding).await {
-            self.cluster.sharding = Arc::new(own);
-            self.routing.own_schema.overlay = true;
+            self.cluster.own_catalog_read(own);
+            self.routing.own_schema_mut().read_in_transaction();
         }
     }
 
@@ -152,7 +117,7 @@ impl Session {
     /// read again before any session routes its next statement (asked
     /// for before the client learns of the COMMIT).
     pub(super) fn schema_committed(&mut self) {
-        if std::mem::take(&mut self.routing.own_schema.changed) {
+        if self.routing.own_schema_mut().take_changes() {
             self.shared.catalog.request();
         }
     }
@@ -165,8 +130,7 @@ impl Session {
             stmt.kind == StatementKind::Ddl || (stmt.kind == StatementKind::Select && stmt.write)
         });
         if changes {
-            self.routing.own_schema.changed = true;
-            self.routing.own_schema.unread = true;
+            self.routing.own_schema_mut().changed_schema();
         }
     }
 
@@ -178,10 +142,10 @@ impl Session {
         summary: &Summary,
         sql: &str,
     ) -> Result<Option<String>, ClientError> {
-        if !names_view(summary, &self.cluster.sharding) {
+        if !names_view(summary, self.cluster.sharding()) {
             return Ok(None);
         }
-        expand(sql, &self.cluster.sharding)
+        expand(sql, self.cluster.sharding())
             .map_err(|err| ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string()))
     }
 }
@@ -194,14 +158,14 @@ impl Session {
         let sql = String::from_utf8_lossy(query).into_owned();
         if !self
             .cluster
-            .sharding
+            .sharding()
             .catalog
             .as_deref()
             .is_some_and(|c| c.has_views())
         {
             return sql;
         }
-        match expand(&sql, &self.cluster.sharding) {
+        match expand(&sql, self.cluster.sharding()) {
             Ok(Some(text)) => text,
             _ => sql,
         }

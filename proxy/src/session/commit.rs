@@ -35,16 +35,16 @@ impl Session {
         reply: super::fan_out::Reply,
         prepare: Option<crate::execute::fan_out::Prepare>,
     ) -> Result<(), End> {
-        let errors = self.pipeline.segment_errors;
+        let errors = self.pipeline.error_mark();
         self.txn.begin_implicit();
         let scope = super::fan_out::Scope::Implicit;
         self.fan_out_with(shards, request, prepare, reply, scope)
             .await?;
-        let failed = self.pipeline.segment_errors != errors || self.txn.failed();
+        let failed = self.pipeline.errors_since(errors) || self.txn.failed();
         let auto = self.shared.config().general.two_phase_commit_auto;
         if let Err(error) = self.end_spanning(!failed, auto).await? {
             error.encode(self.client.out());
-            self.pipeline.segment_errors += 1;
+            self.pipeline.error_relayed();
         }
         let status = self.status();
         crate::protocol::messages::ready_for_query(self.client.out(), status);

@@ -93,13 +93,13 @@ impl Session {
     /// one, it runs in a transaction of its own on every shard, committed
     /// together (two-phase when on) or rolled back together.
     async fn run_copy(&mut self, sql: &str, simple: bool) -> Result<(), End> {
-        let plan = match plan_copy(sql, &self.cluster.sharding) {
+        let plan = match plan_copy(sql, self.cluster.sharding()) {
             // Which column-only key the table has: its columns say.
             Err(CopyError::NeedsColumns { table }) => {
                 let columns = self.columns_now(&table).await?;
                 plan_copy_into(
                     sql,
-                    &self.cluster.sharding,
+                    self.cluster.sharding(),
                     columns.as_deref().map(Vec::as_slice),
                 )
             }
@@ -113,7 +113,7 @@ impl Session {
                 return Ok(());
             }
         };
-        let shards: Vec<usize> = (0..self.cluster.pools.len()).collect();
+        let shards: Vec<usize> = (0..self.cluster.shards()).collect();
         let implicit = match self.place(Some(&shards), false) {
             Placement::FanOut => true,
             Placement::FanOutInTxn => false,
@@ -347,13 +347,13 @@ impl Session {
                 }
             }
         }
-        self.routing.writes = true;
+        self.routing.placing_write();
         for (i, (&shard, server)) in shards.iter().zip(servers).enumerate() {
             if !broken.contains(&i) {
                 self.hold(shard, server);
             }
         }
-        self.routing.writes = false;
+        self.routing.placed();
         if !broken.is_empty() {
             // That shard's part of the transaction is gone.
             self.txn.fail();

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use router::config::PoolerMode;
 
 use super::reply_plan::{self, Effect, Step};
 use super::statements::Statement;
@@ -46,13 +45,13 @@ impl Session {
             &query,
             &param_types,
             &self.shared.cache,
-            self.cluster.engine,
+            self.cluster.engine(),
         );
         if let Err(error) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
             self.local_error(error, false);
             return Ok(());
         }
-        self.pipeline.unsynced = true;
+        self.pipeline.sent_extended();
         if name.is_empty() {
             return self.on_unnamed_parse(&frame, &statement);
         }
@@ -68,7 +67,7 @@ impl Session {
                 .push(Step::LocalParse(Effect::Named(statement.id, name)));
             return Ok(());
         };
-        server.conn.dirty |= statement.leaves_state && self.cluster.mode == PoolerMode::Transaction;
+        server.conn.dirty |= statement.leaves_state && self.cluster.transaction_mode();
         if server.conn.prepared.contains(statement.id) {
             self.plan
                 .push(Step::LocalParse(Effect::Named(statement.id, name)));
@@ -87,12 +86,12 @@ impl Session {
         statement: &Statement,
     ) -> Result<(), End> {
         let Some(server) = self.attached.main_mut() else {
-            self.pipeline.unnamed_on = None;
+            self.pipeline.unnamed_dropped();
             self.local_reply(messages::parse_complete);
             return Ok(());
         };
-        server.conn.dirty |= statement.leaves_state && self.cluster.mode == PoolerMode::Transaction;
-        self.pipeline.unnamed_on = Some(server.conn.id);
+        server.conn.dirty |= statement.leaves_state && self.cluster.transaction_mode();
+        self.pipeline.unnamed_parsed_on(server.conn.id);
         self.put_frame(frame);
         self.plan.push(Step::forward(reply_plan::PARSE));
         Ok(())
@@ -112,11 +111,11 @@ impl Session {
             return;
         };
         let conn = &mut server.conn;
-        if conn.prepared.len() >= self.cluster.prepared_limit {
+        if conn.prepared.len() >= self.cluster.prepared_limit() {
             if let Some(oldest) = conn.prepared.oldest() {
                 conn.prepared.remove(oldest);
                 messages::close(
-                    &mut self.pipeline.to_server,
+                    self.pipeline.for_server(),
                     Named::Statement,
                     format!("__pgshard_{oldest}").as_bytes(),
                 );
@@ -124,7 +123,9 @@ impl Session {
                     .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
             }
         }
-        self.pipeline.to_server.extend_from_slice(&statement.parse);
+        self.pipeline
+            .for_server()
+            .extend_from_slice(&statement.parse);
         conn.prepared.insert(statement.id);
         let effect = Effect::Prepared(statement.id, client_name);
         self.plan.push(if forward {
@@ -189,8 +190,8 @@ impl Session {
             return Ok(());
         }
         self.statement_on_server(&statement, client_name);
-        frame.write_renamed(name, server_name, &mut self.pipeline.to_server);
-        self.pipeline.unsynced = true;
+        frame.write_renamed(name, server_name, self.pipeline.for_server());
+        self.pipeline.sent_extended();
         if bind {
             if let Some(changes) = &statement.settings {
                 self.settings.extended.extend(changes.iter().cloned());
@@ -234,10 +235,10 @@ impl Session {
         unnamed: bool,
         rewritten: impl FnOnce(&mut BytesMut),
     ) -> Option<Target> {
-        self.pipeline.clock.statement(&statement.query);
+        self.pipeline.clock_mut().statement(&statement.query);
         let target = self.route_bind(statement, unnamed, bind, rewritten);
         if target.is_none() {
-            self.pipeline.unsynced = true;
+            self.pipeline.sent_extended();
         }
         target
     }
@@ -247,16 +248,16 @@ impl Session {
     /// parsed again where its last Parse did not go, a shared one prepared
     /// where it is missing.
     pub(super) fn statement_on_server(&mut self, statement: &Arc<Statement>, client_name: &[u8]) {
-        self.pipeline.clock.statement(&statement.query);
+        self.pipeline.clock_mut().statement(&statement.query);
         let Some(server) = self.attached.main_mut() else {
             return;
         };
-        server.conn.dirty |= statement.leaves_state && self.cluster.mode == PoolerMode::Transaction;
+        server.conn.dirty |= statement.leaves_state && self.cluster.transaction_mode();
         if client_name.is_empty() {
-            if self.pipeline.unnamed_on != Some(server.conn.id) {
-                self.pipeline.unnamed_on = Some(server.conn.id);
+            if !self.pipeline.unnamed_is_on(server.conn.id) {
+                self.pipeline.unnamed_parsed_on(server.conn.id);
                 messages::parse(
-                    &mut self.pipeline.to_server,
+                    self.pipeline.for_server(),
                     b"",
                     &statement.query,
                     &statement.param_types,
@@ -305,7 +306,7 @@ impl Session {
         if !self.ensure_server_or_reply(Target::Any, false).await? {
             return Ok(());
         }
-        self.pipeline.unsynced = true;
+        self.pipeline.sent_extended();
         self.put_frame(frame);
         self.plan.push(step);
         Ok(())

@@ -85,7 +85,7 @@ impl Session {
         scope: Scope,
     ) -> Result<(), End> {
         let in_txn = scope != Scope::Outside;
-        let errors = self.pipeline.segment_errors;
+        let errors = self.pipeline.error_mark();
         if in_txn {
             self.settle_main().await?;
         } else if self.attached.is_some() {
@@ -94,7 +94,7 @@ impl Session {
         let status = self.status();
         self.plan.drain_local(self.client.out(), status);
         // If what ran before the fan-out failed, the rest is skipped.
-        let servers = match (self.pipeline.segment_errors != errors, in_txn) {
+        let servers = match (self.pipeline.errors_since(errors), in_txn) {
             (true, _) => None,
             (false, true) => self.txn_servers(shards).await?,
             (false, false) => self.fan_out_servers(shards).await?,
@@ -153,7 +153,7 @@ impl Session {
         let took = started.elapsed();
         let held = in_txn.then_some(shards);
         let broken = self.release_readers(tasks, took, held).await || merged.is_err();
-        self.pipeline.clock.log_if_slow(&self.span, took, shards);
+        self.pipeline.clock().log_if_slow(&self.span, took, shards);
         let failed = merged?;
         if broken {
             ClientError::shard_lost().encode(self.client.out());
@@ -163,7 +163,7 @@ impl Session {
                 self.txn.fail();
             }
         } else if failed {
-            self.pipeline.segment_errors += 1;
+            self.pipeline.error_relayed();
             if in_txn && self.attached.status() != Some(TransactionStatus::Failed) {
                 // pgshard's own error (a merge, copies that differ): the
                 // shards succeeded, but the client saw an error, so the
@@ -237,7 +237,10 @@ impl Session {
     ) -> Result<Option<Vec<Pooled>>, End> {
         let mut servers: Vec<Pooled> = Vec::with_capacity(shards.len());
         for &shard in shards {
-            match self.checkout_server(shard, self.routing.read).await? {
+            match self
+                .checkout_server(shard, self.routing.replica_ok())
+                .await?
+            {
                 Ok(server) => servers.push(server),
                 Err(err) => {
                     for server in servers {
@@ -249,7 +252,7 @@ impl Session {
                 }
             }
         }
-        self.routing.read = false;
+        self.routing.read_placed();
         Ok(Some(servers))
     }
 

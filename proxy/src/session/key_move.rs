@@ -168,16 +168,16 @@ impl Session {
         statement: &StatementSummary,
         values: &Values,
     ) -> Result<(KeyMove, Vec<usize>, usize), ClientError> {
-        let plan = KeyMove::plan(sql, statement, &self.cluster.sharding).map_err(refused)?;
+        let plan = KeyMove::plan(sql, statement, self.cluster.sharding()).map_err(refused)?;
         let params = values.router();
         let target = plan
-            .target(&self.cluster.sharding, &params)
+            .target(self.cluster.sharding(), &params)
             .map_err(refused)?;
         let finder = plan.delete(&[]).map_err(refused)?;
         let lookup = self
             .shared
             .cache
-            .lookup(&finder.sql, self.cluster.engine)
+            .lookup(&finder.sql, self.cluster.engine())
             .map_err(|e| refused(format!("the UPDATE's WHERE: {e}")))?;
         let finder_params: Vec<ParamValue<'_>> = finder
             .params
@@ -190,12 +190,12 @@ impl Session {
             .route(
                 &lookup.params(&finder_params),
                 &overrides,
-                &self.cluster.sharding,
+                self.cluster.sharding(),
             )
             .map_err(refused)?;
         let sources = self
             .shards_of(&routed.route)
-            .map_or_else(|| (0..self.cluster.pools.len()).collect(), |s| s.into_vec());
+            .map_or_else(|| (0..self.cluster.shards()).collect(), |s| s.into_vec());
         Ok((plan, sources, target))
     }
 
@@ -208,13 +208,13 @@ impl Session {
         in_txn: bool,
         simple: bool,
     ) -> Result<bool, End> {
-        let errors = self.pipeline.segment_errors;
+        let errors = self.pipeline.error_mark();
         let shards = union(&moving.sources, moving.target);
         if !in_txn {
             self.txn.begin_implicit();
         }
-        self.routing.writes = true;
-        self.pipeline.unnamed_on = None;
+        self.routing.placing_write();
+        self.pipeline.unnamed_dropped();
         let mut failed = false;
         if let Some(mut servers) = self.txn_servers(&shards).await? {
             let done = self.move_on(&moving, &shards, &mut servers, simple).await;
@@ -225,17 +225,17 @@ impl Session {
                 Ok(reply) => self.client.out().extend_from_slice(&reply),
                 Err(error) => {
                     self.client.out().extend_from_slice(&error);
-                    self.pipeline.segment_errors += 1;
+                    self.pipeline.error_relayed();
                     self.txn.fail();
                 }
             }
         }
-        failed |= self.pipeline.segment_errors != errors || self.txn.failed();
+        failed |= self.pipeline.errors_since(errors) || self.txn.failed();
         if !in_txn {
             let auto = self.shared.config().general.two_phase_commit_auto;
             if let Err(error) = self.end_spanning(!failed, auto).await? {
                 error.encode(self.client.out());
-                self.pipeline.segment_errors += 1;
+                self.pipeline.error_relayed();
                 failed = true;
             }
         }

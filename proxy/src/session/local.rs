@@ -5,7 +5,6 @@
 //! it, anything in an aborted transaction).
 
 use bytes::BytesMut;
-use router::route::Overrides;
 use router::summary::{SessionEffect, StatementKind, StatementSummary, Summary};
 
 use super::reply_plan::Step;
@@ -43,11 +42,11 @@ impl Session {
     fn apply_shard_override(&mut self, value: Option<&str>) -> Result<&'static str, ClientError> {
         match value.map(|v| v.trim().parse::<usize>()) {
             None => {
-                self.routing.overrides.shard = None;
+                self.routing.shard_set(None);
                 Ok("RESET")
             }
-            Some(Ok(shard)) if shard < self.cluster.pools.len() => {
-                self.routing.overrides.shard = Some(shard);
+            Some(Ok(shard)) if shard < self.cluster.shards() => {
+                self.routing.shard_set(Some(shard));
                 self.txn.on_override(self.server_view());
                 Ok("SET")
             }
@@ -56,7 +55,7 @@ impl Session {
                 format!(
                     "invalid value for pgdog.shard: {:?} (this cluster has shards 0 to {})",
                     value.unwrap_or_default(),
-                    self.cluster.pools.len().saturating_sub(1)
+                    self.cluster.shards().saturating_sub(1)
                 ),
             )),
         }
@@ -65,7 +64,7 @@ impl Session {
     /// `SET pgdog.sharding_key` (`None`: RESET): its command tag.
     fn apply_sharding_key_override(&mut self, value: Option<String>) -> &'static str {
         let tag = if value.is_some() { "SET" } else { "RESET" };
-        self.routing.overrides.sharding_key = value;
+        self.routing.sharding_key_set(value);
         self.txn.on_override(self.server_view());
         tag
     }
@@ -73,7 +72,7 @@ impl Session {
     /// Overrides set inside a transaction last until it ends.
     pub(super) fn end_txn_overrides(&mut self) {
         if self.txn.on_end(None) {
-            self.routing.overrides = Overrides::default();
+            self.routing.overrides_ended();
         }
     }
 

@@ -363,7 +363,7 @@ impl Session {
     ) -> Result<Option<BindMerge>, ClientError> {
         let plan_statement = || {
             let sql = self.analysed_text(&statement.query);
-            let (planned, by_key) = plan_rows(summary, &sql, &self.cluster.sharding);
+            let (planned, by_key) = plan_rows(summary, &sql, self.cluster.sharding());
             let merge = match planned {
                 Ok(None) => StatementMerge::Concatenated,
                 Err(error) => StatementMerge::Refused(error),
@@ -373,7 +373,7 @@ impl Session {
                             &Bytes::from(sql),
                             &statement.param_types,
                             &self.shared.cache,
-                            self.cluster.engine,
+                            self.cluster.engine(),
                         )
                     });
                     StatementMerge::Merged {

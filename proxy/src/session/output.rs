@@ -20,20 +20,20 @@ impl Session {
     /// [`flush`](Self::flush) as far as the sockets take it now; `false`
     /// when bytes are left for [`flush_rest`](Self::flush_rest).
     pub(super) fn flush_now(&mut self) -> Result<bool, End> {
-        if !self.pipeline.to_server.is_empty() {
+        if !self.pipeline.queued().is_empty() {
             match self
                 .attached
                 .main_mut()
-                .map(|s| s.conn.try_send(&self.pipeline.to_server))
+                .map(|s| s.conn.try_send(self.pipeline.queued()))
             {
-                Some(Ok(n)) => self.pipeline.to_server.advance(n),
+                Some(Ok(n)) => self.pipeline.for_server().advance(n),
                 Some(Err(_)) => {
                     self.lose_main();
                     return Err(End::server_lost());
                 }
-                None => self.pipeline.to_server.clear(),
+                None => self.pipeline.for_server().clear(),
             }
-            if !self.pipeline.to_server.is_empty() {
+            if !self.pipeline.queued().is_empty() {
                 return Ok(false);
             }
         }
@@ -44,14 +44,14 @@ impl Session {
 
     /// What [`flush_now`](Self::flush_now) left.
     async fn flush_rest(&mut self) -> Result<(), End> {
-        if !self.pipeline.to_server.is_empty() {
+        if !self.pipeline.queued().is_empty() {
             if let Some(server) = self.attached.main_mut() {
-                if server.conn.send(&self.pipeline.to_server).await.is_err() {
+                if server.conn.send(self.pipeline.queued()).await.is_err() {
                     self.lose_main();
                     return Err(End::server_lost());
                 }
             }
-            self.pipeline.to_server.clear();
+            self.pipeline.for_server().clear();
         }
         let status = self.status();
         self.plan.drain_local(self.client.out(), status);

@@ -8,7 +8,7 @@
 //! table), runs on the primary, and a replica server still attached from a
 //! read before it is given back first.
 
-use router::config::{PoolerMode, Role};
+use router::config::Role;
 use router::summary::{StatementKind, Summary};
 
 use super::statements::Statement;
@@ -17,25 +17,23 @@ use super::{End, Session};
 impl Session {
     /// Whether some shard of the cluster has replicas.
     pub(super) fn has_replicas(&self) -> bool {
-        self.cluster
-            .pools
-            .iter()
-            .any(|shard| !shard.replicas.is_empty())
+        self.cluster.has_replicas()
     }
 
     /// Decide whether the next statement (of `summary`, `None` when it
     /// could not be parsed) may go to a replica; if it may not, give back
     /// an attached replica server.
     pub(super) async fn split_reads(&mut self, summary: Option<&Summary>) -> Result<(), End> {
-        self.routing.read = self.has_replicas()
-            && self.cluster.mode == PoolerMode::Transaction
+        let replica_ok = self.has_replicas()
+            && self.cluster.transaction_mode()
             && !self.txn.overrides_server()
             && summary.is_some_and(is_read);
+        self.routing.judged_read(replica_ok);
         let on_replica = self
             .attached
             .main()
             .is_some_and(|server| server.pool().role == Role::Replica);
-        if !self.routing.read && on_replica {
+        if !replica_ok && on_replica {
             self.detach().await?;
         }
         Ok(())

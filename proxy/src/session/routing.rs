@@ -6,7 +6,6 @@
 //! statements answered without a server are `local.rs`'s.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use bytes::BytesMut;
 use router::cache::{Entry, Lookup, LookupError};
@@ -37,25 +36,20 @@ fn all_of(shards: Option<Shards>) -> Vec<usize> {
     shards.map(Shards::into_vec).unwrap_or_default()
 }
 
-/// How many templated statements a session remembers for
-/// [`Session::lookup`]: a transaction's few statements, each tried in turn
-/// (a mismatch costs a comparison of the first bytes that differ).
-const RECENT_TEMPLATES: usize = 4;
-
 impl Session {
     /// The cluster has more than one database: statements need routing.
     pub(super) fn sharded(&self) -> bool {
-        !self.cluster.sharding.is_trivial()
+        !self.cluster.sharding().is_trivial()
     }
 
     /// The overrides in force for this statement: comment ones win.
     pub(super) fn overrides(&self, from_comments: &Overrides) -> Overrides {
         Overrides {
-            shard: from_comments.shard.or(self.routing.overrides.shard),
+            shard: from_comments.shard.or(self.routing.overrides().shard),
             sharding_key: from_comments
                 .sharding_key
                 .clone()
-                .or_else(|| self.routing.overrides.sharding_key.clone()),
+                .or_else(|| self.routing.overrides().sharding_key.clone()),
         }
     }
 
@@ -64,26 +58,8 @@ impl Session {
     /// against their keys, without the shared map: `AstCache::lookup_like`),
     /// else from the shared map.
     pub(super) fn lookup(&mut self, sql: &str) -> Result<Lookup, LookupError> {
-        let clears = self.shared.cache.clears();
-        if clears != self.routing.recent_clears {
-            // RESET QUERY_CACHE: statements are parsed again.
-            self.routing.recent.clear();
-            self.routing.recent_clears = clears;
-        }
-        if let Some((at, found)) =
-            self.shared
-                .cache
-                .lookup_like(sql, self.cluster.engine, &self.routing.recent)
-        {
-            self.routing.recent[..=at].rotate_right(1);
-            return Ok(found);
-        }
-        let found = self.shared.cache.lookup(sql, self.cluster.engine)?;
-        if found.entry.templated {
-            self.routing.recent.insert(0, Arc::clone(&found.entry));
-            self.routing.recent.truncate(RECENT_TEMPLATES);
-        }
-        Ok(found)
+        self.routing
+            .lookup(&self.shared.cache, sql, self.cluster.engine())
     }
 
     /// Route a simple query on a sharded cluster; `known` is its cache
@@ -107,7 +83,7 @@ impl Session {
             Err(error) => return Ok(self.refused(error)),
         }
         self.note_schema_change(summary);
-        if router::route::unseen_table(summary, &self.cluster.sharding).is_some() {
+        if router::route::unseen_table(summary, self.cluster.sharding()).is_some() {
             self.look_up_unseen(summary).await;
         }
         // Transaction control and pgdog settings are answered here, as in
@@ -128,7 +104,7 @@ impl Session {
         let overrides = self.overrides(&lookup.overrides);
         let routed = match lookup
             .entry
-            .route(&params, &overrides, &self.cluster.sharding)
+            .route(&params, &overrides, self.cluster.sharding())
         {
             Ok(routed) => routed,
             Err(err) => return self.unrouted_query(err, summary, frame_sql).await,
@@ -202,7 +178,7 @@ impl Session {
                 ..
             } if one
                 && summary.statements[0].insert_without_columns
-                && self.cluster.sharding.unlisted_by_columns =>
+                && self.cluster.sharding().unlisted_by_columns =>
             {
                 self.route_with_columns(err, frame_sql).await
             }
@@ -243,17 +219,17 @@ impl Session {
     ) -> Result<Dispatch, End> {
         let summary = &lookup.entry.summary;
         let explained =
-            super::merge::explain_rows(summary, frame_sql, &shards, &self.cluster.sharding);
+            super::merge::explain_rows(summary, frame_sql, &shards, self.cluster.sharding());
         let rows = match explained {
             Ok(Some((sql, lines))) => Ok((sql.map(|s| (s, false)), Reply::Concat(lines))),
             Ok(None) if is_copy_to(summary) => {
-                super::merge::copy_out_reply(frame_sql, &self.cluster.sharding)
+                super::merge::copy_out_reply(frame_sql, self.cluster.sharding())
             }
-            Ok(None) if router::route::holds_copies(summary, &self.cluster.sharding) => {
+            Ok(None) if router::route::holds_copies(summary, self.cluster.sharding()) => {
                 Ok((None, Reply::Copies))
             }
             Ok(None) => {
-                super::merge::simple_query_rows(&lookup.entry, frame_sql, &self.cluster.sharding)
+                super::merge::simple_query_rows(&lookup.entry, frame_sql, self.cluster.sharding())
                     .map(|rows| match rows {
                         Rows::Concatenated => (None, Reply::Concat(Vec::new())),
                         Rows::Merged { sql, request } => {
@@ -274,10 +250,10 @@ impl Session {
         let request = |_: &crate::pool::Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
         // The shards' unnamed statement goes with a simple query (or the
         // Parse of a merged COPY's SELECT).
-        self.pipeline.unnamed_on = None;
+        self.pipeline.unnamed_dropped();
         if in_txn {
             self.fan_out(&shards, request, reply, Scope::InTxn).await?;
-        } else if super::dispatch::atomic_across_shards(summary, frame_sql, &self.cluster.sharding)
+        } else if super::dispatch::atomic_across_shards(summary, frame_sql, self.cluster.sharding())
         {
             self.fan_out_atomic(&shards, request, reply, None).await?;
         } else {
@@ -304,7 +280,7 @@ impl Session {
             Placement::Send(Target::Any) => RouteKind::Any,
             Placement::Send(_) => RouteKind::One,
             Placement::FanOut | Placement::FanOutInTxn
-                if shards.is_some_and(|s| s.len() >= self.cluster.pools.len()) =>
+                if shards.is_some_and(|s| s.len() >= self.cluster.shards()) =>
             {
                 RouteKind::All
             }
@@ -312,7 +288,7 @@ impl Session {
             Placement::Refuse => RouteKind::Refused,
         };
         self.shared.metrics.route(kind);
-        self.pipeline.clock.routed(kind);
+        self.pipeline.clock_mut().routed(kind);
         placement
     }
 
@@ -322,7 +298,7 @@ impl Session {
         self.attached.main().map(|server| ServerView {
             shard,
             status: server.conn.status(),
-            copy_in: self.pipeline.copy_in,
+            copy_in: self.pipeline.in_copy_in(),
         })
     }
 
@@ -340,7 +316,7 @@ impl Session {
             Route::Any => None,
             Route::Shard(s) => Some(smallvec::smallvec![*s]),
             Route::Shards(set) => Some(Shards::from_slice(set)),
-            Route::All => Some((0..self.cluster.pools.len()).collect()),
+            Route::All => Some((0..self.cluster.shards()).collect()),
         }
     }
 
@@ -348,8 +324,7 @@ impl Session {
     /// is rolled back on its server and the client sees it aborted.
     pub(super) fn refuse(&mut self, error: ClientError, simple: bool) {
         if self.txn.refuse(self.server_view()) {
-            self.pipeline.unnamed_on = None;
-            messages::query(&mut self.pipeline.to_server, "ROLLBACK");
+            self.pipeline.query("ROLLBACK");
             self.plan.push(Step::injected_query());
         }
         self.local_error(error, simple);
@@ -369,9 +344,9 @@ impl Session {
             .route
             .get_or_init(|| {
                 let sql = String::from_utf8_lossy(&statement.query);
-                let lookup = self.shared.cache.lookup(&sql, self.cluster.engine).ok()?;
+                let lookup = self.shared.cache.lookup(&sql, self.cluster.engine()).ok()?;
                 match self.expanded(&lookup.entry.summary, &sql) {
-                    Ok(Some(text)) => self.shared.cache.lookup(&text, self.cluster.engine).ok(),
+                    Ok(Some(text)) => self.shared.cache.lookup(&text, self.cluster.engine()).ok(),
                     _ => Some(lookup),
                 }
             })
@@ -389,7 +364,7 @@ impl Session {
         let overrides = self.overrides(&info.overrides);
         match info
             .entry
-            .route(&params, &overrides, &self.cluster.sharding)
+            .route(&params, &overrides, self.cluster.sharding())
         {
             Ok(routed) => match routed.route {
                 Route::Shard(shard) => Target::Near(shard),
@@ -440,15 +415,14 @@ impl Session {
     pub(super) fn open_deferred(&mut self) {
         if let Some(begin) = self.txn.open() {
             let begin = String::from_utf8_lossy(&begin).into_owned();
-            self.pipeline.unnamed_on = None;
-            messages::query(&mut self.pipeline.to_server, &begin);
+            self.pipeline.query(&begin);
             self.plan.push(Step::injected_query_showing_errors());
         }
     }
 
     /// The shard for [`Target::Any`] when no server is attached.
     pub(super) fn any_shard(&self) -> usize {
-        let n = self.cluster.pools.len().max(1);
+        let n = self.cluster.shards().max(1);
         self.shared.any_shard.fetch_add(1, Ordering::Relaxed) % n
     }
 }

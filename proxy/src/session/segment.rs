@@ -385,11 +385,11 @@ impl Session {
         let refusal: Option<ClientError> = match frame.kind {
             K::Sync => {
                 self.phase.synced();
-                self.pipeline.unsynced = false;
+                self.pipeline.synced();
                 let declared = std::mem::take(&mut segment.declared);
-                let (errors, in_txn) = (self.pipeline.segment_errors, self.txn.spans());
+                let (errors, in_txn) = (self.pipeline.error_mark(), self.txn.spans());
                 self.run_segment(segment).await?;
-                let ok = self.pipeline.segment_errors == errors;
+                let ok = !self.pipeline.errors_since(errors);
                 return self.segment_declared(declared, ok, in_txn).await;
             }
             K::Flush => Some(refused(IN_PARTS)),
@@ -430,7 +430,7 @@ impl Session {
             &query,
             &param_types,
             &self.shared.cache,
-            self.cluster.engine,
+            self.cluster.engine(),
         );
         let statement_id = statement.id;
         self.statements
@@ -438,7 +438,7 @@ impl Session {
         if name.is_empty() {
             segment.unnamed = Some(statement);
             segment.unnamed_generation += 1;
-            self.pipeline.unnamed_on = None;
+            self.pipeline.unnamed_dropped();
         }
         let mut reply = BytesMut::new();
         messages::parse_complete(&mut reply);

@@ -6,8 +6,6 @@
 
 use std::sync::atomic::Ordering;
 
-use router::config::PoolerMode;
-use router::route::Overrides;
 use tracing::warn;
 
 use super::reply_plan::Effect;
@@ -26,7 +24,7 @@ impl Session {
     /// the client nothing more from it (while watching the client).
     pub(super) async fn answer_all(&mut self) -> Result<(), End> {
         while self.plan.awaiting_server() {
-            self.pipeline.clock.waiting();
+            self.pipeline.clock_mut().waiting();
             let Some(server) = self.attached.main_mut() else {
                 break;
             };
@@ -198,7 +196,7 @@ impl Session {
                 // An error of the latest segment (what the client sent
                 // after its last Sync, or since its last Query), not of an
                 // earlier one still being answered.
-                self.pipeline.segment_errors += 1;
+                self.pipeline.error_relayed();
             }
             if let Some(renamed) = self.sql_names.client_error(message) {
                 // It names a statement by pgshard's name for it.
@@ -231,7 +229,7 @@ impl Session {
             BackendKind::ReadyForQuery => {
                 self.cursors.on_ready(status);
                 if self.txn.on_end(Some(status)) {
-                    self.routing.overrides = Overrides::default();
+                    self.routing.overrides_ended();
                 }
             }
             BackendKind::CommandComplete => {
@@ -239,9 +237,9 @@ impl Session {
                     self.on_command_complete(tag);
                 }
             }
-            BackendKind::ErrorResponse if self.plan.at_sync() => self.pipeline.failed = true,
+            BackendKind::ErrorResponse if self.plan.at_sync() => self.pipeline.failed_at_sync(),
             BackendKind::CopyInResponse => {
-                self.pipeline.copy_in = true;
+                self.pipeline.copy_in_started();
                 if !self.plan.at_sync() {
                     self.plan.copy_in_started();
                 }
@@ -264,7 +262,7 @@ impl Session {
             return;
         };
         if tag == TagSays::Commit {
-            let session_mode = self.cluster.mode == PoolerMode::Session;
+            let session_mode = self.cluster.session_mode();
             for change in self.settings.take_pending() {
                 self.settings.take_effect(&change, session_mode);
                 server.conn.applied.apply_on_server(&change);
@@ -317,7 +315,7 @@ impl Session {
         let extended = std::mem::take(&mut self.settings.extended);
         // (The usual ReadyForQuery has nothing to apply.)
         let applies = !(extended.is_empty() && matches!(completed, Effect::None));
-        let failed = std::mem::take(&mut self.pipeline.failed);
+        let failed = self.pipeline.ready();
         if let (true, Effect::SqlPrepared(id)) = (failed, &completed) {
             conn.prepared.remove(*id);
         }
@@ -328,7 +326,7 @@ impl Session {
             };
             for change in changes.into_iter().chain(extended) {
                 if status == TransactionStatus::Idle {
-                    let session_mode = self.cluster.mode == PoolerMode::Session;
+                    let session_mode = self.cluster.session_mode();
                     self.settings.take_effect(&change, session_mode);
                     conn.applied.apply_on_server(&change);
                 } else {
@@ -358,8 +356,8 @@ impl Session {
         let more = self.plan.pending_syncs() > 0;
         if let Some(server) = self.attached.main() {
             self.pipeline
-                .clock
-                .stop(&self.span, server.pool(), self.routing.shard, more);
+                .clock_mut()
+                .stop(&self.span, server.pool(), self.routing.shard(), more);
         }
     }
 }

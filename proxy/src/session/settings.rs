@@ -20,7 +20,7 @@ pub(super) struct Settings {
     /// Session mode: the client's settings differ from the server's (a
     /// RESET returned the server to its own default, not the client's
     /// startup value); brought in line before the next statement.
-    pub(super) resync: bool,
+    resync: bool,
 }
 
 impl Settings {
@@ -41,6 +41,17 @@ impl Settings {
     pub(super) fn take_effect(&mut self, change: &ParamChange, session_mode: bool) {
         self.params.apply(change, &self.defaults);
         self.resync |= session_mode;
+    }
+
+    /// Session mode: the server's settings are to be brought in line with
+    /// the client's before the next statement.
+    pub(super) fn out_of_line(&self) -> bool {
+        self.resync
+    }
+
+    /// The server's settings were brought in line with the client's.
+    pub(super) fn brought_in_line(&mut self) {
+        self.resync = false;
     }
 
     /// The changes the open transaction made, taken out (its COMMIT or
@@ -78,7 +89,7 @@ mod tests {
         settings.take_effect(&set("datestyle", "SET datestyle TO 'German'"), false);
         assert_ne!(settings.params, settings.defaults);
         assert!(
-            !settings.resync,
+            !settings.out_of_line(),
             "transaction mode: nothing to bring in line"
         );
         let reset = ParamChange::Reset {
@@ -87,9 +98,11 @@ mod tests {
         settings.take_effect(&reset, true);
         assert_eq!(settings.params, settings.defaults);
         assert!(
-            settings.resync,
+            settings.out_of_line(),
             "session mode: the server is brought in line"
         );
+        settings.brought_in_line();
+        assert!(!settings.out_of_line());
     }
 
     #[test]

@@ -4,7 +4,6 @@
 //! planned.
 
 use bytes::BytesMut;
-use router::config::PoolerMode;
 
 use super::dispatch::Dispatch;
 use super::reply_plan::{self, Effect, Step};
@@ -81,11 +80,11 @@ impl Session {
             return Ok(());
         }
         if let Some(server) = self.attached.main_mut() {
-            server.conn.dirty |= dirty && self.cluster.mode == PoolerMode::Transaction;
+            server.conn.dirty |= dirty && self.cluster.transaction_mode();
         }
         self.count_query();
-        self.pipeline.clock.statement(sql_bytes);
-        self.pipeline.unnamed_on = None;
+        self.pipeline.clock_mut().statement(sql_bytes);
+        self.pipeline.unnamed_dropped();
         self.put_frame(rewritten.as_ref().unwrap_or(&frame));
         self.plan.push(Step::forward_with(reply_plan::SYNC, effect));
         Ok(())
@@ -97,9 +96,9 @@ impl Session {
     /// synced first, so that it can go back to the pool and pgshard can
     /// read the catalog on it.
     async fn sync_before_query(&mut self) -> Result<(), End> {
-        if self.pipeline.unsynced {
+        if self.pipeline.unsynced() {
             self.settle_main().await?;
-            self.pipeline.unsynced = false;
+            self.pipeline.synced();
         }
         Ok(())
     }

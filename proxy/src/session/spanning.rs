@@ -29,14 +29,14 @@ impl Session {
         if self.attached.is_none() {
             return Ok(());
         }
-        if self.pipeline.unsynced || self.plan.unsynced_tail() {
-            messages::sync(&mut self.pipeline.to_server);
+        if self.pipeline.unsynced() || self.plan.unsynced_tail() {
+            messages::sync(self.pipeline.for_server());
             self.plan.push(Step::injected_query());
         }
-        let errors = self.pipeline.segment_errors;
+        let errors = self.pipeline.error_mark();
         self.flush().await?;
         self.answer_all().await?;
-        if self.pipeline.segment_errors != errors && self.pipeline.unsynced {
+        if self.pipeline.errors_since(errors) && self.pipeline.unsynced() {
             // The client saw an error: it expects the rest up to its Sync
             // to be skipped.
             self.phase.skip();
@@ -67,7 +67,7 @@ impl Session {
                 }
             }
         }
-        self.routing.shard = shard;
+        self.routing.attached_to(shard);
         if let Some(server) = self.attached.main() {
             let target = super::cancel_target(server);
             self.set_cancel_target(Some(target)).await;
@@ -146,7 +146,7 @@ impl Session {
     /// one a joining shard replays (sent to the main server) recorded in
     /// the join script.
     pub(super) fn note_bound(&mut self, summary: &Summary, query: &[u8]) {
-        self.routing.writes = writes(summary);
+        self.routing.placing(writes(summary));
         if let [only] = summary.statements.as_slice() {
             if replayed(only) {
                 self.txn.record(query);
@@ -157,11 +157,11 @@ impl Session {
     /// Servers a fan-out inside the transaction used go back to being held.
     pub(super) fn hold(&mut self, shard: usize, server: Pooled) {
         self.attached.attach(shard, server);
-        if self.routing.writes {
+        if self.routing.writes() {
             self.attached.note_write(shard);
         }
         if let Some(main) = self.attached.shard() {
-            self.routing.shard = main;
+            self.routing.attached_to(main);
         }
     }
 
@@ -174,7 +174,7 @@ impl Session {
         summary: &Summary,
         sql: &str,
     ) -> Result<Option<Dispatch>, End> {
-        self.routing.writes = writes(summary);
+        self.routing.placing(writes(summary));
         let [only] = summary.statements.as_slice() else {
             return Ok(None);
         };
@@ -209,9 +209,9 @@ impl Session {
             }
             _ if control && spans => {
                 let changes = super::session_effects::session_changes(summary, sql);
-                let errors = self.pipeline.segment_errors;
+                let errors = self.pipeline.error_mark();
                 self.broadcast_control(sql).await?;
-                if self.pipeline.segment_errors == errors {
+                if !self.pipeline.errors_since(errors) {
                     self.settings.pending.extend(changes.settings);
                 }
                 Ok(Some(Dispatch::Done))
@@ -308,8 +308,8 @@ impl Session {
     /// join later if it succeeded everywhere.
     pub(super) async fn broadcast_control(&mut self, sql: &str) -> Result<Dispatch, End> {
         let shards = self.attached.shards();
-        self.routing.writes = false;
-        let errors = self.pipeline.segment_errors;
+        self.routing.placing_no_write();
+        let errors = self.pipeline.error_mark();
         let query = {
             let mut out = BytesMut::new();
             messages::query(&mut out, sql);
@@ -318,7 +318,7 @@ impl Session {
         let request = |_: &Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
         self.fan_out(&shards, request, Reply::Concat(Vec::new()), Scope::InTxn)
             .await?;
-        if self.pipeline.segment_errors == errors {
+        if !self.pipeline.errors_since(errors) {
             self.txn.record(sql.as_bytes());
         }
         Ok(Dispatch::Done)

@@ -91,7 +91,7 @@ impl Session {
             .map_err(refused)?;
         check_counts(bind, rows.parameters().max(statement.param_types.len()))?;
         let split = rows
-            .split(&self.cluster.sharding, &bind_params(bind.values()))
+            .split(self.cluster.sharding(), &bind_params(bind.values()))
             .map_err(refused)?;
         let mut parts: Vec<PartBind> = split
             .parts
@@ -106,7 +106,7 @@ impl Session {
                     &Bytes::from(part.sql),
                     &types,
                     &self.shared.cache,
-                    self.cluster.engine,
+                    self.cluster.engine(),
                 );
                 let mut bytes = BytesMut::new();
                 messages::bind_part(&mut bytes, bind, &statement.name, &part.params);

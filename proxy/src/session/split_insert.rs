@@ -35,7 +35,7 @@ use crate::protocol::sqlstate;
 impl Session {
     /// Run the multi-row INSERT `sql` split by shard.
     pub(super) async fn split_insert(&mut self, sql: &str) -> Result<Dispatch, End> {
-        let split = match split_insert(sql, &self.cluster.sharding) {
+        let split = match split_insert(sql, self.cluster.sharding()) {
             Ok(split) => split,
             Err(why) => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string());
@@ -52,7 +52,7 @@ impl Session {
                 return Ok(Dispatch::Done);
             }
         };
-        self.routing.writes = true;
+        self.routing.placing_write();
         let queries: Vec<(usize, Bytes)> = split
             .parts
             .iter()
@@ -122,9 +122,7 @@ impl Session {
             };
             // A Query ends the unnamed statement on its server: parsed
             // again before it is described or bound there.
-            if self.pipeline.unnamed_on == Some(server.conn.id) {
-                self.pipeline.unnamed_on = None;
-            }
+            self.pipeline.unnamed_dropped_on(server.conn.id);
             let columns = super::copy_in::table_columns(server, table, false).await;
             return Ok(columns.filter(|c| !c.is_empty()).map(Arc::new));
         }
@@ -160,12 +158,14 @@ impl Session {
         let overrides = self.overrides(&info.overrides);
         let routed = info
             .entry
-            .route(&info.params(&params), &overrides, &self.cluster.sharding);
+            .route(&info.params(&params), &overrides, self.cluster.sharding());
         let keyless = match routed {
             Err(RouteError::InsertWithoutKey { .. }) => true,
             // With a column-only entry, the table's columns say whether it
             // has the key column.
-            Err(RouteError::UnknownTableWrite { .. }) => self.cluster.sharding.unlisted_by_columns,
+            Err(RouteError::UnknownTableWrite { .. }) => {
+                self.cluster.sharding().unlisted_by_columns
+            }
             _ => false,
         };
         if !keyless {
@@ -188,7 +188,7 @@ impl Session {
             &Bytes::from(text),
             &statement.param_types,
             &self.shared.cache,
-            self.cluster.engine,
+            self.cluster.engine(),
         );
         *kept = Some((columns, Arc::clone(&rewritten)));
         Ok(Some(rewritten))
@@ -226,14 +226,14 @@ impl Session {
             Some(SchemaChange::CreateAs { .. })
         ) {
             let sql = String::from_utf8_lossy(sql);
-            let why = router::create_as::check(&sql, &self.cluster.sharding).err()?;
+            let why = router::create_as::check(&sql, self.cluster.sharding()).err()?;
             return Some(refused(why.to_string()));
         }
         if statement.kind != StatementKind::Insert || statement.tables.len() < 2 {
             return None;
         }
         let sql = String::from_utf8_lossy(sql);
-        let why = check_insert_select(&sql, &self.cluster.sharding, shards).err()?;
+        let why = check_insert_select(&sql, self.cluster.sharding(), shards).err()?;
         Some(refused(why.to_string()))
     }
 }

@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use router::cache::Lookup;
-use router::config::PoolerMode;
 use router::prepared::{self, ArgValue};
 use router::route::{Overrides, Params, RouteError, Routed};
 use router::summary::{Argument, SessionEffect, StatementKind};
@@ -101,13 +100,11 @@ impl Session {
             return Ok(());
         }
         if let Some(server) = self.attached.main_mut() {
-            server.conn.dirty |=
-                statement.leaves_state && self.cluster.mode == PoolerMode::Transaction;
+            server.conn.dirty |= statement.leaves_state && self.cluster.transaction_mode();
         }
         self.count_query();
-        self.pipeline.clock.statement(sql);
-        self.pipeline.unnamed_on = None;
-        messages::query(&mut self.pipeline.to_server, run);
+        self.pipeline.clock_mut().statement(sql);
+        self.pipeline.query(run);
         self.plan.push(Step::forward(reply_plan::SYNC));
         Ok(())
     }
@@ -205,7 +202,7 @@ impl Session {
             .get_or_init(|| {
                 self.shared
                     .cache
-                    .lookup(&statement.body, self.cluster.engine)
+                    .lookup(&statement.body, self.cluster.engine())
                     .ok()
             })
             .as_ref()
@@ -231,8 +228,8 @@ impl Session {
                 .map(TypedRoute::new)
         });
         match typed {
-            Some(typed) => typed.route(params, overrides, &self.cluster.sharding),
-            None => body.entry.route(params, overrides, &self.cluster.sharding),
+            Some(typed) => typed.route(params, overrides, self.cluster.sharding()),
+            None => body.entry.route(params, overrides, self.cluster.sharding()),
         }
     }
 
@@ -249,7 +246,7 @@ impl Session {
         (shards, in_txn): (Vec<usize>, bool),
     ) -> Result<(), End> {
         let summary = &body.entry.summary;
-        let rows = if router::route::holds_copies(summary, &self.cluster.sharding) {
+        let rows = if router::route::holds_copies(summary, self.cluster.sharding()) {
             Ok((None, Reply::Copies))
         } else {
             self.execute_rows(statement, body, values)
@@ -273,16 +270,16 @@ impl Session {
         let prepare = Prepare {
             id: run.id,
             sql: run.prepare.clone(),
-            limit: self.cluster.prepared_limit,
+            limit: self.cluster.prepared_limit(),
         };
-        self.pipeline.unnamed_on = None;
+        self.pipeline.unnamed_dropped();
         if in_txn {
             self.fan_out_with(&shards, request, Some(prepare), reply, Scope::InTxn)
                 .await
         } else if super::dispatch::atomic_across_shards(
             summary,
             &body.entry.text,
-            &self.cluster.sharding,
+            self.cluster.sharding(),
         ) {
             self.fan_out_atomic(&shards, request, reply, Some(prepare))
                 .await
@@ -336,7 +333,7 @@ impl Session {
     fn plan_execute_merge(&self, statement: &SqlStatement, body: &Lookup) -> (ExecuteMerge, bool) {
         let entry = &body.entry;
         let (planned, by_key) =
-            super::merge::plan_rows(&entry.summary, &statement.body, &self.cluster.sharding);
+            super::merge::plan_rows(&entry.summary, &statement.body, self.cluster.sharding());
         let merge = match planned {
             Ok(None) => {
                 if !by_key {

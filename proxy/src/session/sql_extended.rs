@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use router::cache::Lookup;
-use router::config::PoolerMode;
 use router::prepared::{self, ArgValue};
 use router::summary::{SessionEffect, StatementKind};
 
@@ -156,7 +155,7 @@ impl Session {
     /// BindComplete now, and the portal's Describe and Execute answered
     /// with `tag` until Sync.
     fn answer_portal(&mut self, tag: &'static str) {
-        self.pipeline.unsynced = true;
+        self.pipeline.sent_extended();
         self.local_reply(messages::bind_complete);
         self.phase.bind_local(LocalPortal { tag, nested: false });
     }
@@ -191,7 +190,7 @@ impl Session {
             &Bytes::from(run),
             &statement.param_types,
             &self.shared.cache,
-            self.cluster.engine,
+            self.cluster.engine(),
         );
         let _ = executing.executes.set(Arc::clone(sql));
         executing
@@ -256,11 +255,11 @@ impl Session {
         }
         self.sql_prepared_next(&sql, None);
         if let Some(server) = self.attached.main_mut() {
-            server.conn.dirty |= sql.leaves_state && self.cluster.mode == PoolerMode::Transaction;
+            server.conn.dirty |= sql.leaves_state && self.cluster.transaction_mode();
         }
         self.statement_on_server(&rewritten, b"\0");
-        frame.write_renamed(name, &rewritten.name, &mut self.pipeline.to_server);
-        self.pipeline.unsynced = true;
+        frame.write_renamed(name, &rewritten.name, self.pipeline.for_server());
+        self.pipeline.sent_extended();
         self.plan.push(match bind {
             true => Step::forward_with(reply_plan::BIND, Effect::Bound(rewritten.id)),
             false => Step::forward(reply_plan::DESCRIBE),
@@ -336,7 +335,7 @@ impl Session {
             .map_err(|e| ClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?
             .to_bind();
         let summary = &body.entry.summary;
-        let copies = router::route::holds_copies(summary, &self.cluster.sharding);
+        let copies = router::route::holds_copies(summary, self.cluster.sharding());
         let (shard, reply) = match copies {
             true => (None, None),
             false => match self.execute_rows(sql, &body, &values)? {
@@ -374,7 +373,7 @@ impl Session {
             readable,
         };
         self.hold_bind(rewritten, false, &bind, shards, held);
-        self.pipeline.unsynced = true;
+        self.pipeline.sent_extended();
         Ok(())
     }
 
@@ -392,12 +391,12 @@ impl Session {
         if conn.prepared.contains(sql.id) {
             return;
         }
-        if conn.prepared.len() >= self.cluster.prepared_limit {
+        if conn.prepared.len() >= self.cluster.prepared_limit() {
             if let Some(oldest) = conn.prepared.oldest() {
                 conn.prepared.remove(oldest);
                 let name = format!("__pgshard_{oldest}");
                 messages::close(
-                    &mut self.pipeline.to_server,
+                    self.pipeline.for_server(),
                     Named::Statement,
                     name.as_bytes(),
                 );
@@ -406,8 +405,8 @@ impl Session {
             }
         }
         conn.prepared.insert(sql.id);
-        self.pipeline.unnamed_on = None;
-        let out = &mut self.pipeline.to_server;
+        self.pipeline.unnamed_dropped();
+        let out = self.pipeline.for_server();
         messages::parse(out, b"", sql.prepare.as_bytes(), &[]);
         messages::bind_values(out, (PORTAL, b""), &[], &[], &[]);
         messages::execute(out, PORTAL);

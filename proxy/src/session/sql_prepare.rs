@@ -174,12 +174,12 @@ impl Session {
         if conn.prepared.contains(statement.id) {
             return Ok(true);
         }
-        if conn.prepared.len() >= self.cluster.prepared_limit {
+        if conn.prepared.len() >= self.cluster.prepared_limit() {
             if let Some(oldest) = conn.prepared.oldest() {
                 conn.prepared.remove(oldest);
                 let name = format!("__pgshard_{oldest}");
                 messages::close(
-                    &mut self.pipeline.to_server,
+                    self.pipeline.for_server(),
                     Named::Statement,
                     name.as_bytes(),
                 );
@@ -188,12 +188,11 @@ impl Session {
             }
         }
         conn.prepared.insert(statement.id);
-        self.pipeline.unnamed_on = None;
         let sql = match check {
             Some(check) => format!("{check}; {}", statement.prepare),
             None => statement.prepare.clone(),
         };
-        messages::query(&mut self.pipeline.to_server, &sql);
+        self.pipeline.query(&sql);
         self.plan.push(Step::injected_query_showing_errors_with(
             Effect::SqlPrepared(statement.id),
         ));

@@ -113,7 +113,7 @@ impl Session {
     /// ReadyForQuery.
     async fn merged_answered(&mut self, read: Read, simple: bool) -> Result<(), End> {
         if read != Read::Done {
-            self.pipeline.segment_errors += 1;
+            self.pipeline.error_relayed();
             if read == Read::MergeFailed {
                 self.abort_for_cursor().await?;
             }
@@ -139,8 +139,7 @@ impl Session {
             let _rolled_back = self.end_spanning(false, false).await?;
             self.txn.fail();
         } else if self.txn.refuse(self.server_view()) {
-            self.pipeline.unnamed_on = None;
-            messages::query(&mut self.pipeline.to_server, "ROLLBACK");
+            self.pipeline.query("ROLLBACK");
             self.plan
                 .push(crate::session::reply_plan::Step::injected_query());
         }

@@ -211,7 +211,7 @@ impl Session {
                 .ensure_server_or_reply(Target::Shard(shard), false)
                 .await?
             {
-                self.pipeline.unsynced = true;
+                self.pipeline.sent_extended();
                 self.put_frame(frame);
                 self.plan.push(Step::forward(terminals));
             }
@@ -249,7 +249,7 @@ impl Session {
                 &Bytes::from(sql),
                 &statement.param_types,
                 &self.shared.cache,
-                self.cluster.engine,
+                self.cluster.engine(),
             )
         });
         Ok(Some(Declared { name, instead }))

@@ -165,7 +165,7 @@ impl Session {
         match failure {
             Some(error) => {
                 self.client.out().extend_from_slice(&error);
-                self.pipeline.segment_errors += 1;
+                self.pipeline.error_relayed();
                 if !simple {
                     self.phase.skip();
                 }
@@ -221,8 +221,8 @@ impl Session {
         let query = shard_query(shard_sql.as_deref().unwrap_or(sql));
         let shards = self.declared_shards(&name);
         let request = |_: &Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
-        let errors = self.pipeline.segment_errors;
-        self.routing.writes = false;
+        let errors = self.pipeline.error_mark();
+        self.routing.placing_no_write();
         match in_txn {
             true => {
                 let reply = Reply::Concat(Vec::new());
@@ -235,7 +235,7 @@ impl Session {
                     .await?;
             }
         }
-        if self.pipeline.segment_errors != errors {
+        if self.pipeline.errors_since(errors) {
             self.cursors.forget(&name);
             self.release_unneeded_pins().await?;
         }
@@ -351,7 +351,7 @@ impl Session {
         if let Some(error) = declare_refusal(options, locking) {
             return Err(error);
         }
-        let planned = router::merge::declare(sql, &self.cluster.sharding).map(|p| p.shape);
+        let planned = router::merge::declare(sql, self.cluster.sharding()).map(|p| p.shape);
         let mut plan = match planned {
             None | Some(Shape::Concat) => MergePlan::default(),
             Some(Shape::Merge(plan)) => plan,

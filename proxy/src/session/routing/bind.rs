@@ -48,7 +48,7 @@ impl Session {
         let overrides = self.overrides(&info.overrides);
         let routed = match info
             .entry
-            .route(&params, &overrides, &self.cluster.sharding)
+            .route(&params, &overrides, self.cluster.sharding())
         {
             Ok(routed) => routed,
             Err(RouteError::CopyIntoSharded { .. })

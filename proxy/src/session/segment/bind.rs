@@ -45,7 +45,7 @@ impl Session {
             }
         };
         let writes = crate::session::spanning::writes(summary);
-        let copies = router::route::holds_copies(summary, &self.cluster.sharding);
+        let copies = router::route::holds_copies(summary, self.cluster.sharding());
         let readable = super::readable(summary, merge.as_ref());
         let mut bytes = BytesMut::new();
         // A DECLARE whose query is rewritten: its shards bind that one.
@@ -152,7 +152,7 @@ impl Session {
                 segment.note_writes(&shards);
             }
             copies = shards.len() > 1
-                && router::route::holds_copies(&info.entry.summary, &self.cluster.sharding);
+                && router::route::holds_copies(&info.entry.summary, self.cluster.sharding());
         }
         let mut readable = Err(super::IN_PARTS);
         let merge = match self.route_info(statement) {
@@ -225,7 +225,7 @@ impl Session {
         let overrides = self.overrides(&info.overrides);
         let routed = match info
             .entry
-            .route(&params, &overrides, &self.cluster.sharding)
+            .route(&params, &overrides, self.cluster.sharding())
         {
             Ok(routed) => routed,
             Err(router::route::RouteError::MultiRowInsert { .. })

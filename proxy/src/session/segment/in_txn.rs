@@ -23,7 +23,7 @@ impl Session {
         let settings = std::mem::take(&mut self.settings.extended);
         // What the client sent before the segment went to the main server:
         // its replies come first.
-        let errors = self.pipeline.segment_errors;
+        let errors = self.pipeline.error_mark();
         self.settle_main().await?;
         // Replies pgshard made itself before the segment (a ParseComplete
         // answered with no server attached) come first; with no server
@@ -31,7 +31,7 @@ impl Session {
         // statement), the replies are all local.
         let status = self.status();
         self.plan.drain_local(self.client.out(), status);
-        let before = self.pipeline.segment_errors != errors;
+        let before = self.pipeline.errors_since(errors);
         if !before && self.attached.status() == Some(TransactionStatus::Failed) {
             // An earlier statement failed: the transaction is aborted.
             ClientError::new(
@@ -65,27 +65,27 @@ impl Session {
             .execute_parts(&mut parts, &segment.items, false)
             .await?;
         if let Some(index) = failed_at {
-            self.pipeline.segment_errors += 1;
+            self.pipeline.error_relayed();
             self.forget_parses(&segment.items, index + 1);
         }
         // Each part ends at a Sync (what a shard still had to say after an
         // error elsewhere is dropped) and is held again.
         let mut lost = false;
         for mut part in parts {
-            self.routing.writes = segment.writes.contains(&part.shard);
+            self.routing.placing(segment.writes.contains(&part.shard));
             match sync_part(&mut part).await {
                 Some(()) => self.hold(part.shard, part.server),
                 None => lost = true,
             }
         }
-        self.routing.writes = false;
+        self.routing.placed();
         if lost {
             // That shard's part of the transaction is gone with its
             // connection: the transaction cannot commit.
             self.txn.fail();
             if failed_at.is_none() {
                 ClientError::shard_lost().encode(self.client.out());
-                self.pipeline.segment_errors += 1;
+                self.pipeline.error_relayed();
             }
         }
         let ok = failed_at.is_none() && !lost;

@@ -31,13 +31,13 @@ impl Session {
         // What the client sent before the segment's first multi-shard Bind
         // went to the attached server: its replies come first, and its
         // implicit transaction joins the segment's (a Flush, not a Sync).
-        let errors = self.pipeline.segment_errors;
+        let errors = self.pipeline.error_mark();
         let adopted = match self.attached.is_some() {
             true => self.adopt_attached().await?,
             false => None,
         };
         self.plan.drain_local(self.client.out(), status);
-        if self.pipeline.segment_errors != errors {
+        if self.pipeline.errors_since(errors) {
             // That part failed: the rest of the segment is skipped.
             self.forget_parses(&segment.items, 0);
             if let Some(part) = adopted {
@@ -60,13 +60,13 @@ impl Session {
         self.segment_portals(&segment, false);
         let mut failed = failed_at.is_some();
         if let Some(index) = failed_at {
-            self.pipeline.segment_errors += 1;
+            self.pipeline.error_relayed();
             self.forget_parses(&segment.items, index + 1);
         }
         if two_phase && !failed {
             failed = !self.commit_segment(parts, &segment.writes).await?;
             if failed {
-                self.pipeline.segment_errors += 1;
+                self.pipeline.error_relayed();
             }
         } else {
             self.end_parts(parts, failed).await;
@@ -118,7 +118,7 @@ impl Session {
             part.server.pool().histograms.observe_query(took);
         }
         let shards: Vec<usize> = parts.iter().map(|p| p.shard).collect();
-        self.pipeline.clock.log_if_slow(&self.span, took, &shards);
+        self.pipeline.clock().log_if_slow(&self.span, took, &shards);
     }
 
     /// Send each part its share of `items[range]` (`begin`: a BEGIN
@@ -136,7 +136,7 @@ impl Session {
                 items,
                 range.clone(),
                 begin,
-                self.cluster.prepared_limit,
+                self.cluster.prepared_limit(),
             );
             let write = part.server.conn.send(&request);
             if self.client.watch(write).await?.is_err() {
@@ -204,7 +204,7 @@ impl Session {
                 Err(err) => {
                     err.client_error(&self.info.database, shard)
                         .encode(self.client.out());
-                    self.pipeline.segment_errors += 1;
+                    self.pipeline.error_relayed();
                     return Ok(None);
                 }
             }
@@ -217,7 +217,7 @@ impl Session {
     /// it and relay the replies (errors among them count for the segment).
     async fn adopt_attached(&mut self) -> Result<Option<Part>, End> {
         if self.plan.unsynced_tail() {
-            messages::flush(&mut self.pipeline.to_server);
+            messages::flush(self.pipeline.for_server());
         }
         self.flush().await?;
         self.answer_all().await?;
