@@ -1,5 +1,6 @@
-//! Docs name files that exist: every path in backquotes in README.md,
-//! ARCHITECTURE.md and docs/*.md is a file or folder of the repository.
+//! Docs lead somewhere: every path in backquotes in README.md,
+//! ARCHITECTURE.md and docs/*.md is a file or folder of the repository, and
+//! every relative link of a Markdown file reaches a file (and its heading).
 
 use std::path::Path;
 use std::process::Command;
@@ -85,5 +86,68 @@ fn docs_name_files_that_exist() {
     assert!(
         missing.is_empty(),
         "docs name files that do not exist: {missing:#?}"
+    );
+}
+
+/// GitHub's anchor for a heading: lower case, backquotes and punctuation
+/// dropped (but `-` and `_`), spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings.
+fn anchors(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| line.starts_with('#'))
+        .map(|line| anchor(line.trim_start_matches('#')))
+        .collect()
+}
+
+/// The relative link targets of a line: `[text](target)` not on the web.
+fn links_in(line: &str) -> Vec<&str> {
+    line.match_indices("](")
+        .filter_map(|(at, _)| {
+            let rest = &line[at + 2..];
+            rest.find(')').map(|end| &rest[..end])
+        })
+        .filter(|target| !target.contains("://") && !target.starts_with("mailto:"))
+        .collect()
+}
+
+#[test]
+fn doc_links_reach_a_file_and_heading() {
+    let files = tracked();
+    let docs: Vec<&String> = files.iter().filter(|f| f.ends_with(".md")).collect();
+    let mut broken = Vec::new();
+    for doc in &docs {
+        let text = std::fs::read_to_string(workspace().join(doc.as_str())).unwrap();
+        let dir = Path::new(doc.as_str()).parent().unwrap_or(Path::new(""));
+        for (n, line) in text.lines().enumerate() {
+            for target in links_in(line) {
+                let (file, heading) = target.split_once('#').unwrap_or((target, ""));
+                let path = workspace().join(dir).join(file);
+                let reached = if file.is_empty() {
+                    anchors(&text).iter().any(|a| a == heading)
+                } else if heading.is_empty() || !file.ends_with(".md") {
+                    path.exists()
+                } else {
+                    std::fs::read_to_string(&path)
+                        .is_ok_and(|body| anchors(&body).iter().any(|a| a == heading))
+                };
+                if !reached {
+                    broken.push(format!("{doc}:{}: {target}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "doc links that lead nowhere: {broken:#?}"
     );
 }
