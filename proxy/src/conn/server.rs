@@ -6,7 +6,7 @@
 //! its cancel key.
 
 mod login;
-mod prepared_set;
+pub mod prepared_set;
 mod stream;
 
 use std::time::{Duration, Instant};

@@ -11,6 +11,7 @@ use super::reply_plan::{self, Effect, Step};
 use super::statements::Statement;
 use super::transaction::Target;
 use super::{End, Session};
+use crate::conn::server::prepared_set;
 use crate::protocol::frontend::{BindView, Frame, FrontendKind, FrontendMessage, Named};
 use crate::protocol::messages;
 
@@ -111,17 +112,10 @@ impl Session {
             return;
         };
         let conn = &mut server.conn;
-        if conn.prepared.len() >= self.cluster.prepared_limit() {
-            if let Some(oldest) = conn.prepared.oldest() {
-                conn.prepared.remove(oldest);
-                messages::close(
-                    self.pipeline.for_server(),
-                    Named::Statement,
-                    format!("__pgshard_{oldest}").as_bytes(),
-                );
-                self.plan
-                    .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
-            }
+        if let Some(oldest) = conn.prepared.make_room(self.cluster.prepared_limit()) {
+            prepared_set::close(self.pipeline.for_server(), oldest);
+            self.plan
+                .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
         }
         self.pipeline
             .for_server()

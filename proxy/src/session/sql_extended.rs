@@ -27,6 +27,7 @@ use super::sql_prepared::{self, SqlStatement};
 use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::{End, Session};
+use crate::conn::server::prepared_set;
 use crate::errors::ClientError;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::{BindView, Frame, FrontendKind, Named};
@@ -391,18 +392,10 @@ impl Session {
         if conn.prepared.contains(sql.id) {
             return;
         }
-        if conn.prepared.len() >= self.cluster.prepared_limit() {
-            if let Some(oldest) = conn.prepared.oldest() {
-                conn.prepared.remove(oldest);
-                let name = format!("__pgshard_{oldest}");
-                messages::close(
-                    self.pipeline.for_server(),
-                    Named::Statement,
-                    name.as_bytes(),
-                );
-                self.plan
-                    .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
-            }
+        if let Some(oldest) = conn.prepared.make_room(self.cluster.prepared_limit()) {
+            prepared_set::close(self.pipeline.for_server(), oldest);
+            self.plan
+                .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
         }
         conn.prepared.insert(sql.id);
         self.pipeline.unnamed_dropped();

@@ -20,10 +20,10 @@ use super::reply_plan::{self, Effect, Step};
 use super::sql_prepared::{self, SqlStatement};
 use super::transaction::Target;
 use super::{End, Session};
+use crate::conn::server::prepared_set;
 use crate::errors::ClientError;
 use crate::protocol::backend::TransactionStatus;
-use crate::protocol::frontend::{Frame, Named};
-use crate::protocol::messages;
+use crate::protocol::frontend::Frame;
 use crate::protocol::sqlstate;
 
 /// What became of a simple query that PREPAREs or EXECUTEs.
@@ -174,18 +174,10 @@ impl Session {
         if conn.prepared.contains(statement.id) {
             return Ok(true);
         }
-        if conn.prepared.len() >= self.cluster.prepared_limit() {
-            if let Some(oldest) = conn.prepared.oldest() {
-                conn.prepared.remove(oldest);
-                let name = format!("__pgshard_{oldest}");
-                messages::close(
-                    self.pipeline.for_server(),
-                    Named::Statement,
-                    name.as_bytes(),
-                );
-                self.plan
-                    .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
-            }
+        if let Some(oldest) = conn.prepared.make_room(self.cluster.prepared_limit()) {
+            prepared_set::close(self.pipeline.for_server(), oldest);
+            self.plan
+                .push(Step::injected(reply_plan::CLOSE, Effect::Closed(oldest)));
         }
         conn.prepared.insert(statement.id);
         let sql = match check {

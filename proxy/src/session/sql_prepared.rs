@@ -20,6 +20,7 @@ use router::route::{Overrides, ParamValue, ParamValues, RouteError, RoutePlan, R
 use router::sharding::Sharding;
 use router::summary::Summary;
 
+use crate::conn::server::prepared_set;
 use crate::errors::ClientError;
 use crate::execute::merge::Window;
 use crate::protocol::backend::{BackendFrame, BackendMessage};
@@ -56,7 +57,7 @@ pub struct SqlStatement {
 
 impl SqlStatement {
     pub fn new(id: u64, types: &str, body: &str, declared: Vec<Option<String>>) -> SqlStatement {
-        let name = format!("__pgshard_{id}");
+        let name = prepared_set::server_name(id);
         let separator = if types.is_empty() { "" } else { " " };
         SqlStatement {
             prepare: format!("PREPARE {name}{separator}{types} AS {body}"),

@@ -22,6 +22,7 @@ use router::merge::MergePlan;
 use router::sharding::ParserEngine;
 use router::split::{InsertRows, SplitError};
 
+use crate::conn::server::prepared_set;
 use crate::conn::settings::ParamChange;
 use crate::errors::ClientError;
 use crate::lock::lock;
@@ -133,7 +134,7 @@ impl Registry {
         }
         inner.next_id += 1;
         let id = inner.next_id;
-        let name = Bytes::from(format!("__pgshard_{id}"));
+        let name = Bytes::from(prepared_set::server_name(id));
         let (leaves_state, settings) = state_effects(query, cache, engine);
         let mut parse = BytesMut::with_capacity(query.len() + 32);
         messages::parse(&mut parse, &name, query, param_types);

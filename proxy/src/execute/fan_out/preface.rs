@@ -9,9 +9,9 @@ use bytes::BytesMut;
 use tokio::sync::mpsc;
 
 use super::{Prepare, Report};
+use crate::conn::server::prepared_set;
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendKind};
-use crate::protocol::frontend::Named;
 use crate::protocol::messages;
 
 /// The messages to send first, and how many ReadyForQuery end their reply.
@@ -31,14 +31,10 @@ pub(super) fn preface(prepare: &Prepare, server: &mut Pooled) -> Option<Preface>
     }
     let mut bytes = BytesMut::new();
     let mut syncs = 1;
-    if conn.prepared.len() >= prepare.limit {
-        if let Some(oldest) = conn.prepared.oldest() {
-            conn.prepared.remove(oldest);
-            let name = format!("__pgshard_{oldest}");
-            messages::close(&mut bytes, Named::Statement, name.as_bytes());
-            messages::sync(&mut bytes);
-            syncs += 1;
-        }
+    if let Some(oldest) = conn.prepared.make_room(prepare.limit) {
+        prepared_set::close(&mut bytes, oldest);
+        messages::sync(&mut bytes);
+        syncs += 1;
     }
     messages::query(&mut bytes, &prepare.sql);
     conn.prepared.insert(prepare.id);

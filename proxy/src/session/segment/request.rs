@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 
 use super::{Item, Part, Unit, Uses};
+use crate::conn::server::prepared_set;
 use crate::protocol::frontend::Named;
 use crate::protocol::messages;
 use crate::session::reply_plan;
@@ -17,19 +18,10 @@ use crate::session::sql_prepared::SqlStatement;
 /// one before it prepares another (a split INSERT prepares one statement
 /// per shape of its parts).
 fn evict_oldest(part: &mut Part, limit: usize, out: &mut BytesMut) {
-    let prepared = &mut part.server.conn.prepared;
-    if prepared.len() < limit {
-        return;
-    }
-    let Some(oldest) = prepared.oldest() else {
+    let Some(oldest) = part.server.conn.prepared.make_room(limit) else {
         return;
     };
-    prepared.remove(oldest);
-    messages::close(
-        out,
-        Named::Statement,
-        format!("__pgshard_{oldest}").as_bytes(),
-    );
+    prepared_set::close(out, oldest);
     part.units.push_back(Unit {
         item: None,
         terminals: reply_plan::CLOSE,
