@@ -36,3 +36,4 @@ pub mod sharding;
 pub mod split;
 pub mod summary;
 pub mod template;
+pub mod unique_id;

@@ -95,8 +95,6 @@ pub(super) const GENERAL: &[(&str, Option<Same>)] = &[
     ("lsn_check_delay", None),
     ("lsn_check_interval", None),
     ("lsn_check_timeout", None),
-    ("unique_id_function", None),
-    ("unique_id_min", None),
     ("broadcast_address", None),
     ("broadcast_port", None),
     ("query_log", None),

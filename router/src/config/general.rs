@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::sharding::ParserEngine;
+use crate::unique_id::UniqueIdFunction;
 
 /// How long a client holds a server connection (`pooler_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
@@ -265,6 +266,16 @@ pub struct General {
     /// for and resolved (also at start); 0 = only at start.
     #[serde(rename = "two_phase_commit_recovery_interval")]
     pub two_phase_commit_recovery_interval_ms: u64,
+    /// The layout of `pgdog.unique_id()` ids (PgDog's key).
+    pub unique_id_function: UniqueIdFunction,
+    /// Added to every `pgdog.unique_id()` id, so ids stay above those of
+    /// rows made before (PgDog's key).
+    pub unique_id_min: u64,
+    /// This instance's node id in `pgdog.unique_id()` ids: 0-1023 (0-63 with
+    /// `compact`), distinct per pgshard instance. Unset: the number after
+    /// the last `-` of the `NODE_ID` environment variable (PgDog's way),
+    /// else 0.
+    pub node_id: Option<u64>,
 }
 
 /// `unlisted_tables`: what a table the sharding config does not name is.
@@ -337,6 +348,9 @@ impl Default for General {
             two_phase_commit_wal_dir: PathBuf::from("pgshard_2pc"),
             two_phase_commit_wal_segment_size: 16 * 1024 * 1024,
             two_phase_commit_recovery_interval_ms: 10_000,
+            unique_id_function: UniqueIdFunction::Standard,
+            unique_id_min: 0,
+            node_id: None,
         }
     }
 }

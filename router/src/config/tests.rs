@@ -540,3 +540,48 @@ fn the_example_files_load() {
     assert_eq!(settings.server_user, "pgshard");
     assert_eq!(settings.server_password.as_deref(), Some("pgshard"));
 }
+
+#[test]
+fn unique_id_keys_are_read_and_checked() {
+    let config = load(&format!(
+        "[general]\nunique_id_function = \"compact\"\nunique_id_min = 1000\nnode_id = 63\n{ONE_DB}"
+    ))
+    .unwrap();
+    assert_eq!(
+        config.general.unique_id_function,
+        crate::unique_id::UniqueIdFunction::Compact
+    );
+    assert_eq!(
+        (config.general.unique_id_min, config.general.node_id),
+        (1000, Some(63))
+    );
+    let text = error_at(
+        load(&format!(
+            "[general]\nunique_id_function = \"short\"\n{ONE_DB}"
+        )),
+        "pgdog.toml: general.unique_id_function",
+    );
+    assert!(
+        text.contains("standard") && text.contains("compact"),
+        "{text}"
+    );
+    let text = error_at(
+        load(&format!(
+            "[general]\nunique_id_function = \"compact\"\nnode_id = 64\n{ONE_DB}"
+        )),
+        "pgdog.toml: general.node_id",
+    );
+    assert!(text.contains("63"), "{text}");
+    error_at(
+        load(&format!("[general]\nnode_id = 1024\n{ONE_DB}")),
+        "pgdog.toml: general.node_id",
+    );
+    error_at(
+        load(&format!("[general]\nunique_id_min = -1\n{ONE_DB}")),
+        "pgdog.toml: general.unique_id_min",
+    );
+    error_at(
+        load(&format!("[general]\nunique_id_function = \"compact\"\nunique_id_min = 9007199254740991\n{ONE_DB}")),
+        "pgdog.toml: general.unique_id_min",
+    );
+}
