@@ -26,4 +26,5 @@ pub mod protocol;
 pub mod schema;
 pub mod session;
 pub mod state;
+pub mod unique_ids;
 pub mod workers;

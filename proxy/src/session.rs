@@ -52,6 +52,7 @@ mod sql_prepare;
 pub mod sql_prepared;
 pub mod statements;
 mod transaction;
+mod unique_id;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -17,6 +17,7 @@ pub const PROXY_LAYERS: &[(&str, &[&str])] = &[
             "lock",
             "id_hash",
             "logging",
+            "unique_ids",
             "config_files",
             "interrupt",
             "catalog_epoch",

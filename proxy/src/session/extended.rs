@@ -36,6 +36,9 @@ impl Session {
             Ok(_) => return Ok(()),
             Err(e) => return Err(End::protocol(e)),
         };
+        if self.refuse_unique_id_parse(&query) {
+            return Ok(());
+        }
         if !name.is_empty() && self.sql_names.contains(&name) {
             // SQL PREPARE and Parse name statements in one namespace.
             let name = String::from_utf8_lossy(&name);

@@ -21,6 +21,7 @@ use crate::metrics::Metrics;
 use crate::pool::clusters::{ClusterPools, Clusters};
 use crate::pool::gate::Gate;
 use crate::pool::Pool;
+use crate::unique_ids::{SystemClock, UniqueIds};
 
 /// Shared by all sessions.
 #[derive(Debug)]
@@ -51,6 +52,8 @@ pub struct Shared {
     pub bytewise_text: Mutex<HashMap<String, bool>>,
     /// Round-robin position for statements any shard can run.
     pub any_shard: AtomicUsize,
+    /// `pgdog.unique_id()`'s generator (node id and layout read at start).
+    pub unique_ids: UniqueIds,
 }
 
 /// Tables' columns in order, by (database, table as written).
@@ -90,6 +93,12 @@ impl Shared {
             table_columns: Mutex::new(TableColumns::default()),
             bytewise_text: Mutex::new(HashMap::new()),
             any_shard: AtomicUsize::new(0),
+            unique_ids: UniqueIds::new(
+                general.unique_id_function,
+                general.node_id.unwrap_or(0),
+                general.unique_id_min,
+                Arc::new(SystemClock),
+            ),
         };
         shared.apply_config(config);
         shared

@@ -1,7 +1,8 @@
 //! The simple protocol: a Query's text is classified for what it changes
 //! in the session (settings, DEALLOCATE, DISCARD ALL, session state), routed
 //! on a sharded cluster, and sent to the server with the reply it owes
-//! planned.
+//! planned. `pgdog.unique_id()` calls are replaced by ids first
+//! (`unique_id.rs`).
 
 use bytes::BytesMut;
 
@@ -10,6 +11,7 @@ use super::reply_plan::{self, Effect, Step};
 use super::session_effects;
 use super::sql_prepare::SqlQuery;
 use super::transaction::Target;
+use super::unique_id::Replaced;
 use super::{End, Session};
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::frontend::Frame;
@@ -20,6 +22,11 @@ impl Session {
         self.sync_before_query().await?;
         let body = frame.body();
         let sql_bytes = body.strip_suffix(&[0]).unwrap_or(body);
+        match self.replace_unique_ids(sql_bytes).await {
+            Replaced::Unchanged => {}
+            Replaced::Query(query) => return Box::pin(self.on_query(query)).await,
+            Replaced::Refused => return Ok(()),
+        }
         let keywords = session_effects::classify(sql_bytes);
         // The text as UTF-8, where the cache needs it.
         let sql = if keywords.tracked || self.has_replicas() || self.sharded() {

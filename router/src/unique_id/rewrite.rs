@@ -56,14 +56,15 @@ pub struct Calls {
 }
 
 /// Whether `sql` may call `pgdog.unique_id()`: a cheap test on the bytes
-/// (`unique_id` in any case), before any parse.
+/// (`unique_id` and `pgdog` in any case), before any parse.
 pub fn mentions(sql: &[u8]) -> bool {
-    memchr::memchr_iter(b'_', sql).any(|at| {
+    let unique_id = memchr::memchr_iter(b'_', sql).any(|at| {
         let (Some(before), Some(after)) = (at.checked_sub(6), sql.get(at + 1..at + 3)) else {
             return false;
         };
         sql[before..at].eq_ignore_ascii_case(b"unique") && after.eq_ignore_ascii_case(b"id")
-    })
+    });
+    unique_id && sql.windows(5).any(|w| w.eq_ignore_ascii_case(b"pgdog"))
 }
 
 /// The calls of `pgdog.unique_id()` in `sql`; `None` when there is none.

@@ -123,7 +123,9 @@ fn refused() {
 #[test]
 fn mentions_is_case_blind_and_cheap() {
     assert!(mentions(b"select PGDOG.UNIQUE_ID()"));
-    assert!(mentions(b"unique_id"));
+    assert!(mentions(b"pgdog unique_id"));
+    assert!(!mentions(b"SELECT unique_id FROM t"));
+    assert!(!mentions(b"(SELECT 1::bigint AS unique_id)"));
     assert!(!mentions(b"select unique_x, _id"));
     assert!(!mentions(b"_id"));
 }

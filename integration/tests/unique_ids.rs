@@ -1,0 +1,181 @@
+//! `pgdog.unique_id()` through several pgshard instances (each its own
+//! node id) over two shards: ids from every instance, in single-row and
+//! split multi-row INSERTs and in SELECTs inside transactions, are never
+//! duplicated, carry their instance's node id and increase per client; what
+//! cannot be replaced exactly is refused with 0A000; a second instance with
+//! a node id in use refuses to start; SETUP SHARDED SEQUENCES steps the
+//! shards' sequences so that their values never collide.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::{raw_users, sharded_config, Cluster, SHARDING};
+use integration::TestProxy;
+use tokio_postgres::SimpleQueryMessage;
+
+const NODES: [u64; 3] = [1, 2, 3];
+
+fn node_of(id: i64) -> u64 {
+    ((id as u64) >> 12) & 1023
+}
+
+/// The first value of each row.
+fn values(messages: &[SimpleQueryMessage]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(row) => Some(row.get(0).unwrap_or("").to_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One client's work through one instance: single-row INSERTs, split
+/// two-row INSERTs and SELECTs in a transaction; the ids it saw, in order.
+async fn client_work(port: u16, node: u64, client_no: usize) -> Vec<i64> {
+    let client = common::connect(port, "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    for i in 0..20 {
+        let item = format!("n{node}c{client_no}i{i}");
+        let sql = match i % 3 {
+            0 => format!(
+                "INSERT INTO orders (tenant_id, id, item) VALUES (pgdog.unique_id(), 1, '{item}') \
+                 RETURNING tenant_id"
+            ),
+            1 => format!(
+                "INSERT INTO orders (tenant_id, id, item) VALUES (pgdog.unique_id(), 1, '{item}a'), \
+                 (pgdog.unique_id(), 2, '{item}b'), (pgdog.unique_id(), 3, '{item}c') \
+                 RETURNING tenant_id"
+            ),
+            _ => "BEGIN; SELECT pgdog.unique_id(); COMMIT".to_owned(),
+        };
+        let messages = client.simple_query(&sql).await.unwrap();
+        seen.extend(values(&messages).iter().map(|v| v.parse::<i64>().unwrap()));
+    }
+    seen
+}
+
+#[tokio::test]
+async fn ids_from_several_instances_never_collide() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "node_id = 1", "");
+    let others: Vec<TestProxy> = NODES[1..]
+        .iter()
+        .map(|node| {
+            let config = sharded_config(&cluster.servers, &format!("node_id = {node}"), SHARDING);
+            TestProxy::start(&config, &raw_users()).unwrap()
+        })
+        .collect();
+    let ports: Vec<u16> = std::iter::once(cluster.port())
+        .chain(others.iter().map(TestProxy::port))
+        .collect();
+    let mut tasks = Vec::new();
+    for (port, node) in ports.iter().zip(NODES) {
+        for client_no in 0..4 {
+            let port = *port;
+            tasks.push((node, tokio::spawn(client_work(port, node, client_no))));
+        }
+    }
+    let mut all = BTreeSet::new();
+    let mut count = 0;
+    for (node, task) in tasks {
+        let seen = task.await.unwrap();
+        assert!(
+            seen.windows(2).all(|w| w[0] < w[1]),
+            "node {node}: not increasing"
+        );
+        assert!(
+            seen.iter().all(|&id| node_of(id) == node),
+            "node {node}: node bits"
+        );
+        count += seen.len();
+        all.extend(seen);
+    }
+    assert_eq!(all.len(), count, "duplicate ids");
+    // Every inserted row is on the shard its id hashes to (the partitions
+    // refuse any other), both shards have some, and no id is on both.
+    let mut stored = Vec::new();
+    for shard in cluster.shards().await {
+        let ids = common::column(&shard, "SELECT tenant_id FROM orders", "tenant_id").await;
+        assert!(!ids.is_empty());
+        stored.extend(ids);
+    }
+    let distinct: BTreeSet<_> = stored.iter().collect();
+    assert_eq!(distinct.len(), stored.len());
+    // 4 clients x 3 instances x (7 single + 7 x 3 split) rows.
+    assert_eq!(stored.len(), 12 * (7 + 21));
+}
+
+#[tokio::test]
+async fn select_answers_with_the_column_postgres_names() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "node_id = 9", "");
+    let client = cluster.connect().await;
+    let rows = client
+        .simple_query("SELECT pgdog.unique_id(), PGDOG.UNIQUE_ID() AS id, pgdog.unique_id()::text")
+        .await
+        .unwrap();
+    let SimpleQueryMessage::Row(row) = &rows[1] else {
+        panic!("no row: {rows:?}")
+    };
+    let names: Vec<&str> = row.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["unique_id", "id", "unique_id"]);
+    let ids: Vec<i64> = (0..3)
+        .map(|i| row.get(i).unwrap().parse().unwrap())
+        .collect();
+    assert!(ids[0] < ids[1] && ids[1] < ids[2]);
+    assert!(ids.iter().all(|&id| node_of(id) == 9));
+}
+
+#[tokio::test]
+async fn what_cannot_be_exact_is_refused() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "", "");
+    let client = cluster.connect().await;
+    for sql in [
+        "SELECT pgdog.unique_id() FROM generate_series(1, 3)",
+        "UPDATE orders SET id = pgdog.unique_id() WHERE tenant_id = 1",
+        "INSERT INTO orders (tenant_id, id, item) VALUES ((SELECT pgdog.unique_id()), 1, 'x')",
+    ] {
+        let err = client.simple_query(sql).await.unwrap_err();
+        assert_eq!(common::code(&err), Some("0A000"), "{sql}: {err:?}");
+        assert!(
+            common::describe(&err).contains("once per row"),
+            "{sql}: {err:?}"
+        );
+    }
+    // The extended protocol (tokio-postgres prepares every query).
+    let err = client
+        .query("SELECT pgdog.unique_id()", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"));
+    assert!(
+        common::describe(&err).contains("prepared statement"),
+        "{err:?}"
+    );
+    // Inside a transaction the refusal fails it, as an error would.
+    client.simple_query("BEGIN").await.unwrap();
+    let err = client
+        .simple_query("SELECT pgdog.unique_id() FROM orders")
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"));
+    let err = client.simple_query("SELECT 1").await.unwrap_err();
+    assert_eq!(common::code(&err), Some("25P02"));
+    client.simple_query("ROLLBACK").await.unwrap();
+    // The session goes on.
+    let ids = values(
+        &client
+            .simple_query("SELECT pgdog.unique_id()")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(ids.len(), 1);
+}
