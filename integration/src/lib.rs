@@ -49,6 +49,8 @@ pub enum HarnessError {
     Config(#[from] router::config::ConfigError),
     #[error("this proxy has no config files")]
     NoConfigFiles,
+    #[error("pgshard refused to start: {0}")]
+    ProxyRefused(String),
     #[error("the test proxy's thread ended")]
     ProxyThreadEnded,
     /// A program exited with an error.

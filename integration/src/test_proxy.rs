@@ -11,6 +11,12 @@ use tokio::sync::oneshot;
 
 use crate::HarnessError;
 
+/// Why the proxy thread did not start serving.
+enum Refused {
+    Bind(std::io::Error),
+    NodeId(String),
+}
+
 /// A running in-process proxy.
 #[derive(Debug)]
 pub struct TestProxy {
@@ -78,11 +84,16 @@ impl TestProxy {
             let workers = match proxy::workers::Workers::bind(2, "127.0.0.1", 0) {
                 Ok(workers) => workers,
                 Err(err) => {
-                    let _ = bound.send(Err(err));
+                    let _ = bound.send(Err(Refused::Bind(err)));
                     return;
                 }
             };
             let state = workers.in_first(|| proxy::state::State::new(config, paths));
+            // As the binary does: a node id in use refuses to start.
+            if let Some(Err(err)) = workers.block_on_first(proxy::node_lock::acquire(&state)) {
+                let _ = bound.send(Err(Refused::NodeId(err.to_string())));
+                return;
+            }
             let _ = bound.send(Ok((workers.local_addr(), Arc::clone(&state))));
             // A crash stops serving without waiting for anything: a session
             // stuck at an injected fault never finishes (it is dropped with
@@ -98,7 +109,10 @@ impl TestProxy {
         let (addr, state) = ready
             .recv()
             .map_err(|_| HarnessError::ProxyThreadEnded)?
-            .map_err(io("bind 127.0.0.1:0"))?;
+            .map_err(|refused| match refused {
+                Refused::Bind(err) => io("bind 127.0.0.1:0")(err),
+                Refused::NodeId(why) => HarnessError::ProxyRefused(why),
+            })?;
         Ok(TestProxy {
             addr,
             stop: Some(stop),

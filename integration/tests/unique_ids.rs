@@ -179,3 +179,43 @@ async fn what_cannot_be_exact_is_refused() {
     );
     assert_eq!(ids.len(), 1);
 }
+
+#[tokio::test]
+async fn a_node_id_in_use_is_refused() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "node_id = 4", "");
+    let config = |general: &str| sharded_config(&cluster.servers, general, SHARDING);
+    let err = TestProxy::start(&config("node_id = 4"), &raw_users()).unwrap_err();
+    assert!(err.to_string().contains("node id 4 is in use"), "{err}");
+    // Another node id starts; once it stops, its node id is free again.
+    let five = TestProxy::start(&config("node_id = 5"), &raw_users()).unwrap();
+    drop(five);
+    let five = TestProxy::start(&config("node_id = 5"), &raw_users()).unwrap();
+    // Two instances with no node id both start (most deployments never
+    // call pgdog.unique_id()), but the second refuses to make ids.
+    let first = TestProxy::start(&config(""), &raw_users()).unwrap();
+    let second = TestProxy::start(&config(""), &raw_users()).unwrap();
+    let client = common::connect(first.port(), "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    let ids = values(
+        &client
+            .simple_query("SELECT pgdog.unique_id()")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(node_of(ids[0].parse().unwrap()), 0);
+    let client = common::connect(second.port(), "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    let err = client
+        .simple_query("SELECT pgdog.unique_id()")
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("55000"), "{err:?}");
+    assert!(
+        common::describe(&err).contains("node id 0 is in use"),
+        "{err:?}"
+    );
+    drop(five);
+}

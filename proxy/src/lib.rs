@@ -20,6 +20,7 @@ pub mod listener;
 pub mod lock;
 pub mod logging;
 pub mod metrics;
+pub mod node_lock;
 pub mod openmetrics;
 pub mod pool;
 pub mod protocol;

@@ -48,6 +48,10 @@ fn main() -> anyhow::Result<()> {
         tokio::spawn(reload_on_sighup(std::sync::Arc::clone(&state)));
         state
     });
+    // A node id another running pgshard holds would make duplicate ids.
+    if let Some(Err(err)) = workers.block_on_first(proxy::node_lock::acquire(&state)) {
+        return Err(err).context("not starting");
+    }
     workers.run(state, shutdown_signal());
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! safe).
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use router::config::General;
@@ -71,6 +71,9 @@ pub struct UniqueIds {
     clock: Arc<dyn Clock>,
     node: u64,
     function: UniqueIdFunction,
+    /// Why ids are refused: another instance holds this node id
+    /// (`node_lock.rs`).
+    conflict: OnceLock<String>,
 }
 
 impl UniqueIds {
@@ -80,7 +83,18 @@ impl UniqueIds {
             clock,
             node,
             function,
+            conflict: OnceLock::new(),
         }
+    }
+
+    /// Refuse ids from now on, for `why`.
+    pub fn set_conflict(&self, why: String) {
+        let _ = self.conflict.set(why);
+    }
+
+    /// Why ids are refused, if they are.
+    pub fn conflict(&self) -> Option<&str> {
+        self.conflict.get().map(String::as_str)
     }
 
     pub fn node(&self) -> u64 {

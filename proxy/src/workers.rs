@@ -63,6 +63,14 @@ impl Workers {
         f()
     }
 
+    /// Run `future` to completion on the first worker's runtime (before
+    /// [`Workers::run`]; tasks it spawns run there once serving starts).
+    pub fn block_on_first<T>(&self, future: impl Future<Output = T>) -> Option<T> {
+        self.workers
+            .first()
+            .map(|(runtime, _)| runtime.block_on(future))
+    }
+
     /// Serve clients on every worker until `shutdown` completes (or the
     /// admin console's SHUTDOWN), drain them, then stop the workers (a
     /// session still running is dropped with its runtime). The first

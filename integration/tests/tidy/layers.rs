@@ -33,6 +33,7 @@ pub const PROXY_LAYERS: &[(&str, &[&str])] = &[
         "top",
         &[
             "state",
+            "node_lock",
             "schema",
             "admin",
             "openmetrics",

@@ -39,6 +39,14 @@ impl Session {
                 return Replaced::Refused;
             }
         };
+        if let Some(why) = self.shared.unique_ids.conflict() {
+            let error = ClientError::new(
+                sqlstate::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("pgdog.unique_id() is off in this pgshard: {why}"),
+            );
+            let _ = self.refused(error);
+            return Replaced::Refused;
+        }
         match self.shared.unique_ids.take(calls.len()).await {
             Ok(ids) => Replaced::Query(Frame::query(&calls.apply(&text, &ids))),
             Err(why) => {
