@@ -219,3 +219,103 @@ async fn a_node_id_in_use_is_refused() {
     );
     drop(five);
 }
+
+const EVENTS: &str = "\
+[[sharded_tables]]
+database = \"prod\"
+name = \"events\"
+column = \"tenant_id\"
+data_type = \"bigint\"
+";
+
+/// The admin command's rows as (shard, restart, action).
+async fn setup_sequences(admin: &tokio_postgres::Client) -> Vec<(String, String, String)> {
+    let messages = admin
+        .simple_query("SETUP SHARDED SEQUENCES prod")
+        .await
+        .unwrap();
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(row) => Some((
+                row.get("shard").unwrap().to_owned(),
+                row.get("restart").unwrap().to_owned(),
+                row.get("action").unwrap().to_owned(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn setup_sharded_sequences_then_inserts_never_collide() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "", EVENTS);
+    for (i, shard) in cluster.shards().await.iter().enumerate() {
+        shard
+            .batch_execute(
+                "CREATE TABLE events (id bigserial PRIMARY KEY, tenant_id bigint NOT NULL)",
+            )
+            .await
+            .unwrap();
+        if i == 0 {
+            // Rows made before: ids up to 5 on shard 0.
+            shard
+                .batch_execute("INSERT INTO events (tenant_id) SELECT 0 FROM generate_series(1, 5)")
+                .await
+                .unwrap();
+        }
+    }
+    let admin = cluster.admin().await;
+    let stepped = setup_sequences(&admin).await;
+    assert_eq!(
+        stepped,
+        [
+            ("0".into(), "7".into(), "stepped".into()),
+            ("1".into(), "6".into(), "stepped".into())
+        ]
+    );
+    // Idempotent.
+    let again = setup_sequences(&admin).await;
+    assert!(
+        again
+            .iter()
+            .all(|(_, _, action)| action == "already stepped"),
+        "{again:?}"
+    );
+    // Concurrent inserts through pgshard, keys on both shards.
+    let mut tasks = Vec::new();
+    for client_no in 0..4i64 {
+        let port = cluster.port();
+        tasks.push(tokio::spawn(async move {
+            let client = common::connect(port, "app", "app-pw", "prod")
+                .await
+                .unwrap();
+            for k in 0..25i64 {
+                let sql = format!(
+                    "INSERT INTO events (tenant_id) VALUES ({})",
+                    client_no * 100 + k
+                );
+                client.simple_query(&sql).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let mut all = BTreeSet::new();
+    let mut count = 0;
+    for (i, shard) in cluster.shards().await.iter().enumerate() {
+        let ids = common::column(shard, "SELECT id FROM events", "id").await;
+        for id in &ids {
+            let id: i64 = id.parse().unwrap();
+            // Shard 0's sequence gives odd values, shard 1's even ones
+            // (the 5 rows made before are shard 0's 1..=5).
+            assert!(id <= 5 || id % 2 == (i as i64 + 1) % 2, "shard {i}: {id}");
+        }
+        count += ids.len();
+        all.extend(ids);
+    }
+    assert_eq!(count, 105);
+    assert_eq!(all.len(), count, "duplicate ids across shards");
+}

@@ -9,6 +9,7 @@
 
 mod control;
 mod lists;
+mod sequences;
 mod show;
 mod show_config;
 mod sockets;
@@ -152,7 +153,7 @@ impl Console<'_> {
         };
         let takes_rest = matches!(
             (verb.as_str(), what_upper.as_str()),
-            ("SET", _) | ("SHOW", "QUERY_CACHE") | ("MAINTENANCE", _)
+            ("SET", _) | ("SHOW", "QUERY_CACHE") | ("MAINTENANCE", _) | ("SETUP", "SHARDED")
         );
         if !rest.is_empty() && !takes_rest {
             return Err(unsupported(command));
@@ -179,6 +180,13 @@ impl Console<'_> {
                 rows.done("SHOW");
             }
             ("RESET", "QUERY_CACHE") => control::reset_query_cache(state, out),
+            ("SETUP", "SHARDED") => {
+                let (first, args) = rest.split_once(' ').unwrap_or((&rest, ""));
+                if !first.eq_ignore_ascii_case("SEQUENCES") {
+                    return Err(unsupported(command));
+                }
+                sequences::setup(state, args, out).await?;
+            }
             // Session settings drivers send at login (pgjdbc: `SET
             // extra_float_digits = 2` to servers it takes for old ones) mean
             // nothing here: accepted, as no-ops, so such drivers can connect.
@@ -287,6 +295,7 @@ RECONNECT [<db>]
 WAIT_CLOSE [<db>]
 MAINTENANCE ON|OFF [<db>]
 RESET QUERY_CACHE
+SETUP SHARDED SEQUENCES [<db> [<table>]]
 SHUTDOWN";
 
 fn show_help(out: &mut BytesMut) {
