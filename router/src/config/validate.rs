@@ -57,27 +57,7 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
             format!("must be at least {MIN_QUERY_CACHE_MAX_BYTES} bytes"),
         );
     }
-    let function = general.unique_id_function;
-    if let Some(node) = general.node_id.filter(|&node| node > function.max_node()) {
-        return fail(
-            "node_id",
-            format!(
-                "{node} is above {}, the largest node id of unique_id_function = \"{}\"",
-                function.max_node(),
-                function.as_str()
-            ),
-        );
-    }
-    if general.unique_id_min >= function.ceiling() {
-        return fail(
-            "unique_id_min",
-            format!(
-                "must be below {}, the largest id of unique_id_function = \"{}\"",
-                function.ceiling(),
-                function.as_str()
-            ),
-        );
-    }
+    unique_ids(general)?;
     if general.log_min_duration_statement < -1 {
         return fail(
             "log_min_duration_statement",
@@ -108,6 +88,33 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
         ),
         _ => Ok(()),
     }
+}
+
+/// `unique_id_function`, `unique_id_min` and `node_id` together.
+fn unique_ids(general: &General) -> Result<(), ConfigError> {
+    let fail = |key: &str, message: String| Err(invalid(PGDOG, format!("general.{key}"), message));
+    let function = general.unique_id_function;
+    if let Some(node) = general.node_id.filter(|&node| node > function.max_node()) {
+        return fail(
+            "node_id",
+            format!(
+                "{node} is above {}, the largest node id of unique_id_function = \"{}\"",
+                function.max_node(),
+                function.as_str()
+            ),
+        );
+    }
+    if general.unique_id_min >= function.ceiling() {
+        return fail(
+            "unique_id_min",
+            format!(
+                "must be below {}, the largest id of unique_id_function = \"{}\"",
+                function.ceiling(),
+                function.as_str()
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// Pool sizes of each `[[databases]]` entry, against `[general]`'s defaults.
