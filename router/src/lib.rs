@@ -16,7 +16,8 @@
 //! (SQL PREPARE / EXECUTE: their texts, arguments and declared types),
 //! [`create_as`] (a table created from a query over sharded rows: the key
 //! it keeps), [`rowless`] (statements that return no rows, whatever an
-//! Execute's row limit).
+//! Execute's row limit), [`unique_id`] (`pgdog.unique_id()`: id layouts, the
+//! generator's state machine, where a statement's calls can be replaced).
 
 #![forbid(unsafe_code)]
 
