@@ -2,7 +2,8 @@
 //! node id) over two shards: ids from every instance, in single-row and
 //! split multi-row INSERTs and in SELECTs inside transactions, are never
 //! duplicated, carry their instance's node id and increase per client; what
-//! cannot be replaced exactly is refused with 0A000; a second instance with
+//! cannot be replaced exactly is refused with 0A000; prepared statements
+//! get new ids at every execution; a second instance with
 //! a node id in use refuses to start; SETUP SHARDED SEQUENCES steps the
 //! shards' sequences so that their values never collide.
 
@@ -35,15 +36,32 @@ fn values(messages: &[SimpleQueryMessage]) -> Vec<String> {
 }
 
 /// One client's work through one instance: single-row INSERTs, split
-/// two-row INSERTs and SELECTs in a transaction; the ids it saw, in order.
+/// three-row INSERTs, SELECTs in a transaction and a prepared two-row
+/// INSERT (extended protocol); the ids it saw, in order.
 async fn client_work(port: u16, node: u64, client_no: usize) -> Vec<i64> {
     let client = common::connect(port, "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    let prepared = client
+        .prepare(
+            "INSERT INTO orders (tenant_id, id, item) VALUES (pgdog.unique_id(), 4, $1), \
+             (pgdog.unique_id(), 5, $1) RETURNING tenant_id",
+        )
         .await
         .unwrap();
     let mut seen = Vec::new();
     for i in 0..20 {
         let item = format!("n{node}c{client_no}i{i}");
-        let sql = match i % 3 {
+        if i % 4 == 3 {
+            // The extended protocol: a prepared split INSERT.
+            let rows = client
+                .query(&prepared, &[&format!("{item}p")])
+                .await
+                .unwrap();
+            seen.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+            continue;
+        }
+        let sql = match i % 4 {
             0 => format!(
                 "INSERT INTO orders (tenant_id, id, item) VALUES (pgdog.unique_id(), 1, '{item}') \
                  RETURNING tenant_id"
@@ -108,8 +126,8 @@ async fn ids_from_several_instances_never_collide() {
     }
     let distinct: BTreeSet<_> = stored.iter().collect();
     assert_eq!(distinct.len(), stored.len());
-    // 4 clients x 3 instances x (7 single + 7 x 3 split) rows.
-    assert_eq!(stored.len(), 12 * (7 + 21));
+    // 4 clients x 3 instances x (5 single + 5 x 3 split + 5 x 2 prepared).
+    assert_eq!(stored.len(), 12 * (5 + 15 + 10));
 }
 
 #[tokio::test]
@@ -150,16 +168,15 @@ async fn what_cannot_be_exact_is_refused() {
             "{sql}: {err:?}"
         );
     }
-    // The extended protocol (tokio-postgres prepares every query).
+    // The extended protocol refuses the same places.
     let err = client
-        .query("SELECT pgdog.unique_id()", &[])
+        .query(
+            "SELECT pgdog.unique_id() FROM orders WHERE tenant_id = $1",
+            &[&1i64],
+        )
         .await
         .unwrap_err();
-    assert_eq!(common::code(&err), Some("0A000"));
-    assert!(
-        common::describe(&err).contains("prepared statement"),
-        "{err:?}"
-    );
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
     // Inside a transaction the refusal fails it, as an error would.
     client.simple_query("BEGIN").await.unwrap();
     let err = client
@@ -318,4 +335,63 @@ async fn setup_sharded_sequences_then_inserts_never_collide() {
     }
     assert_eq!(count, 105);
     assert_eq!(all.len(), count, "duplicate ids across shards");
+}
+
+#[tokio::test]
+async fn prepared_statements_get_new_ids_at_every_execution() {
+    common::watch_proxy_panics();
+    let cluster = Cluster::start_sharded_raw(2, "node_id = 6", "");
+    let client = cluster.connect().await;
+    // Prepared once (Parse, Describe), executed many times: a new id each.
+    let select = client
+        .prepare("SELECT pgdog.unique_id(), $1::text AS label")
+        .await
+        .unwrap();
+    assert_eq!(select.params().len(), 1, "the client's parameters only");
+    let names: Vec<&str> = select.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["unique_id", "label"]);
+    assert_eq!(
+        select.columns()[0].type_(),
+        &tokio_postgres::types::Type::INT8
+    );
+    let mut last = 0i64;
+    for i in 0..10 {
+        let row = client
+            .query_one(&select, &[&format!("x{i}")])
+            .await
+            .unwrap();
+        let id: i64 = row.get(0);
+        assert!(id > last && node_of(id) == 6);
+        assert_eq!(row.get::<_, String>(1), format!("x{i}"));
+        last = id;
+    }
+    // A prepared multi-row INSERT: its rows split by their new ids, in a
+    // transaction too.
+    let insert = client
+        .prepare(
+            "INSERT INTO orders (tenant_id, id, item) VALUES (pgdog.unique_id(), $1, $2), \
+             (pgdog.unique_id(), $1, $2) RETURNING tenant_id",
+        )
+        .await
+        .unwrap();
+    let mut ids = BTreeSet::new();
+    for i in 0..10i64 {
+        let rows = client
+            .query(&insert, &[&i, &format!("p{i}")])
+            .await
+            .unwrap();
+        ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+    }
+    client.batch_execute("BEGIN").await.unwrap();
+    let rows = client.query(&insert, &[&99i64, &"in txn"]).await.unwrap();
+    ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+    client.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(ids.len(), 22);
+    let mut stored = 0;
+    for shard in cluster.shards().await {
+        let on_shard = common::column(&shard, "SELECT tenant_id FROM orders", "tenant_id").await;
+        assert!(!on_shard.is_empty(), "both shards hold rows");
+        stored += on_shard.len();
+    }
+    assert_eq!(stored, 22);
 }

@@ -36,9 +36,19 @@ impl Session {
             Ok(_) => return Ok(()),
             Err(e) => return Err(End::protocol(e)),
         };
-        if self.refuse_unique_id_parse(&query) {
+        // pgdog.unique_id() calls become parameters (`unique_id.rs`).
+        let Ok(id_parse) = self.unique_id_parse(&query, &param_types) else {
             return Ok(());
-        }
+        };
+        let (query, param_types, frame) = match &id_parse {
+            Some(parse) => {
+                let mut out = BytesMut::new();
+                messages::parse(&mut out, &name, &parse.query, &parse.param_types);
+                let frame = Frame::new(FrontendKind::Parse, &out[5..]);
+                (parse.query.clone(), parse.param_types.clone(), frame)
+            }
+            None => (query, param_types, frame),
+        };
         if !name.is_empty() && self.sql_names.contains(&name) {
             // SQL PREPARE and Parse name statements in one namespace.
             let name = String::from_utf8_lossy(&name);
@@ -51,6 +61,9 @@ impl Session {
             &self.shared.cache,
             self.cluster.engine(),
         );
+        if let Some(parse) = id_parse {
+            self.note_id_params(&statement, parse);
+        }
         if let Err(error) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
             self.local_error(error, false);
             return Ok(());
@@ -135,6 +148,9 @@ impl Session {
     /// Bind and Describe: a statement name pgshard renamed is rewritten,
     /// and prepared first if this server lacks it.
     pub(super) async fn on_bind_or_describe(&mut self, frame: Frame) -> Result<(), End> {
+        let Some(frame) = self.unique_id_frame(frame).await? else {
+            return Ok(());
+        };
         let bind = frame.kind == FrontendKind::Bind;
         let terminals = [reply_plan::DESCRIBE, reply_plan::BIND][usize::from(bind)];
         let body = frame.body();
@@ -277,6 +293,7 @@ impl Session {
                 // Servers keep the statement for other clients; closing a
                 // name that does not exist is not an error in Postgres.
                 self.statements.remove(&name);
+                self.forget_describe_twin(&name);
                 self.sql_names.remove(&name);
                 self.local_reply(messages::close_complete);
                 Ok(())

@@ -67,6 +67,20 @@ pub struct Statement {
     pub executes: OnceLock<Arc<SqlStatement>>,
     /// It returns no rows (`router::rowless`), read once it is routed.
     pub rowless: OnceLock<bool>,
+    /// Its text is a client's whose `pgdog.unique_id()` calls became
+    /// parameters after the client's (`session/unique_id.rs`).
+    pub unique_ids: OnceLock<IdParams>,
+}
+
+/// A statement whose `pgdog.unique_id()` calls are parameters: each Bind
+/// gets `ids` fresh ids after the client's `client_params` values.
+#[derive(Debug)]
+pub struct IdParams {
+    pub client_params: usize,
+    pub ids: usize,
+    /// The client's text with the calls replaced by a literal id, which a
+    /// Describe of the statement describes (the client's parameters only).
+    pub describe: Arc<Statement>,
 }
 
 impl Statement {
@@ -152,6 +166,7 @@ impl Registry {
             with_columns: Mutex::new(None),
             executes: OnceLock::new(),
             rowless: OnceLock::new(),
+            unique_ids: OnceLock::new(),
         });
         inner
             .by_text

@@ -53,6 +53,8 @@ enum Form {
 pub struct Calls {
     /// Byte range of each call (`pgdog.unique_id()`) and its replacement.
     spans: Vec<(usize, usize, Form)>,
+    /// The largest parameter number (`$n`) of the text; 0 when none.
+    pub params: usize,
 }
 
 /// Whether `sql` may call `pgdog.unique_id()`: a cheap test on the bytes
@@ -72,8 +74,10 @@ pub fn find(sql: &str) -> Result<Option<Calls>, RewriteError> {
     let tree = ParseTree::parse(sql)?;
     let mut found = Found::default();
     let mut total = 0;
+    let mut params = 0;
     for raw in tree.statements() {
         let Some(stmt) = raw.stmt() else { continue };
+        params = params.max(max_param(stmt));
         let calls = count(stmt)?;
         total += calls;
         if calls > 0 {
@@ -98,7 +102,7 @@ pub fn find(sql: &str) -> Result<Option<Calls>, RewriteError> {
         }
     }
     spans.sort_unstable();
-    Ok(Some(Calls { spans }))
+    Ok(Some(Calls { spans, params }))
 }
 
 const ELSEWHERE: &str = "in a part of the statement other than those";
@@ -115,13 +119,28 @@ impl Calls {
 
     /// `sql` with the calls replaced by `ids` (one per call, in text order).
     pub fn apply(&self, sql: &str, ids: &[i64]) -> String {
+        let values: Vec<String> = ids.iter().map(i64::to_string).collect();
+        self.replace(sql, &values)
+    }
+
+    /// `sql` with the calls replaced by parameters after the client's
+    /// `after` ones: `$<after + 1>`, ... (for a prepared statement: each
+    /// Bind gets the ids as its last values).
+    pub fn apply_params(&self, sql: &str, after: usize) -> String {
+        let values: Vec<String> = (1..=self.spans.len())
+            .map(|i| format!("${}", after + i))
+            .collect();
+        self.replace(sql, &values)
+    }
+
+    fn replace(&self, sql: &str, values: &[String]) -> String {
         let mut out = String::with_capacity(sql.len() + 32 * self.spans.len());
         let mut at = 0;
-        for (&(start, end, form), id) in self.spans.iter().zip(ids) {
+        for (&(start, end, form), value) in self.spans.iter().zip(values) {
             out.push_str(&sql[at..start]);
             match form {
-                Form::Literal => out.push_str(&format!("{id}::bigint")),
-                Form::Named => out.push_str(&format!("(SELECT {id}::bigint AS {NAME})")),
+                Form::Literal => out.push_str(&format!("{value}::bigint")),
+                Form::Named => out.push_str(&format!("(SELECT {value}::bigint AS {NAME})")),
             }
             at = end;
         }
@@ -253,6 +272,18 @@ impl Found {
     fn why(&mut self, why: &'static str) {
         self.why.get_or_insert(why);
     }
+}
+
+/// The largest `$n` under `root`.
+fn max_param(root: Node<'_>) -> usize {
+    let mut max = 0;
+    view::walk(root, |node| {
+        if let NodeRef::ParamRef(param) = node {
+            max = max.max(param.number().max(0) as usize);
+        }
+        Walk::Continue
+    });
+    max
 }
 
 fn has_call(root: Node<'_>) -> bool {

@@ -129,3 +129,21 @@ fn mentions_is_case_blind_and_cheap() {
     assert!(!mentions(b"select unique_x, _id"));
     assert!(!mentions(b"_id"));
 }
+
+#[test]
+fn parameters_follow_the_texts_own() {
+    let sql = "INSERT INTO t (id, v) VALUES (pgdog.unique_id(), $1), (pgdog.unique_id(), $2)";
+    let calls = find(sql).unwrap().unwrap();
+    assert_eq!(calls.params, 2);
+    assert_eq!(
+        calls.apply_params(sql, calls.params),
+        "INSERT INTO t (id, v) VALUES ($3::bigint, $1), ($4::bigint, $2)"
+    );
+    let sql = "SELECT pgdog.unique_id()";
+    let calls = find(sql).unwrap().unwrap();
+    assert_eq!(calls.params, 0);
+    assert_eq!(
+        calls.apply_params(sql, 1),
+        "SELECT (SELECT $2::bigint AS unique_id)"
+    );
+}
