@@ -94,6 +94,7 @@ async fn show_help_fds_prepared_statements_and_config() {
         "WAIT_CLOSE [<db>]",
         "MAINTENANCE ON|OFF",
         "RESET QUERY_CACHE",
+        "SETUP SHARDED SEQUENCES",
     ] {
         assert!(detail.contains(command), "{command} in {detail}");
     }
