@@ -75,13 +75,17 @@ impl TestProxy {
         let (crash, crashed) = oneshot::channel::<()>();
         let (bound, ready) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            let workers = match proxy::workers::Workers::bind(2, "127.0.0.1", 0) {
+            let mut workers = match proxy::workers::Workers::bind(2, "127.0.0.1", 0) {
                 Ok(workers) => workers,
                 Err(err) => {
                     let _ = bound.send(Err(err));
                     return;
                 }
             };
+            if let Err(err) = workers.bind_unix(&config.general) {
+                let _ = bound.send(Err(std::io::Error::other(err.to_string())));
+                return;
+            }
             let state = workers.in_first(|| proxy::state::State::new(config, paths));
             let _ = bound.send(Ok((workers.local_addr(), Arc::clone(&state))));
             // A crash stops serving without waiting for anything: a session
@@ -98,7 +102,7 @@ impl TestProxy {
         let (addr, state) = ready
             .recv()
             .map_err(|_| HarnessError::ProxyThreadEnded)?
-            .map_err(io("bind 127.0.0.1:0"))?;
+            .map_err(io("bind 127.0.0.1:0 (and unix_socket_dir)"))?;
         Ok(TestProxy {
             addr,
             stop: Some(stop),

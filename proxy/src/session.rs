@@ -70,7 +70,7 @@ use crate::protocol::frontend::{Frame, FrontendKind};
 use crate::protocol::sqlstate;
 use attach::cancel_target;
 use attached::Attached;
-pub use client_info::{ClientInfo, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
+pub use client_info::{ClientAddr, ClientInfo, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 use cluster_view::ClusterView;
 use phase::Phase;
 use pipeline::Pipeline;

@@ -26,6 +26,7 @@ mod pool_settings;
 mod rewrite;
 mod sharded_functions;
 mod sharded_tables;
+mod unix_socket;
 mod user;
 mod validate;
 
@@ -50,6 +51,7 @@ pub use general::{
 pub use pool_settings::{HealthSettings, PoolSettings};
 pub use rewrite::{Policy, Rewrite};
 pub use sharded_tables::MAX_SHARD_COUNT;
+pub use unix_socket::{socket_file_name, UnixSocketMode};
 pub use user::{Admin, User};
 
 /// What is wrong with a configuration, naming the file and the key path.

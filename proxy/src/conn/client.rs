@@ -10,7 +10,7 @@ use std::future::Future;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
 use super::tls::{ClientStream, TlsAcceptor};
 use crate::protocol::frame::{FrameError, SMALL_MESSAGE_LIMIT};
@@ -43,10 +43,19 @@ pub struct ClientConn {
 }
 
 impl ClientConn {
-    /// A client that just connected.
+    /// A client that just connected over TCP.
     pub fn new(stream: TcpStream) -> ClientConn {
+        ClientConn::over(ClientStream::Plain(stream))
+    }
+
+    /// A client that just connected on the Unix socket.
+    pub fn unix(stream: UnixStream) -> ClientConn {
+        ClientConn::over(ClientStream::Unix(stream))
+    }
+
+    fn over(stream: ClientStream) -> ClientConn {
         ClientConn {
-            stream: ClientStream::Plain(stream),
+            stream,
             read: BytesMut::with_capacity(1024),
             write: BytesMut::with_capacity(8 * 1024),
             max_message: SMALL_MESSAGE_LIMIT,
@@ -62,7 +71,7 @@ impl ClientConn {
     /// done; `None` when it failed or it is TLS already.
     pub async fn into_tls(self, acceptor: &TlsAcceptor) -> std::io::Result<ClientConn> {
         let ClientStream::Plain(plain) = self.stream else {
-            return Err(std::io::Error::other("TLS over TLS"));
+            return Err(std::io::Error::other("TLS over TLS, or on a Unix socket"));
         };
         let stream = ClientStream::Tls(Box::new(acceptor.accept(plain).await?));
         Ok(ClientConn { stream, ..self })

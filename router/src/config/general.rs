@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::unix_socket::UnixSocketMode;
 use crate::sharding::ParserEngine;
 
 /// How long a client holds a server connection (`pooler_mode`).
@@ -141,6 +142,15 @@ pub struct General {
     pub host: String,
     /// TCP port to listen on.
     pub port: u16,
+    /// `unix_socket_dir` (PgBouncer's key): also listen on the Unix socket
+    /// `<dir>/.s.PGSQL.<port>`, where `psql -h <dir>` looks. Off when absent
+    /// or empty (PgBouncer's default is `/tmp`; PgDog has no Unix socket).
+    pub unix_socket_dir: Option<PathBuf>,
+    /// `unix_socket_mode`: the socket's permission bits (default `0777`).
+    pub unix_socket_mode: UnixSocketMode,
+    /// `unix_socket_group`: the group the socket file is given to (checked
+    /// at startup: it must exist); unchanged when absent.
+    pub unix_socket_group: Option<String>,
     /// Worker threads, each running its own single-threaded runtime and
     /// listener (thread per core); 0 is the same as 1. Unset: one per two
     /// cores, at least one ([`General::workers_for`]; PgDog's fixed default
@@ -299,6 +309,9 @@ impl Default for General {
         General {
             host: "0.0.0.0".to_owned(),
             port: 6432,
+            unix_socket_dir: None,
+            unix_socket_mode: UnixSocketMode::default(),
+            unix_socket_group: None,
             workers: None,
             default_pool_size: 10,
             min_pool_size: 0,
@@ -440,6 +453,14 @@ impl General {
     /// (`bench/README.md`, pgbench section).
     pub fn workers_for(&self, cores: usize) -> usize {
         self.workers.unwrap_or(cores / 2).max(1)
+    }
+
+    /// The directory of the Unix socket to listen on, if any (an empty
+    /// `unix_socket_dir` turns it off, as in PgBouncer).
+    pub fn unix_socket_dir(&self) -> Option<&Path> {
+        self.unix_socket_dir
+            .as_deref()
+            .filter(|dir| !dir.as_os_str().is_empty())
     }
 
     /// The certificate and key paths when client TLS is configured. Validation

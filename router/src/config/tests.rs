@@ -382,6 +382,16 @@ fn general_validation_paths() {
         ),
         ("tls_certificate = \"c.pem\"", "general.tls_private_key"),
         ("tls_private_key = \"k.pem\"", "general.tls_private_key"),
+        ("unix_socket_mode = \"0888\"", "general.unix_socket_mode"),
+        ("unix_socket_mode = \"rwx\"", "general.unix_socket_mode"),
+        ("unix_socket_mode = \"01777\"", "general.unix_socket_mode"),
+        ("unix_socket_mode = 0o477", "general.unix_socket_mode"),
+        ("unix_socket_mode = -1", "general.unix_socket_mode"),
+        ("unix_socket_group = \"\"", "general.unix_socket_group"),
+        (
+            "unix_socket_dir = \"/tmp/a-directory-name-far-too-long-for-a-socket-path-because-the-sun-path-field-of-sockaddr-un-holds-only-108-bytes\"",
+            "general.unix_socket_dir",
+        ),
     ];
     for (general, path) in cases {
         let result = load(&format!("[general]\n{general}\n{ONE_DB}"));
@@ -391,6 +401,30 @@ fn general_validation_paths() {
             "[general] {general:?}: expected {path}, got {text}"
         );
     }
+    // Both spellings of a mode; an empty directory turns the socket off.
+    for (mode, bits) in [
+        ("\"0700\"", 0o700),
+        ("\"660\"", 0o660),
+        ("0o777", 0o777),
+        ("\"0o600\"", 0o600),
+    ] {
+        let config = load(&format!("[general]\nunix_socket_mode = {mode}\n{ONE_DB}")).unwrap();
+        assert_eq!(config.general.unix_socket_mode.0, bits, "{mode}");
+    }
+    let config = load(&format!("[general]\nunix_socket_dir = \"\"\n{ONE_DB}")).unwrap();
+    assert_eq!(config.general.unix_socket_dir(), None);
+    let config = load(&format!(
+        "[general]\nunix_socket_dir = \"/run/pgshard\"\n{ONE_DB}"
+    ))
+    .unwrap();
+    assert_eq!(
+        config.general.unix_socket_dir(),
+        Some(std::path::Path::new("/run/pgshard"))
+    );
+    assert_eq!(
+        config.general.unix_socket_mode.0, 0o777,
+        "PgBouncer's default"
+    );
     // The edges are allowed.
     load("[general]\nmax_message_size = 10000\ndefault_pool_size = 1\nmin_pool_size = 1\n[[databases]]\nname = \"prod\"\nhost = \"h\"\n").unwrap();
 }
