@@ -220,6 +220,9 @@ impl Session {
         let (info, state) = (Arc::clone(&self.info), Arc::clone(&self.shared));
         let stopping = info.interrupt.until(|| state.is_shutting_down());
         tokio::pin!(stopping);
+        // When a cancel went to the main server at `query_timeout`, until
+        // it answers.
+        let mut cancelled: Option<tokio::time::Instant> = None;
         loop {
             loop {
                 let frame = match self.client.read_message() {
@@ -243,13 +246,19 @@ impl Session {
                 .main()
                 .and_then(|s| s.pool().settings.query_timeout)
                 .filter(|_| self.plan.awaiting_server());
+            if query_timeout.is_none() {
+                cancelled = None;
+            }
             self.pipeline.clock_mut().waiting();
             match self.attached.main_mut() {
                 Some(server) => {
                     let timeout = async {
-                        match query_timeout {
-                            Some(t) => tokio::time::sleep(t).await,
-                            None => std::future::pending().await,
+                        match (query_timeout, cancelled) {
+                            (Some(t), None) => tokio::time::sleep(t).await,
+                            (Some(t), Some(at)) => {
+                                tokio::time::sleep_until(at + attach::cancel_grace(t)).await
+                            }
+                            (None, _) => std::future::pending().await,
                         }
                     };
                     tokio::select! {
@@ -262,6 +271,7 @@ impl Session {
                                 return End::server_lost();
                             }
                             Ok(_) => {
+                                cancelled = None;
                                 if let Err(end) = self.on_server_data_in_loop().await {
                                     return end;
                                 }
@@ -271,7 +281,13 @@ impl Session {
                             Err(_) => return End::ClientGone,
                             Ok(n) => count(&server.pool().stats.bytes_received, n),
                         },
-                        () = timeout => self.cancel_running_query().await,
+                        () = timeout => match (cancelled, query_timeout) {
+                            (Some(_), Some(t)) => return self.give_up_on_server(t),
+                            _ => {
+                                self.cancel_running_query().await;
+                                cancelled = Some(tokio::time::Instant::now());
+                            }
+                        },
                     }
                 }
                 None => {

@@ -135,12 +135,16 @@ impl Session {
         // A server goes back to its pool only once a cancel sent to it has
         // been delivered (the server closes the cancel connection after
         // signalling its backend): it cannot hit the next client's query.
-        for cancel in cancels {
-            let _ = cancel.await;
+        // Servers about to be closed need no wait.
+        if merged.is_ok() {
+            for cancel in cancels {
+                let _ = cancel.await;
+            }
         }
         if merged.is_err() {
-            // The client left: stop the statement everywhere and close
-            // the servers (the tasks drop them as they end).
+            // The client left, or a shard did not answer its cancel at
+            // `query_timeout`: stop the statement everywhere and close the
+            // servers (the tasks drop them as they end).
             for target in &targets {
                 let target = target.clone();
                 tokio::spawn(async move { crate::conn::cancel::send(&target).await });
@@ -277,8 +281,11 @@ impl Session {
         let mut timed_out = false;
         loop {
             let timeout = async {
-                match deadline {
-                    Some(at) if !timed_out => tokio::time::sleep_until(at).await,
+                match (deadline, query_timeout) {
+                    (Some(at), Some(t)) if timed_out => {
+                        tokio::time::sleep_until(at + super::attach::cancel_grace(t)).await
+                    }
+                    (Some(at), _) => tokio::time::sleep_until(at).await,
                     _ => std::future::pending().await,
                 }
             };
@@ -301,6 +308,7 @@ impl Session {
                     Some(None) => broken = true,
                     Some(Some(message)) => {
                         deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
+                        timed_out = false;
                         let message = self.shard_message(message);
                         if !message.kind().is_async() && first.is_none() {
                             first = Some(index);
@@ -329,6 +337,11 @@ impl Session {
                     read?;
                 }
                 () = timeout => {
+                    if let (true, Some(t)) = (timed_out, query_timeout) {
+                        // The cancels went unanswered: give up on the shards.
+                        tracing::warn!(parent: &self.span, ?query_timeout, "query_timeout: shards did not answer their cancel; closing them");
+                        return Err(End::Fatal(super::attach::query_timeout_error(t, None)));
+                    }
                     timed_out = true;
                     let targets = self.info.cancel.get();
                     tracing::warn!(parent: &self.span, ?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
