@@ -17,7 +17,9 @@ mod entry;
 mod mappings;
 
 use super::{invalid, Cluster, ConfigError, General};
-use crate::sharding::{DataType, Hasher, KeySpace, ShardedTable, Sharding, TableFamily};
+use crate::sharding::{
+    DataType, GroupFunction, GroupId, Hasher, KeySpace, ShardedTable, Sharding, TableFamily,
+};
 use entry::entry;
 pub(super) use mappings::ShardedMappingEntry;
 use mappings::{attach, function, Mapping, MappingEntry};
@@ -133,6 +135,7 @@ pub(super) fn resolve(
     }
     duplicates(&entries)?;
     attach(&mut entries, mappings, &databases)?;
+    same_placement(&entries)?;
 
     let mut resolved: BTreeMap<String, Sharding> = databases
         .iter()
@@ -276,6 +279,43 @@ fn duplicates(entries: &[Entry]) -> Result<(), ConfigError> {
             if let Some((key, message)) = message {
                 return fail(at(key), message);
             }
+        }
+    }
+    Ok(())
+}
+
+/// Entries of one cluster in one placement group (same function over the
+/// same number of logical shards: [`GroupId`]) have the same placement:
+/// their equal keys are in the same logical shard, which must be on one
+/// database for them to stay co-located (and for a move of the logical
+/// shard to carry all of them).
+fn same_placement(entries: &[Entry]) -> Result<(), ConfigError> {
+    let group = |e: &Entry| GroupId {
+        function: if e.mappings.is_empty() {
+            GroupFunction::Hash(e.hasher)
+        } else {
+            GroupFunction::Mapping
+        },
+        shard_count: e.shard_count,
+    };
+    for (later, b) in entries.iter().enumerate() {
+        let peers = entries.iter().take(later);
+        for a in peers.filter(|a| a.cluster == b.cluster && group(a) == group(b)) {
+            let differs = a.placement.iter().zip(&b.placement).enumerate();
+            let Some((s, (on_a, on_b))) = differs.into_iter().find(|(_, (x, y))| x != y) else {
+                continue;
+            };
+            return fail(
+                format!("sharded_tables[{}].placement", b.index),
+                format!(
+                    "logical shard {s} is on database {on_b} here but on database {on_a} in \
+                     sharded_tables[{}], which has the same shard function and shard_count \
+                     (placement group {}): equal keys of the two must stay on one database, \
+                     so give both the same `placement` (or a different shard_count)",
+                    a.index,
+                    group(b)
+                ),
+            );
         }
     }
     Ok(())
