@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::resharding::{CopyFormat, CutoverTimeoutAction};
 use crate::sharding::ParserEngine;
 
 mod choices;
@@ -164,6 +165,37 @@ pub struct General {
     /// for and resolved (also at start); 0 = only at start.
     #[serde(rename = "two_phase_commit_recovery_interval")]
     pub two_phase_commit_recovery_interval_ms: u64,
+    // PgDog's resharding keys, with pgshard's meaning for a shard move:
+    // `config/resharding.rs` (their enums, accessors and checks).
+    /// COPY format of a move's snapshot copy and its subscription.
+    pub resharding_copy_format: CopyFormat,
+    /// Table copies a move runs at once. At least 1.
+    pub resharding_parallel_copies: usize,
+    /// Retries of a failed table copy (0: none).
+    pub resharding_copy_retry_max_attempts: usize,
+    /// First wait before a copy retry; each retry doubles it, up to 32x.
+    #[serde(rename = "resharding_copy_retry_min_delay")]
+    pub resharding_copy_retry_min_delay_ms: u64,
+    /// Retries of a failed subscription or cutover before the move is rolled
+    /// back (0: no limit).
+    pub resharding_replication_retry_max_attempts: usize,
+    #[serde(rename = "resharding_replication_retry_min_delay")]
+    pub resharding_replication_retry_min_delay_ms: u64,
+    /// Replication lag (bytes) under which the cutover holds the moving
+    /// shard's statements.
+    pub cutover_traffic_stop_threshold: u64,
+    /// Lag (bytes) at which to switch: only 0 (the move waits for its fence).
+    pub cutover_replication_lag_threshold: u64,
+    /// PgDog's quiet time before a switch: not needed with a fence.
+    #[serde(rename = "cutover_last_transaction_delay")]
+    pub cutover_last_transaction_delay_ms: u64,
+    /// Longest a held statement waits; past it the cutover is abandoned.
+    #[serde(rename = "cutover_timeout")]
+    pub cutover_timeout_ms: u64,
+    /// What a timed-out cutover does: only `abort`.
+    pub cutover_timeout_action: CutoverTimeoutAction,
+    /// Write the switched placement into `pgdog.toml` (backup first).
+    pub cutover_save_config: bool,
 }
 
 /// `unlisted_tables`: what a table the sharding config does not name is.
@@ -236,6 +268,19 @@ impl Default for General {
             two_phase_commit_wal_dir: PathBuf::from("pgshard_2pc"),
             two_phase_commit_wal_segment_size: 16 * 1024 * 1024,
             two_phase_commit_recovery_interval_ms: 10_000,
+            // PgDog's defaults.
+            resharding_copy_format: CopyFormat::Binary,
+            resharding_parallel_copies: 1,
+            resharding_copy_retry_max_attempts: 5,
+            resharding_copy_retry_min_delay_ms: 1_000,
+            resharding_replication_retry_max_attempts: 5,
+            resharding_replication_retry_min_delay_ms: 1_000,
+            cutover_traffic_stop_threshold: 1_000_000,
+            cutover_replication_lag_threshold: 0,
+            cutover_last_transaction_delay_ms: 1_000,
+            cutover_timeout_ms: 30_000,
+            cutover_timeout_action: CutoverTimeoutAction::Abort,
+            cutover_save_config: false,
         }
     }
 }

@@ -16,7 +16,7 @@ use serde::Deserialize;
 mod entry;
 mod mappings;
 
-use super::{invalid, Cluster, ConfigError, General};
+use super::{invalid, Cluster, ConfigError, DefaultPlacement, General};
 use crate::sharding::{
     DataType, GroupFunction, GroupId, Hasher, KeySpace, ShardedTable, Sharding, TableFamily,
 };
@@ -97,6 +97,8 @@ struct Entry {
     hasher: Hasher,
     shard_count: usize,
     placement: Vec<usize>,
+    /// Whether `placement` was written (else it is `s % databases`).
+    placement_given: bool,
     mappings: Vec<Mapping>,
 }
 
@@ -158,10 +160,33 @@ pub(super) fn resolve(
     }
     for (name, cluster) in clusters.iter_mut() {
         if let Some(sharding) = resolved.remove(name) {
+            cluster.default_placement = default_placement(&entries, name);
             cluster.sharding = Arc::new(sharding);
         }
     }
     Ok(())
+}
+
+/// The entries of cluster `name` that give no `placement`, and the key
+/// space each resolved to (`add_entries` pushed them in entry order).
+fn default_placement(entries: &[Entry], name: &str) -> Vec<DefaultPlacement> {
+    let (mut tables, mut families) = (0, 0);
+    let mut found = Vec::new();
+    for entry in entries.iter().filter(|e| e.cluster == name) {
+        let (family, index) = match entry.target {
+            Target::Column { .. } => (false, &mut tables),
+            Target::Family { .. } => (true, &mut families),
+        };
+        if !entry.placement_given {
+            found.push(DefaultPlacement {
+                entry: entry.index,
+                family,
+                index: *index,
+            });
+        }
+        *index += 1;
+    }
+    found
 }
 
 /// Each entry's key space, as a sharded table or a table family of its
