@@ -7,6 +7,7 @@
 
 pub mod backend;
 pub mod binary;
+pub mod copy_shape;
 pub mod frame;
 pub mod frontend;
 pub mod messages;

@@ -12,7 +12,9 @@
 //! Code map: [`General`] and its enums live in `config/general.rs`, [`Database`]
 //! and [`Cluster`] in `config/database.rs`, [`User`] and [`Admin`] in
 //! `config/user.rs`, PgDog's keys accepted with a warning in
-//! `config/compat.rs`, the per-pool resolver [`Config::pool_settings`] in
+//! `config/compat.rs`, PgDog's resharding keys' meaning and checks in
+//! `config/resharding.rs`, what RELOAD may not change in
+//! `config/reload.rs`, the per-pool resolver [`Config::pool_settings`] in
 //! `config/pool_settings.rs`, the cross-key rules in `config/validate.rs`, and
 //! `[[sharded_tables]]`, `[[sharded_mappings]]` and `[[omnisharded_tables]]`,
 //! resolved into each cluster's [`crate::sharding::Sharding`], in
@@ -23,6 +25,8 @@ mod compat;
 mod database;
 mod general;
 mod pool_settings;
+mod reload;
+mod resharding;
 mod rewrite;
 mod sharded_functions;
 mod sharded_tables;
@@ -49,6 +53,8 @@ pub use general::{
     AuthType, General, LoadBalancingStrategy, LogFormat, PoolerMode, ReadWriteSplit,
 };
 pub use pool_settings::{HealthSettings, PoolSettings};
+pub use reload::DefaultPlacement;
+pub use resharding::{CopyFormat, CutoverTimeoutAction};
 pub use rewrite::{Policy, Rewrite};
 pub use sharded_tables::MAX_SHARD_COUNT;
 pub use unix_socket::{socket_file_name, UnixSocketMode};
@@ -147,6 +153,7 @@ impl Config {
         let pgdog: PgdogFile = parse("pgdog.toml", pgdog_toml, &mut warnings)?;
         let users: UsersFile = parse("users.toml", users_toml, &mut warnings)?;
         validate::general(&pgdog.general)?;
+        resharding::validate(&pgdog.general)?;
         validate::databases(&pgdog.general, &pgdog.databases)?;
         let mut clusters = database::clusters(pgdog.databases, &mut warnings)?;
         sharded_tables::resolve(

@@ -6,113 +6,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::resharding::{CopyFormat, CutoverTimeoutAction};
 use super::unix_socket::UnixSocketMode;
 use crate::sharding::ParserEngine;
 
-/// How long a client holds a server connection (`pooler_mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PoolerMode {
-    /// The client holds a server connection for one transaction (or for one
-    /// statement outside a transaction), then it goes back to the pool.
-    #[default]
-    Transaction,
-    /// The client holds a server connection for its whole session.
-    Session,
-}
+mod choices;
 
-impl PoolerMode {
-    /// The name used in the config file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PoolerMode::Transaction => "transaction",
-            PoolerMode::Session => "session",
-        }
-    }
-}
-
-/// How pgshard checks a client's password (`auth_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AuthType {
-    /// SCRAM-SHA-256 (RFC 7677): the password never crosses the wire.
-    #[default]
-    Scram,
-    /// Postgres's MD5 challenge.
-    Md5,
-    /// Cleartext password; use only under TLS.
-    Plain,
-    /// No password: any client naming a listed user is let in.
-    Trust,
-}
-
-impl AuthType {
-    /// The name used in the config file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AuthType::Scram => "scram",
-            AuthType::Md5 => "md5",
-            AuthType::Plain => "plain",
-            AuthType::Trust => "trust",
-        }
-    }
-
-    /// Whether a user authenticated this way needs a password in `users.toml`.
-    pub fn needs_password(self) -> bool {
-        self != AuthType::Trust
-    }
-}
-
-/// How reads are spread over the databases that may serve them
-/// (`load_balancing_strategy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LoadBalancingStrategy {
-    /// A database picked at random for each checkout.
-    #[default]
-    Random,
-    /// Each database in turn.
-    RoundRobin,
-    /// The database whose pool has the fewest connections checked out.
-    LeastActiveConnections,
-}
-
-impl LoadBalancingStrategy {
-    /// The name used in the config file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoadBalancingStrategy::Random => "random",
-            LoadBalancingStrategy::RoundRobin => "round_robin",
-            LoadBalancingStrategy::LeastActiveConnections => "least_active_connections",
-        }
-    }
-}
-
-/// Whether the primary serves reads too (`read_write_split`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReadWriteSplit {
-    /// Reads go to the replicas and the primary alike.
-    #[default]
-    IncludePrimary,
-    /// Reads go to the replicas only (to the primary when the shard has
-    /// none).
-    ExcludePrimary,
-    /// Reads go to the replicas, and to the primary as well while a replica
-    /// is banned.
-    IncludePrimaryIfReplicaBanned,
-}
-
-impl ReadWriteSplit {
-    /// The name used in the config file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReadWriteSplit::IncludePrimary => "include_primary",
-            ReadWriteSplit::ExcludePrimary => "exclude_primary",
-            ReadWriteSplit::IncludePrimaryIfReplicaBanned => "include_primary_if_replica_banned",
-        }
-    }
-}
+pub use choices::{AuthType, LoadBalancingStrategy, PoolerMode, ReadWriteSplit};
 
 /// Default `max_message_size`: Postgres's `MaxAllocSize` (0x3fffffff,
 /// `src/include/utils/memutils.h`), the largest buffer a backend allocates, so no
@@ -275,6 +175,37 @@ pub struct General {
     /// for and resolved (also at start); 0 = only at start.
     #[serde(rename = "two_phase_commit_recovery_interval")]
     pub two_phase_commit_recovery_interval_ms: u64,
+    // PgDog's resharding keys, with pgshard's meaning for a shard move:
+    // `config/resharding.rs` (their enums, accessors and checks).
+    /// COPY format of a move's snapshot copy and its subscription.
+    pub resharding_copy_format: CopyFormat,
+    /// Table copies a move runs at once. At least 1.
+    pub resharding_parallel_copies: usize,
+    /// Retries of a failed table copy (0: none).
+    pub resharding_copy_retry_max_attempts: usize,
+    /// First wait before a copy retry; each retry doubles it, up to 32x.
+    #[serde(rename = "resharding_copy_retry_min_delay")]
+    pub resharding_copy_retry_min_delay_ms: u64,
+    /// Retries of a failed subscription or cutover before the move is rolled
+    /// back (0: no limit).
+    pub resharding_replication_retry_max_attempts: usize,
+    #[serde(rename = "resharding_replication_retry_min_delay")]
+    pub resharding_replication_retry_min_delay_ms: u64,
+    /// Replication lag (bytes) under which the cutover holds the moving
+    /// shard's statements.
+    pub cutover_traffic_stop_threshold: u64,
+    /// Lag (bytes) at which to switch: only 0 (the move waits for its fence).
+    pub cutover_replication_lag_threshold: u64,
+    /// PgDog's quiet time before a switch: not needed with a fence.
+    #[serde(rename = "cutover_last_transaction_delay")]
+    pub cutover_last_transaction_delay_ms: u64,
+    /// Longest a held statement waits; past it the cutover is abandoned.
+    #[serde(rename = "cutover_timeout")]
+    pub cutover_timeout_ms: u64,
+    /// What a timed-out cutover does: only `abort`.
+    pub cutover_timeout_action: CutoverTimeoutAction,
+    /// Write the switched placement into `pgdog.toml` (backup first).
+    pub cutover_save_config: bool,
 }
 
 /// `unlisted_tables`: what a table the sharding config does not name is.
@@ -350,6 +281,19 @@ impl Default for General {
             two_phase_commit_wal_dir: PathBuf::from("pgshard_2pc"),
             two_phase_commit_wal_segment_size: 16 * 1024 * 1024,
             two_phase_commit_recovery_interval_ms: 10_000,
+            // PgDog's defaults.
+            resharding_copy_format: CopyFormat::Binary,
+            resharding_parallel_copies: 1,
+            resharding_copy_retry_max_attempts: 5,
+            resharding_copy_retry_min_delay_ms: 1_000,
+            resharding_replication_retry_max_attempts: 5,
+            resharding_replication_retry_min_delay_ms: 1_000,
+            cutover_traffic_stop_threshold: 1_000_000,
+            cutover_replication_lag_threshold: 0,
+            cutover_last_transaction_delay_ms: 1_000,
+            cutover_timeout_ms: 30_000,
+            cutover_timeout_action: CutoverTimeoutAction::Abort,
+            cutover_save_config: false,
         }
     }
 }
