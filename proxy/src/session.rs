@@ -252,15 +252,7 @@ impl Session {
             self.pipeline.clock_mut().waiting();
             match self.attached.main_mut() {
                 Some(server) => {
-                    let timeout = async {
-                        match (query_timeout, cancelled) {
-                            (Some(t), None) => tokio::time::sleep(t).await,
-                            (Some(t), Some(at)) => {
-                                tokio::time::sleep_until(at + attach::cancel_grace(t)).await
-                            }
-                            (None, _) => std::future::pending().await,
-                        }
-                    };
+                    let timeout = attach::query_timer(query_timeout, cancelled);
                     tokio::select! {
                         // The server first: its replies free it sooner.
                         biased;
@@ -281,12 +273,8 @@ impl Session {
                             Err(_) => return End::ClientGone,
                             Ok(n) => count(&server.pool().stats.bytes_received, n),
                         },
-                        () = timeout => match (cancelled, query_timeout) {
-                            (Some(_), Some(t)) => return self.give_up_on_server(t),
-                            _ => {
-                                self.cancel_running_query().await;
-                                cancelled = Some(tokio::time::Instant::now());
-                            }
+                        () = timeout => if let Err(end) = self.on_query_timeout(query_timeout, &mut cancelled).await {
+                            return end;
                         },
                     }
                 }

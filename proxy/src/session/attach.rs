@@ -215,6 +215,24 @@ impl Session {
         self.info.cancel.set(target).await;
     }
 
+    /// The main server sent nothing for `query_timeout`: cancel its
+    /// statement (noting when in `cancelled`), or, when a cancel went
+    /// unanswered for its grace already, give up on the server.
+    pub(super) async fn on_query_timeout(
+        &mut self,
+        query_timeout: Option<Duration>,
+        cancelled: &mut Option<tokio::time::Instant>,
+    ) -> Result<(), End> {
+        match (*cancelled, query_timeout) {
+            (Some(_), Some(t)) => Err(self.give_up_on_server(t)),
+            _ => {
+                self.cancel_running_query().await;
+                *cancelled = Some(tokio::time::Instant::now());
+                Ok(())
+            }
+        }
+    }
+
     /// A cancel sent at `query_timeout` went unanswered for its
     /// [`cancel_grace`]: the server (or the network to it) is not there.
     /// Close its connection and end the client with 57014, as PgBouncer
@@ -440,6 +458,20 @@ pub(super) fn sharding_of(
         .map(|c| Arc::clone(&c.sharding))
         .unwrap_or_default();
     (sharding, config.general.query_parser_engine)
+}
+
+/// Completes when the main server has been silent for `query_timeout`, or
+/// when the cancel sent at `cancelled` has gone unanswered for its grace;
+/// never without a `query_timeout`.
+pub(super) async fn query_timer(
+    query_timeout: Option<Duration>,
+    cancelled: Option<tokio::time::Instant>,
+) {
+    match (query_timeout, cancelled) {
+        (Some(t), None) => tokio::time::sleep(t).await,
+        (Some(t), Some(at)) => tokio::time::sleep_until(at + cancel_grace(t)).await,
+        (None, _) => std::future::pending().await,
+    }
 }
 
 /// How long a server has to answer the cancel pgshard sends at
