@@ -10,6 +10,7 @@ pub mod binary;
 pub mod frame;
 pub mod frontend;
 pub mod messages;
+pub mod ready;
 pub mod rows;
 pub mod sqlstate;
 pub mod startup;

@@ -16,7 +16,8 @@
 //! (SQL PREPARE / EXECUTE: their texts, arguments and declared types),
 //! [`create_as`] (a table created from a query over sharded rows: the key
 //! it keeps), [`rowless`] (statements that return no rows, whatever an
-//! Execute's row limit).
+//! Execute's row limit), [`query_string`] (a string of statements for
+//! different shards, run one statement at a time: which can be).
 
 #![forbid(unsafe_code)]
 
@@ -30,6 +31,7 @@ pub mod hash;
 pub mod key_move;
 pub mod merge;
 pub mod prepared;
+pub mod query_string;
 pub mod route;
 pub mod rowless;
 pub mod sharding;
