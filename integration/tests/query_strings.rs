@@ -182,6 +182,21 @@ async fn strings_over_several_shards_answer_as_one_postgres() {
     assert_eq!(replies[2..], ["Z I"]);
     pair.same("UPDATE orders SET item = 'u' WHERE tenant_id = {b}; SELECT 1/0; DELETE FROM orders")
         .await;
+    // A keyless read that has its rows before the shards are done (a
+    // LIMIT) leaves the transaction whole: its shards are not cancelled.
+    pair.same(
+        "SELECT tenant_id, id FROM orders ORDER BY tenant_id, id LIMIT 0; \
+         INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 20, 'l'); \
+         SELECT id FROM orders ORDER BY id LIMIT 1; \
+         INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 20, 'l')",
+    )
+    .await;
+    pair.same(
+        "SELECT id = 1, coalesce(item, '?'), coalesce(item, '?') FROM orders \
+         ORDER BY coalesce(item, '?') ASC NULLS LAST, id ASC NULLS LAST LIMIT 0 OFFSET 39; \
+         UPDATE orders SET item = 'k' WHERE tenant_id = {a}; UPDATE orders SET item = 'k' WHERE tenant_id = {b}",
+    )
+    .await;
     // Schema changes on every shard, in the one transaction.
     pair.same("CREATE TABLE qs_a (id int); CREATE TABLE qs_b (id int PRIMARY KEY)")
         .await;
@@ -290,4 +305,38 @@ async fn strings_commit_with_two_phase_commit_when_on() {
             .unwrap();
         assert_eq!(row.get::<_, i64>(0), 0);
     }
+}
+
+/// The same reads as statements of a block the client opened: a LIMIT met
+/// early does not abort the block on the shards.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_limit_met_early_leaves_a_block_whole() {
+    let mut pair = Pair::start("").await;
+    // Enough rows that each shard is still sending when the merge has
+    // its one row (a cancel then would abort the block there).
+    for (shard, key) in [(0, "{a}"), (1, "{b}")] {
+        let insert = format!(
+            "/* pgdog_shard: {shard} */ INSERT INTO orders (tenant_id, id, item) \
+             SELECT {key}, g, 'x' FROM generate_series(1, 50000) g"
+        );
+        let (proxy, direct) = pair.both(&insert).await;
+        assert_eq!(proxy, direct, "{insert}");
+    }
+    for statement in [
+        "BEGIN",
+        "SELECT tenant_id, id FROM orders ORDER BY id, tenant_id LIMIT 0 OFFSET 40000",
+        "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 0, 'z')",
+        "SELECT id FROM orders ORDER BY id DESC, tenant_id LIMIT 1",
+        "INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 0, 'z')",
+        "COMMIT",
+        "SELECT tenant_id, id FROM orders ORDER BY id, tenant_id LIMIT 0 OFFSET 40000; \
+         INSERT INTO orders (tenant_id, id, item) VALUES ({a}, -1, 'z'); \
+         INSERT INTO orders (tenant_id, id, item) VALUES ({b}, -1, 'z')",
+    ] {
+        let (proxy, direct) = pair.both(statement).await;
+        assert_eq!(proxy, direct, "{statement}");
+    }
+    let count = "SELECT count(*) FROM orders";
+    let (proxy, direct) = pair.both(count).await;
+    assert_eq!(proxy, direct);
 }
