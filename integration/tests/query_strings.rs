@@ -340,3 +340,22 @@ async fn a_limit_met_early_leaves_a_block_whole() {
     let (proxy, direct) = pair.both(count).await;
     assert_eq!(proxy, direct);
 }
+
+/// In session mode, where the client keeps its servers between
+/// transactions, as in transaction mode.
+#[tokio::test(flavor = "multi_thread")]
+async fn strings_in_session_mode() {
+    let mut pair = Pair::start("pooler_mode = \"session\"").await;
+    for sql in [
+        "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'x'); \
+         INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 1, 'y')",
+        "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 2, 'x'); \
+         INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 1, 'dup')",
+        "BEGIN; UPDATE orders SET item = 'u' WHERE tenant_id = {a}; \
+         UPDATE orders SET item = 'u' WHERE tenant_id = {b}; COMMIT",
+        "UPDATE orders SET item = 'v' WHERE tenant_id = {b}; SELECT tenant_id, item FROM orders",
+        "SELECT 1",
+    ] {
+        pair.same(sql).await;
+    }
+}

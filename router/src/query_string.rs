@@ -137,10 +137,23 @@ pub fn check(summary: &Summary, pieces: &[&str], in_block: bool) -> Result<(), R
     Ok(())
 }
 
-/// The words a statement starts with (up to two, upper case), past
+/// The words a statement starts with (up to two, upper case, the second
+/// only when nothing but whitespace comes between), past leading
 /// whitespace and comments: what a refusal calls it.
 fn leading_keywords(text: &str) -> String {
-    words(text).take(2).collect::<Vec<_>>().join(" ")
+    let mut found = words(text);
+    let Some(first) = found.next() else {
+        return String::new();
+    };
+    let after = text
+        .to_uppercase()
+        .split_once(first.as_str())
+        .map(|(_, rest)| rest.trim_start().starts_with(|c: char| c.is_alphanumeric()))
+        .unwrap_or(false);
+    match found.next() {
+        Some(second) if after => format!("{first} {second}"),
+        _ => first,
+    }
 }
 
 /// Whether `word` (upper case) is one of the statement's words outside
