@@ -57,6 +57,19 @@ impl Session {
         self.settle_main().await?;
         self.flush().await?;
         self.client.hold_ready();
+        let ran = self.run_held(pieces, kinds).await;
+        self.client.release_ready();
+        ran?;
+        let status = self.status();
+        messages::ready_for_query(self.client.out(), status);
+        Ok(self.client.flush().await?)
+    }
+
+    /// [`run_pieces`](Self::run_pieces) while ReadyForQuery is held: each
+    /// statement as a Query of its own, its replies relayed before the
+    /// next; the string's implicit transaction, if one is still open at
+    /// the end, committed (or rolled back after an error).
+    async fn run_held(&mut self, pieces: &[&str], kinds: &[StatementKind]) -> Result<(), End> {
         let mut implicit = false;
         let mut failed = false;
         for (piece, kind) in pieces.iter().zip(kinds) {
@@ -81,10 +94,7 @@ impl Session {
                 self.pipeline.error_relayed();
             }
         }
-        self.client.release_ready();
-        let status = self.status();
-        messages::ready_for_query(self.client.out(), status);
-        Ok(self.client.flush().await?)
+        Ok(())
     }
 
     /// The first statement that reads from several shards rows the
