@@ -151,6 +151,11 @@ impl Pair {
 #[tokio::test(flavor = "multi_thread")]
 async fn strings_over_several_shards_answer_as_one_postgres() {
     let mut pair = Pair::start("").await;
+    // Strings one server answers whole, as before.
+    pair.same("SELECT 1; SELECT 2 AS two;; SELECT 'x' AS x")
+        .await;
+    pair.same(";").await;
+    pair.same("SELECT 1; SELECT 1/0; SELECT 2").await;
     // Each statement to one shard, the shards differ.
     let replies = pair
         .same("INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'x'); INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 1, 'y')")
