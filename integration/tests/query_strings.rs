@@ -111,6 +111,22 @@ impl Pair {
         (proxy, direct)
     }
 
+    /// `queries` sent at once (pipelined) to both; every reply alike.
+    async fn same_pipelined(&mut self, queries: &[&str]) {
+        let mut bytes = Vec::new();
+        for sql in queries {
+            bytes.extend(query(&self.text(sql)));
+        }
+        self.proxy.send(&bytes).await;
+        self.direct.send(&bytes).await;
+        for sql in queries {
+            let proxy = shape(&self.proxy.until_ready().await);
+            let direct = shape(&self.direct.until_ready().await);
+            assert_eq!(proxy, direct, "{} (pipelined)", self.text(sql));
+        }
+        self.same_tables().await;
+    }
+
     /// `sql` answered alike by both, and the tables alike after it.
     async fn same(&mut self, sql: &str) -> Vec<String> {
         let (proxy, direct) = self.both(sql).await;
@@ -247,6 +263,17 @@ async fn blocks_in_strings_open_and_end_as_on_one_postgres() {
         "BEGIN; INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 9, 'f'); INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 9, 'f'); \
          COMMIT; INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 10, 'g'); INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 9, 'dup')",
     )
+    .await;
+    // A BEGIN and a string sent together: the string runs in the block.
+    pair.same_pipelined(&[
+        "BEGIN",
+        "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 13, 'p'); \
+         INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 13, 'p')",
+        "ROLLBACK",
+        "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 14, 'p'); \
+         INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 14, 'p')",
+        "SELECT count(*) FROM orders",
+    ])
     .await;
     // Savepoints inside the string's block.
     pair.same(

@@ -37,6 +37,10 @@ impl Session {
             let error = "this query string's statements could not be told apart";
             return Ok(self.refused(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, error)));
         };
+        // What ran before is answered first, its ReadyForQuery included:
+        // then the transaction's state is known.
+        self.settle_main().await?;
+        self.flush().await?;
         let in_block = self.txn.active(self.server_view());
         if let Err(refusal) = router::query_string::check(summary, &pieces, in_block) {
             let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, refusal.to_string());
@@ -53,9 +57,6 @@ impl Session {
     /// The statements in turn, with the client's ReadyForQuery held back
     /// to the end; an error stops them.
     async fn run_pieces(&mut self, pieces: &[&str], kinds: &[StatementKind]) -> Result<(), End> {
-        // What ran before is answered first, its ReadyForQuery included.
-        self.settle_main().await?;
-        self.flush().await?;
         self.client.hold_ready();
         let ran = self.run_held(pieces, kinds).await;
         self.client.release_ready();
