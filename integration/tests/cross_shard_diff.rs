@@ -74,19 +74,30 @@ async fn keyless_selects_match_one_postgres_on_four_shards() {
     differential(4).await;
 }
 
-/// Query strings whose statements go to different shards, on 2 shards:
-/// each string's replies (in order, every statement's) and the written
-/// tables after it are the reference's, or pgshard refuses the string with
-/// 0A000 and nothing of it stays.
+/// Query strings whose statements go to different shards: each string's
+/// replies (in order, every statement's) and the written tables after it
+/// are the reference's, or pgshard refuses the string with 0A000 and
+/// nothing of it stays.
 #[tokio::test(flavor = "multi_thread")]
 async fn query_strings_match_one_postgres_on_two_shards() {
+    query_strings(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn query_strings_match_one_postgres_on_four_shards() {
+    query_strings(4).await;
+}
+
+async fn query_strings(n: usize) {
     common::watch_proxy_panics();
     let settings = Settings::from_env();
     let seed = settings.seed;
     let count = settings.statements.div_ceil(6);
-    println!("[strings] seed {seed} (PGSHARD_DIFF_SEED={seed} to repeat), {count} strings");
+    println!(
+        "[strings, {n} shards] seed {seed} (PGSHARD_DIFF_SEED={seed} to repeat), {count} strings"
+    );
     let data = Data::generate(seed);
-    let (_cluster, mut pgshard, mut reference) = start(2, &data).await;
+    let (_cluster, mut pgshard, mut reference) = start(n, &data).await;
     let mut generator = Generator::new(seed, data.user_ids());
     let mut strings = strings::Strings::new(seed, data.user_ids());
     let (mut exact, mut refused, mut wrong) = (0, 0, Vec::new());
@@ -122,7 +133,7 @@ async fn query_strings_match_one_postgres_on_two_shards() {
         }
     }
     println!(
-        "[strings] {count} strings: {exact} exact, {refused} refused, {} wrong",
+        "[strings, {n} shards] {count} strings: {exact} exact, {refused} refused, {} wrong",
         wrong.len()
     );
     for failure in wrong.iter().take(SHOWN_FAILURES) {
