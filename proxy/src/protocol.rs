@@ -11,6 +11,7 @@ pub mod copy_shape;
 pub mod frame;
 pub mod frontend;
 pub mod messages;
+pub mod ready;
 pub mod rows;
 pub mod sqlstate;
 pub mod startup;

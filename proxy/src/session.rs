@@ -33,6 +33,7 @@ mod output;
 mod phase;
 mod pipeline;
 mod query_clock;
+mod query_string;
 mod read_split;
 pub mod reply_plan;
 mod route_state;

@@ -22,6 +22,7 @@
 //! `config/sharded_functions.rs`.
 
 mod compat;
+mod cross_shard;
 mod database;
 mod general;
 mod pool_settings;
@@ -48,6 +49,10 @@ use std::fmt;
 
 use serde::Deserialize;
 
+pub use cross_shard::{
+    CrossShardFinish, GatherLimit, DEFAULT_GATHER_BYTES, DEFAULT_GATHER_ROWS, DEFAULT_MERGE_MEMORY,
+    MIN_MERGE_MEMORY,
+};
 pub use database::{Cluster, Database, Role};
 pub use general::{
     AuthType, General, LoadBalancingStrategy, LogFormat, PoolerMode, ReadWriteSplit,
@@ -154,6 +159,7 @@ impl Config {
         let users: UsersFile = parse("users.toml", users_toml, &mut warnings)?;
         validate::general(&pgdog.general)?;
         resharding::validate(&pgdog.general)?;
+        cross_shard::check(&pgdog.general)?;
         validate::databases(&pgdog.general, &pgdog.databases)?;
         let mut clusters = database::clusters(pgdog.databases, &mut warnings)?;
         sharded_tables::resolve(
@@ -164,6 +170,7 @@ impl Config {
             pgdog.omnisharded_tables,
         )?;
         sharded_functions::resolve(&mut clusters, pgdog.sharded_functions)?;
+        cross_shard::check_coordinator(&pgdog.general, &clusters)?;
         validate::admin(&pgdog.admin, &clusters)?;
         validate::users(&pgdog.general, &clusters, &users.users)?;
         pgdog.rewrite.warnings(&mut warnings);

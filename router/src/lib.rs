@@ -16,8 +16,10 @@
 //! (SQL PREPARE / EXECUTE: their texts, arguments and declared types),
 //! [`create_as`] (a table created from a query over sharded rows: the key
 //! it keeps), [`rowless`] (statements that return no rows, whatever an
-//! Execute's row limit), [`rebalance`] (which logical shards to move to
-//! even out a placement group over its databases).
+//! Execute's row limit), [`query_string`] (a string of statements for
+//! different shards, run one statement at a time: which can be),
+//! [`rebalance`] (which logical shards to move to even out a placement
+//! group over its databases).
 
 #![forbid(unsafe_code)]
 
@@ -31,6 +33,7 @@ pub mod hash;
 pub mod key_move;
 pub mod merge;
 pub mod prepared;
+pub mod query_string;
 pub mod rebalance;
 pub mod route;
 pub mod rowless;

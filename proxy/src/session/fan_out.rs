@@ -385,7 +385,9 @@ impl Session {
         incoming: &[Option<mpsc::Receiver<Report>>],
         cancels: &mut Vec<tokio::task::JoinHandle<()>>,
     ) {
-        if self.status() != TransactionStatus::Idle {
+        // The transaction's servers are out of `attached` while the
+        // fan-out reads them: its join script says one is open.
+        if self.status() != TransactionStatus::Idle || self.txn.spans() {
             return;
         }
         let targets = self.info.cancel.get();

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::cross_shard::{CrossShardFinish, GatherLimit, DEFAULT_MERGE_MEMORY};
 use super::resharding::{CopyFormat, CutoverTimeoutAction};
 use super::unix_socket::UnixSocketMode;
 use crate::sharding::ParserEngine;
@@ -104,6 +105,19 @@ pub struct General {
     /// Refuse statements that would run on more than one database of a
     /// sharded cluster (copied into every cluster's `Sharding`).
     pub cross_shard_disabled: bool,
+    /// What to do with a cross-shard SELECT the streaming merge cannot
+    /// answer: `"coordinator"` (finish it on a Postgres; not built yet, so
+    /// refused for now) or `"refuse"`. pgshard's key (issue 34).
+    pub cross_shard_finish: CrossShardFinish,
+    /// The shard number of the database that finishes such queries; every
+    /// cluster of several databases must have it. Not read yet.
+    pub cross_shard_coordinator: usize,
+    /// Most rows and bytes one statement gathers to finish on the
+    /// coordinator (54000 past either). Not read yet.
+    pub cross_shard_gather_limit: GatherLimit,
+    /// Bytes of groups a cross-shard merge holds before it spills to the
+    /// coordinator. Not read yet.
+    pub cross_shard_merge_memory: u64,
     /// How a sharded cluster routes tables that no `[[sharded_tables]]`,
     /// `[[omnisharded_tables]]` or table family names (pgshard's key).
     pub unlisted_tables: UnlistedTables,
@@ -261,6 +275,10 @@ impl Default for General {
             tls_private_key: None,
             prepared_statements_limit: 500,
             cross_shard_disabled: false,
+            cross_shard_finish: CrossShardFinish::Coordinator,
+            cross_shard_coordinator: 0,
+            cross_shard_gather_limit: GatherLimit::default(),
+            cross_shard_merge_memory: DEFAULT_MERGE_MEMORY,
             unlisted_tables: UnlistedTables::Omnisharded,
             query_parser_engine: ParserEngine::ZeroCopy,
             query_cache_limit: 10_000,
@@ -457,6 +475,16 @@ mod tests {
         assert_eq!(g.tls(), None);
         assert_eq!(g.prepared_statements_limit, 500);
         assert!(!g.cross_shard_disabled);
+        assert_eq!(g.cross_shard_finish, CrossShardFinish::Coordinator);
+        assert_eq!(g.cross_shard_coordinator, 0);
+        assert_eq!(
+            (
+                g.cross_shard_gather_limit.rows,
+                g.cross_shard_gather_limit.bytes
+            ),
+            (1_000_000, 256 * 1024 * 1024)
+        );
+        assert_eq!(g.cross_shard_merge_memory, 64 * 1024 * 1024);
         assert_eq!(g.unlisted_tables, UnlistedTables::Omnisharded);
         assert_eq!(g.query_parser_engine, ParserEngine::ZeroCopy);
         assert_eq!(g.query_cache_limit, 10_000);

@@ -574,3 +574,87 @@ fn the_example_files_load() {
     assert_eq!(settings.server_user, "pgshard");
     assert_eq!(settings.server_password.as_deref(), Some("pgshard"));
 }
+
+#[test]
+fn cross_shard_finish_keys() {
+    const TWO: &str = "[[databases]]\nname = \"prod\"\nhost = \"h\"\nshard = 0\n\
+                       [[databases]]\nname = \"prod\"\nhost = \"h\"\nshard = 1\n";
+    let config = load(&format!(
+        "[general]\ncross_shard_finish = \"refuse\"\ncross_shard_coordinator = 1\n\
+         cross_shard_gather_limit = {{ rows = 10, bytes = 2048 }}\n\
+         cross_shard_merge_memory = 1048576\n{TWO}"
+    ))
+    .unwrap();
+    let general = &config.general;
+    assert_eq!(general.cross_shard_finish, CrossShardFinish::Refuse);
+    assert_eq!(general.cross_shard_coordinator, 1);
+    assert_eq!(
+        general.cross_shard_gather_limit,
+        GatherLimit {
+            rows: 10,
+            bytes: 2048
+        }
+    );
+    // Half a limit keeps the other half's default.
+    let half = load(&format!(
+        "[general]\ncross_shard_gather_limit = {{ rows = 5 }}\n{TWO}"
+    ))
+    .unwrap();
+    assert_eq!(
+        half.general.cross_shard_gather_limit.bytes,
+        DEFAULT_GATHER_BYTES
+    );
+    let cases = [
+        (
+            "cross_shard_finish = \"local\"",
+            "general.cross_shard_finish",
+            "unknown variant `local`, expected `coordinator` or `refuse`",
+        ),
+        (
+            "cross_shard_coordinator = 2",
+            "general.cross_shard_coordinator",
+            "database 2 does not exist in cluster \"prod\", whose shards are 0..=1",
+        ),
+        (
+            "cross_shard_coordinator = -1",
+            "general.cross_shard_coordinator",
+            "invalid value",
+        ),
+        (
+            "cross_shard_gather_limit = { rows = 0 }",
+            "general.cross_shard_gather_limit.rows",
+            "must be at least 1",
+        ),
+        (
+            "cross_shard_gather_limit = { bytes = 0 }",
+            "general.cross_shard_gather_limit.bytes",
+            "must be at least 1",
+        ),
+        (
+            "cross_shard_gather_limit = { rows = 1, memory = 2 }",
+            "general.cross_shard_gather_limit.memory",
+            "unknown field `memory`, expected `rows` or `bytes`",
+        ),
+        (
+            "cross_shard_gather_limit = 100",
+            "general.cross_shard_gather_limit",
+            "invalid type",
+        ),
+        (
+            "cross_shard_merge_memory = 1000",
+            "general.cross_shard_merge_memory",
+            "1000 bytes is too little: must be at least 1048576",
+        ),
+    ];
+    for (general, path, message) in cases {
+        let result = load(&format!("[general]\n{general}\n{TWO}"));
+        let text = result.unwrap_err().to_string();
+        assert!(
+            text.starts_with(&format!("pgdog.toml: {path}: ")) && text.contains(message),
+            "[general] {general:?}: expected {path}: {message}, got {text}"
+        );
+    }
+    // A cluster of one database never finishes a query elsewhere.
+    load("[general]\ncross_shard_coordinator = 3\n[[databases]]\nname = \"prod\"\nhost = \"h\"\n")
+        .unwrap();
+}
