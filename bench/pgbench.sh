@@ -30,8 +30,10 @@
 # instead of building), KEEP=1 (leave the temp dir), HOLD=1 (start
 # everything, print each target's port and PID, and wait until interrupted
 # instead of running the matrix: for perf record and one-off pgbench runs),
-# BACKEND (tcp, or unix: both proxies reach Postgres over its Unix socket;
-# pgbench reaches every target over TCP either way).
+# BACKEND (tcp, or unix: both proxies reach Postgres over its Unix socket),
+# CLIENT (tcp, or unix: pgbench reaches every target over its Unix socket in
+# the temp dir: Postgres's, PgBouncer's and pgshard's `unix_socket_dir`; the
+# relay listens on TCP only, so it is left out then).
 #
 # Nothing here asserts speed; the numbers are for people.
 set -euo pipefail
@@ -45,6 +47,7 @@ PASSES=${PASSES:-2}
 SCALE=${SCALE:-10}
 POOL=${POOL:-10}
 TARGETS=${TARGETS:-"direct pgbouncer pgshard pgshard-sharded"}
+CLIENT=${CLIENT:-tcp}
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 JSON=${JSON:-$target_dir/pgbench.json}
 ALL_CASES="S-simple-c1 S-simple-c16 S-simple-c64 S-prepared-c16 TPCB-simple-c16"
@@ -55,6 +58,11 @@ die() { echo "pgbench.sh: $*" >&2; exit 1; }
 # --- binaries ---------------------------------------------------------------
 bindir=${PGSHARD_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 [ -x "$bindir/initdb" ] || die "no Postgres binaries (scripts/setup.sh installs them)"
+case $CLIENT in
+  tcp) ;;
+  unix) [[ " $TARGETS " != *" relay "* ]] || die "CLIENT=unix: the relay listens on TCP only; leave it out of TARGETS" ;;
+  *) die "CLIENT is tcp or unix, not $CLIENT" ;;
+esac
 command -v pgbench >/dev/null || die "no pgbench (package postgresql-contrib / postgresql)"
 command -v pgbouncer >/dev/null || die "no pgbouncer: run scripts/setup.sh --bench (apt-get install pgbouncer)"
 wants_pgshard=""
@@ -106,6 +114,7 @@ psql_pg -d pgbench -c "VACUUM ANALYZE" >/dev/null
 
 # --- PgBouncer ------------------------------------------------------------------
 write_pgbouncer_ini "$work/pgbouncer.ini" "$bouncer_port" "$POOL" "$work/pgbouncer.log"
+[ "$CLIENT" = tcp ] || sed -i "s|^unix_socket_dir =.*|unix_socket_dir = $work|" "$work/pgbouncer.ini"
 echo "pidfile = $work/pgbouncer.pid" >>"$work/pgbouncer.ini"
 [ ${#as_pg[@]} -eq 0 ] || chown postgres "$work/pgbouncer.ini" "$work/userlist.txt"
 "${as_pg[@]}" pgbouncer -d "$work/pgbouncer.ini"
@@ -125,6 +134,8 @@ pids+=("$bouncer_pid")
 declare -A PORT=([direct]=$pg_port [pgbouncer]=$bouncer_port) PID=([direct]="" [pgbouncer]=$bouncer_pid)
 workers_line=""
 [ -z "${WORKERS:-}" ] || workers_line="workers = $WORKERS"
+unix_line=""
+[ "$CLIENT" = tcp ] || unix_line="unix_socket_dir = \"$work\""
 start_pgshard() { # name binary databases-toml [workers] [more [general] lines]
   local name=$1 binary=$2 databases=$3 port workers_line=$workers_line more=${5:-}
   [ -z "${4:-}" ] || workers_line="workers = $4"
@@ -133,6 +144,7 @@ start_pgshard() { # name binary databases-toml [workers] [more [general] lines]
 [general]
 host = "127.0.0.1"
 port = $port
+$unix_line
 $workers_line
 $more
 default_pool_size = $POOL
@@ -176,6 +188,8 @@ for t in $TARGETS; do
   esac
 done
 port_of() { echo "${PORT[$1]}"; }
+client_host=127.0.0.1
+[ "$CLIENT" = tcp ] || client_host=$work
 pid_of() { echo "${PID[$1]}"; }
 for t in $TARGETS; do
   p=$(port_of "$t")
@@ -230,7 +244,7 @@ run_one() { # case pass target
   fi
   # shellcheck disable=SC2086
   cpu="" cs=""
-  if ! out=$(pgbench -n $args -j 2 -T "$DURATION" -h 127.0.0.1 -p "$(port_of "$target")" -U postgres pgbench 2>&1); then
+  if ! out=$(pgbench -n $args -j 2 -T "$DURATION" -h "$client_host" -p "$(port_of "$target")" -U postgres pgbench 2>&1); then
     # PgBouncer before 1.21 cannot run -M prepared in transaction mode.
     [ -z "$perf_pid" ] || { kill -INT "$perf_pid" 2>/dev/null; wait "$perf_pid" 2>/dev/null || true; }
     printf '%s\t%s\t%s\tfailed\t0\t\t\n' "$name" "$pass" "$target" >>"$results"
@@ -257,7 +271,7 @@ run_one() { # case pass target
     "${cpu:+cpu ${cpu} us/txn, ${cs} cs/txn}"
 }
 
-echo "matrix: $CASES; targets: $TARGETS; $DURATION s per run, $PASSES passes, pgbench -j 2, pool $POOL"
+echo "matrix: $CASES; targets: $TARGETS; clients over $CLIENT; $DURATION s per run, $PASSES passes, pgbench -j 2, pool $POOL"
 read -r -a targets <<<"$TARGETS"
 i=0
 for pass in $(seq "$PASSES"); do

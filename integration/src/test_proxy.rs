@@ -81,13 +81,17 @@ impl TestProxy {
         let (crash, crashed) = oneshot::channel::<()>();
         let (bound, ready) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            let workers = match proxy::workers::Workers::bind(2, "127.0.0.1", 0) {
+            let mut workers = match proxy::workers::Workers::bind(2, "127.0.0.1", 0) {
                 Ok(workers) => workers,
                 Err(err) => {
                     let _ = bound.send(Err(Refused::Bind(err)));
                     return;
                 }
             };
+            if let Err(err) = workers.bind_unix(&config.general) {
+                let _ = bound.send(Err(Refused::Bind(std::io::Error::other(err.to_string()))));
+                return;
+            }
             let state = workers.in_first(|| proxy::state::State::new(config, paths));
             // As the binary does: a node id in use refuses to start.
             if let Some(Err(err)) = workers.block_on_first(proxy::node_lock::acquire(&state)) {
@@ -110,7 +114,7 @@ impl TestProxy {
             .recv()
             .map_err(|_| HarnessError::ProxyThreadEnded)?
             .map_err(|refused| match refused {
-                Refused::Bind(err) => io("bind 127.0.0.1:0")(err),
+                Refused::Bind(err) => io("bind 127.0.0.1:0 (and unix_socket_dir)")(err),
                 Refused::NodeId(why) => HarnessError::ProxyRefused(why),
             })?;
         Ok(TestProxy {

@@ -538,3 +538,81 @@ async fn shutdown_refuses_new_clients_and_closes_idle_ones() {
     .expect("a new connection hangs after SHUTDOWN");
     assert!(refused.is_err(), "a new client got in after SHUTDOWN");
 }
+
+#[tokio::test]
+async fn reload_refuses_to_move_logical_shards_placed_by_default() {
+    let table =
+        "[[sharded_tables]]\ndatabase = \"prod\"\nname = \"t\"\ncolumn = \"k\"\nshard_count = 4\n";
+    let cluster = Cluster::start_with(2, table, USERS);
+    let admin = cluster.admin().await;
+    let client = cluster.connect().await;
+    for sql in [
+        "CREATE TABLE t (k bigint PRIMARY KEY)",
+        "INSERT INTO t (k) VALUES (2)",
+        "INSERT INTO t (k) VALUES (3)",
+    ] {
+        client.simple_query(sql).await.unwrap();
+    }
+    // A third database: with no `placement`, logical shard 2 would go from
+    // database 0 (2 % 2) to database 2 (2 % 3), without its rows.
+    let third = format!(
+        "[[databases]]\nname = \"prod\"\nhost = \"127.0.0.1\"\nport = {}\n\
+         database_name = \"shard_1\"\nshard = 2\n",
+        cluster.servers[1].port()
+    );
+    let write = |placement: &str| {
+        let text = format!(
+            "{}{placement}\n[admin]\npassword = \"admin-pw\"\n{}{third}",
+            cluster.general, cluster.databases
+        );
+        cluster.proxy.rewrite_config(&text, USERS).unwrap();
+    };
+    let shards = |databases: Vec<HashMap<String, String>>| {
+        let mut shards: Vec<String> = databases
+            .into_iter()
+            .filter(|d| d["name"] == "prod")
+            .map(|d| d["shard"].clone())
+            .collect();
+        shards.sort();
+        shards
+    };
+    write("");
+    let err = admin.simple_query("RELOAD").await.unwrap_err();
+    let message = err.as_db_error().unwrap().message().to_owned();
+    assert!(
+        message
+            .contains("sharded_tables[0].placement: cluster \"prod\" goes from 2 to 3 databases")
+            && message.contains("`shard_count = 4` and `placement = [0, 1, 0, 1]`"),
+        "{message}"
+    );
+    assert_eq!(shards(rows(&admin, "SHOW DATABASES").await), ["0", "1"]);
+    // The running placement stays: every row is found where it is.
+    for k in [2, 3] {
+        let found = client
+            .simple_query(&format!("SELECT k FROM t WHERE k = {k}"))
+            .await
+            .unwrap();
+        assert_eq!(rows_of(&found), 1, "key {k}");
+    }
+    // With the layout the error printed, the same reload is taken.
+    write("placement = [0, 1, 0, 1]");
+    admin.simple_query("RELOAD").await.unwrap();
+    assert_eq!(
+        shards(rows(&admin, "SHOW DATABASES").await),
+        ["0", "1", "2"]
+    );
+    for k in [2, 3] {
+        let found = client
+            .simple_query(&format!("SELECT k FROM t WHERE k = {k}"))
+            .await
+            .unwrap();
+        assert_eq!(rows_of(&found), 1, "key {k} after the reload");
+    }
+}
+
+fn rows_of(messages: &[tokio_postgres::SimpleQueryMessage]) -> usize {
+    messages
+        .iter()
+        .filter(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_)))
+        .count()
+}

@@ -337,3 +337,61 @@ async fn a_transaction_sees_the_names_it_makes() {
     let gone = other.simple_query("SELECT txf()").await.unwrap_err();
     assert_eq!(code(&gone), Some("42883"), "rolled back: {gone:?}");
 }
+
+/// The catalog pgshard reads lists each ordinary and partitioned table's
+/// columns (in order, dropped ones left out, names as stored) and primary
+/// key (in key order), as Postgres's catalog has them; a name whose
+/// tables differ between schemas is unknown unless its schema is given.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_catalog_lists_tables_columns_and_primary_keys() {
+    use proxy::conn::server::{ServerConn, ServerTarget};
+    let servers = common::servers(1);
+    servers[0]
+        .psql(
+            "shard_0",
+            "SET ROLE app;\
+             CREATE TABLE t_cols (a int, \"Odd Name\" text, gone int, c bigint, PRIMARY KEY (c, a));\
+             ALTER TABLE t_cols DROP COLUMN gone;\
+             CREATE TABLE t_part (k int, v text) PARTITION BY RANGE (k);\
+             CREATE SCHEMA other;\
+             CREATE TABLE other.t_part (k int PRIMARY KEY);\
+             CREATE TABLE other.t_cols (a int, \"Odd Name\" text, c bigint, PRIMARY KEY (c, a))",
+        )
+        .unwrap();
+    let target = ServerTarget {
+        host: "127.0.0.1".to_owned(),
+        port: servers[0].port(),
+        database: "shard_0".to_owned(),
+        user: "app".to_owned(),
+        password: Some("app-pw".to_owned()),
+        replication: false,
+    };
+    let mut conn = ServerConn::connect(&target, std::time::Duration::from_secs(5), 0)
+        .await
+        .unwrap();
+    let sharding = router::sharding::Sharding::default();
+    let read = proxy::execute::catalog::read_on(&mut conn, &sharding)
+        .await
+        .unwrap();
+    let catalog = read.catalog;
+    // Two schemas, one definition: the name means it.
+    assert_eq!(
+        catalog.columns(None, "t_cols").unwrap(),
+        ["a", "Odd Name", "c"]
+    );
+    assert_eq!(catalog.primary_key(None, "t_cols").unwrap(), ["c", "a"]);
+    // Two schemas, two definitions: known only with the schema.
+    assert_eq!(catalog.columns(None, "t_part"), None);
+    assert_eq!(
+        catalog.columns(Some("public"), "t_part").unwrap(),
+        ["k", "v"]
+    );
+    assert_eq!(
+        catalog.primary_key(Some("public"), "t_part").unwrap(),
+        [""; 0]
+    );
+    assert_eq!(catalog.primary_key(Some("other"), "t_part").unwrap(), ["k"]);
+    // The harness's own table, Postgres's catalogs: not listed / listed.
+    assert_eq!(catalog.columns(None, "whoami").unwrap(), ["shard"]);
+    assert_eq!(catalog.columns(None, "pg_class"), None);
+}

@@ -9,13 +9,17 @@
 //! queries, through the extended protocol, and in one query string; some
 //! also read through a view and a function (`cross_shard_diff/behind.rs`);
 //! also tables created from queries (CREATE TABLE AS, SELECT INTO,
-//! materialized views), read after. pgshard must answer exactly as the
+//! materialized views), read after. A test of its own runs seeded query
+//! strings of several statements for different shards (writes, reads,
+//! failures, blocks: `cross_shard_diff/strings.rs`), every reply and the
+//! tables after each compared. pgshard must answer exactly as the
 //! reference does (columns, types, rows, row count) or refuse with 0A000
 //! (DESIGN.md §2: no silent wrong answers).
 //!
 //! Environment: `PGSHARD_DIFF_SEED` (default: from the clock; printed),
 //! `PGSHARD_DIFF_N` statements per cluster (default 1200; the one-shard
-//! control runs a third), `PGSHARD_DIFF_REPORT_ONLY=1` to print failures
+//! control runs a third; query strings: a sixth),
+//! `PGSHARD_DIFF_REPORT_ONLY=1` to print failures
 //! without failing, `PGSHARD_DIFF_SHOW` failures printed in full (default
 //! 12).
 //!
@@ -32,6 +36,7 @@ mod cross_shard_diff {
     pub mod data;
     pub mod generator;
     pub mod sources;
+    pub mod strings;
     pub mod target;
 }
 
@@ -42,6 +47,7 @@ use common::{connect, sharded_config, Cluster, USERS};
 use cross_shard_diff::behind;
 use cross_shard_diff::data::{self, Data};
 use cross_shard_diff::generator::{Case, Category, Generator};
+use cross_shard_diff::strings;
 use cross_shard_diff::target::{Answer, Outcome, Protocol, Target};
 use integration::TestProxy;
 use rand::rngs::Xoshiro256PlusPlus;
@@ -66,6 +72,85 @@ async fn keyless_selects_match_one_postgres_on_two_shards() {
 #[tokio::test(flavor = "multi_thread")]
 async fn keyless_selects_match_one_postgres_on_four_shards() {
     differential(4).await;
+}
+
+/// Query strings whose statements go to different shards: each string's
+/// replies (in order, every statement's) and the written tables after it
+/// are the reference's, or pgshard refuses the string with 0A000 and
+/// nothing of it stays.
+#[tokio::test(flavor = "multi_thread")]
+async fn query_strings_match_one_postgres_on_two_shards() {
+    query_strings(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn query_strings_match_one_postgres_on_four_shards() {
+    query_strings(4).await;
+}
+
+async fn query_strings(n: usize) {
+    common::watch_proxy_panics();
+    let settings = Settings::from_env();
+    let seed = settings.seed;
+    let count = settings.statements.div_ceil(6);
+    println!(
+        "[strings, {n} shards] seed {seed} (PGSHARD_DIFF_SEED={seed} to repeat), {count} strings"
+    );
+    let data = Data::generate(seed);
+    let (_cluster, mut pgshard, mut reference) = start(n, &data).await;
+    let mut generator = Generator::new(seed, data.user_ids());
+    let mut strings = strings::Strings::new(seed, data.user_ids());
+    let (mut exact, mut refused, mut wrong) = (0, 0, Vec::new());
+    for _ in 0..count {
+        let sql = strings.next(&mut generator);
+        let got = strings::shape(&pgshard.replies(&sql).await.unwrap_or_default());
+        // Refused (before it ran, or mid-way and rolled back): the
+        // reference does not run it, and the tables must still agree.
+        let is_refused = strings::refused(&got);
+        let want = match is_refused {
+            true => Vec::new(),
+            false => strings::shape(&reference.replies(&sql).await.unwrap_or_default()),
+        };
+        // An aborted block of the string's own is ended.
+        if got.last().is_some_and(|z| z != "Z I") {
+            pgshard.replies("ROLLBACK").await.unwrap();
+        }
+        if want.last().is_some_and(|z| z != "Z I") {
+            reference.replies("ROLLBACK").await.unwrap();
+        }
+        let mut same = is_refused || got == want;
+        for table in strings::TABLES {
+            let got = strings::shape(&pgshard.replies(table).await.unwrap_or_default());
+            let want = strings::shape(&reference.replies(table).await.unwrap_or_default());
+            same &= got == want;
+        }
+        match same {
+            true if is_refused => refused += 1,
+            true => exact += 1,
+            false => wrong.push(format!(
+                "{sql}\n  pgshard:   {got:?}\n  reference: {want:?}"
+            )),
+        }
+    }
+    println!(
+        "[strings, {n} shards] {count} strings: {exact} exact, {refused} refused, {} wrong",
+        wrong.len()
+    );
+    for failure in wrong.iter().take(SHOWN_FAILURES) {
+        println!("{failure}");
+    }
+    assert_eq!(
+        common::proxy_panics(),
+        0,
+        "a proxy task panicked (seed {seed})"
+    );
+    assert!(exact > count / 2, "most strings must run (seed {seed})");
+    if !wrong.is_empty() && !settings.report_only {
+        panic!(
+            "[strings] {} strings answered wrongly (seed {seed})",
+            wrong.len()
+        );
+    }
 }
 
 /// The run's knobs, from the environment.

@@ -2,7 +2,9 @@
 //! int8, text, varchar and uuid keys, each checked against the partition
 //! `PARTITION BY HASH` puts it in, `satisfies_hash_partition`, the extended
 //! hash functions, Citus's `hashint*`/`hashtext`/`uuid_hash` with its range
-//! formula, and the text and binary forms of arrays holding the keys.
+//! formula, and the text and binary forms of arrays holding the keys; and
+//! `hash::predicate`'s SQL, evaluated by Postgres, against `logical_shard`
+//! (DESIGN.md §2's test vectors and random keys of every type).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -10,7 +12,7 @@
 use integration::PgServer;
 use router::hash::{
     citus_hash, decode_binary_array, logical_shard, parse_text, parse_text_array, postgres_hash,
-    PARTITION_SEED,
+    predicate, PARTITION_SEED,
 };
 use router::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
 use tokio_postgres::Client;
@@ -421,4 +423,154 @@ async fn hashes_match_postgres() {
         .unwrap()
         .get(0);
     assert!(agree);
+}
+
+/// Shard counts whose predicates are checked (powers of two take int8
+/// arithmetic, the others `numeric`).
+const PREDICATE_COUNTS: [usize; 5] = [1, 3, 5, 12, 32];
+/// Keys per type whose predicates are evaluated (each against every shard).
+const PREDICATE_KEYS: usize = 2_000;
+
+/// `hash::predicate` evaluated by Postgres: for every key and every logical
+/// shard `s`, the predicate for `[s]` is true exactly when `logical_shard`
+/// names `s`, and the predicate for all even shards exactly when it names
+/// an even one.
+async fn check_predicates(client: &Client, set: &KeySet, hasher: Hasher, count: usize) {
+    let keys = KeySpace {
+        data_type: set.data_type,
+        function: ShardFunction::Hash {
+            hasher,
+            shard_count: count,
+        },
+        placement: vec![0; count],
+    };
+    let even: Vec<usize> = (0..count).step_by(2).collect();
+    let mut columns: Vec<String> = (0..count)
+        .map(|s| predicate(&keys, "k", &[s]).unwrap())
+        .collect();
+    columns.push(predicate(&keys, "k", &even).unwrap());
+    let sql = format!(
+        "SELECT ARRAY[{}] FROM unnest({}) WITH ORDINALITY AS u(k, i) ORDER BY i",
+        columns.join(", "),
+        set.param()
+    );
+    let texts = &set.texts[..PREDICATE_KEYS];
+    let rows = client.query(&sql, &[&texts]).await.unwrap();
+    assert_eq!(rows.len(), texts.len());
+    for ((row, key), text) in rows.iter().zip(&set.keys).zip(texts) {
+        let selected: Vec<bool> = row.get(0);
+        let ours = logical_shard(&keys, key).unwrap();
+        let mut expected = vec![false; count];
+        expected[ours] = true;
+        expected.push(ours.is_multiple_of(2));
+        assert_eq!(
+            selected, expected,
+            "{} {hasher:?}/{count} key {text:?}: ours is {ours}",
+            set.sql_type
+        );
+    }
+    // NULL is in no logical shard: the predicate is NULL (false in a WHERE).
+    let null = predicate(&keys, &format!("NULL::{}", set.sql_type), &[0]).unwrap();
+    let value: Option<bool> = client
+        .query_one(&format!("SELECT {null}"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(value, None, "{} {hasher:?}/{count}", set.sql_type);
+    // Postgres accepts it as a publication's row filter (built-in,
+    // immutable functions only).
+    let table = format!("rf_{}", set.sql_type);
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {table} (k {}); \
+             CREATE PUBLICATION {table}_{hasher:?}_{count} FOR TABLE {table} WHERE ({});",
+            set.sql_type,
+            predicate(&keys, "\"k\"", &even).unwrap()
+        ))
+        .await
+        .unwrap_or_else(|err| panic!("{table} {hasher:?}/{count}: {err}"));
+}
+
+/// DESIGN.md §2's test vectors, through the predicates: (key literal,
+/// postgres shard of 3, of 5, citus shard of 32).
+const DESIGN_VECTORS: [(&str, DataType, usize, usize, usize); 7] = [
+    ("0::int8", DataType::BigInt, 2, 3, 13),
+    ("1::int8", DataType::BigInt, 2, 0, 1),
+    ("(-1)::int8", DataType::BigInt, 2, 4, 18),
+    ("42::int8", DataType::BigInt, 0, 4, 27),
+    ("9223372036854775807::int8", DataType::BigInt, 0, 1, 4),
+    ("'foo'::text", DataType::Text, 2, 1, 30),
+    ("''::text", DataType::Text, 2, 1, 4),
+];
+
+async fn check_design_vectors(client: &Client) {
+    for (literal, data_type, mod3, mod5, citus32) in DESIGN_VECTORS {
+        for (hasher, count, shard) in [
+            (Hasher::Postgres, 3, mod3),
+            (Hasher::Postgres, 5, mod5),
+            (Hasher::Citus, 32, citus32),
+        ] {
+            let keys = KeySpace {
+                data_type,
+                function: ShardFunction::Hash {
+                    hasher,
+                    shard_count: count,
+                },
+                placement: vec![0; count],
+            };
+            let others: Vec<usize> = (0..count).filter(|&s| s != shard).collect();
+            let sql = format!(
+                "SELECT {}, {}",
+                predicate(&keys, literal, &[shard]).unwrap(),
+                predicate(&keys, literal, &others).unwrap()
+            );
+            let row = client.query_one(&sql, &[]).await.unwrap();
+            assert_eq!(
+                (row.get::<_, bool>(0), row.get::<_, bool>(1)),
+                (true, false),
+                "{literal} {hasher:?}/{count} should be in shard {shard}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn predicates_select_what_logical_shard_names() {
+    let server = PgServer::start().unwrap();
+    let client = connect(&server).await;
+    check_design_vectors(&client).await;
+    let mut rng = Rng(0x5EED_F9A5_4A2D_0033);
+    let sets = [
+        KeySet::new(
+            "int2",
+            DataType::SmallInt,
+            int_texts(&mut rng, i16::MIN.into(), i16::MAX.into()),
+        ),
+        KeySet::new(
+            "int4",
+            DataType::Integer,
+            int_texts(&mut rng, i32::MIN.into(), i32::MAX.into()),
+        ),
+        KeySet::new(
+            "int8",
+            DataType::BigInt,
+            int_texts(&mut rng, i64::MIN, i64::MAX),
+        ),
+        KeySet::new("text", DataType::Text, text_texts(&mut rng)),
+        KeySet::new("varchar", DataType::Varchar, text_texts(&mut rng)),
+        KeySet::new("uuid", DataType::Uuid, uuid_texts(&mut rng)),
+    ];
+    for set in &sets {
+        for hasher in [Hasher::Postgres, Hasher::Citus] {
+            for count in PREDICATE_COUNTS {
+                check_predicates(&client, set, hasher, count).await;
+            }
+        }
+        println!(
+            "{}: the predicates of {PREDICATE_KEYS} keys agree with logical_shard \
+             (postgres and citus, shard counts {PREDICATE_COUNTS:?}), NULL selects none, \
+             and each is accepted as a publication row filter",
+            set.sql_type
+        );
+    }
 }

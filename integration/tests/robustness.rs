@@ -521,3 +521,143 @@ async fn an_unreachable_server_is_reported_without_its_address() {
         "{error}"
     );
 }
+
+/// A shard that stops answering without closing its sockets (a black hole
+/// in the network): at `query_timeout` pgshard cancels the statement, and
+/// when the cancel cannot get through either it closes the server and
+/// answers the client 57014 within about `query_timeout` plus a second, as
+/// PgBouncer answers at `query_timeout`, for one server and for a fan-out;
+/// the other shard serves on, and the frozen one again once it thaws.
+#[tokio::test]
+async fn query_timeout_gives_up_on_a_shard_that_stops_answering() {
+    let servers = common::servers(2);
+    let relay = integration::FaultRelay::start(([127, 0, 0, 1], servers[1].port()).into()).unwrap();
+    for (i, server) in servers.iter().enumerate() {
+        server
+            .psql(
+                &format!("shard_{i}"),
+                "CREATE TABLE t (id int8, v text); GRANT ALL ON t TO app",
+            )
+            .unwrap();
+    }
+    let mut databases = String::new();
+    for (i, port) in [servers[0].port(), relay.port()].into_iter().enumerate() {
+        databases.push_str(&format!(
+            "[[databases]]\nname = \"prod\"\nhost = \"127.0.0.1\"\nport = {port}\ndatabase_name = \"shard_{i}\"\nshard = {i}\n"
+        ));
+    }
+    let config = format!(
+        "[general]\nshutdown_timeout = 1000\nquery_timeout = 1000\nconnect_timeout = 1000\ncheckout_timeout = 3000\n{}{databases}\
+         [[sharded_tables]]\ndatabase = \"prod\"\nname = \"t\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n",
+        common::ADMIN
+    );
+    let proxy = TestProxy::start(&config, USERS).unwrap();
+    let connect = || common::connect(proxy.port(), "app", "app-pw", "prod");
+    // Keys 1..=20 land on both shards; find one of each.
+    let client = connect().await.unwrap();
+    for id in 1..=20i64 {
+        client
+            .execute("INSERT INTO t VALUES ($1, 'x')", &[&id])
+            .await
+            .unwrap();
+    }
+    let shard_of = |id: i64| async move {
+        let c = connect().await.unwrap();
+        let row = c
+            .query_one("SELECT current_database() FROM t WHERE id = $1", &[&id])
+            .await
+            .unwrap();
+        row.get::<_, String>(0)
+    };
+    let mut on = [None, None];
+    for id in 1..=20i64 {
+        let db = shard_of(id).await;
+        on[usize::from(db == "shard_1")].get_or_insert(id);
+    }
+    let (healthy, frozen) = (on[0].unwrap(), on[1].unwrap());
+    // Three server connections to each shard open before the freeze (three
+    // transactions at once), so the statements below find one (a new one
+    // would fail at connect_timeout instead).
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        let c = connect().await.unwrap();
+        c.batch_execute("BEGIN").await.unwrap();
+        c.query("SELECT count(*) FROM t", &[]).await.unwrap();
+        open.push(c);
+    }
+    for c in &open {
+        c.batch_execute("COMMIT").await.unwrap();
+    }
+
+    relay.freeze();
+    let timed = |sql: &'static str, id: Option<i64>| async move {
+        let c = connect().await.unwrap();
+        let started = std::time::Instant::now();
+        // Bounded, so that a wait past every timeout fails the test.
+        let result = tokio::time::timeout(Duration::from_secs(10), async {
+            match id {
+                Some(id) => c.query(sql, &[&id]).await,
+                None => c.query(sql, &[]).await,
+            }
+        })
+        .await
+        .expect("no answer within 10 s");
+        (result, started.elapsed())
+    };
+    // One server: the frozen shard's key.
+    let (result, took) = timed("SELECT v FROM t WHERE id = $1", Some(frozen)).await;
+    let err = result.unwrap_err();
+    assert_eq!(code(&err), Some("57014"), "{err}");
+    let message = err.as_db_error().map(|e| e.message().to_owned());
+    assert!(
+        message
+            .as_deref()
+            .is_some_and(|m| m.contains("query_timeout") && m.contains("shard 1")),
+        "{message:?}"
+    );
+    assert!(took < Duration::from_millis(4_500), "waited {took:?}");
+    assert!(
+        took >= Duration::from_millis(1_000),
+        "gave up early: {took:?}"
+    );
+    // A fan-out over both shards (the simple protocol: a Describe before
+    // the fan-out waits for its server without query_timeout yet, see the
+    // closing note of issue 35's first step).
+    let c = connect().await.unwrap();
+    let started = std::time::Instant::now();
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        c.simple_query("SELECT count(*) FROM t"),
+    )
+    .await
+    .expect("no answer within 10 s")
+    .unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(code(&err), Some("57014"), "{err}");
+    assert!(took < Duration::from_millis(4_500), "waited {took:?}");
+    // The healthy shard serves meanwhile, fast.
+    let (result, took) = timed("SELECT v FROM t WHERE id = $1", Some(healthy)).await;
+    assert_eq!(result.unwrap().len(), 1);
+    assert!(
+        took < Duration::from_millis(900),
+        "the healthy shard waited {took:?}"
+    );
+
+    // Thawed, the frozen shard serves again: new connections, same pool.
+    relay.thaw();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (result, _) = timed("SELECT count(*) FROM t", None).await;
+        match result {
+            Ok(rows) => {
+                assert_eq!(rows[0].get::<_, i64>(0), 20);
+                break;
+            }
+            Err(err) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let _ = err;
+            }
+            Err(err) => panic!("the thawed shard does not serve again: {err}"),
+        }
+    }
+}

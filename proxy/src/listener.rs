@@ -5,6 +5,7 @@
 //! session or the admin console, are `listener/arrival.rs`'s.
 
 mod arrival;
+pub mod unix;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -34,7 +35,7 @@ pub async fn run_with_state(
     shutdown: impl Future<Output = ()>,
 ) {
     match tls_acceptor(&state) {
-        Ok(tls) => serve(listener, state, tls, shutdown).await,
+        Ok(tls) => serve(listener, None, state, tls, shutdown).await,
         Err(err) => warn!(%err, "TLS is configured but unusable; not starting"),
     }
 }
@@ -49,10 +50,11 @@ pub(crate) fn tls_acceptor(state: &State) -> Result<Option<TlsAcceptor>, tls::Tl
     }
 }
 
-/// The first (or only) accept loop: with the metrics endpoint, and the
-/// drain at the end.
+/// The first (or only) accept loop: with the Unix socket's, the metrics
+/// endpoint, and the drain at the end.
 pub(crate) async fn serve(
     listener: TcpListener,
+    unix: Option<unix::UnixSocket>,
     state: Arc<State>,
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
@@ -87,7 +89,17 @@ pub(crate) async fn serve(
             .await
         });
     }
+    // The Unix socket stops taking clients with the TCP listener (and its
+    // file goes then); its clients drain with the others.
+    let (stop_unix, unix_stopped) = tokio::sync::oneshot::channel::<()>();
+    if let Some(socket) = unix {
+        let stopped = async move {
+            let _ = unix_stopped.await;
+        };
+        tokio::spawn(unix::accept(socket, Arc::clone(&state), stopped));
+    }
     accept(listener, &state, tls, shutdown).await;
+    drop(stop_unix);
     drain(&state).await;
 }
 

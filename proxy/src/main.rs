@@ -41,8 +41,11 @@ fn main() -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let count = config.general.workers_for(cores);
     tracing::info!(workers = count, cores, "worker threads");
-    let workers = proxy::workers::Workers::bind(count, &host, port)
+    let mut workers = proxy::workers::Workers::bind(count, &host, port)
         .with_context(|| format!("cannot listen on {host}:{port}"))?;
+    workers
+        .bind_unix(&config.general)
+        .context("cannot listen on the Unix socket (unix_socket_dir)")?;
     let state = workers.in_first(|| {
         let state = proxy::state::State::new(config, Some((args.config, args.users)));
         tokio::spawn(reload_on_sighup(std::sync::Arc::clone(&state)));

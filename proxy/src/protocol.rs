@@ -7,9 +7,11 @@
 
 pub mod backend;
 pub mod binary;
+pub mod copy_shape;
 pub mod frame;
 pub mod frontend;
 pub mod messages;
+pub mod ready;
 pub mod rows;
 pub mod sqlstate;
 pub mod startup;

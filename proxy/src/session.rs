@@ -33,6 +33,7 @@ mod output;
 mod phase;
 mod pipeline;
 mod query_clock;
+mod query_string;
 mod read_split;
 pub mod reply_plan;
 mod route_state;
@@ -71,7 +72,7 @@ use crate::protocol::frontend::{Frame, FrontendKind};
 use crate::protocol::sqlstate;
 use attach::cancel_target;
 use attached::Attached;
-pub use client_info::{ClientInfo, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
+pub use client_info::{ClientAddr, ClientInfo, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 use cluster_view::ClusterView;
 use phase::Phase;
 use pipeline::Pipeline;
@@ -221,6 +222,9 @@ impl Session {
         let (info, state) = (Arc::clone(&self.info), Arc::clone(&self.shared));
         let stopping = info.interrupt.until(|| state.is_shutting_down());
         tokio::pin!(stopping);
+        // When a cancel went to the main server at `query_timeout`, until
+        // it answers.
+        let mut cancelled: Option<tokio::time::Instant> = None;
         loop {
             loop {
                 let frame = match self.client.read_message() {
@@ -244,15 +248,13 @@ impl Session {
                 .main()
                 .and_then(|s| s.pool().settings.query_timeout)
                 .filter(|_| self.plan.awaiting_server());
+            if query_timeout.is_none() {
+                cancelled = None;
+            }
             self.pipeline.clock_mut().waiting();
             match self.attached.main_mut() {
                 Some(server) => {
-                    let timeout = async {
-                        match query_timeout {
-                            Some(t) => tokio::time::sleep(t).await,
-                            None => std::future::pending().await,
-                        }
-                    };
+                    let timeout = attach::query_timer(query_timeout, cancelled);
                     tokio::select! {
                         // The server first: its replies free it sooner.
                         biased;
@@ -263,6 +265,7 @@ impl Session {
                                 return End::server_lost();
                             }
                             Ok(_) => {
+                                cancelled = None;
                                 if let Err(end) = self.on_server_data_in_loop().await {
                                     return end;
                                 }
@@ -272,7 +275,9 @@ impl Session {
                             Err(_) => return End::ClientGone,
                             Ok(n) => count(&server.pool().stats.bytes_received, n),
                         },
-                        () = timeout => self.cancel_running_query().await,
+                        () = timeout => if let Err(end) = self.on_query_timeout(query_timeout, &mut cancelled).await {
+                            return end;
+                        },
                     }
                 }
                 None => {

@@ -13,10 +13,12 @@ use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
+use router::config::General;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::runtime::Runtime;
 use tracing::warn;
 
+use crate::listener::unix::{UnixSocket, UnixSocketError};
 use crate::state::State;
 
 /// Listen backlog of each worker's listener (Linux caps it at somaxconn).
@@ -26,6 +28,8 @@ const BACKLOG: u32 = 1024;
 pub struct Workers {
     workers: Vec<(Runtime, TcpListener)>,
     addr: SocketAddr,
+    /// The Unix socket, served by the first worker.
+    unix: Option<UnixSocket>,
 }
 
 impl Workers {
@@ -48,7 +52,23 @@ impl Workers {
             addr = listener.local_addr()?;
             workers.push((runtime, listener));
         }
-        Ok(Workers { workers, addr })
+        Ok(Workers {
+            workers,
+            addr,
+            unix: None,
+        })
+    }
+
+    /// Also listen on the Unix socket `general` asks for (if any), for the
+    /// port the workers listen on.
+    pub fn bind_unix(&mut self, general: &General) -> Result<(), UnixSocketError> {
+        self.unix = UnixSocket::bind(general, self.addr.port())?;
+        Ok(())
+    }
+
+    /// The Unix socket's file, if there is one.
+    pub fn unix_socket_path(&self) -> Option<&std::path::Path> {
+        self.unix.as_ref().map(UnixSocket::path)
     }
 
     /// The address every worker listens on.
@@ -80,6 +100,7 @@ impl Workers {
         for (runtime, _) in &self.workers {
             runtime.spawn(heartbeat());
         }
+        let unix = self.unix;
         let mut workers = self.workers.into_iter().enumerate();
         let Some((_, (first, listener))) = workers.next() else {
             return;
@@ -115,7 +136,7 @@ impl Workers {
             }
         }
         crate::conn::worker::set(Some(0));
-        first.block_on(crate::listener::serve(listener, state, tls, shutdown));
+        first.block_on(crate::listener::serve(listener, unix, state, tls, shutdown));
         stop.send_replace(true);
         for thread in threads {
             let _ = thread.join();

@@ -1,5 +1,6 @@
 //! What stands behind a name in a cluster's databases: views, materialized
-//! views, sequences, functions, procedures and triggers, as one shard's
+//! views, sequences, functions, procedures and triggers, and each table's
+//! columns and primary key ([`Table`]), as one shard's
 //! catalog lists them (the proxy reads it: `proxy/src/schema.rs`), and what
 //! each body reaches ([`reach`]). Pure data: built from plain rows, read by
 //! routing (`route/behind.rs`) and by view expansion ([`expand`]).
@@ -36,8 +37,23 @@ pub struct Catalog {
     functions: HashMap<String, Vec<Arc<Function>>>,
     /// Triggers, by the name of the table (or view) they are on.
     triggers: HashMap<String, Vec<Trigger>>,
+    /// Ordinary and partitioned tables (their columns and primary keys),
+    /// by name.
+    tables: HashMap<String, Vec<Arc<Table>>>,
     /// How many of the relations are plain views.
     views: usize,
+}
+
+/// An ordinary or partitioned table's definition, as the catalog lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    pub schema: String,
+    pub name: String,
+    /// Its columns' names (as stored: not quoted), in table order, dropped
+    /// columns left out.
+    pub columns: Vec<String>,
+    /// Its primary key's columns in key order; empty without one.
+    pub primary_key: Vec<String>,
 }
 
 /// A view, materialized view or sequence.
@@ -136,6 +152,8 @@ pub enum CatalogRow {
         name: String,
         function: (String, String),
     },
+    /// An ordinary or partitioned table with its columns and primary key.
+    Table(Table),
 }
 
 impl Catalog {
@@ -238,6 +256,11 @@ impl Catalog {
                     name,
                     function,
                 }),
+            CatalogRow::Table(table) => {
+                let list = self.tables.entry(table.name.clone()).or_default();
+                list.retain(|t| t.schema != table.schema);
+                list.push(Arc::new(table));
+            }
         }
     }
 
@@ -251,7 +274,8 @@ impl Catalog {
         self.views = self.views + after - before;
     }
 
-    /// Nothing is known: routing has nothing to look behind.
+    /// Nothing is known: routing has nothing to look behind (tables'
+    /// definitions do not count: nothing stands behind a table's name).
     pub fn is_empty(&self) -> bool {
         self.relations.is_empty() && self.functions.is_empty() && self.triggers.is_empty()
     }
@@ -311,6 +335,35 @@ impl Catalog {
             .into_iter()
             .flatten()
             .filter(move |t| schema.is_none_or(|s| s == t.schema))
+    }
+
+    /// The table `schema.name` means: with no schema, the one table of that
+    /// name, or the first when every schema's table of that name has the
+    /// same columns and primary key (pgshard cannot see the client's
+    /// `search_path`); `None` when unknown or when it could mean tables that
+    /// differ.
+    pub fn table(&self, schema: Option<&str>, name: &str) -> Option<&Table> {
+        let mut found = self
+            .tables
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter(|t| schema.is_none_or(|s| s == t.schema));
+        let first = found.next()?;
+        found
+            .all(|t| t.columns == first.columns && t.primary_key == first.primary_key)
+            .then_some(&**first)
+    }
+
+    /// The columns of the table `schema.name` means ([`Catalog::table`]).
+    pub fn columns(&self, schema: Option<&str>, name: &str) -> Option<&[String]> {
+        self.table(schema, name).map(|t| t.columns.as_slice())
+    }
+
+    /// The primary key of the table `schema.name` means, in key order
+    /// (empty: it has none); `None` when the table is not known.
+    pub fn primary_key(&self, schema: Option<&str>, name: &str) -> Option<&[String]> {
+        self.table(schema, name).map(|t| t.primary_key.as_slice())
     }
 
     /// The sequence `name` as a sequence function's argument spells it

@@ -12,7 +12,9 @@
 //! Code map: [`General`] and its enums live in `config/general.rs`, [`Database`]
 //! and [`Cluster`] in `config/database.rs`, [`User`] and [`Admin`] in
 //! `config/user.rs`, PgDog's keys accepted with a warning in
-//! `config/compat.rs`, the per-pool resolver [`Config::pool_settings`] in
+//! `config/compat.rs`, PgDog's resharding keys' meaning and checks in
+//! `config/resharding.rs`, what RELOAD may not change in
+//! `config/reload.rs`, the per-pool resolver [`Config::pool_settings`] in
 //! `config/pool_settings.rs`, the cross-key rules in `config/validate.rs`, and
 //! `[[sharded_tables]]`, `[[sharded_mappings]]` and `[[omnisharded_tables]]`,
 //! resolved into each cluster's [`crate::sharding::Sharding`], in
@@ -20,12 +22,16 @@
 //! `config/sharded_functions.rs`.
 
 mod compat;
+mod cross_shard;
 mod database;
 mod general;
 mod pool_settings;
+mod reload;
+mod resharding;
 mod rewrite;
 mod sharded_functions;
 mod sharded_tables;
+mod unix_socket;
 mod user;
 mod validate;
 
@@ -43,13 +49,20 @@ use std::fmt;
 
 use serde::Deserialize;
 
+pub use cross_shard::{
+    CrossShardFinish, GatherLimit, DEFAULT_GATHER_BYTES, DEFAULT_GATHER_ROWS, DEFAULT_MERGE_MEMORY,
+    MIN_MERGE_MEMORY,
+};
 pub use database::{Cluster, Database, Role};
 pub use general::{
     AuthType, General, LoadBalancingStrategy, LogFormat, PoolerMode, ReadWriteSplit,
 };
 pub use pool_settings::{HealthSettings, PoolSettings};
+pub use reload::DefaultPlacement;
+pub use resharding::{CopyFormat, CutoverTimeoutAction};
 pub use rewrite::{Policy, Rewrite};
 pub use sharded_tables::MAX_SHARD_COUNT;
+pub use unix_socket::{socket_file_name, UnixSocketMode};
 pub use user::{Admin, User};
 
 /// What is wrong with a configuration, naming the file and the key path.
@@ -145,6 +158,8 @@ impl Config {
         let pgdog: PgdogFile = parse("pgdog.toml", pgdog_toml, &mut warnings)?;
         let users: UsersFile = parse("users.toml", users_toml, &mut warnings)?;
         validate::general(&pgdog.general)?;
+        resharding::validate(&pgdog.general)?;
+        cross_shard::check(&pgdog.general)?;
         validate::databases(&pgdog.general, &pgdog.databases)?;
         let mut clusters = database::clusters(pgdog.databases, &mut warnings)?;
         sharded_tables::resolve(
@@ -155,6 +170,7 @@ impl Config {
             pgdog.omnisharded_tables,
         )?;
         sharded_functions::resolve(&mut clusters, pgdog.sharded_functions)?;
+        cross_shard::check_coordinator(&pgdog.general, &clusters)?;
         validate::admin(&pgdog.admin, &clusters)?;
         validate::users(&pgdog.general, &clusters, &users.users)?;
         pgdog.rewrite.warnings(&mut warnings);

@@ -1,13 +1,16 @@
 //! Sharding keys: typed from text or binary values (scalars here, arrays in
 //! `hash/array.rs`), hashed exactly as Postgres (`PARTITION BY HASH`) or Citus
 //! do (through `hash/lookup3.rs`, our own implementation of the hashes in
-//! Postgres's `hashfn.c`), and mapped to logical shards and databases.
+//! Postgres's `hashfn.c`), and mapped to logical shards and databases;
+//! `hash/predicate.rs` writes the same mapping as SQL.
 
 mod array;
 mod lookup3;
+mod predicate;
 
 pub use array::{decode_binary_array, parse_text_array};
 pub use lookup3::{hash_bytes, hash_bytes_extended, hash_bytes_uint32, hash_bytes_uint32_extended};
+pub use predicate::{predicate, PredicateError};
 
 use crate::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
 

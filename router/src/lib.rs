@@ -17,7 +17,11 @@
 //! [`create_as`] (a table created from a query over sharded rows: the key
 //! it keeps), [`rowless`] (statements that return no rows, whatever an
 //! Execute's row limit), [`unique_id`] (`pgdog.unique_id()`: id layouts, the
-//! generator's state machine, where a statement's calls can be replaced).
+//! generator's state machine, where a statement's calls can be replaced),
+//! [`query_string`] (a string of statements for
+//! different shards, run one statement at a time: which can be),
+//! [`rebalance`] (which logical shards to move to even out a placement
+//! group over its databases).
 
 #![forbid(unsafe_code)]
 
@@ -31,6 +35,8 @@ pub mod hash;
 pub mod key_move;
 pub mod merge;
 pub mod prepared;
+pub mod query_string;
+pub mod rebalance;
 pub mod route;
 pub mod rowless;
 pub mod sharding;

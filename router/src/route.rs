@@ -362,6 +362,8 @@ pub fn route(
 /// MERGE, COPY, or a family table's statement) joined with a different
 /// route is an error too: running it on the other route's databases would
 /// duplicate its rows or miss its table. An empty string goes `Any`.
+/// (The proxy runs a string that errs so, or that goes to several shards,
+/// one statement at a time where [`crate::query_string`] allows.)
 ///
 /// This plans and routes in one go; a caller routing the same statement
 /// again (a cache entry, a prepared statement) keeps the [`RoutePlan`].

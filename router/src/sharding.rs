@@ -58,6 +58,73 @@ pub struct KeySpace {
     pub placement: Vec<usize>,
 }
 
+impl KeySpace {
+    /// The placement group this key space belongs to.
+    pub fn group(&self) -> GroupId {
+        match &self.function {
+            ShardFunction::Hash {
+                hasher,
+                shard_count,
+            } => GroupId {
+                function: GroupFunction::Hash(*hasher),
+                shard_count: *shard_count,
+            },
+            // Config loading gives a mapped entry one placement entry per
+            // logical shard.
+            ShardFunction::List(_) | ShardFunction::Range(_) => GroupId {
+                function: GroupFunction::Mapping,
+                shard_count: self.placement.len(),
+            },
+        }
+    }
+}
+
+/// A *placement group*: key spaces of one cluster with the same function
+/// over the same number of logical shards. Equal keys of its tables are in
+/// the same logical shard, so the group shares one placement (a load rule:
+/// `config/sharded_tables.rs`), and moving logical shard `s` to another
+/// database moves `s` of every table of the group, which keeps them
+/// co-located. Shown as `postgres/12`, `citus/32`, `mapping/4`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GroupId {
+    pub function: GroupFunction,
+    pub shard_count: usize,
+}
+
+/// How a group's keys become logical shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupFunction {
+    /// Hashed (`hasher`).
+    Hash(Hasher),
+    /// Listed or ranged values (`[[sharded_tables.mapping]]`), each naming
+    /// its logical shard: the same number means the same logical shard in
+    /// every mapped table of the cluster.
+    Mapping,
+}
+
+impl std::fmt::Display for GroupId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let function = match self.function {
+            GroupFunction::Hash(Hasher::Postgres) => "postgres",
+            GroupFunction::Hash(Hasher::Citus) => "citus",
+            GroupFunction::Mapping => "mapping",
+        };
+        write!(f, "{function}/{}", self.shard_count)
+    }
+}
+
+/// The members of one placement group of a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group<'a> {
+    pub id: GroupId,
+    /// The database of each logical shard, as every member has it.
+    pub placement: &'a [usize],
+    /// Indexes into [`Sharding::tables`].
+    pub tables: Vec<usize>,
+    /// Indexes into [`Sharding::families`].
+    pub families: Vec<usize>,
+}
+
 /// One `[[sharded_tables]]` entry with a column key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardedTable {
@@ -164,6 +231,52 @@ impl Sharding {
         self.databases <= 1
     }
 
+    /// The placement groups of the cluster's sharded tables and table
+    /// families, in the order their first member is configured (tables
+    /// before families).
+    pub fn groups(&self) -> Vec<Group<'_>> {
+        let mut groups: Vec<Group<'_>> = Vec::new();
+        let members = self
+            .tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (false, i, &t.keys))
+            .chain(
+                self.families
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (true, i, &f.keys)),
+            );
+        for (family, index, keys) in members {
+            let id = keys.group();
+            let position = match groups.iter().position(|g| g.id == id) {
+                Some(position) => position,
+                None => {
+                    groups.push(Group {
+                        id,
+                        placement: &keys.placement,
+                        tables: Vec::new(),
+                        families: Vec::new(),
+                    });
+                    groups.len() - 1
+                }
+            };
+            if let Some(group) = groups.get_mut(position) {
+                if family {
+                    group.families.push(index);
+                } else {
+                    group.tables.push(index);
+                }
+            }
+        }
+        groups
+    }
+
+    /// The placement group `id`, if the cluster has one.
+    pub fn group(&self, id: GroupId) -> Option<Group<'_>> {
+        self.groups().into_iter().find(|g| g.id == id)
+    }
+
     /// The columns of the column-only `[[sharded_tables]]` entries.
     pub fn key_columns(&self) -> Vec<&str> {
         let mut columns: Vec<&str> = self
@@ -177,3 +290,6 @@ impl Sharding {
         columns
     }
 }
+
+#[cfg(test)]
+mod tests;

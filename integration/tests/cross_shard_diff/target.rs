@@ -133,6 +133,28 @@ impl Target {
         }
     }
 
+    /// `sql` as one simple query: every reply up to its ReadyForQuery, as
+    /// (tag, body); `Err` when the connection broke (it is reopened).
+    pub async fn replies(&mut self, sql: &str) -> Result<Vec<(u8, Bytes)>, String> {
+        self.wire.send(&wire::query(sql)).await;
+        let mut replies = Vec::new();
+        loop {
+            let why = match self.wire.read_within(STATEMENT_TIMEOUT).await {
+                Read::Message(tag, body) => {
+                    replies.push((tag, body));
+                    if tag == b'Z' {
+                        return Ok(replies);
+                    }
+                    continue;
+                }
+                Read::Closed => "connection closed",
+                Read::Silent => "no answer in time",
+            };
+            self.reconnect().await;
+            return Err(why.to_owned());
+        }
+    }
+
     /// Run `sql` (a schema change) as the user the statements run as;
     /// whether it worked.
     pub async fn setup(&self, sql: &str) -> bool {

@@ -182,12 +182,18 @@ pub enum ReloadError {
     Load(#[from] crate::config_files::LoadError),
 }
 
-/// Re-read the config files and apply them; the old config stays on error.
+/// Re-read the config files and apply them; the old config stays on error,
+/// and when the new one would move logical shards placed by default
+/// without their rows (`router::config::Config::check_reload`).
 pub fn reload(state: &State) -> Result<(), ReloadError> {
     let Some((pgdog, users)) = &state.config_paths else {
         return Err(ReloadError::NoFiles);
     };
-    match crate::config_files::load(pgdog, users) {
+    let loaded = crate::config_files::load(pgdog, users).and_then(|config| {
+        state.config().check_reload(&config)?;
+        Ok(config)
+    });
+    match loaded {
         Ok(config) => {
             state.apply_config(config);
             state.catalog.request();

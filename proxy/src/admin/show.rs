@@ -167,7 +167,10 @@ pub(super) fn show_clients(state: &State, out: &mut BytesMut) {
                 user: client.user.clone(),
                 database: client.database.clone(),
                 state: client_state,
-                addr: client.addr.map(|a| (a.ip().to_string(), a.port())),
+                addr: client
+                    .addr
+                    .port()
+                    .map(|port| (client.addr.host_text(), port)),
                 connect_time: unix_time(client.connected_at),
                 application_name: client.application_name.clone(),
                 id: client.process_id.to_string(),

@@ -44,10 +44,11 @@ pub(super) fn show_fds(state: &State, out: &mut BytesMut) {
             "client".to_owned(),
             client.user.clone(),
             client.database.clone(),
-            client.addr.map(|a| a.ip().to_string()).unwrap_or_default(),
+            client.addr.host_text(),
             client
                 .addr
-                .map(|a| a.port().to_string())
+                .port()
+                .map(|port| port.to_string())
                 .unwrap_or_default(),
             client.process_id.to_string(),
             "0".to_owned(),

@@ -10,11 +10,12 @@ use std::future::Future;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
 use super::tls::{ClientStream, TlsAcceptor};
 use crate::protocol::frame::{FrameError, SMALL_MESSAGE_LIMIT};
 use crate::protocol::frontend::{decode_frontend_frame, Frame};
+use crate::protocol::ready::drop_ready_for_query;
 use crate::protocol::startup::{decode_startup, StartupError, StartupMessage};
 pub use authenticate::{AuthFailure, Credentials, First, LoginError};
 
@@ -40,16 +41,30 @@ pub struct ClientConn {
     /// The longest message accepted: Postgres's cap for small messages
     /// until the login is over, then `max_message_size`.
     max_message: usize,
+    /// While a query string runs one statement at a time: the end of the
+    /// whole messages at the front of `write` that hold no ReadyForQuery
+    /// (see [`ClientConn::hold_ready`]).
+    held: Option<usize>,
 }
 
 impl ClientConn {
-    /// A client that just connected.
+    /// A client that just connected over TCP.
     pub fn new(stream: TcpStream) -> ClientConn {
+        ClientConn::over(ClientStream::Plain(stream))
+    }
+
+    /// A client that just connected on the Unix socket.
+    pub fn unix(stream: UnixStream) -> ClientConn {
+        ClientConn::over(ClientStream::Unix(stream))
+    }
+
+    fn over(stream: ClientStream) -> ClientConn {
         ClientConn {
-            stream: ClientStream::Plain(stream),
+            stream,
             read: BytesMut::with_capacity(1024),
             write: BytesMut::with_capacity(8 * 1024),
             max_message: SMALL_MESSAGE_LIMIT,
+            held: None,
         }
     }
 
@@ -62,7 +77,7 @@ impl ClientConn {
     /// done; `None` when it failed or it is TLS already.
     pub async fn into_tls(self, acceptor: &TlsAcceptor) -> std::io::Result<ClientConn> {
         let ClientStream::Plain(plain) = self.stream else {
-            return Err(std::io::Error::other("TLS over TLS"));
+            return Err(std::io::Error::other("TLS over TLS, or on a Unix socket"));
         };
         let stream = ClientStream::Tls(Box::new(acceptor.accept(plain).await?));
         Ok(ClientConn { stream, ..self })
@@ -140,31 +155,77 @@ impl ClientConn {
         !self.write.is_empty()
     }
 
+    /// From now until [`release_ready`](Self::release_ready), every
+    /// ReadyForQuery written to the output is dropped (what is in it
+    /// already stays): a query string run one statement at a time owes
+    /// the client one, at its end. Only whole messages are written
+    /// meanwhile.
+    pub fn hold_ready(&mut self) {
+        self.held = Some(self.write.len());
+    }
+
+    /// End [`hold_ready`](Self::hold_ready): the ReadyForQuery messages
+    /// written since are dropped, the next ones go out.
+    pub fn release_ready(&mut self) {
+        if let Some(from) = self.held.take() {
+            drop_ready_for_query(&mut self.write, from);
+        }
+    }
+
+    /// How much of the output may be written now: all of it, or while
+    /// ReadyForQuery messages are held, the whole messages without them.
+    fn writable(&mut self) -> usize {
+        match self.held {
+            Some(from) => {
+                let end = drop_ready_for_query(&mut self.write, from);
+                self.held = Some(end);
+                end
+            }
+            None => self.write.len(),
+        }
+    }
+
+    /// `n` bytes of the output were written.
+    fn written(&mut self, n: usize) {
+        self.write.advance(n);
+        if let Some(end) = self.held.as_mut() {
+            *end -= n;
+        }
+    }
+
     /// Write what the socket takes of the output now, building no future
     /// (the usual case: a reply fits the socket's buffer); `false` when
     /// bytes are left for [`flush`](Self::flush).
     pub fn flush_now(&mut self) -> Result<bool, Gone> {
-        if self.write.is_empty() {
+        let end = self.writable();
+        if end == 0 {
             return Ok(true);
         }
-        match self.stream.try_write_now(&self.write) {
-            Ok(n) => self.write.advance(n),
+        match self.stream.try_write_now(&self.write[..end]) {
+            Ok(n) => self.written(n),
             Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(_) => {
                 self.write.clear();
+                self.held = self.held.map(|_| 0);
                 return Err(Gone);
             }
         }
-        Ok(self.write.is_empty())
+        Ok(self.writable() == 0)
     }
 
-    /// Write all of the output.
+    /// Write all of the output (while ReadyForQuery messages are held, all
+    /// its whole messages).
     pub async fn flush(&mut self) -> Result<(), Gone> {
         if self.flush_now()? {
             return Ok(());
         }
-        let written = self.stream.write_all(&self.write).await;
-        self.write.clear();
+        let end = self.writable();
+        let written = self.stream.write_all(&self.write[..end]).await;
+        self.written(end);
+        if written.is_err() {
+            self.write.clear();
+            self.held = self.held.map(|_| 0);
+        }
         written.map_err(|_| Gone)
     }
 

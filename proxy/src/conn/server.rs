@@ -32,6 +32,10 @@ pub struct ServerTarget {
     pub database: String,
     pub user: String,
     pub password: Option<String>,
+    /// Log in as a logical replication connection (`replication=database`):
+    /// it takes replication commands (`CREATE_REPLICATION_SLOT`) as well as
+    /// simple queries. Never pooled.
+    pub replication: bool,
 }
 
 impl std::fmt::Debug for ServerTarget {
@@ -42,6 +46,7 @@ impl std::fmt::Debug for ServerTarget {
             .field("port", &self.port)
             .field("database", &self.database)
             .field("user", &self.user)
+            .field("replication", &self.replication)
             .finish_non_exhaustive()
     }
 }
@@ -423,6 +428,7 @@ mod tests {
             database: "db".to_owned(),
             user: "u".to_owned(),
             password: None,
+            replication: false,
         };
         match ServerConn::connect(&target, Duration::from_secs(2), 0).await {
             Err(err @ ServerError::Connect(..)) => assert_eq!(

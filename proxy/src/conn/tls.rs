@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::rustls;
 use tokio_rustls::server::TlsStream;
 
@@ -58,6 +58,9 @@ pub enum TlsError {
 pub enum ClientStream {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
+    /// A local client on the Unix socket (`unix_socket_dir`); never TLS, as
+    /// in Postgres and PgBouncer.
+    Unix(UnixStream),
 }
 
 impl ClientStream {
@@ -66,6 +69,7 @@ impl ClientStream {
     pub fn try_write_now(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         match self {
             ClientStream::Plain(s) => s.try_write(bytes),
+            ClientStream::Unix(s) => s.try_write(bytes),
             // rustls buffers and encrypts: the write future does it.
             ClientStream::Tls(_) => Err(std::io::ErrorKind::WouldBlock.into()),
         }
@@ -80,6 +84,7 @@ impl AsyncRead for ClientStream {
     ) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             ClientStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            ClientStream::Unix(s) => Pin::new(s).poll_read(cx, buf),
             ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
@@ -93,6 +98,7 @@ impl AsyncWrite for ClientStream {
     ) -> Poll<std::io::Result<usize>> {
         match self.get_mut() {
             ClientStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            ClientStream::Unix(s) => Pin::new(s).poll_write(cx, buf),
             ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
@@ -100,6 +106,7 @@ impl AsyncWrite for ClientStream {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             ClientStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            ClientStream::Unix(s) => Pin::new(s).poll_flush(cx),
             ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
@@ -107,6 +114,7 @@ impl AsyncWrite for ClientStream {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             ClientStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            ClientStream::Unix(s) => Pin::new(s).poll_shutdown(cx),
             ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }

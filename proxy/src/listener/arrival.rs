@@ -2,14 +2,13 @@
 //! or not, CancelRequest, protocol version negotiation, connection limits,
 //! authentication, then the admin console or a pooled session.
 
-use std::net::SocketAddr;
 use std::sync::atomic::AtomicU8;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::BytesMut;
 use router::config::{AuthType, Config, PoolerMode};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tracing::{debug, info, Instrument};
 
 use crate::admin;
@@ -23,11 +22,12 @@ use crate::protocol::backend::TransactionStatus;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 use crate::protocol::startup::Startup;
-use crate::session::{ClientInfo, CLIENT_IDLE};
+use crate::session::{ClientAddr, ClientInfo, CLIENT_IDLE};
 use crate::session::{Session, Start};
 use crate::state::State;
 
-/// Serve one accepted connection to its end. Errors end this client only.
+/// Serve one accepted TCP connection to its end. Errors end this client
+/// only.
 ///
 /// The login runs inside the client's `span` (peer, then user, database and
 /// application_name); the session that follows does not enter it on every
@@ -40,7 +40,34 @@ pub async fn serve(
     tls: Option<TlsAcceptor>,
     span: tracing::Span,
 ) {
-    let session = arrive(stream, Arc::clone(&state), tls)
+    let _ = stream.set_nodelay(true);
+    let peer = Peer {
+        addr: stream
+            .peer_addr()
+            .map_or(ClientAddr::Unknown, ClientAddr::Tcp),
+        fd: Some(std::os::fd::AsRawFd::as_raw_fd(&stream)),
+    };
+    serve_conn(ClientConn::new(stream), peer, state, tls, span).await;
+}
+
+/// Serve one client of the Unix socket for `port` to its end. An
+/// SSLRequest there is answered `N`, as Postgres does.
+pub async fn serve_unix(stream: UnixStream, port: u16, state: Arc<State>, span: tracing::Span) {
+    let peer = Peer {
+        addr: ClientAddr::Unix { port },
+        fd: Some(std::os::fd::AsRawFd::as_raw_fd(&stream)),
+    };
+    serve_conn(ClientConn::unix(stream), peer, state, None, span).await;
+}
+
+async fn serve_conn(
+    client: ClientConn,
+    peer: Peer,
+    state: Arc<State>,
+    tls: Option<TlsAcceptor>,
+    span: tracing::Span,
+) {
+    let session = arrive(client, peer, Arc::clone(&state), tls)
         .instrument(span.clone())
         .await;
     if let Some(session) = session {
@@ -52,13 +79,12 @@ pub async fn serve(
 
 /// From the first byte to a logged-in session (`None`: the client was
 /// turned away, went to the admin console, or left).
-async fn arrive(stream: TcpStream, state: Arc<State>, tls: Option<TlsAcceptor>) -> Option<Session> {
-    let _ = stream.set_nodelay(true);
-    let peer = Peer {
-        addr: stream.peer_addr().ok(),
-        fd: Some(std::os::fd::AsRawFd::as_raw_fd(&stream)),
-    };
-    let mut client = ClientConn::new(stream);
+async fn arrive(
+    mut client: ClientConn,
+    peer: Peer,
+    state: Arc<State>,
+    tls: Option<TlsAcceptor>,
+) -> Option<Session> {
     let startup = loop {
         match client.read_first(tls.is_some()).await {
             Ok(First::Startup(startup)) => break startup,
@@ -117,7 +143,7 @@ async fn start_session(
 /// Where a client connected from: its address and socket.
 #[derive(Debug, Clone, Copy)]
 struct Peer {
-    addr: Option<SocketAddr>,
+    addr: ClientAddr,
     fd: Option<i32>,
 }
 

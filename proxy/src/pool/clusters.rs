@@ -140,6 +140,7 @@ impl Clusters {
             database: db.server_database().to_owned(),
             user: settings.server_user.clone(),
             password: settings.server_password.clone(),
+            replication: false,
         };
         match old {
             Some(pool)

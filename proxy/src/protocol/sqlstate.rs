@@ -8,6 +8,7 @@ pub const INVALID_CATALOG_NAME: &str = "3D000";
 pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
 pub const INVALID_PASSWORD: &str = "28P01";
 pub const TOO_MANY_CONNECTIONS: &str = "53300";
+pub const QUERY_CANCELED: &str = "57014";
 pub const ADMIN_SHUTDOWN: &str = "57P01";
 pub const CANNOT_CONNECT_NOW: &str = "57P03";
 pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";

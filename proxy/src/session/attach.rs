@@ -215,6 +215,36 @@ impl Session {
         self.info.cancel.set(target).await;
     }
 
+    /// The main server sent nothing for `query_timeout`: cancel its
+    /// statement (noting when in `cancelled`), or, when a cancel went
+    /// unanswered for its grace already, give up on the server.
+    pub(super) async fn on_query_timeout(
+        &mut self,
+        query_timeout: Option<Duration>,
+        cancelled: &mut Option<tokio::time::Instant>,
+    ) -> Result<(), End> {
+        match (*cancelled, query_timeout) {
+            (Some(_), Some(t)) => Err(self.give_up_on_server(t)),
+            _ => {
+                self.cancel_running_query().await;
+                *cancelled = Some(tokio::time::Instant::now());
+                Ok(())
+            }
+        }
+    }
+
+    /// A cancel sent at `query_timeout` went unanswered for its
+    /// [`cancel_grace`]: the server (or the network to it) is not there.
+    /// Close its connection and end the client with 57014, as PgBouncer
+    /// does at `query_timeout`: what the server did with the statement is
+    /// unknown, so the session cannot go on.
+    pub(super) fn give_up_on_server(&mut self, query_timeout: Duration) -> End {
+        let shard = self.attached.main().map(|s| s.pool().shard);
+        warn!(parent: &self.span, ?query_timeout, ?shard, "query_timeout: the server did not answer its cancel; closing it");
+        self.lose_main();
+        End::Fatal(query_timeout_error(query_timeout, shard))
+    }
+
     /// `query_timeout` passed: cancel the running query; the server answers
     /// with its "canceling statement" error.
     pub(super) async fn cancel_running_query(&mut self) {
@@ -428,4 +458,40 @@ pub(super) fn sharding_of(
         .map(|c| Arc::clone(&c.sharding))
         .unwrap_or_default();
     (sharding, config.general.query_parser_engine)
+}
+
+/// Completes when the main server has been silent for `query_timeout`, or
+/// when the cancel sent at `cancelled` has gone unanswered for its grace;
+/// never without a `query_timeout`.
+pub(super) async fn query_timer(
+    query_timeout: Option<Duration>,
+    cancelled: Option<tokio::time::Instant>,
+) {
+    match (query_timeout, cancelled) {
+        (Some(t), None) => tokio::time::sleep(t).await,
+        (Some(t), Some(at)) => tokio::time::sleep_until(at + cancel_grace(t)).await,
+        (None, _) => std::future::pending().await,
+    }
+}
+
+/// How long a server has to answer the cancel pgshard sends at
+/// `query_timeout` before its connection is closed: a server that is there
+/// answers within milliseconds, so a second at most (less for shorter
+/// timeouts) bounds the client's wait at about `query_timeout` plus this.
+pub(super) fn cancel_grace(query_timeout: Duration) -> Duration {
+    query_timeout.min(Duration::from_secs(1))
+}
+
+/// The error a client gets when pgshard gave up on a server at
+/// `query_timeout` (`shard`: the one that did not answer, when known).
+pub(super) fn query_timeout_error(query_timeout: Duration, shard: Option<usize>) -> ClientError {
+    let which = shard.map_or_else(|| "a shard".to_owned(), |s| format!("shard {s}"));
+    ClientError::new(
+        sqlstate::QUERY_CANCELED,
+        format!(
+            "canceling statement due to query_timeout: {which} sent nothing for {} ms and did not answer a cancel request within {} ms, so pgshard closed its connection",
+            query_timeout.as_millis(),
+            cancel_grace(query_timeout).as_millis()
+        ),
+    )
 }

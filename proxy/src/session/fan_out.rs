@@ -135,12 +135,16 @@ impl Session {
         // A server goes back to its pool only once a cancel sent to it has
         // been delivered (the server closes the cancel connection after
         // signalling its backend): it cannot hit the next client's query.
-        for cancel in cancels {
-            let _ = cancel.await;
+        // Servers about to be closed need no wait.
+        if merged.is_ok() {
+            for cancel in cancels {
+                let _ = cancel.await;
+            }
         }
         if merged.is_err() {
-            // The client left: stop the statement everywhere and close
-            // the servers (the tasks drop them as they end).
+            // The client left, or a shard did not answer its cancel at
+            // `query_timeout`: stop the statement everywhere and close the
+            // servers (the tasks drop them as they end).
             for target in &targets {
                 let target = target.clone();
                 tokio::spawn(async move { crate::conn::cancel::send(&target).await });
@@ -276,12 +280,7 @@ impl Session {
         let mut deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
         let mut timed_out = false;
         loop {
-            let timeout = async {
-                match deadline {
-                    Some(at) if !timed_out => tokio::time::sleep_until(at).await,
-                    _ => std::future::pending().await,
-                }
-            };
+            let timeout = fan_out_timer(deadline, query_timeout, timed_out);
             let position = |index: usize| if first == Some(index) { 0 } else { index + 1 };
             let wanted: Vec<usize> = (0..incoming.len())
                 .filter(|&i| incoming[i].is_some() && merger.wants(position(i)))
@@ -301,6 +300,7 @@ impl Session {
                     Some(None) => broken = true,
                     Some(Some(message)) => {
                         deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
+                        timed_out = false;
                         let message = self.shard_message(message);
                         if !message.kind().is_async() && first.is_none() {
                             first = Some(index);
@@ -329,14 +329,31 @@ impl Session {
                     read?;
                 }
                 () = timeout => {
+                    self.fan_out_timed_out(query_timeout, timed_out, cancels)?;
                     timed_out = true;
-                    let targets = self.info.cancel.get();
-                    tracing::warn!(parent: &self.span, ?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
-                    cancels.extend(targets.into_iter().map(send_cancel));
                 }
             }
         }
         Ok(broken || merger.finish(self.client.out()))
+    }
+
+    /// No shard sent anything for `query_timeout`: cancel the statement
+    /// on every shard, or, when the cancels (sent already: `timed_out`)
+    /// went unanswered for their grace, give up on the shards.
+    fn fan_out_timed_out(
+        &self,
+        query_timeout: Option<std::time::Duration>,
+        timed_out: bool,
+        cancels: &mut Vec<tokio::task::JoinHandle<()>>,
+    ) -> Result<(), End> {
+        if let (true, Some(t)) = (timed_out, query_timeout) {
+            tracing::warn!(parent: &self.span, ?query_timeout, "query_timeout: shards did not answer their cancel; closing them");
+            return Err(End::Fatal(super::attach::query_timeout_error(t, None)));
+        }
+        let targets = self.info.cancel.get();
+        tracing::warn!(parent: &self.span, ?query_timeout, shards = targets.len(), "query_timeout: cancelling a fan-out");
+        cancels.extend(targets.into_iter().map(send_cancel));
+        Ok(())
     }
 
     /// A shard's message as the merge reads it: a command tag that says
@@ -368,7 +385,9 @@ impl Session {
         incoming: &[Option<mpsc::Receiver<Report>>],
         cancels: &mut Vec<tokio::task::JoinHandle<()>>,
     ) {
-        if self.status() != TransactionStatus::Idle {
+        // The transaction's servers are out of `attached` while the
+        // fan-out reads them: its join script says one is open.
+        if self.status() != TransactionStatus::Idle || self.txn.spans() {
             return;
         }
         let targets = self.info.cancel.get();
@@ -388,5 +407,21 @@ impl Session {
                 crate::conn::cancel::send(&target).await
             }));
         }
+    }
+}
+
+/// Completes when no shard has sent anything since `deadline`, or, once
+/// the cancels went out (`timed_out`), when their grace is over too.
+async fn fan_out_timer(
+    deadline: Option<tokio::time::Instant>,
+    query_timeout: Option<std::time::Duration>,
+    timed_out: bool,
+) {
+    match (deadline, query_timeout) {
+        (Some(at), Some(t)) if timed_out => {
+            tokio::time::sleep_until(at + super::attach::cancel_grace(t)).await
+        }
+        (Some(at), _) => tokio::time::sleep_until(at).await,
+        _ => std::future::pending().await,
     }
 }

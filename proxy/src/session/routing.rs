@@ -1,6 +1,8 @@
 //! Routing inside a session on a sharded cluster: each statement is looked
 //! up in the AST cache, routed by the router, and sent to the shard it picks;
-//! BEGIN waits for the first routable statement; keyless statements fan out.
+//! BEGIN waits for the first routable statement; keyless statements fan out;
+//! a string whose statements go to different shards runs one statement at
+//! a time (`query_string.rs`).
 //!
 //! What the client's transaction allows is `transaction.rs`'s to say;
 //! statements answered without a server are `local.rs`'s.
@@ -123,7 +125,7 @@ impl Session {
             return self.copy_sharded(frame_sql).await;
         }
         if shards.as_ref().is_some_and(|s| s.len() > 1) && summary.statements.len() > 1 {
-            return Ok(self.refused(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "a query string whose statements go to several shards must be sent one statement at a time")));
+            return self.query_string(summary, frame_sql).await;
         }
         let needs_block = needs_transaction_block(summary, frame_sql.as_bytes());
         match self.place(shards.as_deref(), needs_block) {
@@ -181,6 +183,9 @@ impl Session {
                 && self.cluster.sharding().unlisted_by_columns =>
             {
                 self.route_with_columns(err, frame_sql).await
+            }
+            RouteError::StatementsOnDifferentShards { .. } => {
+                self.query_string(summary, frame_sql).await
             }
             err => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());

@@ -186,3 +186,40 @@ fn lookups_by_name_and_schema() {
     assert!(catalog.has_views());
     assert!(Catalog::default().is_empty());
 }
+
+#[test]
+fn tables_columns_and_primary_keys() {
+    let table = |schema: &str, name: &str, columns: &[&str], key: &[&str]| {
+        CatalogRow::Table(Table {
+            schema: schema.into(),
+            name: name.into(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            primary_key: key.iter().map(|c| c.to_string()).collect(),
+        })
+    };
+    let catalog = Catalog::from_rows([
+        table("public", "users", &["id", "name", "Odd Col"], &["id"]),
+        table("public", "events", &["day", "seq", "v"], &["seq", "day"]),
+        table("app", "events", &["day", "seq", "v"], &["seq", "day"]),
+        table("public", "log", &["at", "line"], &[]),
+        table("app", "log", &["at", "line", "level"], &[]),
+        // A later row of the same schema and name replaces the first.
+        table("public", "users", &["id", "name"], &["id"]),
+    ]);
+    let columns = |schema, name| catalog.columns(schema, name).map(<[String]>::to_vec);
+    assert_eq!(columns(None, "users").unwrap(), ["id", "name"]);
+    assert_eq!(catalog.primary_key(None, "users").unwrap(), ["id"]);
+    // Two schemas, one definition: the name means that definition.
+    assert_eq!(catalog.primary_key(None, "events").unwrap(), ["seq", "day"]);
+    // Two schemas, two definitions: unknown unless the schema is named.
+    assert_eq!(columns(None, "log"), None);
+    assert_eq!(
+        columns(Some("app"), "log").unwrap(),
+        ["at", "line", "level"]
+    );
+    assert_eq!(catalog.primary_key(Some("public"), "log").unwrap(), [""; 0]);
+    assert_eq!(columns(Some("other"), "users"), None);
+    assert_eq!(columns(None, "nope"), None);
+    // Tables are not something routing looks behind.
+    assert!(Catalog::from_rows([table("public", "t", &["a"], &[])]).is_empty());
+}

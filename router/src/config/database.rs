@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::{invalid, ConfigError, PoolerMode, Redacted, Warning};
+use super::{invalid, ConfigError, DefaultPlacement, PoolerMode, Redacted, Warning};
 use crate::sharding::Sharding;
 
 /// What a database does for its shard (`role`).
@@ -123,6 +123,9 @@ pub struct Cluster {
     /// cluster that no `[[sharded_tables]]` entry names still has one, with no
     /// tables.
     pub sharding: Arc<Sharding>,
+    /// The cluster's `[[sharded_tables]]` entries that give no `placement`
+    /// (RELOAD may not change their number of databases: `reload.rs`).
+    pub default_placement: Vec<DefaultPlacement>,
 }
 
 /// The databases of one shard as written: entry index and database.
@@ -204,6 +207,7 @@ pub(super) fn clusters(
                 shards: primaries,
                 replicas,
                 sharding,
+                default_placement: Vec::new(),
             },
         );
     }

@@ -6,113 +6,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::cross_shard::{CrossShardFinish, GatherLimit, DEFAULT_MERGE_MEMORY};
+use super::resharding::{CopyFormat, CutoverTimeoutAction};
+use super::unix_socket::UnixSocketMode;
 use crate::sharding::ParserEngine;
 use crate::unique_id::UniqueIdFunction;
 
-/// How long a client holds a server connection (`pooler_mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PoolerMode {
-    /// The client holds a server connection for one transaction (or for one
-    /// statement outside a transaction), then it goes back to the pool.
-    #[default]
-    Transaction,
-    /// The client holds a server connection for its whole session.
-    Session,
-}
+mod choices;
 
-impl PoolerMode {
-    /// The name used in the config file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PoolerMode::Transaction => "transaction",
-            PoolerMode::Session => "session",
-        }
-    }
-}
-
-/// How pgshard checks a client's password (`auth_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AuthType {
-    /// SCRAM-SHA-256 (RFC 7677): the password never crosses the wire.
-    #[default]
-    Scram,
-    /// Postgres's MD5 challenge.
-    Md5,
-    /// Cleartext password; use only under TLS.
-    Plain,
-    /// No password: any client naming a listed user is let in.
-    Trust,
-}
-
-impl AuthType {
-    /// The name used in the config file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AuthType::Scram => "scram",
-            AuthType::Md5 => "md5",
-            AuthType::Plain => "plain",
-            AuthType::Trust => "trust",
-        }
-    }
-
-    /// Whether a user authenticated this way needs a password in `users.toml`.
-    pub fn needs_password(self) -> bool {
-        self != AuthType::Trust
-    }
-}
-
-/// How reads are spread over the databases that may serve them
-/// (`load_balancing_strategy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LoadBalancingStrategy {
-    /// A database picked at random for each checkout.
-    #[default]
-    Random,
-    /// Each database in turn.
-    RoundRobin,
-    /// The database whose pool has the fewest connections checked out.
-    LeastActiveConnections,
-}
-
-impl LoadBalancingStrategy {
-    /// The name used in the config file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoadBalancingStrategy::Random => "random",
-            LoadBalancingStrategy::RoundRobin => "round_robin",
-            LoadBalancingStrategy::LeastActiveConnections => "least_active_connections",
-        }
-    }
-}
-
-/// Whether the primary serves reads too (`read_write_split`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReadWriteSplit {
-    /// Reads go to the replicas and the primary alike.
-    #[default]
-    IncludePrimary,
-    /// Reads go to the replicas only (to the primary when the shard has
-    /// none).
-    ExcludePrimary,
-    /// Reads go to the replicas, and to the primary as well while a replica
-    /// is banned.
-    IncludePrimaryIfReplicaBanned,
-}
-
-impl ReadWriteSplit {
-    /// The name used in the config file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReadWriteSplit::IncludePrimary => "include_primary",
-            ReadWriteSplit::ExcludePrimary => "exclude_primary",
-            ReadWriteSplit::IncludePrimaryIfReplicaBanned => "include_primary_if_replica_banned",
-        }
-    }
-}
+pub use choices::{AuthType, LoadBalancingStrategy, PoolerMode, ReadWriteSplit};
 
 /// Default `max_message_size`: Postgres's `MaxAllocSize` (0x3fffffff,
 /// `src/include/utils/memutils.h`), the largest buffer a backend allocates, so no
@@ -142,6 +44,15 @@ pub struct General {
     pub host: String,
     /// TCP port to listen on.
     pub port: u16,
+    /// `unix_socket_dir` (PgBouncer's key): also listen on the Unix socket
+    /// `<dir>/.s.PGSQL.<port>`, where `psql -h <dir>` looks. Off when absent
+    /// or empty (PgBouncer's default is `/tmp`; PgDog has no Unix socket).
+    pub unix_socket_dir: Option<PathBuf>,
+    /// `unix_socket_mode`: the socket's permission bits (default `0777`).
+    pub unix_socket_mode: UnixSocketMode,
+    /// `unix_socket_group`: the group the socket file is given to (checked
+    /// at startup: it must exist); unchanged when absent.
+    pub unix_socket_group: Option<String>,
     /// Worker threads, each running its own single-threaded runtime and
     /// listener (thread per core); 0 is the same as 1. Unset: one per two
     /// cores, at least one ([`General::workers_for`]; PgDog's fixed default
@@ -195,6 +106,19 @@ pub struct General {
     /// Refuse statements that would run on more than one database of a
     /// sharded cluster (copied into every cluster's `Sharding`).
     pub cross_shard_disabled: bool,
+    /// What to do with a cross-shard SELECT the streaming merge cannot
+    /// answer: `"coordinator"` (finish it on a Postgres; not built yet, so
+    /// refused for now) or `"refuse"`. pgshard's key (issue 34).
+    pub cross_shard_finish: CrossShardFinish,
+    /// The shard number of the database that finishes such queries; every
+    /// cluster of several databases must have it. Not read yet.
+    pub cross_shard_coordinator: usize,
+    /// Most rows and bytes one statement gathers to finish on the
+    /// coordinator (54000 past either). Not read yet.
+    pub cross_shard_gather_limit: GatherLimit,
+    /// Bytes of groups a cross-shard merge holds before it spills to the
+    /// coordinator. Not read yet.
+    pub cross_shard_merge_memory: u64,
     /// How a sharded cluster routes tables that no `[[sharded_tables]]`,
     /// `[[omnisharded_tables]]` or table family names (pgshard's key).
     pub unlisted_tables: UnlistedTables,
@@ -276,6 +200,37 @@ pub struct General {
     /// the last `-` of the `NODE_ID` environment variable (PgDog's way),
     /// else 0.
     pub node_id: Option<u64>,
+    // PgDog's resharding keys, with pgshard's meaning for a shard move:
+    // `config/resharding.rs` (their enums, accessors and checks).
+    /// COPY format of a move's snapshot copy and its subscription.
+    pub resharding_copy_format: CopyFormat,
+    /// Table copies a move runs at once. At least 1.
+    pub resharding_parallel_copies: usize,
+    /// Retries of a failed table copy (0: none).
+    pub resharding_copy_retry_max_attempts: usize,
+    /// First wait before a copy retry; each retry doubles it, up to 32x.
+    #[serde(rename = "resharding_copy_retry_min_delay")]
+    pub resharding_copy_retry_min_delay_ms: u64,
+    /// Retries of a failed subscription or cutover before the move is rolled
+    /// back (0: no limit).
+    pub resharding_replication_retry_max_attempts: usize,
+    #[serde(rename = "resharding_replication_retry_min_delay")]
+    pub resharding_replication_retry_min_delay_ms: u64,
+    /// Replication lag (bytes) under which the cutover holds the moving
+    /// shard's statements.
+    pub cutover_traffic_stop_threshold: u64,
+    /// Lag (bytes) at which to switch: only 0 (the move waits for its fence).
+    pub cutover_replication_lag_threshold: u64,
+    /// PgDog's quiet time before a switch: not needed with a fence.
+    #[serde(rename = "cutover_last_transaction_delay")]
+    pub cutover_last_transaction_delay_ms: u64,
+    /// Longest a held statement waits; past it the cutover is abandoned.
+    #[serde(rename = "cutover_timeout")]
+    pub cutover_timeout_ms: u64,
+    /// What a timed-out cutover does: only `abort`.
+    pub cutover_timeout_action: CutoverTimeoutAction,
+    /// Write the switched placement into `pgdog.toml` (backup first).
+    pub cutover_save_config: bool,
 }
 
 /// `unlisted_tables`: what a table the sharding config does not name is.
@@ -310,6 +265,9 @@ impl Default for General {
         General {
             host: "0.0.0.0".to_owned(),
             port: 6432,
+            unix_socket_dir: None,
+            unix_socket_mode: UnixSocketMode::default(),
+            unix_socket_group: None,
             workers: None,
             default_pool_size: 10,
             min_pool_size: 0,
@@ -328,6 +286,10 @@ impl Default for General {
             tls_private_key: None,
             prepared_statements_limit: 500,
             cross_shard_disabled: false,
+            cross_shard_finish: CrossShardFinish::Coordinator,
+            cross_shard_coordinator: 0,
+            cross_shard_gather_limit: GatherLimit::default(),
+            cross_shard_merge_memory: DEFAULT_MERGE_MEMORY,
             unlisted_tables: UnlistedTables::Omnisharded,
             query_parser_engine: ParserEngine::ZeroCopy,
             query_cache_limit: 10_000,
@@ -351,6 +313,19 @@ impl Default for General {
             unique_id_function: UniqueIdFunction::Standard,
             unique_id_min: 0,
             node_id: None,
+            // PgDog's defaults.
+            resharding_copy_format: CopyFormat::Binary,
+            resharding_parallel_copies: 1,
+            resharding_copy_retry_max_attempts: 5,
+            resharding_copy_retry_min_delay_ms: 1_000,
+            resharding_replication_retry_max_attempts: 5,
+            resharding_replication_retry_min_delay_ms: 1_000,
+            cutover_traffic_stop_threshold: 1_000_000,
+            cutover_replication_lag_threshold: 0,
+            cutover_last_transaction_delay_ms: 1_000,
+            cutover_timeout_ms: 30_000,
+            cutover_timeout_action: CutoverTimeoutAction::Abort,
+            cutover_save_config: false,
         }
     }
 }
@@ -456,6 +431,14 @@ impl General {
         self.workers.unwrap_or(cores / 2).max(1)
     }
 
+    /// The directory of the Unix socket to listen on, if any (an empty
+    /// `unix_socket_dir` turns it off, as in PgBouncer).
+    pub fn unix_socket_dir(&self) -> Option<&Path> {
+        self.unix_socket_dir
+            .as_deref()
+            .filter(|dir| !dir.as_os_str().is_empty())
+    }
+
     /// The certificate and key paths when client TLS is configured. Validation
     /// guarantees both or neither are set.
     pub fn tls(&self) -> Option<(&Path, &Path)> {
@@ -506,6 +489,16 @@ mod tests {
         assert_eq!(g.tls(), None);
         assert_eq!(g.prepared_statements_limit, 500);
         assert!(!g.cross_shard_disabled);
+        assert_eq!(g.cross_shard_finish, CrossShardFinish::Coordinator);
+        assert_eq!(g.cross_shard_coordinator, 0);
+        assert_eq!(
+            (
+                g.cross_shard_gather_limit.rows,
+                g.cross_shard_gather_limit.bytes
+            ),
+            (1_000_000, 256 * 1024 * 1024)
+        );
+        assert_eq!(g.cross_shard_merge_memory, 64 * 1024 * 1024);
         assert_eq!(g.unlisted_tables, UnlistedTables::Omnisharded);
         assert_eq!(g.query_parser_engine, ParserEngine::ZeroCopy);
         assert_eq!(g.query_cache_limit, 10_000);

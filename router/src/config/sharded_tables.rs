@@ -16,8 +16,10 @@ use serde::Deserialize;
 mod entry;
 mod mappings;
 
-use super::{invalid, Cluster, ConfigError, General};
-use crate::sharding::{DataType, Hasher, KeySpace, ShardedTable, Sharding, TableFamily};
+use super::{invalid, Cluster, ConfigError, DefaultPlacement, General};
+use crate::sharding::{
+    DataType, GroupFunction, GroupId, Hasher, KeySpace, ShardedTable, Sharding, TableFamily,
+};
 use entry::entry;
 pub(super) use mappings::ShardedMappingEntry;
 use mappings::{attach, function, Mapping, MappingEntry};
@@ -95,6 +97,8 @@ struct Entry {
     hasher: Hasher,
     shard_count: usize,
     placement: Vec<usize>,
+    /// Whether `placement` was written (else it is `s % databases`).
+    placement_given: bool,
     mappings: Vec<Mapping>,
 }
 
@@ -133,6 +137,7 @@ pub(super) fn resolve(
     }
     duplicates(&entries)?;
     attach(&mut entries, mappings, &databases)?;
+    same_placement(&entries)?;
 
     let mut resolved: BTreeMap<String, Sharding> = databases
         .iter()
@@ -155,10 +160,33 @@ pub(super) fn resolve(
     }
     for (name, cluster) in clusters.iter_mut() {
         if let Some(sharding) = resolved.remove(name) {
+            cluster.default_placement = default_placement(&entries, name);
             cluster.sharding = Arc::new(sharding);
         }
     }
     Ok(())
+}
+
+/// The entries of cluster `name` that give no `placement`, and the key
+/// space each resolved to (`add_entries` pushed them in entry order).
+fn default_placement(entries: &[Entry], name: &str) -> Vec<DefaultPlacement> {
+    let (mut tables, mut families) = (0, 0);
+    let mut found = Vec::new();
+    for entry in entries.iter().filter(|e| e.cluster == name) {
+        let (family, index) = match entry.target {
+            Target::Column { .. } => (false, &mut tables),
+            Target::Family { .. } => (true, &mut families),
+        };
+        if !entry.placement_given {
+            found.push(DefaultPlacement {
+                entry: entry.index,
+                family,
+                index: *index,
+            });
+        }
+        *index += 1;
+    }
+    found
 }
 
 /// Each entry's key space, as a sharded table or a table family of its
@@ -276,6 +304,43 @@ fn duplicates(entries: &[Entry]) -> Result<(), ConfigError> {
             if let Some((key, message)) = message {
                 return fail(at(key), message);
             }
+        }
+    }
+    Ok(())
+}
+
+/// Entries of one cluster in one placement group (same function over the
+/// same number of logical shards: [`GroupId`]) have the same placement:
+/// their equal keys are in the same logical shard, which must be on one
+/// database for them to stay co-located (and for a move of the logical
+/// shard to carry all of them).
+fn same_placement(entries: &[Entry]) -> Result<(), ConfigError> {
+    let group = |e: &Entry| GroupId {
+        function: if e.mappings.is_empty() {
+            GroupFunction::Hash(e.hasher)
+        } else {
+            GroupFunction::Mapping
+        },
+        shard_count: e.shard_count,
+    };
+    for (later, b) in entries.iter().enumerate() {
+        let peers = entries.iter().take(later);
+        for a in peers.filter(|a| a.cluster == b.cluster && group(a) == group(b)) {
+            let differs = a.placement.iter().zip(&b.placement).enumerate();
+            let Some((s, (on_a, on_b))) = differs.into_iter().find(|(_, (x, y))| x != y) else {
+                continue;
+            };
+            return fail(
+                format!("sharded_tables[{}].placement", b.index),
+                format!(
+                    "logical shard {s} is on database {on_b} here but on database {on_a} in \
+                     sharded_tables[{}], which has the same shard function and shard_count \
+                     (placement group {}): equal keys of the two must stay on one database, \
+                     so give both the same `placement` (or a different shard_count)",
+                    a.index,
+                    group(b)
+                ),
+            );
         }
     }
     Ok(())

@@ -637,3 +637,73 @@ fn sharded_functions() {
         error_at(&function(keys), path);
     }
 }
+
+#[test]
+fn one_placement_per_placement_group() {
+    // Same hasher and shard_count: the placements must be equal.
+    let text = error_at(
+        &format!(
+            "{}{}",
+            table("name = \"t\"\ncolumn = \"k\"\nshard_count = 4\nplacement = [0, 1, 0, 1]"),
+            table("name = \"u\"\ncolumn = \"k\"\nshard_count = 4\nplacement = [0, 1, 1, 0]"),
+        ),
+        "sharded_tables[1].placement",
+    );
+    assert!(
+        text.contains(
+            "logical shard 2 is on database 1 here but on database 0 in sharded_tables[0]"
+        ) && text.contains("placement group postgres/4"),
+        "{text}"
+    );
+    // A table family is in the group of its hasher and shard_count too; a
+    // default placement counts as written.
+    let text = error_at(
+        &format!(
+            "{}{}",
+            table("name = \"t\"\ncolumn = \"k\"\nshard_count = 2"),
+            table("name_prefix = \"f_\"\nshard_count = 2\nplacement = [1, 0]"),
+        ),
+        "sharded_tables[1].placement",
+    );
+    assert!(text.contains("logical shard 0 is on database 1"), "{text}");
+    // Mapped entries of one shard_count are one group.
+    error_at(
+        &format!(
+            "{}{}{}{}",
+            table("name = \"t\"\ncolumn = \"k\"\nshard_count = 2\nplacement = [0, 1]"),
+            mapping("values = [1]\nshard = 0"),
+            table("name = \"u\"\ncolumn = \"k\"\nshard_count = 2\nplacement = [1, 0]"),
+            mapping("values = [1]\nshard = 1"),
+        ),
+        "sharded_tables[1].placement",
+    );
+    // Other groups, other clusters: any placement.
+    for ok in [
+        // another shard_count
+        format!(
+            "{}{}",
+            table("name = \"t\"\ncolumn = \"k\"\nshard_count = 2\nplacement = [0, 1]"),
+            table("name = \"u\"\ncolumn = \"k\"\nshard_count = 3\nplacement = [1, 1, 0]"),
+        ),
+        // another hasher
+        format!(
+            "{}{}",
+            table("name = \"t\"\ncolumn = \"k\"\nplacement = [0, 1]"),
+            table("name = \"u\"\ncolumn = \"k\"\nhasher = \"citus\"\nplacement = [1, 0]"),
+        ),
+        // mapped and hashed
+        format!(
+            "{}{}{}",
+            table("name = \"t\"\ncolumn = \"k\"\nplacement = [0, 1]"),
+            table("name = \"u\"\ncolumn = \"k\"\nplacement = [1, 0]"),
+            mapping("values = [1]\nshard = 1"),
+        ),
+        // another cluster
+        format!(
+            "{}[[sharded_tables]]\ndatabase = \"dev\"\ncolumn = \"k\"\nshard_count = 2\n",
+            table("column = \"k\"\nplacement = [1, 0]"),
+        ),
+    ] {
+        load(&ok).unwrap_or_else(|err| panic!("{err}\n{ok}"));
+    }
+}

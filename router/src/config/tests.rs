@@ -382,6 +382,16 @@ fn general_validation_paths() {
         ),
         ("tls_certificate = \"c.pem\"", "general.tls_private_key"),
         ("tls_private_key = \"k.pem\"", "general.tls_private_key"),
+        ("unix_socket_mode = \"0888\"", "general.unix_socket_mode"),
+        ("unix_socket_mode = \"rwx\"", "general.unix_socket_mode"),
+        ("unix_socket_mode = \"01777\"", "general.unix_socket_mode"),
+        ("unix_socket_mode = 0o477", "general.unix_socket_mode"),
+        ("unix_socket_mode = -1", "general.unix_socket_mode"),
+        ("unix_socket_group = \"\"", "general.unix_socket_group"),
+        (
+            "unix_socket_dir = \"/tmp/a-directory-name-far-too-long-for-a-socket-path-because-the-sun-path-field-of-sockaddr-un-holds-only-108-bytes\"",
+            "general.unix_socket_dir",
+        ),
     ];
     for (general, path) in cases {
         let result = load(&format!("[general]\n{general}\n{ONE_DB}"));
@@ -391,6 +401,30 @@ fn general_validation_paths() {
             "[general] {general:?}: expected {path}, got {text}"
         );
     }
+    // Both spellings of a mode; an empty directory turns the socket off.
+    for (mode, bits) in [
+        ("\"0700\"", 0o700),
+        ("\"660\"", 0o660),
+        ("0o777", 0o777),
+        ("\"0o600\"", 0o600),
+    ] {
+        let config = load(&format!("[general]\nunix_socket_mode = {mode}\n{ONE_DB}")).unwrap();
+        assert_eq!(config.general.unix_socket_mode.0, bits, "{mode}");
+    }
+    let config = load(&format!("[general]\nunix_socket_dir = \"\"\n{ONE_DB}")).unwrap();
+    assert_eq!(config.general.unix_socket_dir(), None);
+    let config = load(&format!(
+        "[general]\nunix_socket_dir = \"/run/pgshard\"\n{ONE_DB}"
+    ))
+    .unwrap();
+    assert_eq!(
+        config.general.unix_socket_dir(),
+        Some(std::path::Path::new("/run/pgshard"))
+    );
+    assert_eq!(
+        config.general.unix_socket_mode.0, 0o777,
+        "PgBouncer's default"
+    );
     // The edges are allowed.
     load("[general]\nmax_message_size = 10000\ndefault_pool_size = 1\nmin_pool_size = 1\n[[databases]]\nname = \"prod\"\nhost = \"h\"\n").unwrap();
 }
@@ -584,4 +618,88 @@ fn unique_id_keys_are_read_and_checked() {
         load(&format!("[general]\nunique_id_function = \"compact\"\nunique_id_min = 9007199254740991\n{ONE_DB}")),
         "pgdog.toml: general.unique_id_min",
     );
+}
+
+#[test]
+fn cross_shard_finish_keys() {
+    const TWO: &str = "[[databases]]\nname = \"prod\"\nhost = \"h\"\nshard = 0\n\
+                       [[databases]]\nname = \"prod\"\nhost = \"h\"\nshard = 1\n";
+    let config = load(&format!(
+        "[general]\ncross_shard_finish = \"refuse\"\ncross_shard_coordinator = 1\n\
+         cross_shard_gather_limit = {{ rows = 10, bytes = 2048 }}\n\
+         cross_shard_merge_memory = 1048576\n{TWO}"
+    ))
+    .unwrap();
+    let general = &config.general;
+    assert_eq!(general.cross_shard_finish, CrossShardFinish::Refuse);
+    assert_eq!(general.cross_shard_coordinator, 1);
+    assert_eq!(
+        general.cross_shard_gather_limit,
+        GatherLimit {
+            rows: 10,
+            bytes: 2048
+        }
+    );
+    // Half a limit keeps the other half's default.
+    let half = load(&format!(
+        "[general]\ncross_shard_gather_limit = {{ rows = 5 }}\n{TWO}"
+    ))
+    .unwrap();
+    assert_eq!(
+        half.general.cross_shard_gather_limit.bytes,
+        DEFAULT_GATHER_BYTES
+    );
+    let cases = [
+        (
+            "cross_shard_finish = \"local\"",
+            "general.cross_shard_finish",
+            "unknown variant `local`, expected `coordinator` or `refuse`",
+        ),
+        (
+            "cross_shard_coordinator = 2",
+            "general.cross_shard_coordinator",
+            "database 2 does not exist in cluster \"prod\", whose shards are 0..=1",
+        ),
+        (
+            "cross_shard_coordinator = -1",
+            "general.cross_shard_coordinator",
+            "invalid value",
+        ),
+        (
+            "cross_shard_gather_limit = { rows = 0 }",
+            "general.cross_shard_gather_limit.rows",
+            "must be at least 1",
+        ),
+        (
+            "cross_shard_gather_limit = { bytes = 0 }",
+            "general.cross_shard_gather_limit.bytes",
+            "must be at least 1",
+        ),
+        (
+            "cross_shard_gather_limit = { rows = 1, memory = 2 }",
+            "general.cross_shard_gather_limit.memory",
+            "unknown field `memory`, expected `rows` or `bytes`",
+        ),
+        (
+            "cross_shard_gather_limit = 100",
+            "general.cross_shard_gather_limit",
+            "invalid type",
+        ),
+        (
+            "cross_shard_merge_memory = 1000",
+            "general.cross_shard_merge_memory",
+            "1000 bytes is too little: must be at least 1048576",
+        ),
+    ];
+    for (general, path, message) in cases {
+        let result = load(&format!("[general]\n{general}\n{TWO}"));
+        let text = result.unwrap_err().to_string();
+        assert!(
+            text.starts_with(&format!("pgdog.toml: {path}: ")) && text.contains(message),
+            "[general] {general:?}: expected {path}: {message}, got {text}"
+        );
+    }
+    // A cluster of one database never finishes a query elsewhere.
+    load("[general]\ncross_shard_coordinator = 3\n[[databases]]\nname = \"prod\"\nhost = \"h\"\n")
+        .unwrap();
 }

@@ -77,6 +77,9 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
             );
         }
     }
+    if let Err((key, message)) = super::unix_socket::check(general) {
+        return fail(key, message);
+    }
     match (&general.tls_certificate, &general.tls_private_key) {
         (Some(_), None) => fail(
             "tls_private_key",

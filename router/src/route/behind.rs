@@ -73,35 +73,48 @@ impl Behind {
             return None;
         }
         let catalog = sharding.catalog.as_deref();
-        let empty = Catalog::default();
-        let catalog = catalog.unwrap_or(&empty);
-        let mut walk = Walk::new(catalog, sharding);
-        for call in &stmt.calls {
-            walk.call(call);
+        let do_block = matches!(stmt.kind, StatementKind::Do(_));
+        if catalog.is_none() && stmt.calls.is_empty() && !do_block {
+            // Nothing stands behind a name: no calls, no DO, no catalog.
+            return None;
         }
-        if let StatementKind::Do(code) = &stmt.kind {
-            let reach = crate::catalog::reach::of_code(code, 0);
-            walk.reach("this DO block", &reach);
-        }
-        let mut reached = walk.finish();
-        let mut behind = Behind {
-            sequences: std::mem::take(&mut reached.sequences),
-            keys: std::mem::take(&mut reached.keys),
-            ..Behind::default()
-        };
-        let touches_sharded = stmt.tables.iter().any(|t| is_sharded(t, sharding));
-        let mut error = reached.error();
-        if error.is_none() && reached.writes_omnisharded.is_some() {
-            if touches_sharded {
-                error = reached.omnisharded_from_sharded();
-            } else {
-                behind.everywhere = true;
+        let mut behind = Behind::default();
+        let mut error = None;
+        if !stmt.calls.is_empty() || do_block {
+            let empty;
+            let walked = match catalog {
+                Some(catalog) => catalog,
+                None => {
+                    empty = Catalog::default();
+                    &empty
+                }
+            };
+            let mut walk = Walk::new(walked, sharding);
+            for call in &stmt.calls {
+                walk.call(call);
+            }
+            if let StatementKind::Do(code) = &stmt.kind {
+                let reach = crate::catalog::reach::of_code(code, 0);
+                walk.reach("this DO block", &reach);
+            }
+            let mut reached = walk.finish();
+            behind.sequences = std::mem::take(&mut reached.sequences);
+            behind.keys = std::mem::take(&mut reached.keys);
+            error = reached.error();
+            if error.is_none() && reached.writes_omnisharded.is_some() {
+                if stmt.tables.iter().any(|t| is_sharded(t, sharding)) {
+                    error = reached.omnisharded_from_sharded();
+                } else {
+                    behind.everywhere = true;
+                }
             }
         }
-        behind.error = error
-            .or_else(|| views_named(stmt, catalog))
-            .or_else(|| materialized_from_sharded(stmt, catalog, sharding))
-            .or_else(|| triggers(stmt, catalog, sharding));
+        behind.error = error.or_else(|| {
+            let catalog = catalog?;
+            views_named(stmt, catalog)
+                .or_else(|| materialized_from_sharded(stmt, catalog, sharding))
+                .or_else(|| triggers(stmt, catalog, sharding))
+        });
         let nothing = behind.error.is_none()
             && !behind.everywhere
             && behind.sequences.is_empty()

@@ -2,6 +2,7 @@
 //! authentication the server asks for (trust, cleartext, MD5,
 //! SCRAM-SHA-256, the server proving it knows the password too), up to its
 //! first ReadyForQuery; the cancel key and the settings it reports are kept.
+//! A replication target asks for a walsender (`replication=database`).
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncWriteExt;
@@ -78,13 +79,19 @@ impl ServerConn {
     }
 
     pub(super) async fn login(&mut self, target: &ServerTarget) -> Result<(), ServerError> {
+        let mut params = vec![
+            ("user".to_owned(), target.user.clone()),
+            ("database".to_owned(), target.database.clone()),
+        ];
+        if target.replication {
+            // A walsender bound to the database: logical replication
+            // commands and plain SQL both.
+            params.push(("replication".to_owned(), "database".to_owned()));
+        }
         let startup = Startup {
             major: 3,
             minor: 0,
-            params: vec![
-                ("user".to_owned(), target.user.clone()),
-                ("database".to_owned(), target.database.clone()),
-            ],
+            params,
         };
         let mut out = BytesMut::with_capacity(128);
         startup.encode(&mut out);

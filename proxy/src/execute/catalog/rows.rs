@@ -1,10 +1,16 @@
 //! The catalog query behind `router::catalog`: views and materialized
 //! views with their definitions, sequences with the column they feed,
-//! functions and procedures with theirs, and triggers; one round trip, one
+//! functions and procedures with theirs, triggers, and ordinary and
+//! partitioned tables with their columns and primary keys; one round trip, one
 //! row per object (`kind` in the first column). Objects of extensions are
 //! left out: they reach no table of the application's.
 
-use router::catalog::CatalogRow;
+use router::catalog::{CatalogRow, Table};
+
+/// The separator of the names in a list column (`chr(31)`, the ASCII unit
+/// separator). A table with a column named with it is left out of the
+/// answer (its definition is then unknown, never misread).
+const SEPARATOR: char = '\u{1f}';
 
 /// Every column is text, so the arms of the UNION agree.
 pub(super) const QUERY: &str = "\
@@ -35,12 +41,31 @@ SELECT 't', n.nspname::text, c.relname::text, t.tgname::text, fn.nspname::text, 
 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid \
 JOIN pg_namespace n ON n.oid = c.relnamespace \
 JOIN pg_proc f ON f.oid = t.tgfoid JOIN pg_namespace fn ON fn.oid = f.pronamespace \
-WHERE NOT t.tgisinternal";
+WHERE NOT t.tgisinternal \
+UNION ALL \
+SELECT 'r', n.nspname::text, c.relname::text, \
+  (SELECT string_agg(a.attname::text, chr(31) ORDER BY a.attnum) FROM pg_attribute a \
+   WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), \
+  (SELECT string_agg(a.attname::text, chr(31) ORDER BY k.n) FROM pg_index i \
+   CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) \
+   JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
+   WHERE i.indrelid = c.oid AND i.indisprimary), NULL, NULL \
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
+  AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%' \
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.objid = c.oid AND e.deptype = 'e') \
+  AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid \
+   AND strpos(a.attname, chr(31)) > 0)";
 
 /// One row of [`QUERY`]'s answer as a catalog row; `None` for a row that
 /// does not read as one (a NULL where a name belongs).
 pub(super) fn row(values: &[Option<String>]) -> Option<CatalogRow> {
     let text = |i: usize| values.get(i).cloned().flatten();
+    let names = |i: usize| {
+        text(i)
+            .map(|list| list.split(SEPARATOR).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
     let kind = text(0)?;
     let schema = text(1)?;
     let name = text(2)?;
@@ -50,9 +75,7 @@ pub(super) fn row(values: &[Option<String>]) -> Option<CatalogRow> {
             name,
             materialized: text(3)? == "m",
             definition: text(4)?,
-            columns: text(5)
-                .map(|list| list.split('\u{1f}').map(str::to_owned).collect())
-                .unwrap_or_default(),
+            columns: names(5),
         },
         "S" => CatalogRow::Sequence {
             schema,
@@ -74,6 +97,12 @@ pub(super) fn row(values: &[Option<String>]) -> Option<CatalogRow> {
             name: text(3)?,
             function: (text(4)?, text(5)?),
         },
+        "r" => CatalogRow::Table(Table {
+            schema,
+            name,
+            columns: names(3),
+            primary_key: names(4),
+        }),
         _ => return None,
     })
 }
@@ -139,6 +168,28 @@ mod tests {
             None,
         ]));
         assert!(matches!(trigger, Some(CatalogRow::Trigger { ref table, .. }) if table == "big"));
+        let table = row(&values(&[
+            Some("r"),
+            Some("public"),
+            Some("events"),
+            Some("day\u{1f}seq\u{1f}Odd \"Name\""),
+            Some("seq\u{1f}day"),
+            None,
+            None,
+        ]));
+        assert_eq!(
+            table,
+            Some(CatalogRow::Table(Table {
+                schema: "public".into(),
+                name: "events".into(),
+                columns: vec!["day".into(), "seq".into(), "Odd \"Name\"".into()],
+                primary_key: vec!["seq".into(), "day".into()],
+            }))
+        );
+        let bare = row(&values(&[Some("r"), Some("public"), Some("t"), None, None]));
+        assert!(
+            matches!(bare, Some(CatalogRow::Table(ref t)) if t.columns.is_empty() && t.primary_key.is_empty())
+        );
         assert_eq!(row(&values(&[Some("x"), Some("a"), Some("b")])), None);
         assert_eq!(row(&values(&[Some("v"), None, Some("b")])), None);
     }

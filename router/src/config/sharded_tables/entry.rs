@@ -55,6 +55,7 @@ pub(super) fn entry(
             format!("{shard_count} is more than the most allowed, {MAX_SHARD_COUNT}"),
         );
     }
+    let placement_given = table.placement.is_some();
     let placement = placement(&at, table.placement, shard_count, count, &table.database)?;
     let mappings = table
         .mapping
@@ -71,6 +72,7 @@ pub(super) fn entry(
         hasher: table.hasher,
         shard_count,
         placement,
+        placement_given,
         mappings,
     })
 }

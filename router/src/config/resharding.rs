@@ -1,0 +1,145 @@
+//! PgDog's resharding keys of `[general]` (`resharding_*`, `cutover_*`)
+//! with pgshard's meaning for a move of one logical shard between
+//! databases: their enums, `Duration` accessors and checks. The fields are
+//! in [`General`] (serde's `flatten` does not mix with
+//! `deny_unknown_fields`).
+//!
+//! pgshard moves shards differently from PgDog (one logical shard at a
+//! time, a fence instead of a quiet period), so two values PgDog allows are
+//! refused at load rather than half-honoured:
+//! `cutover_replication_lag_threshold` other than 0, and
+//! `cutover_timeout_action = "cutover"`. Shard moves are not built yet: a key
+//! written in the file is checked and then warned about ([`NOT_YET`]), since
+//! it has no effect.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{invalid, ConfigError, General};
+
+/// The keys, as the file spells them.
+pub(super) const KEYS: [&str; 12] = [
+    "resharding_copy_format",
+    "resharding_parallel_copies",
+    "resharding_copy_retry_max_attempts",
+    "resharding_copy_retry_min_delay",
+    "resharding_replication_retry_max_attempts",
+    "resharding_replication_retry_min_delay",
+    "cutover_traffic_stop_threshold",
+    "cutover_replication_lag_threshold",
+    "cutover_last_transaction_delay",
+    "cutover_timeout",
+    "cutover_timeout_action",
+    "cutover_save_config",
+];
+
+/// The warning for each of [`KEYS`] written in `[general]`, until pgshard
+/// moves shards.
+pub(super) const NOT_YET: &str = "checked, but has no effect yet: pgshard cannot move \
+     logical shards between databases yet (see docs/pgdog-compatibility.md)";
+
+/// `resharding_copy_format`: how rows travel from the old database to the
+/// new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CopyFormat {
+    /// `COPY ... (FORMAT binary)`, and a binary subscription: the fastest,
+    /// but both databases must have the same column types.
+    #[default]
+    Binary,
+    /// `COPY ... (FORMAT text)`: slower, and lets a column's type change
+    /// between the databases (int to bigint).
+    Text,
+}
+
+impl CopyFormat {
+    /// The name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CopyFormat::Binary => "binary",
+            CopyFormat::Text => "text",
+        }
+    }
+}
+
+/// `cutover_timeout_action`: what happens when a cutover's held
+/// statements have waited `cutover_timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CutoverTimeoutAction {
+    /// Give the cutover up: traffic resumes on the old database, and the
+    /// move tries again later.
+    #[default]
+    Abort,
+    /// PgDog's "switch anyway". Refused at load: writes not yet copied
+    /// to the new database would be lost.
+    Cutover,
+}
+
+impl General {
+    /// `resharding_copy_retry_min_delay`.
+    pub fn resharding_copy_retry_min_delay(&self) -> Duration {
+        Duration::from_millis(self.resharding_copy_retry_min_delay_ms)
+    }
+
+    /// `resharding_replication_retry_min_delay`.
+    pub fn resharding_replication_retry_min_delay(&self) -> Duration {
+        Duration::from_millis(self.resharding_replication_retry_min_delay_ms)
+    }
+
+    /// `cutover_last_transaction_delay` (accepted; a move does not wait for
+    /// quiet, its fence makes that unneeded).
+    pub fn cutover_last_transaction_delay(&self) -> Duration {
+        Duration::from_millis(self.cutover_last_transaction_delay_ms)
+    }
+
+    /// `cutover_timeout`.
+    pub fn cutover_timeout(&self) -> Duration {
+        Duration::from_millis(self.cutover_timeout_ms)
+    }
+}
+
+/// The keys' values on their own.
+pub(super) fn validate(general: &General) -> Result<(), ConfigError> {
+    let fail = |key: &str, message: &str| {
+        Err(invalid(
+            "pgdog.toml",
+            format!("general.{key}"),
+            message.to_owned(),
+        ))
+    };
+    if general.resharding_parallel_copies == 0 {
+        return fail(
+            "resharding_parallel_copies",
+            "must be at least 1 (table copies a shard move runs at once)",
+        );
+    }
+    if general.cutover_timeout_ms == 0 {
+        return fail(
+            "cutover_timeout",
+            "must be at least 1 (ms): it is how long a statement on a moving shard may \
+             be held at the cutover, and 0 would abandon every cutover",
+        );
+    }
+    if general.cutover_replication_lag_threshold != 0 {
+        return fail(
+            "cutover_replication_lag_threshold",
+            "must be 0: pgshard switches a logical shard only once every write made \
+             before its fence has reached the new database (it waits for the fence, \
+             not for a lag in bytes)",
+        );
+    }
+    if general.cutover_timeout_action == CutoverTimeoutAction::Cutover {
+        return fail(
+            "cutover_timeout_action",
+            "\"cutover\" is not supported: switching before the new database has every \
+             write would lose writes; use \"abort\" (traffic resumes on the old database \
+             and the move tries again)",
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
