@@ -64,19 +64,7 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
             "must be -1 (off), 0 (every statement) or a number of milliseconds".to_owned(),
         );
     }
-    if let Some(namespace) = &general.openmetrics_namespace {
-        let mut chars = namespace.chars();
-        let valid = chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return fail(
-                "openmetrics_namespace",
-                format!("{namespace:?} is not a metric name prefix (letters, digits and _, not starting with a digit)"),
-            );
-        }
-    }
+    metric_namespace(general)?;
     if let Err((key, message)) = super::unix_socket::check(general) {
         return fail(key, message);
     }
@@ -91,6 +79,26 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
         ),
         _ => Ok(()),
     }
+}
+
+/// `openmetrics_namespace`: a prefix of metric names.
+fn metric_namespace(general: &General) -> Result<(), ConfigError> {
+    let Some(namespace) = &general.openmetrics_namespace else {
+        return Ok(());
+    };
+    let mut chars = namespace.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if valid {
+        return Ok(());
+    }
+    Err(invalid(
+        PGDOG,
+        "general.openmetrics_namespace".to_owned(),
+        format!("{namespace:?} is not a metric name prefix (letters, digits and _, not starting with a digit)"),
+    ))
 }
 
 /// `unique_id_function`, `unique_id_min` and `node_id` together.
