@@ -575,11 +575,11 @@ async fn query_timeout_gives_up_on_a_shard_that_stops_answering() {
         on[usize::from(db == "shard_1")].get_or_insert(id);
     }
     let (healthy, frozen) = (on[0].unwrap(), on[1].unwrap());
-    // Three server connections to each shard open before the freeze (three
+    // Four server connections to each shard open before the freeze (four
     // transactions at once), so the statements below find one (a new one
     // would fail at connect_timeout instead).
     let mut open = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..4 {
         let c = connect().await.unwrap();
         c.batch_execute("BEGIN").await.unwrap();
         c.query("SELECT count(*) FROM t", &[]).await.unwrap();
@@ -620,9 +620,7 @@ async fn query_timeout_gives_up_on_a_shard_that_stops_answering() {
         took >= Duration::from_millis(1_000),
         "gave up early: {took:?}"
     );
-    // A fan-out over both shards (the simple protocol: a Describe before
-    // the fan-out waits for its server without query_timeout yet, see the
-    // closing note of issue 35's first step).
+    // A fan-out over both shards, in the simple and the extended protocol.
     let c = connect().await.unwrap();
     let started = std::time::Instant::now();
     let err = tokio::time::timeout(
@@ -633,6 +631,10 @@ async fn query_timeout_gives_up_on_a_shard_that_stops_answering() {
     .expect("no answer within 10 s")
     .unwrap_err();
     let took = started.elapsed();
+    assert_eq!(code(&err), Some("57014"), "{err}");
+    assert!(took < Duration::from_millis(4_500), "waited {took:?}");
+    let (result, took) = timed("SELECT count(*) FROM t", None).await;
+    let err = result.unwrap_err();
     assert_eq!(code(&err), Some("57014"), "{err}");
     assert!(took < Duration::from_millis(4_500), "waited {took:?}");
     // The healthy shard serves meanwhile, fast.
