@@ -129,10 +129,7 @@ async fn start(
             BackendMessage::ErrorResponse(error) => {
                 let message = error.message();
                 ready(conn).await?;
-                return Err(match side {
-                    "source" => RelayError::Source(message),
-                    _ => RelayError::Target(message),
-                });
+                return Err(side_failed(side, message));
             }
             other if !other.kind().is_async() => {
                 return Err(RelayError::Unexpected(side, format!("{:?}", other.kind())))
@@ -232,10 +229,7 @@ async fn finish(conn: &mut ServerConn, side: &'static str) -> Result<u64, RelayE
             BackendMessage::ErrorResponse(error) => {
                 let message = error.message();
                 ready(conn).await?;
-                return Err(match side {
-                    "source" => RelayError::Source(message),
-                    _ => RelayError::Target(message),
-                });
+                return Err(side_failed(side, message));
             }
             BackendMessage::ReadyForQuery(_) => {
                 return rows.ok_or_else(|| RelayError::Unexpected(side, "no COPY tag".into()))
@@ -264,6 +258,14 @@ async fn ready(conn: &mut ServerConn) -> Result<(), ServerError> {
         if let BackendMessage::ReadyForQuery(_) = frame.message() {
             return Ok(());
         }
+    }
+}
+
+/// The error `side` ("source" or "target") reported.
+fn side_failed(side: &str, message: String) -> RelayError {
+    match side {
+        "source" => RelayError::Source(message),
+        _ => RelayError::Target(message),
     }
 }
 
