@@ -267,12 +267,9 @@ impl StatementSummary {
     /// Any total order will do, it only has to be the same for every
     /// extractor: the derived one, sorted in place without allocating.
     pub fn canonicalize(&mut self) {
-        self.tables.sort_unstable();
-        self.tables.dedup();
-        self.set_columns.sort_unstable();
-        self.set_columns.dedup();
-        self.calls.sort_unstable();
-        self.calls.dedup();
+        sort_dedup(&mut self.tables);
+        sort_dedup(&mut self.set_columns);
+        sort_dedup(&mut self.calls);
         canonicalize_conditions(&mut self.conditions);
         if let Some(sublinks) = &mut self.sublinks {
             sublinks.canonicalize();
@@ -281,12 +278,10 @@ impl StatementSummary {
             joins.canonicalize();
         }
         for write in &mut self.cte_writes {
-            write.set_columns.sort_unstable();
-            write.set_columns.dedup();
+            sort_dedup(&mut write.set_columns);
             canonicalize_conditions(&mut write.conditions);
         }
-        self.cte_writes.sort_unstable();
-        self.cte_writes.dedup();
+        sort_dedup(&mut self.cte_writes);
     }
 
     /// Every condition of the statement: its own, then its sublinks', then
@@ -356,12 +351,20 @@ impl StatementSummary {
 }
 
 /// Canonicalize each condition, then sort and deduplicate the list.
+/// Sorted and deduplicated; a list of one or none (most of them) is left
+/// as it is without a call into either.
+fn sort_dedup<T: Ord>(list: &mut Vec<T>) {
+    if list.len() > 1 {
+        list.sort_unstable();
+        list.dedup();
+    }
+}
+
 fn canonicalize_conditions(conditions: &mut Vec<Condition>) {
     for condition in conditions.iter_mut() {
         condition.canonicalize();
     }
-    sort_conditions(conditions);
-    conditions.dedup();
+    sort_dedup(conditions);
 }
 
 impl Condition {

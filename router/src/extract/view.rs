@@ -42,7 +42,9 @@ mod walk_view;
 
 use super::resolve::StatementTables;
 use super::ExtractError;
-use crate::summary::{Condition, StatementKind, StatementSummary, Summary, TableRef};
+use crate::summary::{
+    Condition, SessionEffect, StatementKind, StatementSummary, Summary, TableRef,
+};
 use conditions_view::Booleans;
 use kind_view::{classify, own_query, set_columns, target};
 use levels_view::{Passes, Task};
@@ -58,14 +60,13 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
     };
     let mut statements = Vec::with_capacity(tree.statement_list().len());
     for raw in tree.statements() {
-        let summary = match raw.stmt() {
+        match raw.stmt() {
             Some(stmt) => {
-                let mut summary = statement(stmt, &mut scratch)?;
-                summary.session = session_effect(stmt, raw.stmt_location(), raw.stmt_len());
-                summary
+                let session = session_effect(stmt, raw.stmt_location(), raw.stmt_len());
+                statement(stmt, session, &mut scratch, &mut statements)?;
             }
             // raw_parser never leaves a RawStmt empty; summarize it as nothing.
-            None => StatementSummary {
+            None => statements.push(StatementSummary {
                 kind: StatementKind::Other,
                 write: false,
                 locking: false,
@@ -80,9 +81,8 @@ pub fn summarize(tree: &ParseTree) -> Result<Summary, ExtractError> {
                 calls: Vec::new(),
                 schema_change: None,
                 cte_writes: Vec::new(),
-            },
-        };
-        statements.push(summary);
+            }),
+        }
     }
     let mut summary = Summary { statements };
     summary.canonicalize();
@@ -114,10 +114,14 @@ enum Write {
     IfSelectWrites,
 }
 
+/// Summarize `stmt` onto `out` (pushed where it is built: a summary is a
+/// few hundred bytes, and returning it would copy it twice more).
 fn statement<'a>(
     stmt: Node<'a>,
+    session: Option<SessionEffect>,
     scratch: &mut Scratch<'a>,
-) -> Result<StatementSummary, ExtractError> {
+    out: &mut Vec<StatementSummary>,
+) -> Result<(), ExtractError> {
     let (kind, write) = classify(stmt);
     let Scratch {
         stack,
@@ -163,7 +167,7 @@ fn statement<'a>(
         }
         false => None,
     };
-    Ok(StatementSummary {
+    out.push(StatementSummary {
         kind,
         write,
         locking: found.locking,
@@ -172,13 +176,14 @@ fn statement<'a>(
         insert_without_columns,
         target: target(stmt),
         set_columns: set_columns(stmt),
-        session: None,
+        session,
         sublinks,
         joins: join_levels,
         calls: found.calls,
         schema_change: schema_view::schema_change(stmt),
         cte_writes,
-    })
+    });
+    Ok(())
 }
 
 /// Drop the references to CTEs (unqualified names equal to a CTE's name).

@@ -148,7 +148,8 @@ pub fn output_source(
         table: None,
         column: column.to_owned(),
     };
-    match Resolver::new(vec![item], &mut bodies, &tables).column(&written) {
+    let mapped = Resolver::new(vec![item], &mut bodies, &tables).column(&written);
+    match mapped {
         resolve::Mapped::Same => vec![written],
         resolve::Mapped::Drop => Vec::new(),
         resolve::Mapped::Columns(columns) => columns,

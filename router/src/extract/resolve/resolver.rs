@@ -3,6 +3,8 @@
 //! subqueries and CTE references the engines describe on demand
 //! ([`Bodies`]), bounded in steps and depth.
 
+use smallvec::{smallvec, SmallVec};
+
 use super::rewrite::{rewrite, Mapped};
 use super::statement_tables::StatementTables;
 use super::{Bodies, Item, Name, Output};
@@ -47,7 +49,9 @@ const INDEXED_ITEMS: usize = 16;
 pub(in crate::extract) struct Resolver<'r, 'a, B: Bodies<'a>> {
     bodies: &'r mut B,
     tables: &'r StatementTables<'r>,
-    levels: Vec<Level<'a, B::Query>>,
+    /// Inline for the level itself: most conditions resolve without
+    /// fetching a body, and then nothing is allocated here.
+    levels: SmallVec<[Level<'a, B::Query>; 1]>,
 }
 
 impl<'r, 'a, B: Bodies<'a>> Resolver<'r, 'a, B> {
@@ -59,7 +63,7 @@ impl<'r, 'a, B: Bodies<'a>> Resolver<'r, 'a, B> {
         Resolver {
             bodies,
             tables,
-            levels: vec![Level {
+            levels: smallvec![Level {
                 items,
                 fetched: Vec::new(),
                 names: None,
