@@ -1551,6 +1551,34 @@ fn schema_changes() {
 fn resolution() {
     // The level's tables are the statement's: as written.
     check("SELECT * FROM t WHERE k = 1", "select [t] k = 1");
+    // One table, the statement's only one (told without building the
+    // level's items): qualified by its alias or name, or not at all; a
+    // column alias, a CTE of its name or another qualifier take the
+    // general path.
+    check("SELECT * FROM t WHERE t.k = 1", "select [t] t.k = 1");
+    check("SELECT * FROM s.t WHERE t.k = 1", "select [s.t] t.k = 1");
+    check(
+        "SELECT * FROM t AS x WHERE x.k = 1 OR k = 2",
+        "select [t x] (k = 2 OR x.k = 1)",
+    );
+    check("SELECT * FROM t AS x WHERE t.k = 1", "select [t x]");
+    check("SELECT * FROM t AS x (k) WHERE k = 1", "select [t x]");
+    check(
+        "WITH t AS (SELECT 1 AS k) SELECT * FROM t WHERE k = 1",
+        "select []",
+    );
+    check(
+        "UPDATE t SET v = 1 WHERE t.k = 1",
+        "update write >t set(v) [t] t.k = 1",
+    );
+    check(
+        "DELETE FROM t AS x WHERE x.k = 1",
+        "delete write >t x [t x] x.k = 1",
+    );
+    check(
+        "INSERT INTO t AS x (k) VALUES (1), (2)",
+        "insert write >t x [t x] (x.k = 1 OR x.k = 2)",
+    );
     check("SELECT * FROM t, u WHERE k = 1", "select [t, u] k = 1");
     // Not: qualified, once per table of the level.
     check(

@@ -152,6 +152,12 @@ impl<'t> StatementTables<'t> {
         })
     }
 
+    /// Whether the statement names one table, `(schema, name)`, and only
+    /// once (no alias of it beside another).
+    pub fn is_only(&self, schema: Option<&str>, name: &str) -> bool {
+        matches!(self.tables, [only] if only.schema.as_deref() == schema && only.name == name)
+    }
+
     /// Whether `tables` (sorted, deduplicated) are every table of the
     /// statement: an unqualified column of theirs resolves, among any of
     /// the router's lists that holds them, to the same tables.

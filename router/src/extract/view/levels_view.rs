@@ -7,8 +7,10 @@
 use parser_ffi::protobuf::{JoinType, SetOperation};
 use parser_ffi::view::{InsertStmt, List, Node, NodeRef, RangeVar, SelectStmt};
 
+use smallvec::{smallvec, SmallVec};
+
 use super::conditions_view::{condition, count_nodes, row_condition, Booleans, Gathered};
-use super::scopes_view::{from_items, CteState, Scope, Scopes, ViewBodies};
+use super::scopes_view::{from_items, name_of, CteState, Scope, Scopes, ViewBodies};
 use crate::extract::resolve::{Resolver, StatementTables};
 use crate::extract::{ExtractError, MAX_DEPTH};
 use crate::summary::Condition;
@@ -319,6 +321,10 @@ impl<'a> Levels<'_, 'a> {
         }
         self.tasks[start..].reverse();
         if let Some(own) = own.into_and() {
+            if self.lone_table_keeps(&own, from, target, scope) {
+                self.sink(sink).push(own);
+                return Ok(());
+            }
             let items = from_items(from.nodes().flatten(), target, scope, self.scopes);
             let mut bodies = ViewBodies {
                 scopes: &mut *self.scopes,
@@ -327,6 +333,58 @@ impl<'a> Levels<'_, 'a> {
             self.sink(sink).extend(resolved);
         }
         Ok(())
+    }
+
+    /// Resolution's common case, told without building the level's items:
+    /// the level reads one plain table (its FROM's only item, no column
+    /// alias and no CTE of that name; or an UPDATE's or DELETE's target
+    /// alone), the statement's only table, and `own`'s columns are
+    /// unqualified or qualified by it. Then every column stays as written,
+    /// as [`Resolver`] would keep it (a level of tables only, all of the
+    /// statement's).
+    fn lone_table_keeps(
+        &self,
+        own: &Condition,
+        from: FromItems<'a>,
+        target: Option<RangeVar<'a>>,
+        scope: Scope,
+    ) -> bool {
+        let mut nodes = from.nodes();
+        let table = match (target, nodes.next()) {
+            (Some(target), None | Some(None)) => name_of(target),
+            (None, Some(Some(node))) => match node.kind() {
+                NodeRef::RangeVar(range)
+                    if range
+                        .alias()
+                        .is_none_or(|alias| alias.colnames().is_empty()) =>
+                {
+                    name_of(range).filter(|table| {
+                        table.schema.is_some() || self.scopes.find(scope, table.name).is_none()
+                    })
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(table) = table.filter(|_| nodes.next().is_none()) else {
+            return false;
+        };
+        if !self.tables.is_only(table.schema, table.name) {
+            return false;
+        }
+        let qualifier = table.alias.unwrap_or(table.name);
+        let mut stack: SmallVec<[&Condition; 8]> = smallvec![own];
+        while let Some(condition) = stack.pop() {
+            match condition {
+                Condition::Eq { column, .. } | Condition::Any { column, .. } => {
+                    if column.table.as_deref().is_some_and(|q| q != qualifier) {
+                        return false;
+                    }
+                }
+                Condition::And(children) | Condition::Or(children) => stack.extend(children),
+            }
+        }
+        true
     }
 
     /// An INSERT's VALUES rows, if its source is VALUES (else false).
@@ -362,6 +420,10 @@ impl<'a> Levels<'_, 'a> {
             }
         }
         if let Some(rows) = any.into_or() {
+            if self.lone_table_keeps(&rows, FromItems::One(None), target, None) {
+                self.sink(sink).push(rows);
+                return true;
+            }
             let items = from_items(std::iter::empty(), target, None, self.scopes);
             let mut bodies = ViewBodies {
                 scopes: &mut *self.scopes,

@@ -207,7 +207,7 @@ pub(super) fn from_items<'a>(
 }
 
 /// A RangeVar's names.
-fn name_of(range: RangeVar<'_>) -> Option<Name<'_>> {
+pub(super) fn name_of(range: RangeVar<'_>) -> Option<Name<'_>> {
     Some(Name {
         schema: range.schemaname(),
         name: range.relname()?,
