@@ -5,6 +5,7 @@
 
 pub mod messaging;
 mod queries;
+pub mod route_set;
 pub mod timing;
 pub mod walk;
 
