@@ -115,6 +115,7 @@ fn mapped_tables_form_their_own_group() {
         data_type: DataType::BigInt,
         function: ShardFunction::List(vec![(Key::Int(7), 2)]),
         placement: vec![0, 1, 2],
+        moving: None,
     };
     sharding.families.push(TableFamily {
         prefix: "m_".to_owned(),
