@@ -26,6 +26,7 @@ mod cursor;
 mod dispatch;
 mod extended;
 mod fan_out;
+mod holds;
 mod key_move;
 mod local;
 mod merge;
@@ -162,6 +163,9 @@ pub struct Session {
     /// Cursors (and portals) pgshard routes or merges, and the servers
     /// WITH HOLD cursors keep.
     cursors: cursor::Cursors,
+    /// The transaction counted in flight on its cluster's moving logical
+    /// shards (`holds.rs`), until the session is idle.
+    move_hold: Option<crate::pool::gate::InFlight>,
 }
 
 impl Session {
@@ -191,6 +195,7 @@ impl Session {
             txn: Transaction::default(),
             routing: RouteState::default(),
             cursors: cursor::Cursors::default(),
+            move_hold: None,
         }
     }
 
@@ -243,6 +248,7 @@ impl Session {
             if let Err(end) = settled {
                 return end;
             }
+            self.leave_moving_if_idle();
             let query_timeout = self
                 .attached
                 .main()

@@ -283,6 +283,7 @@ use crate::summary::{StatementSummary, Summary};
 
 pub use copies::{holds_copies, is_copied, unseen_table, writes_everywhere};
 pub use error::RouteError;
+pub use moving::names_moving;
 pub use plan::RoutePlan;
 use plan::StatementPlan;
 use shard_set::ShardSet;

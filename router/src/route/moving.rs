@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::sharding::{KeySpace, Sharding};
-use crate::summary::{StatementKind, StatementSummary, TableRef};
+use crate::summary::{StatementKind, StatementSummary, Summary, TableRef};
 
 use super::plan::StatementPlan;
 use super::tables::{classify, entry_names, TableClass};
@@ -128,6 +128,18 @@ impl MovingPlan {
             },
         }
     }
+}
+
+/// Whether a statement of `summary` names a table of a group with a move
+/// under way: the statements the proxy splits by row itself (COPY FROM,
+/// a row move, a split INSERT in the extended protocol) are held as
+/// touching the moving shards when they do.
+pub fn names_moving(summary: &Summary, sharding: &Sharding) -> bool {
+    sharding.moving()
+        && summary
+            .statements
+            .iter()
+            .any(|stmt| !marked(stmt, sharding).is_empty())
 }
 
 /// The tables of `stmt` keyed in a key space with a move under way, in

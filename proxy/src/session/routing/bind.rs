@@ -13,6 +13,7 @@ use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::protocol::frontend::BindView;
 use crate::protocol::sqlstate;
+use crate::session::holds;
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use crate::session::Session;
@@ -46,10 +47,16 @@ impl Session {
         let bind_params = bind_params(bind.values());
         let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
-        let routed = match info
+        let routed = info
             .entry
-            .route(&params, &overrides, self.cluster.sharding())
-        {
+            .route(&params, &overrides, self.cluster.sharding());
+        let touches = holds::touches(&routed, &info.entry.summary, self.cluster.sharding());
+        if let Some(error) = self.bind_hold_refusal(touches) {
+            self.shared.metrics.route(RouteKind::Refused);
+            self.refuse(error, false);
+            return None;
+        }
+        let routed = match routed {
             Ok(routed) => routed,
             Err(RouteError::CopyIntoSharded { .. })
                 if info.entry.summary.statements.len() == 1 && !self.plan.awaiting_server() =>
