@@ -240,7 +240,10 @@ async fn keyless_statements_and_schema_changes_on_the_moving_group_are_refused()
         .unwrap_err();
     assert_eq!(common::code(&err), Some("0A000"), "{err}");
     let message = err.as_db_error().unwrap().message();
-    assert!(message.contains("schema change on orders refused"), "{message}");
+    assert!(
+        message.contains("schema change on orders refused"),
+        "{message}"
+    );
     // Keyed statements, and other tables, run (nothing is held).
     client
         .query("SELECT * FROM moved WHERE tenant_id = $1", &[&b])

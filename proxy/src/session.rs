@@ -241,14 +241,9 @@ impl Session {
                     return end;
                 }
             }
-            let settled = match self.settle_now() {
-                Ok(false) => self.settle().await,
-                settled => settled.map(drop),
-            };
-            if let Err(end) = settled {
+            if let Err(end) = self.settle_between_reads().await {
                 return end;
             }
-            self.leave_moving_if_idle();
             let query_timeout = self
                 .attached
                 .main()
@@ -303,6 +298,17 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// What the client sent is handled: finish what can be finished now,
+    /// and give back the count in flight on moving shards when idle.
+    async fn settle_between_reads(&mut self) -> Result<(), End> {
+        match self.settle_now() {
+            Ok(false) => self.settle().await?,
+            settled => settled.map(drop)?,
+        }
+        self.leave_moving_if_idle();
+        Ok(())
     }
 
     /// One client message.

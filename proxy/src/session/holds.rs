@@ -14,10 +14,8 @@ use router::cache::Lookup;
 use router::route::{Overrides, ParamValue, RouteError, Routed};
 use router::summary::Summary;
 
-use super::statements::Statement;
 use super::{End, Session};
 use crate::errors::ClientError;
-use crate::protocol::frontend::BindView;
 use crate::protocol::sqlstate;
 
 /// What a statement that touches a moving shard does.
@@ -97,43 +95,6 @@ impl Session {
         self.move_hold.is_some()
     }
 
-    /// Before a Bind is routed: while a move is under way, wait for the
-    /// cutover's hold of the shards it touches to be let go (routing it
-    /// again after each wait), then count it in flight; so that routing
-    /// it next finds it counted. `false`: it waited too long, and the
-    /// client has its error.
-    pub(super) async fn wait_bind_hold(
-        &mut self,
-        statement: &Statement,
-        bind: &BindView<'_>,
-    ) -> Result<bool, End> {
-        loop {
-            self.follow_config();
-            if !self.cluster.sharding().moving() {
-                return Ok(true);
-            }
-            let Some(info) = self.route_info(statement) else {
-                return Ok(true);
-            };
-            let bind_params = super::routing::bind_params(bind.values());
-            let params: Vec<ParamValue<'_>> = info.params(&bind_params).to_vec();
-            let overrides: Overrides = self.overrides(&info.overrides);
-            let routed = info
-                .entry
-                .route(&params, &overrides, self.cluster.sharding());
-            let touches = touches(&routed, &info.entry.summary, self.cluster.sharding());
-            match self.pass_hold(touches).await? {
-                Pass::Go => return Ok(true),
-                Pass::Again => continue,
-                Pass::TimedOut(error) => {
-                    self.refuse(error, false);
-                    self.pipeline.sent_extended();
-                    return Ok(false);
-                }
-            }
-        }
-    }
-
     /// Before a simple query pgshard splits by row itself (COPY FROM, a
     /// row move; a split INSERT holds by its rows' keys) that names a
     /// moving group: wait until it is counted in flight. The error: it
@@ -167,7 +128,7 @@ impl Session {
 
     /// A Bind (or a part of a segment, or of a split INSERT) that touches
     /// a moving shard but was not counted in flight by
-    /// [`Session::wait_bind_hold`] (the hold began in between, or a segment's
+    /// `Session::wait_bind_hold` (`routing/bind.rs`) (the hold began in between, or a segment's
     /// later Bind): refused, safe to retry. `None`: it may go.
     pub(super) fn bind_hold_refusal(&mut self, touches_moving: bool) -> Option<ClientError> {
         if !touches_moving || self.enter_moving() {

@@ -19,17 +19,16 @@ use std::sync::Arc;
 use crate::sharding::{KeySpace, Sharding};
 use crate::summary::{StatementKind, StatementSummary, Summary, TableRef};
 
-use super::plan::StatementPlan;
 use super::tables::{classify, entry_names, TableClass};
-use super::{Decision, Overrides, ParamValue, Route, RouteError};
+use super::{Decision, Overrides, Route, RouteError};
 
-/// What routing a statement needs to know about the moves under way.
+/// What routing a statement needs to know about the moves under way (the
+/// statement planned against [`MovingPlan::shadow`] is kept beside it, in
+/// `plan.rs`).
 #[derive(Debug, Clone)]
 pub(super) struct MovingPlan {
     /// The model with the moving shards on their own database.
-    shadow: Arc<Sharding>,
-    /// The statement planned against `shadow`.
-    plan: StatementPlan,
+    pub(super) shadow: Arc<Sharding>,
     /// The database each moving shard is on now.
     sources: Vec<usize>,
     /// The refusal for a route without the key, when a table it names
@@ -82,7 +81,6 @@ impl MovingPlan {
                 shards: shard_list(m.keys),
             });
         Some(MovingPlan {
-            plan: StatementPlan::new(stmt, &shadow),
             shadow: Arc::new(shadow),
             sources,
             keyless,
@@ -96,15 +94,16 @@ impl MovingPlan {
         self.schema_change.as_ref()
     }
 
-    /// Whether `decision` (the statement's route with these parameters
-    /// and overrides) touches a moving logical shard; an error when it
-    /// has no key and a table it names refuses that during the move.
-    /// Conservative: a route the shadow cannot make touches.
+    /// Whether `decision` (the statement's route with these overrides)
+    /// touches a moving logical shard, given `shadow`, its route through
+    /// [`MovingPlan::shadow`]; an error when it has no key and a table it
+    /// names refuses that during the move. Conservative: a route the
+    /// shadow cannot make touches.
     pub(super) fn touches(
         &self,
-        params: &[ParamValue<'_>],
         overrides: &Overrides,
         decision: &Decision,
+        shadow: Result<Decision, RouteError>,
     ) -> Result<bool, RouteError> {
         if overrides.shard.is_some() {
             // The client picked the database: it touches the moving
@@ -115,7 +114,7 @@ impl MovingPlan {
             });
         }
         let phantom = self.shadow.databases - 1;
-        match self.plan.decide(params, overrides, &self.shadow) {
+        match shadow {
             Err(_) => Ok(true),
             Ok(shadow) => match shadow.routed.route {
                 Route::All => match &self.keyless {

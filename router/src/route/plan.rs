@@ -81,8 +81,9 @@ pub(crate) struct StatementPlan {
     joins: Option<Box<Result<JoinPlan, RouteError>>>,
     /// Rule 14: what stands behind the names it uses.
     behind: Option<Box<Behind>>,
-    /// Rule 17: the moves under way its tables take part in.
-    moving: Option<Box<MovingPlan>>,
+    /// Rule 17: the moves under way its tables take part in, and the
+    /// statement planned against their shadow model.
+    moving: Option<Box<(MovingPlan, StatementPlan)>>,
 }
 
 /// A key space of the config, by index.
@@ -117,9 +118,12 @@ impl StatementPlan {
         let moving = if control {
             None
         } else {
-            MovingPlan::new(stmt, sharding).map(Box::new)
+            MovingPlan::new(stmt, sharding).map(|moving| {
+                let shadow = StatementPlan::new(stmt, &moving.shadow);
+                Box::new((moving, shadow))
+            })
         };
-        let refused = moving.as_ref().and_then(|m| m.refusal()).cloned();
+        let refused = moving.as_ref().and_then(|m| m.0.refusal()).cloned();
         let plan = StatementPlan {
             control,
             write,
@@ -177,8 +181,10 @@ impl StatementPlan {
         sharding: &Sharding,
     ) -> Result<Decision, RouteError> {
         let mut decision = self.decide_route(params, overrides, sharding)?;
-        if let Some(moving) = &self.moving {
-            decision.routed.touches_moving = moving.touches(params, overrides, &decision)?;
+        if let Some((moving, shadow)) = self.moving.as_deref() {
+            let through_shadow = shadow.decide(params, overrides, &moving.shadow);
+            decision.routed.touches_moving =
+                moving.touches(overrides, &decision, through_shadow)?;
         }
         Ok(decision)
     }
