@@ -264,3 +264,38 @@ async fn keyless_statements_and_schema_changes_on_the_moving_group_are_refused()
         .await
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_inserts_and_copy_into_the_moving_group_are_held_too() {
+    use futures_util::SinkExt;
+    let (cluster, a, b) = cluster(30_000).await;
+    hold(&cluster, false);
+    // A multi-row INSERT split by key, one row on the moving shard.
+    let split = cluster.connect().await;
+    let held_split = tokio::spawn(async move {
+        let sql = format!("INSERT INTO moved (tenant_id, v) VALUES ({a}, 'split'), ({b}, 'split')");
+        split.simple_query(&sql).await.map(|_| ())
+    });
+    // COPY FROM into a table of the moving group.
+    let copy = cluster.connect().await;
+    let held_copy = tokio::spawn(async move {
+        let sink = copy.copy_in("COPY moved (tenant_id, v) FROM STDIN").await?;
+        let mut sink = std::pin::pin!(sink);
+        let data = format!("{a}\tcopy\n{b}\tcopy\n");
+        sink.send(bytes::Bytes::from(data)).await?;
+        sink.as_mut().finish().await
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!held_split.is_finished() && !held_copy.is_finished());
+    let none = "SELECT count(*) AS n FROM moved";
+    assert_eq!(
+        count(&cluster, 0, none).await + count(&cluster, 1, none).await,
+        0
+    );
+    release(&cluster);
+    held_split.await.unwrap().unwrap();
+    assert_eq!(held_copy.await.unwrap().unwrap(), 2);
+    let on = |key: i64| format!("SELECT count(*) AS n FROM moved WHERE tenant_id = {key}");
+    assert_eq!(count(&cluster, 0, &on(a)).await, 2);
+    assert_eq!(count(&cluster, 1, &on(b)).await, 2);
+}
