@@ -137,7 +137,7 @@ impl Session {
         Some(
             ClientError::new(
                 sqlstate::LOCK_NOT_AVAILABLE,
-                "a move of the logical shard this statement touches began its cutover as the statement was routed; nothing ran: send it again",
+                "a move of the logical shard this statement touches is switching databases, and this statement could not wait for it where it came (a Bind routed as the move's hold began, or one inside an extended-protocol batch for several shards); nothing ran: send it again",
             )
             .retry_safe(),
         )
