@@ -38,9 +38,14 @@ const GROUP: GroupId = GroupId {
 /// `cutover_timeout` ms; `moved` created on both; keys on database 0 and
 /// on database 1 (logical shards 0 and 1).
 async fn cluster(cutover_timeout: u64) -> (Cluster, i64, i64) {
+    cluster_with(cutover_timeout, "").await
+}
+
+/// [`cluster`] with `extra` sections.
+async fn cluster_with(cutover_timeout: u64, extra: &str) -> (Cluster, i64, i64) {
     common::watch_proxy_panics();
     let general = format!("cutover_timeout = {cutover_timeout}");
-    let cluster = Cluster::start_sharded_raw(2, &general, MOVED);
+    let cluster = Cluster::start_sharded_raw(2, &general, &format!("{MOVED}\n{extra}"));
     for shard in cluster.shards().await {
         shard
             .batch_execute("CREATE TABLE moved (tenant_id bigint NOT NULL, v text NOT NULL)")
@@ -298,4 +303,44 @@ async fn split_inserts_and_copy_into_the_moving_group_are_held_too() {
     let on = |key: i64| format!("SELECT count(*) AS n FROM moved WHERE tenant_id = {key}");
     assert_eq!(count(&cluster, 0, &on(a)).await, 2);
     assert_eq!(count(&cluster, 1, &on(b)).await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_moves_and_extended_fan_outs_onto_the_moving_shard_are_held() {
+    let rewrite = "[rewrite]\nenabled = true\nshard_key = \"rewrite\"\n";
+    let (cluster, a, b) = cluster_with(30_000, rewrite).await;
+    let setup = cluster.connect().await;
+    let sql = format!(
+        "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'simple'), ({a}, 2, 'extended')"
+    );
+    setup.simple_query(&sql).await.unwrap();
+    hold(&cluster, false);
+    // Row moves from logical shard 0 to the moving one, in both protocols.
+    let simple = cluster.connect().await;
+    let held_simple = tokio::spawn(async move {
+        let sql = format!("UPDATE orders SET tenant_id = {b} WHERE tenant_id = {a} AND id = 1");
+        simple.simple_query(&sql).await.map(|_| ())
+    });
+    let extended = cluster.connect().await;
+    let held_extended = tokio::spawn(async move {
+        let sql = "UPDATE orders SET tenant_id = $1 WHERE tenant_id = $2 AND id = 2";
+        extended.execute(sql, &[&b, &a]).await
+    });
+    // A keyless read in the extended protocol (a segment for both shards).
+    let fan_out = cluster.connect().await;
+    let held_fan_out = tokio::spawn(async move {
+        let rows = fan_out.query("SELECT count(*) FROM orders", &[]).await?;
+        Ok::<i64, tokio_postgres::Error>(rows[0].get(0))
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!held_simple.is_finished());
+    assert!(!held_extended.is_finished());
+    assert!(!held_fan_out.is_finished());
+    let on_1 = format!("SELECT count(*) AS n FROM orders WHERE tenant_id = {b}");
+    assert_eq!(count(&cluster, 1, &on_1).await, 0);
+    release(&cluster);
+    held_simple.await.unwrap().unwrap();
+    assert_eq!(held_extended.await.unwrap().unwrap(), 1);
+    assert_eq!(held_fan_out.await.unwrap().unwrap(), 2);
+    assert_eq!(count(&cluster, 1, &on_1).await, 2);
 }
