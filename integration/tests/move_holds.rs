@@ -5,8 +5,10 @@
 //! when the hold is let go (by the placement as it is then); one held
 //! longer than `cutover_timeout` gets a clear error; a transaction counted
 //! before the hold is not stopped by it (the cutover waits for it); and
-//! statements on other shards never wait. Keyless statements and schema
-//! changes on the moving group are refused (0A000).
+//! statements on other shards never wait. Split INSERTs, COPY FROM, row
+//! moves and extended-protocol fan-outs wait too. Keyless statements and
+//! schema changes on the moving group are refused (0A000) when the marker
+//! says so.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

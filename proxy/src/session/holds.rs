@@ -16,6 +16,7 @@ use router::summary::Summary;
 
 use super::{End, Session};
 use crate::errors::ClientError;
+use crate::protocol::backend::TransactionStatus;
 use crate::protocol::sqlstate;
 
 /// What a statement that touches a moving shard does.
@@ -126,10 +127,10 @@ impl Session {
         }
     }
 
-    /// A Bind (or a part of a segment, or of a split INSERT) that touches
-    /// a moving shard but was not counted in flight by
-    /// `Session::wait_bind_hold` (`routing/bind.rs`) (the hold began in between, or a segment's
-    /// later Bind): refused, safe to retry. `None`: it may go.
+    /// A Bind (or an SQL EXECUTE's, or a later Bind of a segment) that
+    /// touches a moving shard but was not counted in flight before it was
+    /// routed (`Session::wait_bind_hold` in `routing/bind.rs`; the hold
+    /// began in between): refused, safe to retry. `None`: it may go.
     pub(super) fn bind_hold_refusal(&mut self, touches_moving: bool) -> Option<ClientError> {
         if !touches_moving || self.enter_moving() {
             return None;
@@ -155,7 +156,7 @@ impl Session {
             || self
                 .attached
                 .status()
-                .is_some_and(|s| s != crate::protocol::backend::TransactionStatus::Idle)
+                .is_some_and(|s| s != TransactionStatus::Idle)
         {
             return;
         }

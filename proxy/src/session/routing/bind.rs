@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use router::route::{Overrides, ParamValue, ParamValues, RouteError};
+use router::route::{ParamValue, ParamValues, RouteError};
 use router::summary::{StatementKind, Summary};
 
 use super::is_copy_from;
@@ -140,8 +140,8 @@ impl Session {
                 return Ok(true);
             };
             let bind_params = bind_params(bind.values());
-            let params: Vec<ParamValue<'_>> = info.params(&bind_params).to_vec();
-            let overrides: Overrides = self.overrides(&info.overrides);
+            let params = info.params(&bind_params);
+            let overrides = self.overrides(&info.overrides);
             let routed = info
                 .entry
                 .route(&params, &overrides, self.cluster.sharding());
@@ -150,6 +150,7 @@ impl Session {
                 holds::Pass::Go => return Ok(true),
                 holds::Pass::Again => continue,
                 holds::Pass::TimedOut(error) => {
+                    self.shared.metrics.route(RouteKind::Refused);
                     self.refuse(error, false);
                     self.pipeline.sent_extended();
                     return Ok(false);
