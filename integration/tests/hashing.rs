@@ -200,6 +200,7 @@ async fn check_partitions(client: &Client, set: &KeySet, modulus: usize) {
             shard_count: modulus,
         },
         placement: (0..modulus).collect(),
+        moving: None,
     };
     let ours: Vec<i32> = set
         .keys
@@ -304,6 +305,7 @@ async fn check_citus(client: &Client, set: &KeySet, function: &str) {
                     shard_count: shard_count as usize,
                 },
                 placement: Vec::new(),
+                moving: None,
             };
             assert_eq!(
                 logical_shard(&keys, key).map(|s| s as i64),
@@ -443,6 +445,7 @@ async fn check_predicates(client: &Client, set: &KeySet, hasher: Hasher, count: 
             shard_count: count,
         },
         placement: vec![0; count],
+        moving: None,
     };
     let even: Vec<usize> = (0..count).step_by(2).collect();
     let mut columns: Vec<String> = (0..count)
@@ -517,6 +520,7 @@ async fn check_design_vectors(client: &Client) {
                     shard_count: count,
                 },
                 placement: vec![0; count],
+                moving: None,
             };
             let others: Vec<usize> = (0..count).filter(|&s| s != shard).collect();
             let sql = format!(

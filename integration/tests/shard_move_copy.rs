@@ -72,6 +72,7 @@ fn keys() -> KeySpace {
             shard_count: SHARD_COUNT,
         },
         placement: vec![0; SHARD_COUNT],
+        moving: None,
     }
 }
 

@@ -84,6 +84,11 @@ pub struct Metrics {
     wait: Family<PoolLabels, Seconds>,
     transaction: Family<PoolLabels, Seconds>,
     query: Family<PoolLabels, Seconds>,
+    /// Statements that waited for a move's cutover (a hold on the logical
+    /// shards they touch).
+    move_held: Counter,
+    /// How long those waited.
+    move_hold_wait: Seconds,
 }
 
 /// Finite buckets of [`Seconds`]: 100 µs doubling up to ~52 s.
@@ -171,6 +176,8 @@ impl Default for Metrics {
             wait: Family::default(),
             transaction: Family::default(),
             query: Family::default(),
+            move_held: Counter::default(),
+            move_hold_wait: Seconds::default(),
         }
     }
 }
@@ -204,6 +211,27 @@ impl Metrics {
             "Time servers took to answer a request (a query, or messages up to a Sync)",
             self.query.clone(),
         );
+        registry.register(
+            "move_held_statements",
+            "Statements held while a move switched the logical shards they touch to another database",
+            self.move_held.clone(),
+        );
+        registry.register(
+            "move_hold_wait_seconds",
+            "Time statements held by a move's cutover waited",
+            self.move_hold_wait.clone(),
+        );
+    }
+
+    /// A statement was held by a move's cutover; it waited `waited`.
+    pub fn move_held(&self, waited: Duration) {
+        self.move_held.inc();
+        self.move_hold_wait.observe(waited);
+    }
+
+    /// (statements held by a move's cutover, their total wait).
+    pub fn move_holds(&self) -> (u64, Duration) {
+        (self.move_held.get(), self.move_hold_wait.totals().1)
     }
 
     pub fn route(&self, kind: RouteKind) {

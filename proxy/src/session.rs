@@ -26,6 +26,7 @@ mod cursor;
 mod dispatch;
 mod extended;
 mod fan_out;
+mod holds;
 mod key_move;
 mod local;
 mod merge;
@@ -162,6 +163,9 @@ pub struct Session {
     /// Cursors (and portals) pgshard routes or merges, and the servers
     /// WITH HOLD cursors keep.
     cursors: cursor::Cursors,
+    /// The transaction counted in flight on its cluster's moving logical
+    /// shards (`holds.rs`), until the session is idle.
+    move_hold: Option<crate::pool::gate::InFlight>,
 }
 
 impl Session {
@@ -191,6 +195,7 @@ impl Session {
             txn: Transaction::default(),
             routing: RouteState::default(),
             cursors: cursor::Cursors::default(),
+            move_hold: None,
         }
     }
 
@@ -236,11 +241,7 @@ impl Session {
                     return end;
                 }
             }
-            let settled = match self.settle_now() {
-                Ok(false) => self.settle().await,
-                settled => settled.map(drop),
-            };
-            if let Err(end) = settled {
+            if let Err(end) = self.settle_between_reads().await {
                 return end;
             }
             let query_timeout = self
@@ -297,6 +298,17 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// What the client sent is handled: finish what can be finished now,
+    /// and give back the count in flight on moving shards when idle.
+    async fn settle_between_reads(&mut self) -> Result<(), End> {
+        match self.settle_now() {
+            Ok(false) => self.settle().await?,
+            settled => settled.map(drop)?,
+        }
+        self.leave_moving_if_idle();
+        Ok(())
     }
 
     /// One client message.

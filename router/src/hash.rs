@@ -395,5 +395,15 @@ pub fn database(keys: &KeySpace, key: &Key) -> Option<usize> {
     logical_shard(keys, key).and_then(|s| keys.placement.get(s).copied())
 }
 
+/// Whether `key`'s logical shard is moving to another database
+/// ([`crate::sharding::Moving`]); `false` at once when nothing moves.
+#[inline]
+pub fn moving(keys: &KeySpace, key: &Key) -> bool {
+    match &keys.moving {
+        None => false,
+        Some(moving) => logical_shard(keys, key).is_some_and(|s| moving.holds(s)),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -221,6 +221,18 @@
 //!     statement `name` prepared instead, with the arguments as its
 //!     parameters (see [`crate::prepared`]), as if it were sent with
 //!     those values.
+//! 17. Moves (`route/moving.rs`): while logical shards of a placement
+//!     group move to another database ([`crate::sharding::Moving`], set
+//!     by the proxy), a schema change on a table of the group is refused
+//!     (the move copied its definition when it started), and a route
+//!     reports [`Routed::touches_moving`] when one of its keys falls into
+//!     a moving shard, when it has no key over a table of the group (it
+//!     touches every shard), or when an override picks the database a
+//!     moving shard is on. A statement without the key over a table whose
+//!     marker refuses keyless statements (plain tables and partitioned
+//!     parents, whose moving rows sit on two databases for a while) is
+//!     refused. Overrides skip the schema-change refusal, as they skip
+//!     rules 4-16. DROP is not refused: its summary names no table.
 //!
 //! Limitations: an INSERT ... SELECT is told from INSERT ... VALUES by
 //! whether the statement names a sharded table other than its target
@@ -254,6 +266,7 @@ mod joins;
 mod key_values;
 mod keyed;
 mod keys;
+mod moving;
 mod plan;
 pub mod schema;
 mod shard_set;
@@ -270,6 +283,7 @@ use crate::summary::{StatementSummary, Summary};
 
 pub use copies::{holds_copies, is_copied, unseen_table, writes_everywhere};
 pub use error::RouteError;
+pub use moving::names_moving;
 pub use plan::RoutePlan;
 use plan::StatementPlan;
 use shard_set::ShardSet;
@@ -296,6 +310,10 @@ pub enum Route {
 pub struct Routed {
     pub route: Route,
     pub write: bool,
+    /// It reads or writes rows of a logical shard that is moving to
+    /// another database (rule 17): the proxy holds it while the move
+    /// switches the placement. Always `false` when nothing moves.
+    pub touches_moving: bool,
 }
 
 /// One bind parameter as it arrived in Bind (or a literal read from the
@@ -386,6 +404,7 @@ struct Decision {
 
 fn combine(a: Decision, b: Decision, databases: usize) -> Result<Decision, RouteError> {
     let write = a.routed.write || b.routed.write;
+    let touches_moving = a.routed.touches_moving || b.routed.touches_moving;
     let pinned = a.pinned || b.pinned;
     let conflict = |a: &Route, b: &Route| RouteError::StatementsOnDifferentShards {
         first: describe(a),
@@ -411,7 +430,11 @@ fn combine(a: Decision, b: Decision, databases: usize) -> Result<Decision, Route
         }
     };
     Ok(Decision {
-        routed: Routed { route, write },
+        routed: Routed {
+            route,
+            write,
+            touches_moving,
+        },
         pinned,
     })
 }

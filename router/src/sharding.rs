@@ -56,6 +56,39 @@ pub struct KeySpace {
     /// `placement[s]` is the database (shard number in `[[databases]]`) that
     /// holds logical shard `s`. Default: `s % databases`.
     pub placement: Vec<usize>,
+    /// A move of some of the group's logical shards is under way (set on
+    /// every key space of the group at once, through the proxy's
+    /// `replace_sharding`, which also clears the AST cache: plans made
+    /// before or after it never mix). `None` almost always.
+    pub moving: Option<std::sync::Arc<Moving>>,
+}
+
+/// Logical shards of a placement group that are moving to another
+/// database: routes report whether they touch them
+/// ([`crate::route::Routed::touches_moving`]), so that the proxy can hold
+/// those statements while the move switches the placement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moving {
+    /// The moving logical shards (sorted).
+    pub shards: Vec<usize>,
+    /// Statements on this key space's tables without the key (that would
+    /// read or write every logical shard) are refused: the moving rows
+    /// sit on two databases for a while (plain tables and partitioned
+    /// parents). Table families are held instead (`false`).
+    pub refuse_keyless: bool,
+}
+
+impl Moving {
+    /// Whether logical shard `shard` is moving.
+    pub fn holds(&self, shard: usize) -> bool {
+        self.shards.binary_search(&shard).is_ok()
+    }
+
+    /// `3` or `3, 5`, for messages.
+    pub fn shard_list(&self) -> String {
+        let shards: Vec<String> = self.shards.iter().map(|s| s.to_string()).collect();
+        shards.join(", ")
+    }
 }
 
 impl KeySpace {
@@ -275,6 +308,67 @@ impl Sharding {
     /// The placement group `id`, if the cluster has one.
     pub fn group(&self, id: GroupId) -> Option<Group<'_>> {
         self.groups().into_iter().find(|g| g.id == id)
+    }
+
+    /// Whether any key space of the cluster has a move under way.
+    pub fn moving(&self) -> bool {
+        self.tables.iter().any(|t| t.keys.moving.is_some())
+            || self.families.iter().any(|f| f.keys.moving.is_some())
+    }
+
+    /// This model with logical shards `shards` of group `group` marked as
+    /// moving (`shards` empty: the group's marker cleared). Keyless
+    /// statements on the group's `[[sharded_tables]]` are refused when
+    /// `refuse_keyless`; its families are always held instead.
+    pub fn with_moving(&self, group: GroupId, shards: &[usize], refuse_keyless: bool) -> Sharding {
+        let mut shards = shards.to_vec();
+        shards.sort_unstable();
+        shards.dedup();
+        let marker = |refuse_keyless: bool| {
+            (!shards.is_empty()).then(|| {
+                std::sync::Arc::new(Moving {
+                    shards: shards.clone(),
+                    refuse_keyless,
+                })
+            })
+        };
+        let (tables, families) = (marker(refuse_keyless), marker(false));
+        let mut next = self.clone();
+        for table in next.tables.iter_mut().filter(|t| t.keys.group() == group) {
+            table.keys.moving = tables.clone();
+        }
+        for family in next.families.iter_mut().filter(|f| f.keys.group() == group) {
+            family.keys.moving = families.clone();
+        }
+        next
+    }
+
+    /// The same model with every moving logical shard placed on a
+    /// database of its own, number `databases` (one past the last): a
+    /// route through it names that database exactly when it touches a
+    /// moving shard. `None` when nothing moves.
+    pub fn shadow(&self) -> Option<Sharding> {
+        if !self.moving() {
+            return None;
+        }
+        let phantom = self.databases;
+        let mut shadow = self.clone();
+        shadow.databases += 1;
+        let keys = shadow
+            .tables
+            .iter_mut()
+            .map(|t| &mut t.keys)
+            .chain(shadow.families.iter_mut().map(|f| &mut f.keys));
+        for keys in keys {
+            if let Some(moving) = keys.moving.take() {
+                for &shard in &moving.shards {
+                    if let Some(database) = keys.placement.get_mut(shard) {
+                        *database = phantom;
+                    }
+                }
+            }
+        }
+        Some(shadow)
     }
 
     /// The columns of the column-only `[[sharded_tables]]` entries.

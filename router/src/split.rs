@@ -29,6 +29,9 @@ pub struct Split {
     pub parts: Vec<Part>,
     /// The statement returns rows (RETURNING).
     pub returning: bool,
+    /// A row's key is in a logical shard that is moving
+    /// ([`crate::sharding::Moving`]).
+    pub touches_moving: bool,
 }
 
 /// The rows of one database.
@@ -129,6 +132,7 @@ impl InsertRows {
             .ok_or(Unsupported("its column list names the sharding key"))?;
         check_conflict(insert, &entry.column)?;
         let mut parts: Vec<Part> = Vec::new();
+        let mut touches_moving = false;
         for (row, list) in self.values.iter().enumerate() {
             let row_error = |why| SplitError::Row {
                 row: row + 1,
@@ -138,6 +142,7 @@ impl InsertRows {
             let key = row_key(list, column, entry, params).map_err(row_error)?;
             let database =
                 hash::database(&entry.keys, &key).ok_or_else(|| row_error(RowKeyError::NoShard))?;
+            touches_moving |= hash::moving(&entry.keys, &key);
             match parts.iter_mut().find(|p| p.database == database) {
                 Some(part) => part.rows.push(row),
                 None => parts.push(Part {
@@ -159,6 +164,7 @@ impl InsertRows {
         }
         Ok(Split {
             parts,
+            touches_moving,
             returning: insert
                 .returning_clause
                 .as_ref()

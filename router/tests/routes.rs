@@ -20,7 +20,8 @@
 //!
 //! Expected routes are written `"any"`, `"all"`, `"N"` (one database), `"N,M"`
 //! (several), prefixed `"w "` when the statement writes, or `"err: text"`
-//! for an error whose message contains `text`.
+//! for an error whose message contains `text`; suffixed `" m"` when the route
+//! touches a moving logical shard (`routes/moving.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -30,6 +31,8 @@ mod clusters;
 mod joins;
 #[path = "routes/keys.rs"]
 mod keys;
+#[path = "routes/moving.rs"]
+mod moving;
 #[path = "routes/resolution.rs"]
 mod resolution;
 #[path = "routes/statements.rs"]
@@ -324,6 +327,10 @@ impl Drop for Cases {
 }
 
 fn parse_expected(expected: &str) -> Routed {
+    let (expected, touches_moving) = match expected.strip_suffix(" m") {
+        Some(expected) => (expected, true),
+        None => (expected, false),
+    };
     let (write, route) = match expected.strip_prefix("w ") {
         Some(route) => (true, route),
         None => (false, expected),
@@ -342,7 +349,11 @@ fn parse_expected(expected: &str) -> Routed {
             }
         }
     };
-    Routed { route, write }
+    Routed {
+        route,
+        write,
+        touches_moving,
+    }
 }
 
 fn show(routed: &Routed) -> String {
@@ -356,8 +367,13 @@ fn show(routed: &Routed) -> String {
             .collect::<Vec<_>>()
             .join(","),
     };
-    if routed.write {
+    let route = if routed.write {
         format!("w {route}")
+    } else {
+        route
+    };
+    if routed.touches_moving {
+        format!("{route} m")
     } else {
         route
     }

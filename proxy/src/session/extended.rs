@@ -187,6 +187,9 @@ impl Session {
         // The name the server knows the statement by.
         let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
         let target = if let Some(view) = &view {
+            if !self.wait_bind_hold(&statement, view).await? {
+                return Ok(());
+            }
             let rewritten =
                 |out: &mut BytesMut| frame.write_renamed(name.clone(), server_name, out);
             match self.bind_target(view, &statement, unnamed, rewritten) {

@@ -21,6 +21,7 @@ use bind::needs_transaction_block;
 
 use super::dispatch::{Dispatch, Shards};
 use super::fan_out::{Reply, Scope};
+use super::holds::Held;
 use super::merge::Rows;
 use super::reply_plan::Step;
 use super::statements::Statement;
@@ -104,12 +105,10 @@ impl Session {
         }
         let params = lookup.params(&[]);
         let overrides = self.overrides(&lookup.overrides);
-        let routed = match lookup
-            .entry
-            .route(&params, &overrides, self.cluster.sharding())
-        {
-            Ok(routed) => routed,
-            Err(err) => return self.unrouted_query(err, summary, frame_sql).await,
+        let routed = match self.route_holding(&lookup, &params, &overrides).await? {
+            Held::Routed(routed) => routed,
+            Held::Unrouted(err) => return self.unrouted_query(err, summary, frame_sql).await,
+            Held::TimedOut(error) => return Ok(self.refused(error)),
         };
         let shards = self.routed_to(&lookup.entry, &routed.route);
         if let Some(error) =
@@ -156,6 +155,9 @@ impl Session {
         frame_sql: &str,
     ) -> Result<Dispatch, End> {
         let one = summary.statements.len() == 1;
+        if let Some(error) = self.hold_row_split(&err, summary).await? {
+            return Ok(self.refused(error));
+        }
         match err {
             RouteError::MultiRowInsert { .. }
                 if one && self.shared.config().rewrite.splits_inserts() =>

@@ -134,6 +134,39 @@ impl Shared {
             .replace_sharding(expected, next, || self.cache.clear())
     }
 
+    /// Mark logical shards `shards` of placement group `group` of
+    /// `cluster` as moving (`shards` empty: clear the marker): routes
+    /// then report whether they touch them, and the cutover's hold
+    /// (`gate.shards`) holds those that do. Refuses keyless statements on
+    /// the group's `[[sharded_tables]]` when `refuse_keyless`. `false`
+    /// when the cluster has no such group. (The mover sets it; tests use
+    /// it to hold statements.)
+    pub fn set_moving(
+        &self,
+        cluster: &str,
+        group: router::sharding::GroupId,
+        shards: &[usize],
+        refuse_keyless: bool,
+    ) -> bool {
+        loop {
+            let config = self.config();
+            let Some(running) = config.clusters.get(cluster) else {
+                return false;
+            };
+            if running.sharding.group(group).is_none() {
+                return false;
+            }
+            let sharding = running.sharding.with_moving(group, shards, refuse_keyless);
+            let mut next = (*config).clone();
+            if let Some(next) = next.clusters.get_mut(cluster) {
+                next.sharding = Arc::new(sharding);
+            }
+            if self.replace_sharding(&config, Arc::new(next)) {
+                return true;
+            }
+        }
+    }
+
     /// The pools for `user` on `cluster`.
     pub fn pools(&self, cluster: &str, user: &str) -> Option<ClusterPools> {
         self.clusters.pools(cluster, user)

@@ -21,6 +21,7 @@ use router::summary::{SchemaChange, StatementKind, Summary};
 
 use super::dispatch::Dispatch;
 use super::fan_out::{Reply, Scope};
+use super::holds::Pass;
 use super::routing::bind_params;
 use super::statements::Statement;
 use super::transaction::{Placement, CROSS_SHARD_TXN};
@@ -35,11 +36,20 @@ use crate::protocol::sqlstate;
 impl Session {
     /// Run the multi-row INSERT `sql` split by shard.
     pub(super) async fn split_insert(&mut self, sql: &str) -> Result<Dispatch, End> {
-        let split = match split_insert(sql, self.cluster.sharding()) {
-            Ok(split) => split,
-            Err(why) => {
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string());
-                return Ok(self.refused(error));
+        let split = loop {
+            let split = match split_insert(sql, self.cluster.sharding()) {
+                Ok(split) => split,
+                Err(why) => {
+                    let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string());
+                    return Ok(self.refused(error));
+                }
+            };
+            // Rows in a moving logical shard wait for its cutover, then
+            // are split again by the placement as it is then.
+            match self.pass_hold(split.touches_moving).await? {
+                Pass::Go => break split,
+                Pass::Again => continue,
+                Pass::TimedOut(error) => return Ok(self.refused(error)),
             }
         };
         let shards: Vec<usize> = split.parts.iter().map(|p| p.database).collect();

@@ -21,6 +21,7 @@ use router::summary::{Argument, SessionEffect, StatementKind};
 
 use super::dispatch::Shards;
 use super::fan_out::{MergeRequest, Reply, Scope};
+use super::holds::Pass;
 use super::reply_plan::{self, Step};
 use super::sql_prepare::SqlQuery;
 use super::sql_prepared::{self, ExecuteMerge, ShardRun, SqlStatement, TypedRoute};
@@ -132,11 +133,22 @@ impl Session {
             return Ok(None);
         }
         let values: Vec<ArgValue> = args.iter().map(ArgValue::of).collect();
-        let shards = match self.route_sql(&lookup.overrides, statement, &body, &values) {
-            Ok(shards) => shards,
-            Err(error) => {
-                self.refused(error);
-                return Ok(None);
+        let shards = loop {
+            let (shards, touches) =
+                match self.route_sql(&lookup.overrides, statement, &body, &values) {
+                    Ok(routed) => routed,
+                    Err(error) => {
+                        self.refused(error);
+                        return Ok(None);
+                    }
+                };
+            match self.pass_hold(touches).await? {
+                Pass::Go => break shards,
+                Pass::Again => continue,
+                Pass::TimedOut(error) => {
+                    self.refused(error);
+                    return Ok(None);
+                }
             }
         };
         let in_txn = match self.place(shards.as_deref(), false) {
@@ -163,15 +175,16 @@ impl Session {
     }
 
     /// The databases an EXECUTE of `statement` (its body looked up as
-    /// `body`) with arguments `values` runs on (`None`: any), or why it
-    /// cannot run; `overrides` are those of the EXECUTE's own comments.
+    /// `body`) with arguments `values` runs on (`None`: any), and whether
+    /// it touches a moving logical shard; or why it cannot run;
+    /// `overrides` are those of the EXECUTE's own comments.
     pub(super) fn route_sql(
         &self,
         overrides: &Overrides,
         statement: &SqlStatement,
         body: &Lookup,
         values: &[ArgValue],
-    ) -> Result<Option<Shards>, ClientError> {
+    ) -> Result<(Option<Shards>, bool), ClientError> {
         let bind = sql_prepared::route_params(values);
         let params = body.params(&bind);
         let overrides = self.overrides(&Overrides {
@@ -191,7 +204,7 @@ impl Session {
         let text = body.entry.text.as_bytes();
         match self.insert_select_error(&body.entry.summary, text, shards.as_deref()) {
             Some(error) => Err(error),
-            None => Ok(shards),
+            None => Ok((shards, routed.touches_moving)),
         }
     }
 

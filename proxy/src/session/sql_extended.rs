@@ -296,7 +296,13 @@ impl Session {
         };
         let values: Vec<ArgValue> = args.iter().map(ArgValue::of).collect();
         let shards = match self.route_sql(&info.overrides, sql, &body, &values) {
-            Ok(shards) => shards,
+            Ok((shards, touches)) => match self.bind_hold_refusal(touches) {
+                None => shards,
+                Some(error) => {
+                    self.refuse(error, false);
+                    return Routed::Done;
+                }
+            },
             Err(error) => {
                 self.refuse(error, false);
                 return Routed::Done;

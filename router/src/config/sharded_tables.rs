@@ -200,6 +200,7 @@ fn add_entries(
             data_type: entry.data_type,
             function: function(entry)?,
             placement: entry.placement.clone(),
+            moving: None,
         };
         let Some(sharding) = resolved.get_mut(&entry.cluster) else {
             continue; // `entry()` checked the cluster exists.

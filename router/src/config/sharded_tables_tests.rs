@@ -61,6 +61,7 @@ fn hash_keys(data_type: DataType, shard_count: usize) -> KeySpace {
             shard_count,
         },
         placement: (0..shard_count).map(|s| s % 2).collect(),
+        moving: None,
     }
 }
 
@@ -251,6 +252,7 @@ fn every_table_key_parses() {
                     shard_count: 4,
                 },
                 placement: vec![1, 1, 0, 0],
+                moving: None,
             },
         }]
     );

@@ -14,6 +14,7 @@ fn sharding() -> Sharding {
             data_type,
             function: ShardFunction::List(entries),
             placement: vec![0, 1],
+            moving: None,
         },
     };
     let ints = [(1, 0), (2, 1), (3, 0), (4, 1)]

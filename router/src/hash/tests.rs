@@ -13,6 +13,7 @@ fn keys(function: ShardFunction) -> KeySpace {
         data_type: BigInt,
         function,
         placement: vec![0, 1, 0, 1, 2],
+        moving: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn sharding() -> Sharding {
                 data_type: DataType::BigInt,
                 function: ShardFunction::List(ints(&[(1, 0), (2, 1), (3, 0), (4, 1)])),
                 placement: vec![0, 1],
+                moving: None,
             },
         }],
         families: Vec::new(),

@@ -10,6 +10,7 @@ fn sharding() -> Sharding {
         data_type: DataType::BigInt,
         function: ShardFunction::List(Vec::new()),
         placement: vec![0, 1],
+        moving: None,
     };
     let entry = |name: Option<&str>, column: &str| ShardedTable {
         name: name.map(str::to_owned),

@@ -32,7 +32,11 @@ fn body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Result<Bod
     let databases = sharding.databases;
     let done = |route: Route, pinned: bool| {
         Ok(Body::Fixed(Ok(Decision {
-            routed: Routed { route, write },
+            routed: Routed {
+                route,
+                write,
+                touches_moving: false,
+            },
             pinned,
         })))
     };
@@ -108,6 +112,7 @@ fn with_sublinks(
                 routed: Routed {
                     route: unsharded,
                     write,
+                    touches_moving: false,
                 },
                 pinned: false,
             })))

@@ -93,6 +93,23 @@ pub enum RouteError {
         second: String,
         second_what: &'static str,
     },
+    #[error(
+        "this statement reads or writes {table} without its sharding key {column} while logical shard(s) {shards} of its placement group {group} move to another database: until the move finishes, those rows are on two databases and a statement over every shard would see or change them twice, so pgshard refuses it; add the key (WHERE {column} = value) or retry once the move has finished"
+    )]
+    KeylessDuringMove {
+        table: String,
+        column: String,
+        group: String,
+        shards: String,
+    },
+    #[error(
+        "schema change on {table} refused while logical shard(s) {shards} of its placement group {group} move to another database: the move copied the table's definition when it started, and a change now would leave the two databases with different tables; retry it once the move has finished"
+    )]
+    SchemaChangeDuringMove {
+        table: String,
+        group: String,
+        shards: String,
+    },
     #[error("{what} cannot be routed exactly: {why}")]
     BehindName { what: String, why: String },
     #[error(

@@ -111,6 +111,7 @@ impl Keyed {
                     routed: Routed {
                         route: Route::Shard(database),
                         write,
+                        touches_moving: false,
                     },
                     pinned: self.pinned,
                 });
@@ -206,7 +207,11 @@ impl Keyed {
             }
         }
         Ok(Decision {
-            routed: Routed { route, write },
+            routed: Routed {
+                route,
+                write,
+                touches_moving: false,
+            },
             pinned,
         })
     }

@@ -14,6 +14,7 @@ use super::behind::Behind;
 use super::body::{creates_from_query, plan_body, Body};
 use super::joins::{self, JoinPlan};
 use super::key_values::{self, type_name};
+use super::moving::MovingPlan;
 use super::tables::{classify, entry_names, TableClass};
 use super::{combine, Decision, Overrides, ParamValue, Route, RouteError, Routed};
 
@@ -52,6 +53,7 @@ impl RoutePlan {
             routed: Routed {
                 route: Route::Any,
                 write: false,
+                touches_moving: false,
             },
             pinned: false,
         };
@@ -79,6 +81,9 @@ pub(crate) struct StatementPlan {
     joins: Option<Box<Result<JoinPlan, RouteError>>>,
     /// Rule 14: what stands behind the names it uses.
     behind: Option<Box<Behind>>,
+    /// Rule 17: the moves under way its tables take part in, and the
+    /// statement planned against their shadow model.
+    moving: Option<Box<(MovingPlan, StatementPlan)>>,
 }
 
 /// A key space of the config, by index.
@@ -110,7 +115,16 @@ impl StatementPlan {
                 | StatementKind::SetShardingKey(_)
         );
         let write = stmt.write || stmt.locking;
-        StatementPlan {
+        let moving = if control {
+            None
+        } else {
+            MovingPlan::new(stmt, sharding).map(|moving| {
+                let shadow = StatementPlan::new(stmt, &moving.shadow);
+                Box::new((moving, shadow))
+            })
+        };
+        let refused = moving.as_ref().and_then(|m| m.0.refusal()).cloned();
+        let plan = StatementPlan {
             control,
             write,
             override_space: if control {
@@ -123,6 +137,7 @@ impl StatementPlan {
                     routed: Routed {
                         route: Route::Any,
                         write: false,
+                        touches_moving: false,
                     },
                     pinned: false,
                 }))
@@ -144,6 +159,18 @@ impl StatementPlan {
             } else {
                 Behind::plan(stmt, sharding)
             },
+            moving,
+        };
+        match refused {
+            // Rule 17: refused whatever its parameters (overrides still
+            // pick a database).
+            Some(err) => StatementPlan {
+                body: Body::Fixed(Err(err)),
+                joins: None,
+                behind: None,
+                ..plan
+            },
+            None => plan,
         }
     }
 
@@ -153,10 +180,27 @@ impl StatementPlan {
         overrides: &Overrides,
         sharding: &Sharding,
     ) -> Result<Decision, RouteError> {
+        let mut decision = self.decide_route(params, overrides, sharding)?;
+        if let Some((moving, shadow)) = self.moving.as_deref() {
+            let through_shadow = shadow.decide(params, overrides, &moving.shadow);
+            decision.routed.touches_moving =
+                moving.touches(overrides, &decision, through_shadow)?;
+        }
+        Ok(decision)
+    }
+
+    /// Rules 1-16: where it goes.
+    fn decide_route(
+        &self,
+        params: &[ParamValue<'_>],
+        overrides: &Overrides,
+        sharding: &Sharding,
+    ) -> Result<Decision, RouteError> {
         let done = |route: Route, pinned: bool| Decision {
             routed: Routed {
                 route,
                 write: self.write,
+                touches_moving: false,
             },
             pinned,
         };
@@ -165,6 +209,7 @@ impl StatementPlan {
                 routed: Routed {
                     route: Route::Any,
                     write: false,
+                    touches_moving: false,
                 },
                 pinned: false,
             });

@@ -12,6 +12,7 @@ fn list(data_type: DataType, entries: &[(Key, usize)], databases: usize) -> KeyS
         data_type,
         function: ShardFunction::List(entries.to_vec()),
         placement: (0..databases).collect(),
+        moving: None,
     }
 }
 
@@ -509,7 +510,8 @@ fn keyless_kinds() {
         routed,
         Ok(Routed {
             route: Route::Any,
-            write: false
+            write: false,
+            touches_moving: false
         })
     );
 }
@@ -615,7 +617,8 @@ fn statement_strings() {
         all(vec![begin.clone(), update(1), commit.clone()]),
         Ok(Routed {
             route: Route::Shard(0),
-            write: true
+            write: true,
+            touches_moving: false
         })
     );
     assert_eq!(all(vec![update(1), update(4)]).map(|r| r.route), shard(0));
@@ -656,7 +659,8 @@ fn statement_strings() {
         all(vec![]),
         Ok(Routed {
             route: Route::Any,
-            write: false
+            write: false,
+            touches_moving: false
         })
     );
 }

@@ -115,6 +115,7 @@ fn mapped_tables_form_their_own_group() {
         data_type: DataType::BigInt,
         function: ShardFunction::List(vec![(Key::Int(7), 2)]),
         placement: vec![0, 1, 2],
+        moving: None,
     };
     sharding.families.push(TableFamily {
         prefix: "m_".to_owned(),
@@ -136,4 +137,33 @@ fn mapped_tables_form_their_own_group() {
         shard_count: 3,
     };
     assert_eq!(sharding.group(absent), None);
+}
+
+#[test]
+fn a_move_marks_its_group_and_the_shadow_gives_its_shards_a_database() {
+    let sharding = prod(&["t|k||4|", "f_*||4|", "u|k||6|"]);
+    assert!(!sharding.moving() && sharding.shadow().is_none());
+    let group = sharding.tables[0].keys.group();
+    let marked = sharding.with_moving(group, &[3, 1, 3], true);
+    assert!(marked.moving());
+    let table = marked.tables[0].keys.moving.as_deref().unwrap();
+    assert_eq!(
+        (table.shards.as_slice(), table.refuse_keyless),
+        (&[1, 3][..], true)
+    );
+    assert!(table.holds(3) && !table.holds(2));
+    assert_eq!(table.shard_list(), "1, 3");
+    // Families are held, never refused; other groups are not marked.
+    let family = marked.families[0].keys.moving.as_deref().unwrap();
+    assert!(!family.refuse_keyless);
+    assert_eq!(marked.tables[1].keys.moving, None);
+    // The shadow: moving shards on database 3 (one past the last).
+    let shadow = marked.shadow().unwrap();
+    assert_eq!(shadow.databases, 4);
+    assert_eq!(shadow.tables[0].keys.placement, [0, 3, 2, 3]);
+    assert_eq!(shadow.families[0].keys.placement, [0, 3, 2, 3]);
+    assert_eq!(shadow.tables[1].keys.placement, [0, 1, 2, 0, 1, 2]);
+    assert!(!shadow.moving());
+    // No shards: the marker is cleared.
+    assert_eq!(marked.with_moving(group, &[], false), sharding);
 }

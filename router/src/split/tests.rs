@@ -15,6 +15,7 @@ fn sharding() -> Sharding {
             data_type,
             function: ShardFunction::List(entries),
             placement: vec![0, 1],
+            moving: None,
         },
     };
     Sharding {
@@ -282,4 +283,24 @@ fn bad_parameter_keys_name_the_row() {
         let why = rows.split(&sharding(), &params).unwrap_err().to_string();
         assert!(why.contains(says), "{params:?}: {why}");
     }
+}
+
+#[test]
+fn rows_in_a_moving_logical_shard_are_reported() {
+    // `orders`' list mapping: 1, 3 -> logical shard 0; 2, -4 -> 1.
+    let group = sharding().tables[0].keys.group();
+    let moving = sharding().with_moving(group, &[1], false);
+    let touches =
+        |sql: &str, sharding: &Sharding| split_insert(sql, sharding).unwrap().touches_moving;
+    let sql = "INSERT INTO orders (user_id) VALUES (1), (2)";
+    assert!(touches(sql, &moving));
+    assert!(!touches(sql, &sharding()));
+    assert!(!touches(
+        "INSERT INTO orders (user_id) VALUES (1), (3)",
+        &moving
+    ));
+    assert!(touches(
+        "INSERT INTO orders (user_id) VALUES (3), (-4)",
+        &moving
+    ));
 }

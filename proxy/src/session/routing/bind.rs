@@ -1,6 +1,7 @@
 //! Routing a Bind on a sharded cluster: where its statement goes with its
 //! parameters, or the start of a segment that holds it (and what follows)
-//! until Sync when it goes to several shards.
+//! until Sync when it goes to several shards; before routing, the wait for
+//! a move's cutover hold of the shards it touches (`holds.rs`).
 
 use std::sync::Arc;
 
@@ -13,9 +14,10 @@ use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::protocol::frontend::BindView;
 use crate::protocol::sqlstate;
+use crate::session::holds;
 use crate::session::statements::Statement;
 use crate::session::transaction::{Placement, Target, CROSS_SHARD_TXN};
-use crate::session::Session;
+use crate::session::{End, Session};
 
 impl Session {
     /// Where a Bind of `statement` goes, or `None` when it was answered
@@ -46,10 +48,16 @@ impl Session {
         let bind_params = bind_params(bind.values());
         let params = info.params(&bind_params);
         let overrides = self.overrides(&info.overrides);
-        let routed = match info
+        let routed = info
             .entry
-            .route(&params, &overrides, self.cluster.sharding())
-        {
+            .route(&params, &overrides, self.cluster.sharding());
+        let touches = holds::touches(&routed, &info.entry.summary, self.cluster.sharding());
+        if let Some(error) = self.bind_hold_refusal(touches) {
+            self.shared.metrics.route(RouteKind::Refused);
+            self.refuse(error, false);
+            return None;
+        }
+        let routed = match routed {
             Ok(routed) => routed,
             Err(RouteError::CopyIntoSharded { .. })
                 if info.entry.summary.statements.len() == 1 && !self.plan.awaiting_server() =>
@@ -109,6 +117,44 @@ impl Session {
                 let shards = super::all_of(shards);
                 self.hold_segment(statement, unnamed, &bind.to_bind(), shards, rewritten);
                 None
+            }
+        }
+    }
+
+    /// Before a Bind is routed: while a move is under way, wait for the
+    /// cutover's hold of the shards it touches to be let go (routing it
+    /// again after each wait), then count it in flight; so that routing
+    /// it next finds it counted. `false`: it waited too long, and the
+    /// client has its error.
+    pub(in crate::session) async fn wait_bind_hold(
+        &mut self,
+        statement: &Statement,
+        bind: &BindView<'_>,
+    ) -> Result<bool, End> {
+        loop {
+            self.follow_config();
+            if !self.cluster.sharding().moving() {
+                return Ok(true);
+            }
+            let Some(info) = self.route_info(statement) else {
+                return Ok(true);
+            };
+            let bind_params = bind_params(bind.values());
+            let params = info.params(&bind_params);
+            let overrides = self.overrides(&info.overrides);
+            let routed = info
+                .entry
+                .route(&params, &overrides, self.cluster.sharding());
+            let touches = holds::touches(&routed, &info.entry.summary, self.cluster.sharding());
+            match self.pass_hold(touches).await? {
+                holds::Pass::Go => return Ok(true),
+                holds::Pass::Again => continue,
+                holds::Pass::TimedOut(error) => {
+                    self.shared.metrics.route(RouteKind::Refused);
+                    self.refuse(error, false);
+                    self.pipeline.sent_extended();
+                    return Ok(false);
+                }
             }
         }
     }

@@ -236,6 +236,10 @@ impl Session {
             }
             Err(e) => return Err(refused(&e.to_string())),
         };
+        // Counted in flight by the segment's first Bind, or refused.
+        if let Some(error) = self.bind_hold_refusal(routed.touches_moving) {
+            return Err(error);
+        }
         Ok(BindRoute::Shards(
             self.routed_to(&info.entry, &routed.route)
                 .map(|s| s.into_vec()),

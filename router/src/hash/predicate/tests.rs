@@ -13,6 +13,7 @@ fn keys(data_type: DataType, hasher: Hasher, shard_count: usize) -> KeySpace {
             shard_count,
         },
         placement: vec![0; shard_count],
+        moving: None,
     }
 }
 
