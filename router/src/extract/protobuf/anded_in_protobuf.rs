@@ -36,6 +36,16 @@ pub(super) fn anded_ins<'a>(
     }
 }
 
+/// The outer column of `sublink` if it is one of `ins`.
+pub(super) fn anded_in(
+    ins: &[(&pb::SubLink, ColumnRef)],
+    sublink: &pb::SubLink,
+) -> Option<ColumnRef> {
+    ins.iter()
+        .find(|(found, _)| std::ptr::eq(*found, sublink))
+        .map(|(_, outer)| outer.clone())
+}
+
 /// `IN` (no operator name) or `= ANY`.
 fn is_equality(oper_name: &[pb::Node]) -> bool {
     match oper_name {

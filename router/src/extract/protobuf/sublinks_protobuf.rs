@@ -10,7 +10,7 @@ use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
 use super::super::resolve::StatementTables;
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
-use super::anded_in_protobuf::{anded_ins, selected_key};
+use super::anded_in_protobuf::{anded_in, anded_ins, selected_key};
 use super::children_protobuf::{Item, Stack};
 use super::conditions_protobuf::equalities;
 use super::levels_protobuf::Levels;
@@ -90,15 +90,11 @@ fn walk<'a>(
             Item::Select(_) | Item::Other(_) => {
                 if let Item::Select(select) = item {
                     anded_ins(select, &mut ins);
-                }
-                if let Item::Select(pb::SelectStmt {
-                    with_clause: Some(with),
-                    ..
-                }) = item
-                {
-                    let at = (depth, region, cte);
-                    let (scopes, visits) = (&mut levels.scopes, &mut visits);
-                    scope = enter(with, scope, at, scopes, &mut regions, visits);
+                    if let Some(with) = &select.with_clause {
+                        let at = (depth, region, cte);
+                        let (scopes, visits) = (&mut levels.scopes, &mut visits);
+                        scope = enter(with, scope, at, scopes, &mut regions, visits);
+                    }
                 }
                 push_children(item, depth, (scope, region, cte), stack, &mut visits);
                 continue;
@@ -108,10 +104,7 @@ fn walk<'a>(
             NodeEnum::SubLink(sublink) => {
                 region = regions.new_sublink();
                 cte = None;
-                let anded_in = ins
-                    .iter()
-                    .find(|(found, _)| std::ptr::eq(*found, &**sublink))
-                    .map(|(_, outer)| outer.clone());
+                let anded_in = anded_in(&ins, sublink);
                 queries.push((inner(&sublink.subselect), depth + 1, scope, anded_in));
                 None
             }
