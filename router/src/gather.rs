@@ -58,6 +58,8 @@ mod scope;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tpch_tests;
 
 use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 use parser_ffi::ParseError;
