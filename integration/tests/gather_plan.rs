@@ -62,6 +62,8 @@ const BEYOND: &[(&str, bool)] = &[
     ("SELECT lower(name), count(*) FROM users WHERE upper(name) LIKE 'A%' OR name IS NULL GROUP BY 1", false),
     ("SELECT id FROM users WHERE created > DATE '2020-01-01' + 30 AND active IS TRUE", false),
     ("SELECT string_agg(note, ',' ORDER BY note, id) FROM orders WHERE user_id IN (SELECT id FROM users WHERE grp = 2)", true),
+    ("SELECT u.id, u.name, count(o.id) FROM users u LEFT JOIN orders o ON o.user_id = u.id GROUP BY u.id", false),
+    ("SELECT o.user_id, o.id, o.qty FROM orders o GROUP BY o.user_id, o.id HAVING o.qty > 3", false),
     ("SELECT x.id, x.n FROM users u, LATERAL (SELECT u.id, count(*) AS n FROM orders o WHERE o.user_id = u.id) x WHERE u.grp = 1", false),
 ];
 
@@ -134,8 +136,14 @@ async fn sharding(servers: &[integration::PgServer], reference: &Client) -> Shar
     let toml = sharded_config(&servers[..1], "", data::SHARDING);
     let config = Config::from_toml(&toml, USERS).unwrap();
     let mut sharding = Sharding::clone(&config.clusters["prod"].sharding);
-    let sql = "SELECT table_name, string_agg(column_name, ' ' ORDER BY ordinal_position) \
-               FROM information_schema.columns WHERE table_schema = 'public' GROUP BY 1";
+    let sql = "SELECT c.relname, \
+                 (SELECT string_agg(attname, ' ' ORDER BY attnum) FROM pg_attribute \
+                   WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped), \
+                 (SELECT string_agg(a.attname, ' ' ORDER BY k.n) FROM pg_index i, \
+                   unnest(i.indkey) WITH ORDINALITY k(attnum, n), pg_attribute a \
+                   WHERE i.indrelid = c.oid AND i.indisprimary \
+                     AND a.attrelid = c.oid AND a.attnum = k.attnum) \
+               FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'";
     let mut rows = Vec::new();
     for message in reference.simple_query(sql).await.unwrap() {
         if let SimpleQueryMessage::Row(row) = message {
@@ -143,7 +151,9 @@ async fn sharding(servers: &[integration::PgServer], reference: &Client) -> Shar
                 schema: "public".into(),
                 name: row.get(0).unwrap().to_owned(),
                 columns: row.get(1).unwrap().split(' ').map(str::to_owned).collect(),
-                primary_key: Vec::new(),
+                primary_key: row
+                    .get(2)
+                    .map_or_else(Vec::new, |k| k.split(' ').map(str::to_owned).collect()),
             }));
         }
     }
@@ -190,6 +200,9 @@ async fn run(client: &Client, plan: &GatherPlan, ordered: bool) -> Answer {
         client.batch_execute(&gather.create_sql).await.unwrap();
         let fill = format!("INSERT INTO pg_temp.{} {}", gather.temp, gather.shard_sql);
         client.batch_execute(&fill).await.unwrap();
+        if let Some(key) = &gather.key_sql {
+            client.batch_execute(key).await.unwrap();
+        }
     }
     let got = answer(client, &plan.finish_sql, ordered).await;
     client.batch_execute("ROLLBACK").await.unwrap();

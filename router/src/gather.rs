@@ -49,6 +49,11 @@
 //!    replaced by `pg_temp.pgshard_g<N>`, followed by ` AS "<name>"` when
 //!    it had no alias; nothing else changes (parameters included: the
 //!    finish takes the client's).
+//! 8. A gathered table whose primary key's columns are all gathered and
+//!    all listed by a GROUP BY gets that key on its temp table once its
+//!    rows are in (`Gather::key_sql`): Postgres lets `GROUP BY u.id` select
+//!    `u.name` only through it. Rows of one key on two shards then fail the
+//!    statement (one Postgres would have refused them), never answer it.
 
 mod exprs;
 mod leaves;
@@ -102,6 +107,9 @@ pub struct Gather {
     /// Run on the shards the router routes it to; its rows fill the temp
     /// table.
     pub shard_sql: String,
+    /// Run on the coordinator once the rows are in: the table's primary
+    /// key, when a GROUP BY relies on it (rule 8).
+    pub key_sql: Option<String>,
 }
 
 /// Why a statement is not planned for the coordinator.
@@ -202,6 +210,13 @@ fn gathers(
                     create_sql: format!(
                         "CREATE TEMP TABLE pg_temp.{temp} ON COMMIT DROP AS {shape} WITH NO DATA"
                     ),
+                    key_sql: leaf.primary_key.as_ref().map(|key| {
+                        let key: Vec<String> = key.iter().map(|k| rewrite::quoted(k)).collect();
+                        format!(
+                            "ALTER TABLE pg_temp.{temp} ADD PRIMARY KEY ({})",
+                            key.join(", ")
+                        )
+                    }),
                     temp: temp.clone(),
                     table: leaves::table_ref(table.range_var),
                     shard_sql,

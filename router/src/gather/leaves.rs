@@ -25,6 +25,10 @@ pub(super) struct Leaf {
     pub table: usize,
     /// Its columns to gather in table order, `None` for all (`*`).
     pub columns: Option<Vec<String>>,
+    /// Its primary key, when every column of it is gathered and listed by
+    /// a GROUP BY (Postgres then lets that GROUP BY select the table's
+    /// other columns: the temp table needs the key too).
+    pub primary_key: Option<Vec<String>>,
 }
 
 /// The name a column qualifier gives a table use: its alias, else its
@@ -82,8 +86,17 @@ pub(super) fn leaves(walked: &Walked<'_>, sharding: &Sharding) -> Result<Vec<Lea
             Some(known) if !table.all_columns => needed(table, known, walked),
             _ => None,
         };
+        let key = catalog.and_then(|c| c.primary_key(named.schema.as_deref(), &named.name));
+        let primary_key = key.filter(|key| {
+            !key.is_empty()
+                && key.iter().all(|k| {
+                    walked.grouped.contains(&k.as_str())
+                        && columns.as_ref().is_none_or(|c| c.contains(k))
+                })
+        });
         leaves.push(Leaf {
             table: number,
+            primary_key: primary_key.map(<[String]>::to_vec),
             columns,
         });
     }

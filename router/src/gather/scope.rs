@@ -69,6 +69,8 @@ pub(super) struct Walked<'a> {
     pub columns: Vec<ColumnUse<'a>>,
     /// Function names called anywhere (last name part).
     pub calls: Vec<&'a str>,
+    /// The names of the columns GROUP BY lists anywhere (last name part).
+    pub grouped: Vec<&'a str>,
     pub params: bool,
 }
 
@@ -174,6 +176,15 @@ impl<'a> Walk<'a> {
         }
         self.opt(&select.where_clause, level)?;
         self.exprs(&select.group_clause, level)?;
+        for item in &select.group_clause {
+            if let Some(NodeEnum::ColumnRef(column)) = item.node.as_ref() {
+                if let Some(NodeEnum::String(name)) =
+                    column.fields.last().and_then(|f| f.node.as_ref())
+                {
+                    self.found.grouped.push(name.sval.as_str());
+                }
+            }
+        }
         self.opt(&select.having_clause, level)?;
         self.exprs(&select.window_clause, level)?;
         self.exprs(&select.sort_clause, level)?;

@@ -92,7 +92,10 @@ fn sharding() -> &'static Sharding {
                     schema: "public".into(),
                     name: (*name).into(),
                     columns: columns.iter().map(|c| (*c).into()).collect(),
-                    primary_key: Vec::new(),
+                    primary_key: match *name {
+                        "users" => vec!["id".into()],
+                        _ => Vec::new(),
+                    },
                 })
             })
             .collect();
@@ -224,6 +227,23 @@ fn refusals() {
     assert!(planned("SELECT nextval('s'), id FROM users").is_ok());
     let many: Vec<String> = (0..65).map(|i| format!("SELECT id FROM users u{i} WHERE score = {i}")).collect();
     refused(&many.join(" UNION ALL "), "at most 64");
+}
+
+#[test]
+fn primary_keys_for_group_by() {
+    let key = |sql: &str| planned(sql).unwrap().gathers[0].key_sql.clone();
+    let added = Some("ALTER TABLE pg_temp.pgshard_g1 ADD PRIMARY KEY (\"id\")".to_owned());
+    assert_eq!(
+        key("SELECT u.id, u.name, count(*) FROM users u GROUP BY u.id"),
+        added
+    );
+    assert_eq!(key("SELECT id, name FROM users GROUP BY id, grp"), added);
+    assert_eq!(key("SELECT name FROM users GROUP BY name"), None);
+    assert_eq!(key("SELECT id FROM users"), None);
+    assert_eq!(
+        key("SELECT count(*) FROM lineitem GROUP BY l_orderkey"),
+        None
+    );
 }
 
 #[test]
