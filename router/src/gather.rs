@@ -36,9 +36,11 @@
 //!    [`MAX_GATHERS`] gathers.
 //! 5. Conditions the shards apply (`gather/pushdown.rs`): AND-ed parts of
 //!    the table's level's WHERE (or INNER join ON reached through preserved
-//!    sides) for a table reached through preserved sides only, whose
-//!    column references are surely its own and whose nodes are on a short
-//!    list that answers alike everywhere. They stay in the finish too.
+//!    sides) for a table reached through preserved sides only, or of the ON
+//!    of the join it is a side of when that join is INNER or it is the
+//!    nullable side of a LEFT or RIGHT join, whose column references are
+//!    surely its own and whose nodes are on a short list that answers alike
+//!    everywhere. They stay in the finish too.
 //! 6. Each gather: `SELECT <columns> FROM <table as written> [WHERE
 //!    <pushed>]` on the shards (the router routes it: a pushed key picks
 //!    one shard), into `CREATE TEMP TABLE pg_temp.pgshard_g<N> ON COMMIT

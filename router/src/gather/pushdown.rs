@@ -1,7 +1,10 @@
 //! Conditions a gather applies on the shards (rule 5 of
 //! [`crate::gather`]): an AND-ed part of the leaf's level's WHERE (or of
 //! an INNER join's ON reached through preserved sides), for a leaf reached
-//! through preserved sides only, whose every column reference is surely
+//! through preserved sides only, or of the ON of the join the leaf is a
+//! side of, when that join is INNER or the leaf its nullable side (LEFT
+//! JOIN's right: `customer LEFT JOIN orders ON c_custkey = o_custkey AND
+//! o_comment NOT LIKE ...` filters orders first), whose every column reference is surely
 //! the leaf's and whose nodes are all on a short list of what gives the
 //! same answer on a shard as on the coordinator: constants, operators,
 //! casts, AND/OR/NOT, IS [NOT] NULL, IS [NOT] TRUE..., IN lists, BETWEEN,
@@ -54,14 +57,17 @@ pub(super) fn pushable<'a>(
     walked: &Walked<'a>,
     catalog: Option<&Catalog>,
 ) -> Vec<&'a pb::Node> {
-    if !table.preserved {
-        return Vec::new();
-    }
     let level = &walked.levels[table.level];
-    level
-        .conjuncts
-        .iter()
-        .copied()
+    let mut candidates: Vec<&'a pb::Node> = Vec::new();
+    let own = table.on.iter();
+    let shared = level.conjuncts.iter().filter(|_| table.preserved);
+    for conjunct in own.chain(shared) {
+        if !candidates.iter().any(|c| std::ptr::eq(*c, *conjunct)) {
+            candidates.push(conjunct);
+        }
+    }
+    candidates
+        .into_iter()
         .filter(|conjunct| {
             let mut columns = 0;
             let ours = |column: &pb::ColumnRef| {

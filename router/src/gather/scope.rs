@@ -51,6 +51,10 @@ pub(super) struct TableUse<'a> {
     pub sampled: bool,
     /// The names of the USING lists of the joins it is under.
     pub using: Vec<&'a str>,
+    /// The AND-ed parts of the ON of the join it is a side of, when that
+    /// join is INNER or it is the join's nullable side (LEFT's right, RIGHT's
+    /// left): filtering it first is the same join.
+    pub on: Vec<&'a pb::Node>,
 }
 
 /// A column reference and the level it is written at.
@@ -266,12 +270,31 @@ impl<'a> Walk<'a> {
             self.found.levels[level].items.push(Item::Other);
         }
         let natural = path.natural || join.is_natural;
-        for (side, preserved) in [(&join.larg, left), (&join.rarg, right)] {
+        let on: Vec<&'a pb::Node> = join.quals.as_deref().map(and_split).unwrap_or_default();
+        let filters = |nullable: bool| match join.jointype() {
+            pb::JoinType::JoinInner => on.clone(),
+            pb::JoinType::JoinLeft | pb::JoinType::JoinRight if nullable => on.clone(),
+            _ => Vec::new(),
+        };
+        let sides = [
+            (
+                &join.larg,
+                left,
+                filters(join.jointype() == pb::JoinType::JoinRight),
+            ),
+            (
+                &join.rarg,
+                right,
+                filters(join.jointype() == pb::JoinType::JoinLeft),
+            ),
+        ];
+        for (side, preserved, on) in sides {
             if let Some(side) = side {
                 let path = FromPath {
                     preserved,
                     natural,
                     using: using.clone(),
+                    on,
                 };
                 self.item(side, level, path)?;
             }
@@ -303,6 +326,7 @@ impl<'a> Walk<'a> {
             all_columns: path.natural || renames,
             sampled,
             using: path.using,
+            on: path.on,
         });
     }
 
@@ -373,6 +397,8 @@ struct FromPath<'a> {
     preserved: bool,
     natural: bool,
     using: Vec<&'a str>,
+    /// The ON parts that filter the item when it is a table.
+    on: Vec<&'a pb::Node>,
 }
 
 impl Default for FromPath<'_> {
@@ -381,6 +407,7 @@ impl Default for FromPath<'_> {
             preserved: true,
             natural: false,
             using: Vec::new(),
+            on: Vec::new(),
         }
     }
 }
