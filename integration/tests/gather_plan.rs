@@ -67,6 +67,8 @@ const BEYOND: &[(&str, bool)] = &[
     ("SELECT u.id, o.id FROM users u FULL JOIN orders o ON o.user_id = u.id AND o.qty > 5 AND u.score > 50", false),
     ("SELECT u.id, u.name, count(o.id) FROM users u LEFT JOIN orders o ON o.user_id = u.id GROUP BY u.id", false),
     ("SELECT o.user_id, o.id, o.qty FROM orders o GROUP BY o.user_id, o.id HAVING o.qty > 3", false),
+    ("SELECT j.name, j.qty FROM (users u JOIN orders o ON o.user_id = u.id) AS j WHERE j.qty > 3", false),
+    ("SELECT j.user_id, j.score FROM users u JOIN orders o USING (id) AS j", false),
     ("SELECT x.id, x.n FROM users u, LATERAL (SELECT u.id, count(*) AS n FROM orders o WHERE o.user_id = u.id) x WHERE u.grp = 1", false),
 ];
 

@@ -144,6 +144,8 @@ fn refuse_references(
 /// The columns of `table` (whose columns are `known`) that some reference
 /// may mean, in table order; `None` for all of them: a `*` at its level, a
 /// `q.*` naming it, a column it does not have named through its qualifier.
+/// A column named through any other qualifier counts as unqualified (a
+/// join's alias passes the table's columns through).
 /// At least one column, so that its rows are rows.
 fn needed(table: &TableUse<'_>, known: &[String], walked: &Walked<'_>) -> Option<Vec<String>> {
     let name = qualifier(table.range_var);
@@ -160,7 +162,9 @@ fn needed(table: &TableUse<'_>, known: &[String], walked: &Walked<'_>) -> Option
             [None] if column.level == table.level => return None,
             [Some(q), None] if *q == name => return None,
             [Some(q), Some(last)] if *q == name && !want(last) => return None,
-            [Some(last)] => {
+            // Unqualified, or through another name (a join's alias, another
+            // level's item): kept when it has the column.
+            [Some(last)] | [Some(_), Some(last)] => {
                 want(last);
             }
             _ => {}

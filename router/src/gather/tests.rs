@@ -150,6 +150,7 @@ fn leaves_and_columns() {
     check("SELECT count(*) FROM ONLY lineitem", &["SELECT l_orderkey FROM ONLY lineitem"], "SELECT count(*) FROM ONLY pg_temp.pgshard_g1 AS \"lineitem\"");
     check("SELECT count(*) FROM lineitem *", &["SELECT l_orderkey FROM lineitem"], "SELECT count(*) FROM pg_temp.pgshard_g1 * AS \"lineitem\"");
     check("SELECT count(*) FROM \"lineitem\"", &["SELECT l_orderkey FROM lineitem"], "SELECT count(*) FROM pg_temp.pgshard_g1 AS \"lineitem\"");
+    check("SELECT j.score FROM (users JOIN lineitem ON l_orderkey = id) AS j", &["SELECT id, score FROM users", "SELECT l_orderkey FROM lineitem"], "SELECT j.score FROM (pg_temp.pgshard_g1 AS \"users\" JOIN pg_temp.pgshard_g2 AS \"lineitem\" ON l_orderkey = id) AS j");
     // Omnisharded and catalog tables are read in place; CTEs are no tables.
     check("SELECT p_name FROM part", &[], "SELECT p_name FROM part");
     check("WITH lineitem AS (SELECT 1 AS x) SELECT x FROM lineitem", &[], "WITH lineitem AS (SELECT 1 AS x) SELECT x FROM lineitem");
