@@ -56,6 +56,12 @@
 //!    rows are in (`Gather::key_sql`): Postgres lets `GROUP BY u.id` select
 //!    `u.name` only through it. Rows of one key on two shards then fail the
 //!    statement (one Postgres would have refused them), never answer it.
+//!
+//! The caller routes the statement first: what rules 1-3 and 15 of
+//! [`crate::route`] decide (overrides, one database, functions, DO blocks,
+//! triggers and sequences that reach sharded tables) never comes here, so
+//! a function the statement calls runs on the coordinator over its own
+//! database only when routing found it reaches no sharded table.
 
 mod exprs;
 mod leaves;
