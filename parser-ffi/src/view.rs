@@ -45,6 +45,12 @@ impl<'a> Node<'a> {
         Node(unsafe { &*(node as *const T).cast::<raw::Node>() })
     }
 
+    /// Whether `self` and `other` are the same node of the tree (not two
+    /// equal ones).
+    pub fn is(self, other: Node<'_>) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+
     /// The node's tag (`T_SelectStmt`, ...), as libpg_query numbers it.
     pub fn tag(self) -> u32 {
         self.0.type_

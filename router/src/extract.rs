@@ -145,14 +145,23 @@
 //!     of every type (and a TABLESAMPLE's relation), and the `col = col`
 //!     A_Exprs (operator `=`, both sides columns as for conditions) met
 //!     through ANDs only in its WHERE and in the quals of INNER joins
-//!     reached through preserved sides (as for conditions).
+//!     reached through preserved sides (as for conditions); and, when the
+//!     SubLink is `col IN (SELECT ...)` or `col = ANY (SELECT ...)` (a
+//!     column on the left) met through ANDs only in the WHERE of a
+//!     SelectStmt, and its query selects one column (a ResTarget that is a
+//!     ColumnRef), has no LIMIT, OFFSET, DISTINCT ON or WINDOW, and either
+//!     no GROUP BY and no HAVING or a GROUP BY without grouping sets that
+//!     lists that same ColumnRef: **in_key**, that column and the one on
+//!     the left (each outer row meets only inner rows, whole groups of
+//!     them, holding its own value).
 //!
 //!   **tables_outside**: the region outside sublinks. **other_names**:
 //!   RangeSubselect, RangeFunction, RangeTableFunc (default `xmltable`),
 //!   JsonTable (default `json_table`) and JoinExpr aliases (and a join's
 //!   USING alias), the alias (else the name) of each CTE reference, and for
 //!   a RangeFunction without an alias the last name part of each FuncCall
-//!   it calls; any other function there sets **unnamed_item**. All lists are
+//!   it calls; any other function there, and a RangeSubselect without an
+//!   alias (Postgres 16+), sets **unnamed_item**. All lists are
 //!   sorted and deduplicated (sublinks too); tables named like a CTE of the
 //!   statement are dropped, as from `tables`.
 //! - **joins** ([`crate::summary::Joins`]): `None` unless the statement has

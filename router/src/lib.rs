@@ -31,6 +31,7 @@ pub mod config;
 pub mod copy;
 pub mod create_as;
 pub mod extract;
+pub mod gather;
 pub mod hash;
 pub mod key_move;
 pub mod merge;

@@ -103,7 +103,23 @@
 //!       function's, join's or CTE reference's name), and only tables keyed
 //!       in that key space; a statement with a function in FROM whose name
 //!       cannot be told (`FROM coalesce(...)` without an alias) has no
-//!       correlations. Family tables in the sublink place it anyway; or
+//!       correlations. An unqualified outer column (`WHERE l_orderkey =
+//!       o_orderkey`, TPC-H Q4) is resolved as Postgres does, innermost
+//!       level first, through the catalog's columns ([`crate::catalog`]):
+//!       when the statement has no FROM item but tables (and unnamed
+//!       joins), the catalog knows every table it names, and no table of
+//!       the sublink's own FROM has the column, the tables that have it
+//!       must all be keyed by it in that key space; otherwise (no catalog, a
+//!       table it does not know) it is no correlation. `key IN (SELECT key
+//!       FROM ... [GROUP BY key, ...] [HAVING ...])` (or `= ANY`) AND-ed
+//!       into a SELECT's WHERE, selecting the key alone, without LIMIT,
+//!       OFFSET, DISTINCT ON, windows or grouping sets (TPC-H Q18), counts
+//!       as the equality of the two keys: each outer row meets only the
+//!       inner rows, whole groups of them, of its own key (`NOT IN`, under
+//!       OR or NOT, or in UPDATE/DELETE: not yet). Its left side is read
+//!       at the level around the sublink: the sublink's own FROM does not
+//!       hide it, and tables named only inside the sublink are not what it
+//!       can mean. Family tables in the sublink place it anyway; or
 //!     - **placed**: its conditions (rule 5, over its own levels) and family
 //!       tables restrict it to exactly one database `d`, and the statement
 //!       runs on `d` alone: its own levels (outside sublinks, CTE bodies

@@ -1128,12 +1128,14 @@ fn sublink(tables: &[&str], conditions: Vec<Condition>) -> Sublink {
         conditions,
         from_tables: Vec::new(),
         equalities: Vec::new(),
+        in_key: None,
     }
 }
 
 trait OwnLevel {
     fn from(self, tables: &[&str]) -> Self;
     fn equal(self, a: &str, b: &str) -> Self;
+    fn in_key(self, inner: &str, outer: &str) -> Self;
 }
 
 impl OwnLevel for Sublink {
@@ -1144,6 +1146,10 @@ impl OwnLevel for Sublink {
     fn equal(mut self, a: &str, b: &str) -> Self {
         let (a, b) = (col(a), col(b));
         self.equalities.push(if a <= b { (a, b) } else { (b, a) });
+        self
+    }
+    fn in_key(mut self, inner: &str, outer: &str) -> Self {
+        self.in_key = Some((col(inner), col(outer)));
         self
     }
 }
@@ -1224,7 +1230,7 @@ fn sublink_facts() {
             named(
                 sublinks(
                     &["t"],
-                    vec![sublink(&["u", "v"], vec![eq("u.k", int(3, 65))])],
+                    vec![sublink(&["u", "v"], vec![eq("u.k", int(3, 65))]).in_key("s.k", "k")],
                 ),
                 &["c", "s"],
                 false,
@@ -1241,7 +1247,7 @@ fn sublink_facts() {
             named(
                 sublinks(
                     &["t", "w", "u"],
-                    vec![sublink(&["t", "w"], vec![eq("t.k", int(1, 37))])],
+                    vec![sublink(&["t", "w"], vec![eq("t.k", int(1, 37))]).in_key("id", "id")],
                 ),
                 &["a", "b"],
                 false,
@@ -1253,7 +1259,7 @@ fn sublink_facts() {
         with(
             select().tables(&["t", "u"]),
             named(
-                sublinks(&["t", "u"], vec![sublink(&["t"], vec![])]),
+                sublinks(&["t", "u"], vec![sublink(&["t"], vec![]).in_key("n", "x")]),
                 &["r"],
                 false,
             ),
@@ -1290,6 +1296,48 @@ fn sublink_facts() {
             ),
         ),
     );
+    // `column IN (SELECT column ...)` AND-ed into a SELECT's WHERE: its
+    // in_key (inner, outer), when its query selects one plain
+    // column, grouped by it if grouped, without LIMIT, OFFSET, DISTINCT ON
+    // or windows.
+    for sql in [
+        "SELECT * FROM t WHERE a = 1 AND t.k IN (SELECT u.k FROM u GROUP BY u.k, v HAVING count(*) > 1)",
+        "SELECT * FROM t WHERE t.k = ANY (SELECT DISTINCT u.k FROM u WHERE u.v = 2)",
+        "SELECT * FROM t WHERE (t.k IN (SELECT u.k FROM u) AND b) AND c",
+    ] {
+        let facts = same_in_both(sql).statements[0].sublinks.clone();
+        let in_key = facts.and_then(|f| f.subqueries[0].in_key.clone());
+        assert_eq!(in_key, Some((col("u.k"), col("t.k"))), "{sql}");
+    }
+    for sql in [
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k FROM u LIMIT 3)",
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k FROM u OFFSET 3)",
+        "SELECT * FROM t WHERE t.k IN (SELECT DISTINCT ON (v) u.k FROM u)",
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k FROM u WINDOW w AS ())",
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k FROM u HAVING true)",
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k FROM u GROUP BY v)",
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k FROM u GROUP BY CUBE (u.k))",
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k, 1 FROM u)",
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k + 1 FROM u)",
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k FROM u UNION SELECT 1)",
+        "SELECT * FROM t WHERE t.k + 1 IN (SELECT u.k FROM u)",
+        "SELECT * FROM t WHERE t.k NOT IN (SELECT u.k FROM u)",
+        "SELECT * FROM t WHERE t.k IN (SELECT u.k FROM u) OR a",
+        "SELECT * FROM t WHERE t.k > ANY (SELECT u.k FROM u)",
+        "SELECT t.k IN (SELECT u.k FROM u) FROM t",
+        "SELECT * FROM t JOIN w ON t.k IN (SELECT u.k FROM u)",
+        "DELETE FROM t WHERE t.k IN (SELECT u.k FROM u)",
+    ] {
+        let facts = same_in_both(sql).statements[0].sublinks.clone();
+        let in_key = facts.map(|f| f.subqueries[0].in_key.clone());
+        assert_eq!(in_key, Some(None), "{sql}");
+    }
+    // A FROM subquery without a name (Postgres 16+) goes by none.
+    let facts = same_in_both("SELECT * FROM t, (SELECT 1) WHERE EXISTS (SELECT 1 FROM u)");
+    assert!(facts.statements[0]
+        .sublinks
+        .as_ref()
+        .is_some_and(|f| f.unnamed_item));
     // A set operation has no own level to correlate.
     check(
         "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.k UNION SELECT 1 FROM v WHERE v.k = 2)",

@@ -152,13 +152,66 @@ database = "CLUSTER"
 schema = "log"
 name_prefix = "part_"
 
+[[sharded_tables]]
+database = "CLUSTER"
+name = "lineitem"
+column = "l_orderkey"
+data_type = "bigint"
+
+[[sharded_tables]]
+database = "CLUSTER"
+name = "torders"
+column = "o_orderkey"
+data_type = "bigint"
+
 [[omnisharded_tables]]
 database = "CLUSTER"
-tables = ["countries", "ref.currencies"]
+tables = ["countries", "ref.currencies", "customer"]
 "#;
 
+/// The columns `cat` knows (TPC-H's `lineitem` and `orders`, the latter as
+/// `torders`); `countries` and `accounts` are left out on purpose.
+const CATALOG: &[(&str, &[&str])] = &[
+    (
+        "lineitem",
+        &[
+            "l_orderkey",
+            "l_partkey",
+            "l_quantity",
+            "l_commitdate",
+            "l_receiptdate",
+        ],
+    ),
+    (
+        "torders",
+        &[
+            "o_orderkey",
+            "o_custkey",
+            "o_orderdate",
+            "o_orderpriority",
+            "o_totalprice",
+        ],
+    ),
+    ("customer", &["c_custkey", "c_name"]),
+    ("users", &["id", "name", "grp", "score"]),
+    ("orders", &["tenant_id", "id", "amount", "country"]),
+    ("order_items", &["tenant_id", "order_id", "amount"]),
+];
+
+fn catalog() -> router::catalog::Catalog {
+    router::catalog::Catalog::from_rows(CATALOG.iter().map(|(name, columns)| {
+        router::catalog::CatalogRow::Table(router::catalog::Table {
+            schema: "public".into(),
+            name: (*name).into(),
+            columns: columns.iter().map(|c| (*c).into()).collect(),
+            primary_key: Vec::new(),
+        })
+    }))
+}
+
 /// `prod`: 2 databases. `big`: 4 databases (citus placement default). `strict`:
-/// 2 databases with `cross_shard_disabled`. `solo`: 1 database.
+/// 2 databases with `cross_shard_disabled`. `solo`: 1 database. `cat`: `prod`
+/// with a catalog of [`CATALOG`]'s tables.
 fn clusters() -> &'static BTreeMap<String, Sharding> {
     static CLUSTERS: OnceLock<BTreeMap<String, Sharding>> = OnceLock::new();
     CLUSTERS.get_or_init(|| {
@@ -189,6 +242,9 @@ fn clusters() -> &'static BTreeMap<String, Sharding> {
             assert_eq!(sharding.databases, databases);
             out.insert(name.to_owned(), sharding);
         }
+        let mut cat = out["prod"].clone();
+        cat.catalog = Some(std::sync::Arc::new(catalog()));
+        out.insert("cat".to_owned(), cat);
         out
     })
 }

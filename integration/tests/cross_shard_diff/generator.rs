@@ -33,6 +33,12 @@ pub enum Category {
     /// A table `made` (sharded like `users`) created from a query (CREATE
     /// TABLE AS, SELECT INTO, a materialized view), then read.
     CreateAs,
+    /// Subqueries correlated on the sharding key that rule 12 answers: the
+    /// outer column unqualified (resolved through the catalog's columns,
+    /// TPC-H Q4's shape) and `key IN (SELECT key ... GROUP BY key ...)`
+    /// (Q18's). Rule 12 must route these: its refusal counts as wrong (the
+    /// merge may still refuse, as for any fan-out).
+    Correlated,
     /// Window functions, set operations, subqueries and joins off the key:
     /// a fan-out can answer only some (co-located subqueries); pgshard may
     /// refuse the rest.
@@ -59,6 +65,7 @@ impl Category {
             Category::JoinAggregate => "join + aggregate",
             Category::Derived => "subquery columns",
             Category::CreateAs => "create table as",
+            Category::Correlated => "correlated on the key",
             Category::Beyond => "beyond merging",
             Category::View => "through a view",
             Category::Function => "in a function",
@@ -167,8 +174,9 @@ impl Generator {
             30..=44 => self.aggregate(source),
             45..=71 => self.grouped(source),
             72..=85 => self.distinct(source),
-            86..=89 => self.derived(),
-            90..=94 => self.create_as(),
+            86..=88 => self.derived(),
+            89..=91 => self.correlated(),
+            92..=95 => self.create_as(),
             _ => self.beyond(),
         }
     }
@@ -606,6 +614,19 @@ impl Generator {
 }
 
 impl Generator {
+    /// A statement of [`Category::Correlated`].
+    fn correlated(&mut self) -> Case {
+        let (sql, ordered) = CORRELATED
+            .choose(&mut self.rng)
+            .copied()
+            .unwrap_or_default();
+        let sql = sql
+            .replace("$g", &mark(self.number(0..8)))
+            .replace("$s", &mark(self.number(0..101)))
+            .replace("$q", &mark(self.number(1..10)));
+        Case::new(Category::Correlated, sql, ordered)
+    }
+
     /// A statement of [`Category::Derived`]: `$k` becomes a user id.
     fn derived(&mut self) -> Case {
         let (sql, ordered) = DERIVED.choose(&mut self.rng).copied().unwrap_or_default();
@@ -707,6 +728,22 @@ const DERIVED: &[(&str, bool)] = &[
     ("SELECT count(*) FROM generate_series(1, 3) AS s (id), users u WHERE s.id = $g", true),
     ("SELECT count(*) FROM (SELECT id AS grp, grp AS id FROM users) s JOIN teams t USING (grp) WHERE id = $g", true),
     ("SELECT count(*) FROM (SELECT grp AS id FROM users) s, LATERAL (SELECT * FROM teams WHERE teams.grp = s.id) t WHERE s.id = $g", true),
+];
+
+/// Statements of [`Category::Correlated`] and whether their order is total;
+/// `$g`, `$s` and `$q` become a group, a score and a quantity. `orders`
+/// has `id` too, `users` no `user_id`.
+const CORRELATED: &[(&str, bool)] = &[
+    ("SELECT qty, count(*) FROM orders WHERE EXISTS (SELECT 1 FROM users WHERE id = user_id AND score > $s) GROUP BY qty ORDER BY qty", true),
+    ("SELECT count(*) FROM orders WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = user_id AND u.grp = $g)", true),
+    ("SELECT id, qty FROM orders WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = user_id AND active)", false),
+    ("SELECT o.id, (SELECT name FROM users WHERE id = user_id) AS name FROM orders o WHERE qty > $q", false),
+    ("SELECT id, name FROM users WHERE id IN (SELECT user_id FROM orders GROUP BY user_id HAVING sum(qty) > $q)", false),
+    ("SELECT count(*) FROM users u WHERE u.id IN (SELECT o.user_id FROM orders o WHERE o.qty > $q)", true),
+    ("SELECT user_id, id FROM orders WHERE user_id = ANY (SELECT id FROM users WHERE score > $s)", false),
+    ("SELECT grp, count(*) FROM users WHERE score > $s AND id IN (SELECT DISTINCT user_id FROM orders WHERE note = 'gift') GROUP BY grp", false),
+    ("SELECT u.name, o.id, sum(o.qty) FROM users u JOIN orders o ON o.user_id = u.id WHERE u.id IN (SELECT user_id FROM orders GROUP BY user_id HAVING count(*) > $q) GROUP BY u.name, o.id", false),
+    ("SELECT id FROM users WHERE users.id IN (SELECT user_id FROM orders GROUP BY user_id, qty HAVING count(*) > 1) AND EXISTS (SELECT 1 FROM orders o WHERE o.user_id = users.id)", false),
 ];
 
 /// Statements of [`Category::Beyond`] and whether their order is total;

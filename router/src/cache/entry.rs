@@ -288,7 +288,9 @@ fn summary_bytes(summary: &Summary) -> usize {
                 bytes += size_of::<crate::summary::Sublink>();
                 bytes += sublink.tables.iter().map(table_bytes).sum::<usize>();
                 bytes += sublink.from_tables.iter().map(table_bytes).sum::<usize>();
-                bytes += sublink.equalities.len() * 2 * size_of::<crate::summary::ColumnRef>();
+                bytes += (sublink.equalities.len() + usize::from(sublink.in_key.is_some()))
+                    * 2
+                    * size_of::<crate::summary::ColumnRef>();
             }
         }
         stack.extend(stmt.all_conditions());

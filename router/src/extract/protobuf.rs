@@ -19,6 +19,7 @@
 
 use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
+mod anded_in_protobuf;
 mod children_protobuf;
 mod conditions_protobuf;
 mod ctes_protobuf;

@@ -28,12 +28,13 @@ pub(super) struct Regions {
     unnamed_item: bool,
 }
 
-/// A sublink's own level, read by an engine: see [`Sublink::from_tables`]
-/// and [`Sublink::equalities`].
+/// A sublink's own level, read by an engine: see [`Sublink::from_tables`],
+/// [`Sublink::equalities`] and [`Sublink::in_key`].
 #[derive(Default)]
 pub(super) struct OwnLevel {
     pub from_tables: Vec<TableRef>,
     pub equalities: Vec<(ColumnRef, ColumnRef)>,
+    pub in_key: Option<(ColumnRef, ColumnRef)>,
 }
 
 impl OwnLevel {
@@ -144,6 +145,7 @@ impl Regions {
             let OwnLevel {
                 mut from_tables,
                 equalities,
+                in_key,
             } = own;
             from_tables.retain(not_cte);
             subqueries.push(Sublink {
@@ -152,6 +154,7 @@ impl Regions {
                 conditions,
                 from_tables,
                 equalities,
+                in_key,
             });
         }
         let mut tables_outside = std::mem::take(&mut self.tables[OUTSIDE]);

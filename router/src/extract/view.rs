@@ -28,6 +28,7 @@
 use parser_ffi::view::Node;
 use parser_ffi::ParseTree;
 
+mod anded_in_view;
 mod conditions_view;
 mod ctes_view;
 mod joins_view;

@@ -8,7 +8,7 @@
 //! [`database`] says, per execution, which database the placed ones need.
 
 use crate::sharding::{KeySpace, Sharding};
-use crate::summary::{ColumnRef, StatementSummary, Sublink, Sublinks};
+use crate::summary::{ColumnRef, StatementSummary, Sublink, Sublinks, TableRef};
 
 use super::facts::table_facts;
 use super::keys::{restrict, Compiled, Keys, Restriction};
@@ -148,67 +148,135 @@ pub(super) fn database<'p>(
 }
 
 /// Whether some equality of `sublink`'s own level correlates it with an
-/// enclosing query on a co-located sharding key (either way round).
+/// enclosing query on a co-located sharding key (either way round), or its
+/// IN does ([`Sublink::in_key`]).
 fn correlated(
     sublink: &Sublink,
     sublinks: &Sublinks,
     stmt: &StatementSummary,
     sharding: &Sharding,
 ) -> bool {
+    let around = Around {
+        sublink,
+        sublinks,
+        stmt,
+        sharding,
+    };
     !sublinks.unnamed_item
-        && sublink.equalities.iter().any(|(a, b)| {
-            correlates(a, b, sublink, sublinks, stmt, sharding)
-                || correlates(b, a, sublink, sublinks, stmt, sharding)
-        })
+        && (sublink.equalities.iter().any(|(a, b)| {
+            around.correlates(a, b, Read::Inside) || around.correlates(b, a, Read::Inside)
+        }) || sublink
+            .in_key
+            .as_ref()
+            .is_some_and(|(inner, outer)| around.correlates(inner, outer, Read::Around)))
 }
 
-/// `inner = outer` where `inner` is the sharding key of a table of the
-/// sublink's own FROM and `outer` the sharding key, in the same key space,
-/// of every table outside it that its qualifier can name. The qualifier
-/// must name no item of the sublink's own FROM and no FROM item other than
-/// a table anywhere in the statement: then whatever Postgres resolves it
-/// to is one of those tables.
-fn correlates(
-    inner: &ColumnRef,
-    outer: &ColumnRef,
-    sublink: &Sublink,
-    sublinks: &Sublinks,
-    stmt: &StatementSummary,
-    sharding: &Sharding,
-) -> bool {
-    let Some(qualifier) = outer.table.as_deref() else {
-        return false;
-    };
-    if sublink.from_tables.iter().any(|t| named(t, qualifier))
-        || sublinks
-            .other_names
-            .binary_search_by(|name| name.as_str().cmp(qualifier))
-            .is_ok()
-    {
-        return false;
+/// A sublink and what is around it.
+struct Around<'a> {
+    sublink: &'a Sublink,
+    sublinks: &'a Sublinks,
+    stmt: &'a StatementSummary,
+    sharding: &'a Sharding,
+}
+
+/// Where an outer column is written: inside the sublink (an equality of
+/// its own level) or at the level around it (the left side of its IN).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Inside,
+    Around,
+}
+
+impl<'a> Around<'a> {
+    /// `inner = outer` where `inner` is the sharding key of a table of the
+    /// sublink's own FROM and `outer` the sharding key, in the same key
+    /// space, of every table outside it that `outer` can mean
+    /// ([`Around::outer_tables`]).
+    fn correlates(&self, inner: &ColumnRef, outer: &ColumnRef, read: Read) -> bool {
+        // The inner column: of the table its qualifier names in the
+        // sublink's own FROM, or, unqualified, of any table there keyed by
+        // it (a table has its key column, so Postgres resolves the name at
+        // this level).
+        let inner_tables = self
+            .sublink
+            .from_tables
+            .iter()
+            .filter(|t| inner.table.as_deref().is_none_or(|q| named(t, q)));
+        let spaces: Vec<&KeySpace> = inner_tables
+            .flat_map(|t| key_spaces(t, &inner.column, self.sharding))
+            .collect();
+        if spaces.is_empty() {
+            return false;
+        }
+        let Some(outer_tables) = self.outer_tables(outer, read) else {
+            return false;
+        };
+        !outer_tables.is_empty()
+            && outer_tables.iter().all(|t| {
+                key_spaces(t, &outer.column, self.sharding)
+                    .iter()
+                    .any(|space| spaces.contains(space))
+            })
     }
-    // The inner column: of the table its qualifier names in the sublink's
-    // own FROM, or, unqualified, of any table there keyed by it (a table
-    // has its key column, so Postgres resolves the name at this level).
-    let inner_tables = sublink
-        .from_tables
-        .iter()
-        .filter(|t| inner.table.as_deref().is_none_or(|q| named(t, q)));
-    let spaces: Vec<&KeySpace> = inner_tables
-        .flat_map(|t| key_spaces(t, &inner.column, sharding))
-        .collect();
-    if spaces.is_empty() {
-        return false;
+
+    /// The tables of the statement an outer column can mean, or `None` when
+    /// that cannot be told. Qualified: the tables its qualifier names,
+    /// which must name no FROM item other than a table anywhere in the
+    /// statement, nor, read inside, an item of the sublink's own FROM (then
+    /// whatever Postgres resolves it to is one of those tables).
+    /// Unqualified: Postgres takes the innermost level with an item that has
+    /// the column, so when every FROM item of the statement is a table and
+    /// the catalog knows every table it names, the tables that have the
+    /// column, provided, read inside, that none of the sublink's own FROM
+    /// does. Read around, tables named only inside the sublink are left out.
+    fn outer_tables(&self, outer: &ColumnRef, read: Read) -> Option<Vec<&'a TableRef>> {
+        let (sublink, sublinks) = (self.sublink, self.sublinks);
+        let candidates = self
+            .stmt
+            .tables
+            .iter()
+            .filter(move |t| read == Read::Inside || self.outside(t));
+        let Some(qualifier) = outer.table.as_deref() else {
+            let catalog = self.sharding.catalog.as_deref()?;
+            if !sublinks.other_names.is_empty() {
+                return None;
+            }
+            let has_column = |table: &TableRef| {
+                catalog
+                    .columns(table.schema.as_deref(), &table.name)
+                    .map(|columns| columns.contains(&outer.column))
+            };
+            for table in &self.stmt.tables {
+                has_column(table)?;
+            }
+            if read == Read::Inside {
+                for table in &sublink.from_tables {
+                    if has_column(table)? {
+                        return None;
+                    }
+                }
+            }
+            return Some(candidates.filter(|t| has_column(t) == Some(true)).collect());
+        };
+        if (read == Read::Inside && sublink.from_tables.iter().any(|t| named(t, qualifier)))
+            || sublinks
+                .other_names
+                .binary_search_by(|name| name.as_str().cmp(qualifier))
+                .is_ok()
+        {
+            return None;
+        }
+        Some(candidates.filter(|t| named(t, qualifier)).collect())
     }
-    let mut outer_tables = stmt
-        .tables
-        .iter()
-        .filter(|t| named(t, qualifier))
-        .peekable();
-    outer_tables.peek().is_some()
-        && outer_tables.all(|t| {
-            key_spaces(t, &outer.column, sharding)
+
+    /// Whether `table` is named somewhere outside the sublink's own region:
+    /// outside sublinks or in another sublink.
+    fn outside(&self, table: &TableRef) -> bool {
+        self.sublinks.tables_outside.contains(table)
+            || self
+                .sublinks
+                .subqueries
                 .iter()
-                .any(|space| spaces.contains(space))
-        })
+                .any(|other| !std::ptr::eq(other, self.sublink) && other.tables.contains(table))
+    }
 }

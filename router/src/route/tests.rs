@@ -773,6 +773,7 @@ fn with_sublinks(
             conditions,
             from_tables: tables,
             equalities: Vec::new(),
+            in_key: None,
         });
     }
     outer.sublinks = Some(Box::new(Sublinks {

@@ -60,6 +60,11 @@ pub struct Sublink {
     /// where it may be correlated with an enclosing query. Empty unless its
     /// query is a plain SELECT.
     pub equalities: Vec<(ColumnRef, ColumnRef)>,
+    /// `outer IN (SELECT inner ...)` AND-ed into a SELECT's WHERE, when its
+    /// query's shape lets each outer row meet only inner rows (whole groups
+    /// of them) holding its own value: `(inner, outer)`, `outer` resolved
+    /// from the level around the sublink. See [`crate::extract`].
+    pub in_key: Option<(ColumnRef, ColumnRef)>,
 }
 
 impl Sublinks {

@@ -149,3 +149,96 @@ fn keyless_sublinks() {
     // Schema changes keep their routing: a view's sublink runs later, where the view is read.
     c.check("CREATE VIEW big_orders AS SELECT * FROM orders WHERE amount > (SELECT avg(amount) FROM orders)", &[], "w all");
 }
+
+/// TPC-H Q4's shape: an EXISTS correlated on the key with the outer column
+/// unqualified. Postgres resolves an unqualified column at the innermost
+/// level with an item that has it, so the catalog's columns tell which
+/// table it is; without a catalog, or with a table it does not know, it
+/// stays refused.
+#[test]
+#[rustfmt::skip]
+fn unqualified_outer_columns_through_the_catalog() {
+    let q4 = "SELECT o_orderpriority, count(*) FROM torders WHERE o_orderdate >= DATE '1993-07-01' AND EXISTS (SELECT * FROM lineitem WHERE l_orderkey = o_orderkey AND l_commitdate < l_receiptdate) GROUP BY o_orderpriority";
+    let c = on("cat");
+    c.check(q4, &[], "all");
+    c.check("SELECT * FROM torders WHERE EXISTS (SELECT 1 FROM lineitem WHERE o_orderkey = lineitem.l_orderkey)", &[], "all");
+    c.check("SELECT * FROM torders WHERE o_orderkey = 3 AND EXISTS (SELECT 1 FROM lineitem WHERE l_orderkey = o_orderkey)", &[], "1");
+    c.check("SELECT * FROM torders JOIN customer ON c_custkey = o_custkey WHERE EXISTS (SELECT 1 FROM lineitem WHERE l_orderkey = o_orderkey)", &[], "all");
+    c.check("SELECT * FROM torders WHERE EXISTS (SELECT 1 FROM customer WHERE c_custkey = o_custkey AND EXISTS (SELECT 1 FROM lineitem WHERE l_orderkey = o_orderkey))", &[], "all");
+    // users.id and orders.tenant_id are co-located keys (bigint, one placement).
+    c.check("SELECT * FROM orders WHERE EXISTS (SELECT 1 FROM users WHERE users.id = tenant_id)", &[], "all");
+    c.check("SELECT * FROM orders WHERE EXISTS (SELECT 1 FROM users WHERE users.id = amount)", &[], "err: without its sharding key");
+    // Without a catalog: refused as before.
+    prod().check(q4, &[], "err: a subquery reads lineitem, which is sharded, without its sharding key");
+    // Refusals that stay: the column is not the outer table's key, not any
+    // table's, or the sublink's own table has it (then it is no outer column).
+    c.check("SELECT * FROM torders WHERE EXISTS (SELECT 1 FROM lineitem WHERE l_orderkey = o_custkey)", &[], "err: without its sharding key");
+    c.check("SELECT * FROM torders WHERE EXISTS (SELECT 1 FROM lineitem WHERE l_orderkey = o_nothing)", &[], "err: without its sharding key");
+    c.check("SELECT * FROM orders WHERE EXISTS (SELECT 1 FROM order_items WHERE order_items.tenant_id = tenant_id)", &[], "err: without its sharding key");
+    // A table the catalog does not know could have the column.
+    c.check("SELECT * FROM torders, countries WHERE EXISTS (SELECT 1 FROM lineitem WHERE l_orderkey = o_orderkey)", &[], "err: without its sharding key");
+    c.check("SELECT * FROM torders WHERE EXISTS (SELECT 1 FROM lineitem, countries WHERE l_orderkey = o_orderkey)", &[], "err: without its sharding key");
+    // Any FROM item that is not a table could have it too.
+    c.check("SELECT * FROM torders, (SELECT 1 AS x) s WHERE EXISTS (SELECT 1 FROM lineitem WHERE l_orderkey = o_orderkey)", &[], "err: without its sharding key");
+    c.check("SELECT * FROM torders WHERE EXISTS (SELECT 1 FROM lineitem, (SELECT 1 AS o_orderkey) s WHERE l_orderkey = o_orderkey)", &[], "err: without its sharding key");
+    c.check("SELECT * FROM torders WHERE EXISTS (SELECT 1 FROM lineitem, generate_series(1, 2) o_orderkey WHERE l_orderkey = o_orderkey)", &[], "err: without its sharding key");
+    c.check("WITH t AS (SELECT 1 AS o_orderkey) SELECT * FROM torders, t WHERE EXISTS (SELECT 1 FROM lineitem WHERE l_orderkey = o_orderkey)", &[], "err: without its sharding key");
+    c.check("WITH t AS (SELECT 1 AS o_orderkey) SELECT * FROM torders WHERE EXISTS (SELECT 1 FROM lineitem WHERE l_orderkey = o_orderkey)", &[], "all");
+    c.check("SELECT * FROM torders WHERE EXISTS (SELECT 1 FROM lineitem, (SELECT 1) WHERE l_orderkey = o_orderkey)", &[], "err: without its sharding key");
+}
+
+/// TPC-H Q18's shape: `key IN (SELECT key FROM ... GROUP BY key ...)` AND-ed
+/// into WHERE compares each outer row only with inner rows of its own key
+/// (on its own database), whole groups of them: correlated on the key.
+#[test]
+#[rustfmt::skip]
+fn in_sublinks_on_the_key() {
+    let q18 = "SELECT c_name, o_orderkey, sum(l_quantity) FROM customer, torders, lineitem WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 300) AND c_custkey = o_custkey AND o_orderkey = l_orderkey GROUP BY c_name, o_orderkey";
+    let c = on("cat");
+    c.check(q18, &[], "all");
+    c.check("SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem WHERE l_quantity > 5)", &[], "all");
+    c.check("SELECT * FROM torders WHERE o_orderkey = ANY (SELECT l_orderkey FROM lineitem)", &[], "all");
+    c.check("SELECT * FROM torders WHERE o_orderkey IN (SELECT DISTINCT l_orderkey FROM lineitem)", &[], "all");
+    c.check("SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY l_partkey, l_orderkey)", &[], "all");
+    c.check("SELECT * FROM torders WHERE o_totalprice > 5 AND (o_orderkey IN (SELECT l_orderkey FROM lineitem) AND o_custkey = 3)", &[], "all");
+    c.check("SELECT * FROM torders WHERE o_orderkey = 3 AND o_orderkey IN (SELECT l_orderkey FROM lineitem)", &[], "1");
+    // The left side is read around the sublink: a column of the sublink's
+    // own tables does not hide it.
+    c.check("SELECT * FROM users WHERE id IN (SELECT tenant_id FROM orders WHERE amount > 3)", &[], "all");
+    c.check("SELECT * FROM users u WHERE id IN (SELECT tenant_id FROM orders GROUP BY tenant_id HAVING count(*) > 2)", &[], "all");
+    c.check("SELECT * FROM users WHERE id IN (SELECT id FROM orders)", &[], "err: without its sharding key");
+    c.check("SELECT * FROM users WHERE amount IN (SELECT tenant_id FROM orders)", &[], "err: without its sharding key");
+    // Qualified, no catalog needed.
+    prod().check("SELECT * FROM orders o WHERE o.tenant_id IN (SELECT tenant_id FROM order_items GROUP BY tenant_id HAVING count(*) > 2)", &[], "all");
+    prod().check("SELECT * FROM orders o WHERE o.tenant_id IN (SELECT i.tenant_id FROM order_items i)", &[], "all");
+    prod().check(q18, &[], "err: without its sharding key");
+    prod().check("SELECT * FROM users WHERE id IN (SELECT tenant_id FROM orders)", &[], "err: without its sharding key");
+    prod().check("SELECT * FROM users WHERE users.id IN (SELECT tenant_id FROM orders)", &[], "all");
+    // Refusals that stay: rows of other keys decide (LIMIT, OFFSET, DISTINCT
+    // ON, an aggregate over all rows, grouping sets), not the key, not AND-ed
+    // into WHERE (NOT IN sees a NULL on another database), a set operation.
+    for sql in [
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey ORDER BY sum(l_quantity) DESC LIMIT 10)",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem OFFSET 1)",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT DISTINCT ON (l_partkey) l_orderkey FROM lineitem ORDER BY l_partkey)",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT max(l_orderkey) FROM lineitem)",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem HAVING count(*) > 1)",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY ROLLUP (l_orderkey))",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY l_partkey)",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem WINDOW w AS (ORDER BY l_partkey))",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_partkey FROM lineitem)",
+        "SELECT * FROM torders WHERE o_custkey IN (SELECT l_orderkey FROM lineitem)",
+        "SELECT * FROM torders WHERE o_orderkey NOT IN (SELECT l_orderkey FROM lineitem)",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem) OR o_totalprice > 5",
+        "SELECT * FROM torders WHERE NOT (o_orderkey IN (SELECT l_orderkey FROM lineitem))",
+        "SELECT * FROM torders WHERE o_orderkey <> ALL (SELECT l_orderkey FROM lineitem)",
+        "SELECT * FROM torders WHERE o_orderkey < ANY (SELECT l_orderkey FROM lineitem)",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem UNION SELECT l_orderkey FROM lineitem)",
+        "SELECT * FROM torders WHERE o_orderkey + 0 IN (SELECT l_orderkey FROM lineitem)",
+        "SELECT * FROM torders WHERE o_orderkey IN (SELECT l_orderkey + 0 FROM lineitem)",
+        "SELECT o_orderkey IN (SELECT l_orderkey FROM lineitem) FROM torders",
+        "SELECT * FROM torders JOIN customer ON c_custkey = o_custkey AND o_orderkey IN (SELECT l_orderkey FROM lineitem)",
+    ] {
+        c.check(sql, &[], "err: without its sharding key");
+    }
+}

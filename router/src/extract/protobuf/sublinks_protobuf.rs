@@ -10,13 +10,14 @@ use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
 use super::super::resolve::StatementTables;
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
+use super::anded_in_protobuf::{anded_in, anded_ins, selected_key};
 use super::children_protobuf::{Item, Stack};
 use super::conditions_protobuf::equalities;
 use super::levels_protobuf::Levels;
 use super::scopes_protobuf::{Scope, Scopes};
 use super::{inner, non_empty, table_ref};
 use crate::extract::ExtractError;
-use crate::summary::Sublinks;
+use crate::summary::{ColumnRef, Sublinks};
 
 /// One item still to visit, at tree depth `depth`: the CTEs it sees, its
 /// region, and the CTE whose body it is in (not counting bodies outside its
@@ -41,18 +42,19 @@ pub(super) fn sublinks<'a>(
 ) -> Result<Sublinks, ExtractError> {
     let (regions, queries) = walk(root, levels, stack);
     let mut found = Vec::with_capacity(queries.len());
-    for (query, depth, scope) in queries {
+    for (query, depth, scope, anded_in) in queries {
         let conditions = match query {
             Some(query) => levels.run_at(query, depth, scope, tables)?,
             None => Vec::new(),
         };
-        found.push((conditions, own_level(query)));
+        found.push((conditions, own_level(query, anded_in)));
     }
     Ok(regions.finish(found, is_cte))
 }
 
-/// A sublink's query, its tree depth, and the CTEs it sees.
-type Query<'a> = (Option<&'a NodeEnum>, usize, Scope);
+/// A sublink's query, its tree depth, the CTEs it sees, and the outer
+/// column when it is an IN AND-ed into a SELECT's WHERE.
+type Query<'a> = (Option<&'a NodeEnum>, usize, Scope, Option<ColumnRef>);
 
 /// The walk: the statement's regions (its own levels, each sublink's, and
 /// the CTEs and names in each), and each sublink's query.
@@ -63,6 +65,7 @@ fn walk<'a>(
 ) -> (Regions, Vec<Query<'a>>) {
     let mut regions = Regions::new();
     let mut queries: Vec<Query<'a>> = Vec::new();
+    let mut ins: Vec<(&'a pb::SubLink, ColumnRef)> = Vec::new();
     let mut visits = vec![Visit {
         item: Item::Node(root),
         depth: 1,
@@ -85,14 +88,13 @@ fn walk<'a>(
                 continue;
             }
             Item::Select(_) | Item::Other(_) => {
-                if let Item::Select(pb::SelectStmt {
-                    with_clause: Some(with),
-                    ..
-                }) = item
-                {
-                    let at = (depth, region, cte);
-                    let (scopes, visits) = (&mut levels.scopes, &mut visits);
-                    scope = enter(with, scope, at, scopes, &mut regions, visits);
+                if let Item::Select(select) = item {
+                    anded_ins(select, &mut ins);
+                    if let Some(with) = &select.with_clause {
+                        let at = (depth, region, cte);
+                        let (scopes, visits) = (&mut levels.scopes, &mut visits);
+                        scope = enter(with, scope, at, scopes, &mut regions, visits);
+                    }
                 }
                 push_children(item, depth, (scope, region, cte), stack, &mut visits);
                 continue;
@@ -102,7 +104,8 @@ fn walk<'a>(
             NodeEnum::SubLink(sublink) => {
                 region = regions.new_sublink();
                 cte = None;
-                queries.push((inner(&sublink.subselect), depth + 1, scope));
+                let anded_in = anded_in(&ins, sublink);
+                queries.push((inner(&sublink.subselect), depth + 1, scope, anded_in));
                 None
             }
             NodeEnum::RangeVar(range_var) => {
@@ -117,6 +120,9 @@ fn walk<'a>(
             | NodeEnum::AConst(_)
             | NodeEnum::ParamRef(_) => continue,
             other => {
+                if let NodeEnum::SelectStmt(select) = other {
+                    anded_ins(select, &mut ins);
+                }
                 item_names(other, &mut regions);
                 with_clause(other)
             }
@@ -147,7 +153,11 @@ fn with_clause(node: &NodeEnum) -> Option<&pb::WithClause> {
 /// function's or join's alias), which outer qualifiers cannot mean.
 fn item_names(node: &NodeEnum, regions: &mut Regions) {
     match node {
-        NodeEnum::RangeSubselect(subselect) => name(subselect.alias.as_ref(), None, regions),
+        NodeEnum::RangeSubselect(subselect) => match &subselect.alias {
+            Some(alias) if !alias.aliasname.is_empty() => regions.name(&alias.aliasname),
+            // Postgres 16+ lets a FROM subquery go without a name.
+            _ => regions.unnamed(),
+        },
         NodeEnum::RangeFunction(function) => {
             if function.alias.is_some() {
                 name(function.alias.as_ref(), None, regions);
@@ -281,9 +291,10 @@ fn function_names(functions: &[pb::Node], regions: &mut Regions) {
 
 /// A sublink's own level: the tables of its FROM (through joins of every
 /// kind) and the column equalities AND-ed into its WHERE and the quals of
-/// INNER joins reached through preserved sides. Nothing unless a plain
-/// SELECT.
-fn own_level(query: Option<&NodeEnum>) -> OwnLevel {
+/// INNER joins reached through preserved sides, and, for an IN AND-ed into
+/// a SELECT's WHERE (`anded_in`: its outer column), the column it selects
+/// equal to that one when its shape allows. Nothing unless a plain SELECT.
+fn own_level(query: Option<&NodeEnum>, anded_in: Option<ColumnRef>) -> OwnLevel {
     let mut own = OwnLevel::default();
     let Some(NodeEnum::SelectStmt(select)) = query else {
         return own;
@@ -329,6 +340,9 @@ fn own_level(query: Option<&NodeEnum>) -> OwnLevel {
     // The AND skeleton of those expressions.
     for expr in exprs {
         equalities(expr, |left, right| own.equality(left, right));
+    }
+    if let Some(outer) = anded_in {
+        own.in_key = selected_key(select).map(|key| (key, outer));
     }
     own
 }

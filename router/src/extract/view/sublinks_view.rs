@@ -10,11 +10,12 @@ use parser_ffi::protobuf::{JoinType, SetOperation};
 use parser_ffi::view::{Alias, Node, NodeRef, RangeVar, WithClause};
 
 use super::super::sublinks::{OwnLevel, Regions, OUTSIDE};
+use super::anded_in_view::{anded_ins, selected_key};
 use super::conditions_view::equalities;
 use super::levels_view::Passes;
 use super::scopes_view::{Scope, Scopes};
 use crate::extract::ExtractError;
-use crate::summary::{Sublinks, TableRef};
+use crate::summary::{ColumnRef, Sublinks, TableRef};
 
 /// One node still to visit: the CTEs it sees, its region, and the CTE
 /// whose body it is in (not counting bodies outside its sublink).
@@ -34,24 +35,26 @@ pub(super) fn sublinks<'a>(
 ) -> Result<Sublinks, ExtractError> {
     let (regions, queries) = walk(stmt, passes.scopes);
     let mut levels = Vec::with_capacity(queries.len());
-    for (query, scope) in queries {
+    for (query, scope, anded_in) in queries {
         let conditions = match query {
             Some(query) => passes.levels().run_at(query, scope, false)?.0,
             None => Vec::new(),
         };
-        levels.push((conditions, own_level(query)));
+        levels.push((conditions, own_level(query, anded_in)));
     }
     Ok(regions.finish(levels, is_cte))
 }
 
-/// A sublink's query, and the CTEs it sees.
-type Query<'a> = (Option<Node<'a>>, Scope);
+/// A sublink's query, the CTEs it sees, and the outer column when it is an
+/// IN AND-ed into a SELECT's WHERE.
+type Query<'a> = (Option<Node<'a>>, Scope, Option<ColumnRef>);
 
 /// The walk: the statement's regions (its own levels, each sublink's, and
 /// the CTEs and names in each), and each sublink's query.
 fn walk<'a>(stmt: Node<'a>, scopes: &mut Scopes<'a>) -> (Regions, Vec<Query<'a>>) {
     let mut regions = Regions::new();
     let mut queries: Vec<Query<'a>> = Vec::new();
+    let mut ins: Vec<(Node<'a>, ColumnRef)> = Vec::new();
     let mut stack = vec![Visit {
         node: stmt,
         scope: None,
@@ -70,7 +73,11 @@ fn walk<'a>(stmt: Node<'a>, scopes: &mut Scopes<'a>) -> (Regions, Vec<Query<'a>>
             NodeRef::SubLink(sublink) => {
                 region = regions.new_sublink();
                 cte = None;
-                queries.push((sublink.subselect(), scope));
+                let anded_in = ins
+                    .iter()
+                    .find(|(found, _)| found.is(node))
+                    .map(|(_, outer)| outer.clone());
+                queries.push((sublink.subselect(), scope, anded_in));
                 None
             }
             NodeRef::RangeVar(range) => {
@@ -85,6 +92,9 @@ fn walk<'a>(stmt: Node<'a>, scopes: &mut Scopes<'a>) -> (Regions, Vec<Query<'a>>
             | NodeRef::AConst(_)
             | NodeRef::ParamRef(_) => continue,
             other => {
+                if let NodeRef::SelectStmt(select) = other {
+                    anded_ins(select, &mut ins);
+                }
                 item_names(other, &mut regions);
                 with_clause(other)
             }
@@ -119,7 +129,13 @@ fn with_clause(node: NodeRef<'_>) -> Option<WithClause<'_>> {
 /// function's or join's alias), which outer qualifiers cannot mean.
 fn item_names(node: NodeRef<'_>, regions: &mut Regions) {
     match node {
-        NodeRef::RangeSubselect(subselect) => name(subselect.alias(), None, regions),
+        NodeRef::RangeSubselect(subselect) => {
+            match subselect.alias().and_then(|alias| alias.aliasname()) {
+                Some(alias) if !alias.is_empty() => regions.name(alias),
+                // Postgres 16+ lets a FROM subquery go without a name.
+                _ => regions.unnamed(),
+            }
+        }
         NodeRef::RangeFunction(function) => {
             if function.alias().is_some() {
                 name(function.alias(), None, regions);
@@ -238,9 +254,10 @@ fn function_names(functions: parser_ffi::view::List<'_>, regions: &mut Regions) 
 
 /// A sublink's own level: the tables of its FROM (through joins of every
 /// kind) and the column equalities AND-ed into its WHERE and the quals of
-/// INNER joins reached through preserved sides. Nothing unless a plain
-/// SELECT.
-fn own_level(query: Option<Node<'_>>) -> OwnLevel {
+/// INNER joins reached through preserved sides, and, for an IN AND-ed into
+/// a SELECT's WHERE (`anded_in`: its outer column), the column it selects
+/// equal to that one when its shape allows. Nothing unless a plain SELECT.
+fn own_level(query: Option<Node<'_>>, anded_in: Option<ColumnRef>) -> OwnLevel {
     let mut own = OwnLevel::default();
     let Some(NodeRef::SelectStmt(select)) = query.map(Node::kind) else {
         return own;
@@ -287,6 +304,9 @@ fn own_level(query: Option<Node<'_>>) -> OwnLevel {
     // The AND skeleton of those expressions.
     for expr in exprs {
         equalities(expr, |left, right| own.equality(left, right));
+    }
+    if let Some(outer) = anded_in {
+        own.in_key = selected_key(select).map(|key| (key, outer));
     }
     own
 }

@@ -1,0 +1,268 @@
+//! The gather planner (issue 34): how to finish on one Postgres, the
+//! coordinator, a SELECT the streaming merge cannot answer. Pure: it plans
+//! from the statement's text, the sharding config and its catalog; the
+//! proxy runs the plan (not yet: nothing calls [`plan`] outside tests).
+//!
+//! A plan gathers the rows of each table the statement reads that is not
+//! whole on the coordinator into a temp table there, then runs the
+//! client's statement, unchanged but for those tables' names, over them:
+//! windows, set operations, sublinks, outer joins, collations and numeric
+//! scales are then Postgres's own.
+//!
+//! Rules:
+//! 1. Only a SELECT (one statement, no `INTO`), without FOR UPDATE/SHARE
+//!    anywhere and without data-modifying WITH; anything else is refused
+//!    ([`NotGathered`], 0A000 for the client).
+//! 2. Every level is walked (set operation arms, FROM subqueries and
+//!    LATERAL ones, joins, CTE bodies, sublinks anywhere): each RangeVar
+//!    not naming a CTE in scope (scoped as Postgres scopes them) is a
+//!    table. Sharded, unknown and family tables are gathered; omnisharded
+//!    and catalog tables are read in place. A name the catalog knows as a
+//!    view, materialized view or sequence, or an unknown table the catalog
+//!    does not list, is refused (its rows per shard are not its rows). An
+//!    expression node the walk does not know is refused.
+//! 3. Each gathered table brings the columns a reference anywhere may
+//!    mean: `q.col` with `q` its alias (else its name), an unqualified
+//!    `col` the catalog shows it has, its joins' USING columns; all of them
+//!    (`*`) when a `*` is written at its level or `q.*` names it, it is a
+//!    side of a NATURAL join, its alias renames columns, a column named
+//!    through it is not one the catalog lists, or the catalog does not know
+//!    it. At least one column. Keeping more columns is exact.
+//! 4. Refused: a whole-row reference to a gathered table (`SELECT o FROM
+//!    orders o`: the temp table's row type is another), its system columns
+//!    (`ctid`, `tableoid`...), a column written with its schema
+//!    (`public.orders.id`), TABLESAMPLE on it, `nextval`/`setval` unless
+//!    the coordinator is database 0 (where sequences are drawn), more than
+//!    [`MAX_GATHERS`] gathers.
+//! 5. Conditions the shards apply (`gather/pushdown.rs`): AND-ed parts of
+//!    the table's level's WHERE (or INNER join ON reached through preserved
+//!    sides) for a table reached through preserved sides only, or of the ON
+//!    of the join it is a side of when that join is INNER or it is the
+//!    nullable side of a LEFT or RIGHT join, whose column references are
+//!    surely its own and whose nodes are on a short list that answers alike
+//!    everywhere. They stay in the finish too.
+//! 6. Each gather: `SELECT <columns> FROM <table as written> [WHERE
+//!    <pushed>]` on the shards (the router routes it: a pushed key picks
+//!    one shard), into `CREATE TEMP TABLE pg_temp.pgshard_g<N> ON COMMIT
+//!    DROP AS <the same SELECT without WHERE> WITH NO DATA` on the
+//!    coordinator (the column types, typmods included, are the table's).
+//!    Gathers with the same shard SELECT are one.
+//! 7. The finish: the client's text with each gathered RangeVar's name
+//!    replaced by `pg_temp.pgshard_g<N>`, followed by ` AS "<name>"` when
+//!    it had no alias; nothing else changes (parameters included: the
+//!    finish takes the client's).
+//! 8. A gathered table whose primary key's columns are all gathered and
+//!    all listed by a GROUP BY gets that key on its temp table once its
+//!    rows are in (`Gather::key_sql`): Postgres lets `GROUP BY u.id` select
+//!    `u.name` only through it. Rows of one key on two shards then fail the
+//!    statement (one Postgres would have refused them), never answer it.
+//!
+//! The caller routes the statement first: what rules 1-3 and 15 of
+//! [`crate::route`] decide (overrides, one database, functions, DO blocks,
+//! triggers and sequences that reach sharded tables) never comes here, so
+//! a function the statement calls runs on the coordinator over its own
+//! database only when routing found it reaches no sharded table.
+
+mod exprs;
+mod leaves;
+mod pushdown;
+mod rewrite;
+mod scope;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tpch_tests;
+
+use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
+use parser_ffi::ParseError;
+
+use crate::sharding::Sharding;
+use crate::summary::TableRef;
+use rewrite::Swap;
+use scope::Walk;
+
+/// Most gathers one statement may need.
+pub const MAX_GATHERS: usize = 64;
+
+/// What the plan depends on besides the statement and the sharding config.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GatherOptions {
+    /// The database that finishes the statement.
+    pub coordinator: usize,
+}
+
+/// How to answer a statement on the coordinator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatherPlan {
+    pub gathers: Vec<Gather>,
+    /// The client's statement over the temp tables.
+    pub finish_sql: String,
+    /// The statement has parameters (the finish takes the client's).
+    pub finish_params: bool,
+    /// A description, one line per gather and one for the finish.
+    pub lines: Vec<String>,
+}
+
+/// One table's rows brought to the coordinator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gather {
+    /// The temp table's name (`pgshard_g1`), in `pg_temp`.
+    pub temp: String,
+    pub table: TableRef,
+    /// Run on the coordinator first.
+    pub create_sql: String,
+    /// Run on the shards the router routes it to; its rows fill the temp
+    /// table.
+    pub shard_sql: String,
+    /// Run on the coordinator once the rows are in: the table's primary
+    /// key, when a GROUP BY relies on it (rule 8).
+    pub key_sql: Option<String>,
+}
+
+/// Why a statement is not planned for the coordinator.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum NotGathered {
+    #[error("{0}")]
+    Parse(ParseError),
+    #[error("only a SELECT can be finished on the coordinator")]
+    NotSelect,
+    #[error("FOR UPDATE/SHARE cannot lock rows gathered from several shards")]
+    Locking,
+    #[error("a data-modifying WITH cannot be finished on the coordinator")]
+    DataModifyingWith,
+    #[error("{0} is not a table the catalog lists (a view or sequence, or not read yet): its rows on each shard are not its rows")]
+    NotATable(String),
+    #[error(
+        "a whole-row reference to {0} cannot be finished on the coordinator: name its columns"
+    )]
+    WholeRow(String),
+    #[error("the system column {1} of {0} is not gathered from the shards")]
+    SystemColumn(String, String),
+    #[error("a column of {0} written with its schema cannot be finished on the coordinator: write it without the schema")]
+    SchemaQualified(String),
+    #[error("TABLESAMPLE on {0} cannot be finished on the coordinator")]
+    TableSample(String),
+    #[error("{0}() draws from a sequence: only a coordinator on database 0 can run it")]
+    Sequence(String),
+    #[error("the statement reads {0} sharded tables: at most {MAX_GATHERS} can be gathered")]
+    TooManyGathers(usize),
+    #[error("pgshard cannot read {0} here yet")]
+    Unreadable(&'static str),
+    #[error("the statement could not be rewritten: {0}")]
+    Deparse(ParseError),
+}
+
+/// Plan `sql` (one SELECT) for the coordinator.
+pub fn plan(
+    sql: &str,
+    sharding: &Sharding,
+    options: &GatherOptions,
+) -> Result<GatherPlan, NotGathered> {
+    let tree = parser_ffi::parse_protobuf(sql).map_err(NotGathered::Parse)?;
+    let [raw] = tree.stmts.as_slice() else {
+        return Err(NotGathered::NotSelect);
+    };
+    let Some(NodeEnum::SelectStmt(select)) = raw.stmt.as_deref().and_then(|s| s.node.as_ref())
+    else {
+        return Err(NotGathered::NotSelect);
+    };
+    let walked = Walk::statement(select)?;
+    if options.coordinator != 0 {
+        let drawn = ["nextval", "setval"];
+        if let Some(call) = walked.calls.iter().find(|c| drawn.contains(c)) {
+            return Err(NotGathered::Sequence((*call).to_owned()));
+        }
+    }
+    let leaves = leaves::leaves(&walked, sharding)?;
+    let (gathers, swaps) = gathers(&walked, &leaves, sharding)?;
+    if gathers.len() > MAX_GATHERS {
+        return Err(NotGathered::TooManyGathers(gathers.len()));
+    }
+    let (text, swaps) = statement_text(sql, raw, swaps)?;
+    let finish_sql = rewrite::finish(text, swaps)?;
+    let mut lines: Vec<String> = gathers
+        .iter()
+        .map(|g| format!("Gather {}: {}", g.temp, g.shard_sql))
+        .collect();
+    lines.push(format!("Finish on database {}", options.coordinator));
+    Ok(GatherPlan {
+        gathers,
+        finish_sql,
+        finish_params: walked.params,
+        lines,
+    })
+}
+
+/// The gathers of `leaves` (identical ones once) and the swaps that put
+/// their temp tables in the finish.
+fn gathers(
+    walked: &scope::Walked<'_>,
+    leaves: &[leaves::Leaf],
+    sharding: &Sharding,
+) -> Result<(Vec<Gather>, Vec<Swap>), NotGathered> {
+    let catalog = sharding.catalog.as_deref();
+    let mut gathers: Vec<Gather> = Vec::new();
+    let mut swaps = Vec::new();
+    for leaf in leaves {
+        let table = &walked.tables[leaf.table];
+        let columns = leaf.columns.as_deref();
+        let pushed = pushdown::pushable(table, walked, catalog);
+        let shard_sql = rewrite::shard_select(table.range_var, columns, &pushed)?;
+        let temp = match gathers.iter().find(|g| g.shard_sql == shard_sql) {
+            Some(same) => same.temp.clone(),
+            None => {
+                let temp = format!("pgshard_g{}", gathers.len() + 1);
+                let shape = rewrite::shard_select(table.range_var, columns, &[])?;
+                gathers.push(Gather {
+                    create_sql: format!(
+                        "CREATE TEMP TABLE pg_temp.{temp} ON COMMIT DROP AS {shape} WITH NO DATA"
+                    ),
+                    key_sql: leaf.primary_key.as_ref().map(|key| {
+                        let key: Vec<String> = key.iter().map(|k| rewrite::quoted(k)).collect();
+                        format!(
+                            "ALTER TABLE pg_temp.{temp} ADD PRIMARY KEY ({})",
+                            key.join(", ")
+                        )
+                    }),
+                    temp: temp.clone(),
+                    table: leaves::table_ref(table.range_var),
+                    shard_sql,
+                });
+                temp
+            }
+        };
+        let range_var = table.range_var;
+        swaps.push(Swap {
+            location: usize::try_from(range_var.location)
+                .map_err(|_| NotGathered::Unreadable("a table name's place in the text"))?,
+            temp,
+            alias: range_var.alias.is_none().then(|| range_var.relname.clone()),
+        });
+    }
+    Ok((gathers, swaps))
+}
+
+/// The statement's own text in `sql` (without what follows it), and the
+/// swaps' locations in it.
+fn statement_text<'s>(
+    sql: &'s str,
+    raw: &pb::RawStmt,
+    swaps: Vec<Swap>,
+) -> Result<(&'s str, Vec<Swap>), NotGathered> {
+    let start = usize::try_from(raw.stmt_location).unwrap_or(0);
+    let text = match usize::try_from(raw.stmt_len) {
+        Ok(len) if len > 0 => sql.get(start..start + len),
+        _ => sql.get(start..),
+    }
+    .unwrap_or(sql)
+    .trim_end();
+    let swaps = swaps
+        .into_iter()
+        .map(|swap| match swap.location.checked_sub(start) {
+            Some(location) => Ok(Swap { location, ..swap }),
+            None => Err(NotGathered::Unreadable("a table name's place in the text")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((text, swaps))
+}
