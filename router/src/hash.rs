@@ -396,4 +396,6 @@ pub fn database(keys: &KeySpace, key: &Key) -> Option<usize> {
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;

@@ -44,3 +44,6 @@ pub mod split;
 pub mod summary;
 pub mod template;
 pub mod unique_id;
+
+#[cfg(test)]
+mod fuzz;

@@ -27,9 +27,18 @@ pub enum RowError {
     UnexpectedEof,
     #[error("received copy data after EOF marker")]
     AfterEof,
+    #[error("a row longer than {0} bytes, more than Postgres can read (MaxAllocSize)")]
+    TooLong(usize),
     #[error(transparent)]
     Binary(#[from] BinaryError),
 }
+
+/// The most bytes of one row (binary: one tuple) kept while its end has
+/// not come: Postgres reads a row into one buffer that cannot grow past
+/// `MaxAllocSize` (1 GB - 1, `src/include/utils/memutils.h`), so a longer
+/// row could never be copied, and without this cap a client sending one
+/// would grow pgshard's memory without bound.
+const MAX_ROW: usize = 0x3fff_ffff;
 
 /// Splits a COPY's data stream into rows and places each.
 #[derive(Debug)]
@@ -45,6 +54,8 @@ pub struct RowSplitter {
     header_due: bool,
     /// `\.` (text format) or the trailer (binary) ended the data.
     ended: bool,
+    /// [`MAX_ROW`] (lower in tests).
+    max_row: usize,
 }
 
 /// A complete row (with its line end) and where it goes; `None`: every
@@ -75,6 +86,7 @@ impl RowSplitter {
             pending: Vec::new(),
             line: 0,
             ended: false,
+            max_row: MAX_ROW,
         })
     }
 
@@ -94,7 +106,27 @@ impl RowSplitter {
             }
         }
         self.pending.drain(..start);
+        self.check_pending()?;
         Ok(placed)
+    }
+
+    /// A row still incomplete past [`MAX_ROW`] bytes fails the COPY.
+    fn check_pending(&self) -> Result<(), CopyError> {
+        match self.pending.len() > self.max_row {
+            true => Err(CopyError::Row {
+                table: self.plan.table.clone(),
+                line: self.line + 1,
+                why: RowError::TooLong(self.max_row),
+            }),
+            false => Ok(()),
+        }
+    }
+
+    /// A splitter that refuses rows longer than `max_row` bytes.
+    #[cfg(test)]
+    pub(super) fn with_max_row(mut self, max_row: usize) -> RowSplitter {
+        self.max_row = max_row;
+        self
     }
 
     /// The end of the data (CopyDone): a last row without its newline.
@@ -194,6 +226,7 @@ impl RowSplitter {
             start += len;
         }
         self.pending.drain(..start);
+        self.check_pending()?;
         Ok(placed)
     }
 
