@@ -12,7 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-#[path = "../../router/src/fuzz.rs"]
+#[path = "../../router/tests/support/fuzz.rs"]
 #[allow(dead_code)]
 mod fuzz;
 

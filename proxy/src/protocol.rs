@@ -17,7 +17,7 @@ pub mod sqlstate;
 pub mod startup;
 
 #[cfg(test)]
-#[path = "../../router/src/fuzz.rs"]
+#[path = "../../router/tests/support/fuzz.rs"]
 pub(crate) mod fuzz;
 #[cfg(test)]
 mod fuzz_tests;

@@ -46,4 +46,5 @@ pub mod template;
 pub mod unique_id;
 
 #[cfg(test)]
+#[path = "../tests/support/fuzz.rs"]
 mod fuzz;

@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../src/fuzz.rs"]
+#[path = "support/fuzz.rs"]
 #[allow(dead_code)]
 mod fuzz;
 #[path = "../../parser-ffi/tests/shared/corpus.rs"]

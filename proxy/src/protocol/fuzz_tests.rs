@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 
 use super::backend::{BackendFrame, BackendMessage};
-use super::frame::split_frontend_message;
+use super::frame::{frontend_limit, split_frontend_message};
 use super::frontend::{decode_frontend_frame, BindView, Frame, FrontendMessage, Named};
 use super::fuzz::{chunks, config, cut, mutated};
 use super::startup::{decode_startup, encode_cancel, Startup, StartupMessage};
@@ -119,7 +119,8 @@ fn decode_frontend(bytes: &[u8], sizes: &[usize], max: usize) -> Result<Vec<Fram
         loop {
             match decode_frontend_frame(&mut buf, max) {
                 Ok(Some(frame)) => {
-                    prop_assert!(frame.bytes().len() <= max + 5);
+                    let limit = frontend_limit(frame.kind.tag(), max).unwrap_or(0);
+                    prop_assert!(frame.bytes().len() <= limit + 5, "{frame:?} over {limit}");
                     use_frame(&frame)?;
                     frames.push(frame);
                 }

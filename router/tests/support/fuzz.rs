@@ -1,8 +1,9 @@
 //! Shared support of the property (fuzz) tests (issue 35): the run's case
 //! count (short in `cargo test`, `PROPTEST_CASES=n` for a long run) and the
 //! mutations thrown at valid input (bit flips, byte writes, truncations,
-//! insertions, deletions, splices, hostile 32-bit lengths). Test-only;
-//! proxy's tests and router's `tests/fuzz_sql.rs` include this file by path.
+//! insertions, deletions, splices, hostile 32-bit lengths). Test-only,
+//! included by path: router's and proxy's unit tests, router's
+//! `tests/fuzz_sql.rs`, integration's `tests/fuzz_clients.rs`.
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
