@@ -24,5 +24,5 @@ run() {
 
 run "router unit targets (keys, COPY, config)" "$cases" -p router --lib fuzz_tests
 run "router on random SQL" "$cases" -p router --test fuzz_sql
-run "proxy unit targets (codec, merge values)" "$cases" -p proxy --lib fuzz_tests
+run "proxy unit targets (codec, SCRAM, merge values)" "$cases" -p proxy --lib fuzz_tests
 run "end to end (hostile clients, fake server)" "$end_to_end" -p integration --test fuzz_clients -- --nocapture
