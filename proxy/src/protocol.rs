@@ -15,3 +15,9 @@ pub mod ready;
 pub mod rows;
 pub mod sqlstate;
 pub mod startup;
+
+#[cfg(test)]
+#[path = "../../router/tests/support/fuzz.rs"]
+pub(crate) mod fuzz;
+#[cfg(test)]
+mod fuzz_tests;

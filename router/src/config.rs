@@ -38,6 +38,8 @@ mod validate;
 #[cfg(test)]
 mod compat_tests;
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod mapping_tests;
 #[cfg(test)]
 mod sharded_tables_tests;

@@ -251,4 +251,6 @@ fn options(options: &[pb::Node], plan: &mut CopyPlan) -> Result<(), Unsupported>
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;

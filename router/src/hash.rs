@@ -414,4 +414,6 @@ pub fn moving(keys: &KeySpace, key: &Key) -> bool {
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;

@@ -45,3 +45,7 @@ pub mod split;
 pub mod summary;
 pub mod template;
 pub mod unique_id;
+
+#[cfg(test)]
+#[path = "../tests/support/fuzz.rs"]
+mod fuzz;

@@ -141,4 +141,6 @@ impl PartialEq for ScramSecret {
 impl Eq for ScramSecret {}
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;

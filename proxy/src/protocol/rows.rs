@@ -27,8 +27,11 @@ pub type WireField = (u32, bool);
 /// starts (and, last, where the fields end).
 pub fn read_fields(body: &[u8]) -> Option<(Vec<WireField>, Vec<usize>)> {
     let count = u16::from_be_bytes(body.get(..2)?.try_into().ok()?) as usize;
-    let mut fields = Vec::with_capacity(count);
-    let mut starts = Vec::with_capacity(count + 1);
+    // A field takes at least 19 bytes: a count the body cannot back
+    // reserves nothing for the fields it claims.
+    let backed = count.min(body.len() / 19);
+    let mut fields = Vec::with_capacity(backed);
+    let mut starts = Vec::with_capacity(backed + 1);
     let mut at = 2;
     for _ in 0..count {
         starts.push(at);
@@ -57,7 +60,8 @@ pub fn column_names(body: &[u8]) -> Option<Vec<String>> {
 /// A whole DataRow message's value ranges.
 pub fn parse_row(message: &[u8]) -> Option<Row> {
     let count = u16::from_be_bytes(message.get(5..7)?.try_into().ok()?) as usize;
-    let mut values = Vec::with_capacity(count);
+    // A value takes at least its 4-byte length (likewise).
+    let mut values = Vec::with_capacity(count.min(message.len() / 4));
     let mut at = 7;
     for _ in 0..count {
         let len = i32::from_be_bytes(message.get(at..at + 4)?.try_into().ok()?);

@@ -27,9 +27,18 @@ pub enum RowError {
     UnexpectedEof,
     #[error("received copy data after EOF marker")]
     AfterEof,
+    #[error("a row longer than {0} bytes, more than Postgres can read (MaxAllocSize)")]
+    TooLong(usize),
     #[error(transparent)]
     Binary(#[from] BinaryError),
 }
+
+/// The most bytes of one row (binary: one tuple) kept while its end has
+/// not come: Postgres reads a row into one buffer that cannot grow past
+/// `MaxAllocSize` (1 GB - 1, `src/include/utils/memutils.h`), so a longer
+/// row could never be copied, and without this cap a client sending one
+/// would grow pgshard's memory without bound.
+const MAX_ROW: usize = 0x3fff_ffff;
 
 /// Splits a COPY's data stream into rows and places each.
 #[derive(Debug)]
@@ -45,6 +54,13 @@ pub struct RowSplitter {
     header_due: bool,
     /// `\.` (text format) or the trailer (binary) ended the data.
     ended: bool,
+    /// Text and CSV: how much of the pending row was read for its end
+    /// (each byte is read once, however many pieces the row comes in), and
+    /// whether a CSV quote was open there.
+    scanned: usize,
+    quoted: bool,
+    /// [`MAX_ROW`] (lower in tests).
+    max_row: usize,
 }
 
 /// A complete row (with its line end) and where it goes; `None`: every
@@ -75,6 +91,9 @@ impl RowSplitter {
             pending: Vec::new(),
             line: 0,
             ended: false,
+            scanned: 0,
+            quoted: false,
+            max_row: MAX_ROW,
         })
     }
 
@@ -86,15 +105,50 @@ impl RowSplitter {
         }
         let mut placed = Vec::new();
         let mut start = 0;
-        while let Some(end) = self.row_end(start) {
-            let row = self.pending[start..end].to_vec();
-            start = end;
-            if let Some(row) = self.place(row)? {
-                placed.push(row);
+        let (mut from, mut quoted) = (self.scanned, self.quoted);
+        loop {
+            match self.row_end(from, quoted) {
+                Ok(end) => {
+                    let row = self.pending[start..end].to_vec();
+                    (start, from, quoted) = (end, end, false);
+                    if let Some(row) = self.place(row)? {
+                        placed.push(row);
+                    }
+                }
+                Err((resume, open)) => {
+                    (self.scanned, self.quoted) = (resume - start, open);
+                    break;
+                }
             }
         }
         self.pending.drain(..start);
+        self.check_pending()?;
         Ok(placed)
+    }
+
+    /// A row still incomplete past [`MAX_ROW`] bytes fails the COPY.
+    fn check_pending(&self) -> Result<(), CopyError> {
+        match self.pending.len() > self.max_row {
+            true => Err(CopyError::Row {
+                table: self.plan.table.clone(),
+                line: self.line + 1,
+                why: RowError::TooLong(self.max_row),
+            }),
+            false => Ok(()),
+        }
+    }
+
+    /// A splitter that refuses rows longer than `max_row` bytes.
+    #[cfg(test)]
+    pub(super) fn with_max_row(mut self, max_row: usize) -> RowSplitter {
+        self.max_row = max_row;
+        self
+    }
+
+    /// How much of the pending row was read for its end.
+    #[cfg(test)]
+    pub(super) fn scanned(&self) -> usize {
+        self.scanned
     }
 
     /// The end of the data (CopyDone): a last row without its newline.
@@ -194,6 +248,7 @@ impl RowSplitter {
             start += len;
         }
         self.pending.drain(..start);
+        self.check_pending()?;
         Ok(placed)
     }
 
@@ -206,31 +261,29 @@ impl RowSplitter {
         }
     }
 
-    /// Where the row starting at `start` of the pending bytes ends (after
-    /// its newline), if it is complete.
-    fn row_end(&self, start: usize) -> Option<usize> {
-        let bytes = &self.pending[start..];
-        let mut quoted = false;
-        let mut i = 0;
+    /// Where the pending row ends (after its newline), read from `from`
+    /// with a CSV quote `quoted` there; else where to read on from when
+    /// more bytes come (past the end after a trailing backslash, whose
+    /// byte is escaped; at a trailing CSV escape, which the next byte
+    /// decides), and whether a quote is open.
+    fn row_end(&self, from: usize, mut quoted: bool) -> Result<usize, (usize, bool)> {
+        let bytes = &self.pending;
+        let (quote, escape) = (self.plan.quote, self.plan.escape);
+        let mut i = from;
         while i < bytes.len() {
             let b = bytes[i];
+            let csv_escape = quoted && b == escape && escape != quote;
             match self.plan.format {
                 Format::Text if b == b'\\' => i += 1,
-                Format::Csv
-                    if quoted
-                        && b == self.plan.escape
-                        && bytes.get(i + 1) == Some(&self.plan.quote)
-                        && self.plan.escape != self.plan.quote =>
-                {
-                    i += 1
-                }
-                Format::Csv if b == self.plan.quote => quoted = !quoted,
-                _ if b == b'\n' && !quoted => return Some(start + i + 1),
+                Format::Csv if csv_escape && i + 1 == bytes.len() => return Err((i, quoted)),
+                Format::Csv if csv_escape && bytes[i + 1] == quote => i += 1,
+                Format::Csv if b == quote => quoted = !quoted,
+                _ if b == b'\n' && !quoted => return Ok(i + 1),
                 _ => {}
             }
             i += 1;
         }
-        None
+        Err((i, quoted))
     }
 
     /// The database of a row (its content without the line end) whose key

@@ -5,7 +5,7 @@ use crate::sharding::{DataType, Key, KeySpace, ShardFunction};
 
 /// `orders` by bigint `user_id` (1, 3 -> 0; 2, 4 -> 1); `names` by text
 /// `name` ('a' -> 0, 'b,c' -> 1); `r` omnisharded.
-fn sharding() -> Sharding {
+pub(super) fn sharding() -> Sharding {
     let entry = |name: &str, column: &str, data_type, entries| ShardedTable {
         name: Some(name.to_owned()),
         schema: None,
@@ -188,7 +188,7 @@ fn an_omnisharded_tables_rows_go_to_every_database() {
 
 /// A binary COPY: header, one tuple per `rows` entry (fields as given,
 /// `None` NULL), trailer.
-fn binary_copy(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
+pub(super) fn binary_copy(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
     let mut out = binary::SIGNATURE.to_vec();
     out.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 2, b'x', b'y']);
     for row in rows {

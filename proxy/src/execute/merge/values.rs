@@ -12,6 +12,9 @@ use std::cmp::Ordering;
 pub mod arrays;
 pub mod numeric;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 use numeric::Decimal;
 
 use crate::protocol::binary;
@@ -222,7 +225,7 @@ fn instant(kind: Kind, value: &[u8], binary: bool) -> Result<i128, ValueError> {
 /// `HH:MM:SS[.ffffff]` in microseconds.
 fn time_of_day(text: &str) -> Option<i128> {
     let (clock, fraction) = text.split_once('.').unwrap_or((text, ""));
-    let mut parts = clock.split(':').map(|p| p.parse::<i128>().ok());
+    let mut parts = clock.split(':').map(field);
     let (h, m, s) = (parts.next()??, parts.next()??, parts.next()??);
     if parts.next().is_some() || fraction.len() > 6 || !fraction.bytes().all(|b| b.is_ascii_digit())
     {
@@ -241,8 +244,8 @@ fn date_time(kind: Kind, text: &str) -> Option<i128> {
     };
     let (date, rest) = text.split_once(' ').unwrap_or((text, ""));
     let mut parts = date.splitn(3, '-');
-    let year: i128 = parts.next()?.parse().ok()?;
-    let (month, day): (i128, i128) = (parts.next()?.parse().ok()?, parts.next()?.parse().ok()?);
+    let year = field(parts.next()?)?;
+    let (month, day) = (field(parts.next()?)?, field(parts.next()?)?);
     let year = if bc { 1 - year } else { year };
     let days = days_from_civil(year, month, day);
     if kind == Kind::Date {
@@ -264,10 +267,16 @@ fn zone_offset(text: &str) -> Option<i128> {
     let mut seconds = 0;
     let mut unit = 3600;
     for part in text.get(1..)?.split(':') {
-        seconds += part.parse::<i128>().ok()? * unit;
+        seconds += field(part)? * unit;
         unit /= 60;
     }
     Some(sign * seconds)
+}
+
+/// One number of a date, time or zone: at most 32 bits, as Postgres's
+/// own fields are, so that the arithmetic on it cannot overflow.
+fn field(text: &str) -> Option<i128> {
+    text.parse::<i32>().ok().map(i128::from)
 }
 
 /// Days from 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's

@@ -45,6 +45,14 @@ impl<'a> BindView<'a> {
         let statement = r.cstr()?;
         let param_formats = r.format_codes()?;
         let param_count = r.count(4)?;
+        // Postgres refuses any other count of codes ("bind message has %d
+        // parameter formats but %d parameters", `exec_bind_message`):
+        // values without a code of their own must not be read as text.
+        if !matches!(param_formats.len() / 2, 0 | 1) && param_formats.len() / 2 != param_count {
+            return Err(malformed(
+                "neither 0, 1 nor one parameter format per parameter",
+            ));
+        }
         let values_start = r.rest;
         for _ in 0..param_count {
             match r.i32()? {

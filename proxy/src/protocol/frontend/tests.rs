@@ -233,3 +233,31 @@ fn sasl_initial_responses_are_read_with_their_length_checked() {
         assert_eq!(sasl_initial_response(bad), None, "{bad:?}");
     }
 }
+
+/// Regression (issue 35): a Bind with two format codes and three values
+/// was read with the third value as text (no code of its own), and a
+/// split or row move sent it on with an explicit text code, where
+/// Postgres refuses the message.
+#[test]
+fn a_bind_with_format_codes_for_some_parameters_is_refused() {
+    let values: [Option<&[u8]>; 3] = [
+        Some(b"\x00\x00\x00\x01"),
+        Some(b"\x00\x00\x00\x02"),
+        Some(b"3"),
+    ];
+    for formats in [&[1, 1][..], &[0, 1, 0, 1]] {
+        let body = bind_body(formats, &values, &[]);
+        assert_eq!(
+            BindView::parse(&body).unwrap_err(),
+            FrameError::Malformed {
+                tag: b'B',
+                reason: "neither 0, 1 nor one parameter format per parameter"
+            },
+            "formats {formats:?}"
+        );
+        assert!(message(&frame_bytes(b'B', &body)).is_err());
+    }
+    for formats in [&[][..], &[1], &[1, 1, 0]] {
+        BindView::parse(&bind_body(formats, &values, &[])).unwrap();
+    }
+}

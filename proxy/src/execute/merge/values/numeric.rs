@@ -83,6 +83,11 @@ impl Decimal {
         digits.resize(leading * 4, 0);
         for i in 0..usize::from(ndigits) {
             let group = word(4 + i)?;
+            // A base-10000 digit, as `numeric_recv` insists ("invalid
+            // digit in external numeric value").
+            if group >= 10_000 {
+                return Err(UNREADABLE);
+            }
             digits.extend(
                 [group / 1000, group / 100 % 10, group / 10 % 10, group % 10].map(|d| d as u8),
             );
