@@ -162,12 +162,12 @@ fn create_as_sublinks(
 }
 
 /// A fixed body if no parameter can change the outcome.
-fn settle(keyed: Keyed, sharding: &Sharding, write: bool) -> Body {
+fn settle(keyed: Box<Keyed>, sharding: &Sharding, write: bool) -> Body {
     if keyed.is_fixed() {
         // No parameter to wait for: settle it now.
         return Body::Fixed(keyed.decide(&[], sharding, write));
     }
-    Body::Keyed(Box::new(keyed))
+    Body::Keyed(keyed)
 }
 
 /// Rule 11: refuse writes that would leave rows where they do not belong.

@@ -66,8 +66,8 @@ impl Keyed {
         placed: Vec<Placed>,
         unsharded: Route,
         writes: Vec<cte_writes::Write>,
-    ) -> Keyed {
-        Keyed {
+    ) -> Box<Keyed> {
+        Box::new(Keyed {
             conditions: Vec::new(),
             families: None,
             free: Ok((unsharded.clone(), false)),
@@ -77,7 +77,7 @@ impl Keyed {
             placed,
             unsharded: Some(unsharded),
             writes,
-        }
+        })
     }
 
     /// Whether no parameter can change where it goes.
@@ -225,7 +225,7 @@ pub(super) fn plan_keyed(
     facts: &TableFacts<'_>,
     tables: &[TableRef],
     placed: Vec<Placed>,
-) -> Result<Keyed, RouteError> {
+) -> Result<Box<Keyed>, RouteError> {
     let (table, unknown) = facts.first_sharded.unwrap_or(("", false));
     let is_insert = stmt.kind == StatementKind::Insert;
     let is_merge = stmt.kind == StatementKind::Merge;
@@ -260,7 +260,9 @@ pub(super) fn plan_keyed(
         ([only], None) => Single::of(only),
         _ => None,
     };
-    Ok(Keyed {
+    // Boxed where it is built: a Keyed is a few hundred bytes, and the
+    // plan keeps it boxed (returned bare, it was copied twice more).
+    Ok(Box::new(Keyed {
         conditions,
         single,
         families: facts.families.clone(),
@@ -274,7 +276,7 @@ pub(super) fn plan_keyed(
         placed,
         unsharded: None,
         writes,
-    })
+    }))
 }
 
 /// Where a statement on sharded tables goes when no condition restricts
