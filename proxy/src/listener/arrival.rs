@@ -266,26 +266,6 @@ async fn serve_admin_console(
     state.unregister_client(info.process_id);
 }
 
-/// The authentication method and password for a client of a pooled
-/// database: the configured user's, else `[general]`'s method and no
-/// password (`None`: an unknown user). Under trust a configured user without
-/// a password still counts as known (`Some("")`).
-fn pool_user_credentials<'c>(
-    config: &'c Config,
-    user: &str,
-    database: &str,
-) -> (AuthType, Option<&'c str>) {
-    let configured = config.user(user, database);
-    let method = configured.map_or(config.general.auth_type, |u| config.auth_type(u));
-    let password = configured.and_then(|u| u.password.as_deref());
-    let password = if configured.is_some() && method == AuthType::Trust {
-        Some(password.unwrap_or(""))
-    } else {
-        password
-    };
-    (method, password)
-}
-
 /// Authenticate a client of a pooled database, tell it the server's
 /// parameters and its cancel key, and run its session.
 async fn start_pooled_session(
@@ -300,14 +280,15 @@ async fn start_pooled_session(
         client.fatal(sqlstate::INVALID_CATALOG_NAME, &message).await;
         return None;
     }
-    let (method, password) = pool_user_credentials(config, user, database);
-    let credentials = Credentials {
-        method,
-        user,
-        password,
-    };
-    if let Err(failure) = authenticate(&mut client, credentials, &state).await {
-        refuse(&mut client, user, failure).await;
+    if !super::pooled_auth::log_in(
+        &mut client,
+        &state,
+        config,
+        &arrival.user,
+        &arrival.database,
+    )
+    .await
+    {
         return None;
     }
     let defaults = match ParamSet::from_startup(&arrival.startup.params) {
@@ -441,7 +422,7 @@ async fn login_on_server(
     Ok((server, report))
 }
 
-async fn refuse(client: &mut ClientConn, user: &str, failure: AuthFailure) {
+pub(super) async fn refuse(client: &mut ClientConn, user: &str, failure: AuthFailure) {
     match failure {
         AuthFailure::Denied => {
             info!(%user, "authentication failed");
@@ -456,7 +437,7 @@ async fn refuse(client: &mut ClientConn, user: &str, failure: AuthFailure) {
 
 /// Authenticate `client` as `credentials` say, with the SCRAM secrets the
 /// state derives (a mock one for a user the config does not know).
-async fn authenticate(
+pub(super) async fn authenticate(
     client: &mut ClientConn,
     credentials: Credentials<'_>,
     state: &State,

@@ -124,6 +124,20 @@ impl ClientConn {
         Ok(frame.body_bytes())
     }
 
+    /// Ask for the password in cleartext (AuthenticationCleartextPassword),
+    /// as passthrough authentication must: the server checks it, so
+    /// pgshard needs the password itself, which no SCRAM or MD5 answer
+    /// gives. An empty password, or one with a NUL or not UTF-8, is
+    /// refused as wrong (no Postgres password can be such).
+    pub async fn ask_password(&mut self) -> Result<String, AuthFailure> {
+        let body = self.ask(3, &[]).await?;
+        let given = body.strip_suffix(&[0]).unwrap_or(&body);
+        if given.is_empty() || given.contains(&0) {
+            return Err(AuthFailure::Denied);
+        }
+        String::from_utf8(given.to_vec()).map_err(|_| AuthFailure::Denied)
+    }
+
     /// Authenticate the client as `credentials` say. A user without a
     /// password (unknown to the config) runs the exchange against a
     /// random secret, so the client cannot tell a missing user from a
