@@ -230,3 +230,35 @@ pub enum AuthFailure {
     #[error(transparent)]
     Scram(crate::auth::AuthError),
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn ask_password_takes_only_a_password_a_server_could_accept() {
+        let cases: [(&[u8], Option<&str>); 5] = [
+            (b"s3cret\0", Some("s3cret")),
+            (b"no-terminator", Some("no-terminator")),
+            (b"\0", None),
+            (b"a\0b\0", None),
+            (b"\xff\xfe\0", None),
+        ];
+        for (body, expected) in cases {
+            let (ours, mut theirs) = tokio::net::UnixStream::pair().unwrap();
+            let mut client = ClientConn::unix(ours);
+            let mut message = vec![b'p'];
+            message.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+            message.extend_from_slice(body);
+            theirs.write_all(&message).await.unwrap();
+            let asked = client.ask_password().await;
+            match (asked, expected) {
+                (Ok(password), Some(expected)) => assert_eq!(password, expected),
+                (Err(AuthFailure::Denied), None) => {}
+                (other, _) => panic!("{body:?}: {other:?}"),
+            }
+        }
+    }
+}

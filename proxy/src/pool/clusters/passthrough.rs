@@ -122,3 +122,37 @@ impl Clusters {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passthrough_admits_unlisted_users_of_clusters_while_on() {
+        let databases = "[[databases]]\nname = \"prod\"\nhost = \"h\"\n";
+        let users = "[[users]]\nname = \"app\"\ndatabase = \"prod\"\npassword = \"pw\"\n";
+        let cases = [
+            ("enabled_plain", "pt", "prod", true),
+            ("enabled_plain", "app", "prod", false),
+            ("enabled_plain", "pt", "other", false),
+            ("disabled", "pt", "prod", false),
+        ];
+        for (setting, user, cluster, admitted) in cases {
+            let pgdog = format!("[general]\npassthrough_auth = \"{setting}\"\n{databases}");
+            let config = Config::from_toml(&pgdog, users).unwrap();
+            assert_eq!(
+                admits(&config, cluster, user),
+                admitted,
+                "{setting} {user} {cluster}"
+            );
+        }
+        // The client's own name and password, whatever the database entry
+        // logs in as for listed users.
+        let entry = passthrough_user("prod", "pt", "pw");
+        let databases = format!("{databases}user = \"owner\"\npassword = \"owner-pw\"\n");
+        let config = Config::from_toml(&databases, users).unwrap();
+        let settings = config.pool_settings(&entry, &config.clusters["prod"].shards[0]);
+        assert_eq!(settings.server_user, "pt");
+        assert_eq!(settings.server_password.as_deref(), Some("pw"));
+    }
+}
