@@ -11,9 +11,10 @@ use router::config::{AuthType, Config, PoolerMode};
 use tokio::net::{TcpStream, UnixStream};
 use tracing::{debug, info, Instrument};
 
+use super::login::{authenticate, refuse};
 use crate::admin;
 use crate::conn::cancel::CancelTargets;
-use crate::conn::client::{AuthFailure, ClientConn, Credentials, First};
+use crate::conn::client::{ClientConn, Credentials, First};
 use crate::conn::settings::ParamSet;
 use crate::conn::tls::TlsAcceptor;
 use crate::interrupt::Interrupt;
@@ -280,7 +281,7 @@ async fn start_pooled_session(
         client.fatal(sqlstate::INVALID_CATALOG_NAME, &message).await;
         return None;
     }
-    if !super::pooled_auth::log_in(
+    if !super::login::pooled(
         &mut client,
         &state,
         config,
@@ -420,34 +421,6 @@ async fn login_on_server(
     let report = Arc::new(server.conn.params.clone());
     pool.remember_login_report(defaults.clone(), server.conn.params.clone());
     Ok((server, report))
-}
-
-pub(super) async fn refuse(client: &mut ClientConn, user: &str, failure: AuthFailure) {
-    match failure {
-        AuthFailure::Denied => {
-            info!(%user, "authentication failed");
-            client.deny(user).await;
-        }
-        broken => {
-            let message = broken.to_string();
-            client.fatal(sqlstate::PROTOCOL_VIOLATION, &message).await;
-        }
-    }
-}
-
-/// Authenticate `client` as `credentials` say, with the SCRAM secrets the
-/// state derives (a mock one for a user the config does not know).
-pub(super) async fn authenticate(
-    client: &mut ClientConn,
-    credentials: Credentials<'_>,
-    state: &State,
-) -> Result<(), AuthFailure> {
-    let user = credentials.user;
-    let secret = |password: Option<&str>| match password {
-        Some(password) => state.scram_secret(password),
-        None => Arc::new(state.mock_scram_secret(user)),
-    };
-    client.authenticate(credentials, secret).await
 }
 
 /// Handle a CancelRequest for pgshard key (`process_id`, `secret`): the

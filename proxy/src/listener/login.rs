@@ -1,17 +1,19 @@
-//! How a client of a pooled database is authenticated: as `users.toml`
-//! says (its user's `auth_type` and password), or, for a user it does not
-//! list under `passthrough_auth`, by passthrough: the password is asked for
-//! in cleartext (only over
-//! TLS or the Unix socket with `"enabled"`), then checked by logging into
-//! the cluster's first primary with it (`pool::clusters::passthrough`),
-//! which makes or refreshes the (cluster, user) pools. The server's refusal
-//! reaches the client as the server said it (28P01 for a wrong password).
+//! How a client is authenticated, and refused in the words Postgres uses.
+//! A client of a pooled database logs in as `users.toml` says (its user's
+//! `auth_type` and password), or, when `users.toml` does not list its user
+//! and `passthrough_auth` is on, by passthrough: the password is asked for
+//! in cleartext (only over TLS or the Unix socket with `"enabled"`), then
+//! checked by logging into the cluster's first primary with it
+//! (`pool::clusters::passthrough`), which makes or refreshes the (cluster,
+//! user) pools. The server's refusal reaches the client as the server said
+//! it (28P01 for a wrong password).
 
 use router::config::{AuthType, Config, PassthroughAuth};
 use tracing::info;
 
-use super::arrival::{authenticate, refuse};
-use crate::conn::client::{ClientConn, Credentials};
+use std::sync::Arc;
+
+use crate::conn::client::{AuthFailure, ClientConn, Credentials};
 use crate::conn::server::ServerError;
 use crate::pool::clusters::PassthroughError;
 use crate::pool::PoolError;
@@ -27,7 +29,7 @@ const NEEDS_ENCRYPTION: &str = "passthrough authentication needs an encrypted co
 /// and `users.toml` does not list them (those it lists keep their
 /// configured authentication). `false` when the client was refused (and
 /// told why) or left.
-pub(super) async fn log_in(
+pub(super) async fn pooled(
     client: &mut ClientConn,
     state: &State,
     config: &Config,
@@ -132,4 +134,34 @@ async fn passthrough(
             false
         }
     }
+}
+
+/// Tell a client its login failed: 28P01 for a wrong password (or an
+/// unknown user), 08P01 for a broken exchange.
+pub(super) async fn refuse(client: &mut ClientConn, user: &str, failure: AuthFailure) {
+    match failure {
+        AuthFailure::Denied => {
+            info!(%user, "authentication failed");
+            client.deny(user).await;
+        }
+        broken => {
+            let message = broken.to_string();
+            client.fatal(sqlstate::PROTOCOL_VIOLATION, &message).await;
+        }
+    }
+}
+
+/// Authenticate `client` as `credentials` say, with the SCRAM secrets the
+/// state derives (a mock one for a user the config does not know).
+pub(super) async fn authenticate(
+    client: &mut ClientConn,
+    credentials: Credentials<'_>,
+    state: &State,
+) -> Result<(), AuthFailure> {
+    let user = credentials.user;
+    let secret = |password: Option<&str>| match password {
+        Some(password) => state.scram_secret(password),
+        None => Arc::new(state.mock_scram_secret(user)),
+    };
+    client.authenticate(credentials, secret).await
 }
