@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::wire::{self, Wire};
 use common::{code, column, connect, rows, Cluster, USERS};
-use integration::{PasswordEncryption, PgServer};
+use integration::{HostAuth, PasswordEncryption, PgServer, ServerOptions};
 
 const PLAIN: &str = "passthrough_auth = \"enabled_plain\"\ndefault_pool_size = 3";
 
@@ -139,6 +139,34 @@ async fn unlisted_role_logs_in_with_its_server_password_on_every_shard() {
         column(&cluster.connect().await, "SELECT current_user AS u", "u").await,
         ["app"]
     );
+}
+
+/// Servers that ask for MD5 or a cleartext password get what they ask for.
+#[tokio::test]
+async fn md5_and_cleartext_servers_check_the_password_too() {
+    for host_auth in [HostAuth::Md5, HostAuth::Password] {
+        let options = ServerOptions {
+            host_auth,
+            ..ServerOptions::default()
+        };
+        let servers = common::servers_with(1, &options);
+        servers[0]
+            .create_user("pt", "pt-pw", PasswordEncryption::Md5)
+            .unwrap();
+        servers[0]
+            .psql("shard_0", "GRANT SELECT ON whoami TO pt")
+            .unwrap();
+        let cluster = Cluster::start_on(servers, PLAIN, USERS);
+        let client = connect(cluster.port(), "pt", "pt-pw", "prod")
+            .await
+            .unwrap_or_else(|err| panic!("{host_auth:?}: {err:?}"));
+        assert_eq!(
+            column(&client, "SELECT shard FROM whoami", "shard").await,
+            ["0"],
+            "{host_auth:?}"
+        );
+        assert_refused(cluster.port(), "pt", "wrong", "prod").await;
+    }
 }
 
 #[tokio::test]
