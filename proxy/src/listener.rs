@@ -5,6 +5,7 @@
 //! session or the admin console, are `listener/arrival.rs`'s.
 
 mod arrival;
+mod login;
 pub mod unix;
 
 use std::future::Future;

@@ -411,6 +411,25 @@ impl Pool {
         drop(_place);
     }
 
+    /// Keep `conn`, opened to this pool's target outside the pool (the
+    /// server login that checked a passthrough password), as an idle
+    /// connection if the pool has room for it; else it is closed.
+    pub fn adopt(self: &Arc<Self>, conn: Box<ServerConn>) {
+        let Some(place) = self.places.try_take() else {
+            return;
+        };
+        // `servers()` counts the place just taken.
+        if self.servers() > self.settings.pool_size {
+            return;
+        }
+        let idle = Idle {
+            conn,
+            entry: Entry::default(),
+        };
+        let now = Instant::now();
+        self.checkin_at(self.hand_out(idle, place, now), now);
+    }
+
     /// How long the pool has existed (SHOW STATS' per-second averages).
     pub fn age(&self) -> Duration {
         self.born.elapsed()

@@ -57,7 +57,8 @@ pub use cross_shard::{
 };
 pub use database::{Cluster, Database, Role};
 pub use general::{
-    AuthType, General, LoadBalancingStrategy, LogFormat, PoolerMode, ReadWriteSplit,
+    AuthType, General, LoadBalancingStrategy, LogFormat, PassthroughAuth, PoolerMode,
+    ReadWriteSplit,
 };
 pub use pool_settings::{HealthSettings, PoolSettings};
 pub use reload::DefaultPlacement;

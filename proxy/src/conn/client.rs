@@ -68,6 +68,12 @@ impl ClientConn {
         }
     }
 
+    /// Whether the client is on TCP without TLS (what it sends crosses
+    /// the network readable).
+    pub fn is_plain_tcp(&self) -> bool {
+        matches!(self.stream, ClientStream::Plain(_))
+    }
+
     /// The longest message accepted from now on.
     pub fn accept_messages_up_to(&mut self, max_message: usize) {
         self.max_message = max_message;

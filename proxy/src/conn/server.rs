@@ -62,8 +62,10 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
     #[error("server closed the connection")]
     Closed,
-    #[error("server refused login: {0}")]
-    Refused(String),
+    /// The server's ErrorResponse during login: its SQLSTATE and message
+    /// (28P01 for a wrong password).
+    #[error("server refused login: {message}")]
+    Refused { code: String, message: String },
     #[error("server asked for a password but none is configured for user \"{0}\"")]
     NoPassword(String),
     #[error("server requested unsupported authentication (code {0})")]

@@ -11,9 +11,10 @@ use router::config::{AuthType, Config, PoolerMode};
 use tokio::net::{TcpStream, UnixStream};
 use tracing::{debug, info, Instrument};
 
+use super::login::{authenticate, refuse};
 use crate::admin;
 use crate::conn::cancel::CancelTargets;
-use crate::conn::client::{AuthFailure, ClientConn, Credentials, First};
+use crate::conn::client::{ClientConn, Credentials, First};
 use crate::conn::settings::ParamSet;
 use crate::conn::tls::TlsAcceptor;
 use crate::interrupt::Interrupt;
@@ -266,26 +267,6 @@ async fn serve_admin_console(
     state.unregister_client(info.process_id);
 }
 
-/// The authentication method and password for a client of a pooled
-/// database: the configured user's, else `[general]`'s method and no
-/// password (`None`: an unknown user). Under trust a configured user without
-/// a password still counts as known (`Some("")`).
-fn pool_user_credentials<'c>(
-    config: &'c Config,
-    user: &str,
-    database: &str,
-) -> (AuthType, Option<&'c str>) {
-    let configured = config.user(user, database);
-    let method = configured.map_or(config.general.auth_type, |u| config.auth_type(u));
-    let password = configured.and_then(|u| u.password.as_deref());
-    let password = if configured.is_some() && method == AuthType::Trust {
-        Some(password.unwrap_or(""))
-    } else {
-        password
-    };
-    (method, password)
-}
-
 /// Authenticate a client of a pooled database, tell it the server's
 /// parameters and its cancel key, and run its session.
 async fn start_pooled_session(
@@ -300,14 +281,15 @@ async fn start_pooled_session(
         client.fatal(sqlstate::INVALID_CATALOG_NAME, &message).await;
         return None;
     }
-    let (method, password) = pool_user_credentials(config, user, database);
-    let credentials = Credentials {
-        method,
-        user,
-        password,
-    };
-    if let Err(failure) = authenticate(&mut client, credentials, &state).await {
-        refuse(&mut client, user, failure).await;
+    if !super::login::pooled(
+        &mut client,
+        &state,
+        config,
+        &arrival.user,
+        &arrival.database,
+    )
+    .await
+    {
         return None;
     }
     let defaults = match ParamSet::from_startup(&arrival.startup.params) {
@@ -439,34 +421,6 @@ async fn login_on_server(
     let report = Arc::new(server.conn.params.clone());
     pool.remember_login_report(defaults.clone(), server.conn.params.clone());
     Ok((server, report))
-}
-
-async fn refuse(client: &mut ClientConn, user: &str, failure: AuthFailure) {
-    match failure {
-        AuthFailure::Denied => {
-            info!(%user, "authentication failed");
-            client.deny(user).await;
-        }
-        broken => {
-            let message = broken.to_string();
-            client.fatal(sqlstate::PROTOCOL_VIOLATION, &message).await;
-        }
-    }
-}
-
-/// Authenticate `client` as `credentials` say, with the SCRAM secrets the
-/// state derives (a mock one for a user the config does not know).
-async fn authenticate(
-    client: &mut ClientConn,
-    credentials: Credentials<'_>,
-    state: &State,
-) -> Result<(), AuthFailure> {
-    let user = credentials.user;
-    let secret = |password: Option<&str>| match password {
-        Some(password) => state.scram_secret(password),
-        None => Arc::new(state.mock_scram_secret(user)),
-    };
-    client.authenticate(credentials, secret).await
 }
 
 /// Handle a CancelRequest for pgshard key (`process_id`, `secret`): the

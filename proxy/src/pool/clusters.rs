@@ -5,13 +5,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use router::config::{Config, Database, Role, User};
+use router::config::{Cluster, Config, Database, PoolSettings, Role, User};
+
+mod passthrough;
+
+pub use passthrough::{passthrough_user, PassthroughError};
 
 use super::balancer::ShardPools;
 use super::{Pool, PoolId};
 use crate::conn::server::ServerTarget;
+use crate::lock::lock;
 use crate::metrics::Metrics;
 
 /// The pools of one (cluster, user): one set per shard, by shard number.
@@ -26,6 +31,10 @@ pub struct Clusters {
     /// again.
     generation: AtomicU64,
     next_server_id: Arc<AtomicU64>,
+    /// Users logged in through `passthrough_auth`, by (cluster, user): the
+    /// entries their pools are built from, with the password the server
+    /// last accepted (`passthrough.rs`). Locked after `pools`.
+    passthrough: Mutex<HashMap<(String, String), User>>,
 }
 
 impl Clusters {
@@ -37,6 +46,7 @@ impl Clusters {
             pools: RwLock::new(HashMap::new()),
             generation: AtomicU64::new(0),
             next_server_id: Arc::new(AtomicU64::new(1)),
+            passthrough: Mutex::new(HashMap::new()),
         }
     }
 
@@ -56,38 +66,24 @@ impl Clusters {
     /// they next check a server out.
     pub fn install(&self, config: Arc<Config>, metrics: &Metrics) {
         let mut pools = write(&self.pools);
+        let mut passthrough = lock(&self.passthrough);
+        // Passthrough users stay while passthrough is on, their cluster
+        // exists and users.toml does not list them now.
+        passthrough.retain(|(cluster, user), _| {
+            config.general.passthrough_auth.is_enabled()
+                && config.clusters.contains_key(cluster)
+                && config.user(user, cluster).is_none()
+        });
         let mut next = HashMap::new();
-        for user in &config.users {
+        for user in config.users.iter().chain(passthrough.values()) {
             let Some(cluster) = config.clusters.get(&user.database) else {
                 continue;
             };
             let key = (user.database.clone(), user.name.clone());
-            let old = pools.get(&key);
-            let shards: Vec<ShardPools> = cluster
-                .shards
-                .iter()
-                .enumerate()
-                .map(|(i, db)| {
-                    let old = old.and_then(|o| o.get(i));
-                    let pool = |db, old| self.pool(&config, user, (i, db), old, metrics);
-                    let primary = pool(db, old.map(|o| &o.primary));
-                    let replicas = cluster.replicas.get(i).map_or(&[][..], Vec::as_slice);
-                    let replicas = replicas
-                        .iter()
-                        .enumerate()
-                        .map(|(j, db)| pool(db, old.and_then(|o| o.replicas.get(j))))
-                        .collect();
-                    let general = &config.general;
-                    ShardPools::new(
-                        primary,
-                        replicas,
-                        general.load_balancing_strategy,
-                        general.read_write_split,
-                    )
-                })
-                .collect();
-            next.insert(key, Arc::new(shards));
+            let shards = self.cluster_pools(&config, user, cluster, pools.get(&key), metrics);
+            next.insert(key, shards);
         }
+        drop(passthrough);
         for (key, old) in pools.iter() {
             if !next.contains_key(key) {
                 old.iter()
@@ -122,6 +118,42 @@ impl Clusters {
         true
     }
 
+    /// The pools of `user` on `cluster`, one set per shard: `old`'s where
+    /// their settings and server are unchanged.
+    fn cluster_pools(
+        &self,
+        config: &Config,
+        user: &User,
+        cluster: &Cluster,
+        old: Option<&ClusterPools>,
+        metrics: &Metrics,
+    ) -> ClusterPools {
+        let shards: Vec<ShardPools> = cluster
+            .shards
+            .iter()
+            .enumerate()
+            .map(|(i, db)| {
+                let old = old.and_then(|o| o.get(i));
+                let pool = |db, old| self.pool(config, user, (i, db), old, metrics);
+                let primary = pool(db, old.map(|o| &o.primary));
+                let replicas = cluster.replicas.get(i).map_or(&[][..], Vec::as_slice);
+                let replicas = replicas
+                    .iter()
+                    .enumerate()
+                    .map(|(j, db)| pool(db, old.and_then(|o| o.replicas.get(j))))
+                    .collect();
+                let general = &config.general;
+                ShardPools::new(
+                    primary,
+                    replicas,
+                    general.load_balancing_strategy,
+                    general.read_write_split,
+                )
+            })
+            .collect();
+        Arc::new(shards)
+    }
+
     /// The pool for `user` on database `db` of shard `shard`: `old` when
     /// its settings and server are unchanged, else a new one (`old`'s idle
     /// connections closed).
@@ -134,14 +166,7 @@ impl Clusters {
         metrics: &Metrics,
     ) -> Arc<Pool> {
         let settings = config.pool_settings(user, db);
-        let target = ServerTarget {
-            host: db.host.clone(),
-            port: db.port,
-            database: db.server_database().to_owned(),
-            user: settings.server_user.clone(),
-            password: settings.server_password.clone(),
-            replication: false,
-        };
+        let target = target(db, &settings);
         match old {
             Some(pool)
                 if pool.settings == settings && pool.target == target && pool.role == db.role =>
@@ -224,6 +249,18 @@ impl Clusters {
         keys.into_iter()
             .flat_map(|k| pools[k].iter().flat_map(ShardPools::all).cloned())
             .collect()
+    }
+}
+
+/// Where and as whom a pool with `settings` logs in on `db`.
+fn target(db: &Database, settings: &PoolSettings) -> ServerTarget {
+    ServerTarget {
+        host: db.host.clone(),
+        port: db.port,
+        database: db.server_database().to_owned(),
+        user: settings.server_user.clone(),
+        password: settings.server_password.clone(),
+        replication: false,
     }
 }
 

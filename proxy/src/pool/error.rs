@@ -40,7 +40,7 @@ impl PoolError {
                     }
                     // Postgres's own words (which user, which setting): no
                     // address, no password.
-                    ServerError::Refused(refusal) => format!("it refused: {refusal}"),
+                    ServerError::Refused { message, .. } => format!("it refused: {message}"),
                     ServerError::NoPassword(_)
                     | ServerError::UnsupportedAuth(_)
                     | ServerError::Auth(_) => "pgshard cannot log in to it".to_owned(),

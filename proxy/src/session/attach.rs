@@ -158,7 +158,10 @@ impl Session {
                     // The client's settings were valid when it set them; a
                     // server that refuses them now is not one to use.
                     warn!(parent: &self.span, %refusal, "server refused the client's settings");
-                    return Ok(Err(PoolError::Server(ServerError::Refused(refusal.0))));
+                    return Ok(Err(PoolError::Server(ServerError::Refused {
+                        code: crate::protocol::sqlstate::INVALID_PARAMETER_VALUE.to_owned(),
+                        message: refusal.0,
+                    })));
                 }
                 Err(err) => return Ok(Err(PoolError::Server(err))),
             }

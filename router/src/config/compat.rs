@@ -57,7 +57,6 @@ pub(super) const GENERAL: &[(&str, Option<Same>)] = &[
     // Transactions are writes, standalone SELECTs reads: what pgshard does.
     ("read_write_strategy", Some(Same::Str("conservative"))),
     ("healthcheck_port", None),
-    ("passthrough_auth", Some(Same::Str("disabled"))),
     ("prepared_statements", Some(Same::Str("extended"))),
     ("pub_sub_channel_size", None),
     ("mirror_queue", None),

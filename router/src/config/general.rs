@@ -14,7 +14,7 @@ use crate::unique_id::UniqueIdFunction;
 
 mod choices;
 
-pub use choices::{AuthType, LoadBalancingStrategy, PoolerMode, ReadWriteSplit};
+pub use choices::{AuthType, LoadBalancingStrategy, PassthroughAuth, PoolerMode, ReadWriteSplit};
 
 /// Default `max_message_size`: Postgres's `MaxAllocSize` (0x3fffffff,
 /// `src/include/utils/memutils.h`), the largest buffer a backend allocates, so no
@@ -97,6 +97,9 @@ pub struct General {
     pub max_message_size: usize,
     /// How clients authenticate, unless the user sets `auth_type`.
     pub auth_type: AuthType,
+    /// Whether clients `users.toml` does not list log in with their own
+    /// password, checked by logging into the server with it.
+    pub passthrough_auth: PassthroughAuth,
     /// PEM certificate chain for client TLS; set together with `tls_private_key`.
     pub tls_certificate: Option<PathBuf>,
     /// PEM private key for client TLS; set together with `tls_certificate`.
@@ -282,6 +285,7 @@ impl Default for General {
             max_client_conn: 10_000,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             auth_type: AuthType::Scram,
+            passthrough_auth: PassthroughAuth::Disabled,
             tls_certificate: None,
             tls_private_key: None,
             prepared_statements_limit: 500,

@@ -382,6 +382,8 @@ fn general_validation_paths() {
         ),
         ("tls_certificate = \"c.pem\"", "general.tls_private_key"),
         ("tls_private_key = \"k.pem\"", "general.tls_private_key"),
+        ("passthrough_auth = \"enabled\"", "general.passthrough_auth"),
+        ("passthrough_auth = \"on\"", "general.passthrough_auth"),
         ("unix_socket_mode = \"0888\"", "general.unix_socket_mode"),
         ("unix_socket_mode = \"rwx\"", "general.unix_socket_mode"),
         ("unix_socket_mode = \"01777\"", "general.unix_socket_mode"),
@@ -702,4 +704,43 @@ fn cross_shard_finish_keys() {
     // A cluster of one database never finishes a query elsewhere.
     load("[general]\ncross_shard_coordinator = 3\n[[databases]]\nname = \"prod\"\nhost = \"h\"\n")
         .unwrap();
+}
+
+#[test]
+fn passthrough_auth_values() {
+    const TLS: &str = "tls_certificate = \"c.pem\"\ntls_private_key = \"k.pem\"";
+    for (general, expected) in [
+        ("", PassthroughAuth::Disabled),
+        ("passthrough_auth = \"disabled\"", PassthroughAuth::Disabled),
+        (
+            "passthrough_auth = \"enabled_plain\"",
+            PassthroughAuth::EnabledPlain,
+        ),
+        (
+            "passthrough_auth = \"enabled_plain_allow_change\"",
+            PassthroughAuth::EnabledPlain,
+        ),
+        (
+            &format!("passthrough_auth = \"enabled\"\n{TLS}"),
+            PassthroughAuth::Enabled,
+        ),
+        (
+            &format!("passthrough_auth = \"enabled_allow_change\"\n{TLS}"),
+            PassthroughAuth::Enabled,
+        ),
+    ] {
+        let config = load(&format!("[general]\n{general}\n{ONE_DB}")).unwrap();
+        assert_eq!(config.general.passthrough_auth, expected, "{general}");
+        assert!(
+            config.warnings.is_empty(),
+            "{general}: {:?}",
+            config.warnings
+        );
+    }
+    let text = load(&format!(
+        "[general]\npassthrough_auth = \"enabled\"\n{ONE_DB}"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(text.contains("enabled_plain"), "{text}");
 }

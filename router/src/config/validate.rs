@@ -68,6 +68,17 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
     if let Err((key, message)) = super::unix_socket::check(general) {
         return fail(key, message);
     }
+    if general.passthrough_auth == super::PassthroughAuth::Enabled
+        && general.tls_certificate.is_none()
+    {
+        return fail(
+            "passthrough_auth",
+            "\"enabled\" needs client TLS (tls_certificate and tls_private_key): \
+             passthrough asks clients for their password in cleartext; configure TLS, \
+             or set \"enabled_plain\" to take passwords on unencrypted connections too"
+                .to_owned(),
+        );
+    }
     match (&general.tls_certificate, &general.tls_private_key) {
         (Some(_), None) => fail(
             "tls_private_key",

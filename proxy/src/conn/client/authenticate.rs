@@ -124,6 +124,20 @@ impl ClientConn {
         Ok(frame.body_bytes())
     }
 
+    /// Ask for the password in cleartext (AuthenticationCleartextPassword),
+    /// as passthrough authentication must: the server checks it, so
+    /// pgshard needs the password itself, which no SCRAM or MD5 answer
+    /// gives. An empty password, or one with a NUL or not UTF-8, is
+    /// refused as wrong (no Postgres password can be such).
+    pub async fn ask_password(&mut self) -> Result<String, AuthFailure> {
+        let body = self.ask(3, &[]).await?;
+        let given = body.strip_suffix(&[0]).unwrap_or(&body);
+        if given.is_empty() || given.contains(&0) {
+            return Err(AuthFailure::Denied);
+        }
+        String::from_utf8(given.to_vec()).map_err(|_| AuthFailure::Denied)
+    }
+
     /// Authenticate the client as `credentials` say. A user without a
     /// password (unknown to the config) runs the exchange against a
     /// random secret, so the client cannot tell a missing user from a
@@ -215,4 +229,36 @@ pub enum AuthFailure {
     SaslMechanism,
     #[error(transparent)]
     Scram(crate::auth::AuthError),
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn ask_password_takes_only_a_password_a_server_could_accept() {
+        let cases: [(&[u8], Option<&str>); 5] = [
+            (b"s3cret\0", Some("s3cret")),
+            (b"no-terminator", Some("no-terminator")),
+            (b"\0", None),
+            (b"a\0b\0", None),
+            (b"\xff\xfe\0", None),
+        ];
+        for (body, expected) in cases {
+            let (ours, mut theirs) = tokio::net::UnixStream::pair().unwrap();
+            let mut client = ClientConn::unix(ours);
+            let mut message = vec![b'p'];
+            message.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+            message.extend_from_slice(body);
+            theirs.write_all(&message).await.unwrap();
+            let asked = client.ask_password().await;
+            match (asked, expected) {
+                (Ok(password), Some(expected)) => assert_eq!(password, expected),
+                (Err(AuthFailure::Denied), None) => {}
+                (other, _) => panic!("{body:?}: {other:?}"),
+            }
+        }
+    }
 }

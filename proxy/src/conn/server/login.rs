@@ -114,7 +114,11 @@ impl ServerConn {
                 }
                 BackendMessage::ReadyForQuery(_) => return Ok(()),
                 BackendMessage::ErrorResponse(error) => {
-                    return Err(ServerError::Refused(error.message()))
+                    let code = error.code().unwrap_or(b"XX000");
+                    return Err(ServerError::Refused {
+                        code: String::from_utf8_lossy(code).into_owned(),
+                        message: error.message(),
+                    });
                 }
                 // ParameterStatus (noted as it was read), NoticeResponse,
                 // NegotiateProtocolVersion: nothing to do.

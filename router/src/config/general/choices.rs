@@ -1,6 +1,6 @@
 //! The closed choices of the pooling keys of `[general]`: `pooler_mode` and
-//! `auth_type` (which databases and users may override), and the replica
-//! keys `load_balancing_strategy` and `read_write_split`.
+//! `auth_type` (which databases and users may override), `passthrough_auth`,
+//! and the replica keys `load_balancing_strategy` and `read_write_split`.
 
 use serde::{Deserialize, Serialize};
 
@@ -106,5 +106,42 @@ impl ReadWriteSplit {
             ReadWriteSplit::ExcludePrimary => "exclude_primary",
             ReadWriteSplit::IncludePrimaryIfReplicaBanned => "include_primary_if_replica_banned",
         }
+    }
+}
+
+/// Whether clients that `users.toml` does not list may log in with their
+/// own password, which pgshard checks by logging into the server with it
+/// (`passthrough_auth`, PgDog's key and values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PassthroughAuth {
+    /// Only `users.toml`'s users log in.
+    #[default]
+    Disabled,
+    /// Passthrough for clients on TLS or the Unix socket (the password
+    /// crosses the connection in cleartext); needs `tls_certificate`.
+    /// PgDog's `enabled_allow_change` is another name for it: pgshard
+    /// checks every login against the server, so a changed password works
+    /// at once.
+    #[serde(alias = "enabled_allow_change")]
+    Enabled,
+    /// Passthrough on any connection, unencrypted ones too.
+    /// (`enabled_plain_allow_change`: another name for it.)
+    #[serde(alias = "enabled_plain_allow_change")]
+    EnabledPlain,
+}
+
+impl PassthroughAuth {
+    /// The name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PassthroughAuth::Disabled => "disabled",
+            PassthroughAuth::Enabled => "enabled",
+            PassthroughAuth::EnabledPlain => "enabled_plain",
+        }
+    }
+
+    pub fn is_enabled(self) -> bool {
+        self != PassthroughAuth::Disabled
     }
 }
