@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use router::route::{ParamValue, ParamValues, RouteError};
+use router::cache::Lookup;
+use router::route::{ParamValue, ParamValues, RouteError, Routed};
 use router::summary::{StatementKind, Summary};
 
 use super::is_copy_from;
@@ -45,13 +46,7 @@ impl Session {
             return target;
         }
         self.note_bound(&info.entry.summary, &statement.query);
-        let bind_params = bind_params(bind.values());
-        let params = info.params(&bind_params);
-        let overrides = self.overrides(&info.overrides);
-        let routed = info
-            .entry
-            .route(&params, &overrides, self.cluster.sharding());
-        let touches = holds::touches(&routed, &info.entry.summary, self.cluster.sharding());
+        let (routed, touches) = self.route_bound(info, bind);
         if let Some(error) = self.bind_hold_refusal(touches) {
             self.shared.metrics.route(RouteKind::Refused);
             self.refuse(error, false);
@@ -139,13 +134,7 @@ impl Session {
             let Some(info) = self.route_info(statement) else {
                 return Ok(true);
             };
-            let bind_params = bind_params(bind.values());
-            let params = info.params(&bind_params);
-            let overrides = self.overrides(&info.overrides);
-            let routed = info
-                .entry
-                .route(&params, &overrides, self.cluster.sharding());
-            let touches = holds::touches(&routed, &info.entry.summary, self.cluster.sharding());
+            let (_, touches) = self.route_bound(info, bind);
             match self.pass_hold(touches).await? {
                 holds::Pass::Go => return Ok(true),
                 holds::Pass::Again => continue,
@@ -157,6 +146,24 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Where the statement of `info` goes with this Bind's parameters and
+    /// the session's overrides, and whether that touches a moving logical
+    /// shard (`holds.rs`).
+    fn route_bound(
+        &self,
+        info: &Lookup,
+        bind: &BindView<'_>,
+    ) -> (Result<Routed, RouteError>, bool) {
+        let bind_params = bind_params(bind.values());
+        let params = info.params(&bind_params);
+        let overrides = self.overrides(&info.overrides);
+        let routed = info
+            .entry
+            .route(&params, &overrides, self.cluster.sharding());
+        let touches = holds::touches(&routed, &info.entry.summary, self.cluster.sharding());
+        (routed, touches)
     }
 }
 
