@@ -266,22 +266,9 @@ async fn passthrough_off_or_to_the_admin_console_refuses_as_before() {
 #[tokio::test]
 async fn enabled_takes_passwords_only_over_tls() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    let status = std::process::Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-        ])
-        .args(["-subj", "/CN=localhost", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .unwrap();
-    assert!(status.status.success());
     let general = format!(
-        "passthrough_auth = \"enabled\"\ntls_certificate = {:?}\ntls_private_key = {:?}",
-        cert.display().to_string(),
-        key.display().to_string()
+        "passthrough_auth = \"enabled\"\n{}",
+        common::self_signed_tls(dir.path())
     );
     let cluster = Cluster::start_with(1, &general, USERS);
     create_role(&cluster.servers, "pt", "pt-pw");
@@ -294,19 +281,7 @@ async fn enabled_takes_passwords_only_over_tls() {
     let message = err.as_db_error().unwrap().message();
     assert!(message.contains("enabled_plain"), "{message}");
     // Over TLS: in.
-    let bins = integration::PgBinaries::find().unwrap();
-    let output = std::process::Command::new(bins.bindir().join("psql"))
-        .args(["-X", "-A", "-t", "-h", "127.0.0.1", "-p"])
-        .arg(cluster.port().to_string())
-        .args(["-U", "pt", "-d", "prod", "-c", "SELECT shard FROM whoami"])
-        .env("PGPASSWORD", "pt-pw")
-        .env("PGSSLMODE", "require")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "0");
+    let sql = "SELECT shard FROM whoami";
+    let shard = common::psql_as(cluster.port(), ("pt", "pt-pw", "prod"), "require", sql);
+    assert_eq!(shard, "0");
 }

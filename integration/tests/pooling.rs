@@ -449,35 +449,7 @@ async fn dead_server_connections_are_detected_and_replaced() {
 #[tokio::test]
 async fn tls_when_a_certificate_is_configured() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    let status = std::process::Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-        ])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-    let cluster = Cluster::start(&format!(
-        "tls_certificate = {:?}\ntls_private_key = {:?}",
-        cert.display().to_string(),
-        key.display().to_string()
-    ));
+    let cluster = Cluster::start(&common::self_signed_tls(dir.path()));
     // sslmode=require fails unless pgshard answers the SSLRequest with S.
     assert_eq!(
         common::psql(cluster.port(), "require", "SELECT shard FROM whoami"),

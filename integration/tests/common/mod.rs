@@ -256,12 +256,18 @@ pub fn proxy_panics() -> usize {
 /// Run psql as `app` against the proxy on `port` with `sslmode`; returns its
 /// trimmed stdout, failing the test (with psql's stderr) if psql fails.
 pub fn psql(port: u16, sslmode: &str, sql: &str) -> String {
+    psql_as(port, ("app", "app-pw", "prod"), sslmode, sql)
+}
+
+/// [`psql`] as `(user, password, database)`.
+pub fn psql_as(port: u16, login: (&str, &str, &str), sslmode: &str, sql: &str) -> String {
+    let (user, password, database) = login;
     let bins = integration::PgBinaries::find().unwrap();
     let output = std::process::Command::new(bins.bindir().join("psql"))
         .args(["-X", "-A", "-t", "-h", "127.0.0.1", "-p"])
         .arg(port.to_string())
-        .args(["-U", "app", "-d", "prod", "-c", sql])
-        .env("PGPASSWORD", "app-pw")
+        .args(["-U", user, "-d", database, "-c", sql])
+        .env("PGPASSWORD", password)
         .env("PGSSLMODE", sslmode)
         .output()
         .unwrap();
@@ -476,4 +482,30 @@ pub fn describe(err: &tokio_postgres::Error) -> String {
         Some(db) => format!("{} {}", db.code().code(), db.message()),
         None => err.to_string(),
     }
+}
+
+/// A throwaway self-signed certificate for localhost in `dir`, and the
+/// `[general]` lines that give it to pgshard.
+pub fn self_signed_tls(dir: &std::path::Path) -> String {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let status = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    format!(
+        "tls_certificate = {:?}\ntls_private_key = {:?}",
+        cert.display().to_string(),
+        key.display().to_string()
+    )
 }
