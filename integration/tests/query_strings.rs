@@ -385,7 +385,7 @@ async fn strings_in_session_mode() {
          INSERT INTO orders (tenant_id, id, item) VALUES ({b}, 1, 'dup')",
         "BEGIN; UPDATE orders SET item = 'u' WHERE tenant_id = {a}; \
          UPDATE orders SET item = 'u' WHERE tenant_id = {b}; COMMIT",
-        "UPDATE orders SET item = 'v' WHERE tenant_id = {b}; SELECT tenant_id, item FROM orders",
+        "UPDATE orders SET item = 'v' WHERE tenant_id = {b}; SELECT tenant_id, item FROM orders ORDER BY tenant_id",
         "SELECT 1",
     ] {
         pair.same(sql).await;
