@@ -4,6 +4,7 @@
 //! one on their own runtime. A client's first moments, up to a running
 //! session or the admin console, are `listener/arrival.rs`'s.
 
+mod admission;
 mod arrival;
 mod login;
 pub mod unix;

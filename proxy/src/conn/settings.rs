@@ -72,6 +72,11 @@ impl ParamSet {
         self.0.is_empty()
     }
 
+    /// Whether setting `name` (lower case) is among these.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
     /// Apply a change; `defaults` (the startup settings) is what RESET
     /// returns to, as in Postgres where startup values are the reset values.
     pub fn apply(&mut self, change: &ParamChange, defaults: &ParamSet) {

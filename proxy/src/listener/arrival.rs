@@ -9,9 +9,11 @@ use std::time::SystemTime;
 use bytes::BytesMut;
 use router::config::{AuthType, Config, PoolerMode};
 use tokio::net::{TcpStream, UnixStream};
+use tokio::time::Instant;
 use tracing::{debug, info, Instrument};
 
-use super::login::{authenticate, refuse};
+use super::admission;
+use super::login::{authenticate, in_time, login_timed_out, refuse};
 use crate::admin;
 use crate::conn::cancel::CancelTargets;
 use crate::conn::client::{ClientConn, Credentials, First};
@@ -79,30 +81,52 @@ async fn serve_conn(
 }
 
 /// From the first byte to a logged-in session (`None`: the client was
-/// turned away, went to the admin console, or left).
+/// turned away, went to the admin console, or left). The startup packet,
+/// TLS and authentication must be over within `client_login_timeout`.
 async fn arrive(
-    mut client: ClientConn,
+    client: ClientConn,
     peer: Peer,
     state: Arc<State>,
     tls: Option<TlsAcceptor>,
 ) -> Option<Session> {
-    let startup = loop {
+    let deadline = state
+        .config()
+        .general
+        .client_login_timeout()
+        .map(|timeout| Instant::now() + timeout);
+    let first = read_startup(client, &state, tls.as_ref());
+    let Some(first) = in_time(deadline, first).await else {
+        // Nothing to tell a client that has not finished its first packet
+        // (Postgres closes too).
+        info!("client_login_timeout: no startup packet in time, connection closed");
+        return None;
+    };
+    let (client, startup) = first?;
+    start_session(client, startup, state, peer, deadline).await
+}
+
+/// Read the startup packet, answering SSLRequest/GSSENCRequest and
+/// upgrading to TLS on the way (`None`: a CancelRequest, a refused packet,
+/// or the client left).
+async fn read_startup(
+    mut client: ClientConn,
+    state: &State,
+    tls: Option<&TlsAcceptor>,
+) -> Option<(ClientConn, Startup)> {
+    loop {
         match client.read_first(tls.is_some()).await {
-            Ok(First::Startup(startup)) => break startup,
+            Ok(First::Startup(startup)) => return Some((client, startup)),
             Ok(First::Cancel { process_id, secret }) => {
-                cancel(&state, process_id, &secret).await;
+                cancel(state, process_id, &secret).await;
                 return None;
             }
-            Ok(First::Tls) => {
-                let acceptor = tls.as_ref()?;
-                match client.into_tls(acceptor).await {
-                    Ok(upgraded) => client = upgraded,
-                    Err(err) => {
-                        debug!(%err, "TLS handshake failed");
-                        return None;
-                    }
+            Ok(First::Tls) => match client.into_tls(tls?).await {
+                Ok(upgraded) => client = upgraded,
+                Err(err) => {
+                    debug!(%err, "TLS handshake failed");
+                    return None;
                 }
-            }
+            },
             Ok(First::Gone) => return None,
             Err(error) => {
                 debug!(%error, "startup refused");
@@ -111,8 +135,7 @@ async fn arrive(
                 return None;
             }
         }
-    };
-    start_session(client, startup, state, peer).await
+    }
 }
 
 /// Take a client from its startup packet to the admin console or a pooled
@@ -122,6 +145,7 @@ async fn start_session(
     startup: Startup,
     state: Arc<State>,
     peer: Peer,
+    deadline: Option<Instant>,
 ) -> Option<Session> {
     let config = state.config();
     let arrival = Arrival::new(startup, peer);
@@ -129,15 +153,22 @@ async fn start_session(
     if !negotiate_protocol_version(&mut client, &arrival.startup).await {
         return None;
     }
-    if let Some((code, message)) = turned_away(&state, &config) {
+    if let Some((code, message)) = admission::turned_away(&state, &config) {
         client.fatal(code, message).await;
         return None;
     }
+    let plain_tcp = client.is_plain_tcp();
+    if let Some((code, message)) = admission::refusal(&arrival.startup, &config.general, plain_tcp)
+    {
+        info!(%code, %message, "startup refused");
+        client.fatal(code, &message).await;
+        return None;
+    }
     if arrival.database == config.admin.name {
-        serve_admin_console(client, state, &config, &arrival).await;
+        serve_admin_console(client, state, &config, &arrival, deadline).await;
         None
     } else {
-        start_pooled_session(client, state, &config, &arrival).await
+        start_pooled_session(client, state, &config, &arrival, deadline).await
     }
 }
 
@@ -222,21 +253,6 @@ async fn negotiate_protocol_version(client: &mut ClientConn, startup: &Startup) 
     true
 }
 
-/// Why pgshard takes no new client now (shutting down, `max_client_conn`
-/// reached), as a SQLSTATE and a message; `None` if it takes this one.
-fn turned_away(state: &State, config: &Config) -> Option<(&'static str, &'static str)> {
-    if state.is_shutting_down() {
-        return Some((sqlstate::CANNOT_CONNECT_NOW, "pgshard is shutting down"));
-    }
-    if state.client_count() >= config.general.max_client_conn {
-        return Some((
-            sqlstate::TOO_MANY_CONNECTIONS,
-            "sorry, too many clients already (max_client_conn)",
-        ));
-    }
-    None
-}
-
 /// Authenticate a client of the admin database (only `[admin]`'s user has a
 /// password, and `trust` means SCRAM there) and serve the console.
 async fn serve_admin_console(
@@ -244,6 +260,7 @@ async fn serve_admin_console(
     state: Arc<State>,
     config: &Config,
     arrival: &Arrival,
+    deadline: Option<Instant>,
 ) {
     let user = &arrival.user;
     let password = (*user == config.admin.user)
@@ -258,8 +275,11 @@ async fn serve_admin_console(
         user,
         password,
     };
-    if let Err(failure) = authenticate(&mut client, credentials, &state).await {
-        return refuse(&mut client, user, failure).await;
+    let checked = in_time(deadline, authenticate(&mut client, credentials, &state)).await;
+    match checked {
+        None => return login_timed_out(client).await,
+        Some(Err(failure)) => return refuse(&mut client, user, failure).await,
+        Some(Ok(())) => {}
     }
     let info = state.register_client(arrival.client_info());
     info!(%user, "admin console login");
@@ -274,6 +294,7 @@ async fn start_pooled_session(
     state: Arc<State>,
     config: &Config,
     arrival: &Arrival,
+    deadline: Option<Instant>,
 ) -> Option<Session> {
     let (user, database) = (&arrival.user, &arrival.database);
     if !config.clusters.contains_key(database) {
@@ -281,16 +302,14 @@ async fn start_pooled_session(
         client.fatal(sqlstate::INVALID_CATALOG_NAME, &message).await;
         return None;
     }
-    if !super::login::pooled(
-        &mut client,
-        &state,
-        config,
-        &arrival.user,
-        &arrival.database,
-    )
-    .await
-    {
-        return None;
+    let login = super::login::pooled(&mut client, &state, config, user, database);
+    match in_time(deadline, login).await {
+        None => {
+            login_timed_out(client).await;
+            return None;
+        }
+        Some(false) => return None,
+        Some(true) => {}
     }
     let defaults = match ParamSet::from_startup(&arrival.startup.params) {
         Ok(defaults) => defaults,

@@ -13,6 +13,8 @@ use tracing::info;
 
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use crate::conn::client::{AuthFailure, ClientConn, Credentials};
 use crate::conn::server::ServerError;
 use crate::pool::clusters::PassthroughError;
@@ -164,4 +166,25 @@ pub(super) async fn authenticate(
         None => Arc::new(state.mock_scram_secret(user)),
     };
     client.authenticate(credentials, secret).await
+}
+
+/// `step` of a login, cut off at `deadline` (`client_login_timeout`;
+/// `None` when it ran out).
+pub(super) async fn in_time<F: std::future::Future>(
+    deadline: Option<Instant>,
+    step: F,
+) -> Option<F::Output> {
+    match deadline {
+        None => Some(step.await),
+        Some(at) => tokio::time::timeout_at(at, step).await.ok(),
+    }
+}
+
+/// Tell a client its login ran past `client_login_timeout` and close it
+/// (a client that does not read is not waited for).
+pub(super) async fn login_timed_out(mut client: ClientConn) {
+    info!("client_login_timeout: login not finished in time, connection closed");
+    let message = "client_login_timeout: the login did not finish in time";
+    let fatal = client.fatal(sqlstate::PROTOCOL_VIOLATION, message);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), fatal).await;
 }

@@ -91,6 +91,10 @@ pub enum StartupError {
     Malformed(&'static str),
     #[error("no PostgreSQL user name specified in startup packet")]
     NoUser,
+    /// Postgres keeps the last of two values; pgshard refuses rather than
+    /// choose (which `user` a client meant must never be a guess).
+    #[error("startup parameter \"{0}\" given more than once")]
+    Duplicate(String),
 }
 
 /// Decode one first message from the front of `buf`.
@@ -151,6 +155,12 @@ fn decode_params(mut body: Bytes) -> Result<Vec<(String, String)>, StartupError>
             break;
         }
         let value = take_cstr(&mut body)?;
+        if params
+            .iter()
+            .any(|(seen, _): &(String, String)| seen.eq_ignore_ascii_case(&name))
+        {
+            return Err(StartupError::Duplicate(name));
+        }
         params.push((name, value));
     }
     if !body.is_empty() {
@@ -288,5 +298,34 @@ mod tests {
         assert!(decode(b"\x00\x00\x00\x09\x04\xd2\x16\x2f\x00").is_err());
         // Invalid UTF-8.
         assert!(decode(b"\x00\x00\x00\x0f\x00\x03\x00\x00user\x00\xff\x00\x00").is_err());
+    }
+
+    #[test]
+    fn duplicated_parameters_are_refused() {
+        let packet = |params: &[(&str, &str)]| {
+            let startup = Startup {
+                major: 3,
+                minor: 0,
+                params: params
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            };
+            let mut out = BytesMut::new();
+            startup.encode(&mut out);
+            decode_startup(&mut out)
+        };
+        assert_eq!(
+            packet(&[("user", "app"), ("user", "postgres")]),
+            Err(StartupError::Duplicate("user".into()))
+        );
+        assert_eq!(
+            packet(&[("user", "app"), ("search_path", "a"), ("SEARCH_PATH", "b")]),
+            Err(StartupError::Duplicate("SEARCH_PATH".into()))
+        );
+        assert!(matches!(
+            packet(&[("user", "app"), ("database", "app")]),
+            Ok(Some(StartupMessage::Startup(_)))
+        ));
     }
 }

@@ -126,7 +126,7 @@ pub fn names_prepared(sql: &[u8]) -> bool {
 /// (`first` is the string's first word). False positives only cost a
 /// DISCARD ALL when the server is released.
 fn leaves_session_state(sql: &[u8], first: &[u8]) -> bool {
-    if statement_leaves_state(sql, first) {
+    if statement_leaves_state(sql, first) || sets_config_for_session(sql) {
         return true;
     }
     // The other statements start after a `;`; an advisory lock is taken
@@ -152,6 +152,59 @@ fn leaves_session_state(sql: &[u8], first: &[u8]) -> bool {
 }
 
 const ADVISORY_LOCK: &[u8] = b"advisory_lock";
+
+/// Whether some `set_config(name, value, is_local)` call may change a
+/// setting for the session: one pgshard cannot track (a function call,
+/// not a SET), so the server is reset before another client gets it
+/// (a `role` set this way must never reach the next client). Only a
+/// literal `true` as the last argument (transaction-scoped, PostgREST's
+/// per-request pattern) keeps the server clean. Lexical: `_` is found by
+/// memchr, then the words around it, so most statements cost one scan.
+fn sets_config_for_session(sql: &[u8]) -> bool {
+    let word_byte = |i: usize| {
+        sql.get(i)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+    };
+    memchr::memchr_iter(b'_', sql).any(|at| {
+        at >= 3
+            && sql[at - 3..at].eq_ignore_ascii_case(b"set")
+            && !(at > 3 && word_byte(at - 4))
+            && sql
+                .get(at + 1..at + 7)
+                .is_some_and(|word| word.eq_ignore_ascii_case(b"config"))
+            && !word_byte(at + 7)
+            && !last_argument_is_true(&sql[at + 7..])
+    })
+}
+
+/// Whether the call whose `(` starts `rest` (after blanks) has a literal
+/// `true` as its last argument. Quoted text is skipped; an unbalanced or
+/// missing list counts as not `true`.
+fn last_argument_is_true(rest: &[u8]) -> bool {
+    let start = rest.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    if rest.get(start) != Some(&b'(') {
+        return false;
+    }
+    let (mut depth, mut last, mut i) = (0usize, start + 1, start + 1);
+    while let Some(&b) = rest.get(i) {
+        match b {
+            b'\'' | b'"' => {
+                // To the closing quote; a doubled quote is an escaped one.
+                i += 1;
+                while rest.get(i).is_some_and(|&c| c != b) {
+                    i += 1;
+                }
+            }
+            b'(' => depth += 1,
+            b',' if depth == 0 => last = i + 1,
+            b')' if depth == 0 => return rest[last..i].trim_ascii().eq_ignore_ascii_case(b"true"),
+            b')' => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
 
 /// One statement (`text` from its start on, `first` its first word)
 /// leaves session state behind.

@@ -37,7 +37,6 @@ impl Same {
 
 /// `[general]` keys accepted with a warning.
 pub(super) const GENERAL: &[(&str, Option<Same>)] = &[
-    ("tls_client_required", Some(Same::Bool(false))),
     ("tls_client_ca_certificate", None),
     // pgshard connects to servers without TLS.
     ("tls_verify", Some(Same::Str("none"))),
@@ -52,7 +51,6 @@ pub(super) const GENERAL: &[(&str, Option<Same>)] = &[
     ("connect_attempt_delay", None),
     ("client_idle_timeout", None),
     ("client_idle_in_transaction_timeout", None),
-    ("client_login_timeout", None),
     ("server_lifetime_jitter", Some(Same::Int(0))),
     // Transactions are writes, standalone SELECTs reads: what pgshard does.
     ("read_write_strategy", Some(Same::Str("conservative"))),

@@ -104,6 +104,13 @@ pub struct General {
     pub tls_certificate: Option<PathBuf>,
     /// PEM private key for client TLS; set together with `tls_certificate`.
     pub tls_private_key: Option<PathBuf>,
+    /// `tls_client_required`: clients on TCP must use TLS (the Unix socket
+    /// stays open: it never leaves the machine). Needs client TLS.
+    pub tls_client_required: bool,
+    /// `client_login_timeout`: a client that has not finished its startup
+    /// and authentication this long after connecting is cut off; 0 = never.
+    #[serde(rename = "client_login_timeout")]
+    pub client_login_timeout_ms: u64,
     /// Prepared statements cached per server connection. At least 1.
     pub prepared_statements_limit: usize,
     /// Refuse statements that would run on more than one database of a
@@ -288,6 +295,8 @@ impl Default for General {
             passthrough_auth: PassthroughAuth::Disabled,
             tls_certificate: None,
             tls_private_key: None,
+            tls_client_required: false,
+            client_login_timeout_ms: 60_000,
             prepared_statements_limit: 500,
             cross_shard_disabled: false,
             cross_shard_finish: CrossShardFinish::Coordinator,
@@ -398,6 +407,12 @@ impl General {
     /// `ban_timeout`.
     pub fn ban_timeout(&self) -> Duration {
         Duration::from_millis(self.ban_timeout_ms)
+    }
+
+    /// `client_login_timeout`; `None` when 0 (never).
+    pub fn client_login_timeout(&self) -> Option<Duration> {
+        (self.client_login_timeout_ms > 0)
+            .then(|| Duration::from_millis(self.client_login_timeout_ms))
     }
 
     /// `log_min_duration_statement`; `None` when negative (off).

@@ -383,6 +383,7 @@ fn general_validation_paths() {
         ("tls_certificate = \"c.pem\"", "general.tls_private_key"),
         ("tls_private_key = \"k.pem\"", "general.tls_private_key"),
         ("passthrough_auth = \"enabled\"", "general.passthrough_auth"),
+        ("tls_client_required = true", "general.tls_client_required"),
         ("passthrough_auth = \"on\"", "general.passthrough_auth"),
         ("unix_socket_mode = \"0888\"", "general.unix_socket_mode"),
         ("unix_socket_mode = \"rwx\"", "general.unix_socket_mode"),

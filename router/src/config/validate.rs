@@ -68,6 +68,12 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
     if let Err((key, message)) = super::unix_socket::check(general) {
         return fail(key, message);
     }
+    tls(general)
+}
+
+/// The client TLS keys: both or neither, and what needs them.
+fn tls(general: &General) -> Result<(), ConfigError> {
+    let fail = |key: &str, message: String| Err(invalid(PGDOG, format!("general.{key}"), message));
     if general.passthrough_auth == super::PassthroughAuth::Enabled
         && general.tls_certificate.is_none()
     {
@@ -76,6 +82,14 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
             "\"enabled\" needs client TLS (tls_certificate and tls_private_key): \
              passthrough asks clients for their password in cleartext; configure TLS, \
              or set \"enabled_plain\" to take passwords on unencrypted connections too"
+                .to_owned(),
+        );
+    }
+    if general.tls_client_required && general.tls_certificate.is_none() {
+        return fail(
+            "tls_client_required",
+            "needs client TLS (tls_certificate and tls_private_key): without it no \
+             client on TCP could log in"
                 .to_owned(),
         );
     }

@@ -103,8 +103,23 @@ fn classify_statements() {
         "select 1;LOAD 'auto_explain'",
         "select 'a;b' ; ; \n\tlisten x",
         "select 1; declare c cursor with hold for select 2",
+        "SELECT set_config('role', 'admin', false)",
+        "select SET_CONFIG('search_path', 'a', $1)",
+        "select set_config ( 'x.y', f(1, 2), false )",
+        "select set_config('x', 'it''s, true)', false)",
+        "select 1; select set_config('x', '1', true), set_config('y', '2', false)",
+        "select set_config('x', 'unterminated",
     ] {
         assert!(leaves(sql) && !tracked(sql), "{sql}");
+    }
+    // Transaction-scoped: the server stays clean (PostgREST's pattern).
+    for sql in [
+        "select set_config('request.jwt.claims', $1, true)",
+        "SELECT SET_CONFIG('x', f(a, b), TRUE ), tenant_id FROM t",
+        "select set_config('x', '1,2)', true)",
+        "select reset_config_value, set_configs FROM t",
+    ] {
+        assert!(!leaves(sql), "{sql}");
     }
     // A WITH HOLD cursor keeps its server until CLOSE.
     assert!(leaves("DECLARE c CURSOR WITH HOLD FOR SELECT 1"));
