@@ -23,7 +23,7 @@ use router::summary::{StatementKind, Summary};
 
 use super::dispatch::Dispatch;
 use super::holds::Held;
-use super::{End, Session};
+use super::{cancel_target, End, Session};
 use crate::errors::ClientError;
 use crate::execute::gather::finish;
 use crate::execute::gather::sink::GatherSink;
@@ -172,6 +172,9 @@ impl Session {
                 return Ok(());
             }
         };
+        // The client's cancel reaches the coordinator (and, while a gather
+        // reads them, its shards: `gather/copy.rs`).
+        self.info.cancel.set([cancel_target(&server)]).await;
         let started = std::time::Instant::now();
         let limit = self.shared.config().general.cross_shard_gather_limit;
         let mut sink = GatherSink::new(limit);

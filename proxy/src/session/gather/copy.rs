@@ -69,6 +69,10 @@ impl Session {
             }
         }
         let broken = self.release_readers(tasks, started.elapsed(), None).await;
+        // The shards' servers are back in their pools: a cancel must not
+        // reach them now (another client's query may run there).
+        let coordinator_target = targets.last().cloned();
+        self.info.cancel.set(coordinator_target).await;
         let failure = match pumped? {
             Some(failure) => Some(failure),
             None if broken => Some(Failure::Lost),
