@@ -9,7 +9,7 @@ use bytes::BytesMut;
 use super::sink::Exceeded;
 use crate::errors::ClientError;
 use crate::protocol::backend::{BackendFrame, BackendMessage};
-use crate::protocol::sqlstate;
+use crate::protocol::{rows, sqlstate};
 
 /// A finish's message for the client: a RowDescription with its columns'
 /// origins zeroed; any other message as it came.
@@ -25,26 +25,22 @@ pub fn for_client(message: BackendFrame) -> BackendFrame {
 fn zero_origins(body: &[u8], out: &mut BytesMut) {
     let start = out.len();
     out.extend_from_slice(body);
-    let fields = match body.get(..2) {
-        Some(&[a, b]) => usize::from(u16::from_be_bytes([a, b])),
-        _ => return,
+    let Some((_, starts)) = rows::read_fields(body) else {
+        return;
     };
-    let mut at = 2;
-    for _ in 0..fields {
+    // `starts` ends with where the fields end.
+    for &at in starts.iter().take(starts.len().saturating_sub(1)) {
         let Some(name) = body
             .get(at..)
             .and_then(|rest| rest.iter().position(|&b| b == 0))
         else {
             return;
         };
-        at += name + 1;
-        // Table OID (4 bytes) and attnum (2), then type OID, length,
-        // typmod and format (4 + 2 + 4 + 2).
-        if body.len() < at + 18 {
-            return;
+        // After the name: table OID (4 bytes) and attnum (2).
+        let origin = start + at + name + 1;
+        if let Some(bytes) = out.get_mut(origin..origin + 6) {
+            bytes.fill(0);
         }
-        out[start + at..start + at + 6].fill(0);
-        at += 18;
     }
 }
 
