@@ -12,7 +12,11 @@
 //! materialized views), read after. A test of its own runs seeded query
 //! strings of several statements for different shards (writes, reads,
 //! failures, blocks: `cross_shard_diff/strings.rs`), every reply and the
-//! tables after each compared. pgshard must answer exactly as the
+//! tables after each compared. Another runs the seeded SELECTs in the
+//! simple protocol with `cross_shard_finish = "coordinator"`, where what
+//! the streaming path refuses is finished on the coordinator (issue 34):
+//! there only the gather planner's own 0A000 counts as a refusal.
+//! pgshard must answer exactly as the
 //! reference does (columns, types, rows, row count) or refuse with 0A000
 //! (DESIGN.md §2: no silent wrong answers).
 //!
@@ -97,7 +101,7 @@ async fn query_strings(n: usize) {
         "[strings, {n} shards] seed {seed} (PGSHARD_DIFF_SEED={seed} to repeat), {count} strings"
     );
     let data = Data::generate(seed);
-    let (_cluster, mut pgshard, mut reference) = start(n, &data).await;
+    let (_cluster, mut pgshard, mut reference) = start(n, &data, "").await;
     let mut generator = Generator::new(seed, data.user_ids());
     let mut strings = strings::Strings::new(seed, data.user_ids());
     let (mut exact, mut refused, mut wrong) = (0, 0, Vec::new());
@@ -153,6 +157,84 @@ async fn query_strings(n: usize) {
     }
 }
 
+/// With `cross_shard_finish = "coordinator"`, the statements the
+/// streaming path refuses are finished on the coordinator (issue 34; the
+/// simple protocol outside transaction blocks for now): each seeded
+/// statement in the simple protocol must be the reference's answer, or the
+/// same error, or refused by the gather planner itself (0A000 saying it
+/// cannot be finished on the coordinator either). A 0A000 that never tried
+/// the coordinator counts as wrong, and so does any other answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn gathered_selects_match_one_postgres_on_two_shards() {
+    gathered(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gathered_selects_match_one_postgres_on_four_shards() {
+    gathered(4).await;
+}
+
+async fn gathered(n: usize) {
+    common::watch_proxy_panics();
+    let settings = Settings::from_env();
+    let seed = settings.seed;
+    let count = settings.statements.div_ceil(2);
+    println!(
+        "[gathered, {n} shards] seed {seed} (PGSHARD_DIFF_SEED={seed} to repeat), {count} statements"
+    );
+    let data = Data::generate(seed);
+    let general = "cross_shard_finish = \"coordinator\"";
+    let (_cluster, mut pgshard, mut reference) = start(n, &data, general).await;
+    let mut generator = Generator::new(seed, data.user_ids());
+    let mut tally = Tally::default();
+    for index in 0..count {
+        let case = generator.next_case();
+        if case.setup.is_some() {
+            continue;
+        }
+        let (got, want) = tokio::join!(
+            pgshard.run(Protocol::Simple, &case.sql, 100),
+            reference.run(Protocol::Simple, &case.sql, 100)
+        );
+        let verdict = match judge(&case, &got, &want) {
+            Verdict::Refused if !planner_refused(&got) => {
+                Verdict::Wrong("refused without finishing it on the coordinator".into())
+            }
+            verdict => verdict,
+        };
+        tally.count(&case, Protocol::Simple, &verdict, &want);
+        if let Verdict::Wrong(why) = verdict {
+            tally.fail(index, &case, &[(Protocol::Simple, why, got, want)]);
+        }
+    }
+    let failures = tally.report(n, seed);
+    assert_eq!(
+        common::proxy_panics(),
+        0,
+        "a proxy task panicked (seed {seed})"
+    );
+    let beyond = tally.counts.get(&(Category::Beyond, Protocol::Simple));
+    assert!(
+        beyond.is_some_and(|counts| counts[0] > counts[1]),
+        "most statements beyond the streaming merge must be answered (seed {seed}): {beyond:?}"
+    );
+    if failures > 0 && !settings.report_only {
+        panic!("[gathered, {n} shards] {failures} statements answered wrongly (seed {seed})");
+    }
+}
+
+/// A 0A000 of the gather planner's own (the streaming path refused the
+/// statement and the coordinator cannot take it either), or of a merge
+/// that found at run time a value it cannot compare (a type, a collation:
+/// the shards' rows were read already; deciding that before the fan-out,
+/// to finish such statements on the coordinator too, comes later).
+fn planner_refused(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Error { code, message }
+        if code == "0A000" && (message.contains("nor can it be finished on the coordinator")
+            || message.starts_with("cannot merge a column of type")
+            || message.starts_with("cannot order text across shards")))
+}
+
 /// The run's knobs, from the environment.
 struct Settings {
     seed: u64,
@@ -192,7 +274,7 @@ fn users() -> String {
 }
 
 /// `n` shards and a reference behind pgshard and beside it, loaded.
-async fn start(n: usize, data: &Data) -> (Cluster, Target, Target) {
+async fn start(n: usize, data: &Data, general: &str) -> (Cluster, Target, Target) {
     let mut servers = common::servers(n + 1);
     let reference = servers.pop().unwrap();
     let reference_db = format!("shard_{n}");
@@ -208,7 +290,8 @@ async fn start(n: usize, data: &Data) -> (Cluster, Target, Target) {
         .await
         .unwrap();
     data::load(data, &shards, &direct).await;
-    let proxy = TestProxy::start(&sharded_config(&servers, "", data::SHARDING), &users()).unwrap();
+    let proxy =
+        TestProxy::start(&sharded_config(&servers, general, data::SHARDING), &users()).unwrap();
     let port = proxy.port();
     let pgshard = Target::connect(
         port,
@@ -248,7 +331,7 @@ async fn differential(n: usize) {
         settings.statements
     );
     let data = Data::generate(seed);
-    let (_cluster, mut pgshard, mut reference) = start(n, &data).await;
+    let (_cluster, mut pgshard, mut reference) = start(n, &data, "").await;
     let mut generator = Generator::new(seed, data.user_ids());
     // Which literals become parameters: a stream of its own, so that the
     // statements of a seed stay the same.

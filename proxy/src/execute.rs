@@ -9,6 +9,7 @@
 pub mod catalog;
 pub mod copy_relay;
 pub mod fan_out;
+pub mod gather;
 pub mod merge;
 pub mod row_move;
 pub mod two_phase;

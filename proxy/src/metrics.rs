@@ -51,15 +51,19 @@ pub enum RouteKind {
     All,
     /// Refused: no exact route (a 0A000 to the client).
     Refused,
+    /// Gathered from the shards and finished on the coordinator database
+    /// (`cross_shard_finish = "coordinator"`).
+    Coordinator,
 }
 
 impl RouteKind {
-    const ALL: [RouteKind; 5] = [
+    const ALL: [RouteKind; 6] = [
         RouteKind::One,
         RouteKind::Any,
         RouteKind::Several,
         RouteKind::All,
         RouteKind::Refused,
+        RouteKind::Coordinator,
     ];
 
     pub fn label(self) -> &'static str {
@@ -69,6 +73,7 @@ impl RouteKind {
             RouteKind::Several => "several",
             RouteKind::All => "all",
             RouteKind::Refused => "refused",
+            RouteKind::Coordinator => "coordinator",
         }
     }
 }
@@ -79,7 +84,7 @@ pub struct Metrics {
     routes: Family<RouteLabels, Counter>,
     /// `routes`' counters in [`RouteKind::ALL`] order, fetched once: a
     /// route costs one atomic add.
-    route_counters: [Counter; 5],
+    route_counters: [Counter; 6],
     errors: Family<ClassLabels, Counter>,
     wait: Family<PoolLabels, Seconds>,
     transaction: Family<PoolLabels, Seconds>,
@@ -87,6 +92,10 @@ pub struct Metrics {
     /// Statements that waited for a move's cutover (a hold on the logical
     /// shards they touch).
     move_held: Counter,
+    /// Rows and bytes (DataRow bodies) gathered from the shards to finish
+    /// statements on the coordinator.
+    gathered_rows: Counter,
+    gathered_bytes: Counter,
     /// How long those waited.
     move_hold_wait: Seconds,
 }
@@ -177,6 +186,8 @@ impl Default for Metrics {
             transaction: Family::default(),
             query: Family::default(),
             move_held: Counter::default(),
+            gathered_rows: Counter::default(),
+            gathered_bytes: Counter::default(),
             move_hold_wait: Seconds::default(),
         }
     }
@@ -221,6 +232,23 @@ impl Metrics {
             "Time statements held by a move's cutover waited",
             self.move_hold_wait.clone(),
         );
+        registry.register(
+            "gathered_rows",
+            "Rows gathered from the shards to finish statements on the coordinator",
+            self.gathered_rows.clone(),
+        );
+        registry.register(
+            "gathered_bytes",
+            "Bytes (row values) gathered from the shards to finish statements on the coordinator",
+            self.gathered_bytes.clone(),
+        );
+    }
+
+    /// A statement finished on the coordinator gathered `rows` rows of
+    /// `bytes` bytes.
+    pub fn gathered(&self, rows: u64, bytes: u64) {
+        self.gathered_rows.inc_by(rows);
+        self.gathered_bytes.inc_by(bytes);
     }
 
     /// A statement was held by a move's cutover; it waited `waited`.

@@ -26,6 +26,7 @@ mod cursor;
 mod dispatch;
 mod extended;
 mod fan_out;
+mod gather;
 mod holds;
 mod key_move;
 mod local;

@@ -1,7 +1,7 @@
 //! The gather planner (issue 34): how to finish on one Postgres, the
 //! coordinator, a SELECT the streaming merge cannot answer. Pure: it plans
 //! from the statement's text, the sharding config and its catalog; the
-//! proxy runs the plan (not yet: nothing calls [`plan`] outside tests).
+//! proxy runs the plan (`proxy/src/session/gather.rs`).
 //!
 //! A plan gathers the rows of each table the statement reads that is not
 //! whole on the coordinator into a temp table there, then runs the

@@ -23,3 +23,4 @@ pub const NUMERIC_VALUE_OUT_OF_RANGE: &str = "22003";
 pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
 pub const LOCK_NOT_AVAILABLE: &str = "55P03";
 pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
+pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";

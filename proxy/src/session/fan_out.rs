@@ -209,7 +209,7 @@ impl Session {
     /// whole (their request took `took`: the query-time histogram), or
     /// hold them again for the transaction (`held`: their shards, in
     /// order); whether any reply did not come whole.
-    async fn release_readers(
+    pub(super) async fn release_readers(
         &mut self,
         tasks: Vec<Reader>,
         took: std::time::Duration,

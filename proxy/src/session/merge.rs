@@ -399,6 +399,12 @@ impl Session {
         };
         match planned {
             StatementMerge::Concatenated => Ok(None),
+            StatementMerge::Refused(error)
+                if error.code == sqlstate::FEATURE_NOT_SUPPORTED
+                    && self.finishes_on_coordinator(summary) =>
+            {
+                Err(super::gather::not_yet(error, "in the extended protocol"))
+            }
             StatementMerge::Refused(error) => Err(error.clone()),
             StatementMerge::Merged {
                 plan,

@@ -190,8 +190,12 @@ impl Session {
                 self.query_string(summary, frame_sql).await
             }
             err => {
+                let gathers = gathered_refusal(&err) && self.finishes_on_coordinator(summary);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                Ok(self.refused(error))
+                match gathers {
+                    true => self.gather_query(frame_sql, error, false).await,
+                    false => Ok(self.refused(error)),
+                }
             }
         }
     }
@@ -248,6 +252,12 @@ impl Session {
         };
         let (sql, reply) = match rows {
             Ok(rows) => rows,
+            Err(error)
+                if error.code == sqlstate::FEATURE_NOT_SUPPORTED
+                    && self.finishes_on_coordinator(summary) =>
+            {
+                return self.gather_query(frame_sql, error, in_txn).await;
+            }
             Err(error) => return Ok(self.refused(error)),
         };
         let query = match &sql {
@@ -432,6 +442,19 @@ impl Session {
         let n = self.cluster.shards().max(1);
         self.shared.any_shard.fetch_add(1, Ordering::Relaxed) % n
     }
+}
+
+/// A routing refusal of a SELECT that finishing on the coordinator
+/// answers: query levels or joins the shards cannot answer alone.
+pub(super) fn gathered_refusal(err: &RouteError) -> bool {
+    matches!(
+        err,
+        RouteError::SubqueryWithoutKey { .. }
+            | RouteError::SubqueryOnOtherShards { .. }
+            | RouteError::JoinWithoutKey { .. }
+            | RouteError::OuterJoinEverywhere { .. }
+            | RouteError::KeysOnDifferentShards { .. }
+    )
 }
 
 /// A `COPY ... FROM` (one statement).

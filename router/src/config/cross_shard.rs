@@ -3,9 +3,11 @@
 //! (`cross_shard_coordinator`), and the bounds (`cross_shard_gather_limit`,
 //! `cross_shard_merge_memory`), with their checks.
 //!
-//! Accepted and checked now; no code reads them yet: a query the
-//! streaming merge cannot answer is refused (0A000) whatever they say.
-//! docs/operations.md says so too.
+//! The proxy finishes such queries on the coordinator in the simple
+//! protocol outside transaction blocks when `cross_shard_finish =
+//! "coordinator"` (written: the default stays `"refuse"` until blocks and
+//! the extended protocol are covered too); `cross_shard_merge_memory` is
+//! not read yet. docs/operations.md says so too.
 
 use std::collections::BTreeMap;
 
@@ -19,11 +21,12 @@ use super::{invalid, Cluster, ConfigError, General};
 #[serde(rename_all = "lowercase")]
 pub enum CrossShardFinish {
     /// Gather the rows it needs from the shards and run the rest of the
-    /// query on the coordinator database (not built yet: refused, as with
-    /// `Refuse`).
-    #[default]
+    /// query on the coordinator database (the simple protocol outside
+    /// transaction blocks for now; elsewhere refused with 0A000).
     Coordinator,
-    /// Refuse it with 0A000 (today's behaviour).
+    /// Refuse it with 0A000. The default until the coordinator path covers
+    /// transaction blocks and the extended protocol (issue 34 steps 8, 9).
+    #[default]
     Refuse,
 }
 

@@ -117,14 +117,15 @@ pub struct General {
     /// sharded cluster (copied into every cluster's `Sharding`).
     pub cross_shard_disabled: bool,
     /// What to do with a cross-shard SELECT the streaming merge cannot
-    /// answer: `"coordinator"` (finish it on a Postgres; not built yet, so
-    /// refused for now) or `"refuse"`. pgshard's key (issue 34).
+    /// answer: `"coordinator"` (finish it on a Postgres: the simple
+    /// protocol outside transaction blocks for now) or `"refuse"` (the
+    /// default for now). pgshard's key (issue 34).
     pub cross_shard_finish: CrossShardFinish,
     /// The shard number of the database that finishes such queries; every
-    /// cluster of several databases must have it. Not read yet.
+    /// cluster of several databases must have it.
     pub cross_shard_coordinator: usize,
     /// Most rows and bytes one statement gathers to finish on the
-    /// coordinator (54000 past either). Not read yet.
+    /// coordinator (54000 past either).
     pub cross_shard_gather_limit: GatherLimit,
     /// Bytes of groups a cross-shard merge holds before it spills to the
     /// coordinator. Not read yet.
@@ -299,7 +300,7 @@ impl Default for General {
             client_login_timeout_ms: 60_000,
             prepared_statements_limit: 500,
             cross_shard_disabled: false,
-            cross_shard_finish: CrossShardFinish::Coordinator,
+            cross_shard_finish: CrossShardFinish::Refuse,
             cross_shard_coordinator: 0,
             cross_shard_gather_limit: GatherLimit::default(),
             cross_shard_merge_memory: DEFAULT_MERGE_MEMORY,
@@ -508,7 +509,7 @@ mod tests {
         assert_eq!(g.tls(), None);
         assert_eq!(g.prepared_statements_limit, 500);
         assert!(!g.cross_shard_disabled);
-        assert_eq!(g.cross_shard_finish, CrossShardFinish::Coordinator);
+        assert_eq!(g.cross_shard_finish, CrossShardFinish::Refuse);
         assert_eq!(g.cross_shard_coordinator, 0);
         assert_eq!(
             (

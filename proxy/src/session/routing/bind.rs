@@ -74,7 +74,12 @@ impl Session {
             }
             Err(err) => {
                 self.shared.metrics.route(RouteKind::Refused);
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                if super::gathered_refusal(&err)
+                    && self.finishes_on_coordinator(&info.entry.summary)
+                {
+                    error = super::super::gather::not_yet(&error, "in the extended protocol");
+                }
                 self.refuse(error, false);
                 return None;
             }
