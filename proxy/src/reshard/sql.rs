@@ -37,11 +37,19 @@ mod tests {
         let cases: &[(&str, String, &str)] = &[
             ("ident", ident("events_p7"), "\"events_p7\""),
             ("ident quote", ident("a\"b"), "\"a\"\"b\""),
-            ("qualified", qualified("pgshard_moved", "t"), "\"pgshard_moved\".\"t\""),
+            (
+                "qualified",
+                qualified("pgshard_moved", "t"),
+                "\"pgshard_moved\".\"t\"",
+            ),
             ("literal", literal("it's"), "'it''s'"),
             ("literal nul", literal("a\0b"), "'ab'"),
             ("literal backslash", literal("a\\b"), "'a\\b'"),
-            ("conninfo", conninfo_pair("password", "p'w\\x"), "password='p\\'w\\\\x'"),
+            (
+                "conninfo",
+                conninfo_pair("password", "p'w\\x"),
+                "password='p\\'w\\\\x'",
+            ),
         ];
         for (what, got, want) in cases {
             assert_eq!(got, want, "{what}");
