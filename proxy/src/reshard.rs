@@ -259,6 +259,10 @@ async fn forward(
         .and_then(|c| c.sharding.group(plan.group).map(|g| g.placement.to_vec()))
         .unwrap_or_default();
     made.tables = mover::prepare(link, plan, &placement, moves).await?;
+    // From here on, routes say whether they touch the shard (the hold
+    // counts the transactions in flight on it), and schema changes on the
+    // group are refused.
+    shared.set_moving(&plan.cluster, plan.group, &[plan.shard], false);
     let mut a = link.connect(plan.source).await?;
     let mut b = link.connect(plan.target).await?;
     step(moves, plan, Phase::Schema, &mut [&mut a, &mut b]).await?;
@@ -276,9 +280,6 @@ async fn forward(
     step(moves, plan, Phase::Catchup, &mut [&mut a, &mut b]).await?;
     made.subscription = true;
     mover::subscribe(link, plan, format, &mut b).await?;
-    // From here on, routes say whether they touch the shard, so that the
-    // hold can count the transactions in flight on it.
-    shared.set_moving(&plan.cluster, plan.group, &[plan.shard], false);
     mover::catch_up(
         plan,
         general.cutover_traffic_stop_threshold,

@@ -50,10 +50,12 @@ pub async fn cutover(
     moves: &Moves,
 ) -> Result<Duration, MoveError> {
     let general = &shared.config().general;
-    let (timeout, attempts) = (
-        general.cutover_timeout(),
-        general.resharding_replication_retry_max_attempts.max(1),
-    );
+    let timeout = general.cutover_timeout();
+    // 0: no limit.
+    let attempts = match general.resharding_replication_retry_max_attempts {
+        0 => usize::MAX,
+        n => n,
+    };
     let backoff = general.resharding_replication_retry_min_delay();
     let mut last = String::new();
     for attempt in 1..=attempts {
