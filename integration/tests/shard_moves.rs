@@ -164,7 +164,7 @@ async fn a_family_shard_moves_while_clients_write() {
     }
     // A logical shard of database 0 with two tables or more.
     let moving = (0..SHARD_COUNT)
-        .filter(|s| s % 2 == 0)
+        .filter(|s| s.is_multiple_of(2))
         .max_by_key(|&s| (0..PARTITIONS).filter(|&p| shard_of(p) == s).count())
         .unwrap();
     let moved: Vec<i64> = (0..PARTITIONS).filter(|&p| shard_of(p) == moving).collect();
@@ -222,7 +222,10 @@ async fn a_family_shard_moves_while_clients_write() {
     assert_eq!(errors, Vec::<String>::new(), "no write fails");
     let (held, waited) = cluster.proxy.state().metrics.move_holds();
     println!("{held} statements held by the cutover, {waited:?} in all");
-    assert!(held > 0, "the writers' statements on the moving shard were held");
+    assert!(
+        held > 0,
+        "the writers' statements on the moving shard were held"
+    );
     assert_eq!(common::proxy_panics(), 0);
 
     // Every acknowledged row of the moved shard is on database 1, none on 0.
@@ -270,7 +273,11 @@ async fn a_family_shard_moves_while_clients_write() {
     }
     // Other partitions stayed where they were.
     for p in (0..PARTITIONS).filter(|p| !moved.contains(p)) {
-        let home = if shard_of(p) % 2 == 0 { &a } else { &b };
+        let home = if shard_of(p).is_multiple_of(2) {
+            &a
+        } else {
+            &b
+        };
         let there = count(
             home,
             &format!("SELECT count(*) FROM pg_class WHERE relname = 'events_p{p}'"),
@@ -341,4 +348,66 @@ async fn moves_of_other_layouts_are_refused() {
     let err = admin.simple_query("MOVE SHARD 0 TO").await.unwrap_err();
     assert_eq!(common::code(&err), Some("42601"));
     assert!(common::rows(&admin, "SHOW MOVES").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_move_that_cannot_run_fails_and_leaves_the_shard_where_it_was() {
+    // wal_level = replica: the move fails at its checks, before anything
+    // is made, and is recorded failed.
+    let servers = common::servers_with(2, &ServerOptions::default());
+    let p = (0..PARTITIONS).find(|&p| shard_of(p) == 0).unwrap();
+    servers[0]
+        .psql(
+            "shard_0",
+            &format!("SET ROLE app; CREATE TABLE events_p{p} (k bigint, v text)"),
+        )
+        .unwrap();
+    let config = common::sharded_config(&servers, "", FAMILY);
+    let proxy = TestProxy::start(&config, &users()).unwrap();
+    let cluster = Cluster {
+        proxy,
+        databases: common::databases(&servers),
+        general: String::new(),
+        servers,
+        copies_differ: None,
+    };
+    let admin = cluster.admin().await;
+    common::rows(&admin, "MOVE SHARD 0 TO 1 IN prod OF events_p").await;
+    let begun = Instant::now();
+    let status = loop {
+        let status = show_move(&admin).await;
+        if status["step"] == "failed" || status["step"] == "done" {
+            break status;
+        }
+        assert!(begun.elapsed() < Duration::from_secs(30), "{status:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status["step"], "failed");
+    assert!(
+        status["error"].contains("wal_level = replica"),
+        "{status:?}"
+    );
+    let a = superuser(&cluster.servers[0], "shard_0").await;
+    let recorded: String = a
+        .query_one("SELECT phase FROM pgshard.moves", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(recorded, "failed");
+    // The shard is served where it was, by keyed writes and schema changes.
+    let client = cluster.connect().await;
+    client
+        .simple_query(&format!("INSERT INTO events_p{p} VALUES (1, 'x')"))
+        .await
+        .unwrap();
+    client
+        .simple_query(&format!("ALTER TABLE events_p{p} ADD COLUMN w int"))
+        .await
+        .unwrap();
+    assert_eq!(
+        count(&a, &format!("SELECT count(*) FROM events_p{p}")).await,
+        1
+    );
+    // A second move may start once the first has ended.
+    common::rows(&admin, "MOVE SHARD 0 TO 1").await;
 }

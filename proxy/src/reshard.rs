@@ -12,7 +12,8 @@
 //!
 //! The phases are `state.rs`'s; each is recorded on the databases
 //! (`store.rs`) and in [`Moves`] (SHOW MOVES, the metrics, a progress log
-//! line every few seconds). Only table families move so far; resuming a
+//! line every few seconds); `rollback.rs` undoes a move that failed
+//! before its switch. Only table families move so far; resuming a
 //! move after a restart, CANCEL MOVE and REBALANCE come in later steps.
 
 mod cleanup;
@@ -20,6 +21,7 @@ mod cutover;
 mod db;
 mod mover;
 pub mod plan;
+mod rollback;
 mod sql;
 pub mod state;
 pub mod store;
@@ -238,7 +240,7 @@ async fn drive(shared: &Shared, moves: &Arc<Moves>, plan: &Plan) -> Result<(), M
             .iter()
             .any(|m| m.id == plan.id && m.phase.switched());
         if !switched {
-            mover::rollback(shared, &link, plan, &made, error).await;
+            rollback::rollback(shared, &link, plan, &made, error).await;
         }
     }
     result

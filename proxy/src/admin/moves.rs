@@ -124,7 +124,8 @@ mod tests {
 
     #[test]
     fn parses() {
-        let cases: &[(&str, Option<(usize, usize, Option<&str>, Option<&str>)>)] = &[
+        type Parsed<'a> = Option<(usize, usize, Option<&'a str>, Option<&'a str>)>;
+        let cases: &[(&str, Parsed)] = &[
             ("3 TO 1", Some((3, 1, None, None))),
             ("3 to 1 IN prod", Some((3, 1, Some("prod"), None))),
             (

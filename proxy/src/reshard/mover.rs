@@ -5,17 +5,15 @@
 //! the rows copied under that snapshot (`execute::copy_relay`), and a
 //! native subscription on the target that takes the slot over and
 //! applies what changed since. `cutover.rs` and `cleanup.rs` finish it;
-//! [`rollback`] undoes what a failed move made before its switch.
+//! `rollback.rs` undoes what a failed move made before its switch.
 
 use std::time::Duration;
 
 use router::config::CopyFormat;
 use router::hash::logical_shard;
 use router::sharding::Key;
-use tracing::warn;
 
 use crate::execute::copy_relay::{relay, statements};
-use crate::session::Shared;
 
 use super::db::{dump, server, Db, Link};
 use super::plan::{MoveError, Plan};
@@ -343,66 +341,5 @@ pub async fn catch_up(
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// Undo what a move made before its switch (each step on its own: what
-/// fails is logged), and record it failed with `error`.
-pub async fn rollback(shared: &Shared, link: &Link, plan: &Plan, made: &Made, error: &MoveError) {
-    shared.set_moving(&plan.cluster, plan.group, &[], false);
-    shared.gate.shards.set_held(&plan.cluster, false);
-    let name = plan.stream_name();
-    let mut undo: Vec<(usize, &str, String)> = Vec::new();
-    if made.subscription {
-        undo.extend(
-            super::cleanup::unsubscribe(&name)
-                .into_iter()
-                .map(|sql| (plan.target, "drop the subscription", sql)),
-        );
-    }
-    if made.fenced {
-        undo.push((
-            plan.source,
-            "unfence",
-            super::cutover::unfence(plan, &made.tables),
-        ));
-    }
-    if made.stream {
-        undo.push((
-            plan.source,
-            "drop the publication",
-            format!("DROP PUBLICATION IF EXISTS {}", ident(&name)),
-        ));
-        undo.push((
-            plan.source,
-            "drop the slot",
-            super::cleanup::drop_slot(&name),
-        ));
-    }
-    if made.on_target {
-        for table in &made.tables {
-            undo.push((
-                plan.target,
-                "drop a copied table",
-                format!("DROP TABLE IF EXISTS {}", table.sql()),
-            ));
-        }
-    }
-    for database in [plan.source, plan.target] {
-        undo.push((
-            database,
-            "record the failure",
-            store::fail(&plan.id, &error.to_string()),
-        ));
-        undo.push((database, "forget the marks", store::forget_marks(&plan.id)));
-    }
-    for (database, what, sql) in undo {
-        let done = match link.connect(database).await {
-            Ok(mut db) => db.run(what, &sql).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = done {
-            warn!(id = plan.id, "rolling the move back: {e}");
-        }
     }
 }

@@ -105,21 +105,7 @@ pub struct Request<'a> {
 
 /// The move `request` asks for, as the running `config` places things.
 pub fn plan(config: &Config, request: &Request, id: String) -> Result<Plan, MoveError> {
-    let cluster = match request.cluster {
-        Some(name) => name.to_owned(),
-        None => {
-            let sharded: Vec<&String> = config
-                .clusters
-                .iter()
-                .filter(|(_, c)| c.shards.len() > 1)
-                .map(|(name, _)| name)
-                .collect();
-            match sharded.as_slice() {
-                [one] => (*one).clone(),
-                _ => return Err(MoveError::WhichCluster(join(sharded))),
-            }
-        }
-    };
+    let cluster = cluster_name(config, request)?;
     let running = config
         .clusters
         .get(&cluster)
@@ -186,6 +172,23 @@ pub fn plan(config: &Config, request: &Request, id: String) -> Result<Plan, Move
         target: request.target,
         families,
     })
+}
+
+/// The cluster `request` names, or the only sharded one.
+fn cluster_name(config: &Config, request: &Request) -> Result<String, MoveError> {
+    if let Some(name) = request.cluster {
+        return Ok(name.to_owned());
+    }
+    let sharded: Vec<&String> = config
+        .clusters
+        .iter()
+        .filter(|(_, c)| c.shards.len() > 1)
+        .map(|(name, _)| name)
+        .collect();
+    match sharded.as_slice() {
+        [one] => Ok((*one).clone()),
+        _ => Err(MoveError::WhichCluster(join(sharded))),
+    }
 }
 
 /// The group `of` names, or the cluster's only group.
