@@ -9,6 +9,7 @@
 
 mod control;
 mod lists;
+mod moves;
 mod sequences;
 mod show;
 mod show_config;
@@ -153,7 +154,12 @@ impl Console<'_> {
         };
         let takes_rest = matches!(
             (verb.as_str(), what_upper.as_str()),
-            ("SET", _) | ("SHOW", "QUERY_CACHE") | ("MAINTENANCE", _) | ("SETUP", "SHARDED")
+            ("SET", _)
+                | ("SHOW", "QUERY_CACHE")
+                | ("MAINTENANCE", _)
+                | ("SETUP", "SHARDED")
+                | ("MOVE", "SHARD")
+                | ("CANCEL", "MOVE")
         );
         if !rest.is_empty() && !takes_rest {
             return Err(unsupported(command));
@@ -174,6 +180,9 @@ impl Console<'_> {
             ("SHOW", "DATABASES") => lists::show_databases(state, out),
             ("SHOW", "USERS") => lists::show_users(state, out),
             ("SHOW", "LISTS") => lists::show_lists(state, out),
+            ("SHOW", "MOVES") => moves::show_moves(state, out),
+            ("MOVE", "SHARD") => moves::move_shard(state, &rest, out)?,
+            ("CANCEL", "MOVE") => return Err(moves::cancel().into()),
             ("SHOW", "VERSION") => {
                 let mut rows = Rows::new(out, &["version"]);
                 rows.row(&[format!("pgshard {}", env!("CARGO_PKG_VERSION"))]);
@@ -296,6 +305,8 @@ WAIT_CLOSE [<db>]
 MAINTENANCE ON|OFF [<db>]
 RESET QUERY_CACHE
 SETUP SHARDED SEQUENCES [<db> [<table>]]
+MOVE SHARD <s> TO <n> [IN <db>] [OF <table>]
+SHOW MOVES
 SHUTDOWN";
 
 fn show_help(out: &mut BytesMut) {

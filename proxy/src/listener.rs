@@ -77,6 +77,10 @@ pub(crate) async fn serve(
     // Which unlisted tables are omnisharded, where the catalog says
     // (a no-op for clusters without column-only entries).
     tokio::spawn(crate::schema::run(Arc::clone(&state)));
+    tokio::spawn(crate::reshard::run(
+        state.shared(),
+        Arc::clone(&state.moves),
+    ));
     if config.general.two_phase_commit {
         let interval = config.general.two_phase_commit_recovery_interval();
         let state = Arc::clone(&state);

@@ -31,6 +31,7 @@ pub fn render(state: &State) -> String {
     };
     register_pools(&mut registry, state);
     register_cache(&mut registry, state);
+    register_moves(&mut registry, state);
     let clients = Gauge::<i64>::default();
     clients.set(gauge(state.client_count()));
     registry.register("clients", "Client connections", clients);
@@ -100,6 +101,37 @@ fn register_pools(registry: &mut Registry, state: &State) {
     for (name, help, family) in counters {
         registry.register(name, help, family);
     }
+}
+
+/// The shard moves of this process: how many are in each step, rows
+/// copied, the lag of those catching up, and how the finished ended.
+fn register_moves(registry: &mut Registry, state: &State) {
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, prometheus_client::encoding::EncodeLabelSet)]
+    struct Step {
+        step: &'static str,
+    }
+    let moves = state.moves.list();
+    let steps = Family::<Step, Gauge>::default();
+    for phase in crate::reshard::state::Phase::ALL {
+        let n = moves.iter().filter(|m| m.phase == phase).count();
+        steps
+            .get_or_create(&Step {
+                step: phase.as_str(),
+            })
+            .set(gauge(n));
+    }
+    registry.register("moves", "Shard moves of this process, by step", steps);
+    let rows = Counter::<u64>::default();
+    rows.inc_by(moves.iter().map(|m| m.rows_copied).sum());
+    registry.register("move_rows_copied", "Rows copied by shard moves", rows);
+    let lag = Gauge::<i64>::default();
+    let bytes: u64 = moves.iter().filter_map(|m| m.lag_bytes).sum();
+    lag.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    registry.register(
+        "move_lag_bytes",
+        "Replication lag of the moves catching up",
+        lag,
+    );
 }
 
 fn register_cache(registry: &mut Registry, state: &State) {

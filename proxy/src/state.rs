@@ -24,6 +24,8 @@ pub struct State {
     pub started: Instant,
     /// The files RELOAD reads (none when the config came from memory).
     pub config_paths: Option<(PathBuf, PathBuf)>,
+    /// The shard moves (`MOVE SHARD`, `SHOW MOVES`) and the mover's queue.
+    pub moves: Arc<crate::reshard::Moves>,
     /// SCRAM secrets derived from configured passwords (4096 HMAC rounds
     /// each: derived once, not per login), by password.
     scram_secrets: Mutex<HashMap<String, Arc<ScramSecret>>>,
@@ -47,6 +49,7 @@ impl State {
             clients: Mutex::new(HashMap::new()),
             started: Instant::now(),
             config_paths,
+            moves: Arc::default(),
             scram_secrets: Mutex::new(HashMap::new()),
             mock_key: rand::random(),
         })

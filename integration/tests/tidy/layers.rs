@@ -32,6 +32,7 @@ pub const PROXY_LAYERS: &[(&str, &[&str])] = &[
     (
         "top",
         &[
+            "reshard",
             "state",
             "node_lock",
             "schema",

@@ -147,13 +147,12 @@ pub(super) fn accept(file: &'static str, table: &mut Table, warnings: &mut Vec<W
     }
     if let Some(Value::Table(general)) = table.get_mut("general") {
         strip(general, "general", GENERAL, &mut warn);
-        // Read into the model, but their feature is not built yet.
+        // Read into the model, but not used by shard moves yet.
         for key in super::resharding::KEYS {
-            if general.contains_key(key) {
-                warn(
-                    format!("general.{key}"),
-                    super::resharding::NOT_YET.to_owned(),
-                );
+            if let Some(message) = super::resharding::not_yet(key) {
+                if general.contains_key(key) {
+                    warn(format!("general.{key}"), message.to_owned());
+                }
             }
         }
     }

@@ -8,9 +8,8 @@
 //! time, a fence instead of a quiet period), so two values PgDog allows are
 //! refused at load rather than half-honoured:
 //! `cutover_replication_lag_threshold` other than 0, and
-//! `cutover_timeout_action = "cutover"`. Shard moves are not built yet: a key
-//! written in the file is checked and then warned about ([`NOT_YET`]), since
-//! it has no effect.
+//! `cutover_timeout_action = "cutover"`. A key shard moves do not use yet
+//! is checked and then warned about ([`not_yet`]).
 
 use std::time::Duration;
 
@@ -34,10 +33,27 @@ pub(super) const KEYS: [&str; 12] = [
     "cutover_save_config",
 ];
 
-/// The warning for each of [`KEYS`] written in `[general]`, until pgshard
-/// moves shards.
-pub(super) const NOT_YET: &str = "checked, but has no effect yet: pgshard cannot move \
-     logical shards between databases yet (see docs/pgdog-compatibility.md)";
+/// The warning for a key of [`KEYS`] written in `[general]` that a shard
+/// move does not use yet (or, `cutover_last_transaction_delay`, never
+/// needs); `None` for the keys moves honour.
+pub(super) fn not_yet(key: &str) -> Option<&'static str> {
+    match key {
+        "resharding_parallel_copies"
+        | "resharding_copy_retry_max_attempts"
+        | "resharding_copy_retry_min_delay" => Some(
+            "checked, but has no effect yet: a shard move copies one table at a time, \
+             without retries (see docs/resharding.md)",
+        ),
+        "cutover_save_config" => Some(
+            "checked, but has no effect yet: a shard move changes the running placement \
+             only (see docs/resharding.md)",
+        ),
+        "cutover_last_transaction_delay" => {
+            Some("accepted, and ignored: a shard move's fence makes waiting for quiet unneeded")
+        }
+        _ => None,
+    }
+}
 
 /// `resharding_copy_format`: how rows travel from the old database to the
 /// new one.

@@ -1,0 +1,255 @@
+//! A move's cutover: statements touching the moving logical shard are
+//! held (`pool::gate::ShardHolds`) and those in flight drain; the source
+//! is fenced in one transaction (its tables of the shard go to schema
+//! `pgshard_moved`, so a stale writer gets "relation does not exist", and
+//! a mark row is written); once the mark shows on the target, everything
+//! the source committed for the shard is there, and the switch commits
+//! on the target (sequences stepped past the source's, the shard recorded
+//! as the target's). Then the running config places the shard on the
+//! target and the held statements go on, routed there.
+//!
+//! Held statements wait at most `cutover_timeout`: a cutover that cannot
+//! finish before then is abandoned (the source unfenced, traffic let go to
+//! it) and tried again after `resharding_replication_retry_min_delay`, up
+//! to `resharding_replication_retry_max_attempts` times.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::session::Shared;
+
+use super::db::{Db, Link};
+use super::mover::{Made, Table, MOVED_SCHEMA};
+use super::plan::{MoveError, Plan};
+use super::sql::{ident, literal, qualified};
+use super::state::Phase;
+use super::{store, Moves};
+
+/// Why an attempt stopped.
+enum Stop {
+    /// Not in time: let traffic go back to the source and try again.
+    Abandon(String),
+    /// For good.
+    Fail(MoveError),
+}
+
+impl From<MoveError> for Stop {
+    fn from(error: MoveError) -> Stop {
+        Stop::Fail(error)
+    }
+}
+
+/// Cut over; the longest any statement was held.
+pub async fn cutover(
+    shared: &Shared,
+    link: &Link,
+    plan: &Plan,
+    made: &mut Made,
+    moves: &Moves,
+) -> Result<Duration, MoveError> {
+    let general = &shared.config().general;
+    let timeout = general.cutover_timeout();
+    // 0: no limit.
+    let attempts = match general.resharding_replication_retry_max_attempts {
+        0 => usize::MAX,
+        n => n,
+    };
+    let backoff = general.resharding_replication_retry_min_delay();
+    let mut last = String::new();
+    for attempt in 1..=attempts {
+        let mut a = link.connect(plan.source).await?;
+        let mut b = link.connect(plan.target).await?;
+        moves.set_phase(&plan.id, Phase::Holding);
+        let held = Instant::now();
+        shared.gate.shards.set_held(&plan.cluster, true);
+        // Held statements give up at `timeout`; finish well before.
+        let deadline =
+            held + timeout.saturating_sub((timeout / 10).min(Duration::from_millis(200)));
+        let stop = match attempt_once(
+            shared,
+            plan,
+            made,
+            moves,
+            (&mut a, &mut b),
+            (deadline, attempt),
+        )
+        .await
+        {
+            Ok(()) => {
+                let waited = held.elapsed();
+                switch_placement(shared, plan);
+                shared.gate.shards.set_held(&plan.cluster, false);
+                return Ok(waited);
+            }
+            Err(stop) => stop,
+        };
+        if made.fenced {
+            let undo = format!(
+                "{}; {}",
+                unfence(plan, &made.tables),
+                store::set_phase(&plan.id, Phase::Catchup)
+            );
+            let unfenced = a.run("unfence", &undo).await;
+            shared.gate.shards.set_held(&plan.cluster, false);
+            unfenced?;
+            made.fenced = false;
+        } else {
+            shared.gate.shards.set_held(&plan.cluster, false);
+        }
+        moves.set_phase(&plan.id, Phase::Catchup);
+        match stop {
+            Stop::Fail(error) => return Err(error),
+            Stop::Abandon(why) => last = why,
+        }
+        tracing::warn!(
+            id = plan.id,
+            attempt,
+            "cutover abandoned, traffic back on database {}: {last}",
+            plan.source
+        );
+        tokio::time::sleep(backoff).await;
+    }
+    Err(MoveError::Cutover { attempts, last })
+}
+
+/// One try: drain, fence, wait for the mark, switch.
+async fn attempt_once(
+    shared: &Shared,
+    plan: &Plan,
+    made: &mut Made,
+    moves: &Moves,
+    (a, b): (&mut Db, &mut Db),
+    (deadline, attempt): (Instant, usize),
+) -> Result<(), Stop> {
+    let left = || deadline.saturating_duration_since(Instant::now());
+    if !shared.gate.shards.drained(&plan.cluster, left()).await {
+        return Err(Stop::Abandon(
+            "transactions on the shard stayed open".to_owned(),
+        ));
+    }
+    let sequences = sequences(a, &made.tables).await?;
+    let seq = u32::try_from(attempt).unwrap_or(u32::MAX);
+    let mut fence = vec![
+        format!(
+            "SELECT set_config('lock_timeout', '{}ms', true)",
+            left().as_millis().max(1)
+        ),
+        format!("CREATE SCHEMA IF NOT EXISTS {}", ident(MOVED_SCHEMA)),
+    ];
+    for table in &made.tables {
+        fence.push(format!(
+            "ALTER TABLE {} SET SCHEMA {}",
+            table.sql(),
+            ident(MOVED_SCHEMA)
+        ));
+    }
+    let group = plan.group.to_string();
+    fence.push(store::set_phase(&plan.id, Phase::Fenced));
+    fence.push(store::give_up(&group, plan.shard));
+    fence.push(store::mark(&plan.id, seq));
+    if let Err(error) = a.run("fence", &fence.join("; ")).await {
+        return Err(Stop::Abandon(error.to_string()));
+    }
+    made.fenced = true;
+    moves.set_phase(&plan.id, Phase::Fenced);
+    loop {
+        if b.value("wait for the fence mark", &store::mark_seen(&plan.id, seq))
+            .await?
+            .is_some()
+        {
+            break;
+        }
+        if left().is_zero() {
+            return Err(Stop::Abandon(format!(
+                "database {} had not applied the fence mark yet",
+                plan.target
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut switch: Vec<String> = sequences
+        .iter()
+        .map(|(name, value)| format!("SELECT setval({}, {value})", literal(name)))
+        .collect();
+    switch.push(store::take(&group, plan.shard, &plan.id));
+    switch.push(store::set_phase(&plan.id, Phase::Switched));
+    b.run("switch", &switch.join("; ")).await?;
+    Ok(())
+}
+
+/// The sequences the moving tables' columns own on the source (serial and
+/// identity), with their last values: the target's are set past them.
+async fn sequences(a: &mut Db, tables: &[Table]) -> Result<Vec<(String, i64)>, MoveError> {
+    if tables.is_empty() {
+        return Ok(Vec::new());
+    }
+    let oids: Vec<String> = tables
+        .iter()
+        .map(|t| format!("{}::regclass", literal(&t.sql())))
+        .collect();
+    let sql = format!(
+        "SELECT quote_ident(ps.schemaname) || '.' || quote_ident(ps.sequencename), ps.last_value \
+         FROM pg_depend d JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S' \
+         JOIN pg_namespace n ON n.oid = s.relnamespace \
+         JOIN pg_sequences ps ON ps.schemaname = n.nspname AND ps.sequencename = s.relname \
+         WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass \
+         AND d.deptype IN ('a', 'i') AND d.refobjid IN ({}) AND ps.last_value IS NOT NULL",
+        oids.join(", ")
+    );
+    Ok(a.rows("read the sequences", &sql)
+        .await?
+        .into_iter()
+        .filter_map(|r| match r.as_slice() {
+            [Some(name), Some(value)] => Some((name.clone(), value.parse().ok()?)),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The statements that put the source's fenced tables back (and its
+/// record of the shard).
+pub fn unfence(plan: &Plan, tables: &[Table]) -> String {
+    let mut sql: Vec<String> = tables
+        .iter()
+        .map(|t| {
+            format!(
+                "ALTER TABLE IF EXISTS {} SET SCHEMA {}",
+                qualified(MOVED_SCHEMA, &t.name),
+                ident(&t.schema)
+            )
+        })
+        .collect();
+    sql.push(store::take(&plan.group.to_string(), plan.shard, "unfenced"));
+    sql.join("; ")
+}
+
+/// The running config with the shard placed on the target in every
+/// member of its group, and the group's moving marker cleared.
+fn switch_placement(shared: &Shared, plan: &Plan) {
+    loop {
+        let config = shared.config();
+        let Some(running) = config.clusters.get(&plan.cluster) else {
+            return;
+        };
+        let mut sharding = running.sharding.with_moving(plan.group, &[], false);
+        let keys = sharding
+            .tables
+            .iter_mut()
+            .map(|t| &mut t.keys)
+            .chain(sharding.families.iter_mut().map(|f| &mut f.keys));
+        for keys in keys.filter(|k| k.group() == plan.group) {
+            if let Some(database) = keys.placement.get_mut(plan.shard) {
+                *database = plan.target;
+            }
+        }
+        let mut next = (*config).clone();
+        if let Some(cluster) = next.clusters.get_mut(&plan.cluster) {
+            cluster.sharding = Arc::new(sharding);
+        }
+        if shared.replace_sharding(&config, Arc::new(next)) {
+            return;
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! One move of a logical shard of a family-layout group, from the checks
+//! to the end of catch-up: the family tables of the shard found on the
+//! source, their schema made on the target (`pg_dump`), the change stream
+//! opened first (a publication, then a slot whose snapshot is exported),
+//! the rows copied under that snapshot (`execute::copy_relay`), and a
+//! native subscription on the target that takes the slot over and
+//! applies what changed since. `cutover.rs` and `cleanup.rs` finish it;
+//! `rollback.rs` undoes what a failed move made before its switch.
+
+use std::time::Duration;
+
+use router::config::CopyFormat;
+use router::hash::logical_shard;
+use router::sharding::Key;
+
+use crate::execute::copy_relay::{relay, statements};
+
+use super::db::{dump, server, Db, Link};
+use super::plan::{MoveError, Plan};
+use super::sql::{conninfo_pair, ident, literal, qualified};
+use super::state::Phase;
+use super::{store, Moves};
+
+/// The schema the source's tables of a moved shard go to at the fence.
+pub const MOVED_SCHEMA: &str = "pgshard_moved";
+
+/// A moving table: its schema and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    pub schema: String,
+    pub name: String,
+}
+
+impl Table {
+    pub fn sql(&self) -> String {
+        qualified(&self.schema, &self.name)
+    }
+}
+
+/// What a move has made so far (what a rollback undoes).
+#[derive(Debug, Default)]
+pub struct Made {
+    pub tables: Vec<Table>,
+    pub on_target: bool,
+    pub stream: bool,
+    pub subscription: bool,
+    pub fenced: bool,
+}
+
+/// The move's row on the source and the target, the placement pinned on
+/// every database, and the checks; the shard's family tables on the
+/// source.
+pub async fn prepare(
+    link: &Link,
+    plan: &Plan,
+    placement: &[usize],
+    moves: &Moves,
+) -> Result<Vec<Table>, MoveError> {
+    let group = plan.group.to_string();
+    for database in 0..link.targets.len() {
+        let mut db = link.connect(database).await?;
+        db.run("create pgshard's tables", store::CREATE).await?;
+        let held: Vec<usize> = (0..placement.len())
+            .filter(|&s| placement.get(s) == Some(&database))
+            .collect();
+        db.run("record the placement", &store::pin(&group, &held, "config"))
+            .await?;
+        if database == plan.source || database == plan.target {
+            db.run(
+                "record the move",
+                &store::insert(&moves.row(plan), Phase::Planned),
+            )
+            .await?;
+        }
+    }
+    let mut a = link.connect(plan.source).await?;
+    let wal_level = a.value("check wal_level", "SHOW wal_level").await?;
+    if wal_level.as_deref() != Some("logical") {
+        return Err(MoveError::Check(format!(
+            "database {} has wal_level = {}: a move streams changes by logical replication, which needs wal_level = logical (a restart)",
+            plan.source,
+            wal_level.unwrap_or_default()
+        )));
+    }
+    let tables = family_tables(&mut a, plan).await?;
+    let mut b = link.connect(plan.target).await?;
+    for table in &tables {
+        let there = format!("SELECT to_regclass({})", literal(&table.sql()));
+        if b.value("look for the table", &there).await?.is_some() {
+            return Err(MoveError::Check(format!(
+                "table {} exists on database {} already: a family table lives on one database (drop it there, or move its rows by hand)",
+                table.sql(),
+                plan.target
+            )));
+        }
+        let moved = format!(
+            "SELECT to_regclass({})",
+            literal(&qualified(MOVED_SCHEMA, &table.name))
+        );
+        if a.value("look for a moved table", &moved).await?.is_some() {
+            return Err(MoveError::Check(format!(
+                "{} on database {} is left from an earlier move: drop it first",
+                qualified(MOVED_SCHEMA, &table.name),
+                plan.source
+            )));
+        }
+    }
+    Ok(tables)
+}
+
+/// The tables of the plan's families whose key falls into the moving
+/// logical shard, on the source.
+async fn family_tables(a: &mut Db, plan: &Plan) -> Result<Vec<Table>, MoveError> {
+    let mut tables = Vec::new();
+    for (schema, prefix, keys) in &plan.families {
+        let schema_filter = match schema {
+            Some(schema) => format!("n.nspname = {}", literal(schema)),
+            None => format!(
+                "n.nspname NOT IN ('pg_catalog', 'information_schema', 'pgshard', {}) \
+                 AND n.nspname NOT LIKE 'pg\\_%'",
+                literal(MOVED_SCHEMA)
+            ),
+        };
+        let sql = format!(
+            "SELECT n.nspname, c.relname, c.relkind FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 'p') AND starts_with(c.relname, {}) AND {schema_filter} \
+             ORDER BY 1, 2",
+            literal(prefix)
+        );
+        for row in a.rows("list the family's tables", &sql).await? {
+            let [Some(schema), Some(name), Some(kind)] = row.as_slice() else {
+                continue;
+            };
+            let Some(key) = name
+                .strip_prefix(prefix.as_str())
+                .and_then(|n| n.parse::<i64>().ok())
+            else {
+                continue;
+            };
+            if logical_shard(keys, &Key::Int(key)) != Some(plan.shard) {
+                continue;
+            }
+            if kind == "p" {
+                return Err(MoveError::Check(format!(
+                    "family table {} is partitioned: moving partitioned tables comes next (issue 33, step 7)",
+                    qualified(schema, name)
+                )));
+            }
+            tables.push(Table {
+                schema: schema.clone(),
+                name: name.clone(),
+            });
+        }
+    }
+    Ok(tables)
+}
+
+/// The tables made on the target from the source's definitions (before
+/// the rows: no index but the ones constraints need come later).
+pub async fn schema(
+    link: &Link,
+    source: usize,
+    tables: &[Table],
+    section: &str,
+    b: &mut Db,
+) -> Result<(), MoveError> {
+    let names: Vec<String> = tables.iter().map(Table::sql).collect();
+    let text = dump(link.target(source)?, &names, section).await?;
+    if !text.trim().is_empty() {
+        b.run(&format!("create the tables ({section})"), &text)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The publication and the slot on the source (in that order: the
+/// walsender looks the publication up as of the slot's start); the
+/// replication connection that keeps the exported snapshot alive, and the
+/// snapshot's name.
+pub async fn stream(
+    link: &Link,
+    plan: &Plan,
+    tables: &[Table],
+    a: &mut Db,
+) -> Result<(Db, String), MoveError> {
+    let name = plan.stream_name();
+    let mut members: Vec<String> = tables.iter().map(Table::sql).collect();
+    members.push(store::MARKS.to_owned());
+    a.run(
+        "create the publication",
+        &format!(
+            "CREATE PUBLICATION {} FOR TABLE {}",
+            ident(&name),
+            members.join(", ")
+        ),
+    )
+    .await?;
+    let mut walsender = link.login(plan.source, true).await?;
+    let rows = walsender
+        .rows(
+            "create the replication slot",
+            &format!("CREATE_REPLICATION_SLOT {name} LOGICAL pgoutput (SNAPSHOT 'export')"),
+        )
+        .await?;
+    let snapshot = rows
+        .first()
+        .and_then(|r| r.get(2).cloned().flatten())
+        .ok_or_else(|| {
+            server(
+                plan.source,
+                "create the replication slot",
+                "no snapshot exported".to_owned(),
+            )
+        })?;
+    Ok((walsender, snapshot))
+}
+
+/// Every row of `tables` as of `snapshot`, from the source to the target
+/// (their triggers off there); rows copied are counted in `moves`.
+pub async fn copy(
+    link: &Link,
+    plan: &Plan,
+    tables: &[Table],
+    snapshot: &str,
+    format: CopyFormat,
+    moves: &Moves,
+) -> Result<(), MoveError> {
+    let mut a = link.connect(plan.source).await?;
+    a.run("begin the copy", "BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .await?;
+    a.run(
+        "take the slot's snapshot",
+        &format!("SET TRANSACTION SNAPSHOT {}", literal(snapshot)),
+    )
+    .await?;
+    let mut b = link.connect(plan.target).await?;
+    b.run(
+        "turn the target's triggers off",
+        "SET session_replication_role = replica",
+    )
+    .await?;
+    let (mut source, mut target) = (a.conn, b.conn);
+    for table in tables {
+        let mut db = Db {
+            conn: source,
+            index: plan.source,
+        };
+        let sql = format!(
+            "SELECT quote_ident(attname) FROM pg_attribute WHERE attrelid = {}::regclass \
+             AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
+            literal(&table.sql())
+        );
+        let columns: Vec<String> = db
+            .rows("read the columns", &sql)
+            .await?
+            .into_iter()
+            .filter_map(|r| r.into_iter().next().flatten())
+            .collect();
+        let (copy_out, copy_in) = statements(&table.sql(), &columns, None, format);
+        let (copied, a, b) = relay(db.conn, &copy_out, target, &copy_in)
+            .await
+            .map_err(|e| server(plan.target, &format!("copy {}", table.sql()), e.to_string()))?;
+        moves.update(&plan.id, |s| s.rows_copied += copied.rows);
+        (source, target) = (a, b);
+    }
+    Db {
+        conn: source,
+        index: plan.source,
+    }
+    .run("end the copy", "COMMIT")
+    .await
+}
+
+/// The subscription on the target, which takes the slot over from its
+/// consistent point.
+pub async fn subscribe(
+    link: &Link,
+    plan: &Plan,
+    format: CopyFormat,
+    b: &mut Db,
+) -> Result<(), MoveError> {
+    let source = link.target(plan.source)?;
+    let mut conninfo = vec![
+        conninfo_pair("host", &source.host),
+        conninfo_pair("port", &source.port.to_string()),
+        conninfo_pair("dbname", &source.database),
+        conninfo_pair("user", &source.user),
+    ];
+    if let Some(password) = &source.password {
+        conninfo.push(conninfo_pair("password", password));
+    }
+    let name = plan.stream_name();
+    let sql = format!(
+        "CREATE SUBSCRIPTION {} CONNECTION {} PUBLICATION {} WITH (create_slot = false, \
+         slot_name = {}, copy_data = false, streaming = on, binary = {}, synchronous_commit = off)",
+        ident(&name),
+        literal(&conninfo.join(" ")),
+        ident(&name),
+        literal(&name),
+        format == CopyFormat::Binary,
+    );
+    b.run("create the subscription", &sql).await
+}
+
+/// Wait until the slot's lag is at most `threshold` bytes (shown in SHOW
+/// MOVES); an apply error on the target fails the move.
+pub async fn catch_up(
+    plan: &Plan,
+    threshold: u64,
+    moves: &Moves,
+    a: &mut Db,
+    b: &mut Db,
+) -> Result<(), MoveError> {
+    let name = plan.stream_name();
+    let lag = format!(
+        "SELECT COALESCE(pg_current_wal_lsn() - confirmed_flush_lsn, 0)::bigint \
+         FROM pg_replication_slots WHERE slot_name = {}",
+        literal(&name)
+    );
+    let errors = format!(
+        "SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = {}",
+        literal(&name)
+    );
+    loop {
+        let bytes = a
+            .value("read the lag", &lag)
+            .await?
+            .and_then(|v| v.parse::<u64>().ok());
+        moves.update(&plan.id, |s| s.lag_bytes = bytes);
+        let failed = b.value("read the subscription's errors", &errors).await?;
+        if failed.is_some_and(|n| n != "0") {
+            return Err(server(
+                plan.target,
+                "apply the changes",
+                "the subscription failed to apply a change (the target's server log says why)"
+                    .to_owned(),
+            ));
+        }
+        if bytes.is_some_and(|b| b <= threshold) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -1,0 +1,68 @@
+//! Undoing a move that failed before its switch: the moving marker and
+//! the hold cleared, then on fresh connections (the move's own may be
+//! what broke) the subscription, the fence, the publication and slot and
+//! the tables made on the target dropped, each on its own (what fails is
+//! logged), and the move recorded failed on both databases.
+
+use tracing::warn;
+
+use crate::session::Shared;
+
+use super::db::Link;
+use super::mover::Made;
+use super::plan::{MoveError, Plan};
+use super::sql::ident;
+use super::{cleanup, cutover, store};
+
+/// Undo what a move made before its switch (each step on its own: what
+/// fails is logged), and record it failed with `error`.
+pub async fn rollback(shared: &Shared, link: &Link, plan: &Plan, made: &Made, error: &MoveError) {
+    shared.set_moving(&plan.cluster, plan.group, &[], false);
+    shared.gate.shards.set_held(&plan.cluster, false);
+    let name = plan.stream_name();
+    let mut undo: Vec<(usize, &str, String)> = Vec::new();
+    if made.subscription {
+        undo.extend(
+            cleanup::unsubscribe(&name)
+                .into_iter()
+                .map(|sql| (plan.target, "drop the subscription", sql)),
+        );
+    }
+    if made.fenced {
+        undo.push((plan.source, "unfence", cutover::unfence(plan, &made.tables)));
+    }
+    if made.stream {
+        undo.push((
+            plan.source,
+            "drop the publication",
+            format!("DROP PUBLICATION IF EXISTS {}", ident(&name)),
+        ));
+        undo.push((plan.source, "drop the slot", cleanup::drop_slot(&name)));
+    }
+    if made.on_target {
+        for table in &made.tables {
+            undo.push((
+                plan.target,
+                "drop a copied table",
+                format!("DROP TABLE IF EXISTS {}", table.sql()),
+            ));
+        }
+    }
+    for database in [plan.source, plan.target] {
+        undo.push((
+            database,
+            "record the failure",
+            store::fail(&plan.id, &error.to_string()),
+        ));
+        undo.push((database, "forget the marks", store::forget_marks(&plan.id)));
+    }
+    for (database, what, sql) in undo {
+        let done = match link.connect(database).await {
+            Ok(mut db) => db.run(what, &sql).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = done {
+            warn!(id = plan.id, "rolling the move back: {e}");
+        }
+    }
+}
