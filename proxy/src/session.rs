@@ -28,6 +28,7 @@ mod extended;
 mod fan_out;
 mod holds;
 mod key_move;
+mod listen;
 mod local;
 mod merge;
 mod output;
@@ -166,6 +167,9 @@ pub struct Session {
     /// The transaction counted in flight on its cluster's moving logical
     /// shards (`holds.rs`), until the session is idle.
     move_hold: Option<crate::pool::gate::InFlight>,
+    /// LISTEN in transaction mode: the client's channels and its place in
+    /// the notification relay.
+    listening: listen::Listening,
 }
 
 impl Session {
@@ -196,6 +200,7 @@ impl Session {
             routing: RouteState::default(),
             cursors: cursor::Cursors::default(),
             move_hold: None,
+            listening: listen::Listening::default(),
         }
     }
 
@@ -253,6 +258,7 @@ impl Session {
                 cancelled = None;
             }
             self.pipeline.clock_mut().waiting();
+            let notify = self.notifications_deliverable();
             match self.attached.main_mut() {
                 Some(server) => {
                     let timeout = attach::query_timer(query_timeout, cancelled);
@@ -279,6 +285,9 @@ impl Session {
                         () = timeout => if let Err(end) = self.on_query_timeout(query_timeout, &mut cancelled).await {
                             return end;
                         },
+                        note = self.listening.next(), if notify => if let Err(end) = self.on_notification(note).await {
+                            return end;
+                        },
                     }
                 }
                 None => {
@@ -294,6 +303,9 @@ impl Session {
                         () = &mut stopping => {
                             return End::Fatal(ClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: pgshard is shutting down"));
                         }
+                        note = self.listening.next(), if notify => if let Err(end) = self.on_notification(note).await {
+                            return end;
+                        },
                     }
                 }
             }

@@ -22,3 +22,4 @@ pub const INVALID_CURSOR_NAME: &str = "34000";
 pub const NUMERIC_VALUE_OUT_OF_RANGE: &str = "22003";
 pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
 pub const LOCK_NOT_AVAILABLE: &str = "55P03";
+pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";

@@ -27,6 +27,9 @@ impl Session {
             Replaced::Query(query) => return Box::pin(self.on_query(query)).await,
             Replaced::Refused => return Ok(()),
         }
+        if self.on_listen_query(sql_bytes).await? {
+            return Ok(());
+        }
         let keywords = session_effects::classify(sql_bytes);
         // The text as UTF-8, where the cache needs it.
         let sql = if keywords.tracked || self.has_replicas() || self.sharded() {
