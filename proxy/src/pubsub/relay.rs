@@ -63,6 +63,10 @@ impl Relay {
     /// Follow the hub's orders until it is gone.
     pub(super) async fn run(mut self, mut orders: mpsc::UnboundedReceiver<Order>) {
         loop {
+            // What a statement's read left behind it (a notification in
+            // the same packet as its ReadyForQuery) is not read again by
+            // `fill`: handed on first.
+            self.drain().await;
             let retry = self.conn.is_none() && !self.channels.is_empty();
             tokio::select! {
                 order = orders.recv() => match order {
@@ -133,6 +137,11 @@ impl Relay {
         if !matches!(read, Ok(n) if n > 0) {
             return self.lost().await;
         }
+        self.drain().await;
+    }
+
+    /// Hand on every whole notification read.
+    async fn drain(&mut self) {
         let (hub, cluster) = (&self.hub, self.cluster.as_str());
         let Some(conn) = self.conn.as_mut() else {
             return;

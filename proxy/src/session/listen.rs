@@ -169,7 +169,7 @@ impl Session {
             }
         };
         let tags: Vec<&str> = orders.iter().map(Order::tag).collect();
-        if self.run_orders(orders, true).await {
+        if self.run_orders(orders, true).await? {
             for (i, tag) in tags.iter().enumerate() {
                 self.local_tag(tag, i + 1 == tags.len());
             }
@@ -201,7 +201,7 @@ impl Session {
             }
         };
         let tag = order.tag();
-        if self.run_orders(vec![order], false).await {
+        if self.run_orders(vec![order], false).await? {
             self.local_reply(messages::bind_complete);
             self.phase.bind_local(LocalPortal { tag, nested: false });
         }
@@ -210,11 +210,19 @@ impl Session {
 
     /// Run the client's orders: the relay LISTENs first where needed.
     /// Returns whether they ran (else the error is planned).
-    async fn run_orders(&mut self, orders: Vec<Order>, simple: bool) -> bool {
+    async fn run_orders(&mut self, orders: Vec<Order>, simple: bool) -> Result<bool, End> {
+        if self.plan.awaiting_server() && !self.pipeline.unsynced() {
+            // The transaction status the orders run in is the one after
+            // what the client sent before (a statement that failed has
+            // aborted it): its replies are read first. (A Bind in an
+            // unsynced batch takes the status the server last reported.)
+            self.flush().await?;
+            self.answer_all().await?;
+        }
         let status = self.status();
         if status == TransactionStatus::Failed {
             self.aborted(simple);
-            return false;
+            return Ok(false);
         }
         let queue = self.shared.config().general.pub_sub_channel_size;
         if queue == 0 {
@@ -222,7 +230,7 @@ impl Session {
                 ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, RELAY_OFF),
                 simple,
             );
-            return false;
+            return Ok(false);
         }
         for order in &orders {
             let Some(channel) = self.listening.channels.needs_relay(order) else {
@@ -238,7 +246,7 @@ impl Session {
                 self.local_error(error, simple);
                 let unused = self.listening.channels.unused();
                 self.leave_channels(unused);
-                return false;
+                return Ok(false);
             }
             self.listening.channels.registered(channel);
         }
@@ -247,7 +255,7 @@ impl Session {
             let gone = self.listening.channels.apply(order, in_block);
             self.leave_channels(gone);
         }
-        true
+        Ok(true)
     }
 
     /// The relay stops listening on `channels` for the client.
