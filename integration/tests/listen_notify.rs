@@ -328,6 +328,25 @@ async fn two_shards_deliver_each_notification_once() {
     got.sort();
     assert_eq!(got, ["p0", "p1", "p2", "p3", "p4", "p5", "s0", "s1"]);
     listener.nothing().await;
+    // pgshard answers BEGIN and opens the transaction on the first shard a
+    // statement needs: a NOTIFY opens it too, so that a ROLLBACK drops it.
+    for notify in [
+        "NOTIFY jobs, 'rolled back'",
+        "SELECT pg_notify('jobs', 'also')",
+    ] {
+        notifier.batch_execute("BEGIN").await.unwrap();
+        notifier.batch_execute(notify).await.unwrap();
+        notifier.batch_execute("ROLLBACK").await.unwrap();
+    }
+    listener.nothing().await;
+    notifier.batch_execute("BEGIN").await.unwrap();
+    notifier
+        .batch_execute("SELECT pg_notify('jobs', 'at commit')")
+        .await
+        .unwrap();
+    listener.nothing().await;
+    notifier.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(listener.payload().await, "at commit");
 }
 
 #[tokio::test]

@@ -183,15 +183,27 @@ pub(crate) fn bind_params<'a>(
 
 /// A statement that fails outside a transaction block, or whose effect
 /// must last as long as the transaction: SAVEPOINT, RELEASE, ROLLBACK TO
-/// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR.
+/// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR,
+/// NOTIFY and `pg_notify()`.
 pub(super) fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
+    // A notification is sent when its transaction commits, and never
+    // after a rollback: pg_notify() runs inside the client's transaction.
+    let notifies = |s: &router::summary::StatementSummary| {
+        s.calls.iter().any(|call| {
+            call.name.eq_ignore_ascii_case("pg_notify")
+                && call.schema.as_deref().is_none_or(|s| s == "pg_catalog")
+        })
+    };
+    if summary.statements.iter().any(notifies) {
+        return true;
+    }
     match summary.statements.as_slice() {
         [only] if only.kind == StatementKind::TransactionOther => true,
-        // DECLARE CURSOR is summarized as an `Other` statement.
+        // DECLARE CURSOR and NOTIFY are summarized as `Other` statements.
         [only] if only.kind == StatementKind::Other => {
             let sql = crate::session::sql_text(sql);
             let [first] = crate::session::session_effects::leading_words::<1>(&sql);
-            first.eq_ignore_ascii_case("DECLARE")
+            first.eq_ignore_ascii_case("DECLARE") || first.eq_ignore_ascii_case("NOTIFY")
         }
         _ => false,
     }
