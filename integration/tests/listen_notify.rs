@@ -305,8 +305,8 @@ async fn two_shards_deliver_each_notification_once() {
     let mut listener = Listener::connect(cluster.port()).await;
     listener.client.batch_execute("LISTEN jobs").await.unwrap();
     let notifier = cluster.connect().await;
-    // pgshard sends a NOTIFY to one shard (statements any shard can run
-    // take turns), and the server notifications straight on each shard.
+    // pgshard sends a NOTIFY to one shard, and the servers send their own
+    // straight on each shard.
     for i in 0..6 {
         notifier
             .batch_execute(&format!("NOTIFY jobs, 'p{i}'"))
@@ -325,6 +325,14 @@ async fn two_shards_deliver_each_notification_once() {
     for _ in 0..8 {
         got.push(listener.payload().await);
     }
+    // pgshard's, sent one after the other, arrive in order (it sends them
+    // all to one shard).
+    let ours: Vec<&str> = got
+        .iter()
+        .map(String::as_str)
+        .filter(|p| p.starts_with('p'))
+        .collect();
+    assert_eq!(ours, ["p0", "p1", "p2", "p3", "p4", "p5"]);
     got.sort();
     assert_eq!(got, ["p0", "p1", "p2", "p3", "p4", "p5", "s0", "s1"]);
     listener.nothing().await;

@@ -187,24 +187,41 @@ pub(crate) fn bind_params<'a>(
 /// NOTIFY and `pg_notify()`.
 pub(super) fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
     // A notification is sent when its transaction commits, and never
-    // after a rollback: pg_notify() runs inside the client's transaction.
-    let notifies = |s: &router::summary::StatementSummary| {
-        s.calls.iter().any(|call| {
-            call.name.eq_ignore_ascii_case("pg_notify")
-                && call.schema.as_deref().is_none_or(|s| s == "pg_catalog")
-        })
-    };
-    if summary.statements.iter().any(notifies) {
+    // after a rollback: it runs inside the client's transaction.
+    if notifies(summary, sql) {
         return true;
     }
     match summary.statements.as_slice() {
         [only] if only.kind == StatementKind::TransactionOther => true,
-        // DECLARE CURSOR and NOTIFY are summarized as `Other` statements.
+        // DECLARE CURSOR is summarized as an `Other` statement.
         [only] if only.kind == StatementKind::Other => {
             let sql = crate::session::sql_text(sql);
             let [first] = crate::session::session_effects::leading_words::<1>(&sql);
-            first.eq_ignore_ascii_case("DECLARE") || first.eq_ignore_ascii_case("NOTIFY")
+            first.eq_ignore_ascii_case("DECLARE")
         }
         _ => false,
     }
+}
+
+/// Whether a statement string (`sql`) sends a notification: a NOTIFY
+/// alone (summarized as an `Other` statement) or a `pg_notify()` call.
+pub(super) fn notifies(summary: &Summary, sql: &[u8]) -> bool {
+    let pg_notify = |call: &router::summary::Call| {
+        call.name.eq_ignore_ascii_case("pg_notify")
+            && call.schema.as_deref().is_none_or(|s| s == "pg_catalog")
+    };
+    let notify = match summary.statements.as_slice() {
+        [only] if only.kind == StatementKind::Other => {
+            let sql = crate::session::sql_text(sql);
+            let [first] = crate::session::session_effects::leading_words::<1>(&sql);
+            first.eq_ignore_ascii_case("NOTIFY")
+        }
+        _ => false,
+    };
+    notify
+        || summary
+            .statements
+            .iter()
+            .flat_map(|s| &s.calls)
+            .any(pg_notify)
 }
