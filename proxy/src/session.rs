@@ -236,17 +236,7 @@ impl Session {
         // it answers.
         let mut cancelled: Option<tokio::time::Instant> = None;
         loop {
-            loop {
-                let frame = match self.client.read_message() {
-                    Ok(Some(frame)) => frame,
-                    Ok(None) => break,
-                    Err(e) => return End::protocol(e),
-                };
-                if let Err(end) = self.on_client_frame(frame).await {
-                    return end;
-                }
-            }
-            if let Err(end) = self.settle_between_reads().await {
+            if let Err(end) = self.on_client_messages().await {
                 return end;
             }
             let query_timeout = self
@@ -310,6 +300,15 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Every whole message the client has sent, then what they leave to
+    /// finish.
+    async fn on_client_messages(&mut self) -> Result<(), End> {
+        while let Some(frame) = self.client.read_message().map_err(End::protocol)? {
+            self.on_client_frame(frame).await?;
+        }
+        self.settle_between_reads().await
     }
 
     /// What the client sent is handled: finish what can be finished now,

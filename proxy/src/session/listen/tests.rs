@@ -38,10 +38,12 @@ fn names(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| (*n).to_owned()).collect()
 }
 
+/// (orders, transaction end, active after, relay left).
+type Case<'a> = (&'a [Order], Option<bool>, &'a [&'a str], &'a [&'a str]);
+
 #[test]
 fn orders() {
-    let cases: &[(&[Order], Option<bool>, &[&str], &[&str])] = &[
-        // (orders, transaction end, active after, relay left)
+    let cases: &[Case] = &[
         (&[listen("a")], None, &["a"], &[]),
         (&[listen("a"), listen("a")], None, &["a"], &[]),
         (&[listen("a"), unlisten("a")], None, &[], &["a"]),
