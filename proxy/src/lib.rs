@@ -24,6 +24,7 @@ pub mod node_lock;
 pub mod openmetrics;
 pub mod pool;
 pub mod protocol;
+pub mod pubsub;
 pub mod reshard;
 pub mod schema;
 pub mod session;

@@ -29,6 +29,7 @@ mod fan_out;
 mod gather;
 mod holds;
 mod key_move;
+mod listen;
 mod local;
 mod merge;
 mod output;
@@ -167,6 +168,9 @@ pub struct Session {
     /// The transaction counted in flight on its cluster's moving logical
     /// shards (`holds.rs`), until the session is idle.
     move_hold: Option<crate::pool::gate::InFlight>,
+    /// LISTEN in transaction mode: the client's channels and its place in
+    /// the notification relay.
+    listening: listen::Listening,
 }
 
 impl Session {
@@ -197,6 +201,7 @@ impl Session {
             routing: RouteState::default(),
             cursors: cursor::Cursors::default(),
             move_hold: None,
+            listening: listen::Listening::default(),
         }
     }
 
@@ -232,17 +237,7 @@ impl Session {
         // it answers.
         let mut cancelled: Option<tokio::time::Instant> = None;
         loop {
-            loop {
-                let frame = match self.client.read_message() {
-                    Ok(Some(frame)) => frame,
-                    Ok(None) => break,
-                    Err(e) => return End::protocol(e),
-                };
-                if let Err(end) = self.on_client_frame(frame).await {
-                    return end;
-                }
-            }
-            if let Err(end) = self.settle_between_reads().await {
+            if let Err(end) = self.on_client_messages().await {
                 return end;
             }
             let query_timeout = self
@@ -254,6 +249,7 @@ impl Session {
                 cancelled = None;
             }
             self.pipeline.clock_mut().waiting();
+            let notify = self.notifications_deliverable();
             match self.attached.main_mut() {
                 Some(server) => {
                     let timeout = attach::query_timer(query_timeout, cancelled);
@@ -280,6 +276,9 @@ impl Session {
                         () = timeout => if let Err(end) = self.on_query_timeout(query_timeout, &mut cancelled).await {
                             return end;
                         },
+                        note = self.listening.next(), if notify => if let Err(end) = self.on_notification(note).await {
+                            return end;
+                        },
                     }
                 }
                 None => {
@@ -295,10 +294,22 @@ impl Session {
                         () = &mut stopping => {
                             return End::Fatal(ClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: pgshard is shutting down"));
                         }
+                        note = self.listening.next(), if notify => if let Err(end) = self.on_notification(note).await {
+                            return end;
+                        },
                     }
                 }
             }
         }
+    }
+
+    /// Every whole message the client has sent, then what they leave to
+    /// finish.
+    async fn on_client_messages(&mut self) -> Result<(), End> {
+        while let Some(frame) = self.client.read_message().map_err(End::protocol)? {
+            self.on_client_frame(frame).await?;
+        }
+        self.settle_between_reads().await
     }
 
     /// What the client sent is handled: finish what can be finished now,

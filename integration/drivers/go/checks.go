@@ -45,7 +45,7 @@ func checks() []check {
 		{"copy", nil, 15 * s, checkCopy},
 		{"tx_error_aborts", nil, 10 * s, checkTxErrorAborts},
 		{"savepoints", nil, 10 * s, checkSavepoints},
-		{"listen_notify", []string{"session"}, 10 * s, checkListenNotify},
+		{"listen_notify", []string{"session", "transaction", "sharded"}, 10 * s, checkListenNotify},
 		{"cancel", nil, 20 * s, checkCancel},
 		{"pool_concurrency", nil, 40 * s, checkPoolConcurrency},
 		{"fanout_error_recovery", nil, 10 * s, checkFanoutErrorRecovery},
@@ -693,8 +693,9 @@ func checkSavepoints(t *T) error {
 	return nil
 }
 
-// listen_notify (session mode only): a notification sent by one connection
-// reaches another that LISTENs, through WaitForNotification.
+// listen_notify (not in mode columns): a notification sent by one
+// connection reaches another that LISTENs, through WaitForNotification; a
+// NOTIFY rolled back is never sent, one committed is.
 func checkListenNotify(t *T) error {
 	listener, err := t.connect()
 	if err != nil {
@@ -720,6 +721,32 @@ func checkListenNotify(t *T) error {
 		if n.Channel != "drv_pgx_chan" || n.Payload != payload {
 			return fmt.Errorf("notification %d: %q %q", i, n.Channel, n.Payload)
 		}
+	}
+	for _, end := range []string{"ROLLBACK", "COMMIT"} {
+		tx, err := sender.Begin(t.ctx)
+		if err != nil {
+			return fmt.Errorf("begin: %s", describe(err))
+		}
+		if _, err := tx.Exec(t.ctx, "SELECT pg_notify('drv_pgx_chan', $1)", end); err != nil {
+			return fmt.Errorf("notify in transaction: %s", describe(err))
+		}
+		if end == "ROLLBACK" {
+			err = tx.Rollback(t.ctx)
+		} else {
+			err = tx.Commit(t.ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %s", end, describe(err))
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
+	n, err := listener.WaitForNotification(ctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("notification after commit: %s", describe(err))
+	}
+	if n.Payload != "COMMIT" {
+		return fmt.Errorf("notification after commit: %q (a rolled-back NOTIFY was sent)", n.Payload)
 	}
 	return nil
 }

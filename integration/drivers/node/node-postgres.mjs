@@ -37,7 +37,7 @@
 //   auth_errors             wrong password, unknown user or database: Postgres' codes
 //   abandoned_sessions      clients vanishing mid-transaction / with an open portal
 //                           leave nothing behind for the next clients
-//   listen_notify           LISTEN / NOTIFY (session mode only)
+//   listen_notify           LISTEN / NOTIFY (not in mode columns), a rolled-back NOTIFY never sent
 //   cancel                  Client#cancel (CancelRequest) on pg_sleep: 57014
 //   statement_timeout       statement_timeout as a startup parameter: 57014
 //   pool_concurrency        pg.Pool of 32 (session: pool size) running 200 transactions
@@ -676,9 +676,23 @@ check(
     const deadline = Date.now() + 5000
     while (got.length < 2 && Date.now() < deadline) await sleep(20)
     eq(got, [['drv_pg_chan', 'hello'], ['drv_pg_chan', 'world']], 'notifications received')
+    // A NOTIFY rolled back is never sent; one committed is.
+    await q(sender, 'BEGIN')
+    await q(sender, "NOTIFY drv_pg_chan, 'rolled back'")
+    await q(sender, 'ROLLBACK')
+    await q(sender, 'BEGIN')
+    await q(sender, "NOTIFY drv_pg_chan, 'committed'")
+    await q(sender, 'COMMIT')
+    const until = Date.now() + 5000
+    while (got.length < 3 && Date.now() < until) await sleep(20)
+    await sleep(200)
+    eq(got.slice(2), [['drv_pg_chan', 'committed']], 'notifications after commit')
     await q(listener, 'UNLISTEN drv_pg_chan')
+    await q(sender, "NOTIFY drv_pg_chan, 'unheard'")
+    await sleep(300)
+    eq(got.length, 3, 'notifications after UNLISTEN')
   },
-  { modes: ['session'] },
+  { modes: ['session', 'transaction', 'sharded'] },
 )
 
 check('cancel', async (t) => {

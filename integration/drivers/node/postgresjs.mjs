@@ -36,7 +36,7 @@
 //   session_settings        SET / SET LOCAL per connection, interleaved; ParameterStatus
 //   begin_options           sql.begin('isolation level ...' / 'read only') reach the server
 //   large_values            multi-MiB text and bytea parameters, pipelined
-//   listen_notify           sql.listen / sql.notify (session mode only)
+//   listen_notify           sql.listen / sql.notify (not in mode columns)
 //   cancel                  query.cancel() (CancelRequest) on pg_sleep: 57014
 //   concurrency             200 concurrent sql.begin transactions on max 32
 //                           (session: pool size) connections
@@ -594,7 +594,7 @@ check(
     while (got.length < 2 && Date.now() < deadline) await sleep(20)
     eq(got, ['hello', 'world'], 'notifications received')
   },
-  { modes: ['session'] },
+  { modes: ['session', 'transaction', 'sharded'] },
 )
 
 check('cancel', async (t) => {

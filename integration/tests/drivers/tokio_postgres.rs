@@ -44,9 +44,7 @@ pub async fn run(cluster: &DriverCluster) -> String {
     check!("portal_in_transaction", portal_in_transaction(port, mode));
     check!("copy", copy(port, mode));
     check!("transaction_errors_and_savepoints", savepoints(port));
-    if mode == Mode::Session {
-        check!("listen_notify", listen_notify(port));
-    }
+    check!("listen_notify", listen_notify(port));
     check!("cancel", cancel(port));
     check!("many_clients_small_pool", many_clients(port, mode));
     report.push_str(&format!(

@@ -27,7 +27,7 @@ pub const PROXY_LAYERS: &[(&str, &[&str])] = &[
     ("protocol", &["protocol", "errors"]),
     ("conn", &["auth", "conn"]),
     ("pool", &["pool"]),
-    ("execute", &["execute"]),
+    ("execute", &["execute", "pubsub"]),
     ("session", &["session"]),
     (
         "top",

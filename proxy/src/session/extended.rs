@@ -166,6 +166,9 @@ impl Session {
                 .forward_extended(&frame, Step::forward(terminals))
                 .await;
         };
+        if bind && self.on_listen_bind(&statement.query).await? {
+            return Ok(());
+        }
         if (bind && self.attached.spans() && self.spanning_bind(&statement).await?)
             || (self.sql_bind_or_describe(&frame, &statement, name.clone())).await?
         {

@@ -131,6 +131,7 @@ impl Session {
                             self.end_txn_overrides();
                             // (A failed one's servers were rolled back.)
                             self.cursors.txn_end(tag == "COMMIT");
+                            self.listen_txn_end(tag == "COMMIT");
                         }
                         tag
                     }

@@ -322,7 +322,15 @@ impl Session {
     /// The databases of `entry`'s route, counted in the entry (SHOW
     /// QUERY_CACHE's direct and multi); `None` for [`Route::Any`].
     pub(super) fn routed_to(&self, entry: &Entry, route: &Route) -> Option<Shards> {
-        let shards = self.shards_of(route);
+        // A notification any shard may send goes to the first, unless a
+        // transaction holds a server: those sent one after the other
+        // arrive in order (each shard's listening connection is read on
+        // its own).
+        let notify = || {
+            (self.attached.is_none() && bind::notifies(&entry.summary, entry.text.as_bytes()))
+                .then(|| smallvec::smallvec![0])
+        };
+        let shards = self.shards_of(route).or_else(notify);
         entry.stats.routed(shards.as_ref().map_or(1, |s| s.len()));
         shards
     }

@@ -228,6 +228,9 @@ impl Session {
         match seen.kind {
             BackendKind::ReadyForQuery => {
                 self.cursors.on_ready(status);
+                if let Some(gone) = self.listening.channels.on_ready(status) {
+                    self.leave_channels(gone);
+                }
                 if self.txn.on_end(Some(status)) {
                     self.routing.overrides_ended();
                 }
@@ -258,6 +261,11 @@ impl Session {
             self.schema_committed();
         }
         self.cursors.on_tag(tag);
+        match tag {
+            TagSays::Commit => self.listening.channels.on_tag(true),
+            TagSays::Rollback => self.listening.channels.on_tag(false),
+            _ => {}
+        }
         let Some(server) = self.attached.main_mut() else {
             return;
         };

@@ -21,6 +21,7 @@ use crate::metrics::Metrics;
 use crate::pool::clusters::{ClusterPools, Clusters};
 use crate::pool::gate::Gate;
 use crate::pool::Pool;
+use crate::pubsub::PubSub;
 use crate::unique_ids::{SystemClock, UniqueIds};
 
 /// Shared by all sessions.
@@ -54,6 +55,9 @@ pub struct Shared {
     pub any_shard: AtomicUsize,
     /// `pgdog.unique_id()`'s generator (node id and layout read at start).
     pub unique_ids: UniqueIds,
+    /// LISTEN/NOTIFY in transaction mode: the relay's listening
+    /// connections and who listens on what.
+    pub pubsub: Arc<PubSub>,
 }
 
 /// Tables' columns in order, by (database, table as written).
@@ -99,6 +103,7 @@ impl Shared {
                 general.unique_id_min,
                 Arc::new(SystemClock),
             ),
+            pubsub: Arc::new(PubSub::default()),
         };
         shared.apply_config(config);
         shared

@@ -19,9 +19,11 @@ use crate::protocol::messages;
 
 impl Session {
     pub(super) async fn on_query(&mut self, frame: Frame) -> Result<(), End> {
-        self.sync_before_query().await?;
         let body = frame.body();
         let sql_bytes = body.strip_suffix(&[0]).unwrap_or(body);
+        if self.before_query(sql_bytes).await? {
+            return Ok(());
+        }
         match self.replace_unique_ids(sql_bytes).await {
             Replaced::Unchanged => {}
             Replaced::Query(query) => return Box::pin(self.on_query(query)).await,
@@ -101,13 +103,14 @@ impl Session {
     /// would (Postgres answers it with ReadyForQuery): asyncpg prepares with
     /// Parse, Describe and Flush, then may send a Query. Their server is
     /// synced first, so that it can go back to the pool and pgshard can
-    /// read the catalog on it.
-    async fn sync_before_query(&mut self) -> Result<(), End> {
+    /// read the catalog on it. Then, in transaction mode, LISTEN and
+    /// UNLISTEN are answered here (`listen.rs`): `true` when `sql` was.
+    async fn before_query(&mut self, sql: &[u8]) -> Result<bool, End> {
         if self.pipeline.unsynced() {
             self.settle_main().await?;
             self.pipeline.synced();
         }
-        Ok(())
+        self.on_listen_query(sql).await
     }
 
     /// What a tracked statement changes in the session (`dirty` set when

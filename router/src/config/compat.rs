@@ -56,7 +56,6 @@ pub(super) const GENERAL: &[(&str, Option<Same>)] = &[
     ("read_write_strategy", Some(Same::Str("conservative"))),
     ("healthcheck_port", None),
     ("prepared_statements", Some(Same::Str("extended"))),
-    ("pub_sub_channel_size", None),
     ("mirror_queue", None),
     ("mirror_exposure", None),
     ("dry_run", Some(Same::Bool(false))),

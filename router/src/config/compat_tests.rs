@@ -234,6 +234,7 @@ fn every_documented_key_loads_with_warnings_for_the_unsupported() {
     assert_eq!(g.read_write_split, ReadWriteSplit::ExcludePrimary);
     assert_eq!(g.ban_timeout(), Duration::from_secs(300));
     assert_eq!(g.healthcheck_timeout(), Duration::from_secs(5));
+    assert_eq!(g.pub_sub_channel_size, 4098);
     let prod = &config.clusters["prod"];
     assert_eq!(prod.shards.len(), 1);
     assert_eq!(prod.shards[0].host, "10.0.0.1");

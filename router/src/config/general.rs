@@ -26,6 +26,10 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = (1 << 30) - 1;
 /// startup packets.
 pub const MIN_MAX_MESSAGE_SIZE: usize = 10_000;
 
+/// Default `pub_sub_channel_size` (the value PgDog's documentation gives):
+/// notifications one listening client may have waiting.
+pub const DEFAULT_PUB_SUB_CHANNEL_SIZE: usize = 4096;
+
 /// Default `query_cache_max_bytes`: 64 MiB of cached statement trees.
 pub const DEFAULT_QUERY_CACHE_MAX_BYTES: usize = 64 << 20;
 
@@ -211,6 +215,12 @@ pub struct General {
     /// the last `-` of the `NODE_ID` environment variable (PgDog's way),
     /// else 0.
     pub node_id: Option<u64>,
+    /// `pub_sub_channel_size` (PgDog's key): in transaction mode, how many
+    /// notifications may wait for one listening client (LISTEN relayed
+    /// through pgshard's own listening connections, `proxy/src/pubsub.rs`);
+    /// a client that falls further behind is disconnected. 0 turns the
+    /// relay off: LISTEN is then refused in transaction mode.
+    pub pub_sub_channel_size: usize,
     // PgDog's resharding keys, with pgshard's meaning for a shard move:
     // `config/resharding.rs` (their enums, accessors and checks).
     /// COPY format of a move's snapshot copy and its subscription.
@@ -327,6 +337,7 @@ impl Default for General {
             unique_id_function: UniqueIdFunction::Standard,
             unique_id_min: 0,
             node_id: None,
+            pub_sub_channel_size: DEFAULT_PUB_SUB_CHANNEL_SIZE,
             // PgDog's defaults.
             resharding_copy_format: CopyFormat::Binary,
             resharding_parallel_copies: 1,

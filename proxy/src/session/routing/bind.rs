@@ -188,8 +188,14 @@ pub(crate) fn bind_params<'a>(
 
 /// A statement that fails outside a transaction block, or whose effect
 /// must last as long as the transaction: SAVEPOINT, RELEASE, ROLLBACK TO
-/// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR.
+/// (and the rest of [`StatementKind::TransactionOther`]), DECLARE CURSOR,
+/// NOTIFY and `pg_notify()`.
 pub(super) fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
+    // A notification is sent when its transaction commits, and never
+    // after a rollback: it runs inside the client's transaction.
+    if notifies(summary, sql) {
+        return true;
+    }
     match summary.statements.as_slice() {
         [only] if only.kind == StatementKind::TransactionOther => true,
         // DECLARE CURSOR is summarized as an `Other` statement.
@@ -200,4 +206,27 @@ pub(super) fn needs_transaction_block(summary: &Summary, sql: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a statement string (`sql`) sends a notification: a NOTIFY
+/// alone (summarized as an `Other` statement) or a `pg_notify()` call.
+pub(super) fn notifies(summary: &Summary, sql: &[u8]) -> bool {
+    let pg_notify = |call: &router::summary::Call| {
+        call.name.eq_ignore_ascii_case("pg_notify")
+            && call.schema.as_deref().is_none_or(|s| s == "pg_catalog")
+    };
+    let notify = match summary.statements.as_slice() {
+        [only] if only.kind == StatementKind::Other => {
+            let sql = crate::session::sql_text(sql);
+            let [first] = crate::session::session_effects::leading_words::<1>(&sql);
+            first.eq_ignore_ascii_case("NOTIFY")
+        }
+        _ => false,
+    };
+    notify
+        || summary
+            .statements
+            .iter()
+            .flat_map(|s| &s.calls)
+            .any(pg_notify)
 }
