@@ -48,6 +48,14 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
             "must be at least 1 (ms): 0 would fail every check".to_owned(),
         );
     }
+    for (key, ms) in [
+        ("lsn_check_interval", general.lsn_check_interval_ms),
+        ("lsn_check_timeout", general.lsn_check_timeout_ms),
+    ] {
+        if ms == 0 {
+            return fail(key, "must be at least 1 (ms)".to_owned());
+        }
+    }
     if general.query_cache_limit == 0 {
         return fail("query_cache_limit", "must be at least 1".to_owned());
     }
