@@ -110,8 +110,8 @@ pub(super) fn show_users(state: &State, out: &mut BytesMut) {
         let pools = state.pools(&user.database, &user.name).unwrap_or_default();
         let (pool_size, mode) = match pools.first() {
             Some(pool) => (
-                pool.primary.settings.pool_size,
-                pool.primary.settings.pooler_mode,
+                pool.first().settings.pool_size,
+                pool.first().settings.pooler_mode,
             ),
             None => (
                 user.pool_size.unwrap_or(config.general.default_pool_size),

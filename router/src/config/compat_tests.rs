@@ -290,7 +290,11 @@ fn every_documented_key_loads_with_warnings_for_the_unsupported() {
     let checks = config.general.lsn_checks();
     assert_eq!(
         (checks.delay, checks.interval, checks.timeout),
-        (Duration::ZERO, Duration::from_secs(5), Duration::from_secs(5))
+        (
+            Duration::ZERO,
+            Duration::from_secs(5),
+            Duration::from_secs(5)
+        )
     );
     let dry_run = config
         .warnings
@@ -488,7 +492,9 @@ fn a_shard_is_all_auto_or_has_none() {
         );
         let err = Config::from_toml(&pgdog, "").unwrap_err().to_string();
         assert!(
-            err.starts_with(&format!("pgdog.toml: {bad}: shard 0 of \"p\" mixes \"auto\"")),
+            err.starts_with(&format!(
+                "pgdog.toml: {bad}: shard 0 of \"p\" mixes \"auto\""
+            )),
             "{roles:?}: {err}"
         );
     }
