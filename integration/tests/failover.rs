@@ -133,13 +133,17 @@ async fn ids(server: &PgServer, sql: &str) -> BTreeSet<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_follow_a_promotion_and_a_returning_old_primary_is_fenced() {
+    let t0 = Instant::now();
+    let phase = |what: &str| eprintln!("{:>8.1?} {what}", t0.elapsed());
     let mut old = common::servers(1).pop().unwrap();
     old.psql(
         "shard_0",
         "CREATE TABLE events (id bigint PRIMARY KEY); ALTER TABLE events OWNER TO app",
     )
     .unwrap();
+    phase("primary up");
     let new = PgServer::start_replica(&old, ServerOptions::default()).unwrap();
+    phase("replica up");
     // Synchronous: a commit the old primary acknowledged was flushed on the
     // replica, so none may be missing after the promotion.
     old.psql(
@@ -175,6 +179,7 @@ async fn writes_follow_a_promotion_and_a_returning_old_primary_is_fenced() {
         "[general]\nshutdown_timeout = 1000\nconnect_timeout = 300\ncheckout_timeout = {CHECKOUT_TIMEOUT_MS}\n\
          lsn_check_interval = {INTERVAL_MS}\nlsn_check_timeout = {TIMEOUT_MS}\n{ADMIN}{databases}"
     );
+    phase("servers ready");
     let proxy = TestProxy::start(&pgdog, USERS).unwrap();
     wait_roles(
         &proxy,
@@ -184,6 +189,7 @@ async fn writes_follow_a_promotion_and_a_returning_old_primary_is_fenced() {
         ],
     )
     .await;
+    phase("roles found");
     let admin = connect(proxy.port(), "admin", "admin-pw", "admin")
         .await
         .unwrap();
@@ -191,14 +197,24 @@ async fn writes_follow_a_promotion_and_a_returning_old_primary_is_fenced() {
     // Writes run on the old primary.
     let stop = Arc::new(AtomicBool::new(false));
     let outcomes = start_writers(proxy.port(), 4, &stop);
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while outcomes.lock().unwrap().ok.len() < 20 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let before = outcomes.lock().unwrap().ok.len();
-    assert!(before > 0, "no write went through before the failover");
+    assert!(
+        before > 0,
+        "no write went through before the failover: {:?} {:?}",
+        outcomes.lock().unwrap().errors,
+        outcomes.lock().unwrap().no_primary
+    );
 
     // The primary goes; for longer than checkout_timeout, none is there.
+    phase("writes ran");
     old.stop_immediate().unwrap();
     wait_roles(&proxy, &[(old.port(), RoleNow::Down)]).await;
     tokio::time::sleep(Duration::from_millis(CHECKOUT_TIMEOUT_MS + 500)).await;
+    phase("stopped, waited");
     new.promote().unwrap();
     let promoted = Instant::now();
     let stated = Duration::from_millis(INTERVAL_MS + TIMEOUT_MS);
@@ -229,6 +245,7 @@ async fn writes_follow_a_promotion_and_a_returning_old_primary_is_fenced() {
     stop.store(true, Ordering::Relaxed);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
+    phase("writes after promotion");
     let seen = std::mem::take(&mut *outcomes.lock().unwrap());
     let on_new = ids(&new, "SELECT id FROM events").await;
     let lost: Vec<i64> = seen
@@ -299,6 +316,7 @@ async fn writes_follow_a_promotion_and_a_returning_old_primary_is_fenced() {
 
     // The old primary comes back as a standalone, on the old timeline: it
     // is fenced, and writes stay on the promoted server.
+    phase("checked");
     old.start_again().unwrap();
     wait_roles(
         &proxy,
@@ -329,6 +347,7 @@ async fn writes_follow_a_promotion_and_a_returning_old_primary_is_fenced() {
             .get(0);
         assert_eq!(port, i32::from(new.port()));
     }
+    phase("fenced, written");
     let later = "SELECT id FROM events WHERE id >= 1000000";
     assert_eq!(ids(&new, later).await.len(), 50);
     assert!(ids(&old, later).await.is_empty());
