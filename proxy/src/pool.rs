@@ -35,7 +35,8 @@ use crate::protocol::backend::TransactionStatus;
 pub use error::PoolError;
 use places::{Place, Places, Unplaced};
 pub use report::{CheckedOut, IdleServer, Listing};
-use roles::{RoleNow, ShardRoles};
+use roles::RoleNow;
+pub use roles::Seat;
 
 impl PoolLabels {
     fn of_pool(cluster: &str, user: &str, shard: usize, role: Role, target: &ServerTarget) -> Self {
@@ -65,9 +66,8 @@ pub struct PoolStats {
     pub bans: AtomicU64,
 }
 
-/// Which pool: cluster, user, shard, and the database's role there (as
-/// written: `Auto` for a server whose role is found at run time, at
-/// `seat`).
+/// Which pool: cluster, user, shard, the database's role as written, and
+/// where an `auto` one's role is found at run time (`seat`).
 #[derive(Debug, Clone)]
 pub struct PoolId {
     pub cluster: String,
@@ -75,14 +75,6 @@ pub struct PoolId {
     pub shard: usize,
     pub role: Role,
     pub seat: Option<Seat>,
-}
-
-/// Where an `auto` server's role is kept: its shard's roles and its index
-/// there.
-#[derive(Debug, Clone)]
-pub struct Seat {
-    pub roles: Arc<ShardRoles>,
-    pub index: usize,
 }
 
 /// One pool.
@@ -160,7 +152,6 @@ pub struct Pooled {
     entry: Entry,
     /// When it was handed out (a transaction's time, in transaction mode).
     pub checked_out_at: Instant,
-    /// Its server's role when it was handed out.
     serves: RoleNow,
     pool: Arc<Pool>,
     _place: Place,
@@ -189,8 +180,7 @@ impl Pooled {
         &self.pool
     }
 
-    /// Its server's role when it was handed out: a replica's (or one that
-    /// was no primary then) is for reads only.
+    /// Its server's role when handed out: only a primary's takes writes.
     pub fn serves(&self) -> RoleNow {
         self.serves
     }
@@ -246,25 +236,6 @@ impl Pool {
             seat.roles.register(seat.index, &pool);
         }
         pool
-    }
-
-    /// Whether the pool's `auto` seat is `seat` (the same shard roles and
-    /// index), or neither has one.
-    pub fn same_seat(&self, seat: Option<&Seat>) -> bool {
-        match (&self.seat, seat) {
-            (None, None) => true,
-            (Some(a), Some(b)) => Arc::ptr_eq(&a.roles, &b.roles) && a.index == b.index,
-            _ => false,
-        }
-    }
-
-    /// Its server's role now: as written, or as the monitor last found it.
-    pub fn serves(&self) -> RoleNow {
-        match (&self.seat, self.role) {
-            (Some(seat), _) => seat.roles.found(seat.index),
-            (None, Role::Replica) => RoleNow::Replica,
-            (None, _) => RoleNow::Primary,
-        }
     }
 
     /// The labels of the pool's metrics.

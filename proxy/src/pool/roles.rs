@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use router::config::LsnChecks;
+use router::config::{LsnChecks, Role};
 use tokio::sync::Notify;
 use tracing::{info, warn};
 
@@ -129,6 +129,35 @@ pub fn decide(current: Option<usize>, seen: &[Seen]) -> (Option<usize>, Vec<Role
         })
         .collect();
     (primary, roles)
+}
+
+/// Where an `auto` server's role is kept: its shard's roles and its index
+/// there.
+#[derive(Debug, Clone)]
+pub struct Seat {
+    pub roles: Arc<ShardRoles>,
+    pub index: usize,
+}
+
+impl Pool {
+    /// Whether the pool's `auto` seat is `seat` (the same shard roles and
+    /// index), or neither has one.
+    pub fn same_seat(&self, seat: Option<&Seat>) -> bool {
+        match (&self.seat, seat) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(&a.roles, &b.roles) && a.index == b.index,
+            _ => false,
+        }
+    }
+
+    /// Its server's role now: as written, or as the monitor last found it.
+    pub fn serves(&self) -> RoleNow {
+        match (&self.seat, self.role) {
+            (Some(seat), _) => seat.roles.found(seat.index),
+            (None, Role::Replica) => RoleNow::Replica,
+            (None, _) => RoleNow::Primary,
+        }
+    }
 }
 
 /// No primary, in [`ShardRoles`]' index.
