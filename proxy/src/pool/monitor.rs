@@ -66,7 +66,7 @@ async fn round(roles: &Weak<ShardRoles>, conns: &mut Conns) -> bool {
     let Some(shard) = roles.upgrade() else {
         return false;
     };
-    conns.resize_with(shard.len(), || None);
+    conns.resize_with(shard.servers(), || None);
     let mut checks = JoinSet::new();
     for (i, conn) in conns.iter_mut().enumerate() {
         let target = shard.target(i);
@@ -105,7 +105,7 @@ async fn round(roles: &Weak<ShardRoles>, conns: &mut Conns) -> bool {
             }
         });
     }
-    let mut seen = vec![Seen::Down("not checked".to_owned()); shard.len()];
+    let mut seen = vec![Seen::Down("not checked".to_owned()); shard.servers()];
     while let Some(done) = checks.join_next().await {
         if let Ok((i, conn, saw)) = done {
             conns[i] = conn;

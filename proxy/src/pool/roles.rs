@@ -259,7 +259,8 @@ impl ShardRoles {
                 .all(|(s, (host, port))| s.host == *host && s.port == *port)
     }
 
-    pub fn len(&self) -> usize {
+    /// How many servers the shard has (never 0).
+    pub fn servers(&self) -> usize {
         self.servers.len()
     }
 

@@ -18,7 +18,8 @@ use RoleNow::{Down as D, Fenced as F, Primary as P, Replica as R};
 
 #[test]
 fn a_round_decides_the_primary() {
-    let cases: Vec<(Option<usize>, Vec<Seen>, Option<usize>, Vec<RoleNow>)> = vec![
+    type Case = (Option<usize>, Vec<Seen>, Option<usize>, Vec<RoleNow>);
+    let cases: Vec<Case> = vec![
         // The usual shard: one primary, one replica.
         (None, vec![p(1, 100), r(90)], Some(0), vec![P, R]),
         (Some(0), vec![p(1, 100), r(90)], Some(0), vec![P, R]),
