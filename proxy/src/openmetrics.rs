@@ -241,7 +241,7 @@ async fn answer(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             render(state),
         ),
-        (Some(b"GET"), _) => ("404 Not RoleNow", "text/plain", "try /metrics\n".to_owned()),
+        (Some(b"GET"), _) => ("404 Not Found", "text/plain", "try /metrics\n".to_owned()),
         _ => (
             "405 Method Not Allowed",
             "text/plain",
