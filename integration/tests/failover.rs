@@ -301,6 +301,12 @@ async fn writes_follow_a_promotion_and_a_returning_old_primary_is_fenced() {
             .all(|(port, role)| *port == new_port && role == "primary"),
         "{connections:?}"
     );
+    let listed = column(&admin, "SHOW DATABASES", "port").await;
+    assert_eq!(
+        listed,
+        std::slice::from_ref(&new_port),
+        "SHOW DATABASES lists the primary now"
+    );
     let metrics = proxy::openmetrics::render(proxy.state());
     let role_line = format!("server_role{{cluster=\"prod\",shard=\"0\",host=\"127.0.0.1:{new_port}\",role=\"primary\"}} 1");
     assert!(

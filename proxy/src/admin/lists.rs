@@ -6,9 +6,11 @@
 use bytes::BytesMut;
 
 use super::Rows;
+use crate::pool::roles::ShardRoles;
 use crate::state::State;
 
-/// One row per shard database of every cluster.
+/// One row per shard database of every cluster: its primary (for a shard
+/// of `auto` servers, the one that is the primary now, else the first).
 pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
     let config = state.config();
     let general = &config.general;
@@ -38,8 +40,10 @@ pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
         ],
     );
     let clients = state.clients();
+    let roles = state.all_roles();
     for (name, cluster) in &config.clusters {
         for (shard, database) in cluster.shards.iter().enumerate() {
+            let database = primary_now(&roles, cluster, shard).unwrap_or(database);
             let connections: usize = pools
                 .iter()
                 .filter(|p| p.cluster == *name && p.shard == shard)
@@ -85,6 +89,20 @@ pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
         }
     }
     rows.done("SHOW");
+}
+
+/// The entry of `cluster`'s `shard` that is its primary now, when the
+/// shard's roles are found at run time and it is not the first entry.
+fn primary_now<'a>(
+    roles: &[std::sync::Arc<ShardRoles>],
+    cluster: &'a router::config::Cluster,
+    shard: usize,
+) -> Option<&'a router::config::Database> {
+    let roles = roles
+        .iter()
+        .find(|r| r.cluster == cluster.name && r.shard == shard)?;
+    let replica = roles.primary()?.checked_sub(1)?;
+    cluster.replicas.get(shard)?.get(replica)
 }
 
 /// One row per configured user (a user of several clusters has a row for
