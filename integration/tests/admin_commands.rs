@@ -389,7 +389,7 @@ async fn pgbouncers_views_have_its_columns_in_its_order() {
     for command in ["SHOW CLIENTS", "SHOW SERVERS"] {
         let names = columns(&admin, command).await;
         assert_eq!(names[..pgbouncer.len()], pgbouncer, "{command}");
-        assert_eq!(names[pgbouncer.len()..], ["shard"], "{command}");
+        assert_eq!(names[pgbouncer.len()..], ["shard", "role"], "{command}");
     }
     // The other views PgBouncer has: its columns first, in its order.
     for (command, pgbouncer) in [

@@ -3,13 +3,15 @@
 //! command and PgDog's where only PgDog has it. The commands live in
 //! `admin/`: `show.rs` (POOLS, CLIENTS, SERVERS, QUERY_CACHE,
 //! PREPARED_STATEMENTS), `stats.rs` (STATS), `lists.rs` (DATABASES, USERS,
-//! LISTS), `show_config.rs` (CONFIG), `sockets.rs` (FDS) and `control.rs`
+//! LISTS), `show_config.rs` (CONFIG), `sockets.rs` (FDS), `replication.rs`
+//! (REPLICATION: the `auto` servers' roles) and `control.rs`
 //! (RELOAD, PAUSE, RESUME, KILL, RECONNECT, WAIT_CLOSE, MAINTENANCE, RESET
 //! QUERY_CACHE, SHUTDOWN).
 
 mod control;
 mod lists;
 mod moves;
+mod replication;
 mod sequences;
 mod show;
 mod show_config;
@@ -177,6 +179,7 @@ impl Console<'_> {
                 show::show_prepared_statements(state, out)
             }
             ("SHOW", "FDS") => sockets::show_fds(state, out),
+            ("SHOW", "REPLICATION") => replication::show_replication(state, out),
             ("SHOW", "DATABASES") => lists::show_databases(state, out),
             ("SHOW", "USERS") => lists::show_users(state, out),
             ("SHOW", "LISTS") => lists::show_lists(state, out),
@@ -294,7 +297,7 @@ fn unsupported(command: &str) -> Failure {
 /// whose detail has one line per command family).
 const HELP: &str = "\
 SHOW HELP|CONFIG|DATABASES|POOLS|CLIENTS|SERVERS|USERS|VERSION
-SHOW FDS|LISTS|STATS|PREPARED_STATEMENTS
+SHOW FDS|LISTS|STATS|PREPARED_STATEMENTS|REPLICATION
 SHOW QUERY_CACHE [<filter>]
 RELOAD
 PAUSE [<db>]

@@ -86,7 +86,7 @@ fn first_primary(state: &State) -> Option<Arc<Pool>> {
     state
         .all_pools()
         .into_iter()
-        .find(|pool| pool.shard == 0 && pool.role == router::config::Role::Primary)
+        .find(|pool| pool.shard == 0 && pool.serves() == crate::pool::roles::RoleNow::Primary)
 }
 
 /// A connection of its own, and whether it got the lock.

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus_client::encoding::text;
+use prometheus_client::encoding::{text, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -20,6 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, info};
 
 use crate::metrics::PoolLabels;
+use crate::pool::roles::RoleNow;
 use crate::state::State;
 
 /// The exposition text of every metric now.
@@ -30,6 +31,7 @@ pub fn render(state: &State) -> String {
         None => Registry::default(),
     };
     register_pools(&mut registry, state);
+    register_roles(&mut registry, state);
     register_cache(&mut registry, state);
     register_moves(&mut registry, state);
     let clients = Gauge::<i64>::default();
@@ -131,6 +133,59 @@ fn register_moves(registry: &mut Registry, state: &State) {
         "move_lag_bytes",
         "Replication lag of the moves catching up",
         lag,
+    );
+}
+
+/// A server of a shard of `auto` servers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ServerLabels {
+    cluster: String,
+    shard: String,
+    host: String,
+    role: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ShardLabels {
+    cluster: String,
+    shard: String,
+}
+
+/// The roles of `auto` servers: a gauge per (server, role), 1 for the role
+/// it has now and 0 for the others; the failovers per shard.
+fn register_roles(registry: &mut Registry, state: &State) {
+    let roles = Family::<ServerLabels, Gauge>::default();
+    let failovers = Family::<ShardLabels, Counter>::default();
+    for shard in state.all_roles() {
+        let (cluster, number) = (shard.cluster.clone(), shard.shard.to_string());
+        for server in shard.report() {
+            for role in RoleNow::ALL {
+                let labels = ServerLabels {
+                    cluster: cluster.clone(),
+                    shard: number.clone(),
+                    host: format!("{}:{}", server.host, server.port),
+                    role: role.as_str(),
+                };
+                roles
+                    .get_or_create(&labels)
+                    .set(i64::from(role == server.found));
+            }
+        }
+        let labels = ShardLabels {
+            cluster,
+            shard: number,
+        };
+        failovers.get_or_create(&labels).inc_by(shard.failovers());
+    }
+    registry.register(
+        "server_role",
+        "1 for the role a server of a shard of role = \"auto\" servers has now (primary, replica, unknown, down, fenced), 0 for the others",
+        roles,
+    );
+    registry.register(
+        "failovers",
+        "Times a shard's primary moved to another server (role = \"auto\")",
+        failovers,
     );
 }
 

@@ -3,7 +3,8 @@
 //! connections reused most-recently-used first, and a maintenance task that
 //! keeps `min_pool_size` open and retires idle, expired and dead connections.
 //! Health checks and replica bans are `pool/health.rs`'s; which pool of a
-//! shard serves a checkout is `pool/balancer.rs`'s; the pools of the
+//! shard serves a checkout is `pool/balancer.rs`'s; the roles of a shard's
+//! `auto` servers `pool/roles.rs`'s, found by `pool/monitor.rs`; the pools of the
 //! running config, by cluster and user, `pool/clusters.rs`'s; what holds
 //! checkouts back (PAUSE, shutdown) `pool/gate.rs`'s.
 
@@ -13,8 +14,10 @@ mod error;
 pub mod gate;
 mod health;
 mod maintenance;
+pub mod monitor;
 mod places;
 mod report;
+pub mod roles;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -32,6 +35,8 @@ use crate::protocol::backend::TransactionStatus;
 pub use error::PoolError;
 use places::{Place, Places, Unplaced};
 pub use report::{CheckedOut, IdleServer, Listing};
+use roles::RoleNow;
+pub use roles::Seat;
 
 impl PoolLabels {
     fn of_pool(cluster: &str, user: &str, shard: usize, role: Role, target: &ServerTarget) -> Self {
@@ -61,13 +66,15 @@ pub struct PoolStats {
     pub bans: AtomicU64,
 }
 
-/// Which pool: cluster, user, shard, and the database's role there.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which pool: cluster, user, shard, the database's role as written, and
+/// where an `auto` one's role is found at run time (`seat`).
+#[derive(Debug, Clone)]
 pub struct PoolId {
     pub cluster: String,
     pub user: String,
     pub shard: usize,
     pub role: Role,
+    pub seat: Option<Seat>,
 }
 
 /// One pool.
@@ -75,8 +82,10 @@ pub struct Pool {
     pub cluster: String,
     pub user: String,
     pub shard: usize,
-    /// Primary or replica (only replicas are banned).
+    /// Primary, replica or auto, as written (only replicas are banned).
     pub role: Role,
+    /// An `auto` server's place in its shard's roles.
+    seat: Option<Seat>,
     pub target: ServerTarget,
     pub settings: PoolSettings,
     /// One per connection checked out or opening, at most `pool_size`.
@@ -143,6 +152,7 @@ pub struct Pooled {
     entry: Entry,
     /// When it was handed out (a transaction's time, in transaction mode).
     pub checked_out_at: Instant,
+    serves: RoleNow,
     pool: Arc<Pool>,
     _place: Place,
 }
@@ -170,6 +180,11 @@ impl Pooled {
         &self.pool
     }
 
+    /// Its server's role when handed out: only a primary's takes writes.
+    pub fn serves(&self) -> RoleNow {
+        self.serves
+    }
+
     /// The connection and its pool, borrowed together.
     pub fn parts(&mut self) -> (&mut ServerConn, &Arc<Pool>) {
         (&mut self.conn, &self.pool)
@@ -190,6 +205,7 @@ impl Pool {
             user,
             shard,
             role,
+            seat,
         } = id;
         let (places, sweep) = Places::new(settings.pool_size, settings.checkout_timeout);
         let labels = PoolLabels::of_pool(&cluster, &user, shard, role, &target);
@@ -199,6 +215,7 @@ impl Pool {
             user,
             shard,
             role,
+            seat,
             target,
             places,
             settings,
@@ -215,6 +232,9 @@ impl Pool {
         tokio::spawn(sweep);
         tokio::spawn(maintenance::maintain(Arc::downgrade(&pool)));
         tokio::spawn(health::watch(Arc::downgrade(&pool)));
+        if let Some(seat) = &pool.seat {
+            seat.roles.register(seat.index, &pool);
+        }
         pool
     }
 
@@ -374,6 +394,7 @@ impl Pool {
         }
         Pooled {
             checked_out_at: now,
+            serves: self.serves(),
             conn,
             entry,
             pool: Arc::clone(self),

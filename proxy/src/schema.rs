@@ -73,7 +73,7 @@ impl Readers {
                 .into_iter()
                 .find(|(database, _)| database == cluster)?
                 .1;
-            let pool = Arc::clone(&pools.first()?.1.first()?.primary);
+            let pool = Arc::clone(pools.first()?.1.first()?.preferred());
             let timeout = pool.settings.connect_timeout;
             match ServerConn::connect(&pool.target, timeout, 0).await {
                 Ok(conn) => {

@@ -288,7 +288,7 @@ impl Session {
                             Err(_) => return End::ClientGone,
                             // Counted where the client's last server was.
                             Ok(n) => if let Some(pools) = self.cluster.pools().get(self.routing.shard()) {
-                                count(&pools.primary.stats.bytes_received, n);
+                                count(&pools.first().stats.bytes_received, n);
                             },
                         },
                         () = &mut stopping => {

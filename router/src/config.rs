@@ -57,7 +57,7 @@ pub use cross_shard::{
 };
 pub use database::{Cluster, Database, Role};
 pub use general::{
-    AuthType, General, LoadBalancingStrategy, LogFormat, PassthroughAuth, PoolerMode,
+    AuthType, General, LoadBalancingStrategy, LogFormat, LsnChecks, PassthroughAuth, PoolerMode,
     ReadWriteSplit,
 };
 pub use pool_settings::{HealthSettings, PoolSettings};

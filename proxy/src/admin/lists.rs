@@ -6,9 +6,11 @@
 use bytes::BytesMut;
 
 use super::Rows;
+use crate::pool::roles::ShardRoles;
 use crate::state::State;
 
-/// One row per shard database of every cluster.
+/// One row per shard database of every cluster: its primary (for a shard
+/// of `auto` servers, the one that is the primary now, else the first).
 pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
     let config = state.config();
     let general = &config.general;
@@ -38,8 +40,10 @@ pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
         ],
     );
     let clients = state.clients();
+    let roles = state.all_roles();
     for (name, cluster) in &config.clusters {
         for (shard, database) in cluster.shards.iter().enumerate() {
+            let database = primary_now(&roles, cluster, shard).unwrap_or(database);
             let connections: usize = pools
                 .iter()
                 .filter(|p| p.cluster == *name && p.shard == shard)
@@ -87,6 +91,20 @@ pub(super) fn show_databases(state: &State, out: &mut BytesMut) {
     rows.done("SHOW");
 }
 
+/// The entry of `cluster`'s `shard` that is its primary now, when the
+/// shard's roles are found at run time and it is not the first entry.
+fn primary_now<'a>(
+    roles: &[std::sync::Arc<ShardRoles>],
+    cluster: &'a router::config::Cluster,
+    shard: usize,
+) -> Option<&'a router::config::Database> {
+    let roles = roles
+        .iter()
+        .find(|r| r.cluster == cluster.name && r.shard == shard)?;
+    let replica = roles.primary()?.checked_sub(1)?;
+    cluster.replicas.get(shard)?.get(replica)
+}
+
 /// One row per configured user (a user of several clusters has a row for
 /// each), with its resolved pool size and mode.
 pub(super) fn show_users(state: &State, out: &mut BytesMut) {
@@ -110,8 +128,8 @@ pub(super) fn show_users(state: &State, out: &mut BytesMut) {
         let pools = state.pools(&user.database, &user.name).unwrap_or_default();
         let (pool_size, mode) = match pools.first() {
             Some(pool) => (
-                pool.primary.settings.pool_size,
-                pool.primary.settings.pooler_mode,
+                pool.first().settings.pool_size,
+                pool.first().settings.pooler_mode,
             ),
             None => (
                 user.pool_size.unwrap_or(config.general.default_pool_size),

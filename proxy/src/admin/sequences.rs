@@ -12,12 +12,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use router::config::Role;
 use router::sharding::Sharding;
 
 use super::Rows;
 use crate::conn::server::ServerConn;
 use crate::errors::ClientError;
+use crate::pool::roles::RoleNow;
 use crate::protocol::sqlstate;
 use crate::state::State;
 
@@ -108,7 +108,7 @@ async fn connect_all(
     for shard in 0..n {
         let pool = pools
             .iter()
-            .find(|p| p.cluster == cluster && p.shard == shard && p.role == Role::Primary)
+            .find(|p| p.cluster == cluster && p.shard == shard && p.serves() == RoleNow::Primary)
             .ok_or_else(|| {
                 error(
                     sqlstate::CONNECTION_FAILURE,

@@ -1,6 +1,7 @@
 //! The admin console's views of pools, clients, servers and the AST cache:
 //! `SHOW POOLS`, `CLIENTS` and `SERVERS` (PgBouncer's columns in its
-//! order, then `shard`), `QUERY_CACHE` and `PREPARED_STATEMENTS` (PgDog's;
+//! order, then `shard` and the server's `role` now: `primary`, `replica`,
+//! or for `auto` servers also `unknown`, `down` or `fenced`), `QUERY_CACHE` and `PREPARED_STATEMENTS` (PgDog's;
 //! the AST cache's statements, the shared statement registry). `SHOW STATS`
 //! is `stats.rs`.
 
@@ -35,6 +36,7 @@ pub(super) fn show_pools(state: &State, out: &mut BytesMut) {
         "load_balance_hosts",
         "shard",
         "pool_size",
+        "role",
     ];
     let mut rows = Rows::new(out, &columns);
     for pool in state.all_pools() {
@@ -60,6 +62,7 @@ pub(super) fn show_pools(state: &State, out: &mut BytesMut) {
             String::new(),
             pool.shard.to_string(),
             pool.settings.pool_size.to_string(),
+            pool.serves().as_str().to_owned(),
         ]);
     }
     rows.done("SHOW");
@@ -72,9 +75,10 @@ pub(super) fn unix_time(t: SystemTime) -> String {
 }
 
 /// The columns of PgBouncer's `SHOW CLIENTS` and `SHOW SERVERS`, in its
-/// order, then pgshard's `shard`. Columns pgshard has no value for
-/// (replication, local address, wait, ptr, link, tls, ...) are empty.
-const CONNECTION_COLUMNS: [&str; 22] = [
+/// order, then pgshard's `shard` and `role` (a server's now; empty for
+/// clients). Columns pgshard has no value for (replication, local
+/// address, wait, ptr, link, tls, ...) are empty.
+const CONNECTION_COLUMNS: [&str; 23] = [
     "type",
     "user",
     "database",
@@ -97,6 +101,7 @@ const CONNECTION_COLUMNS: [&str; 22] = [
     "prepared_statements",
     "id",
     "shard",
+    "role",
 ];
 
 /// One row of [`CONNECTION_COLUMNS`].
@@ -116,6 +121,7 @@ struct Connection {
     prepared_statements: String,
     id: String,
     shard: String,
+    role: &'static str,
 }
 
 impl Connection {
@@ -149,6 +155,7 @@ impl Connection {
             self.prepared_statements.clone(),
             self.id.clone(),
             self.shard.clone(),
+            self.role.to_owned(),
         ]
     }
 }
@@ -200,6 +207,7 @@ pub(super) fn show_servers(state: &State, out: &mut BytesMut) {
             remote_pid: pid.to_string(),
             id: id.to_string(),
             shard: pool.shard.to_string(),
+            role: pool.serves().as_str(),
             ..Connection::default()
         };
         for (id, used) in pool.checked_out() {

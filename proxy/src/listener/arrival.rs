@@ -323,7 +323,7 @@ async fn start_pooled_session(
         client.deny(user).await;
         return None;
     };
-    let pool = pools.first().map(|shard| Arc::clone(&shard.primary))?;
+    let pool = pools.first().map(|shard| Arc::clone(shard.preferred()))?;
     let defaults = pool.shared_settings(defaults);
     let mode = pool.settings.pooler_mode;
     let (report, server) = login_report(&mut client, &state, &pool, &defaults).await?;

@@ -14,7 +14,8 @@ mod passthrough;
 pub use passthrough::{passthrough_user, PassthroughError};
 
 use super::balancer::ShardPools;
-use super::{Pool, PoolId};
+use super::roles::ShardRoles;
+use super::{Pool, PoolId, Seat};
 use crate::conn::server::ServerTarget;
 use crate::lock::lock;
 use crate::metrics::Metrics;
@@ -35,6 +36,9 @@ pub struct Clusters {
     /// entries their pools are built from, with the password the server
     /// last accepted (`passthrough.rs`). Locked after `pools`.
     passthrough: Mutex<HashMap<(String, String), User>>,
+    /// The roles of each shard of `auto` servers, by (cluster, shard),
+    /// kept across reloads that leave its servers and checks alone.
+    roles: Mutex<HashMap<(String, usize), Arc<ShardRoles>>>,
 }
 
 impl Clusters {
@@ -47,6 +51,7 @@ impl Clusters {
             generation: AtomicU64::new(0),
             next_server_id: Arc::new(AtomicU64::new(1)),
             passthrough: Mutex::new(HashMap::new()),
+            roles: Mutex::new(HashMap::new()),
         }
     }
 
@@ -66,6 +71,7 @@ impl Clusters {
     /// they next check a server out.
     pub fn install(&self, config: Arc<Config>, metrics: &Metrics) {
         let mut pools = write(&self.pools);
+        let started = self.install_roles(&config);
         let mut passthrough = lock(&self.passthrough);
         // Passthrough users stay while passthrough is on, their cluster
         // exists and users.toml does not list them now.
@@ -94,6 +100,50 @@ impl Clusters {
         *pools = next;
         *write(&self.config) = config;
         self.generation.fetch_add(1, Ordering::Release);
+        // After the pools: the monitor logs in through them.
+        started.iter().for_each(super::monitor::start);
+    }
+
+    /// The roles of `config`'s shards of `auto` servers: the running ones
+    /// where the servers and checks are the same, else new ones (returned,
+    /// for their monitors to start once the pools are made).
+    fn install_roles(&self, config: &Config) -> Vec<Arc<ShardRoles>> {
+        let mut roles = lock(&self.roles);
+        let mut next = HashMap::new();
+        let mut started = Vec::new();
+        let checks = config.general.lsn_checks();
+        for (name, cluster) in &config.clusters {
+            for (shard, primary) in cluster.shards.iter().enumerate() {
+                if primary.role != Role::Auto {
+                    continue;
+                }
+                let replicas = cluster.replicas.get(shard).map_or(&[][..], Vec::as_slice);
+                let servers: Vec<(String, u16)> = std::iter::once(primary)
+                    .chain(replicas)
+                    .map(|db| (db.host.clone(), db.port))
+                    .collect();
+                let key = (name.clone(), shard);
+                let kept = roles.get(&key).filter(|r| r.same_as(&servers, checks));
+                let shard_roles = match kept {
+                    Some(kept) => Arc::clone(kept),
+                    None => {
+                        let made = ShardRoles::new(name, shard, &servers, checks);
+                        started.push(Arc::clone(&made));
+                        made
+                    }
+                };
+                next.insert(key, shard_roles);
+            }
+        }
+        *roles = next;
+        started
+    }
+
+    /// The roles of every shard of `auto` servers, by cluster and shard.
+    pub fn all_roles(&self) -> Vec<Arc<ShardRoles>> {
+        let mut all: Vec<_> = lock(&self.roles).values().cloned().collect();
+        all.sort_by(|a, b| (&a.cluster, a.shard).cmp(&(&b.cluster, b.shard)));
+        all
     }
 
     /// Install `next`, the running config with clusters' sharding models
@@ -133,22 +183,26 @@ impl Clusters {
             .iter()
             .enumerate()
             .map(|(i, db)| {
-                let old = old.and_then(|o| o.get(i));
-                let pool = |db, old| self.pool(config, user, (i, db), old, metrics);
-                let primary = pool(db, old.map(|o| &o.primary));
+                let old: Vec<&Arc<Pool>> = old
+                    .and_then(|o| o.get(i))
+                    .map(|o| o.all().collect())
+                    .unwrap_or_default();
+                let roles = lock(&self.roles).get(&(cluster.name.clone(), i)).cloned();
                 let replicas = cluster.replicas.get(i).map_or(&[][..], Vec::as_slice);
-                let replicas = replicas
-                    .iter()
+                let pools: Vec<Arc<Pool>> = std::iter::once(db)
+                    .chain(replicas)
                     .enumerate()
-                    .map(|(j, db)| pool(db, old.and_then(|o| o.replicas.get(j))))
+                    .map(|(j, db)| {
+                        let seat = roles.as_ref().map(|roles| Seat {
+                            roles: Arc::clone(roles),
+                            index: j,
+                        });
+                        self.pool(config, user, (i, db, seat), old.get(j).copied(), metrics)
+                    })
                     .collect();
                 let general = &config.general;
-                ShardPools::new(
-                    primary,
-                    replicas,
-                    general.load_balancing_strategy,
-                    general.read_write_split,
-                )
+                let (strategy, split) = (general.load_balancing_strategy, general.read_write_split);
+                ShardPools::with_roles(pools, roles, strategy, split)
             })
             .collect();
         Arc::new(shards)
@@ -161,7 +215,7 @@ impl Clusters {
         &self,
         config: &Config,
         user: &User,
-        (shard, db): (usize, &Database),
+        (shard, db, seat): (usize, &Database, Option<Seat>),
         old: Option<&Arc<Pool>>,
         metrics: &Metrics,
     ) -> Arc<Pool> {
@@ -169,7 +223,10 @@ impl Clusters {
         let target = target(db, &settings);
         match old {
             Some(pool)
-                if pool.settings == settings && pool.target == target && pool.role == db.role =>
+                if pool.settings == settings
+                    && pool.target == target
+                    && pool.role == db.role
+                    && pool.same_seat(seat.as_ref()) =>
             {
                 return Arc::clone(pool);
             }
@@ -180,11 +237,8 @@ impl Clusters {
             cluster: user.database.clone(),
             user: user.name.clone(),
             shard,
-            role: if db.role == Role::Replica {
-                Role::Replica
-            } else {
-                Role::Primary
-            },
+            role: db.role,
+            seat,
         };
         let next_id = Arc::clone(&self.next_server_id);
         Pool::new(id, target, settings, next_id, metrics)

@@ -17,6 +17,11 @@ pub enum PoolError {
     Timeout(Duration),
     #[error("the pool was shut down")]
     Closed,
+    /// An `auto` shard had no primary that could be reached for `waited`
+    /// (`checkout_timeout`); `unreachable`: one was named but its server
+    /// could not be reached.
+    #[error("no primary within {waited:?} (checkout_timeout)")]
+    NoPrimary { waited: Duration, unreachable: bool },
     #[error(transparent)]
     Server(#[from] ServerError),
 }
@@ -32,6 +37,20 @@ impl PoolError {
                 sqlstate::ADMIN_SHUTDOWN,
                 "pgshard is shutting down or reloading this pool".to_owned(),
             ),
+            PoolError::NoPrimary {
+                waited,
+                unreachable,
+            } => {
+                let why = if *unreachable {
+                    "its primary cannot be reached"
+                } else {
+                    "none of its servers is a primary that answers (pg_is_in_recovery() false)"
+                };
+                (
+                    sqlstate::CANNOT_CONNECT_NOW,
+                    format!("no primary for database \"{cluster}\" shard {shard}: {why}; waited {} ms (checkout_timeout) for one, and sent nothing: try again once a primary is up (the admin console's SHOW REPLICATION shows what each server is)", waited.as_millis()),
+                )
+            }
             PoolError::Server(server) => {
                 warn!(%server, %cluster, shard, "no server connection for a client");
                 let why = match server {
@@ -76,5 +95,19 @@ mod tests {
         let timeout = PoolError::Timeout(Duration::from_secs(5)).client_error("prod", 0);
         assert_eq!(timeout.code, sqlstate::TOO_MANY_CONNECTIONS);
         assert!(timeout.message.contains("checkout_timeout"));
+        let none = PoolError::NoPrimary {
+            waited: Duration::from_millis(200),
+            unreachable: false,
+        }
+        .client_error("prod", 0);
+        assert_eq!(none.code, sqlstate::CANNOT_CONNECT_NOW);
+        assert_eq!(none.retry, crate::errors::Retry::Safe);
+        assert!(
+            none.message.starts_with(
+                "no primary for database \"prod\" shard 0: none of its servers is a primary"
+            ),
+            "{}",
+            none.message
+        );
     }
 }

@@ -7,7 +7,9 @@
 //! connection or drops one mid-query is *banned*: it serves no reads for
 //! `ban_timeout` (`balancer.rs` skips it). A primary is never banned (there
 //! is nowhere else for its writes to go) nor checked in the background; a
-//! failed check of one of its connections only drops that connection.
+//! failed check of one of its connections only drops that connection. An
+//! `auto` server is banned while it is a replica, and checked in the
+//! background by its shard's monitor (`monitor.rs`), not here.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -17,6 +19,7 @@ use router::config::Role;
 use tracing::warn;
 
 use super::places::Place;
+use super::roles::RoleNow;
 use super::{Idle, Pool};
 use crate::conn::server::ServerConn;
 use crate::lock::lock;
@@ -26,7 +29,7 @@ impl Pool {
     /// Ban this pool's database from serving reads for `ban_timeout`
     /// (replicas only; a ban in force is not extended).
     pub fn ban(&self, why: &str) {
-        if self.role != Role::Replica {
+        if self.serves() != RoleNow::Replica {
             return;
         }
         let now = Instant::now();

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use router::config::PoolerMode;
 use router::sharding::{ParserEngine, Sharding};
 
+use crate::pool::balancer::ShardPools;
 use crate::pool::clusters::ClusterPools;
 
 /// A session's view of its cluster.
@@ -57,7 +58,7 @@ impl ClusterView {
 
     /// Some shard of the cluster has replicas.
     pub(super) fn has_replicas(&self) -> bool {
-        self.pools.iter().any(|shard| !shard.replicas.is_empty())
+        self.pools.iter().any(ShardPools::has_replicas)
     }
 
     /// The sharding model the session routes by.

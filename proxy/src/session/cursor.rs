@@ -25,8 +25,8 @@ mod simple;
 
 use std::collections::HashMap;
 
+use crate::pool::roles::RoleNow;
 use bytes::{Bytes, BytesMut};
-use router::config::Role;
 use router::summary::{CursorOptions, FetchDirection, FETCH_ALL};
 
 use super::server_replies::TagSays;
@@ -278,7 +278,7 @@ impl Cursors {
             return false;
         }
         let pool = server.pool();
-        pool.role != Role::Replica
+        server.serves() == RoleNow::Primary
             && self.holds_on(pool.shard)
             && !self.pinned.iter().any(|(s, _)| *s == pool.shard)
     }

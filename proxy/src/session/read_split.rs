@@ -8,11 +8,11 @@
 //! table), runs on the primary, and a replica server still attached from a
 //! read before it is given back first.
 
-use router::config::Role;
 use router::summary::{StatementKind, Summary};
 
 use super::statements::Statement;
 use super::{End, Session};
+use crate::pool::roles::RoleNow;
 
 impl Session {
     /// Whether some shard of the cluster has replicas.
@@ -32,7 +32,7 @@ impl Session {
         let on_replica = self
             .attached
             .main()
-            .is_some_and(|server| server.pool().role == Role::Replica);
+            .is_some_and(|server| server.serves() != RoleNow::Primary);
         if !replica_ok && on_replica {
             self.detach().await?;
         }

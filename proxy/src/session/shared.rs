@@ -188,6 +188,11 @@ impl Shared {
         self.clusters.all_pools()
     }
 
+    /// The roles of every shard of `auto` servers, by cluster and shard.
+    pub fn all_roles(&self) -> Vec<Arc<crate::pool::roles::ShardRoles>> {
+        self.clusters.all_roles()
+    }
+
     pub fn is_shutting_down(&self) -> bool {
         self.gate.is_shutting_down()
     }

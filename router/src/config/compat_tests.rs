@@ -132,8 +132,14 @@ shard = 0
 read_only = true
 
 [[databases]]
-name = "prod"
+name = "failover"
 host = "10.0.0.3"
+role = "auto"
+shard = 0
+
+[[databases]]
+name = "failover"
+host = "10.0.0.4"
 role = "auto"
 shard = 0
 
@@ -239,7 +245,7 @@ fn every_documented_key_loads_with_warnings_for_the_unsupported() {
     assert_eq!(prod.shards.len(), 1);
     assert_eq!(prod.shards[0].host, "10.0.0.1");
     let replicas: Vec<_> = prod.replicas[0].iter().map(|d| d.host.as_str()).collect();
-    assert_eq!(replicas, ["10.0.0.2", "10.0.0.3"]);
+    assert_eq!(replicas, ["10.0.0.2"]);
     assert!(prod.replicas[0].iter().all(|d| d.role == Role::Replica));
 
     let warned = paths(&config);
@@ -275,21 +281,23 @@ fn every_documented_key_loads_with_warnings_for_the_unsupported() {
             expected.push(format!("users.toml: users[0].{key}"));
         }
     }
-    expected.push("pgdog.toml: databases[2].role".to_owned());
     let mut missing: Vec<_> = expected.iter().filter(|p| !warned.contains(p)).collect();
     missing.sort();
     assert!(missing.is_empty(), "no warning for {missing:?}");
     let mut extra: Vec<_> = warned.iter().filter(|p| !expected.contains(p)).collect();
     extra.sort();
     assert!(extra.is_empty(), "unexpected warnings {extra:?}");
-    let auto = config
-        .warnings
-        .iter()
-        .find(|w| w.path == "databases[2].role")
-        .unwrap();
+    let failover = &config.clusters["failover"];
+    assert_eq!(failover.shards[0].role, Role::Auto);
+    assert_eq!(failover.replicas[0][0].role, Role::Auto);
+    let checks = config.general.lsn_checks();
     assert_eq!(
-        auto.to_string(),
-        "pgdog.toml: databases[2].role: \"auto\" (failover) is not supported yet: used as replica"
+        (checks.delay, checks.interval, checks.timeout),
+        (
+            Duration::ZERO,
+            Duration::from_secs(5),
+            Duration::from_secs(5)
+        )
     );
     let dry_run = config
         .warnings
@@ -469,6 +477,34 @@ fn a_zero_healthcheck_timeout_is_refused() {
     .to_string();
     assert!(
         err.starts_with("pgdog.toml: general.healthcheck_timeout: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_shard_is_all_auto_or_has_none() {
+    for (roles, bad) in [
+        (["primary", "auto"], "databases[1].role"),
+        (["auto", "replica"], "databases[1].role"),
+        (["auto", "primary"], "databases[0].role"),
+    ] {
+        let pgdog = format!(
+            "[[databases]]\nname = \"p\"\nhost = \"a\"\nrole = \"{}\"\n\
+             [[databases]]\nname = \"p\"\nhost = \"b\"\nrole = \"{}\"\n",
+            roles[0], roles[1]
+        );
+        let err = Config::from_toml(&pgdog, "").unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "pgdog.toml: {bad}: shard 0 of \"p\" mixes \"auto\""
+            )),
+            "{roles:?}: {err}"
+        );
+    }
+    let pgdog = "[general]\nlsn_check_timeout = 0\n[[databases]]\nname = \"p\"\nhost = \"a\"\n";
+    let err = Config::from_toml(pgdog, "").unwrap_err().to_string();
+    assert!(
+        err.starts_with("pgdog.toml: general.lsn_check_timeout: must be at least 1"),
         "{err}"
     );
 }

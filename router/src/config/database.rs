@@ -18,9 +18,9 @@ pub enum Role {
     Primary,
     /// A streaming replica: serves reads outside transactions.
     Replica,
-    /// PgDog decides at run time (failover); pgshard has no failover yet: the
-    /// first `auto` entry of a shard without a primary is its primary, the
-    /// others are replicas (with a warning at load).
+    /// Found at run time (failover): a monitor asks each server of the
+    /// shard whether it is in recovery (`proxy/src/pool/roles.rs`). A shard
+    /// is all `auto` or has none.
     Auto,
 }
 
@@ -114,9 +114,12 @@ fn default_postgres_port() -> u16 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cluster {
     pub name: String,
-    /// Each shard's primary, indexed by shard number (contiguous from 0).
+    /// Each shard's primary, indexed by shard number (contiguous from 0);
+    /// for a shard of `auto` entries, its first (role `Auto`: which one is
+    /// the primary is found at run time).
     pub shards: Vec<Database>,
-    /// Each shard's replicas, indexed like `shards` (empty without replicas).
+    /// Each shard's replicas, indexed like `shards` (empty without
+    /// replicas); a shard of `auto` entries has its others here.
     pub replicas: Vec<Vec<Database>>,
     /// How statements of this cluster are routed: its sharded tables, table
     /// families and omnisharded tables (`databases` = `shards.len()`). A
@@ -136,8 +139,9 @@ struct ShardEntries {
 }
 
 /// Group `[[databases]]` into clusters and check their shard numbers form
-/// 0..n, each shard with one primary (see [`Role::Auto`]; a shard of
-/// replicas only gets its first replica as primary, with a warning).
+/// 0..n, each shard with one primary, or all `auto` (see [`Role::Auto`]; a
+/// shard of replicas only gets its first replica as primary, with a
+/// warning).
 pub(super) fn clusters(
     databases: Vec<Database>,
     warnings: &mut Vec<Warning>,
@@ -187,10 +191,7 @@ pub(super) fn clusters(
                 Some((_, db)) => db,
                 None => promote(&name, shard, &mut rest, warnings),
             };
-            for (i, db) in rest.iter_mut().filter(|(_, db)| db.role == Role::Auto) {
-                db.role = Role::Replica;
-                warnings.push(auto_warning(*i, Role::Replica));
-            }
+            all_auto_or_none(&name, shard, &primary, &rest)?;
             primaries.push(primary);
             replicas.push(rest.into_iter().map(|(_, db)| db).collect());
         }
@@ -237,9 +238,10 @@ fn place(entries: &mut ShardEntries, i: usize, db: Database) -> Result<(), Confi
     }
 }
 
-/// The primary of a shard whose entries name none: its first `auto` entry,
-/// else its first replica (which then takes writes, with a warning).
-/// `rest` is never empty: the shard exists because an entry named it.
+/// The primary of a shard whose entries name none: its first `auto` entry
+/// (which stays `auto`: the monitor finds the primary), else its first
+/// replica (which then takes writes, with a warning). `rest` is never
+/// empty: the shard exists because an entry named it.
 fn promote(
     cluster: &str,
     shard: usize,
@@ -251,24 +253,35 @@ fn promote(
         .position(|(_, db)| db.role == Role::Auto)
         .unwrap_or(0);
     let (i, mut db) = rest.remove(at);
-    if db.role == Role::Auto {
-        warnings.push(auto_warning(i, Role::Primary));
-    } else {
+    if db.role != Role::Auto {
         warnings.push(Warning::new(
             format!("databases[{i}].role"),
             format!("shard {shard} of {cluster:?} has no primary: this replica gets its writes and transactions too"),
         ));
+        db.role = Role::Primary;
     }
-    db.role = Role::Primary;
     db
 }
 
-fn auto_warning(i: usize, role: Role) -> Warning {
-    Warning::new(
-        format!("databases[{i}].role"),
-        format!(
-            "\"auto\" (failover) is not supported yet: used as {}",
-            role.as_str()
-        ),
-    )
+/// A shard's roles are all found at run time (`auto`) or all written: a
+/// written primary beside `auto` entries would take writes the monitor
+/// may send elsewhere.
+fn all_auto_or_none(
+    cluster: &str,
+    shard: usize,
+    primary: &Database,
+    rest: &[(usize, Database)],
+) -> Result<(), ConfigError> {
+    let auto = primary.role == Role::Auto;
+    match rest.iter().find(|(_, db)| (db.role == Role::Auto) != auto) {
+        None => Ok(()),
+        Some((i, db)) => Err(invalid(
+            "pgdog.toml",
+            format!("databases[{i}].role"),
+            format!(
+                "shard {shard} of {cluster:?} mixes \"auto\" with \"{}\": give every entry of the shard role = \"auto\" (roles found at run time) or none",
+                if auto { db.role.as_str() } else { "primary" }
+            ),
+        )),
+    }
 }

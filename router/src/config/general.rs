@@ -172,6 +172,20 @@ pub struct General {
     /// cut off) serves no reads for this long.
     #[serde(rename = "ban_timeout")]
     pub ban_timeout_ms: u64,
+    /// `lsn_check_interval`: how often each server of a shard with
+    /// `role = "auto"` entries is asked whether it is in recovery, and its
+    /// WAL position. At least 1.
+    #[serde(rename = "lsn_check_interval")]
+    pub lsn_check_interval_ms: u64,
+    /// `lsn_check_timeout`: a check (connecting if need be, and its query)
+    /// that takes longer has failed: the server counts as down. At least 1.
+    #[serde(rename = "lsn_check_timeout")]
+    pub lsn_check_timeout_ms: u64,
+    /// `lsn_check_delay`: the periodic checks start this long after the
+    /// shard's pools are made (one check runs at once regardless, to find
+    /// the primary).
+    #[serde(rename = "lsn_check_delay")]
+    pub lsn_check_delay_ms: u64,
     /// How reads are spread over a shard's databases.
     pub load_balancing_strategy: LoadBalancingStrategy,
     /// Whether the primary serves reads too.
@@ -325,6 +339,11 @@ impl Default for General {
             idle_healthcheck_delay_ms: 5_000,
             healthcheck_timeout_ms: 5_000,
             ban_timeout_ms: 300_000,
+            // PgDog's interval and timeout; its delay is "never" (no
+            // checks), which `role = "auto"` cannot work without.
+            lsn_check_interval_ms: 5_000,
+            lsn_check_timeout_ms: 5_000,
+            lsn_check_delay_ms: 0,
             load_balancing_strategy: LoadBalancingStrategy::Random,
             read_write_split: ReadWriteSplit::IncludePrimary,
             log_format: LogFormat::Text,
@@ -353,6 +372,16 @@ impl Default for General {
             cutover_save_config: false,
         }
     }
+}
+
+/// How the servers of shards with `role = "auto"` entries are checked: a
+/// promotion is noticed within `interval + timeout` (a check that does not
+/// answer in `timeout` counts the server down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LsnChecks {
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub delay: Duration,
 }
 
 /// `0` means "off" for the optional timeouts.
@@ -425,6 +454,15 @@ impl General {
     pub fn client_login_timeout(&self) -> Option<Duration> {
         (self.client_login_timeout_ms > 0)
             .then(|| Duration::from_millis(self.client_login_timeout_ms))
+    }
+
+    /// `lsn_check_interval`, `lsn_check_timeout` and `lsn_check_delay`.
+    pub fn lsn_checks(&self) -> LsnChecks {
+        LsnChecks {
+            interval: Duration::from_millis(self.lsn_check_interval_ms),
+            timeout: Duration::from_millis(self.lsn_check_timeout_ms),
+            delay: Duration::from_millis(self.lsn_check_delay_ms),
+        }
     }
 
     /// `log_min_duration_statement`; `None` when negative (off).

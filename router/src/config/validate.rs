@@ -10,6 +10,29 @@ use super::{invalid, Admin, Cluster, ConfigError, Database, General, User};
 const PGDOG: &str = "pgdog.toml";
 const USERS: &str = "users.toml";
 
+/// The checks' intervals and timeouts, none of which may be 0.
+fn checks(general: &General) -> Result<(), ConfigError> {
+    for (key, ms, why) in [
+        (
+            "healthcheck_timeout",
+            general.healthcheck_timeout_ms,
+            ": 0 would fail every check",
+        ),
+        ("lsn_check_interval", general.lsn_check_interval_ms, ""),
+        (
+            "lsn_check_timeout",
+            general.lsn_check_timeout_ms,
+            ": 0 would fail every check",
+        ),
+    ] {
+        if ms == 0 {
+            let message = format!("must be at least 1 (ms){why}");
+            return Err(invalid(PGDOG, format!("general.{key}"), message));
+        }
+    }
+    Ok(())
+}
+
 /// `[general]` on its own.
 pub(super) fn general(general: &General) -> Result<(), ConfigError> {
     let fail = |key: &str, message: String| Err(invalid(PGDOG, format!("general.{key}"), message));
@@ -42,12 +65,7 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
     if general.prepared_statements_limit == 0 {
         return fail("prepared_statements_limit", "must be at least 1".to_owned());
     }
-    if general.healthcheck_timeout_ms == 0 {
-        return fail(
-            "healthcheck_timeout",
-            "must be at least 1 (ms): 0 would fail every check".to_owned(),
-        );
-    }
+    checks(general)?;
     if general.query_cache_limit == 0 {
         return fail("query_cache_limit", "must be at least 1".to_owned());
     }

@@ -81,7 +81,7 @@ pub async fn pass(clusters: &Clusters, coordinator: &Coordinator) -> Report {
         let shards = users.first().map_or(0, |(_, pools)| pools.len());
         let primary = |user: &str, shard: usize| -> Option<Arc<Pool>> {
             let (_, pools) = users.iter().find(|(u, _)| u == user)?;
-            pools.get(shard).map(|p| Arc::clone(&p.primary))
+            pools.get(shard)?.primary().cloned()
         };
         let mut live = HashSet::new();
         for shard in 0..shards {
@@ -244,10 +244,10 @@ async fn forget_decisions(users: &[(String, ClusterPools)], live: &HashSet<Strin
     let sql = format!(
         "DELETE FROM {DECISIONS} WHERE decided_at < now() - interval '{KEEP_DECISIONS}'{keep}"
     );
-    for shard in pools.iter() {
-        if let Ok(mut server) = shard.primary.checkout().await {
+    for primary in pools.iter().filter_map(|shard| shard.primary()) {
+        if let Ok(mut server) = primary.checkout().await {
             if server.conn.query(&sql).await.is_ok() {
-                shard.primary.checkin(server);
+                primary.checkin(server);
             }
         }
     }

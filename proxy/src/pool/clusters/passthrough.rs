@@ -117,7 +117,8 @@ impl Clusters {
         drop(passthrough);
         drop(pools);
         if let Some(first) = shards.first() {
-            first.primary.adopt(conn);
+            // The login was on shard 0's first server (`check` above).
+            first.first().adopt(conn);
         }
         Ok(())
     }
