@@ -128,7 +128,7 @@ impl PubSub {
                 .collect()
         };
         let wait = pools.first().map_or(Duration::from_secs(5), |p| {
-            p.primary.settings.connect_timeout
+            p.first().settings.connect_timeout
         }) * 2;
         for (shard, answer) in acks.into_iter().enumerate() {
             let result = match tokio::time::timeout(wait, answer).await {
@@ -217,7 +217,9 @@ impl Cluster {
             .enumerate()
             .map(|(shard, shard_pools)| {
                 let (orders, received) = mpsc::unbounded_channel();
-                let pool = &shard_pools.primary;
+                // Notifications are not replicated: listen on the primary
+                // (of an `auto` shard: the one it has when the relay starts).
+                let pool = shard_pools.preferred();
                 let relay = relay::Relay::new(
                     name,
                     shard,

@@ -37,9 +37,9 @@ impl Link {
             .unwrap_or_default();
         for (_, pools) in users {
             let targets: Vec<ServerTarget> =
-                pools.iter().map(|p| p.primary.target.clone()).collect();
+                pools.iter().map(|p| p.preferred().target.clone()).collect();
             let timeout = pools.first().map_or(Duration::from_secs(5), |p| {
-                p.primary.settings.connect_timeout
+                p.first().settings.connect_timeout
             });
             let link = Link { targets, timeout };
             let mut superuser = true;
