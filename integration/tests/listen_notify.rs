@@ -277,6 +277,27 @@ async fn a_client_that_leaves_unsubscribes() {
     assert_eq!(listening_connections(&cluster).await, "0");
 }
 
+/// A LISTEN in a string with other statements, first or not, is refused
+/// (0A000) rather than run on a pooled server whose reset would lose it.
+#[tokio::test]
+async fn a_listen_among_other_statements_is_refused() {
+    let cluster = Cluster::start(POOL);
+    let client = cluster.connect().await;
+    for sql in [
+        "SELECT 1; LISTEN jobs",
+        "LISTEN jobs; SELECT 1",
+        "select 1;unlisten *",
+    ] {
+        let error = client.batch_execute(sql).await.unwrap_err();
+        assert_eq!(common::code(&error), Some("0A000"), "{sql}: {error}");
+    }
+    assert_eq!(listening_connections(&cluster).await, "0");
+    client
+        .batch_execute("SELECT 'a; listen b'; SELECT 2")
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn many_listeners_each_get_every_notification() {
     let cluster = Cluster::start(POOL);

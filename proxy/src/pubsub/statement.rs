@@ -42,6 +42,32 @@ pub fn starts_listen(sql: &[u8]) -> bool {
     word.eq_ignore_ascii_case(b"LISTEN") || word.eq_ignore_ascii_case(b"UNLISTEN")
 }
 
+/// Whether a statement after the first of `sql` starts with LISTEN or
+/// UNLISTEN (`SELECT 1; LISTEN jobs`): such a string is refused in
+/// transaction mode rather than run on a pooled server, whose LISTEN would
+/// be lost when it is reset. Quoted text is skipped; memchr finds the `;`s,
+/// so a string without one costs a single scan.
+pub fn listens_after_first(sql: &[u8]) -> bool {
+    if memchr::memchr(b';', sql).is_none() {
+        return false;
+    }
+    let mut at = 0;
+    while let Some(&b) = sql.get(at) {
+        match b {
+            b'\'' | b'"' => {
+                at += 1;
+                while sql.get(at).is_some_and(|&c| c != b) {
+                    at += 1;
+                }
+            }
+            b';' if starts_listen(&sql[at + 1..]) => return true,
+            _ => {}
+        }
+        at += 1;
+    }
+    false
+}
+
 /// Read `sql` as LISTEN / UNLISTEN statements separated by `;` (empty ones
 /// skipped), each as Postgres reads it.
 pub fn parse(sql: &[u8]) -> Result<Vec<Order>, NotListen> {
@@ -202,6 +228,21 @@ fn truncated(name: Vec<u8>) -> Result<String, NotListen> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listens_after_the_first_statement() {
+        for (sql, expected) in [
+            ("SELECT 1; LISTEN jobs", true),
+            ("select 1;unlisten *", true),
+            ("SELECT 1; /* c */ listen x", true),
+            ("LISTEN jobs", false),
+            ("SELECT 'a; listen x'", false),
+            ("SELECT 1; SELECT 'listen'", false),
+            ("SELECT listen FROM t; SELECT 2", false),
+        ] {
+            assert_eq!(listens_after_first(sql.as_bytes()), expected, "{sql}");
+        }
+    }
 
     fn check(sql: &str, expected: Result<&[Order], NotListen>) {
         assert_eq!(

@@ -151,7 +151,8 @@ impl Session {
     /// A Query of LISTEN / UNLISTEN statements in transaction mode:
     /// answered here. Returns whether it was.
     pub(super) async fn on_listen_query(&mut self, sql: &[u8]) -> Result<bool, End> {
-        if !self.cluster.transaction_mode() || !statement::starts_listen(sql) {
+        let listens = |sql| statement::starts_listen(sql) || statement::listens_after_first(sql);
+        if !self.cluster.transaction_mode() || !listens(sql) {
             return Ok(false);
         }
         let orders = match statement::parse(sql) {
