@@ -42,10 +42,12 @@ pub fn starts_listen(sql: &[u8]) -> bool {
     word.eq_ignore_ascii_case(b"LISTEN") || word.eq_ignore_ascii_case(b"UNLISTEN")
 }
 
-/// Whether a statement after the first of `sql` starts with LISTEN or
-/// UNLISTEN (`SELECT 1; LISTEN jobs`): such a string is refused in
-/// transaction mode rather than run on a pooled server, whose LISTEN would
-/// be lost when it is reset. Quoted text is skipped; memchr finds the `;`s,
+/// Whether a statement after the first of `sql` is a LISTEN (`SELECT 1;
+/// LISTEN jobs`): such a string is refused in transaction mode rather than
+/// run on a pooled server, whose LISTEN would be lost when it is reset. A
+/// later UNLISTEN passes (asyncpg resets a connection with `SELECT
+/// pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`): it runs on
+/// the server, where it has nothing to undo. Quoted text is skipped; memchr finds the `;`s,
 /// so a string without one costs a single scan.
 pub fn listens_after_first(sql: &[u8]) -> bool {
     if memchr::memchr(b';', sql).is_none() {
@@ -60,7 +62,13 @@ pub fn listens_after_first(sql: &[u8]) -> bool {
                     at += 1;
                 }
             }
-            b';' if starts_listen(&sql[at + 1..]) => return true,
+            b';' => {
+                let rest = &sql[at + 1..];
+                let (word, _) = word(rest, skip_blank(rest, 0));
+                if word.eq_ignore_ascii_case(b"LISTEN") {
+                    return true;
+                }
+            }
             _ => {}
         }
         at += 1;
@@ -233,7 +241,11 @@ mod tests {
     fn listens_after_the_first_statement() {
         for (sql, expected) in [
             ("SELECT 1; LISTEN jobs", true),
-            ("select 1;unlisten *", true),
+            ("select 1;unlisten *", false),
+            (
+                "SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL",
+                false,
+            ),
             ("SELECT 1; /* c */ listen x", true),
             ("LISTEN jobs", false),
             ("SELECT 'a; listen x'", false),
