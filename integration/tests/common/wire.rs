@@ -57,6 +57,13 @@ impl Wire {
         let _ = self.stream.write_all(bytes).await;
     }
 
+    /// The socket itself, for a test that reads the bytes as they come
+    /// (nothing may be buffered unread).
+    pub fn into_stream(self) -> TcpStream {
+        assert!(self.buf.is_empty(), "unread bytes: {:?}", self.buf);
+        self.stream
+    }
+
     /// The next message, waiting at most `wait`.
     pub async fn read_within(&mut self, wait: Duration) -> Read {
         let deadline = tokio::time::Instant::now() + wait;
