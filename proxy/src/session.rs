@@ -207,8 +207,9 @@ impl Session {
 
     /// Serve the client until it leaves; the server connection goes back to
     /// its pool clean, or is closed. `span` is the client's, for log lines.
-    /// (The client stays registered: the caller unregisters it.)
-    pub async fn run(mut self, span: tracing::Span) {
+    /// (The client stays registered: the caller unregisters it.) Boxed, so
+    /// a client's task holds a pointer to the session, not the session.
+    pub async fn run(mut self: Box<Self>, span: tracing::Span) {
         self.span = span;
         if let Some(server) = self.attached.main() {
             self.set_cancel_target(Some(cancel_target(server))).await;
@@ -282,6 +283,9 @@ impl Session {
                     }
                 }
                 None => {
+                    // Idle between transactions: hold no buffers.
+                    self.client.give_back_buffers();
+                    self.pipeline.give_back_buffer();
                     tokio::select! {
                         biased;
                         read = self.client.fill() => match read {
@@ -335,9 +339,10 @@ impl Session {
             return Ok(());
         }
         if (self.phase.local_portal().is_some() && self.on_local_portal(kind))
-            || (self.phase.copy_bound() && self.on_copy_portal(kind).await?)
-            || (self.phase.move_bound() && self.on_move_portal(kind).await?)
-            || (self.phase.cursor_portal().is_some() && self.on_cursor_portal(&frame).await?)
+            || (self.phase.copy_bound() && Box::pin(self.on_copy_portal(kind)).await?)
+            || (self.phase.move_bound() && Box::pin(self.on_move_portal(kind)).await?)
+            || (self.phase.cursor_portal().is_some()
+                && Box::pin(self.on_cursor_portal(&frame)).await?)
         {
             return Ok(());
         }
@@ -350,12 +355,12 @@ impl Session {
         }
         if !self.cursors.is_empty() {
             self.cursors.forget_unnamed(&frame);
-            if !self.phase.holds_batch() && self.on_known_portal(&frame).await? {
+            if !self.phase.holds_batch() && Box::pin(self.on_known_portal(&frame)).await? {
                 return Ok(());
             }
         }
         if self.phase.holds_batch() {
-            return self.on_segment_frame(frame).await;
+            return Box::pin(self.on_segment_frame(frame)).await;
         }
         match kind {
             K::Query => self.on_query(frame).await,

@@ -12,6 +12,7 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 
+use super::spare;
 use super::tls::{ClientStream, TlsAcceptor};
 use crate::protocol::frame::{FrameError, SMALL_MESSAGE_LIMIT};
 use crate::protocol::frontend::{decode_frontend_frame, Frame};
@@ -62,7 +63,7 @@ impl ClientConn {
         ClientConn {
             stream,
             read: BytesMut::with_capacity(1024),
-            write: BytesMut::with_capacity(8 * 1024),
+            write: BytesMut::new(),
             max_message: SMALL_MESSAGE_LIMIT,
             held: None,
         }
@@ -119,6 +120,11 @@ impl ClientConn {
     /// its stream. Cancel-safe: a read abandoned in a `select!` loses
     /// nothing.
     pub async fn fill(&mut self) -> Result<usize, Gone> {
+        if self.read.capacity() == 0 {
+            // Idle, its buffer given back: take one when bytes come.
+            self.stream.readable().await.map_err(|_| Gone)?;
+            spare::ensure(&mut self.read);
+        }
         // Room for a whole message of the usual size in one read: a read
         // that fills the buffer is followed by another.
         self.read.reserve(READ_ROOM);
@@ -153,7 +159,18 @@ impl ClientConn {
 
     /// What is to be written to the client (sent by [`flush`](Self::flush)).
     pub fn out(&mut self) -> &mut BytesMut {
-        &mut self.write
+        spare::ensure(&mut self.write)
+    }
+
+    /// The client is idle (nothing unread, nothing to write): its buffers
+    /// go back to the thread's spares until it sends again (kept over TLS,
+    /// whose stream says nothing of readiness).
+    pub fn give_back_buffers(&mut self) {
+        if matches!(self.stream, ClientStream::Tls(_)) || self.held.is_some() {
+            return;
+        }
+        spare::give_if_empty(&mut self.read);
+        spare::give_if_empty(&mut self.write);
     }
 
     /// Bytes are waiting to be written.

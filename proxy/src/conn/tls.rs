@@ -64,6 +64,16 @@ pub enum ClientStream {
 }
 
 impl ClientStream {
+    /// Wait until a read would find something (or the end); at once for
+    /// TLS, whose stream may hold decrypted bytes already.
+    pub async fn readable(&self) -> std::io::Result<()> {
+        match self {
+            ClientStream::Plain(s) => s.readable().await,
+            ClientStream::Unix(s) => s.readable().await,
+            ClientStream::Tls(_) => Ok(()),
+        }
+    }
+
     /// Write what the socket takes now, without a future to poll:
     /// `WouldBlock` when it takes nothing now (or cannot say, as TLS).
     pub fn try_write_now(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

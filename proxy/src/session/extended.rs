@@ -169,7 +169,7 @@ impl Session {
         if bind && self.on_listen_bind(&statement.query).await? {
             return Ok(());
         }
-        if (bind && self.attached.spans() && self.spanning_bind(&statement).await?)
+        if (bind && self.attached.spans() && Box::pin(self.spanning_bind(&statement)).await?)
             || (self.sql_bind_or_describe(&frame, &statement, name.clone())).await?
         {
             return Ok(());
@@ -190,7 +190,7 @@ impl Session {
         // The name the server knows the statement by.
         let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
         let target = if let Some(view) = &view {
-            if !self.wait_bind_hold(&statement, view).await? {
+            if !Box::pin(self.wait_bind_hold(&statement, view)).await? {
                 return Ok(());
             }
             let rewritten =
@@ -240,7 +240,7 @@ impl Session {
         statement: &Arc<Statement>,
     ) -> Result<Option<Arc<Statement>>, End> {
         match bind {
-            Some(bind) => self.columns_statement(statement, bind).await,
+            Some(bind) => Box::pin(self.columns_statement(statement, bind)).await,
             None => Ok(None),
         }
     }

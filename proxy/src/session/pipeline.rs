@@ -15,6 +15,7 @@
 use bytes::BytesMut;
 
 use super::query_clock::QueryClock;
+use crate::conn::spare;
 use crate::protocol::messages;
 
 /// A session's traffic in flight.
@@ -46,7 +47,7 @@ pub(super) struct ErrorMark(u64);
 impl Pipeline {
     pub(super) fn new(clock: QueryClock) -> Pipeline {
         Pipeline {
-            to_server: BytesMut::with_capacity(8 * 1024),
+            to_server: BytesMut::new(),
             unsynced: false,
             copy_in: false,
             failed: false,
@@ -58,7 +59,13 @@ impl Pipeline {
 
     /// Messages for the attached server(s), sent at the next flush.
     pub(super) fn for_server(&mut self) -> &mut BytesMut {
-        &mut self.to_server
+        spare::ensure(&mut self.to_server)
+    }
+
+    /// The client is idle: the queue's buffer, if empty, goes back to the
+    /// thread's spares.
+    pub(super) fn give_back_buffer(&mut self) {
+        spare::give_if_empty(&mut self.to_server);
     }
 
     /// The messages queued for the server, unsent.
@@ -80,7 +87,7 @@ impl Pipeline {
     /// unnamed statement.
     pub(super) fn query(&mut self, sql: &str) {
         self.unnamed_on = None;
-        messages::query(&mut self.to_server, sql);
+        messages::query(spare::ensure(&mut self.to_server), sql);
     }
 
     /// Extended-protocol messages went to the server, no Sync after them.

@@ -107,7 +107,9 @@ impl Session {
         let overrides = self.overrides(&lookup.overrides);
         let routed = match self.route_holding(&lookup, &params, &overrides).await? {
             Held::Routed(routed) => routed,
-            Held::Unrouted(err) => return self.unrouted_query(err, summary, frame_sql).await,
+            Held::Unrouted(err) => {
+                return Box::pin(self.unrouted_query(err, summary, frame_sql)).await
+            }
             Held::TimedOut(error) => return Ok(self.refused(error)),
         };
         let shards = self.routed_to(&lookup.entry, &routed.route);
@@ -117,14 +119,14 @@ impl Session {
             return Ok(self.refused(error));
         }
         if let Some(CursorEffect::Declare { .. }) = super::cursor::cursor_effect(summary) {
-            return self.declare_query(summary, frame_sql, shards).await;
+            return Box::pin(self.declare_query(summary, frame_sql, shards)).await;
         }
         if is_copy_from(summary) && shards.as_ref().is_some_and(|s| s.len() > 1) {
             // An omnisharded table's copies each get every row.
-            return self.copy_sharded(frame_sql).await;
+            return Box::pin(self.copy_sharded(frame_sql)).await;
         }
         if shards.as_ref().is_some_and(|s| s.len() > 1) && summary.statements.len() > 1 {
-            return self.query_string(summary, frame_sql).await;
+            return Box::pin(self.query_string(summary, frame_sql)).await;
         }
         let needs_block = needs_transaction_block(summary, frame_sql.as_bytes());
         match self.place(shards.as_deref(), needs_block) {
@@ -135,12 +137,10 @@ impl Session {
                 Ok(Dispatch::Done)
             }
             Placement::FanOut => {
-                self.fan_out_query(&lookup, frame_sql, all_of(shards), false)
-                    .await
+                Box::pin(self.fan_out_query(&lookup, frame_sql, all_of(shards), false)).await
             }
             Placement::FanOutInTxn => {
-                self.fan_out_query(&lookup, frame_sql, all_of(shards), true)
-                    .await
+                Box::pin(self.fan_out_query(&lookup, frame_sql, all_of(shards), true)).await
             }
         }
     }
@@ -418,7 +418,7 @@ impl Session {
                 Ok(true)
             }
             Fit::Switch => match target {
-                Target::Shard(shard) => self.switch_main(shard, simple).await,
+                Target::Shard(shard) => Box::pin(self.switch_main(shard, simple)).await,
                 _ => Ok(true),
             },
         }

@@ -43,14 +43,15 @@ impl Session {
         if keywords.tracked {
             match self.lookup(&sql) {
                 Ok(lookup) => {
-                    match self.sql_prepared_query(&lookup).await? {
+                    match Box::pin(self.sql_prepared_query(&lookup)).await? {
                         SqlQuery::Not => {}
                         SqlQuery::Done => return Ok(()),
                         SqlQuery::Rest(rest) => return Box::pin(self.on_query(rest)).await,
                         SqlQuery::Run(target, statement, run) => {
-                            return self
-                                .run_sql_execute(target, statement, &run, sql_bytes)
-                                .await
+                            return Box::pin(
+                                self.run_sql_execute(target, statement, &run, sql_bytes),
+                            )
+                            .await
                         }
                     }
                     match self.session_effect(&lookup, &mut dirty) {

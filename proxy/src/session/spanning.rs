@@ -194,7 +194,7 @@ impl Session {
         match &only.kind {
             StatementKind::Commit | StatementKind::Rollback if spans => {
                 let commit = only.kind == StatementKind::Commit;
-                match self.end_spanning(commit, true).await? {
+                match Box::pin(self.end_spanning(commit, true)).await? {
                     Ok(tag) => self.local_tag(tag, true),
                     Err(error) => self.local_error(error, true),
                 }
@@ -210,7 +210,7 @@ impl Session {
             _ if control && spans => {
                 let changes = super::session_effects::session_changes(summary, sql);
                 let errors = self.pipeline.error_mark();
-                self.broadcast_control(sql).await?;
+                Box::pin(self.broadcast_control(sql)).await?;
                 if !self.pipeline.errors_since(errors) {
                     self.settings.pending.extend(changes.settings);
                 }
@@ -249,7 +249,7 @@ impl Session {
         match &only.kind {
             StatementKind::Commit | StatementKind::Rollback => {
                 let commit = only.kind == StatementKind::Commit;
-                match self.end_spanning(commit, true).await? {
+                match Box::pin(self.end_spanning(commit, true)).await? {
                     Ok(tag) => {
                         self.local_reply(messages::bind_complete);
                         self.phase

@@ -77,7 +77,7 @@ impl Session {
         }
         match &only.session {
             Some(effect @ SessionEffect::Prepare { .. }) if bind => {
-                self.bind_prepare(effect, &info.entry.text).await?;
+                Box::pin(self.bind_prepare(effect, &info.entry.text)).await?;
                 Ok(true)
             }
             Some(SessionEffect::Deallocate(deallocated)) if bind => {
@@ -92,8 +92,7 @@ impl Session {
                 match rewritten {
                     Some(rewritten) => {
                         let execute = (sql, rewritten, kind);
-                        self.bind_execute(frame, statement, info, execute, name)
-                            .await?
+                        Box::pin(self.bind_execute(frame, statement, info, execute, name)).await?
                     }
                     None => self.refuse(super::sql_execute::unparsed(), false),
                 }

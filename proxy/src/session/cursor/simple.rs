@@ -117,7 +117,7 @@ impl Session {
             Some(Follow::Shard(shard)) => self.cursor_shard_dispatch(shard),
             Some(Follow::Refuse(error)) => self.refused(error),
             Some(Follow::Merged(using)) => {
-                self.use_merged(&name, using, true).await?;
+                Box::pin(self.use_merged(&name, using, true)).await?;
                 Dispatch::Done
             }
             Some(Follow::CloseAll) => {
