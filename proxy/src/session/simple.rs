@@ -48,10 +48,8 @@ impl Session {
                         SqlQuery::Done => return Ok(()),
                         SqlQuery::Rest(rest) => return Box::pin(self.on_query(rest)).await,
                         SqlQuery::Run(target, statement, run) => {
-                            return Box::pin(
-                                self.run_sql_execute(target, statement, &run, sql_bytes),
-                            )
-                            .await
+                            let execute = self.run_sql_execute(target, statement, &run, sql_bytes);
+                            return Box::pin(execute).await;
                         }
                     }
                     match self.session_effect(&lookup, &mut dirty) {
