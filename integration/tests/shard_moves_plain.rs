@@ -308,7 +308,8 @@ async fn a_plain_shard_moves_while_clients_write() {
     let (held, waited) = cluster.proxy.state().metrics.move_holds();
     println!("{held} statements held by the cutover, {waited:?} in all");
 
-    check_accounts(&log.lock().unwrap(), moving, (&a, &b)).await;
+    let log = std::mem::take(&mut *log.lock().unwrap());
+    check_accounts(&log, moving, (&a, &b)).await;
     // A stale INSERT on database 0 still fails after the cleanup.
     let id = (2_000_000..).find(|&id| shard_of(id) == moving).unwrap();
     let stale = a
@@ -403,11 +404,7 @@ async fn check_accounts(
             assert_eq!(home(account, moving), database, "entry {account}/{k}");
             assert!(entries.insert((account, k)), "entry {account}/{k} twice");
         }
-        let old = count(
-            client,
-            &format!("SELECT count(*) FROM entries WHERE v = 'old'"),
-        )
-        .await;
+        let old = count(client, "SELECT count(*) FROM entries WHERE v = 'old'").await;
         let want = (1..=ACCOUNTS)
             .filter(|&id| home(id, moving) == database)
             .count();

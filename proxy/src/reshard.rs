@@ -264,12 +264,8 @@ async fn forward(
         .unwrap_or_default();
     made.tables = mover::prepare(link, plan, &placement, moves).await?;
     // From here on, routes say whether they touch the shard (the hold
-    // counts the transactions in flight on it), and schema changes on the
-    // group are refused; with plain tables, keyless statements too (from
-    // the copy on, the shard's rows are on both databases).
-    let refuse = !plan.tables.is_empty();
-    let marker = plain::marker(moves, plan, true);
-    shared.set_moving(&plan.cluster, plan.group, &marker, refuse);
+    // counts the transactions in flight on it).
+    plain::mark_moving(shared, moves, plan);
     let mut a = link.connect(plan.source).await?;
     let mut b = link.connect(plan.target).await?;
     let full = general.resharding_replica_identity_full;
@@ -284,14 +280,7 @@ async fn forward(
     let (walsender, snapshot) = mover::stream(link, plan, members, &mut a).await?;
     step(moves, plan, Phase::Copy, &mut [&mut a, &mut b]).await?;
     let format = general.resharding_copy_format;
-    let mut copies: Vec<(mover::Table, Option<String>)> =
-        made.tables.iter().map(|t| (t.clone(), None)).collect();
-    for table in &made.plain {
-        copies.push((
-            table.table.clone(),
-            Some(table.predicate(plan.shard, None)?),
-        ));
-    }
+    let copies = plain::copies(plan, &made.tables, &made.plain)?;
     mover::copy(link, plan, &copies, &snapshot, format, moves).await?;
     // The exported snapshot is no longer needed.
     walsender.conn.terminate().await;

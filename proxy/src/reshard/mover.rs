@@ -25,18 +25,7 @@ use super::{store, Moves};
 /// The schema the source's tables of a moved shard go to at the fence.
 pub const MOVED_SCHEMA: &str = "pgshard_moved";
 
-/// A moving table: its schema and name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Table {
-    pub schema: String,
-    pub name: String,
-}
-
-impl Table {
-    pub fn sql(&self) -> String {
-        qualified(&self.schema, &self.name)
-    }
-}
+pub use super::sql::Table;
 
 /// What a move has made so far (what a rollback undoes).
 #[derive(Debug, Default)]

@@ -33,10 +33,11 @@ use std::time::Duration;
 use router::hash::predicate;
 use router::sharding::KeySpace;
 
+use crate::session::Shared;
+
 use super::db::Db;
-use super::mover::Table;
 use super::plan::{MoveError, Plan};
-use super::sql::{ident, literal, qualified};
+use super::sql::{ident, literal, qualified, Table};
 use super::Moves;
 
 /// The fences table and the trigger function, made where missing.
@@ -113,6 +114,34 @@ pub fn marker(moves: &Moves, plan: &Plan, with_this: bool) -> Vec<usize> {
         shards.push(plan.shard);
     }
     shards
+}
+
+/// Mark the plan's shard moving in the running config (with the group's
+/// other unfinished moves): routes say whether they touch it, schema
+/// changes on the group are refused, and with plain tables keyless
+/// statements too (from the copy on, the shard's rows are on both
+/// databases).
+pub fn mark_moving(shared: &Shared, moves: &Moves, plan: &Plan) {
+    let marker = marker(moves, plan, true);
+    shared.set_moving(&plan.cluster, plan.group, &marker, !plan.tables.is_empty());
+}
+
+/// What the snapshot copy copies: the family tables whole, the plain
+/// tables' rows of the shard.
+pub fn copies(
+    plan: &Plan,
+    tables: &[Table],
+    plain: &[PlainTable],
+) -> Result<Vec<(Table, Option<String>)>, MoveError> {
+    let mut copies: Vec<(Table, Option<String>)> =
+        tables.iter().map(|t| (t.clone(), None)).collect();
+    for table in plain {
+        copies.push((
+            table.table.clone(),
+            Some(table.predicate(plan.shard, None)?),
+        ));
+    }
+    Ok(copies)
 }
 
 /// The plan's plain tables on the source, checked against the target.
@@ -437,4 +466,100 @@ pub async fn clean_source(
     }
     a.run("end the bypass", "RESET pgshard.move_bypass").await?;
     Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use router::sharding::{DataType, GroupFunction, GroupId, Hasher, ShardFunction};
+
+    use super::*;
+
+    fn keys() -> KeySpace {
+        KeySpace {
+            data_type: DataType::BigInt,
+            function: ShardFunction::Hash {
+                hasher: Hasher::Postgres,
+                shard_count: 8,
+            },
+            placement: (0..8).map(|s| s % 2).collect(),
+            moving: None,
+        }
+    }
+
+    fn plan() -> Plan {
+        Plan {
+            id: "m1".to_owned(),
+            cluster: "prod".to_owned(),
+            group: GroupId {
+                function: GroupFunction::Hash(Hasher::Postgres),
+                shard_count: 8,
+            },
+            shard: 3,
+            source: 1,
+            target: 0,
+            families: Vec::new(),
+            tables: Vec::new(),
+        }
+    }
+
+    fn table(identity: Option<&str>) -> PlainTable {
+        PlainTable {
+            table: Table {
+                schema: "public".to_owned(),
+                name: "accounts".to_owned(),
+            },
+            column: "id".to_owned(),
+            keys: keys(),
+            identity: identity.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn statements() {
+        let shard3 =
+            "(((hashint8extended((\"id\")::int8, 8816678312871386365) & 7) + 3) & 7) IN (3)";
+        let (source, target) = undo(&plan(), &[table(Some("DEFAULT"))]).unwrap();
+        let cases: Vec<(String, String)> = vec![
+            (table(None).predicate(3, None).unwrap(), shard3.to_owned()),
+            (
+                table(None).predicate(3, Some("NEW")).unwrap(),
+                shard3.replace("(\"id\")", "(NEW.\"id\")"),
+            ),
+            (
+                table(None).publication_member(3).unwrap(),
+                format!("\"public\".\"accounts\" WHERE ({shard3})"),
+            ),
+            (
+                fence(&plan()),
+                "UPDATE pgshard.fences SET fenced = true WHERE grp = 'postgres/8' AND shard = 3 AND move = 'm1'".to_owned(),
+            ),
+            (
+                unfence(&plan()),
+                "UPDATE pgshard.fences SET fenced = false WHERE grp = 'postgres/8' AND shard = 3 AND move = 'm1'".to_owned(),
+            ),
+            (
+                take_back(&plan()),
+                "DELETE FROM pgshard.fences WHERE grp = 'postgres/8' AND shard = 3".to_owned(),
+            ),
+            (
+                source.join("; "),
+                "DROP TRIGGER IF EXISTS \"pgshard_fence_3_ins\" ON \"public\".\"accounts\"; \
+                 DROP TRIGGER IF EXISTS \"pgshard_fence_3_upd\" ON \"public\".\"accounts\"; \
+                 DROP TRIGGER IF EXISTS \"pgshard_fence_3_del\" ON \"public\".\"accounts\"; \
+                 ALTER TABLE \"public\".\"accounts\" REPLICA IDENTITY DEFAULT; \
+                 DELETE FROM pgshard.fences WHERE grp = 'postgres/8' AND shard = 3 AND move = 'm1'"
+                    .to_owned(),
+            ),
+            (
+                target.join("; "),
+                format!(
+                    "SET session_replication_role = replica; DELETE FROM \"public\".\"accounts\" \
+                     WHERE {shard3}; SET session_replication_role = origin"
+                ),
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
+    }
 }
