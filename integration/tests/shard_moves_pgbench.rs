@@ -124,19 +124,35 @@ async fn one(client: &tokio_postgres::Client, sql: &str) -> i64 {
     client.query_one(sql, &[]).await.unwrap().get(0)
 }
 
-/// The slowest transaction in pgbench's `-l` logs under `dir`, in ms.
-fn slowest(dir: &std::path::Path) -> f64 {
-    let mut max = 0u64;
+/// The slowest transactions in pgbench's `-l` logs under `dir` that ended
+/// within `during` (ms since the epoch): (latency in ms, when it ended),
+/// slowest first.
+fn slowest(dir: &std::path::Path, during: std::ops::Range<u64>) -> Vec<(f64, u64)> {
+    let mut all = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         for line in text.lines() {
             // client_id transaction_no time script_no time_epoch time_us
-            if let Some(us) = line.split_whitespace().nth(2).and_then(|t| t.parse().ok()) {
-                max = max.max(us);
+            let fields: Vec<u64> = line
+                .split_whitespace()
+                .filter_map(|f| f.parse().ok())
+                .collect();
+            if let [_, _, latency, _, epoch, us] = fields.as_slice() {
+                let end = epoch * 1000 + us / 1000;
+                if during.contains(&end) {
+                    all.push((*latency as f64 / 1000.0, end));
+                }
             }
         }
     }
-    max as f64 / 1000.0
+    all.sort_by(|a, b| b.0.total_cmp(&a.0));
+    all.truncate(5);
+    all
+}
+
+fn epoch_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    u64::try_from(now.unwrap().as_millis()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -187,14 +203,18 @@ async fn a_shard_moves_while_pgbench_runs_tpcb_with_two_phase_commit() {
     let admin = cluster.admin().await;
     common::rows(&admin, &format!("MOVE SHARD {moving} TO {target}")).await;
     let begun = Instant::now();
+    let mut steps: Vec<(String, u64)> = Vec::new();
     let status = loop {
         let rows = common::rows(&admin, "SHOW MOVES").await;
         let status = rows[0].clone();
+        if steps.last().is_none_or(|(step, _)| *step != status["step"]) {
+            steps.push((status["step"].clone(), epoch_ms()));
+        }
         if status["step"] == "done" || status["step"] == "failed" {
             break status;
         }
         assert!(begun.elapsed() < Duration::from_secs(120), "{status:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let moved_in = begun.elapsed();
     let report = run.await.unwrap();
@@ -207,11 +227,35 @@ async fn a_shard_moves_while_pgbench_runs_tpcb_with_two_phase_commit() {
     let processed = figure(&report, "number of transactions actually processed:");
     let failed = figure(&report, "number of failed transactions:");
     let (held, waited) = cluster.proxy.state().metrics.move_holds();
+    // The slowest transactions from the move's start on, and when they
+    // ended, against the move's steps (ms after it began).
+    let start = steps.first().map_or(0, |s| s.1);
+    let slow = slowest(logs.path(), start..u64::MAX);
+    let before = slowest(logs.path(), start - 2000..start);
     println!(
         "pgbench: {processed} transactions, {failed} failed; the cutover held {held} statements \
-         ({waited:?} in all), the longest {} ms; pgbench's slowest transaction {:.1} ms",
+         ({waited:?} in all), the longest {} ms; pgbench's slowest transaction during the move \
+         {:.1} ms",
         status["max_wait_ms"],
-        slowest(logs.path())
+        slow.first().map_or(0.0, |s| s.0)
+    );
+    let at = |t: u64| i64::try_from(t).unwrap() - i64::try_from(start).unwrap();
+    let steps: Vec<String> = steps
+        .iter()
+        .map(|(s, t)| format!("{s} at {}", at(*t)))
+        .collect();
+    let slow: Vec<String> = slow
+        .iter()
+        .map(|(ms, end)| format!("{ms:.0} ms ending at {}", at(*end)))
+        .collect();
+    println!(
+        "move steps: {}; slowest: {}",
+        steps.join(", "),
+        slow.join(", ")
+    );
+    println!(
+        "for comparison, the slowest in the 2 s before the move: {:.1} ms",
+        before.first().map_or(0.0, |s| s.0)
     );
     assert_eq!(failed, 0, "{report}");
     assert!(processed > 100, "{report}");

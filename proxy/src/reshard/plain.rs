@@ -349,12 +349,12 @@ pub async fn install(a: &mut Db, plan: &Plan, tables: &[PlainTable]) -> Result<(
 /// it times out (up to about 30 s): DDL on a busy table waits for its
 /// writers, and writers queue behind it meanwhile.
 async fn locked(db: &mut Db, what: &str, sql: &str) -> Result<(), MoveError> {
-    let text = format!("SELECT set_config('lock_timeout', '200ms', true); {sql}");
+    let text = format!("SELECT set_config('lock_timeout', '50ms', true); {sql}");
     let mut tries = 0;
     loop {
         match db.run(what, &text).await {
             Err(MoveError::Server { message, .. })
-                if message.ends_with("(55P03)") && tries < 100 =>
+                if message.ends_with("(55P03)") && tries < 300 =>
             {
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(100)).await;
