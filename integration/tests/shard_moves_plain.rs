@@ -12,7 +12,9 @@
 //! group's tables are refused (0A000), and the fence stays after the
 //! cleanup for stale INSERTs. No slot, publication or subscription is
 //! left. Also: a table whose replica identity lacks the key is refused
-//! unless FULL is allowed, and the failed move leaves nothing behind.
+//! unless FULL is allowed, and the failed move leaves nothing behind; the
+//! fence waits for a transaction on database 0 itself that wrote a row of
+//! the shard, whose write then reaches database 1.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -452,4 +454,67 @@ async fn a_plain_table_without_the_key_in_its_replica_identity_is_refused() {
         .unwrap()
         .get(0);
     assert_eq!(all, ACCOUNTS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fence_waits_for_a_direct_writer_of_the_shard() {
+    // A client on database 0 itself (not through pgshard) has updated a
+    // row of the moving shard and not committed: the fence waits for it
+    // (each cutover attempt gives up at cutover_timeout and lets traffic
+    // go on at database 0), and once it commits the next attempt
+    // switches, with its write on database 1.
+    let general = "cutover_timeout = 1000\nresharding_replication_retry_min_delay = 100\n\
+                   resharding_replication_retry_max_attempts = 0\n\
+                   resharding_replica_identity_full = true";
+    let cluster = start(general);
+    cluster
+        .proxy
+        .state()
+        .moves
+        .set_cleanup_delay(Duration::from_millis(200));
+    let moving = 2;
+    let mut ids = (1..=ACCOUNTS).filter(|&id| shard_of(id) == moving);
+    let (moved, other) = (ids.next().unwrap(), ids.next().unwrap());
+    // A transaction through pgshard on the shard keeps the cutover from
+    // starting until the direct writer has begun (a reader: it does not
+    // hold the fence triggers back).
+    let client = cluster.connect().await;
+    let read = format!("SELECT n FROM accounts WHERE id = {other}");
+    client
+        .simple_query(&format!("BEGIN; {read}"))
+        .await
+        .unwrap();
+    let admin = cluster.admin().await;
+    common::rows(&admin, &format!("MOVE SHARD {moving} TO 1")).await;
+    wait_step(&admin, &["slot", "copy", "catchup"]).await;
+    client.simple_query(&read).await.unwrap();
+    wait_step(&admin, &["catchup", "holding"]).await;
+    let direct = superuser(&cluster.servers[0], "shard_0").await;
+    direct
+        .simple_query(&format!(
+            "BEGIN; UPDATE accounts SET n = n + 1000 WHERE id = {moved}"
+        ))
+        .await
+        .unwrap();
+    client.simple_query("COMMIT").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let status = show_move(&admin).await;
+    assert!(
+        ["catchup", "holding", "fenced"].contains(&status["step"].as_str()),
+        "{status:?}"
+    );
+    // Keyed statements on the shard still run meanwhile, at database 0.
+    client
+        .execute("UPDATE accounts SET n = n + 1 WHERE id = $1", &[&other])
+        .await
+        .unwrap();
+    direct.simple_query("COMMIT").await.unwrap();
+    let status = wait_step(&admin, &["done"]).await;
+    assert_eq!(status["step"], "done", "{status:?}");
+    let b = superuser(&cluster.servers[1], "shard_1").await;
+    let n = |id: i64| format!("SELECT n FROM accounts WHERE id = {id}");
+    assert_eq!(count(&b, &n(moved)).await, 1000);
+    assert_eq!(count(&b, &n(other)).await, 1);
+    let left = format!("SELECT count(*) FROM accounts WHERE id IN ({moved}, {other})");
+    assert_eq!(count(&direct, &left).await, 0);
 }
