@@ -14,7 +14,8 @@
 //! left. Also: a table whose replica identity lacks the key is refused
 //! unless FULL is allowed, and the failed move leaves nothing behind; the
 //! fence waits for a transaction on database 0 itself that wrote a row of
-//! the shard, whose write then reaches database 1.
+//! the shard, whose write then reaches database 1; a shard moved there and
+//! back is served by database 0 again, and database 1 is fenced.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -517,4 +518,80 @@ async fn the_fence_waits_for_a_direct_writer_of_the_shard() {
     assert_eq!(count(&b, &n(other)).await, 1);
     let left = format!("SELECT count(*) FROM accounts WHERE id IN ({moved}, {other})");
     assert_eq!(count(&direct, &left).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_shard_moves_there_and_back() {
+    // Database 0 keeps the fence of the shard it gave away; when the shard
+    // comes back, the switch lifts it there, and database 1 is fenced.
+    let cluster = start("resharding_replica_identity_full = true");
+    cluster
+        .proxy
+        .state()
+        .moves
+        .set_cleanup_delay(Duration::from_millis(200));
+    let admin = cluster.admin().await;
+    let moving = 2;
+    for target in [1, 0] {
+        common::rows(&admin, &format!("MOVE SHARD {moving} TO {target}")).await;
+        let begun = Instant::now();
+        loop {
+            let rows = common::rows(&admin, "SHOW MOVES").await;
+            let last = rows.last().unwrap();
+            if last["step"] == "done" {
+                break;
+            }
+            assert_ne!(last["step"], "failed", "{rows:?}");
+            assert!(begun.elapsed() < Duration::from_secs(60), "{rows:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let client = cluster.connect().await;
+    let id = (3_000_000..).find(|&id| shard_of(id) == moving).unwrap();
+    client
+        .execute("INSERT INTO accounts VALUES ($1, 0, 'back')", &[&id])
+        .await
+        .unwrap();
+    client
+        .execute("UPDATE accounts SET n = 7 WHERE id = $1", &[&id])
+        .await
+        .unwrap();
+    let (a, b) = (
+        superuser(&cluster.servers[0], "shard_0").await,
+        superuser(&cluster.servers[1], "shard_1").await,
+    );
+    assert_eq!(
+        count(&a, &format!("SELECT n FROM accounts WHERE id = {id}")).await,
+        7
+    );
+    let (on_a, on_b) = (client_ids(&a).await, client_ids(&b).await);
+    assert!(on_a.iter().all(|&id| shard_of(id) % 2 == 0), "database 0");
+    assert!(on_b.iter().all(|&id| shard_of(id) % 2 == 1), "database 1");
+    assert_eq!(on_a.len() + on_b.len(), ACCOUNTS as usize + 1);
+    let fenced =
+        |shard| format!("SELECT count(*) FROM pgshard.fences WHERE fenced AND shard = {shard}");
+    assert_eq!(
+        count(&a, &fenced(moving)).await,
+        0,
+        "database 0's fence lifted"
+    );
+    assert_eq!(count(&b, &fenced(moving)).await, 1, "database 1 fenced");
+    let stale = (4_000_000..).find(|&id| shard_of(id) == moving).unwrap();
+    let stale = b
+        .simple_query(&format!(
+            "INSERT INTO accounts VALUES ({stale}, 0, 'stale')"
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&stale), Some("55000"), "{stale:?}");
+}
+
+async fn client_ids(client: &tokio_postgres::Client) -> Vec<i64> {
+    client
+        .query("SELECT id FROM accounts", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
 }
