@@ -15,7 +15,9 @@
 //! unless FULL is allowed, and the failed move leaves nothing behind; the
 //! fence waits for a transaction on database 0 itself that wrote a row of
 //! the shard, whose write then reaches database 1; a shard moved there and
-//! back is served by database 0 again, and database 1 is fenced.
+//! back is served by database 0 again, and database 1 is fenced; a second
+//! pgshard instance with the old placement gets the fence error for its
+//! UPDATE, DELETE and INSERT on the moved shard, never a write.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -565,7 +567,10 @@ async fn a_plain_shard_moves_there_and_back() {
         7
     );
     let (on_a, on_b) = (client_ids(&a).await, client_ids(&b).await);
-    assert!(on_a.iter().all(|&id| shard_of(id).is_multiple_of(2)), "database 0");
+    assert!(
+        on_a.iter().all(|&id| shard_of(id).is_multiple_of(2)),
+        "database 0"
+    );
     assert!(on_b.iter().all(|&id| shard_of(id) % 2 == 1), "database 1");
     assert_eq!(on_a.len() + on_b.len(), ACCOUNTS as usize + 1);
     let fenced =
@@ -594,4 +599,50 @@ async fn client_ids(client: &tokio_postgres::Client) -> Vec<i64> {
         .iter()
         .map(|r| r.get(0))
         .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_instance_gets_the_fence_error_never_a_write() {
+    // A second pgshard over the same databases does not learn the new
+    // placement (polling comes later): its writes to the moved shard go
+    // to database 0 and fail there, before and after the cleanup.
+    let general = "resharding_replica_identity_full = true";
+    let cluster = start(general);
+    let config = common::sharded_config(&cluster.servers, general, SHARDING);
+    let stale = TestProxy::start(&config, &users()).unwrap();
+    let stale = common::connect(stale.port(), "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    cluster
+        .proxy
+        .state()
+        .moves
+        .set_cleanup_delay(Duration::from_secs(2));
+    let moving = 2;
+    let moved = (1..=ACCOUNTS).find(|&id| shard_of(id) == moving).unwrap();
+    let admin = cluster.admin().await;
+    common::rows(&admin, &format!("MOVE SHARD {moving} TO 1")).await;
+    let status = wait_step(&admin, &["cleanup", "done"]).await;
+    assert_eq!(status["step"], "cleanup", "{status:?}");
+    let refused = |e: tokio_postgres::Error| {
+        assert_eq!(common::code(&e), Some("55000"), "{e:?}");
+    };
+    let update = format!("UPDATE accounts SET n = 5 WHERE id = {moved}");
+    refused(stale.simple_query(&update).await.unwrap_err());
+    let delete = format!("DELETE FROM accounts WHERE id = {moved}");
+    refused(stale.simple_query(&delete).await.unwrap_err());
+    wait_step(&admin, &["done"]).await;
+    let new = (5_000_000..).find(|&id| shard_of(id) == moving).unwrap();
+    let insert = format!("INSERT INTO accounts VALUES ({new}, 0, 'stale')");
+    refused(stale.simple_query(&insert).await.unwrap_err());
+    // The moved row is on database 1 only, unchanged.
+    let (a, b) = (
+        superuser(&cluster.servers[0], "shard_0").await,
+        superuser(&cluster.servers[1], "shard_1").await,
+    );
+    let row = format!("SELECT count(*) FROM accounts WHERE id IN ({moved}, {new})");
+    assert_eq!(count(&a, &row).await, 0);
+    assert_eq!(count(&b, &row).await, 1);
+    let n = format!("SELECT n FROM accounts WHERE id = {moved}");
+    assert_eq!(count(&b, &n).await, 0);
 }
