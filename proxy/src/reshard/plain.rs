@@ -98,16 +98,17 @@ impl PlainTable {
 }
 
 /// The shards the router's moving marker should name for `plan`'s group:
-/// those of its other moves that have not ended (one that switched keeps
-/// its rows on two databases until its cleanup), and `plan`'s own when
-/// `with_this`.
+/// with plain tables, those of its other moves that have not ended (one
+/// that switched keeps its rows on two databases until its cleanup);
+/// `plan`'s own when `with_this`. (A family's shard needs the marker only
+/// until its switch.)
 pub fn marker(moves: &Moves, plan: &Plan, with_this: bool) -> Vec<usize> {
     let group = plan.group.to_string();
     let mut shards: Vec<usize> = moves
         .list()
         .into_iter()
         .filter(|m| m.cluster == plan.cluster && m.group == group && m.id != plan.id)
-        .filter(|m| !m.phase.is_final())
+        .filter(|m| !plan.tables.is_empty() && !m.phase.is_final())
         .map(|m| m.shard)
         .collect();
     if with_this {
