@@ -13,13 +13,15 @@
 //! The phases are `state.rs`'s; each is recorded on the databases
 //! (`store.rs`) and in [`Moves`] (SHOW MOVES, the metrics, a progress log
 //! line every few seconds); `rollback.rs` undoes a move that failed
-//! before its switch. Only table families move so far; resuming a
+//! before its switch. Table families and plain tables (`plain.rs`: the
+//! shard's rows, a row filter, a trigger fence) move so far; resuming a
 //! move after a restart, CANCEL MOVE and REBALANCE come in later steps.
 
 mod cleanup;
 mod cutover;
 mod db;
 mod mover;
+mod plain;
 pub mod plan;
 mod rollback;
 mod sql;
@@ -230,7 +232,7 @@ fn log_progress(moves: &Moves, id: &str) {
 
 /// One move, start to switch (the old tables go later); rolled back when
 /// it fails before its switch.
-async fn drive(shared: &Shared, moves: &Arc<Moves>, plan: &Plan) -> Result<(), MoveError> {
+async fn drive(shared: &Arc<Shared>, moves: &Arc<Moves>, plan: &Plan) -> Result<(), MoveError> {
     let link = Link::find(shared, plan).await?;
     let mut made = Made::default();
     let result = forward(shared, moves, plan, &link, &mut made).await;
@@ -240,14 +242,14 @@ async fn drive(shared: &Shared, moves: &Arc<Moves>, plan: &Plan) -> Result<(), M
             .iter()
             .any(|m| m.id == plan.id && m.phase.switched());
         if !switched {
-            rollback::rollback(shared, &link, plan, &made, error).await;
+            rollback::rollback(shared, moves, &link, plan, &made, error).await;
         }
     }
     result
 }
 
 async fn forward(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     moves: &Arc<Moves>,
     plan: &Plan,
     link: &Link,
@@ -262,20 +264,24 @@ async fn forward(
         .unwrap_or_default();
     made.tables = mover::prepare(link, plan, &placement, moves).await?;
     // From here on, routes say whether they touch the shard (the hold
-    // counts the transactions in flight on it), and schema changes on the
-    // group are refused.
-    shared.set_moving(&plan.cluster, plan.group, &[plan.shard], false);
+    // counts the transactions in flight on it).
+    plain::mark_moving(shared, moves, plan);
     let mut a = link.connect(plan.source).await?;
     let mut b = link.connect(plan.target).await?;
+    let full = general.resharding_replica_identity_full;
+    made.plain = plain::tables(plan, full, &mut a, &mut b).await?;
     step(moves, plan, Phase::Schema, &mut [&mut a, &mut b]).await?;
     made.on_target = true;
     mover::schema(link, plan.source, &made.tables, "pre-data", &mut b).await?;
+    plain::install(&mut a, plan, &made.plain).await?;
     step(moves, plan, Phase::Slot, &mut [&mut a, &mut b]).await?;
     made.stream = true;
-    let (walsender, snapshot) = mover::stream(link, plan, &made.tables, &mut a).await?;
+    let members = (made.tables.as_slice(), made.plain.as_slice());
+    let (walsender, snapshot) = mover::stream(link, plan, members, &mut a).await?;
     step(moves, plan, Phase::Copy, &mut [&mut a, &mut b]).await?;
     let format = general.resharding_copy_format;
-    mover::copy(link, plan, &made.tables, &snapshot, format, moves).await?;
+    let copies = plain::copies(plan, &made.tables, &made.plain)?;
+    mover::copy(link, plan, &copies, &snapshot, format, moves).await?;
     // The exported snapshot is no longer needed.
     walsender.conn.terminate().await;
     mover::schema(link, plan.source, &made.tables, "post-data", &mut b).await?;
@@ -309,11 +315,10 @@ async fn forward(
     cleanup::drop_stream(plan, &mut a, &mut b).await?;
     step(moves, plan, Phase::Cleanup, &mut [&mut a, &mut b]).await?;
     moves.update(&plan.id, |s| s.lag_bytes = None);
-    let tables = std::mem::take(&mut made.tables);
     cleanup::finish_later(
-        link.clone(),
+        (Arc::clone(shared), link.clone()),
         plan.clone(),
-        tables,
+        std::mem::take(made),
         moves.cleanup_delay(),
         Arc::clone(moves),
     );

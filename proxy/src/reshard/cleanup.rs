@@ -1,16 +1,22 @@
 //! After a move's switch: the subscription (detached from its slot first,
 //! so that dropping it needs no connection to the source), the
 //! publication and the slot go at once; the source's old tables of the
-//! shard (in `pgshard_moved`, where no one routes) after the cleanup
-//! delay, which leaves other pgshard instances time to learn the new
-//! placement while their stale writes still fail there.
+//! shard (in `pgshard_moved`, where no one routes) and its rows of plain
+//! tables (`plain.rs`) after the cleanup delay, which leaves other pgshard
+//! instances time to learn the new placement while their stale writes
+//! still fail there. Keyless statements on plain tables are served again
+//! once their old rows are gone.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::{info, warn};
 
+use crate::session::Shared;
+
 use super::db::{Db, Link};
-use super::mover::{Table, MOVED_SCHEMA};
+use super::mover::{Made, Table, MOVED_SCHEMA};
+use super::plain::{self, PlainTable};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
@@ -65,24 +71,29 @@ pub async fn drop_stream(plan: &Plan, a: &mut Db, b: &mut Db) -> Result<(), Move
     )))
 }
 
-/// After `delay`, drop the source's old tables and the marks, and record
-/// the move done (on its own task: the next move need not wait).
+/// After `delay`, drop the source's old tables and rows and the marks,
+/// and record the move done (on its own task: the next move need not
+/// wait).
 pub fn finish_later(
-    link: Link,
+    (shared, link): (Arc<Shared>, Link),
     plan: Plan,
-    tables: Vec<Table>,
+    made: Made,
     delay: Duration,
-    moves: std::sync::Arc<Moves>,
+    moves: Arc<Moves>,
 ) {
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
-        match finish(&link, &plan, &tables).await {
-            Ok(()) => {
+        match finish(&link, &plan, &made.tables, &made.plain).await {
+            Ok(rows) => {
                 moves.set_phase(&plan.id, Phase::Done);
                 moves.finished(&plan.id, None);
+                if !made.plain.is_empty() {
+                    let marker = plain::marker(&moves, &plan, false);
+                    shared.set_moving(&plan.cluster, plan.group, &marker, true);
+                }
                 info!(
                     id = plan.id,
-                    "move done: the old tables of logical shard {} dropped on database {}",
+                    "move done: the old tables and {rows} rows of logical shard {} dropped on database {}",
                     plan.shard,
                     plan.source
                 );
@@ -98,8 +109,14 @@ pub fn finish_later(
     });
 }
 
-async fn finish(link: &Link, plan: &Plan, tables: &[Table]) -> Result<(), MoveError> {
+async fn finish(
+    link: &Link,
+    plan: &Plan,
+    tables: &[Table],
+    plain: &[PlainTable],
+) -> Result<u64, MoveError> {
     let mut a = link.connect(plan.source).await?;
+    let rows = plain::clean_source(&mut a, plan, plain).await?;
     let mut drop: Vec<String> = tables
         .iter()
         .map(|t| format!("DROP TABLE IF EXISTS {}", qualified(MOVED_SCHEMA, &t.name)))
@@ -113,5 +130,6 @@ async fn finish(link: &Link, plan: &Plan, tables: &[Table]) -> Result<(), MoveEr
         store::forget_marks(&plan.id),
         store::set_phase(&plan.id, Phase::Done)
     );
-    b.run("record the move done", &done).await
+    b.run("record the move done", &done).await?;
+    Ok(rows)
 }

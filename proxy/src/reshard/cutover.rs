@@ -1,8 +1,10 @@
 //! A move's cutover: statements touching the moving logical shard are
 //! held (`pool::gate::ShardHolds`) and those in flight drain; the source
-//! is fenced in one transaction (its tables of the shard go to schema
-//! `pgshard_moved`, so a stale writer gets "relation does not exist", and
-//! a mark row is written); once the mark shows on the target, everything
+//! is fenced in one transaction (its family tables of the shard go to
+//! schema `pgshard_moved`, so a stale writer gets "relation does not
+//! exist"; its plain tables' fence row is set, which waits for the
+//! transactions that wrote the shard's rows and makes later writes fail
+//! (`plain.rs`); and a mark row is written); once the mark shows on the target, everything
 //! the source committed for the shard is there, and the switch commits
 //! on the target (sequences stepped past the source's, the shard recorded
 //! as the target's). Then the running config places the shard on the
@@ -22,6 +24,7 @@ use crate::session::Shared;
 
 use super::db::{Db, Link};
 use super::mover::{Made, Table, MOVED_SCHEMA};
+use super::plain;
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
@@ -79,7 +82,11 @@ pub async fn cutover(
         {
             Ok(()) => {
                 let waited = held.elapsed();
-                switch_placement(shared, plan);
+                // Plain tables keep refusing keyless statements until the
+                // source's rows are cleaned up.
+                let refuse = !plan.tables.is_empty();
+                let marker = plain::marker(moves, plan, refuse);
+                switch_placement(shared, plan, &marker, refuse);
                 shared.gate.shards.set_held(&plan.cluster, false);
                 return Ok(waited);
             }
@@ -88,7 +95,7 @@ pub async fn cutover(
         if made.fenced {
             let undo = format!(
                 "{}; {}",
-                unfence(plan, &made.tables),
+                unfence(plan, made),
                 store::set_phase(&plan.id, Phase::Catchup)
             );
             let unfenced = a.run("unfence", &undo).await;
@@ -146,6 +153,9 @@ async fn attempt_once(
         ));
     }
     let group = plan.group.to_string();
+    if !made.plain.is_empty() {
+        fence.push(plain::fence(plan));
+    }
     fence.push(store::set_phase(&plan.id, Phase::Fenced));
     fence.push(store::give_up(&group, plan.shard));
     fence.push(store::mark(&plan.id, seq));
@@ -173,6 +183,9 @@ async fn attempt_once(
         .iter()
         .map(|(name, value)| format!("SELECT setval({}, {value})", literal(name)))
         .collect();
+    if !made.plain.is_empty() {
+        switch.push(plain::take_back(plan));
+    }
     switch.push(store::take(&group, plan.shard, &plan.id));
     switch.push(store::set_phase(&plan.id, Phase::Switched));
     b.run("switch", &switch.join("; ")).await?;
@@ -208,10 +221,11 @@ async fn sequences(a: &mut Db, tables: &[Table]) -> Result<Vec<(String, i64)>, M
         .collect())
 }
 
-/// The statements that put the source's fenced tables back (and its
-/// record of the shard).
-pub fn unfence(plan: &Plan, tables: &[Table]) -> String {
-    let mut sql: Vec<String> = tables
+/// The statements that put the source's fenced tables back, lift its
+/// plain tables' fence (and restore its record of the shard).
+pub fn unfence(plan: &Plan, made: &Made) -> String {
+    let mut sql: Vec<String> = made
+        .tables
         .iter()
         .map(|t| {
             format!(
@@ -221,19 +235,25 @@ pub fn unfence(plan: &Plan, tables: &[Table]) -> String {
             )
         })
         .collect();
+    if !made.plain.is_empty() {
+        sql.push(plain::unfence(plan));
+    }
     sql.push(store::take(&plan.group.to_string(), plan.shard, "unfenced"));
     sql.join("; ")
 }
 
 /// The running config with the shard placed on the target in every
-/// member of its group, and the group's moving marker cleared.
-fn switch_placement(shared: &Shared, plan: &Plan) {
+/// member of its group, and the group's moving marker set to `marker`
+/// (empty: cleared), keyless statements refused when `refuse_keyless`.
+fn switch_placement(shared: &Shared, plan: &Plan, marker: &[usize], refuse_keyless: bool) {
     loop {
         let config = shared.config();
         let Some(running) = config.clusters.get(&plan.cluster) else {
             return;
         };
-        let mut sharding = running.sharding.with_moving(plan.group, &[], false);
+        let mut sharding = running
+            .sharding
+            .with_moving(plan.group, marker, refuse_keyless);
         let keys = sharding
             .tables
             .iter_mut()

@@ -1,6 +1,6 @@
-//! One move of a logical shard of a family-layout group, from the checks
-//! to the end of catch-up: the family tables of the shard found on the
-//! source, their schema made on the target (`pg_dump`), the change stream
+//! One move of a logical shard, from the checks to the end of catch-up:
+//! the family tables of the shard found on the source (its plain tables'
+//! part is `plain.rs`'s), their schema made on the target (`pg_dump`), the change stream
 //! opened first (a publication, then a slot whose snapshot is exported),
 //! the rows copied under that snapshot (`execute::copy_relay`), and a
 //! native subscription on the target that takes the slot over and
@@ -16,6 +16,7 @@ use router::sharding::Key;
 use crate::execute::copy_relay::{relay, statements};
 
 use super::db::{dump, server, Db, Link};
+use super::plain::PlainTable;
 use super::plan::{MoveError, Plan};
 use super::sql::{conninfo_pair, ident, literal, qualified};
 use super::state::Phase;
@@ -24,23 +25,15 @@ use super::{store, Moves};
 /// The schema the source's tables of a moved shard go to at the fence.
 pub const MOVED_SCHEMA: &str = "pgshard_moved";
 
-/// A moving table: its schema and name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Table {
-    pub schema: String,
-    pub name: String,
-}
-
-impl Table {
-    pub fn sql(&self) -> String {
-        qualified(&self.schema, &self.name)
-    }
-}
+pub use super::sql::Table;
 
 /// What a move has made so far (what a rollback undoes).
 #[derive(Debug, Default)]
 pub struct Made {
+    /// The family tables of the shard.
     pub tables: Vec<Table>,
+    /// The plain tables (the shard's rows of them move).
+    pub plain: Vec<PlainTable>,
     pub on_target: bool,
     pub stream: bool,
     pub subscription: bool,
@@ -177,20 +170,29 @@ pub async fn schema(
 /// The publication and the slot on the source (in that order: the
 /// walsender looks the publication up as of the slot's start); the
 /// replication connection that keeps the exported snapshot alive, and the
-/// snapshot's name.
+/// snapshot's name. Plain tables are published with a row filter, and
+/// then TRUNCATE is not (a filter does not apply to it).
 pub async fn stream(
     link: &Link,
     plan: &Plan,
-    tables: &[Table],
+    (tables, plain): (&[Table], &[PlainTable]),
     a: &mut Db,
 ) -> Result<(Db, String), MoveError> {
     let name = plan.stream_name();
     let mut members: Vec<String> = tables.iter().map(Table::sql).collect();
+    for table in plain {
+        members.push(table.publication_member(plan.shard)?);
+    }
     members.push(store::MARKS.to_owned());
+    let publish = if plain.is_empty() {
+        ""
+    } else {
+        " WITH (publish = 'insert, update, delete')"
+    };
     a.run(
         "create the publication",
         &format!(
-            "CREATE PUBLICATION {} FOR TABLE {}",
+            "CREATE PUBLICATION {} FOR TABLE {}{publish}",
             ident(&name),
             members.join(", ")
         ),
@@ -216,12 +218,13 @@ pub async fn stream(
     Ok((walsender, snapshot))
 }
 
-/// Every row of `tables` as of `snapshot`, from the source to the target
+/// The rows of `tables` as of `snapshot` (all of them, or those the
+/// predicate beside a table selects), from the source to the target
 /// (their triggers off there); rows copied are counted in `moves`.
 pub async fn copy(
     link: &Link,
     plan: &Plan,
-    tables: &[Table],
+    tables: &[(Table, Option<String>)],
     snapshot: &str,
     format: CopyFormat,
     moves: &Moves,
@@ -241,7 +244,7 @@ pub async fn copy(
     )
     .await?;
     let (mut source, mut target) = (a.conn, b.conn);
-    for table in tables {
+    for (table, filter) in tables {
         let mut db = Db {
             conn: source,
             index: plan.source,
@@ -257,7 +260,7 @@ pub async fn copy(
             .into_iter()
             .filter_map(|r| r.into_iter().next().flatten())
             .collect();
-        let (copy_out, copy_in) = statements(&table.sql(), &columns, None, format);
+        let (copy_out, copy_in) = statements(&table.sql(), &columns, filter.as_deref(), format);
         let (copied, a, b) = relay(db.conn, &copy_out, target, &copy_in)
             .await
             .map_err(|e| server(plan.target, &format!("copy {}", table.sql()), e.to_string()))?;

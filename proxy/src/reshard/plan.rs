@@ -1,11 +1,11 @@
 //! What `MOVE SHARD` asks, checked against the running config before
 //! anything runs: the cluster, the placement group, the logical shard,
-//! the source and target databases, and the table families that move.
-//! Layouts whose move is not built yet are refused here, and why a move
-//! fails is [`MoveError`].
+//! the source and target databases, and the table families and plain
+//! sharded tables that move. Layouts whose move is not built yet are
+//! refused here, and why a move fails is [`MoveError`].
 
 use router::config::Config;
-use router::sharding::{GroupFunction, GroupId, KeySpace, Sharding};
+use router::sharding::{GroupFunction, GroupId, KeySpace, ShardedTable, Sharding};
 
 /// A move, as accepted.
 #[derive(Debug, Clone)]
@@ -20,6 +20,9 @@ pub struct Plan {
     pub target: usize,
     /// The group's families: (schema filter, prefix, key space).
     pub families: Vec<(Option<String>, String, KeySpace)>,
+    /// The group's `[[sharded_tables]]` entries: plain tables holding rows
+    /// of several logical shards (`reshard/plain.rs`).
+    pub tables: Vec<ShardedTable>,
 }
 
 impl Plan {
@@ -65,8 +68,10 @@ pub enum MoveError {
         "group {0} maps listed or ranged values to logical shards: moving those is not built yet"
     )]
     Mapping(String),
-    #[error("group {group} has sharded tables ({tables}): pgshard moves only table families (name_prefix) so far; moving plain tables and tables partitioned by hash comes next (issue 33, steps 7 and 8)")]
+    #[error("sharded table(s) {tables} of group {group} are partitioned on the source: moving tables partitioned by hash comes next (issue 33, step 7); pgshard moves table families and plain tables so far")]
     Layout { group: String, tables: String },
+    #[error("group {group} shards every table with column {column} ([[sharded_tables]] without name): a move needs the tables named; add an entry with name = \"<table>\" for each of them")]
+    Unnamed { group: String, column: String },
     #[error("move {0} of database {1} is under way; one move at a time (SHOW MOVES)")]
     Busy(String, String),
     #[error("no [[users]] entry of database {0} logs in to both databases as a superuser (CREATE SUBSCRIPTION needs one); add one")]
@@ -89,7 +94,10 @@ impl MoveError {
     /// Whether pgshard cannot do this move at all (feature not supported),
     /// rather than not now.
     pub fn unsupported(&self) -> bool {
-        matches!(self, MoveError::Mapping(_) | MoveError::Layout { .. })
+        matches!(
+            self,
+            MoveError::Mapping(_) | MoveError::Layout { .. } | MoveError::Unnamed { .. }
+        )
     }
 }
 
@@ -141,28 +149,24 @@ pub fn plan(config: &Config, request: &Request, id: String) -> Result<Plan, Move
             target: source,
         });
     }
-    if !members.tables.is_empty() {
-        let tables = members
-            .tables
-            .iter()
-            .filter_map(|&i| sharding.tables.get(i))
-            .map(|t| {
-                t.name
-                    .clone()
-                    .unwrap_or_else(|| format!("column {}", t.column))
-            })
-            .collect();
-        return Err(MoveError::Layout {
-            group: name,
-            tables: join(tables),
-        });
-    }
     let families = members
         .families
         .iter()
         .filter_map(|&i| sharding.families.get(i))
         .map(|f| (f.schema.clone(), f.prefix.clone(), f.keys.clone()))
         .collect();
+    let tables = members
+        .tables
+        .iter()
+        .filter_map(|&i| sharding.tables.get(i))
+        .cloned()
+        .collect::<Vec<_>>();
+    if let Some(unnamed) = tables.iter().find(|t| t.name.is_none()) {
+        return Err(MoveError::Unnamed {
+            group: name,
+            column: unnamed.column.clone(),
+        });
+    }
     Ok(Plan {
         id,
         cluster,
@@ -171,6 +175,7 @@ pub fn plan(config: &Config, request: &Request, id: String) -> Result<Plan, Move
         source,
         target: request.target,
         families,
+        tables,
     })
 }
 
@@ -255,6 +260,9 @@ mod tests {
     const PLAIN: &str = "[[sharded_tables]]\ndatabase = \"prod\"\nname = \"orders\"\n\
         column = \"tenant_id\"\ndata_type = \"bigint\"\nshard_count = 8\n";
 
+    const UNNAMED: &str = "[[sharded_tables]]\ndatabase = \"prod\"\n\
+        column = \"tenant_id\"\ndata_type = \"bigint\"\nshard_count = 8\n";
+
     fn ask(sharding: &str, of: Option<&str>, shard: usize, target: usize) -> Result<Plan, String> {
         let request = Request {
             cluster: None,
@@ -271,14 +279,19 @@ mod tests {
         assert_eq!((plan.source, plan.target, plan.shard), (1, 0, 3));
         assert_eq!(plan.families[0].1, "events_p");
         assert_eq!(plan.stream_name(), "pgshard_move_m1");
+        // A plain table moves with the families of its group.
         let both = format!("{FAMILY}{PLAIN}");
+        let plan = ask(&both, Some("orders"), 3, 0).unwrap();
+        assert_eq!(plan.families.len(), 1);
+        assert_eq!(plan.tables[0].name.as_deref(), Some("orders"));
+        assert_eq!(plan.tables[0].column, "tenant_id");
         let cases: &[(&str, Option<&str>, usize, usize, &str)] = &[
             (FAMILY, None, 3, 1, "logical shard 3 of group postgres/8 is on database 1 already"),
             (FAMILY, None, 8, 1, "logical shard 8 does not exist: group postgres/8 has 8 (0 to 7)"),
             (FAMILY, None, 3, 2, "database 2 does not exist: database prod has 2 (0 to 1)"),
             (FAMILY, Some("nope"), 3, 0, "nope names no sharded table or table family of database prod"),
-            (PLAIN, None, 3, 0, "group postgres/8 has sharded tables (orders): pgshard moves only table families (name_prefix) so far; moving plain tables and tables partitioned by hash comes next (issue 33, steps 7 and 8)"),
-            (&both, Some("events_p7"), 3, 0, "group postgres/8 has sharded tables (orders): pgshard moves only table families (name_prefix) so far; moving plain tables and tables partitioned by hash comes next (issue 33, steps 7 and 8)"),
+            (PLAIN, None, 3, 1, "logical shard 3 of group postgres/8 is on database 1 already"),
+            (UNNAMED, None, 3, 0, "group postgres/8 shards every table with column tenant_id ([[sharded_tables]] without name): a move needs the tables named; add an entry with name = \"<table>\" for each of them"),
         ];
         for (sharding, of, shard, target, want) in cases {
             assert_eq!(

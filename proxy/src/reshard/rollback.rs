@@ -1,7 +1,8 @@
 //! Undoing a move that failed before its switch: the moving marker and
 //! the hold cleared, then on fresh connections (the move's own may be
-//! what broke) the subscription, the fence, the publication and slot and
-//! the tables made on the target dropped, each on its own (what fails is
+//! what broke) the subscription, the fence, the publication and slot, the
+//! tables made on the target and the plain tables' rows copied there and
+//! fence triggers dropped, each on its own (what fails is
 //! logged), and the move recorded failed on both databases.
 
 use tracing::warn;
@@ -12,12 +13,25 @@ use super::db::Link;
 use super::mover::Made;
 use super::plan::{MoveError, Plan};
 use super::sql::ident;
-use super::{cleanup, cutover, store};
+use super::{cleanup, cutover, plain, store, Moves};
 
 /// Undo what a move made before its switch (each step on its own: what
 /// fails is logged), and record it failed with `error`.
-pub async fn rollback(shared: &Shared, link: &Link, plan: &Plan, made: &Made, error: &MoveError) {
-    shared.set_moving(&plan.cluster, plan.group, &[], false);
+pub async fn rollback(
+    shared: &Shared,
+    moves: &Moves,
+    link: &Link,
+    plan: &Plan,
+    made: &Made,
+    error: &MoveError,
+) {
+    let refuse = !plan.tables.is_empty();
+    shared.set_moving(
+        &plan.cluster,
+        plan.group,
+        &plain::marker(moves, plan, false),
+        refuse,
+    );
     shared.gate.shards.set_held(&plan.cluster, false);
     let name = plan.stream_name();
     let mut undo: Vec<(usize, &str, String)> = Vec::new();
@@ -29,7 +43,7 @@ pub async fn rollback(shared: &Shared, link: &Link, plan: &Plan, made: &Made, er
         );
     }
     if made.fenced {
-        undo.push((plan.source, "unfence", cutover::unfence(plan, &made.tables)));
+        undo.push((plan.source, "unfence", cutover::unfence(plan, made)));
     }
     if made.stream {
         undo.push((
@@ -47,6 +61,20 @@ pub async fn rollback(shared: &Shared, link: &Link, plan: &Plan, made: &Made, er
                 format!("DROP TABLE IF EXISTS {}", table.sql()),
             ));
         }
+    }
+    match plain::undo(plan, &made.plain) {
+        Ok((source, target)) => {
+            let on = |database, what| move |sql| (database, what, sql);
+            let source = source
+                .into_iter()
+                .map(|sql| format!("SET lock_timeout = '5s'; {sql}"));
+            undo.extend(source.map(on(plan.source, "drop the fence")));
+            if made.on_target {
+                let what = "delete the copied rows";
+                undo.extend(target.into_iter().map(on(plan.target, what)));
+            }
+        }
+        Err(e) => warn!(id = plan.id, "rolling the move back: {e}"),
     }
     for database in [plan.source, plan.target] {
         undo.push((

@@ -1,6 +1,19 @@
 //! Quoting for the SQL and replication commands a move builds from names:
 //! identifiers, string literals, and libpq connection strings (the
-//! subscription's connection to the source).
+//! subscription's connection to the source); a moving table's name.
+
+/// A moving table: its schema and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    pub schema: String,
+    pub name: String,
+}
+
+impl Table {
+    pub fn sql(&self) -> String {
+        qualified(&self.schema, &self.name)
+    }
+}
 
 /// `name` as a quoted identifier: `"events_p7"`, `"we""ird"`.
 pub fn ident(name: &str) -> String {

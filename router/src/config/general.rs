@@ -267,6 +267,10 @@ pub struct General {
     pub cutover_timeout_action: CutoverTimeoutAction,
     /// Write the switched placement into `pgdog.toml` (backup first).
     pub cutover_save_config: bool,
+    /// pgshard's own: a move of plain tables whose replica identity lacks
+    /// the sharding key sets `REPLICA IDENTITY FULL` on them for its
+    /// duration (else it is refused).
+    pub resharding_replica_identity_full: bool,
 }
 
 /// `unlisted_tables`: what a table the sharding config does not name is.
@@ -371,6 +375,7 @@ impl Default for General {
             cutover_timeout_ms: 30_000,
             cutover_timeout_action: CutoverTimeoutAction::Abort,
             cutover_save_config: false,
+            resharding_replica_identity_full: false,
         }
     }
 }
