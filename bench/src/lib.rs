@@ -6,6 +6,7 @@
 pub mod messaging;
 mod queries;
 pub mod route_set;
+pub mod soak;
 pub mod timing;
 pub mod walk;
 
