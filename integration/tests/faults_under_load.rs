@@ -42,7 +42,11 @@ use integration::{Direction, Fault, FaultRelay, PgServer, TestProxy};
 const QUERY_TIMEOUT: Duration = Duration::from_millis(1_000);
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(1_000);
 const CHECKOUT_TIMEOUT: Duration = Duration::from_millis(2_000);
-const POOL_SIZE: usize = 10;
+/// The shard the faults hit.
+const FAULTED: usize = 1;
+/// Small, so that servers stuck behind a fault make other clients wait
+/// for one (checkout_timeout).
+const POOL_SIZE: usize = 5;
 const RECOVERY_INTERVAL: Duration = Duration::from_millis(500);
 /// How long each fault lasts.
 const FAULT: Duration = Duration::from_secs(3);
@@ -184,7 +188,7 @@ async fn faults_under_load_lose_nothing_and_hang_nothing() {
     }
     let probe = format!(
         "SELECT abalance FROM pgbench_accounts WHERE aid = {}",
-        by_shard[1][0]
+        by_shard[FAULTED][0]
     );
     let accounts = Arc::new(Accounts { by_shard });
     let seen = Arc::new(Seen::default());
@@ -197,7 +201,11 @@ async fn faults_under_load_lose_nothing_and_hang_nothing() {
         Injection::Relay(Fault::Latency(Duration::from_millis(200))),
         Injection::Relay(Fault::Throttle {
             direction: Direction::ToClient,
-            bytes_per_second: 4_096,
+            bytes_per_second: 8_192,
+        }),
+        Injection::Relay(Fault::Throttle {
+            direction: Direction::ToServer,
+            bytes_per_second: 8_192,
         }),
         Injection::Kill,
     ];
@@ -219,6 +227,9 @@ async fn faults_under_load_lose_nothing_and_hang_nothing() {
             let producer = workload::producer(port, task, Arc::clone(&seen), Arc::clone(&stop));
             tasks.push(tokio::spawn(producer));
         }
+        let aid = accounts.by_shard[FAULTED][0];
+        let bulk = workload::bulk(port, aid, Arc::clone(&seen), Arc::clone(&stop));
+        tasks.push(tokio::spawn(bulk));
         let consumer = tokio::spawn(workload::consumer(
             port,
             Arc::clone(&seen),
@@ -229,16 +240,19 @@ async fn faults_under_load_lose_nothing_and_hang_nothing() {
         tokio::time::sleep(Duration::from_millis(1_500)).await;
         match injection {
             Injection::Relay(fault) => {
-                setup.relays[1].inject(fault);
-                tokio::time::sleep(FAULT).await;
-                setup.relays[1].heal();
+                setup.relays[FAULTED].inject(fault);
+                // A trickle lasts longer than a timeout plus its slack.
+                let throttled = matches!(fault, Fault::Throttle { .. });
+                tokio::time::sleep(if throttled { 2 * FAULT } else { FAULT }).await;
+                setup.relays[FAULTED].heal();
             }
             Injection::Kill => {
-                setup.servers[1].kill().unwrap();
+                setup.servers[FAULTED].kill().unwrap();
                 tokio::time::sleep(FAULT).await;
-                tokio::task::block_in_place(|| setup.servers[1].start_again()).unwrap();
+                tokio::task::block_in_place(|| setup.servers[FAULTED].start_again()).unwrap();
             }
         }
+        let left = checks::prepared_count(setup.servers[FAULTED].port(), FAULTED).await;
         let serves = workload::serves_again(port, &probe, Duration::from_secs(20)).await;
         tokio::time::sleep(Duration::from_millis(1_500)).await;
         stop.store(true, Ordering::Relaxed);
@@ -251,6 +265,7 @@ async fn faults_under_load_lose_nothing_and_hang_nothing() {
             .expect("the consumer did not catch up within 20 s")
             .unwrap();
         check_phase(&setup, &seen, &runs, injection, serves).await;
+        println!("{injection:?}: {left} prepared transactions on shard 1 as it healed");
         println!("{injection:?}: phase took {:?}", started.elapsed());
     }
 }
@@ -285,10 +300,13 @@ async fn check_phase(
     let slowest = seen.slowest.lock().unwrap().clone();
     let codes = seen.codes.lock().unwrap().clone();
     let unclean = seen.unclean.lock().unwrap().clone();
-    let transfers = seen.transfers.lock().unwrap().committed.len();
+    let (transfers, in_doubt) = {
+        let ledger = seen.transfers.lock().unwrap();
+        (ledger.committed.len(), ledger.in_doubt.len())
+    };
     println!(
         "{injection:?}: serves again after {serves:?}, prepared gone after {recovered:?}, pools settled after \
-         {settled:?}; slowest statement {slowest:?}; errors {codes:?}; {transfers} transfers and {messages} \
+         {settled:?}; slowest statement {slowest:?}; errors {codes:?}; {transfers} transfers ({in_doubt} in doubt) and {messages} \
          messages so far; pgbench {runs}"
     );
     assert!(

@@ -60,6 +60,18 @@ pub async fn prepared(shards: &[Client]) -> Option<String> {
     (!left.is_empty()).then(|| format!("prepared transactions left: {left:?}"))
 }
 
+/// Prepared transactions on shard `i` at `port` (0 when it cannot say).
+pub async fn prepared_count(port: u16, i: usize) -> i64 {
+    let Ok(client) = crate::common::connect(port, "app", "app-pw", &format!("shard_{i}")).await
+    else {
+        return 0;
+    };
+    client
+        .query_one("SELECT count(*) FROM pg_prepared_xacts", &[])
+        .await
+        .map_or(0, |row| row.get(0))
+}
+
 /// Tags found in `sql`'s first column across the shards.
 async fn tags(shards: &[Client], sql: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();

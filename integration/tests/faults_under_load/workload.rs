@@ -64,7 +64,15 @@ impl Seen {
             }
         }
         if let Err(err) = &result {
-            let before = last.lock().unwrap().replace(format!("{what}: {err}"));
+            let mut before = last.lock().unwrap().clone();
+            if before.is_none() && err.is_closed() {
+                // A FATAL error the server sent while the client waited for
+                // nothing ends its connection task, which notes it: give
+                // that task a moment.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                before = last.lock().unwrap().clone();
+            }
+            *last.lock().unwrap() = Some(format!("{what}: {err}"));
             match err.code() {
                 Some(code) => {
                     *self
@@ -100,8 +108,9 @@ pub type Stop = Arc<AtomicBool>;
 pub struct Conn {
     port: u16,
     client: Option<Client>,
-    /// The last error the client saw on this connection.
-    last: Mutex<Option<String>>,
+    /// The last error the client saw on this connection (also a FATAL
+    /// error that came while it waited for nothing).
+    last: Arc<Mutex<Option<String>>>,
 }
 
 /// A connected client and its last error.
@@ -112,7 +121,7 @@ impl Conn {
         Conn {
             port,
             client: None,
-            last: Mutex::new(None),
+            last: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -122,12 +131,26 @@ impl Conn {
             self.client = None;
         }
         if self.client.is_none() {
-            let connecting = crate::common::connect(self.port, "app", "app-pw", "prod");
-            *self.last.get_mut().unwrap() = None;
+            let conninfo = format!(
+                "host=127.0.0.1 port={} user=app password=app-pw dbname=prod",
+                self.port
+            );
+            let connecting = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls);
+            self.last = Arc::new(Mutex::new(None));
             match seen.timed(("connect", &self.last), connecting).await {
-                Ok(client) => {
+                Ok((client, connection)) => {
                     self.client = Some(client);
-                    *self.last.get_mut().unwrap() = None;
+                    self.last = Arc::new(Mutex::new(None));
+                    let last = Arc::clone(&self.last);
+                    tokio::spawn(async move {
+                        if let Err(err) = connection.await {
+                            if let Some(db) = err.as_db_error() {
+                                let fatal =
+                                    format!("(connection) {} {}", db.code().code(), db.message());
+                                *last.lock().unwrap() = Some(fatal);
+                            }
+                        }
+                    });
                 }
                 Err(_) => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -135,7 +158,7 @@ impl Conn {
                 }
             }
         }
-        self.client.as_ref().map(|client| (client, &self.last))
+        self.client.as_ref().map(|client| (client, &*self.last))
     }
 }
 
@@ -334,4 +357,35 @@ pub async fn serves_again(port: u16, sql: &str, limit: Duration) -> Result<Durat
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Err(last)
+}
+
+/// Large statements to account `aid`'s shard: a 64 KiB query, then a
+/// 64 KiB result, in turn (what a throttled direction slows most).
+pub async fn bulk(port: u16, aid: i32, seen: Arc<Seen>, stop: Stop) {
+    let mut conn = Conn::new(port);
+    let big = "x".repeat(64 * 1024);
+    let statements = [
+        format!("SELECT length('{big}') FROM pgbench_accounts WHERE aid = {aid}"),
+        format!("SELECT repeat('y', 65536) FROM pgbench_accounts WHERE aid = {aid}"),
+    ];
+    for (n, sql) in statements.iter().cycle().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some((client, last)) = conn.get(&seen).await else {
+            continue;
+        };
+        let what = if n % 2 == 0 {
+            "bulk query"
+        } else {
+            "bulk result"
+        };
+        if seen
+            .timed((what, last), client.simple_query(sql))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
