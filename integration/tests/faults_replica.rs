@@ -125,7 +125,10 @@ async fn reader(port: u16, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) {
                 entry.1 = Some(Instant::now());
             }
             Err(err) => {
-                assert!(err.code().is_some(), "a read failed without a SQLSTATE: {err}");
+                assert!(
+                    err.code().is_some(),
+                    "a read failed without a SQLSTATE: {err}"
+                );
                 tally.errors.push(common::describe(&err));
             }
         }
