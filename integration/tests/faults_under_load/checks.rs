@@ -149,11 +149,12 @@ pub async fn balances(shards: &[Client], seen: &Seen) -> i64 {
         "SELECT filler FROM pgbench_history WHERE filler IS NOT NULL",
     )
     .await;
-    let ledger = seen.transfers.lock().unwrap();
-    let landed = account("transfers", &ledger, &found);
-    let expected: i64 = ledger.committed.values().sum::<i64>()
-        + landed.iter().map(|t| ledger.in_doubt[t]).sum::<i64>();
-    drop(ledger);
+    let expected: i64 = {
+        let ledger = seen.transfers.lock().unwrap();
+        let landed = account("transfers", &ledger, &found);
+        ledger.committed.values().sum::<i64>()
+            + landed.iter().map(|t| ledger.in_doubt[t]).sum::<i64>()
+    };
     let mut ours = 0;
     let mut pgbench_rows = 0;
     for shard in shards {
