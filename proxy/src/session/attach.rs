@@ -237,8 +237,7 @@ impl Session {
     }
 
     /// A cancel sent at `query_timeout` did not end the statement within
-    /// its [`cancel_grace`]: the server (or the network to it) is not there,
-    /// or its reply trickles in too slowly to wait for.
+    /// its [`cancel_grace`]: the server (or the network to it) is not there.
     /// Close its connection and end the client with 57014, as PgBouncer
     /// does at `query_timeout`: what the server did with the statement is
     /// unknown, so the session cannot go on.
@@ -464,16 +463,14 @@ pub(super) fn sharding_of(
     (sharding, config.general.query_parser_engine)
 }
 
-/// Completes `query_timeout` after the client's request (`since`) however
-/// much the server sent meanwhile (a trickling reply does not hold the
-/// client past it), or when the cancel sent at `cancelled` has not ended
-/// the statement within its grace; never without a `query_timeout`.
+/// Completes `query_timeout` after the client's request (`since`), whatever the server
+/// sent since, or once the statement cancelled at `cancelled` outlives its grace.
 pub(super) async fn query_timer(
-    query_timeout: Option<Duration>,
+    timeout: Option<Duration>,
     since: tokio::time::Instant,
     cancelled: Option<tokio::time::Instant>,
 ) {
-    match (query_timeout, cancelled) {
+    match (timeout, cancelled) {
         (Some(t), None) => tokio::time::sleep_until(since + t).await,
         (Some(t), Some(at)) => tokio::time::sleep_until(at + cancel_grace(t)).await,
         (None, _) => std::future::pending().await,
