@@ -4,7 +4,9 @@
 //! and the next one starts), with what each run reports kept for the
 //! accounting: processed transactions, clients that gave up, and whether
 //! each one's error was a server's (ERROR/FATAL, with a SQLSTATE) rather
-//! than a connection closed without a word.
+//! than a connection closed without a word. (pgshard's own 08006 after a
+//! server vanished reads "FATAL:  server closed the connection
+//! unexpectedly": a server's word, unlike libpq's message of the same text.)
 
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -51,8 +53,15 @@ pub struct Run {
     unclean: Vec<String>,
 }
 
+/// Whether a line carries a server's (pgshard's) error: libpq prints an
+/// ErrorResponse as `ERROR:` or `FATAL:` and its message.
+fn from_server(line: &str) -> bool {
+    line.contains("ERROR:") || line.contains("FATAL:")
+}
+
 fn parse(text: &str) -> Run {
     let mut run = Run::default();
+    let mut before = "";
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("number of transactions actually processed:") {
             let n = rest.split_whitespace().next().unwrap_or("0");
@@ -60,14 +69,18 @@ fn parse(text: &str) -> Run {
         }
         if line.contains("aborted in command") {
             run.gave_up += 1;
-            if !line.contains("ERROR:") && !line.contains("FATAL:") {
-                run.unclean.push(line.to_owned());
+            // The error is on the line itself, or (when the connection
+            // ended with it) on the line before.
+            if !from_server(line) && !from_server(before) {
+                run.unclean.push(format!("{before}\n{line}"));
             }
-        } else if line.contains("server closed the connection")
-            || line.contains("could not receive data")
+        } else if (line.contains("server closed the connection")
+            || line.contains("could not receive data"))
+            && !from_server(line)
         {
             run.unclean.push(line.to_owned());
         }
+        before = line;
     }
     run
 }
@@ -141,5 +154,27 @@ impl std::fmt::Display for PgbenchRuns {
             "{} runs, {} transactions, {} clients gave up",
             self.runs, self.processed, self.gave_up
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn an_abort_is_clean_with_a_server_error_on_its_line_or_the_one_before() {
+        let run = parse(
+            "pgbench: error: client 0 script 0 aborted in command 4 query 0: ERROR:  canceling statement\n\
+             FATAL:  server closed the connection unexpectedly\n\
+             pgbench: error: client 2 aborted in command 9 (SQL) of script 0; perhaps the backend died while processing\n\
+             number of transactions actually processed: 12\n",
+        );
+        assert_eq!((run.processed, run.gave_up), (12, 2));
+        assert!(run.unclean.is_empty(), "{:?}", run.unclean);
+        let run = parse(
+            "server closed the connection unexpectedly\n\
+             pgbench: error: client 1 aborted in command 9 (SQL) of script 0; perhaps the backend died while processing\n",
+        );
+        assert_eq!(run.unclean.len(), 2, "{:?}", run.unclean);
     }
 }
