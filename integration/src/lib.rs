@@ -14,7 +14,7 @@ pub mod postgres_server;
 pub mod test_proxy;
 
 pub use binaries::PgBinaries;
-pub use fault_relay::FaultRelay;
+pub use fault_relay::{Direction, Fault, FaultRelay};
 pub use postgres_server::{HostAuth, PasswordEncryption, PgServer, ServerOptions};
 pub use test_proxy::TestProxy;
 

@@ -235,8 +235,11 @@ impl Session {
         let stopping = info.interrupt.until(|| state.is_shutting_down());
         tokio::pin!(stopping);
         // When a cancel went to the main server at `query_timeout`, until
-        // it answers.
+        // the statement ends; and since when the client has waited for the
+        // server (its last request, as PgBouncer's `request_time`: what the
+        // server sends meanwhile does not extend the wait).
         let mut cancelled: Option<tokio::time::Instant> = None;
+        let mut waiting_since: Option<tokio::time::Instant> = None;
         loop {
             if let Err(end) = self.on_client_messages().await {
                 return end;
@@ -248,12 +251,14 @@ impl Session {
                 .filter(|_| self.plan.awaiting_server());
             if query_timeout.is_none() {
                 cancelled = None;
+                waiting_since = None;
             }
             self.pipeline.clock_mut().waiting();
             let notify = self.notifications_deliverable();
             match self.attached.main_mut() {
                 Some(server) => {
-                    let timeout = attach::query_timer(query_timeout, cancelled);
+                    let since = *waiting_since.get_or_insert_with(tokio::time::Instant::now);
+                    let timeout = attach::query_timer(query_timeout, since, cancelled);
                     tokio::select! {
                         // The server first: its replies free it sooner.
                         biased;
@@ -264,7 +269,6 @@ impl Session {
                                 return End::server_lost();
                             }
                             Ok(_) => {
-                                cancelled = None;
                                 if let Err(end) = self.on_server_data_in_loop().await {
                                     return end;
                                 }
@@ -272,7 +276,10 @@ impl Session {
                         },
                         read = self.client.fill() => match read {
                             Err(_) => return End::ClientGone,
-                            Ok(n) => count(&server.pool().stats.bytes_received, n),
+                            Ok(n) => {
+                                waiting_since = None;
+                                count(&server.pool().stats.bytes_received, n)
+                            }
                         },
                         () = timeout => if let Err(end) = self.on_query_timeout(query_timeout, &mut cancelled).await {
                             return end;

@@ -3,7 +3,8 @@
 //! before a client gets it; every `idle_healthcheck_interval` (after
 //! `idle_healthcheck_delay`) a replica is checked in the background through
 //! an idle connection, else a new one (connecting gets `connect_timeout`);
-//! the check's query gets `healthcheck_timeout`. A replica that fails a check, refuses a
+//! the check's query gets `healthcheck_timeout`; a failed check closes the
+//! other idle connections due for one, untried. A replica that fails a check, refuses a
 //! connection or drops one mid-query is *banned*: it serves no reads for
 //! `ban_timeout` (`balancer.rs` skips it). A primary is never banned (there
 //! is nowhere else for its writes to go) nor checked in the background; a
@@ -72,8 +73,27 @@ impl Pool {
         } else {
             self.stats.errors.fetch_add(1, Ordering::Relaxed);
             self.ban("health check failed");
+            self.retire_unchecked();
         }
         passed
+    }
+
+    /// A check failed: the idle connections due for one go too (dropped,
+    /// so closed), untried. They reach the same server the same way, and
+    /// checking each in turn would hold the client one `healthcheck_timeout`
+    /// per connection when the server stopped answering; the checkout
+    /// connects anew instead (within `connect_timeout`).
+    fn retire_unchecked(&self) {
+        let now = Instant::now();
+        let retired: Vec<Idle> = {
+            let mut idle = lock(&self.idle);
+            let (due, fresh) = idle.drain(..).partition(|i| self.check_due(&i.conn, now));
+            *idle = fresh;
+            due
+        };
+        if !retired.is_empty() {
+            warn!(cluster = %self.cluster, shard = self.shard, connections = retired.len(), "health check failed: closing the idle connections due for one");
+        }
     }
 
     /// The background check: through an idle connection (given back after

@@ -218,7 +218,7 @@ impl Session {
         self.info.cancel.set(target).await;
     }
 
-    /// The main server sent nothing for `query_timeout`: cancel its
+    /// The main server did not finish within `query_timeout`: cancel its
     /// statement (noting when in `cancelled`), or, when a cancel went
     /// unanswered for its grace already, give up on the server.
     pub(super) async fn on_query_timeout(
@@ -236,8 +236,8 @@ impl Session {
         }
     }
 
-    /// A cancel sent at `query_timeout` went unanswered for its
-    /// [`cancel_grace`]: the server (or the network to it) is not there.
+    /// A cancel sent at `query_timeout` did not end the statement within
+    /// its [`cancel_grace`]: the server (or the network to it) is not there.
     /// Close its connection and end the client with 57014, as PgBouncer
     /// does at `query_timeout`: what the server did with the statement is
     /// unknown, so the session cannot go on.
@@ -463,15 +463,15 @@ pub(super) fn sharding_of(
     (sharding, config.general.query_parser_engine)
 }
 
-/// Completes when the main server has been silent for `query_timeout`, or
-/// when the cancel sent at `cancelled` has gone unanswered for its grace;
-/// never without a `query_timeout`.
+/// Completes `query_timeout` after the client's request (`since`), whatever the server
+/// sent since, or once the statement cancelled at `cancelled` outlives its grace.
 pub(super) async fn query_timer(
-    query_timeout: Option<Duration>,
+    timeout: Option<Duration>,
+    since: tokio::time::Instant,
     cancelled: Option<tokio::time::Instant>,
 ) {
-    match (query_timeout, cancelled) {
-        (Some(t), None) => tokio::time::sleep(t).await,
+    match (timeout, cancelled) {
+        (Some(t), None) => tokio::time::sleep_until(since + t).await,
         (Some(t), Some(at)) => tokio::time::sleep_until(at + cancel_grace(t)).await,
         (None, _) => std::future::pending().await,
     }

@@ -261,7 +261,7 @@ impl Session {
     }
 
     /// Relay the servers' messages as they come until every server is done;
-    /// `query_timeout` with nothing from any shard cancels the statement on
+    /// `query_timeout` after the request, unfinished, cancels the statement on
     /// every shard, and so does a merge whose LIMIT is reached on the shards
     /// still running (the cancels' deliveries go to `cancels`). Returns
     /// whether the statement failed; `Err` when the client left.
@@ -275,9 +275,10 @@ impl Session {
         // The server whose headers stand for all (the first to answer).
         let mut first: Option<usize> = None;
         let mut broken = false;
-        // As for one server: the statement is cancelled when no shard has
-        // sent anything for `query_timeout`.
-        let mut deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
+        // As for one server: the statement is cancelled when it has not
+        // finished `query_timeout` after it was sent (however much the
+        // shards send meanwhile: a trickle does not extend it).
+        let deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
         let mut timed_out = false;
         loop {
             let timeout = fan_out_timer(deadline, query_timeout, timed_out);
@@ -299,8 +300,6 @@ impl Session {
                     None => incoming[index] = None,
                     Some(None) => broken = true,
                     Some(Some(message)) => {
-                        deadline = query_timeout.map(|t| tokio::time::Instant::now() + t);
-                        timed_out = false;
                         let message = self.shard_message(message);
                         if !message.kind().is_async() && first.is_none() {
                             first = Some(index);
@@ -337,7 +336,7 @@ impl Session {
         Ok(broken || merger.finish(self.client.out()))
     }
 
-    /// No shard sent anything for `query_timeout`: cancel the statement
+    /// The statement did not finish within `query_timeout`: cancel it
     /// on every shard, or, when the cancels (sent already: `timed_out`)
     /// went unanswered for their grace, give up on the shards.
     fn fan_out_timed_out(
@@ -410,7 +409,7 @@ impl Session {
     }
 }
 
-/// Completes when no shard has sent anything since `deadline`, or, once
+/// Completes at `deadline` (`query_timeout` after the request), or, once
 /// the cancels went out (`timed_out`), when their grace is over too.
 async fn fan_out_timer(
     deadline: Option<tokio::time::Instant>,
