@@ -58,6 +58,8 @@ pub mod statements;
 mod transaction;
 mod unique_id;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -290,28 +292,38 @@ impl Session {
                     }
                 }
                 None => {
-                    // Idle between transactions: hold no buffers.
-                    self.client.give_back_buffers();
-                    self.pipeline.give_back_buffer();
-                    tokio::select! {
-                        biased;
-                        read = self.client.fill() => match read {
-                            Err(_) => return End::ClientGone,
-                            // Counted where the client's last server was.
-                            Ok(n) => if let Some(pools) = self.cluster.pools().get(self.routing.shard()) {
-                                count(&pools.first().stats.bytes_received, n);
-                            },
-                        },
-                        () = &mut stopping => {
-                            return End::Fatal(ClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: pgshard is shutting down"));
-                        }
-                        note = self.listening.next(), if notify => if let Err(end) = self.on_notification(note).await {
-                            return end;
-                        },
+                    if let Err(end) = self.wait_idle(stopping.as_mut(), notify).await {
+                        return end;
                     }
                 }
             }
         }
+    }
+
+    /// Idle between transactions: hold no buffers, and wait for the
+    /// client, pgshard's shutdown or a notification to deliver.
+    async fn wait_idle(
+        &mut self,
+        stopping: Pin<&mut impl Future<Output = ()>>,
+        notify: bool,
+    ) -> Result<(), End> {
+        self.client.give_back_buffers();
+        self.pipeline.give_back_buffer();
+        tokio::select! {
+            biased;
+            read = self.client.fill() => match read {
+                Err(_) => return Err(End::ClientGone),
+                // Counted where the client's last server was.
+                Ok(n) => if let Some(pools) = self.cluster.pools().get(self.routing.shard()) {
+                    count(&pools.first().stats.bytes_received, n);
+                },
+            },
+            () = stopping => {
+                return Err(End::Fatal(ClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: pgshard is shutting down")));
+            }
+            note = self.listening.next(), if notify => self.on_notification(note).await?,
+        }
+        Ok(())
     }
 
     /// Every whole message the client has sent, then what they leave to
