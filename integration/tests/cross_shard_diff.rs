@@ -159,8 +159,9 @@ async fn query_strings(n: usize) {
 
 /// With `cross_shard_finish = "coordinator"`, the statements the
 /// streaming path refuses are finished on the coordinator (issue 34; the
-/// simple protocol outside transaction blocks for now): each seeded
-/// statement in the simple protocol must be the reference's answer, or the
+/// simple protocol for now): each seeded statement in the simple protocol,
+/// outside a block and inside one that wrote first, must be the
+/// reference's answer, or the
 /// same error, or refused by the gather planner itself (0A000 saying it
 /// cannot be finished on the coordinator either). A 0A000 that never tried
 /// the coordinator counts as wrong, and so does any other answer.
@@ -173,6 +174,9 @@ async fn gathered_selects_match_one_postgres_on_two_shards() {
 async fn gathered_selects_match_one_postgres_on_four_shards() {
     gathered(4).await;
 }
+
+/// The protocols the gathered runs try each statement in.
+const GATHERED_IN: [Protocol; 2] = [Protocol::Simple, Protocol::Block];
 
 async fn gathered(n: usize) {
     common::watch_proxy_panics();
@@ -192,19 +196,25 @@ async fn gathered(n: usize) {
         if case.setup.is_some() {
             continue;
         }
-        let (got, want) = tokio::join!(
-            pgshard.run(Protocol::Simple, &case.sql, 100),
-            reference.run(Protocol::Simple, &case.sql, 100)
-        );
-        let verdict = match judge(&case, &got, &want) {
-            Verdict::Refused if !planner_refused(&got) => {
-                Verdict::Wrong("refused without finishing it on the coordinator".into())
+        let mut wrong = Vec::new();
+        for protocol in GATHERED_IN {
+            let (got, want) = tokio::join!(
+                pgshard.run(protocol, &case.sql, 100),
+                reference.run(protocol, &case.sql, 100)
+            );
+            let verdict = match judge(&case, &got, &want) {
+                Verdict::Refused if !planner_refused(&got) => {
+                    Verdict::Wrong("refused without finishing it on the coordinator".into())
+                }
+                verdict => verdict,
+            };
+            tally.count(&case, protocol, &verdict, &want);
+            if let Verdict::Wrong(why) = verdict {
+                wrong.push((protocol, why, got, want));
             }
-            verdict => verdict,
-        };
-        tally.count(&case, Protocol::Simple, &verdict, &want);
-        if let Verdict::Wrong(why) = verdict {
-            tally.fail(index, &case, &[(Protocol::Simple, why, got, want)]);
+        }
+        if !wrong.is_empty() {
+            tally.fail(index, &case, &wrong);
         }
     }
     let failures = tally.report(n, seed);
@@ -213,11 +223,15 @@ async fn gathered(n: usize) {
         0,
         "a proxy task panicked (seed {seed})"
     );
-    let beyond = tally.counts.get(&(Category::Beyond, Protocol::Simple));
-    assert!(
-        beyond.is_some_and(|counts| counts[0] > counts[1]),
-        "most statements beyond the streaming merge must be answered (seed {seed}): {beyond:?}"
-    );
+    for protocol in GATHERED_IN {
+        let beyond = tally.counts.get(&(Category::Beyond, protocol));
+        assert!(
+            beyond.is_some_and(|counts| counts[0] > counts[1]),
+            "most statements beyond the streaming merge must be answered in {} (seed {seed}): \
+             {beyond:?}",
+            protocol.name()
+        );
+    }
     if failures > 0 && !settings.report_only {
         panic!("[gathered, {n} shards] {failures} statements answered wrongly (seed {seed})");
     }
