@@ -176,7 +176,12 @@ async fn gathered_selects_match_one_postgres_on_four_shards() {
 }
 
 /// The protocols the gathered runs try each statement in.
-const GATHERED_IN: [Protocol; 2] = [Protocol::Simple, Protocol::Block];
+const GATHERED_IN: [Protocol; 4] = [
+    Protocol::Simple,
+    Protocol::Block,
+    Protocol::ExtendedText,
+    Protocol::ExtendedBinary,
+];
 
 async fn gathered(n: usize) {
     common::watch_proxy_panics();

@@ -348,30 +348,107 @@ async fn explain_says_what_runs_where() {
     assert_eq!(common::proxy_panics(), 0);
 }
 
+type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
+
+/// One value of `row` as text, read as whichever of the types the tests
+/// use it is.
+fn value(row: &tokio_postgres::Row, i: usize) -> String {
+    row.try_get::<_, Option<i64>>(i)
+        .map(|v| format!("{v:?}"))
+        .or_else(|_| row.try_get::<_, Option<i32>>(i).map(|v| format!("{v:?}")))
+        .or_else(|_| {
+            row.try_get::<_, Option<String>>(i)
+                .map(|v| format!("{v:?}"))
+        })
+        .or_else(|_| row.try_get::<_, Option<f64>>(i).map(|v| format!("{v:?}")))
+        .unwrap_or_else(|e| format!("unreadable: {e}"))
+}
+
+/// `sql` with `params` through the extended protocol: its rows as text, or
+/// its error's code and message.
+async fn extended(client: &Client, sql: &str, params: Params<'_>) -> Result<Vec<String>, String> {
+    let rows = client.query(sql, params).await.map_err(|e| {
+        format!(
+            "{}: {}",
+            common::code(&e).unwrap_or("?"),
+            common::describe(&e)
+        )
+    })?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            (0..row.len())
+                .map(|i| value(row, i))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect())
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn refused_where_it_comes_later_and_by_default() {
+async fn the_extended_protocol_with_parameters() {
     let setup = start("cross_shard_finish = \"coordinator\"").await;
     let proxy = client(&setup).await;
-    // The extended protocol: refused, saying so.
-    let err = proxy.query(ONE, &[]).await.unwrap_err();
-    let message = common::describe(&err);
-    assert_eq!(common::code(&err), Some("0A000"), "{message}");
+    let ranked = "SELECT id, rank() OVER (ORDER BY score DESC NULLS LAST, id) FROM users \
+                  WHERE score > $1 AND name <> $2 ORDER BY id";
+    let joined = "SELECT u.id, o.id FROM users u JOIN orders o ON u.grp = o.qty \
+                  WHERE o.qty = $1::int ORDER BY 1, 2";
+    let cases: [(&str, Params<'_>); 4] = [
+        (ONE, &[]),
+        (ranked, &[&50i32, &"x"]),
+        (joined, &[&3i32]),
+        ("SELECT count(DISTINCT grp) + $1 FROM users", &[&1i64]),
+    ];
+    for (sql, params) in cases {
+        let got = extended(&proxy, sql, params).await;
+        let want = extended(&setup.direct, sql, params).await;
+        assert!(want.is_ok(), "{sql}: {want:?}");
+        assert_eq!(got, want, "{sql}");
+    }
+    // Prepared once, run with other values; inside a block too.
+    let statement = proxy.prepare(ranked).await.unwrap();
+    for score in [0i32, 40, 90] {
+        let got = proxy.query(&statement, &[&score, &"y"]).await.unwrap();
+        let want = setup.direct.query(ranked, &[&score, &"y"]).await.unwrap();
+        let ids = |rows: &[tokio_postgres::Row]| -> Vec<(i64, i64)> {
+            rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+        };
+        assert_eq!(ids(&got), ids(&want), "score > {score}");
+    }
+    let write = "UPDATE users SET score = 1000, name = 'z' WHERE score < 30";
+    let mut in_block = Vec::new();
+    for client in [&proxy, &setup.direct] {
+        client.simple_query("BEGIN").await.unwrap();
+        client.simple_query(write).await.unwrap();
+        let rows = client.query(ranked, &[&999i32, &"y"]).await.unwrap();
+        client.simple_query("ROLLBACK").await.unwrap();
+        in_block.push(
+            rows.iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect::<Vec<(i64, i64)>>(),
+        );
+    }
     assert!(
-        message.contains("not in the extended protocol"),
-        "{message}"
+        !in_block[1].is_empty(),
+        "the reference sees the block's write"
     );
-    let err = proxy
-        .query(
-            "SELECT u.id FROM users u JOIN orders o ON u.grp = o.qty",
-            &[],
-        )
-        .await
-        .unwrap_err();
+    assert_eq!(in_block[0], in_block[1], "the block's own write is seen");
+    // A named portal (read across Syncs): refused, saying so.
+    let mut other = client(&setup).await;
+    let tx = other.transaction().await.unwrap();
+    let Err(err) = tx.bind(ONE, &[]).await else {
+        panic!("a named portal of a gathered statement was bound");
+    };
     assert_eq!(common::code(&err), Some("0A000"));
-    assert!(common::describe(&err).contains("comes later"));
-    // And the simple protocol still answers it.
-    assert!(answer(&proxy, ONE, false).await.is_ok());
+    assert!(common::describe(&err).contains("in a named portal"));
+    drop(tx);
+    assert_eq!(temp_tables(&setup).await, "0");
+    assert_eq!(common::proxy_panics(), 0);
+}
 
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_by_default() {
+    let setup = start("cross_shard_finish = \"coordinator\"").await;
     // The default config refuses, as before this path existed.
     let config = sharded_config(&setup.servers, "", data::SHARDING);
     setup.proxy.rewrite_config(&config, USERS).unwrap();

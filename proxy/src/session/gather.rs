@@ -29,12 +29,18 @@
 //! coordinator finishes, then the coordinator's plan over the temp tables
 //! (empty without ANALYZE: nothing is gathered).
 //!
-//! Simple protocol only, for now: in the extended protocol the statement
-//! stays refused (0A000) with a message saying so.
+//! In the extended protocol (`gather/portal.rs`) the Bind is answered
+//! here and the statement runs at its Execute, parameters and result
+//! formats the client's; an Execute with a row limit, and a Bind after
+//! another statement before the Sync, stay refused (0A000) for now, with a
+//! message saying so.
 
 mod block;
 mod copy;
+mod portal;
 mod run;
+
+pub(super) use portal::GatherPortal;
 
 use router::config::CrossShardFinish;
 use router::gather::{GatherOptions, GatherPlan};
@@ -48,6 +54,7 @@ use crate::errors::ClientError;
 use crate::metrics::RouteKind;
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
+use crate::protocol::frontend::Bind;
 use crate::protocol::{messages, sqlstate};
 
 /// How running a plan on the coordinator stopped early.
@@ -79,6 +86,27 @@ pub(super) enum Host {
     Block,
 }
 
+/// How the statement came, and so how its finish runs on the coordinator
+/// and its reply goes to the client.
+#[derive(Debug)]
+pub(super) enum Finish {
+    /// A simple query: the finish is one too.
+    Simple,
+    /// A Bind of a prepared statement (its parameter types), then one
+    /// Execute without a row limit: the finish is parsed with those types
+    /// and bound with the client's values and result formats.
+    Extended { bind: Bind, param_types: Vec<u32> },
+}
+
+/// What became of a statement sent to the coordinator path.
+pub(super) enum Gathered {
+    /// Refused: the client's error (and, in the simple protocol, its
+    /// ReadyForQuery) is queued.
+    Refused,
+    /// Run: its rows or its error are written, nothing more.
+    Ran,
+}
+
 /// One gathered statement's run: the coordinator database and its host.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Run {
@@ -94,14 +122,14 @@ impl Run {
 }
 
 /// What the statement is refused with when it would be finished on the
-/// coordinator but cannot be yet (`where_`: in the extended protocol).
+/// coordinator but cannot be yet (`where_`: with a row limit on its
+/// Execute, after another statement before the Sync...).
 pub(super) fn not_yet(refusal: &ClientError, where_: &str) -> ClientError {
     ClientError::new(
         sqlstate::FEATURE_NOT_SUPPORTED,
         format!(
             "{}; finishing such a query on the coordinator (cross_shard_finish = \"coordinator\") \
-             runs only in the simple protocol for now, not {where_} (it comes later): send it as \
-             a simple query",
+             is not done {where_} yet (it comes later)",
             refusal.message
         ),
     )
@@ -133,26 +161,52 @@ impl Session {
         refusal: ClientError,
         in_txn: bool,
     ) -> Result<Dispatch, End> {
+        match self
+            .gather_statement(frame_sql, refusal, in_txn, &Finish::Simple)
+            .await?
+        {
+            Gathered::Refused => Ok(Dispatch::Done),
+            Gathered::Ran => {
+                let status = self.status();
+                messages::ready_for_query(self.client.out(), status);
+                self.client.flush().await?;
+                Ok(Dispatch::Done)
+            }
+        }
+    }
+
+    /// Finish `sql` on the coordinator, its reply (rows or an error) written
+    /// for the client as `finish` says; or refuse it (with `refusal` and
+    /// why the coordinator cannot take it either). No ReadyForQuery.
+    pub(super) async fn gather_statement(
+        &mut self,
+        sql: &str,
+        refusal: ClientError,
+        in_txn: bool,
+        finish: &Finish,
+    ) -> Result<Gathered, End> {
+        let simple = matches!(finish, Finish::Simple);
         let in_block = in_txn || self.status() != TransactionStatus::Idle || self.txn.spans();
         if in_block && self.status() == TransactionStatus::Failed {
-            self.aborted(true);
-            return Ok(Dispatch::Done);
+            self.aborted(simple);
+            return Ok(Gathered::Refused);
         }
         if in_block && !self.txn.spans() {
-            return Ok(self.refused(not_yet(&refusal, "in this transaction block")));
+            let error = not_yet(&refusal, "in this transaction block");
+            return Ok(self.gather_refused(error, simple));
         }
         let coordinator = self.shared.config().general.cross_shard_coordinator;
         let mut options = GatherOptions {
             coordinator,
             gather_all: false,
         };
-        let mut plan = match self.gather_plan(frame_sql, &options, &refusal) {
+        let mut plan = match self.gather_plan(sql, &options, &refusal) {
             Ok(plan) => plan,
-            Err(error) => return Ok(self.refused(error)),
+            Err(error) => return Ok(self.gather_refused(error, simple)),
         };
         let mut routes = match self.gather_routes(&plan, None).await? {
             Ok(routes) => routes,
-            Err(error) => return Ok(self.refused(error)),
+            Err(error) => return Ok(self.gather_refused(error, simple)),
         };
         self.shared.metrics.route(RouteKind::Coordinator);
         self.pipeline.clock_mut().routed(RouteKind::Coordinator);
@@ -169,43 +223,45 @@ impl Session {
             false => (Host::Own, None),
             true => match self.block_host(coordinator).await? {
                 Some(hosted) => hosted,
-                None => return self.gather_done().await,
+                None => return Ok(Gathered::Ran),
             },
         };
         if host == Host::OwnInBlock {
             // Omnisharded tables are gathered too, from the block.
             options.gather_all = true;
-            match self.gather_plan(frame_sql, &options, &refusal) {
+            match self.gather_plan(sql, &options, &refusal) {
                 Ok(replanned) => plan = replanned,
-                Err(error) => return self.failed_in_block(&error).await,
+                Err(error) => return Ok(self.failed_in_block(&error)),
             }
             match self.gather_routes(&plan, Some(coordinator)).await? {
                 Ok(rerouted) => routes = rerouted,
-                Err(error) => return self.failed_in_block(&error).await,
+                Err(error) => return Ok(self.failed_in_block(&error)),
             }
         }
         let run = Run { coordinator, host };
         match block_server {
-            Some(server) => self.run_in_block(server, &plan, &routes, run).await?,
-            None => self.run_on_coordinator(&plan, &routes, run).await?,
+            Some(server) => {
+                self.run_in_block(server, &plan, &routes, run, finish)
+                    .await?
+            }
+            None => self.run_on_coordinator(&plan, &routes, run, finish).await?,
         }
-        self.gather_done().await
+        Ok(Gathered::Ran)
     }
 
-    /// The statement's ReadyForQuery, flushed.
-    async fn gather_done(&mut self) -> Result<Dispatch, End> {
-        let status = self.status();
-        messages::ready_for_query(self.client.out(), status);
-        self.client.flush().await?;
-        Ok(Dispatch::Done)
+    /// Refuse the statement (counted as refused).
+    fn gather_refused(&mut self, error: ClientError, simple: bool) -> Gathered {
+        self.shared.metrics.route(RouteKind::Refused);
+        self.refuse(error, simple);
+        Gathered::Refused
     }
 
     /// pgshard's `error` for a statement inside the block once the block's
     /// servers were reached: the block is over, as on one Postgres.
-    async fn failed_in_block(&mut self, error: &ClientError) -> Result<Dispatch, End> {
+    fn failed_in_block(&mut self, error: &ClientError) -> Gathered {
         self.gather_error(error);
         self.txn.fail();
-        self.gather_done().await
+        Gathered::Ran
     }
 
     /// The plan of `sql`, or the client's error (`refusal`, and why the

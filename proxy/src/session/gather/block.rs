@@ -12,7 +12,7 @@
 use bytes::BytesMut;
 use router::gather::{Gather, GatherPlan};
 
-use super::{coordinator_lost, Host, Run, Stop};
+use super::{coordinator_lost, Finish, Host, Run, Stop};
 use crate::errors::ClientError;
 use crate::execute::gather::finish::limit_error;
 use crate::execute::gather::sink::GatherSink;
@@ -71,8 +71,11 @@ impl Session {
         plan: &GatherPlan,
         routes: &[Vec<usize>],
         run: Run,
+        finish: &Finish,
     ) -> Result<(), End> {
-        let ran = self.run_hosted(&mut server, plan, routes, run).await;
+        let ran = self
+            .run_hosted(&mut server, plan, routes, run, finish)
+            .await;
         match ran {
             Ok(()) => self.hold(run.coordinator, server),
             Err(Stop::Failed) => {

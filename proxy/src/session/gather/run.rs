@@ -8,7 +8,7 @@
 use bytes::BytesMut;
 use router::gather::GatherPlan;
 
-use super::{coordinator_lost, Host, Run, Stop};
+use super::{coordinator_lost, Finish, Host, Run, Stop};
 use crate::execute::gather::finish;
 use crate::execute::gather::sink::GatherSink;
 use crate::pool::Pooled;
@@ -25,6 +25,7 @@ impl Session {
         plan: &GatherPlan,
         routes: &[Vec<usize>],
         run: Run,
+        finish: &Finish,
     ) -> Result<(), End> {
         let coordinator = run.coordinator;
         let mut server = match self.checkout_server(coordinator, false).await? {
@@ -38,7 +39,9 @@ impl Session {
                 return Ok(());
             }
         };
-        let ran = self.run_hosted(&mut server, plan, routes, run).await;
+        let ran = self
+            .run_hosted(&mut server, plan, routes, run, finish)
+            .await;
         match ran {
             Ok(()) => self.release(server, false).await,
             Err(Stop::Failed) => {
@@ -68,12 +71,15 @@ impl Session {
         plan: &GatherPlan,
         routes: &[Vec<usize>],
         run: Run,
+        finish: &Finish,
     ) -> Result<(), Stop> {
         self.info.cancel.set([cancel_target(server)]).await;
         let started = std::time::Instant::now();
         let limit = self.shared.config().general.cross_shard_gather_limit;
         let mut sink = GatherSink::new(limit);
-        let ran = self.run_plan(server, plan, routes, &mut sink, run).await;
+        let ran = self
+            .run_plan(server, (plan, routes), &mut sink, run, finish)
+            .await;
         self.info.cancel.set(std::iter::empty()).await;
         let (rows, bytes) = sink.counted();
         self.shared.metrics.gathered(rows, bytes);
@@ -90,10 +96,10 @@ impl Session {
     async fn run_plan(
         &mut self,
         server: &mut Pooled,
-        plan: &GatherPlan,
-        routes: &[Vec<usize>],
+        (plan, routes): (&GatherPlan, &[Vec<usize>]),
         sink: &mut GatherSink,
         run: Run,
+        finish: &Finish,
     ) -> Result<(), Stop> {
         let own = run.host != Host::Block;
         let mut setup = Vec::new();
@@ -127,7 +133,8 @@ impl Session {
             }
             _ => Vec::new(),
         };
-        self.finish_on(server, &plan.finish_sql, lines).await?;
+        self.finish_on(server, &plan.finish_sql, lines, finish)
+            .await?;
         match own {
             true => self.coordinator_run(server, "COMMIT").await,
             false => {
@@ -144,21 +151,36 @@ impl Session {
 
     /// The finish: the client's statement over the temp tables, its reply
     /// relayed to the client (columns' origins zeroed; an EXPLAIN's
-    /// `lines` as rows right after its RowDescription).
+    /// `lines` as rows right after its RowDescription, or first in the
+    /// extended protocol, where the Execute's reply has none).
     async fn finish_on(
         &mut self,
         server: &mut Pooled,
         sql: &str,
         mut lines: Vec<String>,
+        finish: &Finish,
     ) -> Result<(), Stop> {
         let mut out = BytesMut::new();
-        messages::query(&mut out, sql);
+        match finish {
+            Finish::Simple => messages::query(&mut out, sql),
+            Finish::Extended { bind, param_types } => {
+                messages::parse(&mut out, b"", sql.as_bytes(), param_types);
+                messages::bind(&mut out, bind, b"", &bind.result_formats);
+                messages::execute(&mut out, &bind.portal);
+                messages::sync(&mut out);
+                for line in lines.drain(..) {
+                    messages::data_row(self.client.out(), &[Some(&line)]);
+                }
+            }
+        }
         server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
         let mut failed = false;
         loop {
             let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
             let described = match message.message() {
                 BackendMessage::ReadyForQuery(_) => break,
+                // The extended finish's own Parse and Bind.
+                BackendMessage::ParseComplete | BackendMessage::BindComplete => continue,
                 BackendMessage::ErrorResponse(error) => {
                     self.shared.metrics.error(error.code().unwrap_or_default());
                     self.pipeline.error_relayed();

@@ -38,6 +38,13 @@ impl Session {
             .and_then(|merge| Ok((merge, self.bind_declare(statement, summary, bind, &shards)?)));
         let (merge, declared) = match planned {
             Ok(planned) => planned,
+            Err(error)
+                if error.code == crate::protocol::sqlstate::FEATURE_NOT_SUPPORTED
+                    && self.finishes_on_coordinator(summary) =>
+            {
+                self.bind_gathered(statement, bind, error);
+                return;
+            }
             Err(error) => {
                 self.shared.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
@@ -170,7 +177,14 @@ impl Session {
                         return Ok(());
                     }
                 }
-                let merge = self.bind_merge(statement, &info.entry.summary, bind)?;
+                let merge = self
+                    .bind_merge(statement, &info.entry.summary, bind)
+                    .map_err(|error| match self.finishes_on_coordinator(&info.entry.summary) {
+                        true if error.code == crate::protocol::sqlstate::FEATURE_NOT_SUPPORTED => {
+                            crate::session::gather::not_yet(&error, "after another statement before the Sync: send a Sync before it")
+                        }
+                        _ => error,
+                    })?;
                 readable = super::readable(&info.entry.summary, merge.as_ref());
                 merge
             }

@@ -1,0 +1,185 @@
+//! A gathered statement in the extended protocol: its Bind answered here
+//! (BindComplete) and held as the phase's portal; a Describe of it answered
+//! with the statement's description on one shard (the coordinator's
+//! columns are the same: the temp tables have the tables' types); its
+//! Execute runs the plan, the finish parsed on the coordinator with the
+//! statement's parameter types and bound with the client's values and
+//! result formats. A named portal (one read across Syncs) and an Execute
+//! with a row limit (a portal read in parts) are refused (0A000) for now;
+//! any other message ends the portal.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+
+use super::{not_yet, Finish, Gathered};
+use crate::errors::ClientError;
+use crate::execute::gather::finish;
+use crate::protocol::backend::BackendMessage;
+use crate::protocol::frontend::{Bind, Frame, FrontendKind, FrontendMessage, Named};
+use crate::protocol::messages;
+use crate::session::reply_plan::Step;
+use crate::session::statements::Statement;
+use crate::session::transaction::Target;
+use crate::session::{End, Session};
+
+/// A bound statement that the coordinator finishes at its Execute.
+#[derive(Debug)]
+pub struct GatherPortal {
+    statement: Arc<Statement>,
+    bind: Bind,
+    /// The streaming path's refusal, for the client's message if the
+    /// coordinator cannot take it either.
+    refusal: ClientError,
+}
+
+impl Session {
+    /// A Bind of `statement` that the streaming path refused with
+    /// `refusal`: answered here, run at its Execute.
+    pub(in crate::session) fn bind_gathered(
+        &mut self,
+        statement: &Arc<Statement>,
+        bind: &Bind,
+        refusal: ClientError,
+    ) -> Option<Target> {
+        if !bind.portal.is_empty() {
+            // A named portal may be read across Syncs, which the phase's
+            // portal does not outlive.
+            let error = not_yet(&refusal, "in a named portal: bind it to the unnamed one");
+            self.shared
+                .metrics
+                .route(crate::metrics::RouteKind::Refused);
+            self.refuse(error, false);
+            return None;
+        }
+        self.local_reply(messages::bind_complete);
+        self.phase.bind_gather(GatherPortal {
+            statement: Arc::clone(statement),
+            bind: bind.clone(),
+            refusal,
+        });
+        None
+    }
+
+    /// A message while a gathered portal is bound: whether it was answered
+    /// (any other message ends the portal).
+    pub(in crate::session) async fn on_gather_portal(
+        &mut self,
+        frame: &Frame,
+    ) -> Result<bool, End> {
+        match frame.kind {
+            FrontendKind::Flush => {}
+            FrontendKind::Describe => {
+                let Some(portal) = self.phase.gather_portal() else {
+                    return Ok(false);
+                };
+                let (statement, bind) = (Arc::clone(&portal.statement), portal.bind.clone());
+                self.describe_gathered(&statement, &bind).await?;
+            }
+            FrontendKind::Execute => {
+                let max_rows = match FrontendMessage::decode(frame) {
+                    Ok(FrontendMessage::Execute { max_rows, .. }) => max_rows,
+                    _ => 0,
+                };
+                let Some(portal) = self.phase.take_gather() else {
+                    return Ok(false);
+                };
+                self.execute_gathered(portal, max_rows).await?;
+            }
+            _ => {
+                self.phase.end_portal();
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Run the portal's statement on the coordinator (`max_rows`: the
+    /// Execute's row limit, refused for now).
+    async fn execute_gathered(&mut self, portal: GatherPortal, max_rows: i32) -> Result<(), End> {
+        if max_rows > 0 {
+            let error = not_yet(
+                &portal.refusal,
+                "with a row limit on its Execute: execute it without one",
+            );
+            self.shared
+                .metrics
+                .route(crate::metrics::RouteKind::Refused);
+            self.refuse(error, false);
+            return Ok(());
+        }
+        let sql = String::from_utf8_lossy(&portal.statement.query).into_owned();
+        let finish = Finish::Extended {
+            bind: portal.bind,
+            param_types: portal.statement.param_types.clone(),
+        };
+        let errors = self.pipeline.error_mark();
+        let gathered = self
+            .gather_statement(&sql, portal.refusal, false, &finish)
+            .await?;
+        if matches!(gathered, Gathered::Ran) && self.pipeline.errors_since(errors) {
+            // The rest up to the client's Sync is skipped, as Postgres does.
+            self.phase.skip();
+        }
+        Ok(())
+    }
+
+    /// A Describe of the portal: the statement's columns as one shard
+    /// describes it (origins zeroed, as the finish's are), or its error.
+    async fn describe_gathered(&mut self, statement: &Statement, bind: &Bind) -> Result<(), End> {
+        let shard = self.any_shard();
+        let mut server = match self.checkout_server(shard, true).await? {
+            Ok(server) => server,
+            Err(err) => {
+                let error = err.client_error(&self.info.database, shard);
+                self.refuse(error, false);
+                return Ok(());
+            }
+        };
+        let mut out = BytesMut::new();
+        messages::parse(&mut out, b"", &statement.query, &statement.param_types);
+        messages::bind(&mut out, bind, b"", &bind.result_formats);
+        messages::describe(&mut out, Named::Portal, &bind.portal);
+        messages::sync(&mut out);
+        let mut reply = BytesMut::new();
+        let mut error = None;
+        let read = async {
+            server.conn.send(&out).await.ok()?;
+            loop {
+                let message = server.conn.read_message().await.ok()?;
+                match message.message() {
+                    BackendMessage::ReadyForQuery(_) => return Some(()),
+                    BackendMessage::RowDescription(_) | BackendMessage::NoData => {
+                        reply.extend_from_slice(finish::for_client(message).bytes());
+                    }
+                    BackendMessage::ErrorResponse(_) if error.is_none() => {
+                        error = Some(message);
+                    }
+                    _ => {}
+                }
+            }
+        };
+        let answered = read.await.is_some();
+        match answered {
+            true => self.release(server, false).await,
+            false => drop(server),
+        }
+        match (answered, error) {
+            (true, None) => self.plan.push(Step::Local {
+                bytes: reply.freeze(),
+                ready: false,
+            }),
+            (true, Some(error)) => {
+                self.plan.push(Step::Local {
+                    bytes: bytes::Bytes::copy_from_slice(error.bytes()),
+                    ready: false,
+                });
+                self.pipeline.error_relayed();
+                self.txn.on_error();
+                self.phase.skip();
+            }
+            (false, _) => self.refuse(ClientError::shard_lost(), false),
+        }
+        Ok(())
+    }
+}
