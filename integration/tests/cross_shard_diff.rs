@@ -183,6 +183,9 @@ const GATHERED_IN: [Protocol; 4] = [
     Protocol::ExtendedBinary,
 ];
 
+/// The ways of SQL PREPARE the gathered runs try each statement in.
+const GATHERED_PREPARED: [Protocol; 3] = Protocol::PREPARED;
+
 async fn gathered(n: usize) {
     common::watch_proxy_panics();
     let settings = Settings::from_env();
@@ -216,6 +219,29 @@ async fn gathered(n: usize) {
             tally.count(&case, protocol, &verdict, &want);
             if let Verdict::Wrong(why) = verdict {
                 wrong.push((protocol, why, got, want));
+            }
+        }
+        // PREPAREd, some marked literals made parameters, and EXECUTEd.
+        let mut flip = index % 2 == 0;
+        let (prepare, execute) = case.prepared("pg", || {
+            flip = !flip;
+            flip
+        });
+        for protocol in GATHERED_PREPARED {
+            let statement = ("pg", prepare.as_str(), execute.as_str());
+            let (got, want) = tokio::join!(
+                pgshard.run_prepared(protocol, statement),
+                reference.run_prepared(protocol, statement)
+            );
+            let verdict = match judge(&case, &got, &want) {
+                Verdict::Refused if !planner_refused(&got) => {
+                    Verdict::Wrong("refused without finishing it on the coordinator".into())
+                }
+                verdict => verdict,
+            };
+            tally.count(&case, protocol, &verdict, &want);
+            if let Verdict::Wrong(why) = verdict {
+                wrong.push((protocol, format!("{why} [{prepare}; {execute}]"), got, want));
             }
         }
         if !wrong.is_empty() {

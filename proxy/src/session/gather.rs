@@ -96,7 +96,21 @@ pub(super) enum Finish {
     /// Execute without a row limit: the finish is parsed with those types
     /// and bound with the client's values and result formats.
     Extended { bind: Bind, param_types: Vec<u32> },
+    /// `EXECUTE name (arguments)` of a statement prepared with SQL
+    /// PREPARE: the finish is prepared on the coordinator with the client's
+    /// type list (`types`), executed with the client's arguments as written
+    /// (`args`, the EXECUTE's text after the name) and deallocated; sent
+    /// through the extended protocol (`extended`), its RowDescription is the
+    /// portal's Describe's and is not relayed again.
+    Sql {
+        types: String,
+        args: String,
+        extended: bool,
+    },
 }
+
+/// The name a [`Finish::Sql`] prepares its finish under.
+pub(super) const SQL_FINISH: &str = "pgshard_finish";
 
 /// What became of a statement sent to the coordinator path.
 pub(super) enum Gathered {
@@ -161,8 +175,21 @@ impl Session {
         refusal: ClientError,
         in_txn: bool,
     ) -> Result<Dispatch, End> {
+        self.gather_simple(frame_sql, refusal, in_txn, &Finish::Simple)
+            .await
+    }
+
+    /// [`gather_query`](Self::gather_query) of a statement that comes as
+    /// `finish` says, in the simple protocol (an EXECUTE).
+    pub(super) async fn gather_simple(
+        &mut self,
+        frame_sql: &str,
+        refusal: ClientError,
+        in_txn: bool,
+        finish: &Finish,
+    ) -> Result<Dispatch, End> {
         match self
-            .gather_statement(frame_sql, refusal, in_txn, &Finish::Simple)
+            .gather_statement(frame_sql, refusal, in_txn, finish)
             .await?
         {
             Gathered::Refused => Ok(Dispatch::Done),
@@ -185,7 +212,14 @@ impl Session {
         in_txn: bool,
         finish: &Finish,
     ) -> Result<Gathered, End> {
-        let simple = matches!(finish, Finish::Simple);
+        let simple = matches!(
+            finish,
+            Finish::Simple
+                | Finish::Sql {
+                    extended: false,
+                    ..
+                }
+        );
         let in_block = in_txn || self.status() != TransactionStatus::Idle || self.txn.spans();
         if in_block && self.status() == TransactionStatus::Failed {
             self.aborted(simple);

@@ -1,4 +1,5 @@
-//! A gathered statement in the extended protocol: its Bind answered here
+//! A gathered statement in the extended protocol (a prepared statement, or
+//! an SQL EXECUTE of one prepared with SQL PREPARE): its Bind answered here
 //! (BindComplete) and held as the phase's portal; a Describe of it answered
 //! with the statement's description on one shard (the coordinator's
 //! columns are the same: the temp tables have the tables' types); its
@@ -26,12 +27,33 @@ use crate::session::{End, Session};
 /// A bound statement that the coordinator finishes at its Execute.
 #[derive(Debug)]
 pub struct GatherPortal {
-    statement: Arc<Statement>,
-    bind: Bind,
+    bound: Bound,
     /// The streaming path's refusal, for the client's message if the
     /// coordinator cannot take it either.
     refusal: ClientError,
 }
+
+/// What a gathered portal runs.
+#[derive(Debug, Clone)]
+enum Bound {
+    /// A prepared statement, bound with the client's values.
+    Statement {
+        statement: Arc<Statement>,
+        bind: Bind,
+    },
+    /// `EXECUTE name (args)` of a statement prepared with SQL PREPARE
+    /// (`body`, its `types` as written).
+    Sql {
+        body: String,
+        types: String,
+        args: String,
+        result_formats: Vec<i16>,
+    },
+}
+
+/// The name a Describe of an SQL-prepared gathered statement prepares it
+/// under on a shard.
+const SQL_DESCRIBE: &str = "pgshard_describe";
 
 impl Session {
     /// A Bind of `statement` that the streaming path refused with
@@ -53,12 +75,40 @@ impl Session {
             return None;
         }
         self.local_reply(messages::bind_complete);
-        self.phase.bind_gather(GatherPortal {
+        let bound = Bound::Statement {
             statement: Arc::clone(statement),
             bind: bind.clone(),
-            refusal,
-        });
+        };
+        self.phase.bind_gather(GatherPortal { bound, refusal });
         None
+    }
+
+    /// A Bind of `EXECUTE name (args)` (`args`: its text after the name)
+    /// of `statement`, which the streaming path refused with `refusal`:
+    /// answered here, run at its Execute.
+    pub(in crate::session) fn bind_sql_gathered(
+        &mut self,
+        statement: &crate::session::sql_prepared::SqlStatement,
+        args: &str,
+        bind: &Bind,
+        refusal: ClientError,
+    ) {
+        if !bind.portal.is_empty() {
+            let error = not_yet(&refusal, "in a named portal: bind it to the unnamed one");
+            self.shared
+                .metrics
+                .route(crate::metrics::RouteKind::Refused);
+            self.refuse(error, false);
+            return;
+        }
+        self.local_reply(messages::bind_complete);
+        let bound = Bound::Sql {
+            body: statement.body.clone(),
+            types: statement.types.clone(),
+            args: args.to_owned(),
+            result_formats: bind.result_formats.clone(),
+        };
+        self.phase.bind_gather(GatherPortal { bound, refusal });
     }
 
     /// A message while a gathered portal is bound: whether it was answered
@@ -73,8 +123,8 @@ impl Session {
                 let Some(portal) = self.phase.gather_portal() else {
                     return Ok(false);
                 };
-                let (statement, bind) = (Arc::clone(&portal.statement), portal.bind.clone());
-                self.describe_gathered(&statement, &bind).await?;
+                let bound = portal.bound.clone();
+                self.describe_gathered(&bound).await?;
             }
             FrontendKind::Execute => {
                 let max_rows = match FrontendMessage::decode(frame) {
@@ -108,10 +158,24 @@ impl Session {
             self.refuse(error, false);
             return Ok(());
         }
-        let sql = String::from_utf8_lossy(&portal.statement.query).into_owned();
-        let finish = Finish::Extended {
-            bind: portal.bind,
-            param_types: portal.statement.param_types.clone(),
+        let (sql, finish) = match portal.bound {
+            Bound::Statement { statement, bind } => (
+                String::from_utf8_lossy(&statement.query).into_owned(),
+                Finish::Extended {
+                    bind,
+                    param_types: statement.param_types.clone(),
+                },
+            ),
+            Bound::Sql {
+                body, types, args, ..
+            } => (
+                body,
+                Finish::Sql {
+                    types,
+                    args,
+                    extended: true,
+                },
+            ),
         };
         let errors = self.pipeline.error_mark();
         let gathered = self
@@ -126,7 +190,7 @@ impl Session {
 
     /// A Describe of the portal: the statement's columns as one shard
     /// describes it (origins zeroed, as the finish's are), or its error.
-    async fn describe_gathered(&mut self, statement: &Statement, bind: &Bind) -> Result<(), End> {
+    async fn describe_gathered(&mut self, bound: &Bound) -> Result<(), End> {
         let shard = self.any_shard();
         let mut server = match self.checkout_server(shard, true).await? {
             Ok(server) => server,
@@ -136,11 +200,7 @@ impl Session {
                 return Ok(());
             }
         };
-        let mut out = BytesMut::new();
-        messages::parse(&mut out, b"", &statement.query, &statement.param_types);
-        messages::bind(&mut out, bind, b"", &bind.result_formats);
-        messages::describe(&mut out, Named::Portal, &bind.portal);
-        messages::sync(&mut out);
+        let (out, mut syncs) = describe_request(bound);
         let mut reply = BytesMut::new();
         let mut error = None;
         let read = async {
@@ -148,7 +208,12 @@ impl Session {
             loop {
                 let message = server.conn.read_message().await.ok()?;
                 match message.message() {
-                    BackendMessage::ReadyForQuery(_) => return Some(()),
+                    BackendMessage::ReadyForQuery(_) => {
+                        syncs -= 1;
+                        if syncs == 0 {
+                            return Some(());
+                        }
+                    }
                     BackendMessage::RowDescription(_) | BackendMessage::NoData => {
                         reply.extend_from_slice(finish::for_client(message).bytes());
                     }
@@ -181,5 +246,47 @@ impl Session {
             (false, _) => self.refuse(ClientError::shard_lost(), false),
         }
         Ok(())
+    }
+}
+
+/// What a shard is sent to describe `bound`'s portal, and how many
+/// ReadyForQuery end its reply. An SQL-prepared statement is prepared
+/// there under [`SQL_DESCRIBE`] (with the client's type list), its EXECUTE
+/// described, and deallocated again (whether or not the rest worked).
+fn describe_request(bound: &Bound) -> (BytesMut, usize) {
+    let mut out = BytesMut::new();
+    match bound {
+        Bound::Statement { statement, bind } => {
+            messages::parse(&mut out, b"", &statement.query, &statement.param_types);
+            messages::bind(&mut out, bind, b"", &bind.result_formats);
+            messages::describe(&mut out, Named::Portal, &bind.portal);
+            messages::sync(&mut out);
+            (out, 1)
+        }
+        Bound::Sql {
+            body,
+            types,
+            args,
+            result_formats,
+        } => {
+            messages::query(
+                &mut out,
+                &format!("PREPARE {SQL_DESCRIBE} {types} AS {body}"),
+            );
+            let execute = format!("EXECUTE {SQL_DESCRIBE}{args}");
+            messages::parse(&mut out, b"", execute.as_bytes(), &[]);
+            let bind = Bind {
+                portal: bytes::Bytes::new(),
+                statement: bytes::Bytes::new(),
+                param_formats: Vec::new(),
+                params: Vec::new(),
+                result_formats: result_formats.clone(),
+            };
+            messages::bind(&mut out, &bind, b"", result_formats);
+            messages::describe(&mut out, Named::Portal, b"");
+            messages::sync(&mut out);
+            messages::query(&mut out, &format!("DEALLOCATE {SQL_DESCRIBE}"));
+            (out, 3)
+        }
     }
 }

@@ -8,7 +8,7 @@
 use bytes::BytesMut;
 use router::gather::GatherPlan;
 
-use super::{coordinator_lost, Finish, Host, Run, Stop};
+use super::{coordinator_lost, Finish, Host, Run, Stop, SQL_FINISH};
 use crate::execute::gather::finish;
 use crate::execute::gather::sink::GatherSink;
 use crate::pool::Pooled;
@@ -163,6 +163,13 @@ impl Session {
         let mut out = BytesMut::new();
         match finish {
             Finish::Simple => messages::query(&mut out, sql),
+            Finish::Sql { types, args, .. } => {
+                let script = format!(
+                    "PREPARE {SQL_FINISH} {types} AS {sql}; EXECUTE {SQL_FINISH}{args}; \
+                     DEALLOCATE {SQL_FINISH}"
+                );
+                messages::query(&mut out, &script);
+            }
             Finish::Extended { bind, param_types } => {
                 messages::parse(&mut out, b"", sql.as_bytes(), param_types);
                 messages::bind(&mut out, bind, b"", &bind.result_formats);
@@ -179,8 +186,20 @@ impl Session {
             let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
             let described = match message.message() {
                 BackendMessage::ReadyForQuery(_) => break,
-                // The extended finish's own Parse and Bind.
+                // The extended finish's own Parse and Bind, the SQL one's
+                // PREPARE and DEALLOCATE.
                 BackendMessage::ParseComplete | BackendMessage::BindComplete => continue,
+                BackendMessage::RowDescription(_)
+                    if matches!(finish, Finish::Sql { extended: true, .. }) =>
+                {
+                    continue
+                }
+                BackendMessage::CommandComplete(tag)
+                    if matches!(finish, Finish::Sql { .. })
+                        && matches!(tag.as_bytes(), b"PREPARE" | b"DEALLOCATE") =>
+                {
+                    continue
+                }
                 BackendMessage::ErrorResponse(error) => {
                     self.shared.metrics.error(error.code().unwrap_or_default());
                     self.pipeline.error_relayed();
@@ -203,6 +222,11 @@ impl Session {
                     .await
                     .map_err(|gone| Stop::End(gone.into()))?;
             }
+        }
+        if failed && matches!(finish, Finish::Sql { .. }) {
+            // Its DEALLOCATE did not run: the server is reset before it
+            // serves anyone else.
+            server.conn.dirty = true;
         }
         match failed {
             true => Err(Stop::Failed),
