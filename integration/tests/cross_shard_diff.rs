@@ -12,10 +12,13 @@
 //! materialized views), read after. A test of its own runs seeded query
 //! strings of several statements for different shards (writes, reads,
 //! failures, blocks: `cross_shard_diff/strings.rs`), every reply and the
-//! tables after each compared. Another runs the seeded SELECTs in the
-//! simple protocol with `cross_shard_finish = "coordinator"`, where what
-//! the streaming path refuses is finished on the coordinator (issue 34):
-//! there only the gather planner's own 0A000 counts as a refusal.
+//! tables after each compared. Another runs the seeded SELECTs with
+//! `cross_shard_finish = "coordinator"`, where what the streaming path
+//! refuses is finished on the coordinator (issue 34), in the simple
+//! protocol, inside a block that wrote first, extended text and binary,
+//! and PREPAREd three ways: there only the gather planner's own 0A000
+//! counts as a refusal (cursors and row-limited portals are not tried
+//! there: the coordinator does not take them yet).
 //! pgshard must answer exactly as the
 //! reference does (columns, types, rows, row count) or refuse with 0A000
 //! (DESIGN.md §2: no silent wrong answers).

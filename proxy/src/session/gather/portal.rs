@@ -120,7 +120,13 @@ impl Session {
         match frame.kind {
             FrontendKind::Flush => {}
             FrontendKind::Describe => {
-                let Some(portal) = self.phase.gather_portal() else {
+                let of_portal = matches!(
+                    FrontendMessage::decode(frame),
+                    Ok(FrontendMessage::Describe { kind: Named::Portal, name }) if name.is_empty()
+                );
+                let Some(portal) = self.phase.gather_portal().filter(|_| of_portal) else {
+                    // A Describe of a statement ends the portal.
+                    self.phase.end_portal();
                     return Ok(false);
                 };
                 let bound = portal.bound.clone();
