@@ -136,14 +136,14 @@ impl Run {
 }
 
 /// What the statement is refused with when it would be finished on the
-/// coordinator but cannot be yet (`where_`: with a row limit on its
-/// Execute, after another statement before the Sync...).
-pub(super) fn not_yet(refusal: &ClientError, where_: &str) -> ClientError {
+/// coordinator but cannot be yet (`where_`: in a named portal, with a row
+/// limit on its Execute...), and what the client can do (`instead`).
+pub(super) fn not_yet(refusal: &ClientError, (where_, instead): (&str, &str)) -> ClientError {
     ClientError::new(
         sqlstate::FEATURE_NOT_SUPPORTED,
         format!(
             "{}; finishing such a query on the coordinator (cross_shard_finish = \"coordinator\") \
-             is not done {where_} yet (it comes later)",
+             is not done {where_} yet (it comes later): {instead}",
             refusal.message
         ),
     )
@@ -226,7 +226,13 @@ impl Session {
             return Ok(Gathered::Refused);
         }
         if in_block && !self.txn.spans() {
-            let error = not_yet(&refusal, "in this transaction block");
+            let error = not_yet(
+                &refusal,
+                (
+                    "in a transaction block pgshard does not spread over shards",
+                    "send it outside the block",
+                ),
+            );
             return Ok(self.gather_refused(error, simple));
         }
         let coordinator = self.shared.config().general.cross_shard_coordinator;
@@ -263,12 +269,8 @@ impl Session {
         if host == Host::OwnInBlock {
             // Omnisharded tables are gathered too, from the block.
             options.gather_all = true;
-            match self.gather_plan(sql, &options, &refusal) {
-                Ok(replanned) => plan = replanned,
-                Err(error) => return Ok(self.failed_in_block(&error)),
-            }
-            match self.gather_routes(&plan, Some(coordinator)).await? {
-                Ok(rerouted) => routes = rerouted,
+            match self.replan(sql, &options, &refusal).await? {
+                Ok(replanned) => (plan, routes) = replanned,
                 Err(error) => return Ok(self.failed_in_block(&error)),
             }
         }
@@ -281,6 +283,25 @@ impl Session {
             None => self.run_on_coordinator(&plan, &routes, run, finish).await?,
         }
         Ok(Gathered::Ran)
+    }
+
+    /// The plan of `sql` and its gathers' shards again, for `options`
+    /// (the block's server on the coordinator database reads any shard's
+    /// copies).
+    async fn replan(
+        &mut self,
+        sql: &str,
+        options: &GatherOptions,
+        refusal: &ClientError,
+    ) -> Result<Result<(GatherPlan, Vec<Vec<usize>>), ClientError>, End> {
+        let plan = match self.gather_plan(sql, options, refusal) {
+            Ok(plan) => plan,
+            Err(error) => return Ok(Err(error)),
+        };
+        Ok(self
+            .gather_routes(&plan, Some(options.coordinator))
+            .await?
+            .map(|routes| (plan, routes)))
     }
 
     /// Refuse the statement (counted as refused).

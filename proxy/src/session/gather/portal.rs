@@ -67,7 +67,10 @@ impl Session {
         if !bind.portal.is_empty() {
             // A named portal may be read across Syncs, which the phase's
             // portal does not outlive.
-            let error = not_yet(&refusal, "in a named portal: bind it to the unnamed one");
+            let error = not_yet(
+                &refusal,
+                ("in a named portal", "bind it to the unnamed portal"),
+            );
             self.shared
                 .metrics
                 .route(crate::metrics::RouteKind::Refused);
@@ -94,7 +97,10 @@ impl Session {
         refusal: ClientError,
     ) {
         if !bind.portal.is_empty() {
-            let error = not_yet(&refusal, "in a named portal: bind it to the unnamed one");
+            let error = not_yet(
+                &refusal,
+                ("in a named portal", "bind it to the unnamed portal"),
+            );
             self.shared
                 .metrics
                 .route(crate::metrics::RouteKind::Refused);
@@ -156,7 +162,7 @@ impl Session {
         if max_rows > 0 {
             let error = not_yet(
                 &portal.refusal,
-                "with a row limit on its Execute: execute it without one",
+                ("with a row limit on its Execute", "execute it without one"),
             );
             self.shared
                 .metrics

@@ -179,12 +179,7 @@ impl Session {
                 }
                 let merge = self
                     .bind_merge(statement, &info.entry.summary, bind)
-                    .map_err(|error| match self.finishes_on_coordinator(&info.entry.summary) {
-                        true if error.code == crate::protocol::sqlstate::FEATURE_NOT_SUPPORTED => {
-                            crate::session::gather::not_yet(&error, "after another statement before the Sync: send a Sync before it")
-                        }
-                        _ => error,
-                    })?;
+                    .map_err(|error| self.later_in_segment(&info.entry.summary, error))?;
                 readable = super::readable(&info.entry.summary, merge.as_ref());
                 merge
             }
@@ -206,6 +201,27 @@ impl Session {
         );
         segment.set_readable(&bind.portal, readable);
         Ok(())
+    }
+
+    /// A merge's refusal of a Bind inside a segment: one the coordinator
+    /// would finish alone says so.
+    fn later_in_segment(
+        &self,
+        summary: &router::summary::Summary,
+        error: ClientError,
+    ) -> ClientError {
+        match self.finishes_on_coordinator(summary) {
+            true if error.code == crate::protocol::sqlstate::FEATURE_NOT_SUPPORTED => {
+                crate::session::gather::not_yet(
+                    &error,
+                    (
+                        "after another statement before the Sync",
+                        "send a Sync before it",
+                    ),
+                )
+            }
+            _ => error,
+        }
     }
 
     /// Where a Bind inside a segment goes.
