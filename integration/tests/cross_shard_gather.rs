@@ -4,8 +4,10 @@
 //! reference Postgres holding every row answers them (columns and rows);
 //! no temp table left behind; past `cross_shard_gather_limit` a 54000
 //! error and the session goes on; a shard down gives a clear error and the
-//! session goes on; inside a block, in the extended protocol and with the
-//! default config the statement is still refused with 0A000.
+//! session goes on; inside transaction blocks (READ ONLY ones, two-phase
+//! ones) the gathers see the block's writes and snapshot and an error ends
+//! the block; EXPLAIN says what runs where; in the extended protocol and
+//! with the default config the statement is still refused with 0A000.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -165,40 +167,288 @@ async fn gathered_statements_match_one_postgres() {
     assert_eq!(common::proxy_panics(), 0);
 }
 
+/// Run `sqls` one after another on `client`, their answers (an error
+/// stops nothing: each statement's answer is kept).
+async fn answers(client: &Client, sqls: &[&str]) -> Vec<Answer> {
+    let mut out = Vec::new();
+    for sql in sqls {
+        let ordered = GATHERED.iter().any(|(g, o)| g == sql && *o) || sql.contains("ORDER BY");
+        out.push(answer(client, sql, !ordered).await);
+    }
+    out
+}
+
+/// The same script through pgshard and on the reference: the same answers.
+async fn same_script(setup: &Setup, proxy: &Client, script: &[&str]) {
+    let got = answers(proxy, script).await;
+    let want = answers(&setup.direct, script).await;
+    for ((sql, got), want) in script.iter().zip(&got).zip(&want) {
+        assert_eq!(got, want, "{sql}\n  in {script:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn refused_where_it_comes_later_and_by_default() {
+async fn inside_blocks_gathers_see_the_blocks_writes_and_snapshot() {
     let setup = start("cross_shard_finish = \"coordinator\"").await;
     let proxy = client(&setup).await;
-    // Inside a transaction block: refused, saying so; the block is over.
-    proxy.simple_query("BEGIN").await.unwrap();
-    let (code, message) = answer(&proxy, ONE, false).await.unwrap_err();
-    assert_eq!(code, "0A000", "{message}");
-    assert!(
-        message.contains("not inside a transaction block"),
-        "{message}"
-    );
-    assert!(message.contains("comes later"), "{message}");
-    proxy.simple_query("ROLLBACK").await.unwrap();
-    // The extended protocol: refused, saying so.
-    let err = proxy.query(ONE, &[]).await.unwrap_err();
-    let message = common::describe(&err);
-    assert_eq!(common::code(&err), Some("0A000"), "{message}");
-    assert!(
-        message.contains("not in the extended protocol"),
-        "{message}"
-    );
-    let err = proxy
-        .query(
-            "SELECT u.id FROM users u JOIN orders o ON u.grp = o.qty",
-            &[],
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(common::code(&err), Some("0A000"));
-    assert!(common::describe(&err).contains("comes later"));
-    // And the simple protocol outside a block still answers it.
-    assert!(answer(&proxy, ONE, false).await.is_ok());
+    let mut script = vec![
+        "BEGIN",
+        // Writes on both shards and on the omnisharded table.
+        "UPDATE users SET score = score + 1000 WHERE id IN (1, 2, 3, 4, 5, 6)",
+        "DELETE FROM orders WHERE id % 3 = 0",
+        "UPDATE teams SET team = team || '!' WHERE grp % 2 = 0",
+    ];
+    script.extend(GATHERED.iter().map(|(sql, _)| *sql));
+    // The same statement twice: its temp tables went after the first.
+    script.extend([ONE, ONE, "ROLLBACK"]);
+    same_script(&setup, &proxy, &script).await;
+    // After the block, the writes are gone on both.
+    same_script(&setup, &proxy, &[ONE, GATHERED[2].0]).await;
 
+    // REPEATABLE READ: a write committed meanwhile by another session is
+    // not seen by the block's gathers, as on one Postgres.
+    let other = client(&setup).await;
+    let count = "SELECT count(DISTINCT score) FROM users";
+    proxy
+        .simple_query("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .await
+        .unwrap();
+    let before = answer(&proxy, count, false).await.unwrap();
+    other
+        .simple_query("UPDATE users SET score = 5000000 + (id % 1000)::int WHERE id % 3 = 0")
+        .await
+        .unwrap();
+    assert_eq!(answer(&proxy, count, false).await.unwrap(), before);
+    proxy.simple_query("COMMIT").await.unwrap();
+    let after = answer(&proxy, count, false).await.unwrap();
+    assert_ne!(after, before, "the committed write is seen after the block");
+    setup
+        .direct
+        .simple_query("UPDATE users SET score = 5000000 + (id % 1000)::int WHERE id % 3 = 0")
+        .await
+        .unwrap();
+    assert_eq!(after, answer(&setup.direct, count, false).await.unwrap());
+    assert_eq!(temp_tables(&setup).await, "0");
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn read_only_blocks_and_errors_inside_blocks() {
+    let setup = start("cross_shard_finish = \"coordinator\"").await;
+    let proxy = client(&setup).await;
+    // A READ ONLY block: the coordinator is a session of its own.
+    let mut script = vec!["BEGIN READ ONLY", "SELECT count(*) FROM teams"];
+    script.extend(GATHERED.iter().map(|(sql, _)| *sql));
+    script.push("COMMIT");
+    same_script(&setup, &proxy, &script).await;
+    // An error in the finish ends the block (25P02 after it); ROLLBACK
+    // works and the session goes on.
+    let failing = "SELECT 1 / (count(DISTINCT grp) - count(DISTINCT grp)) FROM users";
+    let script = [
+        "BEGIN",
+        "UPDATE users SET score = 1 WHERE id = 3",
+        failing,
+        "SELECT count(*) FROM users",
+        "ROLLBACK",
+        ONE,
+    ];
+    same_script(&setup, &proxy, &script).await;
+    // An error inside a READ ONLY block, on the session of its own.
+    let script = ["BEGIN READ ONLY", failing, "SELECT 1", "ROLLBACK"];
+    same_script(&setup, &proxy, &script).await;
+    assert_eq!(temp_tables(&setup).await, "0");
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_phase_blocks_gather_through_a_session_of_its_own() {
+    let setup = start(
+        "cross_shard_finish = \"coordinator\"\ntwo_phase_commit = true\n\
+         two_phase_commit_wal_dir = \"/tmp/pgshard-tests-2pc-gather\"",
+    )
+    .await;
+    let proxy = client(&setup).await;
+    // Writes on both shards, a gather, writes again: COMMIT is two-phase
+    // and succeeds (no temp table touched the block's servers).
+    let mut script = vec![
+        "BEGIN",
+        "UPDATE users SET score = -score WHERE id IN (1, 2, 3, 4, 5, 6)",
+        "UPDATE teams SET weight = 0",
+    ];
+    script.extend(GATHERED.iter().map(|(sql, _)| *sql));
+    script.extend([
+        "UPDATE users SET grp = 9 WHERE id IN (7, 8, 9, 10)",
+        "COMMIT",
+    ]);
+    same_script(&setup, &proxy, &script).await;
+    same_script(&setup, &proxy, &[ONE, GATHERED[15].0]).await;
+    assert_eq!(temp_tables(&setup).await, "0");
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+/// An EXPLAIN's lines (its one column).
+async fn explained(client: &Client, sql: &str) -> Vec<String> {
+    let (_, rows) = answer(client, sql, false).await.unwrap();
+    rows.into_iter()
+        .map(|row| row[0].clone().unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn explain_says_what_runs_where() {
+    let setup = start("cross_shard_finish = \"coordinator\"").await;
+    let proxy = client(&setup).await;
+    let lines = explained(&proxy, &format!("EXPLAIN (COSTS OFF) {ONE}")).await;
+    assert_eq!(
+        lines[0],
+        "pgshard: finished on the coordinator (database 0, a session of its own)"
+    );
+    assert_eq!(
+        lines[1],
+        "pgshard: gather pgshard_g1 from shards 0, 1: SELECT id, score FROM users"
+    );
+    assert!(
+        lines[2].contains("nothing gathered without ANALYZE"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[3].starts_with("pgshard: coordinator runs: SELECT id, rank() OVER"),
+        "{lines:?}"
+    );
+    assert!(lines[3].contains("pg_temp.pgshard_g1"), "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("WindowAgg")), "{lines:?}");
+    // ANALYZE gathers: the rows are counted.
+    let lines = explained(&proxy, &format!("EXPLAIN (ANALYZE, COSTS OFF) {ONE}")).await;
+    let (_, rows) = answer(&setup.direct, "SELECT count(*) FROM users", false)
+        .await
+        .unwrap();
+    let count = rows[0][0].clone().unwrap();
+    assert!(
+        lines[2].starts_with(&format!("pgshard: gathered {count} row(s)")),
+        "{lines:?}"
+    );
+    assert!(lines.iter().any(|l| l.contains("actual")), "{lines:?}");
+    // Inside a block: the transaction's server.
+    proxy.simple_query("BEGIN").await.unwrap();
+    let lines = explained(&proxy, &format!("EXPLAIN {}", GATHERED[1].0)).await;
+    assert!(lines[0].contains("the transaction's server"), "{lines:?}");
+    proxy.simple_query("COMMIT").await.unwrap();
+    proxy.simple_query("BEGIN READ ONLY").await.unwrap();
+    let lines = explained(&proxy, &format!("EXPLAIN {}", GATHERED[1].0)).await;
+    assert!(
+        lines[0].contains("a session of its own; the gathers read the transaction's servers"),
+        "{lines:?}"
+    );
+    proxy.simple_query("COMMIT").await.unwrap();
+    // Other formats: the coordinator's plan only.
+    let lines = explained(&proxy, &format!("EXPLAIN (FORMAT JSON) {ONE}")).await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("\"Plan\""), "{lines:?}");
+    assert_eq!(temp_tables(&setup).await, "0");
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
+
+/// One value of `row` as text, read as whichever of the types the tests
+/// use it is.
+fn value(row: &tokio_postgres::Row, i: usize) -> String {
+    row.try_get::<_, Option<i64>>(i)
+        .map(|v| format!("{v:?}"))
+        .or_else(|_| row.try_get::<_, Option<i32>>(i).map(|v| format!("{v:?}")))
+        .or_else(|_| {
+            row.try_get::<_, Option<String>>(i)
+                .map(|v| format!("{v:?}"))
+        })
+        .or_else(|_| row.try_get::<_, Option<f64>>(i).map(|v| format!("{v:?}")))
+        .unwrap_or_else(|e| format!("unreadable: {e}"))
+}
+
+/// `sql` with `params` through the extended protocol: its rows as text, or
+/// its error's code and message.
+async fn extended(client: &Client, sql: &str, params: Params<'_>) -> Result<Vec<String>, String> {
+    let rows = client.query(sql, params).await.map_err(|e| {
+        format!(
+            "{}: {}",
+            common::code(&e).unwrap_or("?"),
+            common::describe(&e)
+        )
+    })?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            (0..row.len())
+                .map(|i| value(row, i))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_extended_protocol_with_parameters() {
+    let setup = start("cross_shard_finish = \"coordinator\"").await;
+    let proxy = client(&setup).await;
+    let ranked = "SELECT id, rank() OVER (ORDER BY score DESC NULLS LAST, id) FROM users \
+                  WHERE score > $1 AND name <> $2 ORDER BY id";
+    let joined = "SELECT u.id, o.id FROM users u JOIN orders o ON u.grp = o.qty \
+                  WHERE o.qty = $1::int ORDER BY 1, 2";
+    let cases: [(&str, Params<'_>); 4] = [
+        (ONE, &[]),
+        (ranked, &[&50i32, &"x"]),
+        (joined, &[&3i32]),
+        ("SELECT count(DISTINCT grp) + $1 FROM users", &[&1i64]),
+    ];
+    for (sql, params) in cases {
+        let got = extended(&proxy, sql, params).await;
+        let want = extended(&setup.direct, sql, params).await;
+        assert!(want.is_ok(), "{sql}: {want:?}");
+        assert_eq!(got, want, "{sql}");
+    }
+    // Prepared once, run with other values; inside a block too.
+    let statement = proxy.prepare(ranked).await.unwrap();
+    for score in [0i32, 40, 90] {
+        let got = proxy.query(&statement, &[&score, &"y"]).await.unwrap();
+        let want = setup.direct.query(ranked, &[&score, &"y"]).await.unwrap();
+        let ids = |rows: &[tokio_postgres::Row]| -> Vec<(i64, i64)> {
+            rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+        };
+        assert_eq!(ids(&got), ids(&want), "score > {score}");
+    }
+    let write = "UPDATE users SET score = 1000, name = 'z' WHERE score < 30";
+    let mut in_block = Vec::new();
+    for client in [&proxy, &setup.direct] {
+        client.simple_query("BEGIN").await.unwrap();
+        client.simple_query(write).await.unwrap();
+        let rows = client.query(ranked, &[&999i32, &"y"]).await.unwrap();
+        client.simple_query("ROLLBACK").await.unwrap();
+        in_block.push(
+            rows.iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect::<Vec<(i64, i64)>>(),
+        );
+    }
+    assert!(
+        !in_block[1].is_empty(),
+        "the reference sees the block's write"
+    );
+    assert_eq!(in_block[0], in_block[1], "the block's own write is seen");
+    // A named portal (read across Syncs): refused, saying so.
+    let mut other = client(&setup).await;
+    let tx = other.transaction().await.unwrap();
+    let Err(err) = tx.bind(ONE, &[]).await else {
+        panic!("a named portal of a gathered statement was bound");
+    };
+    assert_eq!(common::code(&err), Some("0A000"));
+    assert!(common::describe(&err).contains("in a named portal"));
+    drop(tx);
+    assert_eq!(temp_tables(&setup).await, "0");
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_by_default() {
+    let setup = start("cross_shard_finish = \"coordinator\"").await;
     // The default config refuses, as before this path existed.
     let config = sharded_config(&setup.servers, "", data::SHARDING);
     setup.proxy.rewrite_config(&config, USERS).unwrap();
@@ -211,6 +461,11 @@ async fn refused_where_it_comes_later_and_by_default() {
     assert_eq!(code, "0A000");
     assert!(message.contains("window function"), "{message}");
     assert!(!message.contains("coordinator"), "{message}");
+    // In a block too.
+    fresh.simple_query("BEGIN").await.unwrap();
+    let (code, _) = answer(&fresh, ONE, false).await.unwrap_err();
+    assert_eq!(code, "0A000");
+    fresh.simple_query("ROLLBACK").await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -235,6 +490,14 @@ async fn the_gather_limit_fails_with_54000_and_the_session_goes_on() {
         answer(&setup.direct, small, false).await
     );
     assert_eq!(temp_tables(&setup).await, "0");
+    // Inside a block (the coordinator's own part counted too): 54000, the
+    // block is over.
+    proxy.simple_query("BEGIN").await.unwrap();
+    let (code, message) = answer(&proxy, ONE, false).await.unwrap_err();
+    assert_eq!(code, "54000", "{message}");
+    let (code, _) = answer(&proxy, "SELECT 1", false).await.unwrap_err();
+    assert_eq!(code, "25P02");
+    proxy.simple_query("ROLLBACK").await.unwrap();
     // Bytes: a wide row each.
     let config = sharded_config(
         &setup.servers,

@@ -360,6 +360,8 @@ impl Session {
         if (self.phase.local_portal().is_some() && self.on_local_portal(kind))
             || (self.phase.copy_bound() && Box::pin(self.on_copy_portal(kind)).await?)
             || (self.phase.move_bound() && Box::pin(self.on_move_portal(kind)).await?)
+            || (self.phase.gather_portal().is_some()
+                && Box::pin(self.on_gather_portal(&frame)).await?)
             || (self.phase.cursor_portal().is_some()
                 && Box::pin(self.on_cursor_portal(&frame)).await?)
         {

@@ -56,6 +56,13 @@
 //!    rows are in (`Gather::key_sql`): Postgres lets `GROUP BY u.id` select
 //!    `u.name` only through it. Rows of one key on two shards then fail the
 //!    statement (one Postgres would have refused them), never answer it.
+//! 9. `EXPLAIN [options] <SELECT>` plans the SELECT; the finish is the
+//!    EXPLAIN over the temp tables ([`Explain`]): without ANALYZE they stay
+//!    empty (nothing is gathered), with it the gathers run first.
+//! 10. With [`GatherOptions::gather_all`] (a coordinator session of its own
+//!     inside the client's transaction block) omnisharded tables are
+//!     gathered too, from the block's servers: the coordinator's own copy is
+//!     not the one the block sees (its writes, its snapshot).
 //!
 //! The caller routes the statement first: what rules 1-3 and 15 of
 //! [`crate::route`] decide (overrides, one database, functions, DO blocks,
@@ -90,6 +97,9 @@ pub const MAX_GATHERS: usize = 64;
 pub struct GatherOptions {
     /// The database that finishes the statement.
     pub coordinator: usize,
+    /// Gather omnisharded tables too (rule 2): the coordinator is a session
+    /// of its own inside the client's transaction block.
+    pub gather_all: bool,
 }
 
 /// How to answer a statement on the coordinator.
@@ -102,6 +112,21 @@ pub struct GatherPlan {
     pub finish_params: bool,
     /// A description, one line per gather and one for the finish.
     pub lines: Vec<String>,
+    /// The statement is an EXPLAIN of the SELECT planned (rule 9):
+    /// `finish_sql` is that EXPLAIN over the temp tables.
+    pub explain: Option<Explain>,
+}
+
+/// An EXPLAIN of a gathered SELECT (rule 9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explain {
+    /// `ANALYZE`: the gathers run, the finish's plan is measured.
+    pub analyze: bool,
+    /// The text format: pgshard's lines go before the coordinator's plan.
+    pub text: bool,
+    /// The SELECT the coordinator finishes (over the temp tables), without
+    /// the EXPLAIN.
+    pub query: String,
 }
 
 /// One table's rows brought to the coordinator.
@@ -163,9 +188,13 @@ pub fn plan(
     let [raw] = tree.stmts.as_slice() else {
         return Err(NotGathered::NotSelect);
     };
-    let Some(NodeEnum::SelectStmt(select)) = raw.stmt.as_deref().and_then(|s| s.node.as_ref())
-    else {
-        return Err(NotGathered::NotSelect);
+    let (select, explain) = match raw.stmt.as_deref().and_then(|s| s.node.as_ref()) {
+        Some(NodeEnum::SelectStmt(select)) => (select.as_ref(), None),
+        Some(NodeEnum::ExplainStmt(explain)) => match explained_select(explain) {
+            Some(select) => (select, Some(explain_options(explain))),
+            None => return Err(NotGathered::NotSelect),
+        },
+        _ => return Err(NotGathered::NotSelect),
     };
     let walked = Walk::statement(select)?;
     if options.coordinator != 0 {
@@ -174,7 +203,7 @@ pub fn plan(
             return Err(NotGathered::Sequence((*call).to_owned()));
         }
     }
-    let leaves = leaves::leaves(&walked, sharding)?;
+    let leaves = leaves::leaves(&walked, sharding, options.gather_all)?;
     let (gathers, swaps) = gathers(&walked, &leaves, sharding)?;
     if gathers.len() > MAX_GATHERS {
         return Err(NotGathered::TooManyGathers(gathers.len()));
@@ -186,12 +215,86 @@ pub fn plan(
         .map(|g| format!("Gather {}: {}", g.temp, g.shard_sql))
         .collect();
     lines.push(format!("Finish on database {}", options.coordinator));
+    let explain = match explain {
+        Some((analyze, text)) => Some(Explain {
+            analyze,
+            text,
+            query: explained_query(&finish_sql)?,
+        }),
+        None => None,
+    };
     Ok(GatherPlan {
         gathers,
         finish_sql,
         finish_params: walked.params,
         lines,
+        explain,
     })
+}
+
+/// The SELECT an EXPLAIN explains (`None`: it explains something else).
+fn explained_select(explain: &pb::ExplainStmt) -> Option<&pb::SelectStmt> {
+    match explain.query.as_deref().and_then(|q| q.node.as_ref()) {
+        Some(NodeEnum::SelectStmt(select)) => Some(select),
+        _ => None,
+    }
+}
+
+/// An EXPLAIN's `ANALYZE` and whether its format is text.
+fn explain_options(explain: &pb::ExplainStmt) -> (bool, bool) {
+    let mut analyze = false;
+    let mut text = true;
+    for option in &explain.options {
+        let Some(NodeEnum::DefElem(d)) = &option.node else {
+            continue;
+        };
+        let arg = d.arg.as_deref().and_then(|a| a.node.as_ref());
+        match d.defname.as_str() {
+            "analyze" => analyze = option_on(arg),
+            "format" => {
+                text =
+                    matches!(arg, Some(NodeEnum::String(s)) if s.sval.eq_ignore_ascii_case("text"))
+            }
+            _ => {}
+        }
+    }
+    (analyze, text)
+}
+
+/// A boolean EXPLAIN option's value as Postgres reads it (no value: on).
+fn option_on(arg: Option<&NodeEnum>) -> bool {
+    match arg {
+        None => true,
+        Some(NodeEnum::Boolean(b)) => b.boolval,
+        Some(NodeEnum::Integer(i)) => i.ival != 0,
+        Some(NodeEnum::String(s)) => {
+            let value = s.sval.to_ascii_lowercase();
+            matches!(value.as_str(), "true" | "on" | "yes" | "1" | "t" | "y")
+        }
+        Some(_) => true,
+    }
+}
+
+/// The SELECT of a rewritten EXPLAIN, deparsed on its own.
+fn explained_query(finish_sql: &str) -> Result<String, NotGathered> {
+    let tree = parser_ffi::parse_protobuf(finish_sql).map_err(NotGathered::Deparse)?;
+    let query = tree
+        .stmts
+        .first()
+        .and_then(|raw| match raw.stmt.as_deref()?.node.as_ref()? {
+            NodeEnum::ExplainStmt(explain) => explain.query.clone(),
+            _ => None,
+        })
+        .ok_or(NotGathered::Unreadable("the rewritten EXPLAIN"))?;
+    let tree = pb::ParseResult {
+        version: tree.version,
+        stmts: vec![pb::RawStmt {
+            stmt: Some(query),
+            stmt_location: 0,
+            stmt_len: 0,
+        }],
+    };
+    parser_ffi::deparse_protobuf(&tree).map_err(NotGathered::Deparse)
 }
 
 /// The gathers of `leaves` (identical ones once) and the swaps that put

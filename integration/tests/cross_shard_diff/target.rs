@@ -38,7 +38,18 @@ pub enum Protocol {
     /// A portal read with a row limit per Execute (extended, binary, in a
     /// transaction).
     Portal,
+    /// Inside a transaction block that wrote first ([`BLOCK_WRITES`]),
+    /// each a simple query, rolled back after.
+    Block,
 }
+
+/// What a [`Protocol::Block`] block writes before its statement: rows on
+/// every shard and the omnisharded table, so that a statement finished on
+/// the coordinator must see the block's own writes.
+pub const BLOCK_WRITES: [&str; 2] = [
+    "UPDATE users SET score = score + 1 WHERE id % 7 = 3",
+    "UPDATE teams SET weight = weight + 1 WHERE grp % 2 = 0",
+];
 
 impl Protocol {
     pub const ALL: [Protocol; 5] = [
@@ -66,6 +77,7 @@ impl Protocol {
             Protocol::PreparedString => "prepared/string",
             Protocol::Cursor => "cursor/fetch",
             Protocol::Portal => "portal/limit",
+            Protocol::Block => "simple/in a block",
         }
     }
 }
@@ -174,6 +186,7 @@ impl Target {
                 }
             }
             Protocol::Simple => self.exchange(&wire::query(sql)).await,
+            Protocol::Block => self.in_block(sql).await,
             Protocol::ExtendedText => self.exchange(&extended(sql)).await,
             Protocol::PreparedSimple | Protocol::PreparedExtended | Protocol::PreparedString => {
                 Outcome::Broken(format!("{} runs through run_prepared", protocol.name()))
@@ -232,6 +245,27 @@ impl Target {
     /// until a FETCH returns fewer: its description, every row, and the
     /// FETCHes' tags joined; the first error, if one came (the
     /// transaction is then rolled back).
+    /// `sql` inside a block that wrote [`BLOCK_WRITES`] first, rolled
+    /// back after: its outcome (or the first write's error).
+    async fn in_block(&mut self, sql: &str) -> Outcome {
+        let mut outcome = self.exchange(&wire::query("BEGIN")).await;
+        for write in BLOCK_WRITES {
+            if let Outcome::Rows(_) = outcome {
+                outcome = self.exchange(&wire::query(write)).await;
+            }
+        }
+        if let Outcome::Rows(_) = outcome {
+            outcome = self.exchange(&wire::query(sql)).await;
+        }
+        if let Outcome::Broken(_) = outcome {
+            return outcome;
+        }
+        match self.exchange(&wire::query("ROLLBACK")).await {
+            Outcome::Rows(_) => outcome,
+            other => other,
+        }
+    }
+
     async fn cursor(&mut self, sql: &str, chunk: u32) -> Outcome {
         let script = [
             "BEGIN".to_owned(),

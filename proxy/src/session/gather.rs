@@ -1,20 +1,46 @@
 //! Finishing on the coordinator (issue 34) a cross-shard SELECT the
 //! streaming merge refuses, when `cross_shard_finish = "coordinator"`:
 //! [`router::gather::plan`] says which rows to gather; a server of the
-//! coordinator database, checked out for this statement alone, opens a
-//! transaction and creates a temp table per gather (`ON COMMIT DROP`);
-//! each gather's rows stream from the shards into its table through a
-//! binary COPY FROM STDIN (`gather/copy.rs`: bounded channels and the
-//! coordinator's socket hold back fast shards, nothing is held whole);
-//! the client's statement over those tables runs there, its reply relayed
-//! to the client; COMMIT drops the tables. A coordinator connection that
-//! broke is closed, never pooled.
+//! coordinator database creates a temp table per gather; each gather's
+//! rows stream from the shards into its table through a binary COPY FROM
+//! STDIN (`gather/copy.rs`: bounded channels and the coordinator's socket
+//! hold back fast shards, nothing is held whole); the client's statement
+//! over those tables runs there, its reply relayed to the client
+//! (`gather/run.rs`). A coordinator connection that broke is closed, never
+//! pooled.
 //!
-//! Simple protocol outside transaction blocks only, for now: inside a
-//! block and in the extended protocol the statement stays refused (0A000)
-//! with a message saying so.
+//! Where the coordinator's server comes from ([`Host`]):
+//! - outside a transaction block, a server checked out for this statement
+//!   alone, in a transaction of its own (`BEGIN READ WRITE ... COMMIT`,
+//!   the temp tables `ON COMMIT DROP`);
+//! - inside the client's block (`gather/block.rs`), the block's own server
+//!   on the coordinator database: it sees the block's writes and snapshot
+//!   and cannot wait on the block's own locks; the gathers read the
+//!   block's servers (the coordinator's own part by `INSERT ... SELECT`
+//!   there); the temp tables are dropped after the statement;
+//! - inside a READ ONLY block (no temp table can be created there) or with
+//!   `two_phase_commit` on (a transaction that touched a temp table cannot
+//!   PREPARE), a session of its own as outside, while the gathers read the
+//!   block's servers, omnisharded tables included: every row the statement
+//!   reads is the block's.
+//!
+//! An error inside a block ends the block, as on one Postgres.
+//! `EXPLAIN` of such a statement lists what each shard runs and what the
+//! coordinator finishes, then the coordinator's plan over the temp tables
+//! (empty without ANALYZE: nothing is gathered).
+//!
+//! In the extended protocol (`gather/portal.rs`) the Bind is answered
+//! here and the statement runs at its Execute, parameters and result
+//! formats the client's; an Execute with a row limit, and a Bind after
+//! another statement before the Sync, stay refused (0A000) for now, with a
+//! message saying so.
 
+mod block;
 mod copy;
+mod portal;
+mod run;
+
+pub(super) use portal::GatherPortal;
 
 use router::config::CrossShardFinish;
 use router::gather::{GatherOptions, GatherPlan};
@@ -23,13 +49,12 @@ use router::summary::{StatementKind, Summary};
 
 use super::dispatch::Dispatch;
 use super::holds::Held;
-use super::{cancel_target, End, Session};
+use super::{End, Session};
 use crate::errors::ClientError;
-use crate::execute::gather::finish;
-use crate::execute::gather::sink::GatherSink;
 use crate::metrics::RouteKind;
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
+use crate::protocol::frontend::Bind;
 use crate::protocol::{messages, sqlstate};
 
 /// How running a plan on the coordinator stopped early.
@@ -49,16 +74,76 @@ impl From<End> for Stop {
     }
 }
 
+/// Where the coordinator's server comes from (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Host {
+    /// Checked out for the statement, outside any block.
+    Own,
+    /// Checked out for the statement, inside the client's block: the
+    /// gathers read the block's servers, omnisharded tables included.
+    OwnInBlock,
+    /// The block's own server on the coordinator database.
+    Block,
+}
+
+/// How the statement came, and so how its finish runs on the coordinator
+/// and its reply goes to the client.
+#[derive(Debug)]
+pub(super) enum Finish {
+    /// A simple query: the finish is one too.
+    Simple,
+    /// A Bind of a prepared statement (its parameter types), then one
+    /// Execute without a row limit: the finish is parsed with those types
+    /// and bound with the client's values and result formats.
+    Extended { bind: Bind, param_types: Vec<u32> },
+    /// `EXECUTE name (arguments)` of a statement prepared with SQL
+    /// PREPARE: the finish is prepared on the coordinator with the client's
+    /// type list (`types`), executed with the client's arguments as written
+    /// (`args`, the EXECUTE's text after the name) and deallocated; sent
+    /// through the extended protocol (`extended`), its RowDescription is the
+    /// portal's Describe's and is not relayed again.
+    Sql {
+        types: String,
+        args: String,
+        extended: bool,
+    },
+}
+
+/// The name a [`Finish::Sql`] prepares its finish under.
+pub(super) const SQL_FINISH: &str = "pgshard_finish";
+
+/// What became of a statement sent to the coordinator path.
+pub(super) enum Gathered {
+    /// Refused: the client's error (and, in the simple protocol, its
+    /// ReadyForQuery) is queued.
+    Refused,
+    /// Run: its rows or its error are written, nothing more.
+    Ran,
+}
+
+/// One gathered statement's run: the coordinator database and its host.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Run {
+    pub coordinator: usize,
+    pub host: Host,
+}
+
+impl Run {
+    /// The gathers read the block's servers.
+    fn in_block(self) -> bool {
+        self.host != Host::Own
+    }
+}
+
 /// What the statement is refused with when it would be finished on the
-/// coordinator but cannot be yet (`where_`: inside a transaction block, in
-/// the extended protocol).
-pub(super) fn not_yet(refusal: &ClientError, where_: &str) -> ClientError {
+/// coordinator but cannot be yet (`where_`: in a named portal, with a row
+/// limit on its Execute...), and what the client can do (`instead`).
+pub(super) fn not_yet(refusal: &ClientError, (where_, instead): (&str, &str)) -> ClientError {
     ClientError::new(
         sqlstate::FEATURE_NOT_SUPPORTED,
         format!(
             "{}; finishing such a query on the coordinator (cross_shard_finish = \"coordinator\") \
-             runs only in the simple protocol outside transaction blocks for now, not {where_} \
-             (it comes later): send it as a simple query outside a transaction block",
+             is not done {where_} yet (it comes later): {instead}",
             refusal.message
         ),
     )
@@ -66,15 +151,18 @@ pub(super) fn not_yet(refusal: &ClientError, where_: &str) -> ClientError {
 
 impl Session {
     /// `summary` is a statement the coordinator may finish when the
-    /// streaming path refuses it: one SELECT that writes nothing, on a
-    /// config that finishes on the coordinator.
+    /// streaming path refuses it: one SELECT that writes nothing (or an
+    /// EXPLAIN of one), on a config that finishes on the coordinator.
     pub(super) fn finishes_on_coordinator(&self, summary: &Summary) -> bool {
         let config = self.shared.config();
         let [statement] = summary.statements.as_slice() else {
             return false;
         };
         config.general.cross_shard_finish == CrossShardFinish::Coordinator
-            && statement.kind == StatementKind::Select
+            && matches!(
+                statement.kind,
+                StatementKind::Select | StatementKind::Explain
+            )
             && !statement.write
     }
 
@@ -87,48 +175,192 @@ impl Session {
         refusal: ClientError,
         in_txn: bool,
     ) -> Result<Dispatch, End> {
-        if in_txn || self.status() != TransactionStatus::Idle || self.txn.spans() {
-            return Ok(self.refused(not_yet(&refusal, "inside a transaction block")));
+        self.gather_simple(frame_sql, refusal, in_txn, &Finish::Simple)
+            .await
+    }
+
+    /// [`gather_query`](Self::gather_query) of a statement that comes as
+    /// `finish` says, in the simple protocol (an EXECUTE).
+    pub(super) async fn gather_simple(
+        &mut self,
+        frame_sql: &str,
+        refusal: ClientError,
+        in_txn: bool,
+        finish: &Finish,
+    ) -> Result<Dispatch, End> {
+        match self
+            .gather_statement(frame_sql, refusal, in_txn, finish)
+            .await?
+        {
+            Gathered::Refused => Ok(Dispatch::Done),
+            Gathered::Ran => {
+                let status = self.status();
+                messages::ready_for_query(self.client.out(), status);
+                self.client.flush().await?;
+                Ok(Dispatch::Done)
+            }
+        }
+    }
+
+    /// Finish `sql` on the coordinator, its reply (rows or an error) written
+    /// for the client as `finish` says; or refuse it (with `refusal` and
+    /// why the coordinator cannot take it either). No ReadyForQuery.
+    pub(super) async fn gather_statement(
+        &mut self,
+        sql: &str,
+        refusal: ClientError,
+        in_txn: bool,
+        finish: &Finish,
+    ) -> Result<Gathered, End> {
+        let simple = matches!(
+            finish,
+            Finish::Simple
+                | Finish::Sql {
+                    extended: false,
+                    ..
+                }
+        );
+        let in_block = in_txn || self.status() != TransactionStatus::Idle || self.txn.spans();
+        if in_block && self.status() == TransactionStatus::Failed {
+            self.aborted(simple);
+            return Ok(Gathered::Refused);
+        }
+        if in_block && !self.txn.spans() {
+            let error = not_yet(
+                &refusal,
+                (
+                    "in a transaction block pgshard does not spread over shards",
+                    "send it outside the block",
+                ),
+            );
+            return Ok(self.gather_refused(error, simple));
         }
         let coordinator = self.shared.config().general.cross_shard_coordinator;
-        let options = GatherOptions { coordinator };
-        let plan = match router::gather::plan(frame_sql, self.cluster.sharding(), &options) {
-            Ok(plan) => plan,
-            Err(why) => {
-                let message = format!(
-                    "{}; nor can it be finished on the coordinator: {why}",
-                    refusal.message
-                );
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message);
-                return Ok(self.refused(error));
-            }
+        let mut options = GatherOptions {
+            coordinator,
+            gather_all: false,
         };
-        let mut routes = Vec::with_capacity(plan.gathers.len());
-        for gather in &plan.gathers {
-            match self.gather_shards(&gather.shard_sql).await? {
-                Ok(shards) => routes.push(shards),
-                Err(error) => return Ok(self.refused(error)),
-            }
-        }
+        let mut plan = match self.gather_plan(sql, &options, &refusal) {
+            Ok(plan) => plan,
+            Err(error) => return Ok(self.gather_refused(error, simple)),
+        };
+        let mut routes = match self.gather_routes(&plan, None).await? {
+            Ok(routes) => routes,
+            Err(error) => return Ok(self.gather_refused(error, simple)),
+        };
         self.shared.metrics.route(RouteKind::Coordinator);
         self.pipeline.clock_mut().routed(RouteKind::Coordinator);
         // The shards' unnamed statement goes with a gather's request.
         self.pipeline.unnamed_dropped();
-        if self.attached.is_some() {
+        if in_block {
+            self.settle_main().await?;
+        } else if self.attached.is_some() {
             self.detach().await?;
         }
         let status = self.status();
         self.plan.drain_local(self.client.out(), status);
-        self.run_on_coordinator(coordinator, &plan, &routes).await?;
-        let status = self.status();
-        messages::ready_for_query(self.client.out(), status);
-        self.client.flush().await?;
-        Ok(Dispatch::Done)
+        let (host, block_server) = match in_block {
+            false => (Host::Own, None),
+            true => match self.block_host(coordinator).await? {
+                Some(hosted) => hosted,
+                None => return Ok(Gathered::Ran),
+            },
+        };
+        if host == Host::OwnInBlock {
+            // Omnisharded tables are gathered too, from the block.
+            options.gather_all = true;
+            match self.replan(sql, &options, &refusal).await? {
+                Ok(replanned) => (plan, routes) = replanned,
+                Err(error) => return Ok(self.failed_in_block(&error)),
+            }
+        }
+        let run = Run { coordinator, host };
+        match block_server {
+            Some(server) => {
+                self.run_in_block(server, &plan, &routes, run, finish)
+                    .await?
+            }
+            None => self.run_on_coordinator(&plan, &routes, run, finish).await?,
+        }
+        Ok(Gathered::Ran)
+    }
+
+    /// The plan of `sql` and its gathers' shards again, for `options`
+    /// (the block's server on the coordinator database reads any shard's
+    /// copies).
+    async fn replan(
+        &mut self,
+        sql: &str,
+        options: &GatherOptions,
+        refusal: &ClientError,
+    ) -> Result<Result<(GatherPlan, Vec<Vec<usize>>), ClientError>, End> {
+        let plan = match self.gather_plan(sql, options, refusal) {
+            Ok(plan) => plan,
+            Err(error) => return Ok(Err(error)),
+        };
+        Ok(self
+            .gather_routes(&plan, Some(options.coordinator))
+            .await?
+            .map(|routes| (plan, routes)))
+    }
+
+    /// Refuse the statement (counted as refused).
+    fn gather_refused(&mut self, error: ClientError, simple: bool) -> Gathered {
+        self.shared.metrics.route(RouteKind::Refused);
+        self.refuse(error, simple);
+        Gathered::Refused
+    }
+
+    /// pgshard's `error` for a statement inside the block once the block's
+    /// servers were reached: the block is over, as on one Postgres.
+    fn failed_in_block(&mut self, error: &ClientError) -> Gathered {
+        self.gather_error(error);
+        self.txn.fail();
+        Gathered::Ran
+    }
+
+    /// The plan of `sql`, or the client's error (`refusal`, and why the
+    /// coordinator cannot take it either).
+    fn gather_plan(
+        &self,
+        sql: &str,
+        options: &GatherOptions,
+        refusal: &ClientError,
+    ) -> Result<GatherPlan, ClientError> {
+        router::gather::plan(sql, self.cluster.sharding(), options).map_err(|why| {
+            let message = format!(
+                "{}; nor can it be finished on the coordinator: {why}",
+                refusal.message
+            );
+            ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message)
+        })
+    }
+
+    /// The shards each gather reads; a gather any shard can answer (an
+    /// omnisharded table) reads `any` when given (the block's server on
+    /// the coordinator database), else any shard.
+    async fn gather_routes(
+        &mut self,
+        plan: &GatherPlan,
+        any: Option<usize>,
+    ) -> Result<Result<Vec<Vec<usize>>, ClientError>, End> {
+        let mut routes = Vec::with_capacity(plan.gathers.len());
+        for gather in &plan.gathers {
+            match self.gather_shards(&gather.shard_sql, any).await? {
+                Ok(shards) => routes.push(shards),
+                Err(error) => return Ok(Err(error)),
+            }
+        }
+        Ok(Ok(routes))
     }
 
     /// The shards a gather's SELECT reads (routed as a statement of its
     /// own: a pushed key picks one shard), or the client's error.
-    async fn gather_shards(&mut self, sql: &str) -> Result<Result<Vec<usize>, ClientError>, End> {
+    async fn gather_shards(
+        &mut self,
+        sql: &str,
+        any: Option<usize>,
+    ) -> Result<Result<Vec<usize>, ClientError>, End> {
         let refuse = |why: String| {
             Ok(Err(ClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
@@ -150,80 +382,9 @@ impl Session {
         };
         let shards = match self.shards_of(&routed.route) {
             Some(shards) => shards.into_vec(),
-            None => vec![self.any_shard()],
+            None => vec![any.unwrap_or_else(|| self.any_shard())],
         };
         Ok(Ok(shards))
-    }
-
-    /// Check the coordinator's server out, run the plan there and give it
-    /// back (closed if it broke). The client's reply (rows or an error) is
-    /// written; its ReadyForQuery is the caller's.
-    async fn run_on_coordinator(
-        &mut self,
-        coordinator: usize,
-        plan: &GatherPlan,
-        routes: &[Vec<usize>],
-    ) -> Result<(), End> {
-        let mut server = match self.checkout_server(coordinator, false).await? {
-            Ok(server) => server,
-            Err(err) => {
-                let error = err.client_error(&self.info.database, coordinator);
-                self.gather_error(&error);
-                return Ok(());
-            }
-        };
-        // The client's cancel reaches the coordinator (and, while a gather
-        // reads them, its shards: `gather/copy.rs`).
-        self.info.cancel.set([cancel_target(&server)]).await;
-        let started = std::time::Instant::now();
-        let limit = self.shared.config().general.cross_shard_gather_limit;
-        let mut sink = GatherSink::new(limit);
-        let ran = self
-            .run_plan(&mut server, plan, routes, &mut sink, coordinator)
-            .await;
-        self.info.cancel.set(std::iter::empty()).await;
-        let (rows, bytes) = sink.counted();
-        self.shared.metrics.gathered(rows, bytes);
-        let shards: Vec<usize> = routes.iter().flatten().copied().collect();
-        self.pipeline
-            .clock()
-            .log_if_slow(&self.span, started.elapsed(), &shards);
-        match ran {
-            Ok(()) | Err(Stop::Failed) => {
-                self.release(server, false).await;
-                Ok(())
-            }
-            Err(Stop::Broken) => {
-                drop(server);
-                self.gather_error(&coordinator_lost(coordinator));
-                Ok(())
-            }
-            Err(Stop::End(end)) => Err(end),
-        }
-    }
-
-    /// The plan on the coordinator's `server`: the temp tables, the
-    /// gathers, their keys, the finish (relayed) and COMMIT.
-    async fn run_plan(
-        &mut self,
-        server: &mut Pooled,
-        plan: &GatherPlan,
-        routes: &[Vec<usize>],
-        sink: &mut GatherSink,
-        coordinator: usize,
-    ) -> Result<(), Stop> {
-        let mut setup = vec!["BEGIN READ WRITE".to_owned()];
-        setup.extend(plan.gathers.iter().map(|g| g.create_sql.clone()));
-        self.coordinator_run(server, &setup.join("; ")).await?;
-        for (gather, shards) in plan.gathers.iter().zip(routes) {
-            self.gather_into(server, gather, shards, sink, coordinator)
-                .await?;
-            if let Some(key) = &gather.key_sql {
-                self.coordinator_run(server, key).await?;
-            }
-        }
-        self.finish_on(server, &plan.finish_sql).await?;
-        self.coordinator_run(server, "COMMIT").await
     }
 
     /// Run `sql` on the coordinator to its ReadyForQuery; its first error
@@ -257,39 +418,6 @@ impl Session {
                 Err(Stop::Failed)
             }
             None => Ok(()),
-        }
-    }
-
-    /// The finish: the client's statement over the temp tables, its reply
-    /// relayed to the client (columns' origins zeroed).
-    async fn finish_on(&mut self, server: &mut Pooled, sql: &str) -> Result<(), Stop> {
-        let mut out = bytes::BytesMut::new();
-        messages::query(&mut out, sql);
-        server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
-        let mut failed = false;
-        loop {
-            let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
-            match message.message() {
-                BackendMessage::ReadyForQuery(_) => break,
-                BackendMessage::ErrorResponse(error) => {
-                    self.shared.metrics.error(error.code().unwrap_or_default());
-                    self.pipeline.error_relayed();
-                    failed = true;
-                }
-                _ => {}
-            }
-            let message = finish::for_client(message);
-            self.client.out().extend_from_slice(message.bytes());
-            if self.client.out().len() >= super::CLIENT_FLUSH_AT {
-                self.client
-                    .flush()
-                    .await
-                    .map_err(|gone| Stop::End(gone.into()))?;
-            }
-        }
-        match failed {
-            true => Err(Stop::Failed),
-            false => Ok(()),
         }
     }
 

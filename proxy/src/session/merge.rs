@@ -399,12 +399,8 @@ impl Session {
         };
         match planned {
             StatementMerge::Concatenated => Ok(None),
-            StatementMerge::Refused(error)
-                if error.code == sqlstate::FEATURE_NOT_SUPPORTED
-                    && self.finishes_on_coordinator(summary) =>
-            {
-                Err(super::gather::not_yet(error, "in the extended protocol"))
-            }
+            // (A Bind that starts a segment finishes such a statement on
+            // the coordinator instead: `segment/bind.rs`.)
             StatementMerge::Refused(error) => Err(error.clone()),
             StatementMerge::Merged {
                 plan,

@@ -2,12 +2,14 @@
 //! state: messages go their usual way, or are skipped to Sync after an
 //! error, or join a segment held for several shards, or go to a portal
 //! pgshard answers itself (transaction control, a COPY into a sharded
-//! table, an UPDATE that moves rows, a merged cursor's FETCH/MOVE/CLOSE).
+//! table, an UPDATE that moves rows, a merged cursor's FETCH/MOVE/CLOSE, a
+//! SELECT finished on the coordinator).
 //! At most one of these at a time: a portal ends at the next message that
 //! is not its own (so before any Bind starts another or a segment), and an
 //! error drops whatever was bound.
 
 use super::cursor::CursorPortal;
+use super::gather::GatherPortal;
 use super::key_move::MovePortal;
 use super::local::LocalPortal;
 use super::segment::Segment;
@@ -34,6 +36,9 @@ pub enum Phase {
     MovePortal(Box<MovePortal>),
     /// A bound FETCH, MOVE or CLOSE of a cursor pgshard answers.
     CursorPortal(CursorPortal),
+    /// A bound SELECT finished on the coordinator, run at its Execute
+    /// (`gather/portal.rs`).
+    GatherPortal(Box<GatherPortal>),
 }
 
 impl Phase {
@@ -103,6 +108,28 @@ impl Phase {
     pub fn take_copy(&mut self) -> Option<String> {
         match std::mem::take(self) {
             Phase::CopyPortal(sql) => Some(sql),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    pub fn bind_gather(&mut self, portal: GatherPortal) {
+        *self = Phase::GatherPortal(Box::new(portal));
+    }
+
+    pub fn gather_portal(&self) -> Option<&GatherPortal> {
+        match self {
+            Phase::GatherPortal(portal) => Some(portal),
+            _ => None,
+        }
+    }
+
+    /// The bound gathered SELECT, taken out (the phase is idle after).
+    pub fn take_gather(&mut self) -> Option<GatherPortal> {
+        match std::mem::take(self) {
+            Phase::GatherPortal(portal) => Some(*portal),
             other => {
                 *self = other;
                 None

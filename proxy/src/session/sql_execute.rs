@@ -9,7 +9,10 @@
 //! rewritten one, prepared with the parameters it keeps (renumbered, their
 //! declared types kept) and executed with their arguments. EXPLAIN EXECUTE
 //! runs on one shard only; CREATE TABLE AS EXECUTE is refused on a
-//! sharded cluster.
+//! sharded cluster. A statement the streaming path refuses is finished on
+//! the coordinator when the config says so (`gather.rs`): the statement's
+//! body is planned, and the coordinator prepares the finish with the
+//! client's type list and executes it with the client's arguments.
 
 use std::sync::Arc;
 
@@ -137,6 +140,10 @@ impl Session {
             let (shards, touches) =
                 match self.route_sql(&lookup.overrides, statement, &body, &values) {
                     Ok(routed) => routed,
+                    Err(error) if !explain && self.gathers_execute(&body, &error) => {
+                        self.gather_execute(statement, named, error).await?;
+                        return Ok(None);
+                    }
                     Err(error) => {
                         self.refused(error);
                         return Ok(None);
@@ -266,6 +273,10 @@ impl Session {
         };
         let (shard, reply) = match rows {
             Ok(rows) => rows,
+            Err(error) if self.gathers_execute(body, &error) => {
+                self.gather_execute(statement, (text, at), error).await?;
+                return Ok(());
+            }
             Err(error) => {
                 self.refused(error);
                 return Ok(());
@@ -407,4 +418,32 @@ pub(super) fn unparsed() -> ClientError {
         sqlstate::FEATURE_NOT_SUPPORTED,
         "pgshard could not parse the prepared statement to route it",
     )
+}
+
+impl Session {
+    /// The streaming path refused an EXECUTE of `body` with `error`: the
+    /// coordinator may finish it instead.
+    pub(super) fn gathers_execute(&self, body: &Lookup, error: &ClientError) -> bool {
+        error.code == sqlstate::FEATURE_NOT_SUPPORTED
+            && self.finishes_on_coordinator(&body.entry.summary)
+    }
+
+    /// Finish an EXECUTE of `statement` on the coordinator (its reply and
+    /// ReadyForQuery written), or refuse it.
+    async fn gather_execute(
+        &mut self,
+        statement: &SqlStatement,
+        (text, at): Named<'_>,
+        refusal: ClientError,
+    ) -> Result<(), End> {
+        let finish = super::gather::Finish::Sql {
+            types: statement.types.clone(),
+            args: text.get(at.1..).unwrap_or_default().to_owned(),
+            extended: false,
+        };
+        let in_txn = self.status() != crate::protocol::backend::TransactionStatus::Idle;
+        self.gather_simple(&statement.body, refusal, in_txn, &finish)
+            .await?;
+        Ok(())
+    }
 }

@@ -39,6 +39,9 @@ enum Routed {
     One(Target),
     /// Its statement's shards, with its body's lookup and the arguments.
     Several(Lookup, Vec<ArgValue>, Vec<usize>),
+    /// Refused by the streaming path with this error: the coordinator may
+    /// finish it (`gather/portal.rs`).
+    Gathered(ClientError),
     /// Answered or refused.
     Done,
 }
@@ -238,12 +241,21 @@ impl Session {
             true => match self.execute_bind_target(statement, info, &sql, &kind) {
                 Routed::One(target) => target,
                 Routed::Done => return Ok(()),
+                Routed::Gathered(error) => {
+                    self.bind_execute_gathered(frame, info, &sql, error);
+                    return Ok(());
+                }
                 Routed::Several(body, values, shards) => {
+                    let gathers = body.clone();
                     let routed = (body, values, shards);
                     let held =
                         self.hold_execute(frame, statement, info, (&sql, &rewritten), routed, name);
-                    if let Err(error) = held {
-                        self.refuse(error, false);
+                    match held {
+                        Err(error) if self.gathers_execute(&gathers, &error) => {
+                            self.bind_execute_gathered(frame, info, &sql, error);
+                        }
+                        Err(error) => self.refuse(error, false),
+                        Ok(()) => {}
                     }
                     return Ok(());
                 }
@@ -265,6 +277,31 @@ impl Session {
             false => Step::forward(reply_plan::DESCRIBE),
         });
         Ok(())
+    }
+
+    /// The Bind (`frame`) of an EXECUTE (looked up as `info`) of `sql` that
+    /// the streaming path refused with `error`: bound for the coordinator.
+    fn bind_execute_gathered(
+        &mut self,
+        frame: &Frame,
+        info: &Lookup,
+        sql: &SqlStatement,
+        error: ClientError,
+    ) {
+        let args = match &info.entry.summary.statements[0].session {
+            Some(effect @ SessionEffect::Execute { name, .. }) => {
+                let text = effect.statement_text(&info.entry.text).unwrap_or_default();
+                prepared::execute_name(text, name).and_then(|at| text.get(at.1..))
+            }
+            _ => None,
+        };
+        match (args, BindView::of(frame)) {
+            (Some(args), Ok(view)) => {
+                let args = args.to_owned();
+                self.bind_sql_gathered(sql, &args, &view.to_bind(), error);
+            }
+            _ => self.refuse(error, false),
+        }
     }
 
     /// Where the Bind of an EXECUTE of `sql` goes on a sharded cluster.
@@ -302,6 +339,11 @@ impl Session {
                     return Routed::Done;
                 }
             },
+            Err(error)
+                if *kind != StatementKind::Explain && self.gathers_execute(&body, &error) =>
+            {
+                return Routed::Gathered(error);
+            }
             Err(error) => {
                 self.refuse(error, false);
                 return Routed::Done;

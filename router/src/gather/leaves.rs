@@ -49,17 +49,24 @@ pub(super) fn table_ref(range_var: &pb::RangeVar) -> TableRef {
 }
 
 /// Whether `table` is gathered: sharded, unknown and family tables are;
-/// omnisharded and catalog tables are read in place. A name the catalog
+/// omnisharded ones too when `all` (the coordinator is a session of its own
+/// inside the client's transaction block: its copy there is not the one the
+/// block sees); catalog tables are read in place. A name the catalog
 /// knows as a view, or an unknown one it does not know as a table (it may
 /// be a view), is refused: its rows per shard are not its rows.
-pub(super) fn gathered(table: &TableRef, sharding: &Sharding) -> Result<bool, NotGathered> {
+pub(super) fn gathered(
+    table: &TableRef,
+    sharding: &Sharding,
+    all: bool,
+) -> Result<bool, NotGathered> {
     let catalog = sharding.catalog.as_deref();
     let schema = table.schema.as_deref();
     if catalog.is_some_and(|c| c.relations(schema, &table.name).next().is_some()) {
         return Err(NotGathered::NotATable(table.name.clone()));
     }
     match classify(table, sharding) {
-        TableClass::Omnisharded | TableClass::Catalog => Ok(false),
+        TableClass::Omnisharded => Ok(all),
+        TableClass::Catalog => Ok(false),
         TableClass::Sharded | TableClass::Family { .. } => Ok(true),
         TableClass::Unknown => match catalog.and_then(|c| c.table(schema, &table.name)) {
             Some(_) => Ok(true),
@@ -68,13 +75,18 @@ pub(super) fn gathered(table: &TableRef, sharding: &Sharding) -> Result<bool, No
     }
 }
 
-/// The leaves of `walked`: its gathered tables with their columns.
-pub(super) fn leaves(walked: &Walked<'_>, sharding: &Sharding) -> Result<Vec<Leaf>, NotGathered> {
+/// The leaves of `walked`: its gathered tables with their columns
+/// (omnisharded ones too when `all`).
+pub(super) fn leaves(
+    walked: &Walked<'_>,
+    sharding: &Sharding,
+    all: bool,
+) -> Result<Vec<Leaf>, NotGathered> {
     let catalog = sharding.catalog.as_deref();
     let mut leaves = Vec::new();
     for (number, table) in walked.tables.iter().enumerate() {
         let named = table_ref(table.range_var);
-        if !gathered(&named, sharding)? {
+        if !gathered(&named, sharding, all)? {
             continue;
         }
         if table.sampled {

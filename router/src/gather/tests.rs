@@ -228,7 +228,7 @@ fn refusals() {
     refused("SELECT * FROM v", "v is not a table");
     refused("SELECT * FROM nowhere", "nowhere is not a table");
     refused("SELECT * FROM XMLTABLE('/a' PASSING '<a/>' COLUMNS x int) x, users", "pgshard cannot read a FROM item");
-    let on_one = GatherOptions { coordinator: 1 };
+    let on_one = GatherOptions { coordinator: 1, ..GatherOptions::default() };
     let err = plan("SELECT nextval('s'), id FROM users", sharding(), &on_one).unwrap_err();
     assert_eq!(err, NotGathered::Sequence("nextval".into()));
     assert!(planned("SELECT nextval('s'), id FROM users").is_ok());
@@ -269,4 +269,70 @@ fn creates_and_lines() {
             "Finish on database 0".to_owned(),
         ]
     );
+}
+
+#[test]
+fn explain_plans_the_select() {
+    let sql = "EXPLAIN (COSTS OFF) SELECT count(DISTINCT grp) FROM users";
+    let plan = planned(sql).unwrap();
+    assert_eq!(
+        plan.finish_sql,
+        "EXPLAIN (COSTS OFF) SELECT count(DISTINCT grp) FROM pg_temp.pgshard_g1 AS \"users\""
+    );
+    let explain = plan.explain.unwrap();
+    assert!(!explain.analyze && explain.text);
+    assert_eq!(
+        explain.query,
+        "SELECT count(DISTINCT grp) FROM pg_temp.pgshard_g1 users"
+    );
+    let options = |sql: &str| planned(sql).map(|p| p.explain.map(|e| (e.analyze, e.text)));
+    assert_eq!(
+        options("EXPLAIN ANALYZE SELECT count(DISTINCT grp) FROM users"),
+        Ok(Some((true, true)))
+    );
+    assert_eq!(
+        options("EXPLAIN (ANALYZE off, FORMAT json) SELECT count(DISTINCT grp) FROM users"),
+        Ok(Some((false, false)))
+    );
+    assert_eq!(
+        options("EXPLAIN (ANALYZE true, FORMAT text) SELECT 1 FROM users"),
+        Ok(Some((true, true)))
+    );
+    assert_eq!(options("SELECT 1 FROM users"), Ok(None));
+    refused("EXPLAIN UPDATE users SET grp = 1", "only a SELECT");
+}
+
+#[test]
+fn omnisharded_tables_gathered_only_when_asked() {
+    let sql =
+        "SELECT p.p_name, count(*) FROM users u JOIN part p ON p.p_partkey = u.grp GROUP BY 1";
+    assert_eq!(planned(sql).unwrap().gathers.len(), 1);
+    let all = GatherOptions {
+        gather_all: true,
+        ..GatherOptions::default()
+    };
+    let plan = plan(sql, sharding(), &all).unwrap();
+    let tables: Vec<&str> = plan.gathers.iter().map(|g| g.table.name.as_str()).collect();
+    assert_eq!(tables, ["users", "part"]);
+    assert!(
+        plan.finish_sql.contains("pg_temp.pgshard_g2 p"),
+        "{}",
+        plan.finish_sql
+    );
+    // Catalog tables are still read in place.
+    let catalog = plan_all("SELECT relname FROM pg_class c JOIN users u ON u.grp = c.relnatts");
+    assert_eq!(catalog, ["users"]);
+}
+
+fn plan_all(sql: &str) -> Vec<String> {
+    let all = GatherOptions {
+        gather_all: true,
+        ..GatherOptions::default()
+    };
+    plan(sql, sharding(), &all)
+        .unwrap()
+        .gathers
+        .into_iter()
+        .map(|g| g.table.name)
+        .collect()
 }

@@ -2,11 +2,14 @@
 //! RowDescription's table OID and column number, zeroed (the columns come
 //! from temp tables dropped at the end of the statement, and Postgres
 //! sends 0 for computed columns too), and the error the client gets when
-//! a statement would gather past `cross_shard_gather_limit` (54000).
+//! a statement would gather past `cross_shard_gather_limit` (54000); and
+//! the lines pgshard puts before the coordinator's plan in an EXPLAIN of a
+//! gathered statement.
 
 use bytes::BytesMut;
+use router::gather::GatherPlan;
 
-use super::sink::Exceeded;
+use super::sink::{Exceeded, GatherSink};
 use crate::errors::ClientError;
 use crate::protocol::backend::{BackendFrame, BackendMessage};
 use crate::protocol::{rows, sqlstate};
@@ -42,6 +45,49 @@ fn zero_origins(body: &[u8], out: &mut BytesMut) {
             bytes.fill(0);
         }
     }
+}
+
+/// An EXPLAIN's lines before the coordinator's plan: where it finishes
+/// (`host`), what each gather reads from which shards (`routes`, one per
+/// gather), what was gathered (with ANALYZE) or that nothing was, and the
+/// statement the coordinator runs.
+pub fn explain_lines(
+    plan: &GatherPlan,
+    routes: &[Vec<usize>],
+    coordinator: usize,
+    host: &str,
+    sink: &GatherSink,
+) -> Vec<String> {
+    let mut lines = vec![format!(
+        "pgshard: finished on the coordinator (database {coordinator}, {host})"
+    )];
+    for (gather, shards) in plan.gathers.iter().zip(routes) {
+        let list: Vec<String> = shards.iter().map(usize::to_string).collect();
+        let noun = if shards.len() == 1 { "shard" } else { "shards" };
+        lines.push(format!(
+            "pgshard: gather {} from {noun} {}: {}",
+            gather.temp,
+            list.join(", "),
+            gather.shard_sql
+        ));
+    }
+    match plan.explain.as_ref().is_some_and(|e| e.analyze) {
+        true => {
+            let (rows, bytes) = sink.counted();
+            lines.push(format!(
+                "pgshard: gathered {rows} row(s), {bytes} byte(s) through pgshard"
+            ));
+        }
+        false => lines.push(
+            "pgshard: nothing gathered without ANALYZE: the coordinator plans over empty temp tables"
+                .to_owned(),
+        ),
+    }
+    if let Some(explain) = &plan.explain {
+        lines.push(format!("pgshard: coordinator runs: {}", explain.query));
+    }
+    lines.push("pgshard: the coordinator's plan follows".to_owned());
+    lines
 }
 
 /// The client's error for a statement that would gather past `exceeded`.
@@ -113,6 +159,56 @@ mod tests {
     fn other_messages_pass_untouched() {
         let row = frame(b'D', b"\0\x01\0\0\0\x011");
         assert_eq!(for_client(row.clone()), row);
+    }
+
+    #[test]
+    fn explain_lines_name_shards_and_the_finish() {
+        let mut plan = GatherPlan {
+            gathers: vec![router::gather::Gather {
+                temp: "pgshard_g1".into(),
+                table: router::summary::TableRef {
+                    schema: None,
+                    name: "t".into(),
+                    alias: None,
+                },
+                create_sql: String::new(),
+                shard_sql: "SELECT x FROM t".into(),
+                key_sql: None,
+            }],
+            finish_sql: String::new(),
+            finish_params: false,
+            lines: Vec::new(),
+            explain: Some(router::gather::Explain {
+                analyze: false,
+                text: true,
+                query: "SELECT count(DISTINCT x) FROM pg_temp.pgshard_g1 t".into(),
+            }),
+        };
+        let sink = GatherSink::new(router::config::GatherLimit {
+            rows: 10,
+            bytes: 10,
+        });
+        let lines = explain_lines(&plan, &[vec![0, 1]], 0, "a session of its own", &sink);
+        assert_eq!(
+            lines,
+            [
+                "pgshard: finished on the coordinator (database 0, a session of its own)",
+                "pgshard: gather pgshard_g1 from shards 0, 1: SELECT x FROM t",
+                "pgshard: nothing gathered without ANALYZE: the coordinator plans over empty temp tables",
+                "pgshard: coordinator runs: SELECT count(DISTINCT x) FROM pg_temp.pgshard_g1 t",
+                "pgshard: the coordinator's plan follows",
+            ]
+        );
+        plan.explain.as_mut().unwrap().analyze = true;
+        let lines = explain_lines(&plan, &[vec![1]], 0, "the transaction's server", &sink);
+        assert_eq!(
+            lines[1],
+            "pgshard: gather pgshard_g1 from shard 1: SELECT x FROM t"
+        );
+        assert_eq!(
+            lines[2],
+            "pgshard: gathered 0 row(s), 0 byte(s) through pgshard"
+        );
     }
 
     #[test]

@@ -103,6 +103,24 @@ impl GatherSink {
         self.out.split()
     }
 
+    /// Rows the statement may still gather before it passes the limit.
+    pub fn rows_left(&self) -> u64 {
+        self.limit.rows.saturating_sub(self.rows)
+    }
+
+    /// `rows` gathered on the coordinator itself (its own database's part
+    /// of a gather, an `INSERT ... SELECT ... LIMIT rows_left + 1` there):
+    /// counted, `Err` when they take the statement past the row limit.
+    /// Their bytes never pass through pgshard and are not counted.
+    pub fn local(&mut self, rows: u64) -> Result<(), Exceeded> {
+        let rows = self.rows.saturating_add(rows);
+        if rows > self.limit.rows {
+            return Err(Exceeded::Rows(self.limit.rows));
+        }
+        self.rows = rows;
+        Ok(())
+    }
+
     /// Rows and bytes (DataRow bodies) gathered so far.
     pub fn counted(&self) -> (u64, u64) {
         (self.rows, self.bytes)
@@ -193,6 +211,18 @@ mod tests {
         }
         s.row(ROW).unwrap();
         assert_eq!(s.row(ROW), Err(Exceeded::Rows(3)));
+    }
+
+    #[test]
+    fn local_rows_count_against_the_row_bound() {
+        let mut s = sink(5, 1000);
+        s.row(ROW).unwrap();
+        assert_eq!(s.rows_left(), 4);
+        assert_eq!(s.local(4), Ok(()));
+        assert_eq!(s.rows_left(), 0);
+        assert_eq!(s.local(1), Err(Exceeded::Rows(5)));
+        assert_eq!(s.counted(), (5, 14));
+        assert!(!s.take().is_empty(), "the streamed row is still held");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! One gather: its rows read from its shards (a task and a bounded
-//! channel per shard, `execute/fan_out.rs`) and written, as they come,
+//! channel per shard, `execute/fan_out.rs`; inside a transaction block the
+//! block's servers, held for it again after) and written, as they come,
 //! into its temp table on the coordinator through a binary COPY FROM
 //! STDIN (`execute/gather/sink.rs`). Past `cross_shard_gather_limit`, on a
 //! shard's error or a shard lost, the COPY is failed (CopyFail), the
@@ -8,7 +9,7 @@
 use bytes::BytesMut;
 use tokio::sync::mpsc;
 
-use super::Stop;
+use super::{Run, Stop};
 use crate::errors::ClientError;
 use crate::execute::fan_out::{next_report, send_cancel, spawn_readers, Report};
 use crate::execute::gather::finish::limit_error;
@@ -37,14 +38,19 @@ impl Session {
         gather: &Gather,
         shards: &[usize],
         sink: &mut GatherSink,
-        coordinator: usize,
+        run: Run,
     ) -> Result<(), Stop> {
+        let coordinator = run.coordinator;
         let copy = format!("COPY pg_temp.{} FROM STDIN (FORMAT binary)", gather.temp);
         let mut out = BytesMut::new();
         messages::query(&mut out, &copy);
         server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
         self.await_copy_in(server).await?;
-        let Some(servers) = self.fan_out_servers(shards).await? else {
+        let servers = match run.in_block() {
+            true => self.txn_servers(shards).await?,
+            false => self.fan_out_servers(shards).await?,
+        };
+        let Some(servers) = servers else {
             // The shard's error is written for the client.
             self.pipeline.error_relayed();
             return self.fail_copy(server, "a shard could not be reached").await;
@@ -68,7 +74,8 @@ impl Session {
                 task.abort();
             }
         }
-        let broken = self.release_readers(tasks, started.elapsed(), None).await;
+        let held = run.in_block().then_some(shards);
+        let broken = self.release_readers(tasks, started.elapsed(), held).await;
         // The shards' servers are back in their pools: a cancel must not
         // reach them now (another client's query may run there).
         let coordinator_target = targets.last().cloned();

@@ -73,13 +73,13 @@ impl Session {
                 return self.route_move_bind(statement, &bind.to_bind());
             }
             Err(err) => {
-                self.shared.metrics.route(RouteKind::Refused);
-                let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 if super::gathered_refusal(&err)
                     && self.finishes_on_coordinator(&info.entry.summary)
                 {
-                    error = super::super::gather::not_yet(&error, "in the extended protocol");
+                    return self.bind_gathered(statement, &bind.to_bind(), error);
                 }
+                self.shared.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
                 return None;
             }

@@ -38,6 +38,13 @@ impl Session {
             .and_then(|merge| Ok((merge, self.bind_declare(statement, summary, bind, &shards)?)));
         let (merge, declared) = match planned {
             Ok(planned) => planned,
+            Err(error)
+                if error.code == crate::protocol::sqlstate::FEATURE_NOT_SUPPORTED
+                    && self.finishes_on_coordinator(summary) =>
+            {
+                self.bind_gathered(statement, bind, error);
+                return;
+            }
             Err(error) => {
                 self.shared.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
@@ -170,7 +177,9 @@ impl Session {
                         return Ok(());
                     }
                 }
-                let merge = self.bind_merge(statement, &info.entry.summary, bind)?;
+                let merge = self
+                    .bind_merge(statement, &info.entry.summary, bind)
+                    .map_err(|error| self.later_in_segment(&info.entry.summary, error))?;
                 readable = super::readable(&info.entry.summary, merge.as_ref());
                 merge
             }
@@ -192,6 +201,27 @@ impl Session {
         );
         segment.set_readable(&bind.portal, readable);
         Ok(())
+    }
+
+    /// A merge's refusal of a Bind inside a segment: one the coordinator
+    /// would finish alone says so.
+    fn later_in_segment(
+        &self,
+        summary: &router::summary::Summary,
+        error: ClientError,
+    ) -> ClientError {
+        match self.finishes_on_coordinator(summary) {
+            true if error.code == crate::protocol::sqlstate::FEATURE_NOT_SUPPORTED => {
+                crate::session::gather::not_yet(
+                    &error,
+                    (
+                        "after another statement before the Sync",
+                        "send a Sync before it",
+                    ),
+                )
+            }
+            _ => error,
+        }
     }
 
     /// Where a Bind inside a segment goes.

@@ -1,0 +1,248 @@
+//! Running a gather plan on the coordinator's server: the temp tables, the
+//! gathers (streamed from the shards by `copy.rs`; the coordinator
+//! database's own part inserted there when its server is the block's,
+//! `block.rs`), the temp tables' keys, the finish relayed to the client
+//! (after pgshard's EXPLAIN lines), then COMMIT (a session of its own: the
+//! tables go `ON COMMIT`) or DROP of the tables (the block's server).
+
+use bytes::BytesMut;
+use router::gather::GatherPlan;
+
+use super::{coordinator_lost, Finish, Host, Run, Stop, SQL_FINISH};
+use crate::execute::gather::finish;
+use crate::execute::gather::sink::GatherSink;
+use crate::pool::Pooled;
+use crate::protocol::backend::BackendMessage;
+use crate::protocol::messages;
+use crate::session::{cancel_target, End, Session};
+
+impl Session {
+    /// Check a server of the coordinator database out, run the plan there
+    /// and give it back (closed if it broke). The client's reply (rows or
+    /// an error) is written; its ReadyForQuery is the caller's.
+    pub(super) async fn run_on_coordinator(
+        &mut self,
+        plan: &GatherPlan,
+        routes: &[Vec<usize>],
+        run: Run,
+        finish: &Finish,
+    ) -> Result<(), End> {
+        let coordinator = run.coordinator;
+        let mut server = match self.checkout_server(coordinator, false).await? {
+            Ok(server) => server,
+            Err(err) => {
+                let error = err.client_error(&self.info.database, coordinator);
+                self.gather_error(&error);
+                if run.in_block() {
+                    self.txn.fail();
+                }
+                return Ok(());
+            }
+        };
+        let ran = self
+            .run_hosted(&mut server, plan, routes, run, finish)
+            .await;
+        match ran {
+            Ok(()) => self.release(server, false).await,
+            Err(Stop::Failed) => {
+                self.release(server, false).await;
+                if run.in_block() {
+                    self.end_block();
+                }
+            }
+            Err(Stop::Broken) => {
+                drop(server);
+                self.gather_error(&coordinator_lost(coordinator));
+                if run.in_block() {
+                    self.txn.fail();
+                }
+            }
+            Err(Stop::End(end)) => return Err(end),
+        }
+        Ok(())
+    }
+
+    /// Run the plan on the coordinator's `server`, the client's cancel
+    /// reaching it (and, while a gather reads them, its shards), counted
+    /// for the metrics and the slow-query log.
+    pub(super) async fn run_hosted(
+        &mut self,
+        server: &mut Pooled,
+        plan: &GatherPlan,
+        routes: &[Vec<usize>],
+        run: Run,
+        finish: &Finish,
+    ) -> Result<(), Stop> {
+        self.info.cancel.set([cancel_target(server)]).await;
+        let started = std::time::Instant::now();
+        let limit = self.shared.config().general.cross_shard_gather_limit;
+        let mut sink = GatherSink::new(limit);
+        let ran = self
+            .run_plan(server, (plan, routes), &mut sink, run, finish)
+            .await;
+        self.info.cancel.set(std::iter::empty()).await;
+        let (rows, bytes) = sink.counted();
+        self.shared.metrics.gathered(rows, bytes);
+        let shards: Vec<usize> = routes.iter().flatten().copied().collect();
+        self.pipeline
+            .clock()
+            .log_if_slow(&self.span, started.elapsed(), &shards);
+        ran
+    }
+
+    /// The plan on the coordinator's `server`: the temp tables, the
+    /// gathers (none for an EXPLAIN without ANALYZE), their keys, the
+    /// finish (relayed), then COMMIT or DROP.
+    async fn run_plan(
+        &mut self,
+        server: &mut Pooled,
+        (plan, routes): (&GatherPlan, &[Vec<usize>]),
+        sink: &mut GatherSink,
+        run: Run,
+        finish: &Finish,
+    ) -> Result<(), Stop> {
+        let own = run.host != Host::Block;
+        let mut setup = Vec::new();
+        if own {
+            setup.push("BEGIN READ WRITE".to_owned());
+        }
+        setup.extend(plan.gathers.iter().map(|g| g.create_sql.clone()));
+        self.coordinator_run(server, &setup.join("; ")).await?;
+        let gathers_run = plan.explain.as_ref().is_none_or(|e| e.analyze);
+        for (gather, shards) in plan.gathers.iter().zip(routes) {
+            if gathers_run {
+                let (local, remote): (Vec<usize>, Vec<usize>) = match run.host {
+                    Host::Block => shards.iter().partition(|&&s| s == run.coordinator),
+                    _ => (Vec::new(), shards.clone()),
+                };
+                if !local.is_empty() {
+                    self.gather_local(server, gather, sink, run.coordinator)
+                        .await?;
+                }
+                if !remote.is_empty() {
+                    self.gather_into(server, gather, &remote, sink, run).await?;
+                }
+            }
+            if let Some(key) = &gather.key_sql {
+                self.coordinator_run(server, key).await?;
+            }
+        }
+        let lines = match &plan.explain {
+            Some(explain) if explain.text => {
+                finish::explain_lines(plan, routes, run.coordinator, host_words(run.host), sink)
+            }
+            _ => Vec::new(),
+        };
+        self.finish_on(server, &plan.finish_sql, lines, finish)
+            .await?;
+        match own {
+            true => self.coordinator_run(server, "COMMIT").await,
+            false => {
+                let temps: Vec<String> = plan
+                    .gathers
+                    .iter()
+                    .map(|g| format!("pg_temp.{}", g.temp))
+                    .collect();
+                let drop = format!("DROP TABLE {}", temps.join(", "));
+                self.coordinator_run(server, &drop).await
+            }
+        }
+    }
+
+    /// The finish: the client's statement over the temp tables, its reply
+    /// relayed to the client (columns' origins zeroed; an EXPLAIN's
+    /// `lines` as rows right after its RowDescription, or first in the
+    /// extended protocol, where the Execute's reply has none).
+    async fn finish_on(
+        &mut self,
+        server: &mut Pooled,
+        sql: &str,
+        mut lines: Vec<String>,
+        finish: &Finish,
+    ) -> Result<(), Stop> {
+        let mut out = BytesMut::new();
+        match finish {
+            Finish::Simple => messages::query(&mut out, sql),
+            Finish::Sql { types, args, .. } => {
+                let script = format!(
+                    "PREPARE {SQL_FINISH} {types} AS {sql}; EXECUTE {SQL_FINISH}{args}; \
+                     DEALLOCATE {SQL_FINISH}"
+                );
+                messages::query(&mut out, &script);
+            }
+            Finish::Extended { bind, param_types } => {
+                messages::parse(&mut out, b"", sql.as_bytes(), param_types);
+                messages::bind(&mut out, bind, b"", &bind.result_formats);
+                messages::execute(&mut out, &bind.portal);
+                messages::sync(&mut out);
+                for line in lines.drain(..) {
+                    messages::data_row(self.client.out(), &[Some(&line)]);
+                }
+            }
+        }
+        server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
+        let mut failed = false;
+        loop {
+            let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
+            let described = match message.message() {
+                BackendMessage::ReadyForQuery(_) => break,
+                // The extended finish's own Parse and Bind, the SQL one's
+                // PREPARE and DEALLOCATE.
+                BackendMessage::ParseComplete | BackendMessage::BindComplete => continue,
+                BackendMessage::RowDescription(_)
+                    if matches!(finish, Finish::Sql { extended: true, .. }) =>
+                {
+                    continue
+                }
+                BackendMessage::CommandComplete(tag)
+                    if matches!(finish, Finish::Sql { .. })
+                        && matches!(tag.as_bytes(), b"PREPARE" | b"DEALLOCATE") =>
+                {
+                    continue
+                }
+                BackendMessage::ErrorResponse(error) => {
+                    self.shared.metrics.error(error.code().unwrap_or_default());
+                    self.pipeline.error_relayed();
+                    failed = true;
+                    false
+                }
+                BackendMessage::RowDescription(_) => true,
+                _ => false,
+            };
+            let message = finish::for_client(message);
+            self.client.out().extend_from_slice(message.bytes());
+            if described {
+                for line in lines.drain(..) {
+                    messages::data_row(self.client.out(), &[Some(&line)]);
+                }
+            }
+            if self.client.out().len() >= crate::session::CLIENT_FLUSH_AT {
+                self.client
+                    .flush()
+                    .await
+                    .map_err(|gone| Stop::End(gone.into()))?;
+            }
+        }
+        if failed && matches!(finish, Finish::Sql { .. }) {
+            // Its DEALLOCATE did not run: the server is reset before it
+            // serves anyone else.
+            server.conn.dirty = true;
+        }
+        match failed {
+            true => Err(Stop::Failed),
+            false => Ok(()),
+        }
+    }
+}
+
+/// Where the coordinator runs, in an EXPLAIN's words.
+fn host_words(host: Host) -> &'static str {
+    match host {
+        Host::Own => "a session of its own",
+        Host::OwnInBlock => {
+            "a session of its own; the gathers read the transaction's servers, omnisharded \
+             tables included"
+        }
+        Host::Block => "the transaction's server",
+    }
+}
