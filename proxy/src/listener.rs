@@ -77,6 +77,14 @@ pub(crate) async fn serve(
     // Which unlisted tables are omnisharded, where the catalog says
     // (a no-op for clusters without column-only entries).
     tokio::spawn(crate::schema::run(Arc::clone(&state)));
+    // Where moves put logical shards, as the databases record it, before
+    // the first client is served (bounded: a database that does not
+    // answer leaves the file's placement until the next poll).
+    let first_read = crate::reshard::overlay::first_read(&state);
+    let bound = config.general.connect_timeout() * 2;
+    if tokio::time::timeout(bound, first_read).await.is_err() {
+        warn!("placement not read from the databases within {bound:?}; the next poll reads it");
+    }
     tokio::spawn(crate::reshard::run(
         state.shared(),
         Arc::clone(&state.moves),

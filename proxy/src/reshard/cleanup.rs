@@ -46,6 +46,13 @@ pub async fn drop_stream(plan: &Plan, a: &mut Db, b: &mut Db) -> Result<(), Move
         &format!("DROP PUBLICATION IF EXISTS {}", ident(&name)),
     )
     .await?;
+    drop_slot_waiting(plan, a).await
+}
+
+/// Drop the move's slot on the source, once no walsender uses it (at most
+/// 10 s).
+pub async fn drop_slot_waiting(plan: &Plan, a: &mut Db) -> Result<(), MoveError> {
+    let name = plan.stream_name();
     // The subscription's walsender on the source ends a moment after
     // the subscription is disabled; the slot goes once it has.
     let left = format!(
@@ -98,7 +105,7 @@ pub fn finish_later(
     });
 }
 
-async fn finish(link: &Link, plan: &Plan, tables: &[Table]) -> Result<(), MoveError> {
+pub(super) async fn finish(link: &Link, plan: &Plan, tables: &[Table]) -> Result<(), MoveError> {
     let mut a = link.connect(plan.source).await?;
     let mut drop: Vec<String> = tables
         .iter()

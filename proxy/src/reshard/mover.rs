@@ -68,7 +68,7 @@ pub async fn prepare(
         if database == plan.source || database == plan.target {
             db.run(
                 "record the move",
-                &store::insert(&moves.row(plan), Phase::Planned),
+                &store::insert(&moves.row(plan), Phase::Planned, &moves.owner),
             )
             .await?;
         }
@@ -242,6 +242,7 @@ pub async fn copy(
     .await?;
     let (mut source, mut target) = (a.conn, b.conn);
     for table in tables {
+        moves.check(&plan.id)?;
         let mut db = Db {
             conn: source,
             index: plan.source,
@@ -323,6 +324,7 @@ pub async fn catch_up(
         literal(&name)
     );
     loop {
+        moves.check(&plan.id)?;
         let bytes = a
             .value("read the lag", &lag)
             .await?
