@@ -188,7 +188,7 @@ impl Console<'_> {
             ("MOVE", "SHARD") => moves::move_shard(state, &rest, out)?,
             ("SHOW", "PLACEMENT") => moves::show_placement(state, out),
             ("CANCEL", "MOVE") => moves::cancel(state, &rest, out)?,
-            ("REBALANCE", _) => moves::rebalance(state, &what, &rest, out)?,
+            ("REBALANCE", _) => moves::rebalance(state, what, &rest, out)?,
             ("SHOW", "VERSION") => {
                 let mut rows = Rows::new(out, &["version"]);
                 rows.row(&[format!("pgshard {}", env!("CARGO_PKG_VERSION"))]);

@@ -173,7 +173,8 @@ mod tests {
     fn overlays() {
         let sharding = sharding();
         let group = sharding.families[0].keys.group();
-        let cases: &[(&str, Vec<Option<Placed>>, Option<Vec<usize>>)] = &[
+        type Case = (&'static str, Vec<Option<Placed>>, Option<Vec<usize>>);
+        let cases: &[Case] = &[
             ("nothing known", vec![None; 4], None),
             (
                 "a move",
