@@ -6,9 +6,10 @@
 //!   PLACEMENT says which move put it there;
 //! - CANCEL MOVE rolls a move back before its switch and is refused after;
 //! - a move interrupted by a crash of pgshard (after the slot, mid
-//!   catch-up, after the switch) is rolled back or finished by the next
-//!   instance: no row lost or doubled, no slot, publication or
-//!   subscription left;
+//!   catch-up, after the switch; pgshard in this process stopped at once,
+//!   or in its own process killed with SIGKILL) is rolled back or
+//!   finished by the next instance: no row lost or doubled, no slot,
+//!   publication or subscription left;
 //! - REBALANCE after a third database is added moves 4 of 12 logical
 //!   shards to it.
 
@@ -17,188 +18,12 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::USERS;
-use integration::{PgServer, ServerOptions, TestProxy};
+use common::moves::*;
+use integration::child_proxy::free_port;
+use integration::{ChildProxy, TestProxy};
 use proxy::reshard::fault::Fault;
-use router::hash::logical_shard;
-use router::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
-use tokio_postgres::Client;
-
-const SHARD_COUNT: usize = 8;
-const TABLES: i64 = 16;
-
-fn family(placement: &str) -> String {
-    format!(
-        "[[sharded_tables]]\ndatabase = \"prod\"\nname_prefix = \"events_p\"\n\
-         data_type = \"bigint\"\nhasher = \"postgres\"\nshard_count = {SHARD_COUNT}\n{placement}"
-    )
-}
-
-fn users() -> String {
-    format!(
-        "{USERS}[[users]]\nname = \"mover\"\ndatabase = \"prod\"\npassword = \"mover-pw\"\n\
-         server_user = \"postgres\"\n"
-    )
-}
-
-fn logical_servers(n: usize) -> Vec<PgServer> {
-    let settings = [
-        ("wal_level", "logical"),
-        ("max_replication_slots", "8"),
-        ("max_wal_senders", "8"),
-        ("max_logical_replication_workers", "4"),
-        ("max_worker_processes", "16"),
-    ];
-    let options = ServerOptions {
-        settings: settings
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..ServerOptions::default()
-    };
-    common::servers_with(n, &options)
-}
-
-fn shard_of(table: i64, count: usize) -> usize {
-    let keys = KeySpace {
-        data_type: DataType::BigInt,
-        function: ShardFunction::Hash {
-            hasher: Hasher::Postgres,
-            shard_count: count,
-        },
-        placement: vec![0; count],
-        moving: None,
-    };
-    logical_shard(&keys, &Key::Int(table)).unwrap()
-}
-
-/// `events_p<t>` for `t < tables`, each on the database `placement` gives
-/// its logical shard, with 100 rows.
-fn create_tables(servers: &[PgServer], tables: i64, count: usize, placement: &[usize]) {
-    for t in 0..tables {
-        let database = placement[shard_of(t, count)];
-        servers[database]
-            .psql(
-                &format!("shard_{database}"),
-                &format!(
-                    "SET ROLE app; CREATE TABLE events_p{t} (id bigserial PRIMARY KEY, k bigint NOT NULL); \
-                     INSERT INTO events_p{t} (k) SELECT g FROM generate_series(1, 100) g"
-                ),
-            )
-            .unwrap();
-    }
-}
-
-async fn superuser(server: &PgServer, i: usize) -> Client {
-    common::connect_str(&server.conninfo("postgres", None, &format!("shard_{i}")))
-        .await
-        .unwrap()
-}
-
-async fn count(client: &Client, sql: &str) -> i64 {
-    client.query_one(sql, &[]).await.unwrap().get(0)
-}
-
-async fn admin(proxy: &TestProxy) -> Client {
-    common::connect(proxy.port(), "admin", "admin-pw", "admin")
-        .await
-        .unwrap()
-}
-
-async fn app(proxy: &TestProxy) -> Client {
-    common::connect(proxy.port(), "app", "app-pw", "prod")
-        .await
-        .unwrap()
-}
-
-/// SHOW MOVES's row of move `id`, once `done(step)` holds (at most 90 s).
-async fn wait_move(
-    admin: &Client,
-    id: &str,
-    done: impl Fn(&str) -> bool,
-) -> HashMap<String, String> {
-    let begun = Instant::now();
-    loop {
-        let rows = common::rows(admin, "SHOW MOVES").await;
-        if let Some(row) = rows.into_iter().find(|r| r["id"] == id) {
-            if done(&row["step"]) {
-                return row;
-            }
-            assert!(begun.elapsed() < Duration::from_secs(90), "{row:?}");
-        }
-        assert!(begun.elapsed() < Duration::from_secs(90), "no move {id}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// SHOW PLACEMENT: (placed_on, from) per logical shard.
-async fn placement(admin: &Client) -> Vec<(usize, String)> {
-    common::rows(admin, "SHOW PLACEMENT")
-        .await
-        .into_iter()
-        .map(|r| (r["placed_on"].parse().unwrap(), r["from"].clone()))
-        .collect()
-}
-
-/// Nothing of any move's stream is left on `a` and `b`.
-async fn no_stream_left(a: &Client, b: &Client) {
-    for client in [a, b] {
-        assert_eq!(
-            count(client, "SELECT count(*) FROM pg_replication_slots").await,
-            0
-        );
-        assert_eq!(
-            count(client, "SELECT count(*) FROM pg_publication").await,
-            0
-        );
-        assert_eq!(
-            count(client, "SELECT count(*) FROM pg_subscription").await,
-            0
-        );
-    }
-}
-
-/// Rows of `events_p<t>` on `client` (-1 when the table is not there).
-async fn rows_of(client: &Client, t: i64) -> i64 {
-    let there = count(
-        client,
-        &format!("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = 'events_p{t}'"),
-    )
-    .await;
-    if there == 0 {
-        return -1;
-    }
-    count(client, &format!("SELECT count(*) FROM events_p{t}")).await
-}
-
-/// Start pgshard on `config`, with short timings.
-fn start(config: &str) -> TestProxy {
-    let proxy = TestProxy::start(config, &users()).unwrap();
-    let moves = &proxy.state().moves;
-    moves.set_cleanup_delay(Duration::from_millis(300));
-    moves.set_poll_interval(Duration::from_millis(100));
-    proxy
-}
-
-fn default_placement() -> Vec<usize> {
-    (0..SHARD_COUNT).map(|s| s % 2).collect()
-}
-
-/// A logical shard on database 0 holding at least one table, and its
-/// tables.
-fn moving_shard() -> (usize, Vec<i64>) {
-    let shard = (0..SHARD_COUNT)
-        .filter(|s| s % 2 == 0)
-        .find(|&s| (0..TABLES).any(|t| shard_of(t, SHARD_COUNT) == s))
-        .unwrap();
-    let tables = (0..TABLES)
-        .filter(|&t| shard_of(t, SHARD_COUNT) == shard)
-        .collect();
-    (shard, tables)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_moved_shard_stays_moved_across_reload_restart_and_instances() {
@@ -317,26 +142,76 @@ async fn cancel_rolls_back_before_the_switch_and_is_refused_after() {
     );
 }
 
-/// Crash pgshard with a move parked at `fault`; the next instance rolls
-/// it back (or finishes it, after the switch).
-async fn crash_at(fault: Fault, parked: &str) {
+/// The pgshard that runs a move and is stopped mid-way: in this process
+/// (stopped as by a crash: every task dropped), or in its own (SIGKILL).
+enum First {
+    InProcess(TestProxy),
+    Child(ChildProxy),
+}
+
+impl First {
+    async fn start(config: &str, fault: Fault, sigkill: bool) -> (First, u16) {
+        if !sigkill {
+            let proxy = start(config);
+            proxy.state().moves.inject(fault);
+            let port = proxy.port();
+            return (First::InProcess(proxy), port);
+        }
+        let port = free_port().unwrap();
+        let config = config.replacen("[general]\n", &format!("[general]\nport = {port}\n"), 1);
+        let name = match fault {
+            Fault::AfterSlot => "after_slot",
+            Fault::MidCatchup => "mid_catchup",
+            Fault::AfterSwitch => "after_switch",
+        };
+        let binary = std::path::Path::new(env!("CARGO_BIN_EXE_pgshard-child"));
+        let child = ChildProxy::start(binary, &config, &users(), Some(name)).unwrap();
+        let begun = Instant::now();
+        while common::connect(port, "admin", "admin-pw", "admin")
+            .await
+            .is_err()
+        {
+            assert!(
+                begun.elapsed() < Duration::from_secs(20),
+                "pgshard-child serves"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        (First::Child(child), port)
+    }
+
+    fn stop(self) {
+        match self {
+            First::InProcess(proxy) => proxy.crash(),
+            First::Child(child) => child.kill(),
+        }
+    }
+}
+
+/// Stop pgshard (crash, or SIGKILL with `sigkill`) with a move parked at
+/// `fault`; the next instance rolls it back (or finishes it, after the
+/// switch).
+async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
     let servers = logical_servers(2);
     create_tables(&servers, TABLES, SHARD_COUNT, &default_placement());
     let (shard, tables) = moving_shard();
     let config = common::sharded_config(&servers, "", &family(""));
-    let proxy = start(&config);
-    let admin1 = admin(&proxy).await;
-    proxy.state().moves.inject(fault);
+    let (first, port) = First::start(&config, fault, sigkill).await;
+    let admin1 = common::connect(port, "admin", "admin-pw", "admin")
+        .await
+        .unwrap();
     let id = common::rows(&admin1, &format!("MOVE SHARD {shard} TO 1")).await[0]["id"].clone();
     wait_move(&admin1, &id, |s| s == parked).await;
     // Writes acknowledged before the crash.
-    let client = app(&proxy).await;
+    let client = common::connect(port, "app", "app-pw", "prod")
+        .await
+        .unwrap();
     for &t in &tables {
         let sql = format!("INSERT INTO events_p{t} (k) VALUES (-1), (-2)");
         client.simple_query(&sql).await.unwrap();
     }
     drop((client, admin1));
-    proxy.crash();
+    first.stop();
     let next = start(&config);
     next.state().moves.set_lease(Duration::from_millis(300));
     let admin2 = admin(&next).await;
@@ -377,17 +252,32 @@ async fn crash_at(fault: Fault, parked: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crash_after_the_slot_rolls_the_move_back() {
-    crash_at(Fault::AfterSlot, "slot").await;
+    crash_at(Fault::AfterSlot, "slot", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crash_mid_catch_up_rolls_the_move_back() {
-    crash_at(Fault::MidCatchup, "catchup").await;
+    crash_at(Fault::MidCatchup, "catchup", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crash_after_the_switch_finishes_the_move() {
-    crash_at(Fault::AfterSwitch, "switched").await;
+    crash_at(Fault::AfterSwitch, "switched", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigkill_after_the_slot_rolls_the_move_back() {
+    crash_at(Fault::AfterSlot, "slot", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigkill_mid_catch_up_rolls_the_move_back() {
+    crash_at(Fault::MidCatchup, "catchup", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigkill_after_the_switch_finishes_the_move() {
+    crash_at(Fault::AfterSwitch, "switched", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
