@@ -217,6 +217,11 @@ async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
     let admin2 = admin(&next).await;
     let switched = fault == Fault::AfterSwitch;
     let status = wait_move(&admin2, &id, |s| s == "done" || s == "failed").await;
+    let taken = next.state().moves.list();
+    assert!(
+        taken.iter().any(|m| m.id == id && m.taken_over),
+        "{taken:?}"
+    );
     let (a, b) = (
         superuser(&servers[0], 0).await,
         superuser(&servers[1], 1).await,

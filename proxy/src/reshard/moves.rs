@@ -48,6 +48,9 @@ pub struct MoveStatus {
     /// How long the cutover held statements (the longest any waited).
     pub max_wait: Option<Duration>,
     pub error: Option<String>,
+    /// Found on the databases, left by a stopped pgshard, and finished or
+    /// rolled back by this one.
+    pub taken_over: bool,
 }
 
 /// Moves to run: rounds, each round's moves together, a round after the
@@ -134,6 +137,7 @@ impl Moves {
                 finished: None,
                 max_wait: None,
                 error: None,
+                taken_over: false,
             });
         }
         drop(moves);

@@ -176,6 +176,7 @@ async fn take_over(shared: &Shared, moves: &Arc<Moves>, found: Found) {
         finished: None,
         max_wait: None,
         error: None,
+        taken_over: true,
     });
     moves.update(&plan.id, |s| {
         s.phase = phase;
