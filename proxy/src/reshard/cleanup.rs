@@ -82,7 +82,12 @@ pub fn finish_later(
     moves: std::sync::Arc<Moves>,
 ) {
     tokio::spawn(async move {
-        tokio::time::sleep(delay).await;
+        // The move stays this process's meanwhile (its heartbeat renewed):
+        // no other instance takes it over.
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = super::heartbeat(&link, &plan, &moves) => {}
+        }
         match finish(&link, &plan, &tables).await {
             Ok(()) => {
                 moves.set_phase(&plan.id, Phase::Done);

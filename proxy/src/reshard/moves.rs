@@ -72,6 +72,8 @@ pub struct Moves {
     pub owner: String,
     /// `pgdog.toml`, for `cutover_save_config`.
     pub config_file: Option<PathBuf>,
+    /// The placement was read from the databases at start-up.
+    read_at_start: std::sync::atomic::AtomicBool,
 }
 
 fn ms(duration: Duration) -> u64 {
@@ -99,6 +101,7 @@ impl Moves {
             poll_ms: AtomicU64::new(ms(POLL)),
             owner: format!("p{:08x}", rand::random::<u32>()),
             config_file,
+            read_at_start: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -217,6 +220,11 @@ impl Moves {
             return Err(MoveError::Cancelled);
         }
         Ok(())
+    }
+
+    /// Whether this is the start-up read of the placement (`true` once).
+    pub fn first_read(&self) -> bool {
+        !self.read_at_start.swap(true, Ordering::SeqCst)
     }
 
     /// Park every later move at `fault` (tests: the process is then
