@@ -8,12 +8,14 @@
 #![forbid(unsafe_code)]
 
 pub mod binaries;
+pub mod child_proxy;
 pub mod driver_cluster;
 pub mod fault_relay;
 pub mod postgres_server;
 pub mod test_proxy;
 
 pub use binaries::PgBinaries;
+pub use child_proxy::ChildProxy;
 pub use fault_relay::{Direction, Fault, FaultRelay};
 pub use postgres_server::{HostAuth, PasswordEncryption, PgServer, ServerOptions};
 pub use test_proxy::TestProxy;

@@ -348,7 +348,11 @@ async fn moves_of_other_layouts_are_refused() {
          for each of them"
     );
     let err = admin.simple_query("CANCEL MOVE m1").await.unwrap_err();
-    assert_eq!(common::code(&err), Some("0A000"));
+    assert_eq!(common::code(&err), Some("55000"));
+    assert_eq!(
+        err.as_db_error().unwrap().message(),
+        "no move m1 (SHOW MOVES)"
+    );
     let err = admin.simple_query("MOVE SHARD 0 TO").await.unwrap_err();
     assert_eq!(common::code(&err), Some("42601"));
     assert!(common::rows(&admin, "SHOW MOVES").await.is_empty());

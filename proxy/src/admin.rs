@@ -162,6 +162,7 @@ impl Console<'_> {
                 | ("SETUP", "SHARDED")
                 | ("MOVE", "SHARD")
                 | ("CANCEL", "MOVE")
+                | ("REBALANCE", _)
         );
         if !rest.is_empty() && !takes_rest {
             return Err(unsupported(command));
@@ -185,7 +186,9 @@ impl Console<'_> {
             ("SHOW", "LISTS") => lists::show_lists(state, out),
             ("SHOW", "MOVES") => moves::show_moves(state, out),
             ("MOVE", "SHARD") => moves::move_shard(state, &rest, out)?,
-            ("CANCEL", "MOVE") => return Err(moves::cancel().into()),
+            ("SHOW", "PLACEMENT") => moves::show_placement(state, out),
+            ("CANCEL", "MOVE") => moves::cancel(state, &rest, out)?,
+            ("REBALANCE", _) => moves::rebalance(state, what, &rest, out)?,
             ("SHOW", "VERSION") => {
                 let mut rows = Rows::new(out, &["version"]);
                 rows.row(&[format!("pgshard {}", env!("CARGO_PKG_VERSION"))]);
@@ -309,7 +312,9 @@ MAINTENANCE ON|OFF [<db>]
 RESET QUERY_CACHE
 SETUP SHARDED SEQUENCES [<db> [<table>]]
 MOVE SHARD <s> TO <n> [IN <db>] [OF <table>]
-SHOW MOVES
+CANCEL MOVE [<id>]
+REBALANCE [<db>] [PARALLEL <n>]
+SHOW MOVES|PLACEMENT
 SHUTDOWN";
 
 fn show_help(out: &mut BytesMut) {

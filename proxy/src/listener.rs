@@ -42,6 +42,21 @@ pub async fn run_with_state(
     }
 }
 
+/// Where moves put logical shards, as the databases record it, read before
+/// the first client is served (once; bounded: a database that does not
+/// answer leaves the file's placement until the next poll). The workers
+/// call it before any of them accepts.
+pub(crate) async fn read_placement(state: &State) {
+    if !state.moves.first_read() {
+        return;
+    }
+    let bound = state.config().general.connect_timeout() * 2;
+    let read = crate::reshard::overlay::first_read(state);
+    if tokio::time::timeout(bound, read).await.is_err() {
+        warn!("placement not read from the databases within {bound:?}; the next poll reads it");
+    }
+}
+
 /// The client TLS acceptor, if TLS is configured; `Err` when it is
 /// configured but unusable: refusing to start beats silently serving in
 /// clear.
@@ -77,6 +92,7 @@ pub(crate) async fn serve(
     // Which unlisted tables are omnisharded, where the catalog says
     // (a no-op for clusters without column-only entries).
     tokio::spawn(crate::schema::run(Arc::clone(&state)));
+    read_placement(&state).await;
     tokio::spawn(crate::reshard::run(
         state.shared(),
         Arc::clone(&state.moves),

@@ -134,6 +134,43 @@ fn register_moves(registry: &mut Registry, state: &State) {
         "Replication lag of the moves catching up",
         lag,
     );
+    let taken = Gauge::<i64>::default();
+    taken.set(gauge(moves.iter().filter(|m| m.taken_over).count()));
+    registry.register(
+        "moves_taken_over",
+        "Moves a stopped pgshard left, finished or rolled back by this one",
+        taken,
+    );
+    let placed = Gauge::<i64>::default();
+    placed.set(gauge(moved_shards(state)));
+    registry.register(
+        "placement_moved_shards",
+        "Logical shards served where a move put them, not where the config file says",
+        placed,
+    );
+}
+
+/// How many logical shards of the running config are placed by a move.
+fn moved_shards(state: &State) -> usize {
+    let config = state.config();
+    let overlay = state.clusters.overlay();
+    let mut n = 0;
+    for (name, cluster) in &config.clusters {
+        for group in cluster.sharding.groups() {
+            let Some(known) = overlay.get(name, group.id) else {
+                continue;
+            };
+            n += known
+                .iter()
+                .zip(group.placement)
+                .filter(|(k, d)| {
+                    k.as_ref()
+                        .is_some_and(|p| p.database == **d && p.by_move().is_some())
+                })
+                .count();
+        }
+    }
+    n
 }
 
 /// A server of a shard of `auto` servers.

@@ -1,7 +1,8 @@
 //! Online moves of logical shards between databases (issue 33): `MOVE
 //! SHARD` (admin console) checks a request against the running config
 //! (`plan.rs`) and hands it to the supervisor task ([`run`], spawned next
-//! to the catalog reader), which runs one move at a time:
+//! to the catalog reader), which runs a job's moves (one, or REBALANCE's
+//! rounds) in turn:
 //! - `mover.rs`: checks, schema on the target, publication and slot with
 //!   an exported snapshot, the copy under it, catch-up by a native
 //!   subscription on the target;
@@ -12,204 +13,117 @@
 //!
 //! The phases are `state.rs`'s; each is recorded on the databases
 //! (`store.rs`) and in [`Moves`] (SHOW MOVES, the metrics, a progress log
-//! line every few seconds); `rollback.rs` undoes a move that failed
-//! before its switch. Table families and plain tables (`plain.rs`: the
-//! shard's rows, a row filter, a trigger fence) move so far; resuming a
-//! move after a restart, CANCEL MOVE and REBALANCE come in later steps.
+//! line every few seconds); `rollback.rs` undoes a move that failed or
+//! was cancelled (CANCEL MOVE) before its switch. `rebalance.rs` plans
+//! REBALANCE's moves; `overlay.rs` reads where the databases say logical
+//! shards are (at start-up and every poll: other instances' switches);
+//! `recover.rs` finishes or rolls back moves a stopped process left;
+//! `save.rs` writes `cutover_save_config`'s placement. Table families and
+//! plain tables (`plain.rs`: the shard's rows, a row filter, a trigger
+//! fence) move so far.
 
 mod cleanup;
 mod cutover;
 mod db;
+pub mod fault;
 mod mover;
+mod moves;
+pub mod overlay;
 mod plain;
 pub mod plan;
+pub mod rebalance;
+mod recover;
 mod rollback;
+pub mod save;
 mod sql;
 pub mod state;
 pub mod store;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use router::config::Config;
-use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::lock::lock;
 use crate::session::Shared;
 
 use self::db::Link;
+use self::fault::Fault;
 use self::mover::Made;
-use self::plan::{MoveError, Plan, Request};
+use self::plan::{MoveError, Plan};
 use self::state::Phase;
+
+pub use self::moves::{Job, MoveStatus, Moves};
 
 /// How often a running move logs its progress.
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
-/// How long the source's old tables are kept after the switch, by default.
-const CLEANUP_DELAY: Duration = Duration::from_secs(60);
-
-/// One move as SHOW MOVES shows it.
-#[derive(Debug, Clone)]
-pub struct MoveStatus {
-    pub id: String,
-    pub cluster: String,
-    pub group: String,
-    pub shard: usize,
-    pub source: usize,
-    pub target: usize,
-    pub phase: Phase,
-    pub rows_copied: u64,
-    /// The slot's lag behind the source's WAL, while catching up.
-    pub lag_bytes: Option<u64>,
-    pub started: Instant,
-    pub finished: Option<Instant>,
-    /// How long the cutover held statements (the longest any waited).
-    pub max_wait: Option<Duration>,
-    pub error: Option<String>,
-}
-
-/// The moves of this process, and the supervisor's request channel.
-#[derive(Debug)]
-pub struct Moves {
-    sender: mpsc::UnboundedSender<Plan>,
-    receiver: Mutex<Option<mpsc::UnboundedReceiver<Plan>>>,
-    moves: Mutex<Vec<MoveStatus>>,
-    cleanup_delay_ms: AtomicU64,
-}
-
-impl Default for Moves {
-    fn default() -> Moves {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        Moves {
-            sender,
-            receiver: Mutex::new(Some(receiver)),
-            moves: Mutex::new(Vec::new()),
-            cleanup_delay_ms: AtomicU64::new(
-                u64::try_from(CLEANUP_DELAY.as_millis()).unwrap_or(60_000),
-            ),
-        }
-    }
-}
-
-impl Moves {
-    /// Check `request` against `config` and queue the move; its id.
-    pub fn submit(&self, config: &Config, request: &Request) -> Result<String, MoveError> {
-        let id = format!("m{:08x}", rand::random::<u32>());
-        let plan = plan::plan(config, request, id.clone())?;
-        let mut moves = lock(&self.moves);
-        if let Some(busy) = moves
-            .iter()
-            .find(|m| m.cluster == plan.cluster && !m.phase.switched() && !m.phase.is_final())
-        {
-            return Err(MoveError::Busy(busy.id.clone(), plan.cluster));
-        }
-        moves.push(MoveStatus {
-            id: id.clone(),
-            cluster: plan.cluster.clone(),
-            group: plan.group.to_string(),
-            shard: plan.shard,
-            source: plan.source,
-            target: plan.target,
-            phase: Phase::Planned,
-            rows_copied: 0,
-            lag_bytes: None,
-            started: Instant::now(),
-            finished: None,
-            max_wait: None,
-            error: None,
-        });
-        drop(moves);
-        self.sender.send(plan).map_err(|_| {
-            MoveError::Check("the mover has stopped (pgshard is shutting down)".to_owned())
-        })?;
-        Ok(id)
-    }
-
-    /// Every move of this process, oldest first.
-    pub fn list(&self) -> Vec<MoveStatus> {
-        lock(&self.moves).clone()
-    }
-
-    /// How long the source's old tables are kept after a switch (60 s;
-    /// tests shorten it).
-    pub fn set_cleanup_delay(&self, delay: Duration) {
-        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-        self.cleanup_delay_ms.store(ms, Ordering::Relaxed);
-    }
-
-    fn cleanup_delay(&self) -> Duration {
-        Duration::from_millis(self.cleanup_delay_ms.load(Ordering::Relaxed))
-    }
-
-    fn update(&self, id: &str, change: impl FnOnce(&mut MoveStatus)) {
-        if let Some(status) = lock(&self.moves).iter_mut().find(|m| m.id == id) {
-            change(status);
-        }
-    }
-
-    fn set_phase(&self, id: &str, phase: Phase) {
-        self.update(id, |s| s.phase = phase);
-    }
-
-    fn finished(&self, id: &str, error: Option<String>) {
-        self.update(id, |s| {
-            s.lag_bytes = None;
-            if error.is_some() && !s.phase.switched() {
-                s.phase = Phase::Failed;
-                s.finished = Some(Instant::now());
-            } else if error.is_none() {
-                s.finished = Some(Instant::now());
-            }
-            if error.is_some() {
-                s.error = error;
-            }
-        });
-    }
-
-    fn row(&self, plan: &Plan) -> store::MoveRow {
-        store::MoveRow {
-            id: plan.id.clone(),
-            cluster: plan.cluster.clone(),
-            group: plan.group.to_string(),
-            shard: plan.shard,
-            source: plan.source,
-            target: plan.target,
-        }
-    }
-}
-
-/// Run the moves asked for, one at a time, until the process ends.
+/// Run the moves asked for, a job at a time (its rounds in turn, the moves
+/// of a round together), until the process ends; and, beside them, read
+/// where the databases say logical shards are and take over moves other
+/// processes left behind (`overlay.rs`, `recover.rs`).
 pub async fn run(shared: Arc<Shared>, moves: Arc<Moves>) {
     let Some(mut requests) = lock(&moves.receiver).take() else {
         return;
     };
-    while let Some(plan) = requests.recv().await {
-        info!(
-            id = plan.id,
-            "move of logical shard {} of group {} from database {} to {} started",
-            plan.shard,
-            plan.group,
-            plan.source,
-            plan.target
-        );
-        let progress = async {
-            loop {
-                tokio::time::sleep(PROGRESS_EVERY).await;
-                log_progress(&moves, &plan.id);
+    tokio::spawn(recover::watch(Arc::clone(&shared), Arc::clone(&moves)));
+    while let Some(job) = requests.recv().await {
+        let mut failed: Option<String> = None;
+        for round in job {
+            if let Some(first) = &failed {
+                for plan in &round {
+                    let why = format!("not run: move {first} of the same job failed");
+                    moves.finished(&plan.id, Some(why));
+                }
+                continue;
             }
-        };
-        let outcome = tokio::select! {
-            outcome = drive(&shared, &moves, &plan) => outcome,
-            () = progress => Ok(()),
-        };
-        if let Err(error) = outcome {
+            let mut runs = tokio::task::JoinSet::new();
+            for plan in round {
+                let (shared, moves) = (Arc::clone(&shared), Arc::clone(&moves));
+                runs.spawn(async move { (one(&shared, &moves, &plan).await, plan.id) });
+            }
+            while let Some(done) = runs.join_next().await {
+                if let Ok((false, id)) = done {
+                    failed.get_or_insert(id);
+                }
+            }
+        }
+    }
+}
+
+/// Run one move to its switch (or its end); whether it did not fail.
+async fn one(shared: &Arc<Shared>, moves: &Arc<Moves>, plan: &Plan) -> bool {
+    if moves.cancelled(&plan.id) {
+        moves.finished(&plan.id, Some(MoveError::Cancelled.to_string()));
+        return false;
+    }
+    info!(
+        id = plan.id,
+        "move of logical shard {} of group {} from database {} to {} started",
+        plan.shard,
+        plan.group,
+        plan.source,
+        plan.target
+    );
+    let progress = async {
+        loop {
+            tokio::time::sleep(PROGRESS_EVERY).await;
+            log_progress(moves, &plan.id);
+        }
+    };
+    let outcome = tokio::select! {
+        outcome = drive(shared, moves, plan) => outcome,
+        () = progress => Ok(()),
+    };
+    match outcome {
+        Ok(()) => true,
+        Err(error) => {
             warn!(
                 id = plan.id,
                 "move of logical shard {} failed: {error}", plan.shard
             );
             moves.finished(&plan.id, Some(error.to_string()));
+            false
         }
     }
 }
@@ -230,17 +144,39 @@ fn log_progress(moves: &Moves, id: &str) {
     }
 }
 
+/// Renew move `id`'s heartbeat on its databases until dropped.
+async fn heartbeat(link: &Link, plan: &Plan, moves: &Moves) {
+    let mut conns: Vec<Option<db::Db>> = vec![None, None];
+    loop {
+        tokio::time::sleep(moves.lease() / 3).await;
+        for (slot, database) in conns.iter_mut().zip([plan.source, plan.target]) {
+            if slot.is_none() {
+                *slot = link.connect(database).await.ok();
+            }
+            if let Some(db) = slot {
+                if db
+                    .run("renew the heartbeat", &store::heartbeat(&plan.id))
+                    .await
+                    .is_err()
+                {
+                    *slot = None;
+                }
+            }
+        }
+    }
+}
+
 /// One move, start to switch (the old tables go later); rolled back when
 /// it fails before its switch.
 async fn drive(shared: &Arc<Shared>, moves: &Arc<Moves>, plan: &Plan) -> Result<(), MoveError> {
     let link = Link::find(shared, plan).await?;
     let mut made = Made::default();
-    let result = forward(shared, moves, plan, &link, &mut made).await;
+    let result = tokio::select! {
+        result = forward(shared, moves, plan, &link, &mut made) => result,
+        () = heartbeat(&link, plan, moves) => Ok(()),
+    };
     if let Err(error) = &result {
-        let switched = moves
-            .list()
-            .iter()
-            .any(|m| m.id == plan.id && m.phase.switched());
+        let switched = moves.phase(&plan.id).is_some_and(Phase::switched);
         if !switched {
             rollback::rollback(shared, moves, &link, plan, &made, error).await;
         }
@@ -263,6 +199,7 @@ async fn forward(
         .and_then(|c| c.sharding.group(plan.group).map(|g| g.placement.to_vec()))
         .unwrap_or_default();
     made.tables = mover::prepare(link, plan, &placement, moves).await?;
+    moves.check(&plan.id)?;
     // From here on, routes say whether they touch the shard (the hold
     // counts the transactions in flight on it).
     plain::mark_moving(shared, moves, plan);
@@ -270,6 +207,7 @@ async fn forward(
     let mut b = link.connect(plan.target).await?;
     let full = general.resharding_replica_identity_full;
     made.plain = plain::tables(plan, full, &mut a, &mut b).await?;
+    record_tables(plan, &made.tables, &mut [&mut a, &mut b]).await?;
     step(moves, plan, Phase::Schema, &mut [&mut a, &mut b]).await?;
     made.on_target = true;
     mover::schema(link, plan.source, &made.tables, "pre-data", &mut b).await?;
@@ -278,6 +216,7 @@ async fn forward(
     made.stream = true;
     let members = (made.tables.as_slice(), made.plain.as_slice());
     let (walsender, snapshot) = mover::stream(link, plan, members, &mut a).await?;
+    fault::park(moves, &plan.id, Fault::AfterSlot).await?;
     step(moves, plan, Phase::Copy, &mut [&mut a, &mut b]).await?;
     let format = general.resharding_copy_format;
     let copies = plain::copies(plan, &made.tables, &made.plain)?;
@@ -288,6 +227,7 @@ async fn forward(
     step(moves, plan, Phase::Catchup, &mut [&mut a, &mut b]).await?;
     made.subscription = true;
     mover::subscribe(link, plan, format, &mut b).await?;
+    fault::park(moves, &plan.id, Fault::MidCatchup).await?;
     mover::catch_up(
         plan,
         general.cutover_traffic_stop_threshold,
@@ -308,6 +248,8 @@ async fn forward(
         plan.target,
         waited.as_millis()
     );
+    save_config(shared, moves, plan);
+    fault::park(moves, &plan.id, Fault::AfterSwitch).await?;
     let (mut a, mut b) = (
         link.connect(plan.source).await?,
         link.connect(plan.target).await?,
@@ -325,13 +267,64 @@ async fn forward(
     Ok(())
 }
 
-/// Record `phase` on the databases and in `moves`.
+/// Record the tables the move carries on its databases (whoever finishes
+/// or undoes it needs them).
+async fn record_tables(
+    plan: &Plan,
+    tables: &[mover::Table],
+    dbs: &mut [&mut db::Db],
+) -> Result<(), MoveError> {
+    let tables: Vec<(String, String)> = tables
+        .iter()
+        .map(|t| (t.schema.clone(), t.name.clone()))
+        .collect();
+    let sql = store::record_tables(&plan.id, &tables);
+    for db in dbs.iter_mut() {
+        db.run("record the tables", &sql).await?;
+    }
+    Ok(())
+}
+
+/// With `cutover_save_config`, the placement in force written into
+/// `pgdog.toml` (a failure is logged: the switch stands).
+fn save_config(shared: &Shared, moves: &Moves, plan: &Plan) {
+    let config = shared.config();
+    if !config.general.cutover_save_config {
+        return;
+    }
+    let Some(path) = &moves.config_file else {
+        warn!(
+            id = plan.id,
+            "cutover_save_config: no config file to write (the config was given in memory)"
+        );
+        return;
+    };
+    let placement = config
+        .clusters
+        .get(&plan.cluster)
+        .and_then(|c| c.sharding.group(plan.group).map(|g| g.placement.to_vec()))
+        .unwrap_or_default();
+    match save::save(path, &plan.cluster, plan.group, &placement) {
+        Ok(()) => info!(
+            id = plan.id,
+            "cutover_save_config: placement of group {} written to {} (the old file is {})",
+            plan.group,
+            path.display(),
+            save::backup_path(path).display()
+        ),
+        Err(error) => warn!(id = plan.id, "cutover_save_config: {error}"),
+    }
+}
+
+/// Record `phase` on the databases and in `moves` (unless CANCEL MOVE
+/// asked the move to stop).
 async fn step(
     moves: &Moves,
     plan: &Plan,
     phase: Phase,
     dbs: &mut [&mut db::Db],
 ) -> Result<(), MoveError> {
+    moves.check(&plan.id)?;
     for db in dbs.iter_mut() {
         db.run("record the phase", &store::set_phase(&plan.id, phase))
             .await?;

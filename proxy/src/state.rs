@@ -44,12 +44,13 @@ impl State {
     /// State for `config`; must run inside a tokio runtime (pools spawn
     /// their maintenance tasks).
     pub fn new(config: Arc<Config>, config_paths: Option<(PathBuf, PathBuf)>) -> Arc<State> {
+        let config_file = config_paths.as_ref().map(|(pgdog, _)| pgdog.clone());
         Arc::new(State {
             shared: Arc::new(Shared::new(config)),
             clients: Mutex::new(HashMap::new()),
             started: Instant::now(),
             config_paths,
-            moves: Arc::default(),
+            moves: Arc::new(crate::reshard::Moves::new(config_file)),
             scram_secrets: Mutex::new(HashMap::new()),
             mock_key: rand::random(),
         })

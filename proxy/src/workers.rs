@@ -112,6 +112,8 @@ impl Workers {
                 return;
             }
         };
+        // Before any worker accepts a client.
+        first.block_on(crate::listener::read_placement(&state));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut threads = Vec::new();
         for (id, (runtime, listener)) in workers {

@@ -6,6 +6,7 @@
 use integration::{PasswordEncryption, PgServer, ServerOptions, TestProxy};
 
 pub mod copies;
+pub mod moves;
 pub mod wire;
 
 /// Servers plus the proxy in front of them. Fields drop in order: the proxy

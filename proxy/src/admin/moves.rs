@@ -1,6 +1,10 @@
 //! The admin commands of shard moves: `MOVE SHARD <s> TO <n> [IN <db>]
-//! [OF <table>]` (checked at once, run by the mover: `reshard`), `SHOW
-//! MOVES`, and `CANCEL MOVE` (refused: it comes in a later step).
+//! [OF <table>]` and `REBALANCE [<db>] [PARALLEL <n>]` (checked at once,
+//! run by the mover: `reshard`), `CANCEL MOVE [<id>]`, `SHOW MOVES`, and
+//! `SHOW PLACEMENT` (each logical shard's database, and whether the config
+//! file or a move put it there).
+
+use std::num::NonZeroUsize;
 
 use bytes::BytesMut;
 
@@ -68,13 +72,105 @@ fn refusal(error: MoveError) -> ClientError {
     ClientError::new(code, error.to_string())
 }
 
-/// `CANCEL MOVE`: not built yet.
-pub fn cancel() -> ClientError {
-    ClientError::new(
-        sqlstate::FEATURE_NOT_SUPPORTED,
-        "CANCEL MOVE is not built yet (issue 33, step 9): a move before its switch is rolled back \
-         when it fails; SHOW MOVES shows where each is",
-    )
+/// `CANCEL MOVE [<id>]`: the move stops and rolls back (refused once it
+/// has switched); the id.
+pub fn cancel(state: &State, rest: &str, out: &mut BytesMut) -> Result<(), ClientError> {
+    let id = match rest.trim() {
+        "" => None,
+        id => Some(id.trim_matches('"')),
+    };
+    let id = state.moves.cancel(id).map_err(refusal)?;
+    let mut rows = Rows::new(out, &["id"]);
+    rows.row(&[id]);
+    rows.done("CANCEL");
+    Ok(())
+}
+
+/// `REBALANCE [<db>] [PARALLEL <n>]` (`what` is the word after
+/// REBALANCE): the moves queued, one row each.
+pub fn rebalance(
+    state: &State,
+    what: &str,
+    rest: &str,
+    out: &mut BytesMut,
+) -> Result<(), ClientError> {
+    let usage = || {
+        ClientError::new(
+            sqlstate::SYNTAX_ERROR,
+            "usage: REBALANCE [<database>] [PARALLEL <n>]",
+        )
+    };
+    let mut words: Vec<&str> = std::iter::once(what)
+        .chain(rest.split_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut parallel = NonZeroUsize::MIN;
+    if let [.., word, n] = words.as_slice() {
+        if word.eq_ignore_ascii_case("PARALLEL") {
+            parallel = n.parse().map_err(|_| usage())?;
+            words.truncate(words.len() - 2);
+        }
+    }
+    let cluster = match words.as_slice() {
+        [] => None,
+        [name] => Some(name.trim_matches('"')),
+        _ => return Err(usage()),
+    };
+    let config = state.config();
+    let job = crate::reshard::rebalance::plan(&config, cluster, parallel).map_err(refusal)?;
+    let planned: Vec<_> = job
+        .iter()
+        .enumerate()
+        .flat_map(|(round, plans)| plans.iter().map(move |p| (round, p.clone())))
+        .collect();
+    if !job.is_empty() {
+        state.moves.queue(job).map_err(refusal)?;
+    }
+    let mut rows = Rows::new(out, &["id", "group", "shard", "source", "target", "round"]);
+    for (round, plan) in planned {
+        rows.row(&[
+            plan.id,
+            plan.group.to_string(),
+            plan.shard.to_string(),
+            plan.source.to_string(),
+            plan.target.to_string(),
+            round.to_string(),
+        ]);
+    }
+    rows.done("REBALANCE");
+    Ok(())
+}
+
+/// `SHOW PLACEMENT`: per sharded database and placement group, each
+/// logical shard's database, and what put it there (`file`, or the move).
+pub fn show_placement(state: &State, out: &mut BytesMut) {
+    let config = state.config();
+    let overlay = state.clusters.overlay();
+    let mut rows = Rows::new(out, &["database", "group", "shard", "placed_on", "from"]);
+    let mut clusters: Vec<_> = config.clusters.iter().collect();
+    clusters.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, cluster) in clusters {
+        for group in cluster.sharding.groups() {
+            let known = overlay.get(name, group.id);
+            for (shard, database) in group.placement.iter().enumerate() {
+                let placed = known.and_then(|k| k.get(shard)).and_then(Option::as_ref);
+                let from = match placed {
+                    Some(p) if p.database == *database => p
+                        .by_move()
+                        .map_or("file".to_owned(), |id| format!("move {id}")),
+                    _ => "file".to_owned(),
+                };
+                rows.row(&[
+                    name.clone(),
+                    group.id.to_string(),
+                    shard.to_string(),
+                    database.to_string(),
+                    from,
+                ]);
+            }
+        }
+    }
+    rows.done("SHOW");
 }
 
 /// `SHOW MOVES`: every move of this process.

@@ -9,9 +9,12 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use router::config::{Cluster, Config, Database, PoolSettings, Role, User};
 
+pub mod overlay;
 mod passthrough;
 
 pub use passthrough::{passthrough_user, PassthroughError};
+
+use self::overlay::Overlay;
 
 use super::balancer::ShardPools;
 use super::roles::ShardRoles;
@@ -39,6 +42,9 @@ pub struct Clusters {
     /// The roles of each shard of `auto` servers, by (cluster, shard),
     /// kept across reloads that leave its servers and checks alone.
     roles: Mutex<HashMap<(String, usize), Arc<ShardRoles>>>,
+    /// Where shard moves put logical shards: laid over every config
+    /// installed (`overlay.rs`).
+    overlay: Mutex<Overlay>,
 }
 
 impl Clusters {
@@ -52,6 +58,7 @@ impl Clusters {
             next_server_id: Arc::new(AtomicU64::new(1)),
             passthrough: Mutex::new(HashMap::new()),
             roles: Mutex::new(HashMap::new()),
+            overlay: Mutex::new(Overlay::default()),
         }
     }
 
@@ -252,7 +259,12 @@ impl Clusters {
         let old = self.config();
         let mut changed = false;
         let mut kept = (*config).clone();
+        let overlay = self.overlay();
         for (name, cluster) in kept.clusters.iter_mut() {
+            // Moved shards stay where their moves put them; a move under
+            // way keeps its marker.
+            let before = old.clusters.get(name).map(|b| &*b.sharding);
+            overlay::lay_over(&overlay, name, before, &mut cluster.sharding);
             // The catalog read stays until it is read again (RELOAD asks).
             if let Some(known) = old.clusters.get(name).map(|b| &b.sharding.catalog) {
                 Arc::make_mut(&mut cluster.sharding)
@@ -268,6 +280,17 @@ impl Clusters {
             }
         }
         (Arc::new(kept), changed)
+    }
+
+    /// What is known of where moves put logical shards.
+    pub fn overlay(&self) -> Overlay {
+        lock(&self.overlay).clone()
+    }
+
+    /// Change what is known of where moves put logical shards (the
+    /// running config is not changed: see `Shared::place`).
+    pub fn update_overlay(&self, change: impl FnOnce(&mut Overlay)) {
+        change(&mut lock(&self.overlay));
     }
 
     /// The pools for `user` on `cluster`.

@@ -52,6 +52,13 @@ pub async fn drop_stream(plan: &Plan, a: &mut Db, b: &mut Db) -> Result<(), Move
         &format!("DROP PUBLICATION IF EXISTS {}", ident(&name)),
     )
     .await?;
+    drop_slot_waiting(plan, a).await
+}
+
+/// Drop the move's slot on the source, once no walsender uses it (at most
+/// 10 s).
+pub async fn drop_slot_waiting(plan: &Plan, a: &mut Db) -> Result<(), MoveError> {
+    let name = plan.stream_name();
     // The subscription's walsender on the source ends a moment after
     // the subscription is disabled; the slot goes once it has.
     let left = format!(
@@ -82,7 +89,12 @@ pub fn finish_later(
     moves: Arc<Moves>,
 ) {
     tokio::spawn(async move {
-        tokio::time::sleep(delay).await;
+        // The move stays this process's meanwhile (its heartbeat renewed):
+        // no other instance takes it over.
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = super::heartbeat(&link, &plan, &moves) => {}
+        }
         match finish(&link, &plan, &made.tables, &made.plain).await {
             Ok(rows) => {
                 moves.set_phase(&plan.id, Phase::Done);
@@ -109,7 +121,7 @@ pub fn finish_later(
     });
 }
 
-async fn finish(
+pub(super) async fn finish(
     link: &Link,
     plan: &Plan,
     tables: &[Table],

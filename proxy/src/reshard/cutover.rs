@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::pool::clusters::overlay::Placed;
 use crate::session::Shared;
 
 use super::db::{Db, Link};
@@ -62,6 +63,7 @@ pub async fn cutover(
     let backoff = general.resharding_replication_retry_min_delay();
     let mut last = String::new();
     for attempt in 1..=attempts {
+        moves.check(&plan.id)?;
         let mut a = link.connect(plan.source).await?;
         let mut b = link.connect(plan.target).await?;
         moves.set_phase(&plan.id, Phase::Holding);
@@ -171,6 +173,7 @@ async fn attempt_once(
         {
             break;
         }
+        moves.check(&plan.id)?;
         if left().is_zero() {
             return Err(Stop::Abandon(format!(
                 "database {} had not applied the fence mark yet",
@@ -188,6 +191,8 @@ async fn attempt_once(
     }
     switch.push(store::take(&group, plan.shard, &plan.id));
     switch.push(store::set_phase(&plan.id, Phase::Switched));
+    // The last moment CANCEL MOVE can stop the move.
+    moves.check(&plan.id)?;
     b.run("switch", &switch.join("; ")).await?;
     Ok(())
 }
@@ -246,6 +251,14 @@ pub fn unfence(plan: &Plan, made: &Made) -> String {
 /// member of its group, and the group's moving marker set to `marker`
 /// (empty: cleared), keyless statements refused when `refuse_keyless`.
 fn switch_placement(shared: &Shared, plan: &Plan, marker: &[usize], refuse_keyless: bool) {
+    // Recorded first, so that a RELOAD from here on keeps the shard there.
+    shared.clusters.update_overlay(|overlay| {
+        let placed = Placed {
+            database: plan.target,
+            since: plan.id.clone(),
+        };
+        overlay.place(&plan.cluster, plan.group, plan.shard, placed);
+    });
     loop {
         let config = shared.config();
         let Some(running) = config.clusters.get(&plan.cluster) else {

@@ -26,24 +26,41 @@ pub struct Db {
 }
 
 impl Link {
-    /// The logins of the first user that is a superuser on both of
-    /// `plan`'s databases.
-    pub async fn find(shared: &Shared, plan: &Plan) -> Result<Link, MoveError> {
+    /// The logins of each `[[users]]` entry of `cluster` (by name).
+    pub fn all(shared: &Shared, cluster: &str) -> Vec<Link> {
         let users = shared
             .sharded_pools()
             .into_iter()
-            .find(|(cluster, _)| *cluster == plan.cluster)
+            .find(|(name, _)| name == cluster)
             .map(|(_, users)| users)
             .unwrap_or_default();
-        for (_, pools) in users {
-            let targets: Vec<ServerTarget> =
-                pools.iter().map(|p| p.preferred().target.clone()).collect();
-            let timeout = pools.first().map_or(Duration::from_secs(5), |p| {
-                p.first().settings.connect_timeout
-            });
-            let link = Link { targets, timeout };
+        users
+            .into_iter()
+            .map(|(_, pools)| Link {
+                targets: pools.iter().map(|p| p.preferred().target.clone()).collect(),
+                timeout: pools.first().map_or(Duration::from_secs(5), |p| {
+                    p.first().settings.connect_timeout
+                }),
+            })
+            .collect()
+    }
+
+    /// The logins of the first user that is a superuser on both of
+    /// `plan`'s databases.
+    pub async fn find(shared: &Shared, plan: &Plan) -> Result<Link, MoveError> {
+        Link::superuser(shared, &plan.cluster, &[plan.source, plan.target]).await
+    }
+
+    /// The logins of the first user of `cluster` that is a superuser on
+    /// `databases`.
+    pub async fn superuser(
+        shared: &Shared,
+        cluster: &str,
+        databases: &[usize],
+    ) -> Result<Link, MoveError> {
+        for link in Link::all(shared, cluster) {
             let mut superuser = true;
-            for database in [plan.source, plan.target] {
+            for &database in databases {
                 let Ok(mut db) = link.connect(database).await else {
                     superuser = false;
                     break;
@@ -60,7 +77,7 @@ impl Link {
                 return Ok(link);
             }
         }
-        Err(MoveError::NoSuperuser(plan.cluster.clone()))
+        Err(MoveError::NoSuperuser(cluster.to_owned()))
     }
 
     /// A new connection to database `index`.

@@ -61,7 +61,7 @@ pub async fn prepare(
         if database == plan.source || database == plan.target {
             db.run(
                 "record the move",
-                &store::insert(&moves.row(plan), Phase::Planned),
+                &store::insert(&moves.row(plan), Phase::Planned, &moves.owner),
             )
             .await?;
         }
@@ -245,6 +245,7 @@ pub async fn copy(
     .await?;
     let (mut source, mut target) = (a.conn, b.conn);
     for (table, filter) in tables {
+        moves.check(&plan.id)?;
         let mut db = Db {
             conn: source,
             index: plan.source,
@@ -326,6 +327,7 @@ pub async fn catch_up(
         literal(&name)
     );
     loop {
+        moves.check(&plan.id)?;
         let bytes = a
             .value("read the lag", &lag)
             .await?

@@ -186,6 +186,30 @@ pub async fn tables(
     Ok(found)
 }
 
+/// The plan's plain tables on the source, for a move taken over from a
+/// stopped process (`recover.rs`): as [`tables`] finds them, without the
+/// target's checks (its copy may be there already). The replica identity
+/// the move may have replaced is not known any more: it stays as it is.
+pub async fn recovered(plan: &Plan, a: &mut Db) -> Result<Vec<PlainTable>, MoveError> {
+    let mut found = Vec::new();
+    for entry in &plan.tables {
+        let Some(name) = &entry.name else {
+            continue;
+        };
+        if let Some((table, kind)) = resolve(a, entry.schema.as_deref(), name).await? {
+            if kind != "p" {
+                found.push(PlainTable {
+                    table,
+                    column: entry.column.clone(),
+                    keys: entry.keys.clone(),
+                    identity: None,
+                });
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// `name` (in `schema`, or on the search path) on `db`: the table and its
 /// `relkind`.
 async fn resolve(

@@ -86,6 +86,14 @@ pub enum MoveError {
     Check(String),
     #[error("pg_dump of the moving tables failed: {0}")]
     Dump(String),
+    #[error("cancelled by CANCEL MOVE; rolled back, the source database serves the shard")]
+    Cancelled,
+    #[error("interrupted before its switch (the pgshard running it stopped); rolled back, database {0} serves the shard")]
+    Interrupted(usize),
+    #[error("REBALANCE: {0}")]
+    Rebalance(String),
+    #[error("REBALANCE ... PARALLEL {0}: moves of one database run one at a time so far (the cutover holds the moving shards of a database together); use REBALANCE without PARALLEL")]
+    Parallel(usize),
     #[error("the cutover did not finish within cutover_timeout {attempts} times: {last}")]
     Cutover { attempts: usize, last: String },
 }
@@ -96,7 +104,10 @@ impl MoveError {
     pub fn unsupported(&self) -> bool {
         matches!(
             self,
-            MoveError::Mapping(_) | MoveError::Layout { .. } | MoveError::Unnamed { .. }
+            MoveError::Mapping(_)
+                | MoveError::Layout { .. }
+                | MoveError::Unnamed { .. }
+                | MoveError::Parallel(_)
         )
     }
 }
@@ -180,7 +191,7 @@ pub fn plan(config: &Config, request: &Request, id: String) -> Result<Plan, Move
 }
 
 /// The cluster `request` names, or the only sharded one.
-fn cluster_name(config: &Config, request: &Request) -> Result<String, MoveError> {
+pub fn cluster_name(config: &Config, request: &Request) -> Result<String, MoveError> {
     if let Some(name) = request.cluster {
         return Ok(name.to_owned());
     }

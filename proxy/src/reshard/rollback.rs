@@ -93,4 +93,14 @@ pub async fn rollback(
             warn!(id = plan.id, "rolling the move back: {e}");
         }
     }
+    // The slot goes once the subscription's walsender has let it go.
+    if made.stream {
+        let dropped = match link.connect(plan.source).await {
+            Ok(mut a) => cleanup::drop_slot_waiting(plan, &mut a).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = dropped {
+            warn!(id = plan.id, "rolling the move back: {e}");
+        }
+    }
 }

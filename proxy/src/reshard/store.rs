@@ -11,8 +11,15 @@
 //!   the moving tables; one seen on the target means the target has
 //!   applied everything the source committed before it.
 //!
-//! Reading these back after a restart (resuming or rolling a move back)
-//! comes in a later step.
+//! - `pgshard.move_tables`: the tables a move carries (on the source and
+//!   the target), so that whoever finishes or undoes it knows them;
+//! - the move's `owner` (the pgshard process running it) and its
+//!   `heartbeat`, renewed while it runs: a move whose heartbeat is older
+//!   than the lease is finished or rolled back by the next instance that
+//!   looks (`recover.rs`).
+//!
+//! Any login may read `pgshard.shards` and `pgshard.moves` (every pgshard
+//! instance reads them with the cluster's first user: `overlay.rs`).
 
 use super::sql::literal;
 use super::state::Phase;
@@ -28,7 +35,14 @@ pub const CREATE: &str = "CREATE SCHEMA IF NOT EXISTS pgshard; \
      grp text NOT NULL, shard int NOT NULL, since text NOT NULL, PRIMARY KEY (grp, shard)); \
      CREATE TABLE IF NOT EXISTS pgshard.move_marks (\
      move text NOT NULL, seq bigint NOT NULL, at timestamptz NOT NULL DEFAULT now(), \
-     PRIMARY KEY (move, seq))";
+     PRIMARY KEY (move, seq)); \
+     ALTER TABLE pgshard.moves ADD COLUMN IF NOT EXISTS owner text, \
+     ADD COLUMN IF NOT EXISTS heartbeat timestamptz; \
+     CREATE TABLE IF NOT EXISTS pgshard.move_tables (\
+     move text NOT NULL, schema text NOT NULL, name text NOT NULL, \
+     PRIMARY KEY (move, schema, name)); \
+     GRANT USAGE ON SCHEMA pgshard TO PUBLIC; \
+     GRANT SELECT ON pgshard.shards, pgshard.moves TO PUBLIC";
 
 /// The table of marks, as the publication names it.
 pub const MARKS: &str = "pgshard.move_marks";
@@ -45,11 +59,12 @@ pub struct MoveRow {
     pub target: usize,
 }
 
-/// The move's row, at `phase` (replaced if it is there).
-pub fn insert(row: &MoveRow, phase: Phase) -> String {
+/// The move's row, at `phase`, owned by `owner` (replaced if it is
+/// there).
+pub fn insert(row: &MoveRow, phase: Phase, owner: &str) -> String {
     format!(
-        "INSERT INTO pgshard.moves (id, cluster, grp, shard, source, target, phase) \
-         VALUES ({}, {}, {}, {}, {}, {}, {}) \
+        "INSERT INTO pgshard.moves (id, cluster, grp, shard, source, target, phase, owner, heartbeat) \
+         VALUES ({}, {}, {}, {}, {}, {}, {}, {}, now()) \
          ON CONFLICT (id) DO UPDATE SET phase = EXCLUDED.phase",
         literal(&row.id),
         literal(&row.cluster),
@@ -58,6 +73,7 @@ pub fn insert(row: &MoveRow, phase: Phase) -> String {
         row.source,
         row.target,
         literal(phase.as_str()),
+        literal(owner),
     )
 }
 
@@ -140,6 +156,47 @@ pub fn forget_marks(id: &str) -> String {
     format!("DELETE FROM {MARKS} WHERE move = {}", literal(id))
 }
 
+/// The move's heartbeat renewed (its owner is alive).
+pub fn heartbeat(id: &str) -> String {
+    format!(
+        "UPDATE pgshard.moves SET heartbeat = now() WHERE id = {}",
+        literal(id)
+    )
+}
+
+/// Record the tables move `id` carries: (schema, name).
+pub fn record_tables(id: &str, tables: &[(String, String)]) -> String {
+    if tables.is_empty() {
+        return "SELECT 1".to_owned();
+    }
+    let values: Vec<String> = tables
+        .iter()
+        .map(|(schema, name)| format!("({}, {}, {})", literal(id), literal(schema), literal(name)))
+        .collect();
+    format!(
+        "INSERT INTO pgshard.move_tables (move, schema, name) VALUES {} ON CONFLICT DO NOTHING",
+        values.join(", ")
+    )
+}
+
+/// The moves not ended whose owner has not renewed its heartbeat for
+/// `lease_ms` (asked of each database).
+pub fn orphans(lease_ms: u128) -> String {
+    format!(
+        "SELECT id, grp, shard::text, source::text, target::text, phase FROM pgshard.moves \
+         WHERE phase NOT IN ('done', 'failed') \
+         AND (heartbeat IS NULL OR heartbeat < now() - interval '{lease_ms} milliseconds')"
+    )
+}
+
+/// The tables move `id` carries: (schema, name).
+pub fn tables_of(id: &str) -> String {
+    format!(
+        "SELECT schema, name FROM pgshard.move_tables WHERE move = {} ORDER BY 1, 2",
+        literal(id)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,10 +216,15 @@ mod tests {
     fn statements() {
         let cases: &[(String, &str)] = &[
             (
-                insert(&row(), Phase::Planned),
-                "INSERT INTO pgshard.moves (id, cluster, grp, shard, source, target, phase) \
-                 VALUES ('m1', 'pr''od', 'postgres/8', 3, 0, 1, 'planned') \
+                insert(&row(), Phase::Planned, "p1"),
+                "INSERT INTO pgshard.moves (id, cluster, grp, shard, source, target, phase, owner, heartbeat) \
+                 VALUES ('m1', 'pr''od', 'postgres/8', 3, 0, 1, 'planned', 'p1', now()) \
                  ON CONFLICT (id) DO UPDATE SET phase = EXCLUDED.phase",
+            ),
+            (
+                record_tables("m1", &[("public".to_owned(), "events_p7".to_owned())]),
+                "INSERT INTO pgshard.move_tables (move, schema, name) VALUES \
+                 ('m1', 'public', 'events_p7') ON CONFLICT DO NOTHING",
             ),
             (
                 set_phase("m1", Phase::Switched),

@@ -172,6 +172,34 @@ impl Shared {
         }
     }
 
+    /// Record where moves put logical shards of `cluster` (`change`) and
+    /// place them so in the running config; whether that changed a
+    /// placement.
+    pub fn update_placement(
+        &self,
+        cluster: &str,
+        change: impl FnOnce(&mut crate::pool::clusters::overlay::Overlay),
+    ) -> bool {
+        self.clusters.update_overlay(change);
+        let overlay = self.clusters.overlay();
+        loop {
+            let config = self.config();
+            let Some(running) = config.clusters.get(cluster) else {
+                return false;
+            };
+            let Some(sharding) = overlay.apply(cluster, &running.sharding) else {
+                return false;
+            };
+            let mut next = (*config).clone();
+            if let Some(next) = next.clusters.get_mut(cluster) {
+                next.sharding = Arc::new(sharding);
+            }
+            if self.replace_sharding(&config, Arc::new(next)) {
+                return true;
+            }
+        }
+    }
+
     /// The pools for `user` on `cluster`.
     pub fn pools(&self, cluster: &str, user: &str) -> Option<ClusterPools> {
         self.clusters.pools(cluster, user)

@@ -44,10 +44,6 @@ pub(super) fn not_yet(key: &str) -> Option<&'static str> {
             "checked, but has no effect yet: a shard move copies one table at a time, \
              without retries (see docs/resharding.md)",
         ),
-        "cutover_save_config" => Some(
-            "checked, but has no effect yet: a shard move changes the running placement \
-             only (see docs/resharding.md)",
-        ),
         "cutover_last_transaction_delay" => {
             Some("accepted, and ignored: a shard move's fence makes waiting for quiet unneeded")
         }

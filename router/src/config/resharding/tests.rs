@@ -74,7 +74,6 @@ fn every_key_is_read_and_warned_about() {
         "general.resharding_copy_retry_max_attempts",
         "general.resharding_copy_retry_min_delay",
         "general.cutover_last_transaction_delay",
-        "general.cutover_save_config",
     ];
     assert_eq!(warned, expected);
     assert_eq!(

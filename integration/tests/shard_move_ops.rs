@@ -1,0 +1,328 @@
+//! The operator's side of shard moves (issue 33, step 9), against real
+//! Postgres 15 servers with `wal_level = logical` and a table family:
+//! - a moved shard stays moved: across RELOAD, in a second pgshard that
+//!   did not run the move (it polls the databases), in an instance started
+//!   afterwards, and in `pgdog.toml` with `cutover_save_config`; SHOW
+//!   PLACEMENT says which move put it there;
+//! - CANCEL MOVE rolls a move back before its switch and is refused after;
+//! - a move interrupted by a crash of pgshard (after the slot, mid
+//!   catch-up, after the switch; pgshard in this process stopped at once,
+//!   or in its own process killed with SIGKILL) is rolled back or
+//!   finished by the next instance: no row lost or doubled, no slot,
+//!   publication or subscription left;
+//! - REBALANCE after a third database is added moves 4 of 12 logical
+//!   shards to it.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::moves::*;
+use integration::child_proxy::free_port;
+use integration::{ChildProxy, TestProxy};
+use proxy::reshard::fault::Fault;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_moved_shard_stays_moved_across_reload_restart_and_instances() {
+    let servers = logical_servers(2);
+    create_tables(&servers, TABLES, SHARD_COUNT, &default_placement());
+    let (shard, tables) = moving_shard();
+    let config = common::sharded_config(&servers, "cutover_save_config = true", &family(""));
+    let first = start(&config);
+    let second = start(&config);
+    let (admin1, admin2) = (admin(&first).await, admin(&second).await);
+    let id = common::rows(&admin1, &format!("MOVE SHARD {shard} TO 1")).await[0]["id"].clone();
+    let status = wait_move(&admin1, &id, |s| s == "done" || s == "failed").await;
+    assert_eq!(status["step"], "done", "{status:?}");
+    let from = format!("move {id}");
+    assert_eq!(placement(&admin1).await[shard], (1, from.clone()));
+    // The second instance learns it from the databases within a poll.
+    let begun = Instant::now();
+    while placement(&admin2).await[shard].0 != 1 {
+        assert!(
+            begun.elapsed() < Duration::from_secs(10),
+            "the second instance polls"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(placement(&admin2).await[shard], (1, from.clone()));
+    let t = tables[0];
+    let insert = format!("INSERT INTO events_p{t} (k) VALUES (-1)");
+    app(&second).await.simple_query(&insert).await.unwrap();
+    let b = superuser(&servers[1], 1).await;
+    assert_eq!(rows_of(&b, t).await, 101);
+    // cutover_save_config wrote the placement, and kept the old file.
+    let (pgdog, _) = first.state().config_paths.clone().unwrap();
+    let written = std::fs::read_to_string(&pgdog).unwrap();
+    let mut want = default_placement();
+    want[shard] = 1;
+    let line = format!("placement = {want:?}");
+    assert!(written.contains(&line), "{written}");
+    assert_eq!(
+        std::fs::read_to_string(pgdog.with_file_name("pgdog.bak.toml")).unwrap(),
+        config
+    );
+    // RELOAD of a file without the placement keeps the shard where it is.
+    first.rewrite_config(&config, &users()).unwrap();
+    common::rows(&admin1, "RELOAD").await;
+    assert_eq!(placement(&admin1).await[shard], (1, from.clone()));
+    app(&first).await.simple_query(&insert).await.unwrap();
+    assert_eq!(rows_of(&b, t).await, 102);
+    // An instance started afterwards reads it before serving.
+    drop((admin1, admin2));
+    drop((first, second));
+    let third = start(&config);
+    let admin3 = admin(&third).await;
+    assert_eq!(placement(&admin3).await[shard], (1, from));
+    let other = (0..SHARD_COUNT).find(|&s| s != shard).unwrap();
+    assert_eq!(placement(&admin3).await[other].1, "file");
+    app(&third).await.simple_query(&insert).await.unwrap();
+    assert_eq!(rows_of(&b, t).await, 103);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_rolls_back_before_the_switch_and_is_refused_after() {
+    let servers = logical_servers(2);
+    create_tables(&servers, TABLES, SHARD_COUNT, &default_placement());
+    let (shard, tables) = moving_shard();
+    let config = common::sharded_config(&servers, "", &family(""));
+    let proxy = start(&config);
+    let admin = admin(&proxy).await;
+    proxy.state().moves.inject(Fault::MidCatchup);
+    let id = common::rows(&admin, &format!("MOVE SHARD {shard} TO 1")).await[0]["id"].clone();
+    wait_move(&admin, &id, |s| s == "catchup").await;
+    let cancelled = common::rows(&admin, "CANCEL MOVE").await;
+    assert_eq!(cancelled[0]["id"], id);
+    let status = wait_move(&admin, &id, |s| s == "failed").await;
+    assert!(
+        status["error"].contains("cancelled by CANCEL MOVE"),
+        "{status:?}"
+    );
+    let (a, b) = (
+        superuser(&servers[0], 0).await,
+        superuser(&servers[1], 1).await,
+    );
+    no_stream_left(&a, &b).await;
+    for &t in &tables {
+        assert_eq!(rows_of(&a, t).await, 100, "events_p{t} stays on database 0");
+        assert_eq!(rows_of(&b, t).await, -1, "events_p{t} is not on database 1");
+    }
+    let err = admin
+        .simple_query(&format!("CANCEL MOVE {id}"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.as_db_error()
+            .unwrap()
+            .message()
+            .contains("has ended (failed)"),
+        "{err:?}"
+    );
+    let err = admin.simple_query("CANCEL MOVE").await.unwrap_err();
+    assert_eq!(err.as_db_error().unwrap().message(), "no move is under way");
+    // After its switch, a move can only finish.
+    proxy.state().moves.clear_fault(Fault::MidCatchup);
+    proxy.state().moves.inject(Fault::AfterSwitch);
+    let id = common::rows(&admin, &format!("MOVE SHARD {shard} TO 1")).await[0]["id"].clone();
+    wait_move(&admin, &id, |s| s == "switched").await;
+    let err = admin
+        .simple_query(&format!("CANCEL MOVE {id}"))
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("55000"));
+    assert!(
+        err.as_db_error()
+            .unwrap()
+            .message()
+            .ends_with("it can only finish"),
+        "{err:?}"
+    );
+}
+
+/// The pgshard that runs a move and is stopped mid-way: in this process
+/// (stopped as by a crash: every task dropped), or in its own (SIGKILL).
+enum First {
+    InProcess(TestProxy),
+    Child(ChildProxy),
+}
+
+impl First {
+    async fn start(config: &str, fault: Fault, sigkill: bool) -> (First, u16) {
+        if !sigkill {
+            let proxy = start(config);
+            proxy.state().moves.inject(fault);
+            let port = proxy.port();
+            return (First::InProcess(proxy), port);
+        }
+        let port = free_port().unwrap();
+        let config = config.replacen("[general]\n", &format!("[general]\nport = {port}\n"), 1);
+        let name = match fault {
+            Fault::AfterSlot => "after_slot",
+            Fault::MidCatchup => "mid_catchup",
+            Fault::AfterSwitch => "after_switch",
+        };
+        let binary = std::path::Path::new(env!("CARGO_BIN_EXE_pgshard-child"));
+        let child = ChildProxy::start(binary, &config, &users(), Some(name)).unwrap();
+        let begun = Instant::now();
+        while common::connect(port, "admin", "admin-pw", "admin")
+            .await
+            .is_err()
+        {
+            assert!(
+                begun.elapsed() < Duration::from_secs(20),
+                "pgshard-child serves"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        (First::Child(child), port)
+    }
+
+    fn stop(self) {
+        match self {
+            First::InProcess(proxy) => proxy.crash(),
+            First::Child(child) => child.kill(),
+        }
+    }
+}
+
+/// Stop pgshard (crash, or SIGKILL with `sigkill`) with a move parked at
+/// `fault`; the next instance rolls it back (or finishes it, after the
+/// switch).
+async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
+    let servers = logical_servers(2);
+    create_tables(&servers, TABLES, SHARD_COUNT, &default_placement());
+    let (shard, tables) = moving_shard();
+    let config = common::sharded_config(&servers, "", &family(""));
+    let (first, port) = First::start(&config, fault, sigkill).await;
+    let admin1 = common::connect(port, "admin", "admin-pw", "admin")
+        .await
+        .unwrap();
+    let id = common::rows(&admin1, &format!("MOVE SHARD {shard} TO 1")).await[0]["id"].clone();
+    wait_move(&admin1, &id, |s| s == parked).await;
+    // Writes acknowledged before the crash.
+    let client = common::connect(port, "app", "app-pw", "prod")
+        .await
+        .unwrap();
+    for &t in &tables {
+        let sql = format!("INSERT INTO events_p{t} (k) VALUES (-1), (-2)");
+        client.simple_query(&sql).await.unwrap();
+    }
+    drop((client, admin1));
+    first.stop();
+    let next = start(&config);
+    next.state().moves.set_lease(Duration::from_millis(300));
+    let admin2 = admin(&next).await;
+    let switched = fault == Fault::AfterSwitch;
+    let status = wait_move(&admin2, &id, |s| s == "done" || s == "failed").await;
+    let taken = next.state().moves.list();
+    assert!(
+        taken.iter().any(|m| m.id == id && m.taken_over),
+        "{taken:?}"
+    );
+    let (a, b) = (
+        superuser(&servers[0], 0).await,
+        superuser(&servers[1], 1).await,
+    );
+    no_stream_left(&a, &b).await;
+    let (home, away) = if switched { (&b, &a) } else { (&a, &b) };
+    if switched {
+        assert_eq!(status["step"], "done", "{status:?}");
+    } else {
+        assert_eq!(status["step"], "failed", "{status:?}");
+        assert!(status["error"].contains("interrupted"), "{status:?}");
+    }
+    for &t in &tables {
+        assert_eq!(rows_of(home, t).await, 102, "events_p{t}: every row, once");
+        assert_eq!(rows_of(away, t).await, -1, "events_p{t} is on one database");
+        let distinct = count(home, &format!("SELECT count(DISTINCT id) FROM events_p{t}")).await;
+        assert_eq!(distinct, 102);
+    }
+    let moved = count(
+        &a,
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'pgshard_moved'",
+    )
+    .await;
+    assert_eq!(moved, 0);
+    let owner = if switched { 1 } else { 0 };
+    assert_eq!(placement(&admin2).await[shard].0, owner);
+    // Routed where the rows are.
+    let t = tables[0];
+    let sql = format!("SELECT count(*) FROM events_p{t}");
+    let through: i64 = app(&next).await.query_one(&sql, &[]).await.unwrap().get(0);
+    assert_eq!(through, 102);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_after_the_slot_rolls_the_move_back() {
+    crash_at(Fault::AfterSlot, "slot", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_mid_catch_up_rolls_the_move_back() {
+    crash_at(Fault::MidCatchup, "catchup", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_after_the_switch_finishes_the_move() {
+    crash_at(Fault::AfterSwitch, "switched", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigkill_after_the_slot_rolls_the_move_back() {
+    crash_at(Fault::AfterSlot, "slot", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigkill_mid_catch_up_rolls_the_move_back() {
+    crash_at(Fault::MidCatchup, "catchup", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigkill_after_the_switch_finishes_the_move() {
+    crash_at(Fault::AfterSwitch, "switched", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rebalance_moves_four_of_twelve_shards_to_a_new_database() {
+    const COUNT: usize = 12;
+    let servers = logical_servers(3);
+    let two: Vec<usize> = (0..COUNT).map(|s| s % 2).collect();
+    create_tables(&servers[..2], 24, COUNT, &two);
+    let explicit =
+        family(&format!("placement = {two:?}\n")).replace("shard_count = 8", "shard_count = 12");
+    let before = common::sharded_config(&servers[..2], "", &explicit);
+    let proxy = start(&before);
+    let admin = admin(&proxy).await;
+    assert!(
+        common::rows(&admin, "REBALANCE").await.is_empty(),
+        "balanced already"
+    );
+    let after = common::sharded_config(&servers, "", &explicit);
+    proxy.rewrite_config(&after, &users()).unwrap();
+    common::rows(&admin, "RELOAD").await;
+    let err = admin
+        .simple_query("REBALANCE prod PARALLEL 2")
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"));
+    let planned = common::rows(&admin, "REBALANCE prod").await;
+    assert_eq!(planned.len(), 4, "{planned:?}");
+    assert!(planned.iter().all(|m| m["target"] == "2"), "{planned:?}");
+    for m in &planned {
+        let status = wait_move(&admin, &m["id"], |s| s == "done" || s == "failed").await;
+        assert_eq!(status["step"], "done", "{status:?}");
+    }
+    let placed = placement(&admin).await;
+    for database in 0..3 {
+        let held = placed.iter().filter(|(d, _)| *d == database).count();
+        assert_eq!(held, 4, "database {database}: {placed:?}");
+    }
+    let c = superuser(&servers[2], 2).await;
+    for t in (0..24).filter(|&t| placed[shard_of(t, COUNT)].0 == 2) {
+        assert_eq!(rows_of(&c, t).await, 100, "events_p{t} on database 2");
+    }
+    assert!(common::rows(&admin, "REBALANCE").await.is_empty());
+}

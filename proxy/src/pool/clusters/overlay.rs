@@ -1,0 +1,240 @@
+//! The placement overlay: where shard moves put logical shards, by cluster
+//! and placement group, laid over the config file's `placement` whenever a
+//! config is installed (start-up, RELOAD), so that a moved shard keeps
+//! routing to its new database. The mover records a switch here; the
+//! placement readers (`reshard/overlay.rs`) record what `pgshard.shards`
+//! on the databases says, which also teaches other pgshard instances.
+//! A moving marker (`router::sharding::Moving`) is carried the same way
+//! across a RELOAD, so a move under way keeps its hold.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use router::sharding::{GroupId, Sharding};
+
+/// Where one logical shard is, and since when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    pub database: usize,
+    /// The move that put it there (`m` and 8 hex digits), or `config`
+    /// when its database recorded the file's placement before any move.
+    pub since: String,
+}
+
+impl Placed {
+    /// The move that placed the shard, if one did.
+    pub fn by_move(&self) -> Option<&str> {
+        (self.since.starts_with('m') && self.since.len() == 9).then_some(self.since.as_str())
+    }
+}
+
+/// Per (cluster, group): per logical shard, where it is (`None`: not known,
+/// the file decides).
+#[derive(Debug, Clone, Default)]
+pub struct Overlay {
+    groups: HashMap<(String, GroupId), Vec<Option<Placed>>>,
+}
+
+impl Overlay {
+    /// What is known of `group` of `cluster`.
+    pub fn get(&self, cluster: &str, group: GroupId) -> Option<&[Option<Placed>]> {
+        self.groups
+            .get(&(cluster.to_owned(), group))
+            .map(Vec::as_slice)
+    }
+
+    /// Learn `placed` of `group` of `cluster`: a shard placed there is
+    /// placed so; one it does not know (`None`: a move between its fence
+    /// and its switch, read on its way) stays where it was known to be.
+    pub fn set(&mut self, cluster: &str, group: GroupId, placed: Vec<Option<Placed>>) {
+        let known = self
+            .groups
+            .entry((cluster.to_owned(), group))
+            .or_insert_with(|| vec![None; placed.len()]);
+        if known.len() != placed.len() {
+            *known = vec![None; placed.len()];
+        }
+        for (known, placed) in known.iter_mut().zip(placed) {
+            if placed.is_some() {
+                *known = placed;
+            }
+        }
+    }
+
+    /// Logical shard `shard` of `group` is on `database` since `since`.
+    pub fn place(&mut self, cluster: &str, group: GroupId, shard: usize, placed: Placed) {
+        let shards = self
+            .groups
+            .entry((cluster.to_owned(), group))
+            .or_insert_with(|| vec![None; group.shard_count]);
+        if let Some(slot) = shards.get_mut(shard) {
+            *slot = Some(placed);
+        }
+    }
+
+    /// `sharding` (of `cluster`) with the known placements laid over it;
+    /// `None` when that changes nothing. A placement naming a database the
+    /// cluster does not have is skipped (the file decides there).
+    pub fn apply(&self, cluster: &str, sharding: &Sharding) -> Option<Sharding> {
+        let mut next = sharding.clone();
+        let mut changed = false;
+        let keys = next
+            .tables
+            .iter_mut()
+            .map(|t| &mut t.keys)
+            .chain(next.families.iter_mut().map(|f| &mut f.keys));
+        for keys in keys {
+            let Some(placed) = self.get(cluster, keys.group()) else {
+                continue;
+            };
+            if placed.len() != keys.placement.len() {
+                continue;
+            }
+            for (database, placed) in keys.placement.iter_mut().zip(placed) {
+                match placed {
+                    Some(p) if p.database < sharding.databases && p.database != *database => {
+                        *database = p.database;
+                        changed = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        changed.then_some(next)
+    }
+}
+
+/// `next` with the moving markers of `old` (same groups) carried over.
+pub fn carry_moving(old: &Sharding, next: &Sharding) -> Option<Sharding> {
+    let markers = old
+        .tables
+        .iter()
+        .map(|t| (&t.keys, true))
+        .chain(old.families.iter().map(|f| (&f.keys, false)));
+    let mut carried: Option<Sharding> = None;
+    for (keys, table) in markers {
+        let Some(moving) = &keys.moving else {
+            continue;
+        };
+        let current = carried.as_ref().unwrap_or(next);
+        if current.group(keys.group()).is_none() {
+            continue;
+        }
+        let refuse = table && moving.refuse_keyless;
+        carried = Some(current.with_moving(keys.group(), &moving.shards, refuse));
+    }
+    carried
+}
+
+/// `sharding` as installed: overlay, then markers.
+pub fn lay_over(
+    overlay: &Overlay,
+    cluster: &str,
+    old: Option<&Sharding>,
+    sharding: &mut Arc<Sharding>,
+) {
+    if let Some(next) = overlay.apply(cluster, sharding) {
+        *sharding = Arc::new(next);
+    }
+    if let Some(next) = old.and_then(|old| carry_moving(old, sharding)) {
+        *sharding = Arc::new(next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use router::config::Config;
+
+    fn sharding() -> Sharding {
+        let databases: String = (0..3)
+            .map(|i| {
+                format!(
+                    "[[databases]]\nname = \"prod\"\nhost = \"h\"\ndatabase_name = \"d{i}\"\nshard = {i}\n"
+                )
+            })
+            .collect();
+        let tables = "[[sharded_tables]]\ndatabase = \"prod\"\nname_prefix = \"events_p\"\n\
+            data_type = \"bigint\"\nshard_count = 4\nplacement = [0, 1, 0, 1]\n";
+        let users = "[[users]]\nname = \"app\"\ndatabase = \"prod\"\npassword = \"p\"\n";
+        let config = Config::from_toml(&format!("{databases}{tables}"), users)
+            .unwrap_or_else(|e| panic!("{e}"));
+        (*config.clusters["prod"].sharding).clone()
+    }
+
+    fn placed(database: usize, since: &str) -> Option<Placed> {
+        Some(Placed {
+            database,
+            since: since.to_owned(),
+        })
+    }
+
+    #[test]
+    fn overlays() {
+        let sharding = sharding();
+        let group = sharding.families[0].keys.group();
+        type Case = (&'static str, Vec<Option<Placed>>, Option<Vec<usize>>);
+        let cases: &[Case] = &[
+            ("nothing known", vec![None; 4], None),
+            (
+                "a move",
+                vec![None, placed(2, "m00000001"), None, None],
+                Some(vec![0, 2, 0, 1]),
+            ),
+            (
+                "same as the file",
+                vec![placed(0, "config"), placed(1, "config"), None, None],
+                None,
+            ),
+            (
+                "no such database",
+                vec![placed(5, "m00000001"), None, None, None],
+                None,
+            ),
+            ("wrong length", vec![placed(2, "m00000001")], None),
+        ];
+        for (what, known, want) in cases {
+            let mut overlay = Overlay::default();
+            overlay.set("prod", group, known.clone());
+            let got = overlay
+                .apply("prod", &sharding)
+                .map(|s| s.families[0].keys.placement.clone());
+            assert_eq!(&got, want, "{what}");
+            assert!(overlay.apply("other", &sharding).is_none(), "{what}");
+        }
+    }
+
+    #[test]
+    fn markers_are_carried() {
+        let sharding = sharding();
+        let group = sharding.families[0].keys.group();
+        let moving = sharding.with_moving(group, &[3], false);
+        let carried = carry_moving(&moving, &sharding).map(|s| s.families[0].keys.moving.clone());
+        assert_eq!(carried.flatten().map(|m| m.shards.clone()), Some(vec![3]));
+        assert!(carry_moving(&sharding, &sharding).is_none());
+        // What a read does not know stays as known.
+        let mut overlay = Overlay::default();
+        overlay.place(
+            "prod",
+            group,
+            1,
+            Placed {
+                database: 2,
+                since: "m00000001".to_owned(),
+            },
+        );
+        overlay.set("prod", group, vec![placed(0, "config"), None, None, None]);
+        let known = overlay.get("prod", group).map(<[_]>::to_vec);
+        assert_eq!(
+            known,
+            Some(vec![
+                placed(0, "config"),
+                placed(2, "m00000001"),
+                None,
+                None
+            ])
+        );
+        assert_eq!(placed(1, "m0000000a").unwrap().by_move(), Some("m0000000a"));
+        assert_eq!(placed(1, "config").unwrap().by_move(), None);
+    }
+}

@@ -1,0 +1,254 @@
+//! Where the databases say logical shards are: `pgshard.shards` read from
+//! every database of each sharded cluster (at start-up, before clients are
+//! served; then every poll interval, 1 s, once a move has recorded the
+//! cluster's placement, and every 5 s before that), laid over the running placement
+//! (`pool::clusters::overlay`). A logical shard with exactly one owner is
+//! placed there; one with none (a move between its fence and its switch)
+//! or two stays where the running config has it. This is how an instance
+//! that starts, or one that did not run the move, learns of a switch.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use tracing::{debug, info, warn};
+
+use crate::pool::clusters::overlay::Placed;
+use crate::session::Shared;
+
+use super::db::{Db, Link};
+use super::plan::MoveError;
+
+/// How often a cluster no move has touched yet (no `pgshard.shards` on
+/// any database) is looked at again, its connections closed between (a
+/// cluster with a move is read every poll interval, on kept connections).
+const UNPINNED_EVERY: Duration = Duration::from_secs(5);
+
+/// The readers' connections, per cluster (its first user that logs in:
+/// any login may read pgshard's tables), kept while the cluster is pinned
+/// (a move has recorded where its shards are).
+#[derive(Default)]
+pub struct Readers {
+    clusters: HashMap<String, Reader>,
+}
+
+#[derive(Default)]
+struct Reader {
+    link: Option<Link>,
+    conns: Vec<Option<Db>>,
+    /// Some database has `pgshard.shards`.
+    pinned: bool,
+    /// When to look at an unpinned cluster again.
+    next: Option<Instant>,
+}
+
+impl Readers {
+    /// Whether `cluster` is due a read: pinned, or not looked at lately.
+    fn due(&self, cluster: &str) -> bool {
+        self.clusters
+            .get(cluster)
+            .is_none_or(|r| r.pinned || r.next.is_none_or(|n| Instant::now() >= n))
+    }
+
+    /// Whether a move has recorded `cluster`'s placement.
+    pub fn pinned(&self, cluster: &str) -> bool {
+        self.clusters.get(cluster).is_some_and(|r| r.pinned)
+    }
+
+    /// After a read of `cluster`: keep its connections when pinned, else
+    /// close them until the next look.
+    fn looked(&mut self, cluster: &str, pinned: bool) {
+        let reader = self.clusters.entry(cluster.to_owned()).or_default();
+        reader.pinned = pinned;
+        if !pinned {
+            reader.conns.clear();
+            reader.next = Some(Instant::now() + UNPINNED_EVERY);
+        }
+    }
+
+    /// A connection to database `index` of `cluster`.
+    async fn db(
+        &mut self,
+        shared: &Shared,
+        cluster: &str,
+        index: usize,
+    ) -> Result<&mut Db, MoveError> {
+        let databases = shared
+            .config()
+            .clusters
+            .get(cluster)
+            .map_or(0, |c| c.shards.len());
+        let reader = self.clusters.entry(cluster.to_owned()).or_default();
+        if reader
+            .link
+            .as_ref()
+            .is_none_or(|l| l.targets.len() != databases)
+        {
+            reader.link = Link::all(shared, cluster).into_iter().next();
+            reader.conns.clear();
+        }
+        reader.conns.resize_with(databases, || None);
+        let (Some(link), Some(slot)) = (&reader.link, reader.conns.get_mut(index)) else {
+            return Err(MoveError::Check(format!(
+                "database {index} of {cluster} has no login"
+            )));
+        };
+        if slot.is_none() {
+            *slot = Some(link.connect(index).await?);
+        }
+        slot.as_mut()
+            .ok_or_else(|| MoveError::Check(format!("database {index} has no login")))
+    }
+
+    /// `sql`'s rows from database `index` of `cluster` (the connection
+    /// dropped when it fails).
+    pub async fn rows(
+        &mut self,
+        shared: &Shared,
+        (cluster, index): (&str, usize),
+        sql: &str,
+    ) -> Result<Vec<Vec<Option<String>>>, MoveError> {
+        let db = self.db(shared, cluster, index).await?;
+        let rows = db.rows("read pgshard's tables", sql).await;
+        if rows.is_err() {
+            if let Some(slot) = self
+                .clusters
+                .get_mut(cluster)
+                .and_then(|r| r.conns.get_mut(index))
+            {
+                *slot = None;
+            }
+        }
+        rows
+    }
+}
+
+/// The rows of `pgshard.shards`.
+const SHARDS: &str = "SELECT grp, shard::text, since FROM pgshard.shards";
+
+/// Read where every sharded cluster's databases say their logical shards
+/// are and place them so; the clusters whose placement changed.
+pub async fn refresh(shared: &Shared, readers: &mut Readers) -> Vec<String> {
+    let config = shared.config();
+    let mut changed = Vec::new();
+    for (name, cluster) in &config.clusters {
+        if cluster.shards.len() < 2 || cluster.sharding.groups().is_empty() || !readers.due(name) {
+            continue;
+        }
+        match read(shared, readers, name).await {
+            Ok(owners) => {
+                readers.looked(name, !owners.is_empty());
+                if place(shared, name, owners) {
+                    changed.push(name.clone());
+                }
+            }
+            Err(error) => {
+                // Looked at again later (a warning each time: a pinned
+                // cluster whose databases do not answer is news).
+                if readers.pinned(name) {
+                    warn!(
+                        cluster = name,
+                        "cannot read where logical shards are: {error}"
+                    );
+                } else {
+                    debug!(
+                        cluster = name,
+                        "cannot read where logical shards are: {error}"
+                    );
+                }
+                readers.looked(name, readers.pinned(name));
+            }
+        }
+    }
+    changed
+}
+
+/// The first read, at start-up.
+pub async fn first_read(shared: &Shared) {
+    refresh(shared, &mut Readers::default()).await;
+}
+
+/// Per group (as stored: `postgres/8`), per logical shard: its owners.
+type Owners = HashMap<String, HashMap<usize, Vec<Placed>>>;
+
+async fn read(shared: &Shared, readers: &mut Readers, cluster: &str) -> Result<Owners, MoveError> {
+    let databases = shared
+        .config()
+        .clusters
+        .get(cluster)
+        .map_or(0, |c| c.shards.len());
+    // Exists where the first move of the cluster made it; the query reads
+    // it only where it exists (a missing table fails the plan otherwise).
+    let mut owners: Owners = HashMap::new();
+    for index in 0..databases {
+        let exists = readers
+            .rows(
+                shared,
+                (cluster, index),
+                "SELECT to_regclass('pgshard.shards')::text",
+            )
+            .await?;
+        if exists
+            .first()
+            .and_then(|r| r.first())
+            .is_none_or(Option::is_none)
+        {
+            continue;
+        }
+        for row in readers.rows(shared, (cluster, index), SHARDS).await? {
+            let [Some(group), Some(shard), Some(since)] = row.as_slice() else {
+                continue;
+            };
+            let Ok(shard) = shard.parse::<usize>() else {
+                continue;
+            };
+            owners
+                .entry(group.clone())
+                .or_default()
+                .entry(shard)
+                .or_default()
+                .push(Placed {
+                    database: index,
+                    since: since.clone(),
+                });
+        }
+    }
+    Ok(owners)
+}
+
+/// Lay `owners` over `cluster`'s running placement; whether it changed.
+fn place(shared: &Shared, cluster: &str, owners: Owners) -> bool {
+    let config = shared.config();
+    let Some(running) = config.clusters.get(cluster) else {
+        return false;
+    };
+    let groups: Vec<_> = running.sharding.groups().iter().map(|g| g.id).collect();
+    let mut changed = false;
+    for group in groups {
+        let Some(shards) = owners.get(&group.to_string()) else {
+            continue;
+        };
+        let placed: Vec<Option<Placed>> = (0..group.shard_count)
+            .map(|s| match shards.get(&s).map(Vec::as_slice) {
+                Some([one]) => Some(one.clone()),
+                Some(many @ [_, _, ..]) => {
+                    let on: Vec<String> = many.iter().map(|p| p.database.to_string()).collect();
+                    warn!(
+                        cluster,
+                        "logical shard {s} of group {group} is recorded on databases {}: routed by the running placement",
+                        on.join(", ")
+                    );
+                    None
+                }
+                _ => None,
+            })
+            .collect();
+        if shared.update_placement(cluster, |o| o.set(cluster, group, placed)) {
+            info!(
+                cluster,
+                "placement of group {group} changed, as the databases record it (pgshard.shards)"
+            );
+            changed = true;
+        }
+    }
+    changed
+}
