@@ -237,6 +237,19 @@ async fn forward(
     )
     .await?;
     let waited = cutover::cutover(shared, link, plan, made, moves).await?;
+    switched(shared, moves, plan, link, made, waited).await
+}
+
+/// From the switch: log it, save the config when asked, drop the stream
+/// and leave the old tables and rows for the cleanup.
+async fn switched(
+    shared: &Arc<Shared>,
+    moves: &Arc<Moves>,
+    plan: &Plan,
+    link: &Link,
+    made: &mut Made,
+    waited: Duration,
+) -> Result<(), MoveError> {
     moves.update(&plan.id, |s| {
         s.phase = Phase::Switched;
         s.max_wait = Some(waited);

@@ -123,7 +123,10 @@ fn parse(cluster: &str, sharding: &Sharding, row: &[Option<String>]) -> Option<(
     let [Some(id), Some(group), Some(shard), Some(source), Some(target), Some(phase)] = row else {
         return None;
     };
-    let members = sharding.groups().into_iter().find(|g| g.id.to_string() == *group)?;
+    let members = sharding
+        .groups()
+        .into_iter()
+        .find(|g| g.id.to_string() == *group)?;
     let group = members.id;
     let tables = members
         .tables

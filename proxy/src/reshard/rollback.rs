@@ -33,8 +33,36 @@ pub async fn rollback(
         refuse,
     );
     shared.gate.shards.set_held(&plan.cluster, false);
+    for (database, what, sql) in undo_statements(plan, made, error) {
+        let done = match link.connect(database).await {
+            Ok(mut db) => db.run(what, &sql).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = done {
+            warn!(id = plan.id, "rolling the move back: {e}");
+        }
+    }
+    // The slot goes once the subscription's walsender has let it go.
+    if made.stream {
+        let dropped = match link.connect(plan.source).await {
+            Ok(mut a) => cleanup::drop_slot_waiting(plan, &mut a).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = dropped {
+            warn!(id = plan.id, "rolling the move back: {e}");
+        }
+    }
+}
+
+/// What undoes the move on each database, in order: (database, what for
+/// the log, statement).
+fn undo_statements(
+    plan: &Plan,
+    made: &Made,
+    error: &MoveError,
+) -> Vec<(usize, &'static str, String)> {
     let name = plan.stream_name();
-    let mut undo: Vec<(usize, &str, String)> = Vec::new();
+    let mut undo: Vec<(usize, &'static str, String)> = Vec::new();
     if made.subscription {
         undo.extend(
             cleanup::unsubscribe(&name)
@@ -84,23 +112,5 @@ pub async fn rollback(
         ));
         undo.push((database, "forget the marks", store::forget_marks(&plan.id)));
     }
-    for (database, what, sql) in undo {
-        let done = match link.connect(database).await {
-            Ok(mut db) => db.run(what, &sql).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = done {
-            warn!(id = plan.id, "rolling the move back: {e}");
-        }
-    }
-    // The slot goes once the subscription's walsender has let it go.
-    if made.stream {
-        let dropped = match link.connect(plan.source).await {
-            Ok(mut a) => cleanup::drop_slot_waiting(plan, &mut a).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = dropped {
-            warn!(id = plan.id, "rolling the move back: {e}");
-        }
-    }
+    undo
 }
