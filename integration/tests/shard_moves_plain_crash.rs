@@ -123,7 +123,11 @@ async fn crash_plain_at(fault: Fault, parked: &str) {
         };
         let sql = format!("SELECT count(*) FROM accounts WHERE id = {id}");
         let (here, there) = if home == 0 { (&a, &b) } else { (&b, &a) };
-        assert_eq!(count(here, &sql).await, 1, "account {id} on database {home}");
+        assert_eq!(
+            count(here, &sql).await,
+            1,
+            "account {id} on database {home}"
+        );
         assert_eq!(count(there, &sql).await, 0, "account {id} only on {home}");
     }
     // Keyless statements through the next instance see every row once.

@@ -13,6 +13,13 @@ static ALLOCATOR: bench::Allocator = parser_ffi::Allocator;
 
 fn main() -> anyhow::Result<()> {
     let options = Options::parse();
+    if options.print_sharding {
+        print!(
+            "{}",
+            bench::messaging::schema::sharding_toml(&options.dbname)
+        );
+        return Ok(());
+    }
     if let (Some(json), Some(svg)) = (&options.plot_from, &options.svg) {
         let text =
             std::fs::read_to_string(json).with_context(|| format!("read {}", json.display()))?;

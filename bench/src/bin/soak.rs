@@ -21,7 +21,7 @@ struct Options {
     /// pgshard's process id.
     #[arg(long)]
     pid: u32,
-    /// pgshard's port (its admin console is database `pgshard` there).
+    /// pgshard's port (its admin console is database `admin` there).
     #[arg(long)]
     port: u16,
     /// The admin console's password.
@@ -97,7 +97,7 @@ fn main() -> Result<()> {
 
 async fn admin(options: &Options) -> Result<tokio_postgres::Client> {
     let conninfo = format!(
-        "host=127.0.0.1 port={} user=admin password={} dbname=pgshard",
+        "host=127.0.0.1 port={} user=admin password={} dbname=admin",
         options.port, options.admin_password
     );
     let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)

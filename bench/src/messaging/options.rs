@@ -143,6 +143,11 @@ pub struct Options {
     /// Run nothing: draw the results JSON of an earlier run into `--svg`.
     #[arg(long)]
     pub plot_from: Option<PathBuf>,
+    /// Run nothing: print pgshard's `[[sharded_tables]]` sections for the
+    /// bench's tables in database `--dbname` (for a pgshard of your own,
+    /// as `bench/soak.sh` starts).
+    #[arg(long)]
+    pub print_sharding: bool,
 }
 
 impl Options {
