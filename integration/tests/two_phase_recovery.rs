@@ -4,7 +4,8 @@
 //! that leaves mid-commit, and transfers between accounts on different
 //! shards while a shard restarts. After another pgshard's recovery (with
 //! no local state of the first) every transaction is all-or-nothing on
-//! every shard, no prepared transaction is left and no lock is held.
+//! every shard, no prepared transaction is left and no lock is held. And
+//! pgshard's own schema made by many connections at once.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -365,4 +366,42 @@ async fn transfers_keep_the_total_while_a_shard_restarts() {
         .sum();
     assert_eq!(total, 2000, "after {transfers} transfers");
     drop(proxy);
+}
+
+/// pgshard makes its schema and tables (`pgshard.decisions`, the move
+/// store) from several connections at once, at start-up and on first use:
+/// each creation takes an advisory lock first, since a `CREATE SCHEMA IF
+/// NOT EXISTS` that runs while another session's is uncommitted fails with
+/// 23505 once that one commits (found by bench/soak.sh: `pgbench -i`'s
+/// first DROP TABLE failed with "two-phase commit needs pgshard.decisions
+/// on shard 0: duplicate key value violates unique constraint
+/// pg_namespace_nspname_index"). Here one creation is held open in a
+/// transaction while the other starts: the second waits, then succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_creators_of_pgshards_schema_all_succeed() {
+    use proxy::execute::two_phase::CREATE_DECISIONS;
+    use proxy::reshard::store::CREATE;
+    let server = common::servers(1).remove(0);
+    let pairs = [
+        (CREATE_DECISIONS, CREATE_DECISIONS),
+        (CREATE_DECISIONS, CREATE),
+        (CREATE, CREATE_DECISIONS),
+        (CREATE, CREATE),
+    ];
+    for (first, second) in pairs {
+        let (a, b) = (direct(&server, 0).await, direct(&server, 0).await);
+        a.batch_execute("DROP SCHEMA IF EXISTS pgshard CASCADE; BEGIN")
+            .await
+            .unwrap();
+        a.batch_execute(first).await.unwrap();
+        let racing = tokio::spawn(async move {
+            b.batch_execute(second)
+                .await
+                .map_err(|e| common::describe(&e))
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        a.batch_execute("COMMIT").await.unwrap();
+        let made = racing.await.unwrap();
+        assert!(made.is_ok(), "{made:?}");
+    }
 }

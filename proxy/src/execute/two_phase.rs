@@ -34,10 +34,22 @@ use std::sync::Mutex;
 pub const DECISIONS: &str = "pgshard.decisions";
 
 /// Creates [`DECISIONS`] where it is missing.
-pub const CREATE_DECISIONS: &str = "CREATE SCHEMA IF NOT EXISTS pgshard; \
+///
+/// `CREATE SCHEMA IF NOT EXISTS` and `CREATE TABLE IF NOT EXISTS` are not
+/// safe against a concurrent twin (the loser fails with 23505 on
+/// `pg_namespace` or `pg_type`), and pgshard makes its schema from several
+/// places at once (this table, its recovery, shard moves' tables): every
+/// such string starts by taking the transaction-scoped advisory lock
+/// [`SCHEMA_LOCK`] (held until the string's implicit transaction ends).
+pub const CREATE_DECISIONS: &str = "SELECT pg_advisory_xact_lock(31638942761710180); \
+     CREATE SCHEMA IF NOT EXISTS pgshard; \
      CREATE TABLE IF NOT EXISTS pgshard.decisions (\
      txn text PRIMARY KEY, outcome text NOT NULL, \
      decided_at timestamptz NOT NULL DEFAULT now())";
+
+/// The advisory lock key that serializes the creation of pgshard's schema
+/// and tables on a database ("pgshard" in ASCII).
+pub const SCHEMA_LOCK: i64 = 31_638_942_761_710_180;
 
 /// Every gid pgshard prepares starts with this.
 pub const GID_PREFIX: &str = "pgshard_";

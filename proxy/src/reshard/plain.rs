@@ -41,7 +41,9 @@ use super::sql::{ident, literal, qualified, Table};
 use super::Moves;
 
 /// The fences table and the trigger function, made where missing.
-pub const FENCES: &str = "CREATE SCHEMA IF NOT EXISTS pgshard; \
+/// (The advisory lock: see `execute::two_phase::CREATE_DECISIONS`.)
+pub const FENCES: &str = "SELECT pg_advisory_xact_lock(31638942761710180); \
+    CREATE SCHEMA IF NOT EXISTS pgshard; \
     CREATE TABLE IF NOT EXISTS pgshard.fences (grp text NOT NULL, shard int NOT NULL, \
     move text NOT NULL, target int NOT NULL, fenced boolean NOT NULL DEFAULT false, \
     PRIMARY KEY (grp, shard)); \

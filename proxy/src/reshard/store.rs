@@ -25,7 +25,9 @@ use super::sql::literal;
 use super::state::Phase;
 
 /// The tables, made where missing (every statement is idempotent).
-pub const CREATE: &str = "CREATE SCHEMA IF NOT EXISTS pgshard; \
+/// (The advisory lock: see `execute::two_phase::CREATE_DECISIONS`.)
+pub const CREATE: &str = "SELECT pg_advisory_xact_lock(31638942761710180); \
+    CREATE SCHEMA IF NOT EXISTS pgshard; \
      CREATE TABLE IF NOT EXISTS pgshard.moves (\
      id text PRIMARY KEY, cluster text NOT NULL, grp text NOT NULL, shard int NOT NULL, \
      source int NOT NULL, target int NOT NULL, phase text NOT NULL, error text, \
