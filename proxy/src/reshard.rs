@@ -13,14 +13,17 @@
 //! The phases are `state.rs`'s; each is recorded on the databases
 //! (`store.rs`) and in [`Moves`] (SHOW MOVES, the metrics, a progress log
 //! line every few seconds); `rollback.rs` undoes a move that failed
-//! before its switch. Table families and plain tables (`plain.rs`: the
-//! shard's rows, a row filter, a trigger fence) move so far; resuming a
+//! before its switch. Table families, plain tables (`plain.rs`: the
+//! shard's rows, a row filter, a trigger fence) and tables partitioned by
+//! hash (`partitioned.rs`: the shard's partition, attached on the target
+//! at the switch) move so far; resuming a
 //! move after a restart, CANCEL MOVE and REBALANCE come in later steps.
 
 mod cleanup;
 mod cutover;
 mod db;
 mod mover;
+mod partitioned;
 mod plain;
 pub mod plan;
 mod rollback;
@@ -269,18 +272,23 @@ async fn forward(
     let mut a = link.connect(plan.source).await?;
     let mut b = link.connect(plan.target).await?;
     let full = general.resharding_replica_identity_full;
-    made.plain = plain::tables(plan, full, &mut a, &mut b).await?;
+    (made.plain, made.parts) = plain::tables(plan, full, &mut a, &mut b).await?;
     step(moves, plan, Phase::Schema, &mut [&mut a, &mut b]).await?;
     made.on_target = true;
     mover::schema(link, plan.source, &made.tables, "pre-data", &mut b).await?;
-    plain::install(&mut a, plan, &made.plain).await?;
+    partitioned::create(&mut b, plan, &made.parts).await?;
+    plain::install(&mut a, plan, &made.plain, &made.parts).await?;
     step(moves, plan, Phase::Slot, &mut [&mut a, &mut b]).await?;
     made.stream = true;
-    let members = (made.tables.as_slice(), made.plain.as_slice());
+    let members = (
+        made.tables.as_slice(),
+        made.plain.as_slice(),
+        made.parts.as_slice(),
+    );
     let (walsender, snapshot) = mover::stream(link, plan, members, &mut a).await?;
     step(moves, plan, Phase::Copy, &mut [&mut a, &mut b]).await?;
     let format = general.resharding_copy_format;
-    let copies = plain::copies(plan, &made.tables, &made.plain)?;
+    let copies = plain::copies(plan, &made.tables, &made.plain, &made.parts)?;
     mover::copy(link, plan, &copies, &snapshot, format, moves).await?;
     // The exported snapshot is no longer needed.
     walsender.conn.terminate().await;

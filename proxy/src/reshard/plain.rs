@@ -36,6 +36,7 @@ use router::sharding::KeySpace;
 use crate::session::Shared;
 
 use super::db::Db;
+use super::partitioned::{self, PartTable};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified, Table};
 use super::Moves;
@@ -127,15 +128,19 @@ pub fn mark_moving(shared: &Shared, moves: &Moves, plan: &Plan) {
     shared.set_moving(&plan.cluster, plan.group, &marker, !plan.tables.is_empty());
 }
 
-/// What the snapshot copy copies: the family tables whole, the plain
-/// tables' rows of the shard.
+/// What the snapshot copy copies: the family tables and the shard's
+/// partitions whole, the plain tables' rows of the shard.
 pub fn copies(
     plan: &Plan,
     tables: &[Table],
     plain: &[PlainTable],
+    parts: &[PartTable],
 ) -> Result<Vec<(Table, Option<String>)>, MoveError> {
-    let mut copies: Vec<(Table, Option<String>)> =
-        tables.iter().map(|t| (t.clone(), None)).collect();
+    let mut copies: Vec<(Table, Option<String>)> = tables
+        .iter()
+        .chain(parts.iter().map(|p| &p.part))
+        .map(|t| (t.clone(), None))
+        .collect();
     for table in plain {
         copies.push((
             table.table.clone(),
@@ -145,17 +150,17 @@ pub fn copies(
     Ok(copies)
 }
 
-/// The plan's plain tables on the source, checked against the target.
+/// The plan's plain tables on the source, checked against the target,
+/// and its tables partitioned by hash (`partitioned.rs`).
 pub async fn tables(
     plan: &Plan,
     replica_identity_full: bool,
     a: &mut Db,
     b: &mut Db,
-) -> Result<Vec<PlainTable>, MoveError> {
+) -> Result<(Vec<PlainTable>, Vec<PartTable>), MoveError> {
     a.run("create the fences table", FENCES).await?;
     b.run("create the fences table", FENCES).await?;
-    let mut found = Vec::new();
-    let mut partitioned = Vec::new();
+    let (mut found, mut partitioned) = (Vec::new(), Vec::new());
     for entry in &plan.tables {
         let Some(name) = &entry.name else {
             continue;
@@ -165,7 +170,8 @@ pub async fn tables(
             continue;
         };
         if kind == "p" {
-            partitioned.push(table.sql());
+            let full = replica_identity_full;
+            partitioned.push(partitioned::found(plan, entry, table, full, (a, b)).await?);
             continue;
         }
         let plain = PlainTable {
@@ -177,13 +183,7 @@ pub async fn tables(
         check_target(plan, &plain, a, b).await?;
         found.push(plain);
     }
-    if !partitioned.is_empty() {
-        return Err(MoveError::Layout {
-            group: plan.group.to_string(),
-            tables: partitioned.join(", "),
-        });
-    }
-    Ok(found)
+    Ok((found, partitioned))
 }
 
 /// `name` (in `schema`, or on the search path) on `db`: the table and its
@@ -217,7 +217,7 @@ async fn resolve(
 
 /// The table on the target, with the source's columns and types, and no
 /// row of the moving shard yet.
-async fn check_target(
+pub(super) async fn check_target(
     plan: &Plan,
     plain: &PlainTable,
     a: &mut Db,
@@ -266,7 +266,7 @@ async fn check_target(
 /// Whether the table's replica identity on the source covers `column`:
 /// `None` when it does, the identity to put back when the move sets FULL,
 /// a refusal when it may not.
-async fn identity(
+pub(super) async fn identity(
     a: &mut Db,
     table: &Table,
     column: &str,
@@ -308,20 +308,26 @@ async fn identity(
 }
 
 /// The fence triggers' names on a table, for logical shard `shard`.
-fn trigger_names(shard: usize) -> [String; 3] {
+pub(super) fn trigger_names(shard: usize) -> [String; 3] {
     ["ins", "upd", "del"].map(|op| format!("pgshard_fence_{shard}_{op}"))
 }
 
-/// The source's fence triggers and guard row (unfenced), and `REPLICA
-/// IDENTITY FULL` where the move needs it: one transaction, retried when
-/// it waits too long for the tables' locks.
-pub async fn install(a: &mut Db, plan: &Plan, tables: &[PlainTable]) -> Result<(), MoveError> {
-    if tables.is_empty() {
+/// The source's fence triggers (on plain tables and on the partitions of
+/// the shard) and guard row (unfenced), and `REPLICA IDENTITY FULL` where
+/// the move needs it: one transaction, retried when it waits too long for
+/// the tables' locks.
+pub async fn install(
+    a: &mut Db,
+    plan: &Plan,
+    tables: &[PlainTable],
+    parts: &[PartTable],
+) -> Result<(), MoveError> {
+    if tables.is_empty() && parts.is_empty() {
         return Ok(());
     }
     let group = literal(&plan.group.to_string());
     let args = format!("{group}, '{}'", plan.shard);
-    let mut sql = Vec::new();
+    let mut sql = partitioned::fence_triggers(plan, parts);
     for plain in tables {
         let t = plain.table.sql();
         let [ins, upd, del] = trigger_names(plan.shard).map(|n| ident(&n));

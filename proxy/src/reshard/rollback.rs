@@ -1,8 +1,8 @@
 //! Undoing a move that failed before its switch: the moving marker and
 //! the hold cleared, then on fresh connections (the move's own may be
 //! what broke) the subscription, the fence, the publication and slot, the
-//! tables made on the target and the plain tables' rows copied there and
-//! fence triggers dropped, each on its own (what fails is
+//! tables (and partitions) made on the target and the plain tables' rows
+//! copied there and fence triggers dropped, each on its own (what fails is
 //! logged), and the move recorded failed on both databases.
 
 use tracing::warn;
@@ -13,7 +13,7 @@ use super::db::Link;
 use super::mover::Made;
 use super::plan::{MoveError, Plan};
 use super::sql::ident;
-use super::{cleanup, cutover, plain, store, Moves};
+use super::{cleanup, cutover, partitioned, plain, store, Moves};
 
 /// Undo what a move made before its switch (each step on its own: what
 /// fails is logged), and record it failed with `error`.
@@ -75,6 +75,18 @@ pub async fn rollback(
             }
         }
         Err(e) => warn!(id = plan.id, "rolling the move back: {e}"),
+    }
+    let (source, target) = partitioned::undo(plan, &made.parts);
+    let source = source
+        .into_iter()
+        .map(|sql| format!("SET lock_timeout = '5s'; {sql}"));
+    undo.extend(source.map(|sql| (plan.source, "drop the fence", sql)));
+    if made.on_target {
+        undo.extend(
+            target
+                .into_iter()
+                .map(|sql| (plan.target, "drop a copied partition", sql)),
+        );
     }
     for database in [plan.source, plan.target] {
         undo.push((

@@ -1,0 +1,426 @@
+//! Moving a logical shard of a table partitioned by hash (issue 33, step
+//! 7): `orders` is `PARTITION BY HASH (id)` on each of two real Postgres
+//! 15 servers (`wal_level = logical`), with `shard_count = 4` logical
+//! shards as partitions `MODULUS 4`, each database holding the partitions
+//! of the shards placed on it. `MOVE SHARD` moves one shard's partition
+//! from database 0 to 1 while clients insert, update and delete keyed rows
+//! through pgshard the whole time: no write fails, none is lost, and
+//! afterwards each row is in exactly one database, the one the new
+//! placement names (the partition attached to database 1's parent, which
+//! takes the shard's new rows). Between the switch and the cleanup a
+//! stale write made directly on database 0's old partition is refused by
+//! the fence (55000) and keyless statements are refused (0A000); after
+//! the cleanup the old partition is gone (a stale INSERT there finds no
+//! partition, 23514), keyless reads are served again and exact, and no
+//! slot, publication or subscription is left. Also: a partition of the
+//! moving shard already on the target is refused, and the failed move
+//! leaves nothing behind.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Cluster, USERS};
+use integration::{PgServer, ServerOptions, TestProxy};
+use router::hash::logical_shard;
+use router::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
+
+const SHARD_COUNT: usize = 4;
+/// Orders made before the move: ids 1 to ORDERS.
+const ORDERS: i64 = 2000;
+
+const SHARDING: &str = "\
+[[sharded_tables]]
+database = \"prod\"
+name = \"orders\"
+column = \"id\"
+data_type = \"bigint\"
+shard_count = 4
+";
+
+fn users() -> String {
+    format!(
+        "{USERS}[[users]]\nname = \"mover\"\ndatabase = \"prod\"\npassword = \"mover-pw\"\n\
+         server_user = \"postgres\"\n"
+    )
+}
+
+fn logical_servers(n: usize) -> Vec<PgServer> {
+    let settings = [
+        ("wal_level", "logical"),
+        ("max_replication_slots", "8"),
+        ("max_wal_senders", "8"),
+        ("max_logical_replication_workers", "4"),
+        ("max_worker_processes", "16"),
+    ];
+    let options = ServerOptions {
+        settings: settings
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..ServerOptions::default()
+    };
+    common::servers_with(n, &options)
+}
+
+fn shard_of(id: i64) -> usize {
+    let keys = KeySpace {
+        data_type: DataType::BigInt,
+        function: ShardFunction::Hash {
+            hasher: Hasher::Postgres,
+            shard_count: SHARD_COUNT,
+        },
+        placement: (0..SHARD_COUNT).map(|s| s % 2).collect(),
+        moving: None,
+    };
+    logical_shard(&keys, &Key::Int(id)).unwrap()
+}
+
+/// The database that holds `id` once `moving` is on database 1.
+fn home(id: i64, moving: usize) -> usize {
+    match shard_of(id) {
+        s if s == moving => 1,
+        s => s % 2,
+    }
+}
+
+async fn superuser(server: &PgServer, database: &str) -> tokio_postgres::Client {
+    common::connect_str(&server.conninfo("postgres", None, database))
+        .await
+        .unwrap()
+}
+
+async fn count(client: &tokio_postgres::Client, sql: &str) -> i64 {
+    client.query_one(sql, &[]).await.unwrap().get(0)
+}
+
+/// Wait for the move's step to be one of `steps` (or failed).
+async fn wait_step(admin: &tokio_postgres::Client, steps: &[&str]) -> BTreeMap<String, String> {
+    let begun = Instant::now();
+    loop {
+        let rows = common::rows(admin, "SHOW MOVES").await;
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let status = rows[0].clone();
+        if steps.contains(&status["step"].as_str()) || status["step"] == "failed" {
+            return status.into_iter().collect();
+        }
+        assert!(begun.elapsed() < Duration::from_secs(120), "{status:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What the clients were told was written.
+#[derive(Default)]
+struct Log {
+    inserted: BTreeSet<i64>,
+    deleted: BTreeSet<i64>,
+    /// Updates acknowledged, by order.
+    updates: BTreeMap<i64, i64>,
+}
+
+/// Three clients through pgshard until `stop`: new orders (extended
+/// protocol), updates of orders 1..=1000 (a simple protocol transaction),
+/// deletes of orders 1001 onwards (extended).
+async fn writers(
+    cluster: &Cluster,
+    stop: &Arc<AtomicBool>,
+    log: &Arc<Mutex<Log>>,
+) -> Vec<tokio::task::JoinHandle<Vec<String>>> {
+    let mut handles = Vec::new();
+    for role in 0..3 {
+        let client = cluster.connect().await;
+        let (stop, log) = (Arc::clone(stop), Arc::clone(log));
+        handles.push(tokio::spawn(async move {
+            let mut errors = Vec::new();
+            let mut i: i64 = 0;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let done = match role {
+                    0 => {
+                        let id = 1_000_000 + i;
+                        let sql = "INSERT INTO orders (id, n, v) VALUES ($1, 0, 'new')";
+                        let done = client.execute(sql, &[&id]).await.map(drop);
+                        if done.is_ok() {
+                            log.lock().unwrap().inserted.insert(id);
+                        }
+                        done
+                    }
+                    1 => {
+                        let id = 1 + i % 1000;
+                        let sql =
+                            format!("BEGIN; UPDATE orders SET n = n + 1 WHERE id = {id}; COMMIT");
+                        let done = client.simple_query(&sql).await.map(drop);
+                        if done.is_ok() {
+                            *log.lock().unwrap().updates.entry(id).or_default() += 1;
+                        }
+                        done
+                    }
+                    _ => {
+                        let id = 1000 + i;
+                        if id > ORDERS {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                            continue;
+                        }
+                        let sql = "DELETE FROM orders WHERE id = $1";
+                        let done = client.execute(sql, &[&id]).await.map(|n| {
+                            assert_eq!(n, 1, "order {id} deleted");
+                        });
+                        if done.is_ok() {
+                            log.lock().unwrap().deleted.insert(id);
+                        }
+                        done
+                    }
+                };
+                if let Err(e) = done {
+                    errors.push(common::describe(&e));
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            errors
+        }));
+    }
+    handles
+}
+
+/// Two servers with `orders` partitioned by hash on both, each with the
+/// partitions of its logical shards (and `extra` after on database 1),
+/// `ORDERS` orders placed by their logical shard; pgshard over them.
+fn start(general: &str, extra: &str) -> Cluster {
+    let servers = logical_servers(2);
+    for (database, server) in servers.iter().enumerate() {
+        let partitions: String = (0..SHARD_COUNT)
+            .filter(|s| s % 2 == database)
+            .map(|s| {
+                format!(
+                    "CREATE TABLE orders_{s} PARTITION OF orders \
+                     FOR VALUES WITH (MODULUS {SHARD_COUNT}, REMAINDER {s}); "
+                )
+            })
+            .collect();
+        let extra = if database == 1 { extra } else { "" };
+        let mine: Vec<String> = (1..=ORDERS)
+            .filter(|&id| shard_of(id) % 2 == database)
+            .map(|id| id.to_string())
+            .collect();
+        server
+            .psql(
+                &format!("shard_{database}"),
+                &format!(
+                    "SET ROLE app; CREATE TABLE orders (id bigint PRIMARY KEY, n bigint NOT NULL, \
+                     v text) PARTITION BY HASH (id); {partitions}{extra}\
+                     INSERT INTO orders SELECT id, 0, 'old' FROM unnest('{{{ids}}}'::bigint[]) id",
+                    ids = mine.join(",")
+                ),
+            )
+            .unwrap();
+    }
+    let config = common::sharded_config(&servers, general, SHARDING);
+    let proxy = TestProxy::start(&config, &users()).unwrap();
+    Cluster {
+        proxy,
+        databases: common::databases(&servers),
+        general: String::new(),
+        servers,
+        copies_differ: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_partition_moves_while_clients_write() {
+    common::watch_proxy_panics();
+    let general = "cutover_timeout = 10000\nresharding_replication_retry_min_delay = 100";
+    let cluster = start(general, "");
+    cluster
+        .proxy
+        .state()
+        .moves
+        .set_cleanup_delay(Duration::from_secs(3));
+    let moving = 2;
+    let stop = Arc::new(AtomicBool::new(false));
+    let log: Arc<Mutex<Log>> = Arc::default();
+    let handles = writers(&cluster, &stop, &log).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let admin = cluster.admin().await;
+    common::rows(&admin, &format!("MOVE SHARD {moving} TO 1")).await;
+    let client = cluster.connect().await;
+    let status = wait_step(&admin, &["cleanup", "done"]).await;
+    assert_eq!(status["step"], "cleanup", "{status:?}");
+
+    // Between the switch and the cleanup: database 1's partition is
+    // attached (its helper CHECK gone), database 0's still there, fenced,
+    // and keyless statements are refused.
+    let (a, b) = (
+        superuser(&cluster.servers[0], "shard_0").await,
+        superuser(&cluster.servers[1], "shard_1").await,
+    );
+    let attached = "SELECT count(*) FROM pg_inherits \
+                    WHERE inhrelid = to_regclass('orders_2') AND inhparent = 'orders'::regclass";
+    assert_eq!(count(&b, attached).await, 1);
+    let checks = "SELECT count(*) FROM pg_constraint WHERE conname = 'pgshard_move_check'";
+    assert_eq!(count(&b, checks).await, 0);
+    assert_eq!(count(&a, attached).await, 1);
+    let moved = (1..=1000).find(|&id| shard_of(id) == moving).unwrap();
+    for stale in [
+        format!("UPDATE orders SET n = n + 100 WHERE id = {moved}"),
+        format!("DELETE FROM orders_2 WHERE id = {moved}"),
+    ] {
+        let error = a.simple_query(&stale).await.unwrap_err();
+        assert_eq!(common::code(&error), Some("55000"), "{stale}: {error:?}");
+        let message = error.as_db_error().unwrap().message();
+        assert!(
+            message.starts_with(&format!(
+                "logical shard {moving} of group postgres/4 moved to database 1"
+            )),
+            "{message}"
+        );
+    }
+    let keyless = client
+        .simple_query("SELECT count(*) FROM orders")
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&keyless), Some("0A000"), "{keyless:?}");
+
+    let status = wait_step(&admin, &["done"]).await;
+    // Writes go on after the cleanup, then stop.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut errors = Vec::new();
+    for h in handles {
+        errors.extend(h.await.unwrap());
+    }
+    println!("SHOW MOVES: {status:?}");
+    assert_eq!(status["step"], "done", "{status:?}");
+    assert_eq!(status["error"], "");
+    assert_eq!(errors, Vec::<String>::new(), "no write fails");
+    assert_eq!(common::proxy_panics(), 0);
+    let (held, waited) = cluster.proxy.state().metrics.move_holds();
+    println!("{held} statements held by the cutover, {waited:?} in all");
+
+    let log = std::mem::take(&mut *log.lock().unwrap());
+    check_orders(&log, moving, (&a, &b)).await;
+    // The old partition is gone: a stale INSERT on database 0 finds no
+    // partition for the shard's key.
+    assert_eq!(
+        count(
+            &a,
+            "SELECT count(*) FROM pg_class WHERE relname = 'orders_2'"
+        )
+        .await,
+        0
+    );
+    let id = (2_000_000..).find(|&id| shard_of(id) == moving).unwrap();
+    let stale = a
+        .simple_query(&format!("INSERT INTO orders VALUES ({id}, 0, 'stale')"))
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&stale), Some("23514"), "{stale:?}");
+    // Keyless statements are served again, from one copy of each row.
+    let through: i64 = client
+        .query_one("SELECT count(*) FROM orders", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let direct = count(&a, "SELECT count(*) FROM orders").await
+        + count(&b, "SELECT count(*) FROM orders").await;
+    assert_eq!(through, direct);
+    // Rows of the moved shard written through pgshard now land in
+    // database 1's attached partition.
+    let new = (3_000_000..).find(|&id| shard_of(id) == moving).unwrap();
+    client
+        .execute("INSERT INTO orders VALUES ($1, 0, 'after')", &[&new])
+        .await
+        .unwrap();
+    let there = format!("SELECT count(*) FROM orders_2 WHERE id = {new}");
+    assert_eq!(count(&b, &there).await, 1);
+    // Nothing of the stream left.
+    assert_eq!(
+        count(&a, "SELECT count(*) FROM pg_replication_slots").await,
+        0
+    );
+    assert_eq!(count(&a, "SELECT count(*) FROM pg_publication").await, 0);
+    assert_eq!(count(&b, "SELECT count(*) FROM pg_subscription").await, 0);
+}
+
+/// Each order the clients were told about is in exactly one database,
+/// the one its logical shard is placed on now (in the partition of its
+/// shard), with every acknowledged update applied once.
+async fn check_orders(
+    log: &Log,
+    moving: usize,
+    (a, b): (&tokio_postgres::Client, &tokio_postgres::Client),
+) {
+    let mut expected: BTreeMap<i64, i64> = (1..=ORDERS)
+        .chain(log.inserted.iter().copied())
+        .filter(|id| !log.deleted.contains(id))
+        .map(|id| (id, log.updates.get(&id).copied().unwrap_or(0)))
+        .collect();
+    assert!(log.updates.keys().any(|&id| shard_of(id) == moving));
+    assert!(log.inserted.iter().any(|&id| shard_of(id) == moving));
+    assert!(log.deleted.iter().any(|&id| shard_of(id) == moving));
+    let mut found = BTreeMap::new();
+    for (database, client) in [a, b].into_iter().enumerate() {
+        let sql = "SELECT id, n, tableoid::regclass::text FROM orders";
+        for row in client.query(sql, &[]).await.unwrap() {
+            let (id, n, part): (i64, i64, String) = (row.get(0), row.get(1), row.get(2));
+            assert_eq!(
+                home(id, moving),
+                database,
+                "order {id} on database {database}"
+            );
+            assert_eq!(part, format!("orders_{}", shard_of(id)), "order {id}");
+            assert!(found.insert(id, n).is_none(), "order {id} twice");
+        }
+    }
+    assert_eq!(found.len(), expected.len());
+    for (id, n) in &found {
+        assert_eq!(expected.remove(id), Some(*n), "order {id}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_of_the_shard_on_the_target_is_refused() {
+    // Database 1 has every partition (pgbench --partitions' layout), the
+    // moving shard's too: the move fails at its checks and leaves nothing
+    // behind.
+    let extra = "CREATE TABLE orders_two PARTITION OF orders \
+                 FOR VALUES WITH (MODULUS 4, REMAINDER 2); ";
+    let cluster = start("", extra);
+    let admin = cluster.admin().await;
+    common::rows(&admin, "MOVE SHARD 2 TO 1").await;
+    let status = wait_step(&admin, &["done"]).await;
+    assert_eq!(status["step"], "failed");
+    assert!(
+        status["error"].contains(
+            "table \"public\".\"orders\" on database 1 has partition \"public\".\"orders_two\" for logical shard 2 already: drop it there"
+        ),
+        "{status:?}"
+    );
+    let a = superuser(&cluster.servers[0], "shard_0").await;
+    let b = superuser(&cluster.servers[1], "shard_1").await;
+    let triggers = "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'pgshard_fence%'";
+    assert_eq!(count(&a, triggers).await, 0);
+    assert_eq!(count(&a, "SELECT count(*) FROM pg_publication").await, 0);
+    assert_eq!(
+        count(
+            &b,
+            "SELECT count(*) FROM pg_class WHERE relname = 'orders_2'"
+        )
+        .await,
+        0
+    );
+    // Keyless statements are served again.
+    let client = cluster.connect().await;
+    let all: i64 = client
+        .query_one("SELECT count(*) FROM orders", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(all, ORDERS);
+}

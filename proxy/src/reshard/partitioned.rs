@@ -1,0 +1,384 @@
+//! Moving a logical shard of a sharded table partitioned by hash (a
+//! `[[sharded_tables]]` entry whose table is `PARTITION BY HASH (key)` on
+//! each database, with one partition `FOR VALUES WITH (MODULUS
+//! shard_count, REMAINDER s)` per logical shard `s` placed there). The
+//! shard's partition moves whole:
+//! - checks: the parent partitioned by hash on the entry's column on both
+//!   databases (the postgres hasher only: its logical shard is the
+//!   partition's remainder; Postgres allows no DEFAULT partition beside
+//!   hash partitions, which DETACH CONCURRENTLY would refuse), the
+//!   shard's partition on the source, none on the target, and the replica
+//!   identity as for plain tables;
+//! - the target gets the partition as a standalone table (`LIKE` its
+//!   parent there) with a helper `CHECK (satisfies_hash_partition(..))`,
+//!   the partition constraint itself, so that the ATTACH at the switch
+//!   needs no scan (PG15: "partition constraint ... is implied by
+//!   existing constraints"). Detached, no one reads it before the switch;
+//! - the publication lists the source's partition as itself, and the copy
+//!   takes it whole;
+//! - the fence: row triggers on the source's partition (no `WHEN`: each
+//!   of its rows is the shard's) calling `pgshard.fence()` with the
+//!   shard's guard row (`plain.rs`);
+//! - the switch attaches the target's table to its parent (in the switch
+//!   transaction: ShareUpdateExclusive on the parent, its traffic goes on)
+//!   and drops the helper CHECK;
+//! - cleanup, after the delay: the source's partition detached
+//!   concurrently (no AccessExclusive on its parent) and dropped; a stale
+//!   INSERT there then finds no partition (23514).
+//!
+//! Keyless statements on the group's tables are refused from the copy to
+//! the cleanup, as for plain tables (the source's partition stays
+//! attached, fenced, until then).
+
+use router::sharding::{Hasher, ShardFunction, ShardedTable};
+
+use super::db::Db;
+use super::plain::{self, PlainTable};
+use super::plan::{MoveError, Plan};
+use super::sql::{ident, literal, Table};
+
+/// The helper constraint on the target's standalone partition.
+const CHECK: &str = "pgshard_move_check";
+
+/// A partitioned table of a moving group, as found on the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartTable {
+    /// The partitioned parent (same schema and name on both databases).
+    pub parent: Table,
+    /// The source's partition of the moving shard (the target's gets its
+    /// name).
+    pub part: Table,
+    /// The key column (unquoted).
+    pub column: String,
+    pub shard_count: usize,
+    /// When the move set `REPLICA IDENTITY FULL` on the partition: what
+    /// to put back on a rollback.
+    pub identity: Option<String>,
+}
+
+impl PartTable {
+    /// The partition bound of logical shard `shard`, as `pg_get_expr`
+    /// prints it.
+    fn bound(&self, shard: usize) -> String {
+        format!(
+            "FOR VALUES WITH (modulus {}, remainder {shard})",
+            self.shard_count
+        )
+    }
+}
+
+/// Partitioned `parent` of `entry` on the source, checked on both
+/// databases, with its partition of the moving shard.
+pub async fn found(
+    plan: &Plan,
+    entry: &ShardedTable,
+    parent: Table,
+    full: bool,
+    (a, b): (&mut Db, &mut Db),
+) -> Result<PartTable, MoveError> {
+    let name = parent.sql();
+    let shard_count = match entry.keys.function {
+        ShardFunction::Hash {
+            hasher: Hasher::Postgres,
+            shard_count,
+        } => shard_count,
+        _ => {
+            return Err(MoveError::Check(format!(
+                "table {name} is partitioned, and group {} does not hash as Postgres partitions do (hasher = \"postgres\"): its partitions are not its logical shards, so pgshard cannot move them",
+                plan.group
+            )))
+        }
+    };
+    let as_plain = PlainTable {
+        table: parent.clone(),
+        column: entry.column.clone(),
+        keys: entry.keys.clone(),
+        identity: None,
+    };
+    plain::check_target(plan, &as_plain, a, b).await?;
+    let mut table = PartTable {
+        parent,
+        part: Table {
+            schema: String::new(),
+            name: String::new(),
+        },
+        column: entry.column.clone(),
+        shard_count,
+        identity: None,
+    };
+    for (db, database) in [(&mut *a, plan.source), (&mut *b, plan.target)] {
+        check_key(db, database, &table).await?;
+    }
+    let bound = table.bound(plan.shard);
+    let on_a = partitions(a, &table.parent).await?;
+    let on_b = partitions(b, &table.parent).await?;
+    if let Some((part, _)) = on_b.iter().find(|(_, b)| *b == bound) {
+        return Err(MoveError::Check(format!(
+            "table {name} on database {} has partition {} for logical shard {} already: drop it there (detach it first; it must hold no rows, as the placement sends the shard to database {})",
+            plan.target,
+            part.sql(),
+            plan.shard,
+            plan.source
+        )));
+    }
+    let Some((part, _)) = on_a.into_iter().find(|(_, b)| *b == bound) else {
+        return Err(MoveError::Check(format!(
+            "table {name} on database {} has no partition {bound} (logical shard {} of shard_count {shard_count}): create it, or give the table the group's partitions",
+            plan.source, plan.shard
+        )));
+    };
+    let there = format!("SELECT to_regclass({})", literal(&part.sql()));
+    if b.value("look for the partition", &there).await?.is_some() {
+        return Err(MoveError::Check(format!(
+            "database {} has a table {} already: the move would make the partition of logical shard {} there; drop or rename it",
+            plan.target,
+            part.sql(),
+            plan.shard
+        )));
+    }
+    table.identity = plain::identity(a, &part, &entry.column, full).await?;
+    table.part = part;
+    Ok(table)
+}
+
+/// The parent on `db` is partitioned by hash on the key column alone.
+async fn check_key(db: &mut Db, database: usize, table: &PartTable) -> Result<(), MoveError> {
+    let sql = format!(
+        "SELECT p.partstrat::text || ' ' || p.partnatts || ' ' || \
+         coalesce((SELECT attname FROM pg_attribute WHERE attrelid = p.partrelid \
+         AND attnum = p.partattrs[0]), '') FROM pg_partitioned_table p \
+         WHERE p.partrelid = {}::regclass",
+        literal(&table.parent.sql())
+    );
+    let key = db.value("read the partition key", &sql).await?;
+    if key.as_deref() != Some(&format!("h 1 {}", table.column)) {
+        return Err(MoveError::Check(format!(
+            "table {} on database {database} is not partitioned by hash on its sharding key {} alone (PARTITION BY HASH ({})): pgshard moves partitions of that layout only",
+            table.parent.sql(),
+            table.column,
+            ident(&table.column)
+        )));
+    }
+    Ok(())
+}
+
+/// The partitions of `parent` on `db`, with their bounds.
+async fn partitions(db: &mut Db, parent: &Table) -> Result<Vec<(Table, String)>, MoveError> {
+    let sql = format!(
+        "SELECT n.nspname, c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i \
+         JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE i.inhparent = {}::regclass",
+        literal(&parent.sql())
+    );
+    Ok(db
+        .rows("list the partitions", &sql)
+        .await?
+        .into_iter()
+        .filter_map(|row| match row.as_slice() {
+            [Some(schema), Some(name), Some(bound)] => Some((
+                Table {
+                    schema: schema.clone(),
+                    name: name.clone(),
+                },
+                bound.clone(),
+            )),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The target's standalone partitions, like their parents there, with
+/// the helper CHECK, owned by the parents' owners.
+pub async fn create(b: &mut Db, plan: &Plan, tables: &[PartTable]) -> Result<(), MoveError> {
+    for table in tables {
+        let parent = table.parent.sql();
+        let owner = format!(
+            "SELECT quote_ident(pg_get_userbyid(relowner)) FROM pg_class WHERE oid = {}::regclass",
+            literal(&parent)
+        );
+        let owner = b.value("read the table's owner", &owner).await?;
+        let mut sql = vec![format!(
+            "CREATE TABLE {} (LIKE {parent} INCLUDING ALL, CONSTRAINT {} CHECK ({}))",
+            table.part.sql(),
+            ident(CHECK),
+            partition_check(table, plan.shard)
+        )];
+        if let Some(owner) = owner {
+            sql.push(format!("ALTER TABLE {} OWNER TO {owner}", table.part.sql()));
+        }
+        b.run("create the partition", &sql.join("; ")).await?;
+    }
+    Ok(())
+}
+
+/// The partition constraint of `shard` under the parent, as a CHECK.
+fn partition_check(table: &PartTable, shard: usize) -> String {
+    format!(
+        "satisfies_hash_partition({}::regclass, {}, {shard}, {})",
+        literal(&table.parent.sql()),
+        table.shard_count,
+        ident(&table.column)
+    )
+}
+
+/// The fence triggers on the source's partitions (every row of them is
+/// the shard's) and `REPLICA IDENTITY FULL` where the move needs it.
+pub fn fence_triggers(plan: &Plan, tables: &[PartTable]) -> Vec<String> {
+    let group = literal(&plan.group.to_string());
+    let args = format!("{group}, '{}'", plan.shard);
+    let mut sql = Vec::new();
+    for table in tables {
+        let t = table.part.sql();
+        for (name, op) in plain::trigger_names(plan.shard)
+            .iter()
+            .zip(["INSERT", "UPDATE", "DELETE"])
+        {
+            sql.push(format!(
+                "CREATE OR REPLACE TRIGGER {} BEFORE {op} ON {t} FOR EACH ROW \
+                 EXECUTE FUNCTION pgshard.fence({args})",
+                ident(name)
+            ));
+        }
+        if table.identity.is_some() {
+            sql.push(format!("ALTER TABLE {t} REPLICA IDENTITY FULL"));
+        }
+    }
+    sql
+}
+
+/// In the target's switch transaction: its partitions attached (the
+/// helper CHECK makes the attach skip the scan), the CHECK dropped.
+pub fn attach(plan: &Plan, tables: &[PartTable]) -> Vec<String> {
+    let mut sql = Vec::new();
+    for table in tables {
+        sql.push(format!(
+            "ALTER TABLE {} ATTACH PARTITION {} FOR VALUES WITH (MODULUS {}, REMAINDER {})",
+            table.parent.sql(),
+            table.part.sql(),
+            table.shard_count,
+            plan.shard
+        ));
+        sql.push(format!(
+            "ALTER TABLE {} DROP CONSTRAINT {}",
+            table.part.sql(),
+            ident(CHECK)
+        ));
+    }
+    sql
+}
+
+/// A rollback's statements: on the source, the partitions' triggers and
+/// replica identity; on the target, its standalone partitions.
+pub fn undo(plan: &Plan, tables: &[PartTable]) -> (Vec<String>, Vec<String>) {
+    let (mut source, mut target) = (Vec::new(), Vec::new());
+    for table in tables {
+        let t = table.part.sql();
+        for name in plain::trigger_names(plan.shard) {
+            source.push(format!("DROP TRIGGER IF EXISTS {} ON {t}", ident(&name)));
+        }
+        if let Some(identity) = &table.identity {
+            source.push(format!("ALTER TABLE {t} REPLICA IDENTITY {identity}"));
+        }
+        // Never attached before the switch: a standalone table.
+        target.push(format!("DROP TABLE IF EXISTS {t}"));
+    }
+    (source, target)
+}
+
+/// After the switch and the cleanup delay: the source's partitions
+/// detached concurrently (each on its own: outside a transaction) and
+/// dropped.
+pub async fn clean_source(a: &mut Db, tables: &[PartTable]) -> Result<(), MoveError> {
+    for table in tables {
+        let t = table.part.sql();
+        let attached = format!(
+            "SELECT 1 FROM pg_inherits WHERE inhrelid = {}::regclass",
+            literal(&t)
+        );
+        if a.value("look for the partition", &attached)
+            .await?
+            .is_some()
+        {
+            let detach = format!(
+                "ALTER TABLE {} DETACH PARTITION {t} CONCURRENTLY",
+                table.parent.sql()
+            );
+            a.run("detach the old partition", &detach).await?;
+        }
+        a.run("drop the old partition", &format!("DROP TABLE {t}"))
+            .await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use router::sharding::{GroupFunction, GroupId};
+
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            id: "m1".to_owned(),
+            cluster: "prod".to_owned(),
+            group: GroupId {
+                function: GroupFunction::Hash(Hasher::Postgres),
+                shard_count: 4,
+            },
+            shard: 2,
+            source: 0,
+            target: 1,
+            families: Vec::new(),
+            tables: Vec::new(),
+        }
+    }
+
+    fn table(identity: Option<&str>) -> PartTable {
+        let t = |name: &str| Table {
+            schema: "public".to_owned(),
+            name: name.to_owned(),
+        };
+        PartTable {
+            parent: t("orders"),
+            part: t("orders_2"),
+            column: "id".to_owned(),
+            shard_count: 4,
+            identity: identity.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn statements() {
+        let (source, target) = undo(&plan(), &[table(Some("DEFAULT"))]);
+        let cases: Vec<(String, &str)> = vec![
+            (table(None).bound(2), "FOR VALUES WITH (modulus 4, remainder 2)"),
+            (
+                partition_check(&table(None), 2),
+                "satisfies_hash_partition('\"public\".\"orders\"'::regclass, 4, 2, \"id\")",
+            ),
+            (
+                fence_triggers(&plan(), &[table(Some("DEFAULT"))]).join("; "),
+                "CREATE OR REPLACE TRIGGER \"pgshard_fence_2_ins\" BEFORE INSERT ON \"public\".\"orders_2\" FOR EACH ROW EXECUTE FUNCTION pgshard.fence('postgres/4', '2'); \
+                 CREATE OR REPLACE TRIGGER \"pgshard_fence_2_upd\" BEFORE UPDATE ON \"public\".\"orders_2\" FOR EACH ROW EXECUTE FUNCTION pgshard.fence('postgres/4', '2'); \
+                 CREATE OR REPLACE TRIGGER \"pgshard_fence_2_del\" BEFORE DELETE ON \"public\".\"orders_2\" FOR EACH ROW EXECUTE FUNCTION pgshard.fence('postgres/4', '2'); \
+                 ALTER TABLE \"public\".\"orders_2\" REPLICA IDENTITY FULL",
+            ),
+            (
+                attach(&plan(), &[table(None)]).join("; "),
+                "ALTER TABLE \"public\".\"orders\" ATTACH PARTITION \"public\".\"orders_2\" FOR VALUES WITH (MODULUS 4, REMAINDER 2); \
+                 ALTER TABLE \"public\".\"orders_2\" DROP CONSTRAINT \"pgshard_move_check\"",
+            ),
+            (
+                source.join("; "),
+                "DROP TRIGGER IF EXISTS \"pgshard_fence_2_ins\" ON \"public\".\"orders_2\"; \
+                 DROP TRIGGER IF EXISTS \"pgshard_fence_2_upd\" ON \"public\".\"orders_2\"; \
+                 DROP TRIGGER IF EXISTS \"pgshard_fence_2_del\" ON \"public\".\"orders_2\"; \
+                 ALTER TABLE \"public\".\"orders_2\" REPLICA IDENTITY DEFAULT",
+            ),
+            (target.join("; "), "DROP TABLE IF EXISTS \"public\".\"orders_2\""),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
+    }
+}
