@@ -14,7 +14,8 @@
 //! partition, 23514), keyless reads are served again and exact, and no
 //! slot, publication or subscription is left. Also: a partition of the
 //! moving shard already on the target is refused, and the failed move
-//! leaves nothing behind.
+//! leaves nothing behind; a move whose cutover fails after the target's
+//! partition was made is rolled back, leaving nothing behind either.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -417,6 +418,80 @@ async fn a_partition_of_the_shard_on_the_target_is_refused() {
     );
     // Keyless statements are served again.
     let client = cluster.connect().await;
+    let all: i64 = client
+        .query_one("SELECT count(*) FROM orders", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(all, ORDERS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_whose_cutover_fails_is_rolled_back() {
+    // A client on database 0 itself holds a write to the moving shard's
+    // partition past cutover_timeout (the fence waits for it), and the
+    // move may try once: it fails after the target's partition, the
+    // stream and the subscription were made, and the rollback drops them,
+    // with the fence triggers. The shard stays on database 0.
+    let general = "cutover_timeout = 2000\nresharding_replication_retry_max_attempts = 1";
+    let cluster = start(general, "");
+    let moving = 2;
+    let mut ids = (1..=ORDERS).filter(|&id| shard_of(id) == moving);
+    let (moved, other) = (ids.next().unwrap(), ids.next().unwrap());
+    // A transaction through pgshard on the shard keeps the cutover from
+    // starting until the direct writer has begun.
+    let client = cluster.connect().await;
+    let read = format!("SELECT n FROM orders WHERE id = {other}");
+    client
+        .simple_query(&format!("BEGIN; {read}"))
+        .await
+        .unwrap();
+    let admin = cluster.admin().await;
+    common::rows(&admin, &format!("MOVE SHARD {moving} TO 1")).await;
+    wait_step(&admin, &["catchup", "holding"]).await;
+    let direct = superuser(&cluster.servers[0], "shard_0").await;
+    let writer = tokio::spawn(async move {
+        direct
+            .simple_query(&format!(
+                "BEGIN; UPDATE orders SET n = n + 1000 WHERE id = {moved}; \
+                 SELECT pg_sleep(4); COMMIT"
+            ))
+            .await
+            .map(drop)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    client.simple_query("COMMIT").await.unwrap();
+    let status = wait_step(&admin, &["done"]).await;
+    assert_eq!(status["step"], "failed", "{status:?}");
+    assert!(
+        status["error"].contains("the cutover did not finish within cutover_timeout 1 times"),
+        "{status:?}"
+    );
+    writer.await.unwrap().unwrap();
+    let a = superuser(&cluster.servers[0], "shard_0").await;
+    let b = superuser(&cluster.servers[1], "shard_1").await;
+    let triggers = "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'pgshard_fence%'";
+    assert_eq!(count(&a, triggers).await, 0);
+    assert_eq!(count(&a, "SELECT count(*) FROM pgshard.fences").await, 0);
+    assert_eq!(count(&a, "SELECT count(*) FROM pg_publication").await, 0);
+    assert_eq!(
+        count(&a, "SELECT count(*) FROM pg_replication_slots").await,
+        0
+    );
+    assert_eq!(count(&b, "SELECT count(*) FROM pg_subscription").await, 0);
+    assert_eq!(
+        count(
+            &b,
+            "SELECT count(*) FROM pg_class WHERE relname = 'orders_2'"
+        )
+        .await,
+        0
+    );
+    // The shard is served by database 0, the direct write with it.
+    let n = format!("SELECT n FROM orders WHERE id = {moved}");
+    assert_eq!(count(&a, &n).await, 1000);
+    let through: i64 = client.query_one(&n, &[]).await.unwrap().get(0);
+    assert_eq!(through, 1000);
     let all: i64 = client
         .query_one("SELECT count(*) FROM orders", &[])
         .await
