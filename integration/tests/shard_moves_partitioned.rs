@@ -435,6 +435,11 @@ async fn a_move_whose_cutover_fails_is_rolled_back() {
     // with the fence triggers. The shard stays on database 0.
     let general = "cutover_timeout = 2000\nresharding_replication_retry_max_attempts = 1";
     let cluster = start(general, "");
+    cluster
+        .proxy
+        .state()
+        .moves
+        .set_cleanup_delay(Duration::from_millis(200));
     let moving = 2;
     let mut ids = (1..=ORDERS).filter(|&id| shard_of(id) == moving);
     let (moved, other) = (ids.next().unwrap(), ids.next().unwrap());
@@ -448,6 +453,10 @@ async fn a_move_whose_cutover_fails_is_rolled_back() {
         .unwrap();
     let admin = cluster.admin().await;
     common::rows(&admin, &format!("MOVE SHARD {moving} TO 1")).await;
+    // Read again once the shard is marked moving: the transaction counts
+    // as in flight on it.
+    wait_step(&admin, &["slot", "copy", "catchup"]).await;
+    client.simple_query(&read).await.unwrap();
     wait_step(&admin, &["catchup", "holding"]).await;
     let direct = superuser(&cluster.servers[0], "shard_0").await;
     let writer = tokio::spawn(async move {

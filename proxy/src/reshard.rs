@@ -272,23 +272,19 @@ async fn forward(
     let mut a = link.connect(plan.source).await?;
     let mut b = link.connect(plan.target).await?;
     let full = general.resharding_replica_identity_full;
-    (made.plain, made.parts) = plain::tables(plan, full, &mut a, &mut b).await?;
+    (made.plain, made.parts) = partitioned::tables(plan, full, &mut a, &mut b).await?;
     step(moves, plan, Phase::Schema, &mut [&mut a, &mut b]).await?;
     made.on_target = true;
     mover::schema(link, plan.source, &made.tables, "pre-data", &mut b).await?;
     partitioned::create(&mut b, plan, &made.parts).await?;
-    plain::install(&mut a, plan, &made.plain, &made.parts).await?;
+    let fence_parts = partitioned::fence_triggers(plan, &made.parts);
+    plain::install(&mut a, plan, &made.plain, fence_parts).await?;
     step(moves, plan, Phase::Slot, &mut [&mut a, &mut b]).await?;
     made.stream = true;
-    let members = (
-        made.tables.as_slice(),
-        made.plain.as_slice(),
-        made.parts.as_slice(),
-    );
-    let (walsender, snapshot) = mover::stream(link, plan, members, &mut a).await?;
+    let (walsender, snapshot) = mover::stream(link, plan, made, &mut a).await?;
     step(moves, plan, Phase::Copy, &mut [&mut a, &mut b]).await?;
     let format = general.resharding_copy_format;
-    let copies = plain::copies(plan, &made.tables, &made.plain, &made.parts)?;
+    let copies = plain::copies(plan, &made.whole(), &made.plain)?;
     mover::copy(link, plan, &copies, &snapshot, format, moves).await?;
     // The exported snapshot is no longer needed.
     walsender.conn.terminate().await;

@@ -49,6 +49,13 @@ impl Made {
     pub fn row_fence(&self) -> bool {
         !self.plain.is_empty() || !self.parts.is_empty()
     }
+
+    /// The tables that move whole: the family tables and the shard's
+    /// partitions.
+    pub fn whole(&self) -> Vec<Table> {
+        let parts = self.parts.iter().map(|p| &p.part);
+        self.tables.iter().chain(parts).cloned().collect()
+    }
 }
 
 /// The move's row on the source and the target, the placement pinned on
@@ -186,17 +193,14 @@ pub async fn schema(
 pub async fn stream(
     link: &Link,
     plan: &Plan,
-    (tables, plain, parts): (&[Table], &[PlainTable], &[PartTable]),
+    made: &Made,
     a: &mut Db,
 ) -> Result<(Db, String), MoveError> {
     let name = plan.stream_name();
     // Partitions are published as themselves (not via their root): the
     // target applies to its standalone table of the same name.
-    let mut members: Vec<String> = tables
-        .iter()
-        .chain(parts.iter().map(|p| &p.part))
-        .map(Table::sql)
-        .collect();
+    let mut members: Vec<String> = made.whole().iter().map(Table::sql).collect();
+    let plain = &made.plain;
     for table in plain {
         members.push(table.publication_member(plan.shard)?);
     }

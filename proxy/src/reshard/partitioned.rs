@@ -67,9 +67,25 @@ impl PartTable {
     }
 }
 
+/// The plan's plain tables (`plain::tables`) and its tables partitioned
+/// by hash, checked on both databases.
+pub async fn tables(
+    plan: &Plan,
+    full: bool,
+    a: &mut Db,
+    b: &mut Db,
+) -> Result<(Vec<PlainTable>, Vec<PartTable>), MoveError> {
+    let (plain, partitioned) = plain::tables(plan, full, a, b).await?;
+    let mut parts = Vec::new();
+    for (parent, entry) in partitioned {
+        parts.push(found(plan, entry, parent, full, (&mut *a, &mut *b)).await?);
+    }
+    Ok((plain, parts))
+}
+
 /// Partitioned `parent` of `entry` on the source, checked on both
 /// databases, with its partition of the moving shard.
-pub async fn found(
+async fn found(
     plan: &Plan,
     entry: &ShardedTable,
     parent: Table,

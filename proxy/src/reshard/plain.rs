@@ -31,12 +31,11 @@
 use std::time::Duration;
 
 use router::hash::predicate;
-use router::sharding::KeySpace;
+use router::sharding::{KeySpace, ShardedTable};
 
 use crate::session::Shared;
 
 use super::db::Db;
-use super::partitioned::{self, PartTable};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified, Table};
 use super::Moves;
@@ -128,19 +127,15 @@ pub fn mark_moving(shared: &Shared, moves: &Moves, plan: &Plan) {
     shared.set_moving(&plan.cluster, plan.group, &marker, !plan.tables.is_empty());
 }
 
-/// What the snapshot copy copies: the family tables and the shard's
-/// partitions whole, the plain tables' rows of the shard.
+/// What the snapshot copy copies: `whole` (the family tables, the shard's
+/// partitions) whole, the plain tables' rows of the shard.
 pub fn copies(
     plan: &Plan,
-    tables: &[Table],
+    whole: &[Table],
     plain: &[PlainTable],
-    parts: &[PartTable],
 ) -> Result<Vec<(Table, Option<String>)>, MoveError> {
-    let mut copies: Vec<(Table, Option<String>)> = tables
-        .iter()
-        .chain(parts.iter().map(|p| &p.part))
-        .map(|t| (t.clone(), None))
-        .collect();
+    let mut copies: Vec<(Table, Option<String>)> =
+        whole.iter().map(|t| (t.clone(), None)).collect();
     for table in plain {
         copies.push((
             table.table.clone(),
@@ -151,13 +146,14 @@ pub fn copies(
 }
 
 /// The plan's plain tables on the source, checked against the target,
-/// and its tables partitioned by hash (`partitioned.rs`).
-pub async fn tables(
-    plan: &Plan,
+/// and its partitioned ones (with their entries: `partitioned.rs` checks
+/// them).
+pub async fn tables<'p>(
+    plan: &'p Plan,
     replica_identity_full: bool,
     a: &mut Db,
     b: &mut Db,
-) -> Result<(Vec<PlainTable>, Vec<PartTable>), MoveError> {
+) -> Result<(Vec<PlainTable>, Vec<(Table, &'p ShardedTable)>), MoveError> {
     a.run("create the fences table", FENCES).await?;
     b.run("create the fences table", FENCES).await?;
     let (mut found, mut partitioned) = (Vec::new(), Vec::new());
@@ -170,8 +166,7 @@ pub async fn tables(
             continue;
         };
         if kind == "p" {
-            let full = replica_identity_full;
-            partitioned.push(partitioned::found(plan, entry, table, full, (a, b)).await?);
+            partitioned.push((table, entry));
             continue;
         }
         let plain = PlainTable {
@@ -312,22 +307,21 @@ pub(super) fn trigger_names(shard: usize) -> [String; 3] {
     ["ins", "upd", "del"].map(|op| format!("pgshard_fence_{shard}_{op}"))
 }
 
-/// The source's fence triggers (on plain tables and on the partitions of
-/// the shard) and guard row (unfenced), and `REPLICA IDENTITY FULL` where
+/// The source's fence triggers (on plain tables, after `sql`: the
+/// partitions' triggers) and guard row (unfenced), and `REPLICA IDENTITY FULL` where
 /// the move needs it: one transaction, retried when it waits too long for
 /// the tables' locks.
 pub async fn install(
     a: &mut Db,
     plan: &Plan,
     tables: &[PlainTable],
-    parts: &[PartTable],
+    mut sql: Vec<String>,
 ) -> Result<(), MoveError> {
-    if tables.is_empty() && parts.is_empty() {
+    if tables.is_empty() && sql.is_empty() {
         return Ok(());
     }
     let group = literal(&plan.group.to_string());
     let args = format!("{group}, '{}'", plan.shard);
-    let mut sql = partitioned::fence_triggers(plan, parts);
     for plain in tables {
         let t = plain.table.sql();
         let [ins, upd, del] = trigger_names(plan.shard).map(|n| ident(&n));

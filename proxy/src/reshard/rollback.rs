@@ -62,32 +62,7 @@ pub async fn rollback(
             ));
         }
     }
-    match plain::undo(plan, &made.plain) {
-        Ok((source, target)) => {
-            let on = |database, what| move |sql| (database, what, sql);
-            let source = source
-                .into_iter()
-                .map(|sql| format!("SET lock_timeout = '5s'; {sql}"));
-            undo.extend(source.map(on(plan.source, "drop the fence")));
-            if made.on_target {
-                let what = "delete the copied rows";
-                undo.extend(target.into_iter().map(on(plan.target, what)));
-            }
-        }
-        Err(e) => warn!(id = plan.id, "rolling the move back: {e}"),
-    }
-    let (source, target) = partitioned::undo(plan, &made.parts);
-    let source = source
-        .into_iter()
-        .map(|sql| format!("SET lock_timeout = '5s'; {sql}"));
-    undo.extend(source.map(|sql| (plan.source, "drop the fence", sql)));
-    if made.on_target {
-        undo.extend(
-            target
-                .into_iter()
-                .map(|sql| (plan.target, "drop a copied partition", sql)),
-        );
-    }
+    undo.extend(row_undo(plan, made));
     for database in [plan.source, plan.target] {
         undo.push((
             database,
@@ -105,4 +80,41 @@ pub async fn rollback(
             warn!(id = plan.id, "rolling the move back: {e}");
         }
     }
+}
+
+/// The plain tables' and partitions' part of a rollback: on the source
+/// the fence triggers (under a lock timeout), on the target the copied
+/// rows and partitions.
+fn row_undo(plan: &Plan, made: &Made) -> Vec<(usize, &'static str, String)> {
+    let (mut source, mut target) = match plain::undo(plan, &made.plain) {
+        Ok(statements) => statements,
+        Err(e) => {
+            warn!(id = plan.id, "rolling the move back: {e}");
+            (Vec::new(), Vec::new())
+        }
+    };
+    let (part_source, part_target) = partitioned::undo(plan, &made.parts);
+    // The guard row (plain::undo's last statement) goes last.
+    let guard = source.pop();
+    source.extend(part_source);
+    source.extend(guard);
+    target.extend(part_target);
+    let mut undo: Vec<(usize, &'static str, String)> = source
+        .into_iter()
+        .map(|sql| {
+            (
+                plan.source,
+                "drop the fence",
+                format!("SET lock_timeout = '5s'; {sql}"),
+            )
+        })
+        .collect();
+    if made.on_target {
+        undo.extend(
+            target
+                .into_iter()
+                .map(|sql| (plan.target, "undo the copy", sql)),
+        );
+    }
+    undo
 }
