@@ -125,24 +125,9 @@ async fn found(
     for (db, database) in [(&mut *a, plan.source), (&mut *b, plan.target)] {
         check_key(db, database, &table).await?;
     }
-    let bound = table.bound(plan.shard);
     let on_a = partitions(a, &table.parent).await?;
     let on_b = partitions(b, &table.parent).await?;
-    if let Some((part, _)) = on_b.iter().find(|(_, b)| *b == bound) {
-        return Err(MoveError::Check(format!(
-            "table {name} on database {} has partition {} for logical shard {} already: drop it there (detach it first; it must hold no rows, as the placement sends the shard to database {})",
-            plan.target,
-            part.sql(),
-            plan.shard,
-            plan.source
-        )));
-    }
-    let Some((part, _)) = on_a.into_iter().find(|(_, b)| *b == bound) else {
-        return Err(MoveError::Check(format!(
-            "table {name} on database {} has no partition {bound} (logical shard {} of shard_count {shard_count}): create it, or give the table the group's partitions",
-            plan.source, plan.shard
-        )));
-    };
+    let part = shard_partition(plan, &table, &on_a, &on_b)?;
     let there = format!("SELECT to_regclass({})", literal(&part.sql()));
     if b.value("look for the partition", &there).await?.is_some() {
         return Err(MoveError::Check(format!(
@@ -155,6 +140,46 @@ async fn found(
     table.identity = plain::identity(a, &part, &entry.column, full).await?;
     table.part = part;
     Ok(table)
+}
+
+/// The source's partition of the moving shard, from both databases'
+/// partitions (`partitions`): a plain table on the source, none on the
+/// target.
+fn shard_partition(
+    plan: &Plan,
+    table: &PartTable,
+    on_a: &[(Table, String)],
+    on_b: &[(Table, String)],
+) -> Result<Table, MoveError> {
+    let name = table.parent.sql();
+    let bound = table.bound(plan.shard);
+    let of_shard = |b: &str| {
+        b.strip_prefix(bound.as_str())
+            .is_some_and(|r| r.is_empty() || r.starts_with(" ("))
+    };
+    if let Some((part, _)) = on_b.iter().find(|(_, b)| of_shard(b)) {
+        return Err(MoveError::Check(format!(
+            "table {name} on database {} has partition {} for logical shard {} already: drop it there (detach it first; it must hold no rows, as the placement sends the shard to database {})",
+            plan.target,
+            part.sql(),
+            plan.shard,
+            plan.source
+        )));
+    }
+    if let Some((part, b)) = on_a.iter().find(|(_, b)| of_shard(b) && *b != bound) {
+        return Err(MoveError::Check(format!(
+            "partition {} of table {name} on database {} is not a plain table ({b}): pgshard moves a logical shard's partition only when it holds its rows itself (not partitioned further, not foreign)",
+            part.sql(),
+            plan.source
+        )));
+    }
+    match on_a.iter().find(|(_, b)| *b == bound) {
+        Some((part, _)) => Ok(part.clone()),
+        None => Err(MoveError::Check(format!(
+            "table {name} on database {} has no partition {bound} (logical shard {} of shard_count {}): create it, or give the table the group's partitions",
+            plan.source, plan.shard, table.shard_count
+        ))),
+    }
 }
 
 /// The parent on `db` is partitioned by hash on the key column alone.
@@ -178,10 +203,12 @@ async fn check_key(db: &mut Db, database: usize, table: &PartTable) -> Result<()
     Ok(())
 }
 
-/// The partitions of `parent` on `db`, with their bounds.
+/// The partitions of `parent` on `db`, with their bounds (and their
+/// `relkind` after the bound, in parentheses, when not a plain table).
 async fn partitions(db: &mut Db, parent: &Table) -> Result<Vec<(Table, String)>, MoveError> {
     let sql = format!(
-        "SELECT n.nspname, c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i \
+        "SELECT n.nspname, c.relname, pg_get_expr(c.relpartbound, c.oid) \
+         || CASE c.relkind WHEN 'r' THEN '' ELSE ' (' || c.relkind::text || ')' END FROM pg_inherits i \
          JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
          WHERE i.inhparent = {}::regclass",
         literal(&parent.sql())
@@ -395,6 +422,40 @@ mod tests {
         ];
         for (got, want) in cases {
             assert_eq!(got, want);
+        }
+    }
+
+    type Parts = Vec<(Table, String)>;
+
+    #[test]
+    fn the_shards_partition() {
+        let t = |name: &str| Table {
+            schema: "public".to_owned(),
+            name: name.to_owned(),
+        };
+        let bound = |s: usize, kind: &str| {
+            (
+                t(&format!("o_{s}")),
+                format!("FOR VALUES WITH (modulus 4, remainder {s}){kind}"),
+            )
+        };
+        let (a, b) = (
+            vec![bound(0, ""), bound(2, "")],
+            vec![bound(1, ""), bound(3, "")],
+        );
+        let find = |a: &[(Table, String)], b: &[(Table, String)]| {
+            shard_partition(&plan(), &table(None), a, b).map_err(|e| e.to_string())
+        };
+        assert_eq!(find(&a, &b), Ok(t("o_2")));
+        let cases: Vec<(Parts, Parts, &str)> = vec![
+            (vec![bound(0, "")], b.clone(), "table \"public\".\"orders\" on database 0 has no partition FOR VALUES WITH (modulus 4, remainder 2) (logical shard 2 of shard_count 4)"),
+            (a.clone(), vec![bound(2, "")], "table \"public\".\"orders\" on database 1 has partition \"public\".\"o_2\" for logical shard 2 already"),
+            (a.clone(), vec![bound(2, " (p)")], "table \"public\".\"orders\" on database 1 has partition \"public\".\"o_2\" for logical shard 2 already"),
+            (vec![bound(2, " (p)")], b.clone(), "partition \"public\".\"o_2\" of table \"public\".\"orders\" on database 0 is not a plain table (FOR VALUES WITH (modulus 4, remainder 2) (p))"),
+        ];
+        for (a, b, want) in cases {
+            let got = find(&a, &b).unwrap_err();
+            assert!(got.starts_with(want), "{got}");
         }
     }
 }
