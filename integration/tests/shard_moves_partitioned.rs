@@ -15,14 +15,19 @@
 //! slot, publication or subscription is left. Also: a partition of the
 //! moving shard already on the target is refused, and the failed move
 //! leaves nothing behind; a move whose cutover fails after the target's
-//! partition was made is rolled back, leaving nothing behind either.
+//! partition was made is rolled back, leaving nothing behind either; a
+//! partition moved there and back is served by database 0 again.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+mod shard_moves_partitioned {
+    pub mod clients;
+}
+
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,6 +36,7 @@ use common::{Cluster, USERS};
 use integration::{PgServer, ServerOptions, TestProxy};
 use router::hash::logical_shard;
 use router::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
+use shard_moves_partitioned::clients::{check_orders, writers, Log};
 
 const SHARD_COUNT: usize = 4;
 /// Orders made before the move: ids 1 to ORDERS.
@@ -114,79 +120,6 @@ async fn wait_step(admin: &tokio_postgres::Client, steps: &[&str]) -> BTreeMap<S
         assert!(begun.elapsed() < Duration::from_secs(120), "{status:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// What the clients were told was written.
-#[derive(Default)]
-struct Log {
-    inserted: BTreeSet<i64>,
-    deleted: BTreeSet<i64>,
-    /// Updates acknowledged, by order.
-    updates: BTreeMap<i64, i64>,
-}
-
-/// Three clients through pgshard until `stop`: new orders (extended
-/// protocol), updates of orders 1..=1000 (a simple protocol transaction),
-/// deletes of orders 1001 onwards (extended).
-async fn writers(
-    cluster: &Cluster,
-    stop: &Arc<AtomicBool>,
-    log: &Arc<Mutex<Log>>,
-) -> Vec<tokio::task::JoinHandle<Vec<String>>> {
-    let mut handles = Vec::new();
-    for role in 0..3 {
-        let client = cluster.connect().await;
-        let (stop, log) = (Arc::clone(stop), Arc::clone(log));
-        handles.push(tokio::spawn(async move {
-            let mut errors = Vec::new();
-            let mut i: i64 = 0;
-            while !stop.load(Ordering::Relaxed) {
-                i += 1;
-                let done = match role {
-                    0 => {
-                        let id = 1_000_000 + i;
-                        let sql = "INSERT INTO orders (id, n, v) VALUES ($1, 0, 'new')";
-                        let done = client.execute(sql, &[&id]).await.map(drop);
-                        if done.is_ok() {
-                            log.lock().unwrap().inserted.insert(id);
-                        }
-                        done
-                    }
-                    1 => {
-                        let id = 1 + i % 1000;
-                        let sql =
-                            format!("BEGIN; UPDATE orders SET n = n + 1 WHERE id = {id}; COMMIT");
-                        let done = client.simple_query(&sql).await.map(drop);
-                        if done.is_ok() {
-                            *log.lock().unwrap().updates.entry(id).or_default() += 1;
-                        }
-                        done
-                    }
-                    _ => {
-                        let id = 1000 + i;
-                        if id > ORDERS {
-                            tokio::time::sleep(Duration::from_millis(5)).await;
-                            continue;
-                        }
-                        let sql = "DELETE FROM orders WHERE id = $1";
-                        let done = client.execute(sql, &[&id]).await.map(|n| {
-                            assert_eq!(n, 1, "order {id} deleted");
-                        });
-                        if done.is_ok() {
-                            log.lock().unwrap().deleted.insert(id);
-                        }
-                        done
-                    }
-                };
-                if let Err(e) = done {
-                    errors.push(common::describe(&e));
-                }
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            errors
-        }));
-    }
-    handles
 }
 
 /// Two servers with `orders` partitioned by hash on both, each with the
@@ -349,42 +282,6 @@ async fn a_partition_moves_while_clients_write() {
     assert_eq!(count(&b, "SELECT count(*) FROM pg_subscription").await, 0);
 }
 
-/// Each order the clients were told about is in exactly one database,
-/// the one its logical shard is placed on now (in the partition of its
-/// shard), with every acknowledged update applied once.
-async fn check_orders(
-    log: &Log,
-    moving: usize,
-    (a, b): (&tokio_postgres::Client, &tokio_postgres::Client),
-) {
-    let mut expected: BTreeMap<i64, i64> = (1..=ORDERS)
-        .chain(log.inserted.iter().copied())
-        .filter(|id| !log.deleted.contains(id))
-        .map(|id| (id, log.updates.get(&id).copied().unwrap_or(0)))
-        .collect();
-    assert!(log.updates.keys().any(|&id| shard_of(id) == moving));
-    assert!(log.inserted.iter().any(|&id| shard_of(id) == moving));
-    assert!(log.deleted.iter().any(|&id| shard_of(id) == moving));
-    let mut found = BTreeMap::new();
-    for (database, client) in [a, b].into_iter().enumerate() {
-        let sql = "SELECT id, n, tableoid::regclass::text FROM orders";
-        for row in client.query(sql, &[]).await.unwrap() {
-            let (id, n, part): (i64, i64, String) = (row.get(0), row.get(1), row.get(2));
-            assert_eq!(
-                home(id, moving),
-                database,
-                "order {id} on database {database}"
-            );
-            assert_eq!(part, format!("orders_{}", shard_of(id)), "order {id}");
-            assert!(found.insert(id, n).is_none(), "order {id} twice");
-        }
-    }
-    assert_eq!(found.len(), expected.len());
-    for (id, n) in &found {
-        assert_eq!(expected.remove(id), Some(*n), "order {id}");
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_of_the_shard_on_the_target_is_refused() {
     // Database 1 has every partition (pgbench --partitions' layout), the
@@ -507,4 +404,53 @@ async fn a_move_whose_cutover_fails_is_rolled_back() {
         .unwrap()
         .get(0);
     assert_eq!(all, ORDERS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_moves_there_and_back() {
+    // The shard's partition goes to database 1 and comes back to database
+    // 0 (made again there; database 0's old fence lifted at the switch,
+    // database 1's partition detached and dropped in turn).
+    let cluster = start("", "");
+    cluster
+        .proxy
+        .state()
+        .moves
+        .set_cleanup_delay(Duration::from_millis(200));
+    let admin = cluster.admin().await;
+    let moving = 2;
+    for target in [1, 0] {
+        common::rows(&admin, &format!("MOVE SHARD {moving} TO {target}")).await;
+        let begun = Instant::now();
+        loop {
+            let rows = common::rows(&admin, "SHOW MOVES").await;
+            let last = rows.last().unwrap();
+            if last["step"] == "done" {
+                break;
+            }
+            assert_ne!(last["step"], "failed", "{rows:?}");
+            assert!(begun.elapsed() < Duration::from_secs(60), "{rows:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let client = cluster.connect().await;
+    let id = (3_000_000..).find(|&id| shard_of(id) == moving).unwrap();
+    client
+        .execute("INSERT INTO orders VALUES ($1, 7, 'back')", &[&id])
+        .await
+        .unwrap();
+    let (a, b) = (
+        superuser(&cluster.servers[0], "shard_0").await,
+        superuser(&cluster.servers[1], "shard_1").await,
+    );
+    let n = format!("SELECT n FROM orders_2 WHERE id = {id}");
+    assert_eq!(count(&a, &n).await, 7);
+    let parts = "SELECT count(*) FROM pg_class WHERE relname = 'orders_2'";
+    assert_eq!(count(&b, parts).await, 0);
+    let all = "SELECT count(*) FROM orders";
+    assert_eq!(count(&a, all).await + count(&b, all).await, ORDERS + 1);
+    let fenced = "SELECT count(*) FROM pgshard.fences WHERE fenced AND shard = 2";
+    assert_eq!(count(&a, fenced).await, 0, "database 0's fence lifted");
+    let through: i64 = client.query_one(all, &[]).await.unwrap().get(0);
+    assert_eq!(through, ORDERS + 1);
 }
