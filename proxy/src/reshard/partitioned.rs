@@ -230,8 +230,9 @@ async fn partitions(db: &mut Db, parent: &Table) -> Result<Vec<(Table, String)>,
         .collect())
 }
 
-/// The target's standalone partitions, like their parents there, with
-/// the helper CHECK, owned by the parents' owners.
+/// The target's standalone partitions, like their parents there (but for
+/// identity: a partition made `PARTITION OF` has none in PG15), with the
+/// helper CHECK, owned by the parents' owners.
 pub async fn create(b: &mut Db, plan: &Plan, tables: &[PartTable]) -> Result<(), MoveError> {
     for table in tables {
         let parent = table.parent.sql();
@@ -241,7 +242,7 @@ pub async fn create(b: &mut Db, plan: &Plan, tables: &[PartTable]) -> Result<(),
         );
         let owner = b.value("read the table's owner", &owner).await?;
         let mut sql = vec![format!(
-            "CREATE TABLE {} (LIKE {parent} INCLUDING ALL, CONSTRAINT {} CHECK ({}))",
+            "CREATE TABLE {} (LIKE {parent} INCLUDING ALL EXCLUDING IDENTITY, CONSTRAINT {} CHECK ({}))",
             table.part.sql(),
             ident(CHECK),
             partition_check(table, plan.shard)
