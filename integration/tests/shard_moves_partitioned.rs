@@ -12,9 +12,10 @@
 //! the fence (55000) and keyless statements are refused (0A000); after
 //! the cleanup the old partition is gone (a stale INSERT there finds no
 //! partition, 23514), keyless reads are served again and exact, and no
-//! slot, publication or subscription is left. Also: a partition of the
-//! moving shard already on the target is refused, and the failed move
-//! leaves nothing behind; a move whose cutover fails after the target's
+//! slot, publication or subscription is left. Database 1 has every
+//! partition (`pgbench --partitions`' layout): its empty partition of the
+//! moving shard is replaced. Also: one holding a row is refused, and the
+//! failed move leaves nothing behind; a move whose cutover fails after the target's
 //! partition was made is rolled back, leaving nothing behind either; a
 //! partition moved there and back is served by database 0 again.
 
@@ -50,6 +51,14 @@ column = \"id\"
 data_type = \"bigint\"
 shard_count = 4
 ";
+
+/// Database 1's partition of logical shard 2 in the layout with every
+/// partition on every database (`pgbench --partitions`).
+const EVERY: &str = "CREATE TABLE orders_two PARTITION OF orders \
+                     FOR VALUES WITH (MODULUS 4, REMAINDER 2); ";
+
+/// No table `orders_2` (the target's partition: not made, or dropped).
+const GONE: &str = "SELECT count(*) FROM pg_class WHERE relname = 'orders_2'";
 
 fn users() -> String {
     format!(
@@ -169,7 +178,7 @@ fn start(general: &str, extra: &str) -> Cluster {
 async fn a_partition_moves_while_clients_write() {
     common::watch_proxy_panics();
     let general = "cutover_timeout = 10000\nresharding_replication_retry_min_delay = 100";
-    let cluster = start(general, "");
+    let cluster = start(general, EVERY);
     cluster
         .proxy
         .state()
@@ -199,6 +208,9 @@ async fn a_partition_moves_while_clients_write() {
     assert_eq!(count(&b, attached).await, 1);
     let checks = "SELECT count(*) FROM pg_constraint WHERE conname = 'pgshard_move_check'";
     assert_eq!(count(&b, checks).await, 0);
+    // (database 1's own empty partition of the shard is replaced).
+    let every = "SELECT count(*) FROM pg_class WHERE relname = 'orders_two'";
+    assert_eq!(count(&b, every).await, 0);
     assert_eq!(count(&a, attached).await, 1);
     let moved = (1..=1000).find(|&id| shard_of(id) == moving).unwrap();
     for stale in [
@@ -288,20 +300,20 @@ async fn a_partition_moves_while_clients_write() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_partition_of_the_shard_on_the_target_is_refused() {
+async fn a_partition_of_the_shard_on_the_target_with_rows_is_refused() {
     // Database 1 has every partition (pgbench --partitions' layout), the
-    // moving shard's too: the move fails at its checks and leaves nothing
-    // behind.
-    let extra = "CREATE TABLE orders_two PARTITION OF orders \
-                 FOR VALUES WITH (MODULUS 4, REMAINDER 2); ";
-    let cluster = start("", extra);
+    // moving shard's with a stray row: the move fails at its checks and
+    // leaves nothing behind.
+    let stray = (1..).find(|&id| shard_of(id) == 2).unwrap();
+    let extra = format!("{EVERY}INSERT INTO orders VALUES ({stray}, 0, 'stray'); ");
+    let cluster = start("", &extra);
     let admin = cluster.admin().await;
     common::rows(&admin, "MOVE SHARD 2 TO 1").await;
     let status = wait_step(&admin, &["done"]).await;
     assert_eq!(status["step"], "failed");
     assert!(
         status["error"].contains(
-            "table \"public\".\"orders\" on database 1 has partition \"public\".\"orders_two\" for logical shard 2 already: drop it there"
+            "table \"public\".\"orders\" on database 1 holds rows of logical shard 2 already"
         ),
         "{status:?}"
     );
@@ -310,22 +322,17 @@ async fn a_partition_of_the_shard_on_the_target_is_refused() {
     let triggers = "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'pgshard_fence%'";
     assert_eq!(count(&a, triggers).await, 0);
     assert_eq!(count(&a, "SELECT count(*) FROM pg_publication").await, 0);
-    assert_eq!(
-        count(
-            &b,
-            "SELECT count(*) FROM pg_class WHERE relname = 'orders_2'"
-        )
-        .await,
-        0
-    );
-    // Keyless statements are served again.
+    assert_eq!(count(&b, GONE).await, 0);
+    assert_eq!(count(&b, "SELECT count(*) FROM orders_two").await, 1);
+    // Keyless statements are served again (the stray row too: pgshard
+    // cannot tell).
     let client = cluster.connect().await;
     let all: i64 = client
         .query_one("SELECT count(*) FROM orders", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(all, ORDERS);
+    assert_eq!(all, ORDERS + 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -336,7 +343,7 @@ async fn a_move_whose_cutover_fails_is_rolled_back() {
     // stream and the subscription were made, and the rollback drops them,
     // with the fence triggers. The shard stays on database 0.
     let general = "cutover_timeout = 2000\nresharding_replication_retry_max_attempts = 1";
-    let cluster = start(general, "");
+    let cluster = start(general, EVERY);
     cluster
         .proxy
         .state()
@@ -390,14 +397,10 @@ async fn a_move_whose_cutover_fails_is_rolled_back() {
         0
     );
     assert_eq!(count(&b, "SELECT count(*) FROM pg_subscription").await, 0);
-    assert_eq!(
-        count(
-            &b,
-            "SELECT count(*) FROM pg_class WHERE relname = 'orders_2'"
-        )
-        .await,
-        0
-    );
+    assert_eq!(count(&b, GONE).await, 0);
+    // Database 1's empty partition of the shard, replaced, is back.
+    let back = "SELECT count(*) FROM pg_inherits WHERE inhrelid = to_regclass('orders_two')";
+    assert_eq!(count(&b, back).await, 1);
     // The shard is served by database 0, the direct write with it.
     let n = format!("SELECT n FROM orders WHERE id = {moved}");
     assert_eq!(count(&a, &n).await, 1000);

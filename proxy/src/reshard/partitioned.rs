@@ -7,8 +7,9 @@
 //!   databases (the postgres hasher only: its logical shard is the
 //!   partition's remainder; Postgres allows no DEFAULT partition beside
 //!   hash partitions, which DETACH CONCURRENTLY would refuse), the
-//!   shard's partition on the source, none on the target, and the replica
-//!   identity as for plain tables;
+//!   shard's partition on the source, and the replica identity as for
+//!   plain tables. The target's (empty) partition of the shard, in the
+//!   layout with every partition everywhere, is replaced;
 //! - the target gets the partition as a standalone table (`LIKE` its
 //!   parent there) with a helper `CHECK (satisfies_hash_partition(..))`,
 //!   the partition constraint itself, so that the ATTACH at the switch
@@ -51,6 +52,10 @@ pub struct PartTable {
     /// The key column (unquoted).
     pub column: String,
     pub shard_count: usize,
+    /// The target's empty partition of the shard (every partition on
+    /// every database, as `pgbench --partitions` makes them): detached and
+    /// dropped when the target's table is made, made again by a rollback.
+    pub replaces: Option<Table>,
     /// When the move set `REPLICA IDENTITY FULL` on the partition: what
     /// to put back on a rollback.
     pub identity: Option<String>,
@@ -120,6 +125,7 @@ async fn found(
         },
         column: entry.column.clone(),
         shard_count,
+        replaces: None,
         identity: None,
     };
     for (db, database) in [(&mut *a, plan.source), (&mut *b, plan.target)] {
@@ -127,9 +133,13 @@ async fn found(
     }
     let on_a = partitions(a, &table.parent).await?;
     let on_b = partitions(b, &table.parent).await?;
-    let part = shard_partition(plan, &table, &on_a, &on_b)?;
+    let (part, replaces) = shard_partition(plan, &table, &on_a, &on_b)?;
+    // (`check_target` found no row of the shard on the target's parent,
+    // so its partition of the shard, if any, is empty.)
     let there = format!("SELECT to_regclass({})", literal(&part.sql()));
-    if b.value("look for the partition", &there).await?.is_some() {
+    if replaces.as_ref() != Some(&part)
+        && b.value("look for the partition", &there).await?.is_some()
+    {
         return Err(MoveError::Check(format!(
             "database {} has a table {} already: the move would make the partition of logical shard {} there; drop or rename it",
             plan.target,
@@ -139,33 +149,37 @@ async fn found(
     }
     table.identity = plain::identity(a, &part, &entry.column, full).await?;
     table.part = part;
+    table.replaces = replaces;
     Ok(table)
 }
 
 /// The source's partition of the moving shard, from both databases'
-/// partitions (`partitions`): a plain table on the source, none on the
-/// target.
+/// partitions (`partitions`): a plain table on the source; and the
+/// target's, when it has one (a plain table too: the move replaces it).
 fn shard_partition(
     plan: &Plan,
     table: &PartTable,
     on_a: &[(Table, String)],
     on_b: &[(Table, String)],
-) -> Result<Table, MoveError> {
+) -> Result<(Table, Option<Table>), MoveError> {
     let name = table.parent.sql();
     let bound = table.bound(plan.shard);
     let of_shard = |b: &str| {
         b.strip_prefix(bound.as_str())
             .is_some_and(|r| r.is_empty() || r.starts_with(" ("))
     };
-    if let Some((part, _)) = on_b.iter().find(|(_, b)| of_shard(b)) {
+    if let Some((part, b)) = on_b.iter().find(|(_, b)| of_shard(b) && *b != bound) {
         return Err(MoveError::Check(format!(
-            "table {name} on database {} has partition {} for logical shard {} already: drop it there (detach it first; it must hold no rows, as the placement sends the shard to database {})",
+            "table {name} on database {} has partition {} for logical shard {} already, and not a plain table ({b}): drop it there",
             plan.target,
             part.sql(),
             plan.shard,
-            plan.source
         )));
     }
+    let replaces = on_b
+        .iter()
+        .find(|(_, b)| *b == bound)
+        .map(|(t, _)| t.clone());
     if let Some((part, b)) = on_a.iter().find(|(_, b)| of_shard(b) && *b != bound) {
         return Err(MoveError::Check(format!(
             "partition {} of table {name} on database {} is not a plain table ({b}): pgshard moves a logical shard's partition only when it holds its rows itself (not partitioned further, not foreign)",
@@ -174,7 +188,7 @@ fn shard_partition(
         )));
     }
     match on_a.iter().find(|(_, b)| *b == bound) {
-        Some((part, _)) => Ok(part.clone()),
+        Some((part, _)) => Ok((part.clone(), replaces)),
         None => Err(MoveError::Check(format!(
             "table {name} on database {} has no partition {bound} (logical shard {} of shard_count {}): create it, or give the table the group's partitions",
             plan.source, plan.shard, table.shard_count
@@ -241,16 +255,28 @@ pub async fn create(b: &mut Db, plan: &Plan, tables: &[PartTable]) -> Result<(),
             literal(&parent)
         );
         let owner = b.value("read the table's owner", &owner).await?;
-        let mut sql = vec![format!(
+        let mut sql = Vec::new();
+        if let Some(empty) = &table.replaces {
+            // In one transaction with the new table: refused if a row came.
+            let e = empty.sql();
+            sql.push(format!("ALTER TABLE {parent} DETACH PARTITION {e}"));
+            sql.push(format!(
+                "DO $pgshard$ BEGIN IF EXISTS (SELECT 1 FROM {e}) THEN \
+                 RAISE EXCEPTION 'partition {} holds rows'; END IF; END $pgshard$",
+                e.replace('\'', "''")
+            ));
+            sql.push(format!("DROP TABLE {e}"));
+        }
+        sql.push(format!(
             "CREATE TABLE {} (LIKE {parent} INCLUDING ALL EXCLUDING IDENTITY, CONSTRAINT {} CHECK ({}))",
             table.part.sql(),
             ident(CHECK),
             partition_check(table, plan.shard)
-        )];
+        ));
         if let Some(owner) = owner {
             sql.push(format!("ALTER TABLE {} OWNER TO {owner}", table.part.sql()));
         }
-        b.run("create the partition", &sql.join("; ")).await?;
+        plain::locked(b, "create the partition", &sql.join("; ")).await?;
     }
     Ok(())
 }
@@ -323,8 +349,26 @@ pub fn undo(plan: &Plan, tables: &[PartTable]) -> (Vec<String>, Vec<String>) {
         if let Some(identity) = &table.identity {
             source.push(format!("ALTER TABLE {t} REPLICA IDENTITY {identity}"));
         }
-        // Never attached before the switch: a standalone table.
-        target.push(format!("DROP TABLE IF EXISTS {t}"));
+        // Never attached before the switch: a standalone table, ours while
+        // it has the helper CHECK.
+        target.push(format!(
+            "DO $pgshard$ BEGIN IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass({}) \
+             AND conname = {}) THEN DROP TABLE {t}; END IF; END $pgshard$",
+            literal(&t),
+            literal(CHECK)
+        ));
+        if let Some(empty) = &table.replaces {
+            let (e, parent) = (empty.sql(), table.parent.sql());
+            target.push(format!(
+                "DO $pgshard$ BEGIN IF to_regclass({}) IS NULL THEN CREATE TABLE {e} PARTITION OF {parent} {}; \
+                 EXECUTE format('ALTER TABLE %s OWNER TO %I', {}, (SELECT pg_get_userbyid(relowner) \
+                 FROM pg_class WHERE oid = {}::regclass)); END IF; END $pgshard$",
+                literal(&e),
+                table.bound(plan.shard),
+                literal(&e),
+                literal(&parent)
+            ));
+        }
     }
     (source, target)
 }
@@ -387,6 +431,7 @@ mod tests {
             part: t("orders_2"),
             column: "id".to_owned(),
             shard_count: 4,
+            replaces: None,
             identity: identity.map(str::to_owned),
         }
     }
@@ -419,7 +464,11 @@ mod tests {
                  DROP TRIGGER IF EXISTS \"pgshard_fence_2_del\" ON \"public\".\"orders_2\"; \
                  ALTER TABLE \"public\".\"orders_2\" REPLICA IDENTITY DEFAULT",
             ),
-            (target.join("; "), "DROP TABLE IF EXISTS \"public\".\"orders_2\""),
+            (
+                target.join("; "),
+                "DO $pgshard$ BEGIN IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass('\"public\".\"orders_2\"') \
+                 AND conname = 'pgshard_move_check') THEN DROP TABLE \"public\".\"orders_2\"; END IF; END $pgshard$",
+            ),
         ];
         for (got, want) in cases {
             assert_eq!(got, want);
@@ -447,10 +496,11 @@ mod tests {
         let find = |a: &[(Table, String)], b: &[(Table, String)]| {
             shard_partition(&plan(), &table(None), a, b).map_err(|e| e.to_string())
         };
-        assert_eq!(find(&a, &b), Ok(t("o_2")));
+        assert_eq!(find(&a, &b), Ok((t("o_2"), None)));
+        let every = vec![bound(1, ""), bound(2, ""), bound(3, "")];
+        assert_eq!(find(&a, &every), Ok((t("o_2"), Some(t("o_2")))));
         let cases: Vec<(Parts, Parts, &str)> = vec![
             (vec![bound(0, "")], b.clone(), "table \"public\".\"orders\" on database 0 has no partition FOR VALUES WITH (modulus 4, remainder 2) (logical shard 2 of shard_count 4)"),
-            (a.clone(), vec![bound(2, "")], "table \"public\".\"orders\" on database 1 has partition \"public\".\"o_2\" for logical shard 2 already"),
             (a.clone(), vec![bound(2, " (p)")], "table \"public\".\"orders\" on database 1 has partition \"public\".\"o_2\" for logical shard 2 already"),
             (vec![bound(2, " (p)")], b.clone(), "partition \"public\".\"o_2\" of table \"public\".\"orders\" on database 0 is not a plain table (FOR VALUES WITH (modulus 4, remainder 2) (p))"),
         ];

@@ -349,7 +349,7 @@ pub async fn install(
 /// Run `sql` as one transaction under a short `lock_timeout`, again while
 /// it times out (up to about 30 s): DDL on a busy table waits for its
 /// writers, and writers queue behind it meanwhile.
-async fn locked(db: &mut Db, what: &str, sql: &str) -> Result<(), MoveError> {
+pub(super) async fn locked(db: &mut Db, what: &str, sql: &str) -> Result<(), MoveError> {
     let text = format!("SELECT set_config('lock_timeout', '50ms', true); {sql}");
     let mut tries = 0;
     loop {
