@@ -18,9 +18,10 @@
 //! REBALANCE's moves; `overlay.rs` reads where the databases say logical
 //! shards are (at start-up and every poll: other instances' switches);
 //! `recover.rs` finishes or rolls back moves a stopped process left;
-//! `save.rs` writes `cutover_save_config`'s placement. Table families and
+//! `save.rs` writes `cutover_save_config`'s placement. Table families,
 //! plain tables (`plain.rs`: the shard's rows, a row filter, a trigger
-//! fence) move so far.
+//! fence) and tables partitioned by hash (`partitioned.rs`: the shard's
+//! partition, attached on the target at the switch) move.
 
 mod cleanup;
 mod cutover;
@@ -29,6 +30,7 @@ pub mod fault;
 mod mover;
 mod moves;
 pub mod overlay;
+mod partitioned;
 mod plain;
 pub mod plan;
 pub mod rebalance;
@@ -206,20 +208,21 @@ async fn forward(
     let mut a = link.connect(plan.source).await?;
     let mut b = link.connect(plan.target).await?;
     let full = general.resharding_replica_identity_full;
-    made.plain = plain::tables(plan, full, &mut a, &mut b).await?;
+    (made.plain, made.parts) = partitioned::tables(plan, full, &mut a, &mut b).await?;
     record_tables(plan, &made.tables, &mut [&mut a, &mut b]).await?;
     step(moves, plan, Phase::Schema, &mut [&mut a, &mut b]).await?;
     made.on_target = true;
     mover::schema(link, plan.source, &made.tables, "pre-data", &mut b).await?;
-    plain::install(&mut a, plan, &made.plain).await?;
+    partitioned::create(&mut b, plan, &made.parts).await?;
+    let fence_parts = partitioned::fence_triggers(plan, &made.parts);
+    plain::install(&mut a, plan, &made.plain, fence_parts).await?;
     step(moves, plan, Phase::Slot, &mut [&mut a, &mut b]).await?;
     made.stream = true;
-    let members = (made.tables.as_slice(), made.plain.as_slice());
-    let (walsender, snapshot) = mover::stream(link, plan, members, &mut a).await?;
+    let (walsender, snapshot) = mover::stream(link, plan, made, &mut a).await?;
     fault::park(moves, &plan.id, Fault::AfterSlot).await?;
     step(moves, plan, Phase::Copy, &mut [&mut a, &mut b]).await?;
     let format = general.resharding_copy_format;
-    let copies = plain::copies(plan, &made.tables, &made.plain)?;
+    let copies = plain::copies(plan, &made.whole(), &made.plain)?;
     mover::copy(link, plan, &copies, &snapshot, format, moves).await?;
     // The exported snapshot is no longer needed.
     walsender.conn.terminate().await;

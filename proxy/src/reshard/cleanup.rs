@@ -1,11 +1,12 @@
 //! After a move's switch: the subscription (detached from its slot first,
 //! so that dropping it needs no connection to the source), the
 //! publication and the slot go at once; the source's old tables of the
-//! shard (in `pgshard_moved`, where no one routes) and its rows of plain
-//! tables (`plain.rs`) after the cleanup delay, which leaves other pgshard
+//! shard (in `pgshard_moved`, where no one routes), its rows of plain
+//! tables (`plain.rs`) and its partitions (`partitioned.rs`: detached
+//! concurrently, dropped) after the cleanup delay, which leaves other pgshard
 //! instances time to learn the new placement while their stale writes
-//! still fail there. Keyless statements on plain tables are served again
-//! once their old rows are gone.
+//! still fail there. Keyless statements on plain and partitioned tables
+//! are served again once their old rows are gone.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,11 +16,11 @@ use tracing::{info, warn};
 use crate::session::Shared;
 
 use super::db::{Db, Link};
-use super::mover::{Made, Table, MOVED_SCHEMA};
-use super::plain::{self, PlainTable};
+use super::mover::{Made, MOVED_SCHEMA};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
+use super::{partitioned, plain};
 use super::{store, Moves};
 
 /// The statements that drop subscription `name` without touching its slot.
@@ -95,11 +96,11 @@ pub fn finish_later(
             () = tokio::time::sleep(delay) => {}
             () = super::heartbeat(&link, &plan, &moves) => {}
         }
-        match finish(&link, &plan, &made.tables, &made.plain).await {
+        match finish(&link, &plan, &made).await {
             Ok(rows) => {
                 moves.set_phase(&plan.id, Phase::Done);
                 moves.finished(&plan.id, None);
-                if !made.plain.is_empty() {
+                if made.row_fence() {
                     let marker = plain::marker(&moves, &plan, false);
                     shared.set_moving(&plan.cluster, plan.group, &marker, true);
                 }
@@ -121,15 +122,12 @@ pub fn finish_later(
     });
 }
 
-pub(super) async fn finish(
-    link: &Link,
-    plan: &Plan,
-    tables: &[Table],
-    plain: &[PlainTable],
-) -> Result<u64, MoveError> {
+pub(super) async fn finish(link: &Link, plan: &Plan, made: &Made) -> Result<u64, MoveError> {
     let mut a = link.connect(plan.source).await?;
-    let rows = plain::clean_source(&mut a, plan, plain).await?;
-    let mut drop: Vec<String> = tables
+    let rows = plain::clean_source(&mut a, plan, &made.plain).await?;
+    partitioned::clean_source(&mut a, &made.parts).await?;
+    let mut drop: Vec<String> = made
+        .tables
         .iter()
         .map(|t| format!("DROP TABLE IF EXISTS {}", qualified(MOVED_SCHEMA, &t.name)))
         .collect();

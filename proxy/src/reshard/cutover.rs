@@ -4,10 +4,11 @@
 //! schema `pgshard_moved`, so a stale writer gets "relation does not
 //! exist"; its plain tables' fence row is set, which waits for the
 //! transactions that wrote the shard's rows and makes later writes fail
-//! (`plain.rs`); and a mark row is written); once the mark shows on the target, everything
-//! the source committed for the shard is there, and the switch commits
-//! on the target (sequences stepped past the source's, the shard recorded
-//! as the target's). Then the running config places the shard on the
+//! (`plain.rs`; the shard's partitions have the same fence); and a mark
+//! row is written); once the mark shows on the target, everything the
+//! source committed for the shard is there, and the switch commits on the
+//! target (sequences stepped past the source's, its partitions attached,
+//! the shard recorded as the target's). Then the running config places the shard on the
 //! target and the held statements go on, routed there.
 //!
 //! Held statements wait at most `cutover_timeout`: a cutover that cannot
@@ -25,10 +26,10 @@ use crate::session::Shared;
 
 use super::db::{Db, Link};
 use super::mover::{Made, Table, MOVED_SCHEMA};
-use super::plain;
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
+use super::{partitioned, plain};
 use super::{store, Moves};
 
 /// Why an attempt stopped.
@@ -155,7 +156,7 @@ async fn attempt_once(
         ));
     }
     let group = plan.group.to_string();
-    if !made.plain.is_empty() {
+    if made.row_fence() {
         fence.push(plain::fence(plan));
     }
     fence.push(store::set_phase(&plan.id, Phase::Fenced));
@@ -186,9 +187,10 @@ async fn attempt_once(
         .iter()
         .map(|(name, value)| format!("SELECT setval({}, {value})", literal(name)))
         .collect();
-    if !made.plain.is_empty() {
+    if made.row_fence() {
         switch.push(plain::take_back(plan));
     }
+    switch.extend(partitioned::attach(plan, &made.parts));
     switch.push(store::take(&group, plan.shard, &plan.id));
     switch.push(store::set_phase(&plan.id, Phase::Switched));
     // The last moment CANCEL MOVE can stop the move.
@@ -240,7 +242,7 @@ pub fn unfence(plan: &Plan, made: &Made) -> String {
             )
         })
         .collect();
-    if !made.plain.is_empty() {
+    if made.row_fence() {
         sql.push(plain::unfence(plan));
     }
     sql.push(store::take(&plan.group.to_string(), plan.shard, "unfenced"));

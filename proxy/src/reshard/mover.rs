@@ -1,6 +1,6 @@
 //! One move of a logical shard, from the checks to the end of catch-up:
 //! the family tables of the shard found on the source (its plain tables'
-//! part is `plain.rs`'s), their schema made on the target (`pg_dump`), the change stream
+//! part is `plain.rs`'s, its partitions' `partitioned.rs`'s), their schema made on the target (`pg_dump`), the change stream
 //! opened first (a publication, then a slot whose snapshot is exported),
 //! the rows copied under that snapshot (`execute::copy_relay`), and a
 //! native subscription on the target that takes the slot over and
@@ -16,6 +16,7 @@ use router::sharding::Key;
 use crate::execute::copy_relay::{relay, statements};
 
 use super::db::{dump, server, Db, Link};
+use super::partitioned::PartTable;
 use super::plain::PlainTable;
 use super::plan::{MoveError, Plan};
 use super::sql::{conninfo_pair, ident, literal, qualified};
@@ -34,10 +35,27 @@ pub struct Made {
     pub tables: Vec<Table>,
     /// The plain tables (the shard's rows of them move).
     pub plain: Vec<PlainTable>,
+    /// The tables partitioned by hash (the shard's partition moves).
+    pub parts: Vec<PartTable>,
     pub on_target: bool,
     pub stream: bool,
     pub subscription: bool,
     pub fenced: bool,
+}
+
+impl Made {
+    /// Whether the move fences rows on the source by trigger (plain
+    /// tables, partitions) under the shard's guard row.
+    pub fn row_fence(&self) -> bool {
+        !self.plain.is_empty() || !self.parts.is_empty()
+    }
+
+    /// The tables that move whole: the family tables and the shard's
+    /// partitions.
+    pub fn whole(&self) -> Vec<Table> {
+        let parts = self.parts.iter().map(|p| &p.part);
+        self.tables.iter().chain(parts).cloned().collect()
+    }
 }
 
 /// The move's row on the source and the target, the placement pinned on
@@ -136,7 +154,7 @@ async fn family_tables(a: &mut Db, plan: &Plan) -> Result<Vec<Table>, MoveError>
             }
             if kind == "p" {
                 return Err(MoveError::Check(format!(
-                    "family table {} is partitioned: moving partitioned tables comes next (issue 33, step 7)",
+                    "family table {} is partitioned: pgshard moves a family's tables whole, and not partitioned ones; move its partitions' rows by hand",
                     qualified(schema, name)
                 )));
             }
@@ -175,11 +193,14 @@ pub async fn schema(
 pub async fn stream(
     link: &Link,
     plan: &Plan,
-    (tables, plain): (&[Table], &[PlainTable]),
+    made: &Made,
     a: &mut Db,
 ) -> Result<(Db, String), MoveError> {
     let name = plan.stream_name();
-    let mut members: Vec<String> = tables.iter().map(Table::sql).collect();
+    // Partitions are published as themselves (not via their root): the
+    // target applies to its standalone table of the same name.
+    let mut members: Vec<String> = made.whole().iter().map(Table::sql).collect();
+    let plain = &made.plain;
     for table in plain {
         members.push(table.publication_member(plan.shard)?);
     }

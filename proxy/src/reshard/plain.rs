@@ -31,7 +31,7 @@
 use std::time::Duration;
 
 use router::hash::predicate;
-use router::sharding::KeySpace;
+use router::sharding::{KeySpace, ShardedTable};
 
 use crate::session::Shared;
 
@@ -129,15 +129,15 @@ pub fn mark_moving(shared: &Shared, moves: &Moves, plan: &Plan) {
     shared.set_moving(&plan.cluster, plan.group, &marker, !plan.tables.is_empty());
 }
 
-/// What the snapshot copy copies: the family tables whole, the plain
-/// tables' rows of the shard.
+/// What the snapshot copy copies: `whole` (the family tables, the shard's
+/// partitions) whole, the plain tables' rows of the shard.
 pub fn copies(
     plan: &Plan,
-    tables: &[Table],
+    whole: &[Table],
     plain: &[PlainTable],
 ) -> Result<Vec<(Table, Option<String>)>, MoveError> {
     let mut copies: Vec<(Table, Option<String>)> =
-        tables.iter().map(|t| (t.clone(), None)).collect();
+        whole.iter().map(|t| (t.clone(), None)).collect();
     for table in plain {
         copies.push((
             table.table.clone(),
@@ -147,17 +147,18 @@ pub fn copies(
     Ok(copies)
 }
 
-/// The plan's plain tables on the source, checked against the target.
-pub async fn tables(
-    plan: &Plan,
+/// The plan's plain tables on the source, checked against the target,
+/// and its partitioned ones (with their entries: `partitioned.rs` checks
+/// them).
+pub async fn tables<'p>(
+    plan: &'p Plan,
     replica_identity_full: bool,
     a: &mut Db,
     b: &mut Db,
-) -> Result<Vec<PlainTable>, MoveError> {
+) -> Result<(Vec<PlainTable>, Vec<(Table, &'p ShardedTable)>), MoveError> {
     a.run("create the fences table", FENCES).await?;
     b.run("create the fences table", FENCES).await?;
-    let mut found = Vec::new();
-    let mut partitioned = Vec::new();
+    let (mut found, mut partitioned) = (Vec::new(), Vec::new());
     for entry in &plan.tables {
         let Some(name) = &entry.name else {
             continue;
@@ -167,7 +168,7 @@ pub async fn tables(
             continue;
         };
         if kind == "p" {
-            partitioned.push(table.sql());
+            partitioned.push((table, entry));
             continue;
         }
         let plain = PlainTable {
@@ -179,13 +180,7 @@ pub async fn tables(
         check_target(plan, &plain, a, b).await?;
         found.push(plain);
     }
-    if !partitioned.is_empty() {
-        return Err(MoveError::Layout {
-            group: plan.group.to_string(),
-            tables: partitioned.join(", "),
-        });
-    }
-    Ok(found)
+    Ok((found, partitioned))
 }
 
 /// The plan's plain tables on the source, for a move taken over from a
@@ -214,7 +209,7 @@ pub async fn recovered(plan: &Plan, a: &mut Db) -> Result<Vec<PlainTable>, MoveE
 
 /// `name` (in `schema`, or on the search path) on `db`: the table and its
 /// `relkind`.
-async fn resolve(
+pub(super) async fn resolve(
     db: &mut Db,
     schema: Option<&str>,
     name: &str,
@@ -243,7 +238,7 @@ async fn resolve(
 
 /// The table on the target, with the source's columns and types, and no
 /// row of the moving shard yet.
-async fn check_target(
+pub(super) async fn check_target(
     plan: &Plan,
     plain: &PlainTable,
     a: &mut Db,
@@ -292,7 +287,7 @@ async fn check_target(
 /// Whether the table's replica identity on the source covers `column`:
 /// `None` when it does, the identity to put back when the move sets FULL,
 /// a refusal when it may not.
-async fn identity(
+pub(super) async fn identity(
     a: &mut Db,
     table: &Table,
     column: &str,
@@ -334,20 +329,25 @@ async fn identity(
 }
 
 /// The fence triggers' names on a table, for logical shard `shard`.
-fn trigger_names(shard: usize) -> [String; 3] {
+pub(super) fn trigger_names(shard: usize) -> [String; 3] {
     ["ins", "upd", "del"].map(|op| format!("pgshard_fence_{shard}_{op}"))
 }
 
-/// The source's fence triggers and guard row (unfenced), and `REPLICA
-/// IDENTITY FULL` where the move needs it: one transaction, retried when
-/// it waits too long for the tables' locks.
-pub async fn install(a: &mut Db, plan: &Plan, tables: &[PlainTable]) -> Result<(), MoveError> {
-    if tables.is_empty() {
+/// The source's fence triggers (on plain tables, after `sql`: the
+/// partitions' triggers) and guard row (unfenced), and `REPLICA IDENTITY FULL` where
+/// the move needs it: one transaction, retried when it waits too long for
+/// the tables' locks.
+pub async fn install(
+    a: &mut Db,
+    plan: &Plan,
+    tables: &[PlainTable],
+    mut sql: Vec<String>,
+) -> Result<(), MoveError> {
+    if tables.is_empty() && sql.is_empty() {
         return Ok(());
     }
     let group = literal(&plan.group.to_string());
     let args = format!("{group}, '{}'", plan.shard);
-    let mut sql = Vec::new();
     for plain in tables {
         let t = plain.table.sql();
         let [ins, upd, del] = trigger_names(plan.shard).map(|n| ident(&n));
@@ -375,7 +375,7 @@ pub async fn install(a: &mut Db, plan: &Plan, tables: &[PlainTable]) -> Result<(
 /// Run `sql` as one transaction under a short `lock_timeout`, again while
 /// it times out (up to about 30 s): DDL on a busy table waits for its
 /// writers, and writers queue behind it meanwhile.
-async fn locked(db: &mut Db, what: &str, sql: &str) -> Result<(), MoveError> {
+pub(super) async fn locked(db: &mut Db, what: &str, sql: &str) -> Result<(), MoveError> {
     let text = format!("SELECT set_config('lock_timeout', '50ms', true); {sql}");
     let mut tries = 0;
     loop {

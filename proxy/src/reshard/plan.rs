@@ -68,8 +68,6 @@ pub enum MoveError {
         "group {0} maps listed or ranged values to logical shards: moving those is not built yet"
     )]
     Mapping(String),
-    #[error("sharded table(s) {tables} of group {group} are partitioned on the source: moving tables partitioned by hash comes next (issue 33, step 7); pgshard moves table families and plain tables so far")]
-    Layout { group: String, tables: String },
     #[error("group {group} shards every table with column {column} ([[sharded_tables]] without name): a move needs the tables named; add an entry with name = \"<table>\" for each of them")]
     Unnamed { group: String, column: String },
     #[error("move {0} of database {1} is under way; one move at a time (SHOW MOVES)")]
@@ -104,10 +102,7 @@ impl MoveError {
     pub fn unsupported(&self) -> bool {
         matches!(
             self,
-            MoveError::Mapping(_)
-                | MoveError::Layout { .. }
-                | MoveError::Unnamed { .. }
-                | MoveError::Parallel(_)
+            MoveError::Mapping(_) | MoveError::Unnamed { .. } | MoveError::Parallel(_)
         )
     }
 }

@@ -25,10 +25,12 @@ use crate::session::Shared;
 use super::db::Link;
 use super::mover::{Made, Table};
 use super::overlay::{self, Readers};
+use super::partitioned::{self, PartTable};
+use super::plain::{self, PlainTable};
 use super::plan::{MoveError, Plan};
 use super::sql::literal;
 use super::state::Phase;
-use super::{cleanup, plain, rollback, store, MoveStatus, Moves};
+use super::{cleanup, rollback, store, MoveStatus, Moves};
 
 /// Until the process ends: read the placement the databases record, and
 /// take over moves left behind, every poll interval.
@@ -252,6 +254,18 @@ async fn tables(link: &Link, plan: &Plan) -> Result<Vec<Table>, MoveError> {
         .collect())
 }
 
+/// The move's plain tables and tables partitioned by hash, as the source
+/// has them.
+async fn row_tables(
+    link: &Link,
+    plan: &Plan,
+) -> Result<(Vec<PlainTable>, Vec<PartTable>), MoveError> {
+    let mut a = link.connect(plan.source).await?;
+    let plain = plain::recovered(plan, &mut a).await?;
+    let parts = partitioned::recovered(plan, &mut a).await?;
+    Ok((plain, parts))
+}
+
 /// Before the switch: undo everything, the source serves the shard.
 async fn roll_back(
     shared: &Shared,
@@ -259,7 +273,7 @@ async fn roll_back(
     link: &Link,
     plan: &Plan,
 ) -> Result<(), MoveError> {
-    let plain = plain::recovered(plan, &mut link.connect(plan.source).await?).await?;
+    let (plain, parts) = row_tables(link, plan).await?;
     let mut b = link.connect(plan.target).await?;
     let subscribed = format!(
         "SELECT 1 FROM pg_subscription WHERE subname = {}",
@@ -276,6 +290,7 @@ async fn roll_back(
         subscription,
         fenced: true,
         plain,
+        parts,
     };
     rollback::rollback(shared, moves, link, plan, &made, &interrupted(plan)).await;
     Ok(())
@@ -289,7 +304,7 @@ async fn finish(
     moves: &Arc<Moves>,
 ) -> Result<(), MoveError> {
     let tables = tables(link, plan).await?;
-    let plain = plain::recovered(plan, &mut link.connect(plan.source).await?).await?;
+    let (plain, parts) = row_tables(link, plan).await?;
     let (mut a, mut b) = (
         link.connect(plan.source).await?,
         link.connect(plan.target).await?,
@@ -323,6 +338,7 @@ async fn finish(
     let made = Made {
         tables,
         plain,
+        parts,
         ..Made::default()
     };
     cleanup::finish_later(

@@ -1,8 +1,8 @@
 //! Undoing a move that failed before its switch: the moving marker and
 //! the hold cleared, then on fresh connections (the move's own may be
 //! what broke) the subscription, the fence, the publication and slot, the
-//! tables made on the target and the plain tables' rows copied there and
-//! fence triggers dropped, each on its own (what fails is
+//! tables (and partitions) made on the target and the plain tables' rows
+//! copied there and fence triggers dropped, each on its own (what fails is
 //! logged), and the move recorded failed on both databases.
 
 use tracing::warn;
@@ -13,7 +13,7 @@ use super::db::Link;
 use super::mover::Made;
 use super::plan::{MoveError, Plan};
 use super::sql::ident;
-use super::{cleanup, cutover, plain, store, Moves};
+use super::{cleanup, cutover, partitioned, plain, store, Moves};
 
 /// Undo what a move made before its switch (each step on its own: what
 /// fails is logged), and record it failed with `error`.
@@ -90,20 +90,7 @@ fn undo_statements(
             ));
         }
     }
-    match plain::undo(plan, &made.plain) {
-        Ok((source, target)) => {
-            let on = |database, what| move |sql| (database, what, sql);
-            let source = source
-                .into_iter()
-                .map(|sql| format!("SET lock_timeout = '5s'; {sql}"));
-            undo.extend(source.map(on(plan.source, "drop the fence")));
-            if made.on_target {
-                let what = "delete the copied rows";
-                undo.extend(target.into_iter().map(on(plan.target, what)));
-            }
-        }
-        Err(e) => warn!(id = plan.id, "rolling the move back: {e}"),
-    }
+    undo.extend(row_undo(plan, made));
     for database in [plan.source, plan.target] {
         undo.push((
             database,
@@ -111,6 +98,43 @@ fn undo_statements(
             store::fail(&plan.id, &error.to_string()),
         ));
         undo.push((database, "forget the marks", store::forget_marks(&plan.id)));
+    }
+    undo
+}
+
+/// The plain tables' and partitions' part of a rollback: on the source
+/// the fence triggers (under a lock timeout), on the target the copied
+/// rows and partitions.
+fn row_undo(plan: &Plan, made: &Made) -> Vec<(usize, &'static str, String)> {
+    let (mut source, mut target) = match plain::undo(plan, &made.plain) {
+        Ok(statements) => statements,
+        Err(e) => {
+            warn!(id = plan.id, "rolling the move back: {e}");
+            (Vec::new(), Vec::new())
+        }
+    };
+    let (part_source, part_target) = partitioned::undo(plan, &made.parts);
+    // The guard row (plain::undo's last statement) goes last.
+    let guard = source.pop();
+    source.extend(part_source);
+    source.extend(guard);
+    target.extend(part_target);
+    let mut undo: Vec<(usize, &'static str, String)> = source
+        .into_iter()
+        .map(|sql| {
+            (
+                plan.source,
+                "drop the fence",
+                format!("SET lock_timeout = '5s'; {sql}"),
+            )
+        })
+        .collect();
+    if made.on_target {
+        undo.extend(
+            target
+                .into_iter()
+                .map(|sql| (plan.target, "undo the copy", sql)),
+        );
     }
     undo
 }
