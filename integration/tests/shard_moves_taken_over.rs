@@ -1,5 +1,6 @@
 //! A move of a plain sharded table (one table holding rows of several
-//! logical shards) interrupted by a crash of pgshard, against two real
+//! logical shards), and of a table partitioned by hash (a partition per
+//! logical shard), interrupted by a crash of pgshard, against two real
 //! Postgres 15 servers with `wal_level = logical`: mid catch-up (the
 //! copy's rows on the target, the source fenced not yet) the next instance
 //! rolls it back; after the switch (the source's rows of the shard fenced
@@ -50,9 +51,27 @@ fn shard_of(id: i64) -> usize {
     logical_shard(&keys, &Key::Int(id)).unwrap()
 }
 
+/// `accounts` on database `database` of two: one table, or partitioned
+/// by hash with the partitions of the logical shards placed there.
+fn accounts(database: usize, partitioned: bool) -> String {
+    if !partitioned {
+        return "CREATE TABLE accounts (id bigint PRIMARY KEY, n bigint NOT NULL)".into();
+    }
+    let mut sql =
+        "CREATE TABLE accounts (id bigint PRIMARY KEY, n bigint NOT NULL) PARTITION BY HASH (id)"
+            .to_owned();
+    for s in (0..SHARD_COUNT).filter(|s| s % 2 == database) {
+        sql.push_str(&format!(
+            "; CREATE TABLE accounts_{s} PARTITION OF accounts \
+             FOR VALUES WITH (MODULUS {SHARD_COUNT}, REMAINDER {s})"
+        ));
+    }
+    sql
+}
+
 /// Crash pgshard with a move of logical shard 2 parked at `fault`; the
 /// next instance rolls it back (or, after the switch, finishes it).
-async fn crash_plain_at(fault: Fault, parked: &str) {
+async fn crash_at(fault: Fault, parked: &str, partitioned: bool) {
     const MOVING: usize = 2;
     let servers = logical_servers(2);
     for (database, server) in servers.iter().enumerate() {
@@ -64,8 +83,9 @@ async fn crash_plain_at(fault: Fault, parked: &str) {
             .psql(
                 &format!("shard_{database}"),
                 &format!(
-                    "SET ROLE app; CREATE TABLE accounts (id bigint PRIMARY KEY, n bigint NOT NULL); \
+                    "SET ROLE app; {}; \
                      INSERT INTO accounts SELECT id, 0 FROM unnest('{{{}}}'::bigint[]) id",
+                    accounts(database, partitioned),
                     ids.join(",")
                 ),
             )
@@ -111,6 +131,16 @@ async fn crash_plain_at(fault: Fault, parked: &str) {
         let fences = "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'pgshard_fence%'";
         assert_eq!(count(&a, fences).await, 0, "the rollback drops the fence");
     }
+    if partitioned {
+        // The shard's partition is on one database, attached there.
+        let part = format!(
+            "SELECT count(*) FROM pg_inherits WHERE inhrelid = to_regclass('accounts_{MOVING}')"
+        );
+        let there = "SELECT count(*) FROM pg_class WHERE relname = 'accounts_2'";
+        let (home, away) = if switched { (&b, &a) } else { (&a, &b) };
+        assert_eq!(count(home, &part).await, 1, "the partition attached");
+        assert_eq!(count(away, there).await, 0, "no partition left behind");
+    }
     // Every row once, where the placement says.
     let owner = usize::from(switched);
     assert_eq!(placement(&admin2).await[MOVING].0, owner);
@@ -142,10 +172,20 @@ async fn crash_plain_at(fault: Fault, parked: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crash_mid_catch_up_rolls_a_plain_move_back() {
-    crash_plain_at(Fault::MidCatchup, "catchup").await;
+    crash_at(Fault::MidCatchup, "catchup", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crash_after_the_switch_finishes_a_plain_move() {
-    crash_plain_at(Fault::AfterSwitch, "switched").await;
+    crash_at(Fault::AfterSwitch, "switched", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_mid_catch_up_rolls_a_partition_move_back() {
+    crash_at(Fault::MidCatchup, "catchup", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_after_the_switch_finishes_a_partition_move() {
+    crash_at(Fault::AfterSwitch, "switched", true).await;
 }
