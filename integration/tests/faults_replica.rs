@@ -104,6 +104,11 @@ async fn reader(port: u16, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) {
         let Some(c) = &client else { continue };
         let started = Instant::now();
         let result = c.simple_query(READ).await;
+        if result.is_err() {
+            // A failed read ended the connection (08006): the next read
+            // reconnects (tokio-postgres may not say `is_closed` yet).
+            client = None;
+        }
         let took = started.elapsed();
         let mut tally = tally.lock().unwrap();
         tally.slowest = tally.slowest.max(took);
