@@ -24,6 +24,8 @@
 
 mod common;
 
+use common::moves::logical_servers;
+
 mod shard_moves_partitioned {
     pub mod clients;
 }
@@ -34,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Cluster, USERS};
-use integration::{PgServer, ServerOptions, TestProxy};
+use integration::{PgServer, TestProxy};
 use router::hash::logical_shard;
 use router::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
 use shard_moves_partitioned::clients::{check_orders, writers, Log};
@@ -65,24 +67,6 @@ fn users() -> String {
         "{USERS}[[users]]\nname = \"mover\"\ndatabase = \"prod\"\npassword = \"mover-pw\"\n\
          server_user = \"postgres\"\n"
     )
-}
-
-fn logical_servers(n: usize) -> Vec<PgServer> {
-    let settings = [
-        ("wal_level", "logical"),
-        ("max_replication_slots", "8"),
-        ("max_wal_senders", "8"),
-        ("max_logical_replication_workers", "4"),
-        ("max_worker_processes", "16"),
-    ];
-    let options = ServerOptions {
-        settings: settings
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..ServerOptions::default()
-    };
-    common::servers_with(n, &options)
 }
 
 fn shard_of(id: i64) -> usize {
