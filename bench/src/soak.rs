@@ -153,19 +153,48 @@ pub fn servers_open(rows: &[BTreeMap<String, String>]) -> u64 {
         .sum()
 }
 
-/// Whether memory stayed flat: the mean of the last quarter of the
-/// samples within `tolerance` (a fraction) of the mean of the second
-/// quarter (the first is warm-up), and that growth as a fraction.
-pub fn flat(samples: &[Sample], tolerance: f64) -> (bool, f64) {
+/// How memory behaved over a run, after the first quarter (warm-up).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Memory {
+    /// The mean of the last quarter against the mean of the second, as a
+    /// fraction (0.05 = grew 5%).
+    pub growth: f64,
+    /// The highest sample after warm-up against the second quarter's
+    /// mean, as a fraction (a spike that comes and goes shows here and not
+    /// in the means).
+    pub peak: f64,
+}
+
+impl Memory {
+    /// Whether memory stayed flat: neither the means grew past
+    /// `tolerance` nor any sample rose past `peak_tolerance`.
+    pub fn flat(&self, tolerance: f64, peak_tolerance: f64) -> bool {
+        self.growth <= tolerance && self.peak <= peak_tolerance
+    }
+}
+
+/// How memory behaved (see [`Memory`]); too few samples to tell count as
+/// flat.
+pub fn memory(samples: &[Sample]) -> Memory {
     let n = samples.len();
     if n < 8 {
-        return (true, 0.0);
+        return Memory {
+            growth: 0.0,
+            peak: 0.0,
+        };
     }
     let mean = |s: &[Sample]| s.iter().map(|x| x.rss_kib as f64).sum::<f64>() / s.len() as f64;
     let early = mean(&samples[n / 4..n / 2]);
     let late = mean(&samples[n - n / 4..]);
-    let growth = (late - early) / early;
-    (growth <= tolerance, growth)
+    let highest = samples[n / 4..]
+        .iter()
+        .map(|s| s.rss_kib)
+        .max()
+        .unwrap_or(0) as f64;
+    Memory {
+        growth: (late - early) / early,
+        peak: (highest - early) / early,
+    }
 }
 
 /// The samples drawn: memory, descriptors and servers, and latency, over
@@ -274,7 +303,7 @@ clients 7
     }
 
     #[test]
-    fn memory_is_flat_unless_the_last_quarter_grew_past_the_tolerance() {
+    fn memory_is_flat_unless_the_last_quarter_grew_or_a_sample_spiked() {
         let at = |t: f64, rss: u64| Sample {
             t,
             rss_kib: rss,
@@ -287,9 +316,23 @@ clients 7
             p999_ms: 0.0,
         };
         let steady: Vec<_> = (0..12).map(|i| at(i as f64, 1000 + (i % 2) * 10)).collect();
-        assert!(flat(&steady, 0.05).0);
+        assert!(memory(&steady).flat(0.05, 0.5));
         let growing: Vec<_> = (0..12).map(|i| at(i as f64, 1000 + i * 100)).collect();
-        assert!(!flat(&growing, 0.05).0);
+        assert!(!memory(&growing).flat(0.05, 0.5));
+        // A spike that comes and goes leaves the means alone, not the peak.
+        let spiky: Vec<_> = (0..12)
+            .map(|i| at(i as f64, if i == 7 { 3000 } else { 1000 }))
+            .collect();
+        let spike = memory(&spiky);
+        assert_eq!(
+            spike,
+            Memory {
+                growth: 0.0,
+                peak: 2.0
+            }
+        );
+        assert!(!spike.flat(0.05, 0.5));
+        assert!(spike.flat(0.05, 2.0));
     }
 
     #[test]

@@ -42,6 +42,10 @@ struct Options {
     /// Memory growth allowed from the second quarter to the last (a fraction).
     #[arg(long, default_value_t = 0.05)]
     tolerance: f64,
+    /// How far any sample after warm-up may rise above the second
+    /// quarter's mean (a fraction).
+    #[arg(long, default_value_t = 1.0)]
+    peak_tolerance: f64,
 }
 
 fn main() -> Result<()> {
@@ -72,23 +76,26 @@ fn main() -> Result<()> {
     }
     let svg = options.out.with_extension("svg");
     soak::svg(&samples, &svg)?;
-    let (flat, growth) = soak::flat(&samples, options.tolerance);
+    let memory = soak::memory(&samples);
     let rss: Vec<u64> = samples.iter().map(|s| s.rss_kib).collect();
     println!(
-        "{} samples in {}; RSS first {} KiB, last {} KiB, peak {} KiB; second quarter to last: {:+.1}%",
+        "{} samples in {}; RSS first {} KiB, last {} KiB, peak {} KiB; second quarter to last: {:+.1}%; peak over the second quarter: {:+.1}%",
         samples.len(),
         jsonl.display(),
         rss.first().unwrap_or(&0),
         rss.last().unwrap_or(&0),
         rss.iter().max().unwrap_or(&0),
-        growth * 100.0
+        memory.growth * 100.0,
+        memory.peak * 100.0
     );
     println!("chart written to {}", svg.display());
-    if !flat {
+    if !memory.flat(options.tolerance, options.peak_tolerance) {
         eprintln!(
-            "soak: memory grew {:.1}% (allowed {:.1}%)",
-            growth * 100.0,
-            options.tolerance * 100.0
+            "soak: memory not flat: means grew {:.1}% (allowed {:.1}%), peak {:.1}% over the second quarter's mean (allowed {:.1}%)",
+            memory.growth * 100.0,
+            options.tolerance * 100.0,
+            memory.peak * 100.0,
+            options.peak_tolerance * 100.0
         );
         std::process::exit(1);
     }

@@ -24,9 +24,9 @@
 //! log is what lets this instance finish its own commits after a restart
 //! without it, and a record of what it decided.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -130,18 +130,17 @@ impl DecisionLog {
     /// Every commit the directory's logs record without its `done` (in
     /// any of them), with the file it is in.
     pub fn pending(&self) -> Vec<(PathBuf, Pending)> {
-        read_pending(&read_logs(&self.dir, |_| true))
+        scan(&self.dir, |_| true).pending
     }
 
     /// Remove the logs of other instances that nothing pending is
     /// recorded in (see [`finished_segments`]).
     pub fn remove_finished(&self, keep_instance: &str) {
-        let logs = read_logs(&self.dir, |_| true);
-        let pending: Vec<PathBuf> = read_pending(&logs).into_iter().map(|(p, _)| p).collect();
+        let Scan { files, pending } = scan(&self.dir, |_| true);
+        let pending: Vec<PathBuf> = pending.into_iter().map(|(p, _)| p).collect();
         let own = format!("decisions-{keep_instance}-");
-        let others: Vec<PathBuf> = logs
+        let others: Vec<PathBuf> = files
             .into_iter()
-            .map(|(path, _)| path)
             .filter(|path| !file_name(path).starts_with(&own))
             .collect();
         for path in finished_segments(others, &pending) {
@@ -162,13 +161,7 @@ fn file_name(path: &Path) -> &str {
 fn finished_segments(segments: Vec<PathBuf>, pending: &[PathBuf]) -> Vec<PathBuf> {
     let mut by_instance: BTreeMap<String, Vec<(u64, PathBuf)>> = BTreeMap::new();
     for path in segments {
-        let name = file_name(&path).trim_end_matches(".log").to_owned();
-        let (instance, number) = match name.rsplit_once('-') {
-            Some((instance, n)) if n.bytes().all(|b| b.is_ascii_digit()) => {
-                (instance.to_owned(), n.parse().unwrap_or(0))
-            }
-            _ => (name, 0),
-        };
+        let (instance, number) = segment_of(&path);
         by_instance
             .entry(instance)
             .or_default()
@@ -246,13 +239,9 @@ impl Segments {
         let file = OpenOptions::new().create(true).append(true).open(&path)?;
         let len = file.metadata()?.len();
         self.current = Some((number, file, len));
-        let own = read_logs(&self.dir, |name| name.starts_with(&prefix));
-        let pending: Vec<PathBuf> = read_pending(&own).into_iter().map(|(p, _)| p).collect();
-        let full: Vec<PathBuf> = own
-            .into_iter()
-            .map(|(p, _)| p)
-            .filter(|p| *p != path)
-            .collect();
+        let own = scan(&self.dir, |name| name.starts_with(&prefix));
+        let pending: Vec<PathBuf> = own.pending.into_iter().map(|(p, _)| p).collect();
+        let full: Vec<PathBuf> = own.files.into_iter().filter(|p| *p != path).collect();
         for old in finished_segments(full, &pending) {
             let _ = std::fs::remove_file(&old);
         }
@@ -260,25 +249,120 @@ impl Segments {
     }
 }
 
-/// The decision logs in `dir` whose file names `wanted` accepts, with
-/// their text.
-fn read_logs(dir: &Path, wanted: impl Fn(&str) -> bool) -> Vec<(PathBuf, String)> {
+/// What one read of the logs found: every log file (oldest first per
+/// instance) and the commits recorded without their `done`.
+struct Scan {
+    files: Vec<PathBuf>,
+    pending: Vec<(PathBuf, Pending)>,
+}
+
+/// Read the decision logs in `dir` whose file names `wanted` accepts, a
+/// line at a time (a log is up to two segments of 16 MiB by default and
+/// recovery reads it every interval: holding the text, or a record of
+/// every commit in it, would make pgshard's memory jump each time). Only
+/// the commits still open are kept: a `done` removes its commit as it is
+/// read; a `done` read before its commit (another instance's commit that
+/// this instance finished, in a file read later) is remembered until the
+/// end.
+fn scan(dir: &Path, wanted: impl Fn(&str) -> bool) -> Scan {
+    let files = log_files(dir, wanted);
+    let mut open: HashMap<String, (usize, usize, Pending)> = HashMap::new();
+    let mut early: HashSet<String> = HashSet::new();
+    let mut at = 0;
+    let mut line = String::new();
+    for (index, path) in files.iter().enumerate() {
+        let Ok(file) = File::open(path) else {
+            continue;
+        };
+        let mut reader = BufReader::new(file);
+        line.clear();
+        while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+            at += 1;
+            match parse(line.trim_end_matches('\n')) {
+                Some(Record::Commit(pending)) => {
+                    let done_already = early.remove(&pending.txn);
+                    if !done_already {
+                        open.insert(pending.txn.clone(), (at, index, pending));
+                    }
+                }
+                Some(Record::Done(txn)) => {
+                    let closed = open.remove(txn).is_some();
+                    if !closed {
+                        early.insert(txn.to_owned());
+                    }
+                }
+                None => {}
+            }
+            line.clear();
+        }
+    }
+    let mut pending: Vec<_> = open.into_values().collect();
+    pending.sort_by_key(|(at, _, _)| *at);
+    let pending = pending
+        .into_iter()
+        .filter_map(|(_, index, p)| Some((files.get(index)?.clone(), p)))
+        .collect();
+    Scan { files, pending }
+}
+
+/// The log files in `dir` whose names `wanted` accepts, ordered by
+/// instance and then by segment number (as numbers: segment 10 after 9).
+fn log_files(dir: &Path, wanted: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut logs = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let is_log = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("decisions-") && n.ends_with(".log") && wanted(n));
-        if let (true, Ok(text)) = (is_log, std::fs::read_to_string(&path)) {
-            logs.push((path, text));
+    let mut files: Vec<(String, u64, PathBuf)> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = file_name(path);
+            name.starts_with("decisions-") && name.ends_with(".log") && wanted(name)
+        })
+        .map(|path| {
+            let (instance, number) = segment_of(&path);
+            (instance, number, path)
+        })
+        .collect();
+    files.sort();
+    files.into_iter().map(|(_, _, path)| path).collect()
+}
+
+/// A log file's instance and segment number (0 when the name has none).
+fn segment_of(path: &Path) -> (String, u64) {
+    let name = file_name(path).trim_end_matches(".log");
+    match name.rsplit_once('-') {
+        Some((instance, n)) if n.bytes().all(|b| b.is_ascii_digit()) => {
+            (instance.to_owned(), n.parse().unwrap_or(0))
         }
+        _ => (name.to_owned(), 0),
     }
-    logs.sort();
-    logs
+}
+
+/// One record of a log.
+enum Record<'a> {
+    Commit(Pending),
+    Done(&'a str),
+}
+
+/// A line's record; `None` for a line whose checksum does not match (torn
+/// by a crash) or that says nothing known.
+fn parse(line: &str) -> Option<Record<'_>> {
+    let (sum, record) = line.split_once(' ')?;
+    if !checksum_matches(record, sum) {
+        return None;
+    }
+    let mut words = record.split(' ');
+    match (words.next()?, words.next()?, words.next(), words.next()) {
+        ("commit", txn, Some(database), Some(shards)) if words.next().is_none() => {
+            Some(Record::Commit(Pending {
+                txn: txn.to_owned(),
+                database: database.to_owned(),
+                shards: shards.split(',').filter_map(|s| s.parse().ok()).collect(),
+            }))
+        }
+        ("done", txn, None, None) => Some(Record::Done(txn)),
+        _ => None,
+    }
 }
 
 fn checksum(record: &str) -> String {
@@ -286,42 +370,15 @@ fn checksum(record: &str) -> String {
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The commits of the logs' texts that have no `done` in any of them, in
-/// log order.
-fn read_pending(logs: &[(PathBuf, String)]) -> Vec<(PathBuf, Pending)> {
-    let mut open: BTreeMap<String, (usize, PathBuf, Pending)> = BTreeMap::new();
-    let mut done = Vec::new();
-    let lines = logs
-        .iter()
-        .flat_map(|(path, text)| text.lines().map(move |line| (path, line)));
-    for (at, (path, line)) in lines.enumerate() {
-        let Some((sum, record)) = line.split_once(' ') else {
-            continue;
-        };
-        if checksum(record) != sum {
-            continue;
-        }
-        let words: Vec<&str> = record.split(' ').collect();
-        match words.as_slice() {
-            ["commit", txn, database, shards] => {
-                let shards = shards.split(',').filter_map(|s| s.parse().ok()).collect();
-                let pending = Pending {
-                    txn: (*txn).to_owned(),
-                    database: (*database).to_owned(),
-                    shards,
-                };
-                open.insert((*txn).to_owned(), (at, path.clone(), pending));
-            }
-            ["done", txn] => done.push((*txn).to_owned()),
-            _ => {}
-        }
-    }
-    for txn in done {
-        open.remove(&txn);
-    }
-    let mut pending: Vec<_> = open.into_values().collect();
-    pending.sort_by_key(|(at, _, _)| *at);
-    pending.into_iter().map(|(_, path, p)| (path, p)).collect()
+/// Whether `sum` is [`checksum`] of `record`, compared without making it.
+fn checksum_matches(record: &str, sum: &str) -> bool {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(record.as_bytes());
+    let sum = sum.as_bytes();
+    sum.len() == 16
+        && digest[..8].iter().enumerate().all(|(i, b)| {
+            sum[2 * i] == HEX[usize::from(b >> 4)] && sum[2 * i + 1] == HEX[usize::from(b & 15)]
+        })
 }
 
 #[cfg(test)]
@@ -363,6 +420,60 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    /// Segments are read in number order (10 after 9), a `done` read
+    /// before its commit (in another instance's file read later) still
+    /// closes it, and a record with extra words is not a record.
+    #[test]
+    fn segments_read_in_number_order_and_early_dones_close_later_commits() {
+        let dir = std::env::temp_dir().join(format!("pgshard-log-{}", rand::random::<u32>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = |record: &str| format!("{} {record}\n", checksum(record));
+        let write = |name: &str, records: &[&str]| {
+            let text: String = records.iter().map(|r| line(r)).collect();
+            std::fs::write(dir.join(name), text).unwrap();
+        };
+        write("decisions-aaaa-9.log", &["commit aaaa_1 db 0,1"]);
+        write(
+            "decisions-aaaa-10.log",
+            &["done aaaa_1", "commit aaaa_2 db 1"],
+        );
+        // bbbb's file sorts after aaaa's: aaaa finished bbbb_1.
+        write(
+            "decisions-aaaa-11.log",
+            &["done bbbb_1", "commit aaaa_3 db 0 x"],
+        );
+        write(
+            "decisions-bbbb-1.log",
+            &["commit bbbb_1 db 0", "commit bbbb_2 db 0"],
+        );
+        let names: Vec<String> = log_files(&dir, |_| true)
+            .iter()
+            .map(|p| file_name(p).to_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "decisions-aaaa-9.log",
+                "decisions-aaaa-10.log",
+                "decisions-aaaa-11.log",
+                "decisions-bbbb-1.log"
+            ]
+        );
+        let pending: Vec<(String, String)> = scan(&dir, |_| true)
+            .pending
+            .into_iter()
+            .map(|(path, p)| (file_name(&path).to_owned(), p.txn))
+            .collect();
+        assert_eq!(
+            pending,
+            [
+                ("decisions-aaaa-10.log".to_owned(), "aaaa_2".to_owned()),
+                ("decisions-bbbb-1.log".to_owned(), "bbbb_2".to_owned())
+            ]
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     /// Many commits at once share fsyncs and all land; full segments go
     /// once nothing in them is pending, and what is pending survives the
     /// rotation.
@@ -396,7 +507,7 @@ mod tests {
         expected_sorted.sort();
         assert_eq!(sorted, expected_sorted);
         // ~90 bytes a record: several segments were started.
-        let files = read_logs(&dir, |_| true);
+        let files = log_files(&dir, |_| true);
         assert!(files.len() > 1, "{} segment(s)", files.len());
         // Finish the pending ones: the next rotation removes every full
         // segment, keeping the one being written.
@@ -409,7 +520,7 @@ mod tests {
             log.done("cccc", &txn).await.unwrap();
         }
         assert!(log.pending().is_empty());
-        assert!(read_logs(&dir, |_| true).len() <= 2);
+        assert!(log_files(&dir, |_| true).len() <= 2);
         let _ = std::fs::remove_dir_all(dir);
     }
 }
