@@ -70,8 +70,14 @@ const EXPECTED: [(u32, Path, Path); 22] = [
     (22, Coordinator, Coordinator),
 ];
 
-/// Q15 in the spec's view form (a view over `lineitem` on every shard).
-const Q15_VIEW_EXPECTED: (Path, Path) = (Refused, Refused);
+/// Q15 in the spec's view form (a view over `lineitem` on every shard):
+/// the simple protocol reads the view's definition and gathers the rows
+/// behind it (A and B alike)...
+const Q15_VIEW_EXPECTED: (Path, Path) = (Coordinator, Coordinator);
+/// ...the extended protocol refuses it (0A000 "revenue0 is not a table
+/// the catalog lists (a view or sequence, or not read yet)"): a gap
+/// between the protocols, reported to the lead.
+const Q15_VIEW_EXTENDED_REFUSED: bool = true;
 
 const SCALE: f64 = 0.01;
 /// At SF 0.01 a few queries select rows by luck of the draw (Q2: a part of
@@ -97,10 +103,7 @@ type Failure = (String, String);
 struct Raw(Option<Vec<u8>>);
 
 impl<'a> FromSql<'a> for Raw {
-    fn from_sql(
-        _: &Type,
-        raw: &'a [u8],
-    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
         Ok(Raw(Some(raw.to_vec())))
     }
 
@@ -152,11 +155,7 @@ async fn binary(client: &Client, sql: &str) -> Result<Binary, Failure> {
         .collect();
     let values = rows
         .iter()
-        .map(|row| {
-            (0..row.len())
-                .map(|i| row.get::<_, Raw>(i).0)
-                .collect()
-        })
+        .map(|row| (0..row.len()).map(|i| row.get::<_, Raw>(i).0).collect())
         .collect();
     Ok((columns, values))
 }
@@ -246,9 +245,14 @@ async fn start(layout: Layout, shards: usize) -> Setup {
 async fn check_placement(setup: &Setup, layout: Layout) {
     let n = setup.servers.len();
     for i in 0..n {
-        let shard = common::connect(setup.servers[i].port(), "app", "app-pw", &format!("shard_{i}"))
-            .await
-            .unwrap();
+        let shard = common::connect(
+            setup.servers[i].port(),
+            "app",
+            "app-pw",
+            &format!("shard_{i}"),
+        )
+        .await
+        .unwrap();
         shard.simple_query("analyze").await.unwrap();
         for (table, column) in layout.sharded() {
             let sql = format!(
@@ -257,19 +261,31 @@ async fn check_placement(setup: &Setup, layout: Layout) {
                  % 18446744073709551616) % {n})::int <> {i}"
             );
             let misplaced = common::column(&shard, &sql, "count").await;
-            assert_eq!(misplaced, ["0"], "{table} rows on shard {i} of {n} that belong elsewhere");
+            assert_eq!(
+                misplaced,
+                ["0"],
+                "{table} rows on shard {i} of {n} that belong elsewhere"
+            );
         }
         for table in layout.omnisharded() {
             let sql = format!("select count(*) from {table}");
             let rows = common::column(&shard, &sql, "count").await;
-            assert_eq!(rows, [data().rows(table).to_string()], "{table} on shard {i}");
+            assert_eq!(
+                rows,
+                [data().rows(table).to_string()],
+                "{table} on shard {i}"
+            );
         }
     }
     let through = client(setup).await;
     for (table, _) in layout.sharded() {
         let sql = format!("select count(*) from {table}");
         let rows = common::column(&through, &sql, "count").await;
-        assert_eq!(rows, [data().rows(table).to_string()], "{table} through pgshard");
+        assert_eq!(
+            rows,
+            [data().rows(table).to_string()],
+            "{table} through pgshard"
+        );
     }
 }
 
@@ -279,11 +295,31 @@ async fn client(setup: &Setup) -> Client {
         .unwrap()
 }
 
-/// What one query did in one layout and shard count.
+/// One query to check in one layout and shard count.
 struct Checked<'a> {
     label: String,
     sql: &'a str,
+    /// Its path in the simple protocol (and EXPLAIN's).
     expected: Path,
+    /// Whether the extended protocol refuses it (0A000) though the simple
+    /// protocol answers it.
+    extended_refused: bool,
+}
+
+/// `outcome` is a 0A000 refusal when `refused` says so, else an answer.
+fn expect_refusal(
+    label: &str,
+    what: &str,
+    outcome: Option<&Failure>,
+    refused: bool,
+    failures: &mut Vec<String>,
+) {
+    match (outcome, refused) {
+        (Some((code, _)), true) if code == "0A000" => {}
+        (None, false) => {}
+        (None, true) => failures.push(format!("{label}: {what}: answered, EXPECTED says refused")),
+        (Some(error), _) => failures.push(format!("{label}: {what}: {error:?}")),
+    }
 }
 
 /// Run one query through pgshard in both protocols and on the reference:
@@ -299,10 +335,15 @@ async fn check(
         label,
         sql,
         expected,
+        extended_refused,
     } = query;
     let want = simple(&setup.reference, sql).await;
     match &want {
-        Ok((_, rows)) if rows.first().and_then(|r| r.first().cloned().flatten()).is_some() => {}
+        Ok((_, rows))
+            if rows
+                .first()
+                .and_then(|r| r.first().cloned().flatten())
+                .is_some() => {}
         other => failures.push(format!("{label}: the reference selects no rows: {other:?}")),
     }
     let want_binary = binary(&setup.reference, sql).await;
@@ -313,23 +354,18 @@ async fn check(
         Ok((path, _)) => *path,
         Err(_) => Refused,
     };
-    if expected == Refused || path == Refused {
-        for (what, code) in [
-            ("explain", explain.as_ref().err()),
-            ("simple", got.as_ref().err()),
-            ("extended", got_binary.as_ref().err()),
-        ] {
-            match code {
-                Some((code, _)) if code == "0A000" => {}
-                Some(other) => failures.push(format!("{label}: {what}: error {other:?}")),
-                None if expected == Refused => failures.push(format!(
-                    "{label}: {what}: answered, EXPECTED says refused (now {path:?}?)"
-                )),
-                None => {}
-            }
-        }
-    }
-    if expected != Refused && path != expected {
+    let refused = expected == Refused;
+    expect_refusal(&label, "explain", explain.as_ref().err(), refused, failures);
+    expect_refusal(&label, "simple", got.as_ref().err(), refused, failures);
+    let refused = refused || extended_refused;
+    expect_refusal(
+        &label,
+        "extended",
+        got_binary.as_ref().err(),
+        refused,
+        failures,
+    );
+    if path != expected {
         failures.push(format!("{label}: expected {expected:?}, got {explain:?}"));
     }
     // Whatever the path, an answer must be the reference's.
@@ -365,6 +401,7 @@ async fn run(layout: Layout, shards: usize) {
             label: format!("Q{} {layout:?}/{shards}", query.number),
             sql: &query.sql,
             expected: if layout == Layout::A { a } else { b },
+            extended_refused: false,
         };
         lines.push(check(&setup, &through, checked, &mut failures).await);
     }
@@ -373,6 +410,7 @@ async fn run(layout: Layout, shards: usize) {
         label: format!("Q15 view {layout:?}/{shards}"),
         sql: tpch::queries::Q15_VIEW[1],
         expected: if layout == Layout::A { a } else { b },
+        extended_refused: Q15_VIEW_EXTENDED_REFUSED,
     };
     lines.push(check(&setup, &through, checked, &mut failures).await);
     eprintln!(

@@ -194,11 +194,18 @@ async fn load(servers: &[PgServer], data: &Data) -> Result<()> {
 }
 
 /// Every row of `sql` as text (simple protocol).
-async fn rows(client: &Client, sql: &str) -> Result<Vec<Vec<Option<String>>>, tokio_postgres::Error> {
+async fn rows(
+    client: &Client,
+    sql: &str,
+) -> Result<Vec<Vec<Option<String>>>, tokio_postgres::Error> {
     let mut rows = Vec::new();
     for message in client.simple_query(sql).await? {
         if let SimpleQueryMessage::Row(row) = message {
-            rows.push((0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect());
+            rows.push(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_owned))
+                    .collect(),
+            );
         }
     }
     Ok(rows)
@@ -251,7 +258,11 @@ async fn path(client: &Client, sql: &str) -> (String, Option<(u64, u64)>) {
 }
 
 /// Each query direct and through a fresh pgshard child.
-async fn measure(servers: &[PgServer], data: &Data, options: &Options) -> Result<(Vec<Line>, Memory)> {
+async fn measure(
+    servers: &[PgServer],
+    data: &Data,
+    options: &Options,
+) -> Result<(Vec<Line>, Memory)> {
     let reference = connect(servers[2].port(), "reference").await?;
     let (mut child, port) = spawn_proxy(&[servers[0].port(), servers[1].port()])?;
     let pid = child.id();
@@ -268,12 +279,20 @@ async fn measure(servers: &[PgServer], data: &Data, options: &Options) -> Result
             false => {
                 let (ms, got) = timed(&through, &query.sql, options.runs).await?;
                 if got != want {
-                    bail!("Q{} at SF {}: pgshard's answer differs from the reference's", query.number, data.scale);
+                    bail!(
+                        "Q{} at SF {}: pgshard's answer differs from the reference's",
+                        query.number,
+                        data.scale
+                    );
                 }
                 Some(ms)
             }
         };
-        let peak_kib = if reset { status_kib(pid, "VmHWM:") } else { None };
+        let peak_kib = if reset {
+            status_kib(pid, "VmHWM:")
+        } else {
+            None
+        };
         eprintln!(
             "SF {} Q{:>2}: {path:<12} direct {direct_ms:>9.1} ms, pgshard {:>9.1} ms, peak {:?} KiB, gathered {gathered:?}",
             data.scale,
@@ -309,7 +328,10 @@ fn mib(kib: Option<u64>) -> String {
 }
 
 fn print_tables(lines: &[Line], memory: &[Memory], options: &Options) {
-    println!("\nmedian of {} runs, ms; pgshard's peak RSS per query (VmHWM reset before its runs)\n", options.runs);
+    println!(
+        "\nmedian of {} runs, ms; pgshard's peak RSS per query (VmHWM reset before its runs)\n",
+        options.runs
+    );
     println!("| SF | Q | path | rows | direct ms | pgshard ms | pgshard / direct | gathered rows | gathered MB | pgshard peak RSS MiB |");
     println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     for l in lines {
@@ -323,7 +345,12 @@ fn print_tables(lines: &[Line], memory: &[Memory], options: &Options) {
         };
         println!(
             "| {} | {} | {} | {} | {:.1} | {ms} | {ratio} | {rows} | {mb} | {} |",
-            l.scale, l.query, l.path, l.rows, l.direct_ms, mib(l.peak_kib)
+            l.scale,
+            l.query,
+            l.path,
+            l.rows,
+            l.direct_ms,
+            mib(l.peak_kib)
         );
     }
     println!("\n| SF | lineitem rows | most rows one query gathered | pgshard RSS before the queries MiB | pgshard peak RSS over all queries MiB |");

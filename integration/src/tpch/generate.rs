@@ -114,7 +114,10 @@ fn nation(seed: u64, pool: &str) -> String {
     let mut out = String::new();
     for (key, name, region) in text::NATIONS {
         let note = comment(&mut rng, pool, 31, 114);
-        line(&mut out, &[&key.to_string(), name, &region.to_string(), &note]);
+        line(
+            &mut out,
+            &[&key.to_string(), name, &region.to_string(), &note],
+        );
     }
     out
 }

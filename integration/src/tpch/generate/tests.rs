@@ -35,12 +35,18 @@ fn counts_at_scale_one_hundredth() {
 fn word_lists_are_the_specs() {
     assert_eq!(text::COLORS.len(), 92);
     assert_eq!(text::NATIONS.len(), 25);
-    assert_eq!(text::TYPE_1.len() * text::TYPE_2.len() * text::TYPE_3.len(), 150);
+    assert_eq!(
+        text::TYPE_1.len() * text::TYPE_2.len() * text::TYPE_3.len(),
+        150
+    );
 }
 
 #[test]
 fn dates_and_money() {
-    for (d, s) in [(days(1992, 1, 1), "1992-01-01"), (days(1998, 8, 2), "1998-08-02")] {
+    for (d, s) in [
+        (days(1992, 1, 1), "1992-01-01"),
+        (days(1998, 8, 2), "1998-08-02"),
+    ] {
         assert_eq!(date(d), s);
     }
     assert_eq!(days(1998, 12, 31) - 151, days(1998, 8, 2));
@@ -53,11 +59,16 @@ fn dates_and_money() {
 
 #[test]
 fn sparse_keys_and_four_suppliers_per_part() {
-    assert_eq!((1..=9).map(order_key).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 32, 33]);
+    assert_eq!(
+        (1..=9).map(order_key).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 6, 7, 32, 33]
+    );
     for scale in [0.01, 0.05, 0.1] {
         let counts = Counts::at(scale);
         for part in 1..=counts.parts {
-            let mut of: Vec<i64> = (0..4).map(|i| supplier_of(part, i, counts.suppliers)).collect();
+            let mut of: Vec<i64> = (0..4)
+                .map(|i| supplier_of(part, i, counts.suppliers))
+                .collect();
             of.sort();
             of.dedup();
             assert_eq!(of.len(), 4, "part {part} at {scale}");
