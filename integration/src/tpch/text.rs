@@ -12,11 +12,11 @@ impl Rng {
     /// do not depend on how many numbers another table drew).
     pub fn new(seed: u64, stream: u64) -> Rng {
         let mut rng = Rng(seed ^ stream.wrapping_mul(0xA076_1D64_78BD_642F));
-        rng.next();
+        rng.next_u64();
         rng
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -27,7 +27,7 @@ impl Rng {
     /// Uniform in `lo..=hi`.
     pub fn int(&mut self, lo: i64, hi: i64) -> i64 {
         let span = (hi - lo + 1) as u64;
-        lo + (self.next() % span) as i64
+        lo + (self.next_u64() % span) as i64
     }
 
     /// One of `items`.
