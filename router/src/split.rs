@@ -142,6 +142,13 @@ impl InsertRows {
         }
     }
 
+    /// The client's parameter indexes of the part holding `rows` when its
+    /// shape is [`PartShape::Rows`] (as [`part_sql`](Self::part_sql) gives
+    /// them, without writing its text); `None` otherwise.
+    pub fn part_params(&self, rows: &[usize]) -> Option<Vec<usize>> {
+        self.text.as_ref()?.templated_params(rows)
+    }
+
     /// The INSERT of `rows` (the client's row numbers, in order) with its
     /// parameters renumbered from `$1`, and the client's parameter index
     /// of each: written from the client's text, else deparsed.

@@ -150,6 +150,19 @@ impl RowsText {
     }
 }
 
+impl RowsText {
+    /// The client's parameter indexes of [`templated`](Self::templated)'s
+    /// part of `rows`, without its text.
+    pub(super) fn templated_params(&self, rows: &[usize]) -> Option<Vec<usize>> {
+        let template = self.template.as_ref()?;
+        let mut params = Vec::with_capacity(rows.len() * template.width);
+        for &row in rows {
+            params.extend_from_slice(template.params.get(row)?);
+        }
+        Some(params)
+    }
+}
+
 /// The index of the `)` that closes the `(` at `open`.
 fn closing(tokens: &[&Token], open: usize) -> Option<usize> {
     let mut depth = 0usize;
