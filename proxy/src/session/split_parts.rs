@@ -55,3 +55,44 @@ impl PartStatements {
         self.entries.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::statements::Registry;
+    use bytes::Bytes;
+    use router::cache::AstCache;
+    use router::sharding::ParserEngine;
+
+    #[test]
+    fn shapes_are_kept_up_to_the_bound_least_recently_used_first_out() {
+        let registry = Registry::default();
+        let cache = AstCache::new(100, 1 << 20);
+        let statement = |n: usize| {
+            let text = Bytes::from(format!("INSERT INTO t (k) VALUES ($1) -- {n}"));
+            registry.get_or_insert(&text, &[], &cache, ParserEngine::default())
+        };
+        let params: Arc<[usize]> = Arc::from(vec![0]);
+        let mut parts = PartStatements::default();
+        for n in 0..PARTS_PER_STATEMENT {
+            parts.insert(PartShape::Rows(n), statement(n), Arc::clone(&params));
+        }
+        assert_eq!(parts.len(), PARTS_PER_STATEMENT);
+        // Shape 0 used: shape 1 is now the least recently used, and goes.
+        assert!(parts.get(&PartShape::Rows(0)).is_some());
+        let extra = PartShape::Exact(vec![1, 2]);
+        parts.insert(extra.clone(), statement(9_999), Arc::clone(&params));
+        assert_eq!(parts.len(), PARTS_PER_STATEMENT);
+        assert!(parts.get(&PartShape::Rows(1)).is_none());
+        assert!(parts.get(&PartShape::Rows(0)).is_some());
+        assert!(parts.get(&extra).is_some());
+        // A retired statement is not handed out, and is dropped.
+        let kept = parts.get(&PartShape::Rows(2)).unwrap().0;
+        registry.retire(kept.id);
+        assert!(parts.get(&PartShape::Rows(2)).is_none());
+        assert_eq!(parts.len(), PARTS_PER_STATEMENT - 1);
+        registry.retire_all();
+        assert!(parts.get(&PartShape::Rows(3)).is_none());
+        assert!(!parts.is_empty());
+    }
+}
