@@ -4,7 +4,10 @@
 //! `router::split` into one INSERT per shard. Each part is a statement of
 //! its own in the registry (its parameters renumbered from `$1`, their
 //! declared types with them), so a server prepares each shape once, and is
-//! bound with only its rows' values and their format codes. The parts run
+//! bound with only its rows' values and their format codes; the parts'
+//! statements are kept on the client's statement by shape
+//! (`split_parts.rs`), so a Bind whose parts have shapes seen before
+//! writes and registers nothing. The parts run
 //! in the segment that holds the Bind (`segment.rs`: each shard gets its
 //! own Bind, the portal's Describe and Execute follow it), so they share
 //! its all-or-nothing end; the Execute's tags are summed (`INSERT 0 n`) and
