@@ -1,5 +1,5 @@
 //! The per-shard statements of prepared split INSERTs are kept by the
-//! part's shape (`proxy/src/session/split_parts.rs`): SHOW LISTS's
+//! part's shape (`proxy/src/session/statements/split_parts.rs`): SHOW LISTS's
 //! `split_part_statements_written` stays put across Binds whose parts have
 //! shapes seen before (whichever shards they reach), grows for a new shape,
 //! and grows again after a schema change through pgshard (the kept

@@ -50,7 +50,6 @@ mod simple;
 mod spanning;
 mod split_bind;
 mod split_insert;
-pub mod split_parts;
 mod sql_execute;
 mod sql_extended;
 mod sql_prepare;

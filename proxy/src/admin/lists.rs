@@ -184,7 +184,7 @@ pub(super) fn show_lists(state: &State, out: &mut BytesMut) {
         ("dns_queries", 0),
         ("dns_pending", 0),
         // pgshard's own: the statement registry, and prepared split
-        // INSERTs' parts (`session/split_parts.rs`).
+        // INSERTs' parts (`session/statements/split_parts.rs`).
         ("prepared_statements", state.statements.len() as u64),
         ("registered_statements", state.statements.registered()),
         ("split_part_statements_written", split_written),

@@ -6,7 +6,7 @@
 //! declared types with them), so a server prepares each shape once, and is
 //! bound with only its rows' values and their format codes; the parts'
 //! statements are kept on the client's statement by shape
-//! (`split_parts.rs`), so a Bind whose parts have shapes seen before
+//! (`statements/split_parts.rs`), so a Bind whose parts have shapes seen before
 //! writes and registers nothing. The parts run
 //! in the segment that holds the Bind (`segment.rs`: each shard gets its
 //! own Bind, the portal's Describe and Execute follow it), so they share
@@ -119,7 +119,7 @@ impl Session {
 impl Session {
     /// The statement of the part of `statement` holding `rows`, and the
     /// client's parameter indexes it binds: kept for the part's shape
-    /// (`split_parts.rs`), else written and registered, and kept.
+    /// (`statements/split_parts.rs`), else written and registered, and kept.
     fn part_statement(
         &self,
         statement: &Statement,

@@ -30,8 +30,12 @@ use crate::lock::lock;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 use crate::session::session_effects;
-use crate::session::split_parts::PartStatements;
+
 use crate::session::sql_prepared::SqlStatement;
+
+pub mod split_parts;
+
+use split_parts::PartStatements;
 
 /// One statement as pgshard prepares it on servers.
 #[derive(Debug)]
@@ -60,7 +64,7 @@ pub struct Statement {
     /// A multi-row INSERT's rows, read at its first Bind whose rows go to
     /// several shards and kept (see `session/split_bind.rs`).
     pub insert_rows: OnceLock<InsertRowsRead>,
-    /// Its split parts' statements by shape (`session/split_parts.rs`).
+    /// Its split parts' statements by shape (`session/statements/split_parts.rs`).
     pub split_parts: Mutex<PartStatements>,
     /// The registry no longer hands it out (its server copies may be
     /// stale): caches that hold it drop it.

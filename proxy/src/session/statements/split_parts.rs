@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use router::split::PartShape;
 
-use super::statements::Statement;
+use super::Statement;
 
 /// Shapes kept per client statement: a 1,000-row INSERT over 2 shards
 /// gives parts of some 450-550 rows, each count a shape.
