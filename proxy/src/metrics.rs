@@ -98,6 +98,10 @@ pub struct Metrics {
     gathered_bytes: Counter,
     /// How long those waited.
     move_hold_wait: Seconds,
+    /// Parts of prepared split INSERTs whose statement was written and
+    /// registered, and those that found one kept for their shape.
+    split_parts_written: Counter,
+    split_parts_reused: Counter,
 }
 
 /// Finite buckets of [`Seconds`]: 100 µs doubling up to ~52 s.
@@ -189,6 +193,8 @@ impl Default for Metrics {
             gathered_rows: Counter::default(),
             gathered_bytes: Counter::default(),
             move_hold_wait: Seconds::default(),
+            split_parts_written: Counter::default(),
+            split_parts_reused: Counter::default(),
         }
     }
 }
@@ -233,6 +239,16 @@ impl Metrics {
             self.move_hold_wait.clone(),
         );
         registry.register(
+            "split_part_statements_written",
+            "Shards' parts of prepared split INSERTs whose statement was written and registered",
+            self.split_parts_written.clone(),
+        );
+        registry.register(
+            "split_part_statements_reused",
+            "Shards' parts of prepared split INSERTs that bound a statement kept for their shape",
+            self.split_parts_reused.clone(),
+        );
+        registry.register(
             "gathered_rows",
             "Rows gathered from the shards to finish statements on the coordinator",
             self.gathered_rows.clone(),
@@ -249,6 +265,23 @@ impl Metrics {
     pub fn gathered(&self, rows: u64, bytes: u64) {
         self.gathered_rows.inc_by(rows);
         self.gathered_bytes.inc_by(bytes);
+    }
+
+    /// A prepared split INSERT's part bound a statement kept for its shape
+    /// (`reused`) or one written and registered for it.
+    pub fn split_part(&self, reused: bool) {
+        match reused {
+            true => self.split_parts_reused.inc(),
+            false => self.split_parts_written.inc(),
+        };
+    }
+
+    /// (parts' statements written, reused).
+    pub fn split_parts(&self) -> (u64, u64) {
+        (
+            self.split_parts_written.get(),
+            self.split_parts_reused.get(),
+        )
     }
 
     /// A statement was held by a move's cutover; it waited `waited`.

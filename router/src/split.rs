@@ -88,6 +88,19 @@ pub struct InsertRows {
     values: Vec<pb::Node>,
     /// The highest parameter number the statement uses (0: none).
     parameters: usize,
+    /// The text cut at its rows, which parts are written from (`None`:
+    /// they are deparsed).
+    text: Option<RowsText>,
+}
+
+/// What a part's INSERT text (and its parameters' types) depends on, for
+/// a cache of parts' statements: the number of rows, when the rows follow
+/// one template ([`text::Template`]) with the same types in every row;
+/// else the rows themselves.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PartShape {
+    Rows(usize),
+    Exact(Vec<usize>),
 }
 
 impl InsertRows {
@@ -97,17 +110,61 @@ impl InsertRows {
         // `parse_raw` builds the same tree as the protobuf round trip
         // (checked on the parser corpus), several times faster.
         let mut skeleton = parser_ffi::parse_raw(sql)?;
-        let values = {
+        let (values, text) = {
             let insert = the_insert(&skeleton)?;
-            values_lists(insert)?
+            let values = values_lists(insert)?;
+            let relation = insert.relation.as_ref().map(|r| r.location);
+            let text = relation
+                .and_then(|at| usize::try_from(at).ok())
+                .and_then(|at| RowsText::cut(sql, at, !insert.cols.is_empty(), values.len()));
+            (values, text)
         };
         set_values(&mut skeleton, Vec::new());
-        let parameters = renumber(sql)?.1.last().map_or(0, |&i| i + 1);
+        let parameters = match &text {
+            Some(text) => text.highest_param(),
+            None => renumber(sql)?.1.last().map_or(0, |&i| i + 1),
+        };
         Ok(InsertRows {
             skeleton,
             values,
             parameters,
+            text,
         })
+    }
+
+    /// The shape of the part holding `rows` (`types`: the statement's
+    /// declared parameter types).
+    pub fn shape(&self, rows: &[usize], types: &[u32]) -> PartShape {
+        let template = self.text.as_ref().and_then(RowsText::template);
+        match template.is_some_and(|t| t.uniform(types)) {
+            true => PartShape::Rows(rows.len()),
+            false => PartShape::Exact(rows.to_vec()),
+        }
+    }
+
+    /// The client's parameter indexes of the part holding `rows` when its
+    /// shape is [`PartShape::Rows`] (as [`part_sql`](Self::part_sql) gives
+    /// them, without writing its text); `None` otherwise.
+    pub fn part_params(&self, rows: &[usize]) -> Option<Vec<usize>> {
+        self.text.as_ref()?.templated_params(rows)
+    }
+
+    /// The INSERT of `rows` (the client's row numbers, in order) with its
+    /// parameters renumbered from `$1`, and the client's parameter index
+    /// of each: written from the client's text, else deparsed.
+    pub fn part_sql(&self, rows: &[usize]) -> Result<(String, Vec<usize>), SplitError> {
+        if let Some(text) = &self.text {
+            if let Some(templated) = text.templated(rows) {
+                return Ok(templated);
+            }
+            if let Some(sql) = text.part(rows) {
+                return renumber(&sql);
+            }
+        }
+        let mut tree = self.skeleton.clone();
+        let lists = rows.iter().filter_map(|&r| self.values.get(r).cloned());
+        set_values(&mut tree, lists.collect());
+        renumber(&parser_ffi::deparse_protobuf(&tree)?)
     }
 
     /// The highest parameter number the statement uses (0: none): with the
@@ -116,9 +173,24 @@ impl InsertRows {
         self.parameters
     }
 
-    /// The rows grouped by the database of their keys, in `sharding`;
-    /// `params` are the Bind's values (none for a simple query).
+    /// The rows grouped by the database of their keys, in `sharding`,
+    /// each part's INSERT written; `params` are the Bind's values (none for
+    /// a simple query).
     pub fn split(
+        &self,
+        sharding: &Sharding,
+        params: &[ParamValue<'_>],
+    ) -> Result<Split, SplitError> {
+        let mut split = self.assign(sharding, params)?;
+        for part in &mut split.parts {
+            (part.sql, part.params) = self.part_sql(&part.rows)?;
+        }
+        Ok(split)
+    }
+
+    /// [`split`](Self::split) without the parts' texts (`sql` empty,
+    /// `params` empty): where each row goes.
+    pub fn assign(
         &self,
         sharding: &Sharding,
         params: &[ParamValue<'_>],
@@ -152,15 +224,6 @@ impl InsertRows {
                     params: Vec::new(),
                 }),
             }
-        }
-        for part in &mut parts {
-            let mut tree = self.skeleton.clone();
-            set_values(
-                &mut tree,
-                part.rows.iter().map(|&r| self.values[r].clone()).collect(),
-            );
-            let sql = parser_ffi::deparse_protobuf(&tree)?;
-            (part.sql, part.params) = renumber(&sql)?;
         }
         Ok(Split {
             parts,
@@ -369,11 +432,13 @@ fn set_values(tree: &mut pb::ParseResult, lists: Vec<pb::Node>) {
 
 mod insert_select;
 mod row_keys;
+mod text;
 
 pub use insert_select::{check_insert_select, InsertSelectError};
 pub(crate) use row_keys::{is_negation, literal_key};
 use row_keys::{row_key, row_key_value};
 pub use row_keys::{LiteralKey, RowKeyError};
+use text::RowsText;
 
 #[cfg(test)]
 mod tests;

@@ -14,9 +14,14 @@
 //! then as many executions of one prepared multi-row INSERT of
 //! `--insert-rows` rows with bind parameters (4 per row, text; Parse once,
 //! then Bind, Execute, Sync each, as drivers send a prepared statement).
+//! Then as many JDBC-shaped batches of `--insert-rows` rows (pgjdbc's
+//! `executeBatch` with `reWriteBatchedInserts=true`: prepared multi-row
+//! INSERTs of 128, 64, 32, ... rows, Bind and Execute each, one Sync).
 //! Tables are truncated before each run; row counts are checked after.
 //!
-//! `cargo run --release -p bench --bin bulk_load` (`--rows N`, ...).
+//! `cargo run --release -p bench --bin bulk_load` (`--rows N`, `--shards
+//! 2,4`, `--no-copy`, `--baseline <another bulk_load>` to run that build's
+//! pgshard beside this one's, ...).
 
 #![forbid(unsafe_code)]
 
@@ -49,6 +54,16 @@ struct Options {
     /// Multi-row INSERT statements per target.
     #[arg(long, default_value_t = 50)]
     inserts: u64,
+    /// Shard counts to run pgshard with.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    shards: Vec<usize>,
+    /// Skip the COPY runs (the INSERTs only).
+    #[arg(long)]
+    no_copy: bool,
+    /// Another `bulk_load` binary whose pgshard (its `--serve`) runs beside
+    /// this one's, labelled `baseline`: before/after in one run.
+    #[arg(long)]
+    baseline: Option<std::path::PathBuf>,
     /// Internal: serve pgshard over these server ports until stdin closes.
     #[arg(long, hide = true, value_delimiter = ',')]
     serve: Vec<u16>,
@@ -60,14 +75,15 @@ struct Run {
     copy_secs: f64,
     insert_secs: f64,
     bind_secs: f64,
+    batch_secs: f64,
     /// pgshard's peak RSS in KiB after the COPY and after the INSERTs
     /// (`None`: direct).
     peak_kib: Option<(u64, u64)>,
 }
 
-/// What one target measured: COPY, INSERT and prepared-INSERT seconds, and
-/// pgshard's peak RSS after the COPY.
-type Measured = (f64, f64, f64, Option<u64>);
+/// What one target measured: COPY, INSERT, prepared-INSERT and JDBC-batch
+/// seconds, and pgshard's peak RSS after the COPY.
+type Measured = (f64, f64, f64, f64, Option<u64>);
 
 fn main() -> Result<()> {
     let options = Options::parse();
@@ -89,7 +105,7 @@ fn main() -> Result<()> {
         .build()?;
     let mut runs = Vec::new();
     let direct_port = servers[0].port();
-    let (copy_secs, insert_secs, bind_secs, _) = runtime.block_on(measure(
+    let (copy_secs, insert_secs, bind_secs, batch_secs, _) = runtime.block_on(measure(
         direct_port,
         "reference",
         &[(direct_port, "reference")],
@@ -102,9 +118,19 @@ fn main() -> Result<()> {
         copy_secs,
         insert_secs,
         bind_secs,
+        batch_secs,
         peak_kib: None,
     });
-    for shards in [1usize, 2, 4] {
+    let mut proxies = vec![("pgshard", std::env::current_exe()?)];
+    if let Some(baseline) = &options.baseline {
+        proxies.push(("baseline", baseline.clone()));
+    }
+    let combos: Vec<(usize, &(&str, std::path::PathBuf))> = options
+        .shards
+        .iter()
+        .flat_map(|&n| proxies.iter().map(move |p| (n, p)))
+        .collect();
+    for (shards, (name, binary)) in combos {
         let ports: Vec<u16> = servers[..shards].iter().map(PgServer::port).collect();
         let targets: Vec<(u16, String)> = ports
             .iter()
@@ -112,7 +138,7 @@ fn main() -> Result<()> {
             .map(|(i, port)| (*port, format!("shard_{i}")))
             .collect();
         let targets: Vec<(u16, &str)> = targets.iter().map(|(p, d)| (*p, d.as_str())).collect();
-        let (mut child, port) = spawn_proxy(&ports)?;
+        let (mut child, port) = spawn_proxy(binary, &ports)?;
         let measured = runtime.block_on(measure(
             port,
             "prod",
@@ -124,15 +150,16 @@ fn main() -> Result<()> {
         let peak = peak_rss_kib(child.id());
         drop(child.stdin.take());
         let _ = child.wait();
-        let (copy_secs, insert_secs, bind_secs, copy_peak) = measured?;
+        let (copy_secs, insert_secs, bind_secs, batch_secs, copy_peak) = measured?;
         runs.push(Run {
             label: format!(
-                "pgshard, {shards} shard{}",
+                "{name}, {shards} shard{}",
                 if shards > 1 { "s" } else { "" }
             ),
             copy_secs,
             insert_secs,
             bind_secs,
+            batch_secs,
             peak_kib: copy_peak.zip(peak),
         });
     }
@@ -145,12 +172,12 @@ fn report(runs: &[Run], options: &Options, bytes: usize) {
     let direct = &runs[0];
     let insert_rows = (options.inserts * options.insert_rows) as f64;
     println!(
-        "\n| target | COPY MB/s | COPY rows/s | vs direct | INSERT rows/s | vs direct | INSERT $n rows/s | vs direct | pgshard peak RSS after COPY / after INSERTs |"
+        "\n| target | COPY MB/s | COPY rows/s | vs direct | INSERT rows/s | vs direct | INSERT $n rows/s | vs direct | JDBC batch rows/s | vs direct | pgshard peak RSS after COPY / after INSERTs |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for run in runs {
         println!(
-            "| {} | {:.1} | {:.0} | {:.2}x | {:.0} | {:.2}x | {:.0} | {:.2}x | {} |",
+            "| {} | {:.1} | {:.0} | {:.2}x | {:.0} | {:.2}x | {:.0} | {:.2}x | {:.0} | {:.2}x | {} |",
             run.label,
             bytes as f64 / 1e6 / run.copy_secs,
             options.rows as f64 / run.copy_secs,
@@ -159,6 +186,8 @@ fn report(runs: &[Run], options: &Options, bytes: usize) {
             direct.insert_secs / run.insert_secs,
             insert_rows / run.bind_secs,
             direct.bind_secs / run.bind_secs,
+            insert_rows / run.batch_secs,
+            direct.batch_secs / run.batch_secs,
             run.peak_kib.map_or("-".to_owned(), |(copy, all)| format!(
                 "{:.1} / {:.1} MiB",
                 copy as f64 / 1024.0,
@@ -188,15 +217,20 @@ async fn measure(
 ) -> Result<Measured> {
     truncate(targets).await?;
     let mut client = Wire::login(port, database).await?;
-    let start = Instant::now();
-    let tag = client
-        .copy_in("COPY pgbench_accounts FROM STDIN", data)
-        .await?;
-    let copy_secs = start.elapsed().as_secs_f64();
-    let copy_peak = proxy.and_then(peak_rss_kib);
-    if tag != format!("COPY {}", options.rows) || count(targets).await? != options.rows {
-        bail!("COPY through {port}/{database}: {tag}");
-    }
+    let (copy_secs, copy_peak) = match options.no_copy {
+        true => (f64::NAN, None),
+        false => {
+            let start = Instant::now();
+            let tag = client
+                .copy_in("COPY pgbench_accounts FROM STDIN", data)
+                .await?;
+            let copy_secs = start.elapsed().as_secs_f64();
+            if tag != format!("COPY {}", options.rows) || count(targets).await? != options.rows {
+                bail!("COPY through {port}/{database}: {tag}");
+            }
+            (copy_secs, proxy.and_then(peak_rss_kib))
+        }
+    };
     truncate(targets).await?;
     let start = Instant::now();
     for sql in inserts {
@@ -214,13 +248,36 @@ async fn measure(
     if count(targets).await? != options.inserts * options.insert_rows {
         bail!("INSERT $n through {port}/{database}: rows missing");
     }
-    Ok((copy_secs, insert_secs, bind_secs, copy_peak))
+    truncate(targets).await?;
+    let batch_secs = jdbc_batches(&mut client, options).await?;
+    if count(targets).await? != options.inserts * options.insert_rows {
+        bail!("JDBC batches through {port}/{database}: rows missing");
+    }
+    Ok((copy_secs, insert_secs, bind_secs, batch_secs, copy_peak))
 }
 
 /// `--inserts` executions of one prepared INSERT of `--insert-rows` rows
 /// with bind parameters (text); their seconds.
 async fn prepared_inserts(client: &mut Wire, options: &Options) -> Result<f64> {
     let rows = options.insert_rows;
+    let sql = prepared_sql(rows);
+    client.prepare("bulk", &sql).await?;
+    let start = Instant::now();
+    for i in 0..options.inserts {
+        let params: Vec<Vec<u8>> = (i * rows + 1..=i * rows + rows)
+            .flat_map(|aid| [aid.to_string(), "1".into(), "0".into(), "x".into()])
+            .map(String::into_bytes)
+            .collect();
+        let tag = client.execute("bulk", &params).await?;
+        if tag != format!("INSERT 0 {rows}") {
+            bail!("INSERT $n: {tag}");
+        }
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// A prepared INSERT of `rows` rows of 4 parameters each.
+fn prepared_sql(rows: u64) -> String {
     let values: Vec<String> = (0..rows)
         .map(|r| {
             format!(
@@ -232,20 +289,52 @@ async fn prepared_inserts(client: &mut Wire, options: &Options) -> Result<f64> {
             )
         })
         .collect();
-    let sql = format!(
+    format!(
         "INSERT INTO pgbench_accounts (aid, bid, abalance, filler) VALUES {}",
         values.join(", ")
-    );
-    client.prepare("bulk", &sql).await?;
+    )
+}
+
+/// `--inserts` batches of `--insert-rows` rows as pgjdbc sends an
+/// `executeBatch` with `reWriteBatchedInserts=true` once its statements are
+/// server-prepared: multi-row INSERTs of 128, then 64, 32, ... rows (the
+/// highest power of two left, at most 128), each a Bind and Execute of its
+/// prepared statement, one Sync for the batch; their seconds.
+async fn jdbc_batches(client: &mut Wire, options: &Options) -> Result<f64> {
+    let rows = options.insert_rows;
+    let mut sizes = Vec::new();
+    let mut left = rows;
+    while left > 0 {
+        let size = 1u64 << (63 - left.min(128).leading_zeros());
+        sizes.push(size);
+        left -= size;
+    }
+    let mut distinct = sizes.clone();
+    distinct.dedup();
+    for size in &distinct {
+        client
+            .prepare(&format!("jdbc_{size}"), &prepared_sql(*size))
+            .await?;
+    }
     let start = Instant::now();
     for i in 0..options.inserts {
-        let params: Vec<Vec<u8>> = (i * rows + 1..=i * rows + rows)
-            .flat_map(|aid| [aid.to_string(), "1".into(), "0".into(), "x".into()])
-            .map(String::into_bytes)
-            .collect();
-        let tag = client.execute("bulk", &params).await?;
-        if tag != format!("INSERT 0 {rows}") {
-            bail!("INSERT $n: {tag}");
+        let mut aid = i * rows;
+        let mut batch = Vec::new();
+        for size in &sizes {
+            let params: Vec<Vec<u8>> = (aid + 1..=aid + size)
+                .flat_map(|aid| [aid.to_string(), "1".into(), "0".into(), "x".into()])
+                .map(String::into_bytes)
+                .collect();
+            aid += size;
+            batch.push((format!("jdbc_{size}"), params));
+        }
+        let tags = client.execute_batch(&batch).await?;
+        let total: u64 = tags
+            .iter()
+            .filter_map(|t| t.strip_prefix("INSERT 0 ")?.parse::<u64>().ok())
+            .sum();
+        if total != rows || tags.len() != sizes.len() {
+            bail!("JDBC batch: {tags:?}");
         }
     }
     Ok(start.elapsed().as_secs_f64())
@@ -310,10 +399,11 @@ fn start_servers() -> Result<Vec<PgServer>> {
     Ok(servers)
 }
 
-/// Start a child serving pgshard over `ports`; the child and its port.
-fn spawn_proxy(ports: &[u16]) -> Result<(Child, u16)> {
+/// Start a child (`binary`, this one or a baseline) serving pgshard over
+/// `ports`; the child and its port.
+fn spawn_proxy(binary: &std::path::Path, ports: &[u16]) -> Result<(Child, u16)> {
     let list: Vec<String> = ports.iter().map(u16::to_string).collect();
-    let mut child = Command::new(std::env::current_exe()?)
+    let mut child = Command::new(binary)
         .arg("--serve")
         .arg(list.join(","))
         .stdin(Stdio::piped())
@@ -360,6 +450,13 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Append message `tag` with `body` to `out`.
+fn frame(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
+    out.push(tag);
+    out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+    out.extend_from_slice(body);
 }
 
 /// A minimal simple-protocol client (trust auth): enough for COPY FROM
@@ -484,6 +581,43 @@ impl Wire {
         self.send(b'E', &[0, 0, 0, 0, 0]).await?;
         self.send(b'S', b"").await?;
         Ok(self.until_ready().await?.0)
+    }
+
+    /// Bind and Execute each `(statement, text params)` of `batch`, then
+    /// one Sync; the tags.
+    async fn execute_batch(&mut self, batch: &[(String, Vec<Vec<u8>>)]) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for (name, params) in batch {
+            let mut body = vec![0];
+            body.extend_from_slice(name.as_bytes());
+            body.extend_from_slice(&[0, 0, 0]);
+            body.extend_from_slice(&(params.len() as u16).to_be_bytes());
+            for param in params {
+                body.extend_from_slice(&(param.len() as u32).to_be_bytes());
+                body.extend_from_slice(param);
+            }
+            body.extend_from_slice(&[0, 0]);
+            frame(&mut out, b'B', &body);
+            frame(&mut out, b'E', &[0, 0, 0, 0, 0]);
+        }
+        frame(&mut out, b'S', b"");
+        self.stream.write_all(&out).await?;
+        let (mut tags, mut error) = (Vec::new(), None);
+        loop {
+            let (kind, body) = self.recv().await?;
+            match kind {
+                b'C' => tags.push(String::from_utf8_lossy(&body[..body.len() - 1]).into_owned()),
+                b'E' => {
+                    error.get_or_insert_with(|| String::from_utf8_lossy(&body).into_owned());
+                }
+                b'Z' => break,
+                _ => {}
+            }
+        }
+        match error {
+            Some(error) => bail!("server error: {error}"),
+            None => Ok(tags),
+        }
     }
 
     /// COPY `data` in 64 KiB CopyData messages; the tag.

@@ -168,20 +168,27 @@ pub(super) fn show_lists(state: &State, out: &mut BytesMut) {
     let databases: usize = config.clusters.values().map(|c| c.shards.len()).sum();
     let used_servers: usize = pools.iter().map(|p| p.active()).sum();
     let free_servers: usize = pools.iter().map(|p| p.idle_count()).sum();
+    let (split_written, split_reused) = state.metrics.split_parts();
     let mut rows = Rows::new(out, &["list", "items"]);
     for (list, items) in [
-        ("databases", databases),
-        ("users", config.users.len()),
-        ("pools", pools.len()),
+        ("databases", databases as u64),
+        ("users", config.users.len() as u64),
+        ("pools", pools.len() as u64),
         ("free_clients", 0),
-        ("used_clients", state.client_count()),
+        ("used_clients", state.client_count() as u64),
         ("login_clients", 0),
-        ("free_servers", free_servers),
-        ("used_servers", used_servers),
+        ("free_servers", free_servers as u64),
+        ("used_servers", used_servers as u64),
         ("dns_names", 0),
         ("dns_zones", 0),
         ("dns_queries", 0),
         ("dns_pending", 0),
+        // pgshard's own: the statement registry, and prepared split
+        // INSERTs' parts (`session/statements/split_parts.rs`).
+        ("prepared_statements", state.statements.len() as u64),
+        ("registered_statements", state.statements.registered()),
+        ("split_part_statements_written", split_written),
+        ("split_part_statements_reused", split_reused),
     ] {
         rows.row(&[list.to_owned(), items.to_string()]);
     }

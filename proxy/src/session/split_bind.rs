@@ -4,7 +4,10 @@
 //! `router::split` into one INSERT per shard. Each part is a statement of
 //! its own in the registry (its parameters renumbered from `$1`, their
 //! declared types with them), so a server prepares each shape once, and is
-//! bound with only its rows' values and their format codes. The parts run
+//! bound with only its rows' values and their format codes; the parts'
+//! statements are kept on the client's statement by shape
+//! (`statements/split_parts.rs`), so a Bind whose parts have shapes seen before
+//! writes and registers nothing. The parts run
 //! in the segment that holds the Bind (`segment.rs`: each shard gets its
 //! own Bind, the portal's Describe and Execute follow it), so they share
 //! its all-or-nothing end; the Execute's tags are summed (`INSERT 0 n`) and
@@ -18,7 +21,7 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use router::split::{InsertRows, SplitError};
+use router::split::{InsertRows, PartShape, SplitError};
 
 use super::routing::bind_params;
 use super::segment::{PartBind, Segment, SplitBind};
@@ -91,38 +94,69 @@ impl Session {
             .map_err(refused)?;
         check_counts(bind, rows.parameters().max(statement.param_types.len()))?;
         let split = rows
-            .split(self.cluster.sharding(), &bind_params(bind.values()))
+            .assign(self.cluster.sharding(), &bind_params(bind.values()))
             .map_err(refused)?;
-        let mut parts: Vec<PartBind> = split
-            .parts
-            .into_iter()
-            .map(|part| {
-                let types: Vec<u32> = part
-                    .params
-                    .iter()
-                    .map(|&i| statement.param_types.get(i).copied().unwrap_or(0))
-                    .collect();
-                let statement = self.shared.statements.get_or_insert(
-                    &Bytes::from(part.sql),
-                    &types,
-                    &self.shared.cache,
-                    self.cluster.engine(),
-                );
-                let mut bytes = BytesMut::new();
-                messages::bind_part(&mut bytes, bind, &statement.name, &part.params);
-                PartBind {
-                    shard: part.database,
-                    statement,
-                    bytes: bytes.freeze(),
-                    rows: part.rows,
-                }
-            })
-            .collect();
+        let mut parts = Vec::with_capacity(split.parts.len());
+        for part in split.parts {
+            let (own, params) = self.part_statement(statement, &rows, &part.rows)?;
+            let mut bytes = BytesMut::new();
+            messages::bind_part(&mut bytes, bind, &own.name, &params);
+            parts.push(PartBind {
+                shard: part.database,
+                statement: own,
+                bytes: bytes.freeze(),
+                rows: part.rows,
+            });
+        }
         parts.sort_by_key(|p| p.shard);
         Ok(SplitBind {
             parts,
             returning: split.returning,
         })
+    }
+}
+
+impl Session {
+    /// The statement of the part of `statement` holding `rows`, and the
+    /// client's parameter indexes it binds: kept for the part's shape
+    /// (`statements/split_parts.rs`), else written and registered, and kept.
+    fn part_statement(
+        &self,
+        statement: &Statement,
+        insert: &InsertRows,
+        rows: &[usize],
+    ) -> Result<(Arc<Statement>, Arc<[usize]>), ClientError> {
+        let shape = insert.shape(rows, &statement.param_types);
+        let kept = crate::lock::lock(&statement.split_parts).get(&shape);
+        if let Some((own, params)) = kept {
+            self.shared.metrics.split_part(true);
+            let params = match shape {
+                PartShape::Rows(_) => insert.part_params(rows).map(Arc::from),
+                PartShape::Exact(_) => Some(params),
+            };
+            if let Some(params) = params {
+                return Ok((own, params));
+            }
+        }
+        let (sql, params) = insert.part_sql(rows).map_err(refused)?;
+        let types: Vec<u32> = params
+            .iter()
+            .map(|&i| statement.param_types.get(i).copied().unwrap_or(0))
+            .collect();
+        let own = self.shared.statements.get_or_insert(
+            &Bytes::from(sql),
+            &types,
+            &self.shared.cache,
+            self.cluster.engine(),
+        );
+        self.shared.metrics.split_part(false);
+        let params: Arc<[usize]> = Arc::from(params);
+        crate::lock::lock(&statement.split_parts).insert(
+            shape,
+            Arc::clone(&own),
+            Arc::clone(&params),
+        );
+        Ok((own, params))
     }
 }
 

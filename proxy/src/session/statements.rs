@@ -13,6 +13,7 @@
 //! later Parse of the same text makes a new server statement.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use bytes::{Bytes, BytesMut};
@@ -29,7 +30,12 @@ use crate::lock::lock;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 use crate::session::session_effects;
+
 use crate::session::sql_prepared::SqlStatement;
+
+pub mod split_parts;
+
+use split_parts::PartStatements;
 
 /// One statement as pgshard prepares it on servers.
 #[derive(Debug)]
@@ -58,6 +64,11 @@ pub struct Statement {
     /// A multi-row INSERT's rows, read at its first Bind whose rows go to
     /// several shards and kept (see `session/split_bind.rs`).
     pub insert_rows: OnceLock<InsertRowsRead>,
+    /// Its split parts' statements by shape (`session/statements/split_parts.rs`).
+    pub split_parts: Mutex<PartStatements>,
+    /// The registry no longer hands it out (its server copies may be
+    /// stale): caches that hold it drop it.
+    pub retired: AtomicBool,
     /// An INSERT that names no columns: the table's columns it was last
     /// bound with, and the statement with them written in.
     pub with_columns: Mutex<Option<WithColumns>>,
@@ -110,6 +121,8 @@ const REGISTRY_LIMIT: usize = 100_000;
 #[derive(Debug, Default)]
 pub struct Registry {
     inner: Mutex<RegistryInner>,
+    /// Statements created so far (SHOW LISTS: `registered_statements`).
+    registered: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -148,6 +161,7 @@ impl Registry {
         }
         inner.next_id += 1;
         let id = inner.next_id;
+        self.registered.fetch_add(1, Ordering::Relaxed);
         let name = Bytes::from(prepared_set::server_name(id));
         let (leaves_state, settings) = state_effects(query, cache, engine);
         let mut parse = BytesMut::with_capacity(query.len() + 32);
@@ -163,6 +177,8 @@ impl Registry {
             route: OnceLock::new(),
             merge: OnceLock::new(),
             insert_rows: OnceLock::new(),
+            split_parts: Mutex::new(PartStatements::default()),
+            retired: AtomicBool::new(false),
             with_columns: Mutex::new(None),
             executes: OnceLock::new(),
             rowless: OnceLock::new(),
@@ -205,7 +221,10 @@ impl Registry {
         let mut inner = lock(&self.inner);
         let emptied = inner.by_text.iter_mut().find_map(|(text, statements)| {
             let at = statements.iter().position(|s| s.id == id)?;
-            statements.swap_remove(at);
+            statements
+                .swap_remove(at)
+                .retired
+                .store(true, Ordering::Release);
             Some(text.clone()).filter(|_| statements.is_empty())
         });
         if let Some(text) = emptied {
@@ -216,8 +235,16 @@ impl Registry {
     /// Every statement is retired (the schema changed).
     pub fn retire_all(&self) {
         let mut inner = lock(&self.inner);
+        for statement in inner.by_text.values().flatten() {
+            statement.retired.store(true, Ordering::Release);
+        }
         inner.by_text.clear();
         inner.sql.clear();
+    }
+
+    /// Statements created so far.
+    pub fn registered(&self) -> u64 {
+        self.registered.load(Ordering::Relaxed)
     }
 
     pub fn len(&self) -> usize {

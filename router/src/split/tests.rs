@@ -304,3 +304,114 @@ fn rows_in_a_moving_logical_shard_are_reported() {
         &moving
     ));
 }
+
+#[test]
+fn parts_are_written_from_the_clients_text() {
+    // Comments, odd spacing and a trailing semicolon are kept; a row's
+    // parenthesized expression is one row.
+    let s = split(
+        "INSERT INTO orders (user_id, note) VALUES (1, 'a, (b)') /* c */ , ((2), $$x)$$),(3,'c');",
+    )
+    .unwrap();
+    let texts: Vec<&str> = s.parts.iter().map(|p| p.sql.as_str()).collect();
+    assert_eq!(
+        texts,
+        vec![
+            "INSERT INTO orders (user_id, note) VALUES (1, 'a, (b)'), (3,'c');",
+            "INSERT INTO orders (user_id, note) VALUES ((2), $$x)$$);",
+        ]
+    );
+    // A table or an alias called `values`.
+    let cut = |sql: &str, columns: bool, rows: usize| {
+        let at = sql.find("INTO ").unwrap() + 5;
+        text::RowsText::cut(sql, at, columns, rows).and_then(|t| t.part(&[rows - 1]))
+    };
+    assert_eq!(
+        cut("INSERT INTO values (a) VALUES (1), (2)", true, 2).as_deref(),
+        Some("INSERT INTO values (a) VALUES (2)")
+    );
+    assert_eq!(
+        cut(
+            "INSERT INTO t AS values VALUES (1), (2) RETURNING 1",
+            false,
+            2
+        )
+        .as_deref(),
+        Some("INSERT INTO t AS values VALUES (2) RETURNING 1")
+    );
+    // Not the rows the tree has: no text (the parts are deparsed).
+    assert_eq!(cut("INSERT INTO t (a) VALUES (1), (2)", true, 3), None);
+}
+
+#[test]
+fn rows_of_one_template_are_written_by_their_count() {
+    use crate::route::ParamValue::Text;
+    let rows = InsertRows::parse(
+        "INSERT INTO orders (user_id, note) VALUES ($1, $2), ($3,$4) , ($5, $6) RETURNING note",
+    )
+    .unwrap();
+    assert_eq!(rows.parameters(), 6);
+    let params = [
+        Text(b"1"),
+        Text(b"a"),
+        Text(b"2"),
+        Text(b"b"),
+        Text(b"3"),
+        Text(b"c"),
+    ];
+    let s = rows.split(&sharding(), &params).unwrap();
+    let parts: Vec<(usize, &str, Vec<usize>)> = s
+        .parts
+        .iter()
+        .map(|p| (p.database, p.sql.as_str(), p.params.clone()))
+        .collect();
+    assert_eq!(
+        parts,
+        vec![
+            (
+                0,
+                "INSERT INTO orders (user_id, note) VALUES ($1, $2), ($3, $4) RETURNING note",
+                vec![0, 1, 4, 5]
+            ),
+            (
+                1,
+                "INSERT INTO orders (user_id, note) VALUES ($1, $2) RETURNING note",
+                vec![2, 3]
+            ),
+        ]
+    );
+    // The shape is the row count, whichever rows, while the rows' types
+    // agree; else the rows themselves.
+    assert_eq!(rows.shape(&[0, 2], &[]), PartShape::Rows(2));
+    assert_eq!(
+        rows.shape(&[1, 2], &[20, 25, 20, 25, 20, 25]),
+        PartShape::Rows(2)
+    );
+    assert_eq!(
+        rows.shape(&[1], &[20, 25, 20, 0, 20, 25]),
+        PartShape::Exact(vec![1])
+    );
+    // Rows that differ, or parameters outside the rows: by the rows.
+    for sql in [
+        "INSERT INTO orders (user_id, note) VALUES ($1, $2), ($3, 'x')",
+        "INSERT INTO orders (user_id, note) VALUES ($1, $2), ($4, $3)",
+        "INSERT INTO orders (user_id, note) VALUES ($1, $2), ($3, $4) RETURNING $5",
+    ] {
+        let rows = InsertRows::parse(sql).unwrap();
+        assert_eq!(rows.shape(&[0], &[]), PartShape::Exact(vec![0]), "{sql}");
+    }
+    // A parameter in two rows is sent for each.
+    let rows =
+        InsertRows::parse("INSERT INTO orders (user_id, note) VALUES ($1, $3), ($2, $3)").unwrap();
+    assert_eq!(rows.shape(&[0], &[]), PartShape::Rows(1));
+    assert_eq!(
+        rows.part_sql(&[1, 0]).unwrap(),
+        (
+            "INSERT INTO orders (user_id, note) VALUES ($1, $2), ($3, $4)".to_owned(),
+            vec![1, 2, 0, 2]
+        )
+    );
+    // A literal INSERT has no template.
+    let rows = InsertRows::parse("INSERT INTO orders (user_id) VALUES (1), (1)").unwrap();
+    assert_eq!(rows.shape(&[0, 1], &[]), PartShape::Exact(vec![0, 1]));
+}
