@@ -25,6 +25,7 @@ use crate::pool::clusters::overlay::Placed;
 use crate::session::Shared;
 
 use super::db::{Db, Link};
+use super::fault::{self, Fault};
 use super::mover::{Made, Table, MOVED_SCHEMA};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
@@ -183,6 +184,7 @@ async fn attempt_once(
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    fault::park(moves, &plan.id, Fault::WhileHolding).await?;
     let mut switch: Vec<String> = sequences
         .iter()
         .map(|(name, value)| format!("SELECT setval({}, {value})", literal(name)))
