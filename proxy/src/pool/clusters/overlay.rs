@@ -6,6 +6,13 @@
 //! on the databases says, which also teaches other pgshard instances.
 //! A moving marker (`router::sharding::Moving`) is carried the same way
 //! across a RELOAD, so a move under way keeps its hold.
+//!
+//! The markers come from two places, kept apart here and installed as
+//! their union ([`Overlay::mark_over`]): this process's moves (the mover
+//! sets them: `Shared::set_moving`) and the moves the databases record
+//! unfinished (`pgshard.moves`, read with the placement: any instance's,
+//! so every instance refuses what a move makes inexact, running the move
+//! or not, and from start-up on).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,11 +35,24 @@ impl Placed {
     }
 }
 
+/// A placement group's moving logical shards, and whether keyless
+/// statements on its `[[sharded_tables]]` are refused meanwhile.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marker {
+    pub shards: Vec<usize>,
+    pub refuse_keyless: bool,
+}
+
 /// Per (cluster, group): per logical shard, where it is (`None`: not known,
-/// the file decides).
+/// the file decides); and the moving markers.
 #[derive(Debug, Clone, Default)]
 pub struct Overlay {
     groups: HashMap<(String, GroupId), Vec<Option<Placed>>>,
+    /// The markers this process's moves set.
+    local: HashMap<(String, GroupId), Marker>,
+    /// Per cluster, the markers of the moves its databases record
+    /// unfinished (as last read).
+    recorded: HashMap<String, HashMap<GroupId, Marker>>,
 }
 
 impl Overlay {
@@ -70,6 +90,46 @@ impl Overlay {
         if let Some(slot) = shards.get_mut(shard) {
             *slot = Some(placed);
         }
+    }
+
+    /// This process's moves mark `marker` of `group` of `cluster`.
+    pub fn mark(&mut self, cluster: &str, group: GroupId, marker: Marker) {
+        self.local.insert((cluster.to_owned(), group), marker);
+    }
+
+    /// The databases of `cluster` record unfinished moves of these
+    /// groups' shards (every other group: none).
+    pub fn set_recorded(&mut self, cluster: &str, markers: HashMap<GroupId, Marker>) {
+        self.recorded.insert(cluster.to_owned(), markers);
+    }
+
+    /// The marker of `group` of `cluster`: this process's and the
+    /// databases' together.
+    pub fn marker(&self, cluster: &str, group: GroupId) -> Marker {
+        let local = self.local.get(&(cluster.to_owned(), group));
+        let recorded = self.recorded.get(cluster).and_then(|r| r.get(&group));
+        let mut union = Marker::default();
+        for marker in local.into_iter().chain(recorded) {
+            if marker.shards.is_empty() {
+                continue;
+            }
+            union.shards.extend(&marker.shards);
+            union.refuse_keyless |= marker.refuse_keyless;
+        }
+        union.shards.sort_unstable();
+        union.shards.dedup();
+        union
+    }
+
+    /// `sharding` (of `cluster`) with each group's marker set to
+    /// [`Overlay::marker`].
+    pub fn mark_over(&self, cluster: &str, sharding: &Sharding) -> Sharding {
+        let mut next = sharding.clone();
+        for group in sharding.groups().iter().map(|g| g.id) {
+            let marker = self.marker(cluster, group);
+            next = next.with_moving(group, &marker.shards, marker.refuse_keyless);
+        }
+        next
     }
 
     /// `sharding` (of `cluster`) with the known placements laid over it;
@@ -235,6 +295,57 @@ mod tests {
             ])
         );
         assert_eq!(placed(1, "m0000000a").unwrap().by_move(), Some("m0000000a"));
+    }
+
+    #[test]
+    fn markers_are_the_union_of_local_and_recorded() {
+        let sharding = sharding();
+        let group = sharding.families[0].keys.group();
+        let marker = |shards: &[usize], refuse_keyless| Marker {
+            shards: shards.to_vec(),
+            refuse_keyless,
+        };
+        type Case = (&'static str, Option<Marker>, Option<Marker>, Marker);
+        let cases: &[Case] = &[
+            ("none", None, None, marker(&[], false)),
+            ("local", Some(marker(&[3], true)), None, marker(&[3], true)),
+            (
+                "recorded",
+                None,
+                Some(marker(&[1], true)),
+                marker(&[1], true),
+            ),
+            (
+                "both",
+                Some(marker(&[3, 1], false)),
+                Some(marker(&[1], true)),
+                marker(&[1, 3], true),
+            ),
+            (
+                "an empty one refuses nothing",
+                Some(marker(&[], true)),
+                Some(marker(&[2], false)),
+                marker(&[2], false),
+            ),
+        ];
+        for (what, local, recorded, want) in cases {
+            let mut overlay = Overlay::default();
+            if let Some(local) = local {
+                overlay.mark("prod", group, local.clone());
+            }
+            let recorded: HashMap<GroupId, Marker> =
+                recorded.iter().map(|m| (group, m.clone())).collect();
+            overlay.set_recorded("prod", recorded);
+            assert_eq!(&overlay.marker("prod", group), want, "{what}");
+            assert_eq!(overlay.marker("other", group), Marker::default(), "{what}");
+            let marked = overlay.mark_over("prod", &sharding);
+            let shards = marked.families[0]
+                .keys
+                .moving
+                .as_ref()
+                .map(|m| m.shards.clone());
+            assert_eq!(shards.unwrap_or_default(), want.shards, "{what}");
+        }
         assert_eq!(placed(1, "config").unwrap().by_move(), None);
     }
 }
