@@ -13,6 +13,7 @@ pub mod driver_cluster;
 pub mod fault_relay;
 pub mod postgres_server;
 pub mod test_proxy;
+pub mod workload;
 
 pub use binaries::PgBinaries;
 pub use child_proxy::ChildProxy;
