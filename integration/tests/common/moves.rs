@@ -2,7 +2,9 @@
 //! with `wal_level = logical`, a table family `events_p<t>` (one table per
 //! key) placed by logical shard, the `mover` user (a superuser login), and
 //! what the tests read back (SHOW MOVES, SHOW PLACEMENT, what is left of a
-//! move's stream, where a table's rows are).
+//! move's stream, where a table's rows are); the pgshard that a crash test
+//! stops mid-move ([`First`]: in this process, or its own for SIGKILL) and
+//! a write held by the cutover when it stops ([`held_write`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
