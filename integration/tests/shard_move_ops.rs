@@ -154,7 +154,7 @@ async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
         .await
         .unwrap();
     let id = common::rows(&admin1, &format!("MOVE SHARD {shard} TO 1")).await[0]["id"].clone();
-    wait_move(&admin1, &id, |s| s == parked).await;
+    wait_parked(&admin1, &id, parked).await;
     let b = superuser(&servers[1], 1).await;
     if fault == Fault::MidCopy {
         half_copied(&b, &tables).await;

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use common::moves::{
     admin, app, count, held_write, logical_servers, never_answered, no_stream_left, placement,
-    superuser, users, wait_move, First, SHARD_COUNT,
+    superuser, users, wait_move, wait_parked, First, SHARD_COUNT,
 };
 use integration::TestProxy;
 use proxy::reshard::fault::Fault;
@@ -98,7 +98,7 @@ async fn crash_at(fault: Fault, parked: &str, partitioned: bool, sigkill: bool) 
         .await
         .unwrap();
     let id = common::rows(&admin1, &format!("MOVE SHARD {MOVING} TO 1")).await[0]["id"].clone();
-    wait_move(&admin1, &id, |s| s == parked).await;
+    wait_parked(&admin1, &id, parked).await;
     let b = superuser(&servers[1], 1).await;
     if fault == Fault::MidCopy {
         half_copied(&b, partitioned).await;

@@ -125,6 +125,21 @@ pub async fn wait_move(
     }
 }
 
+/// SHOW MOVES's row of move `id` once it is parked at step `parked` (a
+/// move shows `copy` before its copy begins: parked mid copy, it has
+/// copied rows).
+pub async fn wait_parked(admin: &Client, id: &str, parked: &str) -> HashMap<String, String> {
+    let begun = Instant::now();
+    loop {
+        let row = wait_move(admin, id, |s| s == parked).await;
+        if parked != "copy" || row["rows_copied"] != "0" {
+            return row;
+        }
+        assert!(begun.elapsed() < Duration::from_secs(90), "{row:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// SHOW PLACEMENT: (placed_on, from) per logical shard.
 pub async fn placement(admin: &Client) -> Vec<(usize, String)> {
     super::rows(admin, "SHOW PLACEMENT")
