@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, info, warn};
 
-use router::sharding::GroupId;
-
-use crate::pool::clusters::overlay::{Marker, Placed};
+use crate::pool::clusters::overlay::{Placed, Recorded};
 use crate::session::Shared;
 
 use super::db::{Db, Link};
@@ -232,9 +230,13 @@ async fn read(shared: &Shared, readers: &mut Readers, cluster: &str) -> Result<O
 /// read keeps the markers read before.
 async fn mark(shared: &Shared, readers: &mut Readers, cluster: &str) {
     match unfinished(shared, readers, cluster).await {
-        Ok(markers) => {
-            let shown = format!("{markers:?}");
-            if shared.set_recorded_moving(cluster, markers) {
+        Ok(moves) => {
+            let shown: Vec<String> = moves
+                .iter()
+                .map(|m| format!("{} (shard {} of {})", m.id, m.shard, m.group))
+                .collect();
+            let shown = shown.join(", ");
+            if shared.set_recorded_moving(cluster, moves) {
                 info!(
                     cluster,
                     "moves recorded unfinished on the databases (pgshard.moves): marked moving {shown}"
@@ -245,8 +247,8 @@ async fn mark(shared: &Shared, readers: &mut Readers, cluster: &str) {
     }
 }
 
-/// Per placement group of `cluster`, the logical shards of its moves that
-/// `pgshard.moves` records unfinished on some database: with
+/// The moves of `cluster` that `pgshard.moves` records unfinished on some
+/// database, as they mark their group's shards: with
 /// `[[sharded_tables]]` in the group, until the move is done or failed
 /// (their keyless statements refused: the shard's rows may be on both
 /// databases until the cleanup); table families' only until the switch (a
@@ -255,10 +257,10 @@ async fn unfinished(
     shared: &Shared,
     readers: &mut Readers,
     cluster: &str,
-) -> Result<HashMap<GroupId, Marker>, MoveError> {
+) -> Result<Vec<Recorded>, MoveError> {
     let config = shared.config();
     let Some(running) = config.clusters.get(cluster) else {
-        return Ok(HashMap::new());
+        return Ok(Vec::new());
     };
     // Per move: its group, shard, and whether a database records it
     // switched.
@@ -291,26 +293,22 @@ async fn unfinished(
             entry.2 |= phase.switched();
         }
     }
-    let mut markers: HashMap<GroupId, Marker> = HashMap::new();
+    let mut marked = Vec::new();
     for group in running.sharding.groups() {
         let refuse_keyless = !group.tables.is_empty();
         let name = group.id.to_string();
-        let shards: Vec<usize> = moves
-            .values()
-            .filter(|(g, _, switched)| *g == name && (refuse_keyless || !switched))
-            .map(|(_, shard, _)| *shard)
-            .collect();
-        if !shards.is_empty() {
-            markers.insert(
-                group.id,
-                Marker {
-                    shards,
+        for (id, (g, shard, switched)) in &moves {
+            if *g == name && (refuse_keyless || !switched) {
+                marked.push(Recorded {
+                    id: id.clone(),
+                    group: group.id,
+                    shard: *shard,
                     refuse_keyless,
-                },
-            );
+                });
+            }
         }
     }
-    Ok(markers)
+    Ok(marked)
 }
 
 /// The moves not ended, as each database records them.

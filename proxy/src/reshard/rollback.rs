@@ -48,6 +48,7 @@ pub async fn rollback(
     }
     // Keyless statements on plain tables and partitioned parents stay
     // refused until the target's copy of the shard is gone.
+    shared.clusters.update_overlay(|o| o.end(&plan.id));
     let refuse = !plan.tables.is_empty();
     shared.set_moving(
         &plan.cluster,

@@ -19,7 +19,7 @@ use crate::execute::two_phase::log::DecisionLog;
 use crate::execute::two_phase::Coordinator;
 use crate::lock::lock;
 use crate::metrics::Metrics;
-use crate::pool::clusters::overlay::Marker;
+use crate::pool::clusters::overlay::{Marker, Recorded};
 use crate::pool::clusters::{ClusterPools, Clusters};
 use crate::pool::gate::Gate;
 use crate::pool::Pool;
@@ -173,11 +173,11 @@ impl Shared {
         true
     }
 
-    /// The moves `cluster`'s databases record unfinished mark `markers`
-    /// (per group; the others: nothing); whether that changed a marker.
-    pub fn set_recorded_moving(&self, cluster: &str, markers: HashMap<GroupId, Marker>) -> bool {
+    /// The moves `cluster`'s databases record unfinished (the others:
+    /// none) mark their shards moving; whether that changed a marker.
+    pub fn set_recorded_moving(&self, cluster: &str, moves: Vec<Recorded>) -> bool {
         self.clusters
-            .update_overlay(|o| o.set_recorded(cluster, markers));
+            .update_overlay(|o| o.set_recorded(cluster, moves));
         self.relay(cluster)
     }
 

@@ -14,7 +14,7 @@
 //! so every instance refuses what a move makes inexact, running the move
 //! or not, and from start-up on).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use router::sharding::{GroupId, Sharding};
@@ -50,9 +50,21 @@ pub struct Overlay {
     groups: HashMap<(String, GroupId), Vec<Option<Placed>>>,
     /// The markers this process's moves set.
     local: HashMap<(String, GroupId), Marker>,
-    /// Per cluster, the markers of the moves its databases record
-    /// unfinished (as last read).
-    recorded: HashMap<String, HashMap<GroupId, Marker>>,
+    /// Per cluster, the moves its databases record unfinished (as last
+    /// read).
+    recorded: HashMap<String, Vec<Recorded>>,
+    /// Moves this process has ended (recorded done or failed): no longer
+    /// marked, whatever a read begun before says.
+    ended: HashSet<String>,
+}
+
+/// A move the databases record unfinished, as it marks its group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub id: String,
+    pub group: GroupId,
+    pub shard: usize,
+    pub refuse_keyless: bool,
 }
 
 impl Overlay {
@@ -97,17 +109,33 @@ impl Overlay {
         self.local.insert((cluster.to_owned(), group), marker);
     }
 
-    /// The databases of `cluster` record unfinished moves of these
-    /// groups' shards (every other group: none).
-    pub fn set_recorded(&mut self, cluster: &str, markers: HashMap<GroupId, Marker>) {
-        self.recorded.insert(cluster.to_owned(), markers);
+    /// The databases of `cluster` record these moves unfinished (no
+    /// other).
+    pub fn set_recorded(&mut self, cluster: &str, moves: Vec<Recorded>) {
+        self.recorded.insert(cluster.to_owned(), moves);
+        let listed: HashSet<&String> = self.recorded.values().flatten().map(|r| &r.id).collect();
+        self.ended.retain(|id| listed.contains(id));
+    }
+
+    /// This process recorded move `id` done or failed.
+    pub fn end(&mut self, id: &str) {
+        self.ended.insert(id.to_owned());
     }
 
     /// The marker of `group` of `cluster`: this process's and the
     /// databases' together.
     pub fn marker(&self, cluster: &str, group: GroupId) -> Marker {
-        let local = self.local.get(&(cluster.to_owned(), group));
-        let recorded = self.recorded.get(cluster).and_then(|r| r.get(&group));
+        let local = self.local.get(&(cluster.to_owned(), group)).cloned();
+        let recorded = self
+            .recorded
+            .get(cluster)
+            .into_iter()
+            .flatten()
+            .filter(|r| r.group == group && !self.ended.contains(&r.id))
+            .map(|r| Marker {
+                shards: vec![r.shard],
+                refuse_keyless: r.refuse_keyless,
+            });
         let mut union = Marker::default();
         for marker in local.into_iter().chain(recorded) {
             if marker.shards.is_empty() {
@@ -333,8 +361,16 @@ mod tests {
             if let Some(local) = local {
                 overlay.mark("prod", group, local.clone());
             }
-            let recorded: HashMap<GroupId, Marker> =
-                recorded.iter().map(|m| (group, m.clone())).collect();
+            let recorded: Vec<Recorded> = recorded
+                .iter()
+                .flat_map(|m| &m.shards)
+                .map(|&shard| Recorded {
+                    id: format!("m{shard:08}"),
+                    group,
+                    shard,
+                    refuse_keyless: recorded.as_ref().is_some_and(|m| m.refuse_keyless),
+                })
+                .collect();
             overlay.set_recorded("prod", recorded);
             assert_eq!(&overlay.marker("prod", group), want, "{what}");
             assert_eq!(overlay.marker("other", group), Marker::default(), "{what}");
@@ -346,6 +382,21 @@ mod tests {
                 .map(|m| m.shards.clone());
             assert_eq!(shards.unwrap_or_default(), want.shards, "{what}");
         }
+        // A move this process ended is not marked, whatever was read.
+        let mut overlay = Overlay::default();
+        let recorded = |id: &str, shard| Recorded {
+            id: id.to_owned(),
+            group,
+            shard,
+            refuse_keyless: true,
+        };
+        overlay.set_recorded("prod", vec![recorded("m1", 1), recorded("m2", 2)]);
+        overlay.end("m1");
+        assert_eq!(overlay.marker("prod", group), marker(&[2], true));
+        overlay.set_recorded("prod", vec![recorded("m1", 1)]);
+        assert_eq!(overlay.marker("prod", group), marker(&[], false));
+        overlay.set_recorded("prod", Vec::new());
+        assert!(overlay.ended.is_empty(), "forgotten once no read lists it");
         assert_eq!(placed(1, "config").unwrap().by_move(), None);
     }
 }
