@@ -14,6 +14,7 @@ pub mod fault_relay;
 pub mod postgres_server;
 pub mod test_proxy;
 pub mod tpch;
+pub mod workload;
 
 pub use binaries::PgBinaries;
 pub use child_proxy::ChildProxy;

@@ -5,11 +5,12 @@
 //!   afterwards, and in `pgdog.toml` with `cutover_save_config`; SHOW
 //!   PLACEMENT says which move put it there;
 //! - CANCEL MOVE rolls a move back before its switch and is refused after;
-//! - a move interrupted by a crash of pgshard (after the slot, mid
-//!   catch-up, after the switch; pgshard in this process stopped at once,
-//!   or in its own process killed with SIGKILL) is rolled back or
-//!   finished by the next instance: no row lost or doubled, no slot,
-//!   publication or subscription left;
+//! - a move interrupted by a crash of pgshard (after the slot, mid copy,
+//!   mid catch-up, while holding statements, after the switch; pgshard in
+//!   this process stopped at once, or in its own process killed with
+//!   SIGKILL) is rolled back or finished by the next instance: no row lost
+//!   or doubled, a held write never run, no slot, publication or
+//!   subscription left;
 //! - REBALANCE after a third database is added moves 4 of 12 logical
 //!   shards to it.
 
@@ -21,8 +22,6 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::moves::*;
-use integration::child_proxy::free_port;
-use integration::{ChildProxy, TestProxy};
 use proxy::reshard::fault::Fault;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -142,52 +141,6 @@ async fn cancel_rolls_back_before_the_switch_and_is_refused_after() {
     );
 }
 
-/// The pgshard that runs a move and is stopped mid-way: in this process
-/// (stopped as by a crash: every task dropped), or in its own (SIGKILL).
-enum First {
-    InProcess(TestProxy),
-    Child(ChildProxy),
-}
-
-impl First {
-    async fn start(config: &str, fault: Fault, sigkill: bool) -> (First, u16) {
-        if !sigkill {
-            let proxy = start(config);
-            proxy.state().moves.inject(fault);
-            let port = proxy.port();
-            return (First::InProcess(proxy), port);
-        }
-        let port = free_port().unwrap();
-        let config = config.replacen("[general]\n", &format!("[general]\nport = {port}\n"), 1);
-        let name = match fault {
-            Fault::AfterSlot => "after_slot",
-            Fault::MidCatchup => "mid_catchup",
-            Fault::AfterSwitch => "after_switch",
-        };
-        let binary = std::path::Path::new(env!("CARGO_BIN_EXE_pgshard-child"));
-        let child = ChildProxy::start(binary, &config, &users(), Some(name)).unwrap();
-        let begun = Instant::now();
-        while common::connect(port, "admin", "admin-pw", "admin")
-            .await
-            .is_err()
-        {
-            assert!(
-                begun.elapsed() < Duration::from_secs(20),
-                "pgshard-child serves"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        (First::Child(child), port)
-    }
-
-    fn stop(self) {
-        match self {
-            First::InProcess(proxy) => proxy.crash(),
-            First::Child(child) => child.kill(),
-        }
-    }
-}
-
 /// Stop pgshard (crash, or SIGKILL with `sigkill`) with a move parked at
 /// `fault`; the next instance rolls it back (or finishes it, after the
 /// switch).
@@ -201,17 +154,32 @@ async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
         .await
         .unwrap();
     let id = common::rows(&admin1, &format!("MOVE SHARD {shard} TO 1")).await[0]["id"].clone();
-    wait_move(&admin1, &id, |s| s == parked).await;
-    // Writes acknowledged before the crash.
+    wait_parked(&admin1, &id, parked).await;
+    let b = superuser(&servers[1], 1).await;
+    if fault == Fault::MidCopy {
+        half_copied(&b, &tables).await;
+    }
     let client = common::connect(port, "app", "app-pw", "prod")
         .await
         .unwrap();
-    for &t in &tables {
-        let sql = format!("INSERT INTO events_p{t} (k) VALUES (-1), (-2)");
-        client.simple_query(&sql).await.unwrap();
-    }
-    drop((client, admin1));
+    // While holding, a write to the shard waits when pgshard dies (and is
+    // never run); at the other points, writes acknowledged before the
+    // crash.
+    let (held, written) = if fault == Fault::WhileHolding {
+        let sql = format!("INSERT INTO events_p{} (k) VALUES (-3)", tables[0]);
+        (Some(held_write(client, sql).await), 100)
+    } else {
+        for &t in &tables {
+            let sql = format!("INSERT INTO events_p{t} (k) VALUES (-1), (-2)");
+            client.simple_query(&sql).await.unwrap();
+        }
+        (None, 102)
+    };
+    drop(admin1);
     first.stop();
+    if let Some(held) = held {
+        never_answered(held).await;
+    }
     let next = start(&config);
     next.state().moves.set_lease(Duration::from_millis(300));
     let admin2 = admin(&next).await;
@@ -222,10 +190,7 @@ async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
         taken.iter().any(|m| m.id == id && m.taken_over),
         "{taken:?}"
     );
-    let (a, b) = (
-        superuser(&servers[0], 0).await,
-        superuser(&servers[1], 1).await,
-    );
+    let a = superuser(&servers[0], 0).await;
     no_stream_left(&a, &b).await;
     let (home, away) = if switched { (&b, &a) } else { (&a, &b) };
     if switched {
@@ -235,10 +200,14 @@ async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
         assert!(status["error"].contains("interrupted"), "{status:?}");
     }
     for &t in &tables {
-        assert_eq!(rows_of(home, t).await, 102, "events_p{t}: every row, once");
+        assert_eq!(
+            rows_of(home, t).await,
+            written,
+            "events_p{t}: every row, once"
+        );
         assert_eq!(rows_of(away, t).await, -1, "events_p{t} is on one database");
         let distinct = count(home, &format!("SELECT count(DISTINCT id) FROM events_p{t}")).await;
-        assert_eq!(distinct, 102);
+        assert_eq!(distinct, written);
     }
     let moved = count(
         &a,
@@ -252,7 +221,22 @@ async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
     let t = tables[0];
     let sql = format!("SELECT count(*) FROM events_p{t}");
     let through: i64 = app(&next).await.query_one(&sql, &[]).await.unwrap().get(0);
-    assert_eq!(through, 102);
+    assert_eq!(through, written);
+}
+
+/// The copy stopped after the shard's first table (by name): that one is
+/// whole on the target, the others made there but empty.
+async fn half_copied(b: &tokio_postgres::Client, tables: &[i64]) {
+    assert!(
+        tables.len() >= 2,
+        "the shard has several tables: {tables:?}"
+    );
+    let mut names: Vec<String> = tables.iter().map(|t| format!("events_p{t}")).collect();
+    names.sort();
+    for (n, name) in names.iter().enumerate() {
+        let rows = count(b, &format!("SELECT count(*) FROM {name}")).await;
+        assert_eq!(rows, if n == 0 { 100 } else { 0 }, "{name} on the target");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -261,8 +245,18 @@ async fn a_crash_after_the_slot_rolls_the_move_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_mid_copy_rolls_the_move_back() {
+    crash_at(Fault::MidCopy, "copy", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crash_mid_catch_up_rolls_the_move_back() {
     crash_at(Fault::MidCatchup, "catchup", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_while_holding_rolls_the_move_back() {
+    crash_at(Fault::WhileHolding, "fenced", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -276,8 +270,18 @@ async fn a_sigkill_after_the_slot_rolls_the_move_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigkill_mid_copy_rolls_the_move_back() {
+    crash_at(Fault::MidCopy, "copy", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sigkill_mid_catch_up_rolls_the_move_back() {
     crash_at(Fault::MidCatchup, "catchup", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigkill_while_holding_rolls_the_move_back() {
+    crash_at(Fault::WhileHolding, "fenced", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,7 +1,8 @@
 //! `pgshard-child PGDOG_TOML USERS_TOML`: pgshard in a process of its own,
 //! started as the `pgshard` binary starts (two worker threads), for tests
 //! that kill it with SIGKILL (`shard_move_ops`). `PGSHARD_TEST_FAULT`
-//! (`after_slot`, `mid_catchup`, `after_switch`) parks every shard move at
+//! (`after_slot`, `mid_copy`, `mid_catchup`,
+//! `while_holding`, `after_switch`: `Fault::name`) parks every shard move at
 //! that point, so the test can kill the process there. Serves until
 //! killed.
 
@@ -23,10 +24,10 @@ fn main() -> anyhow::Result<()> {
     let fault = std::env::var("PGSHARD_TEST_FAULT").unwrap_or_default();
     let fault = match fault.as_str() {
         "" => None,
-        "after_slot" => Some(Fault::AfterSlot),
-        "mid_catchup" => Some(Fault::MidCatchup),
-        "after_switch" => Some(Fault::AfterSwitch),
-        other => anyhow::bail!("PGSHARD_TEST_FAULT: no fault {other}"),
+        name => match Fault::parse(name) {
+            Some(fault) => Some(fault),
+            None => anyhow::bail!("PGSHARD_TEST_FAULT: no fault {name}"),
+        },
     };
     if let Some(fault) = fault {
         state.moves.inject(fault);

@@ -2,12 +2,16 @@
 //! with `wal_level = logical`, a table family `events_p<t>` (one table per
 //! key) placed by logical shard, the `mover` user (a superuser login), and
 //! what the tests read back (SHOW MOVES, SHOW PLACEMENT, what is left of a
-//! move's stream, where a table's rows are).
+//! move's stream, where a table's rows are); the pgshard that a crash test
+//! stops mid-move ([`First`]: in this process, or its own for SIGKILL) and
+//! a write held by the cutover when it stops ([`held_write`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use integration::{PgServer, ServerOptions, TestProxy};
+use integration::child_proxy::free_port;
+use integration::{ChildProxy, PgServer, ServerOptions, TestProxy};
+use proxy::reshard::fault::Fault;
 use router::hash::logical_shard;
 use router::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
 use tokio_postgres::Client;
@@ -121,6 +125,21 @@ pub async fn wait_move(
     }
 }
 
+/// SHOW MOVES's row of move `id` once it is parked at step `parked` (a
+/// move shows `copy` before its copy begins: parked mid copy, it has
+/// copied rows).
+pub async fn wait_parked(admin: &Client, id: &str, parked: &str) -> HashMap<String, String> {
+    let begun = Instant::now();
+    loop {
+        let row = wait_move(admin, id, |s| s == parked).await;
+        if parked != "copy" || row["rows_copied"] != "0" {
+            return row;
+        }
+        assert!(begun.elapsed() < Duration::from_secs(90), "{row:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// SHOW PLACEMENT: (placed_on, from) per logical shard.
 pub async fn placement(admin: &Client) -> Vec<(usize, String)> {
     super::rows(admin, "SHOW PLACEMENT")
@@ -185,4 +204,78 @@ pub fn moving_shard() -> (usize, Vec<i64>) {
         .filter(|&t| shard_of(t, SHARD_COUNT) == shard)
         .collect();
     (shard, tables)
+}
+
+/// The pgshard that runs a move and is stopped mid-way: in this process
+/// (stopped as by a crash: every task dropped), or in its own (SIGKILL).
+pub enum First {
+    InProcess(TestProxy),
+    Child(ChildProxy),
+}
+
+impl First {
+    /// pgshard on `config` with moves parked at `fault` (in its own
+    /// process with `sigkill`), and the port it serves on.
+    pub async fn start(config: &str, fault: Fault, sigkill: bool) -> (First, u16) {
+        if !sigkill {
+            let proxy = start(config);
+            proxy.state().moves.inject(fault);
+            let port = proxy.port();
+            return (First::InProcess(proxy), port);
+        }
+        let port = free_port().unwrap();
+        let config = config.replacen("[general]\n", &format!("[general]\nport = {port}\n"), 1);
+        let binary = std::path::Path::new(env!("CARGO_BIN_EXE_pgshard-child"));
+        let child = ChildProxy::start(binary, &config, &users(), Some(fault.name())).unwrap();
+        let begun = Instant::now();
+        while super::connect(port, "admin", "admin-pw", "admin")
+            .await
+            .is_err()
+        {
+            assert!(
+                begun.elapsed() < Duration::from_secs(20),
+                "pgshard-child serves"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        (First::Child(child), port)
+    }
+
+    /// Stop it at once: crashed in this process, or SIGKILL.
+    pub fn stop(self) {
+        match self {
+            First::InProcess(proxy) => proxy.crash(),
+            First::Child(child) => child.kill(),
+        }
+    }
+}
+
+/// Send `sql` on `client` (its own task) and check that it is held: still
+/// unanswered half a second later.
+pub async fn held_write(
+    client: Client,
+    sql: String,
+) -> tokio::task::JoinHandle<Result<(), tokio_postgres::Error>> {
+    let write = tokio::spawn(async move { client.simple_query(&sql).await.map(|_| ()) });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !write.is_finished(),
+        "the write waits for the cutover's hold"
+    );
+    write
+}
+
+/// The held write ended when pgshard died without running: its
+/// connection closed (SIGKILL), or 57P01 (stopped in this process: the
+/// drain's shutdown lets held statements go with that error).
+pub async fn never_answered(write: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>) {
+    let err = write.await.unwrap().unwrap_err();
+    match err.as_db_error() {
+        Some(db) => {
+            assert_eq!(db.code().code(), "57P01", "{err:?}");
+            assert!(db.message().contains("nothing ran"), "{err:?}");
+            println!("the held write got: 57P01 {}", db.message());
+        }
+        None => println!("the held write got: {err}"),
+    }
 }

@@ -100,6 +100,8 @@ pub fn finish_later(
             Ok(rows) => {
                 moves.set_phase(&plan.id, Phase::Done);
                 moves.finished(&plan.id, None);
+                shared.clusters.update_overlay(|o| o.end(&plan.id));
+                shared.relay(&plan.cluster);
                 if made.row_fence() {
                     let marker = plain::marker(&moves, &plan, false);
                     shared.set_moving(&plan.cluster, plan.group, &marker, true);

@@ -16,15 +16,15 @@
 //! it) and tried again after `resharding_replication_retry_min_delay`, up
 //! to `resharding_replication_retry_max_attempts` times.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::pool::clusters::overlay::Placed;
+use crate::pool::clusters::overlay::{Marker, Placed};
 use crate::session::Shared;
 
 use super::db::{Db, Link};
+use super::fault::{self, Fault};
 use super::mover::{Made, Table, MOVED_SCHEMA};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
@@ -183,6 +183,7 @@ async fn attempt_once(
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    fault::park(moves, &plan.id, Fault::WhileHolding).await?;
     let mut switch: Vec<String> = sequences
         .iter()
         .map(|(name, value)| format!("SELECT setval({}, {value})", literal(name)))
@@ -250,8 +251,9 @@ pub fn unfence(plan: &Plan, made: &Made) -> String {
 }
 
 /// The running config with the shard placed on the target in every
-/// member of its group, and the group's moving marker set to `marker`
-/// (empty: cleared), keyless statements refused when `refuse_keyless`.
+/// member of its group, and this process's moving marker of the group set
+/// to `marker` (empty: cleared), keyless statements refused when
+/// `refuse_keyless`, in one change.
 fn switch_placement(shared: &Shared, plan: &Plan, marker: &[usize], refuse_keyless: bool) {
     // Recorded first, so that a RELOAD from here on keeps the shard there.
     shared.clusters.update_overlay(|overlay| {
@@ -260,31 +262,11 @@ fn switch_placement(shared: &Shared, plan: &Plan, marker: &[usize], refuse_keyle
             since: plan.id.clone(),
         };
         overlay.place(&plan.cluster, plan.group, plan.shard, placed);
-    });
-    loop {
-        let config = shared.config();
-        let Some(running) = config.clusters.get(&plan.cluster) else {
-            return;
+        let marker = Marker {
+            shards: marker.to_vec(),
+            refuse_keyless,
         };
-        let mut sharding = running
-            .sharding
-            .with_moving(plan.group, marker, refuse_keyless);
-        let keys = sharding
-            .tables
-            .iter_mut()
-            .map(|t| &mut t.keys)
-            .chain(sharding.families.iter_mut().map(|f| &mut f.keys));
-        for keys in keys.filter(|k| k.group() == plan.group) {
-            if let Some(database) = keys.placement.get_mut(plan.shard) {
-                *database = plan.target;
-            }
-        }
-        let mut next = (*config).clone();
-        if let Some(cluster) = next.clusters.get_mut(&plan.cluster) {
-            cluster.sharding = Arc::new(sharding);
-        }
-        if shared.replace_sharding(&config, Arc::new(next)) {
-            return;
-        }
-    }
+        overlay.mark(&plan.cluster, plan.group, marker);
+    });
+    shared.relay(&plan.cluster);
 }

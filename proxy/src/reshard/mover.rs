@@ -16,6 +16,7 @@ use router::sharding::Key;
 use crate::execute::copy_relay::{relay, statements};
 
 use super::db::{dump, server, Db, Link};
+use super::fault::{self, Fault};
 use super::partitioned::PartTable;
 use super::plain::PlainTable;
 use super::plan::{MoveError, Plan};
@@ -265,7 +266,7 @@ pub async fn copy(
     )
     .await?;
     let (mut source, mut target) = (a.conn, b.conn);
-    for (table, filter) in tables {
+    for (n, (table, filter)) in tables.iter().enumerate() {
         moves.check(&plan.id)?;
         let mut db = Db {
             conn: source,
@@ -288,6 +289,9 @@ pub async fn copy(
             .map_err(|e| server(plan.target, &format!("copy {}", table.sql()), e.to_string()))?;
         moves.update(&plan.id, |s| s.rows_copied += copied.rows);
         (source, target) = (a, b);
+        if n == 0 {
+            fault::park(moves, &plan.id, Fault::MidCopy).await?;
+        }
     }
     Db {
         conn: source,

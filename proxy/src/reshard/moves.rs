@@ -233,7 +233,7 @@ impl Moves {
         lock(&self.faults).insert(fault);
     }
 
-    /// Stop parking moves at `fault` (those parked stay parked).
+    /// Stop parking moves at `fault` (those parked there go on).
     pub fn clear_fault(&self, fault: Fault) {
         lock(&self.faults).remove(&fault);
     }

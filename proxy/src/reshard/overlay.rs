@@ -6,17 +6,21 @@
 //! placed there; one with none (a move between its fence and its switch)
 //! or two stays where the running config has it. This is how an instance
 //! that starts, or one that did not run the move, learns of a switch.
+//! With the placement, the moves `pgshard.moves` records unfinished are
+//! read and marked moving ([`mark`]), so that every instance refuses the
+//! keyless statements a move makes inexact, not only the one running it.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use tracing::{debug, info, warn};
 
-use crate::pool::clusters::overlay::Placed;
+use crate::pool::clusters::overlay::{Placed, Recorded};
 use crate::session::Shared;
 
 use super::db::{Db, Link};
 use super::plan::MoveError;
+use super::state::Phase;
 
 /// How often a cluster no move has touched yet (no `pgshard.shards` on
 /// any database) is looked at again, its connections closed between (a
@@ -136,9 +140,13 @@ pub async fn refresh(shared: &Shared, readers: &mut Readers) -> Vec<String> {
         }
         match read(shared, readers, name).await {
             Ok(owners) => {
-                readers.looked(name, !owners.is_empty());
+                let pinned = !owners.is_empty();
+                readers.looked(name, pinned);
                 if place(shared, name, owners) {
                     changed.push(name.clone());
+                }
+                if pinned {
+                    mark(shared, readers, name).await;
                 }
             }
             Err(error) => {
@@ -214,6 +222,98 @@ async fn read(shared: &Shared, readers: &mut Readers, cluster: &str) -> Result<O
     }
     Ok(owners)
 }
+
+/// The moves `cluster`'s databases record unfinished (of any instance),
+/// marked moving in the running config: keyless statements that could see
+/// the moving rows on two databases are refused here too, from start-up
+/// on, while the move runs elsewhere or waits to be taken over. A failed
+/// read keeps the markers read before.
+async fn mark(shared: &Shared, readers: &mut Readers, cluster: &str) {
+    match unfinished(shared, readers, cluster).await {
+        Ok(moves) => {
+            let shown: Vec<String> = moves
+                .iter()
+                .map(|m| format!("{} (shard {} of {})", m.id, m.shard, m.group))
+                .collect();
+            let shown = shown.join(", ");
+            if shared.set_recorded_moving(cluster, moves) {
+                info!(
+                    cluster,
+                    "moves recorded unfinished on the databases (pgshard.moves): marked moving {shown}"
+                );
+            }
+        }
+        Err(error) => warn!(cluster, "cannot read the moves under way: {error}"),
+    }
+}
+
+/// The moves of `cluster` that `pgshard.moves` records unfinished on some
+/// database, as they mark their group's shards: with
+/// `[[sharded_tables]]` in the group, until the move is done or failed
+/// (their keyless statements refused: the shard's rows may be on both
+/// databases until the cleanup); table families' only until the switch (a
+/// family table is on one database at a time).
+async fn unfinished(
+    shared: &Shared,
+    readers: &mut Readers,
+    cluster: &str,
+) -> Result<Vec<Recorded>, MoveError> {
+    let config = shared.config();
+    let Some(running) = config.clusters.get(cluster) else {
+        return Ok(Vec::new());
+    };
+    // Per move: its group, shard, and whether a database records it
+    // switched.
+    let mut moves: HashMap<String, (String, usize, bool)> = HashMap::new();
+    for index in 0..running.shards.len() {
+        let exists = readers
+            .rows(
+                shared,
+                (cluster, index),
+                "SELECT to_regclass('pgshard.moves')::text",
+            )
+            .await?;
+        if exists
+            .first()
+            .and_then(|r| r.first())
+            .is_none_or(Option::is_none)
+        {
+            continue;
+        }
+        for row in readers.rows(shared, (cluster, index), UNFINISHED).await? {
+            let [Some(id), Some(group), Some(shard), Some(phase)] = row.as_slice() else {
+                continue;
+            };
+            let (Ok(shard), Some(phase)) = (shard.parse::<usize>(), Phase::parse(phase)) else {
+                continue;
+            };
+            let entry = moves
+                .entry(id.clone())
+                .or_insert_with(|| (group.clone(), shard, false));
+            entry.2 |= phase.switched();
+        }
+    }
+    let mut marked = Vec::new();
+    for group in running.sharding.groups() {
+        let refuse_keyless = !group.tables.is_empty();
+        let name = group.id.to_string();
+        for (id, (g, shard, switched)) in &moves {
+            if *g == name && (refuse_keyless || !switched) {
+                marked.push(Recorded {
+                    id: id.clone(),
+                    group: group.id,
+                    shard: *shard,
+                    refuse_keyless,
+                });
+            }
+        }
+    }
+    Ok(marked)
+}
+
+/// The moves not ended, as each database records them.
+const UNFINISHED: &str = "SELECT id, grp, shard::text, phase FROM pgshard.moves \
+    WHERE phase NOT IN ('done', 'failed')";
 
 /// Lay `owners` over `cluster`'s running placement; whether it changed.
 fn place(shared: &Shared, cluster: &str, owners: Owners) -> bool {

@@ -1,9 +1,10 @@
-//! Undoing a move that failed before its switch: the moving marker and
-//! the hold cleared, then on fresh connections (the move's own may be
+//! Undoing a move that failed before its switch: the hold let go, then on
+//! fresh connections (the move's own may be
 //! what broke) the subscription, the fence, the publication and slot, the
 //! tables (and partitions) made on the target and the plain tables' rows
 //! copied there and fence triggers dropped, each on its own (what fails is
-//! logged), and the move recorded failed on both databases.
+//! logged), and the move recorded failed on both databases; then the
+//! moving marker cleared.
 
 use tracing::warn;
 
@@ -25,13 +26,6 @@ pub async fn rollback(
     made: &Made,
     error: &MoveError,
 ) {
-    let refuse = !plan.tables.is_empty();
-    shared.set_moving(
-        &plan.cluster,
-        plan.group,
-        &plain::marker(moves, plan, false),
-        refuse,
-    );
     shared.gate.shards.set_held(&plan.cluster, false);
     for (database, what, sql) in undo_statements(plan, made, error) {
         let done = match link.connect(database).await {
@@ -52,6 +46,16 @@ pub async fn rollback(
             warn!(id = plan.id, "rolling the move back: {e}");
         }
     }
+    // Keyless statements on plain tables and partitioned parents stay
+    // refused until the target's copy of the shard is gone.
+    shared.clusters.update_overlay(|o| o.end(&plan.id));
+    let refuse = !plan.tables.is_empty();
+    shared.set_moving(
+        &plan.cluster,
+        plan.group,
+        &plain::marker(moves, plan, false),
+        refuse,
+    );
 }
 
 /// What undoes the move on each database, in order: (database, what for

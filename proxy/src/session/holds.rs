@@ -3,7 +3,8 @@
 //! counts the session's transaction in flight on the cluster's moving
 //! shards, or, while the cutover holds them, waits (at most
 //! `cutover_timeout`) and is routed again with the placement as it is
-//! then. A transaction counted already never waits (the cutover waits for
+//! then (or, when pgshard shuts down meanwhile, gets 57P01 and never
+//! runs). A transaction counted already never waits (the cutover waits for
 //! it instead), so its own statements cannot deadlock on the hold. The
 //! count is given back when the session is idle: no transaction, nothing
 //! in flight.
@@ -83,6 +84,7 @@ impl Session {
         self.follow_config();
         Ok(match released {
             true => Pass::Again,
+            false if self.shared.is_shutting_down() => Pass::TimedOut(held_at_shutdown()),
             false => Pass::TimedOut(held_too_long(timeout)),
         })
     }
@@ -181,6 +183,16 @@ pub(super) fn touches(
         ) => router::route::names_moving(summary, sharding),
         Err(_) => false,
     }
+}
+
+/// The error of a statement held when pgshard began to shut down (the
+/// move's cutover is then abandoned, or taken over by another instance).
+fn held_at_shutdown() -> ClientError {
+    ClientError::new(
+        sqlstate::ADMIN_SHUTDOWN,
+        "pgshard is shutting down while a move of the logical shard this statement touches holds it; nothing ran: send it again (through another pgshard instance, or once this one is back)",
+    )
+    .retry_safe()
 }
 
 /// The error of a statement held longer than `cutover_timeout`.

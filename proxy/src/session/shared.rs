@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use router::cache::AstCache;
 use router::config::Config;
+use router::sharding::GroupId;
 
 use super::statements::Registry;
 use crate::catalog_epoch::CatalogEpoch;
@@ -18,6 +19,7 @@ use crate::execute::two_phase::log::DecisionLog;
 use crate::execute::two_phase::Coordinator;
 use crate::lock::lock;
 use crate::metrics::Metrics;
+use crate::pool::clusters::overlay::{Marker, Recorded};
 use crate::pool::clusters::{ClusterPools, Clusters};
 use crate::pool::gate::Gate;
 use crate::pool::Pool;
@@ -140,8 +142,9 @@ impl Shared {
     }
 
     /// Mark logical shards `shards` of placement group `group` of
-    /// `cluster` as moving (`shards` empty: clear the marker): routes
-    /// then report whether they touch them, and the cutover's hold
+    /// `cluster` as moving by this process (`shards` empty: clear its
+    /// marker; the moves the databases record unfinished stay marked):
+    /// routes then report whether they touch them, and the cutover's hold
     /// (`gate.shards`) holds those that do. Refuses keyless statements on
     /// the group's `[[sharded_tables]]` when `refuse_keyless`. `false`
     /// when the cluster has no such group. (The mover sets it; tests use
@@ -149,19 +152,51 @@ impl Shared {
     pub fn set_moving(
         &self,
         cluster: &str,
-        group: router::sharding::GroupId,
+        group: GroupId,
         shards: &[usize],
         refuse_keyless: bool,
     ) -> bool {
+        let config = self.config();
+        let Some(running) = config.clusters.get(cluster) else {
+            return false;
+        };
+        if running.sharding.group(group).is_none() {
+            return false;
+        }
+        let marker = Marker {
+            shards: shards.to_vec(),
+            refuse_keyless,
+        };
+        self.clusters
+            .update_overlay(|o| o.mark(cluster, group, marker));
+        self.relay(cluster);
+        true
+    }
+
+    /// The moves `cluster`'s databases record unfinished (the others:
+    /// none) mark their shards moving; whether that changed a marker.
+    pub fn set_recorded_moving(&self, cluster: &str, moves: Vec<Recorded>) -> bool {
+        self.clusters
+            .update_overlay(|o| o.set_recorded(cluster, moves));
+        self.relay(cluster)
+    }
+
+    /// Install `cluster`'s sharding model with what the overlay knows laid
+    /// over it (placements, markers); whether that changed it.
+    pub fn relay(&self, cluster: &str) -> bool {
         loop {
             let config = self.config();
             let Some(running) = config.clusters.get(cluster) else {
                 return false;
             };
-            if running.sharding.group(group).is_none() {
+            // Read after the config: whoever installs last has read the
+            // overlay after every change installed before it.
+            let overlay = self.clusters.overlay();
+            let placed = overlay.apply(cluster, &running.sharding);
+            let sharding = overlay.mark_over(cluster, placed.as_ref().unwrap_or(&running.sharding));
+            if sharding == *running.sharding {
                 return false;
             }
-            let sharding = running.sharding.with_moving(group, shards, refuse_keyless);
             let mut next = (*config).clone();
             if let Some(next) = next.clusters.get_mut(cluster) {
                 next.sharding = Arc::new(sharding);

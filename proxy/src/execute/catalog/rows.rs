@@ -3,7 +3,9 @@
 //! functions and procedures with theirs, triggers, and ordinary and
 //! partitioned tables with their columns and primary keys; one round trip, one
 //! row per object (`kind` in the first column). Objects of extensions are
-//! left out: they reach no table of the application's.
+//! left out: they reach no table of the application's; so are triggers
+//! calling pgshard's own functions (schema `pgshard`: the fence a shard
+//! move leaves on the source's plain tables, which writes nothing).
 
 use router::catalog::{CatalogRow, Table};
 
@@ -41,7 +43,7 @@ SELECT 't', n.nspname::text, c.relname::text, t.tgname::text, fn.nspname::text, 
 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid \
 JOIN pg_namespace n ON n.oid = c.relnamespace \
 JOIN pg_proc f ON f.oid = t.tgfoid JOIN pg_namespace fn ON fn.oid = f.pronamespace \
-WHERE NOT t.tgisinternal \
+WHERE NOT t.tgisinternal AND fn.nspname <> 'pgshard' \
 UNION ALL \
 SELECT 'r', n.nspname::text, c.relname::text, \
   (SELECT string_agg(a.attname::text, chr(31) ORDER BY a.attnum) FROM pg_attribute a \

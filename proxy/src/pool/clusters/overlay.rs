@@ -6,8 +6,15 @@
 //! on the databases says, which also teaches other pgshard instances.
 //! A moving marker (`router::sharding::Moving`) is carried the same way
 //! across a RELOAD, so a move under way keeps its hold.
+//!
+//! The markers come from two places, kept apart here and installed as
+//! their union ([`Overlay::mark_over`]): this process's moves (the mover
+//! sets them: `Shared::set_moving`) and the moves the databases record
+//! unfinished (`pgshard.moves`, read with the placement: any instance's,
+//! so every instance refuses what a move makes inexact, running the move
+//! or not, and from start-up on).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use router::sharding::{GroupId, Sharding};
@@ -28,11 +35,36 @@ impl Placed {
     }
 }
 
+/// A placement group's moving logical shards, and whether keyless
+/// statements on its `[[sharded_tables]]` are refused meanwhile.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marker {
+    pub shards: Vec<usize>,
+    pub refuse_keyless: bool,
+}
+
 /// Per (cluster, group): per logical shard, where it is (`None`: not known,
-/// the file decides).
+/// the file decides); and the moving markers.
 #[derive(Debug, Clone, Default)]
 pub struct Overlay {
     groups: HashMap<(String, GroupId), Vec<Option<Placed>>>,
+    /// The markers this process's moves set.
+    local: HashMap<(String, GroupId), Marker>,
+    /// Per cluster, the moves its databases record unfinished (as last
+    /// read).
+    recorded: HashMap<String, Vec<Recorded>>,
+    /// Moves this process has ended (recorded done or failed): no longer
+    /// marked, whatever a read begun before says.
+    ended: HashSet<String>,
+}
+
+/// A move the databases record unfinished, as it marks its group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub id: String,
+    pub group: GroupId,
+    pub shard: usize,
+    pub refuse_keyless: bool,
 }
 
 impl Overlay {
@@ -70,6 +102,62 @@ impl Overlay {
         if let Some(slot) = shards.get_mut(shard) {
             *slot = Some(placed);
         }
+    }
+
+    /// This process's moves mark `marker` of `group` of `cluster`.
+    pub fn mark(&mut self, cluster: &str, group: GroupId, marker: Marker) {
+        self.local.insert((cluster.to_owned(), group), marker);
+    }
+
+    /// The databases of `cluster` record these moves unfinished (no
+    /// other).
+    pub fn set_recorded(&mut self, cluster: &str, moves: Vec<Recorded>) {
+        self.recorded.insert(cluster.to_owned(), moves);
+        let listed: HashSet<&String> = self.recorded.values().flatten().map(|r| &r.id).collect();
+        self.ended.retain(|id| listed.contains(id));
+    }
+
+    /// This process recorded move `id` done or failed.
+    pub fn end(&mut self, id: &str) {
+        self.ended.insert(id.to_owned());
+    }
+
+    /// The marker of `group` of `cluster`: this process's and the
+    /// databases' together.
+    pub fn marker(&self, cluster: &str, group: GroupId) -> Marker {
+        let local = self.local.get(&(cluster.to_owned(), group)).cloned();
+        let recorded = self
+            .recorded
+            .get(cluster)
+            .into_iter()
+            .flatten()
+            .filter(|r| r.group == group && !self.ended.contains(&r.id))
+            .map(|r| Marker {
+                shards: vec![r.shard],
+                refuse_keyless: r.refuse_keyless,
+            });
+        let mut union = Marker::default();
+        for marker in local.into_iter().chain(recorded) {
+            if marker.shards.is_empty() {
+                continue;
+            }
+            union.shards.extend(&marker.shards);
+            union.refuse_keyless |= marker.refuse_keyless;
+        }
+        union.shards.sort_unstable();
+        union.shards.dedup();
+        union
+    }
+
+    /// `sharding` (of `cluster`) with each group's marker set to
+    /// [`Overlay::marker`].
+    pub fn mark_over(&self, cluster: &str, sharding: &Sharding) -> Sharding {
+        let mut next = sharding.clone();
+        for group in sharding.groups().iter().map(|g| g.id) {
+            let marker = self.marker(cluster, group);
+            next = next.with_moving(group, &marker.shards, marker.refuse_keyless);
+        }
+        next
     }
 
     /// `sharding` (of `cluster`) with the known placements laid over it;
@@ -235,6 +323,80 @@ mod tests {
             ])
         );
         assert_eq!(placed(1, "m0000000a").unwrap().by_move(), Some("m0000000a"));
+    }
+
+    #[test]
+    fn markers_are_the_union_of_local_and_recorded() {
+        let sharding = sharding();
+        let group = sharding.families[0].keys.group();
+        let marker = |shards: &[usize], refuse_keyless| Marker {
+            shards: shards.to_vec(),
+            refuse_keyless,
+        };
+        type Case = (&'static str, Option<Marker>, Option<Marker>, Marker);
+        let cases: &[Case] = &[
+            ("none", None, None, marker(&[], false)),
+            ("local", Some(marker(&[3], true)), None, marker(&[3], true)),
+            (
+                "recorded",
+                None,
+                Some(marker(&[1], true)),
+                marker(&[1], true),
+            ),
+            (
+                "both",
+                Some(marker(&[3, 1], false)),
+                Some(marker(&[1], true)),
+                marker(&[1, 3], true),
+            ),
+            (
+                "an empty one refuses nothing",
+                Some(marker(&[], true)),
+                Some(marker(&[2], false)),
+                marker(&[2], false),
+            ),
+        ];
+        for (what, local, recorded, want) in cases {
+            let mut overlay = Overlay::default();
+            if let Some(local) = local {
+                overlay.mark("prod", group, local.clone());
+            }
+            let recorded: Vec<Recorded> = recorded
+                .iter()
+                .flat_map(|m| &m.shards)
+                .map(|&shard| Recorded {
+                    id: format!("m{shard:08}"),
+                    group,
+                    shard,
+                    refuse_keyless: recorded.as_ref().is_some_and(|m| m.refuse_keyless),
+                })
+                .collect();
+            overlay.set_recorded("prod", recorded);
+            assert_eq!(&overlay.marker("prod", group), want, "{what}");
+            assert_eq!(overlay.marker("other", group), Marker::default(), "{what}");
+            let marked = overlay.mark_over("prod", &sharding);
+            let shards = marked.families[0]
+                .keys
+                .moving
+                .as_ref()
+                .map(|m| m.shards.clone());
+            assert_eq!(shards.unwrap_or_default(), want.shards, "{what}");
+        }
+        // A move this process ended is not marked, whatever was read.
+        let mut overlay = Overlay::default();
+        let recorded = |id: &str, shard| Recorded {
+            id: id.to_owned(),
+            group,
+            shard,
+            refuse_keyless: true,
+        };
+        overlay.set_recorded("prod", vec![recorded("m1", 1), recorded("m2", 2)]);
+        overlay.end("m1");
+        assert_eq!(overlay.marker("prod", group), marker(&[2], true));
+        overlay.set_recorded("prod", vec![recorded("m1", 1)]);
+        assert_eq!(overlay.marker("prod", group), marker(&[], false));
+        overlay.set_recorded("prod", Vec::new());
+        assert!(overlay.ended.is_empty(), "forgotten once no read lists it");
         assert_eq!(placed(1, "config").unwrap().by_move(), None);
     }
 }
