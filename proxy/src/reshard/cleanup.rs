@@ -101,8 +101,7 @@ pub fn finish_later(
                 moves.set_phase(&plan.id, Phase::Done);
                 moves.finished(&plan.id, None);
                 if made.row_fence() {
-                    let marker = plain::marker(&moves, &plan, false);
-                    shared.set_moving(&plan.cluster, plan.group, &marker, true);
+                    plain::unmark(&shared, &moves, &plan);
                 }
                 info!(
                     id = plan.id,

@@ -67,6 +67,9 @@ pub async fn cutover(
         moves.check(&plan.id)?;
         let mut a = link.connect(plan.source).await?;
         let mut b = link.connect(plan.target).await?;
+        // Moves running together (REBALANCE ... PARALLEL) cut over one at
+        // a time: the hold is the cluster's.
+        let turn = moves.cutover_turn(&plan.cluster).await;
         moves.set_phase(&plan.id, Phase::Holding);
         let held = Instant::now();
         shared.gate.shards.set_held(&plan.cluster, true);
@@ -88,9 +91,14 @@ pub async fn cutover(
                 // Plain tables keep refusing keyless statements until the
                 // source's rows are cleaned up.
                 let refuse = !plan.tables.is_empty();
+                let marking = moves.marking();
                 let marker = plain::marker(moves, plan, refuse);
                 switch_placement(shared, plan, &marker, refuse);
+                drop(marking);
                 shared.gate.shards.set_held(&plan.cluster, false);
+                // Switched before the next move's cutover may start.
+                moves.set_phase(&plan.id, Phase::Switched);
+                drop(turn);
                 return Ok(waited);
             }
             Err(stop) => stop,
@@ -109,6 +117,7 @@ pub async fn cutover(
             shared.gate.shards.set_held(&plan.cluster, false);
         }
         moves.set_phase(&plan.id, Phase::Catchup);
+        drop(turn);
         match stop {
             Stop::Fail(error) => return Err(error),
             Stop::Abandon(why) => last = why,

@@ -100,17 +100,19 @@ impl PlainTable {
 }
 
 /// The shards the router's moving marker should name for `plan`'s group:
-/// with plain tables, those of its other moves that have not ended (one
+/// those of its other moves that are marked and have not ended (a family
+/// move's until its switch; with plain tables, until the move ends: one
 /// that switched keeps its rows on two databases until its cleanup);
-/// `plan`'s own when `with_this`. (A family's shard needs the marker only
-/// until its switch.)
+/// `plan`'s own when `with_this`. Computed and set under
+/// `Moves::marking`, as moves of a REBALANCE ... PARALLEL run together.
 pub fn marker(moves: &Moves, plan: &Plan, with_this: bool) -> Vec<usize> {
     let group = plan.group.to_string();
     let mut shards: Vec<usize> = moves
         .list()
         .into_iter()
         .filter(|m| m.cluster == plan.cluster && m.group == group && m.id != plan.id)
-        .filter(|m| !plan.tables.is_empty() && !m.phase.is_final())
+        .filter(|m| m.marked && !m.phase.is_final())
+        .filter(|m| !plan.tables.is_empty() || !m.phase.switched())
         .map(|m| m.shard)
         .collect();
     if with_this {
@@ -125,7 +127,18 @@ pub fn marker(moves: &Moves, plan: &Plan, with_this: bool) -> Vec<usize> {
 /// statements too (from the copy on, the shard's rows are on both
 /// databases).
 pub fn mark_moving(shared: &Shared, moves: &Moves, plan: &Plan) {
+    let _marking = moves.marking();
+    moves.update(&plan.id, |s| s.marked = true);
     let marker = marker(moves, plan, true);
+    shared.set_moving(&plan.cluster, plan.group, &marker, !plan.tables.is_empty());
+}
+
+/// Take `plan`'s shard out of the moving marker (it ended, or switched
+/// and keeps no rows on two databases), keeping the group's other moves'.
+pub fn unmark(shared: &Shared, moves: &Moves, plan: &Plan) {
+    let _marking = moves.marking();
+    moves.update(&plan.id, |s| s.marked = false);
+    let marker = marker(moves, plan, false);
     shared.set_moving(&plan.cluster, plan.group, &marker, !plan.tables.is_empty());
 }
 

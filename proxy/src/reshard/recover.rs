@@ -189,6 +189,7 @@ async fn take_over(shared: &Arc<Shared>, moves: &Arc<Moves>, found: Found) {
         max_wait: None,
         error: None,
         taken_over: true,
+        marked: false,
     });
     moves.update(&plan.id, |s| {
         s.phase = phase;

@@ -25,14 +25,13 @@ pub async fn rollback(
     made: &Made,
     error: &MoveError,
 ) {
-    let refuse = !plan.tables.is_empty();
-    shared.set_moving(
-        &plan.cluster,
-        plan.group,
-        &plain::marker(moves, plan, false),
-        refuse,
-    );
-    shared.gate.shards.set_held(&plan.cluster, false);
+    plain::unmark(shared, moves, plan);
+    // The cutover lets its hold go before it returns; this is for a move
+    // stopped otherwise. Another move of the cluster cutting over now owns
+    // the hold: leave it.
+    if let Some(_turn) = moves.try_cutover_turn(&plan.cluster) {
+        shared.gate.shards.set_held(&plan.cluster, false);
+    }
     for (database, what, sql) in undo_statements(plan, made, error) {
         let done = match link.connect(database).await {
             Ok(mut db) => db.run(what, &sql).await,
