@@ -3,7 +3,11 @@
 //! functions and procedures with theirs, triggers, and ordinary and
 //! partitioned tables with their columns and primary keys; one round trip, one
 //! row per object (`kind` in the first column). Objects of extensions are
-//! left out: they reach no table of the application's.
+//! left out: they reach no table of the application's. So are triggers
+//! whose function is pgshard's own (schema `pgshard`: a shard move's fence
+//! triggers, which read only `pgshard.fences` on their database and stay
+//! on the source after the move): they would make every write to the
+//! moved group's tables unroutable.
 
 use router::catalog::{CatalogRow, Table};
 
@@ -41,7 +45,7 @@ SELECT 't', n.nspname::text, c.relname::text, t.tgname::text, fn.nspname::text, 
 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid \
 JOIN pg_namespace n ON n.oid = c.relnamespace \
 JOIN pg_proc f ON f.oid = t.tgfoid JOIN pg_namespace fn ON fn.oid = f.pronamespace \
-WHERE NOT t.tgisinternal \
+WHERE NOT t.tgisinternal AND fn.nspname <> 'pgshard' \
 UNION ALL \
 SELECT 'r', n.nspname::text, c.relname::text, \
   (SELECT string_agg(a.attname::text, chr(31) ORDER BY a.attnum) FROM pg_attribute a \
