@@ -63,6 +63,8 @@ pub async fn cutover(
     };
     let backoff = general.resharding_replication_retry_min_delay();
     let mut last = String::new();
+    // The longest hold of an attempt, abandoned ones included.
+    let mut longest = Duration::ZERO;
     for attempt in 1..=attempts {
         moves.check(&plan.id)?;
         let mut a = link.connect(plan.source).await?;
@@ -87,7 +89,7 @@ pub async fn cutover(
         .await
         {
             Ok(()) => {
-                let waited = held.elapsed();
+                let waited = held.elapsed().max(longest);
                 // Plain tables keep refusing keyless statements until the
                 // source's rows are cleaned up.
                 let refuse = !plan.tables.is_empty();
@@ -103,6 +105,7 @@ pub async fn cutover(
             }
             Err(stop) => stop,
         };
+        longest = longest.max(held.elapsed());
         if made.fenced {
             let undo = format!(
                 "{}; {}",
