@@ -20,7 +20,7 @@ use super::mover::{Made, MOVED_SCHEMA};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
-use super::{partitioned, plain};
+use super::{marker, partitioned, plain};
 use super::{store, Moves};
 
 /// The statements that drop subscription `name` without touching its slot.
@@ -101,7 +101,7 @@ pub fn finish_later(
                 moves.set_phase(&plan.id, Phase::Done);
                 moves.finished(&plan.id, None);
                 if made.row_fence() {
-                    plain::unmark(&shared, &moves, &plan);
+                    marker::unmark(&shared, &moves, &plan);
                 }
                 info!(
                     id = plan.id,

@@ -29,7 +29,7 @@ use super::mover::{Made, Table, MOVED_SCHEMA};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
-use super::{partitioned, plain};
+use super::{marker, partitioned, plain};
 use super::{store, Moves};
 
 /// Why an attempt stopped.
@@ -90,16 +90,7 @@ pub async fn cutover(
         {
             Ok(()) => {
                 let waited = held.elapsed().max(longest);
-                // Plain tables keep refusing keyless statements until the
-                // source's rows are cleaned up.
-                let refuse = !plan.tables.is_empty();
-                let marking = moves.marking();
-                let marker = plain::marker(moves, plan, refuse);
-                switch_placement(shared, plan, &marker, refuse);
-                drop(marking);
-                shared.gate.shards.set_held(&plan.cluster, false);
-                // Switched before the next move's cutover may start.
-                moves.set_phase(&plan.id, Phase::Switched);
+                switched(shared, plan, moves);
                 drop(turn);
                 return Ok(waited);
             }
@@ -134,6 +125,21 @@ pub async fn cutover(
         tokio::time::sleep(backoff).await;
     }
     Err(MoveError::Cutover { attempts, last })
+}
+
+/// After the switch committed: the shard placed on the target in the
+/// running config, the hold let go, the move `switched` (before the next
+/// move's cutover may start).
+fn switched(shared: &Shared, plan: &Plan, moves: &Moves) {
+    // Plain tables keep refusing keyless statements until the source's
+    // rows are cleaned up.
+    let refuse = !plan.tables.is_empty();
+    let marking = moves.marking();
+    let marker = marker::marker(moves, plan, refuse);
+    switch_placement(shared, plan, &marker, refuse);
+    drop(marking);
+    shared.gate.shards.set_held(&plan.cluster, false);
+    moves.set_phase(&plan.id, Phase::Switched);
 }
 
 /// One try: drain, fence, wait for the mark, switch.

@@ -52,7 +52,7 @@ pub struct MoveStatus {
     /// rolled back by this one.
     pub taken_over: bool,
     /// Its shard is in the router's moving marker (from the move's start
-    /// until it ends: `plain::marker`).
+    /// until it ends: `marker::marker`).
     pub marked: bool,
 }
 

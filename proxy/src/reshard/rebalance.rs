@@ -149,10 +149,10 @@ mod tests {
         let two = NonZeroUsize::new(2).unwrap_or(one);
         let serial = plan(&two_to_three, None, two).unwrap_or_else(|e| panic!("{e}"));
         assert!(serial.iter().all(|round| round.len() == 1), "{serial:?}");
-        let notes = notes(&serial, two);
-        assert_eq!(notes[0], "");
+        let said = notes(&serial, two);
+        assert_eq!(said[0], "");
         assert_eq!(
-            notes[1],
+            said[1],
             "after round 0: shares database 2 with a move of it"
         );
         // 2 to 4 databases: two moves at a time, on disjoint databases.

@@ -13,7 +13,7 @@ use super::db::Link;
 use super::mover::Made;
 use super::plan::{MoveError, Plan};
 use super::sql::ident;
-use super::{cleanup, cutover, partitioned, plain, store, Moves};
+use super::{cleanup, cutover, marker, partitioned, plain, store, Moves};
 
 /// Undo what a move made before its switch (each step on its own: what
 /// fails is logged), and record it failed with `error`.
@@ -25,7 +25,7 @@ pub async fn rollback(
     made: &Made,
     error: &MoveError,
 ) {
-    plain::unmark(shared, moves, plan);
+    marker::unmark(shared, moves, plan);
     // The cutover lets its hold go before it returns; this is for a move
     // stopped otherwise. Another move of the cluster cutting over now owns
     // the hold: leave it.
