@@ -18,7 +18,8 @@
 //! REBALANCE's moves; `overlay.rs` reads where the databases say logical
 //! shards are (at start-up and every poll: other instances' switches);
 //! `recover.rs` finishes or rolls back moves a stopped process left;
-//! `save.rs` writes `cutover_save_config`'s placement. Table families,
+//! `save.rs` writes `cutover_save_config`'s placement; `marker.rs` keeps
+//! the router's moving marker of the moves under way. Table families,
 //! plain tables (`plain.rs`: the shard's rows, a row filter, a trigger
 //! fence) and tables partitioned by hash (`partitioned.rs`: the shard's
 //! partition, attached on the target at the switch) move.
@@ -27,6 +28,7 @@ mod cleanup;
 mod cutover;
 mod db;
 pub mod fault;
+mod marker;
 mod mover;
 mod moves;
 pub mod overlay;
@@ -204,7 +206,7 @@ async fn forward(
     moves.check(&plan.id)?;
     // From here on, routes say whether they touch the shard (the hold
     // counts the transactions in flight on it).
-    plain::mark_moving(shared, moves, plan);
+    marker::mark_moving(shared, moves, plan);
     let mut a = link.connect(plan.source).await?;
     let mut b = link.connect(plan.target).await?;
     let full = general.resharding_replica_identity_full;

@@ -1,12 +1,21 @@
 //! `pgshard-demo`: a local cluster of real Postgres shards behind pgshard.
 //!
-//! Starts (or restarts) two Postgres servers whose data lives in `.demo/` at the
-//! repository root, creates the demo user and one database per shard, with a
-//! table `orders` sharded by `tenant_id` (each shard holds only its own hash
-//! partition, so a row routed to the wrong shard is refused), writes
-//! `.demo/pgdog.toml`, `.demo/users.toml` and a pgbench script for `orders`,
-//! and serves them with pgshard on 127.0.0.1:6432 until Ctrl-C, when the
-//! servers are stopped (data is kept).
+//! Starts (or restarts) two Postgres servers (`wal_level = logical`) whose
+//! data lives in `.demo/` at the repository root, creates the demo user and
+//! one database per shard, with a table `orders` sharded by `tenant_id` over
+//! 8 logical shards (`shard_count = 8`, placed 4 per database: the way to
+//! make a cluster that can grow). Each database's `orders` is partitioned by
+//! hash with one partition per logical shard placed there, so a row routed to
+//! the wrong database is refused. Writes `.demo/pgdog.toml`,
+//! `.demo/users.toml` and a pgbench script for `orders`, and serves them with
+//! pgshard on 127.0.0.1:6432 until Ctrl-C, when the servers are stopped (data
+//! is kept).
+//!
+//! Once pgshard listens, the demo moves a logical shard online
+//! (`demo/show_move.rs`): it writes a keyed row, asks the admin console to
+//! `MOVE SHARD s TO n OF orders`, prints SHOW MOVES until the move is done and
+//! SHOW PLACEMENT, and reads the row again, now answered by the other
+//! database. Each run moves the shard to the database it is not on.
 //!
 //! Two clusters: `pgshard` (both shards, `orders` sharded) and `pgbench`
 //! (one unsharded database on the first server), where pgbench's own tables
@@ -18,11 +27,41 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use integration::{PasswordEncryption, PgServer, ServerOptions};
 
+#[path = "demo/show_move.rs"]
+mod show_move;
+
 const SHARDS: usize = 2;
-const FIRST_SERVER_PORT: u16 = 15432;
-const PROXY_PORT: u16 = 6432;
-/// Prometheus / OpenMetrics (`openmetrics_port`): not 9090, Prometheus's own.
-const METRICS_PORT: u16 = 9930;
+/// `orders`'s logical shards: many more than databases, so that shards can
+/// move when a database is added (docs/resharding.md).
+const SHARD_COUNT: usize = 8;
+/// The superuser login the mover uses (`CREATE SUBSCRIPTION` needs one);
+/// the servers trust `postgres` on 127.0.0.1.
+const MOVER: &str = "mover";
+/// The demo's ports: the first server's (15432, the next server's after
+/// it), pgshard's (6432) and Prometheus / OpenMetrics (`openmetrics_port`,
+/// 9930: not 9090, Prometheus's own). `PGSHARD_DEMO_SERVER_PORT`,
+/// `PGSHARD_DEMO_PORT` and `PGSHARD_DEMO_METRICS_PORT` change them (the
+/// demo's test runs it on free ports), `PGSHARD_DEMO_DIR` the data dir.
+#[derive(Clone, Copy)]
+struct Ports {
+    server: u16,
+    proxy: u16,
+    metrics: u16,
+}
+
+fn ports() -> Ports {
+    let port = |name: &str, default: u16| {
+        std::env::var(name)
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(default)
+    };
+    Ports {
+        server: port("PGSHARD_DEMO_SERVER_PORT", 15432),
+        proxy: port("PGSHARD_DEMO_PORT", 6432),
+        metrics: port("PGSHARD_DEMO_METRICS_PORT", 9930),
+    }
+}
 const USER: &str = "pgshard";
 const PASSWORD: &str = "pgshard";
 /// The sharded cluster clients connect to.
@@ -43,16 +82,33 @@ END;\n";
 fn main() -> anyhow::Result<()> {
     proxy::logging::init(router::config::LogFormat::Text).context("cannot set up logging")?;
     let root = repo_root()?;
-    let demo = root.join(".demo");
+    let demo =
+        std::env::var_os("PGSHARD_DEMO_DIR").map_or_else(|| root.join(".demo"), PathBuf::from);
+    let Ports {
+        server: first_server_port,
+        proxy: proxy_port,
+        ..
+    } = ports();
     let mut servers = Vec::new();
     for shard in 0..SHARDS {
-        let port = FIRST_SERVER_PORT + shard as u16;
+        let port = first_server_port + shard as u16;
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             bail!("port {port} is taken (another demo still running?); stop it and try again");
         }
+        let settings = [
+            ("wal_level", "logical"),
+            ("max_replication_slots", "8"),
+            ("max_wal_senders", "8"),
+            ("max_logical_replication_workers", "4"),
+            ("max_worker_processes", "16"),
+        ];
         let server = PgServer::start_with(ServerOptions {
             data_dir: Some(demo.join(format!("shard_{shard}"))),
             port: Some(port),
+            settings: settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ..ServerOptions::default()
         })
         .with_context(|| format!("starting Postgres for shard {shard}"))?;
@@ -68,6 +124,10 @@ fn main() -> anyhow::Result<()> {
                 "[[users]]\nname = \"{USER}\"\ndatabase = \"{database}\"\npassword = \"{PASSWORD}\"\n"
             )
         })
+        .chain(std::iter::once(format!(
+            "[[users]]\nname = \"{MOVER}\"\ndatabase = \"{SHARDED}\"\npassword = \"{MOVER}\"\n\
+             server_user = \"postgres\"\n"
+        )))
         .collect::<Vec<_>>()
         .join("\n");
     std::fs::write(demo.join("pgdog.toml"), &pgdog_toml)?;
@@ -81,12 +141,22 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", PROXY_PORT))
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", proxy_port))
             .await
-            .with_context(|| format!("cannot listen on 127.0.0.1:{PROXY_PORT}"))?;
+            .with_context(|| format!("cannot listen on 127.0.0.1:{proxy_port}"))?;
         print_hints(&demo, &bench_script);
         let paths = Some((demo.join("pgdog.toml"), demo.join("users.toml")));
         let state = proxy::state::State::new(config, paths);
+        // The source's old partition goes soon after the switch (60 s by
+        // default), so that the demo's move is done in seconds.
+        state
+            .moves
+            .set_cleanup_delay(std::time::Duration::from_secs(3));
+        tokio::spawn(async move {
+            if let Err(error) = show_move::run(proxy_port, USER, PASSWORD).await {
+                eprintln!("the demo's shard move: {error:#}");
+            }
+        });
         proxy::listener::run_with_state(listener, state, async {
             let _ = tokio::signal::ctrl_c().await;
         })
@@ -124,19 +194,7 @@ fn prepare(server: &PgServer, shard: usize) -> anyhow::Result<()> {
              ALTER TABLE demo_shard OWNER TO {USER}"
         ),
     )?;
-    // `orders` is hash-partitioned on every shard with only this shard's
-    // partition: exactly the rows pgshard's `postgres` hasher sends here.
-    server.psql(
-        &database,
-        &format!(
-            "SET ROLE {USER}; \
-             CREATE TABLE IF NOT EXISTS orders (tenant_id bigint NOT NULL, id bigserial, \
-               item text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), \
-               PRIMARY KEY (tenant_id, id)) PARTITION BY HASH (tenant_id); \
-             CREATE TABLE IF NOT EXISTS orders_shard_{shard} PARTITION OF orders \
-               FOR VALUES WITH (MODULUS {SHARDS}, REMAINDER {shard})"
-        ),
-    )?;
+    create_orders(server, &database, shard)?;
     if shard == 0 {
         let exists = server.psql(
             "postgres",
@@ -149,13 +207,60 @@ fn prepare(server: &PgServer, shard: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `orders`, unless an earlier run made it (moves may have changed which
+/// partitions are here since): partitioned by hash with one partition per
+/// logical shard placed on this database, exactly the rows pgshard's
+/// `postgres` hasher sends here. Ids are stepped per database (1, 3, 5, ...
+/// on the first, 2, 4, 6, ... on the second), so moved rows never meet an
+/// id of the target's. A table of the demo's first layout (one partition
+/// per database) is dropped first.
+fn create_orders(server: &PgServer, database: &str, shard: usize) -> anyhow::Result<()> {
+    let old = server.psql(
+        database,
+        "SELECT 1 FROM pg_class WHERE relname LIKE 'orders\\_shard\\_%'",
+    )?;
+    if !old.is_empty() {
+        server.psql(database, "DROP TABLE orders CASCADE")?;
+    }
+    let exists = server.psql(database, "SELECT to_regclass('orders')")?;
+    if !exists.trim().is_empty() {
+        return Ok(());
+    }
+    let partitions: String = (0..SHARD_COUNT)
+        .filter(|s| s % SHARDS == shard)
+        .map(|s| {
+            format!(
+                "CREATE TABLE orders_p{s} PARTITION OF orders \
+                 FOR VALUES WITH (MODULUS {SHARD_COUNT}, REMAINDER {s}); "
+            )
+        })
+        .collect();
+    server.psql(
+        database,
+        &format!(
+            "SET ROLE {USER}; \
+             CREATE TABLE orders (tenant_id bigint NOT NULL, id bigserial, \
+               item text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), \
+               PRIMARY KEY (tenant_id, id)) PARTITION BY HASH (tenant_id); \
+             ALTER SEQUENCE orders_id_seq INCREMENT BY {SHARDS} RESTART WITH {}; {partitions}",
+            shard + 1
+        ),
+    )?;
+    Ok(())
+}
+
 /// What to try, printed once pgshard listens.
 fn print_hints(demo: &Path, bench_script: &Path) {
-    let last_server = FIRST_SERVER_PORT + SHARDS as u16 - 1;
-    let psql = format!("PGPASSWORD={PASSWORD} psql -h 127.0.0.1 -p {PROXY_PORT} -U {USER}");
-    let pgbench = format!("PGPASSWORD={PASSWORD} pgbench -h 127.0.0.1 -p {PROXY_PORT} -U {USER}");
+    let Ports {
+        server: first_server_port,
+        proxy: proxy_port,
+        metrics: metrics_port,
+    } = ports();
+    let last_server = first_server_port + SHARDS as u16 - 1;
+    let psql = format!("PGPASSWORD={PASSWORD} psql -h 127.0.0.1 -p {proxy_port} -U {USER}");
+    let pgbench = format!("PGPASSWORD={PASSWORD} pgbench -h 127.0.0.1 -p {proxy_port} -U {USER}");
     println!();
-    println!("pgshard demo: {SHARDS} Postgres shards (ports {FIRST_SERVER_PORT}-{last_server}) behind pgshard on 127.0.0.1:{PROXY_PORT}");
+    println!("pgshard demo: {SHARDS} Postgres shards (ports {first_server_port}-{last_server}) behind pgshard on 127.0.0.1:{proxy_port}");
     println!("config: {}/pgdog.toml and users.toml", demo.display());
     println!();
     println!("  connect:  {psql} {SHARDED}");
@@ -172,7 +277,7 @@ fn print_hints(demo: &Path, bench_script: &Path) {
         println!("    {psql} {SHARDED} -c \"/* pgdog_shard: {shard} */ SELECT * FROM orders\"");
     }
     println!(
-        "    PGPASSWORD={PASSWORD} psql -h 127.0.0.1 -p {FIRST_SERVER_PORT} -U {USER} shard_0 -c \"SELECT * FROM orders\""
+        "    PGPASSWORD={PASSWORD} psql -h 127.0.0.1 -p {first_server_port} -U {USER} shard_0 -c \"SELECT * FROM orders\""
     );
     println!(
         "  tables the config does not name are omnisharded (a copy on every shard): a read goes to"
@@ -180,10 +285,11 @@ fn print_hints(demo: &Path, bench_script: &Path) {
     println!("  one shard, in turn; demo_shard says which (run it twice):  SELECT current_database(), shard FROM demo_shard;");
     println!("    or pin a session:  SET pgdog.shard = 1;   or pick by key:  SET pgdog.sharding_key = '42';");
     println!();
-    println!("  admin:    PGPASSWORD=admin psql -h 127.0.0.1 -p {PROXY_PORT} -U admin admin -c 'SHOW POOLS'");
+    println!("  admin:    PGPASSWORD=admin psql -h 127.0.0.1 -p {proxy_port} -U admin admin -c 'SHOW POOLS'");
     println!("            (also SHOW HELP, SHOW QUERY_CACHE, SHOW STATS, SHOW CLIENTS, RECONNECT, PAUSE {SHARDED})");
+    println!("            moves: SHOW PLACEMENT, MOVE SHARD <s> TO <database> OF orders, SHOW MOVES, CANCEL MOVE");
     println!(
-        "  metrics:  curl http://127.0.0.1:{METRICS_PORT}/metrics  (Prometheus / OpenMetrics text)"
+        "  metrics:  curl http://127.0.0.1:{metrics_port}/metrics  (Prometheus / OpenMetrics text)"
     );
     println!("  bench (sharded orders, keyed transactions):");
     println!(
@@ -202,11 +308,16 @@ fn print_hints(demo: &Path, bench_script: &Path) {
 }
 
 fn demo_config(servers: &[PgServer], wal_dir: &Path) -> String {
+    let Ports {
+        proxy: proxy_port,
+        metrics: metrics_port,
+        ..
+    } = ports();
     let mut text = format!(
         "# Written by pgshard-demo; see pgdog.toml.example for what each key means.\n\
-         [general]\nhost = \"127.0.0.1\"\nport = 6432\nworkers = 2\n\
+         [general]\nhost = \"127.0.0.1\"\nport = {proxy_port}\nworkers = 2\n\
          default_pool_size = 10\npooler_mode = \"transaction\"\nshutdown_timeout = 5000\n\
-         openmetrics_port = {METRICS_PORT}\nopenmetrics_namespace = \"pgshard\"\n\
+         openmetrics_port = {metrics_port}\nopenmetrics_namespace = \"pgshard\"\n\
          two_phase_commit = true\ntwo_phase_commit_wal_dir = \"{}\"\n\
          \n[admin]\npassword = \"admin\"\n",
         wal_dir.display()
@@ -223,12 +334,16 @@ fn demo_config(servers: &[PgServer], wal_dir: &Path) -> String {
             first.port()
         ));
     }
+    let placement: Vec<usize> = (0..SHARD_COUNT).map(|s| s % SHARDS).collect();
     text.push_str(&format!(
-        "\n# orders rows live on the shard their tenant_id hashes to (Postgres's\n\
-         # PARTITION BY HASH function: each shard's orders table holds exactly the\n\
-         # hash partition MODULUS {SHARDS}, REMAINDER <shard>).\n\
+        "\n# orders rows live in the logical shard their tenant_id hashes to (Postgres's\n\
+         # PARTITION BY HASH function), one of {SHARD_COUNT}, placed on the databases by\n\
+         # `placement`: each database's orders table holds the partitions MODULUS\n\
+         # {SHARD_COUNT}, REMAINDER <shard> of the logical shards placed there. A move\n\
+         # (MOVE SHARD, REBALANCE) carries a partition to another database.\n\
          [[sharded_tables]]\ndatabase = \"{SHARDED}\"\nname = \"orders\"\ncolumn = \"tenant_id\"\n\
-         data_type = \"bigint\"\nhasher = \"postgres\"\n"
+         data_type = \"bigint\"\nhasher = \"postgres\"\nshard_count = {SHARD_COUNT}\n\
+         placement = {placement:?}\n"
     ));
     text.push_str("\n# pgbench's tables, each by its first key: `pgbench -i` and its TPC-B-like\n# script work on the sharded cluster (transactions span shards).\n");
     for (table, column) in [

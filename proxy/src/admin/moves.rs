@@ -118,16 +118,33 @@ pub fn rebalance(
     };
     let config = state.config();
     let job = crate::reshard::rebalance::plan(&config, cluster, parallel).map_err(refusal)?;
+    let notes = crate::reshard::rebalance::notes(&job, parallel);
     let planned: Vec<_> = job
         .iter()
         .enumerate()
         .flat_map(|(round, plans)| plans.iter().map(move |p| (round, p.clone())))
+        .zip(notes)
         .collect();
     if !job.is_empty() {
         state.moves.queue(job).map_err(refusal)?;
     }
-    let mut rows = Rows::new(out, &["id", "group", "shard", "source", "target", "round"]);
-    for (round, plan) in planned {
+    let columns = ["id", "group", "shard", "source", "target", "round", "note"];
+    let mut rows = Rows::new(out, &columns);
+    for ((round, plan), note) in planned {
+        tracing::info!(
+            id = plan.id,
+            round,
+            "REBALANCE: logical shard {} of group {} from database {} to {}{}",
+            plan.shard,
+            plan.group,
+            plan.source,
+            plan.target,
+            if note.is_empty() {
+                String::new()
+            } else {
+                format!(" ({note})")
+            }
+        );
         rows.row(&[
             plan.id,
             plan.group.to_string(),
@@ -135,6 +152,7 @@ pub fn rebalance(
             plan.source.to_string(),
             plan.target.to_string(),
             round.to_string(),
+            note,
         ]);
     }
     rows.done("REBALANCE");

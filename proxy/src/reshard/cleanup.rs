@@ -20,7 +20,7 @@ use super::mover::{Made, MOVED_SCHEMA};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
-use super::{partitioned, plain};
+use super::{marker, partitioned, plain};
 use super::{store, Moves};
 
 /// The statements that drop subscription `name` without touching its slot.
@@ -103,8 +103,7 @@ pub fn finish_later(
                 shared.clusters.update_overlay(|o| o.end(&plan.id));
                 shared.relay(&plan.cluster);
                 if made.row_fence() {
-                    let marker = plain::marker(&moves, &plan, false);
-                    shared.set_moving(&plan.cluster, plan.group, &marker, true);
+                    marker::unmark(&shared, &moves, &plan);
                 }
                 info!(
                     id = plan.id,

@@ -29,7 +29,7 @@ use super::mover::{Made, Table, MOVED_SCHEMA};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
-use super::{partitioned, plain};
+use super::{marker, partitioned, plain};
 use super::{store, Moves};
 
 /// Why an attempt stopped.
@@ -63,10 +63,15 @@ pub async fn cutover(
     };
     let backoff = general.resharding_replication_retry_min_delay();
     let mut last = String::new();
+    // The longest hold of an attempt, abandoned ones included.
+    let mut longest = Duration::ZERO;
     for attempt in 1..=attempts {
         moves.check(&plan.id)?;
         let mut a = link.connect(plan.source).await?;
         let mut b = link.connect(plan.target).await?;
+        // Moves running together (REBALANCE ... PARALLEL) cut over one at
+        // a time: the hold is the cluster's.
+        let turn = moves.cutover_turn(&plan.cluster).await;
         moves.set_phase(&plan.id, Phase::Holding);
         let held = Instant::now();
         shared.gate.shards.set_held(&plan.cluster, true);
@@ -84,17 +89,14 @@ pub async fn cutover(
         .await
         {
             Ok(()) => {
-                let waited = held.elapsed();
-                // Plain tables keep refusing keyless statements until the
-                // source's rows are cleaned up.
-                let refuse = !plan.tables.is_empty();
-                let marker = plain::marker(moves, plan, refuse);
-                switch_placement(shared, plan, &marker, refuse);
-                shared.gate.shards.set_held(&plan.cluster, false);
+                let waited = held.elapsed().max(longest);
+                switched(shared, plan, moves);
+                drop(turn);
                 return Ok(waited);
             }
             Err(stop) => stop,
         };
+        longest = longest.max(held.elapsed());
         if made.fenced {
             let undo = format!(
                 "{}; {}",
@@ -109,6 +111,7 @@ pub async fn cutover(
             shared.gate.shards.set_held(&plan.cluster, false);
         }
         moves.set_phase(&plan.id, Phase::Catchup);
+        drop(turn);
         match stop {
             Stop::Fail(error) => return Err(error),
             Stop::Abandon(why) => last = why,
@@ -122,6 +125,21 @@ pub async fn cutover(
         tokio::time::sleep(backoff).await;
     }
     Err(MoveError::Cutover { attempts, last })
+}
+
+/// After the switch committed: the shard placed on the target in the
+/// running config, the hold let go, the move `switched` (before the next
+/// move's cutover may start).
+fn switched(shared: &Shared, plan: &Plan, moves: &Moves) {
+    // Plain tables keep refusing keyless statements until the source's
+    // rows are cleaned up.
+    let refuse = !plan.tables.is_empty();
+    let marking = moves.marking();
+    let marker = marker::marker(moves, plan, refuse);
+    switch_placement(shared, plan, &marker, refuse);
+    drop(marking);
+    shared.gate.shards.set_held(&plan.cluster, false);
+    moves.set_phase(&plan.id, Phase::Switched);
 }
 
 /// One try: drain, fence, wait for the mark, switch.

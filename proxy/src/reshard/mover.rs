@@ -334,6 +334,10 @@ pub async fn subscribe(
 
 /// Wait until the slot's lag is at most `threshold` bytes (shown in SHOW
 /// MOVES); an apply error on the target fails the move.
+/// The `seq` of the mark catch-up waits for (the cutover's attempts
+/// write 1, 2, ...).
+const CATCH_UP_MARK: u32 = 0;
+
 pub async fn catch_up(
     plan: &Plan,
     threshold: u64,
@@ -351,8 +355,28 @@ pub async fn catch_up(
         "SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = {}",
         literal(&name)
     );
+    // A mark written now shows on the target once its apply worker runs
+    // and has applied everything before it. The lag alone can be small
+    // before the worker has even started (Postgres's launcher starts
+    // workers at most once per wal_retrieve_retry_interval, 5 s): the
+    // cutover would then hold statements until it gave up.
+    a.run(
+        "write the catch-up mark",
+        &store::mark(&plan.id, CATCH_UP_MARK),
+    )
+    .await?;
+    let mut applying = false;
     loop {
         moves.check(&plan.id)?;
+        if !applying {
+            applying = b
+                .value(
+                    "wait for the catch-up mark",
+                    &store::mark_seen(&plan.id, CATCH_UP_MARK),
+                )
+                .await?
+                .is_some();
+        }
         let bytes = a
             .value("read the lag", &lag)
             .await?
@@ -367,9 +391,9 @@ pub async fn catch_up(
                     .to_owned(),
             ));
         }
-        if bytes.is_some_and(|b| b <= threshold) {
+        if applying && bytes.is_some_and(|b| b <= threshold) {
             return Ok(());
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(if applying { 200 } else { 20 })).await;
     }
 }

@@ -3,10 +3,10 @@
 //! `CANCEL MOVE`'s requests, the faults tests inject, and the timings
 //! tests shorten (cleanup delay, lease, poll interval).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use router::config::Config;
@@ -51,6 +51,9 @@ pub struct MoveStatus {
     /// Found on the databases, left by a stopped pgshard, and finished or
     /// rolled back by this one.
     pub taken_over: bool,
+    /// Its shard is in the router's moving marker (from the move's start
+    /// until it ends: `marker::marker`).
+    pub marked: bool,
 }
 
 /// Moves to run: rounds, each round's moves together, a round after the
@@ -74,6 +77,13 @@ pub struct Moves {
     pub config_file: Option<PathBuf>,
     /// The placement was read from the databases at start-up.
     read_at_start: std::sync::atomic::AtomicBool,
+    /// Taken while a moving marker is computed and set, so that moves
+    /// running together do not drop each other's shards from it.
+    marking: Mutex<()>,
+    /// Per cluster: the cutover's turn. The hold is per cluster (every
+    /// moving shard of it), so moves running together cut over one at a
+    /// time: a held statement waits for one cutover, never several.
+    cutovers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 fn ms(duration: Duration) -> u64 {
@@ -102,6 +112,8 @@ impl Moves {
             owner: format!("p{:08x}", rand::random::<u32>()),
             config_file,
             read_at_start: std::sync::atomic::AtomicBool::new(false),
+            marking: Mutex::new(()),
+            cutovers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -141,6 +153,7 @@ impl Moves {
                 max_wait: None,
                 error: None,
                 taken_over: false,
+                marked: false,
             });
         }
         drop(moves);
@@ -271,6 +284,29 @@ impl Moves {
 
     pub(super) fn poll_interval(&self) -> Duration {
         Duration::from_millis(self.poll_ms.load(Ordering::Relaxed).max(10))
+    }
+
+    /// Held while a moving marker is computed and set.
+    pub(super) fn marking(&self) -> MutexGuard<'_, ()> {
+        lock(&self.marking)
+    }
+
+    fn turn(&self, cluster: &str) -> Arc<tokio::sync::Mutex<()>> {
+        Arc::clone(lock(&self.cutovers).entry(cluster.to_owned()).or_default())
+    }
+
+    /// Wait for `cluster`'s cutover turn: no other move of it holds
+    /// statements until the guard is dropped.
+    pub(super) async fn cutover_turn(&self, cluster: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        self.turn(cluster).lock_owned().await
+    }
+
+    /// `cluster`'s cutover turn, if no move of it is cutting over now.
+    pub(super) fn try_cutover_turn(
+        &self,
+        cluster: &str,
+    ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        self.turn(cluster).try_lock_owned().ok()
     }
 
     pub(super) fn update(&self, id: &str, change: impl FnOnce(&mut MoveStatus)) {

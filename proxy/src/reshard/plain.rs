@@ -33,12 +33,9 @@ use std::time::Duration;
 use router::hash::predicate;
 use router::sharding::{KeySpace, ShardedTable};
 
-use crate::session::Shared;
-
 use super::db::Db;
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified, Table};
-use super::Moves;
 
 /// The fences table and the trigger function, made where missing.
 /// (The advisory lock: see `execute::two_phase::CREATE_DECISIONS`.)
@@ -97,36 +94,6 @@ impl PlainTable {
             self.predicate(shard, None)?
         ))
     }
-}
-
-/// The shards the router's moving marker should name for `plan`'s group:
-/// with plain tables, those of its other moves that have not ended (one
-/// that switched keeps its rows on two databases until its cleanup);
-/// `plan`'s own when `with_this`. (A family's shard needs the marker only
-/// until its switch.)
-pub fn marker(moves: &Moves, plan: &Plan, with_this: bool) -> Vec<usize> {
-    let group = plan.group.to_string();
-    let mut shards: Vec<usize> = moves
-        .list()
-        .into_iter()
-        .filter(|m| m.cluster == plan.cluster && m.group == group && m.id != plan.id)
-        .filter(|m| !plan.tables.is_empty() && !m.phase.is_final())
-        .map(|m| m.shard)
-        .collect();
-    if with_this {
-        shards.push(plan.shard);
-    }
-    shards
-}
-
-/// Mark the plan's shard moving in the running config (with the group's
-/// other unfinished moves): routes say whether they touch it, schema
-/// changes on the group are refused, and with plain tables keyless
-/// statements too (from the copy on, the shard's rows are on both
-/// databases).
-pub fn mark_moving(shared: &Shared, moves: &Moves, plan: &Plan) {
-    let marker = marker(moves, plan, true);
-    shared.set_moving(&plan.cluster, plan.group, &marker, !plan.tables.is_empty());
 }
 
 /// What the snapshot copy copies: `whole` (the family tables, the shard's

@@ -90,8 +90,6 @@ pub enum MoveError {
     Interrupted(usize),
     #[error("REBALANCE: {0}")]
     Rebalance(String),
-    #[error("REBALANCE ... PARALLEL {0}: moves of one database run one at a time so far (the cutover holds the moving shards of a database together); use REBALANCE without PARALLEL")]
-    Parallel(usize),
     #[error("the cutover did not finish within cutover_timeout {attempts} times: {last}")]
     Cutover { attempts: usize, last: String },
 }
@@ -100,10 +98,7 @@ impl MoveError {
     /// Whether pgshard cannot do this move at all (feature not supported),
     /// rather than not now.
     pub fn unsupported(&self) -> bool {
-        matches!(
-            self,
-            MoveError::Mapping(_) | MoveError::Unnamed { .. } | MoveError::Parallel(_)
-        )
+        matches!(self, MoveError::Mapping(_) | MoveError::Unnamed { .. })
     }
 }
 

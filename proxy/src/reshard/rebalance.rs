@@ -5,13 +5,21 @@
 //! as `MOVE SHARD` checks a move, in rounds (a group's rounds after the
 //! group before it). The supervisor runs a round's moves together and
 //! stops the job at the first move that fails.
+//!
+//! A round's moves touch disjoint databases (`PARALLEL n`: at most `n` of
+//! them), so two moves never copy from or into one database at once, and
+//! plain tables' replica identity, fences and cleanup stay one move's per
+//! source table at a time. Moves that share a database run one after the
+//! other (2 to 3 databases: every move goes to the new one), and
+//! [`notes`] says so. Moves running together still cut over one at a time
+//! (`Moves::cutover_turn`): the hold is the cluster's.
 
 use std::num::NonZeroUsize;
 
 use router::config::Config;
 
 use super::moves::{new_id, Job};
-use super::plan::{self, MoveError, Request};
+use super::plan::{self, MoveError, Plan, Request};
 
 /// The moves that balance `cluster` (the only sharded one when `None`).
 pub fn plan(
@@ -19,9 +27,6 @@ pub fn plan(
     cluster: Option<&str>,
     parallel: NonZeroUsize,
 ) -> Result<Job, MoveError> {
-    if parallel.get() > 1 {
-        return Err(MoveError::Parallel(parallel.get()));
-    }
     let request = Request {
         cluster,
         of: None,
@@ -72,6 +77,38 @@ pub fn plan(
     Ok(job)
 }
 
+/// Why each move of `job` (in order) waits for the round before it:
+/// empty for the first round; else the database it shares with a move of
+/// that round, or the `PARALLEL` limit.
+pub fn notes(job: &Job, parallel: NonZeroUsize) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut before: Option<&Vec<Plan>> = None;
+    for (round, plans) in job.iter().enumerate() {
+        for plan in plans {
+            let shared = before.and_then(|earlier| {
+                earlier.iter().find_map(|p| {
+                    [p.source, p.target]
+                        .into_iter()
+                        .find(|d| *d == plan.source || *d == plan.target)
+                })
+            });
+            notes.push(match (before, shared) {
+                (None, _) => String::new(),
+                (Some(_), Some(database)) => format!(
+                    "after round {}: shares database {database} with a move of it",
+                    round - 1
+                ),
+                (Some(_), None) => format!(
+                    "after round {}: PARALLEL {parallel} moves at a time",
+                    round - 1
+                ),
+            });
+        }
+        before = Some(plans);
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,10 +144,33 @@ mod tests {
         assert!(job.iter().all(|round| round.len() == 1));
         let balanced = config(2, "[0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]");
         assert!(plan(&balanced, None, one).unwrap_or_default().is_empty());
-        let parallel = NonZeroUsize::new(2).unwrap_or(one);
+        // Every move goes to database 2: one after the other, whatever
+        // PARALLEL says.
+        let two = NonZeroUsize::new(2).unwrap_or(one);
+        let serial = plan(&two_to_three, None, two).unwrap_or_else(|e| panic!("{e}"));
+        assert!(serial.iter().all(|round| round.len() == 1), "{serial:?}");
+        let said = notes(&serial, two);
+        assert_eq!(said[0], "");
         assert_eq!(
-            plan(&two_to_three, None, parallel).err(),
-            Some(MoveError::Parallel(2))
+            said[1],
+            "after round 0: shares database 2 with a move of it"
+        );
+        // 2 to 4 databases: two moves at a time, on disjoint databases.
+        let two_to_four = config(4, "[0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]");
+        let job = plan(&two_to_four, None, two).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(job.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 2]);
+        for round in &job {
+            let [x, y] = round.as_slice() else {
+                panic!("{round:?}")
+            };
+            assert!(![x.source, x.target].contains(&y.source));
+            assert!(![x.source, x.target].contains(&y.target));
+        }
+        let one_at_a_time = plan(&two_to_four, None, one).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(one_at_a_time.len(), 6);
+        assert_eq!(
+            notes(&one_at_a_time, one)[1],
+            "after round 0: PARALLEL 1 moves at a time"
         );
     }
 }

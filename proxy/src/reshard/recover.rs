@@ -30,7 +30,7 @@ use super::plain::{self, PlainTable};
 use super::plan::{MoveError, Plan};
 use super::sql::literal;
 use super::state::Phase;
-use super::{cleanup, rollback, store, MoveStatus, Moves};
+use super::{cleanup, marker, rollback, store, MoveStatus, Moves};
 
 /// Until the process ends: read the placement the databases record, and
 /// take over moves left behind, every poll interval.
@@ -189,6 +189,7 @@ async fn take_over(shared: &Arc<Shared>, moves: &Arc<Moves>, found: Found) {
         max_wait: None,
         error: None,
         taken_over: true,
+        marked: false,
     });
     moves.update(&plan.id, |s| {
         s.phase = phase;
@@ -198,7 +199,7 @@ async fn take_over(shared: &Arc<Shared>, moves: &Arc<Moves>, found: Found) {
     if !plan.tables.is_empty() {
         // Its rows may be on both databases until it is undone or cleaned
         // up: keyless statements on the group are refused meanwhile.
-        plain::mark_moving(shared, moves, &plan);
+        marker::mark_moving(shared, moves, &plan);
     }
     info!(
         id = plan.id,

@@ -14,7 +14,7 @@ use super::db::Link;
 use super::mover::Made;
 use super::plan::{MoveError, Plan};
 use super::sql::ident;
-use super::{cleanup, cutover, partitioned, plain, store, Moves};
+use super::{cleanup, cutover, marker, partitioned, plain, store, Moves};
 
 /// Undo what a move made before its switch (each step on its own: what
 /// fails is logged), and record it failed with `error`.
@@ -26,7 +26,12 @@ pub async fn rollback(
     made: &Made,
     error: &MoveError,
 ) {
-    shared.gate.shards.set_held(&plan.cluster, false);
+    // The cutover lets its hold go before it returns; this is for a move
+    // stopped otherwise. Another move of the cluster cutting over now owns
+    // the hold: leave it.
+    if let Some(_turn) = moves.try_cutover_turn(&plan.cluster) {
+        shared.gate.shards.set_held(&plan.cluster, false);
+    }
     for (database, what, sql) in undo_statements(plan, made, error) {
         let done = match link.connect(database).await {
             Ok(mut db) => db.run(what, &sql).await,
@@ -48,14 +53,9 @@ pub async fn rollback(
     }
     // Keyless statements on plain tables and partitioned parents stay
     // refused until the target's copy of the shard is gone.
+    // (The group's other moves keep their shards marked.)
     shared.clusters.update_overlay(|o| o.end(&plan.id));
-    let refuse = !plan.tables.is_empty();
-    shared.set_moving(
-        &plan.cluster,
-        plan.group,
-        &plain::marker(moves, plan, false),
-        refuse,
-    );
+    marker::unmark(shared, moves, plan);
 }
 
 /// What undoes the move on each database, in order: (database, what for

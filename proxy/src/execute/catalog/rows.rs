@@ -3,9 +3,11 @@
 //! functions and procedures with theirs, triggers, and ordinary and
 //! partitioned tables with their columns and primary keys; one round trip, one
 //! row per object (`kind` in the first column). Objects of extensions are
-//! left out: they reach no table of the application's; so are triggers
-//! calling pgshard's own functions (schema `pgshard`: the fence a shard
-//! move leaves on the source's plain tables, which writes nothing).
+//! left out: they reach no table of the application's. So are triggers
+//! whose function is pgshard's own (schema `pgshard`: a shard move's fence
+//! triggers, which read only `pgshard.fences` on their database and stay
+//! on the source after the move): they would make every write to the
+//! moved group's tables unroutable.
 
 use router::catalog::{CatalogRow, Table};
 
