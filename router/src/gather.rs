@@ -126,8 +126,19 @@ pub struct GatherPlan {
     pub explain: Option<Explain>,
     /// The statement is a DECLARE of a cursor over the SELECT planned
     /// (rule 11): `finish_sql` is that DECLARE over the temp tables.
-    pub cursor: bool,
+    pub cursor: Option<Cursor>,
 }
+
+/// The cursor a gathered DECLARE makes (rule 11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub name: String,
+    /// `WITH HOLD`: it outlives its transaction.
+    pub hold: bool,
+}
+
+/// `CURSOR_OPT_HOLD` of Postgres's `parsenodes.h`.
+const CURSOR_OPT_HOLD: i32 = 0x0020;
 
 /// An EXPLAIN of a gathered SELECT (rule 9).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,14 +212,20 @@ pub fn plan(
         return Err(NotGathered::NotSelect);
     };
     let (select, explain, cursor) = match raw.stmt.as_deref().and_then(|s| s.node.as_ref()) {
-        Some(NodeEnum::SelectStmt(select)) => (select.as_ref(), None, false),
+        Some(NodeEnum::SelectStmt(select)) => (select.as_ref(), None, None),
         Some(NodeEnum::ExplainStmt(explain)) => match explained_select(explain) {
-            Some(select) => (select, Some(explain_options(explain)), false),
+            Some(select) => (select, Some(explain_options(explain)), None),
             None => return Err(NotGathered::NotSelect),
         },
         Some(NodeEnum::DeclareCursorStmt(declare)) => {
             match declare.query.as_deref().and_then(|q| q.node.as_ref()) {
-                Some(NodeEnum::SelectStmt(select)) => (select.as_ref(), None, true),
+                Some(NodeEnum::SelectStmt(select)) => {
+                    let cursor = Cursor {
+                        name: declare.portalname.clone(),
+                        hold: declare.options & CURSOR_OPT_HOLD != 0,
+                    };
+                    (select.as_ref(), None, Some(cursor))
+                }
                 _ => return Err(NotGathered::NotSelect),
             }
         }
