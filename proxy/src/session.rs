@@ -167,6 +167,9 @@ pub struct Session {
     /// Cursors (and portals) pgshard routes or merges, and the servers
     /// WITH HOLD cursors keep.
     cursors: cursor::Cursors,
+    /// Named portals of statements the coordinator finishes, bound inside
+    /// the client's block and not executed yet (`gather/portal.rs`).
+    gather_portals: gather::NamedPortals,
     /// The transaction counted in flight on its cluster's moving logical
     /// shards (`holds.rs`), until the session is idle.
     move_hold: Option<crate::pool::gate::InFlight>,
@@ -202,6 +205,7 @@ impl Session {
             txn: Transaction::default(),
             routing: RouteState::default(),
             cursors: cursor::Cursors::default(),
+            gather_portals: gather::NamedPortals::default(),
             move_hold: None,
             listening: listen::Listening::default(),
         }
@@ -364,6 +368,8 @@ impl Session {
                 && Box::pin(self.on_gather_portal(&frame)).await?)
             || (self.phase.cursor_portal().is_some()
                 && Box::pin(self.on_cursor_portal(&frame)).await?)
+            || (!self.gather_portals.is_empty()
+                && Box::pin(self.on_named_gather_portal(&frame)).await?)
         {
             return Ok(());
         }

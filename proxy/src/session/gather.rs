@@ -31,16 +31,34 @@
 //!
 //! In the extended protocol (`gather/portal.rs`) the Bind is answered
 //! here and the statement runs at its Execute, parameters and result
-//! formats the client's; an Execute with a row limit, and a Bind after
-//! another statement before the Sync, stay refused (0A000) for now, with a
-//! message saying so.
+//! formats the client's.
+//!
+//! A finish that outlives its statement ([`Kept`]) stays on the
+//! coordinator's server, where the session follows it as a cursor on that
+//! database (`cursor.rs`'s one-shard cursors): a `DECLARE` over the
+//! gathered SELECT, and, in the extended protocol, a named portal or an
+//! Execute with a row limit (the portal bound there under the client's
+//! name, its rows read by the coordinator's own Executes, PortalSuspended
+//! relayed). Its temp tables stay as long as it may read them: named apart
+//! (`pgshard_<serial>_g<N>`), not dropped after the statement, gone with
+//! the transaction (`ON COMMIT DROP`, after Postgres has materialized a
+//! WITH HOLD cursor's rows). So it is kept inside the client's block on the
+//! block's server, where its FETCH, MOVE, CLOSE and later Executes follow
+//! it, and a DECLARE ... WITH HOLD outside a block in the coordinator's
+//! own transaction, whose server then stays with the client (pinned, as a
+//! WITH HOLD cursor's shard). Refused (0A000): a named portal or a row
+//! limit outside a block (the portal would have to outlive the
+//! coordinator's own transaction), either, or a DECLARE, in a READ ONLY
+//! block or with `two_phase_commit` on (the coordinator is then a session
+//! of its own, not the block's), and a Bind after another statement before
+//! the Sync.
 
 mod block;
 mod copy;
 mod portal;
 mod run;
 
-pub(super) use portal::GatherPortal;
+pub(super) use portal::{GatherPortal, NamedPortals};
 
 use router::config::CrossShardFinish;
 use router::gather::{GatherOptions, GatherPlan};
@@ -92,10 +110,15 @@ pub(super) enum Host {
 pub(super) enum Finish {
     /// A simple query: the finish is one too.
     Simple,
-    /// A Bind of a prepared statement (its parameter types), then one
-    /// Execute without a row limit: the finish is parsed with those types
-    /// and bound with the client's values and result formats.
-    Extended { bind: Bind, param_types: Vec<u32> },
+    /// A Bind of a prepared statement (its parameter types), then its
+    /// Execute (`max_rows`: its row limit, 0 for none): the finish is
+    /// parsed with those types, bound with the client's values and result
+    /// formats to the client's portal name, and executed so.
+    Extended {
+        bind: Bind,
+        param_types: Vec<u32>,
+        max_rows: i32,
+    },
     /// `EXECUTE name (arguments)` of a statement prepared with SQL
     /// PREPARE: the finish is prepared on the coordinator with the client's
     /// type list (`types`), executed with the client's arguments as written
@@ -119,13 +142,53 @@ pub(super) enum Gathered {
     Refused,
     /// Run: its rows or its error are written, nothing more.
     Ran,
+    /// A simple query any shard answers as one Postgres would (a DECLARE
+    /// without WITH HOLD outside a block: its error, 25P01, after its
+    /// parse analysis); nothing is written.
+    Postgres,
 }
 
-/// One gathered statement's run: the coordinator database and its host.
+/// One gathered statement's run: the coordinator database, its host, and
+/// whether its finish is kept there (its temp tables are not dropped).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Run {
     pub coordinator: usize,
     pub host: Host,
+    pub kept: bool,
+}
+
+/// What a finish leaves on the coordinator's server for later messages
+/// (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kept {
+    /// A portal of this name (read across Executes).
+    Portal(bytes::Bytes),
+    /// A cursor `DECLARE` made.
+    Cursor { name: bytes::Bytes, hold: bool },
+}
+
+impl Kept {
+    /// What `plan`'s finish, run as `finish` says, leaves.
+    fn of(plan: &GatherPlan, finish: &Finish) -> Option<Kept> {
+        if let Some(cursor) = &plan.cursor {
+            return Some(Kept::Cursor {
+                name: bytes::Bytes::copy_from_slice(cursor.name.as_bytes()),
+                hold: cursor.hold,
+            });
+        }
+        match finish {
+            Finish::Extended { bind, max_rows, .. } if !bind.portal.is_empty() || *max_rows > 0 => {
+                Some(Kept::Portal(bind.portal.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    fn name(&self) -> &bytes::Bytes {
+        match self {
+            Kept::Portal(name) | Kept::Cursor { name, .. } => name,
+        }
+    }
 }
 
 impl Run {
@@ -158,11 +221,16 @@ impl Session {
         let [statement] = summary.statements.as_slice() else {
             return false;
         };
+        let declare = matches!(
+            super::cursor::cursor_effect(summary),
+            Some(router::summary::CursorEffect::Declare { .. })
+        );
         config.general.cross_shard_finish == CrossShardFinish::Coordinator
-            && matches!(
-                statement.kind,
-                StatementKind::Select | StatementKind::Explain
-            )
+            && (declare
+                || matches!(
+                    statement.kind,
+                    StatementKind::Select | StatementKind::Explain
+                ))
             && !statement.write
     }
 
@@ -193,6 +261,7 @@ impl Session {
             .await?
         {
             Gathered::Refused => Ok(Dispatch::Done),
+            Gathered::Postgres => Ok(Dispatch::Send(super::transaction::Target::Any)),
             Gathered::Ran => {
                 let status = self.status();
                 messages::ready_for_query(self.client.out(), status);
@@ -239,11 +308,29 @@ impl Session {
         let mut options = GatherOptions {
             coordinator,
             gather_all: false,
+            serial: 0,
         };
         let mut plan = match self.gather_plan(sql, &options, &refusal) {
             Ok(plan) => plan,
             Err(error) => return Ok(self.gather_refused(error, simple)),
         };
+        let kept = Kept::of(&plan, finish);
+        if let Some(kept) = &kept {
+            if let Some(error) = kept_outside(kept, in_block, &refusal) {
+                if error.code == sqlstate::NO_ACTIVE_SQL_TRANSACTION
+                    && matches!(finish, Finish::Simple)
+                {
+                    return Ok(Gathered::Postgres);
+                }
+                return Ok(self.gather_refused(error, simple));
+            }
+            // Its temp tables stay beside later statements' own.
+            options.serial = self.cursors.next_serial();
+            plan = match self.gather_plan(sql, &options, &refusal) {
+                Ok(plan) => plan,
+                Err(error) => return Ok(self.gather_refused(error, simple)),
+            };
+        }
         let mut routes = match self.gather_routes(&plan, None).await? {
             Ok(routes) => routes,
             Err(error) => return Ok(self.gather_refused(error, simple)),
@@ -267,6 +354,10 @@ impl Session {
             },
         };
         if host == Host::OwnInBlock {
+            if kept.is_some() {
+                let error = not_yet(&refusal, KEPT_OWN_IN_BLOCK);
+                return Ok(self.failed_in_block(&error));
+            }
             // Omnisharded tables are gathered too, from the block.
             options.gather_all = true;
             match self.replan(sql, &options, &refusal).await? {
@@ -274,13 +365,33 @@ impl Session {
                 Err(error) => return Ok(self.failed_in_block(&error)),
             }
         }
-        let run = Run { coordinator, host };
+        let run = Run {
+            coordinator,
+            host,
+            kept: kept.is_some(),
+        };
+        // Known before it runs: a WITH HOLD cursor's server is pinned as
+        // it goes back.
+        if let Some(kept) = &kept {
+            let hold = matches!(kept, Kept::Cursor { hold: true, .. });
+            let place = super::cursor::Place::Shard {
+                shard: coordinator,
+                hold,
+                in_txn: in_block,
+            };
+            self.cursors.declare(kept.name().clone(), place);
+        }
+        let errors = self.pipeline.error_mark();
         match block_server {
             Some(server) => {
                 self.run_in_block(server, &plan, &routes, run, finish)
                     .await?
             }
             None => self.run_on_coordinator(&plan, &routes, run, finish).await?,
+        }
+        if let Some(kept) = kept.filter(|_| self.pipeline.errors_since(errors)) {
+            self.cursors.forget(kept.name());
+            self.release_unneeded_pins().await?;
         }
         Ok(Gathered::Ran)
     }
@@ -436,6 +547,39 @@ impl Session {
         self.shared.metrics.error(error.code.as_bytes());
         self.pipeline.error_relayed();
         error.encode(self.client.out());
+    }
+}
+
+/// Why a kept finish is refused in a READ ONLY block or with two-phase
+/// commit: where, and what to do instead.
+const KEPT_OWN_IN_BLOCK: (&str, &str) = (
+    "as a cursor or a portal read in parts inside a READ ONLY transaction block or with \
+     two_phase_commit on (the coordinator is then a session of its own, which the cursor \
+     would have to outlive)",
+    "read it whole (without a row limit, in the unnamed portal, not as a cursor)",
+);
+
+/// The client's error for a kept finish outside a transaction block, if
+/// it gets one: a DECLARE without WITH HOLD gets Postgres's own (25P01);
+/// a named portal or a row limit is refused (its portal would have to
+/// outlive the coordinator's own transaction).
+fn kept_outside(kept: &Kept, in_block: bool, refusal: &ClientError) -> Option<ClientError> {
+    match kept {
+        _ if in_block => None,
+        Kept::Cursor { hold: true, .. } => None,
+        Kept::Cursor { hold: false, .. } => Some(ClientError::new(
+            sqlstate::NO_ACTIVE_SQL_TRANSACTION,
+            "DECLARE CURSOR can only be used in transaction blocks",
+        )),
+        Kept::Portal(_) => Some(not_yet(
+            refusal,
+            (
+                "in a named portal or with a row limit on its Execute outside a transaction \
+                 block",
+                "open a transaction block (BEGIN) first, or execute it whole in the unnamed \
+                 portal",
+            ),
+        )),
     }
 }
 

@@ -3,7 +3,8 @@
 //! database's own part inserted there when its server is the block's,
 //! `block.rs`), the temp tables' keys, the finish relayed to the client
 //! (after pgshard's EXPLAIN lines), then COMMIT (a session of its own: the
-//! tables go `ON COMMIT`) or DROP of the tables (the block's server).
+//! tables go `ON COMMIT`) or DROP of the tables (the block's server; not
+//! when a cursor or portal kept there reads them later).
 
 use bytes::BytesMut;
 use router::gather::GatherPlan;
@@ -111,9 +112,14 @@ impl Session {
         let gathers_run = plan.explain.as_ref().is_none_or(|e| e.analyze);
         for (gather, shards) in plan.gathers.iter().zip(routes) {
             if gathers_run {
+                // The coordinator database's part is read by the
+                // coordinator's own server (no second server of it: one
+                // pinned for a WITH HOLD cursor stays the only one out),
+                // but from the block's servers when that server is not
+                // the block's.
                 let (local, remote): (Vec<usize>, Vec<usize>) = match run.host {
-                    Host::Block => shards.iter().partition(|&&s| s == run.coordinator),
-                    _ => (Vec::new(), shards.clone()),
+                    Host::Block | Host::Own => shards.iter().partition(|&&s| s == run.coordinator),
+                    Host::OwnInBlock => (Vec::new(), shards.clone()),
                 };
                 if !local.is_empty() {
                     self.gather_local(server, gather, sink, run.coordinator)
@@ -137,6 +143,9 @@ impl Session {
             .await?;
         match own {
             true => self.coordinator_run(server, "COMMIT").await,
+            // A kept cursor or portal reads them later; they go with the
+            // transaction.
+            false if run.kept => Ok(()),
             false => {
                 let temps: Vec<String> = plan
                     .gathers
@@ -170,10 +179,16 @@ impl Session {
                 );
                 messages::query(&mut out, &script);
             }
-            Finish::Extended { bind, param_types } => {
+            Finish::Extended {
+                bind,
+                param_types,
+                max_rows,
+            } => {
+                // Bound under the client's portal name: a named portal's
+                // or a suspended one's later Executes come here again.
                 messages::parse(&mut out, b"", sql.as_bytes(), param_types);
                 messages::bind(&mut out, bind, b"", &bind.result_formats);
-                messages::execute(&mut out, &bind.portal);
+                messages::execute_rows(&mut out, &bind.portal, *max_rows);
                 messages::sync(&mut out);
                 for line in lines.drain(..) {
                     messages::data_row(self.client.out(), &[Some(&line)]);
