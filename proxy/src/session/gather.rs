@@ -12,7 +12,9 @@
 //! Where the coordinator's server comes from ([`Host`]):
 //! - outside a transaction block, a server checked out for this statement
 //!   alone, in a transaction of its own (`BEGIN READ WRITE ... COMMIT`,
-//!   the temp tables `ON COMMIT DROP`);
+//!   the temp tables `ON COMMIT DROP`); the coordinator database's part of
+//!   each gather is inserted there (`INSERT ... SELECT`), so no second
+//!   server of that database is out at once;
 //! - inside the client's block (`gather/block.rs`), the block's own server
 //!   on the coordinator database: it sees the block's writes and snapshot
 //!   and cannot wait on the block's own locks; the gathers read the
@@ -55,6 +57,7 @@
 
 mod block;
 mod copy;
+mod kept;
 mod portal;
 mod run;
 
@@ -62,6 +65,8 @@ pub(super) use portal::{GatherPortal, NamedPortals};
 
 use router::config::CrossShardFinish;
 use router::gather::{GatherOptions, GatherPlan};
+
+use kept::KEPT_OWN_IN_BLOCK;
 use router::route::Overrides;
 use router::summary::{StatementKind, Summary};
 
@@ -155,40 +160,6 @@ pub(super) struct Run {
     pub coordinator: usize,
     pub host: Host,
     pub kept: bool,
-}
-
-/// What a finish leaves on the coordinator's server for later messages
-/// (see the module doc).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Kept {
-    /// A portal of this name (read across Executes).
-    Portal(bytes::Bytes),
-    /// A cursor `DECLARE` made.
-    Cursor { name: bytes::Bytes, hold: bool },
-}
-
-impl Kept {
-    /// What `plan`'s finish, run as `finish` says, leaves.
-    fn of(plan: &GatherPlan, finish: &Finish) -> Option<Kept> {
-        if let Some(cursor) = &plan.cursor {
-            return Some(Kept::Cursor {
-                name: bytes::Bytes::copy_from_slice(cursor.name.as_bytes()),
-                hold: cursor.hold,
-            });
-        }
-        match finish {
-            Finish::Extended { bind, max_rows, .. } if !bind.portal.is_empty() || *max_rows > 0 => {
-                Some(Kept::Portal(bind.portal.clone()))
-            }
-            _ => None,
-        }
-    }
-
-    fn name(&self) -> &bytes::Bytes {
-        match self {
-            Kept::Portal(name) | Kept::Cursor { name, .. } => name,
-        }
-    }
 }
 
 impl Run {
@@ -305,32 +276,12 @@ impl Session {
             return Ok(self.gather_refused(error, simple));
         }
         let coordinator = self.shared.config().general.cross_shard_coordinator;
-        let mut options = GatherOptions {
-            coordinator,
-            gather_all: false,
-            serial: 0,
+        let planned = self.plan_kept(sql, (finish, in_block), &refusal, coordinator);
+        let (mut plan, mut options, kept) = match planned {
+            Ok(planned) => planned,
+            Err(Some(error)) => return Ok(self.gather_refused(error, simple)),
+            Err(None) => return Ok(Gathered::Postgres),
         };
-        let mut plan = match self.gather_plan(sql, &options, &refusal) {
-            Ok(plan) => plan,
-            Err(error) => return Ok(self.gather_refused(error, simple)),
-        };
-        let kept = Kept::of(&plan, finish);
-        if let Some(kept) = &kept {
-            if let Some(error) = kept_outside(kept, in_block, &refusal) {
-                if error.code == sqlstate::NO_ACTIVE_SQL_TRANSACTION
-                    && matches!(finish, Finish::Simple)
-                {
-                    return Ok(Gathered::Postgres);
-                }
-                return Ok(self.gather_refused(error, simple));
-            }
-            // Its temp tables stay beside later statements' own.
-            options.serial = self.cursors.next_serial();
-            plan = match self.gather_plan(sql, &options, &refusal) {
-                Ok(plan) => plan,
-                Err(error) => return Ok(self.gather_refused(error, simple)),
-            };
-        }
         let mut routes = match self.gather_routes(&plan, None).await? {
             Ok(routes) => routes,
             Err(error) => return Ok(self.gather_refused(error, simple)),
@@ -370,17 +321,7 @@ impl Session {
             host,
             kept: kept.is_some(),
         };
-        // Known before it runs: a WITH HOLD cursor's server is pinned as
-        // it goes back.
-        if let Some(kept) = &kept {
-            let hold = matches!(kept, Kept::Cursor { hold: true, .. });
-            let place = super::cursor::Place::Shard {
-                shard: coordinator,
-                hold,
-                in_txn: in_block,
-            };
-            self.cursors.declare(kept.name().clone(), place);
-        }
+        self.keep(kept.as_ref(), coordinator, in_block);
         let errors = self.pipeline.error_mark();
         match block_server {
             Some(server) => {
@@ -390,8 +331,7 @@ impl Session {
             None => self.run_on_coordinator(&plan, &routes, run, finish).await?,
         }
         if let Some(kept) = kept.filter(|_| self.pipeline.errors_since(errors)) {
-            self.cursors.forget(kept.name());
-            self.release_unneeded_pins().await?;
+            self.not_kept(&kept).await?;
         }
         Ok(Gathered::Ran)
     }
@@ -547,39 +487,6 @@ impl Session {
         self.shared.metrics.error(error.code.as_bytes());
         self.pipeline.error_relayed();
         error.encode(self.client.out());
-    }
-}
-
-/// Why a kept finish is refused in a READ ONLY block or with two-phase
-/// commit: where, and what to do instead.
-const KEPT_OWN_IN_BLOCK: (&str, &str) = (
-    "as a cursor or a portal read in parts inside a READ ONLY transaction block or with \
-     two_phase_commit on (the coordinator is then a session of its own, which the cursor \
-     would have to outlive)",
-    "read it whole (without a row limit, in the unnamed portal, not as a cursor)",
-);
-
-/// The client's error for a kept finish outside a transaction block, if
-/// it gets one: a DECLARE without WITH HOLD gets Postgres's own (25P01);
-/// a named portal or a row limit is refused (its portal would have to
-/// outlive the coordinator's own transaction).
-fn kept_outside(kept: &Kept, in_block: bool, refusal: &ClientError) -> Option<ClientError> {
-    match kept {
-        _ if in_block => None,
-        Kept::Cursor { hold: true, .. } => None,
-        Kept::Cursor { hold: false, .. } => Some(ClientError::new(
-            sqlstate::NO_ACTIVE_SQL_TRANSACTION,
-            "DECLARE CURSOR can only be used in transaction blocks",
-        )),
-        Kept::Portal(_) => Some(not_yet(
-            refusal,
-            (
-                "in a named portal or with a row limit on its Execute outside a transaction \
-                 block",
-                "open a transaction block (BEGIN) first, or execute it whole in the unnamed \
-                 portal",
-            ),
-        )),
     }
 }
 
