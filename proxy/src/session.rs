@@ -350,6 +350,23 @@ impl Session {
         Ok(())
     }
 
+    /// A message for a portal pgshard answers itself: whether it was
+    /// answered.
+    async fn on_bound_portal(&mut self, frame: &Frame) -> Result<bool, End> {
+        let kind = frame.kind;
+        Ok(
+            (self.phase.local_portal().is_some() && self.on_local_portal(kind))
+                || (self.phase.copy_bound() && Box::pin(self.on_copy_portal(kind)).await?)
+                || (self.phase.move_bound() && Box::pin(self.on_move_portal(kind)).await?)
+                || (self.phase.gather_portal().is_some()
+                    && Box::pin(self.on_gather_portal(frame)).await?)
+                || (self.phase.cursor_portal().is_some()
+                    && Box::pin(self.on_cursor_portal(frame)).await?)
+                || (!self.gather_portals.is_empty()
+                    && Box::pin(self.on_named_gather_portal(frame)).await?),
+        )
+    }
+
     /// One client message.
     async fn on_client_frame(&mut self, frame: Frame) -> Result<(), End> {
         use FrontendKind as K;
@@ -361,16 +378,7 @@ impl Session {
         if self.phase.skipping() && extended {
             return Ok(());
         }
-        if (self.phase.local_portal().is_some() && self.on_local_portal(kind))
-            || (self.phase.copy_bound() && Box::pin(self.on_copy_portal(kind)).await?)
-            || (self.phase.move_bound() && Box::pin(self.on_move_portal(kind)).await?)
-            || (self.phase.gather_portal().is_some()
-                && Box::pin(self.on_gather_portal(&frame)).await?)
-            || (self.phase.cursor_portal().is_some()
-                && Box::pin(self.on_cursor_portal(&frame)).await?)
-            || (!self.gather_portals.is_empty()
-                && Box::pin(self.on_named_gather_portal(&frame)).await?)
-        {
+        if self.on_bound_portal(&frame).await? {
             return Ok(());
         }
         if self.sharded() {

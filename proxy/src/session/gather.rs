@@ -75,7 +75,6 @@ use super::holds::Held;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
 use crate::protocol::frontend::Bind;
 use crate::protocol::{messages, sqlstate};
@@ -261,19 +260,8 @@ impl Session {
                 }
         );
         let in_block = in_txn || self.status() != TransactionStatus::Idle || self.txn.spans();
-        if in_block && self.status() == TransactionStatus::Failed {
-            self.aborted(simple);
-            return Ok(Gathered::Refused);
-        }
-        if in_block && !self.txn.spans() {
-            let error = not_yet(
-                &refusal,
-                (
-                    "in a transaction block pgshard does not spread over shards",
-                    "send it outside the block",
-                ),
-            );
-            return Ok(self.gather_refused(error, simple));
+        if let Some(refused) = self.block_refused(in_block, simple, &refusal) {
+            return Ok(refused);
         }
         let coordinator = self.shared.config().general.cross_shard_coordinator;
         let planned = self.plan_kept(sql, (finish, in_block), &refusal, coordinator);
@@ -334,6 +322,31 @@ impl Session {
             self.not_kept(&kept).await?;
         }
         Ok(Gathered::Ran)
+    }
+
+    /// Inside a block (`in_block`) that failed, or that does not spread
+    /// over shards, the statement is refused.
+    fn block_refused(
+        &mut self,
+        in_block: bool,
+        simple: bool,
+        refusal: &ClientError,
+    ) -> Option<Gathered> {
+        if in_block && self.status() == TransactionStatus::Failed {
+            self.aborted(simple);
+            return Some(Gathered::Refused);
+        }
+        if in_block && !self.txn.spans() {
+            let error = not_yet(
+                refusal,
+                (
+                    "in a transaction block pgshard does not spread over shards",
+                    "send it outside the block",
+                ),
+            );
+            return Some(self.gather_refused(error, simple));
+        }
+        None
     }
 
     /// The plan of `sql` and its gathers' shards again, for `options`
@@ -436,40 +449,6 @@ impl Session {
             None => vec![any.unwrap_or_else(|| self.any_shard())],
         };
         Ok(Ok(shards))
-    }
-
-    /// Run `sql` on the coordinator to its ReadyForQuery; its first error
-    /// is the client's ([`Stop::Failed`]).
-    pub(super) async fn coordinator_run(
-        &mut self,
-        server: &mut Pooled,
-        sql: &str,
-    ) -> Result<(), Stop> {
-        let mut out = bytes::BytesMut::new();
-        messages::query(&mut out, sql);
-        server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
-        self.coordinator_reply(server).await
-    }
-
-    /// Read the coordinator's reply to its ReadyForQuery; its first error
-    /// is the client's ([`Stop::Failed`]).
-    pub(super) async fn coordinator_reply(&mut self, server: &mut Pooled) -> Result<(), Stop> {
-        let mut error: Option<BackendFrame> = None;
-        loop {
-            let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
-            match message.message() {
-                BackendMessage::ErrorResponse(_) if error.is_none() => error = Some(message),
-                BackendMessage::ReadyForQuery(_) => break,
-                _ => {}
-            }
-        }
-        match error {
-            Some(error) => {
-                self.relay_gather_error(&error);
-                Err(Stop::Failed)
-            }
-            None => Ok(()),
-        }
     }
 
     /// A server's ErrorResponse, relayed to the client as the statement's
