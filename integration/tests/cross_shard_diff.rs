@@ -178,12 +178,17 @@ async fn gathered_selects_match_one_postgres_on_four_shards() {
     gathered(4).await;
 }
 
-/// The protocols the gathered runs try each statement in.
-const GATHERED_IN: [Protocol; 4] = [
+/// The protocols the gathered runs try each statement in: whole, and
+/// read in parts (a cursor's FETCHes, a named portal's row-limited
+/// Executes, FETCH and MOVE in turns) of a seeded size ([`Chunks`]).
+const GATHERED_IN: [Protocol; 7] = [
     Protocol::Simple,
     Protocol::Block,
     Protocol::ExtendedText,
     Protocol::ExtendedBinary,
+    Protocol::Cursor,
+    Protocol::Portal,
+    Protocol::CursorMove,
 ];
 
 /// The ways of SQL PREPARE the gathered runs try each statement in.
@@ -202,6 +207,7 @@ async fn gathered(n: usize) {
     let (_cluster, mut pgshard, mut reference) = start(n, &data, general).await;
     let mut generator = Generator::new(seed, data.user_ids());
     let mut tally = Tally::default();
+    let mut chunks = Chunks::new(seed);
     for index in 0..count {
         let case = generator.next_case();
         if case.setup.is_some() {
@@ -209,9 +215,17 @@ async fn gathered(n: usize) {
         }
         let mut wrong = Vec::new();
         for protocol in GATHERED_IN {
+            // The rows a MOVE skips are known only in a fixed order.
+            if protocol == Protocol::CursorMove && !case.ordered {
+                continue;
+            }
+            let chunk = match protocol {
+                Protocol::Cursor | Protocol::Portal | Protocol::CursorMove => chunks.next(),
+                _ => 100,
+            };
             let (got, want) = tokio::join!(
-                pgshard.run(protocol, &case.sql, 100),
-                reference.run(protocol, &case.sql, 100)
+                pgshard.run(protocol, &case.sql, chunk),
+                reference.run(protocol, &case.sql, chunk)
             );
             let verdict = match judge(&case, &got, &want) {
                 Verdict::Refused if !planner_refused(&got) => {
@@ -257,7 +271,10 @@ async fn gathered(n: usize) {
         0,
         "a proxy task panicked (seed {seed})"
     );
-    for protocol in GATHERED_IN {
+    for protocol in GATHERED_IN
+        .into_iter()
+        .filter(|&p| p != Protocol::CursorMove)
+    {
         let beyond = tally.counts.get(&(Category::Beyond, protocol));
         assert!(
             beyond.is_some_and(|counts| counts[0] > counts[1]),

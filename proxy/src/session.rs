@@ -167,6 +167,9 @@ pub struct Session {
     /// Cursors (and portals) pgshard routes or merges, and the servers
     /// WITH HOLD cursors keep.
     cursors: cursor::Cursors,
+    /// Named portals of statements the coordinator finishes, bound inside
+    /// the client's block and not executed yet (`gather/portal.rs`).
+    gather_portals: gather::NamedPortals,
     /// The transaction counted in flight on its cluster's moving logical
     /// shards (`holds.rs`), until the session is idle.
     move_hold: Option<crate::pool::gate::InFlight>,
@@ -202,6 +205,7 @@ impl Session {
             txn: Transaction::default(),
             routing: RouteState::default(),
             cursors: cursor::Cursors::default(),
+            gather_portals: gather::NamedPortals::default(),
             move_hold: None,
             listening: listen::Listening::default(),
         }
@@ -346,6 +350,23 @@ impl Session {
         Ok(())
     }
 
+    /// A message for a portal pgshard answers itself: whether it was
+    /// answered.
+    async fn on_bound_portal(&mut self, frame: &Frame) -> Result<bool, End> {
+        let kind = frame.kind;
+        Ok(
+            (self.phase.local_portal().is_some() && self.on_local_portal(kind))
+                || (self.phase.copy_bound() && Box::pin(self.on_copy_portal(kind)).await?)
+                || (self.phase.move_bound() && Box::pin(self.on_move_portal(kind)).await?)
+                || (self.phase.gather_portal().is_some()
+                    && Box::pin(self.on_gather_portal(frame)).await?)
+                || (self.phase.cursor_portal().is_some()
+                    && Box::pin(self.on_cursor_portal(frame)).await?)
+                || (!self.gather_portals.is_empty()
+                    && Box::pin(self.on_named_gather_portal(frame)).await?),
+        )
+    }
+
     /// One client message.
     async fn on_client_frame(&mut self, frame: Frame) -> Result<(), End> {
         use FrontendKind as K;
@@ -357,14 +378,7 @@ impl Session {
         if self.phase.skipping() && extended {
             return Ok(());
         }
-        if (self.phase.local_portal().is_some() && self.on_local_portal(kind))
-            || (self.phase.copy_bound() && Box::pin(self.on_copy_portal(kind)).await?)
-            || (self.phase.move_bound() && Box::pin(self.on_move_portal(kind)).await?)
-            || (self.phase.gather_portal().is_some()
-                && Box::pin(self.on_gather_portal(&frame)).await?)
-            || (self.phase.cursor_portal().is_some()
-                && Box::pin(self.on_cursor_portal(&frame)).await?)
-        {
+        if self.on_bound_portal(&frame).await? {
             return Ok(());
         }
         if self.sharded() {

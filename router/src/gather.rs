@@ -63,6 +63,12 @@
 //!     inside the client's transaction block) omnisharded tables are
 //!     gathered too, from the block's servers: the coordinator's own copy is
 //!     not the one the block sees (its writes, its snapshot).
+//! 11. `DECLARE name ... CURSOR FOR <SELECT>` plans the SELECT; the finish
+//!     is the DECLARE over the temp tables ([`GatherPlan::cursor`]), which
+//!     then outlive the statement (the cursor reads them as it is fetched).
+//! 12. [`GatherOptions::serial`] > 0 names the temp tables
+//!     `pgshard_<serial>_g<N>`: temp tables a portal or cursor keeps while
+//!     later statements of its transaction gather too.
 //!
 //! The caller routes the statement first: what rules 1-3 and 15 of
 //! [`crate::route`] decide (overrides, one database, functions, DO blocks,
@@ -100,6 +106,9 @@ pub struct GatherOptions {
     /// Gather omnisharded tables too (rule 2): the coordinator is a session
     /// of its own inside the client's transaction block.
     pub gather_all: bool,
+    /// Names the temp tables apart from other plans' in one transaction
+    /// (rule 12); 0: `pgshard_g<N>`.
+    pub serial: u32,
 }
 
 /// How to answer a statement on the coordinator.
@@ -115,7 +124,21 @@ pub struct GatherPlan {
     /// The statement is an EXPLAIN of the SELECT planned (rule 9):
     /// `finish_sql` is that EXPLAIN over the temp tables.
     pub explain: Option<Explain>,
+    /// The statement is a DECLARE of a cursor over the SELECT planned
+    /// (rule 11): `finish_sql` is that DECLARE over the temp tables.
+    pub cursor: Option<Cursor>,
 }
+
+/// The cursor a gathered DECLARE makes (rule 11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub name: String,
+    /// `WITH HOLD`: it outlives its transaction.
+    pub hold: bool,
+}
+
+/// `CURSOR_OPT_HOLD` of Postgres's `parsenodes.h`.
+const CURSOR_OPT_HOLD: i32 = 0x0020;
 
 /// An EXPLAIN of a gathered SELECT (rule 9).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,12 +211,24 @@ pub fn plan(
     let [raw] = tree.stmts.as_slice() else {
         return Err(NotGathered::NotSelect);
     };
-    let (select, explain) = match raw.stmt.as_deref().and_then(|s| s.node.as_ref()) {
-        Some(NodeEnum::SelectStmt(select)) => (select.as_ref(), None),
+    let (select, explain, cursor) = match raw.stmt.as_deref().and_then(|s| s.node.as_ref()) {
+        Some(NodeEnum::SelectStmt(select)) => (select.as_ref(), None, None),
         Some(NodeEnum::ExplainStmt(explain)) => match explained_select(explain) {
-            Some(select) => (select, Some(explain_options(explain))),
+            Some(select) => (select, Some(explain_options(explain)), None),
             None => return Err(NotGathered::NotSelect),
         },
+        Some(NodeEnum::DeclareCursorStmt(declare)) => {
+            match declare.query.as_deref().and_then(|q| q.node.as_ref()) {
+                Some(NodeEnum::SelectStmt(select)) => {
+                    let cursor = Cursor {
+                        name: declare.portalname.clone(),
+                        hold: declare.options & CURSOR_OPT_HOLD != 0,
+                    };
+                    (select.as_ref(), None, Some(cursor))
+                }
+                _ => return Err(NotGathered::NotSelect),
+            }
+        }
         _ => return Err(NotGathered::NotSelect),
     };
     let walked = Walk::statement(select)?;
@@ -204,7 +239,7 @@ pub fn plan(
         }
     }
     let leaves = leaves::leaves(&walked, sharding, options.gather_all)?;
-    let (gathers, swaps) = gathers(&walked, &leaves, sharding)?;
+    let (gathers, swaps) = gathers(&walked, &leaves, sharding, options.serial)?;
     if gathers.len() > MAX_GATHERS {
         return Err(NotGathered::TooManyGathers(gathers.len()));
     }
@@ -229,6 +264,7 @@ pub fn plan(
         finish_params: walked.params,
         lines,
         explain,
+        cursor,
     })
 }
 
@@ -303,6 +339,7 @@ fn gathers(
     walked: &scope::Walked<'_>,
     leaves: &[leaves::Leaf],
     sharding: &Sharding,
+    serial: u32,
 ) -> Result<(Vec<Gather>, Vec<Swap>), NotGathered> {
     let catalog = sharding.catalog.as_deref();
     let mut gathers: Vec<Gather> = Vec::new();
@@ -315,7 +352,10 @@ fn gathers(
         let temp = match gathers.iter().find(|g| g.shard_sql == shard_sql) {
             Some(same) => same.temp.clone(),
             None => {
-                let temp = format!("pgshard_g{}", gathers.len() + 1);
+                let temp = match serial {
+                    0 => format!("pgshard_g{}", gathers.len() + 1),
+                    serial => format!("pgshard_{serial}_g{}", gathers.len() + 1),
+                };
                 let shape = rewrite::shard_select(table.range_var, columns, &[])?;
                 gathers.push(Gather {
                     create_sql: format!(

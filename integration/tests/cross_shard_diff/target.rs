@@ -38,6 +38,10 @@ pub enum Protocol {
     /// A portal read with a row limit per Execute (extended, binary, in a
     /// transaction).
     Portal,
+    /// DECLARE, then FETCH and MOVE in turns (simple protocol, in a
+    /// transaction): the rows fetched and every FETCH and MOVE tag; only
+    /// for statements whose ORDER BY fixes every row's place.
+    CursorMove,
     /// Inside a transaction block that wrote first ([`BLOCK_WRITES`]),
     /// each a simple query, rolled back after.
     Block,
@@ -77,6 +81,7 @@ impl Protocol {
             Protocol::PreparedString => "prepared/string",
             Protocol::Cursor => "cursor/fetch",
             Protocol::Portal => "portal/limit",
+            Protocol::CursorMove => "cursor/fetch+move",
             Protocol::Block => "simple/in a block",
         }
     }
@@ -177,7 +182,8 @@ impl Target {
     /// a time.
     pub async fn run(&mut self, protocol: Protocol, sql: &str, chunk: u32) -> Outcome {
         let outcome = match protocol {
-            Protocol::Cursor => self.cursor(sql, chunk).await,
+            Protocol::Cursor => self.cursor(sql, chunk, false).await,
+            Protocol::CursorMove => self.cursor(sql, chunk, true).await,
             Protocol::Portal => {
                 let read = portal(&mut self.client, sql, chunk);
                 match tokio::time::timeout(STATEMENT_TIMEOUT * 4, read).await {
@@ -266,7 +272,10 @@ impl Target {
         }
     }
 
-    async fn cursor(&mut self, sql: &str, chunk: u32) -> Outcome {
+    /// DECLARE a cursor over `sql` in a transaction, FETCH `chunk` rows
+    /// at a time to the end (with `moves`, each FETCH followed by a MOVE of
+    /// `chunk / 2 + 1` rows), COMMIT (ROLLBACK after an error).
+    async fn cursor(&mut self, sql: &str, chunk: u32, moves: bool) -> Outcome {
         let script = [
             "BEGIN".to_owned(),
             format!("DECLARE pgshard_diff NO SCROLL CURSOR FOR {sql}"),
@@ -297,6 +306,13 @@ impl Target {
                     }
                 }
                 other => failed = Some(other),
+            }
+            if moves && failed.is_none() {
+                let skip = format!("MOVE {} IN pgshard_diff", chunk / 2 + 1);
+                match self.exchange(&wire::query(&skip)).await {
+                    Outcome::Rows(part) => tags.extend(part.tag),
+                    other => failed = Some(other),
+                }
             }
         }
         if let Some(Outcome::Broken(why)) = failed {

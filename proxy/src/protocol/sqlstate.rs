@@ -18,6 +18,7 @@ pub const INTERNAL_ERROR: &str = "XX000";
 pub const INVALID_PARAMETER_VALUE: &str = "22023";
 pub const IN_FAILED_TRANSACTION: &str = "25P02";
 pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
+pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
 pub const INVALID_CURSOR_NAME: &str = "34000";
 pub const NUMERIC_VALUE_OUT_OF_RANGE: &str = "22003";
 pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";

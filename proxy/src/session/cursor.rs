@@ -143,12 +143,21 @@ pub(super) struct Cursors {
     /// The main server reported COMMIT (`true`) or ROLLBACK: if its next
     /// ReadyForQuery says idle, the transaction ended so.
     ending: Option<bool>,
+    /// The last serial handed to a gathered cursor or portal (its temp
+    /// tables' names, `session/gather.rs`).
+    serial: u32,
 }
 
 impl Cursors {
     /// Nothing is known: the cheap check before any lookup.
     pub fn is_empty(&self) -> bool {
         self.places.is_empty() && self.pinned.is_empty()
+    }
+
+    /// A serial no gathered cursor or portal of this session had.
+    pub fn next_serial(&mut self) -> u32 {
+        self.serial = self.serial.checked_add(1).unwrap_or(1);
+        self.serial
     }
 
     pub fn declare(&mut self, name: Bytes, place: Place) {

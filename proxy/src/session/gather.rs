@@ -12,7 +12,9 @@
 //! Where the coordinator's server comes from ([`Host`]):
 //! - outside a transaction block, a server checked out for this statement
 //!   alone, in a transaction of its own (`BEGIN READ WRITE ... COMMIT`,
-//!   the temp tables `ON COMMIT DROP`);
+//!   the temp tables `ON COMMIT DROP`); the coordinator database's part of
+//!   each gather is inserted there (`INSERT ... SELECT`), so no second
+//!   server of that database is out at once;
 //! - inside the client's block (`gather/block.rs`), the block's own server
 //!   on the coordinator database: it sees the block's writes and snapshot
 //!   and cannot wait on the block's own locks; the gathers read the
@@ -31,19 +33,40 @@
 //!
 //! In the extended protocol (`gather/portal.rs`) the Bind is answered
 //! here and the statement runs at its Execute, parameters and result
-//! formats the client's; an Execute with a row limit, and a Bind after
-//! another statement before the Sync, stay refused (0A000) for now, with a
-//! message saying so.
+//! formats the client's.
+//!
+//! A finish that outlives its statement ([`Kept`]) stays on the
+//! coordinator's server, where the session follows it as a cursor on that
+//! database (`cursor.rs`'s one-shard cursors): a `DECLARE` over the
+//! gathered SELECT, and, in the extended protocol, a named portal or an
+//! Execute with a row limit (the portal bound there under the client's
+//! name, its rows read by the coordinator's own Executes, PortalSuspended
+//! relayed). Its temp tables stay as long as it may read them: named apart
+//! (`pgshard_<serial>_g<N>`), not dropped after the statement, gone with
+//! the transaction (`ON COMMIT DROP`, after Postgres has materialized a
+//! WITH HOLD cursor's rows). So it is kept inside the client's block on the
+//! block's server, where its FETCH, MOVE, CLOSE and later Executes follow
+//! it, and a DECLARE ... WITH HOLD outside a block in the coordinator's
+//! own transaction, whose server then stays with the client (pinned, as a
+//! WITH HOLD cursor's shard). Refused (0A000): a named portal or a row
+//! limit outside a block (the portal would have to outlive the
+//! coordinator's own transaction), either, or a DECLARE, in a READ ONLY
+//! block or with `two_phase_commit` on (the coordinator is then a session
+//! of its own, not the block's), and a Bind after another statement before
+//! the Sync.
 
 mod block;
 mod copy;
+mod kept;
 mod portal;
 mod run;
 
-pub(super) use portal::GatherPortal;
+pub(super) use portal::{GatherPortal, NamedPortals};
 
 use router::config::CrossShardFinish;
 use router::gather::{GatherOptions, GatherPlan};
+
+use kept::KEPT_OWN_IN_BLOCK;
 use router::route::Overrides;
 use router::summary::{StatementKind, Summary};
 
@@ -52,7 +75,6 @@ use super::holds::Held;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
 use crate::protocol::frontend::Bind;
 use crate::protocol::{messages, sqlstate};
@@ -92,10 +114,15 @@ pub(super) enum Host {
 pub(super) enum Finish {
     /// A simple query: the finish is one too.
     Simple,
-    /// A Bind of a prepared statement (its parameter types), then one
-    /// Execute without a row limit: the finish is parsed with those types
-    /// and bound with the client's values and result formats.
-    Extended { bind: Bind, param_types: Vec<u32> },
+    /// A Bind of a prepared statement (its parameter types), then its
+    /// Execute (`max_rows`: its row limit, 0 for none): the finish is
+    /// parsed with those types, bound with the client's values and result
+    /// formats to the client's portal name, and executed so.
+    Extended {
+        bind: Bind,
+        param_types: Vec<u32>,
+        max_rows: i32,
+    },
     /// `EXECUTE name (arguments)` of a statement prepared with SQL
     /// PREPARE: the finish is prepared on the coordinator with the client's
     /// type list (`types`), executed with the client's arguments as written
@@ -119,13 +146,19 @@ pub(super) enum Gathered {
     Refused,
     /// Run: its rows or its error are written, nothing more.
     Ran,
+    /// A simple query any shard answers as one Postgres would (a DECLARE
+    /// without WITH HOLD outside a block: its error, 25P01, after its
+    /// parse analysis); nothing is written.
+    Postgres,
 }
 
-/// One gathered statement's run: the coordinator database and its host.
+/// One gathered statement's run: the coordinator database, its host, and
+/// whether its finish is kept there (its temp tables are not dropped).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Run {
     pub coordinator: usize,
     pub host: Host,
+    pub kept: bool,
 }
 
 impl Run {
@@ -158,11 +191,16 @@ impl Session {
         let [statement] = summary.statements.as_slice() else {
             return false;
         };
+        let declare = matches!(
+            super::cursor::cursor_effect(summary),
+            Some(router::summary::CursorEffect::Declare { .. })
+        );
         config.general.cross_shard_finish == CrossShardFinish::Coordinator
-            && matches!(
-                statement.kind,
-                StatementKind::Select | StatementKind::Explain
-            )
+            && (declare
+                || matches!(
+                    statement.kind,
+                    StatementKind::Select | StatementKind::Explain
+                ))
             && !statement.write
     }
 
@@ -193,6 +231,7 @@ impl Session {
             .await?
         {
             Gathered::Refused => Ok(Dispatch::Done),
+            Gathered::Postgres => Ok(Dispatch::Send(super::transaction::Target::Any)),
             Gathered::Ran => {
                 let status = self.status();
                 messages::ready_for_query(self.client.out(), status);
@@ -221,28 +260,15 @@ impl Session {
                 }
         );
         let in_block = in_txn || self.status() != TransactionStatus::Idle || self.txn.spans();
-        if in_block && self.status() == TransactionStatus::Failed {
-            self.aborted(simple);
-            return Ok(Gathered::Refused);
-        }
-        if in_block && !self.txn.spans() {
-            let error = not_yet(
-                &refusal,
-                (
-                    "in a transaction block pgshard does not spread over shards",
-                    "send it outside the block",
-                ),
-            );
-            return Ok(self.gather_refused(error, simple));
+        if let Some(refused) = self.block_refused(in_block, simple, &refusal) {
+            return Ok(refused);
         }
         let coordinator = self.shared.config().general.cross_shard_coordinator;
-        let mut options = GatherOptions {
-            coordinator,
-            gather_all: false,
-        };
-        let mut plan = match self.gather_plan(sql, &options, &refusal) {
-            Ok(plan) => plan,
-            Err(error) => return Ok(self.gather_refused(error, simple)),
+        let planned = self.plan_kept(sql, (finish, in_block), &refusal, coordinator);
+        let (mut plan, mut options, kept) = match planned {
+            Ok(planned) => planned,
+            Err(Some(error)) => return Ok(self.gather_refused(error, simple)),
+            Err(None) => return Ok(Gathered::Postgres),
         };
         let mut routes = match self.gather_routes(&plan, None).await? {
             Ok(routes) => routes,
@@ -267,6 +293,10 @@ impl Session {
             },
         };
         if host == Host::OwnInBlock {
+            if kept.is_some() {
+                let error = not_yet(&refusal, KEPT_OWN_IN_BLOCK);
+                return Ok(self.failed_in_block(&error));
+            }
             // Omnisharded tables are gathered too, from the block.
             options.gather_all = true;
             match self.replan(sql, &options, &refusal).await? {
@@ -274,7 +304,13 @@ impl Session {
                 Err(error) => return Ok(self.failed_in_block(&error)),
             }
         }
-        let run = Run { coordinator, host };
+        let run = Run {
+            coordinator,
+            host,
+            kept: kept.is_some(),
+        };
+        self.keep(kept.as_ref(), coordinator, in_block);
+        let errors = self.pipeline.error_mark();
         match block_server {
             Some(server) => {
                 self.run_in_block(server, &plan, &routes, run, finish)
@@ -282,7 +318,35 @@ impl Session {
             }
             None => self.run_on_coordinator(&plan, &routes, run, finish).await?,
         }
+        if let Some(kept) = kept.filter(|_| self.pipeline.errors_since(errors)) {
+            self.not_kept(&kept).await?;
+        }
         Ok(Gathered::Ran)
+    }
+
+    /// Inside a block (`in_block`) that failed, or that does not spread
+    /// over shards, the statement is refused.
+    fn block_refused(
+        &mut self,
+        in_block: bool,
+        simple: bool,
+        refusal: &ClientError,
+    ) -> Option<Gathered> {
+        if in_block && self.status() == TransactionStatus::Failed {
+            self.aborted(simple);
+            return Some(Gathered::Refused);
+        }
+        if in_block && !self.txn.spans() {
+            let error = not_yet(
+                refusal,
+                (
+                    "in a transaction block pgshard does not spread over shards",
+                    "send it outside the block",
+                ),
+            );
+            return Some(self.gather_refused(error, simple));
+        }
+        None
     }
 
     /// The plan of `sql` and its gathers' shards again, for `options`
@@ -385,40 +449,6 @@ impl Session {
             None => vec![any.unwrap_or_else(|| self.any_shard())],
         };
         Ok(Ok(shards))
-    }
-
-    /// Run `sql` on the coordinator to its ReadyForQuery; its first error
-    /// is the client's ([`Stop::Failed`]).
-    pub(super) async fn coordinator_run(
-        &mut self,
-        server: &mut Pooled,
-        sql: &str,
-    ) -> Result<(), Stop> {
-        let mut out = bytes::BytesMut::new();
-        messages::query(&mut out, sql);
-        server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
-        self.coordinator_reply(server).await
-    }
-
-    /// Read the coordinator's reply to its ReadyForQuery; its first error
-    /// is the client's ([`Stop::Failed`]).
-    pub(super) async fn coordinator_reply(&mut self, server: &mut Pooled) -> Result<(), Stop> {
-        let mut error: Option<BackendFrame> = None;
-        loop {
-            let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
-            match message.message() {
-                BackendMessage::ErrorResponse(_) if error.is_none() => error = Some(message),
-                BackendMessage::ReadyForQuery(_) => break,
-                _ => {}
-            }
-        }
-        match error {
-            Some(error) => {
-                self.relay_gather_error(&error);
-                Err(Stop::Failed)
-            }
-            None => Ok(()),
-        }
     }
 
     /// A server's ErrorResponse, relayed to the client as the statement's

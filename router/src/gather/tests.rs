@@ -336,3 +336,21 @@ fn plan_all(sql: &str) -> Vec<String> {
         .map(|g| g.table.name)
         .collect()
 }
+
+#[test]
+#[rustfmt::skip]
+fn cursors_and_serials() {
+    check("DECLARE c CURSOR FOR SELECT count(*) FROM lineitem", &["SELECT l_orderkey FROM lineitem"], "DECLARE c CURSOR FOR SELECT count(*) FROM pg_temp.pgshard_g1 AS \"lineitem\"");
+    check("DECLARE \"C x\" NO SCROLL CURSOR WITH HOLD FOR SELECT id, rank() OVER (ORDER BY score) FROM users", &["SELECT id, score FROM users"], "DECLARE \"C x\" NO SCROLL CURSOR WITH HOLD FOR SELECT id, rank() OVER (ORDER BY score) FROM pg_temp.pgshard_g1 AS \"users\"");
+    refused("DECLARE c CURSOR FOR SELECT id FROM users FOR UPDATE", "FOR UPDATE/SHARE");
+    let cursor = |sql: &str| planned(sql).unwrap().cursor.map(|c| (c.name, c.hold));
+    assert_eq!(cursor("DECLARE c CURSOR FOR SELECT 1"), Some(("c".into(), false)));
+    assert_eq!(cursor("DECLARE \"C x\" CURSOR WITH HOLD FOR SELECT id FROM users"), Some(("C x".into(), true)));
+    assert_eq!(cursor("SELECT count(*) FROM users"), None);
+    let serial = GatherOptions { serial: 7, ..GatherOptions::default() };
+    let plan = plan("SELECT u.id FROM users u JOIN events e ON e.id = u.score", sharding(), &serial).unwrap();
+    let temps: Vec<&str> = plan.gathers.iter().map(|g| g.temp.as_str()).collect();
+    assert_eq!(temps, ["pgshard_7_g1", "pgshard_7_g2"]);
+    assert_eq!(plan.finish_sql, "SELECT u.id FROM pg_temp.pgshard_7_g1 u JOIN pg_temp.pgshard_7_g2 e ON e.id = u.score");
+    assert!(plan.gathers[0].create_sql.starts_with("CREATE TEMP TABLE pg_temp.pgshard_7_g1 ON COMMIT DROP AS "));
+}

@@ -178,6 +178,7 @@ mod tests {
             finish_sql: String::new(),
             finish_params: false,
             lines: Vec::new(),
+            cursor: None,
             explain: Some(router::gather::Explain {
                 analyze: false,
                 text: true,

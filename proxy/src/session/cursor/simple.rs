@@ -1,7 +1,9 @@
 //! Cursor statements on a sharded cluster, as simple queries or at their
 //! Bind: a DECLARE routed by its query (one shard: sent there and
 //! remembered; several: declared on each, inside the transaction, or as a
-//! WITH HOLD cursor in a transaction of its own per shard, all or none);
+//! WITH HOLD cursor in a transaction of its own per shard, all or none;
+//! one whose merge cannot be read in parts is declared on the coordinator
+//! over its gathered rows, `session/gather.rs`, and followed there);
 //! FETCH, MOVE, CLOSE and `WHERE CURRENT OF` of a cursor pgshard knows
 //! follow it (a merged one's are answered here); CLOSE ALL reaches every
 //! server that may hold one.
@@ -215,6 +217,13 @@ impl Session {
         let planned = self.merged_cursor(sql, &name, options, locking, (shards, None));
         let (merged, shard_sql) = match planned {
             Ok(planned) => planned,
+            // Declared on the coordinator over its gathered rows instead.
+            Err(error)
+                if error.code == crate::protocol::sqlstate::FEATURE_NOT_SUPPORTED
+                    && self.finishes_on_coordinator(summary) =>
+            {
+                return self.gather_query(sql, error, in_txn).await;
+            }
             Err(error) => return Ok(self.refused(error)),
         };
         self.cursors.put_merged(name.clone(), Box::new(merged));

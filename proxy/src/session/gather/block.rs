@@ -103,8 +103,8 @@ impl Session {
     }
 
     /// The coordinator database's own part of `gather`, inserted into its
-    /// temp table on the block's `server` itself, counted against the
-    /// limit.
+    /// temp table on the coordinator's `server` itself (the block's, or
+    /// one of its own outside a block), counted against the limit.
     pub(super) async fn gather_local(
         &mut self,
         server: &mut Pooled,

@@ -5,24 +5,49 @@
 //! columns are the same: the temp tables have the tables' types); its
 //! Execute runs the plan, the finish parsed on the coordinator with the
 //! statement's parameter types and bound with the client's values and
-//! result formats. A named portal (one read across Syncs) and an Execute
-//! with a row limit (a portal read in parts) are refused (0A000) for now;
-//! any other message ends the portal.
+//! result formats under the client's portal name. A named portal (one read
+//! across Syncs) or an Execute with a row limit (a portal read in parts)
+//! is kept on the coordinator's server inside the client's block (its
+//! later Describe, Execute and Close follow it there, `gather.rs`'s
+//! `Kept`); an SQL EXECUTE so bound is refused (0A000). Any other message
+//! ends the portal.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 use super::{not_yet, Finish, Gathered};
 use crate::errors::ClientError;
 use crate::execute::gather::finish;
-use crate::protocol::backend::BackendMessage;
+use crate::protocol::backend::{BackendMessage, TransactionStatus};
 use crate::protocol::frontend::{Bind, Frame, FrontendKind, FrontendMessage, Named};
 use crate::protocol::messages;
+use crate::session::cursor::Place;
 use crate::session::reply_plan::Step;
 use crate::session::statements::Statement;
 use crate::session::transaction::Target;
 use crate::session::{End, Session};
+
+/// Named portals of gathered statements bound inside the client's block,
+/// each run at its first Execute (then kept on the coordinator's server:
+/// `gather.rs`'s `Kept`).
+#[derive(Debug, Default)]
+pub struct NamedPortals(HashMap<Bytes, GatherPortal>);
+
+impl NamedPortals {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// What a message does to a named gathered portal.
+enum Action {
+    Describe,
+    /// Its row limit.
+    Execute(i32),
+    Close,
+}
 
 /// A bound statement that the coordinator finishes at its Execute.
 #[derive(Debug)]
@@ -51,6 +76,19 @@ enum Bound {
     },
 }
 
+impl GatherPortal {
+    /// The client's name for the portal.
+    fn portal(&self) -> &bytes::Bytes {
+        match &self.bound {
+            Bound::Statement { bind, .. } => &bind.portal,
+            Bound::Sql { .. } => &UNNAMED,
+        }
+    }
+}
+
+/// The unnamed portal's name.
+static UNNAMED: bytes::Bytes = bytes::Bytes::new();
+
 /// The name a Describe of an SQL-prepared gathered statement prepares it
 /// under on a shard.
 const SQL_DESCRIBE: &str = "pgshard_describe";
@@ -64,26 +102,83 @@ impl Session {
         bind: &Bind,
         refusal: ClientError,
     ) -> Option<Target> {
-        if !bind.portal.is_empty() {
-            // A named portal may be read across Syncs, which the phase's
-            // portal does not outlive.
-            let error = not_yet(
-                &refusal,
-                ("in a named portal", "bind it to the unnamed portal"),
-            );
-            self.shared
-                .metrics
-                .route(crate::metrics::RouteKind::Refused);
-            self.refuse(error, false);
-            return None;
-        }
         self.local_reply(messages::bind_complete);
         let bound = Bound::Statement {
             statement: Arc::clone(statement),
             bind: bind.clone(),
         };
-        self.phase.bind_gather(GatherPortal { bound, refusal });
+        let portal = GatherPortal { bound, refusal };
+        let in_block = self.status() != TransactionStatus::Idle || self.txn.spans();
+        match bind.portal.is_empty() || !in_block {
+            true => self.phase.bind_gather(portal),
+            false => {
+                // Read across Syncs: kept until its Execute, and known as
+                // a portal of the coordinator's database meanwhile (so it
+                // goes with the block, as the cursors' registry says).
+                let coordinator = self.shared.config().general.cross_shard_coordinator;
+                let place = Place::Shard {
+                    shard: coordinator,
+                    hold: false,
+                    in_txn: true,
+                };
+                self.cursors.declare(bind.portal.clone(), place);
+                self.gather_portals.0.insert(bind.portal.clone(), portal);
+            }
+        }
         None
+    }
+
+    /// A Describe, Execute or Close of a named portal in
+    /// [`NamedPortals`]: whether it was answered here. One the block no
+    /// longer holds (the cursors' registry forgot it) is dropped, and the
+    /// message goes its usual way.
+    pub(in crate::session) async fn on_named_gather_portal(
+        &mut self,
+        frame: &Frame,
+    ) -> Result<bool, End> {
+        let (name, action) = match FrontendMessage::decode(frame) {
+            Ok(FrontendMessage::Describe {
+                kind: Named::Portal,
+                name,
+            }) => (name, Action::Describe),
+            Ok(FrontendMessage::Execute { portal, max_rows }) => {
+                (portal, Action::Execute(max_rows))
+            }
+            Ok(FrontendMessage::Close {
+                kind: Named::Portal,
+                name,
+            }) => (name, Action::Close),
+            _ => return Ok(false),
+        };
+        self.gather_portals
+            .0
+            .retain(|name, _| self.cursors.shard_of(name).is_some());
+        if !self.gather_portals.0.contains_key(&name) {
+            return Ok(false);
+        }
+        self.phase.end_portal();
+        match action {
+            Action::Describe => {
+                let Some(portal) = self.gather_portals.0.get(&name) else {
+                    return Ok(false);
+                };
+                let bound = portal.bound.clone();
+                self.describe_gathered(&bound).await?;
+            }
+            Action::Close => {
+                self.gather_portals.0.remove(&name);
+                self.cursors.forget(&name);
+                self.local_reply(messages::close_complete);
+            }
+            Action::Execute(max_rows) => {
+                let Some(portal) = self.gather_portals.0.remove(&name) else {
+                    return Ok(false);
+                };
+                self.cursors.forget(&name);
+                self.execute_gathered(portal, max_rows).await?;
+            }
+        }
+        Ok(true)
     }
 
     /// A Bind of `EXECUTE name (args)` (`args`: its text after the name)
@@ -99,7 +194,10 @@ impl Session {
         if !bind.portal.is_empty() {
             let error = not_yet(
                 &refusal,
-                ("in a named portal", "bind it to the unnamed portal"),
+                (
+                    "as an SQL EXECUTE in a named portal",
+                    "bind it to the unnamed portal",
+                ),
             );
             self.shared
                 .metrics
@@ -126,11 +224,15 @@ impl Session {
         match frame.kind {
             FrontendKind::Flush => {}
             FrontendKind::Describe => {
-                let of_portal = matches!(
-                    FrontendMessage::decode(frame),
-                    Ok(FrontendMessage::Describe { kind: Named::Portal, name }) if name.is_empty()
-                );
-                let Some(portal) = self.phase.gather_portal().filter(|_| of_portal) else {
+                let described = match FrontendMessage::decode(frame) {
+                    Ok(FrontendMessage::Describe {
+                        kind: Named::Portal,
+                        name,
+                    }) => Some(name),
+                    _ => None,
+                };
+                let portal = self.phase.gather_portal();
+                let Some(portal) = portal.filter(|p| described.as_ref() == Some(p.portal())) else {
                     // A Describe of a statement ends the portal.
                     self.phase.end_portal();
                     return Ok(false);
@@ -139,10 +241,15 @@ impl Session {
                 self.describe_gathered(&bound).await?;
             }
             FrontendKind::Execute => {
-                let max_rows = match FrontendMessage::decode(frame) {
-                    Ok(FrontendMessage::Execute { max_rows, .. }) => max_rows,
-                    _ => 0,
+                let (name, max_rows) = match FrontendMessage::decode(frame) {
+                    Ok(FrontendMessage::Execute { portal, max_rows }) => (portal, max_rows),
+                    _ => (bytes::Bytes::new(), 0),
                 };
+                if self.phase.gather_portal().map(GatherPortal::portal) != Some(&name) {
+                    // Another portal's Execute ends this one.
+                    self.phase.end_portal();
+                    return Ok(false);
+                }
                 let Some(portal) = self.phase.take_gather() else {
                     return Ok(false);
                 };
@@ -157,12 +264,16 @@ impl Session {
     }
 
     /// Run the portal's statement on the coordinator (`max_rows`: the
-    /// Execute's row limit, refused for now).
+    /// Execute's row limit; a prepared statement's portal read in parts
+    /// is kept there, `gather.rs`).
     async fn execute_gathered(&mut self, portal: GatherPortal, max_rows: i32) -> Result<(), End> {
-        if max_rows > 0 {
+        if max_rows > 0 && matches!(portal.bound, Bound::Sql { .. }) {
             let error = not_yet(
                 &portal.refusal,
-                ("with a row limit on its Execute", "execute it without one"),
+                (
+                    "as an SQL EXECUTE with a row limit on its Execute",
+                    "execute it without one",
+                ),
             );
             self.shared
                 .metrics
@@ -176,6 +287,7 @@ impl Session {
                 Finish::Extended {
                     bind,
                     param_types: statement.param_types.clone(),
+                    max_rows,
                 },
             ),
             Bound::Sql {

@@ -3,7 +3,8 @@
 //! database's own part inserted there when its server is the block's,
 //! `block.rs`), the temp tables' keys, the finish relayed to the client
 //! (after pgshard's EXPLAIN lines), then COMMIT (a session of its own: the
-//! tables go `ON COMMIT`) or DROP of the tables (the block's server).
+//! tables go `ON COMMIT`) or DROP of the tables (the block's server; not
+//! when a cursor or portal kept there reads them later).
 
 use bytes::BytesMut;
 use router::gather::GatherPlan;
@@ -12,11 +13,45 @@ use super::{coordinator_lost, Finish, Host, Run, Stop, SQL_FINISH};
 use crate::execute::gather::finish;
 use crate::execute::gather::sink::GatherSink;
 use crate::pool::Pooled;
-use crate::protocol::backend::BackendMessage;
+use crate::protocol::backend::{BackendFrame, BackendMessage};
 use crate::protocol::messages;
 use crate::session::{cancel_target, End, Session};
 
 impl Session {
+    /// Run `sql` on the coordinator to its ReadyForQuery; its first error
+    /// is the client's ([`Stop::Failed`]).
+    pub(super) async fn coordinator_run(
+        &mut self,
+        server: &mut Pooled,
+        sql: &str,
+    ) -> Result<(), Stop> {
+        let mut out = bytes::BytesMut::new();
+        messages::query(&mut out, sql);
+        server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
+        self.coordinator_reply(server).await
+    }
+
+    /// Read the coordinator's reply to its ReadyForQuery; its first error
+    /// is the client's ([`Stop::Failed`]).
+    pub(super) async fn coordinator_reply(&mut self, server: &mut Pooled) -> Result<(), Stop> {
+        let mut error: Option<BackendFrame> = None;
+        loop {
+            let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
+            match message.message() {
+                BackendMessage::ErrorResponse(_) if error.is_none() => error = Some(message),
+                BackendMessage::ReadyForQuery(_) => break,
+                _ => {}
+            }
+        }
+        match error {
+            Some(error) => {
+                self.relay_gather_error(&error);
+                Err(Stop::Failed)
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Check a server of the coordinator database out, run the plan there
     /// and give it back (closed if it broke). The client's reply (rows or
     /// an error) is written; its ReadyForQuery is the caller's.
@@ -111,9 +146,14 @@ impl Session {
         let gathers_run = plan.explain.as_ref().is_none_or(|e| e.analyze);
         for (gather, shards) in plan.gathers.iter().zip(routes) {
             if gathers_run {
+                // The coordinator database's part is read by the
+                // coordinator's own server (no second server of it: one
+                // pinned for a WITH HOLD cursor stays the only one out),
+                // but from the block's servers when that server is not
+                // the block's.
                 let (local, remote): (Vec<usize>, Vec<usize>) = match run.host {
-                    Host::Block => shards.iter().partition(|&&s| s == run.coordinator),
-                    _ => (Vec::new(), shards.clone()),
+                    Host::Block | Host::Own => shards.iter().partition(|&&s| s == run.coordinator),
+                    Host::OwnInBlock => (Vec::new(), shards.clone()),
                 };
                 if !local.is_empty() {
                     self.gather_local(server, gather, sink, run.coordinator)
@@ -137,6 +177,9 @@ impl Session {
             .await?;
         match own {
             true => self.coordinator_run(server, "COMMIT").await,
+            // A kept cursor or portal reads them later; they go with the
+            // transaction.
+            false if run.kept => Ok(()),
             false => {
                 let temps: Vec<String> = plan
                     .gathers
@@ -160,24 +203,12 @@ impl Session {
         mut lines: Vec<String>,
         finish: &Finish,
     ) -> Result<(), Stop> {
-        let mut out = BytesMut::new();
-        match finish {
-            Finish::Simple => messages::query(&mut out, sql),
-            Finish::Sql { types, args, .. } => {
-                let script = format!(
-                    "PREPARE {SQL_FINISH} {types} AS {sql}; EXECUTE {SQL_FINISH}{args}; \
-                     DEALLOCATE {SQL_FINISH}"
-                );
-                messages::query(&mut out, &script);
-            }
-            Finish::Extended { bind, param_types } => {
-                messages::parse(&mut out, b"", sql.as_bytes(), param_types);
-                messages::bind(&mut out, bind, b"", &bind.result_formats);
-                messages::execute(&mut out, &bind.portal);
-                messages::sync(&mut out);
-                for line in lines.drain(..) {
-                    messages::data_row(self.client.out(), &[Some(&line)]);
-                }
+        let out = finish_request(sql, finish);
+        if matches!(finish, Finish::Extended { .. }) {
+            // The Execute's reply has no RowDescription: EXPLAIN's lines
+            // go first.
+            for line in lines.drain(..) {
+                messages::data_row(self.client.out(), &[Some(&line)]);
             }
         }
         server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
@@ -233,6 +264,34 @@ impl Session {
             false => Ok(()),
         }
     }
+}
+
+/// What the coordinator is sent to run the finish `sql` as `finish` says:
+/// an extended one bound under the client's portal name (a named or
+/// suspended portal's later Executes come there again).
+fn finish_request(sql: &str, finish: &Finish) -> BytesMut {
+    let mut out = BytesMut::new();
+    match finish {
+        Finish::Simple => messages::query(&mut out, sql),
+        Finish::Sql { types, args, .. } => {
+            let script = format!(
+                "PREPARE {SQL_FINISH} {types} AS {sql}; EXECUTE {SQL_FINISH}{args}; \
+                 DEALLOCATE {SQL_FINISH}"
+            );
+            messages::query(&mut out, &script);
+        }
+        Finish::Extended {
+            bind,
+            param_types,
+            max_rows,
+        } => {
+            messages::parse(&mut out, b"", sql.as_bytes(), param_types);
+            messages::bind(&mut out, bind, b"", &bind.result_formats);
+            messages::execute_rows(&mut out, &bind.portal, *max_rows);
+            messages::sync(&mut out);
+        }
+    }
+    out
 }
 
 /// Where the coordinator runs, in an EXPLAIN's words.

@@ -54,6 +54,20 @@ impl Session {
         let writes = crate::session::spanning::writes(summary);
         let copies = router::route::holds_copies(summary, self.cluster.sharding());
         let readable = super::readable(summary, merge.as_ref());
+        if let Err(why) = readable {
+            // A named portal may be read in parts: the coordinator reads
+            // it so when the merge cannot (`session/gather.rs`).
+            let in_block = self.status() != crate::protocol::backend::TransactionStatus::Idle
+                || self.txn.spans();
+            if !bind.portal.is_empty()
+                && in_block
+                && declared.is_none()
+                && self.finishes_on_coordinator(summary)
+            {
+                self.bind_gathered(statement, bind, refused(why));
+                return;
+            }
+        }
         let mut bytes = BytesMut::new();
         // A DECLARE whose query is rewritten: its shards bind that one.
         let instead = declared.as_ref().and_then(|d| d.instead.clone());
