@@ -274,9 +274,11 @@ async fn concurrent_commits_with_the_decider_killed_resolve_each_exactly() {
     let proxy = TestProxy::start(&config, &common::raw_users()).unwrap();
     let port = proxy.port();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let commits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut workers = Vec::new();
     for worker in 0..16i64 {
         let (stop, keys) = (std::sync::Arc::clone(&stop), keys.clone());
+        let commits = std::sync::Arc::clone(&commits);
         workers.push(tokio::spawn(async move {
             let mut acked = Vec::new();
             let mut id = worker * 1_000_000;
@@ -300,7 +302,10 @@ async fn concurrent_commits_with_the_decider_killed_resolve_each_exactly() {
                         client.simple_query("COMMIT").await
                     };
                     match commit.await {
-                        Ok(_) => acked.push(id),
+                        Ok(_) => {
+                            acked.push(id);
+                            commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
                         Err(_) => break,
                     }
                     if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -311,7 +316,12 @@ async fn concurrent_commits_with_the_decider_killed_resolve_each_exactly() {
             acked
         }));
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Commits in every phase when the decider dies: kill it once some
+    // went through (a slow machine commits few per second).
+    eventually("commits", || async {
+        commits.load(std::sync::atomic::Ordering::Relaxed) >= 32
+    })
+    .await;
     servers[1].kill().unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     servers[1].start_again().unwrap();
@@ -322,7 +332,7 @@ async fn concurrent_commits_with_the_decider_killed_resolve_each_exactly() {
     for worker in workers {
         acked.extend(worker.await.unwrap());
     }
-    assert!(acked.len() > 16, "{} commits", acked.len());
+    assert!(acked.len() >= 32, "{} commits", acked.len());
     eventually("recovery", || async { prepared(&servers).await == 0 }).await;
     let mut ids = Vec::new();
     for (i, server) in servers.iter().enumerate() {
