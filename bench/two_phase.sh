@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # What two-phase commit costs, and pgbench's own workload on a sharded
-# cluster (issue 12). Starts two shard Postgres servers and a third one for
-# the direct baseline (initdb in a temp dir, as the `postgres` user when run
-# as root, free ports), and two pgshard instances (release build) over the
-# shards: one with `two_phase_commit = true`, one without. Then:
+# cluster (issues 12, 36). Starts two shard Postgres servers and a third one
+# for the direct baseline (initdb in a temp dir, as the `postgres` user when
+# run as root, free ports), all at Postgres's default durability (`fsync`,
+# `full_page_writes` and `synchronous_commit` on, on the disk of /tmp), and
+# pgshard instances (release build) over the shards: with
+# `two_phase_commit = true` and no local log (the default), with the log
+# fsynced on each commit, without two-phase commit, and with BEFORE=<an
+# older pgshard binary> that binary too (its default config). Then:
 #
 # 1. Transfers (pgbench custom scripts, -c $CLIENTS, -T $DURATION, -M
 #    $MODE): one transaction moves 1 from one account to another, locking
@@ -13,12 +17,18 @@
 #    other. Targets, run side by side (order rotated per pass):
 #      direct        both accounts in one Postgres, no pgshard
 #      one-shard     through pgshard (2PC on), both accounts on shard 0
-#      cross-2pc     through pgshard, one account per shard: PREPARE,
-#                    decider COMMIT, log fsync, COMMIT PREPARED
+#      cross-2pc     through pgshard, one account per shard: decider
+#                    record with PREPARE, decider COMMIT, COMMIT PREPARED
+#      cross-2pc-log the same with `two_phase_commit_wal_dir` and
+#                    `two_phase_commit_wal_fsync = true` (the log's fsync
+#                    on the commit path, as before issue 36)
 #      cross-1pc     the same through the pgshard without two-phase commit
-#      cross-2pc-shm with WAL_SHM=1: cross-2pc with the decision log in
-#                    /dev/shm (what the log's fsync costs)
-#    Printed: tps and average latency per target and pass, and the ratios.
+#      cross-2pc-before with BEFORE=<binary>: cross-2pc through it
+#    Printed: tps, average latency and the shards' WAL flushes
+#    (pg_stat_wal.wal_sync) per transaction, per target and pass, and the
+#    ratios; and what one flushed 8 kB write takes on the shards' disk (the
+#    floor: a 2PC commit waits for three flushes in turn, a one-phase
+#    cross-shard commit for two, a one-shard commit for one).
 #    Afterwards the sum of balances must be unchanged and no prepared
 #    transaction left (the script fails otherwise).
 # 2. `pgbench -i -s $SCALE` through the 2PC pgshard, pgbench's tables
@@ -28,9 +38,10 @@
 #    consistent (accounts = branches = tellers = history deltas).
 #
 #   bench/two_phase.sh
+#   BEFORE=/path/to/an/older/pgshard bench/two_phase.sh   # + cross-2pc-before
 #   DURATION=5 PASSES=1 SCALE=2 TPCB_DURATION=5 bench/two_phase.sh   # quick
 #
-# Environment: DURATION (15), PASSES (2), CLIENTS (16), MODE (simple), WAL_SHM,
+# Environment: DURATION (15), PASSES (2), CLIENTS (16), MODE (simple), BEFORE,
 # ACCOUNTS per shard (100000), SCALE (10), TPCB_DURATION (30), PGSHARD (a
 # built binary), KEEP=1 (leave the temp dir). Nothing here asserts speed.
 set -euo pipefail
@@ -63,7 +74,6 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pg in direct shard0 shard1; do stop_postgres "$work/$pg"; done
-  [ -z "${shm_wal:-}" ] || rm -rf "$shm_wal"
   if [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
 }
 trap cleanup EXIT
@@ -80,9 +90,6 @@ unix_socket_directories = '$work'
 max_connections = 200
 max_prepared_transactions = 100
 shared_buffers = 128MB
-fsync = off
-full_page_writes = off
-synchronous_commit = on
 log_min_messages = warning
 EOF
   "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/$pg" -l "$work/$pg.log" -w start >/dev/null
@@ -97,8 +104,8 @@ name = "postgres"
 database = "bank"
 auth_type = "trust"
 EOF
-start_pgshard() { # name two_phase_commit [wal dir]
-  local name=$1 port wal=${3:-$work/$1-2pc}
+start_pgshard() { # name binary [general]'s two-phase lines
+  local name=$1 binary=$2 port
   port=$(free_port)
   PORT[$name]=$port
   cat >"$work/$name.toml" <<EOF
@@ -106,8 +113,7 @@ start_pgshard() { # name two_phase_commit [wal dir]
 host = "127.0.0.1"
 port = $port
 default_pool_size = $CLIENTS
-two_phase_commit = $2
-two_phase_commit_wal_dir = "$wal"
+$3
 [admin]
 password = "admin"
 [[databases]]
@@ -141,7 +147,7 @@ EOF
     printf '[[sharded_tables]]\ndatabase = "bank"\nname = "%s"\ncolumn = "%s"\ndata_type = "integer"\n' "$1" "$2" \
       >>"$work/$name.toml"
   done
-  RUST_LOG=warn "$PGSHARD" --config "$work/$name.toml" --users "$work/users.toml" \
+  RUST_LOG=warn "$binary" --config "$work/$name.toml" --users "$work/users.toml" \
     >"$work/$name.log" 2>&1 &
   pids+=("$!")
   for _ in $(seq 100); do
@@ -151,12 +157,15 @@ EOF
   cat "$work/$name.log" >&2
   die "$name did not start"
 }
-start_pgshard pgshard2pc true
-start_pgshard pgshard1pc false
-shm_wal=""
-if [ -n "${WAL_SHM:-}" ]; then
-  shm_wal=$(mktemp -d /dev/shm/pgshard-2pc-bench.XXXXXX)
-  start_pgshard pgshardshm true "$shm_wal"
+start_pgshard pgshard2pc "$PGSHARD" "two_phase_commit = true"
+start_pgshard pgshardlog "$PGSHARD" "two_phase_commit = true
+two_phase_commit_wal_dir = \"$work/log-2pc\"
+two_phase_commit_wal_fsync = true"
+start_pgshard pgshard1pc "$PGSHARD" "two_phase_commit = false"
+if [ -n "${BEFORE:-}" ]; then
+  [ -x "$BEFORE" ] || die "no pgshard binary at BEFORE=$BEFORE"
+  start_pgshard pgshardbefore "$BEFORE" "two_phase_commit = true
+two_phase_commit_wal_dir = \"$work/before-2pc\""
 fi
 
 # --- accounts ----------------------------------------------------------------------
@@ -191,26 +200,42 @@ EOF
 transfer one "1, $ACCOUNTS" "1, $ACCOUNTS"
 transfer cross "1, $ACCOUNTS" "1000001, $high"
 
-declare -A TPS LAT
+declare -A TPS LAT SYNCS
+wal_syncs() { # servers... -> WAL flushes so far
+  local sum=0 pg
+  for pg in "$@"; do sum=$((sum + $(psql_on "$pg" -c "SELECT wal_sync FROM pg_stat_wal"))); done
+  echo "$sum"
+}
 run() { # target port script pass
-  local out tps lat failed
+  local out tps lat failed syncs n servers=(shard0 shard1)
+  [ "$1" != direct ] || servers=(direct)
+  syncs=$(wal_syncs "${servers[@]}")
   out=$(pgbench -n -h 127.0.0.1 -p "$2" -U postgres -c "$CLIENTS" -j 2 -T "$DURATION" \
     -M "$MODE" -f "$work/$3.sql" bank 2>&1) || { echo "$out" >&2; die "pgbench on $1 failed"; }
   tps=$(sed -n 's/^tps = \([0-9]*\)[.0-9]* .*/\1/p' <<<"$out")
   lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
   failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' <<<"$out")
   [ "${failed:-0}" = 0 ] || die "$1: $failed failed transactions"
-  TPS[$1,$4]=$tps; LAT[$1,$4]=$lat
-  printf '  pass %d  %-10s %9s tps  %7s ms\n' "$4" "$1" "$tps" "$lat"
+  n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
+  syncs=$(awk -v a="$syncs" -v b="$(wal_syncs "${servers[@]}")" -v n="$n" 'BEGIN{printf "%.2f", (b-a)/n}')
+  TPS[$1,$4]=$tps; LAT[$1,$4]=$lat; SYNCS[$1,$4]=$syncs
+  printf '  pass %d  %-16s %9s tps  %7s ms  %5s WAL flushes/txn\n' "$4" "$1" "$tps" "$lat" "$syncs"
 }
-targets=(direct one-shard cross-2pc cross-1pc)
+targets=(direct one-shard cross-2pc cross-2pc-log cross-1pc)
 declare -A TARGET_PORT=([direct]=${PORT[direct]} [one-shard]=${PORT[pgshard2pc]} \
-  [cross-2pc]=${PORT[pgshard2pc]} [cross-1pc]=${PORT[pgshard1pc]})
-declare -A SCRIPT=([direct]=cross [one-shard]=one [cross-2pc]=cross [cross-1pc]=cross [cross-2pc-shm]=cross)
-if [ -n "$shm_wal" ]; then
-  targets+=(cross-2pc-shm)
-  TARGET_PORT[cross-2pc-shm]=${PORT[pgshardshm]}
+  [cross-2pc]=${PORT[pgshard2pc]} [cross-2pc-log]=${PORT[pgshardlog]} [cross-1pc]=${PORT[pgshard1pc]})
+declare -A SCRIPT=([direct]=cross [one-shard]=one [cross-2pc]=cross [cross-2pc-log]=cross
+  [cross-1pc]=cross [cross-2pc-before]=cross)
+if [ -n "${BEFORE:-}" ]; then
+  targets+=(cross-2pc-before)
+  TARGET_PORT[cross-2pc-before]=${PORT[pgshardbefore]}
 fi
+# The floor: one 8 kB write with O_DSYNC (a WAL flush) on the shards' disk.
+start=$(date +%s%N)
+dd if=/dev/zero of="$work/fsync.test" bs=8k count=300 oflag=dsync 2>/dev/null
+fsync_us=$(( ($(date +%s%N) - start) / 300000 ))
+rm -f "$work/fsync.test"
+echo "one 8 kB write + flush on $work's disk (dd oflag=dsync, 300 writes): $fsync_us us"
 echo "transfers: -c $CLIENTS -j 2 -T $DURATION -M $MODE, $ACCOUNTS accounts per shard, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for pass in $(seq "$PASSES"); do
   n=${#targets[@]}
@@ -227,22 +252,25 @@ for pg in shard0 shard1; do
 done
 
 echo
-echo "| target | what | tps | latency ms | tps vs direct | tps vs one-shard |"
-echo "|---|---|---|---|---|---|"
+echo "| target | what | tps | latency ms | WAL flushes/txn | tps vs direct | tps vs one-shard | tps vs cross-1pc |"
+echo "|---|---|---|---|---|---|---|---|"
 declare -A WHAT=([direct]="both accounts in one Postgres" [one-shard]="pgshard, both on shard 0"
-  [cross-2pc]="pgshard, one per shard, two-phase commit" [cross-1pc]="pgshard, one per shard, one COMMIT per shard"
-  [cross-2pc-shm]="as cross-2pc, the decision log in /dev/shm")
+  [cross-2pc]="pgshard, one per shard, two-phase commit (no local log)"
+  [cross-2pc-log]="as cross-2pc, the local log fsynced on each commit"
+  [cross-1pc]="pgshard, one per shard, one COMMIT per shard"
+  [cross-2pc-before]="as cross-2pc, through BEFORE (its default config)")
 range() { # values... -> "min-max" (or the value)
   printf '%s\n' "$@" | sort -n | awk 'NR==1{lo=$1} {hi=$1} END{if (lo==hi) print lo; else print lo "-" hi}'
 }
 for t in "${targets[@]}"; do
-  tps=(); lat=(); vd=(); vo=()
+  tps=(); lat=(); sy=(); vd=(); vo=(); v1=()
   for pass in $(seq "$PASSES"); do
-    tps+=("${TPS[$t,$pass]}"); lat+=("${LAT[$t,$pass]}")
+    tps+=("${TPS[$t,$pass]}"); lat+=("${LAT[$t,$pass]}"); sy+=("${SYNCS[$t,$pass]}")
     vd+=("$(awk -v a="${TPS[$t,$pass]}" -v b="${TPS[direct,$pass]}" 'BEGIN{printf "%.2f", a/b}')")
     vo+=("$(awk -v a="${TPS[$t,$pass]}" -v b="${TPS[one-shard,$pass]}" 'BEGIN{printf "%.2f", a/b}')")
+    v1+=("$(awk -v a="${TPS[$t,$pass]}" -v b="${TPS[cross-1pc,$pass]}" 'BEGIN{printf "%.2f", a/b}')")
   done
-  echo "| $t | ${WHAT[$t]} | $(range "${tps[@]}") | $(range "${lat[@]}") | $(range "${vd[@]}")x | $(range "${vo[@]}")x |"
+  echo "| $t | ${WHAT[$t]} | $(range "${tps[@]}") | $(range "${lat[@]}") | $(range "${sy[@]}") | $(range "${vd[@]}")x | $(range "${vo[@]}")x | $(range "${v1[@]}")x |"
 done
 echo "(total balance unchanged: $after; no prepared transaction left)"
 

@@ -16,19 +16,35 @@ use std::time::{Duration, Instant};
 
 use common::{column, connect};
 use integration::{PgServer, TestProxy};
-use proxy::execute::two_phase::Fault;
+use proxy::execute::two_phase::{recovery, Fault};
 
 /// Shards with the common schema, and a pgdog.toml for pgshard over them
 /// with two-phase commit, its log in `wal`, recovery every 200 ms.
 fn setup(n: usize, wal: &std::path::Path) -> (Vec<PgServer>, String) {
+    setup_with(n, &Log::InDir(wal, false))
+}
+
+/// The local decision log's settings.
+enum Log<'a> {
+    /// No `two_phase_commit_wal_dir` (the default).
+    Off,
+    /// The log in this directory, fsynced on each commit or not.
+    InDir(&'a std::path::Path, bool),
+}
+
+/// As [`setup`], with the local log as `log` says.
+fn setup_with(n: usize, log: &Log) -> (Vec<PgServer>, String) {
     common::watch_proxy_panics();
     let servers = common::servers(n);
     common::create_sharded_schema(&servers);
-    let general = format!(
-        "two_phase_commit = true\ntwo_phase_commit_wal_dir = \"{}\"\n\
-         two_phase_commit_recovery_interval = 200",
-        wal.display()
-    );
+    let log = match log {
+        Log::Off => String::new(),
+        Log::InDir(dir, fsync) => format!(
+            "two_phase_commit_wal_dir = \"{}\"\ntwo_phase_commit_wal_fsync = {fsync}\n",
+            dir.display()
+        ),
+    };
+    let general = format!("two_phase_commit = true\n{log}two_phase_commit_recovery_interval = 200");
     let config = common::sharded_config(&servers, &general, common::SHARDING);
     (servers, config)
 }
@@ -173,6 +189,169 @@ async fn a_crash_after_the_decision_commits_every_shard_without_the_log() {
     // record is what it goes by.
     let rows = crash_and_recover(2, Fault::Decided, false).await;
     assert_eq!(rows, vec![1, 1]);
+}
+
+#[tokio::test]
+async fn without_a_local_log_a_crash_resolves_by_the_deciders_record() {
+    for (fault, expected) in [(Fault::Prepared, vec![0, 0]), (Fault::Decided, vec![1, 1])] {
+        let (servers, config) = setup_with(2, &Log::Off);
+        let keys = keys(&servers[0], 2).await;
+        let first = TestProxy::start(&only_at_start(&config), &common::raw_users()).unwrap();
+        assert!(!first.state().two_phase.log.is_on());
+        first.state().two_phase.inject(Some(fault));
+        let commit = start_commit(&first, &keys).await;
+        eventually("a prepared part", || async { prepared(&servers).await > 0 }).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        first.crash();
+        assert!(!commit.await.unwrap(), "the client saw its COMMIT succeed");
+        let second = TestProxy::start(&config, &common::raw_users()).unwrap();
+        eventually("recovery", || async { prepared(&servers).await == 0 }).await;
+        let rows = count(&servers, "SELECT count(*) AS n FROM orders").await;
+        assert_eq!(rows, expected, "{fault:?}");
+        drop(second);
+    }
+}
+
+/// pgshard stops dead after its log recorded a decided commit and before
+/// COMMIT PREPARED, and the decider shard goes down with it. A pgshard
+/// started on the same log commits the prepared part from the log while
+/// the decider is still down (fsynced or not: the record was written to
+/// the system before the crash); without a log the part waits, prepared,
+/// for the decider. Either way every shard ends committed.
+#[tokio::test]
+async fn the_local_log_commits_its_own_decisions_while_the_decider_is_down() {
+    let (wal, synced) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let logs = [
+        Log::Off,
+        Log::InDir(wal.path(), false),
+        Log::InDir(synced.path(), true),
+    ];
+    for log in &logs {
+        let (mut servers, config) = setup_with(2, log);
+        let keys = keys(&servers[0], 2).await;
+        let first = TestProxy::start(&only_at_start(&config), &common::raw_users()).unwrap();
+        first.state().two_phase.inject(Some(Fault::Logged));
+        let commit = start_commit(&first, &keys).await;
+        eventually("a prepared part", || async { prepared(&servers).await > 0 }).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        first.crash();
+        assert!(!commit.await.unwrap(), "the client saw its COMMIT succeed");
+        let on = count(&servers, "SELECT count(*) AS n FROM pg_prepared_xacts").await;
+        let decider = on.iter().position(|n| *n == 0).unwrap();
+        let part = 1 - decider;
+        servers[decider].kill().unwrap();
+        let second = TestProxy::start(&config, &common::raw_users()).unwrap();
+        let left = || async {
+            let client = direct(&servers[part], part).await;
+            column(&client, "SELECT count(*) AS n FROM pg_prepared_xacts", "n").await[0]
+                .parse::<i64>()
+                .unwrap()
+        };
+        if matches!(log, Log::Off) {
+            // Past the grace and several recovery passes: still waiting.
+            tokio::time::sleep(recovery::GRACE + Duration::from_secs(1)).await;
+            assert_eq!(left().await, 1, "resolved without the decider or a log");
+        } else {
+            eventually("recovery from the log", || async { left().await == 0 }).await;
+        }
+        servers[decider].start_again().unwrap();
+        until_up(&servers[decider], decider).await;
+        eventually("recovery", || async { prepared(&servers).await == 0 }).await;
+        let rows = count(&servers, "SELECT count(*) AS n FROM orders").await;
+        assert_eq!(rows, vec![1, 1]);
+        drop(second);
+    }
+}
+
+/// Sixteen clients commit transactions over two shards at once while the
+/// decider shard is killed and restarted: after recovery each transaction
+/// is on both shards or on neither, and every one whose COMMIT succeeded
+/// is on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_commits_with_the_decider_killed_resolve_each_exactly() {
+    let (mut servers, config) = setup_with(2, &Log::Off);
+    let keys = keys(&servers[0], 2).await;
+    let proxy = TestProxy::start(&config, &common::raw_users()).unwrap();
+    let port = proxy.port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let commits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for worker in 0..16i64 {
+        let (stop, keys) = (std::sync::Arc::clone(&stop), keys.clone());
+        let commits = std::sync::Arc::clone(&commits);
+        workers.push(tokio::spawn(async move {
+            let mut acked = Vec::new();
+            let mut id = worker * 1_000_000;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let Ok(client) = common::connect(port, "app", "app-pw", "prod").await else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                loop {
+                    id += 1;
+                    // Shard 0's row first: the writer used last, shard 1,
+                    // decides.
+                    let commit = async {
+                        client.simple_query("BEGIN").await?;
+                        for key in &keys {
+                            let sql = format!(
+                                "INSERT INTO orders (tenant_id, id, item) VALUES ({key}, {id}, 'x')"
+                            );
+                            client.simple_query(&sql).await?;
+                        }
+                        client.simple_query("COMMIT").await
+                    };
+                    match commit.await {
+                        Ok(_) => {
+                            acked.push(id);
+                            commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(_) => break,
+                    }
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                }
+            }
+            acked
+        }));
+    }
+    // Commits in every phase when the decider dies: kill it once some
+    // went through (a slow machine commits few per second).
+    eventually("commits", || async {
+        commits.load(std::sync::atomic::Ordering::Relaxed) >= 32
+    })
+    .await;
+    servers[1].kill().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    servers[1].start_again().unwrap();
+    until_up(&servers[1], 1).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut acked = Vec::new();
+    for worker in workers {
+        acked.extend(worker.await.unwrap());
+    }
+    assert!(acked.len() >= 32, "{} commits", acked.len());
+    eventually("recovery", || async { prepared(&servers).await == 0 }).await;
+    let mut ids = Vec::new();
+    for (i, server) in servers.iter().enumerate() {
+        let client = direct(server, i).await;
+        let mut on: Vec<i64> = column(&client, "SELECT id AS n FROM orders ORDER BY id", "n")
+            .await
+            .iter()
+            .map(|id| id.parse().unwrap())
+            .collect();
+        on.sort_unstable();
+        ids.push(on);
+    }
+    assert_eq!(ids[0], ids[1], "a transaction is on one shard only");
+    let missing: Vec<&i64> = acked
+        .iter()
+        .filter(|id| ids[0].binary_search(id).is_err())
+        .collect();
+    assert!(missing.is_empty(), "acknowledged but lost: {missing:?}");
+    drop(proxy);
 }
 
 #[tokio::test]

@@ -6,14 +6,23 @@
 //! session's part is `session/commit.rs`):
 //! 1. one writer is the *decider*; inside the client's transaction there,
 //!    `INSERT INTO pgshard.decisions (txn, outcome) VALUES (<txn>, 'commit')`
-//!    (uncommitted: the row is locked until step 3);
-//! 2. `PREPARE TRANSACTION '<gid>'` on every other writer, concurrently;
-//! 3. the decider's `COMMIT`: the commit point. If a prepare failed, the
+//!    (uncommitted: the row is locked until step 2), while
+//!    `PREPARE TRANSACTION '<gid>'` runs on every other writer, all at once;
+//! 2. the decider's `COMMIT`: the commit point, the client's writes there
+//!    and the decision in one transaction (so the decision costs no write
+//!    of its own on the decider: concurrent commits' WAL flushes there are
+//!    shared by Postgres itself). If a prepare or the record failed, the
 //!    decider rolls back instead and the prepared ones are rolled back;
-//! 4. the decision is appended to the local log (fsync) while `COMMIT
-//!    PREPARED` runs on every prepared shard (the decider's committed row
+//! 3. `COMMIT PREPARED` on every prepared shard, then the client's COMMIT
+//!    is answered. With a local log (`two_phase_commit_wal_dir`), its
+//!    `commit` record is written meanwhile (the decider's committed row
 //!    is already the durable decision: the log need not come first), then
 //!    a `done` record.
+//!
+//! Each of the three steps waits for a WAL flush on a shard (PREPARE's,
+//! the decider's COMMIT's, COMMIT PREPARED's, which Postgres always
+//! flushes, whatever `synchronous_commit` says): one more than a
+//! one-phase COMMIT on each of two shards in turn.
 //!
 //! Recovery needs no local state (Citus's model): a prepared transaction's
 //! gid names its transaction and its decider, and any pgshard resolves it
@@ -79,6 +88,9 @@ pub enum Fault {
     Decided = 2,
     /// After the first PREPARE of several.
     BetweenPrepares = 3,
+    /// After the decider's COMMIT and the local log's record, before
+    /// COMMIT PREPARED.
+    Logged = 4,
 }
 
 impl Coordinator {
@@ -185,7 +197,7 @@ mod tests {
     #[test]
     fn transaction_ids_are_fresh() {
         let dir = std::env::temp_dir().join(format!("pgshard-2pc-{}", rand::random::<u32>()));
-        let coordinator = Coordinator::new(log::DecisionLog::open(&dir, 1 << 20));
+        let coordinator = Coordinator::new(log::DecisionLog::open(&dir, 1 << 20, true));
         let a = coordinator.next_txn();
         let b = coordinator.next_txn();
         assert_ne!(a, b);

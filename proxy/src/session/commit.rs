@@ -4,9 +4,9 @@
 //! first; if one fails before any writer committed the rest roll back, if
 //! after, the client's error names the shards that committed. With
 //! `two_phase_commit` and several writers it is the two-phase commit of
-//! `two_phase.rs`: decider record, PREPARE on the others, the decider's
-//! COMMIT as the commit point, then the local log and COMMIT PREPARED
-//! together.
+//! `two_phase.rs`: decider record and PREPARE on the others at once, the
+//! decider's COMMIT as the commit point, then COMMIT PREPARED (and the
+//! local log's record, when there is a log) together.
 
 use tracing::warn;
 
@@ -163,16 +163,18 @@ impl Session {
             Err(error) => Err(error),
             Ok(()) => self.commit_one_phase(readers, 0, done).await,
         };
-        let recorded = match outcome {
-            Err(error) => Err(error),
-            Ok(_) => record(&mut decider_server, &coordinator_txn).await,
-        };
-        if let Err(error) = recorded {
+        if let Err(error) = outcome {
             done.push((decider, decider_server));
             done.extend(others);
             return Err(error);
         }
-        let (prepared, failure) = self.prepare(others, &coordinator_txn, decider, done).await;
+        // The decider's record and the others' PREPAREs at once: neither
+        // decides anything before the decider's COMMIT below, and a failed
+        // record rolls the prepared parts back as a failed PREPARE does.
+        let recorded = record(&mut decider_server, &coordinator_txn);
+        let preparing = self.prepare(others, &coordinator_txn, decider, done);
+        let (recorded, (prepared, failure)) = tokio::join!(recorded, preparing);
+        let failure = recorded.err().or(failure);
         self.shared
             .two_phase
             .checkpoint(two_phase::Fault::Prepared)
@@ -197,31 +199,47 @@ impl Session {
             },
         };
         done.push((decider, decider_server));
-        let shards: Vec<usize> = prepared.iter().map(|(s, _, _)| *s).collect();
-        let coordinator = &self.shared.two_phase;
-        if decided.is_ok() {
-            coordinator.checkpoint(two_phase::Fault::Decided).await;
-            // The decider's committed row is the durable decision: the
-            // local log's fsync need not come before COMMIT PREPARED, so
-            // the two overlap.
-            let logged =
-                coordinator
-                    .log
-                    .commit(&coordinator.instance, &coordinator_txn, &database, &shards);
-            let (logged, ()) = tokio::join!(logged, finish_all(prepared, true, done));
-            if let Err(err) = logged {
-                warn!(parent: &self.span, %err, "cannot write the two-phase commit log; the decision is on the decider shard");
+        match decided {
+            Ok(()) => {
+                self.commit_prepared(&coordinator_txn, &database, prepared, done)
+                    .await;
+                Ok("COMMIT")
             }
+            Err(error) => {
+                finish_all(prepared, false, done).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// After the decider committed: COMMIT PREPARED everywhere, with the
+    /// local log's record (when there is a log) written meanwhile: the
+    /// decider's committed row is the durable decision, so the record
+    /// need not come first.
+    async fn commit_prepared(
+        &self,
+        txn: &str,
+        database: &str,
+        prepared: Prepared,
+        done: &mut Held,
+    ) {
+        let coordinator = &self.shared.two_phase;
+        coordinator.checkpoint(two_phase::Fault::Decided).await;
+        let shards: Vec<usize> = prepared.iter().map(|(s, _, _)| *s).collect();
+        let log = &coordinator.log;
+        let logged = log.commit(&coordinator.instance, txn, database, &shards);
+        let logged = if coordinator.injected(two_phase::Fault::Logged) {
+            let logged = logged.await;
+            coordinator.checkpoint(two_phase::Fault::Logged).await;
+            logged
         } else {
-            finish_all(prepared, false, done).await;
+            let (logged, ()) = tokio::join!(logged, finish_all(prepared, true, done));
+            logged
+        };
+        if let Err(err) = logged {
+            warn!(parent: &self.span, %err, "cannot write the two-phase commit log; the decision is on the decider shard");
         }
-        if decided.is_ok() {
-            let _ = coordinator
-                .log
-                .done(&coordinator.instance, &coordinator_txn)
-                .await;
-        }
-        decided.map(|()| "COMMIT")
+        let _ = log.done(&coordinator.instance, txn).await;
     }
 
     /// PREPARE every other writer at once; one at a time, stopping after
@@ -284,10 +302,10 @@ impl Session {
 }
 
 /// The decider's record of the commit, inside the client's transaction.
-async fn record(server: &mut Pooled, txn: &str) -> Result<&'static str, ClientError> {
+async fn record(server: &mut Pooled, txn: &str) -> Result<(), ClientError> {
     match server.conn.query(&two_phase::record_commit(txn)).await {
         Ok(answer) => match answer.error {
-            None => Ok("COMMIT"),
+            None => Ok(()),
             Some((code, message)) => Err(ClientError::from_server(&code, message)),
         },
         Err(_) => Err(ClientError::shard_lost()),

@@ -92,10 +92,14 @@ impl Shared {
             statements: Registry::default(),
             metrics: Metrics::default(),
             catalog: CatalogEpoch::default(),
-            two_phase: Coordinator::new(DecisionLog::open(
-                &general.two_phase_commit_wal_dir,
-                general.two_phase_commit_wal_segment_size,
-            )),
+            two_phase: Coordinator::new(match &general.two_phase_commit_wal_dir {
+                Some(dir) => DecisionLog::open(
+                    dir,
+                    general.two_phase_commit_wal_segment_size,
+                    general.two_phase_commit_wal_fsync,
+                ),
+                None => DecisionLog::off(),
+            }),
             table_columns: Mutex::new(TableColumns::default()),
             bytewise_text: Mutex::new(HashMap::new()),
             any_shard: AtomicUsize::new(0),

@@ -209,9 +209,19 @@ pub struct General {
     /// INSERT) runs inside a transaction on each and commits with two-phase
     /// commit too (PgDog's key; default: on).
     pub two_phase_commit_auto: bool,
-    /// Where the two-phase commit decision log is kept (PgDog's key; a
-    /// directory, created if missing).
-    pub two_phase_commit_wal_dir: PathBuf,
+    /// Where the local two-phase commit decision log is kept (PgDog's key;
+    /// a directory, created if missing). Unset (the default, as in PgDog):
+    /// no local log. Recovery does not need it: every decision is durable
+    /// in `pgshard.decisions` on its decider shard. What the log adds is
+    /// that this pgshard finishes its own decided commits without asking
+    /// the decider (also while the decider is down); `docs/transactions.md`
+    /// says what each setting guarantees.
+    pub two_phase_commit_wal_dir: Option<PathBuf>,
+    /// With `two_phase_commit_wal_dir`: whether a client's COMMIT waits
+    /// for the log record's fsync (default: off; the record is written to
+    /// the operating system before the COMMIT is answered, and reaches the
+    /// disk when the system writes it back).
+    pub two_phase_commit_wal_fsync: bool,
     /// Bytes after which the decision log starts a new file (PgDog's key);
     /// full files are removed once nothing in them is pending.
     pub two_phase_commit_wal_segment_size: u64,
@@ -355,7 +365,8 @@ impl Default for General {
             log_min_duration_statement: -1,
             two_phase_commit: false,
             two_phase_commit_auto: true,
-            two_phase_commit_wal_dir: PathBuf::from("pgshard_2pc"),
+            two_phase_commit_wal_dir: None,
+            two_phase_commit_wal_fsync: false,
             two_phase_commit_wal_segment_size: 16 * 1024 * 1024,
             two_phase_commit_recovery_interval_ms: 10_000,
             unique_id_function: UniqueIdFunction::Standard,

@@ -745,3 +745,21 @@ fn passthrough_auth_values() {
     .to_string();
     assert!(text.contains("enabled_plain"), "{text}");
 }
+
+#[test]
+fn two_phase_commit_log_is_off_unless_its_directory_is_set() {
+    let config = load(ONE_DB).unwrap();
+    let general = &config.general;
+    assert_eq!(general.two_phase_commit_wal_dir, None);
+    assert!(!general.two_phase_commit_wal_fsync);
+    let with_log = format!(
+        "[general]\ntwo_phase_commit_wal_dir = \"/var/lib/pgshard/2pc\"\n\
+         two_phase_commit_wal_fsync = true\n{ONE_DB}"
+    );
+    let general = load(&with_log).unwrap().general;
+    assert_eq!(
+        general.two_phase_commit_wal_dir.as_deref(),
+        Some(Path::new("/var/lib/pgshard/2pc"))
+    );
+    assert!(general.two_phase_commit_wal_fsync);
+}

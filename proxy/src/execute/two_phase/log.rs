@@ -1,13 +1,19 @@
-//! The local two-phase commit decision log: append-only files in
-//! `two_phase_commit_wal_dir`, `decisions-<instance>-<n>.log`, a new one
-//! (`n` + 1) once one holds `two_phase_commit_wal_segment_size` bytes.
+//! The local two-phase commit decision log, kept only when
+//! `two_phase_commit_wal_dir` is set: append-only files there,
+//! `decisions-<instance>-<n>.log`, a new one (`n` + 1) once one holds
+//! `two_phase_commit_wal_segment_size` bytes.
 //!
 //! One record per line: 16 hex digits (the first 8 bytes of the SHA-256 of
 //! the rest of the line), a space, then the record:
 //! - `commit <txn> <database> <shard>,<shard>,...`: the decider committed;
-//!   fsynced before any `COMMIT PREPARED` is sent;
-//! - `done <txn>`: every prepared part was committed (not fsynced: losing
-//!   it only makes recovery look again).
+//!   written while `COMMIT PREPARED` runs on the prepared shards (the
+//!   decider's committed row is the durable decision, so the record need
+//!   not come first), and fsynced before the client's COMMIT is answered
+//!   only with `two_phase_commit_wal_fsync`; else it is in the operating
+//!   system's hands when the COMMIT is answered (a crash of pgshard's
+//!   process loses nothing written, one of its machine the last records);
+//! - `done <txn>`: every prepared part was committed (never fsynced:
+//!   losing it only makes recovery look again).
 //!
 //! Records are written by one thread per process, in batches: whatever
 //! sessions append while the thread writes (and fsyncs) the previous batch
@@ -44,8 +50,11 @@ pub struct Pending {
 
 #[derive(Debug, Clone)]
 pub struct DecisionLog {
-    dir: PathBuf,
+    /// `None`: no log (`two_phase_commit_wal_dir` unset).
+    dir: Option<PathBuf>,
     segment_size: u64,
+    /// Whether a `commit` record is fsynced before it is answered.
+    fsync: bool,
     /// The writing thread's queue, started with the first record.
     writer: Arc<Mutex<Option<mpsc::Sender<Append>>>>,
 }
@@ -64,17 +73,35 @@ struct Append {
 }
 
 impl DecisionLog {
-    /// The log in `dir`, in segments of about `segment_size` bytes; the
+    /// The log in `dir`, in segments of about `segment_size` bytes, its
+    /// `commit` records fsynced before they are answered if `fsync`; the
     /// directory and the files are created with the first record.
-    pub fn open(dir: &Path, segment_size: u64) -> DecisionLog {
+    pub fn open(dir: &Path, segment_size: u64, fsync: bool) -> DecisionLog {
         DecisionLog {
-            dir: dir.to_owned(),
+            dir: Some(dir.to_owned()),
             segment_size: segment_size.max(1),
+            fsync,
             writer: Arc::new(Mutex::new(None)),
         }
     }
 
-    /// Append `commit` for `txn`; returns once it is fsynced.
+    /// No log: nothing is written, nothing is pending.
+    pub fn off() -> DecisionLog {
+        DecisionLog {
+            dir: None,
+            segment_size: 1,
+            fsync: false,
+            writer: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Whether records are kept at all.
+    pub fn is_on(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    /// Append `commit` for `txn`; returns once it is written (and fsynced,
+    /// when the log fsyncs).
     pub async fn commit(
         &self,
         instance: &str,
@@ -84,7 +111,7 @@ impl DecisionLog {
     ) -> std::io::Result<()> {
         let shards: Vec<String> = shards.iter().map(usize::to_string).collect();
         let record = format!("commit {txn} {database} {}", shards.join(","));
-        self.append(instance, record, true).await
+        self.append(instance, record, self.fsync).await
     }
 
     /// Append `done` for `txn` (written, not fsynced).
@@ -93,6 +120,9 @@ impl DecisionLog {
     }
 
     async fn append(&self, instance: &str, record: String, sync: bool) -> std::io::Result<()> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
         let line = format!("{} {record}\n", checksum(&record));
         let (reply, outcome) = oneshot::channel();
         let append = Append { line, sync, reply };
@@ -101,7 +131,7 @@ impl DecisionLog {
             let sender = writer.get_or_insert_with(|| {
                 let (sender, queue) = mpsc::channel();
                 let segments = Segments {
-                    dir: self.dir.clone(),
+                    dir: dir.clone(),
                     instance: instance.to_owned(),
                     size: self.segment_size,
                     current: None,
@@ -130,13 +160,19 @@ impl DecisionLog {
     /// Every commit the directory's logs record without its `done` (in
     /// any of them), with the file it is in.
     pub fn pending(&self) -> Vec<(PathBuf, Pending)> {
-        scan(&self.dir, |_| true).pending
+        match &self.dir {
+            Some(dir) => scan(dir, |_| true).pending,
+            None => Vec::new(),
+        }
     }
 
     /// Remove the logs of other instances that nothing pending is
     /// recorded in (see [`finished_segments`]).
     pub fn remove_finished(&self, keep_instance: &str) {
-        let Scan { files, pending } = scan(&self.dir, |_| true);
+        let Some(dir) = &self.dir else {
+            return;
+        };
+        let Scan { files, pending } = scan(dir, |_| true);
         let pending: Vec<PathBuf> = pending.into_iter().map(|(p, _)| p).collect();
         let own = format!("decisions-{keep_instance}-");
         let others: Vec<PathBuf> = files
@@ -388,7 +424,7 @@ mod tests {
     #[tokio::test]
     async fn commits_without_done_are_pending_and_torn_lines_skipped() {
         let dir = std::env::temp_dir().join(format!("pgshard-log-{}", rand::random::<u32>()));
-        let log = DecisionLog::open(&dir, 16 * 1024 * 1024);
+        let log = DecisionLog::open(&dir, 16 * 1024 * 1024, true);
         log.commit("aaaa", "aaaa_1", "db", &[1, 2]).await.unwrap();
         log.commit("aaaa", "aaaa_2", "db", &[0]).await.unwrap();
         log.done("aaaa", "aaaa_1").await.unwrap();
@@ -417,6 +453,29 @@ mod tests {
         assert_eq!(log.pending(), vec![]);
         log.remove_finished("bbbb");
         assert!(!path.exists());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Without `two_phase_commit_wal_fsync` a record is still written
+    /// before it is answered (a crash of the process loses nothing); with
+    /// no log nothing is written and nothing is pending.
+    #[tokio::test]
+    async fn unsynced_records_are_written_and_no_log_keeps_nothing() {
+        let dir = std::env::temp_dir().join(format!("pgshard-log-{}", rand::random::<u32>()));
+        let log = DecisionLog::open(&dir, 1 << 20, false);
+        assert!(log.is_on());
+        log.commit("dddd", "dddd_1", "db", &[1]).await.unwrap();
+        let text = std::fs::read_to_string(dir.join("decisions-dddd-1.log")).unwrap();
+        assert!(text.ends_with(" commit dddd_1 db 1\n"), "{text}");
+        let pending: Vec<String> = log.pending().into_iter().map(|(_, p)| p.txn).collect();
+        assert_eq!(pending, ["dddd_1"]);
+        log.done("dddd", "dddd_1").await.unwrap();
+        assert!(log.pending().is_empty());
+        let off = DecisionLog::off();
+        assert!(!off.is_on());
+        off.commit("eeee", "eeee_1", "db", &[1]).await.unwrap();
+        assert!(off.pending().is_empty());
+        off.remove_finished("eeee");
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -480,7 +539,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_commits_all_land_and_full_segments_go() {
         let dir = std::env::temp_dir().join(format!("pgshard-log-{}", rand::random::<u32>()));
-        let log = DecisionLog::open(&dir, 4096);
+        let log = DecisionLog::open(&dir, 4096, true);
         let tasks: Vec<_> = (0..200)
             .map(|i| {
                 let log = log.clone();

@@ -7,7 +7,8 @@
 //! resolves any other's: nothing here needs this process's memory, though
 //! the local log's pending commits are used first when there is one.
 //! Decision rows no prepared transaction needs any more are deleted after
-//! [`KEEP_DECISIONS`].
+//! [`KEEP_DECISIONS`], only in a pass that could list every shard of the
+//! database (a shard that is down may hold parts that need theirs).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -84,11 +85,16 @@ pub async fn pass(clusters: &Clusters, coordinator: &Coordinator) -> Report {
             pools.get(shard)?.primary().cloned()
         };
         let mut live = HashSet::new();
+        // Whether every shard's prepared parts were listed: only then is
+        // `live` all that still needs a decision.
+        let mut listed_all = true;
         for shard in 0..shards {
             let Some(any) = users.first().and_then(|(u, _)| primary(u, shard)) else {
+                listed_all = false;
                 continue;
             };
             let Some(found) = list(&any, &database, shard, coordinator).await else {
+                listed_all = false;
                 report.unresolved += 1;
                 continue;
             };
@@ -120,6 +126,11 @@ pub async fn pass(clusters: &Clusters, coordinator: &Coordinator) -> Report {
                     _ => report.unresolved += 1,
                 }
             }
+        }
+        if !listed_all {
+            // A shard that is down may hold prepared parts whose decision
+            // must outlive it (deleting it would make them roll back).
+            continue;
         }
         forget_decisions(&users, &live).await;
         let finished = logged
