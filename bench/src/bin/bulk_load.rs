@@ -176,12 +176,19 @@ fn report(runs: &[Run], options: &Options, bytes: usize) {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for run in runs {
+        // With --no-copy there is no COPY to report (not NaN).
+        let copy = match options.no_copy {
+            true => "- | - | -".to_owned(),
+            false => format!(
+                "{:.1} | {:.0} | {:.2}x",
+                bytes as f64 / 1e6 / run.copy_secs,
+                options.rows as f64 / run.copy_secs,
+                direct.copy_secs / run.copy_secs
+            ),
+        };
         println!(
-            "| {} | {:.1} | {:.0} | {:.2}x | {:.0} | {:.2}x | {:.0} | {:.2}x | {:.0} | {:.2}x | {} |",
+            "| {} | {copy} | {:.0} | {:.2}x | {:.0} | {:.2}x | {:.0} | {:.2}x | {} |",
             run.label,
-            bytes as f64 / 1e6 / run.copy_secs,
-            options.rows as f64 / run.copy_secs,
-            direct.copy_secs / run.copy_secs,
             insert_rows / run.insert_secs,
             direct.insert_secs / run.insert_secs,
             insert_rows / run.bind_secs,
