@@ -1,6 +1,6 @@
 # Helpers the bench scripts share (sourced, not run): the `postgres` user
 # for Postgres's own programs when run as root, a temp work dir, free
-# ports.
+# ports, Postgres servers to bench against.
 
 # `"${as_pg[@]}" initdb ...`: as the `postgres` user when run as root
 # (Postgres refuses to run as root), as is otherwise.
@@ -80,4 +80,32 @@ pgshard_two_shards() {
   pgshard_database 0 "$1"
   pgshard_database 1 "$1"
   printf '\n[[sharded_tables]]\ndatabase = "pgbench"\nname = "pgbench_accounts"\ncolumn = "aid"\ndata_type = "bigint"\n'
+}
+
+# Set $bindir to the newest installed Postgres's programs (or
+# $PGSHARD_PG_BINDIR's); exit, saying why, without them or pgbench.
+find_postgres() {
+  bindir=${PGSHARD_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+  [ -x "$bindir/initdb" ] || { echo "$(basename "$0"): no Postgres binaries (scripts/setup.sh installs them)" >&2; exit 1; }
+  command -v pgbench >/dev/null || { echo "$(basename "$0"): no pgbench" >&2; exit 1; }
+}
+
+# A Postgres in $work/$1 on a free port (recorded in the caller's
+# associative array PORT[$1]), listening on 127.0.0.1 and on a Unix socket
+# in $work, with database $2 created; any further arguments are lines
+# added to its postgresql.conf (after 200 connections, 100 prepared
+# transactions, 128MB shared_buffers).
+start_bench_postgres() {
+  local name=$1 database=$2 line
+  shift 2
+  PORT[$name]=$(free_port)
+  "${as_pg[@]}" "$bindir/initdb" -D "$work/$name" -U postgres -A trust --no-sync >/dev/null
+  {
+    printf '%s\n' "listen_addresses = '127.0.0.1'" "port = ${PORT[$name]}" \
+      "unix_socket_directories = '$work'" "max_connections = 200" \
+      "max_prepared_transactions = 100" "shared_buffers = 128MB" "log_min_messages = warning"
+    for line in "$@"; do printf '%s\n' "$line"; done
+  } >>"$work/$name/postgresql.conf"
+  "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/$name" -l "$work/$name.log" -w start >/dev/null
+  psql -X -q -h 127.0.0.1 -p "${PORT[$name]}" -U postgres -d postgres -c "CREATE DATABASE $database" >/dev/null
 }

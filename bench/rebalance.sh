@@ -45,9 +45,7 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 
 die() { echo "rebalance.sh: $*" >&2; exit 1; }
 
-bindir=${PGSHARD_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
-[ -x "$bindir/initdb" ] || die "no Postgres binaries (scripts/setup.sh installs them)"
-command -v pgbench >/dev/null || die "no pgbench"
+find_postgres
 command -v python3 >/dev/null || die "no python3 (it reads pgbench's and pgshard's logs)"
 if [ -z "${PGSHARD:-}" ]; then
   CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} cargo build --release --locked -q -p proxy --bin pgshard
@@ -58,33 +56,16 @@ work=$(bench_workdir pgshard-rebalance)
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pg in 0 1 2; do stop_postgres "$work/db$pg"; done
+  for pg in 0 1 2; do stop_postgres "$work/$pg"; done
   if [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
 }
 trap cleanup EXIT
 
 declare -A PORT
 for pg in 0 1 2; do
-  PORT[$pg]=$(free_port)
-  "${as_pg[@]}" "$bindir/initdb" -D "$work/db$pg" -U postgres -A trust --no-sync >/dev/null
-  cat >>"$work/db$pg/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = ${PORT[$pg]}
-unix_socket_directories = '$work'
-max_connections = 200
-max_prepared_transactions = 100
-shared_buffers = 128MB
-fsync = off
-full_page_writes = off
-wal_level = logical
-max_replication_slots = 10
-max_wal_senders = 10
-max_logical_replication_workers = 4
-max_worker_processes = 16
-log_min_messages = warning
-EOF
-  "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/db$pg" -l "$work/db$pg.log" -w start >/dev/null
-  psql -X -q -h 127.0.0.1 -p "${PORT[$pg]}" -U postgres -d postgres -c "CREATE DATABASE bank" >/dev/null
+  start_bench_postgres "$pg" bank "fsync = off" "full_page_writes = off" "wal_level = logical" \
+    "max_replication_slots = 10" "max_wal_senders = 10" "max_logical_replication_workers = 4" \
+    "max_worker_processes = 16"
 done
 psql_on() { local pg=$1; shift; psql -X -q -At -h 127.0.0.1 -p "${PORT[$pg]}" -U postgres -d bank "$@"; }
 

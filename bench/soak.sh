@@ -48,9 +48,7 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 
 die() { echo "soak.sh: $*" >&2; exit 1; }
 
-bindir=${PGSHARD_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
-[ -x "$bindir/initdb" ] || die "no Postgres binaries (scripts/setup.sh installs them)"
-command -v pgbench >/dev/null || die "no pgbench"
+find_postgres
 if [ -z "${BENCH_BIN:-}" ]; then
   CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} cargo build --release --locked -q \
     -p proxy --bin pgshard -p bench --bin messaging --bin soak
@@ -70,21 +68,7 @@ cleanup() {
 trap cleanup EXIT
 
 declare -A PORT
-for pg in shard0 shard1; do
-  PORT[$pg]=$(free_port)
-  "${as_pg[@]}" "$bindir/initdb" -D "$work/$pg" -U postgres -A trust --no-sync >/dev/null
-  cat >>"$work/$pg/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = ${PORT[$pg]}
-unix_socket_directories = '$work'
-max_connections = 200
-max_prepared_transactions = 100
-shared_buffers = 128MB
-log_min_messages = warning
-EOF
-  "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/$pg" -l "$work/$pg.log" -w start >/dev/null
-  psql -X -q -h 127.0.0.1 -p "${PORT[$pg]}" -U postgres -d postgres -c "CREATE DATABASE prod" >/dev/null
-done
+for pg in shard0 shard1; do start_bench_postgres "$pg" prod; done
 psql_on() { local pg=$1; shift; psql -X -q -At -h 127.0.0.1 -p "${PORT[$pg]}" -U postgres -d prod "$@"; }
 
 # --- pgshard -------------------------------------------------------------------------

@@ -61,9 +61,7 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 
 die() { echo "two_phase.sh: $*" >&2; exit 1; }
 
-bindir=${PGSHARD_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
-[ -x "$bindir/initdb" ] || die "no Postgres binaries (scripts/setup.sh installs them)"
-command -v pgbench >/dev/null || die "no pgbench"
+find_postgres
 if [ -z "${PGSHARD:-}" ]; then
   CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} cargo build --release --locked -q -p proxy --bin pgshard
   PGSHARD=$target_dir/release/pgshard
@@ -78,23 +76,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-
 declare -A PORT
-for pg in direct shard0 shard1; do
-  PORT[$pg]=$(free_port)
-  "${as_pg[@]}" "$bindir/initdb" -D "$work/$pg" -U postgres -A trust --no-sync >/dev/null
-  cat >>"$work/$pg/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = ${PORT[$pg]}
-unix_socket_directories = '$work'
-max_connections = 200
-max_prepared_transactions = 100
-shared_buffers = 128MB
-log_min_messages = warning
-EOF
-  "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/$pg" -l "$work/$pg.log" -w start >/dev/null
-  psql -X -q -h 127.0.0.1 -p "${PORT[$pg]}" -U postgres -d postgres -c "CREATE DATABASE bank" >/dev/null
-done
+for pg in direct shard0 shard1; do start_bench_postgres "$pg" bank; done
 psql_on() { local pg=$1; shift; psql -X -q -At -h 127.0.0.1 -p "${PORT[$pg]}" -U postgres -d bank "$@"; }
 
 # --- pgshard, with and without two-phase commit ------------------------------------
