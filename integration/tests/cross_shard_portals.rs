@@ -13,11 +13,11 @@ mod common;
 #[allow(dead_code)]
 mod cross_shard_diff {
     pub mod data;
+    pub mod setup;
 }
 
-use common::{connect, sharded_config, USERS};
-use cross_shard_diff::data::{self, Data};
-use integration::{PgServer, TestProxy};
+use common::connect;
+use cross_shard_diff::setup::{self, client, temp_tables, Setup};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// Statements the streaming path refuses (or cannot read in parts), each
@@ -30,60 +30,9 @@ const GATHERED: &[&str] = &[
     "SELECT grp FROM users UNION SELECT qty FROM orders ORDER BY 1",
 ];
 
-struct Setup {
-    servers: Vec<PgServer>,
-    /// Kept alive for the test's length.
-    _reference: PgServer,
-    direct: Client,
-    proxy: TestProxy,
-}
-
 /// 2 shards and a reference, loaded; pgshard with `general` lines.
 async fn start(general: &str) -> Setup {
-    common::watch_proxy_panics();
-    let data = Data::generate(35);
-    let mut servers = common::servers(3);
-    let reference = servers.pop().unwrap();
-    let mut shards = Vec::new();
-    for (i, server) in servers.iter().enumerate() {
-        let db = format!("shard_{i}");
-        shards.push(connect(server.port(), "app", "app-pw", &db).await.unwrap());
-    }
-    let direct = connect(reference.port(), "app", "app-pw", "shard_2")
-        .await
-        .unwrap();
-    data::load(&data, &shards, &direct).await;
-    let config = sharded_config(&servers, general, data::SHARDING);
-    let proxy = TestProxy::start(&config, USERS).unwrap();
-    Setup {
-        servers,
-        _reference: reference,
-        direct,
-        proxy,
-    }
-}
-
-async fn client(setup: &Setup) -> Client {
-    connect(setup.proxy.port(), "app", "app-pw", "prod")
-        .await
-        .unwrap()
-}
-
-/// Temp tables on shard 0 (the coordinator), of any session.
-async fn temp_tables(setup: &Setup) -> String {
-    let shard = connect(setup.servers[0].port(), "app", "app-pw", "shard_0")
-        .await
-        .unwrap();
-    let rows = shard
-        .simple_query("SELECT count(*) FROM pg_class WHERE relpersistence = 't'")
-        .await
-        .unwrap();
-    rows.into_iter()
-        .find_map(|m| match m {
-            SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
-            _ => None,
-        })
-        .unwrap()
+    setup::start(general, 35).await
 }
 
 /// One value of `row` as text, read as whichever of the types the tests
@@ -175,7 +124,7 @@ async fn by_portal(client: &mut Client, sql: &str, fetch: i32, between: &str) ->
 async fn portals_read_in_parts_inside_blocks() {
     let setup = start("cross_shard_finish = \"coordinator\"").await;
     let mut proxy = client(&setup).await;
-    let mut reference = connect(setup.direct_port(), "app", "app-pw", "shard_2")
+    let mut reference = connect(setup.reference.port(), "app", "app-pw", "shard_2")
         .await
         .unwrap();
     for (i, sql) in GATHERED.iter().enumerate() {
@@ -338,10 +287,4 @@ async fn what_stays_refused_says_so() {
     );
     assert_eq!(temp_tables(&setup).await, "0");
     assert_eq!(common::proxy_panics(), 0);
-}
-
-impl Setup {
-    fn direct_port(&self) -> u16 {
-        self._reference.port()
-    }
 }
