@@ -16,11 +16,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::moves::{admin, app, logical_servers, start, wait_move, First, SHARD_COUNT};
+use common::moves::{admin, app, logical_servers, shard_of, start, wait_move, First, SHARD_COUNT};
 use integration::PgServer;
 use proxy::reshard::fault::Fault;
-use router::hash::logical_shard;
-use router::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
 use tokio_postgres::Client;
 
 const ACCOUNTS: i64 = 500;
@@ -37,26 +35,13 @@ data_type = \"bigint\"
 shard_count = 8
 ";
 
-fn shard_of(id: i64) -> usize {
-    let keys = KeySpace {
-        data_type: DataType::BigInt,
-        function: ShardFunction::Hash {
-            hasher: Hasher::Postgres,
-            shard_count: SHARD_COUNT,
-        },
-        placement: (0..SHARD_COUNT).map(|s| s % 2).collect(),
-        moving: None,
-    };
-    logical_shard(&keys, &Key::Int(id)).unwrap()
-}
-
 /// Two servers with `accounts` (ids 1 to ACCOUNTS, by the default
 /// placement), and the config in front of them.
 fn cluster() -> (Vec<PgServer>, String) {
     let servers = logical_servers(2);
     for (database, server) in servers.iter().enumerate() {
         let ids: Vec<String> = (1..=ACCOUNTS)
-            .filter(|&id| shard_of(id) % 2 == database)
+            .filter(|&id| shard_of(id, SHARD_COUNT) % 2 == database)
             .map(|id| id.to_string())
             .collect();
         let sql = format!(
@@ -108,7 +93,9 @@ async fn until_keyless(client: &Client, refused: bool, who: &str) {
 
 /// A keyed read of the moving shard is served.
 async fn keyed(client: &Client) {
-    let id = (1..=ACCOUNTS).find(|&id| shard_of(id) == MOVING).unwrap();
+    let id = (1..=ACCOUNTS)
+        .find(|&id| shard_of(id, SHARD_COUNT) == MOVING)
+        .unwrap();
     let sql = format!("SELECT n FROM accounts WHERE id = {id}");
     assert_eq!(client.query(&sql, &[]).await.unwrap().len(), 1);
 }

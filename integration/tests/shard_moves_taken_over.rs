@@ -21,12 +21,10 @@ use std::time::Duration;
 
 use common::moves::{
     admin, app, count, held_write, logical_servers, never_answered, no_stream_left, placement,
-    superuser, users, wait_move, wait_parked, First, SHARD_COUNT,
+    shard_of, superuser, users, wait_move, wait_parked, First, SHARD_COUNT,
 };
 use integration::TestProxy;
 use proxy::reshard::fault::Fault;
-use router::hash::logical_shard;
-use router::sharding::{DataType, Hasher, Key, KeySpace, ShardFunction};
 
 /// Accounts made before the move: ids 1 to ACCOUNTS.
 const ACCOUNTS: i64 = 500;
@@ -49,19 +47,6 @@ shard_count = 8
 
 /// The logical shard the tests move (from database 0 to 1).
 const MOVING: usize = 2;
-
-fn shard_of(id: i64) -> usize {
-    let keys = KeySpace {
-        data_type: DataType::BigInt,
-        function: ShardFunction::Hash {
-            hasher: Hasher::Postgres,
-            shard_count: SHARD_COUNT,
-        },
-        placement: (0..SHARD_COUNT).map(|s| s % 2).collect(),
-        moving: None,
-    };
-    logical_shard(&keys, &Key::Int(id)).unwrap()
-}
 
 const ACCOUNTS_TABLE: &str = "accounts (id bigint PRIMARY KEY, n bigint NOT NULL)";
 const TRANSFERS_TABLE: &str =
@@ -106,7 +91,7 @@ async fn crash_at(fault: Fault, parked: &str, partitioned: bool, sigkill: bool) 
     let client = common::connect(port, "app", "app-pw", "prod")
         .await
         .unwrap();
-    let mut ids = (1_000_000..).filter(|&id| shard_of(id) == MOVING);
+    let mut ids = (1_000_000..).filter(|&id| shard_of(id, SHARD_COUNT) == MOVING);
     // While holding, a write of the shard waits when pgshard dies (and is
     // never run); at the other points, writes of the shard acknowledged
     // before the crash.
@@ -186,7 +171,7 @@ async fn crash_at(fault: Fault, parked: &str, partitioned: bool, sigkill: bool) 
 fn create(servers: &[integration::PgServer], partitioned: bool) {
     for (database, server) in servers.iter().enumerate() {
         let ids: Vec<String> = (1..=ACCOUNTS)
-            .filter(|&id| shard_of(id) % 2 == database)
+            .filter(|&id| shard_of(id, SHARD_COUNT) % 2 == database)
             .map(|id| id.to_string())
             .collect();
         server
@@ -209,7 +194,7 @@ fn create(servers: &[integration::PgServer], partitioned: bool) {
 /// of it on the target, none of `transfers`.
 async fn half_copied(b: &tokio_postgres::Client, partitioned: bool) {
     let moving: Vec<String> = (1..=ACCOUNTS)
-        .filter(|&id| shard_of(id) == MOVING)
+        .filter(|&id| shard_of(id, SHARD_COUNT) == MOVING)
         .map(|id| id.to_string())
         .collect();
     let (accounts, transfers) = if partitioned {
@@ -268,10 +253,10 @@ async fn once_each(
             .map(|&k| {
                 (
                     k,
-                    if shard_of(k) == MOVING {
+                    if shard_of(k, SHARD_COUNT) == MOVING {
                         owner
                     } else {
-                        shard_of(k) % 2
+                        shard_of(k, SHARD_COUNT) % 2
                     },
                 )
             })
