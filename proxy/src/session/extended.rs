@@ -200,6 +200,9 @@ impl Session {
                 None => return Ok(()),
             }
         } else if self.sharded() {
+            if !Box::pin(self.wait_describe_hold(&statement)).await? {
+                return Ok(());
+            }
             self.describe_target(&statement)
         } else {
             Target::Any

@@ -1,7 +1,8 @@
 //! Routing a Bind on a sharded cluster: where its statement goes with its
 //! parameters, or the start of a segment that holds it (and what follows)
-//! until Sync when it goes to several shards; before routing, the wait for
-//! a move's cutover hold of the shards it touches (`holds.rs`).
+//! until Sync when it goes to several shards; before routing a Bind, or a
+//! Describe of a statement no Bind precedes, the wait for a move's
+//! cutover hold of the shards it touches (`holds.rs`).
 
 use std::sync::Arc;
 
@@ -131,6 +132,37 @@ impl Session {
         statement: &Statement,
         bind: &BindView<'_>,
     ) -> Result<bool, End> {
+        self.wait_hold(statement, |session, info| session.route_bound(info, bind).1)
+            .await
+    }
+
+    /// Before a Describe of `statement` that no Bind precedes: the same
+    /// wait, routed by its text alone. A Describe of a moving shard's
+    /// table family would otherwise reach the source while the cutover
+    /// has its tables moved aside (42P01), or a Describe in flight there
+    /// would not be waited for.
+    pub(in crate::session) async fn wait_describe_hold(
+        &mut self,
+        statement: &Statement,
+    ) -> Result<bool, End> {
+        self.wait_hold(statement, |session, info| {
+            let params = info.params(&[]);
+            let overrides = session.overrides(&info.overrides);
+            let sharding = session.cluster.sharding();
+            let routed = info.entry.route(&params, &overrides, sharding);
+            holds::touches(&routed, &info.entry.summary, sharding)
+        })
+        .await
+    }
+
+    /// The wait of [`Self::wait_bind_hold`], with `touches` saying whether
+    /// the statement, routed as the session's config is now, touches a
+    /// moving shard.
+    async fn wait_hold(
+        &mut self,
+        statement: &Statement,
+        touches: impl Fn(&Session, &Lookup) -> bool,
+    ) -> Result<bool, End> {
         loop {
             self.follow_config();
             if !self.cluster.sharding().moving() {
@@ -139,7 +171,7 @@ impl Session {
             let Some(info) = self.route_info(statement) else {
                 return Ok(true);
             };
-            let (_, touches) = self.route_bound(info, bind);
+            let touches = touches(self, info);
             match self.pass_hold(touches).await? {
                 holds::Pass::Go => return Ok(true),
                 holds::Pass::Again => continue,
