@@ -287,6 +287,11 @@ impl Clusters {
         lock(&self.overlay).clone()
     }
 
+    /// [`Overlay::epoch`] now.
+    pub fn overlay_epoch(&self) -> u64 {
+        lock(&self.overlay).epoch()
+    }
+
     /// Change what is known of where moves put logical shards (the
     /// running config is not changed: see `Shared::place`).
     pub fn update_overlay(&self, change: impl FnOnce(&mut Overlay)) {

@@ -138,11 +138,13 @@ pub async fn refresh(shared: &Shared, readers: &mut Readers) -> Vec<String> {
         if cluster.shards.len() < 2 || cluster.sharding.groups().is_empty() || !readers.due(name) {
             continue;
         }
+        // A switch this process makes while the read is on its way wins.
+        let read_from = shared.clusters.overlay_epoch();
         match read(shared, readers, name).await {
             Ok(owners) => {
                 let pinned = !owners.is_empty();
                 readers.looked(name, pinned);
-                if place(shared, name, owners) {
+                if place(shared, name, owners, read_from) {
                     changed.push(name.clone());
                 }
                 if pinned {
@@ -315,8 +317,9 @@ async fn unfinished(
 const UNFINISHED: &str = "SELECT id, grp, shard::text, phase FROM pgshard.moves \
     WHERE phase NOT IN ('done', 'failed')";
 
-/// Lay `owners` over `cluster`'s running placement; whether it changed.
-fn place(shared: &Shared, cluster: &str, owners: Owners) -> bool {
+/// Lay `owners`, read since the overlay's epoch was `read_from`, over
+/// `cluster`'s running placement; whether it changed.
+fn place(shared: &Shared, cluster: &str, owners: Owners, read_from: u64) -> bool {
     let config = shared.config();
     let Some(running) = config.clusters.get(cluster) else {
         return false;
@@ -342,7 +345,9 @@ fn place(shared: &Shared, cluster: &str, owners: Owners) -> bool {
                 _ => None,
             })
             .collect();
-        if shared.update_placement(cluster, |o| o.set(cluster, group, placed)) {
+        if shared.update_placement(cluster, |o| {
+            o.set(cluster, group, placed, read_from);
+        }) {
             info!(
                 cluster,
                 "placement of group {group} changed, as the databases record it (pgshard.shards)"

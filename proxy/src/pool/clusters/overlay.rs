@@ -56,6 +56,10 @@ pub struct Overlay {
     /// Moves this process has ended (recorded done or failed): no longer
     /// marked, whatever a read begun before says.
     ended: HashSet<String>,
+    /// How many shards this process's moves placed ([`Overlay::place`]):
+    /// a read of the databases begun before one of them ([`Overlay::set`])
+    /// may have seen the source still owning the shard, and is dropped.
+    placed_here: u64,
 }
 
 /// A move the databases record unfinished, as it marks its group.
@@ -75,10 +79,30 @@ impl Overlay {
             .map(Vec::as_slice)
     }
 
-    /// Learn `placed` of `group` of `cluster`: a shard placed there is
+    /// The count of shards this process's moves placed: taken before a
+    /// read of the databases and given back to [`Overlay::set`].
+    pub fn epoch(&self) -> u64 {
+        self.placed_here
+    }
+
+    /// Learn `placed` of `group` of `cluster`, read from the databases
+    /// since [`Overlay::epoch`] was `read_from`: a shard placed there is
     /// placed so; one it does not know (`None`: a move between its fence
     /// and its switch, read on its way) stays where it was known to be.
-    pub fn set(&mut self, cluster: &str, group: GroupId, placed: Vec<Option<Placed>>) {
+    /// Nothing is learnt when one of this process's moves placed a shard
+    /// since the read began (the read may predate that move's switch, and
+    /// would put the shard back on its source); the next read will tell.
+    /// Whether it was learnt.
+    pub fn set(
+        &mut self,
+        cluster: &str,
+        group: GroupId,
+        placed: Vec<Option<Placed>>,
+        read_from: u64,
+    ) -> bool {
+        if read_from != self.placed_here {
+            return false;
+        }
         let known = self
             .groups
             .entry((cluster.to_owned(), group))
@@ -91,6 +115,7 @@ impl Overlay {
                 *known = placed;
             }
         }
+        true
     }
 
     /// Logical shard `shard` of `group` is on `database` since `since`.
@@ -102,6 +127,7 @@ impl Overlay {
         if let Some(slot) = shards.get_mut(shard) {
             *slot = Some(placed);
         }
+        self.placed_here += 1;
     }
 
     /// This process's moves mark `marker` of `group` of `cluster`.
@@ -283,13 +309,38 @@ mod tests {
         ];
         for (what, known, want) in cases {
             let mut overlay = Overlay::default();
-            overlay.set("prod", group, known.clone());
+            assert!(overlay.set("prod", group, known.clone(), overlay.epoch()));
             let got = overlay
                 .apply("prod", &sharding)
                 .map(|s| s.families[0].keys.placement.clone());
             assert_eq!(&got, want, "{what}");
             assert!(overlay.apply("other", &sharding).is_none(), "{what}");
         }
+    }
+
+    /// A read of the databases begun before this process's move placed a
+    /// shard (it saw the source still owning it) is not learnt.
+    #[test]
+    fn a_read_begun_before_a_switch_here_is_dropped() {
+        let sharding = sharding();
+        let group = sharding.families[0].keys.group();
+        let mut overlay = Overlay::default();
+        let read_from = overlay.epoch();
+        let moved = Placed {
+            database: 2,
+            since: "m00000001".to_owned(),
+        };
+        overlay.place("prod", group, 1, moved);
+        let stale = vec![placed(0, "config"), placed(1, "config"), None, None];
+        assert!(!overlay.set("prod", group, stale.clone(), read_from));
+        let placement = |o: &Overlay| {
+            o.apply("prod", &sharding)
+                .map(|s| s.families[0].keys.placement.clone())
+        };
+        assert_eq!(placement(&overlay), Some(vec![0, 2, 0, 1]));
+        let fresh = vec![placed(0, "config"), placed(2, "m00000001"), None, None];
+        assert!(overlay.set("prod", group, fresh, overlay.epoch()));
+        assert_eq!(placement(&overlay), Some(vec![0, 2, 0, 1]));
     }
 
     #[test]
@@ -311,7 +362,8 @@ mod tests {
                 since: "m00000001".to_owned(),
             },
         );
-        overlay.set("prod", group, vec![placed(0, "config"), None, None, None]);
+        let fresh = vec![placed(0, "config"), None, None, None];
+        assert!(overlay.set("prod", group, fresh, overlay.epoch()));
         let known = overlay.get("prod", group).map(<[_]>::to_vec);
         assert_eq!(
             known,
