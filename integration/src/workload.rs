@@ -29,6 +29,8 @@ pub struct Seen {
     pub slowest: Mutex<(Duration, String)>,
     /// Errors by SQLSTATE.
     pub codes: Mutex<BTreeMap<String, u64>>,
+    /// The first error of each SQLSTATE: what the client ran, what it got.
+    pub first: Mutex<BTreeMap<String, String>>,
     /// Errors without a SQLSTATE (a connection closed under the client).
     pub unclean: Mutex<Vec<String>>,
     /// Transfers: committed (tag, delta), failed before COMMIT (tags),
@@ -86,7 +88,12 @@ impl Seen {
                         .lock()
                         .unwrap()
                         .entry(code.code().to_owned())
-                        .or_default() += 1
+                        .or_default() += 1;
+                    self.first
+                        .lock()
+                        .unwrap()
+                        .entry(code.code().to_owned())
+                        .or_insert_with(|| format!("{what}: {err:?}"));
                 }
                 None if err.is_closed() && before.is_some() => {}
                 None => self
@@ -103,6 +110,7 @@ impl Seen {
     pub fn reset_phase(&self) {
         *self.slowest.lock().unwrap() = (Duration::ZERO, String::new());
         self.codes.lock().unwrap().clear();
+        self.first.lock().unwrap().clear();
         self.unclean.lock().unwrap().clear();
     }
 }

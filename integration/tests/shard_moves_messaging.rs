@@ -120,10 +120,11 @@ async fn a_shard_of_topic_partitions_moves_under_pub_sub() {
         "{before} {during} {after}"
     );
     let codes = seen.codes.lock().unwrap().clone();
+    let first = seen.first.lock().unwrap().clone();
     let unclean = seen.unclean.lock().unwrap().clone();
     assert!(
         codes.is_empty() && unclean.is_empty(),
-        "{codes:?} {unclean:?}"
+        "{codes:?} (first of each: {first:?}) {unclean:?}"
     );
     {
         let ledger = seen.batches.lock().unwrap();
