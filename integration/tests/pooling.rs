@@ -513,15 +513,18 @@ async fn min_pool_size_idle_timeout_server_lifetime_and_query_timeout() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(pool_servers(&admin).await, (2, 0));
-    // Four at once: the pool grows to its size...
+    // Four transactions open at once: the pool grows to its size (open
+    // transactions, not overlapping sleeps, which a loaded machine may
+    // run one after the other)...
     let clients = futures_util::future::join_all((0..4).map(|_| cluster.connect())).await;
-    futures_util::future::join_all(
-        clients
-            .iter()
-            .map(|c| c.simple_query("SELECT pg_sleep(0.3)")),
-    )
-    .await;
-    assert_eq!(pool_servers(&admin).await.0, 4);
+    for client in &clients {
+        client.simple_query("BEGIN; SELECT 1").await.unwrap();
+    }
+    assert_eq!(pool_servers(&admin).await, (0, 4));
+    for client in &clients {
+        client.simple_query("COMMIT").await.unwrap();
+    }
+    assert_eq!(pool_servers(&admin).await, (4, 0));
     // ...and idle_timeout shrinks it back to min_pool_size.
     tokio::time::sleep(Duration::from_millis(3000)).await;
     assert_eq!(pool_servers(&admin).await.0, 2);
