@@ -264,6 +264,10 @@ impl Session {
             return Ok(refused);
         }
         let coordinator = self.shared.config().general.cross_shard_coordinator;
+        // A prepared statement's text still names its views (a simple
+        // query's comes expanded): gathered as the views' queries.
+        let expanded = self.analysed_text(sql.as_bytes());
+        let sql = expanded.as_str();
         let planned = self.plan_kept(sql, (finish, in_block), &refusal, coordinator);
         let (mut plan, mut options, kept) = match planned {
             Ok(planned) => planned,
