@@ -1,5 +1,6 @@
 //! Finishing on the coordinator (issue 34) a cross-shard SELECT the
-//! streaming merge refuses, when `cross_shard_finish = "coordinator"`:
+//! streaming merge refuses, when `cross_shard_finish = "coordinator"` (the
+//! default; a prepared statement's views are read as their queries first):
 //! [`router::gather::plan`] says which rows to gather; a server of the
 //! coordinator database creates a temp table per gather; each gather's
 //! rows stream from the shards into its table through a binary COPY FROM
