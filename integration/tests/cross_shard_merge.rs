@@ -79,7 +79,8 @@ fn start(n: usize, general: &str) -> (Cluster, PgServer, String) {
             ),
         )
         .unwrap();
-    let proxy = TestProxy::start(&common::sharded_config(&servers, general, SHARDING), USERS).unwrap();
+    let proxy =
+        TestProxy::start(&common::sharded_config(&servers, general, SHARDING), USERS).unwrap();
     let cluster = Cluster {
         proxy,
         databases: common::databases(&servers),

@@ -465,7 +465,13 @@ async fn cursors_the_merge_cannot_read_are_finished_on_the_coordinator() {
     for (declare, fetches) in [
         (
             "DECLARE s SCROLL CURSOR FOR SELECT id, w FROM big ORDER BY w",
-            &["FETCH 5 FROM s", "FETCH BACKWARD 2 FROM s", "FETCH ABSOLUTE 40 FROM s", "FETCH PRIOR FROM s", "FETCH ALL FROM s"][..],
+            &[
+                "FETCH 5 FROM s",
+                "FETCH BACKWARD 2 FROM s",
+                "FETCH ABSOLUTE 40 FROM s",
+                "FETCH PRIOR FROM s",
+                "FETCH ALL FROM s",
+            ][..],
         ),
         (
             "DECLARE g CURSOR FOR SELECT v, count(*) FROM big GROUP BY v ORDER BY v",
@@ -486,7 +492,10 @@ async fn cursors_the_merge_cannot_read_are_finished_on_the_coordinator() {
     let mut pgshard = setup.pgshard().await;
     assert_eq!(error_of(&mut pgshard, "BEGIN").await, None);
     let update = "DECLARE u CURSOR FOR SELECT id FROM big FOR UPDATE";
-    assert_eq!(error_of(&mut pgshard, update).await.as_deref(), Some("0A000"));
+    assert_eq!(
+        error_of(&mut pgshard, update).await.as_deref(),
+        Some("0A000")
+    );
     assert_eq!(error_of(&mut pgshard, "ROLLBACK").await, None);
 }
 
@@ -621,10 +630,7 @@ async fn with_hold_cursors_keep_their_server_in_transaction_mode() {
 /// coordinator reads it in parts: every group.
 #[tokio::test]
 async fn a_refused_portal_ends_its_transaction_cleanly() {
-    for (general, grouped) in [
-        (REFUSE, Err(Some("0A000".to_owned()))),
-        ("", Ok(7)),
-    ] {
+    for (general, grouped) in [(REFUSE, Err(Some("0A000".to_owned()))), ("", Ok(7))] {
         let outcomes = portal_outcomes(general).await;
         assert_eq!(outcomes, [grouped, Ok(72)], "{general}");
     }

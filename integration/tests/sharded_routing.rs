@@ -1017,7 +1017,11 @@ async fn subqueries(cluster: &Cluster) {
         .await
         .unwrap_or_else(|e| panic!("keyed IN another shard's keyed subquery: {}", describe(&e)));
     let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(ids, [1, 2], "extended protocol, finished on the coordinator");
+    assert_eq!(
+        ids,
+        [1, 2],
+        "extended protocol, finished on the coordinator"
+    );
     // Both levels on the statement's shard.
     let ids = column(
         &client,
