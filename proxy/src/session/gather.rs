@@ -137,6 +137,20 @@ pub(super) enum Finish {
     },
 }
 
+impl Finish {
+    /// Its reply goes to the client in the simple protocol.
+    fn simple(&self) -> bool {
+        matches!(
+            self,
+            Finish::Simple
+                | Finish::Sql {
+                    extended: false,
+                    ..
+                }
+        )
+    }
+}
+
 /// The name a [`Finish::Sql`] prepares its finish under.
 pub(super) const SQL_FINISH: &str = "pgshard_finish";
 
@@ -252,14 +266,7 @@ impl Session {
         in_txn: bool,
         finish: &Finish,
     ) -> Result<Gathered, End> {
-        let simple = matches!(
-            finish,
-            Finish::Simple
-                | Finish::Sql {
-                    extended: false,
-                    ..
-                }
-        );
+        let simple = finish.simple();
         let in_block = in_txn || self.status() != TransactionStatus::Idle || self.txn.spans();
         if let Some(refused) = self.block_refused(in_block, simple, &refusal) {
             return Ok(refused);
