@@ -1,5 +1,5 @@
 //! Cross-shard SELECTs the streaming merge refuses, finished on the
-//! coordinator (`cross_shard_finish = "coordinator"`, issue 34) in the
+//! coordinator (`cross_shard_finish = "coordinator"`, the default, issue 34) in the
 //! simple protocol outside transaction blocks: answered exactly as one
 //! reference Postgres holding every row answers them (columns and rows);
 //! no temp table left behind; past `cross_shard_gather_limit` a 54000
@@ -401,10 +401,20 @@ async fn the_extended_protocol_with_parameters() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn refused_by_default() {
-    let setup = start("cross_shard_finish = \"coordinator\"").await;
-    // The default config refuses, as before this path existed.
-    let config = sharded_config(&setup.servers, "", data::SHARDING);
+async fn refused_when_told_to() {
+    // The default config finishes on the coordinator...
+    let setup = start("").await;
+    let direct = answer(&setup.direct, ONE, false).await;
+    assert!(direct.is_ok(), "the reference: {direct:?}");
+    let proxy = client(&setup).await;
+    assert_eq!(answer(&proxy, ONE, false).await, direct, "{ONE}");
+    // ...`cross_shard_finish = "refuse"` refuses, as before this path
+    // existed (as PgDog does), once RELOADed.
+    let config = sharded_config(
+        &setup.servers,
+        "cross_shard_finish = \"refuse\"",
+        data::SHARDING,
+    );
     setup.proxy.rewrite_config(&config, USERS).unwrap();
     let admin = connect(setup.proxy.port(), "admin", "admin-pw", "admin")
         .await

@@ -36,6 +36,11 @@ struct Setup {
 
 impl Setup {
     fn start(rows: u64) -> Setup {
+        Setup::start_with(rows, "")
+    }
+
+    /// [`Setup::start`] with `general`'s lines in pgshard's `[general]`.
+    fn start_with(rows: u64, general: &str) -> Setup {
         let servers = common::servers(3);
         let fill = |table: &str, filter: &str| {
             format!(
@@ -60,7 +65,7 @@ impl Setup {
             fill("big", "")
         );
         servers[2].psql("shard_2", &sql).unwrap();
-        let config = sharded_config(&servers[..2], "", SHARDING);
+        let config = sharded_config(&servers[..2], general, SHARDING);
         let proxy = TestProxy::start(&config, &raw_users()).unwrap();
         Setup { proxy, servers }
     }
@@ -197,6 +202,10 @@ async fn error_of(wire: &mut Wire, sql: &str) -> Option<String> {
 fn rows(seen: &[Seen]) -> usize {
     seen.iter().filter(|(t, _)| *t == 'D').count()
 }
+
+/// pgshard's `[general]` line that refuses what the streaming merge cannot
+/// answer instead of finishing it on the coordinator (the default).
+const REFUSE: &str = "cross_shard_finish = \"refuse\"";
 
 /// The two statements: a keyless cursor's count in a transaction
 /// and WITH HOLD outside one, answered as one Postgres answers them.
@@ -347,11 +356,13 @@ async fn keyed_cursors_follow_their_shard() {
     }
 }
 
-/// What a merged cursor cannot do is refused with 0A000 naming why; a
+/// What a merged cursor cannot do is refused with 0A000 naming why (with
+/// `cross_shard_finish = "refuse"`: by default the coordinator finishes
+/// the DECLAREs the merge cannot read in parts, see the next test); a
 /// cursor nobody declared gets Postgres's own error.
 #[tokio::test]
 async fn what_cannot_merge_in_parts_is_refused() {
-    let setup = Setup::start(100);
+    let setup = Setup::start_with(100, REFUSE);
     let mut pgshard = setup.pgshard().await;
     assert_eq!(
         error_of(&mut pgshard, "FETCH ALL FROM nowhere")
@@ -443,6 +454,51 @@ async fn what_cannot_merge_in_parts_is_refused() {
 /// A Parse pgshard answered itself (no server attached in a deferred
 /// transaction) keeps its place before the replies of the keyless segment
 /// that follows it (psycopg's DECLARE and FETCH in a transaction).
+/// By default the cursors the merge cannot read in parts (SCROLL, GROUP BY
+/// on a column that is not the key, DISTINCT) are finished on the
+/// coordinator, read forward, backward and by position exactly as on the
+/// reference; FOR UPDATE stays refused (0A000).
+#[tokio::test]
+async fn cursors_the_merge_cannot_read_are_finished_on_the_coordinator() {
+    let setup = Setup::start(100);
+    let mut pair = setup.pair().await;
+    for (declare, fetches) in [
+        (
+            "DECLARE s SCROLL CURSOR FOR SELECT id, w FROM big ORDER BY w",
+            &[
+                "FETCH 5 FROM s",
+                "FETCH BACKWARD 2 FROM s",
+                "FETCH ABSOLUTE 40 FROM s",
+                "FETCH PRIOR FROM s",
+                "FETCH ALL FROM s",
+            ][..],
+        ),
+        (
+            "DECLARE g CURSOR FOR SELECT v, count(*) FROM big GROUP BY v ORDER BY v",
+            &["FETCH 3 FROM g", "MOVE 1 IN g", "FETCH ALL FROM g"][..],
+        ),
+        (
+            "DECLARE d CURSOR FOR SELECT DISTINCT v FROM big ORDER BY v DESC",
+            &["FETCH 2 FROM d", "FETCH ALL FROM d", "FETCH d"][..],
+        ),
+    ] {
+        pair.same_query("BEGIN").await;
+        pair.same_query(declare).await;
+        for fetch in fetches {
+            pair.same_query(fetch).await;
+        }
+        pair.same_query("COMMIT").await;
+    }
+    let mut pgshard = setup.pgshard().await;
+    assert_eq!(error_of(&mut pgshard, "BEGIN").await, None);
+    let update = "DECLARE u CURSOR FOR SELECT id FROM big FOR UPDATE";
+    assert_eq!(
+        error_of(&mut pgshard, update).await.as_deref(),
+        Some("0A000")
+    );
+    assert_eq!(error_of(&mut pgshard, "ROLLBACK").await, None);
+}
+
 #[tokio::test]
 async fn a_parse_answered_here_comes_before_its_segment() {
     let setup = Setup::start(10);
@@ -566,13 +622,24 @@ async fn with_hold_cursors_keep_their_server_in_transaction_mode() {
     assert_eq!(common::code(&err), Some("34000"));
 }
 
-/// A portal that cannot be read in parts (GROUP BY) is refused at its
-/// row-limited Execute after the Sync, which ends the transaction; what
-/// tokio-postgres pipelines after (the portal's Close, ROLLBACK, the next
-/// BEGIN) finds nothing running, so the next transaction spans shards.
+/// A portal the merge cannot read in parts (GROUP BY), with
+/// `cross_shard_finish = "refuse"`, is refused at its row-limited Execute
+/// after the Sync, which ends the transaction; what tokio-postgres
+/// pipelines after (the portal's Close, ROLLBACK, the next BEGIN) finds
+/// nothing running, so the next transaction spans shards. By default the
+/// coordinator reads it in parts: every group.
 #[tokio::test]
 async fn a_refused_portal_ends_its_transaction_cleanly() {
-    let setup = Setup::start(500);
+    for (general, grouped) in [(REFUSE, Err(Some("0A000".to_owned()))), ("", Ok(7))] {
+        let outcomes = portal_outcomes(general).await;
+        assert_eq!(outcomes, [grouped, Ok(72)], "{general}");
+    }
+}
+
+/// How reading a GROUP BY, then a filtered SELECT, in portals of 10 rows
+/// inside transactions ends: the rows read, or the SQLSTATE.
+async fn portal_outcomes(general: &str) -> Vec<Result<usize, Option<String>>> {
+    let setup = Setup::start_with(500, general);
     let mut client = common::connect(setup.proxy.port(), "app", "app-pw", "prod")
         .await
         .unwrap();
@@ -599,5 +666,5 @@ async fn a_refused_portal_ends_its_transaction_cleanly() {
         .await;
         outcomes.push(result.map_err(|e| common::code(&e).map(str::to_owned)));
     }
-    assert_eq!(outcomes, [Err(Some("0A000".to_owned())), Ok(72)]);
+    outcomes
 }

@@ -98,8 +98,17 @@ async fn metrics_are_scraped_and_parsed() {
     client.simple_query("SELECT 1").await.unwrap();
     let err = client.simple_query("SELECT 1/0").await.unwrap_err();
     assert_eq!(common::code(&err), Some("22012"));
-    let err = client
+    // Finished on the coordinator (what the streaming merge cannot do).
+    client
         .simple_query("SELECT count(DISTINCT item) FROM orders")
+        .await
+        .unwrap();
+    // Refused: a data-modifying WITH whose read spans shards.
+    let err = client
+        .simple_query(
+            "WITH d AS (DELETE FROM orders WHERE item = 'none' RETURNING *) \
+             SELECT count(*) FROM orders",
+        )
         .await
         .unwrap_err();
     assert_eq!(common::code(&err), Some("0A000"));
@@ -115,6 +124,7 @@ async fn metrics_are_scraped_and_parsed() {
     assert!(value("pgshard_routes_total{route=\"one\"}") >= 1.0);
     assert!(value("pgshard_routes_total{route=\"all\"}") >= 1.0);
     assert!(value("pgshard_routes_total{route=\"refused\"}") >= 1.0);
+    assert!(value("pgshard_routes_total{route=\"coordinator\"}") >= 1.0);
     assert_eq!(value("pgshard_errors_total{class=\"22\"}"), 1.0);
     assert_eq!(value("pgshard_errors_total{class=\"0A\"}"), 1.0);
     assert!(value("pgshard_routes_total{route=\"any\"}") >= 1.0);

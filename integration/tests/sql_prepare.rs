@@ -223,21 +223,20 @@ async fn what_cannot_be_exact_is_refused_and_postgres_errors_are_postgres() {
         // No key: the row's shard cannot be told.
         "EXECUTE ins(1000 + 1, 1)",
         "EXECUTE ins(NULL, 1)",
-        // LIMIT needs the value to merge.
-        "EXECUTE o(1 + 1)",
         // Forms pgshard does not take apart.
         "SELECT 1; EXECUTE c",
         "EXECUTE c; EXECUTE c",
         "SELECT 1; PREPARE p AS SELECT 1",
         "CREATE TABLE big_copy AS EXECUTE c",
         "EXPLAIN EXECUTE c",
-        // A key that is no bigint: as for the statement sent directly.
-        "EXECUTE k('abc')",
     ];
     for sql in refused {
         let got = answer(&pgshard, sql).await;
         assert_eq!(got, Err("0A000".to_owned()), "{sql}");
     }
+    // The merge needs a LIMIT's value: the coordinator finishes it (the
+    // default; `cross_shard_finish = "refuse"` refuses it).
+    same(&pgshard, &direct, "EXECUTE o(1 + 1)").await;
     // EXPLAIN EXECUTE of a statement on one shard runs there.
     let plan = answer(&pgshard, "EXPLAIN (COSTS OFF) EXECUTE k(5)")
         .await
@@ -259,6 +258,9 @@ async fn what_cannot_be_exact_is_refused_and_postgres_errors_are_postgres() {
         ("EXECUTE nothing", "26000"),
         ("DEALLOCATE nothing", "26000"),
         ("EXECUTE k(1, 2)", "42601"),
+        // A key that is no bigint cannot be routed: the coordinator
+        // finishes it (the default), with Postgres's error.
+        ("EXECUTE k('abc')", "22P02"),
     ];
     for (sql, code) in errors {
         assert_eq!(

@@ -1,5 +1,5 @@
-//! TPC-H's 22 queries through pgshard (`cross_shard_finish =
-//! "coordinator"`) against one reference Postgres holding every row, on
+//! TPC-H's 22 queries through pgshard (with its default `cross_shard_finish
+//! = "coordinator"`) against one reference Postgres holding every row, on
 //! our own generated data (integration/src/tpch, SF 0.01): layouts A
 //! (`lineitem`, `orders` sharded by order key, co-located, the rest
 //! omnisharded) and B (`customer` sharded by customer key too) on 2 and 4
@@ -74,13 +74,9 @@ const EXPECTED: [(u32, Path, Path); 22] = [
 ];
 
 /// Q15 in the spec's view form (a view over `lineitem` on every shard):
-/// the simple protocol reads the view's definition and gathers the rows
-/// behind it (A and B alike)...
+/// both protocols read the view's definition and gather the rows behind
+/// it (A and B alike).
 const Q15_VIEW_EXPECTED: (Path, Path) = (Coordinator, Coordinator);
-/// ...the extended protocol refuses it (0A000 "revenue0 is not a table
-/// the catalog lists (a view or sequence, or not read yet)"): a gap
-/// between the protocols, reported to the lead.
-const Q15_VIEW_EXTENDED_REFUSED: bool = true;
 
 const SCALE: f64 = 0.01;
 /// At SF 0.01 a few queries select rows by luck of the draw (Q2: a part of
@@ -221,8 +217,8 @@ async fn start(layout: Layout, shards: usize) -> Setup {
     let reference = common::connect(reference_server.port(), "app", "app-pw", &reference_db)
         .await
         .unwrap();
-    let general = "cross_shard_finish = \"coordinator\"";
-    let config = common::sharded_config(&servers, general, &layout.sharding_toml("prod"));
+    // The default finishes on the coordinator what cannot stream.
+    let config = common::sharded_config(&servers, "", &layout.sharding_toml("prod"));
     let proxy = TestProxy::start(&config, common::USERS).unwrap();
     let through = common::connect(proxy.port(), "app", "app-pw", "prod")
         .await
@@ -302,11 +298,8 @@ async fn client(setup: &Setup) -> Client {
 struct Checked<'a> {
     label: String,
     sql: &'a str,
-    /// Its path in the simple protocol (and EXPLAIN's).
+    /// Its path in both protocols (and EXPLAIN's).
     expected: Path,
-    /// Whether the extended protocol refuses it (0A000) though the simple
-    /// protocol answers it.
-    extended_refused: bool,
 }
 
 /// `outcome` is a 0A000 refusal when `refused` says so, else an answer.
@@ -338,7 +331,6 @@ async fn check(
         label,
         sql,
         expected,
-        extended_refused,
     } = query;
     let want = simple(&setup.reference, sql).await;
     match &want {
@@ -360,7 +352,6 @@ async fn check(
     let refused = expected == Refused;
     expect_refusal(&label, "explain", explain.as_ref().err(), refused, failures);
     expect_refusal(&label, "simple", got.as_ref().err(), refused, failures);
-    let refused = refused || extended_refused;
     expect_refusal(
         &label,
         "extended",
@@ -404,7 +395,6 @@ async fn run(layout: Layout, shards: usize) {
             label: format!("Q{} {layout:?}/{shards}", query.number),
             sql: &query.sql,
             expected: if layout == Layout::A { a } else { b },
-            extended_refused: false,
         };
         lines.push(check(&setup, &through, checked, &mut failures).await);
     }
@@ -413,7 +403,6 @@ async fn run(layout: Layout, shards: usize) {
         label: format!("Q15 view {layout:?}/{shards}"),
         sql: tpch::queries::Q15_VIEW[1],
         expected: if layout == Layout::A { a } else { b },
-        extended_refused: Q15_VIEW_EXTENDED_REFUSED,
     };
     lines.push(check(&setup, &through, checked, &mut failures).await);
     eprintln!(

@@ -1,5 +1,6 @@
 //! Finishing on the coordinator (issue 34) a cross-shard SELECT the
-//! streaming merge refuses, when `cross_shard_finish = "coordinator"`:
+//! streaming merge refuses, when `cross_shard_finish = "coordinator"` (the
+//! default; a prepared statement's views are read as their queries first):
 //! [`router::gather::plan`] says which rows to gather; a server of the
 //! coordinator database creates a temp table per gather; each gather's
 //! rows stream from the shards into its table through a binary COPY FROM
@@ -136,6 +137,20 @@ pub(super) enum Finish {
     },
 }
 
+impl Finish {
+    /// Its reply goes to the client in the simple protocol.
+    fn simple(&self) -> bool {
+        matches!(
+            self,
+            Finish::Simple
+                | Finish::Sql {
+                    extended: false,
+                    ..
+                }
+        )
+    }
+}
+
 /// The name a [`Finish::Sql`] prepares its finish under.
 pub(super) const SQL_FINISH: &str = "pgshard_finish";
 
@@ -251,19 +266,16 @@ impl Session {
         in_txn: bool,
         finish: &Finish,
     ) -> Result<Gathered, End> {
-        let simple = matches!(
-            finish,
-            Finish::Simple
-                | Finish::Sql {
-                    extended: false,
-                    ..
-                }
-        );
+        let simple = finish.simple();
         let in_block = in_txn || self.status() != TransactionStatus::Idle || self.txn.spans();
         if let Some(refused) = self.block_refused(in_block, simple, &refusal) {
             return Ok(refused);
         }
         let coordinator = self.shared.config().general.cross_shard_coordinator;
+        // A prepared statement's text still names its views (a simple
+        // query's comes expanded): gathered as the views' queries.
+        let expanded = self.analysed_text(sql.as_bytes());
+        let sql = expanded.as_str();
         let planned = self.plan_kept(sql, (finish, in_block), &refusal, coordinator);
         let (mut plan, mut options, kept) = match planned {
             Ok(planned) => planned,

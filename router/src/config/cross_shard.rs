@@ -3,11 +3,12 @@
 //! (`cross_shard_coordinator`), and the bounds (`cross_shard_gather_limit`,
 //! `cross_shard_merge_memory`), with their checks.
 //!
-//! The proxy finishes such queries on the coordinator in the simple
-//! protocol outside transaction blocks when `cross_shard_finish =
-//! "coordinator"` (written: the default stays `"refuse"` until blocks and
-//! the extended protocol are covered too); `cross_shard_merge_memory` is
-//! not read yet. docs/operations.md says so too.
+//! `cross_shard_finish = "coordinator"` is the default: such queries are
+//! finished on the coordinator in both protocols, in transaction blocks and
+//! out (docs/cross-shard-queries.md lists what stays refused); `"refuse"`
+//! keeps the streaming path alone and refuses the rest with 0A000 (as PgDog
+//! does). `cross_shard_merge_memory` is not read yet. docs/operations.md
+//! says so too.
 
 use std::collections::BTreeMap;
 
@@ -21,12 +22,11 @@ use super::{invalid, Cluster, ConfigError, General};
 #[serde(rename_all = "lowercase")]
 pub enum CrossShardFinish {
     /// Gather the rows it needs from the shards and run the rest of the
-    /// query on the coordinator database (the simple protocol outside
-    /// transaction blocks for now; elsewhere refused with 0A000).
-    Coordinator,
-    /// Refuse it with 0A000. The default until the coordinator path covers
-    /// transaction blocks and the extended protocol (issue 34 steps 8, 9).
+    /// query on the coordinator database. The default.
     #[default]
+    Coordinator,
+    /// Refuse it with 0A000: only what the streaming merge answers runs
+    /// across shards.
     Refuse,
 }
 

@@ -122,9 +122,8 @@ pub struct General {
     /// sharded cluster (copied into every cluster's `Sharding`).
     pub cross_shard_disabled: bool,
     /// What to do with a cross-shard SELECT the streaming merge cannot
-    /// answer: `"coordinator"` (finish it on a Postgres: the simple
-    /// protocol outside transaction blocks for now) or `"refuse"` (the
-    /// default for now). pgshard's key (issue 34).
+    /// answer: `"coordinator"` (finish it on a Postgres, the default) or
+    /// `"refuse"` (refuse it with 0A000). pgshard's key (issue 34).
     pub cross_shard_finish: CrossShardFinish,
     /// The shard number of the database that finishes such queries; every
     /// cluster of several databases must have it.
@@ -339,7 +338,7 @@ impl Default for General {
             client_login_timeout_ms: 60_000,
             prepared_statements_limit: 500,
             cross_shard_disabled: false,
-            cross_shard_finish: CrossShardFinish::Refuse,
+            cross_shard_finish: CrossShardFinish::Coordinator,
             cross_shard_coordinator: 0,
             cross_shard_gather_limit: GatherLimit::default(),
             cross_shard_merge_memory: DEFAULT_MERGE_MEMORY,
@@ -433,7 +432,7 @@ mod tests {
         assert_eq!(g.tls(), None);
         assert_eq!(g.prepared_statements_limit, 500);
         assert!(!g.cross_shard_disabled);
-        assert_eq!(g.cross_shard_finish, CrossShardFinish::Refuse);
+        assert_eq!(g.cross_shard_finish, CrossShardFinish::Coordinator);
         assert_eq!(g.cross_shard_coordinator, 0);
         assert_eq!(
             (

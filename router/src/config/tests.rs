@@ -628,13 +628,13 @@ fn cross_shard_finish_keys() {
     const TWO: &str = "[[databases]]\nname = \"prod\"\nhost = \"h\"\nshard = 0\n\
                        [[databases]]\nname = \"prod\"\nhost = \"h\"\nshard = 1\n";
     let config = load(&format!(
-        "[general]\ncross_shard_finish = \"coordinator\"\ncross_shard_coordinator = 1\n\
+        "[general]\ncross_shard_finish = \"refuse\"\ncross_shard_coordinator = 1\n\
          cross_shard_gather_limit = {{ rows = 10, bytes = 2048 }}\n\
          cross_shard_merge_memory = 1048576\n{TWO}"
     ))
     .unwrap();
     let general = &config.general;
-    assert_eq!(general.cross_shard_finish, CrossShardFinish::Coordinator);
+    assert_eq!(general.cross_shard_finish, CrossShardFinish::Refuse);
     assert_eq!(general.cross_shard_coordinator, 1);
     assert_eq!(
         general.cross_shard_gather_limit,
@@ -651,6 +651,11 @@ fn cross_shard_finish_keys() {
     assert_eq!(
         half.general.cross_shard_gather_limit.bytes,
         DEFAULT_GATHER_BYTES
+    );
+    // Finishing on the coordinator is the default.
+    assert_eq!(
+        half.general.cross_shard_finish,
+        CrossShardFinish::Coordinator
     );
     let cases = [
         (
