@@ -159,26 +159,30 @@ fn aggregates_and_groups() {
     assert_eq!(p.groups.as_deref(), Some(&expected[..]));
 
     let p = merged("SELECT grp, count(*) AS n FROM users GROUP BY grp ORDER BY n DESC LIMIT 3");
-    assert_eq!(p.groups, Some(vec![Column::Key, Column::Aggregate(Count)]));
-    assert_eq!(p.order, vec![key(1, true, true)]);
+    assert_eq!(
+        p.groups,
+        Some(vec![Column::Key, Column::Aggregate(Count), Column::Key])
+    );
+    assert_eq!((p.order.clone(), p.group_hash), (vec![key(1, true, true)], Some(2)));
+    assert!(!p.groups_streamed());
     assert_eq!(
         p.shard_sql.as_deref(),
-        Some("SELECT grp, count(*) AS n FROM users GROUP BY grp ORDER BY n DESC")
+        Some("SELECT grp, count(*) AS n, pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp ORDER BY pg_catalog.hash_record(ROW(grp))")
     );
 
     let p = merged("SELECT count(*) FROM users GROUP BY grp, active");
-    assert_eq!(p.hidden, 2);
+    assert_eq!(p.hidden, 3);
     assert_eq!(
         p.groups,
-        Some(vec![Column::Aggregate(Count), Column::Key, Column::Key])
+        Some(vec![Column::Aggregate(Count), Column::Key, Column::Key, Column::Key])
     );
     assert_eq!(
         p.shard_sql.as_deref(),
-        Some("SELECT count(*), grp, active FROM users GROUP BY grp, active")
+        Some("SELECT count(*), grp, active, pg_catalog.hash_record(ROW(grp, active)) FROM users GROUP BY grp, active ORDER BY pg_catalog.hash_record(ROW(grp, active))")
     );
 
     let p = merged("SELECT grp AS g, sum(score) FROM users GROUP BY g ORDER BY sum(score)");
-    assert_eq!((p.hidden, p.order.clone()), (0, vec![key(1, false, false)]));
+    assert_eq!((p.hidden, p.order.clone()), (1, vec![key(1, false, false)]));
 
     let p = merged("SELECT grp, avg(score) FROM users GROUP BY grp ORDER BY avg(score)");
     assert_eq!(
@@ -186,17 +190,18 @@ fn aggregates_and_groups() {
         Some(vec![
             Column::Key,
             Column::Average { count: 2 },
-            Column::Aggregate(Count)
+            Column::Aggregate(Count),
+            Column::Key
         ])
     );
     assert_eq!(p.order, vec![key(1, false, false)]);
     assert_eq!(
         p.shard_sql.as_deref(),
-        Some("SELECT grp, pg_catalog.sum(score) AS avg, pg_catalog.count(score) FROM users GROUP BY grp ORDER BY avg(score)")
+        Some("SELECT grp, pg_catalog.sum(score) AS avg, pg_catalog.count(score), pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp ORDER BY pg_catalog.hash_record(ROW(grp))")
     );
 
     let p = merged("SELECT grp, max(score) FROM users GROUP BY grp ORDER BY max DESC");
-    assert_eq!((p.hidden, p.order.clone()), (0, vec![key(1, true, true)]));
+    assert_eq!((p.hidden, p.order.clone()), (1, vec![key(1, true, true)]));
 
     let p = merged(
         "SELECT count(*)::int AS n, sum(score)::numeric(20,2), max(score)::bigint FROM users",
@@ -216,7 +221,8 @@ fn aggregates_and_groups() {
         Some(vec![
             Column::Key,
             Column::Aggregate(Count),
-            Column::Aggregate(Max)
+            Column::Aggregate(Max),
+            Column::Key
         ])
     );
     let compare = |left, op, right| Predicate::Compare { left, op, right };
@@ -239,7 +245,7 @@ fn aggregates_and_groups() {
     );
     assert_eq!(
         p.shard_sql.as_deref(),
-        Some("SELECT grp, count(*), max(score) FROM users GROUP BY grp")
+        Some("SELECT grp, count(*), max(score), pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp ORDER BY pg_catalog.hash_record(ROW(grp))")
     );
 
     let p = merged("SELECT count(*) FILTER (WHERE active) FROM users");
@@ -261,7 +267,12 @@ fn aggregates_and_groups() {
     );
 
     let p = merged("SELECT DISTINCT grp FROM users ORDER BY grp");
-    assert_eq!((p.distinct, p.groups), (true, None));
+    assert_eq!((p.distinct, p.groups.clone(), p.group_hash), (true, None, Some(1)));
+    assert!(p.groups_streamed());
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT DISTINCT grp, pg_catalog.hash_record(ROW(grp)) FROM users ORDER BY grp, pg_catalog.hash_record(ROW(grp))")
+    );
 }
 
 #[test]
@@ -382,6 +393,7 @@ fn spreads_run_as_sums_counts_and_squares() {
             },
             Column::Aggregate(Aggregate::Count),
             Column::Aggregate(Aggregate::Sum),
+            Column::Key,
         ])
     );
     assert_eq!(
@@ -389,7 +401,9 @@ fn spreads_run_as_sums_counts_and_squares() {
         Some(
             "SELECT grp, pg_catalog.sum(score) FILTER (WHERE active) AS stddev, \
              pg_catalog.count(score) FILTER (WHERE active), \
-             pg_catalog.sum(score::numeric * score::numeric) FILTER (WHERE active) FROM users GROUP BY grp"
+             pg_catalog.sum(score::numeric * score::numeric) FILTER (WHERE active), \
+             pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp \
+             ORDER BY pg_catalog.hash_record(ROW(grp))"
         )
     );
     let p = merged("SELECT var_pop(amount) AS v FROM users");
@@ -423,6 +437,7 @@ fn ordered_aggregates_run_as_arrays_with_their_keys() {
             },
             Column::OrderedKey,
             Column::OrderedKey,
+            Column::Key,
         ])
     );
     assert_eq!(p.delimiters, vec!["; ".to_owned()]);
@@ -431,7 +446,9 @@ fn ordered_aggregates_run_as_arrays_with_their_keys() {
         Some(
             "SELECT grp, pg_catalog.array_agg(name ORDER BY score DESC, name) AS string_agg, \
              pg_catalog.array_agg(score ORDER BY score DESC, name), \
-             pg_catalog.array_agg(name ORDER BY score DESC, name) FROM users GROUP BY grp"
+             pg_catalog.array_agg(name ORDER BY score DESC, name), \
+             pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp \
+             ORDER BY pg_catalog.hash_record(ROW(grp))"
         )
     );
     let p = merged("SELECT array_agg(id ORDER BY created NULLS FIRST) AS ids FROM users");
@@ -468,7 +485,11 @@ fn distinct_aggregates_of_a_sharding_key_combine() {
     let p = merged("SELECT grp, count(DISTINCT o.user_id) FROM orders o GROUP BY grp");
     assert_eq!(
         p.groups,
-        Some(vec![Column::Key, Column::Aggregate(Aggregate::Count)])
+        Some(vec![
+            Column::Key,
+            Column::Aggregate(Aggregate::Count),
+            Column::Key
+        ])
     );
     for sql in [
         "SELECT count(DISTINCT grp) FROM users",
@@ -528,4 +549,36 @@ fn declare_plans_the_query_of_its_cursor() {
         Some(Shape::Refuse(_))
     ));
     assert_eq!(declare("SELECT 1"), None);
+}
+
+/// Rule 8: the shards' groups sorted by a hash of the group keys (after the
+/// client's ORDER BY when it is all group keys): the shards' statement, the
+/// hash column, whether groups stream in the client's order.
+#[test]
+fn groups_come_sorted_by_a_hash_of_their_keys() {
+    let hash = |keys: &str| format!("pg_catalog.hash_record(ROW({keys}))");
+    for (sql, shards, column, streamed) in [
+        ("SELECT v, count(*) FROM t GROUP BY v", format!("SELECT v, count(*), {} FROM t GROUP BY v ORDER BY {}", hash("v"), hash("v")), 2, true),
+        ("SELECT count(*) FROM t GROUP BY v", format!("SELECT count(*), v, {} FROM t GROUP BY v ORDER BY {}", hash("v"), hash("v")), 2, true),
+        ("SELECT v, w, sum(x) FROM t GROUP BY 1, 2 ORDER BY 2 DESC, 1", format!("SELECT v, w, sum(x), {} FROM t GROUP BY 1, 2 ORDER BY 2 DESC, 1, {}", hash("v, w"), hash("v, w")), 3, true),
+        ("SELECT lower(s) AS l, count(*) FROM t GROUP BY l ORDER BY l LIMIT 5", format!("SELECT lower(s) AS l, count(*), {} FROM t GROUP BY l ORDER BY l, {}", hash("lower(s)"), hash("lower(s)")), 2, true),
+        ("SELECT v, count(*) FROM t GROUP BY v ORDER BY count(*) DESC LIMIT 5", format!("SELECT v, count(*), {} FROM t GROUP BY v ORDER BY {}", hash("v"), hash("v")), 2, false),
+        ("SELECT 'x' AS c, v, count(*) FROM t GROUP BY 1, 2", format!("SELECT 'x' AS c, v, count(*), {} FROM t GROUP BY 1, 2 ORDER BY {}", hash("v"), hash("v")), 3, true),
+        ("SELECT DISTINCT v, w FROM t", format!("SELECT DISTINCT v, w, {} FROM t ORDER BY {}", hash("v, w"), hash("v, w")), 2, true),
+        ("SELECT DISTINCT v FROM t ORDER BY v DESC", format!("SELECT DISTINCT v, {} FROM t ORDER BY v DESC, {}", hash("v"), hash("v")), 1, true),
+    ] {
+        let p = merged(sql);
+        assert_eq!(p.shard_sql.as_deref(), Some(shards.as_str()), "{sql}");
+        assert_eq!((p.group_hash, p.groups_streamed()), (Some(column), streamed), "{sql}");
+    }
+    // One group, a `*`, only constant keys, groups whole on a shard: no hash.
+    for sql in [
+        "SELECT count(*) FROM t",
+        "SELECT DISTINCT * FROM t",
+        "SELECT 1 AS one, count(*) FROM t GROUP BY 1",
+        "SELECT DISTINCT ON (v) v, w FROM t",
+        "SELECT id, count(*) FROM users GROUP BY id ORDER BY 2",
+    ] {
+        assert_eq!(merged(sql).group_hash, None, "{sql}");
+    }
 }
