@@ -124,7 +124,7 @@ fn sorted_groups_combine_as_they_stream() {
         // An empty shard; a shard that sends nothing at all.
         (plan(vec![], None), all, &["", "4,1,-3 6,2,8", ""], "4,1 6,2", 1),
         // Distinct keys sharing a hash, in different orders on the shards.
-        (plan(vec![], None), all, &["7,1,5 8,1,5 9,1,6", "8,2,5 7,2,5"], "7,3 8,3 9,1", 0),
+        (plan(vec![], None), all, &["7,1,5 8,1,5 9,1,6", "8,2,5 7,2,5"], "7,3 8,3 9,1", 2),
         // HAVING per group as groups complete.
         (plan(vec![], gt("2")), all, &["1,2,10 2,1,20", "1,1,10 2,1,20 3,5,30"], "1,3 3,5", 1),
         // The client's order is the groups' (g DESC, then the hash): streamed.
