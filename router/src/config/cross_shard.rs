@@ -6,8 +6,9 @@
 //! The proxy finishes such queries on the coordinator in the simple
 //! protocol outside transaction blocks when `cross_shard_finish =
 //! "coordinator"` (written: the default stays `"refuse"` until blocks and
-//! the extended protocol are covered too); `cross_shard_merge_memory` is
-//! not read yet. docs/operations.md says so too.
+//! the extended protocol are covered too); `cross_shard_merge_memory`
+//! bounds the groups a streaming merge holds for a final sort (the proxy's
+//! `execute/merge/rows/sorted.rs`). docs/operations.md says so too.
 
 use std::collections::BTreeMap;
 
