@@ -8,9 +8,9 @@ use parser_ffi::protobuf::{self as pb, node::Node as N};
 use super::aggregates;
 use super::columns::{add_hidden, group_columns, resolve, sort_keys};
 use super::having;
-use super::sorted;
 use super::keys::KeyColumns;
 use super::nodes::{self, sort_node, target_val};
+use super::sorted;
 use super::{Bound, Limit, MergePlan, Unmergeable};
 
 /// The plan, and whether the select was rewritten; `None` when the rows

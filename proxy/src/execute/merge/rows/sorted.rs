@@ -28,9 +28,6 @@ use super::{group_row, RowMerge};
 use crate::execute::merge::values::ValueError;
 use crate::protocol::rows::Row;
 
-#[cfg(test)]
-mod tests;
-
 /// The largest `LIMIT + OFFSET` kept as a top-N instead of held whole.
 pub const TOP_N: u64 = 10_000;
 
@@ -160,7 +157,11 @@ impl RowMerge {
     }
 
     /// A new group of the unsorted grouping or of the current run.
-    pub(super) fn count_group(&mut self, values: &[Option<Vec<u8>>], key: usize) -> Result<(), ValueError> {
+    pub(super) fn count_group(
+        &mut self,
+        values: &[Option<Vec<u8>>],
+        key: usize,
+    ) -> Result<(), ValueError> {
         let bytes: usize = values.iter().flatten().map(|v| v.len() + VALUE_COST).sum();
         self.runs.group_bytes += bytes + key + GROUP_COST;
         self.check_memory()
@@ -208,3 +209,6 @@ impl RowMerge {
 fn row_cost(row: &Row) -> usize {
     row.message.len() + row.values.len() * 16 + GROUP_COST
 }
+
+#[cfg(test)]
+mod tests;
