@@ -10,7 +10,8 @@
 //!
 //! When the client orders by something else (`ORDER BY count(*) DESC`),
 //! combined groups wait for the final sort: with `LIMIT n OFFSET m`, n + m
-//! at most [`TOP_N`], only the best n + m are kept (a top-N); otherwise
+//! at most [`TOP_N`], only the best n + m are kept, in order (a top-N: one
+//! comparison with the worst kept for most groups); otherwise
 //! they are held up to `cross_shard_merge_memory` bytes and past it the
 //! statement fails with 54000 naming the setting. Why not spill to the
 //! coordinator: rows already sent cannot be taken back, the coordinator
@@ -138,14 +139,8 @@ impl RowMerge {
         match top {
             Some(0) => return Ok(()),
             Some(n) => {
-                self.runs.held.push(row);
                 let n = usize::try_from(n).unwrap_or(usize::MAX);
-                if self.runs.held.len() >= 2 * n {
-                    let mut held = std::mem::take(&mut self.runs.held);
-                    self.sort_rows(&mut held)?;
-                    held.truncate(n);
-                    self.runs.held = held;
-                }
+                self.keep_best(row, n)?;
             }
             None => {
                 self.runs.held_bytes += row_cost(&row);
@@ -153,6 +148,28 @@ impl RowMerge {
                 self.runs.held.push(row);
             }
         }
+        Ok(())
+    }
+
+    /// Keep `row` if it is among the best `n` (held sorted, at most `n`):
+    /// one comparison with the worst for most rows, a binary search else.
+    fn keep_best(&mut self, row: Row, n: usize) -> Result<(), ValueError> {
+        let held = &self.runs.held;
+        if let Some(worst) = held.last().filter(|_| held.len() >= n) {
+            if self.compare_rows(&row, worst)? != Ordering::Less {
+                return Ok(());
+            }
+        }
+        let (mut low, mut high) = (0, held.len());
+        while low < high {
+            let middle = (low + high) / 2;
+            match self.compare_rows(&held[middle], &row)? {
+                Ordering::Greater => high = middle,
+                _ => low = middle + 1,
+            }
+        }
+        self.runs.held.insert(low, row);
+        self.runs.held.truncate(n);
         Ok(())
     }
 
