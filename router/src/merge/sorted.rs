@@ -33,12 +33,15 @@ pub(super) fn sort_groups(
     hidden: &mut Vec<pb::Node>,
     groups: Option<&mut Vec<Column>>,
     order: &[super::SortKey],
-) -> Result<Option<usize>, Unmergeable> {
+) -> Result<Option<u16>, Unmergeable> {
     let distinct = groups.is_none();
     if !distinct && select.group_clause.is_empty() {
         return Ok(None);
     }
     let Some(hash) = group_hash(select, hidden, distinct)? else {
+        return Ok(None);
+    };
+    let Ok(column) = u16::try_from(select.target_list.len() + hidden.len()) else {
         return Ok(None);
     };
     let streamed = order_in_groups(order, groups.as_deref().map(Vec::as_slice));
@@ -47,7 +50,7 @@ pub(super) fn sort_groups(
     if let Some(groups) = groups {
         groups.push(Column::Key);
     }
-    Ok(Some(select.target_list.len() + hidden.len() - 1))
+    Ok(Some(column))
 }
 
 /// The hidden column to sort the shards' groups by, if the groups can be

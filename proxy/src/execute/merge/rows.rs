@@ -243,7 +243,7 @@ impl RowMerge {
             || self
                 .plan
                 .group_hash
-                .is_some_and(|hash| self.at(hash, width) == column)
+                .is_some_and(|hash| self.at(usize::from(hash), width) == column)
     }
 
     /// A DataRow of shard `index`.

@@ -65,7 +65,7 @@ impl RowMerge {
             false => Vec::new(),
         };
         keys.extend(self.plan.group_hash.map(|column| SortKey {
-            column,
+            column: usize::from(column),
             descending: false,
             nulls_first: false,
         }));
