@@ -177,6 +177,13 @@ const EXACT: &[(&str, bool)] = &[
     // DISTINCT values of the sharding key are on one shard each.
     ("SELECT count(DISTINCT id), sum(DISTINCT id), avg(DISTINCT id), max(DISTINCT id) FROM users", true),
     ("SELECT grp, count(DISTINCT id) FROM users GROUP BY grp ORDER BY grp", true),
+    // Sorted groups (rule 8): streamed, in a key order, top-N and held.
+    ("SELECT name, count(*), sum(score) FROM users GROUP BY name", false),
+    ("SELECT lower(name) AS l, grp, count(*) FROM users GROUP BY 1, grp ORDER BY grp DESC NULLS LAST, l LIMIT 7 OFFSET 3", true),
+    ("SELECT name, count(*) AS n FROM users GROUP BY name ORDER BY n DESC, name LIMIT 4", true),
+    ("SELECT grp, active, avg(score) FROM users GROUP BY grp, active HAVING count(*) > 3 ORDER BY avg(score), grp, active", true),
+    ("SELECT DISTINCT grp, active FROM users", false),
+    ("SELECT DISTINCT grp FROM users ORDER BY grp DESC LIMIT 2", true),
 ];
 
 /// Statements the streaming merge cannot answer: with `cross_shard_finish

@@ -56,6 +56,15 @@
 //!    of a key column (`count(DISTINCT id)`) combines like the aggregate:
 //!    each value's rows are on one shard. A plan that used the keys says so
 //!    ([`Planned::by_key`]): it holds for that config only.
+//! 8. Groups of a GROUP BY that rule 7 does not make whole, and the rows
+//!    of a plain DISTINCT, come sorted: each shard sorts them by a hidden
+//!    `pg_catalog.hash_record(ROW(<group keys>))` (constants left out),
+//!    after the client's ORDER BY when every ORDER BY item is a group key
+//!    (instead of it otherwise). The merge combines a group once every
+//!    shard's next row is past it and holds about one row per shard;
+//!    groups the client orders otherwise (`ORDER BY count(*)`) are held
+//!    for the final sort, bounded (see `merge/sorted.rs` for why a hash).
+//!    Not with `*` in the select list.
 //!
 //! The plan says nothing about types: the proxy compares and combines values
 //! by the types the shards describe, and fails the statement (never guesses)
@@ -68,6 +77,7 @@ pub(crate) mod keys;
 mod nodes;
 mod ordered;
 mod select;
+mod sorted;
 
 #[cfg(test)]
 mod tests;
@@ -80,6 +90,7 @@ use keys::KeyColumns;
 use select::plan_select;
 
 pub use having::{Comparison, Operand, Predicate};
+pub use sorted::order_in_groups;
 
 /// What a cross-shard SELECT needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +128,20 @@ pub struct MergePlan {
     pub having: Option<Predicate>,
     /// The delimiters of `string_agg` columns ([`Column::Ordered`]).
     pub delimiters: Vec<String>,
+    /// Sorted groups (rule 8): the hidden column (a group key) holding
+    /// `hash_record(ROW(<group keys>))`, which each shard sorts its groups
+    /// by (after the client's ORDER BY when that is all group keys).
+    /// `None`: the groups come in any order and the merge holds them all.
+    /// (A u16 keeps [`Shape`] small: Postgres allows 1,664 columns.)
+    pub group_hash: Option<u16>,
+}
+
+impl MergePlan {
+    /// Whether the groups come sorted and in the client's order: each
+    /// combined group can go out as soon as it is complete.
+    pub fn groups_streamed(&self) -> bool {
+        self.group_hash.is_some() && order_in_groups(&self.order, self.groups.as_deref())
+    }
 }
 
 /// One sort key.

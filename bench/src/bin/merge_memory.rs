@@ -3,7 +3,9 @@
 //! loads table `t (id bigint, payload text)` with `--rows` rows in all
 //! (shard 0 the odd ids, shard 1 the even ones; payload 96 bytes, and all
 //! of them again in database `reference` on server 0, for the baseline),
-//! then runs each query twice, each time in a fresh child process of this
+//! then runs each query (ORDER BY merges, and a `GROUP BY payload` over as
+//! many distinct values as rows: sorted groups combined as they stream, and
+//! a top-N by count) twice, each time in a fresh child process of this
 //! binary: `direct` (the client reads the rows from `reference`, one
 //! Postgres holding them all) and `pgshard` (the same client through
 //! pgshard, in the child's process, over the 2 shards). The client reads
@@ -116,6 +118,19 @@ fn queries(total: u64) -> Vec<(&'static str, String, u64, Order)> {
             "SELECT id, payload FROM t ORDER BY payload DESC".to_owned(),
             total,
             Order::PayloadDesc,
+        ),
+        (
+            "GROUP BY, every value distinct",
+            "SELECT payload, count(*) FROM t GROUP BY payload".to_owned(),
+            total,
+            Order::None,
+        ),
+        (
+            "GROUP BY, top 10 by count",
+            "SELECT payload, count(*) FROM t GROUP BY payload ORDER BY count(*) DESC, payload LIMIT 10"
+                .to_owned(),
+            10.min(total),
+            Order::None,
         ),
     ]
 }

@@ -99,6 +99,7 @@ fn write_copy(copy: &mut CopyRows, mut merged: BytesMut, out: &mut BytesMut) -> 
 pub fn merge_error(error: &ValueError) -> ClientError {
     let code = match error {
         ValueError::OutOfRange(_) => "22003",
+        ValueError::Memory(_) => sqlstate::PROGRAM_LIMIT_EXCEEDED,
         _ => sqlstate::FEATURE_NOT_SUPPORTED,
     };
     ClientError::new(code, error.to_string())

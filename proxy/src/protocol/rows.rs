@@ -7,7 +7,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use super::frame;
 
 /// A DataRow and where its values are.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Row {
     pub message: Bytes,
     pub values: Vec<Option<(usize, usize)>>,

@@ -187,8 +187,9 @@ impl Session {
             Reply::CopyOut(plan) => Merger::copying_out(CopyJoin::new(plan)),
             Reply::Merge(merge) => {
                 let bytewise = self.bytewise_text(servers.first_mut()).await;
+                let memory = self.shared.config().general.cross_shard_merge_memory;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
-                Merger::merging(rows.with_params(merge.params))
+                Merger::merging(rows.with_params(merge.params).with_memory(memory))
             }
             Reply::CopyRows(merge, mut copy) => {
                 let encoding = servers.first().and_then(|s| {
@@ -199,8 +200,9 @@ impl Session {
                     copy.client_encoding(encoding);
                 }
                 let bytewise = self.bytewise_text(servers.first_mut()).await;
+                let memory = self.shared.config().general.cross_shard_merge_memory;
                 let rows = RowMerge::new(merge.plan, merge.window, servers.len() + 1, bytewise);
-                Merger::copying_rows(rows, copy)
+                Merger::copying_rows(rows.with_memory(memory), copy)
             }
         }
     }

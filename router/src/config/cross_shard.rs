@@ -7,8 +7,9 @@
 //! finished on the coordinator in both protocols, in transaction blocks and
 //! out (docs/cross-shard-queries.md lists what stays refused); `"refuse"`
 //! keeps the streaming path alone and refuses the rest with 0A000 (as PgDog
-//! does). `cross_shard_merge_memory` is not read yet. docs/operations.md
-//! says so too.
+//! does). `cross_shard_merge_memory` bounds the groups a streaming merge
+//! holds for a final sort (the proxy's `execute/merge/rows/sorted.rs`).
+//! docs/operations.md says so too.
 
 use std::collections::BTreeMap;
 

@@ -131,8 +131,8 @@ pub struct General {
     /// Most rows and bytes one statement gathers to finish on the
     /// coordinator (54000 past either).
     pub cross_shard_gather_limit: GatherLimit,
-    /// Bytes of groups a cross-shard merge holds before it spills to the
-    /// coordinator. Not read yet.
+    /// Bytes of groups a cross-shard merge holds for a final sort that is
+    /// not the groups' own order (54000 past it).
     pub cross_shard_merge_memory: u64,
     /// How a sharded cluster routes tables that no `[[sharded_tables]]`,
     /// `[[omnisharded_tables]]` or table family names (pgshard's key).

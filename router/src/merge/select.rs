@@ -10,6 +10,7 @@ use super::columns::{add_hidden, group_columns, resolve, sort_keys};
 use super::having;
 use super::keys::KeyColumns;
 use super::nodes::{self, sort_node, target_val};
+use super::sorted;
 use super::{Bound, Limit, MergePlan, Unmergeable};
 
 /// The plan, and whether the select was rewritten; `None` when the rows
@@ -66,10 +67,14 @@ pub(super) fn plan_select(
         false => Vec::new(),
     };
     let mut delimiters = Vec::new();
-    let groups = if aggregates {
+    let mut groups = if aggregates {
         Some(group_columns(&mut *select, &mut hidden, &mut delimiters)?)
     } else {
         None
+    };
+    let group_hash = match aggregates || distinct {
+        true => sorted::sort_groups(select, &mut hidden, groups.as_mut(), &order)?,
+        false => None,
     };
     rewritten |= !hidden.is_empty();
     let hidden_count = hidden.len();
@@ -86,6 +91,7 @@ pub(super) fn plan_select(
         distinct_on: distinct_keys,
         having,
         delimiters,
+        group_hash,
     };
     Ok(Some((plan, rewritten)))
 }

@@ -159,26 +159,38 @@ fn aggregates_and_groups() {
     assert_eq!(p.groups.as_deref(), Some(&expected[..]));
 
     let p = merged("SELECT grp, count(*) AS n FROM users GROUP BY grp ORDER BY n DESC LIMIT 3");
-    assert_eq!(p.groups, Some(vec![Column::Key, Column::Aggregate(Count)]));
-    assert_eq!(p.order, vec![key(1, true, true)]);
+    assert_eq!(
+        p.groups,
+        Some(vec![Column::Key, Column::Aggregate(Count), Column::Key])
+    );
+    assert_eq!(
+        (p.order.clone(), p.group_hash),
+        (vec![key(1, true, true)], Some(2))
+    );
+    assert!(!p.groups_streamed());
     assert_eq!(
         p.shard_sql.as_deref(),
-        Some("SELECT grp, count(*) AS n FROM users GROUP BY grp ORDER BY n DESC")
+        Some("SELECT grp, count(*) AS n, pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp ORDER BY pg_catalog.hash_record(ROW(grp))")
     );
 
     let p = merged("SELECT count(*) FROM users GROUP BY grp, active");
-    assert_eq!(p.hidden, 2);
+    assert_eq!(p.hidden, 3);
     assert_eq!(
         p.groups,
-        Some(vec![Column::Aggregate(Count), Column::Key, Column::Key])
+        Some(vec![
+            Column::Aggregate(Count),
+            Column::Key,
+            Column::Key,
+            Column::Key
+        ])
     );
     assert_eq!(
         p.shard_sql.as_deref(),
-        Some("SELECT count(*), grp, active FROM users GROUP BY grp, active")
+        Some("SELECT count(*), grp, active, pg_catalog.hash_record(ROW(grp, active)) FROM users GROUP BY grp, active ORDER BY pg_catalog.hash_record(ROW(grp, active))")
     );
 
     let p = merged("SELECT grp AS g, sum(score) FROM users GROUP BY g ORDER BY sum(score)");
-    assert_eq!((p.hidden, p.order.clone()), (0, vec![key(1, false, false)]));
+    assert_eq!((p.hidden, p.order.clone()), (1, vec![key(1, false, false)]));
 
     let p = merged("SELECT grp, avg(score) FROM users GROUP BY grp ORDER BY avg(score)");
     assert_eq!(
@@ -186,17 +198,18 @@ fn aggregates_and_groups() {
         Some(vec![
             Column::Key,
             Column::Average { count: 2 },
-            Column::Aggregate(Count)
+            Column::Aggregate(Count),
+            Column::Key
         ])
     );
     assert_eq!(p.order, vec![key(1, false, false)]);
     assert_eq!(
         p.shard_sql.as_deref(),
-        Some("SELECT grp, pg_catalog.sum(score) AS avg, pg_catalog.count(score) FROM users GROUP BY grp ORDER BY avg(score)")
+        Some("SELECT grp, pg_catalog.sum(score) AS avg, pg_catalog.count(score), pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp ORDER BY pg_catalog.hash_record(ROW(grp))")
     );
 
     let p = merged("SELECT grp, max(score) FROM users GROUP BY grp ORDER BY max DESC");
-    assert_eq!((p.hidden, p.order.clone()), (0, vec![key(1, true, true)]));
+    assert_eq!((p.hidden, p.order.clone()), (1, vec![key(1, true, true)]));
 
     let p = merged(
         "SELECT count(*)::int AS n, sum(score)::numeric(20,2), max(score)::bigint FROM users",
@@ -216,7 +229,8 @@ fn aggregates_and_groups() {
         Some(vec![
             Column::Key,
             Column::Aggregate(Count),
-            Column::Aggregate(Max)
+            Column::Aggregate(Max),
+            Column::Key
         ])
     );
     let compare = |left, op, right| Predicate::Compare { left, op, right };
@@ -239,7 +253,7 @@ fn aggregates_and_groups() {
     );
     assert_eq!(
         p.shard_sql.as_deref(),
-        Some("SELECT grp, count(*), max(score) FROM users GROUP BY grp")
+        Some("SELECT grp, count(*), max(score), pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp ORDER BY pg_catalog.hash_record(ROW(grp))")
     );
 
     let p = merged("SELECT count(*) FILTER (WHERE active) FROM users");
@@ -261,7 +275,15 @@ fn aggregates_and_groups() {
     );
 
     let p = merged("SELECT DISTINCT grp FROM users ORDER BY grp");
-    assert_eq!((p.distinct, p.groups), (true, None));
+    assert_eq!(
+        (p.distinct, p.groups.clone(), p.group_hash),
+        (true, None, Some(1))
+    );
+    assert!(p.groups_streamed());
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT DISTINCT grp, pg_catalog.hash_record(ROW(grp)) FROM users ORDER BY grp, pg_catalog.hash_record(ROW(grp))")
+    );
 }
 
 #[test]
@@ -382,6 +404,7 @@ fn spreads_run_as_sums_counts_and_squares() {
             },
             Column::Aggregate(Aggregate::Count),
             Column::Aggregate(Aggregate::Sum),
+            Column::Key,
         ])
     );
     assert_eq!(
@@ -389,7 +412,9 @@ fn spreads_run_as_sums_counts_and_squares() {
         Some(
             "SELECT grp, pg_catalog.sum(score) FILTER (WHERE active) AS stddev, \
              pg_catalog.count(score) FILTER (WHERE active), \
-             pg_catalog.sum(score::numeric * score::numeric) FILTER (WHERE active) FROM users GROUP BY grp"
+             pg_catalog.sum(score::numeric * score::numeric) FILTER (WHERE active), \
+             pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp \
+             ORDER BY pg_catalog.hash_record(ROW(grp))"
         )
     );
     let p = merged("SELECT var_pop(amount) AS v FROM users");
@@ -423,6 +448,7 @@ fn ordered_aggregates_run_as_arrays_with_their_keys() {
             },
             Column::OrderedKey,
             Column::OrderedKey,
+            Column::Key,
         ])
     );
     assert_eq!(p.delimiters, vec!["; ".to_owned()]);
@@ -431,7 +457,9 @@ fn ordered_aggregates_run_as_arrays_with_their_keys() {
         Some(
             "SELECT grp, pg_catalog.array_agg(name ORDER BY score DESC, name) AS string_agg, \
              pg_catalog.array_agg(score ORDER BY score DESC, name), \
-             pg_catalog.array_agg(name ORDER BY score DESC, name) FROM users GROUP BY grp"
+             pg_catalog.array_agg(name ORDER BY score DESC, name), \
+             pg_catalog.hash_record(ROW(grp)) FROM users GROUP BY grp \
+             ORDER BY pg_catalog.hash_record(ROW(grp))"
         )
     );
     let p = merged("SELECT array_agg(id ORDER BY created NULLS FIRST) AS ids FROM users");
@@ -468,7 +496,11 @@ fn distinct_aggregates_of_a_sharding_key_combine() {
     let p = merged("SELECT grp, count(DISTINCT o.user_id) FROM orders o GROUP BY grp");
     assert_eq!(
         p.groups,
-        Some(vec![Column::Key, Column::Aggregate(Aggregate::Count)])
+        Some(vec![
+            Column::Key,
+            Column::Aggregate(Aggregate::Count),
+            Column::Key
+        ])
     );
     for sql in [
         "SELECT count(DISTINCT grp) FROM users",
@@ -528,4 +560,43 @@ fn declare_plans_the_query_of_its_cursor() {
         Some(Shape::Refuse(_))
     ));
     assert_eq!(declare("SELECT 1"), None);
+}
+
+/// Rule 8: the shards' groups sorted by a hash of the group keys (after the
+/// client's ORDER BY when it is all group keys): the shards' statement, the
+/// hash column, whether groups stream in the client's order.
+#[test]
+fn groups_come_sorted_by_a_hash_of_their_keys() {
+    // `#H` in the shards' statement: the hash of the keys in the second field.
+    #[rustfmt::skip]
+    let cases = [
+        ("SELECT v, count(*) FROM t GROUP BY v", "v", "SELECT v, count(*), #H FROM t GROUP BY v ORDER BY #H", 2, true),
+        ("SELECT count(*) FROM t GROUP BY v", "v", "SELECT count(*), v, #H FROM t GROUP BY v ORDER BY #H", 2, true),
+        ("SELECT v, w, sum(x) FROM t GROUP BY 1, 2 ORDER BY 2 DESC, 1", "v, w", "SELECT v, w, sum(x), #H FROM t GROUP BY 1, 2 ORDER BY 2 DESC, 1, #H", 3, true),
+        ("SELECT lower(s) AS l, count(*) FROM t GROUP BY l ORDER BY l LIMIT 5", "lower(s)", "SELECT lower(s) AS l, count(*), #H FROM t GROUP BY l ORDER BY l, #H", 2, true),
+        ("SELECT v, count(*) FROM t GROUP BY v ORDER BY count(*) DESC LIMIT 5", "v", "SELECT v, count(*), #H FROM t GROUP BY v ORDER BY #H", 2, false),
+        ("SELECT 'x' AS c, v, count(*) FROM t GROUP BY 1, 2", "v", "SELECT 'x' AS c, v, count(*), #H FROM t GROUP BY 1, 2 ORDER BY #H", 3, true),
+        ("SELECT DISTINCT v, w FROM t", "v, w", "SELECT DISTINCT v, w, #H FROM t ORDER BY #H", 2, true),
+        ("SELECT DISTINCT v FROM t ORDER BY v DESC", "v", "SELECT DISTINCT v, #H FROM t ORDER BY v DESC, #H", 1, true),
+    ];
+    for (sql, keys, shards, column, streamed) in cases {
+        let p = merged(sql);
+        let shards = shards.replace("#H", &format!("pg_catalog.hash_record(ROW({keys}))"));
+        assert_eq!(p.shard_sql.as_deref(), Some(shards.as_str()), "{sql}");
+        assert_eq!(
+            (p.group_hash, p.groups_streamed()),
+            (Some(column), streamed),
+            "{sql}"
+        );
+    }
+    // One group, a `*`, only constant keys, groups whole on a shard: no hash.
+    for sql in [
+        "SELECT count(*) FROM t",
+        "SELECT DISTINCT * FROM t",
+        "SELECT 1 AS one, count(*) FROM t GROUP BY 1",
+        "SELECT DISTINCT ON (v) v, w FROM t",
+        "SELECT id, count(*) FROM users GROUP BY id ORDER BY 2",
+    ] {
+        assert_eq!(merged(sql).group_hash, None, "{sql}");
+    }
 }

@@ -6,15 +6,17 @@
 //!
 //! Memory: an ordered merge holds at most the rows that have arrived and
 //! not yet gone out (it only asks for rows of shards whose queue is empty,
-//! so the fan-out's bounded channels hold back the rest); grouping holds
-//! one row per group; a plain LIMIT holds nothing.
+//! so the fan-out's bounded channels hold back the rest); grouping over
+//! sorted groups (`rows/sorted.rs`) about one row per shard, plus the
+//! groups waiting for a client order that is not the groups' (bounded); a
+//! plain LIMIT holds nothing.
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use router::merge::{Aggregate, Column, MergePlan};
+use router::merge::{Aggregate, Column, MergePlan, SortKey};
 
 use crate::execute::merge::values::{self, Kind, ValueError};
 use crate::protocol::rows::{parse_row, read_fields, write_description, write_row, Row};
@@ -42,9 +44,11 @@ struct Field {
 
 mod groups;
 mod ordered;
+mod sorted;
 
 use groups::Group;
 use ordered::Ordered;
+use sorted::Runs;
 
 #[derive(Debug)]
 pub struct RowMerge {
@@ -67,6 +71,10 @@ pub struct RowMerge {
     /// Rows skipped for OFFSET and rows sent.
     skipped: u64,
     sent: u64,
+    /// Sorted groups' runs and the groups held for the client's order.
+    runs: Runs,
+    /// `cross_shard_merge_memory`: the most bytes of groups held.
+    memory: u64,
 }
 
 impl RowMerge {
@@ -90,7 +98,15 @@ impl RowMerge {
             last_key: None,
             skipped: 0,
             sent: 0,
+            runs: Runs::default(),
+            memory: router::config::DEFAULT_MERGE_MEMORY,
         }
+    }
+
+    /// Hold at most `bytes` of groups (`cross_shard_merge_memory`).
+    pub fn with_memory(mut self, bytes: u64) -> RowMerge {
+        self.memory = bytes;
+        self
     }
 
     /// A merge whose row description is read, not sent: pgshard asked for
@@ -133,7 +149,8 @@ impl RowMerge {
 
     /// Whether the fan-out should hand over shard `index`'s next message.
     pub fn wants(&self, index: usize) -> bool {
-        !self.ordered() || self.full() || self.queues.get(index).is_none_or(VecDeque::is_empty)
+        let queued = self.ordered() || self.sorted_groups();
+        !queued || self.full() || self.queues.get(index).is_none_or(VecDeque::is_empty)
     }
 
     fn full(&self) -> bool {
@@ -143,7 +160,8 @@ impl RowMerge {
     /// Every row the client asked for has gone out (after the row
     /// description): no row still to come from a shard matters.
     pub fn satisfied(&self) -> bool {
-        self.fields.is_some() && !self.grouping() && self.full()
+        let streamed = !self.grouping() || self.plan.groups_streamed();
+        self.fields.is_some() && streamed && self.full()
     }
 
     /// The first shard's RowDescription: fields read and checked, the
@@ -222,6 +240,10 @@ impl RowMerge {
                 self.column(column),
                 Some(Column::Aggregate(Aggregate::Min | Aggregate::Max))
             )
+            || self
+                .plan
+                .group_hash
+                .is_some_and(|hash| self.at(usize::from(hash), width) == column)
     }
 
     /// A DataRow of shard `index`.
@@ -238,6 +260,12 @@ impl RowMerge {
             .is_none_or(|f| f.len() != row.values.len())
         {
             return Err(ValueError::Unreadable("row"));
+        }
+        if self.sorted_groups() {
+            if let Some(queue) = self.queues.get_mut(index) {
+                queue.push_back(row);
+            }
+            return self.drain_groups(out);
         }
         if self.grouping() {
             return self.accumulate(&row);
@@ -259,6 +287,9 @@ impl RowMerge {
         }
         if self.ordered() {
             self.drain(out)?;
+        }
+        if self.sorted_groups() {
+            self.drain_groups(out)?;
         }
         Ok(())
     }
@@ -292,8 +323,12 @@ impl RowMerge {
     }
 
     fn compare_rows(&self, a: &Row, b: &Row) -> Result<Ordering, ValueError> {
+        self.compare_by(&self.plan.order, a, b)
+    }
+
+    fn compare_by(&self, keys: &[SortKey], a: &Row, b: &Row) -> Result<Ordering, ValueError> {
         let fields = self.fields.as_deref().unwrap_or_default();
-        for key in &self.plan.order {
+        for key in keys {
             let column = self.at(key.column, a.values.len());
             let (x, y) = (a.value(column), b.value(column));
             let order = match (x, y) {
@@ -378,6 +413,9 @@ impl RowMerge {
         if !self.grouping() {
             return Ok(());
         }
+        if self.sorted_groups() {
+            return self.finish_sorted(out);
+        }
         if self.group_rows.is_empty()
             && self
                 .plan
@@ -389,18 +427,7 @@ impl RowMerge {
         }
         let groups = self.finished_groups()?;
         let mut rows: Vec<Row> = groups.into_iter().map(|g| group_row(&g.values)).collect();
-        if !self.plan.order.is_empty() {
-            let mut failure = None;
-            rows.sort_by(|a, b| {
-                self.compare_rows(a, b).unwrap_or_else(|e| {
-                    failure.get_or_insert(e);
-                    Ordering::Equal
-                })
-            });
-            if let Some(failure) = failure {
-                return Err(failure);
-            }
-        }
+        self.sort_rows(&mut rows)?;
         for row in rows {
             self.emit(&row, out)?;
         }
@@ -424,7 +451,7 @@ mod tests {
     use router::merge::{Column, MergePlan, SortKey};
 
     /// A RowDescription body of int4 columns (text format).
-    fn description(names: &[&str], oid: u32) -> Vec<u8> {
+    pub(super) fn description(names: &[&str], oid: u32) -> Vec<u8> {
         let mut body = (names.len() as u16).to_be_bytes().to_vec();
         for name in names {
             body.extend_from_slice(name.as_bytes());
@@ -436,14 +463,14 @@ mod tests {
         body
     }
 
-    fn data_row(values: &[Option<&str>]) -> Vec<u8> {
+    pub(super) fn data_row(values: &[Option<&str>]) -> Vec<u8> {
         let mut out = BytesMut::new();
         let values: Vec<Option<&[u8]>> = values.iter().map(|v| v.map(str::as_bytes)).collect();
         write_row(&mut out, &values);
         out.to_vec()
     }
 
-    fn rows_of(out: &[u8]) -> Vec<Vec<Option<String>>> {
+    pub(super) fn rows_of(out: &[u8]) -> Vec<Vec<Option<String>>> {
         let mut buf = BytesMut::from(out);
         let mut rows = Vec::new();
         while let Ok(Some(m)) = crate::protocol::frame::split_backend_message(&mut buf) {

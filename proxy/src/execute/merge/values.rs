@@ -49,6 +49,8 @@ pub enum ValueError {
     Unreadable(&'static str),
     #[error("{0} out of range")]
     OutOfRange(&'static str),
+    #[error("the cross-shard merge would hold more than {0} bytes of groups (cross_shard_merge_memory): order by the group keys (or not at all) so groups stream, add a LIMIT (LIMIT + OFFSET at most 10000 keeps only the best groups), name the columns instead of *, add the sharding key to the WHERE clause, or raise cross_shard_merge_memory")]
+    Memory(u64),
 }
 
 impl Kind {

@@ -273,7 +273,8 @@ impl Session {
                     let bind = &merge.bind;
                     let rows =
                         RowMerge::new(Arc::clone(&bind.plan), bind.window, shards.len(), bytewise);
-                    let rows = rows.with_params(bind.params.clone());
+                    let memory = self.shared.config().general.cross_shard_merge_memory;
+                    let rows = rows.with_params(bind.params.clone()).with_memory(memory);
                     Merger::merging(if merge.execute { rows.silent() } else { rows })
                 }
             };

@@ -79,12 +79,14 @@ impl RowMerge {
             .filter(|&c| columns[c] == Column::Key)
             .collect();
         let key = self.key_of(row, &keys)?;
+        let key_bytes = key.len();
         let next = self.group_rows.len();
         let at = *self.groups.entry(key).or_insert(next);
         if at == next {
-            let values = (0..fields.len())
+            let values: Vec<_> = (0..fields.len())
                 .map(|c| row.value(c).map(<[u8]>::to_vec))
                 .collect();
+            self.count_group(&values, key_bytes)?;
             self.group_rows.push(Group { values });
             return Ok(());
         }
