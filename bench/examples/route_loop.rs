@@ -62,7 +62,12 @@ fn hit(
         return 0;
     };
     let params = lookup.params(params);
-    usize::from(lookup.entry.route(&params, &lookup.overrides, sharding).is_ok())
+    usize::from(
+        lookup
+            .entry
+            .route(&params, &lookup.overrides, sharding)
+            .is_ok(),
+    )
 }
 
 /// The first `mode` steps of a cache miss; what they give, to keep them.
