@@ -3,7 +3,9 @@
 //! `route_loop MODE STATEMENT ITERATIONS`, MODE one of `parse` (the parse
 //! alone), `summary` (parse + summary), `miss` (parse + summary + route:
 //! a cache miss), `prepared` (route from the cache entry a statement
-//! already holds: a Bind of a named prepared statement); STATEMENT a name
+//! already holds: a Bind of a named prepared statement), `hit` (look the
+//! text up in a warm AST cache and route with the entry's plan: a repeated
+//! simple query or unnamed prepared statement); STATEMENT a name
 //! of [`bench::route_set::prepared_set`]. Each mode includes the one
 //! before it, so a step's own cost is the difference.
 
@@ -17,7 +19,7 @@ static ALLOCATOR: bench::Allocator = parser_ffi::Allocator;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(mode), Some(name), Some(iterations)) = (args.get(1), args.get(2), args.get(3)) else {
-        eprintln!("usage: route_loop parse|summary|miss|prepared STATEMENT ITERATIONS");
+        eprintln!("usage: route_loop parse|summary|miss|prepared|hit STATEMENT ITERATIONS");
         std::process::exit(2);
     };
     let iterations: usize = iterations.parse().unwrap_or(1000);
@@ -42,10 +44,30 @@ fn main() {
                     .route(&params, &lookup.overrides, &sharding)
                     .is_ok(),
             ),
+            "hit" => hit(&cache, sql, &params, &sharding),
             _ => miss(mode, sql, &params, &sharding),
         };
     }
     println!("{work}");
+}
+
+/// A cache hit: look the text up and route with the entry's plan.
+fn hit(
+    cache: &AstCache,
+    sql: &str,
+    params: &[route::ParamValue<'_>],
+    sharding: &std::sync::Arc<router::sharding::Sharding>,
+) -> usize {
+    let Ok(lookup) = cache.lookup(sql, ParserEngine::ZeroCopy) else {
+        return 0;
+    };
+    let params = lookup.params(params);
+    usize::from(
+        lookup
+            .entry
+            .route(&params, &lookup.overrides, sharding)
+            .is_ok(),
+    )
 }
 
 /// The first `mode` steps of a cache miss; what they give, to keep them.
