@@ -184,6 +184,11 @@ const EXACT: &[(&str, bool)] = &[
     ("SELECT grp, active, avg(score) FROM users GROUP BY grp, active HAVING count(*) > 3 ORDER BY avg(score), grp, active", true),
     ("SELECT DISTINCT grp, active FROM users", false),
     ("SELECT DISTINCT grp FROM users ORDER BY grp DESC LIMIT 2", true),
+    // DISTINCT over the groups' aggregates, the groups off the key: equal
+    // counts of different groups are one row.
+    ("SELECT DISTINCT count(*) FROM users GROUP BY grp", false),
+    ("SELECT DISTINCT count(*) > 30 AS big FROM users GROUP BY name", false),
+    ("SELECT DISTINCT active, count(*) FROM users GROUP BY active, grp ORDER BY 1, 2", true),
 ];
 
 /// Statements the streaming merge cannot answer: with `cross_shard_finish
@@ -197,6 +202,7 @@ const REFUSED: &[&str] = &[
     "SELECT sum(score) * 2 FROM users",
     "SELECT * FROM (SELECT grp, count(*) FROM users GROUP BY grp) g",
     "SELECT id FROM users UNION SELECT id FROM users",
+    "SELECT DISTINCT count(*) FROM users GROUP BY grp",
 ];
 
 /// [`REFUSED`]'s statements as the coordinator answers them by default,
@@ -212,6 +218,7 @@ const FINISHED: &[&str] = &[
     "SELECT sum(score) * 2 FROM users",
     "SELECT * FROM (SELECT grp, count(*) FROM users GROUP BY grp) g",
     "SELECT id FROM users UNION SELECT id FROM users",
+    "SELECT DISTINCT count(*) FROM users GROUP BY grp",
 ];
 
 async fn check(n: usize) {

@@ -537,10 +537,18 @@ impl Generator {
         } else {
             Category::GroupBy
         };
+        // DISTINCT over the groups' rows (equal aggregates of different
+        // groups are one row); without ORDER BY, whose items it would
+        // have to select.
+        let distinct = if order.is_empty() && self.chance(0.15) {
+            "DISTINCT "
+        } else {
+            ""
+        };
         Case::new(
             Self::category(source, keyed, single, true),
             format!(
-                "SELECT {} FROM {}{filter} GROUP BY {}{having}{order}{limit}",
+                "SELECT {distinct}{} FROM {}{filter} GROUP BY {}{having}{order}{limit}",
                 list(&items),
                 source.from,
                 by.join(", ")

@@ -33,6 +33,11 @@ pub(super) fn plan_select(
     if distinct_on && aggregates {
         return Err(Unmergeable::Construct("DISTINCT ON with aggregates"));
     }
+    // DISTINCT applies to the merged groups' rows (equal aggregates of
+    // different groups are one row), which the merge does not do.
+    if distinct && aggregates {
+        return Err(Unmergeable::Construct("DISTINCT with aggregates"));
+    }
     if star && aggregates {
         return Err(Unmergeable::Construct(
             "an aggregate with * in the select list",
@@ -87,7 +92,7 @@ pub(super) fn plan_select(
         order,
         limit,
         groups,
-        distinct: distinct && !aggregates,
+        distinct,
         distinct_on: distinct_keys,
         having,
         delimiters,

@@ -323,6 +323,10 @@ fn what_cannot_merge_is_refused() {
             "DISTINCT ON",
         ),
         (
+            "SELECT DISTINCT count(*) FROM users GROUP BY grp",
+            "DISTINCT with aggregates",
+        ),
+        (
             "SELECT grp, count(*) FROM users GROUP BY ROLLUP (grp)",
             "ROLLUP",
         ),

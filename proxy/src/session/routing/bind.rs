@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use router::cache::Lookup;
-use router::route::{ParamValue, ParamValues, RouteError, Routed};
+use router::route::{ParamValue, ParamValues, Route, RouteError, Routed};
 use router::summary::{StatementKind, Summary};
 
 use super::is_copy_from;
@@ -137,10 +137,12 @@ impl Session {
     }
 
     /// Before a Describe of `statement` that no Bind precedes: the same
-    /// wait, routed by its text alone. A Describe of a moving shard's
-    /// table family would otherwise reach the source while the cutover
-    /// has its tables moved aside (42P01), or a Describe in flight there
-    /// would not be waited for.
+    /// wait when its text alone routes it to one shard that is moving (a
+    /// table of the moving shard's family, a literal key). Such a Describe
+    /// would otherwise reach the source while the cutover has its tables
+    /// moved aside (42P01). One its text does not route to one shard (its
+    /// key a parameter) goes to any database, where the table's schema
+    /// is, and does not wait.
     pub(in crate::session) async fn wait_describe_hold(
         &mut self,
         statement: &Statement,
@@ -150,7 +152,14 @@ impl Session {
             let overrides = session.overrides(&info.overrides);
             let sharding = session.cluster.sharding();
             let routed = info.entry.route(&params, &overrides, sharding);
-            holds::touches(&routed, &info.entry.summary, sharding)
+            matches!(
+                routed,
+                Ok(Routed {
+                    route: Route::Shard(_),
+                    touches_moving: true,
+                    ..
+                })
+            )
         })
         .await
     }
