@@ -201,6 +201,7 @@ impl Session {
     /// the catalog says of unlisted tables): take its pools and sharding
     /// model.
     pub(super) fn follow_config(&mut self) {
+        self.shared.check_fresh(&self.info.database);
         let generation = self.shared.clusters.generation();
         if self.cluster.stale(generation) {
             let pools = self.shared.pools(&self.info.database, &self.info.user);
