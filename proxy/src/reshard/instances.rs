@@ -23,7 +23,7 @@
 //! keyless statements until its next read, which sees the move.
 //!
 //! Clusters no move has pinned yet have no `pgshard.instances`: their
-//! readers look every 2 s and serve keyless statements for
+//! readers look every second and serve keyless statements for
 //! [`UNPINNED_FRESH`] after a look. The move that pins a cluster first
 //! waits that long (and [`SLACK`]) after pinning before it waits for marks:
 //! by then every instance has looked again (and found the cluster pinned)
@@ -42,11 +42,11 @@ use super::Moves;
 
 /// How long a look at a cluster found unpinned keeps an instance serving
 /// keyless statements on it.
-pub const UNPINNED_FRESH: Duration = Duration::from_secs(4);
+pub const UNPINNED_FRESH: Duration = Duration::from_secs(3);
 
 /// What the mover adds to an instance's bound: the read's own time, and
 /// clocks that run at slightly different rates.
-const SLACK: Duration = Duration::from_secs(1);
+const SLACK: Duration = Duration::from_millis(500);
 
 /// How long a read of a pinned cluster keeps an instance that reads every
 /// `poll` serving keyless statements: two reads may fail or be late
@@ -196,10 +196,10 @@ mod tests {
             ("fresh, unmarked", vec![s("p1", 100, 4000, false)], &["p1"]),
             (
                 "within the slack",
-                vec![s("p1", 4999, 4000, false)],
+                vec![s("p1", 4499, 4000, false)],
                 &["p1"],
             ),
-            ("stale: gone", vec![s("p1", 5001, 4000, false)], &[]),
+            ("stale: gone", vec![s("p1", 4501, 4000, false)], &[]),
             (
                 "its own bound",
                 vec![s("p1", 2000, 1300, false), s("p2", 2000, 4000, false)],

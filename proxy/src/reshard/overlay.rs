@@ -1,7 +1,7 @@
 //! Where the databases say logical shards are: `pgshard.shards` read from
 //! every database of each sharded cluster (at start-up, before clients are
 //! served; then every poll interval, 1 s, once a move has recorded the
-//! cluster's placement, and every 2 s before that), laid over the running placement
+//! cluster's placement, and every second on new connections before that), laid over the running placement
 //! (`pool::clusters::overlay`). A logical shard with exactly one owner is
 //! placed there; one with none (a move between its fence and its switch)
 //! or two stays where the running config has it. This is how an instance
@@ -32,7 +32,7 @@ use super::Moves;
 /// How often a cluster no move has touched yet (no `pgshard.shards` on
 /// any database) is looked at again, its connections closed between (a
 /// cluster with a move is read every poll interval, on kept connections).
-const UNPINNED_EVERY: Duration = Duration::from_secs(2);
+const UNPINNED_EVERY: Duration = Duration::from_secs(1);
 
 /// The readers' connections, per cluster (its first user that logs in:
 /// any login may read pgshard's tables), kept while the cluster is pinned
