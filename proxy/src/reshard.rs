@@ -29,7 +29,7 @@ mod cleanup;
 mod cutover;
 mod db;
 pub mod fault;
-pub mod instances;
+mod instances;
 mod marker;
 mod mover;
 mod moves;
@@ -44,6 +44,7 @@ pub mod save;
 mod sql;
 pub mod state;
 pub mod store;
+mod stub;
 
 use std::sync::Arc;
 use std::time::Duration;

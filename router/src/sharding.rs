@@ -76,6 +76,10 @@ pub struct Moving {
     /// sit on two databases for a while (plain tables and partitioned
     /// parents). Table families are held instead (`false`).
     pub refuse_keyless: bool,
+    /// Set over every shard when the proxy has not read lately which
+    /// moves are under way (any shard may be moving): keyless statements
+    /// get a refusal that says so.
+    pub unread: bool,
 }
 
 impl Moving {
@@ -329,6 +333,7 @@ impl Sharding {
                 std::sync::Arc::new(Moving {
                     shards: shards.clone(),
                     refuse_keyless,
+                    unread: false,
                 })
             })
         };
@@ -339,6 +344,20 @@ impl Sharding {
         }
         for family in next.families.iter_mut().filter(|f| f.keys.group() == group) {
             family.keys.moving = families.clone();
+        }
+        next
+    }
+
+    /// The same model with the markers of `group`'s tables set
+    /// [`Moving::unread`].
+    pub fn with_unread(&self, group: GroupId) -> Sharding {
+        let mut next = self.clone();
+        for table in next.tables.iter_mut().filter(|t| t.keys.group() == group) {
+            if let Some(moving) = &table.keys.moving {
+                let mut unread = (**moving).clone();
+                unread.unread = true;
+                table.keys.moving = Some(std::sync::Arc::new(unread));
+            }
         }
         next
     }

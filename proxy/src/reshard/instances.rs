@@ -69,7 +69,7 @@ pub fn begin_read(instance: &str, cluster: &str, fresh: Duration) -> String {
 
 /// An instance's read ended: the moves it marks.
 pub fn acknowledge(instance: &str, cluster: &str, marked: &[String]) -> String {
-    let marked: Vec<String> = marked.iter().map(|id| literal(id)).collect();
+    let marked: Vec<String> = marked.iter().map(|id| literal(id.as_str())).collect();
     format!(
         "UPDATE pgshard.instances SET seen = now(), marked = ARRAY[{}]::text[] \
          WHERE instance = {} AND cluster = {}",
@@ -157,7 +157,7 @@ pub async fn wait_marked(
                 &listed(&plan.cluster, &plan.id),
             )
             .await?;
-        let instances: Vec<Seen> = rows.iter().filter_map(|r| seen(r)).collect();
+        let instances: Vec<Seen> = rows.iter().filter_map(|r| seen(r.as_slice())).collect();
         let waiting = pending(&instances, &moves.owner);
         moves.update(&plan.id, |s| s.waiting_for = waiting.clone());
         if waiting.is_empty() {

@@ -23,6 +23,9 @@
 //!   keyless statements, and the moves it has marked (`instances.rs`);
 //!   written on every database of a pinned cluster each poll.
 //!
+//! - `pgshard.moving(rel, move)`: raises 55P03 "send it again"; the stub
+//!   views of fenced family tables call it (`stub.rs`).
+//!
 //! Any login may read `pgshard.shards` and `pgshard.moves`, and write
 //! `pgshard.instances` (every pgshard instance reads and acknowledges with
 //! the cluster's first user: `overlay.rs`).
@@ -53,6 +56,10 @@ pub const CREATE: &str = "SELECT pg_advisory_xact_lock(31638942761710180); \
      instance text NOT NULL, cluster text NOT NULL, begun timestamptz NOT NULL, \
      fresh_ms bigint NOT NULL, seen timestamptz, marked text[] NOT NULL DEFAULT '{}', \
      PRIMARY KEY (instance, cluster)); \
+     CREATE OR REPLACE FUNCTION pgshard.moving(rel text, move text) RETURNS boolean \
+     LANGUAGE plpgsql STABLE AS $pgshard$ BEGIN RAISE EXCEPTION USING ERRCODE = '55P03', \
+     MESSAGE = format('%s is being moved to another database by pgshard (move %s): nothing ran; \
+     send the statement again (the whole transaction, if one was open)', rel, move); END $pgshard$; \
      GRANT USAGE ON SCHEMA pgshard TO PUBLIC; \
      GRANT SELECT ON pgshard.shards, pgshard.moves TO PUBLIC; \
      GRANT SELECT, INSERT, UPDATE ON pgshard.instances TO PUBLIC";

@@ -74,11 +74,17 @@ impl MovingPlan {
         let keyless = marked
             .iter()
             .find(|m| m.keys.moving.as_ref().is_some_and(|m| m.refuse_keyless))
-            .map(|m| RouteError::KeylessDuringMove {
-                table: table_name(m.table),
-                column: m.column.to_owned(),
-                group: m.keys.group().to_string(),
-                shards: shard_list(m.keys),
+            .map(|m| match m.keys.moving.as_ref().is_some_and(|m| m.unread) {
+                true => RouteError::KeylessUnread {
+                    table: table_name(m.table),
+                    column: m.column.to_owned(),
+                },
+                false => RouteError::KeylessDuringMove {
+                    table: table_name(m.table),
+                    column: m.column.to_owned(),
+                    group: m.keys.group().to_string(),
+                    shards: shard_list(m.keys),
+                },
             });
         Some(MovingPlan {
             shadow: Arc::new(shadow),

@@ -196,12 +196,16 @@ impl Overlay {
         let lapsed = self.lapsed.contains(cluster);
         for group in sharding.groups() {
             let mut marker = self.marker(cluster, group.id);
-            if lapsed && !group.tables.is_empty() {
+            let unread = lapsed && !group.tables.is_empty();
+            if unread {
                 // Any shard may be moving, unknown to this instance.
                 marker.shards = (0..group.id.shard_count).collect();
                 marker.refuse_keyless = true;
             }
             next = next.with_moving(group.id, &marker.shards, marker.refuse_keyless);
+            if unread {
+                next = next.with_unread(group.id);
+            }
         }
         next
     }
