@@ -10,7 +10,8 @@
 //! the keyless statement again, exact. No row is copied before every live
 //! instance marks the move: a keyless count through another instance is
 //! refused or exact from before the move to its copy, and a move that an
-//! instance does not mark fails, naming it, with nothing copied.
+//! instance does not mark fails, naming it, with nothing copied; an
+//! instance whose reads stop refuses keyless statements.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -271,4 +272,24 @@ async fn a_move_an_instance_does_not_mark_waits_then_fails_naming_it() {
         .count();
     assert_eq!(on_target, i64::try_from(own).unwrap(), "nothing copied");
     until_keyless(&one, false, "after the failed move").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_instance_whose_reads_stop_refuses_keyless_statements() {
+    let (_servers, config) = cluster();
+    let proxy = TestProxy::start(&config, &users()).unwrap();
+    let client = app(&proxy).await;
+    keyless(&client).await.unwrap();
+    // Its reads stop (as a stalled process's would): within seconds it
+    // can no longer tell that no move is copying rows.
+    proxy
+        .state()
+        .moves
+        .set_poll_interval(Duration::from_secs(600));
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let err = keyless(&client).await.unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
+    let message = err.as_db_error().unwrap().message().to_owned();
+    assert!(message.contains("has not read lately"), "{message}");
+    keyed(&client).await;
 }

@@ -76,9 +76,9 @@ pub struct Moving {
     /// sit on two databases for a while (plain tables and partitioned
     /// parents). Table families are held instead (`false`).
     pub refuse_keyless: bool,
-    /// Set over every shard when the proxy has not read lately which
-    /// moves are under way (any shard may be moving): keyless statements
-    /// get a refusal that says so.
+    /// The proxy has not read lately which moves are under way (any
+    /// shard may be moving): keyless statements are refused with a
+    /// refusal that says so (`shards` may then be empty).
     pub unread: bool,
 }
 
@@ -348,16 +348,20 @@ impl Sharding {
         next
     }
 
-    /// The same model with the markers of `group`'s tables set
-    /// [`Moving::unread`].
+    /// The same model with `group`'s tables marked [`Moving::unread`]:
+    /// keyless statements on them refused, keyed ones routed as before
+    /// (touching only the shards a marker already names).
     pub fn with_unread(&self, group: GroupId) -> Sharding {
         let mut next = self.clone();
         for table in next.tables.iter_mut().filter(|t| t.keys.group() == group) {
-            if let Some(moving) = &table.keys.moving {
-                let mut unread = (**moving).clone();
-                unread.unread = true;
-                table.keys.moving = Some(std::sync::Arc::new(unread));
-            }
+            let mut unread = table.keys.moving.as_deref().cloned().unwrap_or(Moving {
+                shards: Vec::new(),
+                refuse_keyless: true,
+                unread: true,
+            });
+            unread.refuse_keyless = true;
+            unread.unread = true;
+            table.keys.moving = Some(std::sync::Arc::new(unread));
         }
         next
     }

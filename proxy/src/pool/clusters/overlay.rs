@@ -57,8 +57,8 @@ pub struct Overlay {
     /// marked, whatever a read begun before says.
     ended: HashSet<String>,
     /// Clusters whose last complete read of the move records is too old
-    /// (`freshness.rs`): every logical shard of a group with
-    /// `[[sharded_tables]]` is marked, keyless statements refused.
+    /// (`freshness.rs`): the tables of groups with `[[sharded_tables]]`
+    /// are marked unread, keyless statements on them refused.
     lapsed: HashSet<String>,
     /// How many shards this process's moves placed ([`Overlay::place`]):
     /// a read of the databases begun before one of them ([`Overlay::set`])
@@ -195,15 +195,10 @@ impl Overlay {
         let mut next = sharding.clone();
         let lapsed = self.lapsed.contains(cluster);
         for group in sharding.groups() {
-            let mut marker = self.marker(cluster, group.id);
-            let unread = lapsed && !group.tables.is_empty();
-            if unread {
-                // Any shard may be moving, unknown to this instance.
-                marker.shards = (0..group.id.shard_count).collect();
-                marker.refuse_keyless = true;
-            }
+            let marker = self.marker(cluster, group.id);
             next = next.with_moving(group.id, &marker.shards, marker.refuse_keyless);
-            if unread {
+            if lapsed && !group.tables.is_empty() {
+                // Any shard may be moving, unknown to this instance.
                 next = next.with_unread(group.id);
             }
         }
@@ -259,7 +254,11 @@ pub fn carry_moving(old: &Sharding, next: &Sharding) -> Option<Sharding> {
             continue;
         }
         let refuse = table && moving.refuse_keyless;
-        carried = Some(current.with_moving(keys.group(), &moving.shards, refuse));
+        let mut next = current.with_moving(keys.group(), &moving.shards, refuse);
+        if table && moving.unread {
+            next = next.with_unread(keys.group());
+        }
+        carried = Some(next);
     }
     carried
 }
