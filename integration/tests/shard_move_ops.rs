@@ -183,6 +183,9 @@ async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
         never_answered(held).await;
     }
     let next = start(&config);
+    if fault == Fault::WhileHolding {
+        fenced_says_send_again(&next, tables[0]).await;
+    }
     next.state().moves.set_lease(Duration::from_millis(300));
     let admin2 = admin(&next).await;
     let switched = fault == Fault::AfterSwitch;
@@ -224,6 +227,27 @@ async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
     let sql = format!("SELECT count(*) FROM events_p{t}");
     let through: i64 = app(&next).await.query_one(&sql, &[]).await.unwrap().get(0);
     assert_eq!(through, written);
+}
+
+/// Fenced, its owner gone, the move not taken over yet (the 30-second
+/// lease): a statement on the family table routed to the source gets
+/// 55P03 "send it again" from the table's stub there, not 42P01; an
+/// UPDATE that matches no row too (nothing is read or written).
+async fn fenced_says_send_again(next: &integration::TestProxy, t: i64) {
+    let client = app(next).await;
+    let statements = [
+        format!("SELECT count(*) FROM events_p{t}"),
+        format!("INSERT INTO events_p{t} (k) VALUES (-4)"),
+        format!("UPDATE events_p{t} SET k = 0 WHERE id = -1"),
+    ];
+    for sql in &statements {
+        let err = client.simple_query(sql).await.unwrap_err();
+        assert_eq!(common::code(&err), Some("55P03"), "{sql}: {err:?}");
+        let message = err.as_db_error().unwrap().message().to_owned();
+        assert!(message.contains("send the statement again"), "{message}");
+    }
+    let err = client.query_one(&statements[0], &[]).await.unwrap_err();
+    assert_eq!(common::code(&err), Some("55P03"), "{err:?}");
 }
 
 /// The copy stopped after the shard's first table (by name): that one is

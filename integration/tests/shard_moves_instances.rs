@@ -7,17 +7,26 @@
 //! started after the first was killed mid-move (before the 30-second
 //! lease lets it take the move over); keyed statements are served all
 //! along; once the move is done (or rolled back) every instance serves
-//! the keyless statement again, exact.
+//! the keyless statement again, exact. No row is copied before every live
+//! instance marks the move: a keyless count through another instance is
+//! refused or exact from before the move to its copy, and a move that an
+//! instance does not mark fails, naming it, with nothing copied; an
+//! instance whose reads stop refuses keyless statements.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::moves::{admin, app, logical_servers, shard_of, start, wait_move, First, SHARD_COUNT};
-use integration::PgServer;
+use common::moves::{
+    admin, app, logical_servers, shard_of, start, superuser, users, wait_move, wait_parked, First,
+    SHARD_COUNT,
+};
+use integration::{PgServer, TestProxy};
 use proxy::reshard::fault::Fault;
 use tokio_postgres::Client;
 
@@ -155,4 +164,132 @@ async fn an_instance_started_after_a_kill_refuses_keyless_statements_until_the_t
     let status = wait_move(&admin2, &id, |s| s == "failed").await;
     assert!(status["error"].contains("interrupted"), "{status:?}");
     until_keyless(&client, false, "after the take-over").await;
+}
+
+/// Keyless counts on `client` until `stop`: (wrong counts, served,
+/// refused).
+async fn watch_keyless(client: &Client, stop: &AtomicBool) -> (Vec<i64>, usize, usize) {
+    let (mut wrong, mut served, mut refused) = (Vec::new(), 0, 0);
+    while !stop.load(Ordering::SeqCst) {
+        match keyless(client).await {
+            Ok(n) if n == ACCOUNTS => served += 1,
+            Ok(n) => wrong.push(n),
+            Err(err) if common::code(&err) == Some("0A000") => refused += 1,
+            Err(err) => panic!("{err:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    (wrong, served, refused)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_row_is_copied_before_every_instance_refuses_keyless_statements() {
+    let (_servers, config) = cluster();
+    let first = start(&config);
+    first.state().moves.inject(Fault::MidCopy);
+    // The other instance polls at the default pace (1 s; a cluster no move
+    // has pinned yet, every few seconds).
+    let second = TestProxy::start(&config, &users()).unwrap();
+    let two = app(&second).await;
+    until_keyless(&two, false, "the other instance, before").await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let stop = Arc::clone(&stop);
+        tokio::spawn(async move {
+            let seen = watch_keyless(&two, &stop).await;
+            (seen, two)
+        })
+    };
+    let admin1 = admin(&first).await;
+    let id = common::rows(&admin1, &format!("MOVE SHARD {MOVING} TO 1")).await[0]["id"].clone();
+    let parked = wait_parked(&admin1, &id, "copy").await;
+    assert_ne!(parked["rows_copied"], "0", "{parked:?}");
+    // Parked with the shard's rows on both databases, a while.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, Ordering::SeqCst);
+    let ((wrong, served, refused), two) = watcher.await.unwrap();
+    assert!(
+        wrong.is_empty(),
+        "keyless counts through the other instance while the rows were copied: {wrong:?} \
+         ({served} exact, {refused} refused)"
+    );
+    assert!(refused > 0, "{served} served, none refused");
+    until_keyless(&two, true, "the other instance, parked mid-copy").await;
+    first.state().moves.clear_fault(Fault::MidCopy);
+    let status = wait_move(&admin1, &id, |s| s == "done" || s == "failed").await;
+    assert_eq!(status["step"], "done", "{status:?}");
+    until_keyless(&two, false, "the other instance, after").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_move_an_instance_does_not_mark_waits_then_fails_naming_it() {
+    let (servers, config) = cluster();
+    // An instance whose reads are recent (a 10-minute bound) but never
+    // list the move: another config, say.
+    for (i, server) in servers.iter().enumerate() {
+        let client = superuser(server, i).await;
+        client
+            .batch_execute(proxy::reshard::store::CREATE)
+            .await
+            .unwrap();
+    }
+    superuser(&servers[0], 0)
+        .await
+        .batch_execute(
+            "INSERT INTO pgshard.instances (instance, cluster, begun, fresh_ms) \
+             VALUES ('pstuck', 'prod', now(), 600000)",
+        )
+        .await
+        .unwrap();
+    let first = start(&config);
+    first.state().moves.set_mark_timeout(Duration::from_secs(2));
+    let one = app(&first).await;
+    let admin1 = admin(&first).await;
+    let id = common::rows(&admin1, &format!("MOVE SHARD {MOVING} TO 1")).await[0]["id"].clone();
+    // SHOW MOVES names the instance the move waits for.
+    let begun = Instant::now();
+    loop {
+        let row = wait_move(&admin1, &id, |s| s == "marking" || s == "failed").await;
+        assert_eq!(row["step"], "marking", "{row:?}");
+        if row["waiting_for"] == "pstuck" {
+            break;
+        }
+        assert!(begun.elapsed() < Duration::from_secs(20), "{row:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let waited = wait_move(&admin1, &id, |s| s == "failed").await;
+    assert!(waited["error"].contains("pstuck"), "{waited:?}");
+    assert!(waited["error"].contains("did not mark"), "{waited:?}");
+    assert_eq!(waited["rows_copied"], "0", "{waited:?}");
+    let target = superuser(&servers[1], 1).await;
+    let on_target: i64 = target
+        .query_one("SELECT count(*) FROM accounts", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let own = (1..=ACCOUNTS)
+        .filter(|&id| shard_of(id, SHARD_COUNT) % 2 == 1)
+        .count();
+    assert_eq!(on_target, i64::try_from(own).unwrap(), "nothing copied");
+    until_keyless(&one, false, "after the failed move").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_instance_whose_reads_stop_refuses_keyless_statements() {
+    let (_servers, config) = cluster();
+    let proxy = TestProxy::start(&config, &users()).unwrap();
+    let client = app(&proxy).await;
+    keyless(&client).await.unwrap();
+    // Its reads stop (as a stalled process's would): within seconds it
+    // can no longer tell that no move is copying rows.
+    proxy
+        .state()
+        .moves
+        .set_poll_interval(Duration::from_secs(600));
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let err = keyless(&client).await.unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
+    let message = err.as_db_error().unwrap().message().to_owned();
+    assert!(message.contains("has not read lately"), "{message}");
+    keyed(&client).await;
 }

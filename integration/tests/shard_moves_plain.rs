@@ -588,12 +588,17 @@ async fn client_ids(client: &tokio_postgres::Client) -> Vec<i64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_instance_gets_the_fence_error_never_a_write() {
     // A second pgshard over the same databases does not learn the new
-    // placement (polling comes later): its writes to the moved shard go
-    // to database 0 and fail there, before and after the cleanup.
+    // placement (its reads stopped after start-up): its writes to the
+    // moved shard go to database 0 and fail there, before and after the
+    // cleanup.
     let general = "resharding_replica_identity_full = true";
     let cluster = start(general);
     let config = common::sharded_config(&cluster.servers, general, SHARDING);
     let stale = TestProxy::start(&config, &users()).unwrap();
+    stale
+        .state()
+        .moves
+        .set_poll_interval(Duration::from_secs(600));
     let stale = common::connect(stale.port(), "app", "app-pw", "prod")
         .await
         .unwrap();

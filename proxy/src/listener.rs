@@ -51,7 +51,7 @@ pub(crate) async fn read_placement(state: &State) {
         return;
     }
     let bound = state.config().general.connect_timeout() * 2;
-    let read = crate::reshard::overlay::first_read(state);
+    let read = crate::reshard::overlay::first_read(state, &state.moves);
     if tokio::time::timeout(bound, read).await.is_err() {
         warn!("placement not read from the databases within {bound:?}; the next poll reads it");
     }

@@ -5,7 +5,8 @@
 //! rounds) in turn:
 //! - `mover.rs`: checks, schema on the target, publication and slot with
 //!   an exported snapshot, the copy under it, catch-up by a native
-//!   subscription on the target;
+//!   subscription on the target (`instances.rs`: before plain tables'
+//!   rows are copied, every live pgshard instance marks the move);
 //! - `cutover.rs`: hold, fence the source, wait for its mark on the target,
 //!   switch, place the shard on the target in the running config, let go;
 //! - `cleanup.rs`: subscription, publication and slot, and the source's
@@ -28,6 +29,7 @@ mod cleanup;
 mod cutover;
 mod db;
 pub mod fault;
+mod instances;
 mod marker;
 mod mover;
 mod moves;
@@ -42,6 +44,7 @@ pub mod save;
 mod sql;
 pub mod state;
 pub mod store;
+mod stub;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -202,7 +205,8 @@ async fn forward(
         .get(&plan.cluster)
         .and_then(|c| c.sharding.group(plan.group).map(|g| g.placement.to_vec()))
         .unwrap_or_default();
-    made.tables = mover::prepare(link, plan, &placement, moves).await?;
+    let first_pin;
+    (made.tables, first_pin) = mover::prepare(link, plan, &placement, moves).await?;
     moves.check(&plan.id)?;
     // From here on, routes say whether they touch the shard (the hold
     // counts the transactions in flight on it).
@@ -218,6 +222,12 @@ async fn forward(
     partitioned::create(&mut b, plan, &made.parts).await?;
     let fence_parts = partitioned::fence_triggers(plan, &made.parts);
     plain::install(&mut a, plan, &made.plain, fence_parts).await?;
+    step(moves, plan, Phase::Marking, &mut [&mut a, &mut b]).await?;
+    if !made.plain.is_empty() {
+        // Copied rows of plain tables are seen by keyless statements on
+        // the target: every instance must refuse those first.
+        instances::wait_marked(plan, moves, first_pin, &mut a).await?;
+    }
     step(moves, plan, Phase::Slot, &mut [&mut a, &mut b]).await?;
     made.stream = true;
     let (walsender, snapshot) = mover::stream(link, plan, made, &mut a).await?;

@@ -76,6 +76,10 @@ pub struct Moving {
     /// sit on two databases for a while (plain tables and partitioned
     /// parents). Table families are held instead (`false`).
     pub refuse_keyless: bool,
+    /// The proxy has not read lately which moves are under way (any
+    /// shard may be moving): keyless statements are refused with a
+    /// refusal that says so (`shards` may then be empty).
+    pub unread: bool,
 }
 
 impl Moving {
@@ -329,6 +333,7 @@ impl Sharding {
                 std::sync::Arc::new(Moving {
                     shards: shards.clone(),
                     refuse_keyless,
+                    unread: false,
                 })
             })
         };
@@ -339,6 +344,24 @@ impl Sharding {
         }
         for family in next.families.iter_mut().filter(|f| f.keys.group() == group) {
             family.keys.moving = families.clone();
+        }
+        next
+    }
+
+    /// The same model with `group`'s tables marked [`Moving::unread`]:
+    /// keyless statements on them refused, keyed ones routed as before
+    /// (touching only the shards a marker already names).
+    pub fn with_unread(&self, group: GroupId) -> Sharding {
+        let mut next = self.clone();
+        for table in next.tables.iter_mut().filter(|t| t.keys.group() == group) {
+            let mut unread = table.keys.moving.as_deref().cloned().unwrap_or(Moving {
+                shards: Vec::new(),
+                refuse_keyless: true,
+                unread: true,
+            });
+            unread.refuse_keyless = true;
+            unread.unread = true;
+            table.keys.moving = Some(std::sync::Arc::new(unread));
         }
         next
     }

@@ -208,6 +208,7 @@ pub fn show_moves(state: &State, out: &mut BytesMut) {
             "elapsed_ms",
             "max_wait_ms",
             "error",
+            "waiting_for",
         ],
     );
     for m in state.moves.list() {
@@ -227,6 +228,7 @@ pub fn show_moves(state: &State, out: &mut BytesMut) {
                 .map(|w| w.as_millis().to_string())
                 .unwrap_or_default(),
             m.error.unwrap_or_default(),
+            m.waiting_for.join(", "),
         ]);
     }
     rows.done("SHOW");

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use router::config::{Cluster, Config, Database, PoolSettings, Role, User};
 
+pub mod freshness;
 pub mod overlay;
 mod passthrough;
 
@@ -45,6 +46,9 @@ pub struct Clusters {
     /// Where shard moves put logical shards: laid over every config
     /// installed (`overlay.rs`).
     overlay: Mutex<Overlay>,
+    /// Until when this instance may serve keyless statements on each
+    /// cluster's plain tables (`freshness.rs`).
+    pub freshness: freshness::Freshness,
 }
 
 impl Clusters {
@@ -59,6 +63,7 @@ impl Clusters {
             passthrough: Mutex::new(HashMap::new()),
             roles: Mutex::new(HashMap::new()),
             overlay: Mutex::new(Overlay::default()),
+            freshness: freshness::Freshness::default(),
         }
     }
 

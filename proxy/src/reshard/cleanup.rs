@@ -20,6 +20,7 @@ use super::mover::{Made, MOVED_SCHEMA};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
+use super::stub;
 use super::{marker, partitioned, plain};
 use super::{store, Moves};
 
@@ -130,7 +131,12 @@ pub(super) async fn finish(link: &Link, plan: &Plan, made: &Made) -> Result<u64,
     let mut drop: Vec<String> = made
         .tables
         .iter()
-        .map(|t| format!("DROP TABLE IF EXISTS {}", qualified(MOVED_SCHEMA, &t.name)))
+        .flat_map(|t| {
+            [
+                stub::drop_stub(t),
+                format!("DROP TABLE IF EXISTS {}", qualified(MOVED_SCHEMA, &t.name)),
+            ]
+        })
         .collect();
     drop.push(store::forget_marks(&plan.id));
     drop.push(store::set_phase(&plan.id, Phase::Done));

@@ -29,6 +29,7 @@ use super::mover::{Made, Table, MOVED_SCHEMA};
 use super::plan::{MoveError, Plan};
 use super::sql::{ident, literal, qualified};
 use super::state::Phase;
+use super::stub;
 use super::{marker, partitioned, plain};
 use super::{store, Moves};
 
@@ -172,6 +173,7 @@ async fn attempt_once(
             table.sql(),
             ident(MOVED_SCHEMA)
         ));
+        fence.push(stub::stub(table, &plan.id));
     }
     let group = plan.group.to_string();
     if made.row_fence() {
@@ -253,12 +255,15 @@ pub fn unfence(plan: &Plan, made: &Made) -> String {
     let mut sql: Vec<String> = made
         .tables
         .iter()
-        .map(|t| {
-            format!(
-                "ALTER TABLE IF EXISTS {} SET SCHEMA {}",
-                qualified(MOVED_SCHEMA, &t.name),
-                ident(&t.schema)
-            )
+        .flat_map(|t| {
+            [
+                stub::drop_stub(t),
+                format!(
+                    "ALTER TABLE IF EXISTS {} SET SCHEMA {}",
+                    qualified(MOVED_SCHEMA, &t.name),
+                    ident(&t.schema)
+                ),
+            ]
         })
         .collect();
     if made.row_fence() {

@@ -7,7 +7,7 @@
 //! applies what changed since. `cutover.rs` and `cleanup.rs` finish it;
 //! `rollback.rs` undoes what a failed move made before its switch.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use router::config::CopyFormat;
 use router::hash::logical_shard;
@@ -61,17 +61,21 @@ impl Made {
 
 /// The move's row on the source and the target, the placement pinned on
 /// every database, and the checks; the shard's family tables on the
-/// source.
+/// source, and when this move pinned the cluster first (no database
+/// recorded a placement before it).
 pub async fn prepare(
     link: &Link,
     plan: &Plan,
     placement: &[usize],
     moves: &Moves,
-) -> Result<Vec<Table>, MoveError> {
+) -> Result<(Vec<Table>, Option<Instant>), MoveError> {
     let group = plan.group.to_string();
+    let mut pinned_before = false;
     for database in 0..link.targets.len() {
         let mut db = link.connect(database).await?;
         db.run("create pgshard's tables", store::CREATE).await?;
+        let pinned = "SELECT 1 FROM pgshard.shards LIMIT 1";
+        pinned_before |= db.value("look for a placement", pinned).await?.is_some();
         let held: Vec<usize> = (0..placement.len())
             .filter(|&s| placement.get(s) == Some(&database))
             .collect();
@@ -94,6 +98,7 @@ pub async fn prepare(
             wal_level.unwrap_or_default()
         )));
     }
+    let first_pin = (!pinned_before).then(Instant::now);
     let tables = family_tables(&mut a, plan).await?;
     let mut b = link.connect(plan.target).await?;
     for table in &tables {
@@ -117,7 +122,7 @@ pub async fn prepare(
             )));
         }
     }
-    Ok(tables)
+    Ok((tables, first_pin))
 }
 
 /// The tables of the plan's families whose key falls into the moving

@@ -26,6 +26,10 @@ const CLEANUP_DELAY: Duration = Duration::from_secs(60);
 /// another instance finishes or rolls the move back, by default.
 const LEASE: Duration = Duration::from_secs(30);
 
+/// How long a move waits for the other pgshard instances to mark it
+/// before it fails, by default.
+const MARK_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How often the databases are asked where logical shards are (and
 /// whether a move was left behind), by default.
 const POLL: Duration = Duration::from_secs(1);
@@ -54,6 +58,9 @@ pub struct MoveStatus {
     /// Its shard is in the router's moving marker (from the move's start
     /// until it ends: `marker::marker`).
     pub marked: bool,
+    /// The pgshard instances the `marking` step waits for
+    /// (`instances.rs`).
+    pub waiting_for: Vec<String>,
 }
 
 /// Moves to run: rounds, each round's moves together, a round after the
@@ -71,6 +78,7 @@ pub struct Moves {
     cleanup_delay_ms: AtomicU64,
     lease_ms: AtomicU64,
     poll_ms: AtomicU64,
+    mark_timeout_ms: AtomicU64,
     /// This process, as `pgshard.moves.owner` names it.
     pub owner: String,
     /// `pgdog.toml`, for `cutover_save_config`.
@@ -109,6 +117,7 @@ impl Moves {
             cleanup_delay_ms: AtomicU64::new(ms(CLEANUP_DELAY)),
             lease_ms: AtomicU64::new(ms(LEASE)),
             poll_ms: AtomicU64::new(ms(POLL)),
+            mark_timeout_ms: AtomicU64::new(ms(MARK_TIMEOUT)),
             owner: format!("p{:08x}", rand::random::<u32>()),
             config_file,
             read_at_start: std::sync::atomic::AtomicBool::new(false),
@@ -154,6 +163,7 @@ impl Moves {
                 error: None,
                 taken_over: false,
                 marked: false,
+                waiting_for: Vec::new(),
             });
         }
         drop(moves);
@@ -284,6 +294,16 @@ impl Moves {
 
     pub(super) fn poll_interval(&self) -> Duration {
         Duration::from_millis(self.poll_ms.load(Ordering::Relaxed).max(10))
+    }
+
+    /// How long a move waits for the other instances to mark it (30 s;
+    /// tests shorten it).
+    pub fn set_mark_timeout(&self, timeout: Duration) {
+        self.mark_timeout_ms.store(ms(timeout), Ordering::Relaxed);
+    }
+
+    pub(super) fn mark_timeout(&self) -> Duration {
+        Duration::from_millis(self.mark_timeout_ms.load(Ordering::Relaxed))
     }
 
     /// Held while a moving marker is computed and set.

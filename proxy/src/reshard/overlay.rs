@@ -1,7 +1,7 @@
 //! Where the databases say logical shards are: `pgshard.shards` read from
 //! every database of each sharded cluster (at start-up, before clients are
 //! served; then every poll interval, 1 s, once a move has recorded the
-//! cluster's placement, and every 5 s before that), laid over the running placement
+//! cluster's placement, and every second on new connections before that), laid over the running placement
 //! (`pool::clusters::overlay`). A logical shard with exactly one owner is
 //! placed there; one with none (a move between its fence and its switch)
 //! or two stays where the running config has it. This is how an instance
@@ -9,6 +9,11 @@
 //! With the placement, the moves `pgshard.moves` records unfinished are
 //! read and marked moving ([`mark`]), so that every instance refuses the
 //! keyless statements a move makes inexact, not only the one running it.
+//! Each read of a pinned cluster is announced and acknowledged in
+//! `pgshard.instances` (`instances.rs`: a move copies no row of a plain
+//! table before every live instance has marked it), and each complete
+//! read renews how long keyless statements may be served
+//! (`pool::clusters::freshness`).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -19,13 +24,15 @@ use crate::pool::clusters::overlay::{Placed, Recorded};
 use crate::session::Shared;
 
 use super::db::{Db, Link};
+use super::instances::{self, UNPINNED_FRESH};
 use super::plan::MoveError;
 use super::state::Phase;
+use super::Moves;
 
 /// How often a cluster no move has touched yet (no `pgshard.shards` on
 /// any database) is looked at again, its connections closed between (a
 /// cluster with a move is read every poll interval, on kept connections).
-const UNPINNED_EVERY: Duration = Duration::from_secs(5);
+const UNPINNED_EVERY: Duration = Duration::from_secs(1);
 
 /// The readers' connections, per cluster (its first user that logs in:
 /// any login may read pgshard's tables), kept while the cluster is pinned
@@ -131,7 +138,7 @@ const SHARDS: &str = "SELECT grp, shard::text, since FROM pgshard.shards";
 
 /// Read where every sharded cluster's databases say their logical shards
 /// are and place them so; the clusters whose placement changed.
-pub async fn refresh(shared: &Shared, readers: &mut Readers) -> Vec<String> {
+pub async fn refresh(shared: &Shared, moves: &Moves, readers: &mut Readers) -> Vec<String> {
     let config = shared.config();
     let mut changed = Vec::new();
     for (name, cluster) in &config.clusters {
@@ -140,6 +147,7 @@ pub async fn refresh(shared: &Shared, readers: &mut Readers) -> Vec<String> {
         }
         // A switch this process makes while the read is on its way wins.
         let read_from = shared.clusters.overlay_epoch();
+        let begun = Instant::now();
         match read(shared, readers, name).await {
             Ok(owners) => {
                 let pinned = !owners.is_empty();
@@ -147,8 +155,16 @@ pub async fn refresh(shared: &Shared, readers: &mut Readers) -> Vec<String> {
                 if place(shared, name, owners, read_from) {
                     changed.push(name.clone());
                 }
-                if pinned {
-                    mark(shared, readers, name).await;
+                let fresh = if pinned {
+                    let fresh = instances::fresh_for(moves.poll_interval());
+                    marked_and_acknowledged(shared, moves, readers, name, fresh)
+                        .await
+                        .then_some(fresh)
+                } else {
+                    Some(UNPINNED_FRESH)
+                };
+                if let Some(fresh) = fresh {
+                    shared.read_fresh(name, begun + fresh);
                 }
             }
             Err(error) => {
@@ -172,9 +188,74 @@ pub async fn refresh(shared: &Shared, readers: &mut Readers) -> Vec<String> {
     changed
 }
 
+/// Announce the read on every database (`pgshard.instances.begun`), read
+/// and mark the moves under way, acknowledge them; whether all of it
+/// succeeded.
+async fn marked_and_acknowledged(
+    shared: &Shared,
+    moves: &Moves,
+    readers: &mut Readers,
+    cluster: &str,
+    fresh: Duration,
+) -> bool {
+    let databases = shared
+        .config()
+        .clusters
+        .get(cluster)
+        .map_or(0, |c| c.shards.len());
+    let begin = instances::begin_read(&moves.owner, cluster, fresh);
+    let mut acked = Vec::new();
+    for index in 0..databases {
+        match announce(shared, readers, (cluster, index), &begin).await {
+            Ok(true) => acked.push(index),
+            Ok(false) => {}
+            Err(error) => {
+                warn!(
+                    cluster,
+                    "cannot announce a read of the moves under way: {error}"
+                );
+                return false;
+            }
+        }
+    }
+    let Some(marked) = mark(shared, readers, cluster).await else {
+        return false;
+    };
+    let ack = instances::acknowledge(&moves.owner, cluster, &marked);
+    for index in acked {
+        if let Err(error) = readers.rows(shared, (cluster, index), &ack).await {
+            warn!(cluster, "cannot acknowledge the moves under way: {error}");
+            return false;
+        }
+    }
+    true
+}
+
+/// `begin` on database `index`, where it has `pgshard.instances`; whether
+/// it has.
+async fn announce(
+    shared: &Shared,
+    readers: &mut Readers,
+    (cluster, index): (&str, usize),
+    begin: &str,
+) -> Result<bool, MoveError> {
+    let exists = readers
+        .rows(shared, (cluster, index), instances::EXISTS)
+        .await?;
+    if exists
+        .first()
+        .and_then(|r| r.first())
+        .is_none_or(Option::is_none)
+    {
+        return Ok(false);
+    }
+    readers.rows(shared, (cluster, index), begin).await?;
+    Ok(true)
+}
+
 /// The first read, at start-up.
-pub async fn first_read(shared: &Shared) {
-    refresh(shared, &mut Readers::default()).await;
+pub async fn first_read(shared: &Shared, moves: &Moves) {
+    refresh(shared, moves, &mut Readers::default()).await;
 }
 
 /// Per group (as stored: `postgres/8`), per logical shard: its owners.
@@ -229,10 +310,11 @@ async fn read(shared: &Shared, readers: &mut Readers, cluster: &str) -> Result<O
 /// marked moving in the running config: keyless statements that could see
 /// the moving rows on two databases are refused here too, from start-up
 /// on, while the move runs elsewhere or waits to be taken over. A failed
-/// read keeps the markers read before.
-async fn mark(shared: &Shared, readers: &mut Readers, cluster: &str) {
+/// read keeps the markers read before (`None`); else the moves marked.
+async fn mark(shared: &Shared, readers: &mut Readers, cluster: &str) -> Option<Vec<String>> {
     match unfinished(shared, readers, cluster).await {
         Ok(moves) => {
+            let ids: Vec<String> = moves.iter().map(|m| m.id.clone()).collect();
             let shown: Vec<String> = moves
                 .iter()
                 .map(|m| format!("{} (shard {} of {})", m.id, m.shard, m.group))
@@ -244,8 +326,12 @@ async fn mark(shared: &Shared, readers: &mut Readers, cluster: &str) {
                     "moves recorded unfinished on the databases (pgshard.moves): marked moving {shown}"
                 );
             }
+            Some(ids)
         }
-        Err(error) => warn!(cluster, "cannot read the moves under way: {error}"),
+        Err(error) => {
+            warn!(cluster, "cannot read the moves under way: {error}");
+            None
+        }
     }
 }
 

@@ -90,6 +90,12 @@ pub enum MoveError {
     Interrupted(usize),
     #[error("REBALANCE: {0}")]
     Rebalance(String),
+    #[error("pgshard instance(s) {instances} of database {cluster} did not mark the move within {seconds} s (their reads of pgshard.moves are recent, but none lists it: another config without this table group, or reads failing there); rows were not copied, the source database serves the shard. Stop those instances or fix their config, then MOVE SHARD again")]
+    Unmarked {
+        instances: String,
+        cluster: String,
+        seconds: u64,
+    },
     #[error("the cutover did not finish within cutover_timeout {attempts} times: {last}")]
     Cutover { attempts: usize, last: String },
 }

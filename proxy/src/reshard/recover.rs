@@ -37,7 +37,7 @@ use super::{cleanup, marker, rollback, store, MoveStatus, Moves};
 pub async fn watch(shared: Arc<Shared>, moves: Arc<Moves>) {
     let mut readers = Readers::default();
     loop {
-        overlay::refresh(&shared, &mut readers).await;
+        overlay::refresh(&shared, &moves, &mut readers).await;
         for cluster in sharded(&shared) {
             if !readers.pinned(&cluster) {
                 continue;
@@ -190,6 +190,7 @@ async fn take_over(shared: &Arc<Shared>, moves: &Arc<Moves>, found: Found) {
         error: None,
         taken_over: true,
         marked: false,
+        waiting_for: Vec::new(),
     });
     moves.update(&plan.id, |s| {
         s.phase = phase;

@@ -5,8 +5,8 @@
 //! (`store.rs`) as it reaches it.
 //!
 //! ```text
-//! planned -> schema -> slot -> copy -> catchup -> holding -> fenced -> switched -> cleanup -> done
-//!                                         ^-- abandon ---------'--------'
+//! planned -> schema -> marking -> slot -> copy -> catchup -> holding -> fenced -> switched -> cleanup -> done
+//!                                                    ^-- abandon ---------'--------'
 //! any phase before switched -- fail --> failed
 //! ```
 //!
@@ -21,6 +21,10 @@ pub enum Phase {
     Planned,
     /// The target gets the tables (schema only).
     Schema,
+    /// Every live pgshard instance of the cluster marks the move (refuses
+    /// the keyless statements it makes inexact) before any row of a plain
+    /// table is copied (`instances.rs`).
+    Marking,
     /// The publication and the slot (with its exported snapshot) on the
     /// source.
     Slot,
@@ -58,9 +62,10 @@ pub enum Event {
 
 impl Phase {
     /// Every phase, in order.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 12] = [
         Phase::Planned,
         Phase::Schema,
+        Phase::Marking,
         Phase::Slot,
         Phase::Copy,
         Phase::Catchup,
@@ -78,7 +83,8 @@ impl Phase {
         use Phase::*;
         match (self, event) {
             (Planned, Event::Advance) => Some(Schema),
-            (Schema, Event::Advance) => Some(Slot),
+            (Schema, Event::Advance) => Some(Marking),
+            (Marking, Event::Advance) => Some(Slot),
             (Slot, Event::Advance) => Some(Copy),
             (Copy, Event::Advance) => Some(Catchup),
             (Catchup, Event::Advance) => Some(Holding),
@@ -107,6 +113,7 @@ impl Phase {
         match self {
             Phase::Planned => "planned",
             Phase::Schema => "schema",
+            Phase::Marking => "marking",
             Phase::Slot => "slot",
             Phase::Copy => "copy",
             Phase::Catchup => "catchup",
@@ -141,7 +148,9 @@ mod tests {
     fn transitions() {
         let cases: &[(Phase, Event, Option<Phase>)] = &[
             (Planned, Advance, Some(Schema)),
-            (Schema, Advance, Some(Slot)),
+            (Schema, Advance, Some(Marking)),
+            (Marking, Advance, Some(Slot)),
+            (Marking, Fail, Some(Failed)),
             (Slot, Advance, Some(Copy)),
             (Copy, Advance, Some(Catchup)),
             (Catchup, Advance, Some(Holding)),

@@ -18,8 +18,17 @@
 //!   than the lease is finished or rolled back by the next instance that
 //!   looks (`recover.rs`).
 //!
-//! Any login may read `pgshard.shards` and `pgshard.moves` (every pgshard
-//! instance reads them with the cluster's first user: `overlay.rs`).
+//! - `pgshard.instances`: per pgshard instance and cluster, when its last
+//!   read of these tables began, how long that read keeps it serving
+//!   keyless statements, and the moves it has marked (`instances.rs`);
+//!   written on every database of a pinned cluster each poll.
+//!
+//! - `pgshard.moving(rel, move)`: raises 55P03 "send it again"; the stub
+//!   views of fenced family tables call it (`stub.rs`).
+//!
+//! Any login may read `pgshard.shards` and `pgshard.moves`, and write
+//! `pgshard.instances` (every pgshard instance reads and acknowledges with
+//! the cluster's first user: `overlay.rs`).
 
 use super::sql::literal;
 use super::state::Phase;
@@ -43,8 +52,17 @@ pub const CREATE: &str = "SELECT pg_advisory_xact_lock(31638942761710180); \
      CREATE TABLE IF NOT EXISTS pgshard.move_tables (\
      move text NOT NULL, schema text NOT NULL, name text NOT NULL, \
      PRIMARY KEY (move, schema, name)); \
+     CREATE TABLE IF NOT EXISTS pgshard.instances (\
+     instance text NOT NULL, cluster text NOT NULL, begun timestamptz NOT NULL, \
+     fresh_ms bigint NOT NULL, seen timestamptz, marked text[] NOT NULL DEFAULT '{}', \
+     PRIMARY KEY (instance, cluster)); \
+     CREATE OR REPLACE FUNCTION pgshard.moving(rel text, move text) RETURNS boolean \
+     LANGUAGE plpgsql STABLE AS $pgshard$ BEGIN RAISE EXCEPTION USING ERRCODE = '55P03', \
+     MESSAGE = format('%s is being moved to another database by pgshard (move %s): nothing ran; \
+     send the statement again (the whole transaction, if one was open)', rel, move); END $pgshard$; \
      GRANT USAGE ON SCHEMA pgshard TO PUBLIC; \
-     GRANT SELECT ON pgshard.shards, pgshard.moves TO PUBLIC";
+     GRANT SELECT ON pgshard.shards, pgshard.moves TO PUBLIC; \
+     GRANT SELECT, INSERT, UPDATE ON pgshard.instances TO PUBLIC";
 
 /// The table of marks, as the publication names it.
 pub const MARKS: &str = "pgshard.move_marks";

@@ -197,10 +197,10 @@ impl Session {
         result
     }
 
-    /// The config changed since the session last looked (RELOAD, or what
-    /// the catalog says of unlisted tables): take its pools and sharding
-    /// model.
+    /// Before routing: moves read lately (`Shared::check_fresh`); the pools
+    /// and sharding model of a config changed since the session looked.
     pub(super) fn follow_config(&mut self) {
+        self.shared.check_fresh(&self.info.database);
         let generation = self.shared.clusters.generation();
         if self.cluster.stale(generation) {
             let pools = self.shared.pools(&self.info.database, &self.info.user);

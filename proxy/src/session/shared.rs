@@ -185,6 +185,36 @@ impl Shared {
         self.relay(cluster)
     }
 
+    /// A read of `cluster`'s move records succeeded: its keyless
+    /// statements may be served until `until` (`freshness.rs`).
+    pub fn read_fresh(&self, cluster: &str, until: std::time::Instant) {
+        if self.clusters.freshness.renew(cluster, until) {
+            self.clusters.update_overlay(|o| {
+                o.set_lapsed(cluster, false);
+            });
+            self.relay(cluster);
+        }
+    }
+
+    /// Before routing a statement of `cluster`: when its last read of the
+    /// move records is too old, mark every shard of its plain tables'
+    /// groups moving (keyless statements refused) until a read succeeds.
+    pub fn check_fresh(&self, cluster: &str) {
+        let now = std::time::Instant::now();
+        if self.clusters.freshness.lapsed_unmarked(cluster, now)
+            && self.clusters.freshness.lapse(cluster, now)
+        {
+            tracing::warn!(
+                cluster,
+                "the moves under way were not read lately: keyless statements on sharded tables are refused until they are"
+            );
+            self.clusters.update_overlay(|o| {
+                o.set_lapsed(cluster, true);
+            });
+            self.relay(cluster);
+        }
+    }
+
     /// Install `cluster`'s sharding model with what the overlay knows laid
     /// over it (placements, markers); whether that changed it.
     pub fn relay(&self, cluster: &str) -> bool {

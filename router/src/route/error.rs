@@ -103,6 +103,10 @@ pub enum RouteError {
         shards: String,
     },
     #[error(
+        "this statement reads or writes {table} without its sharding key {column}, and pgshard has not read lately which moves of logical shards are under way (its reads of pgshard.moves on the databases fail or are late): during a move some rows are on two databases and a statement over every shard could see or change them twice, so pgshard refuses it until a read succeeds; add the key (WHERE {column} = value) or retry in a few seconds"
+    )]
+    KeylessUnread { table: String, column: String },
+    #[error(
         "schema change on {table} refused while logical shard(s) {shards} of its placement group {group} move to another database: the move copied the table's definition when it started, and a change now would leave the two databases with different tables; retry it once the move has finished"
     )]
     SchemaChangeDuringMove {

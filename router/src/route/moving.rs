@@ -53,9 +53,14 @@ impl MovingPlan {
             return None;
         }
         let marked = marked(stmt, sharding);
-        let first = marked.first()?;
-        let schema_change =
-            (stmt.kind == StatementKind::Ddl).then(|| RouteError::SchemaChangeDuringMove {
+        marked.first()?;
+        // A marker that names no shard (the proxy has not read the moves
+        // lately) refuses keyless statements only.
+        let schema_change = marked
+            .iter()
+            .find(|m| m.keys.moving.as_ref().is_some_and(|m| !m.shards.is_empty()))
+            .filter(|_| stmt.kind == StatementKind::Ddl)
+            .map(|first| RouteError::SchemaChangeDuringMove {
                 table: table_name(first.table),
                 group: first.keys.group().to_string(),
                 shards: shard_list(first.keys),
@@ -74,11 +79,17 @@ impl MovingPlan {
         let keyless = marked
             .iter()
             .find(|m| m.keys.moving.as_ref().is_some_and(|m| m.refuse_keyless))
-            .map(|m| RouteError::KeylessDuringMove {
-                table: table_name(m.table),
-                column: m.column.to_owned(),
-                group: m.keys.group().to_string(),
-                shards: shard_list(m.keys),
+            .map(|m| match m.keys.moving.as_ref().is_some_and(|m| m.unread) {
+                true => RouteError::KeylessUnread {
+                    table: table_name(m.table),
+                    column: m.column.to_owned(),
+                },
+                false => RouteError::KeylessDuringMove {
+                    table: table_name(m.table),
+                    column: m.column.to_owned(),
+                    group: m.keys.group().to_string(),
+                    shards: shard_list(m.keys),
+                },
             });
         Some(MovingPlan {
             shadow: Arc::new(shadow),

@@ -56,6 +56,10 @@ pub struct Overlay {
     /// Moves this process has ended (recorded done or failed): no longer
     /// marked, whatever a read begun before says.
     ended: HashSet<String>,
+    /// Clusters whose last complete read of the move records is too old
+    /// (`freshness.rs`): the tables of groups with `[[sharded_tables]]`
+    /// are marked unread, keyless statements on them refused.
+    lapsed: HashSet<String>,
     /// How many shards this process's moves placed ([`Overlay::place`]):
     /// a read of the databases begun before one of them ([`Overlay::set`])
     /// may have seen the source still owning the shard, and is dropped.
@@ -143,6 +147,16 @@ impl Overlay {
         self.ended.retain(|id| listed.contains(id));
     }
 
+    /// Whether `cluster`'s read of the move records has lapsed; whether
+    /// that changed.
+    pub fn set_lapsed(&mut self, cluster: &str, lapsed: bool) -> bool {
+        if lapsed {
+            self.lapsed.insert(cluster.to_owned())
+        } else {
+            self.lapsed.remove(cluster)
+        }
+    }
+
     /// This process recorded move `id` done or failed.
     pub fn end(&mut self, id: &str) {
         self.ended.insert(id.to_owned());
@@ -179,9 +193,14 @@ impl Overlay {
     /// [`Overlay::marker`].
     pub fn mark_over(&self, cluster: &str, sharding: &Sharding) -> Sharding {
         let mut next = sharding.clone();
-        for group in sharding.groups().iter().map(|g| g.id) {
-            let marker = self.marker(cluster, group);
-            next = next.with_moving(group, &marker.shards, marker.refuse_keyless);
+        let lapsed = self.lapsed.contains(cluster);
+        for group in sharding.groups() {
+            let marker = self.marker(cluster, group.id);
+            next = next.with_moving(group.id, &marker.shards, marker.refuse_keyless);
+            if lapsed && !group.tables.is_empty() {
+                // Any shard may be moving, unknown to this instance.
+                next = next.with_unread(group.id);
+            }
         }
         next
     }
@@ -235,7 +254,11 @@ pub fn carry_moving(old: &Sharding, next: &Sharding) -> Option<Sharding> {
             continue;
         }
         let refuse = table && moving.refuse_keyless;
-        carried = Some(current.with_moving(keys.group(), &moving.shards, refuse));
+        let mut next = current.with_moving(keys.group(), &moving.shards, refuse);
+        if table && moving.unread {
+            next = next.with_unread(keys.group());
+        }
+        carried = Some(next);
     }
     carried
 }

@@ -1,0 +1,252 @@
+//! Every live pgshard instance marks a move before any row of a plain
+//! table is copied (the `marking` step). Until an instance marks a move,
+//! a keyless statement through it goes to every database, and would count
+//! the copied rows twice. The exchange, on `pgshard.instances`:
+//! - each instance, reading a pinned cluster (`overlay.rs`, every poll),
+//!   first writes on every database `begun = now()` and the bound
+//!   `fresh_ms` it will serve keyless statements for on this read, then
+//!   reads `pgshard.moves`, marks what is unfinished, and writes the moves
+//!   it marked (`marked`). It refuses keyless statements on plain tables
+//!   once its last complete read began more than `fresh_ms` ago
+//!   (`pool::clusters::freshness`);
+//! - the mover, on the source, waits until every other instance whose
+//!   `begun` is within its `fresh_ms` (and [`SLACK`]) lists the move.
+//!
+//! Why that is exact: an instance serving a keyless statement unmarked
+//! after the mover's last look at time `d` must hold a read begun after
+//! `d - fresh_ms` whose look at `pgshard.moves` came before the move was
+//! recorded (else it would have marked it). That read wrote `begun` on the
+//! source before its look, so before `d`: the mover saw it fresh and not
+//! listing the move, and waited. A read that writes `begun` after `d`
+//! looks at `pgshard.moves` later still and marks the move.
+//! An instance whose `begun` is older is gone or stalled, and refuses
+//! keyless statements until its next read, which sees the move.
+//!
+//! Clusters no move has pinned yet have no `pgshard.instances`: their
+//! readers look every second and serve keyless statements for
+//! [`UNPINNED_FRESH`] after a look. The move that pins a cluster first
+//! waits that long (and [`SLACK`]) after pinning before it waits for marks:
+//! by then every instance has looked again (and found the cluster pinned)
+//! or refuses keyless statements.
+//!
+//! Left open: a statement an instance routed just before it marked the
+//! move and that reaches a database only after the copy began (its
+//! server checkout waited that long).
+
+use std::time::{Duration, Instant};
+
+use super::db::Db;
+use super::plan::{MoveError, Plan};
+use super::sql::literal;
+use super::Moves;
+
+/// How long a look at a cluster found unpinned keeps an instance serving
+/// keyless statements on it.
+pub const UNPINNED_FRESH: Duration = Duration::from_secs(3);
+
+/// What the mover adds to an instance's bound: the read's own time, and
+/// clocks that run at slightly different rates.
+const SLACK: Duration = Duration::from_millis(500);
+
+/// How long a read of a pinned cluster keeps an instance that reads every
+/// `poll` serving keyless statements: two reads may fail or be late
+/// before it refuses them.
+pub fn fresh_for(poll: Duration) -> Duration {
+    poll * 3 + Duration::from_secs(1)
+}
+
+/// An instance's read begins: `begun` and its bound, on one database.
+pub fn begin_read(instance: &str, cluster: &str, fresh: Duration) -> String {
+    format!(
+        "INSERT INTO pgshard.instances (instance, cluster, begun, fresh_ms) \
+         VALUES ({}, {}, now(), {}) ON CONFLICT (instance, cluster) DO UPDATE \
+         SET begun = EXCLUDED.begun, fresh_ms = EXCLUDED.fresh_ms",
+        literal(instance),
+        literal(cluster),
+        fresh.as_millis()
+    )
+}
+
+/// An instance's read ended: the moves it marks.
+pub fn acknowledge(instance: &str, cluster: &str, marked: &[String]) -> String {
+    let marked: Vec<String> = marked.iter().map(|id| literal(id.as_str())).collect();
+    format!(
+        "UPDATE pgshard.instances SET seen = now(), marked = ARRAY[{}]::text[] \
+         WHERE instance = {} AND cluster = {}",
+        marked.join(", "),
+        literal(instance),
+        literal(cluster)
+    )
+}
+
+/// Whether `pgshard.instances` exists (a cluster pinned by this version).
+pub const EXISTS: &str = "SELECT to_regclass('pgshard.instances')::text";
+
+/// The instances of `cluster`, as the mover of move `id` reads them: name,
+/// age of its read (ms), its bound (ms), whether it lists the move.
+fn listed(cluster: &str, id: &str) -> String {
+    format!(
+        "SELECT instance, (EXTRACT(EPOCH FROM now() - begun) * 1000)::bigint::text, \
+         fresh_ms::text, ({} = ANY(marked))::text FROM pgshard.instances \
+         WHERE cluster = {} ORDER BY instance",
+        literal(id),
+        literal(cluster)
+    )
+}
+
+/// One instance as the mover sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    instance: String,
+    age_ms: i64,
+    fresh_ms: i64,
+    marked: bool,
+}
+
+fn seen(row: &[Option<String>]) -> Option<Seen> {
+    let [Some(instance), Some(age), Some(fresh), Some(marked)] = row else {
+        return None;
+    };
+    Some(Seen {
+        instance: instance.clone(),
+        age_ms: age.parse().ok()?,
+        fresh_ms: fresh.parse().ok()?,
+        marked: marked == "true",
+    })
+}
+
+/// The instances the mover (`me`) waits for: alive (their read within
+/// its bound and the slack) and not listing the move.
+fn pending(instances: &[Seen], me: &str) -> Vec<String> {
+    let slack = i64::try_from(SLACK.as_millis()).unwrap_or(i64::MAX);
+    instances
+        .iter()
+        .filter(|s| s.instance != me && !s.marked)
+        .filter(|s| s.age_ms <= s.fresh_ms.saturating_add(slack))
+        .map(|s| s.instance.clone())
+        .collect()
+}
+
+/// Wait until every live instance of the plan's cluster marks the move
+/// (shown in SHOW MOVES' `waiting_for`); after the cluster's first pin
+/// (`first_pin`), first until instances that found it unpinned have
+/// looked again. Fails after the mark timeout naming the instances.
+pub async fn wait_marked(
+    plan: &Plan,
+    moves: &Moves,
+    first_pin: Option<Instant>,
+    a: &mut Db,
+) -> Result<(), MoveError> {
+    if let Some(pinned) = first_pin {
+        let until = pinned + UNPINNED_FRESH + SLACK;
+        moves.update(&plan.id, |s| {
+            s.waiting_for = vec!["(instances that last found the cluster unpinned)".to_owned()]
+        });
+        while Instant::now() < until {
+            moves.check(&plan.id)?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let begun = Instant::now();
+    let timeout = moves.mark_timeout();
+    loop {
+        moves.check(&plan.id)?;
+        let rows = a
+            .rows(
+                "read which instances mark the move",
+                &listed(&plan.cluster, &plan.id),
+            )
+            .await?;
+        let instances: Vec<Seen> = rows.iter().filter_map(|r| seen(r.as_slice())).collect();
+        let waiting = pending(&instances, &moves.owner);
+        moves.update(&plan.id, |s| s.waiting_for = waiting.clone());
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if begun.elapsed() >= timeout {
+            return Err(MoveError::Unmarked {
+                instances: waiting.join(", "),
+                cluster: plan.cluster.clone(),
+                seconds: timeout.as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(instance: &str, age_ms: i64, fresh_ms: i64, marked: bool) -> Seen {
+        Seen {
+            instance: instance.to_owned(),
+            age_ms,
+            fresh_ms,
+            marked,
+        }
+    }
+
+    #[test]
+    fn who_the_mover_waits_for() {
+        let cases: &[(&str, Vec<Seen>, &[&str])] = &[
+            ("nobody else", vec![], &[]),
+            ("itself", vec![s("me", 0, 4000, false)], &[]),
+            ("marked", vec![s("p1", 100, 4000, true)], &[]),
+            ("fresh, unmarked", vec![s("p1", 100, 4000, false)], &["p1"]),
+            (
+                "within the slack",
+                vec![s("p1", 4499, 4000, false)],
+                &["p1"],
+            ),
+            ("stale: gone", vec![s("p1", 4501, 4000, false)], &[]),
+            (
+                "its own bound",
+                vec![s("p1", 2000, 1300, false), s("p2", 2000, 4000, false)],
+                &["p2"],
+            ),
+            (
+                "several",
+                vec![
+                    s("p1", 0, 4000, false),
+                    s("p2", 0, 4000, true),
+                    s("p3", 10, 4000, false),
+                ],
+                &["p1", "p3"],
+            ),
+        ];
+        for (what, instances, want) in cases {
+            assert_eq!(pending(instances, "me"), *want, "{what}");
+        }
+    }
+
+    #[test]
+    fn rows_parse() {
+        let row = |v: &[&str]| v.iter().map(|s| Some((*s).to_owned())).collect::<Vec<_>>();
+        assert_eq!(
+            seen(&row(&["p1", "12", "4000", "true"])),
+            Some(s("p1", 12, 4000, true))
+        );
+        assert_eq!(seen(&row(&["p1", "x", "4000", "true"])), None);
+        assert_eq!(seen(&[None, None, None, None]), None);
+    }
+
+    #[test]
+    fn statements() {
+        assert_eq!(
+            begin_read("p1", "pr'od", Duration::from_millis(1300)),
+            "INSERT INTO pgshard.instances (instance, cluster, begun, fresh_ms) \
+             VALUES ('p1', 'pr''od', now(), 1300) ON CONFLICT (instance, cluster) DO UPDATE \
+             SET begun = EXCLUDED.begun, fresh_ms = EXCLUDED.fresh_ms"
+        );
+        assert_eq!(
+            acknowledge("p1", "prod", &["m1".to_owned(), "m2".to_owned()]),
+            "UPDATE pgshard.instances SET seen = now(), marked = ARRAY['m1', 'm2']::text[] \
+             WHERE instance = 'p1' AND cluster = 'prod'"
+        );
+        assert_eq!(
+            fresh_for(Duration::from_millis(100)),
+            Duration::from_millis(1300)
+        );
+    }
+}
