@@ -30,19 +30,7 @@ pub(super) fn plan_select(
     let aggregates = !whole_groups && is_aggregating(select);
     let distinct_on = select.distinct_clause.iter().any(|d| d.node.is_some());
     let distinct = !select.distinct_clause.is_empty() && !distinct_on;
-    if distinct_on && aggregates {
-        return Err(Unmergeable::Construct("DISTINCT ON with aggregates"));
-    }
-    // DISTINCT applies to the merged groups' rows (equal aggregates of
-    // different groups are one row), which the merge does not do.
-    if distinct && aggregates {
-        return Err(Unmergeable::Construct("DISTINCT with aggregates"));
-    }
-    if star && aggregates {
-        return Err(Unmergeable::Construct(
-            "an aggregate with * in the select list",
-        ));
-    }
+    refuse_aggregated(aggregates, (distinct, distinct_on), star)?;
     let limited = select.limit_count.is_some() || select.limit_offset.is_some();
     if !aggregates && !distinct && !distinct_on && !limited && select.sort_clause.is_empty() {
         return Ok(None);
@@ -99,6 +87,25 @@ pub(super) fn plan_select(
         group_hash,
     };
     Ok(Some((plan, rewritten)))
+}
+
+/// What the merge cannot do when groups span shards (`aggregates`):
+/// DISTINCT [ON] over the merged groups' rows (equal aggregates of
+/// different groups are one row), or `*` beside aggregates.
+fn refuse_aggregated(
+    aggregates: bool,
+    (distinct, distinct_on): (bool, bool),
+    star: bool,
+) -> Result<(), Unmergeable> {
+    match (aggregates, distinct, distinct_on, star) {
+        (false, ..) => Ok(()),
+        (true, _, true, _) => Err(Unmergeable::Construct("DISTINCT ON with aggregates")),
+        (true, true, _, _) => Err(Unmergeable::Construct("DISTINCT with aggregates")),
+        (true, _, _, true) => Err(Unmergeable::Construct(
+            "an aggregate with * in the select list",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `select` aggregates (rule 3): GROUP BY, HAVING, or an
