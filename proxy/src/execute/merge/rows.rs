@@ -296,30 +296,35 @@ impl RowMerge {
 
     /// Send rows while every shard still sending has one waiting.
     fn drain(&mut self, out: &mut BytesMut) -> Result<(), ValueError> {
-        loop {
-            let waiting =
-                (0..self.queues.len()).any(|i| self.queues[i].is_empty() && !self.done[i]);
-            if waiting {
-                return Ok(());
-            }
-            let mut best: Option<usize> = None;
-            for i in 0..self.queues.len() {
-                let Some(row) = self.queues[i].front() else {
-                    continue;
-                };
-                let better = match best {
-                    None => true,
-                    Some(b) => self.compare_rows(row, &self.queues[b][0])? == Ordering::Less,
-                };
-                if better {
-                    best = Some(i);
-                }
-            }
-            let Some(best) = best else { return Ok(()) };
+        while let Some(best) = self.next_shard(&self.plan.order)? {
             if let Some(row) = self.queues[best].pop_front() {
                 self.emit(&row, out)?;
             }
         }
+        Ok(())
+    }
+
+    /// The shard whose waiting row comes first by `keys`, once every shard
+    /// still sending has one waiting; `None`: one must send more first, or
+    /// none has a row left.
+    pub(super) fn next_shard(&self, keys: &[SortKey]) -> Result<Option<usize>, ValueError> {
+        if (0..self.queues.len()).any(|i| self.queues[i].is_empty() && !self.done[i]) {
+            return Ok(None);
+        }
+        let mut best: Option<usize> = None;
+        for (i, queue) in self.queues.iter().enumerate() {
+            let Some(row) = queue.front() else {
+                continue;
+            };
+            let better = match best {
+                None => true,
+                Some(b) => self.compare_by(keys, row, &self.queues[b][0])? == Ordering::Less,
+            };
+            if better {
+                best = Some(i);
+            }
+        }
+        Ok(best)
     }
 
     fn compare_rows(&self, a: &Row, b: &Row) -> Result<Ordering, ValueError> {

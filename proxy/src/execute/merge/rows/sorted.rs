@@ -75,26 +75,8 @@ impl RowMerge {
     /// Combine rows while every shard still sending has one waiting.
     pub(super) fn drain_groups(&mut self, out: &mut BytesMut) -> Result<(), ValueError> {
         let keys = self.run_keys();
-        loop {
-            let waiting =
-                (0..self.queues.len()).any(|i| self.queues[i].is_empty() && !self.done[i]);
-            if waiting {
-                return Ok(());
-            }
-            let mut best: Option<usize> = None;
-            for i in 0..self.queues.len() {
-                let Some(row) = self.queues[i].front() else {
-                    continue;
-                };
-                let better = match best {
-                    None => true,
-                    Some(b) => self.compare_by(&keys, row, &self.queues[b][0])? == Ordering::Less,
-                };
-                if better {
-                    best = Some(i);
-                }
-            }
-            let Some(row) = best.and_then(|b| self.queues[b].pop_front()) else {
+        while let Some(best) = self.next_shard(&keys)? {
+            let Some(row) = self.queues[best].pop_front() else {
                 return Ok(());
             };
             let next_run = match &self.runs.current {
@@ -107,6 +89,7 @@ impl RowMerge {
             }
             self.accumulate(&row)?;
         }
+        Ok(())
     }
 
     /// The current run is complete: its groups finished and sent (or held
