@@ -1,7 +1,6 @@
-//! A session's server connections: checking one out for the shard a
-//! statement needs (waiting out PAUSE and the pool while watching the
-//! client), keeping its settings in line with the client's, and giving it
-//! back clean (or closed) when the transaction ends or the client leaves.
+//! A session's server connections: checking one out for the shard a statement needs (waiting
+//! out PAUSE and the pool while watching the client), keeping its settings in line with the
+//! client's, and giving it back clean (or closed) when the transaction ends or the client leaves.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,8 +9,7 @@ use tracing::{debug, warn};
 
 use super::reply_plan::Step;
 use super::transaction::Target;
-use super::{count, End, Session};
-use super::{Shared, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
+use super::{count, End, Session, Shared, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 use crate::conn::cancel::CancelTarget;
 use crate::conn::server::ServerError;
 use crate::conn::settings::ParamSet;
@@ -197,10 +195,12 @@ impl Session {
         result
     }
 
-    /// Before routing: moves read lately (`Shared::check_fresh`); the pools
-    /// and sharding model of a config changed since the session looked.
+    /// Before routing: on a sharded cluster (only those are read and can lapse), moves read
+    /// lately (`Shared::check_fresh`); the pools and sharding model of a config changed since.
     pub(super) fn follow_config(&mut self) {
-        self.shared.check_fresh(&self.info.database);
+        if self.sharded() {
+            self.shared.check_fresh(&self.info.database);
+        }
         let generation = self.shared.clusters.generation();
         if self.cluster.stale(generation) {
             let pools = self.shared.pools(&self.info.database, &self.info.user);
