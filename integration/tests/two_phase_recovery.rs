@@ -558,13 +558,15 @@ async fn transfers_keep_the_total_while_a_shard_restarts() {
 /// transaction while the other starts: the second waits, then succeeds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_creators_of_pgshards_schema_all_succeed() {
-    use proxy::execute::two_phase::CREATE_DECISIONS;
+    use proxy::execute::two_phase::create_decisions;
     use proxy::reshard::store::CREATE;
     let server = common::servers(1).remove(0);
+    let decisions = create_decisions(&["postgres".to_owned()], true);
+    let decisions = decisions.as_str();
     let pairs = [
-        (CREATE_DECISIONS, CREATE_DECISIONS),
-        (CREATE_DECISIONS, CREATE),
-        (CREATE, CREATE_DECISIONS),
+        (decisions, decisions),
+        (decisions, CREATE),
+        (CREATE, decisions),
         (CREATE, CREATE),
     ];
     for (first, second) in pairs {
@@ -573,8 +575,9 @@ async fn concurrent_creators_of_pgshards_schema_all_succeed() {
             .await
             .unwrap();
         a.batch_execute(first).await.unwrap();
+        let second = second.to_owned();
         let racing = tokio::spawn(async move {
-            b.batch_execute(second)
+            b.batch_execute(&second)
                 .await
                 .map_err(|e| common::describe(&e))
         });

@@ -107,6 +107,15 @@ impl Warning {
             message,
         }
     }
+
+    /// A warning about `users.toml`.
+    pub(crate) fn users(path: String, message: String) -> Warning {
+        Warning {
+            file: "users.toml",
+            path,
+            message,
+        }
+    }
 }
 
 /// The whole of `pgdog.toml`.
@@ -177,14 +186,17 @@ impl Config {
         validate::admin(&pgdog.admin, &clusters)?;
         validate::users(&pgdog.general, &clusters, &users.users)?;
         pgdog.rewrite.warnings(&mut warnings);
-        Ok(Config {
+        let mut config = Config {
             general: pgdog.general,
             clusters,
             users: users.users,
             admin: pgdog.admin,
             rewrite: pgdog.rewrite,
-            warnings,
-        })
+            warnings: Vec::new(),
+        };
+        pool_settings::schema_clash(&config, &mut warnings);
+        config.warnings = warnings;
+        Ok(config)
     }
 
     /// The `[[users]]` entry for `user` connecting to cluster `database`.

@@ -39,10 +39,17 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
+use crate::conn::settings::quote_literal;
+
 /// The schema and table holding decisions on each shard.
 pub const DECISIONS: &str = "pgshard.decisions";
 
-/// Creates [`DECISIONS`] where it is missing.
+/// Makes [`DECISIONS`] where it is missing, and grants writing it to
+/// `roles` (the cluster's server logins: the decider's record is written
+/// by the client's own login, inside its transaction) where the login
+/// running it may (the schema's or the table's owner, or a superuser);
+/// with `check_login`, fails with 42501 and what to grant when the login
+/// running it may not write the table.
 ///
 /// `CREATE SCHEMA IF NOT EXISTS` and `CREATE TABLE IF NOT EXISTS` are not
 /// safe against a concurrent twin (the loser fails with 23505 on
@@ -50,11 +57,51 @@ pub const DECISIONS: &str = "pgshard.decisions";
 /// places at once (this table, its recovery, shard moves' tables): every
 /// such string starts by taking the transaction-scoped advisory lock
 /// [`SCHEMA_LOCK`] (held until the string's implicit transaction ends).
-pub const CREATE_DECISIONS: &str = "SELECT pg_advisory_xact_lock(31638942761710180); \
-     CREATE SCHEMA IF NOT EXISTS pgshard; \
-     CREATE TABLE IF NOT EXISTS pgshard.decisions (\
-     txn text PRIMARY KEY, outcome text NOT NULL, \
-     decided_at timestamptz NOT NULL DEFAULT now())";
+/// Both also check privileges before existence (a login without CREATE
+/// on the database fails even when the schema is there), so what exists
+/// is looked up first.
+pub fn create_decisions(roles: &[String], check_login: bool) -> String {
+    let roles: Vec<String> = roles.iter().map(|r| quote_literal(r)).collect();
+    let check = if check_login {
+        own_check()
+    } else {
+        String::new()
+    };
+    format!(
+        "SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); \
+         DO $pgshard$ DECLARE r text; BEGIN \
+         IF to_regnamespace('pgshard') IS NULL THEN CREATE SCHEMA pgshard; END IF; \
+         IF {TABLE_OID} IS NULL THEN CREATE TABLE pgshard.decisions (\
+         txn text PRIMARY KEY, outcome text NOT NULL, \
+         decided_at timestamptz NOT NULL DEFAULT now()); END IF; \
+         FOREACH r IN ARRAY ARRAY[{}]::text[] LOOP \
+         CONTINUE WHEN NOT EXISTS (SELECT FROM pg_roles WHERE rolname = r); \
+         IF pg_has_role((SELECT nspowner FROM pg_namespace WHERE nspname = 'pgshard'), 'USAGE') \
+         THEN EXECUTE format('GRANT USAGE ON SCHEMA pgshard TO %I', r); END IF; \
+         IF pg_has_role((SELECT relowner FROM pg_class WHERE oid = {TABLE_OID}), 'USAGE') \
+         THEN EXECUTE format('GRANT SELECT, INSERT ON pgshard.decisions TO %I', r); END IF; \
+         END LOOP; {check}END $pgshard$",
+        roles.join(", ")
+    )
+}
+
+/// [`DECISIONS`]'s oid, looked up without the schema's USAGE privilege.
+const TABLE_OID: &str = "(SELECT c.oid FROM pg_class c JOIN pg_namespace n \
+     ON n.oid = c.relnamespace WHERE n.nspname = 'pgshard' AND c.relname = 'decisions')";
+
+/// The end of [`create_decisions`]'s block for a client's login.
+fn own_check() -> String {
+    format!(
+        "IF NOT (has_schema_privilege('pgshard', 'USAGE') \
+         AND has_table_privilege({TABLE_OID}, 'SELECT, INSERT')) THEN \
+         RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = format(\
+         'two-phase commit records its decisions in pgshard.decisions on each shard, which \
+         role %I may not write: as the table''s owner (or a superuser) run GRANT USAGE ON \
+         SCHEMA pgshard TO %I; GRANT SELECT, INSERT ON pgshard.decisions TO %I (pgshard grants \
+         the server logins users.toml lists when it makes the table), or turn two_phase_commit \
+         off', current_user, current_user, current_user); END IF; "
+    )
+}
 
 /// The advisory lock key that serializes the creation of pgshard's schema
 /// and tables on a database ("pgshard" in ASCII).
@@ -70,8 +117,9 @@ pub struct Coordinator {
     /// (or of one instance before and after a restart) never collide.
     pub instance: String,
     next: AtomicU64,
-    /// (database, shard) where [`DECISIONS`] is known to exist.
-    ensured: Mutex<HashSet<(String, usize)>>,
+    /// (database, shard, server login) where [`DECISIONS`] is known to
+    /// exist and be writable by that login.
+    ensured: Mutex<HashSet<(String, usize, String)>>,
     pub log: log::DecisionLog,
     /// Fault injection for crash tests: a [`Fault`] as its number, 0 none.
     fault: AtomicU8,
@@ -130,12 +178,14 @@ impl Coordinator {
         }
     }
 
-    pub fn ensured(&self, database: &str, shard: usize) -> bool {
-        crate::lock::lock(&self.ensured).contains(&(database.to_owned(), shard))
+    pub fn ensured(&self, database: &str, shard: usize, login: &str) -> bool {
+        let key = (database.to_owned(), shard, login.to_owned());
+        crate::lock::lock(&self.ensured).contains(&key)
     }
 
-    pub fn set_ensured(&self, database: &str, shard: usize) {
-        crate::lock::lock(&self.ensured).insert((database.to_owned(), shard));
+    pub fn set_ensured(&self, database: &str, shard: usize, login: &str) {
+        let key = (database.to_owned(), shard, login.to_owned());
+        crate::lock::lock(&self.ensured).insert(key);
     }
 }
 

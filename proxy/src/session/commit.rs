@@ -272,20 +272,32 @@ impl Session {
     /// Make sure the decider has the decision table (once per shard).
     async fn ensure_decisions(&mut self, shard: usize) -> Result<(), ClientError> {
         let database = self.info.database.clone();
-        if self.shared.two_phase.ensured(&database, shard) {
-            return Ok(());
+        let primary = self.cluster.pools().get(shard).and_then(|p| p.primary());
+        if let Some(pool) = primary {
+            if self
+                .shared
+                .two_phase
+                .ensured(&database, shard, &pool.settings.server_user)
+            {
+                return Ok(());
+            }
         }
         let mut server = match self.checkout_server(shard, false).await {
             Ok(Ok(server)) => server,
             Ok(Err(err)) => return Err(err.client_error(&database, shard)),
             Err(_) => return Err(ClientError::shard_lost()),
         };
-        let answer = server.conn.query(two_phase::CREATE_DECISIONS).await;
+        let login = server.pool().settings.server_user.clone();
+        let roles = self.shared.config().server_roles(&database);
+        let answer = server
+            .conn
+            .query(&two_phase::create_decisions(&roles, true))
+            .await;
         self.release(server, false).await;
         match answer {
             Ok(answer) => match answer.error {
                 None => {
-                    self.shared.two_phase.set_ensured(&database, shard);
+                    self.shared.two_phase.set_ensured(&database, shard, &login);
                     Ok(())
                 }
                 Some((code, message)) => Err(ClientError::from_server(

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{Config, Database, General, PoolerMode, Redacted, User};
+use super::{Config, Database, General, PoolerMode, Redacted, User, Warning};
 
 /// Everything a pool for one (user, shard database) pair needs from the config.
 ///
@@ -125,6 +125,53 @@ impl Config {
                 timeout: general.healthcheck_timeout(),
                 ban_timeout: general.ban_timeout(),
             },
+        }
+    }
+
+    /// The server logins of `cluster`'s pools (each user's, on each shard's
+    /// primary), sorted, once each: the roles pgshard's own tables on the
+    /// shards are granted to (two-phase commit's decisions are written by
+    /// the client's server login, inside its transaction).
+    pub fn server_roles(&self, cluster: &str) -> Vec<String> {
+        let Some(shards) = self.clusters.get(cluster).map(|c| &c.shards) else {
+            return Vec::new();
+        };
+        let mut roles: Vec<String> = self
+            .users
+            .iter()
+            .filter(|user| user.database == cluster)
+            .flat_map(|user| {
+                shards
+                    .iter()
+                    .map(|shard| self.pool_settings(user, shard).server_user)
+            })
+            .collect();
+        roles.sort();
+        roles.dedup();
+        roles
+    }
+}
+
+/// The schema pgshard keeps its own tables in on the shards.
+const OWN_SCHEMA: &str = "pgshard";
+
+/// A server login named like pgshard's schema finds that schema first in
+/// Postgres's default `search_path` (`"$user", public`): its unqualified
+/// CREATE TABLE would go there (or fail: the schema is not its own) once
+/// pgshard made the schema (a shard move, two-phase commit).
+pub(super) fn schema_clash(config: &Config, warnings: &mut Vec<Warning>) {
+    for cluster in config.clusters.keys() {
+        if config.server_roles(cluster).iter().any(|r| r == OWN_SCHEMA) {
+            warnings.push(Warning::users(
+                format!("users (database {cluster})"),
+                format!(
+                    "a server login named \"{OWN_SCHEMA}\" has pgshard's schema {OWN_SCHEMA} (made on the \
+                     shards by two-phase commit and shard moves) first in Postgres's default search_path \
+                     (\"$user\", public): its unqualified CREATE TABLE would go into that schema; \
+                     use another role name, or set search_path for the role (ALTER ROLE {OWN_SCHEMA} SET \
+                     search_path = public)"
+                ),
+            ));
         }
     }
 }

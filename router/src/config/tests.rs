@@ -571,11 +571,35 @@ fn the_example_files_load() {
     assert_eq!(sharding.families.len(), 1);
     assert_eq!(sharding.families[0].prefix, "events_p");
     assert_eq!(config.admin.password.as_deref(), Some("admin"));
-    let user = config.user("pgshard", "pgshard").unwrap();
+    let user = config.user("app", "pgshard").unwrap();
     assert_eq!(config.auth_type(user), AuthType::Scram);
     let settings = config.pool_settings(user, &config.clusters["pgshard"].shards[0]);
-    assert_eq!(settings.server_user, "pgshard");
-    assert_eq!(settings.server_password.as_deref(), Some("pgshard"));
+    assert_eq!(settings.server_user, "app");
+    assert_eq!(settings.server_password.as_deref(), Some("app"));
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+}
+
+#[test]
+fn server_roles_are_every_login_of_a_cluster_and_pgshard_is_warned_of() {
+    let users = "[[users]]\nname = \"app\"\ndatabase = \"prod\"\npassword = \"pw\"\n\
+                 [[users]]\nname = \"mover\"\ndatabase = \"prod\"\npassword = \"pw\"\n\
+                 server_user = \"postgres\"\n\
+                 [[users]]\nname = \"app2\"\ndatabase = \"prod\"\npassword = \"pw\"\n\
+                 server_user = \"app\"\n";
+    let config = load_users(users).unwrap();
+    assert_eq!(config.server_roles("prod"), vec!["app", "postgres"]);
+    assert!(config.server_roles("other").is_empty());
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let users = "[[users]]\nname = \"pgshard\"\ndatabase = \"prod\"\npassword = \"pw\"\n";
+    let config = load_users(users).unwrap();
+    let warned: Vec<_> = config
+        .warnings
+        .iter()
+        .map(|w| (w.file, w.message.as_str()))
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert_eq!(warned[0].0, "users.toml");
+    assert!(warned[0].1.contains("search_path"), "{warned:?}");
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use super::{ask_decision, parse_gid, Coordinator, CREATE_DECISIONS, DECISIONS, GID_PREFIX};
+use super::{ask_decision, create_decisions, parse_gid, Coordinator, DECISIONS, GID_PREFIX};
 use crate::pool::clusters::{ClusterPools, Clusters};
 use crate::pool::gate::Gate;
 use crate::pool::Pool;
@@ -93,7 +93,8 @@ pub async fn pass(clusters: &Clusters, coordinator: &Coordinator) -> Report {
                 listed_all = false;
                 continue;
             };
-            let Some(found) = list(&any, &database, shard, coordinator).await else {
+            let roles = clusters.config().server_roles(&database);
+            let Some(found) = list(&any, &database, shard, coordinator, &roles).await else {
                 listed_all = false;
                 report.unresolved += 1;
                 continue;
@@ -151,11 +152,14 @@ async fn list(
     database: &str,
     shard: usize,
     coordinator: &Coordinator,
+    roles: &[String],
 ) -> Option<Vec<Prepared>> {
     let mut server = pool.checkout().await.ok()?;
-    if !coordinator.ensured(database, shard) {
-        match server.conn.query(CREATE_DECISIONS).await.ok()?.error {
-            None => coordinator.set_ensured(database, shard),
+    let login = &pool.settings.server_user;
+    if !coordinator.ensured(database, shard, login) {
+        let create = create_decisions(roles, true);
+        match server.conn.query(&create).await.ok()?.error {
+            None => coordinator.set_ensured(database, shard, login),
             Some((code, message)) => {
                 warn!(database, shard, code, message, "cannot create {DECISIONS}")
             }
@@ -201,7 +205,11 @@ async fn decide(pool: &Arc<Pool>, txn: &str) -> Option<bool> {
         .is_some_and(|(code, _)| code == "42P01")
     {
         // No decision table on the decider: nothing was ever decided there.
-        let _ = server.conn.query(CREATE_DECISIONS).await.ok()?;
+        let _ = server
+            .conn
+            .query(&create_decisions(&[], false))
+            .await
+            .ok()?;
         answer = server.conn.query(&ask_decision(txn)).await.ok()?;
     }
     pool.checkin(server);
