@@ -1,8 +1,10 @@
 //! `pgshard-demo` (what `scripts/demo.sh` runs), on free ports and a temp
 //! data dir: it starts, moves the logical shard of its tenant to the other
 //! database (SHOW MOVES until done, the keyed read answered by the other
-//! database after), keeps serving, and stops on Ctrl-C (SIGINT). Run
-//! again on the data it kept, it moves the shard back.
+//! database after), keeps serving (a tour of what its hints suggest:
+//! a write across shards, a table made, pgbench on the sharded cluster),
+//! and stops on Ctrl-C (SIGINT). Run again on the data it kept, it moves
+//! the shard back.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -29,13 +31,14 @@ fn two_ports() -> u16 {
     }
 }
 
-/// Run the demo on `dir` until its move is shown; its stdout lines so far
-/// and the running process.
-fn run_demo(dir: &Path) -> (Vec<String>, Child) {
+/// Run the demo on `dir` until its move is shown, then `tour` with its
+/// port; its stdout lines and the process, stopped with Ctrl-C.
+fn run_demo(dir: &Path, tour: impl Fn(u16)) -> (Vec<String>, Child) {
+    let port = free_port().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_pgshard-demo"))
         .env("PGSHARD_DEMO_DIR", dir)
         .env("PGSHARD_DEMO_SERVER_PORT", two_ports().to_string())
-        .env("PGSHARD_DEMO_PORT", free_port().unwrap().to_string())
+        .env("PGSHARD_DEMO_PORT", port.to_string())
         .env(
             "PGSHARD_DEMO_METRICS_PORT",
             free_port().unwrap().to_string(),
@@ -72,12 +75,48 @@ fn run_demo(dir: &Path) -> (Vec<String>, Child) {
     // It keeps serving until Ctrl-C.
     std::thread::sleep(Duration::from_millis(300));
     assert!(child.try_wait().unwrap().is_none(), "{}", out.join("\n"));
+    tour(port);
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     for line in seen.iter() {
         out.push(line);
     }
     (out, child)
+}
+
+/// What the printed hints suggest, after the demo's move: a write across
+/// shards (two-phase commit, on in the demo), a table made unqualified,
+/// and pgbench's own tables initialized and run on the sharded cluster.
+fn tour(port: u16) {
+    let sql = |sql: &str| run(port, "psql", &["-X", "-A", "-t", "-c", sql]);
+    sql("DELETE FROM orders WHERE tenant_id IN (1, 2, 3, 4)");
+    sql("INSERT INTO orders (tenant_id, item) VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')");
+    let count = sql("SELECT count(*) FROM orders WHERE tenant_id IN (1, 2, 3, 4)");
+    assert_eq!(count.trim(), "4");
+    sql("CREATE TABLE tour_notes (id int); DROP TABLE tour_notes");
+    run(port, "pgbench", &["-i", "-s", "1", "-q"]);
+    run(port, "pgbench", &["-c", "2", "-t", "20", "-n"]);
+}
+
+/// Run a client program of the Postgres binaries against the demo's
+/// sharded cluster as its user; its stdout (the test fails on its failure).
+fn run(port: u16, program: &str, args: &[&str]) -> String {
+    let bins = integration::PgBinaries::find().unwrap();
+    let output = Command::new(bins.bindir().join(program))
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "app"])
+        .args(args)
+        .arg("pgshard")
+        .env("PGPASSWORD", "app")
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
 }
 
 /// The database that answered the keyed reads, before and after the move.
@@ -96,7 +135,7 @@ fn the_demo_moves_a_shard_and_moves_it_back_when_run_again() {
     let data = dir.path().join("demo");
     let mut moves = Vec::new();
     for run in 0..2 {
-        let (out, mut child) = run_demo(&data);
+        let (out, mut child) = run_demo(&data, tour);
         let text = out.join("\n");
         assert!(child.wait().unwrap().success(), "{text}");
         assert!(text.contains("demo stopped"), "{text}");

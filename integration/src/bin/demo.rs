@@ -62,8 +62,12 @@ fn ports() -> Ports {
         metrics: port("PGSHARD_DEMO_METRICS_PORT", 9930),
     }
 }
-const USER: &str = "pgshard";
-const PASSWORD: &str = "pgshard";
+/// Not "pgshard": a role named like pgshard's own schema on the shards
+/// would find that schema first in its search_path (`"$user", public`).
+const USER: &str = "app";
+const PASSWORD: &str = "app";
+/// The demo's login before it was renamed: its objects go to [`USER`].
+const OLD_USER: &str = "pgshard";
 /// The sharded cluster clients connect to.
 const SHARDED: &str = "pgshard";
 /// An unsharded cluster (one database on the first server) for pgbench's
@@ -186,6 +190,7 @@ fn prepare(server: &PgServer, shard: usize) -> anyhow::Result<()> {
     if exists.is_empty() {
         server.create_database(&database, Some(USER))?;
     }
+    adopt_old_user(server, &database)?;
     server.psql(
         &database,
         &format!(
@@ -203,6 +208,20 @@ fn prepare(server: &PgServer, shard: usize) -> anyhow::Result<()> {
         if exists.is_empty() {
             server.create_database(PGBENCH, Some(USER))?;
         }
+        adopt_old_user(server, PGBENCH)?;
+    }
+    Ok(())
+}
+
+/// Data kept by a demo of before the rename: what its login owned in
+/// `database` (the database, `orders`, pgbench's tables) goes to [`USER`].
+fn adopt_old_user(server: &PgServer, database: &str) -> anyhow::Result<()> {
+    let old = server.psql(
+        "postgres",
+        &format!("SELECT 1 FROM pg_roles WHERE rolname = '{OLD_USER}'"),
+    )?;
+    if !old.trim().is_empty() {
+        server.psql(database, &format!("REASSIGN OWNED BY {OLD_USER} TO {USER}"))?;
     }
     Ok(())
 }
