@@ -173,6 +173,10 @@ pub struct Session {
     /// The transaction counted in flight on its cluster's moving logical
     /// shards (`holds.rs`), until the session is idle.
     move_hold: Option<crate::pool::gate::InFlight>,
+    /// On a sharded cluster, the session counted at the routing generation
+    /// it began routing in (`holds.rs`), until it is idle: a move's mark
+    /// waits for the sessions counted before its marker was installed.
+    routing_flight: Option<crate::pool::clusters::keyless::Flight>,
     /// LISTEN in transaction mode: the client's channels and its place in
     /// the notification relay.
     listening: listen::Listening,
@@ -207,6 +211,7 @@ impl Session {
             cursors: cursor::Cursors::default(),
             gather_portals: gather::NamedPortals::default(),
             move_hold: None,
+            routing_flight: None,
             listening: listen::Listening::default(),
         }
     }
@@ -383,7 +388,10 @@ impl Session {
         }
         if self.sharded() {
             match kind {
-                K::Query | K::Bind => self.catalog_current().await,
+                K::Query | K::Bind => {
+                    self.await_first_read().await?;
+                    self.catalog_current().await
+                }
                 K::Parse => self.own_catalog_current().await,
                 _ => {}
             }

@@ -7,7 +7,12 @@
 //! runs). A transaction counted already never waits (the cutover waits for
 //! it instead), so its own statements cannot deadlock on the hold. The
 //! count is given back when the session is idle: no transaction, nothing
-//! in flight.
+//! in flight. Before a move is marked, a session on a sharded cluster is
+//! counted at the cluster's routing generation from its first routing to
+//! its idle (`pool::clusters::keyless`), so that no statement it routed
+//! before the mark still runs once the move copies rows; and on a cluster
+//! whose move records this instance never read, statements wait for the
+//! first read (bounded).
 
 use std::time::Duration;
 
@@ -146,10 +151,46 @@ impl Session {
         )
     }
 
+    /// Before routing on a sharded cluster: count the session at its
+    /// cluster's routing generation (`pool::clusters::keyless`) unless it
+    /// is counted already, before it looks at the installed sharding model.
+    /// A move's mark (this instance's acknowledgement, or the mover's own
+    /// go) waits until every session counted before its marker was
+    /// installed is idle; one counted after routes with the marker.
+    pub(super) fn count_routing(&mut self) {
+        if self.routing_flight.is_none() {
+            let flights = &self.shared.clusters.keyless;
+            self.routing_flight = Some(flights.enter(&self.info.database));
+        }
+    }
+
+    /// On a cluster with plain sharded tables whose move records this
+    /// instance has never read (its databases did not answer since
+    /// start-up, or RELOAD added the cluster): wait for the first read, at
+    /// most `connect_timeout` from the first statement that waited. Past
+    /// it, keyless statements are refused (`KeylessUnread`,
+    /// `Shared::check_fresh`) until a read succeeds.
+    pub(super) async fn await_first_read(&mut self) -> Result<(), End> {
+        let freshness = &self.shared.clusters.freshness;
+        if self.cluster.sharding().tables.is_empty() || freshness.ever_read(&self.info.database) {
+            return Ok(());
+        }
+        let bound = self.shared.config().general.connect_timeout();
+        let shared = std::sync::Arc::clone(&self.shared);
+        let read = shared
+            .clusters
+            .freshness
+            .first_read(&self.info.database, bound);
+        self.client.watch(read).await?;
+        self.pipeline.clock_mut().waiting();
+        Ok(())
+    }
+
     /// The session is idle (no transaction, nothing in flight): its count
-    /// in flight on moving shards, if any, is given back.
+    /// in flight on moving shards and its routing generation's, if any,
+    /// are given back.
     pub(super) fn leave_moving_if_idle(&mut self) {
-        if self.move_hold.is_none()
+        if (self.move_hold.is_none() && self.routing_flight.is_none())
             || self.plan.awaiting_server()
             || self.plan.pending_syncs() > 0
             || self.txn.active(self.server_view())
@@ -163,6 +204,7 @@ impl Session {
             return;
         }
         self.move_hold = None;
+        self.routing_flight = None;
     }
 }
 
