@@ -170,13 +170,8 @@ pub struct Session {
     /// Named portals of statements the coordinator finishes, bound inside
     /// the client's block and not executed yet (`gather/portal.rs`).
     gather_portals: gather::NamedPortals,
-    /// The transaction counted in flight on its cluster's moving logical
-    /// shards (`holds.rs`), until the session is idle.
-    move_hold: Option<crate::pool::gate::InFlight>,
-    /// On a sharded cluster, the session counted at the routing generation
-    /// it began routing in (`holds.rs`), until it is idle: a move's mark
-    /// waits for the sessions counted before its marker was installed.
-    routing_flight: Option<crate::pool::clusters::keyless::Flight>,
+    /// What the session is counted in for moves (`holds.rs`).
+    counted: holds::Counted,
     /// LISTEN in transaction mode: the client's channels and its place in
     /// the notification relay.
     listening: listen::Listening,
@@ -210,8 +205,7 @@ impl Session {
             routing: RouteState::default(),
             cursors: cursor::Cursors::default(),
             gather_portals: gather::NamedPortals::default(),
-            move_hold: None,
-            routing_flight: None,
+            counted: holds::Counted::default(),
             listening: listen::Listening::default(),
         }
     }
@@ -388,10 +382,7 @@ impl Session {
         }
         if self.sharded() {
             match kind {
-                K::Query | K::Bind => {
-                    self.await_first_read().await?;
-                    self.catalog_current().await
-                }
+                K::Query | K::Bind => self.before_routing().await?,
                 K::Parse => self.own_catalog_current().await,
                 _ => {}
             }

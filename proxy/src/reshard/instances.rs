@@ -24,14 +24,16 @@
 //!
 //! Statements routed before the mark: an instance lists a move (and the
 //! mover's own process, which the mover does not wait for, goes past its
-//! mark: [`wait_marked`]) only once every session of the cluster that
-//! began routing before the move's marker was installed is idle
+//! mark: [`wait_marked`]) only once every session of the cluster counted
+//! before the move's marker was installed has given its count back
 //! (`pool::clusters::keyless`: [`Acks`] on a reader, the boundary in
 //! [`wait_marked`]). A session is counted at the routing generation before
 //! it looks at the installed sharding model (`Session::follow_config`,
 //! which runs before every routing that does not happen while a count is
-//! held), and keeps the count until it is idle: no transaction, no reply
-//! or Sync awaited from a server, no COPY under way. Whoever installs a
+//! held), and keeps the count until its statements end (no reply or Sync
+//! awaited from a server, no batch or COPY under way); once it routed a
+//! statement to every database (a keyless one), until it is idle besides:
+//! no transaction either. Whoever installs a
 //! marker advances the generation after installing it; a session counted
 //! after that loads a model with the marker, so its keyless statements on
 //! the group are refused; one counted before is waited for. So when the
@@ -47,9 +49,11 @@
 //!   when the client leaves;
 //! - errors, cancels and a client that leaves: the count is the session's
 //!   guard, given back when it is idle or dropped with it.
-//! The count is taken before any routing, keyed or not (so it needs no
-//! second routing after it): a session busy in a long transaction holds a
-//! mark back too. A reader waits a poll interval for it and acknowledges
+//! The count is taken before any routing, keyed or not (so no statement
+//! is routed twice), and a session whose statements were all keyed gives
+//! it back between them: a transaction left open holds a mark back only
+//! once it ran a keyless statement. A reader waits a poll interval for it
+//! and acknowledges
 //! the move at a later read; the mover waits its mark timeout and then
 //! fails, naming the instance (this one as `ROUTED_BEFORE` says).
 //!

@@ -7,10 +7,10 @@
 //! copies rows (`reshard/instances.rs` says why that is exact).
 //!
 //! A session takes a [`Flight`] before it routes (`Session::follow_config`,
-//! before it looks at the installed sharding model) and keeps it until it
-//! is idle (no transaction, nothing awaited from a server); dropping the
-//! session drops it too, so errors, cancellations and disconnects give it
-//! back. Whoever installs a marker calls [`KeylessFlights::advance`]
+//! before it looks at the installed sharding model) and keeps it until its
+//! statements end, or, once it routed one to every database, until it is
+//! idle (no transaction either: `session/holds.rs`); dropping the session
+//! drops it too, so errors, cancellations and disconnects give it back. Whoever installs a marker calls [`KeylessFlights::advance`]
 //! after installing it and waits for [`KeylessFlights::drained`] below the
 //! generation it returns: a session counted at a later generation took
 //! its count after the marker was installed, so it routes with it.
