@@ -69,10 +69,10 @@ async fn keyless(client: &Client) -> Result<i64, tokio_postgres::Error> {
     Ok(row.get(0))
 }
 
-/// An id whose logical shard is on database 1 (the target).
-fn on_target() -> i64 {
+/// An id whose logical shard is on `database` (1: the target).
+fn on_database(database: usize) -> i64 {
     (1..=ACCOUNTS)
-        .find(|&id| shard_of(id, SHARD_COUNT) % 2 == 1)
+        .find(|&id| shard_of(id, SHARD_COUNT) % 2 == database)
         .unwrap()
 }
 
@@ -85,7 +85,7 @@ async fn a_keyless_count_routed_before_the_mark_finishes_before_any_row_is_copie
     // The target's only server, held by an open transaction.
     let holder = app(&proxy).await;
     holder.batch_execute("BEGIN").await.unwrap();
-    let keyed = format!("SELECT n FROM accounts WHERE id = {}", on_target());
+    let keyed = format!("SELECT n FROM accounts WHERE id = {}", on_database(1));
     assert_eq!(holder.query(&keyed, &[]).await.unwrap().len(), 1);
     // The count is routed now (no move marked), and waits for that server.
     let counter = app(&proxy).await;
@@ -168,10 +168,7 @@ async fn an_instance_that_never_read_the_moves_refuses_keyless_statements() {
         begun.elapsed()
     );
     // A keyed statement on the database that answers is served.
-    let keyed = (1..=ACCOUNTS)
-        .find(|&id| shard_of(id, SHARD_COUNT) % 2 == 0)
-        .unwrap();
-    let sql = format!("SELECT n FROM accounts WHERE id = {keyed}");
+    let sql = format!("SELECT n FROM accounts WHERE id = {}", on_database(0));
     assert_eq!(client.query(&sql, &[]).await.unwrap().len(), 1);
     servers[1].start_again().unwrap();
     let begun = Instant::now();

@@ -49,13 +49,14 @@
 //!   when the client leaves;
 //! - errors, cancels and a client that leaves: the count is the session's
 //!   guard, given back when it is idle or dropped with it.
+//!
 //! The count is taken before any routing, keyed or not (so no statement
 //! is routed twice), and a session whose statements were all keyed gives
 //! it back between them: a transaction left open holds a mark back only
 //! once it ran a keyless statement. A reader waits a poll interval for it
-//! and acknowledges
-//! the move at a later read; the mover waits its mark timeout and then
-//! fails, naming the instance (this one as `ROUTED_BEFORE` says).
+//! and acknowledges the move at a later read; the mover waits its mark
+//! timeout and then fails, naming the instance (this one as
+//! [`ROUTED_BEFORE`] says).
 //!
 //! Clusters no move has pinned yet have no `pgshard.instances`: their
 //! readers look every second and serve keyless statements for
