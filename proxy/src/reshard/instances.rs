@@ -132,8 +132,9 @@ pub struct Acks {
 impl Acks {
     /// The moves of `marked` (their markers installed) this read
     /// acknowledges: those acknowledged before, and the others once every
-    /// session of `cluster` counted before their markers were installed is
-    /// idle (waited for at most `wait`; else at a later read).
+    /// session of `cluster` counted before their markers were installed
+    /// has given its count back (waited for at most `wait`; else at a
+    /// later read).
     pub async fn acknowledgeable(
         &mut self,
         flights: &KeylessFlights,
@@ -170,7 +171,7 @@ impl Acks {
 }
 
 /// How SHOW MOVES' `waiting_for` names this process while its own sessions
-/// that began routing before the mark are not idle.
+/// counted before the mark have not given their counts back.
 pub const ROUTED_BEFORE: &str = "(this instance: sessions that began routing before the mark)";
 
 /// Whether `pgshard.instances` exists (a cluster pinned by this version).
@@ -223,7 +224,7 @@ fn pending(instances: &[Seen], me: &str) -> Vec<String> {
 
 /// Wait until every live instance of the plan's cluster marks the move
 /// (shown in SHOW MOVES' `waiting_for`), and until this process's
-/// sessions that began routing before the move was marked here are idle;
+/// sessions counted before the move was marked here gave their counts back;
 /// after the cluster's first pin (`first_pin`), first until instances that
 /// found it unpinned have looked again. Fails after the mark timeout
 /// naming the instances.

@@ -223,8 +223,8 @@ async fn marked_and_acknowledged(
     let Some(marked) = mark(shared, readers, cluster).await else {
         return false;
     };
-    // A move newly marked is acknowledged once the sessions that began
-    // routing before its marker was installed are idle.
+    // A move newly marked is acknowledged once the sessions counted before
+    // its marker was installed gave their counts back (`instances.rs`).
     let acks = &mut readers.clusters.entry(cluster.to_owned()).or_default().acks;
     let flights = &shared.clusters.keyless;
     let marked = acks
