@@ -226,7 +226,7 @@ async fn forward(
     if !made.plain.is_empty() {
         // Copied rows of plain tables are seen by keyless statements on
         // the target: every instance must refuse those first.
-        instances::wait_marked(plan, moves, first_pin, &mut a).await?;
+        instances::wait_marked(shared, plan, moves, first_pin, &mut a).await?;
     }
     step(moves, plan, Phase::Slot, &mut [&mut a, &mut b]).await?;
     made.stream = true;

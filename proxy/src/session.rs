@@ -170,9 +170,8 @@ pub struct Session {
     /// Named portals of statements the coordinator finishes, bound inside
     /// the client's block and not executed yet (`gather/portal.rs`).
     gather_portals: gather::NamedPortals,
-    /// The transaction counted in flight on its cluster's moving logical
-    /// shards (`holds.rs`), until the session is idle.
-    move_hold: Option<crate::pool::gate::InFlight>,
+    /// What the session is counted in for moves (`holds.rs`).
+    counted: holds::Counted,
     /// LISTEN in transaction mode: the client's channels and its place in
     /// the notification relay.
     listening: listen::Listening,
@@ -206,7 +205,7 @@ impl Session {
             routing: RouteState::default(),
             cursors: cursor::Cursors::default(),
             gather_portals: gather::NamedPortals::default(),
-            move_hold: None,
+            counted: holds::Counted::default(),
             listening: listen::Listening::default(),
         }
     }
@@ -383,7 +382,7 @@ impl Session {
         }
         if self.sharded() {
             match kind {
-                K::Query | K::Bind => self.catalog_current().await,
+                K::Query | K::Bind => self.before_routing().await?,
                 K::Parse => self.own_catalog_current().await,
                 _ => {}
             }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use router::config::{Cluster, Config, Database, PoolSettings, Role, User};
 
 pub mod freshness;
+pub mod keyless;
 pub mod overlay;
 mod passthrough;
 
@@ -49,6 +50,9 @@ pub struct Clusters {
     /// Until when this instance may serve keyless statements on each
     /// cluster's plain tables (`freshness.rs`).
     pub freshness: freshness::Freshness,
+    /// The sessions that may run statements routed before a move's marker
+    /// was installed, by cluster and routing generation (`keyless.rs`).
+    pub keyless: keyless::KeylessFlights,
 }
 
 impl Clusters {
@@ -64,6 +68,7 @@ impl Clusters {
             roles: Mutex::new(HashMap::new()),
             overlay: Mutex::new(Overlay::default()),
             freshness: freshness::Freshness::default(),
+            keyless: keyless::KeylessFlights::default(),
         }
     }
 

@@ -22,16 +22,55 @@
 //! An instance whose `begun` is older is gone or stalled, and refuses
 //! keyless statements until its next read, which sees the move.
 //!
+//! Statements routed before the mark: an instance lists a move (and the
+//! mover's own process, which the mover does not wait for, goes past its
+//! mark: [`wait_marked`]) only once every session of the cluster counted
+//! before the move's marker was installed has given its count back
+//! (`pool::clusters::keyless`: [`Acks`] on a reader, the boundary in
+//! [`wait_marked`]). A session is counted at the routing generation before
+//! it looks at the installed sharding model (`Session::follow_config`,
+//! which runs before every routing that does not happen while a count is
+//! held), and keeps the count until its statements end (no reply or Sync
+//! awaited from a server, no batch or COPY under way); once it routed a
+//! statement to every database (a keyless one), until it is idle besides:
+//! no transaction either. Whoever installs a
+//! marker advances the generation after installing it; a session counted
+//! after that loads a model with the marker, so its keyless statements on
+//! the group are refused; one counted before is waited for. So when the
+//! acknowledgement is written, every statement routed unmarked has ended
+//! on every server it went to:
+//! - a keyless statement inside a block, a portal read in parts, a cursor
+//!   (`DECLARE`): all live in a transaction, which the count outlasts (an
+//!   unnamed portal's implicit one lasts until its Sync); a cursor `WITH
+//!   HOLD` outlives it, but Postgres computes its rows at the commit;
+//! - a statement over several shards (`COPY TO` among them) and a gathered
+//!   one the coordinator finishes: the session waits for every server's
+//!   end before it replies, or cancels them and closes their connections
+//!   when the client leaves;
+//! - errors, cancels and a client that leaves: the count is the session's
+//!   guard, given back when it is idle or dropped with it.
+//!
+//! The count is taken before any routing, keyed or not (so no statement
+//! is routed twice), and a session whose statements were all keyed gives
+//! it back between them: a transaction left open holds a mark back only
+//! once it ran a keyless statement. A reader waits a poll interval for it
+//! and acknowledges the move at a later read; the mover waits its mark
+//! timeout and then fails, naming the instance (this one as
+//! [`ROUTED_BEFORE`] says).
+//!
 //! Clusters no move has pinned yet have no `pgshard.instances`: their
 //! readers look every second and serve keyless statements for
 //! [`UNPINNED_FRESH`] after a look. The move that pins a cluster first
 //! waits that long (and [`SLACK`]) after pinning before it waits for marks:
 //! by then every instance has looked again (and found the cluster pinned)
-//! or refuses keyless statements.
+//! or refuses keyless statements. An instance that has never read a
+//! cluster (its databases did not answer it since start-up) refuses them
+//! too, once its first statements waited `connect_timeout` for a read
+//! (`pool::clusters::freshness`).
 //!
-//! Left open: a statement an instance routed just before it marked the
-//! move and that reaches a database only after the copy began (its
-//! server checkout waited that long).
+//! Left open: `pgshard.instances` is written by every instance's reader
+//! login (any login of the cluster), so a direct client with such rights
+//! can fake a mark.
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +78,8 @@ use super::db::Db;
 use super::plan::{MoveError, Plan};
 use super::sql::literal;
 use super::Moves;
+use crate::pool::clusters::keyless::KeylessFlights;
+use crate::session::Shared;
 
 /// How long a look at a cluster found unpinned keeps an instance serving
 /// keyless statements on it.
@@ -78,6 +119,60 @@ pub fn acknowledge(instance: &str, cluster: &str, marked: &[String]) -> String {
         literal(cluster)
     )
 }
+
+/// What a reader of one cluster acknowledged last, and the routing
+/// generation that moves it marked since wait for.
+#[derive(Debug, Default)]
+pub struct Acks {
+    acked: Vec<String>,
+    /// The moves marked when the generation was advanced, and the boundary.
+    waiting: Option<(Vec<String>, u64)>,
+}
+
+impl Acks {
+    /// The moves of `marked` (their markers installed) this read
+    /// acknowledges: those acknowledged before, and the others once every
+    /// session of `cluster` counted before their markers were installed
+    /// has given its count back (waited for at most `wait`; else at a
+    /// later read).
+    pub async fn acknowledgeable(
+        &mut self,
+        flights: &KeylessFlights,
+        cluster: &str,
+        marked: Vec<String>,
+        wait: Duration,
+    ) -> Vec<String> {
+        let new: Vec<&String> = marked
+            .iter()
+            .filter(|id| !self.acked.contains(*id))
+            .collect();
+        if !new.is_empty() {
+            let covered = self
+                .waiting
+                .as_ref()
+                .is_some_and(|(ids, _)| new.iter().all(|id| ids.contains(*id)));
+            let boundary = match &self.waiting {
+                Some((_, boundary)) if covered => *boundary,
+                _ => {
+                    let boundary = flights.advance(cluster);
+                    self.waiting = Some((marked.clone(), boundary));
+                    boundary
+                }
+            };
+            if !flights.drained(cluster, boundary, wait).await {
+                self.acked.retain(|id| marked.contains(id));
+                return self.acked.clone();
+            }
+        }
+        self.waiting = None;
+        self.acked.clone_from(&marked);
+        marked
+    }
+}
+
+/// How SHOW MOVES' `waiting_for` names this process while its own sessions
+/// counted before the mark have not given their counts back.
+pub const ROUTED_BEFORE: &str = "(this instance: sessions that began routing before the mark)";
 
 /// Whether `pgshard.instances` exists (a cluster pinned by this version).
 pub const EXISTS: &str = "SELECT to_regclass('pgshard.instances')::text";
@@ -128,10 +223,13 @@ fn pending(instances: &[Seen], me: &str) -> Vec<String> {
 }
 
 /// Wait until every live instance of the plan's cluster marks the move
-/// (shown in SHOW MOVES' `waiting_for`); after the cluster's first pin
-/// (`first_pin`), first until instances that found it unpinned have
-/// looked again. Fails after the mark timeout naming the instances.
+/// (shown in SHOW MOVES' `waiting_for`), and until this process's
+/// sessions counted before the move was marked here gave their counts back;
+/// after the cluster's first pin (`first_pin`), first until instances that
+/// found it unpinned have looked again. Fails after the mark timeout
+/// naming the instances.
 pub async fn wait_marked(
+    shared: &Shared,
     plan: &Plan,
     moves: &Moves,
     first_pin: Option<Instant>,
@@ -149,6 +247,10 @@ pub async fn wait_marked(
     }
     let begun = Instant::now();
     let timeout = moves.mark_timeout();
+    // The move is marked here (`marker::mark_moving`): sessions counted
+    // from now on route with its marker.
+    let flights = &shared.clusters.keyless;
+    let boundary = flights.advance(&plan.cluster);
     loop {
         moves.check(&plan.id)?;
         let rows = a
@@ -158,7 +260,10 @@ pub async fn wait_marked(
             )
             .await?;
         let instances: Vec<Seen> = rows.iter().filter_map(|r| seen(r.as_slice())).collect();
-        let waiting = pending(&instances, &moves.owner);
+        let mut waiting = pending(&instances, &moves.owner);
+        if !flights.drained_now(&plan.cluster, boundary) {
+            waiting.push(format!("{} {ROUTED_BEFORE}", moves.owner));
+        }
         moves.update(&plan.id, |s| s.waiting_for = waiting.clone());
         if waiting.is_empty() {
             return Ok(());
@@ -218,6 +323,34 @@ mod tests {
         for (what, instances, want) in cases {
             assert_eq!(pending(instances, "me"), *want, "{what}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_new_mark_is_acknowledged_once_the_sessions_routing_before_it_are_idle() {
+        let flights = KeylessFlights::default();
+        let mut acks = Acks::default();
+        let short = Duration::from_millis(10);
+        let ids = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let mut ack = async |marked: &[&str]| {
+            acks.acknowledgeable(&flights, "c", ids(marked), short)
+                .await
+        };
+        assert_eq!(ack(&["m1"]).await, ids(&["m1"]), "no session");
+        let before = flights.enter("c");
+        assert_eq!(ack(&["m1"]).await, ids(&["m1"]), "nothing new");
+        assert_eq!(ack(&["m1", "m2"]).await, ids(&["m1"]), "m2 waits");
+        let after = flights.enter("c");
+        assert_eq!(ack(&["m1", "m2"]).await, ids(&["m1"]), "same boundary");
+        drop(before);
+        assert_eq!(
+            ack(&["m1", "m2"]).await,
+            ids(&["m1", "m2"]),
+            "a session counted after the mark does not hold it back"
+        );
+        assert_eq!(ack(&["m2", "m3"]).await, ids(&["m2"]), "m1 ended, m3 waits");
+        drop(after);
+        assert_eq!(ack(&["m2", "m3"]).await, ids(&["m2", "m3"]));
+        assert_eq!(ack(&[]).await, ids(&[]));
     }
 
     #[test]

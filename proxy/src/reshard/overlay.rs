@@ -50,6 +50,8 @@ struct Reader {
     pinned: bool,
     /// When to look at an unpinned cluster again.
     next: Option<Instant>,
+    /// The moves acknowledged, and what newer marks wait for.
+    acks: instances::Acks,
 }
 
 impl Readers {
@@ -221,6 +223,13 @@ async fn marked_and_acknowledged(
     let Some(marked) = mark(shared, readers, cluster).await else {
         return false;
     };
+    // A move newly marked is acknowledged once the sessions counted before
+    // its marker was installed gave their counts back (`instances.rs`).
+    let acks = &mut readers.clusters.entry(cluster.to_owned()).or_default().acks;
+    let flights = &shared.clusters.keyless;
+    let marked = acks
+        .acknowledgeable(flights, cluster, marked, moves.poll_interval())
+        .await;
     let ack = instances::acknowledge(&moves.owner, cluster, &marked);
     for index in acked {
         if let Err(error) = readers.rows(shared, (cluster, index), &ack).await {

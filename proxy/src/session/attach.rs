@@ -195,11 +195,11 @@ impl Session {
         result
     }
 
-    /// Before routing: on a sharded cluster (only those are read and can lapse), moves read
-    /// lately (`Shared::check_fresh`); the pools and sharding model of a config changed since.
+    /// Before routing: on a sharded cluster, counted and fresh (`Session::count_routing`);
+    /// the pools and sharding model of a config changed since.
     pub(super) fn follow_config(&mut self) {
         if self.sharded() {
-            self.shared.check_fresh(&self.info.database);
+            self.count_routing();
         }
         let generation = self.shared.clusters.generation();
         if self.cluster.stale(generation) {

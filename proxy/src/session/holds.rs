@@ -8,17 +8,49 @@
 //! it instead), so its own statements cannot deadlock on the hold. The
 //! count is given back when the session is idle: no transaction, nothing
 //! in flight.
+//!
+//! Before a move's mark: a session on a sharded cluster is counted at the
+//! cluster's routing generation (`pool::clusters::keyless`) before it
+//! routes, and stays counted until it is idle once it routed a keyless
+//! statement (one for every database: [`Counted::keyless`]); a session
+//! that routed only keyed statements gives the count back between
+//! statements. A move's mark waits for the sessions counted before its
+//! marker was installed, so no keyless statement routed without it still
+//! runs once the move copies rows. On a cluster whose move records this
+//! instance never read, statements wait for the first read (bounded).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use router::cache::Lookup;
 use router::route::{Overrides, ParamValue, RouteError, Routed};
 use router::summary::Summary;
 
+use super::dispatch::Shards;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::protocol::backend::TransactionStatus;
 use crate::protocol::sqlstate;
+
+/// What the session is counted in for moves.
+#[derive(Debug, Default)]
+pub(super) struct Counted {
+    /// The transaction in flight on the cluster's moving logical shards,
+    /// until the session is idle.
+    move_hold: Option<crate::pool::gate::InFlight>,
+    /// The session at the routing generation it began routing in.
+    routing: Option<crate::pool::clusters::keyless::Flight>,
+    /// A statement routed to every database since `routing` was taken
+    /// (set where routes become databases: `Session::every_database`).
+    keyless: AtomicBool,
+}
+
+impl Counted {
+    /// A route went to every database.
+    pub(super) fn keyless(&self) {
+        self.keyless.store(true, Ordering::Relaxed);
+    }
+}
 
 /// What a statement that touches a moving shard does.
 pub(super) enum Pass {
@@ -92,10 +124,10 @@ impl Session {
     /// Count the session's transaction in flight on the cluster's moving
     /// shards (a counted one stays counted); `false` while they are held.
     pub(super) fn enter_moving(&mut self) -> bool {
-        if self.move_hold.is_none() {
-            self.move_hold = self.shared.gate.shards.enter(&self.info.database);
+        if self.counted.move_hold.is_none() {
+            self.counted.move_hold = self.shared.gate.shards.enter(&self.info.database);
         }
-        self.move_hold.is_some()
+        self.counted.move_hold.is_some()
     }
 
     /// Before a simple query pgshard splits by row itself (COPY FROM, a
@@ -146,23 +178,87 @@ impl Session {
         )
     }
 
-    /// The session is idle (no transaction, nothing in flight): its count
-    /// in flight on moving shards, if any, is given back.
+    /// Before routing on a sharded cluster: count the session at its
+    /// cluster's routing generation (`pool::clusters::keyless`) unless it
+    /// is counted already, before it looks at the installed sharding model
+    /// (a move's mark waits for the sessions counted before its marker was
+    /// installed; one counted after routes with the marker); then moves
+    /// read lately (`Shared::check_fresh`: with plain sharded tables, a
+    /// cluster never read counts as not read lately).
+    pub(super) fn count_routing(&mut self) {
+        if self.counted.routing.is_none() {
+            let flights = &self.shared.clusters.keyless;
+            self.counted.routing = Some(flights.enter(&self.info.database));
+        }
+        let plain = !self.cluster.sharding().tables.is_empty();
+        self.shared.check_fresh(&self.info.database, plain);
+    }
+
+    /// Every database of the cluster, for a route without a key: the
+    /// session's routing count is kept until it is idle.
+    pub(super) fn every_database(&self) -> Shards {
+        self.counted.keyless();
+        (0..self.cluster.shards()).collect()
+    }
+
+    /// Before a simple query or a Bind on a sharded cluster is routed: the
+    /// cluster's move records read once (below), the catalog current.
+    pub(super) async fn before_routing(&mut self) -> Result<(), End> {
+        self.await_first_read().await?;
+        self.catalog_current().await;
+        Ok(())
+    }
+
+    /// On a cluster with plain sharded tables whose move records this
+    /// instance has never read (its databases did not answer since
+    /// start-up, or RELOAD added the cluster): wait for the first read, at
+    /// most `connect_timeout` from the first statement that waited. Past
+    /// it, keyless statements are refused (`KeylessUnread`,
+    /// `Shared::check_fresh`) until a read succeeds.
+    async fn await_first_read(&mut self) -> Result<(), End> {
+        let freshness = &self.shared.clusters.freshness;
+        if self.cluster.sharding().tables.is_empty() || freshness.ever_read(&self.info.database) {
+            return Ok(());
+        }
+        let bound = self.shared.config().general.connect_timeout();
+        let shared = std::sync::Arc::clone(&self.shared);
+        let read = shared
+            .clusters
+            .freshness
+            .first_read(&self.info.database, bound);
+        self.client.watch(read).await?;
+        self.pipeline.clock_mut().waiting();
+        Ok(())
+    }
+
+    /// Between statements (nothing awaited from a server, no batch or COPY
+    /// under way): the routing count of a session that routed no keyless
+    /// statement since it was taken is given back. Idle besides (no
+    /// transaction): every count.
     pub(super) fn leave_moving_if_idle(&mut self) {
-        if self.move_hold.is_none()
+        let counted = &self.counted;
+        if (counted.move_hold.is_none() && counted.routing.is_none())
             || self.plan.awaiting_server()
             || self.plan.pending_syncs() > 0
-            || self.txn.active(self.server_view())
-            || self.txn.spans()
+            || self.phase.holds_batch()
             || self.pipeline.in_copy_in()
+        {
+            return;
+        }
+        let keyless = self.counted.keyless.load(Ordering::Relaxed);
+        if self.txn.active(self.server_view())
+            || self.txn.spans()
             || self
                 .attached
                 .status()
                 .is_some_and(|s| s != TransactionStatus::Idle)
         {
+            if !keyless {
+                self.counted.routing = None;
+            }
             return;
         }
-        self.move_hold = None;
+        self.counted = Counted::default();
     }
 }
 

@@ -341,7 +341,7 @@ impl Session {
             Route::Any => None,
             Route::Shard(s) => Some(smallvec::smallvec![*s]),
             Route::Shards(set) => Some(Shards::from_slice(set)),
-            Route::All => Some((0..self.cluster.shards()).collect()),
+            Route::All => Some(self.every_database()),
         }
     }
 

@@ -197,12 +197,13 @@ impl Shared {
     }
 
     /// Before routing a statement of `cluster`: when its last read of the
-    /// move records is too old, mark every shard of its plain tables'
-    /// groups moving (keyless statements refused) until a read succeeds.
-    pub fn check_fresh(&self, cluster: &str) {
+    /// move records is too old (or, with `plain` tables, it was never
+    /// read), mark every shard of its plain tables' groups moving (keyless
+    /// statements refused) until a read succeeds.
+    pub fn check_fresh(&self, cluster: &str, plain: bool) {
         let now = std::time::Instant::now();
-        if self.clusters.freshness.lapsed_unmarked(cluster, now)
-            && self.clusters.freshness.lapse(cluster, now)
+        if self.clusters.freshness.lapsed_unmarked(cluster, now, plain)
+            && self.clusters.freshness.lapse(cluster, now, plain)
         {
             tracing::warn!(
                 cluster,

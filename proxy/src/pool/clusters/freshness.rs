@@ -8,23 +8,38 @@
 //! statements until a read succeeds again. Sessions check the deadline
 //! before each routing (`Session::follow_config`): a process frozen past
 //! it refuses on its first statement, before any timer of its own runs.
-//! Clusters never read yet have no deadline (the config rules).
+//! A cluster with plain sharded tables never read yet (its databases did
+//! not answer since start-up, or RELOAD added it) has lapsed from the
+//! start: its config alone cannot say that no move copies rows. Its first
+//! statements wait for the first read ([`Freshness::first_read`], bounded)
+//! before they are routed.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
-use std::time::Instant;
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::lock::lock;
 
 /// Per cluster: the deadline, and whether its lapse has been installed
 /// (the stale marker of `overlay.rs`).
 #[derive(Debug, Default)]
 pub struct Freshness {
     clusters: RwLock<HashMap<String, Deadline>>,
+    /// Bumped by every read that renews a deadline (first reads wait on it).
+    reads: watch::Sender<u64>,
+    /// Per cluster never read: until when its statements wait for the
+    /// first read (from the first statement that waited).
+    first_waits: Mutex<HashMap<String, Instant>>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Deadline {
     until: Instant,
     lapsed: bool,
+    /// A read set it (else: marked lapsed before any read).
+    read: bool,
 }
 
 impl Freshness {
@@ -41,26 +56,31 @@ impl Freshness {
             Deadline {
                 until,
                 lapsed: false,
+                read: true,
             },
         );
+        self.reads.send_modify(|n| *n = n.wrapping_add(1));
         before.is_some_and(|d| d.lapsed)
     }
 
-    /// Whether `cluster`'s deadline has passed and its lapse is not yet
-    /// marked (the caller marks it: [`Freshness::lapse`]).
-    pub fn lapsed_unmarked(&self, cluster: &str, now: Instant) -> bool {
+    /// Whether `cluster`'s deadline has passed (or, with `never_read`
+    /// counting, it was never read) and its lapse is not yet marked (the
+    /// caller marks it: [`Freshness::lapse`]).
+    pub fn lapsed_unmarked(&self, cluster: &str, now: Instant, never_read: bool) -> bool {
         let clusters = self
             .clusters
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        clusters
-            .get(cluster)
-            .is_some_and(|d| !d.lapsed && now >= d.until)
+        match clusters.get(cluster) {
+            Some(d) => !d.lapsed && now >= d.until,
+            None => never_read,
+        }
     }
 
     /// Mark `cluster`'s deadline passed (unless a read renewed it
-    /// meanwhile); whether it was marked now.
-    pub fn lapse(&self, cluster: &str, now: Instant) -> bool {
+    /// meanwhile), or, with `never_read`, a cluster never read; whether it
+    /// was marked now.
+    pub fn lapse(&self, cluster: &str, now: Instant, never_read: bool) -> bool {
         let mut clusters = self
             .clusters
             .write()
@@ -70,15 +90,48 @@ impl Freshness {
                 d.lapsed = true;
                 true
             }
+            None if never_read => {
+                let lapsed = Deadline {
+                    until: now,
+                    lapsed: true,
+                    read: false,
+                };
+                clusters.insert(cluster.to_owned(), lapsed);
+                true
+            }
             _ => false,
         }
+    }
+
+    /// Whether a read of `cluster` ever succeeded.
+    pub fn ever_read(&self, cluster: &str) -> bool {
+        let clusters = self
+            .clusters
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        clusters.get(cluster).is_some_and(|d| d.read)
+    }
+
+    /// Wait for the first read of `cluster`, at most `bound` after the
+    /// first statement that waited for it (later ones wait only what is
+    /// left of that); whether it came.
+    pub async fn first_read(&self, cluster: &str, bound: Duration) -> bool {
+        let mut reads = self.reads.subscribe();
+        if self.ever_read(cluster) {
+            return true;
+        }
+        let until = *lock(&self.first_waits)
+            .entry(cluster.to_owned())
+            .or_insert_with(|| Instant::now() + bound);
+        let read = reads.wait_for(|_| self.ever_read(cluster));
+        let came = tokio::time::timeout_at(until.into(), read).await;
+        came.is_ok_and(|r| r.is_ok())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn a_deadline_lapses_once_and_a_read_renews_it() {
@@ -86,18 +139,56 @@ mod tests {
         let now = Instant::now();
         let later = now + Duration::from_secs(5);
         assert!(
-            !fresh.lapsed_unmarked("c", later),
-            "never read: no deadline"
+            !fresh.lapsed_unmarked("c", later, false),
+            "never read, not counted: no deadline"
         );
         assert!(!fresh.renew("c", now + Duration::from_secs(1)));
-        assert!(!fresh.lapsed_unmarked("c", now));
-        assert!(fresh.lapsed_unmarked("c", later));
-        assert!(!fresh.lapsed_unmarked("other", later));
-        assert!(fresh.lapse("c", later));
-        assert!(!fresh.lapse("c", later), "marked once");
-        assert!(!fresh.lapsed_unmarked("c", later));
+        assert!(!fresh.lapsed_unmarked("c", now, true));
+        assert!(fresh.lapsed_unmarked("c", later, true));
+        assert!(!fresh.lapsed_unmarked("other", later, false));
+        assert!(fresh.lapse("c", later, true));
+        assert!(!fresh.lapse("c", later, true), "marked once");
+        assert!(!fresh.lapsed_unmarked("c", later, true));
+        assert!(fresh.ever_read("c"), "lapsed after a read");
         assert!(fresh.renew("c", later + Duration::from_secs(1)), "unmark");
-        assert!(!fresh.lapsed_unmarked("c", later));
-        assert!(!fresh.lapse("c", later), "renewed before the lapse");
+        assert!(!fresh.lapsed_unmarked("c", later, true));
+        assert!(!fresh.lapse("c", later, true), "renewed before the lapse");
+    }
+
+    #[test]
+    fn a_cluster_never_read_is_lapsed_from_the_start() {
+        let fresh = Freshness::default();
+        let now = Instant::now();
+        assert!(fresh.lapsed_unmarked("c", now, true));
+        assert!(!fresh.lapse("c", now, false), "not counted: nothing marked");
+        assert!(fresh.lapse("c", now, true));
+        assert!(!fresh.lapsed_unmarked("c", now, true), "marked once");
+        assert!(!fresh.ever_read("c"));
+        assert!(fresh.renew("c", now + Duration::from_secs(1)), "unmark");
+        assert!(fresh.ever_read("c"));
+    }
+
+    #[tokio::test]
+    async fn the_first_read_is_waited_for_within_one_bound() {
+        let fresh = std::sync::Arc::new(Freshness::default());
+        let bound = Duration::from_millis(100);
+        let begun = Instant::now();
+        assert!(!fresh.first_read("c", bound).await, "no read came");
+        assert!(begun.elapsed() >= bound);
+        let again = Instant::now();
+        assert!(!fresh.first_read("c", bound).await);
+        assert!(
+            again.elapsed() < bound,
+            "the bound runs from the first wait"
+        );
+        let waiter = {
+            let fresh = std::sync::Arc::clone(&fresh);
+            tokio::spawn(async move { fresh.first_read("d", Duration::from_secs(5)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        fresh.renew("d", Instant::now() + Duration::from_secs(1));
+        assert!(matches!(waiter.await, Ok(true)));
+        assert!(fresh.first_read("d", bound).await, "read already");
     }
 }
