@@ -189,6 +189,12 @@ impl Session {
             RouteError::StatementsOnDifferentShards { .. } => {
                 self.query_string(summary, frame_sql).await
             }
+            RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
+                if self.carries_subqueries(summary) =>
+            {
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                self.carry_query(frame_sql, error).await
+            }
             err => {
                 let gathers = gathered_refusal(&err) && self.finishes_on_coordinator(summary);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
