@@ -274,3 +274,31 @@ async fn the_gather_limit_and_refuse_mode() {
     assert!(text.contains("cannot combine query levels"), "{text}");
     assert_eq!(common::proxy_panics(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_phase_blocks_and_implicit_writes() {
+    let setup = start(
+        2,
+        "cross_shard_finish = \"coordinator\"\ntwo_phase_commit = true\n\
+         two_phase_commit_wal_dir = \"/tmp/pgshard-tests-2pc-crosswrite\"",
+        3406,
+    )
+    .await;
+    let proxy = client(&setup).await;
+    let id = setup.data.user_ids()[3];
+    let keyed =
+        format!("UPDATE users SET score = (SELECT count(*) FROM orders)::int WHERE id = {id}");
+    // Outside a block (the keyless write two-phase across the shards) and
+    // inside one whose COMMIT is two-phase: the subqueries run through a
+    // session of their own that reads the block's servers.
+    let script = [
+        "UPDATE users SET grp = 7 WHERE score > (SELECT avg(score) FROM users)",
+        "BEGIN",
+        "UPDATE users SET score = -score WHERE grp = 7",
+        "DELETE FROM orders WHERE qty IN (SELECT grp FROM users WHERE score < 0)",
+        keyed.as_str(),
+        "COMMIT",
+    ];
+    same_script(&setup, &proxy, &script).await;
+    assert_eq!(common::proxy_panics(), 0);
+}

@@ -11,6 +11,7 @@
 use bytes::BytesMut;
 use router::carry::{CarryPlan, Value};
 use router::config::CrossShardFinish;
+use router::route::RouteError;
 use router::summary::{StatementKind, Summary};
 
 use super::dispatch::Dispatch;
@@ -155,6 +156,15 @@ impl Session {
         }
         Ran::Failed { ready: false }
     }
+}
+
+/// A refusal for a subquery that reads across shards, which a write may
+/// run first.
+pub(super) fn carried_refusal(err: &RouteError) -> bool {
+    matches!(
+        err,
+        RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
+    )
 }
 
 /// The client's refusal when the subqueries cannot be run first.

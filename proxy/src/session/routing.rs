@@ -189,9 +189,7 @@ impl Session {
             RouteError::StatementsOnDifferentShards { .. } => {
                 self.query_string(summary, frame_sql).await
             }
-            RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
-                if self.carries_subqueries(summary) =>
-            {
+            ref err if super::carry::carried_refusal(err) && self.carries_subqueries(summary) => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 self.carry_query(frame_sql, error).await
             }
