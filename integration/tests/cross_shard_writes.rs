@@ -70,7 +70,19 @@ async fn client(setup: &Setup) -> Client {
 type Outcome = Result<Vec<String>, String>;
 
 async fn outcome(client: &Client, sql: &str) -> Outcome {
-    match client.simple_query(sql).await {
+    // Under load the proxy's read of the move records may be late: it then
+    // refuses keyless statements for a moment and says to retry.
+    let mut tries = 0;
+    let result = loop {
+        match client.simple_query(sql).await {
+            Err(e) if common::describe(&e).contains("has not read lately") && tries < 20 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            result => break result,
+        }
+    };
+    match result {
         Ok(messages) => Ok(messages
             .into_iter()
             .filter_map(|m| match m {
@@ -78,7 +90,10 @@ async fn outcome(client: &Client, sql: &str) -> Outcome {
                 _ => None,
             })
             .collect()),
-        Err(e) => Err(common::code(&e).unwrap_or("?").to_owned()),
+        Err(e) => {
+            eprintln!("{sql}: {}", common::describe(&e));
+            Err(common::code(&e).unwrap_or("?").to_owned())
+        }
     }
 }
 
@@ -155,7 +170,8 @@ async fn differential(n: usize, seed: u64, count: usize) {
             let (got, want) = (contents(&proxy).await, contents(&setup.direct).await);
             assert!(
                 got == want,
-                "tables differ after {sql} (seed {seed}, {n} shards)"
+                "tables differ after {sql} (seed {seed}, {n} shards):\n{}",
+                failures.join("\n")
             );
         }
     }
