@@ -34,29 +34,36 @@ enum Ran {
 const UNRESOLVED: [&[u8]; 2] = [b"42703", b"42P01"];
 
 impl Session {
-    /// `summary` is one write whose refused subqueries may be run first:
-    /// UPDATE, DELETE or INSERT on a config that finishes on the
-    /// coordinator.
-    pub(super) fn carries_subqueries(&self, summary: &Summary) -> bool {
+    /// `summary`, refused with `err`, is one write whose refused
+    /// subqueries may be run first: an UPDATE, DELETE or INSERT refused
+    /// for a subquery that reads across shards, on a config that finishes
+    /// on the coordinator.
+    pub(super) fn carries(&self, err: &RouteError, summary: &Summary) -> bool {
         let [statement] = summary.statements.as_slice() else {
             return false;
         };
-        self.shared.config().general.cross_shard_finish == CrossShardFinish::Coordinator
+        let subquery = matches!(
+            err,
+            RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
+        );
+        subquery
+            && self.shared.config().general.cross_shard_finish == CrossShardFinish::Coordinator
             && matches!(
                 statement.kind,
                 StatementKind::Update | StatementKind::Delete | StatementKind::Insert
             )
     }
 
-    /// A simple query the router refused with `refusal` for a subquery
+    /// A simple query the router refused with `err` for a subquery
     /// that reads across shards: its subqueries run first and the write
     /// with their results is routed, or it is refused (with `refusal` and
     /// why the subqueries cannot be run first).
     pub(super) async fn carry_query(
         &mut self,
         frame_sql: &str,
-        refusal: ClientError,
+        err: &RouteError,
     ) -> Result<Dispatch, End> {
+        let refusal = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
         let coordinator = self.shared.config().general.cross_shard_coordinator;
         let plan = match router::carry::plan(frame_sql, self.cluster.sharding(), coordinator) {
             Ok(plan) => plan,
@@ -156,15 +163,6 @@ impl Session {
         }
         Ran::Failed { ready: false }
     }
-}
-
-/// A refusal for a subquery that reads across shards, which a write may
-/// run first.
-pub(super) fn carried_refusal(err: &RouteError) -> bool {
-    matches!(
-        err,
-        RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
-    )
 }
 
 /// The client's refusal when the subqueries cannot be run first.

@@ -75,9 +75,7 @@ impl Session {
             }
             Err(err) => {
                 let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                if crate::session::carry::carried_refusal(&err)
-                    && self.carries_subqueries(&info.entry.summary)
-                {
+                if self.carries(&err, &info.entry.summary) {
                     error.message.push_str(
                         "; pgshard runs such a subquery first only for a simple query, not yet \
                          in the extended protocol: send the write as a simple query",
