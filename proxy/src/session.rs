@@ -18,6 +18,7 @@
 mod attach;
 mod attached;
 mod behind;
+mod carry;
 mod client_info;
 mod cluster_view;
 mod commit;

@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cache;
+pub mod carry;
 pub mod catalog;
 pub mod config;
 pub mod copy;

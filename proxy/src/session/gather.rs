@@ -115,6 +115,10 @@ pub(super) enum Host {
 pub(super) enum Finish {
     /// A simple query: the finish is one too.
     Simple,
+    /// A simple query pgshard runs for itself (a subquery carried into a
+    /// write, `carry.rs`): its reply stays in the client's buffer, never
+    /// flushed, for pgshard to read and take out.
+    Carried,
     /// A Bind of a prepared statement (its parameter types), then its
     /// Execute (`max_rows`: its row limit, 0 for none): the finish is
     /// parsed with those types, bound with the client's values and result
@@ -143,6 +147,7 @@ impl Finish {
         matches!(
             self,
             Finish::Simple
+                | Finish::Carried
                 | Finish::Sql {
                     extended: false,
                     ..

@@ -189,6 +189,7 @@ impl Session {
             RouteError::StatementsOnDifferentShards { .. } => {
                 self.query_string(summary, frame_sql).await
             }
+            ref err if self.carries(err, summary) => self.carry_query(frame_sql, err).await,
             err => {
                 let gathers = gathered_refusal(&err) && self.finishes_on_coordinator(summary);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());

@@ -247,7 +247,8 @@ impl Session {
                     messages::data_row(self.client.out(), &[Some(&line)]);
                 }
             }
-            if self.client.out().len() >= crate::session::CLIENT_FLUSH_AT {
+            let carried = matches!(finish, Finish::Carried);
+            if !carried && self.client.out().len() >= crate::session::CLIENT_FLUSH_AT {
                 self.client
                     .flush()
                     .await
@@ -272,7 +273,7 @@ impl Session {
 fn finish_request(sql: &str, finish: &Finish) -> BytesMut {
     let mut out = BytesMut::new();
     match finish {
-        Finish::Simple => messages::query(&mut out, sql),
+        Finish::Simple | Finish::Carried => messages::query(&mut out, sql),
         Finish::Sql { types, args, .. } => {
             let script = format!(
                 "PREPARE {SQL_FINISH} {types} AS {sql}; EXECUTE {SQL_FINISH}{args}; \

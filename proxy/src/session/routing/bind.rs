@@ -74,7 +74,13 @@ impl Session {
                 return self.route_move_bind(statement, &bind.to_bind());
             }
             Err(err) => {
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                if self.carries(&err, &info.entry.summary) {
+                    error.message.push_str(
+                        "; pgshard runs such a subquery first only for a simple query, not yet \
+                         in the extended protocol: send the write as a simple query",
+                    );
+                }
                 if super::gathered_refusal(&err)
                     && self.finishes_on_coordinator(&info.entry.summary)
                 {
