@@ -183,10 +183,14 @@ impl Session {
         let generation = start.shared.clusters.generation();
         let sharding = attach::sharding_of(&start.shared, &start.info.database);
         let clock = QueryClock::new(start.shared.config().general.slow_query_threshold());
+        let deadline = start
+            .shared
+            .clusters
+            .freshness
+            .deadline(&start.info.database);
         Session {
             cluster: ClusterView::new(
-                start.pools,
-                generation,
+                (start.pools, generation, deadline),
                 start.mode,
                 sharding,
                 start.prepared_limit,

@@ -106,8 +106,7 @@ impl Session {
         Ok(Ok(()))
     }
 
-    /// An idle primary server of `shard` now, unless PAUSE holds the
-    /// database or none is ready (its settings not brought in line yet).
+    /// An idle primary server of `shard` now, unless PAUSE holds the database or none is ready.
     fn checkout_now(&mut self, shard: usize, read: bool) -> Option<Pooled> {
         if let Some(pinned) = self.cursors.unpin(shard) {
             return Some(pinned);
@@ -199,7 +198,8 @@ impl Session {
     /// lately (`Shared::check_fresh`); the pools and sharding model of a config changed since.
     pub(super) fn follow_config(&mut self) {
         if self.sharded() {
-            self.shared.check_fresh(&self.info.database);
+            let (now, deadline) = (self.pipeline.clock_mut().now(), self.cluster.deadline());
+            self.shared.check_fresh(&self.info.database, deadline, now);
         }
         let generation = self.shared.clusters.generation();
         if self.cluster.stale(generation) {

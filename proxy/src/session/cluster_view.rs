@@ -1,6 +1,7 @@
 //! What a session knows of its cluster, refreshed together when the config
 //! changes (`attach.rs`): the pools of its (cluster, user), the config
-//! generation they came from, the pooler mode, the sharding model and
+//! generation they came from, the cluster's freshness deadline (kept, so
+//! routing reads it without a lookup), the pooler mode, the sharding model and
 //! parser engine it routes by (overlaid by its transaction's own schema
 //! changes: `behind.rs`), and how many prepared statements it may keep.
 //! It changes only at a reload or when the session's own catalog reads
@@ -12,6 +13,7 @@ use router::config::PoolerMode;
 use router::sharding::{ParserEngine, Sharding};
 
 use crate::pool::balancer::ShardPools;
+use crate::pool::clusters::freshness::Deadline;
 use crate::pool::clusters::ClusterPools;
 
 /// A session's view of its cluster.
@@ -19,6 +21,8 @@ pub(super) struct ClusterView {
     pools: ClusterPools,
     /// The config generation `pools` came from.
     generation: u64,
+    /// How long keyless statements may be served (`freshness.rs`).
+    deadline: Arc<Deadline>,
     mode: PoolerMode,
     /// The cluster's sharding model and parser engine (refreshed on reload).
     sharding: Arc<Sharding>,
@@ -30,8 +34,7 @@ impl ClusterView {
     /// The view of a session that logged in with `pools` of config
     /// `generation`.
     pub(super) fn new(
-        pools: ClusterPools,
-        generation: u64,
+        (pools, generation, deadline): (ClusterPools, u64, Arc<Deadline>),
         mode: PoolerMode,
         (sharding, engine): (Arc<Sharding>, ParserEngine),
         prepared_limit: usize,
@@ -39,6 +42,7 @@ impl ClusterView {
         ClusterView {
             pools,
             generation,
+            deadline,
             mode,
             sharding,
             engine,
@@ -49,6 +53,11 @@ impl ClusterView {
     /// The pools of the session's (cluster, user), one per shard.
     pub(super) fn pools(&self) -> &ClusterPools {
         &self.pools
+    }
+
+    /// The cluster's freshness deadline (`Shared::check_fresh`).
+    pub(super) fn deadline(&self) -> &Deadline {
+        &self.deadline
     }
 
     /// How many shards (databases) the cluster has.

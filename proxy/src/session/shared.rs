@@ -19,6 +19,7 @@ use crate::execute::two_phase::log::DecisionLog;
 use crate::execute::two_phase::Coordinator;
 use crate::lock::lock;
 use crate::metrics::Metrics;
+use crate::pool::clusters::freshness::Deadline;
 use crate::pool::clusters::overlay::{Marker, Recorded};
 use crate::pool::clusters::{ClusterPools, Clusters};
 use crate::pool::gate::Gate;
@@ -199,11 +200,10 @@ impl Shared {
     /// Before routing a statement of `cluster`: when its last read of the
     /// move records is too old, mark every shard of its plain tables'
     /// groups moving (keyless statements refused) until a read succeeds.
-    pub fn check_fresh(&self, cluster: &str) {
-        let now = std::time::Instant::now();
-        if self.clusters.freshness.lapsed_unmarked(cluster, now)
-            && self.clusters.freshness.lapse(cluster, now)
-        {
+    /// `deadline` is the cluster's, which the session keeps, and `now` the
+    /// session's clock reading: no lock and no lookup unless it lapsed.
+    pub fn check_fresh(&self, cluster: &str, deadline: &Deadline, now: std::time::Instant) {
+        if deadline.lapsed_unmarked(now) && self.clusters.freshness.lapse(cluster, now) {
             tracing::warn!(
                 cluster,
                 "the moves under way were not read lately: keyless statements on sharded tables are refused until they are"

@@ -52,7 +52,10 @@ async fn an_abandoned_flush_leaves_whole_messages_before_the_last_error() {
         data_row(client.out(), 1_001);
     }
     let abandoned = tokio::time::timeout(Duration::from_millis(200), client.flush()).await;
-    assert!(abandoned.is_err(), "the peer read nothing, yet all was written");
+    assert!(
+        abandoned.is_err(),
+        "the peer read nothing, yet all was written"
+    );
     client.discard_output();
     ClientError::new(sqlstate::ADMIN_SHUTDOWN, "killed").encode_fatal(client.out());
     let reader = tokio::spawn(async move {

@@ -5,7 +5,13 @@ use super::*;
 fn view(mode: PoolerMode) -> ClusterView {
     let sharding = Arc::new(Sharding::default());
     let pools: ClusterPools = Arc::new(Vec::new());
-    ClusterView::new(pools, 3, mode, (sharding, ParserEngine::ZeroCopy), 100)
+    let deadline = crate::pool::clusters::freshness::Freshness::default().deadline("c");
+    ClusterView::new(
+        (pools, 3, deadline),
+        mode,
+        (sharding, ParserEngine::ZeroCopy),
+        100,
+    )
 }
 
 #[test]
