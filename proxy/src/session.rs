@@ -180,14 +180,11 @@ pub struct Session {
 
 impl Session {
     pub fn new(client: ClientConn, start: Start) -> Session {
-        let generation = start.shared.clusters.generation();
+        let clusters = &start.shared.clusters;
+        let generation = clusters.generation();
+        let deadline = clusters.freshness.deadline(&start.info.database);
         let sharding = attach::sharding_of(&start.shared, &start.info.database);
         let clock = QueryClock::new(start.shared.config().general.slow_query_threshold());
-        let deadline = start
-            .shared
-            .clusters
-            .freshness
-            .deadline(&start.info.database);
         Session {
             cluster: ClusterView::new(
                 (start.pools, generation, deadline),

@@ -10,6 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::ClientConn;
 use crate::errors::ClientError;
+use crate::protocol::frame::{backend_extent, Extent};
 use crate::protocol::sqlstate;
 
 async fn pair() -> (ClientConn, TcpStream) {
@@ -33,12 +34,8 @@ fn data_row(out: &mut bytes::BytesMut, n: usize) {
 /// The tags of the whole messages in `bytes`, and what is left after them.
 fn tags(bytes: &[u8]) -> (Vec<u8>, usize) {
     let (mut tags, mut at) = (Vec::new(), 0);
-    while let [tag, a, b, c, d, ..] = bytes[at..] {
-        let length = 1 + u32::from_be_bytes([a, b, c, d]) as usize;
-        if at + length > bytes.len() {
-            break;
-        }
-        tags.push(tag);
+    while let Ok(Extent::Whole(length)) = backend_extent(&bytes[at..]) {
+        tags.push(bytes[at]);
         at += length;
     }
     (tags, bytes.len() - at)
