@@ -31,10 +31,13 @@ const LATENCY_BOUND: Duration = Duration::from_millis(4_000);
 /// The restarted replica is back in rotation within its ban, the health
 /// check's interval and some slack.
 const SERVES_AGAIN: Duration = Duration::from_millis(BAN_TIMEOUT.as_millis() as u64 + 2_000);
+/// Longest the readers may take to log in and read from the replica to be
+/// killed.
+const WARM_UP: Duration = Duration::from_secs(30);
 const READ: &str = "SELECT inet_server_port()::text, count(*)::text FROM items";
 const ROWS: &str = "100";
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Tally {
     /// Reads per server port, and since when each port last answered.
     reads: BTreeMap<u16, (usize, Option<Instant>)>,
@@ -188,11 +191,22 @@ async fn a_replica_killed_under_read_load_fails_cleanly_and_serves_again() {
         .map(|_| tokio::spawn(reader(port, Arc::clone(&tally), Arc::clone(&stop))))
         .collect();
     let killed = replicas[0].port();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(
-        tally.lock().unwrap().reads.contains_key(&killed),
-        "the replica served no reads before the kill"
-    );
+    // Both replicas serve before the kill (the logins of a debug build
+    // under load take a while: waited for, up to WARM_UP).
+    let started = Instant::now();
+    loop {
+        let served = tally.lock().unwrap().reads.contains_key(&killed);
+        if served && started.elapsed() >= Duration::from_secs(2) {
+            break;
+        }
+        assert!(
+            started.elapsed() < WARM_UP,
+            "the replica served no reads before the kill: {:?}",
+            tally.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("warmed up in {:?}", started.elapsed());
     tokio::task::block_in_place(|| replicas[0].kill()).unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
     let errors_while_down = tally.lock().unwrap().errors.len();

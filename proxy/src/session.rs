@@ -223,7 +223,7 @@ impl Session {
         let end = self.serve_unless_killed().await;
         if let End::Fatal(error) = &end {
             self.shared.metrics.error(error.code.as_bytes());
-            self.client.out().clear();
+            self.client.discard_output();
             error.encode_fatal(self.client.out());
             let _ = self.client.flush().await;
         }

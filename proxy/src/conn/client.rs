@@ -14,7 +14,7 @@ use tokio::net::{TcpStream, UnixStream};
 
 use super::spare;
 use super::tls::{ClientStream, TlsAcceptor};
-use crate::protocol::frame::{FrameError, SMALL_MESSAGE_LIMIT};
+use crate::protocol::frame::{backend_extent, Extent, FrameError, SMALL_MESSAGE_LIMIT};
 use crate::protocol::frontend::{decode_frontend_frame, Frame};
 use crate::protocol::ready::drop_ready_for_query;
 use crate::protocol::startup::{decode_startup, StartupError, StartupMessage};
@@ -46,6 +46,12 @@ pub struct ClientConn {
     /// whole messages at the front of `write` that hold no ReadyForQuery
     /// (see [`ClientConn::hold_ready`]).
     held: Option<usize>,
+    /// The bytes at the front of `write` that finish a message whose
+    /// start was written already: they go out before anything else, even
+    /// when the rest of the output is discarded ([`discard_output`]).
+    ///
+    /// [`discard_output`]: ClientConn::discard_output
+    unfinished: usize,
 }
 
 impl ClientConn {
@@ -66,6 +72,7 @@ impl ClientConn {
             write: BytesMut::new(),
             max_message: SMALL_MESSAGE_LIMIT,
             held: None,
+            unfinished: 0,
         }
     }
 
@@ -208,8 +215,24 @@ impl ClientConn {
         }
     }
 
-    /// `n` bytes of the output were written.
+    /// `n` bytes of the output were written. When a write ends inside a
+    /// message, what is left of it is noted ([`unfinished`](Self::unfinished)):
+    /// only a write the socket cut short walks the messages.
     fn written(&mut self, n: usize) {
+        self.unfinished = if n >= self.write.len() {
+            0
+        } else {
+            let mut at = self.unfinished;
+            while at < n {
+                match backend_extent(&self.write[at..]) {
+                    Ok(Extent::Whole(length)) => at += length,
+                    // Not a whole message (pgshard writes only whole ones):
+                    // all of it is kept.
+                    _ => at = self.write.len(),
+                }
+            }
+            at - n
+        };
         self.write.advance(n);
         if let Some(end) = self.held.as_mut() {
             *end -= n;
@@ -228,8 +251,7 @@ impl ClientConn {
             Ok(n) => self.written(n),
             Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(_) => {
-                self.write.clear();
-                self.held = self.held.map(|_| 0);
+                self.lost_output();
                 return Err(Gone);
             }
         }
@@ -237,19 +259,42 @@ impl ClientConn {
     }
 
     /// Write all of the output (while ReadyForQuery messages are held, all
-    /// its whole messages).
+    /// its whole messages). Cancel-safe: each write is accounted for as it
+    /// completes, so a flush abandoned in a `select!` (a KILL, say) leaves
+    /// the output as it is on the wire.
     pub async fn flush(&mut self) -> Result<(), Gone> {
         if self.flush_now()? {
             return Ok(());
         }
-        let end = self.writable();
-        let written = self.stream.write_all(&self.write[..end]).await;
-        self.written(end);
-        if written.is_err() {
-            self.write.clear();
-            self.held = self.held.map(|_| 0);
+        loop {
+            let end = self.writable();
+            if end == 0 {
+                return Ok(());
+            }
+            match self.stream.write(&self.write[..end]).await {
+                Ok(n) if n > 0 => self.written(n),
+                _ => {
+                    self.lost_output();
+                    return Err(Gone);
+                }
+            }
         }
-        written.map_err(|_| Gone)
+    }
+
+    /// The client cannot be written to: its output goes.
+    fn lost_output(&mut self) {
+        self.write.clear();
+        self.unfinished = 0;
+        self.held = self.held.map(|_| 0);
+    }
+
+    /// Drop the output not yet written, to put a last message (a FATAL
+    /// error) in its place: what finishes a message already partly
+    /// written stays, so the client reads whole messages up to it, and
+    /// ReadyForQuery messages are no longer held.
+    pub fn discard_output(&mut self) {
+        self.write.truncate(self.unfinished);
+        self.held = None;
     }
 
     /// Write `bytes` now, ahead of nothing else (the output is empty
@@ -274,3 +319,6 @@ pub enum ReadError {
     #[error(transparent)]
     Frame(#[from] FrameError),
 }
+
+#[cfg(test)]
+mod tests;

@@ -47,31 +47,31 @@ pub fn starts_listen(sql: &[u8]) -> bool {
 /// run on a pooled server, whose LISTEN would be lost when it is reset. A
 /// later UNLISTEN passes (asyncpg resets a connection with `SELECT
 /// pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`): it runs on
-/// the server, where it has nothing to undo. Quoted text is skipped; memchr finds the `;`s,
-/// so a string without one costs a single scan.
+/// the server, where it has nothing to undo. Quoted text is skipped; memchr
+/// jumps from one `;` or quote to the next (pgbench's statements, say, end
+/// with a `;`: one jump past the text, not a look at every byte).
 pub fn listens_after_first(sql: &[u8]) -> bool {
     if memchr::memchr(b';', sql).is_none() {
         return false;
     }
     let mut at = 0;
-    while let Some(&b) = sql.get(at) {
-        match b {
-            b'\'' | b'"' => {
-                at += 1;
-                while sql.get(at).is_some_and(|&c| c != b) {
-                    at += 1;
-                }
+    while let Some(found) = memchr::memchr3(b';', b'\'', b'"', &sql[at..]) {
+        at += found;
+        let quote = sql[at];
+        if quote == b';' {
+            let rest = &sql[at + 1..];
+            let (word, _) = word(rest, skip_blank(rest, 0));
+            if word.eq_ignore_ascii_case(b"LISTEN") {
+                return true;
             }
-            b';' => {
-                let rest = &sql[at + 1..];
-                let (word, _) = word(rest, skip_blank(rest, 0));
-                if word.eq_ignore_ascii_case(b"LISTEN") {
-                    return true;
-                }
+            at += 1;
+        } else {
+            // Past the closing quote; an unclosed one runs to the end.
+            match memchr::memchr(quote, &sql[at + 1..]) {
+                Some(close) => at += close + 2,
+                None => return false,
             }
-            _ => {}
         }
-        at += 1;
     }
     false
 }
@@ -251,6 +251,14 @@ mod tests {
             ("SELECT 'a; listen x'", false),
             ("SELECT 1; SELECT 'listen'", false),
             ("SELECT listen FROM t; SELECT 2", false),
+            (
+                "SELECT abalance FROM pgbench_accounts WHERE aid = 1;",
+                false,
+            ),
+            ("SELECT \"a;b\"; LISTEN x", true),
+            ("SELECT 'it''s; x'; LISTEN x", true),
+            ("SELECT 'a; LISTEN x", false),
+            ("SELECT \"a\"\"; listen x\"", false),
         ] {
             assert_eq!(listens_after_first(sql.as_bytes()), expected, "{sql}");
         }
