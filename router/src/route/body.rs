@@ -7,11 +7,11 @@ use crate::sharding::Sharding;
 use crate::summary::{SchemaChange, StatementKind, StatementSummary, Sublinks};
 
 use super::cte_writes;
-use super::facts::{table_facts, TableFacts};
+use super::facts::{classified_facts, table_facts, TableFacts};
 use super::keyed::{plan_keyed, Keyed};
 use super::schema;
 use super::sublinks;
-use super::tables::{classify, entry_names, TableClass};
+use super::tables::{entry_names, Classes, TableClass};
 use super::{to_route, Decision, Route, RouteError, Routed};
 
 #[derive(Debug, Clone)]
@@ -24,11 +24,22 @@ pub(super) enum Body {
 
 /// Rules 3-11 for a statement that is not transaction control, without
 /// overrides: fixed where parameter values cannot change the outcome.
-pub(super) fn plan_body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Body {
-    body(stmt, sharding, write).unwrap_or_else(|err| Body::Fixed(Err(err)))
+/// `classes`: what the statement's tables are.
+pub(super) fn plan_body(
+    stmt: &StatementSummary,
+    classes: &Classes<'_>,
+    sharding: &Sharding,
+    write: bool,
+) -> Body {
+    body(stmt, classes, sharding, write).unwrap_or_else(|err| Body::Fixed(Err(err)))
 }
 
-fn body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Result<Body, RouteError> {
+fn body(
+    stmt: &StatementSummary,
+    classes: &Classes<'_>,
+    sharding: &Sharding,
+    write: bool,
+) -> Result<Body, RouteError> {
     let databases = sharding.databases;
     let done = |route: Route, pinned: bool| {
         Ok(Body::Fixed(Ok(Decision {
@@ -40,8 +51,9 @@ fn body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Result<Bod
             pinned,
         })))
     };
+    let ddl = matches!(stmt.kind, StatementKind::Ddl);
     if databases <= 1 {
-        let route = if stmt.tables.is_empty() && stmt.kind != StatementKind::Ddl {
+        let route = if stmt.tables.is_empty() && !ddl {
             Route::Any
         } else if databases == 1 {
             Route::Shard(0)
@@ -50,8 +62,9 @@ fn body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Result<Bod
         };
         return done(route, false);
     }
-    let facts = table_facts(stmt.target.as_ref(), &stmt.tables, sharding)?;
-    check_write_target(stmt, &facts, sharding)?;
+    let target = stmt.target.as_ref().zip(classes.target);
+    let facts = classified_facts(target, classes.zip(stmt), sharding)?;
+    check_write_target(stmt, classes.target, &facts, sharding)?;
     cte_writes::check(stmt, sharding)?;
     schema::check(stmt, sharding)?;
     create_as_sublinks(stmt, sharding, &facts)?;
@@ -63,11 +76,9 @@ fn body(stmt: &StatementSummary, sharding: &Sharding, write: bool) -> Result<Bod
     match stmt.sublinks.as_deref() {
         // Schema changes do not run their sublinks here (a view's run where
         // the view is read).
-        Some(sublinks) if stmt.kind != StatementKind::Ddl => {
-            with_sublinks(stmt, sharding, write, &facts, sublinks, unsharded)
-        }
+        Some(sublinks) if !ddl => with_sublinks(stmt, sharding, write, &facts, sublinks, unsharded),
         _ if !facts.touches_sharded => done(unsharded, false),
-        _ if stmt.kind == StatementKind::Ddl => {
+        _ if ddl => {
             // Every database holds a part of a sharded table, so schema
             // changes go everywhere; a family table lives on its own
             // database only.
@@ -170,16 +181,17 @@ fn settle(keyed: Box<Keyed>, sharding: &Sharding, write: bool) -> Body {
     Body::Keyed(keyed)
 }
 
-/// Rule 11: refuse writes that would leave rows where they do not belong.
+/// Rule 11: refuse writes that would leave rows where they do not belong
+/// (`class`: the target's).
 fn check_write_target(
     stmt: &StatementSummary,
+    class: Option<TableClass<'_>>,
     facts: &TableFacts<'_>,
     sharding: &Sharding,
 ) -> Result<(), RouteError> {
-    let Some(target) = &stmt.target else {
+    let (Some(target), Some(class)) = (&stmt.target, class) else {
         return Ok(());
     };
-    let class = classify(target, sharding);
     if !stmt.set_columns.is_empty() {
         let key = sharding.tables.iter().find(|entry| {
             let keys_target = match class {

@@ -19,6 +19,8 @@ pub(super) struct TableFacts<'a> {
     pub(super) reads_sharded: bool,
     /// Any sharded, unknown or family table.
     pub(super) touches_sharded: bool,
+    /// The target is a configured-sharded or unknown table.
+    pub(super) target_sharded: bool,
     /// The first configured-sharded or unknown table, and whether unknown:
     /// the target if it is one.
     pub(super) first_sharded: Option<(&'a str, bool)>,
@@ -35,16 +37,31 @@ pub(super) fn table_facts<'a>(
     tables: &'a [TableRef],
     sharding: &Sharding,
 ) -> Result<TableFacts<'a>, RouteError> {
+    let target = target.map(|target| (target, classify(target, sharding)));
+    let tables = tables
+        .iter()
+        .map(|table| (table, classify(table, sharding)));
+    classified_facts(target, tables, sharding)
+}
+
+/// [`table_facts`] of tables already classified (the statement's own,
+/// classified once per plan: [`super::tables::Classes`]).
+pub(super) fn classified_facts<'a, 's>(
+    target: Option<(&'a TableRef, TableClass<'s>)>,
+    tables: impl Iterator<Item = (&'a TableRef, TableClass<'s>)>,
+    sharding: &Sharding,
+) -> Result<TableFacts<'a>, RouteError> {
     let mut facts = TableFacts::default();
-    if let Some(target) = target {
-        let class = classify(target, sharding);
+    if let Some((target, class)) = target {
         if matches!(class, TableClass::Sharded | TableClass::Unknown) {
+            facts.target_sharded = true;
             facts.first_sharded = Some((&target.name, class == TableClass::Unknown));
         }
     }
-    for table in tables {
+    let target = target.map(|(target, _)| target);
+    for (table, class) in tables {
         let other = target != Some(table);
-        match classify(table, sharding) {
+        match class {
             TableClass::Family { family, key } => {
                 facts.touches_sharded = true;
                 if other && facts.first_read.is_none() {

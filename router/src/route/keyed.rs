@@ -12,7 +12,7 @@ use super::key_values;
 use super::keys::{restrict, Compiled, Keys, Restriction};
 use super::shard_set::ShardSet;
 use super::sublinks::{self, Placed};
-use super::tables::{classify, entry_names, TableClass};
+use super::tables::entry_names;
 use super::{describe, join, to_route, Decision, ParamValue, Route, RouteError, Routed};
 
 /// A statement on sharded tables whose conditions read parameters.
@@ -227,15 +227,9 @@ pub(super) fn plan_keyed(
     placed: Vec<Placed>,
 ) -> Result<Box<Keyed>, RouteError> {
     let (table, unknown) = facts.first_sharded.unwrap_or(("", false));
-    let is_insert = stmt.kind == StatementKind::Insert;
-    let is_merge = stmt.kind == StatementKind::Merge;
-    let target_sharded = stmt.target.as_ref().is_some_and(|target| {
-        matches!(
-            classify(target, sharding),
-            TableClass::Sharded | TableClass::Unknown
-        )
-    });
-    if is_insert && stmt.insert_without_columns && target_sharded {
+    let is_insert = matches!(stmt.kind, StatementKind::Insert);
+    let is_merge = matches!(stmt.kind, StatementKind::Merge);
+    if is_insert && stmt.insert_without_columns && facts.target_sharded {
         return Err(without_key(stmt, sharding, table, unknown));
     }
     let several = match (is_insert, is_merge) {
@@ -342,7 +336,7 @@ fn without_key(
     table: &str,
     unknown: bool,
 ) -> RouteError {
-    let is_merge = stmt.kind == StatementKind::Merge;
+    let is_merge = matches!(stmt.kind, StatementKind::Merge);
     let column = stmt
         .tables
         .iter()

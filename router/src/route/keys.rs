@@ -4,6 +4,8 @@
 //! ([`eval`] per Bind; [`restrict`] over a statement's levels). Typing and
 //! placing one key value is `key_values.rs`'s.
 
+use smallvec::SmallVec;
+
 use crate::extract::MAX_DEPTH;
 
 use crate::sharding::{DataType, KeySpace, ShardedTable, Sharding};
@@ -42,11 +44,12 @@ pub(crate) enum Compiled {
     /// `key = $n` (`array: false`) or `key = ANY($n)`: parameter `n` typed
     /// and hashed in the key space of each `[[sharded_tables]]` entry listed
     /// (by index, with the type the value is read as), then unrestricted if
-    /// `then_free` (a later entry compares it in a foreign type).
+    /// `then_free` (a later entry compares it in a foreign type). Inline:
+    /// a key is almost always in one key space.
     Param {
         n: u16,
         array: bool,
-        keys: Vec<(usize, DataType)>,
+        keys: KeyEntries,
         then_free: bool,
     },
     /// `one_column`: every leaf compares the same column, so an empty
@@ -63,6 +66,10 @@ impl Compiled {
         matches!(self, Compiled::Fixed(_))
     }
 }
+
+/// The `[[sharded_tables]]` entries (by index) a parameter is typed and
+/// hashed with, and the type it is read as.
+pub(crate) type KeyEntries = SmallVec<[(usize, DataType); 2]>;
 
 /// What compiling conditions reads: the tables their columns may name
 /// (a statement's, or a sublink's) and the config.
@@ -124,7 +131,7 @@ impl Keys<'_> {
                 None => return Compiled::Fixed(Ok(Restriction::Free)),
             },
         };
-        let mut keys = Vec::new();
+        let mut keys = KeyEntries::new();
         let mut then_free = false;
         let mut done: Option<&KeySpace> = None;
         for (index, entry) in self.sharding.tables.iter().enumerate() {

@@ -15,7 +15,7 @@ use super::body::{creates_from_query, plan_body, Body};
 use super::joins::{self, JoinPlan};
 use super::key_values::{self, type_name};
 use super::moving::MovingPlan;
-use super::tables::{classify, entry_names, TableClass};
+use super::tables::{entry_names, Classes, TableClass};
 use super::{combine, Decision, Overrides, ParamValue, Route, RouteError, Routed};
 
 /// A statement string planned against one sharding config. Route it with
@@ -115,62 +115,60 @@ impl StatementPlan {
                 | StatementKind::SetShardingKey(_)
         );
         let write = stmt.write || stmt.locking;
-        let moving = if control {
-            None
-        } else {
-            MovingPlan::new(stmt, sharding).map(|moving| {
-                let shadow = StatementPlan::new(stmt, &moving.shadow);
-                Box::new((moving, shadow))
-            })
-        };
-        let refused = moving.as_ref().and_then(|m| m.0.refusal()).cloned();
-        let plan = StatementPlan {
-            control,
-            write,
-            override_space: if control {
-                None
-            } else {
-                override_key_space(stmt, sharding)
-            },
-            body: if control {
-                Body::Fixed(Ok(Decision {
+        if control {
+            return StatementPlan {
+                control,
+                write,
+                override_space: None,
+                body: Body::Fixed(Ok(Decision {
                     routed: Routed {
                         route: Route::Any,
                         write: false,
                         touches_moving: false,
                     },
                     pinned: false,
-                }))
-            } else {
-                plan_body(stmt, sharding, write)
-            },
+                })),
+                joins: None,
+                behind: None,
+                moving: None,
+            };
+        }
+        // What each table is, once for every rule below.
+        let classes = Classes::of(stmt, sharding);
+        let moving = MovingPlan::new(stmt, sharding).map(|moving| {
+            let shadow = StatementPlan::new(stmt, &moving.shadow);
+            Box::new((moving, shadow))
+        });
+        let override_space = override_key_space(stmt, &classes, sharding);
+        if let Some(err) = moving.as_ref().and_then(|m| m.0.refusal()).cloned() {
+            // Rule 17: refused whatever its parameters (overrides still
+            // pick a database).
+            return StatementPlan {
+                control,
+                write,
+                override_space,
+                body: Body::Fixed(Err(err)),
+                joins: None,
+                behind: None,
+                moving,
+            };
+        }
+        StatementPlan {
+            control,
+            write,
+            override_space,
+            body: plan_body(stmt, &classes, sharding, write),
             // Rule 13, after rule 3 (one database) and never for schema
             // changes (a view's joins run where the view is read).
-            joins: if control
-                || sharding.databases <= 1
-                || (stmt.kind == StatementKind::Ddl && !creates_from_query(stmt))
+            joins: if sharding.databases <= 1
+                || (matches!(stmt.kind, StatementKind::Ddl) && !creates_from_query(stmt))
             {
                 None
             } else {
                 joins::plan(stmt, sharding).transpose().map(Box::new)
             },
-            behind: if control {
-                None
-            } else {
-                Behind::plan(stmt, sharding)
-            },
+            behind: Behind::plan(stmt, sharding),
             moving,
-        };
-        match refused {
-            // Rule 17: refused whatever its parameters (overrides still
-            // pick a database).
-            Some(err) => StatementPlan {
-                body: Body::Fixed(Err(err)),
-                joins: None,
-                behind: None,
-                ..plan
-            },
-            None => plan,
         }
     }
 
@@ -266,25 +264,28 @@ impl StatementPlan {
     }
 }
 
-/// The key space a `pgdog.sharding_key` value is typed and hashed with.
-fn override_key_space(stmt: &StatementSummary, sharding: &Sharding) -> Option<Space> {
-    let named = stmt
-        .tables
-        .iter()
-        .find_map(|t| sharding.tables.iter().position(|e| entry_names(e, t)));
+/// The key space a `pgdog.sharding_key` value is typed and hashed with
+/// (`classes`: what the statement's tables are).
+fn override_key_space(
+    stmt: &StatementSummary,
+    classes: &Classes<'_>,
+    sharding: &Sharding,
+) -> Option<Space> {
+    // A table is `Sharded` exactly when an entry names it.
+    let named = classes
+        .zip(stmt)
+        .filter(|(_, class)| *class == TableClass::Sharded)
+        .find_map(|(t, _)| sharding.tables.iter().position(|e| entry_names(e, t)));
     if let Some(index) = named {
         return Some(Space::Table(index));
     }
-    let family = stmt
-        .tables
-        .iter()
-        .find_map(|t| match classify(t, sharding) {
-            TableClass::Family { family, .. } => sharding
-                .families
-                .iter()
-                .position(|f| std::ptr::eq(f, family)),
-            _ => None,
-        });
+    let family = classes.tables.iter().find_map(|class| match class {
+        TableClass::Family { family, .. } => sharding
+            .families
+            .iter()
+            .position(|f| std::ptr::eq(f, *family)),
+        _ => None,
+    });
     if let Some(index) = family {
         return Some(Space::Family(index));
     }

@@ -2,8 +2,10 @@
 //! family, a configured sharded table, an omnisharded (reference) table, a
 //! system catalog, or a table the sharding config does not mention.
 
+use smallvec::SmallVec;
+
 use crate::sharding::{KeySpace, ShardedTable, Sharding, TableFamily};
-use crate::summary::TableRef;
+use crate::summary::{StatementSummary, TableRef};
 
 /// How a table is routed. Checked in this order: an explicit
 /// `[[sharded_tables]]` entry naming the table wins over a family pattern,
@@ -26,6 +28,45 @@ pub(crate) enum TableClass<'s> {
     /// (column-only `[[sharded_tables]]` entries may give one): keyless
     /// reads read every database, so no row is silently missed.
     Unknown,
+}
+
+/// A statement's tables classified once per plan, for every rule that
+/// asks what they are: `tables[i]` is the class of the statement's
+/// `tables[i]`, `target` that of its target (the same table's when the
+/// statement also lists it, as it does but for hand-built summaries).
+pub(crate) struct Classes<'s> {
+    pub(crate) tables: SmallVec<[TableClass<'s>; 4]>,
+    pub(crate) target: Option<TableClass<'s>>,
+}
+
+impl<'s> Classes<'s> {
+    pub(crate) fn of(stmt: &StatementSummary, sharding: &'s Sharding) -> Classes<'s> {
+        // Pushed, not collected: SmallVec's `extend` costs a plan of one
+        // table more than classifying it (`bench/route_instructions.sh`).
+        let mut tables = SmallVec::new();
+        for table in &stmt.tables {
+            tables.push(classify(table, sharding));
+        }
+        let target = stmt.target.as_ref().map(|target| {
+            let listed = stmt
+                .tables
+                .iter()
+                .position(|t| t.name == target.name && t.schema == target.schema);
+            match listed {
+                Some(index) => tables[index],
+                None => classify(target, sharding),
+            }
+        });
+        Classes { tables, target }
+    }
+
+    /// The statement's tables with their classes.
+    pub(crate) fn zip<'t>(
+        &'t self,
+        stmt: &'t StatementSummary,
+    ) -> impl Iterator<Item = (&'t TableRef, TableClass<'s>)> + 't {
+        stmt.tables.iter().zip(self.tables.iter().copied())
+    }
 }
 
 /// An unqualified name matches any schema (we cannot see the client's

@@ -279,10 +279,12 @@ impl<'a> Levels<'_, 'a> {
         self.expression(expr, &mut own)?;
         let start = self.tasks.len();
         for item in from.nodes().flatten() {
-            // Join trees nest as deep as they have joins: a stack. Right
-            // sides are pushed first, so left ones are read first.
-            self.joins.push(item);
-            while let Some(item) = self.joins.pop() {
+            // Join trees nest as deep as they have joins: a stack of right
+            // sides, read after their left ones. A FROM item that is no
+            // join (the common case) never touches it, so a plain level
+            // allocates nothing here.
+            let mut next = Some(item);
+            while let Some(item) = next.take().or_else(|| self.joins.pop()) {
                 match item.kind() {
                     NodeRef::JoinExpr(join) => {
                         let (left, right) = match join.jointype() {
@@ -295,7 +297,7 @@ impl<'a> Levels<'_, 'a> {
                             _ => (None, None),
                         };
                         self.joins.extend(right);
-                        self.joins.extend(left);
+                        next = left;
                     }
                     NodeRef::RangeSubselect(subselect) => {
                         if let Some(query) = subselect.subquery() {
