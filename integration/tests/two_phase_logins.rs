@@ -5,6 +5,9 @@
 //! that may not write it gets a clear 42501 with what to grant, and
 //! nothing is committed anywhere.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::connect;
