@@ -1,6 +1,7 @@
 //! The per-shard statements of prepared split INSERTs are kept by the
-//! part's shape (`proxy/src/session/statements/split_parts.rs`): SHOW LISTS's
-//! `split_part_statements_written` stays put across Binds whose parts have
+//! part's shape (`proxy/src/session/statements/split_parts.rs`; a part goes
+//! in chunks of 1, 2, 4, ... rows, each chunk a shape): SHOW LISTS's
+//! `split_part_statements_written` stays put across Binds whose chunks have
 //! shapes seen before (whichever shards they reach), grows for a new shape,
 //! and grows again after a schema change through pgshard (the kept
 //! statements were retired); DEALLOCATE and DISCARD ALL leave the shared
@@ -114,10 +115,11 @@ async fn parts_statements_are_written_once_per_shape() {
     let statement = client.prepare(&sql).await.unwrap();
     let (written0, reused0) = counters(&admin).await;
 
-    // Shards 0 and 1, 4 + 6 rows: two parts written.
+    // Shards 0 and 1, 4 + 6 rows, sent in chunks of 4 | 4, 2: two
+    // statements written (4 and 2 rows), the 4 used again.
     run(&client, &statement, &mix(&keys, (0, 4), (1, 6), 1)).await;
     let (written, reused) = counters(&admin).await;
-    assert_eq!((written - written0, reused - reused0), (2, 0));
+    assert_eq!((written - written0, reused - reused0), (2, 1));
     // Again, other ids: the kept statements, nothing written.
     for round in 0..3 {
         run(
@@ -128,17 +130,18 @@ async fn parts_statements_are_written_once_per_shape() {
         .await;
     }
     let (written1, reused1) = counters(&admin).await;
-    assert_eq!((written1 - written, reused1 - reused), (0, 6));
+    assert_eq!((written1 - written, reused1 - reused), (0, 9));
     // Another shard set with parts of the same sizes: kept too (a part's
     // statement does not depend on its shard).
     run(&client, &statement, &mix(&keys, (2, 6), (3, 4), 200)).await;
     let (written2, reused2) = counters(&admin).await;
-    assert_eq!((written2 - written1, reused2 - reused1), (0, 2));
-    // Parts of new sizes (3 and 7): written, then kept.
+    assert_eq!((written2 - written1, reused2 - reused1), (0, 3));
+    // Parts of new sizes (3 and 7: chunks of 2, 1 and 4, 2, 1): only the
+    // 1-row chunk is new.
     run(&client, &statement, &mix(&keys, (0, 3), (2, 7), 300)).await;
     run(&client, &statement, &mix(&keys, (1, 7), (3, 3), 400)).await;
     let (written3, reused3) = counters(&admin).await;
-    assert_eq!((written3 - written2, reused3 - reused2), (2, 2));
+    assert_eq!((written3 - written2, reused3 - reused2), (1, 9));
     assert_eq!(
         held(&cluster).await,
         vec![4 * 4 + 3, 4 * 6 + 7, 6 + 7, 4 + 3]

@@ -103,6 +103,25 @@ pub enum PartShape {
     Exact(Vec<usize>),
 }
 
+/// The most rows one chunk of a prepared part holds (pgjdbc's largest
+/// rewritten batch).
+pub const CHUNK_ROWS: usize = 128;
+
+/// The sizes a prepared part of `rows` rows is sent in, first to last: the
+/// largest power of two not above what is left, at most [`CHUNK_ROWS`]
+/// (500 rows: 128, 128, 128, 64, 32, 16, 4). Each size is one statement
+/// prepared once per server, whichever rows and shards a Bind's parts get.
+pub fn chunk_sizes(rows: usize) -> Vec<usize> {
+    let mut sizes = Vec::new();
+    let mut left = rows;
+    while left > 0 {
+        let size = (1usize << left.ilog2()).min(CHUNK_ROWS);
+        sizes.push(size);
+        left -= size;
+    }
+    sizes
+}
+
 impl InsertRows {
     /// Read the INSERT `sql`; an error when it is not one INSERT of
     /// VALUES rows.

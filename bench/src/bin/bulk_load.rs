@@ -18,6 +18,10 @@
 //! `executeBatch` with `reWriteBatchedInserts=true`: prepared multi-row
 //! INSERTs of 128, 64, 32, ... rows, Bind and Execute each, one Sync).
 //! Tables are truncated before each run; row counts are checked after.
+//! For each shard count above 1, the floor: `direct, N databases in
+//! parallel` cuts each statement's rows in N slices sent at once straight
+//! to N databases on their own servers (each slice committing on its own),
+//! what the parts in parallel cost on this machine without pgshard.
 //!
 //! `cargo run --release -p bench --bin bulk_load` (`--rows N`, `--shards
 //! 2,4`, `--no-copy`, `--baseline <another bulk_load>` to run that build's
@@ -121,6 +125,22 @@ fn main() -> Result<()> {
         batch_secs,
         peak_kib: None,
     });
+    for &n in options.shards.iter().filter(|&&n| n > 1) {
+        let targets: Vec<(u16, String)> = (0..n)
+            .map(|i| (servers[i].port(), format!("shard_{i}")))
+            .collect();
+        let targets: Vec<(u16, &str)> = targets.iter().map(|(p, d)| (*p, d.as_str())).collect();
+        let (insert_secs, bind_secs, batch_secs) =
+            runtime.block_on(parallel_direct(&targets, &options))?;
+        runs.push(Run {
+            label: format!("direct, {n} databases in parallel"),
+            copy_secs: f64::NAN,
+            insert_secs,
+            bind_secs,
+            batch_secs,
+            peak_kib: None,
+        });
+    }
     let mut proxies = vec![("pgshard", std::env::current_exe()?)];
     if let Some(baseline) = &options.baseline {
         proxies.push(("baseline", baseline.clone()));
@@ -177,7 +197,7 @@ fn report(runs: &[Run], options: &Options, bytes: usize) {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for run in runs {
         // With --no-copy there is no COPY to report (not NaN).
-        let copy = match options.no_copy {
+        let copy = match options.no_copy || run.copy_secs.is_nan() {
             true => "- | - | -".to_owned(),
             false => format!(
                 "{:.1} | {:.0} | {:.2}x",
@@ -271,11 +291,7 @@ async fn prepared_inserts(client: &mut Wire, options: &Options) -> Result<f64> {
     client.prepare("bulk", &sql).await?;
     let start = Instant::now();
     for i in 0..options.inserts {
-        let params: Vec<Vec<u8>> = (i * rows + 1..=i * rows + rows)
-            .flat_map(|aid| [aid.to_string(), "1".into(), "0".into(), "x".into()])
-            .map(String::into_bytes)
-            .collect();
-        let tag = client.execute("bulk", &params).await?;
+        let tag = client.execute("bulk", &text_params(i * rows, rows)).await?;
         if tag != format!("INSERT 0 {rows}") {
             bail!("INSERT $n: {tag}");
         }
@@ -309,6 +325,16 @@ fn prepared_sql(rows: u64) -> String {
 /// prepared statement, one Sync for the batch; their seconds.
 async fn jdbc_batches(client: &mut Wire, options: &Options) -> Result<f64> {
     let rows = options.insert_rows;
+    prepare_jdbc(client, rows).await?;
+    let start = Instant::now();
+    for i in 0..options.inserts {
+        jdbc_batch(client, i * rows, rows).await?;
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// The sizes pgjdbc cuts a batch of `rows` rows in (128, 64, ... 1).
+fn jdbc_sizes(rows: u64) -> Vec<u64> {
     let mut sizes = Vec::new();
     let mut left = rows;
     while left > 0 {
@@ -316,35 +342,123 @@ async fn jdbc_batches(client: &mut Wire, options: &Options) -> Result<f64> {
         sizes.push(size);
         left -= size;
     }
-    let mut distinct = sizes.clone();
+    sizes
+}
+
+/// Prepare the statements of [`jdbc_batch`]es of `rows` rows.
+async fn prepare_jdbc(client: &mut Wire, rows: u64) -> Result<()> {
+    let mut distinct = jdbc_sizes(rows);
     distinct.dedup();
     for size in &distinct {
         client
             .prepare(&format!("jdbc_{size}"), &prepared_sql(*size))
             .await?;
     }
+    Ok(())
+}
+
+/// One JDBC-shaped batch of `rows` rows from `aid` `first + 1`.
+async fn jdbc_batch(client: &mut Wire, first: u64, rows: u64) -> Result<()> {
+    let sizes = jdbc_sizes(rows);
+    let mut aid = first;
+    let mut batch = Vec::new();
+    for size in &sizes {
+        batch.push((format!("jdbc_{size}"), text_params(aid, *size)));
+        aid += size;
+    }
+    let tags = client.execute_batch(&batch).await?;
+    let total: u64 = tags
+        .iter()
+        .filter_map(|t| t.strip_prefix("INSERT 0 ")?.parse::<u64>().ok())
+        .sum();
+    if total != rows || tags.len() != sizes.len() {
+        bail!("JDBC batch: {tags:?}");
+    }
+    Ok(())
+}
+
+/// The text parameters of `rows` rows from `aid` `first + 1`.
+fn text_params(first: u64, rows: u64) -> Vec<Vec<u8>> {
+    (first + 1..=first + rows)
+        .flat_map(|aid| [aid.to_string(), "1".into(), "0".into(), "x".into()])
+        .map(String::into_bytes)
+        .collect()
+}
+
+/// The floor for `targets.len()` shards: each statement's rows cut in as
+/// many slices, sent at once straight to the databases of `targets` (each
+/// on a server of its own, as pgshard's shards are), all waited for; each
+/// slice commits on its own. The INSERT, INSERT $n and JDBC batch seconds.
+async fn parallel_direct(targets: &[(u16, &str)], options: &Options) -> Result<(f64, f64, f64)> {
+    let (n, rows, total) = (
+        targets.len() as u64,
+        options.insert_rows,
+        options.inserts * options.insert_rows,
+    );
+    // Slice k of a statement: its first row (offset) and row count.
+    let slices: Vec<(u64, u64)> = (0..n)
+        .map(|k| (k * rows / n, (k + 1) * rows / n - k * rows / n))
+        .collect();
+    let mut clients = Vec::new();
+    for (port, database) in targets {
+        clients.push(Wire::login(*port, database).await?);
+    }
+    truncate(targets).await?;
     let start = Instant::now();
     for i in 0..options.inserts {
-        let mut aid = i * rows;
-        let mut batch = Vec::new();
-        for size in &sizes {
-            let params: Vec<Vec<u8>> = (aid + 1..=aid + size)
-                .flat_map(|aid| [aid.to_string(), "1".into(), "0".into(), "x".into()])
-                .map(String::into_bytes)
-                .collect();
-            aid += size;
-            batch.push((format!("jdbc_{size}"), params));
-        }
-        let tags = client.execute_batch(&batch).await?;
-        let total: u64 = tags
-            .iter()
-            .filter_map(|t| t.strip_prefix("INSERT 0 ")?.parse::<u64>().ok())
-            .sum();
-        if total != rows || tags.len() != sizes.len() {
-            bail!("JDBC batch: {tags:?}");
-        }
+        let runs = clients
+            .iter_mut()
+            .zip(&slices)
+            .map(|(client, &(at, size))| {
+                let sql = insert_sql(i * rows + at, size);
+                async move {
+                    let tag = client.query(&sql).await?;
+                    match tag == format!("INSERT 0 {size}") {
+                        true => Ok(()),
+                        false => bail!("INSERT in parallel: {tag}"),
+                    }
+                }
+            });
+        futures_util::future::try_join_all(runs).await?;
     }
-    Ok(start.elapsed().as_secs_f64())
+    let insert_secs = start.elapsed().as_secs_f64();
+    if count(targets).await? != total {
+        bail!("INSERT in parallel: rows missing");
+    }
+    truncate(targets).await?;
+    for (client, &(_, size)) in clients.iter_mut().zip(&slices) {
+        client.prepare("bulk", &prepared_sql(size)).await?;
+    }
+    let start = Instant::now();
+    for i in 0..options.inserts {
+        let runs = clients
+            .iter_mut()
+            .zip(&slices)
+            .map(|(client, &(at, size))| {
+                let params = text_params(i * rows + at, size);
+                async move { client.execute("bulk", &params).await }
+            });
+        futures_util::future::try_join_all(runs).await?;
+    }
+    let bind_secs = start.elapsed().as_secs_f64();
+    if count(targets).await? != total {
+        bail!("INSERT $n in parallel: rows missing");
+    }
+    truncate(targets).await?;
+    for (client, &(_, size)) in clients.iter_mut().zip(&slices) {
+        prepare_jdbc(client, size).await?;
+    }
+    let start = Instant::now();
+    for i in 0..options.inserts {
+        let runs = (clients.iter_mut().zip(&slices))
+            .map(|(client, &(at, size))| jdbc_batch(client, i * rows + at, size));
+        futures_util::future::try_join_all(runs).await?;
+    }
+    let batch_secs = start.elapsed().as_secs_f64();
+    if count(targets).await? != total {
+        bail!("JDBC batches in parallel: rows missing");
+    }
+    Ok((insert_secs, bind_secs, batch_secs))
 }
 
 async fn truncate(targets: &[(u16, &str)]) -> Result<()> {

@@ -308,9 +308,20 @@ impl ServerConn {
     /// Run `sql` as a simple query and read to ReadyForQuery: the rows of
     /// its text-format results and its first error (SQLSTATE, message).
     pub async fn query(&mut self, sql: &str) -> Result<Answer, ServerError> {
+        self.send_query(sql).await?;
+        self.answer().await
+    }
+
+    /// Send `sql` as a simple query without waiting for it: several
+    /// servers then run theirs at once, each read with [`answer`](Self::answer).
+    pub async fn send_query(&mut self, sql: &str) -> Result<(), ServerError> {
         let mut out = BytesMut::new();
         messages::query(&mut out, sql);
-        self.stream.write_all(&out).await?;
+        Ok(self.stream.write_all(&out).await?)
+    }
+
+    /// The answer to the simple query sent last, read to ReadyForQuery.
+    pub async fn answer(&mut self) -> Result<Answer, ServerError> {
         let mut answer = Answer::default();
         loop {
             let frame = self.read_message().await?;

@@ -235,7 +235,7 @@ pub fn bind(
     finish(out, at);
 }
 
-/// `B`: Bind of `statement` into `bind`'s portal with only the values of
+/// `B`: Bind of `statement` into `portal` with only the values of
 /// `bind` at `indexes`, in that order (the statement's `$1`, `$2`, ...),
 /// their format codes with them: none or one code stay as they are (they
 /// mean the same for any count), one per value is picked per value. The
@@ -243,11 +243,12 @@ pub fn bind(
 pub fn bind_part(
     out: &mut BytesMut,
     bind: &super::frontend::Bind,
+    portal: &[u8],
     statement: &[u8],
     indexes: &[usize],
 ) {
     let at = begin(out, b'B');
-    put_cstr(out, &bind.portal);
+    put_cstr(out, portal);
     put_cstr(out, statement);
     if bind.param_formats.len() > 1 {
         out.put_u16(indexes.len() as u16);
@@ -465,7 +466,7 @@ mod tests {
                 result_formats: vec![1],
             };
             let mut out = BytesMut::new();
-            super::bind_part(&mut out, &bind, b"__pgshard_3", &[3, 1]);
+            super::bind_part(&mut out, &bind, &bind.portal, b"__pgshard_3", &[3, 1]);
             let decoded = decode(out);
             assert_eq!(decoded.statement, Bytes::from_static(b"__pgshard_3"));
             assert_eq!(decoded.portal, bind.portal);

@@ -36,7 +36,7 @@ mod run;
 mod split;
 mod two_phase;
 
-pub use split::{PartBind, SplitBind};
+pub use split::{ChunkBind, PartBind, SplitBind};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -67,6 +67,9 @@ pub struct Segment {
     /// Portals of split INSERTs: the client's row numbers each of the
     /// portal's shards holds, in the order of its shards.
     splits: HashMap<Bytes, SplitRowsOf>,
+    /// Portals of split INSERTs whose parts were bound in chunks: the
+    /// chunk portals their Execute runs first (once).
+    chunked: HashMap<Bytes, split::ChunkPortals>,
     /// The shards statements that write were bound for.
     writes: Vec<usize>,
     /// Portals whose statement returns no rows (a write without RETURNING,
@@ -120,6 +123,9 @@ enum Item {
         /// An Execute of a split INSERT's portal: its RETURNING rows are
         /// put back in the client's order.
         split: Option<SplitRowsOf>,
+        /// An Execute of a split INSERT's portal bound in chunks: the chunk
+        /// portals each shard runs (and closes) before it.
+        chunks: Option<split::ChunkPortals>,
         /// An Execute of a portal whose shards hold the same rows.
         copies: bool,
     },
@@ -159,6 +165,8 @@ struct Unit {
     item: Option<usize>,
     terminals: Kinds,
     parse_of: Option<u64>,
+    /// An injected chunk's Execute: its count joins the item's tag.
+    counted: bool,
 }
 
 /// One server taking part.
@@ -170,6 +178,8 @@ struct Part {
     failed: bool,
     /// The generation of the client's unnamed statement it was last sent.
     unnamed_parsed: Option<u64>,
+    /// Rows its injected chunks' Executes inserted, not yet in a tag.
+    chunk_rows: u64,
 }
 
 impl Segment {
@@ -226,6 +236,7 @@ impl Segment {
         };
         self.merges.remove(&portal);
         self.splits.remove(&portal);
+        self.chunked.remove(&portal);
         self.readable.remove(&portal);
         match statement.returns_no_rows() {
             true => self.rowless.insert(portal.clone()),
@@ -255,6 +266,7 @@ impl Segment {
             merge: None,
             parts: None,
             split: None,
+            chunks: None,
             copies: false,
         });
     }
@@ -263,6 +275,7 @@ impl Segment {
     fn close_portal(&mut self, portal: &[u8]) -> Option<Vec<usize>> {
         self.merges.remove(portal);
         self.splits.remove(portal);
+        self.chunked.remove(portal);
         self.rowless.remove(portal);
         self.copies.remove(portal);
         self.portals.remove(portal)

@@ -81,33 +81,68 @@ impl Session {
         shard: usize,
         script: &[u8],
     ) -> Result<Result<Pooled, ClientError>, End> {
-        let mut server = match self.checkout_server(shard, false).await? {
+        let server = match self.checkout_server(shard, false).await? {
             Ok(server) => server,
             Err(err) => return Ok(Err(err.client_error(&self.info.database, shard))),
         };
+        let (mut joined, failure) = self.open_on(vec![(shard, server)], script).await;
+        Ok(match (joined.pop(), failure) {
+            (Some((_, server)), None) => Ok(server),
+            (_, failure) => Err(failure.unwrap_or_else(ClientError::shard_lost)),
+        })
+    }
+
+    /// The transaction opened by `script` on each of `servers` (checked
+    /// out for it): sent to all at once, so the shards work in parallel,
+    /// then their answers read. Those that opened it, and the first error
+    /// (the servers that failed go back to their pools, or close).
+    async fn open_on(
+        &mut self,
+        servers: Vec<(usize, Pooled)>,
+        script: &[u8],
+    ) -> (Vec<(usize, Pooled)>, Option<ClientError>) {
         let script = String::from_utf8_lossy(script);
-        match server.conn.query(&script).await {
-            Ok(answer) => match answer.error {
-                None if server.conn.status() == TransactionStatus::InBlock => Ok(Ok(server)),
+        let mut sent = Vec::with_capacity(servers.len());
+        for (shard, mut server) in servers {
+            let ok = server.conn.send_query(&script).await.is_ok();
+            sent.push((shard, server, ok));
+        }
+        let (mut joined, mut failure) = (Vec::with_capacity(sent.len()), None);
+        for (shard, mut server, ok) in sent {
+            let answer = match ok {
+                true => server.conn.answer().await.ok(),
+                false => None,
+            };
+            let Some(answer) = answer else {
+                // The connection broke: it closes as it drops.
+                failure.get_or_insert_with(ClientError::shard_lost);
+                continue;
+            };
+            match answer.error {
+                None if server.conn.status() == TransactionStatus::InBlock => {
+                    joined.push((shard, server));
+                    continue;
+                }
                 error => {
-                    self.release(server, false).await;
                     let (code, message) = error.unwrap_or_else(|| {
                         let what = "the transaction did not open on the shard".to_owned();
                         (sqlstate::INTERNAL_ERROR.to_owned(), what)
                     });
                     let message = format!("opening the transaction on shard {shard}: {message}");
-                    Ok(Err(ClientError::from_server(&code, message)))
+                    failure.get_or_insert(ClientError::from_server(&code, message));
                 }
-            },
-            Err(_) => Ok(Err(ClientError::shard_lost())),
+            }
+            self.release(server, false).await;
         }
+        (joined, failure)
     }
 
     /// A server of each of `shards` inside the transaction, for a
     /// statement on all of them: those held are taken, the others join
-    /// (a deferred transaction opens on each). `None` when one cannot be
-    /// had: its error is written for the client, and the transaction is
-    /// over (the servers stay attached until the client ends it).
+    /// (a deferred transaction opens on each, on all of them at once).
+    /// `None` when one cannot be had: its error is written for the client,
+    /// and the transaction is over (the servers stay attached until the
+    /// client ends it).
     pub(super) async fn txn_servers(
         &mut self,
         shards: &[usize],
@@ -121,22 +156,40 @@ impl Session {
         let Some(script) = self.txn.open_spanning() else {
             return Ok(None);
         };
+        let (mut held, mut joining, mut failure) = (Vec::new(), Vec::new(), None);
+        for &shard in shards {
+            if let Some(server) = self.attached.take(shard) {
+                held.push((shard, server));
+                continue;
+            }
+            match self.checkout_server(shard, false).await? {
+                Ok(server) => joining.push((shard, server)),
+                Err(err) => {
+                    failure = Some(err.client_error(&self.info.database, shard));
+                    break;
+                }
+            }
+        }
+        if failure.is_some() {
+            for (_, server) in joining.drain(..) {
+                self.release(server, false).await;
+            }
+        }
+        let (joined, opening) = self.open_on(joining, &script).await;
+        held.extend(joined);
+        if let Some(error) = failure.or(opening) {
+            for (shard, server) in held {
+                self.attached.attach(shard, server);
+            }
+            self.txn.fail();
+            error.encode(self.client.out());
+            return Ok(None);
+        }
+        // In the order of `shards`.
         let mut servers = Vec::with_capacity(shards.len());
         for &shard in shards {
-            let joined = match self.attached.take(shard) {
-                Some(server) => Ok(server),
-                None => self.join_shard(shard, &script).await?,
-            };
-            match joined {
-                Ok(server) => servers.push(server),
-                Err(error) => {
-                    for (shard, server) in shards.iter().zip(servers) {
-                        self.attached.attach(*shard, server);
-                    }
-                    self.txn.fail();
-                    error.encode(self.client.out());
-                    return Ok(None);
-                }
+            if let Some(at) = held.iter().position(|(s, _)| *s == shard) {
+                servers.push(held.swap_remove(at).1);
             }
         }
         Ok(Some(servers))

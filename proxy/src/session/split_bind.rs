@@ -7,7 +7,11 @@
 //! bound with only its rows' values and their format codes; the parts'
 //! statements are kept on the client's statement by shape
 //! (`statements/split_parts.rs`), so a Bind whose parts have shapes seen before
-//! writes and registers nothing. The parts run
+//! writes and registers nothing. Rows of one template (drivers' rows) go in
+//! chunks of a few fixed sizes (`router::split::chunk_sizes`), each a
+//! statement prepared once per server; the chunks but the last are bound
+//! into portals of pgshard's own, run just before the client's portal
+//! (`segment/split.rs`). The parts run
 //! in the segment that holds the Bind (`segment.rs`: each shard gets its
 //! own Bind, the portal's Describe and Execute follow it), so they share
 //! its all-or-nothing end; the Execute's tags are summed (`INSERT 0 n`) and
@@ -18,13 +22,14 @@
 //! still goes to a server as the client wrote it: drivers that prepare
 //! first and bind later see the statement they prepared.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use router::split::{InsertRows, PartShape, SplitError};
+use router::split::{chunk_sizes, InsertRows, PartShape, SplitError};
 
 use super::routing::bind_params;
-use super::segment::{PartBind, Segment, SplitBind};
+use super::segment::{ChunkBind, PartBind, Segment, SplitBind};
 use super::statements::Statement;
 use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::Session;
@@ -96,16 +101,47 @@ impl Session {
         let split = rows
             .assign(self.cluster.sharding(), &bind_params(bind.values()))
             .map_err(refused)?;
+        // Rows of one template are sent in chunks of a few fixed sizes
+        // (not with RETURNING, whose rows come with the portal's Execute).
+        let uniform = rows.shape(&[], &statement.param_types) == PartShape::Rows(0);
+        let chunked = uniform && !split.returning;
         let mut parts = Vec::with_capacity(split.parts.len());
         for part in split.parts {
-            let (own, params) = self.part_statement(statement, &rows, &part.rows)?;
+            let sizes = match chunked {
+                true => chunk_sizes(part.rows.len()),
+                false => vec![part.rows.len()],
+            };
+            let (mut chunks, mut at) = (Vec::with_capacity(sizes.len()), 0);
+            for size in sizes {
+                let held = part.rows.get(at..at + size).unwrap_or_default();
+                at += size;
+                let (own, params) = self.part_statement(statement, &rows, held, uniform)?;
+                chunks.push((own, params));
+            }
+            let Some((own, params)) = chunks.pop() else {
+                continue;
+            };
             let mut bytes = BytesMut::new();
-            messages::bind_part(&mut bytes, bind, &own.name, &params);
+            messages::bind_part(&mut bytes, bind, &bind.portal, &own.name, &params);
+            let chunks = chunks
+                .into_iter()
+                .map(|(statement, params)| {
+                    let portal = chunk_portal();
+                    let mut bytes = BytesMut::new();
+                    messages::bind_part(&mut bytes, bind, &portal, &statement.name, &params);
+                    ChunkBind {
+                        statement,
+                        portal,
+                        bytes: bytes.freeze(),
+                    }
+                })
+                .collect();
             parts.push(PartBind {
                 shard: part.database,
                 statement: own,
                 bytes: bytes.freeze(),
                 rows: part.rows,
+                chunks,
             });
         }
         parts.sort_by_key(|p| p.shard);
@@ -125,8 +161,12 @@ impl Session {
         statement: &Statement,
         insert: &InsertRows,
         rows: &[usize],
+        uniform: bool,
     ) -> Result<(Arc<Statement>, Arc<[usize]>), ClientError> {
-        let shape = insert.shape(rows, &statement.param_types);
+        let shape = match uniform {
+            true => PartShape::Rows(rows.len()),
+            false => PartShape::Exact(rows.to_vec()),
+        };
         let kept = crate::lock::lock(&statement.split_parts).get(&shape);
         if let Some((own, params)) = kept {
             self.shared.metrics.split_part(true);
@@ -158,6 +198,15 @@ impl Session {
         );
         Ok((own, params))
     }
+}
+
+/// A portal name for a chunk of a split part: pgshard's, unique in the
+/// process (a segment may bind several split portals before it executes
+/// them; a chunk never executed ends with its transaction).
+fn chunk_portal() -> Bytes {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    Bytes::from(format!("pgshard_chunk_{n}"))
 }
 
 /// The Bind's counts, checked as Postgres checks them before anything

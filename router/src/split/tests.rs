@@ -415,3 +415,25 @@ fn rows_of_one_template_are_written_by_their_count() {
     let rows = InsertRows::parse("INSERT INTO orders (user_id) VALUES (1), (1)").unwrap();
     assert_eq!(rows.shape(&[0, 1], &[]), PartShape::Exact(vec![0, 1]));
 }
+
+#[test]
+fn parts_are_sent_in_chunks_of_powers_of_two_at_most_chunk_rows() {
+    assert_eq!(chunk_sizes(0), Vec::<usize>::new());
+    assert_eq!(chunk_sizes(1), vec![1]);
+    assert_eq!(chunk_sizes(7), vec![4, 2, 1]);
+    assert_eq!(chunk_sizes(128), vec![128]);
+    assert_eq!(chunk_sizes(500), vec![128, 128, 128, 64, 32, 16, 4]);
+    // Every count from 1 to 2,000: the sizes add up, each a power of two of
+    // at most CHUNK_ROWS, largest first; at most 8 sizes ever.
+    let mut seen = std::collections::BTreeSet::new();
+    for rows in 1..=2_000 {
+        let sizes = chunk_sizes(rows);
+        assert_eq!(sizes.iter().sum::<usize>(), rows, "{rows}");
+        assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{rows}: {sizes:?}");
+        for size in sizes {
+            assert!(size.is_power_of_two() && size <= CHUNK_ROWS, "{rows}");
+            seen.insert(size);
+        }
+    }
+    assert_eq!(seen.len(), CHUNK_ROWS.ilog2() as usize + 1);
+}

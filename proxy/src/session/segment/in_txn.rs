@@ -59,6 +59,7 @@ impl Session {
                 units: Default::default(),
                 failed: false,
                 unnamed_parsed: None,
+                chunk_rows: 0,
             })
             .collect();
         let failed_at = self

@@ -28,13 +28,15 @@ impl Session {
             return Ok(());
         }
         let first = segment.first_shard();
-        let (mut merge, mut split) = (None, None);
+        let (mut merge, mut split, mut chunks) = (None, None, None);
         let mut copies = false;
         let (shards, terminals, uses, bytes) = match message {
             FrontendMessage::Execute { portal, max_rows } => {
                 let (shards, bytes, execute_merge) = execute(segment, &portal, max_rows, &frame)?;
                 merge = execute_merge;
                 split = segment.splits.get(&portal).cloned();
+                // The chunks run with the portal's first Execute only.
+                chunks = segment.chunked.remove(&portal);
                 copies = segment.copies.contains(&portal);
                 (shards, reply_plan::EXECUTE, None, bytes)
             }
@@ -89,6 +91,7 @@ impl Session {
             merge,
             parts: None,
             split,
+            chunks,
             copies,
         });
         Ok(())

@@ -2,7 +2,8 @@
 //! of one shard at a time, or, for an Execute whose rows are merged, the
 //! shards' units interleaved as the merge asks (an ordered merge needs a row
 //! of every shard before it can send one, and must not hold a shard's whole
-//! result while it waits).
+//! result while it waits). The counts of a split part's chunks, run before
+//! its portal's Execute, join that Execute's tag.
 
 use super::Part;
 use crate::errors::ClientError;
@@ -122,8 +123,12 @@ impl Session {
             if unit.item.is_some_and(|item| item > index) {
                 return Ok(UnitRead::Over);
             }
-            let (injected, terminals, parse_of) =
-                (unit.item.is_none(), unit.terminals, unit.parse_of);
+            let (injected, terminals, parse_of, counted) = (
+                unit.item.is_none(),
+                unit.terminals,
+                unit.parse_of,
+                unit.counted,
+            );
             let message = loop {
                 match part.server.conn.next_message() {
                     Ok(Some(message)) => break message,
@@ -159,12 +164,35 @@ impl Session {
             if done {
                 part.units.pop_front();
             }
+            if let (true, BackendMessage::CommandComplete(tag)) = (counted, message.message()) {
+                part.chunk_rows += tag.split_count().1.unwrap_or(0);
+            }
             if !injected {
-                return Ok(UnitRead::Message(message, done));
+                return Ok(UnitRead::Message(with_chunk_rows(part, message), done));
             }
             if let (true, Some(id)) = (done, parse_of) {
                 part.server.conn.prepared.insert(id);
             }
         }
     }
+}
+
+/// `part`'s CommandComplete with the rows its chunks inserted before it
+/// (a split portal bound in chunks) added to its count.
+fn with_chunk_rows(part: &mut Part, message: BackendFrame) -> BackendFrame {
+    if part.chunk_rows == 0 {
+        return message;
+    }
+    let BackendMessage::CommandComplete(tag) = message.message() else {
+        return message;
+    };
+    let (words, Some(count)) = tag.split_count() else {
+        return message;
+    };
+    let total = count + std::mem::take(&mut part.chunk_rows);
+    let mut body = words.to_vec();
+    body.extend_from_slice(format!(" {total}\0").as_bytes());
+    message
+        .with_body(|_, out| out.extend_from_slice(&body))
+        .unwrap_or(message)
 }

@@ -15,18 +15,20 @@ use crate::session::reply_plan;
 use crate::session::sql_prepared::SqlStatement;
 
 /// A server that holds `limit` statements closes its least recently used
-/// one before it prepares another (a split INSERT prepares one statement
-/// per shape of its parts).
-fn evict_oldest(part: &mut Part, limit: usize, out: &mut BytesMut) {
-    let Some(oldest) = part.server.conn.prepared.make_room(limit) else {
-        return;
-    };
-    prepared_set::close(out, oldest);
-    part.units.push_back(Unit {
-        item: None,
-        terminals: reply_plan::CLOSE,
-        parse_of: None,
-    });
+/// ones before it prepares another (a split INSERT prepares one statement
+/// per shape of its parts' chunks), counting the `pending` ones this
+/// request prepares already (they join its set as their ParseComplete is
+/// read).
+fn evict_oldest(part: &mut Part, limit: usize, pending: usize, out: &mut BytesMut) {
+    while let Some(oldest) = part
+        .server
+        .conn
+        .prepared
+        .make_room(limit.saturating_sub(pending))
+    {
+        prepared_set::close(out, oldest);
+        injected(part, reply_plan::CLOSE, false);
+    }
 }
 
 /// Before a statement that EXECUTEs SQL-prepared statement `sql`: where
@@ -44,7 +46,7 @@ fn prepare_sql(
     if part.server.conn.prepared.contains(sql.id) || prepared.contains(&sql.id) {
         return false;
     }
-    evict_oldest(part, limit, out);
+    evict_oldest(part, limit, prepared.len(), out);
     const PORTAL: &[u8] = crate::session::sql_extended::PORTAL;
     messages::parse(out, b"", sql.prepare.as_bytes(), &[]);
     messages::bind_values(out, (PORTAL, b""), &[], &[], &[]);
@@ -60,6 +62,7 @@ fn prepare_sql(
             item: None,
             terminals,
             parse_of,
+            counted: false,
         });
     }
     true
@@ -86,6 +89,7 @@ pub(super) fn build_request(
             item: None,
             terminals: reply_plan::SYNC,
             parse_of: None,
+            counted: false,
         });
     }
     let (from, to) = (range.start, range.end);
@@ -96,6 +100,7 @@ pub(super) fn build_request(
             terminals,
             uses,
             parts,
+            chunks,
             ..
         } = item
         else {
@@ -104,25 +109,57 @@ pub(super) fn build_request(
         if !shards.contains(&part.shard) {
             continue;
         }
-        // A split Bind: this shard's own Bind of its own statement.
+        // A split Bind: this shard's own Bind of its own statement, its
+        // first chunks bound before it.
         let (bytes, uses) = match parts {
             None => (bytes, uses.clone()),
             Some(parts) => match parts.iter().find(|p| p.shard == part.shard) {
-                Some(own) => (&own.bytes, Some(Uses::Named(Arc::clone(&own.statement)))),
+                Some(own) => {
+                    for chunk in &own.chunks {
+                        let uses = Uses::Named(Arc::clone(&chunk.statement));
+                        parse_uses(part, Some(&uses), &mut parsed, limit, &mut out);
+                        out.extend_from_slice(&chunk.bytes);
+                        injected(part, reply_plan::BIND, false);
+                    }
+                    (&own.bytes, Some(Uses::Named(Arc::clone(&own.statement))))
+                }
                 None => continue,
             },
         };
+        // The Execute of a split portal bound in chunks: its chunks run
+        // first, in row order, and close.
+        let own_chunks = chunks
+            .as_ref()
+            .and_then(|c| c.iter().find(|(s, _)| *s == part.shard));
+        for portal in own_chunks.map(|(_, p)| p.as_slice()).unwrap_or_default() {
+            messages::execute(&mut out, portal);
+            injected(part, reply_plan::EXECUTE, true);
+            messages::close(&mut out, Named::Portal, portal);
+            injected(part, reply_plan::CLOSE, false);
+        }
         parse_uses(part, uses.as_ref(), &mut parsed, limit, &mut out);
         out.extend_from_slice(bytes);
         part.units.push_back(Unit {
             item: Some(index),
             terminals: *terminals,
             parse_of: None,
+            counted: false,
         });
     }
     part.unnamed_parsed = parsed.unnamed;
     messages::flush(&mut out);
     out
+}
+
+/// A reply pgshard owes itself (`counted`: a chunk's Execute, whose count
+/// joins the next item's tag).
+fn injected(part: &mut Part, terminals: crate::protocol::backend::Kinds, counted: bool) {
+    part.units.push_back(Unit {
+        item: None,
+        terminals,
+        parse_of: None,
+        counted,
+    });
 }
 
 /// The statements `part` has had parsed while its request is built: named
@@ -155,13 +192,14 @@ fn parse_uses(
             if !part.server.conn.prepared.contains(statement.id)
                 && !parsed.named.contains(&statement.id) =>
         {
-            evict_oldest(part, limit, out);
+            evict_oldest(part, limit, parsed.named.len(), out);
             out.extend_from_slice(&statement.parse);
             parsed.named.push(statement.id);
             part.units.push_back(Unit {
                 item: None,
                 terminals: reply_plan::PARSE,
                 parse_of: Some(statement.id),
+                counted: false,
             });
         }
         Some(Uses::Unnamed(statement, generation)) if parsed.unnamed != Some(*generation) => {
@@ -171,6 +209,7 @@ fn parse_uses(
                 item: None,
                 terminals: reply_plan::PARSE,
                 parse_of: None,
+                counted: false,
             });
         }
         _ => {}

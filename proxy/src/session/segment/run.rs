@@ -200,6 +200,7 @@ impl Session {
                     units: Default::default(),
                     failed: false,
                     unnamed_parsed: None,
+                    chunk_rows: 0,
                 }),
                 Err(err) => {
                     err.client_error(&self.info.database, shard)
@@ -231,6 +232,7 @@ impl Session {
             units: Default::default(),
             failed: false,
             unnamed_parsed: None,
+            chunk_rows: 0,
         }))
     }
 

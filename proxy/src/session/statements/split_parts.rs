@@ -15,8 +15,8 @@ use router::split::PartShape;
 
 use super::Statement;
 
-/// Shapes kept per client statement: a 1,000-row INSERT over 2 shards
-/// gives parts of some 450-550 rows, each count a shape.
+/// Shapes kept per client statement: driver-shaped parts go in chunks of
+/// at most 8 sizes; parts of rows that differ are a shape each.
 pub const PARTS_PER_STATEMENT: usize = 256;
 
 /// One client statement's parts' statements, most recently used last.
