@@ -160,6 +160,29 @@ async fn a_client_that_stops_reading_holds_pgshard_to_a_bound() {
     }
 }
 
+/// KILL of a database while one of its clients stopped reading a large
+/// result: the session cannot write its FATAL whole; it closes its servers
+/// at once and gives the client up after a bound, not when it reads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_of_a_client_that_stopped_reading_frees_its_servers() {
+    let _turn = TURN.lock().await;
+    let (cluster, _rest) = warm_cluster().await;
+    let mut stalled = Wire::login(cluster.port(), "raw", "prod").await;
+    let sql = "SELECT repeat('x', 8192) FROM generate_series(1, 100000)";
+    stalled.send(&wire::query(sql)).await;
+    assert!(matches!(
+        stalled.read_within(Duration::from_secs(10)).await,
+        Read::Message(b'T', _)
+    ));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let admin = cluster.admin().await;
+    admin.simple_query("KILL prod").await.unwrap();
+    // The stalled client is still connected, reading nothing.
+    wait_for_quiet_servers(&cluster).await;
+    drop(stalled);
+    admin.simple_query("RESUME prod").await.unwrap();
+}
+
 /// Rows `tenant_id 1..=n` on each shard directly (keys hashed by Postgres
 /// itself into each shard's one partition), so each shard holds `n`.
 async fn fill_orders(cluster: &Cluster, n: i64) -> i64 {
