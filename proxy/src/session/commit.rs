@@ -1,8 +1,8 @@
 //! The end of a transaction that spans shards. ROLLBACK (or COMMIT of an
 //! aborted one) rolls every shard back. COMMIT with one shard that wrote
-//! (or without `two_phase_commit`) is one COMMIT per shard, sent to all at
-//! once; if one fails, the client's error names the shards that committed
-//! (none: every shard rolled back). With
+//! (or without `two_phase_commit`) is one COMMIT per shard, the readers
+//! first; if one fails before any writer committed the rest roll back, if
+//! after, the client's error names the shards that committed. With
 //! `two_phase_commit` and several writers it is the two-phase commit of
 //! `two_phase.rs`: decider record and PREPARE on the others at once, the
 //! decider's COMMIT as the commit point, then COMMIT PREPARED (and the
@@ -103,40 +103,33 @@ impl Session {
         Ok(ended)
     }
 
-    /// COMMIT on every server at once, their answers read in turn (`done`
-    /// gets them back); the last `writers` are the ones that wrote. A
-    /// failure on one does not stop the others' COMMIT, sent already: the
-    /// error names the shards that committed.
+    /// COMMIT on each server in turn (`done` gets them back); the last
+    /// `writers` are the ones that wrote. In turn, not at once: a COMMIT
+    /// that fails (a deferred constraint, a serialization failure, a lost
+    /// connection) before any writer committed leaves every shard rolled
+    /// back; sent at once, the others would have committed already.
     async fn commit_one_phase(&mut self, held: Held, writers: usize, done: &mut Held) -> Ended {
         let first_writer = held.len().saturating_sub(writers);
         let mut committed = Vec::new();
         let mut failure = None;
-        let lost = || {
-            (
-                sqlstate::CONNECTION_FAILURE.into(),
-                "connection lost".into(),
-            )
-        };
-        let mut sent = Vec::with_capacity(held.len());
-        for (shard, mut server) in held {
-            let ok = server.conn.send_query("COMMIT").await.is_ok();
-            sent.push((shard, server, ok));
-        }
-        for (i, (shard, mut server, ok)) in sent.into_iter().enumerate() {
-            let answer = match ok {
-                true => server.conn.answer().await.ok(),
-                false => None,
-            };
-            match answer.map(|a| a.error) {
-                Some(None) if i >= first_writer => committed.push(shard),
-                Some(None) => {}
-                Some(Some(error)) => {
-                    failure.get_or_insert((shard, error));
-                }
-                None => {
-                    failure.get_or_insert((shard, lost()));
+        for (i, (shard, mut server)) in held.into_iter().enumerate() {
+            if failure.is_none() {
+                match server.conn.query("COMMIT").await {
+                    Ok(answer) => match answer.error {
+                        None if i >= first_writer => committed.push(shard),
+                        None => {}
+                        Some(error) => failure = Some((shard, error)),
+                    },
+                    Err(_) => {
+                        let lost = (
+                            sqlstate::CONNECTION_FAILURE.into(),
+                            "connection lost".into(),
+                        );
+                        failure = Some((shard, lost));
+                    }
                 }
             }
+            // After a failure the rest are rolled back as they go back.
             done.push((shard, server));
         }
         let Some((shard, (code, message))) = failure else {
