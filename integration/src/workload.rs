@@ -277,9 +277,13 @@ pub async fn consumer(port: u16, seen: Arc<Seen>, stop: Stop) {
     let mut conn = Conn::new(port);
     loop {
         let stopping = stop.load(Ordering::Relaxed);
-        let mut read_any = false;
+        // It stops after a whole pass that read every partition and found
+        // nothing new (a read that failed, say on a connection a fault
+        // broke, is no proof of the end).
+        let mut again = false;
         for p in 0..PARTITIONS {
             let Some((client, last)) = conn.get(&seen).await else {
+                again = true;
                 continue;
             };
             let cursor = *seen.consumed.lock().unwrap().entry(p).or_default();
@@ -287,9 +291,10 @@ pub async fn consumer(port: u16, seen: Arc<Seen>, stop: Stop) {
                 "SELECT off FROM msg_log_p{p} WHERE off >= {cursor} ORDER BY off LIMIT 500"
             );
             let Ok(rows) = seen.timed(("consume", last), client.query(&sql, &[])).await else {
+                again = true;
                 continue;
             };
-            read_any |= !rows.is_empty();
+            again |= !rows.is_empty();
             let mut next = cursor;
             for row in rows {
                 let off: i64 = row.get(0);
@@ -301,7 +306,7 @@ pub async fn consumer(port: u16, seen: Arc<Seen>, stop: Stop) {
             }
             seen.consumed.lock().unwrap().insert(p, next);
         }
-        if stopping && !read_any {
+        if stopping && !again {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -241,10 +241,13 @@ async fn faults_under_load_lose_nothing_and_hang_nothing() {
         let aid = accounts.by_shard[shard][0];
         let bulk = workload::bulk(port, aid, Arc::clone(&seen), Arc::clone(&stop));
         tasks.push(tokio::spawn(bulk));
+        // The consumer stops only once every producer has: a batch still
+        // committing when `stop` is set would come after its last pass.
+        let consumer_stop = Arc::new(AtomicBool::new(false));
         let consumer = tokio::spawn(workload::consumer(
             port,
             Arc::clone(&seen),
-            Arc::clone(&stop),
+            Arc::clone(&consumer_stop),
         ));
         let bench = tokio::spawn(pgbench::run_until(port, Arc::clone(&stop)));
 
@@ -272,6 +275,7 @@ async fn faults_under_load_lose_nothing_and_hang_nothing() {
         for task in tasks {
             task.await.unwrap();
         }
+        consumer_stop.store(true, Ordering::Relaxed);
         runs.add(bench.await.unwrap());
         tokio::time::timeout(Duration::from_secs(20), consumer)
             .await

@@ -528,6 +528,22 @@ async fn an_unreachable_server_is_reported_without_its_address() {
 /// answers the client 57014 within about `query_timeout` plus a second, as
 /// PgBouncer answers at `query_timeout`, for one server and for a fan-out;
 /// the other shard serves on, and the frozen one again once it thaws.
+/// A keyless statement while a shard answers nothing: cancelled at
+/// `query_timeout` (57014), or, once pgshard's reads of the move records
+/// have missed that shard past their bound (2-3 s after the freeze),
+/// refused before it runs (0A000: it cannot know no move copies rows).
+fn timed_out_or_unread(err: &tokio_postgres::Error) {
+    match code(err) {
+        Some("57014") => {}
+        Some("0A000") => {
+            let message = err.as_db_error().map(|e| e.message().to_owned());
+            let unread = message.is_some_and(|m| m.contains("has not read lately"));
+            assert!(unread, "{err:?}");
+        }
+        _ => panic!("{err}"),
+    }
+}
+
 #[tokio::test]
 async fn query_timeout_gives_up_on_a_shard_that_stops_answering() {
     let servers = common::servers(2);
@@ -631,11 +647,11 @@ async fn query_timeout_gives_up_on_a_shard_that_stops_answering() {
     .expect("no answer within 10 s")
     .unwrap_err();
     let took = started.elapsed();
-    assert_eq!(code(&err), Some("57014"), "{err}");
+    timed_out_or_unread(&err);
     assert!(took < Duration::from_millis(4_500), "waited {took:?}");
     let (result, took) = timed("SELECT count(*) FROM t", None).await;
     let err = result.unwrap_err();
-    assert_eq!(code(&err), Some("57014"), "{err}");
+    timed_out_or_unread(&err);
     assert!(took < Duration::from_millis(4_500), "waited {took:?}");
     // The healthy shard serves meanwhile, fast.
     let (result, took) = timed("SELECT v FROM t WHERE id = $1", Some(healthy)).await;

@@ -95,10 +95,13 @@ async fn a_shard_of_topic_partitions_moves_under_pub_sub() {
             ))
         })
         .collect();
+    // The consumer stops once every producer has (a batch still committing
+    // when `stop` is set would come after its last pass).
+    let consumer_stop = Arc::new(AtomicBool::new(false));
     let consumer = tokio::spawn(workload::consumer(
         port,
         Arc::clone(&seen),
-        Arc::clone(&stop),
+        Arc::clone(&consumer_stop),
     ));
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = seen.batches.lock().unwrap().committed.len();
@@ -113,6 +116,7 @@ async fn a_shard_of_topic_partitions_moves_under_pub_sub() {
     for producer in producers {
         producer.await.unwrap();
     }
+    consumer_stop.store(true, Ordering::Relaxed);
     consumer.await.unwrap();
     let after = seen.batches.lock().unwrap().committed.len();
     assert!(

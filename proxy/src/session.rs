@@ -93,10 +93,6 @@ use transaction::{Target, Transaction};
 /// Flush replies to the client once this much is buffered.
 pub(crate) const CLIENT_FLUSH_AT: usize = 64 * 1024;
 
-/// How long a session that ends with a FATAL waits for the client to take
-/// it (a client that stopped reading is given up after this).
-const FATAL_WRITE: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// Why a session ends.
 #[derive(Debug)]
 pub enum End {
@@ -225,19 +221,7 @@ impl Session {
             self.set_cancel_target(Some(cancel_target(server))).await;
         }
         let end = self.serve_unless_killed().await;
-        let fatal = matches!(end, End::Fatal(_));
-        if let End::Fatal(error) = &end {
-            self.shared.metrics.error(error.code.as_bytes());
-            self.client.discard_output();
-            error.encode_fatal(self.client.out());
-        }
-        // The servers first: a client that stopped reading (KILLed with a
-        // large result unread) must not hold them while its FATAL waits,
-        // nor keep its task past a bound.
-        self.finish().await;
-        if fatal {
-            let _ = tokio::time::timeout(FATAL_WRITE, self.client.flush()).await;
-        }
+        self.end(end).await;
     }
 
     /// The client's process id (its cancel key's), under which it is
