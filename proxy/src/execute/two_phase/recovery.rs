@@ -88,12 +88,12 @@ pub async fn pass(clusters: &Clusters, coordinator: &Coordinator) -> Report {
         // Whether every shard's prepared parts were listed: only then is
         // `live` all that still needs a decision.
         let mut listed_all = true;
+        let roles = clusters.config().server_roles(&database);
         for shard in 0..shards {
             let Some(any) = users.first().and_then(|(u, _)| primary(u, shard)) else {
                 listed_all = false;
                 continue;
             };
-            let roles = clusters.config().server_roles(&database);
             let Some(found) = list(&any, &database, shard, coordinator, &roles).await else {
                 listed_all = false;
                 report.unresolved += 1;
@@ -111,7 +111,7 @@ pub async fn pass(clusters: &Clusters, coordinator: &Coordinator) -> Report {
                 let decision = match known {
                     Some(commit) => Some(commit),
                     None => match primary(&prepared.owner, decider) {
-                        Some(pool) => decide(&pool, txn).await,
+                        Some(pool) => decide(&pool, txn, &roles).await,
                         None => None,
                     },
                 };
@@ -196,7 +196,7 @@ async fn list(
 
 /// The decider's decision on `txn`: `Some(true)` commit, `Some(false)`
 /// abort (recorded now if nothing was), `None` if it cannot be asked.
-async fn decide(pool: &Arc<Pool>, txn: &str) -> Option<bool> {
+async fn decide(pool: &Arc<Pool>, txn: &str, roles: &[String]) -> Option<bool> {
     let mut server = pool.checkout().await.ok()?;
     let mut answer = server.conn.query(&ask_decision(txn)).await.ok()?;
     if answer
@@ -207,7 +207,7 @@ async fn decide(pool: &Arc<Pool>, txn: &str) -> Option<bool> {
         // No decision table on the decider: nothing was ever decided there.
         let _ = server
             .conn
-            .query(&create_decisions(&[], false))
+            .query(&create_decisions(roles, false))
             .await
             .ok()?;
         answer = server.conn.query(&ask_decision(txn)).await.ok()?;
