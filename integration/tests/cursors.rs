@@ -146,7 +146,9 @@ impl Pair {
     /// Send `messages` to both, read to ReadyForQuery, and compare; the
     /// pgshard side's messages.
     async fn same(&mut self, messages: &[u8]) -> Vec<Seen> {
-        let mut got = exchange(&mut self.pgshard, messages).await;
+        self.pgshard.send(messages).await;
+        let raw = self.pgshard.until_ready().await;
+        let mut got = seen(&raw);
         let mut want = exchange(&mut self.reference, messages).await;
         if let Some((got_rows, want_rows)) = self.unordered.as_mut() {
             for (seen, rows) in [(&mut got, got_rows), (&mut want, want_rows)] {
@@ -159,8 +161,9 @@ impl Pair {
         assert_eq!(
             got,
             want,
-            "pgshard differs from the reference after {:?}",
-            String::from_utf8_lossy(messages)
+            "pgshard differs from the reference after {:?} (pgshard's errors: {:?})",
+            String::from_utf8_lossy(messages),
+            error_messages(&raw)
         );
         got
     }
@@ -188,6 +191,20 @@ impl Pair {
 async fn exchange(wire: &mut Wire, messages: &[u8]) -> Vec<Seen> {
     wire.send(messages).await;
     seen(&wire.until_ready().await)
+}
+
+/// The messages (`M` fields) of the ErrorResponses among `replies`.
+fn error_messages(replies: &[(u8, Bytes)]) -> Vec<String> {
+    let message = |body: &Bytes| {
+        body.split(|&b| b == 0)
+            .find_map(|field| field.strip_prefix(b"M"))
+            .map(|m| String::from_utf8_lossy(m).into_owned())
+    };
+    replies
+        .iter()
+        .filter(|(tag, _)| *tag == b'E')
+        .filter_map(|(_, body)| message(body))
+        .collect()
 }
 
 /// pgshard's reply to `sql`: its SQLSTATE, if it failed.
@@ -372,11 +389,8 @@ async fn what_cannot_merge_in_parts_is_refused() {
     );
     for (declare, fetch) in [
         ("DECLARE s SCROLL CURSOR FOR SELECT id FROM big", None),
-        (
-            "DECLARE g CURSOR FOR SELECT v, count(*) FROM big GROUP BY v",
-            None,
-        ),
-        ("DECLARE d CURSOR FOR SELECT DISTINCT v FROM big", None),
+        // A grouping the shards cannot sort (`*`).
+        ("DECLARE d CURSOR FOR SELECT DISTINCT * FROM big", None),
         ("DECLARE u CURSOR FOR SELECT id FROM big FOR UPDATE", None),
         (
             "DECLARE b CURSOR FOR SELECT id FROM big ORDER BY id",
@@ -454,10 +468,10 @@ async fn what_cannot_merge_in_parts_is_refused() {
 /// A Parse pgshard answered itself (no server attached in a deferred
 /// transaction) keeps its place before the replies of the keyless segment
 /// that follows it (psycopg's DECLARE and FETCH in a transaction).
-/// By default the cursors the merge cannot read in parts (SCROLL, GROUP BY
-/// on a column that is not the key, DISTINCT) are finished on the
-/// coordinator, read forward, backward and by position exactly as on the
-/// reference; FOR UPDATE stays refused (0A000).
+/// By default the cursors the merge cannot read in parts (SCROLL, a
+/// DISTINCT over `*`) are finished on the coordinator, read forward,
+/// backward and by position exactly as on the reference (a GROUP BY's
+/// is merged in parts: the next test); FOR UPDATE stays refused (0A000).
 #[tokio::test]
 async fn cursors_the_merge_cannot_read_are_finished_on_the_coordinator() {
     let setup = Setup::start(100);
@@ -478,7 +492,7 @@ async fn cursors_the_merge_cannot_read_are_finished_on_the_coordinator() {
             &["FETCH 3 FROM g", "MOVE 1 IN g", "FETCH ALL FROM g"][..],
         ),
         (
-            "DECLARE d CURSOR FOR SELECT DISTINCT v FROM big ORDER BY v DESC",
+            "DECLARE d CURSOR FOR SELECT DISTINCT * FROM big ORDER BY v DESC, id",
             &["FETCH 2 FROM d", "FETCH ALL FROM d", "FETCH d"][..],
         ),
     ] {
@@ -497,6 +511,48 @@ async fn cursors_the_merge_cannot_read_are_finished_on_the_coordinator() {
         Some("0A000")
     );
     assert_eq!(error_of(&mut pgshard, "ROLLBACK").await, None);
+}
+
+/// Cursors over GROUP BY and DISTINCT whose shards sort their groups are
+/// merged in parts (about a row per shard held, as a whole fetch is), with
+/// the coordinator turned off and with two-phase commit on (where the
+/// coordinator cannot finish a cursor): fetched in chunks of every size,
+/// MOVEd, against the reference.
+#[tokio::test]
+async fn grouped_cursors_merge_in_parts() {
+    let queries = [
+        "SELECT v, count(*), sum(id), min(w) FROM big GROUP BY v ORDER BY v",
+        "SELECT DISTINCT v FROM big ORDER BY v DESC",
+        "SELECT w, count(*) FROM big GROUP BY w ORDER BY w LIMIT 700 OFFSET 5",
+        "SELECT v, count(*) FROM big GROUP BY v ORDER BY count(*) DESC, v",
+        "SELECT id % 100 AS b, count(*) FROM big GROUP BY 1 HAVING count(*) > 29 ORDER BY b",
+    ];
+    let unordered = "SELECT id % 50, max(w), avg(v) FROM big GROUP BY id % 50";
+    for general in [REFUSE, "two_phase_commit = true"] {
+        let setup = Setup::start_with(3000, general);
+        let mut pair = setup.pair().await;
+        for (i, query) in queries.iter().chain([&unordered]).enumerate() {
+            let ordered = *query != unordered;
+            pair.rows_in_order(ordered);
+            for chunk in [1, 7, 5000] {
+                pair.same_query("BEGIN").await;
+                pair.same_query(&format!("DECLARE c{i} CURSOR FOR {query}"))
+                    .await;
+                if ordered {
+                    // Which rows a MOVE skips is fixed only by an order.
+                    pair.same_query(&format!("MOVE 3 IN c{i}")).await;
+                }
+                loop {
+                    let seen = pair.same_query(&format!("FETCH {chunk} FROM c{i}")).await;
+                    if rows(&seen) == 0 {
+                        break;
+                    }
+                }
+                pair.same_query("COMMIT").await;
+                pair.same_rows();
+            }
+        }
+    }
 }
 
 #[tokio::test]
@@ -622,22 +678,22 @@ async fn with_hold_cursors_keep_their_server_in_transaction_mode() {
     assert_eq!(common::code(&err), Some("34000"));
 }
 
-/// A portal the merge cannot read in parts (GROUP BY), with
+/// A portal the merge cannot read in parts (DISTINCT over `*`), with
 /// `cross_shard_finish = "refuse"`, is refused at its row-limited Execute
 /// after the Sync, which ends the transaction; what tokio-postgres
 /// pipelines after (the portal's Close, ROLLBACK, the next BEGIN) finds
 /// nothing running, so the next transaction spans shards. By default the
-/// coordinator reads it in parts: every group.
+/// coordinator reads it in parts: every row.
 #[tokio::test]
 async fn a_refused_portal_ends_its_transaction_cleanly() {
-    for (general, grouped) in [(REFUSE, Err(Some("0A000".to_owned()))), ("", Ok(7))] {
+    for (general, grouped) in [(REFUSE, Err(Some("0A000".to_owned()))), ("", Ok(500))] {
         let outcomes = portal_outcomes(general).await;
         assert_eq!(outcomes, [grouped, Ok(72)], "{general}");
     }
 }
 
-/// How reading a GROUP BY, then a filtered SELECT, in portals of 10 rows
-/// inside transactions ends: the rows read, or the SQLSTATE.
+/// How reading a DISTINCT over `*`, then a filtered SELECT, in portals of
+/// 10 rows inside transactions ends: the rows read, or the SQLSTATE.
 async fn portal_outcomes(general: &str) -> Vec<Result<usize, Option<String>>> {
     let setup = Setup::start_with(500, general);
     let mut client = common::connect(setup.proxy.port(), "app", "app-pw", "prod")
@@ -645,7 +701,7 @@ async fn portal_outcomes(general: &str) -> Vec<Result<usize, Option<String>>> {
         .unwrap();
     let mut outcomes = Vec::new();
     for sql in [
-        "SELECT v, count(*) FROM big GROUP BY v",
+        "SELECT DISTINCT * FROM big",
         "SELECT id FROM big WHERE v = 1",
     ] {
         let result: Result<usize, tokio_postgres::Error> = async {
@@ -664,6 +720,9 @@ async fn portal_outcomes(general: &str) -> Vec<Result<usize, Option<String>>> {
             Ok(n)
         }
         .await;
+        if let Err(error) = &result {
+            eprintln!("{sql}: {error:?}");
+        }
         outcomes.push(result.map_err(|e| common::code(&e).map(str::to_owned)));
     }
     outcomes

@@ -8,9 +8,11 @@
 //! Memory: a shard is asked for a batch (at most [`MAX_BATCH`] rows) only
 //! when the merge has no row of it left, so the merge holds at most a
 //! batch per shard, and the rows it made ready but the client has not taken
-//! are fewer than that too. A query whose merge would hold more (GROUP BY,
-//! DISTINCT: every group until the last shard's last row) is refused
-//! ([`in_parts`]).
+//! are fewer than that too. GROUP BY and DISTINCT are read in parts when the
+//! shards sort their groups (router rule 8: the merge then combines about
+//! one row per shard, as it does for a whole fetch); a grouping the shards
+//! cannot sort (a `*` in the select list) would hold every group until the
+//! last shard's last row, and is refused ([`in_parts`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -30,8 +32,8 @@ pub fn in_parts(plan: &MergePlan) -> Result<(), &'static str> {
         .groups
         .as_ref()
         .is_some_and(|columns| columns.contains(&Column::Key));
-    if grouped || plan.distinct {
-        return Err("GROUP BY or DISTINCT across shards cannot be merged in parts (a cursor, a portal fetched with a row limit): every group would be held in pgshard's memory until the last row of every shard; fetch the statement whole, or add the sharding key to the WHERE clause so it runs on one shard");
+    if (grouped || plan.distinct) && plan.group_hash.is_none() {
+        return Err("GROUP BY or DISTINCT across shards with `*` in the select list cannot be merged in parts (a cursor, a portal fetched with a row limit): the shards cannot sort its groups, so every group would be held in pgshard's memory until the last row of every shard; name the columns instead of `*`, fetch the statement whole, or add the sharding key to the WHERE clause so it runs on one shard");
     }
     Ok(())
 }
@@ -97,17 +99,18 @@ impl InParts {
         }
         let batch = (wanted - ready).clamp(1, MAX_BATCH);
         let open = (0..self.exhausted.len()).filter(|&i| !self.exhausted[i]);
-        if self.plan.groups.is_some() {
-            // Whole-table aggregates: one row of each shard.
-            return open.map(|i| (i, MAX_BATCH)).collect();
-        }
-        if self.ordered() {
-            // The merge needs a row of every shard it has none of.
+        if self.ordered() || self.plan.group_hash.is_some() {
+            // The merge needs a row of every shard it has none of (sorted
+            // groups combine as a k-way merge too).
             let merge = self.merge.as_ref();
             return open
                 .filter(|&i| merge.is_none_or(|m| m.wants(i)))
                 .map(|i| (i, batch))
                 .collect();
+        }
+        if self.plan.groups.is_some() {
+            // Whole-table aggregates: one row of each shard.
+            return open.map(|i| (i, MAX_BATCH)).collect();
         }
         // Concatenated (a LIMIT alone included): shard after shard.
         open.take(1).map(|i| (i, batch)).collect()

@@ -185,4 +185,70 @@ fn groups_and_distinct_are_refused_in_parts() {
     assert!(in_parts(&distinct).is_err());
     assert!(in_parts(&whole).is_ok());
     assert!(in_parts(&sorted_on(0)).is_ok());
+    assert!(in_parts(&sorted_groups()).is_ok());
+    let sorted_distinct = MergePlan {
+        distinct: true,
+        group_hash: Some(1),
+        ..MergePlan::default()
+    };
+    assert!(in_parts(&sorted_distinct).is_ok());
+}
+
+/// `SELECT g, count(*) ... GROUP BY g` whose shards sort their groups by
+/// the hidden hash column (here the key itself).
+fn sorted_groups() -> MergePlan {
+    MergePlan {
+        groups: Some(vec![
+            Column::Key,
+            Column::Aggregate(Aggregate::Count),
+            Column::Key,
+        ]),
+        targets: 2,
+        hidden: 1,
+        group_hash: Some(2),
+        ..MergePlan::default()
+    }
+}
+
+#[test]
+fn sorted_groups_combine_in_parts_holding_a_batch_per_shard() {
+    // Shard s holds the groups g = s, s + 3, s + 6, ... and every third
+    // group of the others too, each with count g % 5 + 1.
+    let group = |g: i64| vec![g, g % 5 + 1, g];
+    let shards: Vec<Vec<Vec<i64>>> = (0..3)
+        .map(|s| {
+            (0..3000)
+                .filter(|g| g % 3 == s || g % 7 == 0)
+                .map(group)
+                .collect()
+        })
+        .collect();
+    let want: Vec<Vec<i64>> = (0..3000)
+        .map(|g| {
+            let copies = if g % 7 == 0 { 3 } else { 1 };
+            vec![g, copies * (g % 5 + 1)]
+        })
+        .collect();
+    for chunk in [1, 3, 1000] {
+        let (rows, _) = read(sorted_groups(), Window::default(), &shards, chunk);
+        assert_eq!(rows, want, "chunk {chunk}");
+    }
+    // The first group goes out after a few rows of each shard, not after
+    // every group was read.
+    let mut parts = InParts::new(Arc::new(sorted_groups()), Window::default(), Vec::new(), 3);
+    let mut next = [0usize; 3];
+    while parts.next_row().is_none() {
+        for (position, batch) in parts.wanted(1) {
+            parts.describe(&description(3), true).unwrap();
+            let from = next[position];
+            let to = (from + batch as usize).min(shards[position].len());
+            for row in &shards[position][from..to] {
+                parts.row(position, &data_row(row)).unwrap();
+            }
+            next[position] = to;
+            let got = (to - from) as u64;
+            parts.batch_end(position, got, batch, false).unwrap();
+        }
+    }
+    assert!(next.iter().all(|&n| n <= 2), "rows read: {next:?}");
 }
