@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use super::roles::{parse_lsn, Seen, ShardRoles};
-use crate::conn::server::ServerConn;
+use crate::conn::server::{ServerConn, ServerError};
 
 /// One query answers everything a round needs: in recovery or not, the WAL
 /// position written (primary) or replayed (replica), and the primary's
@@ -83,17 +83,15 @@ async fn round(roles: &Weak<ShardRoles>, conns: &mut Conns) -> bool {
                 }
                 let mut conn = match kept {
                     Some(conn) => conn,
-                    None => ServerConn::connect(&target, connect_timeout, 0)
-                        .await
-                        .map_err(|err| err.to_string())?,
+                    None => ServerConn::connect(&target, connect_timeout, 0).await?,
                 };
                 let seen = check(&mut conn).await?;
-                Ok::<_, String>((conn, seen))
+                Ok::<_, CheckError>((conn, seen))
             })
             .await;
             match checked {
                 Ok(Ok((conn, seen))) => (i, Some(conn), seen),
-                Ok(Err(why)) => (i, None, Seen::Down(why)),
+                Ok(Err(why)) => (i, None, Seen::Down(why.to_string())),
                 Err(_) => (
                     i,
                     None,
@@ -116,13 +114,24 @@ async fn round(roles: &Weak<ShardRoles>, conns: &mut Conns) -> bool {
     true
 }
 
+/// Why a server's role could not be checked (shown as its state).
+#[derive(Debug, thiserror::Error)]
+enum CheckError {
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error("the check failed: {message} ({code})")]
+    Failed { code: String, message: String },
+    #[error("the check returned no {0}")]
+    Missing(&'static str),
+}
+
 /// One server's answer to [`CHECK`].
-async fn check(conn: &mut ServerConn) -> Result<Seen, String> {
-    let answer = conn.query(CHECK).await.map_err(|err| err.to_string())?;
+async fn check(conn: &mut ServerConn) -> Result<Seen, CheckError> {
+    let answer = conn.query(CHECK).await?;
     if let Some((code, message)) = answer.error {
-        return Err(format!("the check failed: {message} ({code})"));
+        return Err(CheckError::Failed { code, message });
     }
-    let row = answer.rows.first().ok_or("the check returned no row")?;
+    let row = answer.rows.first().ok_or(CheckError::Missing("row"))?;
     let text = |c: usize| row.get(c).cloned().flatten();
     let lsn = text(1).as_deref().and_then(parse_lsn).unwrap_or(0);
     match text(0).as_deref() {
@@ -130,10 +139,10 @@ async fn check(conn: &mut ServerConn) -> Result<Seen, String> {
         Some("f") => {
             let timeline = text(2)
                 .and_then(|t| u32::from_str_radix(&t, 16).ok())
-                .ok_or("the check returned no timeline")?;
+                .ok_or(CheckError::Missing("timeline"))?;
             Ok(Seen::Primary { timeline, lsn })
         }
-        _ => Err("the check returned no pg_is_in_recovery()".to_owned()),
+        _ => Err(CheckError::Missing("pg_is_in_recovery()")),
     }
 }
 

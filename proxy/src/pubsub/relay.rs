@@ -41,6 +41,14 @@ pub(super) struct Relay {
     conn: Option<Box<ServerConn>>,
 }
 
+/// Why a statement on the listening connection did not succeed.
+enum RunFailure {
+    /// The connection broke, or did not answer within the timeout.
+    Lost,
+    /// The server refused it: its message.
+    Refused(String),
+}
+
 impl Relay {
     pub(super) fn new(
         cluster: &str,
@@ -97,7 +105,7 @@ impl Relay {
                     }
                 } else if self.conn.is_some() {
                     let sql = format!("UNLISTEN {}", quoted(&channel));
-                    if self.run_sql(&sql).await.is_err() {
+                    if let Err(RunFailure::Lost) = self.run_sql(&sql).await {
                         self.lost().await;
                     }
                 }
@@ -115,12 +123,12 @@ impl Relay {
         }
         let sql = format!("LISTEN {}", quoted(&channel));
         match self.run_sql(&sql).await {
-            Ok(Ok(())) => {
+            Ok(()) => {
                 self.channels.insert(channel);
                 Ok(())
             }
-            Ok(Err(message)) => Err(PubSubError::Refused(self.shard, message)),
-            Err(()) => {
+            Err(RunFailure::Refused(message)) => Err(PubSubError::Refused(self.shard, message)),
+            Err(RunFailure::Lost) => {
                 self.channels.insert(channel);
                 self.lost().await;
                 if self.conn.is_some() {
@@ -184,12 +192,12 @@ impl Relay {
         let channels: Vec<String> = self.channels.iter().cloned().collect();
         for channel in channels {
             match self.run_sql(&format!("LISTEN {}", quoted(&channel))).await {
-                Ok(Ok(())) => {}
-                Ok(Err(message)) => {
+                Ok(()) => {}
+                Err(RunFailure::Refused(message)) => {
                     self.channels.remove(&channel);
                     return Err(PubSubError::Refused(self.shard, message));
                 }
-                Err(()) => {
+                Err(RunFailure::Lost) => {
                     self.conn = None;
                     return Err(PubSubError::Unreachable(self.shard));
                 }
@@ -205,26 +213,25 @@ impl Relay {
     }
 
     /// Run `sql` on the connection to its ReadyForQuery, handing on the
-    /// notifications read meanwhile: `Err(())` when the connection broke,
-    /// `Ok(Err(message))` when the server refused it.
-    async fn run_sql(&mut self, sql: &str) -> Result<Result<(), String>, ()> {
+    /// notifications read meanwhile.
+    async fn run_sql(&mut self, sql: &str) -> Result<(), RunFailure> {
         let (hub, cluster) = (&self.hub, self.cluster.as_str());
         let Some(conn) = self.conn.as_mut() else {
-            return Err(());
+            return Err(RunFailure::Lost);
         };
         let mut out = BytesMut::new();
         messages::query(&mut out, sql);
-        conn.send(&out).await.map_err(drop)?;
+        conn.send(&out).await.map_err(|_| RunFailure::Lost)?;
         let mut result = Ok(());
         let answer = async {
             loop {
-                let frame = conn.read_message().await.map_err(drop)?;
+                let frame = conn.read_message().await.map_err(|_| RunFailure::Lost)?;
                 match frame.message() {
                     BackendMessage::NotificationResponse(_) => {
                         deliver(hub, cluster, frame.bytes());
                     }
                     BackendMessage::ErrorResponse(error) if result.is_ok() => {
-                        result = Err(error.message());
+                        result = Err(RunFailure::Refused(error.message()));
                     }
                     BackendMessage::ReadyForQuery(_) => return Ok(()),
                     _ => {}
@@ -232,8 +239,9 @@ impl Relay {
             }
         };
         match tokio::time::timeout(self.timeout, answer).await {
-            Ok(Ok(())) => Ok(result),
-            Ok(Err(())) | Err(_) => Err(()),
+            Ok(Ok(())) => result,
+            Ok(Err(lost)) => Err(lost),
+            Err(_) => Err(RunFailure::Lost),
         }
     }
 }

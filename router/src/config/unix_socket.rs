@@ -35,20 +35,27 @@ impl Default for UnixSocketMode {
     }
 }
 
+/// What is wrong with a Unix-socket key's value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnixSocketError {
+    #[error("{0:#o} has bits beyond the permission bits (at most 0777)")]
+    BeyondPermissions(u32),
+    #[error("{0:04o} does not let pgshard's own user read and write the socket (0600 at least)")]
+    OwnerLockedOut(u32),
+    #[error("{dir} is too long for a socket path ({len} bytes with the socket's name, at most {MAX_SOCKET_PATH}): choose a shorter directory")]
+    PathTooLong { dir: String, len: usize },
+    #[error("is empty: name a group, or leave the key out to keep pgshard's own")]
+    EmptyGroup,
+}
+
 impl UnixSocketMode {
     /// The bits, or what is wrong with them.
-    pub(super) fn check(self) -> Result<u32, String> {
+    pub(super) fn check(self) -> Result<u32, UnixSocketError> {
         if self.0 > 0o777 {
-            return Err(format!(
-                "{:#o} has bits beyond the permission bits (at most 0777)",
-                self.0
-            ));
+            return Err(UnixSocketError::BeyondPermissions(self.0));
         }
         if self.0 & 0o600 != 0o600 {
-            return Err(format!(
-                "{:04o} does not let pgshard's own user read and write the socket (0600 at least)",
-                self.0
-            ));
+            return Err(UnixSocketError::OwnerLockedOut(self.0));
         }
         Ok(self.0)
     }
@@ -105,33 +112,28 @@ impl Visitor<'_> for ModeVisitor {
 }
 
 /// The Unix-socket keys of `general`: the key and what is wrong with it.
-pub(super) fn check(general: &General) -> Result<(), (&'static str, String)> {
+pub(super) fn check(general: &General) -> Result<(), (&'static str, UnixSocketError)> {
     general
         .unix_socket_mode
         .check()
-        .map_err(|message| ("unix_socket_mode", message))?;
+        .map_err(|error| ("unix_socket_mode", error))?;
     if let Some(dir) = general.unix_socket_dir() {
-        check_dir(dir).map_err(|message| ("unix_socket_dir", message))?;
+        check_dir(dir).map_err(|error| ("unix_socket_dir", error))?;
     }
     if general.unix_socket_group.as_deref() == Some("") {
-        return Err((
-            "unix_socket_group",
-            "is empty: name a group, or leave the key out to keep pgshard's own".to_owned(),
-        ));
+        return Err(("unix_socket_group", UnixSocketError::EmptyGroup));
     }
     Ok(())
 }
 
 /// What is wrong with `dir` as `unix_socket_dir`, if anything: the socket
 /// path must fit in `sun_path` whatever the port.
-fn check_dir(dir: &Path) -> Result<(), String> {
+fn check_dir(dir: &Path) -> Result<(), UnixSocketError> {
     let longest = dir.join(socket_file_name(u16::MAX));
     let len = longest.as_os_str().len();
     if len > MAX_SOCKET_PATH {
-        return Err(format!(
-            "{} is too long for a socket path ({len} bytes with the socket's name, at most {MAX_SOCKET_PATH}): choose a shorter directory",
-            dir.display()
-        ));
+        let dir = dir.display().to_string();
+        return Err(UnixSocketError::PathTooLong { dir, len });
     }
     Ok(())
 }

@@ -83,8 +83,8 @@ pub(super) fn general(general: &General) -> Result<(), ConfigError> {
         );
     }
     metric_namespace(general)?;
-    if let Err((key, message)) = super::unix_socket::check(general) {
-        return fail(key, message);
+    if let Err((key, error)) = super::unix_socket::check(general) {
+        return fail(key, error.to_string());
     }
     tls(general)
 }
