@@ -180,6 +180,58 @@ fn network_lengths_are_read_only_by_the_codec() {
     assert!(found.is_empty(), "{found:?}");
 }
 
+/// Errors are typed: no `Result<_, String>` in the crates' code (tests and
+/// binaries' `main` aside), so callers can match on what went wrong.
+#[test]
+fn errors_are_typed() {
+    let mut found = Vec::new();
+    for dir in ["parser-ffi/src", "router/src", "proxy/src"] {
+        for file in rust_files(dir) {
+            let name = relative(&file);
+            if name.ends_with("tests.rs") || name.contains("/bin/") || name.ends_with("main.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (line, code) in code_lines(&text) {
+                if string_errors(code) {
+                    found.push(format!("{name}:{line}: {}", code.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "Result<_, String>: {found:#?}");
+}
+
+/// Whether `code` names a `Result` whose error type is `String`.
+fn string_errors(code: &str) -> bool {
+    code.match_indices("Result<").any(|(at, open)| {
+        let (mut depth, mut comma) = (1, None);
+        for (i, c) in code[at + open.len()..].char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                ',' if depth == 1 => comma = Some(i),
+                '>' | ')' | ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let args = &code[at + open.len()..at + open.len() + i];
+                        return comma.is_some_and(|c| args[c + 1..].trim() == "String");
+                    }
+                }
+                _ => {}
+            }
+        }
+        false
+    })
+}
+
+#[test]
+fn string_errors_are_seen_in_any_nesting() {
+    assert!(string_errors("fn f() -> Result<u32, String> {"));
+    assert!(string_errors("-> Result<Result<(), String>, ()>"));
+    assert!(!string_errors("-> Result<HashMap<String, String>, Error>"));
+    assert!(!string_errors("-> Result<Vec<String>, E>"));
+}
+
 /// Router, parser-ffi and proxy code stays readable in one sitting: no file
 /// with more than 500 lines of code before its tests, no function longer
 /// than 80 lines (counted from its `fn` line to its closing brace; test
