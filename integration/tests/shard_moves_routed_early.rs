@@ -58,7 +58,7 @@ fn cluster(general: &str) -> (Vec<PgServer>, String) {
         );
         server.psql(&format!("shard_{database}"), &sql).unwrap();
     }
-    let config = common::sharded_config(&servers, general, SHARDING);
+    let config = common::moves_config(&servers, general, SHARDING);
     (servers, config)
 }
 
@@ -162,6 +162,15 @@ async fn an_instance_that_never_read_the_moves_refuses_keyless_statements() {
     assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
     let message = err.as_db_error().unwrap().message().to_owned();
     assert!(message.contains("has not read lately"), "{message}");
+    // It names the database whose reads fail and why, not its address.
+    assert!(
+        message.contains(
+            "(its reads fail: database 1: cannot connect: Connection refused (os error 111); \
+             none has succeeded since it started)"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("127.0.0.1"), "{message}");
     assert!(
         begun.elapsed() >= Duration::from_millis(900),
         "it waited for the first read first: {:?}",
