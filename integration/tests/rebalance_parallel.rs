@@ -84,7 +84,7 @@ async fn parallel_moves_on_disjoint_databases_overlap_and_lose_nothing() {
          data_type = \"bigint\"\nhasher = \"postgres\"\nshard_count = {SHARD_COUNT}\nplacement = {two:?}\n"
     );
     let sharding = format!("{}{accounts}", family(&format!("placement = {two:?}\n")));
-    let config = common::sharded_config(&servers, "", &sharding);
+    let config = common::moves_config(&servers, "", &sharding);
     let proxy = start(&config);
     let admin = admin(&proxy).await;
 

@@ -530,14 +530,17 @@ async fn an_unreachable_server_is_reported_without_its_address() {
 /// the other shard serves on, and the frozen one again once it thaws.
 /// A keyless statement while a shard answers nothing: cancelled at
 /// `query_timeout` (57014), or, once pgshard's reads of the move records
-/// have missed that shard past their bound (2-3 s after the freeze),
-/// refused before it runs (0A000: it cannot know no move copies rows).
+/// have missed that shard past their bound (`resharding_freshness_timeout`
+/// after the freeze), refused before it runs (0A000: it cannot know no
+/// move copies rows), naming the shard whose reads fail.
 fn timed_out_or_unread(err: &tokio_postgres::Error) {
     match code(err) {
         Some("57014") => {}
         Some("0A000") => {
             let message = err.as_db_error().map(|e| e.message().to_owned());
-            let unread = message.is_some_and(|m| m.contains("has not read lately"));
+            let unread = message.is_some_and(|m| {
+                m.contains("has not read lately") && m.contains("database 1: no ")
+            });
             assert!(unread, "{err:?}");
         }
         _ => panic!("{err}"),

@@ -31,7 +31,7 @@ async fn a_moved_shard_stays_moved_across_reload_restart_and_instances() {
     let servers = logical_servers(2);
     create_tables(&servers, TABLES, SHARD_COUNT, &default_placement());
     let (shard, tables) = moving_shard();
-    let config = common::sharded_config(&servers, "cutover_save_config = true", &family(""));
+    let config = common::moves_config(&servers, "cutover_save_config = true", &family(""));
     let first = start(&config);
     let second = start(&config);
     let (admin1, admin2) = (admin(&first).await, admin(&second).await);
@@ -89,7 +89,7 @@ async fn cancel_rolls_back_before_the_switch_and_is_refused_after() {
     let servers = logical_servers(2);
     create_tables(&servers, TABLES, SHARD_COUNT, &default_placement());
     let (shard, tables) = moving_shard();
-    let config = common::sharded_config(&servers, "", &family(""));
+    let config = common::moves_config(&servers, "", &family(""));
     let proxy = start(&config);
     let admin = admin(&proxy).await;
     proxy.state().moves.inject(Fault::MidCatchup);
@@ -150,7 +150,7 @@ async fn crash_at(fault: Fault, parked: &str, sigkill: bool) {
     let servers = logical_servers(2);
     create_tables(&servers, TABLES, SHARD_COUNT, &default_placement());
     let (shard, tables) = moving_shard();
-    let config = common::sharded_config(&servers, "", &family(""));
+    let config = common::moves_config(&servers, "", &family(""));
     let (first, port) = First::start(&config, fault, sigkill).await;
     let admin1 = common::connect(port, "admin", "admin-pw", "admin")
         .await
@@ -291,7 +291,7 @@ async fn statements_held_by_the_cutover_run_on_the_target_after_it() {
     let servers = logical_servers(2);
     create_tables(&servers, TABLES, SHARD_COUNT, &default_placement());
     let (shard, tables) = moving_shard();
-    let config = common::sharded_config(&servers, "", &family(""));
+    let config = common::moves_config(&servers, "", &family(""));
     let proxy = start(&config);
     proxy.state().moves.inject(Fault::WhileHolding);
     let admin = admin(&proxy).await;
@@ -360,14 +360,14 @@ async fn rebalance_moves_four_of_twelve_shards_to_a_new_database() {
     create_tables(&servers[..2], 24, COUNT, &two);
     let explicit =
         family(&format!("placement = {two:?}\n")).replace("shard_count = 8", "shard_count = 12");
-    let before = common::sharded_config(&servers[..2], "", &explicit);
+    let before = common::moves_config(&servers[..2], "", &explicit);
     let proxy = start(&before);
     let admin = admin(&proxy).await;
     assert!(
         common::rows(&admin, "REBALANCE").await.is_empty(),
         "balanced already"
     );
-    let after = common::sharded_config(&servers, "", &explicit);
+    let after = common::moves_config(&servers, "", &explicit);
     proxy.rewrite_config(&after, &users()).unwrap();
     common::rows(&admin, "RELOAD").await;
     // Every move goes to database 2: one after the other, PARALLEL or not

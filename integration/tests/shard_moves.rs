@@ -155,7 +155,7 @@ async fn a_family_shard_moves_while_clients_write() {
     let moved: Vec<i64> = (0..PARTITIONS).filter(|&p| shard_of(p) == moving).collect();
     assert!(!moved.is_empty());
     let general = "cutover_timeout = 10000\nresharding_replication_retry_min_delay = 100";
-    let config = common::sharded_config(&servers, general, FAMILY);
+    let config = common::moves_config(&servers, general, FAMILY);
     let proxy = TestProxy::start(&config, &users()).unwrap();
     proxy
         .state()
@@ -354,7 +354,7 @@ async fn a_move_that_cannot_run_fails_and_leaves_the_shard_where_it_was() {
             &format!("SET ROLE app; CREATE TABLE events_p{p} (k bigint, v text)"),
         )
         .unwrap();
-    let config = common::sharded_config(&servers, "", FAMILY);
+    let config = common::moves_config(&servers, "", FAMILY);
     let proxy = TestProxy::start(&config, &users()).unwrap();
     let cluster = Cluster {
         proxy,

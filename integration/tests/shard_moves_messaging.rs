@@ -74,7 +74,7 @@ async fn create(client: &Client) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shard_of_topic_partitions_moves_under_pub_sub() {
     let servers = logical_servers(2);
-    let config = common::sharded_config(&servers, "", SHARDING);
+    let config = common::moves_config(&servers, "", SHARDING);
     let proxy = start(&config);
     let port = proxy.port();
     create(&app(&proxy).await).await;

@@ -147,7 +147,7 @@ fn start(general: &str, extra: &str) -> Cluster {
             )
             .unwrap();
     }
-    let config = common::sharded_config(&servers, general, SHARDING);
+    let config = common::moves_config(&servers, general, SHARDING);
     let proxy = TestProxy::start(&config, &users()).unwrap();
     Cluster {
         proxy,

@@ -163,7 +163,7 @@ async fn a_shard_moves_while_pgbench_runs_tpcb_with_two_phase_commit() {
     let general = "two_phase_commit = true\ncutover_timeout = 5000\n\
                    resharding_replication_retry_min_delay = 200\n\
                    resharding_replica_identity_full = true";
-    let config = common::sharded_config(&servers, general, &sharding());
+    let config = common::moves_config(&servers, general, &sharding());
     let proxy = TestProxy::start(&config, &users()).unwrap();
     proxy
         .state()

@@ -215,7 +215,7 @@ fn start(general: &str) -> Cluster {
             )
             .unwrap();
     }
-    let config = common::sharded_config(&servers, general, SHARDING);
+    let config = common::moves_config(&servers, general, SHARDING);
     let proxy = TestProxy::start(&config, &users()).unwrap();
     Cluster {
         proxy,
@@ -593,7 +593,7 @@ async fn a_stale_instance_gets_the_fence_error_never_a_write() {
     // cleanup.
     let general = "resharding_replica_identity_full = true";
     let cluster = start(general);
-    let config = common::sharded_config(&cluster.servers, general, SHARDING);
+    let config = common::moves_config(&cluster.servers, general, SHARDING);
     let stale = TestProxy::start(&config, &users()).unwrap();
     stale
         .state()

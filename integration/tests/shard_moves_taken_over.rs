@@ -77,7 +77,7 @@ fn table(definition: &str, database: usize, partitioned: bool) -> String {
 async fn crash_at(fault: Fault, parked: &str, partitioned: bool, sigkill: bool) {
     let servers = logical_servers(2);
     create(&servers, partitioned);
-    let config = common::sharded_config(&servers, "", SHARDING);
+    let config = common::moves_config(&servers, "", SHARDING);
     let (first, port) = First::start(&config, fault, sigkill).await;
     let admin1 = common::connect(port, "admin", "admin-pw", "admin")
         .await

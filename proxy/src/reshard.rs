@@ -17,7 +17,8 @@
 //! line every few seconds); `rollback.rs` undoes a move that failed or
 //! was cancelled (CANCEL MOVE) before its switch. `rebalance.rs` plans
 //! REBALANCE's moves; `overlay.rs` reads where the databases say logical
-//! shards are (at start-up and every poll: other instances' switches);
+//! shards are (at start-up and every poll: other instances' switches), on
+//! `readers.rs`' connections;
 //! `recover.rs` finishes or rolls back moves a stopped process left;
 //! `save.rs` writes `cutover_save_config`'s placement; `marker.rs` keeps
 //! the router's moving marker of the moves under way. Table families,
@@ -37,6 +38,7 @@ pub mod overlay;
 mod partitioned;
 mod plain;
 pub mod plan;
+mod readers;
 pub mod rebalance;
 mod recover;
 mod rollback;

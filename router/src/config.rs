@@ -62,7 +62,7 @@ pub use general::{
 };
 pub use pool_settings::{HealthSettings, PoolSettings};
 pub use reload::DefaultPlacement;
-pub use resharding::{CopyFormat, CutoverTimeoutAction};
+pub use resharding::{CopyFormat, CutoverTimeoutAction, READ_INTERVAL};
 pub use rewrite::{Policy, Rewrite};
 pub use sharded_tables::MAX_SHARD_COUNT;
 pub use unix_socket::{socket_file_name, UnixSocketMode};

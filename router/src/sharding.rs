@@ -78,8 +78,9 @@ pub struct Moving {
     pub refuse_keyless: bool,
     /// The proxy has not read lately which moves are under way (any
     /// shard may be moving): keyless statements are refused with a
-    /// refusal that says so (`shards` may then be empty).
-    pub unread: bool,
+    /// refusal that says so and gives this reason, which databases' reads
+    /// missed and how (`shards` may then be empty). `None` almost always.
+    pub unread: Option<String>,
 }
 
 impl Moving {
@@ -333,7 +334,7 @@ impl Sharding {
                 std::sync::Arc::new(Moving {
                     shards: shards.clone(),
                     refuse_keyless,
-                    unread: false,
+                    unread: None,
                 })
             })
         };
@@ -348,19 +349,19 @@ impl Sharding {
         next
     }
 
-    /// The same model with `group`'s tables marked [`Moving::unread`]:
-    /// keyless statements on them refused, keyed ones routed as before
-    /// (touching only the shards a marker already names).
-    pub fn with_unread(&self, group: GroupId) -> Sharding {
+    /// The same model with `group`'s tables marked [`Moving::unread`]
+    /// for reason `why`: keyless statements on them refused, keyed ones
+    /// routed as before (touching only the shards a marker already names).
+    pub fn with_unread(&self, group: GroupId, why: &str) -> Sharding {
         let mut next = self.clone();
         for table in next.tables.iter_mut().filter(|t| t.keys.group() == group) {
             let mut unread = table.keys.moving.as_deref().cloned().unwrap_or(Moving {
                 shards: Vec::new(),
                 refuse_keyless: true,
-                unread: true,
+                unread: None,
             });
             unread.refuse_keyless = true;
-            unread.unread = true;
+            unread.unread = Some(why.to_owned());
             table.keys.moving = Some(std::sync::Arc::new(unread));
         }
         next

@@ -332,6 +332,16 @@ pub fn sharded_config(servers: &[PgServer], general: &str, sharding: &str) -> St
     )
 }
 
+/// The `[general]` line of the shard move tests: the least freshness bound
+/// (3 s), so that a cluster's first move waits 3.5 s before it marks, not
+/// the default's 10.5 s (a test of the default says it).
+pub const QUICK_FRESHNESS: &str = "resharding_freshness_timeout = 3000";
+
+/// [`sharded_config`] with [`QUICK_FRESHNESS`].
+pub fn moves_config(servers: &[PgServer], general: &str, sharding: &str) -> String {
+    sharded_config(servers, &format!("{QUICK_FRESHNESS}\n{general}"), sharding)
+}
+
 /// Create the sharded schema on every server (owned by `app`): on shard `i`
 /// of `n`, `orders`, `counters` and `consumer_offsets` are hash-partitioned
 /// parents with the single partition `MODULUS n, REMAINDER i`; `countries`

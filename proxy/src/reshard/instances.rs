@@ -4,7 +4,8 @@
 //! the copied rows twice. The exchange, on `pgshard.instances`:
 //! - each instance, reading a pinned cluster (`overlay.rs`, every poll),
 //!   first writes on every database `begun = now()` and the bound
-//!   `fresh_ms` it will serve keyless statements for on this read, then
+//!   `fresh_ms` it will serve keyless statements for on this read (its
+//!   `resharding_freshness_timeout`), then
 //!   reads `pgshard.moves`, marks what is unfinished, and writes the moves
 //!   it marked (`marked`). It refuses keyless statements on plain tables
 //!   once its last complete read began more than `fresh_ms` ago
@@ -59,11 +60,22 @@
 //! [`ROUTED_BEFORE`] says).
 //!
 //! Clusters no move has pinned yet have no `pgshard.instances`: their
-//! readers look every second and serve keyless statements for
-//! [`UNPINNED_FRESH`] after a look. The move that pins a cluster first
-//! waits that long (and [`SLACK`]) after pinning before it waits for marks:
-//! by then every instance has looked again (and found the cluster pinned)
-//! or refuses keyless statements. An instance that has never read a
+//! readers look every second and serve keyless statements for the bound
+//! (`resharding_freshness_timeout`) after a look began. The move that pins
+//! a cluster first waits its own bound (and [`SLACK`]) after pinning
+//! before it waits for marks: an instance's look that found the cluster
+//! unpinned began before the pin, so by then every instance with the
+//! same bound has looked again (found the cluster pinned, announced its
+//! reads, and is waited for) or refuses keyless statements. That needs
+//! every instance in front of the cluster to have a bound no larger than
+//! the first mover's (the same config): one with a larger bound, stalled
+//! through the wait, could serve keyless statements unmarked after rows
+//! are copied. Nothing before the pin can tell the mover other
+//! instances' bounds (the readers write nothing on an unpinned cluster).
+//! A read counts from when it began, not when it ended, for the same
+//! reason: a read that began in time but ended late may have looked at
+//! the databases before the pin, and renews nothing past its start plus
+//! the bound. An instance that has never read a
 //! cluster (its databases did not answer it since start-up) refuses them
 //! too, once its first statements waited `connect_timeout` for a read
 //! (`pool::clusters::freshness`).
@@ -81,20 +93,9 @@ use super::Moves;
 use crate::pool::clusters::keyless::KeylessFlights;
 use crate::session::Shared;
 
-/// How long a look at a cluster found unpinned keeps an instance serving
-/// keyless statements on it.
-pub const UNPINNED_FRESH: Duration = Duration::from_secs(3);
-
 /// What the mover adds to an instance's bound: the read's own time, and
 /// clocks that run at slightly different rates.
 const SLACK: Duration = Duration::from_millis(500);
-
-/// How long a read of a pinned cluster keeps an instance that reads every
-/// `poll` serving keyless statements: two reads may fail or be late
-/// before it refuses them.
-pub fn fresh_for(poll: Duration) -> Duration {
-    poll * 3 + Duration::from_secs(1)
-}
 
 /// An instance's read begins: `begun` and its bound, on one database.
 pub fn begin_read(instance: &str, cluster: &str, fresh: Duration) -> String {
@@ -236,7 +237,8 @@ pub async fn wait_marked(
     a: &mut Db,
 ) -> Result<(), MoveError> {
     if let Some(pinned) = first_pin {
-        let until = pinned + UNPINNED_FRESH + SLACK;
+        let bound = shared.config().general.resharding_freshness_timeout();
+        let until = pinned + bound + SLACK;
         moves.update(&plan.id, |s| {
             s.waiting_for = vec!["(instances that last found the cluster unpinned)".to_owned()]
         });
@@ -376,10 +378,6 @@ mod tests {
             acknowledge("p1", "prod", &["m1".to_owned(), "m2".to_owned()]),
             "UPDATE pgshard.instances SET seen = now(), marked = ARRAY['m1', 'm2']::text[] \
              WHERE instance = 'p1' AND cluster = 'prod'"
-        );
-        assert_eq!(
-            fresh_for(Duration::from_millis(100)),
-            Duration::from_millis(1300)
         );
     }
 }

@@ -32,7 +32,7 @@ const MARK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How often the databases are asked where logical shards are (and
 /// whether a move was left behind), by default.
-const POLL: Duration = Duration::from_secs(1);
+const POLL: Duration = router::config::READ_INTERVAL;
 
 /// One move as SHOW MOVES shows it.
 #[derive(Debug, Clone)]

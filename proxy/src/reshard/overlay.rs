@@ -23,117 +23,17 @@ use tracing::{debug, info, warn};
 use crate::pool::clusters::overlay::{Placed, Recorded};
 use crate::session::Shared;
 
-use super::db::{Db, Link};
-use super::instances::{self, UNPINNED_FRESH};
+use super::instances;
 use super::plan::MoveError;
+use super::readers::Readers;
 use super::state::Phase;
 use super::Moves;
 
-/// How often a cluster no move has touched yet (no `pgshard.shards` on
-/// any database) is looked at again, its connections closed between (a
-/// cluster with a move is read every poll interval, on kept connections).
-const UNPINNED_EVERY: Duration = Duration::from_secs(1);
-
-/// The readers' connections, per cluster (its first user that logs in:
-/// any login may read pgshard's tables), kept while the cluster is pinned
-/// (a move has recorded where its shards are).
-#[derive(Default)]
-pub struct Readers {
-    clusters: HashMap<String, Reader>,
-}
-
-#[derive(Default)]
-struct Reader {
-    link: Option<Link>,
-    conns: Vec<Option<Db>>,
-    /// Some database has `pgshard.shards`.
-    pinned: bool,
-    /// When to look at an unpinned cluster again.
-    next: Option<Instant>,
-    /// The moves acknowledged, and what newer marks wait for.
-    acks: instances::Acks,
-}
-
-impl Readers {
-    /// Whether `cluster` is due a read: pinned, or not looked at lately.
-    fn due(&self, cluster: &str) -> bool {
-        self.clusters
-            .get(cluster)
-            .is_none_or(|r| r.pinned || r.next.is_none_or(|n| Instant::now() >= n))
-    }
-
-    /// Whether a move has recorded `cluster`'s placement.
-    pub fn pinned(&self, cluster: &str) -> bool {
-        self.clusters.get(cluster).is_some_and(|r| r.pinned)
-    }
-
-    /// After a read of `cluster`: keep its connections when pinned, else
-    /// close them until the next look.
-    fn looked(&mut self, cluster: &str, pinned: bool) {
-        let reader = self.clusters.entry(cluster.to_owned()).or_default();
-        reader.pinned = pinned;
-        if !pinned {
-            reader.conns.clear();
-            reader.next = Some(Instant::now() + UNPINNED_EVERY);
-        }
-    }
-
-    /// A connection to database `index` of `cluster`.
-    async fn db(
-        &mut self,
-        shared: &Shared,
-        cluster: &str,
-        index: usize,
-    ) -> Result<&mut Db, MoveError> {
-        let databases = shared
-            .config()
-            .clusters
-            .get(cluster)
-            .map_or(0, |c| c.shards.len());
-        let reader = self.clusters.entry(cluster.to_owned()).or_default();
-        if reader
-            .link
-            .as_ref()
-            .is_none_or(|l| l.targets.len() != databases)
-        {
-            reader.link = Link::all(shared, cluster).into_iter().next();
-            reader.conns.clear();
-        }
-        reader.conns.resize_with(databases, || None);
-        let (Some(link), Some(slot)) = (&reader.link, reader.conns.get_mut(index)) else {
-            return Err(MoveError::Check(format!(
-                "database {index} of {cluster} has no login"
-            )));
-        };
-        if slot.is_none() {
-            *slot = Some(link.connect(index).await?);
-        }
-        slot.as_mut()
-            .ok_or_else(|| MoveError::Check(format!("database {index} has no login")))
-    }
-
-    /// `sql`'s rows from database `index` of `cluster` (the connection
-    /// dropped when it fails).
-    pub async fn rows(
-        &mut self,
-        shared: &Shared,
-        (cluster, index): (&str, usize),
-        sql: &str,
-    ) -> Result<Vec<Vec<Option<String>>>, MoveError> {
-        let db = self.db(shared, cluster, index).await?;
-        let rows = db.rows("read pgshard's tables", sql).await;
-        if rows.is_err() {
-            if let Some(slot) = self
-                .clusters
-                .get_mut(cluster)
-                .and_then(|r| r.conns.get_mut(index))
-            {
-                *slot = None;
-            }
-        }
-        rows
-    }
-}
+/// How often a cluster is read: a cluster no move has touched yet (no
+/// `pgshard.shards` on any database) on new connections each time (a
+/// cluster with a move every poll interval, the same by default, on kept
+/// connections).
+const UNPINNED_EVERY: Duration = router::config::READ_INTERVAL;
 
 /// The rows of `pgshard.shards`.
 const SHARDS: &str = "SELECT grp, shard::text, since FROM pgshard.shards";
@@ -150,32 +50,35 @@ pub async fn refresh(shared: &Shared, moves: &Moves, readers: &mut Readers) -> V
         // A switch this process makes while the read is on its way wins.
         let read_from = shared.clusters.overlay_epoch();
         let begun = Instant::now();
-        match read(shared, readers, name).await {
+        // Keyless statements are served this long after the read began
+        // (`instances.rs` says why that is exact).
+        let fresh = config.general.resharding_freshness_timeout();
+        let read = match read(shared, readers, name).await {
             Ok(owners) => {
                 let pinned = !owners.is_empty();
-                readers.looked(name, pinned);
+                readers.looked(name, pinned, UNPINNED_EVERY);
                 if place(shared, name, owners, read_from) {
                     changed.push(name.clone());
                 }
-                let fresh = if pinned {
-                    let fresh = instances::fresh_for(moves.poll_interval());
-                    marked_and_acknowledged(shared, moves, readers, name, fresh)
-                        .await
-                        .then_some(fresh)
-                } else {
-                    Some(UNPINNED_FRESH)
-                };
-                if let Some(fresh) = fresh {
-                    shared.read_fresh(name, begun + fresh);
+                match pinned {
+                    true => marked_and_acknowledged(shared, moves, readers, name, fresh).await,
+                    false => Ok(()),
                 }
             }
+            Err(error) => {
+                readers.looked(name, readers.pinned(name), UNPINNED_EVERY);
+                Err(error)
+            }
+        };
+        match read {
+            Ok(()) => shared.read_fresh(name, begun, begun + fresh),
             Err(error) => {
                 // Looked at again later (a warning each time: a pinned
                 // cluster whose databases do not answer is news).
                 if readers.pinned(name) {
                     warn!(
                         cluster = name,
-                        "cannot read where logical shards are: {error}"
+                        "cannot read where logical shards are, or the moves under way: {error}"
                     );
                 } else {
                     debug!(
@@ -183,7 +86,8 @@ pub async fn refresh(shared: &Shared, moves: &Moves, readers: &mut Readers) -> V
                         "cannot read where logical shards are: {error}"
                     );
                 }
-                readers.looked(name, readers.pinned(name));
+                let why = readers.missed(name).unwrap_or_else(|| error.to_string());
+                shared.read_failed(name, &why);
             }
         }
     }
@@ -191,15 +95,14 @@ pub async fn refresh(shared: &Shared, moves: &Moves, readers: &mut Readers) -> V
 }
 
 /// Announce the read on every database (`pgshard.instances.begun`), read
-/// and mark the moves under way, acknowledge them; whether all of it
-/// succeeded.
+/// and mark the moves under way, acknowledge them; what failed.
 async fn marked_and_acknowledged(
     shared: &Shared,
     moves: &Moves,
     readers: &mut Readers,
     cluster: &str,
     fresh: Duration,
-) -> bool {
+) -> Result<(), MoveError> {
     let databases = shared
         .config()
         .clusters
@@ -208,36 +111,23 @@ async fn marked_and_acknowledged(
     let begin = instances::begin_read(&moves.owner, cluster, fresh);
     let mut acked = Vec::new();
     for index in 0..databases {
-        match announce(shared, readers, (cluster, index), &begin).await {
-            Ok(true) => acked.push(index),
-            Ok(false) => {}
-            Err(error) => {
-                warn!(
-                    cluster,
-                    "cannot announce a read of the moves under way: {error}"
-                );
-                return false;
-            }
+        if announce(shared, readers, (cluster, index), &begin).await? {
+            acked.push(index);
         }
     }
-    let Some(marked) = mark(shared, readers, cluster).await else {
-        return false;
-    };
+    let marked = mark(shared, readers, cluster).await?;
     // A move newly marked is acknowledged once the sessions counted before
     // its marker was installed gave their counts back (`instances.rs`).
-    let acks = &mut readers.clusters.entry(cluster.to_owned()).or_default().acks;
     let flights = &shared.clusters.keyless;
-    let marked = acks
+    let marked = readers
+        .acks(cluster)
         .acknowledgeable(flights, cluster, marked, moves.poll_interval())
         .await;
     let ack = instances::acknowledge(&moves.owner, cluster, &marked);
     for index in acked {
-        if let Err(error) = readers.rows(shared, (cluster, index), &ack).await {
-            warn!(cluster, "cannot acknowledge the moves under way: {error}");
-            return false;
-        }
+        readers.rows(shared, (cluster, index), &ack).await?;
     }
-    true
+    Ok(())
 }
 
 /// `begin` on database `index`, where it has `pgshard.instances`; whether
@@ -319,29 +209,26 @@ async fn read(shared: &Shared, readers: &mut Readers, cluster: &str) -> Result<O
 /// marked moving in the running config: keyless statements that could see
 /// the moving rows on two databases are refused here too, from start-up
 /// on, while the move runs elsewhere or waits to be taken over. A failed
-/// read keeps the markers read before (`None`); else the moves marked.
-async fn mark(shared: &Shared, readers: &mut Readers, cluster: &str) -> Option<Vec<String>> {
-    match unfinished(shared, readers, cluster).await {
-        Ok(moves) => {
-            let ids: Vec<String> = moves.iter().map(|m| m.id.clone()).collect();
-            let shown: Vec<String> = moves
-                .iter()
-                .map(|m| format!("{} (shard {} of {})", m.id, m.shard, m.group))
-                .collect();
-            let shown = shown.join(", ");
-            if shared.set_recorded_moving(cluster, moves) {
-                info!(
-                    cluster,
-                    "moves recorded unfinished on the databases (pgshard.moves): marked moving {shown}"
-                );
-            }
-            Some(ids)
-        }
-        Err(error) => {
-            warn!(cluster, "cannot read the moves under way: {error}");
-            None
-        }
+/// read keeps the markers read before; else the moves marked.
+async fn mark(
+    shared: &Shared,
+    readers: &mut Readers,
+    cluster: &str,
+) -> Result<Vec<String>, MoveError> {
+    let moves = unfinished(shared, readers, cluster).await?;
+    let ids: Vec<String> = moves.iter().map(|m| m.id.clone()).collect();
+    let shown: Vec<String> = moves
+        .iter()
+        .map(|m| format!("{} (shard {} of {})", m.id, m.shard, m.group))
+        .collect();
+    let shown = shown.join(", ");
+    if shared.set_recorded_moving(cluster, moves) {
+        info!(
+            cluster,
+            "moves recorded unfinished on the databases (pgshard.moves): marked moving {shown}"
+        );
     }
+    Ok(ids)
 }
 
 /// The moves of `cluster` that `pgshard.moves` records unfinished on some

@@ -24,10 +24,11 @@ use crate::session::Shared;
 
 use super::db::Link;
 use super::mover::{Made, Table};
-use super::overlay::{self, Readers};
+use super::overlay;
 use super::partitioned::{self, PartTable};
 use super::plain::{self, PlainTable};
 use super::plan::{MoveError, Plan};
+use super::readers::Readers;
 use super::sql::literal;
 use super::state::Phase;
 use super::{cleanup, marker, rollback, store, MoveStatus, Moves};

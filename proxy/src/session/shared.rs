@@ -185,35 +185,54 @@ impl Shared {
         self.relay(cluster)
     }
 
-    /// A read of `cluster`'s move records succeeded: its keyless
-    /// statements may be served until `until` (`freshness.rs`).
-    pub fn read_fresh(&self, cluster: &str, until: std::time::Instant) {
-        if self.clusters.freshness.renew(cluster, until) {
+    /// A read of `cluster`'s move records begun at `begun` succeeded: its
+    /// keyless statements may be served until `until` (`freshness.rs`).
+    pub fn read_fresh(&self, cluster: &str, begun: std::time::Instant, until: std::time::Instant) {
+        if self.clusters.freshness.renew(cluster, begun, until) {
             self.clusters.update_overlay(|o| {
-                o.set_lapsed(cluster, false);
+                o.set_lapsed(cluster, None);
             });
             self.relay(cluster);
+        }
+    }
+
+    /// A read of `cluster`'s move records failed, as `why` says (the
+    /// database and its error, no host or port): kept for the refusal of
+    /// keyless statements, renewed in it when the cluster is refusing them
+    /// and the reason changed.
+    pub fn read_failed(&self, cluster: &str, why: &str) {
+        if self.clusters.freshness.fail(cluster, why) {
+            self.mark_lapsed(cluster, std::time::Instant::now());
         }
     }
 
     /// Before routing a statement of `cluster`: when its last read of the
     /// move records is too old (or, with `plain` tables, it was never
     /// read), mark every shard of its plain tables' groups moving (keyless
-    /// statements refused) until a read succeeds.
+    /// statements refused, saying why) until a read succeeds.
     pub fn check_fresh(&self, cluster: &str, plain: bool) {
         let now = std::time::Instant::now();
         if self.clusters.freshness.lapsed_unmarked(cluster, now, plain)
             && self.clusters.freshness.lapse(cluster, now, plain)
         {
+            let why = self.mark_lapsed(cluster, now);
             tracing::warn!(
                 cluster,
-                "the moves under way were not read lately: keyless statements on sharded tables are refused until they are"
+                "the moves under way were not read lately ({why}): keyless statements on sharded tables are refused until they are"
             );
-            self.clusters.update_overlay(|o| {
-                o.set_lapsed(cluster, true);
-            });
-            self.relay(cluster);
         }
+    }
+
+    /// Install `cluster`'s unread marker with the reason as of `now`; the
+    /// reason.
+    fn mark_lapsed(&self, cluster: &str, now: std::time::Instant) -> String {
+        let bound = self.config().general.resharding_freshness_timeout();
+        let why = self.clusters.freshness.why(cluster, now, bound);
+        self.clusters.update_overlay(|o| {
+            o.set_lapsed(cluster, Some(why.clone()));
+        });
+        self.relay(cluster);
+        why
     }
 
     /// Install `cluster`'s sharding model with what the overlay knows laid

@@ -17,6 +17,21 @@ use serde::{Deserialize, Serialize};
 
 use super::{invalid, ConfigError, General};
 
+/// How often every pgshard instance reads each sharded cluster's move
+/// records (`pgshard.shards`, `pgshard.moves`; the proxy's placement
+/// readers): `resharding_freshness_timeout` is measured in these.
+pub const READ_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The least `resharding_freshness_timeout`, in read intervals: two reads
+/// may be late or fail before keyless statements are refused.
+const MIN_FRESHNESS_READS: u32 = 3;
+
+/// The most `resharding_freshness_timeout`: a move waits at most 30 s for
+/// every live instance to mark it, and an instance that stopped counts as
+/// live for the bound it announced; a cluster's first move also waits the
+/// bound before it marks.
+const MAX_FRESHNESS: Duration = Duration::from_secs(20);
+
 /// The keys, as the file spells them.
 pub(super) const KEYS: [&str; 12] = [
     "resharding_copy_format",
@@ -110,6 +125,13 @@ impl General {
     pub fn cutover_timeout(&self) -> Duration {
         Duration::from_millis(self.cutover_timeout_ms)
     }
+
+    /// `resharding_freshness_timeout`: how long after a read of a
+    /// cluster's move records began this instance serves keyless
+    /// statements on its plain sharded tables without another.
+    pub fn resharding_freshness_timeout(&self) -> Duration {
+        Duration::from_millis(self.resharding_freshness_timeout_ms)
+    }
 }
 
 /// The keys' values on their own.
@@ -133,6 +155,20 @@ pub(super) fn validate(general: &General) -> Result<(), ConfigError> {
             "must be at least 1 (ms): it is how long a statement on a moving shard may \
              be held at the cutover, and 0 would abandon every cutover",
         );
+    }
+    let freshness = general.resharding_freshness_timeout();
+    if freshness < READ_INTERVAL * MIN_FRESHNESS_READS || freshness > MAX_FRESHNESS {
+        let message = format!(
+            "must be from {} to {} (ms): each pgshard instance reads which moves are under way \
+             every {} ms, and refuses keyless statements on sharded tables once no read began \
+             within this bound, so it must leave room for a read or two to be late; and a \
+             cluster's first move waits this long before it marks (a move waits at most 30 s \
+             for the instances to mark it)",
+            (READ_INTERVAL * MIN_FRESHNESS_READS).as_millis(),
+            MAX_FRESHNESS.as_millis(),
+            READ_INTERVAL.as_millis()
+        );
+        return fail("resharding_freshness_timeout", &message);
     }
     if general.cutover_replication_lag_threshold != 0 {
         return fail(

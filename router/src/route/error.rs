@@ -103,9 +103,15 @@ pub enum RouteError {
         shards: String,
     },
     #[error(
-        "this statement reads or writes {table} without its sharding key {column}, and pgshard has not read lately which moves of logical shards are under way (its reads of pgshard.moves on the databases fail or are late): during a move some rows are on two databases and a statement over every shard could see or change them twice, so pgshard refuses it until a read succeeds; add the key (WHERE {column} = value) or retry in a few seconds"
+        "this statement reads or writes {table} without its sharding key {column}, and pgshard has not read lately which moves of logical shards are under way ({why}): during a move some rows are on two databases and a statement over every shard could see or change them twice, so pgshard refuses it until a read succeeds; add the key (WHERE {column} = value) or retry in a few seconds (reads that are only late, on a loaded host, need a larger resharding_freshness_timeout)"
     )]
-    KeylessUnread { table: String, column: String },
+    KeylessUnread {
+        table: String,
+        column: String,
+        /// Which databases' reads missed, and how (the read's error, or
+        /// how long ago the last read succeeded).
+        why: String,
+    },
     #[error(
         "schema change on {table} refused while logical shard(s) {shards} of its placement group {group} move to another database: the move copied the table's definition when it started, and a change now would leave the two databases with different tables; retry it once the move has finished"
     )]

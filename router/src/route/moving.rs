@@ -79,18 +79,21 @@ impl MovingPlan {
         let keyless = marked
             .iter()
             .find(|m| m.keys.moving.as_ref().is_some_and(|m| m.refuse_keyless))
-            .map(|m| match m.keys.moving.as_ref().is_some_and(|m| m.unread) {
-                true => RouteError::KeylessUnread {
-                    table: table_name(m.table),
-                    column: m.column.to_owned(),
+            .map(
+                |m| match m.keys.moving.as_ref().and_then(|m| m.unread.as_ref()) {
+                    Some(why) => RouteError::KeylessUnread {
+                        table: table_name(m.table),
+                        column: m.column.to_owned(),
+                        why: why.clone(),
+                    },
+                    None => RouteError::KeylessDuringMove {
+                        table: table_name(m.table),
+                        column: m.column.to_owned(),
+                        group: m.keys.group().to_string(),
+                        shards: shard_list(m.keys),
+                    },
                 },
-                false => RouteError::KeylessDuringMove {
-                    table: table_name(m.table),
-                    column: m.column.to_owned(),
-                    group: m.keys.group().to_string(),
-                    shards: shard_list(m.keys),
-                },
-            });
+            );
         Some(MovingPlan {
             shadow: Arc::new(shadow),
             sources,

@@ -166,3 +166,37 @@ fn keyless_statements_are_refused_when_the_marker_says_so() {
     refusing().check("SELECT * FROM users", &[], "all");
     refusing().shard(0).check("SELECT * FROM orders", &[], "0 m");
 }
+
+/// The proxy's reads of the move records missed: its marker (no shard
+/// named) refuses keyless statements with its reason, and the key that
+/// bounds them.
+fn unread() -> Cases {
+    static CLUSTER: OnceLock<Sharding> = OnceLock::new();
+    let sharding = CLUSTER.get_or_init(|| {
+        let group = GroupId {
+            function: GroupFunction::Hash(Hasher::Postgres),
+            shard_count: 4,
+        };
+        let why = "its reads of database 1 fail: cannot connect: Connection refused (os error 111)";
+        let plain = moving(false).with_moving(group, &[], false);
+        plain.with_unread(group, why)
+    });
+    Cases {
+        sharding,
+        overrides: Overrides::default(),
+        failures: RefCell::default(),
+    }
+}
+
+#[test]
+#[rustfmt::skip]
+fn keyless_statements_are_refused_with_the_reason_when_the_moves_are_unread() {
+    let refused = "err: this statement reads or writes orders without its sharding key tenant_id, and pgshard has not read lately which moves of logical shards are under way (its reads of database 1 fail: cannot connect: Connection refused (os error 111)): during a move";
+    unread().check("SELECT * FROM orders", &[], refused);
+    unread().check("UPDATE orders SET x = 1", &[], refused);
+    unread().check("SELECT count(*) FROM order_items", &[], "err: larger resharding_freshness_timeout");
+    // Keyed statements are served; nothing names a moving shard.
+    unread().check("SELECT * FROM orders WHERE tenant_id = 2", &[], "0");
+    unread().check("SELECT * FROM orders WHERE tenant_id = 3", &[], "1");
+    unread().check("SELECT * FROM users", &[], "all");
+}

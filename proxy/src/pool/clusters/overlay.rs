@@ -57,9 +57,10 @@ pub struct Overlay {
     /// marked, whatever a read begun before says.
     ended: HashSet<String>,
     /// Clusters whose last complete read of the move records is too old
-    /// (`freshness.rs`): the tables of groups with `[[sharded_tables]]`
-    /// are marked unread, keyless statements on them refused.
-    lapsed: HashSet<String>,
+    /// (`freshness.rs`), with the reason: the tables of groups with
+    /// `[[sharded_tables]]` are marked unread, keyless statements on them
+    /// refused saying why.
+    lapsed: HashMap<String, String>,
     /// How many shards this process's moves placed ([`Overlay::place`]):
     /// a read of the databases begun before one of them ([`Overlay::set`])
     /// may have seen the source still owning the shard, and is dropped.
@@ -147,13 +148,12 @@ impl Overlay {
         self.ended.retain(|id| listed.contains(id));
     }
 
-    /// Whether `cluster`'s read of the move records has lapsed; whether
-    /// that changed.
-    pub fn set_lapsed(&mut self, cluster: &str, lapsed: bool) -> bool {
-        if lapsed {
-            self.lapsed.insert(cluster.to_owned())
-        } else {
-            self.lapsed.remove(cluster)
+    /// Whether `cluster`'s read of the move records has lapsed, and why
+    /// (`None`: fresh); whether that changed.
+    pub fn set_lapsed(&mut self, cluster: &str, why: Option<String>) -> bool {
+        match why {
+            Some(why) => self.lapsed.insert(cluster.to_owned(), why.clone()) != Some(why),
+            None => self.lapsed.remove(cluster).is_some(),
         }
     }
 
@@ -193,13 +193,13 @@ impl Overlay {
     /// [`Overlay::marker`].
     pub fn mark_over(&self, cluster: &str, sharding: &Sharding) -> Sharding {
         let mut next = sharding.clone();
-        let lapsed = self.lapsed.contains(cluster);
+        let lapsed = self.lapsed.get(cluster);
         for group in sharding.groups() {
             let marker = self.marker(cluster, group.id);
             next = next.with_moving(group.id, &marker.shards, marker.refuse_keyless);
-            if lapsed && !group.tables.is_empty() {
+            if let Some(why) = lapsed.filter(|_| !group.tables.is_empty()) {
                 // Any shard may be moving, unknown to this instance.
-                next = next.with_unread(group.id);
+                next = next.with_unread(group.id, why);
             }
         }
         next
@@ -255,8 +255,8 @@ pub fn carry_moving(old: &Sharding, next: &Sharding) -> Option<Sharding> {
         }
         let refuse = table && moving.refuse_keyless;
         let mut next = current.with_moving(keys.group(), &moving.shards, refuse);
-        if table && moving.unread {
-            next = next.with_unread(keys.group());
+        if let Some(why) = moving.unread.as_deref().filter(|_| table) {
+            next = next.with_unread(keys.group(), why);
         }
         carried = Some(next);
     }

@@ -35,6 +35,7 @@ fn defaults_are_pgdogs() {
     assert_eq!(g.cutover_timeout(), Duration::from_secs(30));
     assert_eq!(g.cutover_timeout_action, CutoverTimeoutAction::Abort);
     assert!(!g.cutover_save_config);
+    assert_eq!(g.resharding_freshness_timeout(), Duration::from_secs(10));
     // Nothing written, nothing to warn about.
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
 }
@@ -111,6 +112,17 @@ fn refused_values_name_their_key() {
             "general.cutover_timeout_action",
             "would lose writes",
         ),
+        (
+            "resharding_freshness_timeout = 2999",
+            "general.resharding_freshness_timeout",
+            "must be from 3000 to 20000 (ms): each pgshard instance reads which moves are \
+             under way every 1000 ms",
+        ),
+        (
+            "resharding_freshness_timeout = 20001",
+            "general.resharding_freshness_timeout",
+            "a cluster's first move waits this long",
+        ),
         // Not a value of the key's type or set: serde's error, at the key.
         (
             "resharding_copy_format = \"csv\"",
@@ -145,4 +157,18 @@ fn refused_values_name_their_key() {
             "{line}: {text}"
         );
     }
+}
+
+#[test]
+fn the_freshness_bound_is_read_within_its_range() {
+    for ms in [3000, 4500, 20000] {
+        let config = load(&format!("resharding_freshness_timeout = {ms}")).unwrap();
+        let g = &config.general;
+        assert_eq!(g.resharding_freshness_timeout(), Duration::from_millis(ms));
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let keys: std::collections::BTreeMap<String, String> =
+            g.effective_keys().into_iter().collect();
+        assert_eq!(keys["resharding_freshness_timeout"], ms.to_string());
+    }
+    assert_eq!(READ_INTERVAL, Duration::from_secs(1));
 }
