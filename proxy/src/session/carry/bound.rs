@@ -19,7 +19,7 @@ use super::{not_carried, Ran};
 use crate::errors::ClientError;
 use crate::protocol::backend::{BackendMessage, TransactionStatus};
 use crate::protocol::frontend::{Bind, BindView, Named};
-use crate::protocol::{messages, sqlstate};
+use crate::protocol::{messages, rows, sqlstate};
 use crate::session::reply_plan::Step;
 use crate::session::statements::Statement;
 use crate::session::{End, Session};
@@ -213,7 +213,9 @@ impl Session {
                 let message = server.conn.read_message().await.ok()?;
                 match message.message() {
                     BackendMessage::ReadyForQuery(_) => return Some(()),
-                    BackendMessage::ParameterDescription(body) => types = parameter_types(body),
+                    BackendMessage::ParameterDescription(body) => {
+                        types = rows::parameter_types(body);
+                    }
                     BackendMessage::ErrorResponse(_) if error.is_none() => error = Some(message),
                     _ => {}
                 }
@@ -242,34 +244,5 @@ impl Session {
                 Ok(None)
             }
         }
-    }
-}
-
-/// The type OIDs of a ParameterDescription's body.
-fn parameter_types(body: &[u8]) -> Option<Vec<u32>> {
-    let (count, mut rest) = body.split_first_chunk::<2>()?;
-    let count = usize::from(u16::from_be_bytes(*count));
-    let mut types = Vec::with_capacity(count);
-    for _ in 0..count {
-        let (oid, tail) = rest.split_first_chunk::<4>()?;
-        types.push(u32::from_be_bytes(*oid));
-        rest = tail;
-    }
-    Some(types)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parameter_types;
-
-    #[test]
-    fn parameter_descriptions_are_read_whole_or_not_at_all() {
-        assert_eq!(
-            parameter_types(&[0, 2, 0, 0, 0, 20, 0, 0, 0, 25]),
-            Some(vec![20, 25])
-        );
-        assert_eq!(parameter_types(&[0, 0]), Some(Vec::new()));
-        assert_eq!(parameter_types(&[0, 2, 0, 0, 0, 20, 0]), None);
-        assert_eq!(parameter_types(&[0]), None);
     }
 }
