@@ -6,8 +6,11 @@
 //! tables' whole contents; hand-picked cases cover NULLs in NOT IN, empty
 //! subqueries, a subquery that fails, more rows than a scalar takes, the
 //! gather bound, a block rolled back, two-phase commit, correlated
-//! subqueries (refused), the extended protocol (refused, not done yet) and
-//! `cross_shard_finish = "refuse"`.
+//! subqueries (refused), and `cross_shard_finish = "refuse"`. The
+//! extended protocol runs the generated writes too, with parameters in
+//! the write and inside its subqueries (`carried_writes/`), and
+//! hand-picked pipelines: several Executes before a Sync inside a block
+//! and outside one (refused), errors that skip to the Sync.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -19,18 +22,27 @@ mod cross_shard_diff {
     pub mod data;
 }
 
-use common::{connect, sharded_config, USERS};
+mod carried_writes {
+    pub mod extended;
+    pub mod generator;
+}
+
+use bytes::Bytes;
+use carried_writes::extended::{self, Way, WAYS};
+use carried_writes::generator::statement;
+use common::wire::{self, Wire};
+use common::{connect, sharded_config};
 use cross_shard_diff::data::{self, Data};
 use integration::{PgServer, TestProxy};
 use rand::rngs::Xoshiro256PlusPlus;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// `n` shards and a reference loaded with `seed`'s rows, pgshard over the
 /// shards with `general` lines.
 struct Setup {
     _servers: Vec<PgServer>,
-    _reference: PgServer,
+    reference: PgServer,
     direct: Client,
     proxy: TestProxy,
     data: Data,
@@ -51,10 +63,11 @@ async fn start(n: usize, general: &str, seed: u64) -> Setup {
         .unwrap();
     data::load(&data, &shards, &direct).await;
     let config = sharded_config(&servers, general, data::SHARDING);
-    let proxy = TestProxy::start(&config, USERS).unwrap();
+    // `raw` logs in without a password, for the raw socket.
+    let proxy = TestProxy::start(&config, &common::raw_users()).unwrap();
     Setup {
         _servers: servers,
-        _reference: reference,
+        reference,
         direct,
         proxy,
         data,
@@ -130,32 +143,6 @@ async fn contents(client: &Client) -> Vec<String> {
     out
 }
 
-/// A generated write whose subquery reads across shards.
-fn statement(rng: &mut Xoshiro256PlusPlus, ids: &[i64], fresh: i64) -> String {
-    let id = ids[rng.random_range(0..ids.len())];
-    let other = ids[rng.random_range(0..ids.len())];
-    let n = rng.random_range(0..=100);
-    let q = rng.random_range(1..=10);
-    let g = rng.random_range(0..8);
-    let note = ["gift", "rush", "", "fragile", "none"][rng.random_range(0..5)];
-    match rng.random_range(0..14) {
-        0 => format!("UPDATE users SET active = NOT coalesce(active, false) WHERE id = {id} AND score > (SELECT avg(score) FROM users)"),
-        1 => format!("UPDATE users SET score = (SELECT max(qty) FROM orders WHERE note = '{note}') WHERE id = {id}"),
-        2 => format!("DELETE FROM orders WHERE qty NOT IN (SELECT grp FROM users WHERE score < {n})"),
-        3 => format!("DELETE FROM orders WHERE qty NOT IN (SELECT grp FROM users WHERE score < {n} AND grp IS NOT NULL)"),
-        4 => format!("UPDATE orders SET note = 'n{n}' WHERE user_id = {id} AND qty > ALL (SELECT grp FROM users WHERE score > {n})"),
-        5 => format!("DELETE FROM users WHERE id = {id} AND EXISTS (SELECT 1 FROM orders WHERE price > {n}0 AND note = '{note}')"),
-        6 => format!("UPDATE users SET amount = (SELECT sum(price) FROM orders WHERE qty = {q}) WHERE grp = {g}"),
-        7 => format!("UPDATE users SET grp = grp + 1 WHERE score IN (SELECT qty * 10 FROM orders WHERE note = '{note}')"),
-        8 => format!("DELETE FROM orders WHERE price < (SELECT min(amount) FROM users WHERE grp = {g}) AND qty = {q}"),
-        9 => format!("UPDATE users SET name = (SELECT name FROM users WHERE id = {other}) WHERE id = {id}"),
-        10 => format!("UPDATE users SET score = (SELECT count(*) FROM orders WHERE qty > {q})::int WHERE id = {id} RETURNING id, score"),
-        11 => format!("INSERT INTO users (id, grp, score) VALUES ({fresh}, {g}, (SELECT count(*) FROM orders WHERE qty = {q})::int)"),
-        12 => format!("DELETE FROM orders WHERE user_id = {id} AND NOT EXISTS (SELECT 1 FROM users WHERE grp = {g} AND score > {n})"),
-        _ => format!("UPDATE orders SET qty = qty + 1 WHERE qty = ANY (SELECT grp FROM users WHERE name = 'bob' OR score = {n})"),
-    }
-}
-
 /// `count` generated writes through pgshard on `n` shards and on the
 /// reference: the same tags (or error codes) statement by statement, and
 /// the same tables after every 10 and at the end.
@@ -166,7 +153,7 @@ async fn differential(n: usize, seed: u64, count: usize) {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut failures = Vec::new();
     for i in 0..count {
-        let sql = statement(&mut rng, &ids, 100_000 + i as i64);
+        let sql = statement(&mut rng, &ids, 100_000 + i as i64).sql;
         let got = outcome(&proxy, &sql).await;
         let want = outcome(&setup.direct, &sql).await;
         assert!(want.is_ok(), "{sql}: the reference failed: {want:?}");
@@ -200,6 +187,82 @@ async fn carried_writes_match_one_postgres_on_2_shards() {
 #[tokio::test(flavor = "multi_thread")]
 async fn carried_writes_match_one_postgres_on_4_shards() {
     differential(4, 3402, 60).await;
+}
+
+/// Raw sockets to pgshard and to the reference (as its superuser, who
+/// logs in without a password).
+async fn wires(setup: &Setup, n: usize) -> (Wire, Wire) {
+    let proxy = Wire::login(setup.proxy.port(), "raw", "prod").await;
+    let database = format!("shard_{n}");
+    let direct = Wire::login(
+        setup.reference.port(),
+        integration::postgres_server::SUPERUSER,
+        &database,
+    )
+    .await;
+    (proxy, direct)
+}
+
+/// [`differential`] in the extended protocol: each write with some of its
+/// constants (in the write and inside its subqueries) made parameters,
+/// sent as drivers send them, in turns ([`WAYS`]): binary parameters of a
+/// prepared statement, typed ones parsed and bound at once, text ones
+/// without declared types; rows, tags (and, on the raw socket, every
+/// reply's kind) compared with the reference's.
+async fn differential_extended(n: usize, seed: u64, count: usize) {
+    let setup = start(n, "cross_shard_finish = \"coordinator\"", seed).await;
+    let proxy = client(&setup).await;
+    let (mut proxy_wire, mut direct_wire) = wires(&setup, n).await;
+    let ids = setup.data.user_ids();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut failures = Vec::new();
+    for i in 0..count {
+        let write = statement(&mut rng, &ids, 100_000 + i as i64);
+        let way = WAYS[i % WAYS.len()];
+        let (got, want) = match way {
+            Way::Text => (
+                extended::text(&mut proxy_wire, &write).await,
+                extended::text(&mut direct_wire, &write).await,
+            ),
+            _ => (
+                extended::driver(&proxy, way, &write).await,
+                extended::driver(&setup.direct, way, &write).await,
+            ),
+        };
+        assert!(
+            want.is_ok(),
+            "{write:?} ({way:?}): the reference failed: {want:?}"
+        );
+        if got != want {
+            failures.push(format!(
+                "{write:?} ({way:?})\n  pgshard:   {got:?}\n  reference: {want:?}"
+            ));
+        }
+        if i % 10 == 9 || i + 1 == count {
+            let (got, want) = (contents(&proxy).await, contents(&setup.direct).await);
+            assert!(
+                got == want,
+                "tables differ after {write:?} (seed {seed}, {n} shards):\n{}",
+                failures.join("\n")
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "seed {seed}, {n} shards:\n{}",
+        failures.join("\n")
+    );
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bound_writes_match_one_postgres_on_2_shards() {
+    differential_extended(2, 3407, 45).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bound_writes_match_one_postgres_on_4_shards() {
+    differential_extended(4, 3408, 30).await;
 }
 
 /// The same script through pgshard and on the reference: the same
@@ -291,12 +354,12 @@ async fn the_gather_limit_the_extended_protocol_and_refuse_mode() {
         outcome(&proxy, keyed).await,
         outcome(&setup.direct, keyed).await
     );
-    // The extended protocol does not run them first yet: refused, saying so.
+    // Bound in the extended protocol, the same bound.
     let bound =
         "UPDATE users SET score = 0 WHERE id = $1 AND score > (SELECT avg(score) FROM users)";
     let e = proxy.execute(bound, &[&1i64]).await.unwrap_err();
-    assert_eq!(common::code(&e), Some("0A000"), "{}", common::describe(&e));
-    assert!(common::describe(&e).contains("not yet in the extended protocol"));
+    assert_eq!(common::code(&e), Some("54000"), "{}", common::describe(&e));
+    assert!(common::describe(&e).contains("cross_shard_gather_limit.rows"));
 
     let setup = start(2, "cross_shard_finish = \"refuse\"", 3405).await;
     let proxy = client(&setup).await;
@@ -331,5 +394,97 @@ async fn two_phase_blocks_and_implicit_writes() {
         "COMMIT",
     ];
     same_script(&setup, &proxy, &script).await;
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+/// `messages` to pgshard and to the reference, each read to its
+/// `readies`th ReadyForQuery: the same kinds of replies, rows, tags and
+/// error codes.
+async fn same_replies(wires: &mut (Wire, Wire), messages: &[Vec<u8>], readies: usize) {
+    let messages = messages.concat();
+    let mut outcomes = Vec::new();
+    for wire in [&mut wires.0, &mut wires.1] {
+        wire.send(&messages).await;
+        let mut replies = Vec::new();
+        for _ in 0..readies {
+            replies.extend(wire.until_ready().await);
+        }
+        let completes: Vec<Bytes> = replies
+            .iter()
+            .filter(|(tag, _)| *tag == b'C')
+            .map(|(_, body)| body.clone())
+            .collect();
+        let rows = wire::data_rows(&replies);
+        outcomes.push((
+            wire::tags(&replies),
+            rows,
+            completes,
+            wire::errors(&replies),
+        ));
+    }
+    assert_eq!(outcomes[0], outcomes[1], "pgshard, then the reference");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bound_pipelines_blocks_and_errors() {
+    let setup = start(2, "cross_shard_finish = \"coordinator\"", 3409).await;
+    let mut both = wires(&setup, 2).await;
+    let ids = setup.data.user_ids();
+    let (a, b) = (ids[3].to_string(), ids[11].to_string());
+    let keyed = "UPDATE users SET score = (SELECT count(*) FROM orders WHERE qty > $1)::int \
+                 WHERE id = $2 RETURNING id, score";
+    let keyless =
+        "UPDATE orders SET note = $1 WHERE qty IN (SELECT grp FROM users WHERE score > $2)";
+    // Inside a block: a named statement bound and executed twice, then a
+    // keyless one whose subquery sees the block's writes, before one Sync.
+    let block = [
+        wire::query("BEGIN"),
+        wire::parse("w", keyed),
+        wire::bind_text("", "w", &[Some("3"), Some(&a)]),
+        wire::describe(b'P', ""),
+        wire::execute(),
+        wire::bind_text("", "w", &[Some("5"), Some(&b)]),
+        wire::execute(),
+        wire::parse("", keyless),
+        wire::bind_text("", "", &[Some("blk"), Some("3")]),
+        wire::execute(),
+        wire::sync(),
+        wire::query("COMMIT"),
+    ];
+    same_replies(&mut both, &block, 3).await;
+    // A subquery that fails, inside a block and out: the error, the rest
+    // up to the Sync skipped, the block failed.
+    let failing =
+        "UPDATE users SET score = 1 WHERE id = $1 AND score > (SELECT max(qty) / $2 FROM orders)";
+    let failed = [
+        wire::query("BEGIN"),
+        wire::parse("", failing),
+        wire::bind_text("", "", &[Some(&a), Some("0")]),
+        wire::execute(),
+        wire::bind_text("", "w", &[Some("1"), Some(&b)]),
+        wire::execute(),
+        wire::sync(),
+        wire::query("SELECT 1"),
+        wire::query("ROLLBACK"),
+        wire::parse("", failing),
+        wire::bind_text("", "", &[Some(&a), Some("0")]),
+        wire::execute(),
+        wire::sync(),
+    ];
+    same_replies(&mut both, &failed, 5).await;
+    let rows = "SELECT users::text FROM users ORDER BY id";
+    same_replies(&mut both, &[wire::query(rows)], 1).await;
+    // Outside a block after another statement before the Sync: refused.
+    let (proxy, _) = &mut both;
+    let after = [
+        wire::bind_text("", "w", &[Some("1"), Some(&a)]),
+        wire::execute(),
+        wire::bind_text("", "w", &[Some("2"), Some(&b)]),
+        wire::execute(),
+        wire::sync(),
+    ];
+    proxy.send(&after.concat()).await;
+    let replies = proxy.until_ready().await;
+    assert_eq!(wire::errors(&replies), ["0A000"], "{replies:?}");
     assert_eq!(common::proxy_panics(), 0);
 }

@@ -25,7 +25,10 @@
 //!    (correlated) fails there with Postgres's error for the unknown name
 //!    (`42703`/`42P01`), which the proxy turns into a refusal: names that
 //!    resolve inside the subquery resolve alike alone, so it is exact or
-//!    an error. A subquery with parameters is not carried.
+//!    an error. A subquery with parameters (`$n`) is carried only when the
+//!    write is bound ([`plan_bound`], the extended protocol): the proxy
+//!    runs it with the Bind's values and the statement's parameter types,
+//!    and the write keeps its own `$n`; in a simple query it is refused.
 //! 4. A subquery of record type, or IN over a subquery of arrays, is
 //!    refused (`Value` checks), a constant of them would not read back.
 
@@ -86,7 +89,7 @@ pub enum NotCarried {
     NotWrite,
     #[error("no subquery of its WHERE, SET or VALUES that reads across shards can be run first")]
     Nothing,
-    #[error("its subquery {0} has parameters, which a subquery run first cannot take yet")]
+    #[error("its subquery {0} has parameters, which a subquery run first takes only in the extended protocol (a bound statement)")]
     Parameters(String),
     #[error("its subquery {subquery} cannot be run on the coordinator: {why}")]
     NotGathered {
@@ -105,9 +108,29 @@ pub enum NotCarried {
     Deparse(ParseError),
 }
 
-/// Plan the subqueries `sql` (one write) carries; `coordinator` is the
-/// database that would run them.
+/// Plan the subqueries `sql` (one write, a simple query) carries;
+/// `coordinator` is the database that would run them. A subquery with
+/// parameters is refused.
 pub fn plan(sql: &str, sharding: &Sharding, coordinator: usize) -> Result<CarryPlan, NotCarried> {
+    plan_with(sql, sharding, coordinator, false)
+}
+
+/// [`plan`] of a bound statement (the extended protocol): its carried
+/// subqueries may take its parameters, run with the Bind's values (rule 3).
+pub fn plan_bound(
+    sql: &str,
+    sharding: &Sharding,
+    coordinator: usize,
+) -> Result<CarryPlan, NotCarried> {
+    plan_with(sql, sharding, coordinator, true)
+}
+
+fn plan_with(
+    sql: &str,
+    sharding: &Sharding,
+    coordinator: usize,
+    bound: bool,
+) -> Result<CarryPlan, NotCarried> {
     let mut tree = parser_ffi::parse_protobuf(sql).map_err(NotCarried::Parse)?;
     let options = GatherOptions {
         coordinator,
@@ -124,7 +147,7 @@ pub fn plan(sql: &str, sharding: &Sharding, coordinator: usize) -> Result<CarryP
             if failed.is_some() {
                 return;
             }
-            match carry_of(node, sharding, &options, version) {
+            match carry_of(node, sharding, (&options, bound), version) {
                 Ok(Some(carry)) => carried.push(Carry {
                     position: position - 1,
                     ..carry
@@ -289,7 +312,7 @@ fn sublink_kind(node: &pb::Node) -> Option<Kind> {
 fn carry_of(
     node: &pb::Node,
     sharding: &Sharding,
-    options: &GatherOptions,
+    (options, bound): (&GatherOptions, bool),
     version: i32,
 ) -> Result<Option<Carry>, NotCarried> {
     let Some(kind) = sublink_kind(node) else {
@@ -320,7 +343,7 @@ fn carry_of(
     if planned.gathers.is_empty() {
         return Ok(None);
     }
-    if planned.finish_params {
+    if planned.finish_params && !bound {
         return Err(NotCarried::Parameters(subquery));
     }
     Ok(Some(Carry {

@@ -1,6 +1,7 @@
 //! DataRow and RowDescription bodies for the cross-shard merge: the fields'
 //! types, formats and names, a row's value ranges (every length checked
-//! against the message), and rows written back.
+//! against the message), and rows written back; a ParameterDescription's
+//! types.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -123,4 +124,34 @@ pub fn write_description(
         }
     }
     frame::finish(out, at);
+}
+
+/// The type OIDs of a ParameterDescription's body (its count is an
+/// Int16, so at most 65535, and each OID must be there).
+pub fn parameter_types(body: &[u8]) -> Option<Vec<u32>> {
+    let (count, mut rest) = body.split_first_chunk::<2>()?;
+    let count = usize::from(u16::from_be_bytes(*count));
+    let mut types = Vec::with_capacity(count.min(rest.len() / 4));
+    for _ in 0..count {
+        let (oid, tail) = rest.split_first_chunk::<4>()?;
+        types.push(u32::from_be_bytes(*oid));
+        rest = tail;
+    }
+    Some(types)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parameter_types;
+
+    #[test]
+    fn parameter_descriptions_are_read_whole_or_not_at_all() {
+        assert_eq!(
+            parameter_types(&[0, 2, 0, 0, 0, 20, 0, 0, 0, 25]),
+            Some(vec![20, 25])
+        );
+        assert_eq!(parameter_types(&[0, 0]), Some(Vec::new()));
+        assert_eq!(parameter_types(&[0, 2, 0, 0, 0, 20, 0]), None);
+        assert_eq!(parameter_types(&[0]), None);
+    }
 }

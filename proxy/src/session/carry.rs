@@ -1,5 +1,6 @@
 //! Writes whose subqueries read across shards (issue 34), in the simple
-//! protocol: [`router::carry::plan`] picks the subqueries that read
+//! protocol (bound in the extended protocol: `carry/bound.rs`):
+//! [`router::carry::plan`] picks the subqueries that read
 //! across shards; each runs first, alone, on the coordinator path
 //! (`gather.rs`, inside the client's transaction block when there is
 //! one), its one-row reply read here from the client's buffer and taken
@@ -7,6 +8,10 @@
 //! is routed again as the client's statement (keyed: one shard; keyless:
 //! every shard, atomically). The subqueries and the write are separate
 //! statements: outside a block each has its own snapshot, as in Citus.
+
+mod bound;
+
+pub(super) use bound::Carried;
 
 use bytes::BytesMut;
 use router::carry::{CarryPlan, Value};
@@ -19,6 +24,7 @@ use super::gather::{Finish, Gathered};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
+use crate::protocol::frontend::Bind;
 use crate::protocol::{messages, rows, sqlstate};
 
 /// How running a carried subquery ended.
@@ -71,7 +77,7 @@ impl Session {
         };
         let mut values = Vec::with_capacity(plan.carried.len());
         for index in 0..plan.carried.len() {
-            match self.carried_value(&plan, index, &refusal).await? {
+            match self.carried_value(&plan, index, &refusal, None).await? {
                 Ran::Value(value) => values.push(value),
                 Ran::Failed { ready } => {
                     if !ready {
@@ -94,18 +100,21 @@ impl Session {
     }
 
     /// Run the `index`th carried subquery of `plan` on the coordinator path
-    /// and read its value from its reply.
+    /// and read its value from its reply; `bound`: a bound write's Bind
+    /// (its values) and parameter types, for the subquery's `$n`.
     async fn carried_value(
         &mut self,
         plan: &CarryPlan,
         index: usize,
         refusal: &ClientError,
+        bound: Option<&(Bind, Vec<u32>)>,
     ) -> Result<Ran, End> {
         let carry = &plan.carried[index];
         let mark = self.client.out().len();
         let errors = self.pipeline.error_mark();
+        let finish = Finish::Carried(bound.map(|bound| Box::new(bound.clone())));
         let gathered = self
-            .gather_statement(&carry.sql, refusal.clone(), false, &Finish::Carried)
+            .gather_statement(&carry.sql, refusal.clone(), false, &finish)
             .await?;
         match gathered {
             Gathered::Refused => return Ok(Ran::Failed { ready: true }),

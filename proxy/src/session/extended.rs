@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use super::carry::Carried;
 use super::reply_plan::{self, Effect, Step};
 use super::statements::Statement;
 use super::transaction::Target;
@@ -175,17 +176,12 @@ impl Session {
             return Ok(());
         }
         self.noted_bind(&statement, bind).await;
-        let mut client_name = &body[name.clone()];
         let view = self.bind_view(&frame)?;
-        // An INSERT that names no columns binds the statement with its
-        // table's columns written in.
-        let statement = match self.bound_with_columns(view.as_ref(), &statement).await? {
-            Some(rewritten) => {
-                client_name = b"\0";
-                rewritten
-            }
-            None => statement,
+        let Some((statement, instead)) = self.bound_instead(view.as_ref(), statement).await? else {
+            self.pipeline.sent_extended();
+            return Ok(());
         };
+        let client_name: &[u8] = if instead { b"\0" } else { &body[name.clone()] };
         let unnamed = client_name.is_empty();
         // The name the server knows the statement by.
         let server_name: &[u8] = if unnamed { b"" } else { &statement.name };
@@ -225,6 +221,26 @@ impl Session {
             Step::forward(terminals)
         });
         Ok(())
+    }
+
+    /// The statement a Bind (`bind`: on a sharded cluster) of `statement`
+    /// binds, and whether it is another than the client's: an INSERT that
+    /// names no columns with its table's columns written in, a write whose
+    /// subqueries read across shards with their results once they ran
+    /// (`carry/bound.rs`); `None`: the client has its error.
+    async fn bound_instead(
+        &mut self,
+        bind: Option<&BindView<'_>>,
+        statement: Arc<Statement>,
+    ) -> Result<Option<(Arc<Statement>, bool)>, End> {
+        if let Some(rewritten) = self.bound_with_columns(bind, &statement).await? {
+            return Ok(Some((rewritten, true)));
+        }
+        Ok(match self.carried_statement(bind, &statement).await? {
+            Carried::Unchanged => Some((statement, false)),
+            Carried::Answered => None,
+            Carried::Instead(rewritten) => Some((rewritten, true)),
+        })
     }
 
     /// A Bind on a sharded cluster, read once, in place, for routing.

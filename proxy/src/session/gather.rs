@@ -115,10 +115,12 @@ pub(super) enum Host {
 pub(super) enum Finish {
     /// A simple query: the finish is one too.
     Simple,
-    /// A simple query pgshard runs for itself (a subquery carried into a
-    /// write, `carry.rs`): its reply stays in the client's buffer, never
-    /// flushed, for pgshard to read and take out.
-    Carried,
+    /// A query pgshard runs for itself (a subquery carried into a write,
+    /// `carry.rs`): its reply stays in the client's buffer, never flushed,
+    /// for pgshard to read and take out. A simple query; or, for a bound
+    /// write (`Some`), parsed with the write's parameter types and bound
+    /// with its Bind's values (text results, the unnamed portal).
+    Carried(Option<Box<(Bind, Vec<u32>)>>),
     /// A Bind of a prepared statement (its parameter types), then its
     /// Execute (`max_rows`: its row limit, 0 for none): the finish is
     /// parsed with those types, bound with the client's values and result
@@ -147,7 +149,7 @@ impl Finish {
         matches!(
             self,
             Finish::Simple
-                | Finish::Carried
+                | Finish::Carried(None)
                 | Finish::Sql {
                     extended: false,
                     ..

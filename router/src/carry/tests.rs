@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::{plan, CarryPlan, Kind, NotCarried, Value};
+use super::{plan, plan_bound, CarryPlan, Kind, NotCarried, Value};
 use crate::catalog::{Catalog, CatalogRow, Table};
 use crate::config::Config;
 use crate::sharding::Sharding;
@@ -182,6 +182,32 @@ fn only_what_reads_across_shards() {
     not_carried(
         "DELETE FROM users WHERE id IN (SELECT user_id FROM orders WHERE total > $1)",
         "parameters",
+    );
+}
+
+#[test]
+fn bound_subqueries_keep_their_parameters() {
+    let sql = "UPDATE users SET score = $1 WHERE id = $2 AND score > (SELECT avg(score) FROM users WHERE name = $3)";
+    assert!(matches!(planned(sql), Err(NotCarried::Parameters(_))));
+    let plan = plan_bound(sql, sharding(), 0).unwrap();
+    let got: Vec<(Kind, &str)> = plan
+        .carried
+        .iter()
+        .map(|c| (c.kind, c.subquery.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [(Kind::Scalar, "SELECT avg(score) FROM users WHERE name = $3")]
+    );
+    assert!(
+        plan.carried[0].sql.contains("name = $3"),
+        "{}",
+        plan.carried[0].sql
+    );
+    assert_eq!(
+        plan.write_sql(&[value("numeric", Some("2.5"), None)])
+            .unwrap(),
+        "UPDATE users SET score = $1 WHERE id = $2 AND score > '2.5'::numeric"
     );
 }
 

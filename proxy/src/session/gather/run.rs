@@ -247,7 +247,7 @@ impl Session {
                     messages::data_row(self.client.out(), &[Some(&line)]);
                 }
             }
-            let carried = matches!(finish, Finish::Carried);
+            let carried = matches!(finish, Finish::Carried(_));
             if !carried && self.client.out().len() >= crate::session::CLIENT_FLUSH_AT {
                 self.client
                     .flush()
@@ -273,7 +273,14 @@ impl Session {
 fn finish_request(sql: &str, finish: &Finish) -> BytesMut {
     let mut out = BytesMut::new();
     match finish {
-        Finish::Simple | Finish::Carried => messages::query(&mut out, sql),
+        Finish::Simple | Finish::Carried(None) => messages::query(&mut out, sql),
+        Finish::Carried(Some(bound)) => {
+            let (bind, param_types) = bound.as_ref();
+            messages::parse(&mut out, b"", sql.as_bytes(), param_types);
+            messages::bind(&mut out, bind, b"", &[]);
+            messages::execute_rows(&mut out, b"", 0);
+            messages::sync(&mut out);
+        }
         Finish::Sql { types, args, .. } => {
             let script = format!(
                 "PREPARE {SQL_FINISH} {types} AS {sql}; EXECUTE {SQL_FINISH}{args}; \

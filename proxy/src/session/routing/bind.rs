@@ -74,13 +74,7 @@ impl Session {
                 return self.route_move_bind(statement, &bind.to_bind());
             }
             Err(err) => {
-                let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                if self.carries(&err, &info.entry.summary) {
-                    error.message.push_str(
-                        "; pgshard runs such a subquery first only for a simple query, not yet \
-                         in the extended protocol: send the write as a simple query",
-                    );
-                }
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 if super::gathered_refusal(&err)
                     && self.finishes_on_coordinator(&info.entry.summary)
                 {
@@ -203,7 +197,7 @@ impl Session {
     /// Where the statement of `info` goes with this Bind's parameters and
     /// the session's overrides, and whether that touches a moving logical
     /// shard (`holds.rs`).
-    fn route_bound(
+    pub(in crate::session) fn route_bound(
         &self,
         info: &Lookup,
         bind: &BindView<'_>,
