@@ -304,6 +304,18 @@ async fn blocks_two_phase_and_what_stays_refused() {
             "{text}"
         );
     }
+    // The extended protocol does not send them yet: refused, saying so.
+    for sql in [
+        "INSERT INTO made (id) SELECT g FROM generate_series(1, 3) g",
+        "INSERT INTO made (id) SELECT id + 1 FROM users",
+    ] {
+        let e = proxy.execute(sql, &[]).await.unwrap_err();
+        assert_eq!(common::code(&e), Some("0A000"), "{sql}: {e:?}");
+        assert!(
+            common::describe(&e).contains("only for a simple query"),
+            "{e:?}"
+        );
+    }
     // A NULL key fails the statement, as the key column's NOT NULL does on one
     // Postgres; nothing was written.
     let (code, text) = message(&proxy, "INSERT INTO made (id) SELECT NULL::bigint").await;

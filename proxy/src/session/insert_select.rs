@@ -74,6 +74,34 @@ impl Session {
         matches!(summary.statements.as_slice(), [s] if s.kind == StatementKind::Insert)
     }
 
+    /// `error` refuses an INSERT ... SELECT in the extended protocol (the
+    /// router's `err`, or none: routed where its rows would not belong):
+    /// when a simple query would have sent its rows to their shards, it
+    /// says so.
+    pub(super) fn note_moved_rows(
+        &self,
+        error: &mut ClientError,
+        err: Option<&RouteError>,
+        summary: &Summary,
+        sql: &[u8],
+    ) {
+        let sql = String::from_utf8_lossy(sql);
+        let moved = match err {
+            Some(err) => self.moves_rows(err, summary, &sql),
+            None => {
+                self.moves_from_select(summary) && router::insert_select::is_insert_select(&sql)
+            }
+        };
+        let finish = self.shared.config().general.cross_shard_finish;
+        if moved && finish == CrossShardFinish::Coordinator {
+            error.message.push_str(
+                "; pgshard sends the rows of such an INSERT ... SELECT to their shards (its \
+                 SELECT run on the coordinator) only for a simple query, not yet in the \
+                 extended protocol: send it as a simple query",
+            );
+        }
+    }
+
     /// [`insert_select_query`](Self::insert_select_query) of a simple query
     /// the router refused with `err`.
     pub(super) async fn move_rows(

@@ -75,6 +75,12 @@ impl Session {
             }
             Err(err) => {
                 let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                self.note_moved_rows(
+                    &mut error,
+                    Some(&err),
+                    &info.entry.summary,
+                    &statement.query,
+                );
                 if self.carries(&err, &info.entry.summary) {
                     error.message.push_str(
                         "; pgshard runs such a subquery first only for a simple query, not yet \
@@ -93,9 +99,10 @@ impl Session {
         };
         let shards = self.routed_to(&info.entry, &routed.route);
         let shards = self.declared_on_one(&info.entry.summary, shards);
-        if let Some(error) =
+        if let Some(mut error) =
             self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
         {
+            self.note_moved_rows(&mut error, None, &info.entry.summary, &statement.query);
             self.shared.metrics.route(RouteKind::Refused);
             self.refuse(error, false);
             return None;
