@@ -29,6 +29,7 @@ mod extended;
 mod fan_out;
 mod gather;
 mod holds;
+mod insert_select;
 mod key_move;
 mod listen;
 mod local;

@@ -12,7 +12,9 @@
 //! text to cache key: edge comments, overrides, literals), [`cache`] (the LRU
 //! AST cache the proxy owns), [`merge`] (what a cross-shard SELECT needs to be
 //! answered exactly), [`split`] (multi-row INSERTs split by shard),
-//! [`key_move`] (an UPDATE of a sharding key moving its row), [`prepared`]
+//! [`key_move`] (an UPDATE of a sharding key moving its row), [`insert_select`]
+//! (an INSERT ... SELECT whose rows change shard: its SELECT, stage and COPY),
+//! [`prepared`]
 //! (SQL PREPARE / EXECUTE: their texts, arguments and declared types),
 //! [`create_as`] (a table created from a query over sharded rows: the key
 //! it keeps), [`rowless`] (statements that return no rows, whatever an
@@ -34,6 +36,7 @@ pub mod create_as;
 pub mod extract;
 pub mod gather;
 pub mod hash;
+pub mod insert_select;
 pub mod key_move;
 pub mod merge;
 pub mod prepared;

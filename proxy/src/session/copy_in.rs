@@ -193,7 +193,7 @@ impl Session {
     /// The COPY on every server (`sent`: how many got it), up to
     /// their CopyInResponse; the row splitter and the first server's
     /// CopyInResponse for the client.
-    async fn start_copies(
+    pub(super) async fn start_copies(
         &mut self,
         servers: &mut [Pooled],
         plan: &CopyPlan,
@@ -310,7 +310,7 @@ impl Session {
     /// transaction can then only roll back). The rows copied (`copies`:
     /// each shard copied the same rows, an omnisharded table's), or the
     /// COPY's error for the client.
-    async fn end_copies(
+    pub(super) async fn end_copies(
         &mut self,
         shards: &[usize],
         mut servers: Vec<Pooled>,

@@ -141,6 +141,9 @@ pub(super) enum Finish {
         args: String,
         extended: bool,
     },
+    /// The SELECT of an INSERT whose rows go to their shards
+    /// (`insert_select.rs`): its rows fill a stage, copied to the shards.
+    Insert(Box<router::insert_select::InsertSelect>),
 }
 
 impl Finish {
@@ -150,6 +153,7 @@ impl Finish {
             self,
             Finish::Simple
                 | Finish::Carried(None)
+                | Finish::Insert(_)
                 | Finish::Sql {
                     extended: false,
                     ..
@@ -306,7 +310,7 @@ impl Session {
         self.plan.drain_local(self.client.out(), status);
         let (host, block_server) = match in_block {
             false => (Host::Own, None),
-            true => match self.block_host(coordinator).await? {
+            true => match self.block_host(coordinator, finish).await? {
                 Some(hosted) => hosted,
                 None => return Ok(Gathered::Ran),
             },
@@ -486,15 +490,4 @@ impl Session {
         self.pipeline.error_relayed();
         error.encode(self.client.out());
     }
-}
-
-/// The client's error when the coordinator's connection broke.
-fn coordinator_lost(coordinator: usize) -> ClientError {
-    ClientError::new(
-        sqlstate::CONNECTION_FAILURE,
-        format!(
-            "the coordinator's server (database {coordinator}) closed the connection while \
-             finishing a cross-shard statement"
-        ),
-    )
 }

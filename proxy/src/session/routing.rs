@@ -116,7 +116,7 @@ impl Session {
         if let Some(error) =
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
         {
-            return Ok(self.refused(error));
+            return Box::pin(self.refused_insert_select(frame_sql, summary, error)).await;
         }
         if let Some(CursorEffect::Declare { .. }) = super::cursor::cursor_effect(summary) {
             return Box::pin(self.declare_query(summary, frame_sql, shards)).await;
@@ -145,9 +145,8 @@ impl Session {
         }
     }
 
-    /// A simple query the router did not route: run the ways pgshard has
-    /// for it (a split INSERT, a sharded COPY, an INSERT given its table's
-    /// columns), or refuse it with the router's reason.
+    /// A simple query the router did not route: run a way pgshard has for it (split
+    /// INSERT, sharded COPY, columns given, rows moved), or refuse it, saying why.
     async fn unrouted_query(
         &mut self,
         err: RouteError,
@@ -189,6 +188,7 @@ impl Session {
             RouteError::StatementsOnDifferentShards { .. } => {
                 self.query_string(summary, frame_sql).await
             }
+            ref e if self.moves_rows(e, summary, frame_sql) => self.move_rows(frame_sql, e).await,
             ref err if self.carries(err, summary) => self.carry_query(frame_sql, err).await,
             err => {
                 let gathers = gathered_refusal(&err) && self.finishes_on_coordinator(summary);

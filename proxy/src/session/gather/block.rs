@@ -12,7 +12,8 @@
 use bytes::BytesMut;
 use router::gather::{Gather, GatherPlan};
 
-use super::{coordinator_lost, Finish, Host, Run, Stop};
+use super::run::coordinator_lost;
+use super::{Finish, Host, Run, Stop};
 use crate::errors::ClientError;
 use crate::execute::gather::finish::limit_error;
 use crate::execute::gather::sink::GatherSink;
@@ -25,10 +26,13 @@ impl Session {
     /// Inside the client's block: how the coordinator is hosted, with the
     /// block's server on the coordinator database when it hosts
     /// ([`Host::Block`]; else that server is held by the block again).
-    /// `None`: the client has its error and the block is over.
+    /// `None`: the client has its error and the block is over. An INSERT
+    /// whose rows go to their shards (`finish`) gets a session of its
+    /// own: the block's server there takes its shard's rows.
     pub(super) async fn block_host(
         &mut self,
         coordinator: usize,
+        finish: &Finish,
     ) -> Result<Option<(Host, Option<Pooled>)>, End> {
         let Some(mut servers) = self.txn_servers(&[coordinator]).await? else {
             return Ok(None);
@@ -56,7 +60,8 @@ impl Session {
                 return Ok(None);
             }
         };
-        if read_only || self.shared.config().general.two_phase_commit {
+        let inserts = matches!(finish, Finish::Insert(_));
+        if read_only || inserts || self.shared.config().general.two_phase_commit {
             self.hold(coordinator, server);
             return Ok(Some((Host::OwnInBlock, None)));
         }

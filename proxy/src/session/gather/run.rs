@@ -9,12 +9,14 @@
 use bytes::BytesMut;
 use router::gather::GatherPlan;
 
-use super::{coordinator_lost, Finish, Host, Run, Stop, SQL_FINISH};
+use super::{Finish, Host, Run, Stop, SQL_FINISH};
+use crate::errors::ClientError;
 use crate::execute::gather::finish;
 use crate::execute::gather::sink::GatherSink;
 use crate::pool::Pooled;
 use crate::protocol::backend::{BackendFrame, BackendMessage};
 use crate::protocol::messages;
+use crate::protocol::sqlstate;
 use crate::session::{cancel_target, End, Session};
 
 impl Session {
@@ -173,8 +175,13 @@ impl Session {
             }
             _ => Vec::new(),
         };
-        self.finish_on(server, &plan.finish_sql, lines, finish)
-            .await?;
+        match finish {
+            Finish::Insert(into) => self.insert_rows(server, &plan.finish_sql, into).await?,
+            _ => {
+                self.finish_on(server, &plan.finish_sql, lines, finish)
+                    .await?
+            }
+        }
         match own {
             true => self.coordinator_run(server, "COMMIT").await,
             // A kept cursor or portal reads them later; they go with the
@@ -273,7 +280,9 @@ impl Session {
 fn finish_request(sql: &str, finish: &Finish) -> BytesMut {
     let mut out = BytesMut::new();
     match finish {
-        Finish::Simple | Finish::Carried(None) => messages::query(&mut out, sql),
+        Finish::Simple | Finish::Carried(None) | Finish::Insert(_) => {
+            messages::query(&mut out, sql)
+        }
         Finish::Carried(Some(bound)) => {
             let (bind, param_types) = bound.as_ref();
             messages::parse(&mut out, b"", sql.as_bytes(), param_types);
@@ -312,4 +321,15 @@ fn host_words(host: Host) -> &'static str {
         }
         Host::Block => "the transaction's server",
     }
+}
+
+/// The client's error when the coordinator's connection broke.
+pub(super) fn coordinator_lost(coordinator: usize) -> ClientError {
+    ClientError::new(
+        sqlstate::CONNECTION_FAILURE,
+        format!(
+            "the coordinator's server (database {coordinator}) closed the connection while \
+             finishing a cross-shard statement"
+        ),
+    )
 }

@@ -74,7 +74,13 @@ impl Session {
                 return self.route_move_bind(statement, &bind.to_bind());
             }
             Err(err) => {
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                self.note_moved_rows(
+                    &mut error,
+                    Some(&err),
+                    &info.entry.summary,
+                    &statement.query,
+                );
                 if super::gathered_refusal(&err)
                     && self.finishes_on_coordinator(&info.entry.summary)
                 {
@@ -87,9 +93,10 @@ impl Session {
         };
         let shards = self.routed_to(&info.entry, &routed.route);
         let shards = self.declared_on_one(&info.entry.summary, shards);
-        if let Some(error) =
+        if let Some(mut error) =
             self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
         {
+            self.note_moved_rows(&mut error, None, &info.entry.summary, &statement.query);
             self.shared.metrics.route(RouteKind::Refused);
             self.refuse(error, false);
             return None;
