@@ -284,7 +284,29 @@ fn files_and_functions_stay_small() {
 }
 
 /// The name of the function a line declares, if it does.
+#[test]
+fn function_names_are_read_past_any_visibility() {
+    for (line, name) in [
+        (
+            "    pub(in crate::session) fn route_bind(",
+            Some("route_bind"),
+        ),
+        ("pub(crate) async fn run<T>(x: T) {", Some("run")),
+        ("    fn plain() {", Some("plain")),
+        ("    let f = |x| x;", None),
+    ] {
+        assert_eq!(function_name(line), name, "{line}");
+    }
+}
+
 fn function_name(line: &str) -> Option<&str> {
+    // A restricted visibility (`pub(in crate::session)`) is one qualifier,
+    // whatever its spaces.
+    let line = line.trim_start();
+    let line = match line.strip_prefix("pub(") {
+        Some(rest) => rest.split_once(')').map_or(rest, |(_, after)| after),
+        None => line,
+    };
     let mut words = line.split_whitespace().peekable();
     while let Some(word) = words.next() {
         if word == "fn" {

@@ -55,40 +55,9 @@ impl Session {
         }
         let routed = match routed {
             Ok(routed) => routed,
-            Err(RouteError::CopyIntoSharded { .. })
-                if info.entry.summary.statements.len() == 1 && !self.plan.awaiting_server() =>
-            {
-                self.bind_copy(&statement.query);
-                return None;
-            }
-            Err(RouteError::MultiRowInsert { .. })
-                if info.entry.summary.statements.len() == 1
-                    && self.shared.config().rewrite.splits_inserts() =>
-            {
-                return self.route_split_bind(statement, unnamed, &bind.to_bind());
-            }
-            Err(RouteError::ShardingKeyChange { .. })
-                if info.entry.summary.statements.len() == 1
-                    && self.shared.config().rewrite.moves_rows() =>
-            {
-                return self.route_move_bind(statement, &bind.to_bind());
-            }
             Err(err) => {
-                let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                self.note_moved_rows(
-                    &mut error,
-                    Some(&err),
-                    &info.entry.summary,
-                    &statement.query,
-                );
-                if super::gathered_refusal(&err)
-                    && self.finishes_on_coordinator(&info.entry.summary)
-                {
-                    return self.bind_gathered(statement, &bind.to_bind(), error);
-                }
-                self.shared.metrics.route(RouteKind::Refused);
-                self.refuse(error, false);
-                return None;
+                let bound = (statement, unnamed, bind);
+                return self.bind_unrouted(bound, &info.entry.summary, err);
             }
         };
         let shards = self.routed_to(&info.entry, &routed.route);
@@ -124,6 +93,41 @@ impl Session {
             Placement::FanOut | Placement::FanOutInTxn => {
                 let shards = super::all_of(shards);
                 self.hold_segment(statement, unnamed, &bind.to_bind(), shards, rewritten);
+                None
+            }
+        }
+    }
+
+    /// A Bind of `statement` (`summary`) the router did not route (`err`):
+    /// run another way (a COPY, a split INSERT, a row move, gathered and
+    /// finished on the coordinator) or refused.
+    fn bind_unrouted(
+        &mut self,
+        (statement, unnamed, bind): (&Arc<Statement>, bool, &BindView<'_>),
+        summary: &Summary,
+        err: RouteError,
+    ) -> Option<Target> {
+        let alone = summary.statements.len() == 1;
+        let config = self.shared.config();
+        match err {
+            RouteError::CopyIntoSharded { .. } if alone && !self.plan.awaiting_server() => {
+                self.bind_copy(&statement.query);
+                None
+            }
+            RouteError::MultiRowInsert { .. } if alone && config.rewrite.splits_inserts() => {
+                self.route_split_bind(statement, unnamed, &bind.to_bind())
+            }
+            RouteError::ShardingKeyChange { .. } if alone && config.rewrite.moves_rows() => {
+                self.route_move_bind(statement, &bind.to_bind())
+            }
+            err => {
+                let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+                self.note_moved_rows(&mut error, Some(&err), summary, &statement.query);
+                if super::gathered_refusal(&err) && self.finishes_on_coordinator(summary) {
+                    return self.bind_gathered(statement, &bind.to_bind(), error);
+                }
+                self.shared.metrics.route(RouteKind::Refused);
+                self.refuse(error, false);
                 None
             }
         }
