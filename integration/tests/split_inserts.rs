@@ -117,7 +117,10 @@ async fn inserts_of_one_template_split_like_the_first() {
             .join(", ")
     };
     for batch in 0..5 {
-        let sql = format!("INSERT INTO orders (tenant_id, id, item) VALUES {}", rows(batch));
+        let sql = format!(
+            "INSERT INTO orders (tenant_id, id, item) VALUES {}",
+            rows(batch)
+        );
         assert_eq!(tag(&client.simple_query(&sql).await.unwrap()), Some(30));
     }
     let mut total = 0;
