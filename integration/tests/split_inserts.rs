@@ -96,6 +96,55 @@ async fn rows_are_split_by_shard() {
     assert_eq!(common::proxy_panics(), 0);
 }
 
+/// INSERTs of one template (the same text but for their literals), one
+/// after another on a session: the first is parsed, the next split by its
+/// layout without a parse. Every row lands on its shard with its key as
+/// Postgres reads it (negative, leading zeros, a string cast), and a text
+/// of the template whose key does not fit is refused with its value.
+#[tokio::test]
+async fn inserts_of_one_template_split_like_the_first() {
+    let cluster = cluster(2);
+    let client = cluster.connect().await;
+    let rows = |batch: i64| {
+        (1..=30)
+            .map(|k| batch * 100 + k)
+            .map(|k| match k % 3 {
+                0 => format!("(-{k}, {k}, 'minus')"),
+                1 => format!("(000{k}, {k}, 'zeros')"),
+                _ => format!("('{k:05}'::bigint, {k}, 'cast')"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for batch in 0..5 {
+        let sql = format!(
+            "INSERT INTO orders (tenant_id, id, item) VALUES {}",
+            rows(batch)
+        );
+        assert_eq!(tag(&client.simple_query(&sql).await.unwrap()), Some(30));
+    }
+    let mut total = 0;
+    for (i, shard) in cluster.shards().await.iter().enumerate() {
+        let keys = common::column(shard, "SELECT tenant_id FROM orders", "tenant_id").await;
+        for key in &keys {
+            let key: i64 = key.parse().unwrap();
+            assert_eq!(key.abs() % 3 == 0, key < 0, "{key}");
+            assert_eq!(common::postgres_hash_shard(shard, key, 2).await, i);
+        }
+        total += keys.len();
+    }
+    assert_eq!(total, 150);
+    // The template's text with a key that is not a bigint.
+    let sql = format!(
+        "INSERT INTO orders (tenant_id, id, item) VALUES {}",
+        rows(5).replacen("(-501,", "(-1.5,", 1)
+    );
+    let err = client.simple_query(&sql).await.unwrap_err();
+    assert_eq!(common::code(&err), Some("0A000"), "{err:?}");
+    assert!(common::describe(&err).contains("\"-1.5\""), "{err:?}");
+    assert_eq!(common::proxy_panics(), 0);
+}
+
 #[tokio::test]
 async fn a_failing_shard_rolls_every_shard_back() {
     let cluster = cluster(2);

@@ -21,7 +21,7 @@ use parser_ffi::ParseError;
 use crate::hash;
 use crate::route::tables::{entry_names, target_table};
 use crate::route::ParamValue;
-use crate::sharding::{ShardedTable, Sharding};
+use crate::sharding::{Key, ShardedTable, Sharding};
 
 /// One INSERT per database.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,44 +215,65 @@ impl InsertRows {
         params: &[ParamValue<'_>],
     ) -> Result<Split, SplitError> {
         let insert = the_insert(&self.skeleton)?;
-        let (entry, table) = target(insert, sharding)?;
-        let column = insert
-            .cols
-            .iter()
-            .position(|c| matches!(&c.node, Some(N::ResTarget(t)) if t.name == entry.column))
-            .ok_or(Unsupported("its column list names the sharding key"))?;
-        check_conflict(insert, &entry.column)?;
-        let mut parts: Vec<Part> = Vec::new();
-        let mut touches_moving = false;
-        for (row, list) in self.values.iter().enumerate() {
-            let row_error = |why| SplitError::Row {
-                row: row + 1,
-                table: table.clone(),
-                why,
-            };
-            let key = row_key(list, column, entry, params).map_err(row_error)?;
-            let database =
-                hash::database(&entry.keys, &key).ok_or_else(|| row_error(RowKeyError::NoShard))?;
-            touches_moving |= hash::moving(&entry.keys, &key);
-            match parts.iter_mut().find(|p| p.database == database) {
-                Some(part) => part.rows.push(row),
-                None => parts.push(Part {
-                    database,
-                    sql: String::new(),
-                    rows: vec![row],
-                    params: Vec::new(),
-                }),
-            }
-        }
-        Ok(Split {
-            parts,
-            touches_moving,
-            returning: insert
-                .returning_clause
-                .as_ref()
-                .is_some_and(|r| !r.exprs.is_empty()),
-        })
+        let (entry, table, column) = key_column(insert, sharding)?;
+        let keys = (self.values.iter()).map(|list| row_key(list, column, entry, params));
+        group(insert, entry, &table, keys)
     }
+}
+
+/// The target table's `[[sharded_tables]]` entry, its name and the index of
+/// its key in the column list; its `ON CONFLICT` checked.
+fn key_column<'s>(
+    insert: &pb::InsertStmt,
+    sharding: &'s Sharding,
+) -> Result<(&'s ShardedTable, String, usize), SplitError> {
+    let (entry, table) = target(insert, sharding)?;
+    let column = insert
+        .cols
+        .iter()
+        .position(|c| matches!(&c.node, Some(N::ResTarget(t)) if t.name == entry.column))
+        .ok_or(Unsupported("its column list names the sharding key"))?;
+    check_conflict(insert, &entry.column)?;
+    Ok((entry, table, column))
+}
+
+/// The rows, whose keys are `keys` in order, grouped by database.
+fn group(
+    insert: &pb::InsertStmt,
+    entry: &ShardedTable,
+    table: &str,
+    keys: impl Iterator<Item = Result<Key, RowKeyError>>,
+) -> Result<Split, SplitError> {
+    let mut parts: Vec<Part> = Vec::new();
+    let mut touches_moving = false;
+    for (row, key) in keys.enumerate() {
+        let row_error = |why| SplitError::Row {
+            row: row + 1,
+            table: table.to_owned(),
+            why,
+        };
+        let key = key.map_err(row_error)?;
+        let database =
+            hash::database(&entry.keys, &key).ok_or_else(|| row_error(RowKeyError::NoShard))?;
+        touches_moving |= hash::moving(&entry.keys, &key);
+        match parts.iter_mut().find(|p| p.database == database) {
+            Some(part) => part.rows.push(row),
+            None => parts.push(Part {
+                database,
+                sql: String::new(),
+                rows: vec![row],
+                params: Vec::new(),
+            }),
+        }
+    }
+    Ok(Split {
+        parts,
+        touches_moving,
+        returning: insert
+            .returning_clause
+            .as_ref()
+            .is_some_and(|r| !r.exprs.is_empty()),
+    })
 }
 
 /// The only statement of `tree`, an INSERT.
@@ -450,10 +471,12 @@ fn set_values(tree: &mut pb::ParseResult, lists: Vec<pb::Node>) {
 }
 
 mod insert_select;
+mod literal;
 mod row_keys;
 mod text;
 
 pub use insert_select::{check_insert_select, InsertSelectError};
+pub use literal::LiteralLayout;
 pub(crate) use row_keys::{is_negation, literal_key};
 use row_keys::{row_key, row_key_value};
 pub use row_keys::{LiteralKey, RowKeyError};

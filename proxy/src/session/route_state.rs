@@ -1,8 +1,9 @@
 //! What routing keeps between statements: the shard of the main attached
 //! server, what the statement being placed does (may it run on a replica,
 //! may it write), `SET pgdog.shard`/`pgdog.sharding_key`, the templated
-//! cache entries of the last simple queries, and what the session's own
-//! schema changes mean for routing.
+//! cache entries of the last simple queries, the layout of the last split
+//! literal INSERT, and what the session's own schema changes mean for
+//! routing.
 //!
 //! "May run on a replica" and "may write" are independent facts of the
 //! statement being placed (a SELECT that reads tables is both: it may call
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use router::cache::{AstCache, Entry, Lookup, LookupError};
 use router::route::Overrides;
 use router::sharding::ParserEngine;
+use router::split::LiteralLayout;
 
 use own_schema::OwnSchema;
 
@@ -45,6 +47,9 @@ pub(super) struct RouteState {
     recent_clears: u64,
     /// What the session's own schema changes mean for routing (`behind.rs`).
     own_schema: OwnSchema,
+    /// The layout of the last multi-row INSERT of literals split here: the
+    /// next text of its template splits without a parse (`split_insert.rs`).
+    split_layout: Option<LiteralLayout>,
 }
 
 impl RouteState {
@@ -114,6 +119,17 @@ impl RouteState {
     /// (asked once: what is placed next says it again).
     pub(super) fn take_writes(&mut self) -> bool {
         std::mem::take(&mut self.writes)
+    }
+
+    /// The layout of the last split literal INSERT.
+    pub(super) fn split_layout(&self) -> Option<&LiteralLayout> {
+        self.split_layout.as_ref()
+    }
+
+    /// Keep `layout` for the next split literal INSERT (in place of the
+    /// last one).
+    pub(super) fn keep_split_layout(&mut self, layout: LiteralLayout) {
+        self.split_layout = Some(layout);
     }
 
     /// `SET pgdog.shard` / `SET pgdog.sharding_key` in force.

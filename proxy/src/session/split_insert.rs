@@ -1,5 +1,7 @@
 //! A simple-query multi-row INSERT whose rows go to several shards: split
-//! by `router::split` into one INSERT per shard, run as a fan-out, the
+//! by `router::split` into one INSERT per shard (a text of the same
+//! template as the last one split by its `LiteralLayout`, without a parse),
+//! run as a fan-out, the
 //! counts summed (`INSERT 0 n`) and RETURNING rows given back in the
 //! client's row order. Inside a transaction pgshard opened, the parts run
 //! in it on each shard (`spanning.rs`); outside one, in a transaction of
@@ -16,7 +18,9 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use router::route::RouteError;
-use router::split::{check_insert_select, insert_table, split_insert, with_columns};
+use router::split::{
+    check_insert_select, insert_table, with_columns, InsertRows, LiteralLayout, Split, SplitError,
+};
 use router::summary::{SchemaChange, StatementKind, Summary};
 
 use super::dispatch::Dispatch;
@@ -37,7 +41,7 @@ impl Session {
     /// Run the multi-row INSERT `sql` split by shard.
     pub(super) async fn split_insert(&mut self, sql: &str) -> Result<Dispatch, End> {
         let split = loop {
-            let split = match split_insert(sql, self.cluster.sharding()) {
+            let split = match self.split_rows(sql) {
                 Ok(split) => split,
                 Err(why) => {
                     let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why.to_string());
@@ -96,6 +100,26 @@ impl Session {
             }
         }
         Ok(Dispatch::Done)
+    }
+
+    /// The literal INSERT `sql` split by shard: by the layout of the last
+    /// text of its template when it is one (no parse), else parsed, its
+    /// layout kept for the next.
+    fn split_rows(&mut self, sql: &str) -> Result<Split, SplitError> {
+        let sharding = Arc::clone(self.cluster.sharding());
+        let known = self.routing.split_layout();
+        if let Some(split) = known.and_then(|layout| layout.split(sql, &sharding)) {
+            return Ok(split);
+        }
+        let rows = InsertRows::parse(sql)?;
+        if let Some(layout) = LiteralLayout::new(&rows, sql, &sharding) {
+            let split = layout.split(sql, &sharding);
+            self.routing.keep_split_layout(layout);
+            if let Some(split) = split {
+                return Ok(split);
+            }
+        }
+        rows.split(&sharding, &[])
     }
 
     /// An INSERT into a sharded table that names no columns: the table's

@@ -114,20 +114,15 @@ impl RowsText {
         self.highest
     }
 
+    /// Each row's `(` to its `)`, in order.
+    pub(super) fn spans(&self) -> &[Range<usize>] {
+        &self.rows
+    }
+
     /// The INSERT of `rows` (the client's row numbers, in order), as the
     /// client wrote them, and its parameters still the client's numbers.
     pub(super) fn part(&self, rows: &[usize]) -> Option<String> {
-        let (first, last) = (self.rows.first()?, self.rows.last()?);
-        let mut out = String::with_capacity(self.sql.len());
-        out.push_str(self.sql.get(..first.start)?);
-        for (i, &row) in rows.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            out.push_str(self.sql.get(self.rows.get(row)?.clone())?);
-        }
-        out.push_str(self.sql.get(last.end..)?);
-        Some(out)
+        write_part(&self.sql, &self.rows, rows)
     }
 
     /// The INSERT of `n` rows written from the template (`$1`...), and the
@@ -161,6 +156,23 @@ impl RowsText {
         }
         Some(params)
     }
+}
+
+/// The INSERT `sql`, whose rows are at `spans`, with only `rows` (the
+/// client's row numbers, in order): the text before the first row, those
+/// rows joined by `, `, the text after the last.
+pub(super) fn write_part(sql: &str, spans: &[Range<usize>], rows: &[usize]) -> Option<String> {
+    let (first, last) = (spans.first()?, spans.last()?);
+    let mut out = String::with_capacity(sql.len());
+    out.push_str(sql.get(..first.start)?);
+    for (i, &row) in rows.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(sql.get(spans.get(row)?.clone())?);
+    }
+    out.push_str(sql.get(last.end..)?);
+    Some(out)
 }
 
 /// The index of the `)` that closes the `(` at `open`.
