@@ -45,19 +45,26 @@ impl Session {
     /// for a subquery that reads across shards, on a config that finishes
     /// on the coordinator.
     pub(super) fn carries(&self, err: &RouteError, summary: &Summary) -> bool {
-        let [statement] = summary.statements.as_slice() else {
-            return false;
-        };
         let subquery = matches!(
             err,
             RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
         );
-        subquery
-            && self.shared.config().general.cross_shard_finish == CrossShardFinish::Coordinator
+        subquery && self.may_carry(summary)
+    }
+
+    /// `summary` is one write with subqueries, on a config that finishes
+    /// on the coordinator: what [`carries`](Self::carries) needs before
+    /// routing says why (a Bind of anything else is routed once).
+    pub(super) fn may_carry(&self, summary: &Summary) -> bool {
+        let [statement] = summary.statements.as_slice() else {
+            return false;
+        };
+        statement.sublinks.is_some()
             && matches!(
                 statement.kind,
                 StatementKind::Update | StatementKind::Delete | StatementKind::Insert
             )
+            && self.shared.config().general.cross_shard_finish == CrossShardFinish::Coordinator
     }
 
     /// A simple query the router refused with `err` for a subquery

@@ -236,11 +236,13 @@ impl Session {
         if let Some(rewritten) = self.bound_with_columns(bind, &statement).await? {
             return Ok(Some((rewritten, true)));
         }
-        Ok(match self.carried_statement(bind, &statement).await? {
-            Carried::Unchanged => Some((statement, false)),
-            Carried::Answered => None,
-            Carried::Instead(rewritten) => Some((rewritten, true)),
-        })
+        Ok(
+            match Box::pin(self.carried_statement(bind, &statement)).await? {
+                Carried::Unchanged => Some((statement, false)),
+                Carried::Answered => None,
+                Carried::Instead(rewritten) => Some((rewritten, true)),
+            },
+        )
     }
 
     /// A Bind on a sharded cluster, read once, in place, for routing.

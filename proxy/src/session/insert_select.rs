@@ -109,7 +109,8 @@ impl Session {
         frame_sql: &str,
         err: &RouteError,
     ) -> Result<Dispatch, End> {
-        self.insert_select_query(frame_sql, err.to_string()).await
+        // Boxed: a session's future stays small (`listener/arrival.rs`).
+        Box::pin(self.insert_select_query(frame_sql, err.to_string())).await
     }
 
     /// A simple query routed to shards where it would write rows their

@@ -46,6 +46,9 @@ impl Session {
         let (Some(view), Some(info)) = (bind, self.route_info(statement)) else {
             return Ok(Carried::Unchanged);
         };
+        if !self.may_carry(&info.entry.summary) {
+            return Ok(Carried::Unchanged);
+        }
         let err = match self.route_bound(info, view).0 {
             Err(err) if self.carries(&err, &info.entry.summary) => err,
             _ => return Ok(Carried::Unchanged),
