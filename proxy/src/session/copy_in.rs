@@ -87,6 +87,30 @@ impl Session {
         self.refuse(error, simple);
     }
 
+    /// The transaction the shards' COPYs run in: the client's, or (`true`)
+    /// one pgshard opens now for them (committed on every shard together
+    /// by the caller); an error when the client's is on one shard only.
+    pub(super) async fn open_copy_scope(
+        &mut self,
+        shards: &[usize],
+    ) -> Result<Result<bool, ClientError>, End> {
+        let implicit = match self.place(Some(shards), false) {
+            Placement::FanOut => true,
+            Placement::FanOutInTxn => false,
+            _ => {
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
+                return Ok(Err(error));
+            }
+        };
+        if implicit {
+            if self.attached.is_some() {
+                self.detach().await?;
+            }
+            self.txn.begin_implicit();
+        }
+        Ok(Ok(implicit))
+    }
+
     /// Run the COPY `sql`; `simple`: a Query's (the client gets its
     /// ReadyForQuery), else an Execute's. Inside a transaction pgshard
     /// opened, every shard joins it and the COPY is part of it; outside
@@ -114,21 +138,13 @@ impl Session {
             }
         };
         let shards: Vec<usize> = (0..self.cluster.shards()).collect();
-        let implicit = match self.place(Some(&shards), false) {
-            Placement::FanOut => true,
-            Placement::FanOutInTxn => false,
-            _ => {
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
+        let implicit = match self.open_copy_scope(&shards).await? {
+            Ok(implicit) => implicit,
+            Err(error) => {
                 self.copy_refused(error, simple);
                 return Ok(());
             }
         };
-        if implicit {
-            if self.attached.is_some() {
-                self.detach().await?;
-            }
-            self.txn.begin_implicit();
-        }
         let servers = match self.txn_servers(&shards).await? {
             Some(servers) => Ok(servers),
             // Its error is written for the client.

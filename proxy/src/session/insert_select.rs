@@ -26,7 +26,6 @@ use router::summary::{StatementKind, Summary};
 
 use super::dispatch::Dispatch;
 use super::gather::{Finish, Stop};
-use super::transaction::{Placement, CROSS_SHARD_TXN};
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
@@ -250,31 +249,6 @@ impl Session {
         Ok(columns.map(|c| router::insert_select::quote(c)).collect())
     }
 
-    /// Run `sql` on the coordinator to its ReadyForQuery: the count of
-    /// its last tag; its first error is the client's.
-    async fn coordinator_count(&mut self, server: &mut Pooled, sql: &str) -> Result<u64, Stop> {
-        let mut out = BytesMut::new();
-        messages::query(&mut out, sql);
-        server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
-        let (mut count, mut error) = (0, None);
-        loop {
-            let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
-            match message.message() {
-                BackendMessage::CommandComplete(tag) => count = tag.split_count().1.unwrap_or(0),
-                BackendMessage::ErrorResponse(_) if error.is_none() => error = Some(message),
-                BackendMessage::ReadyForQuery(_) => break,
-                _ => {}
-            }
-        }
-        match error {
-            Some(error) => {
-                self.relay_gather_error(&error);
-                Err(Stop::Failed)
-            }
-            None => Ok(count),
-        }
-    }
-
     /// The stage's rows copied to their shards' COPYs, inside the
     /// client's transaction or one of pgshard's spanning the shards: the
     /// rows written, or the error for the client (`None`: written); and
@@ -294,20 +268,10 @@ impl Session {
             }
         };
         let shards: Vec<usize> = (0..self.cluster.shards()).collect();
-        let implicit = match self.place(Some(&shards), false) {
-            Placement::FanOut => true,
-            Placement::FanOutInTxn => false,
-            _ => {
-                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
-                return Ok((Err(Some(encode(&error))), false));
-            }
+        let implicit = match self.open_copy_scope(&shards).await? {
+            Ok(implicit) => implicit,
+            Err(error) => return Ok((Err(Some(encode(&error))), false)),
         };
-        if implicit {
-            if self.attached.is_some() {
-                self.detach().await?;
-            }
-            self.txn.begin_implicit();
-        }
         let mut broken = false;
         let outcome = match self.txn_servers(&shards).await? {
             Some(mut servers) => {

@@ -35,6 +35,14 @@ pub(in crate::session) enum Carried {
 }
 
 impl Session {
+    /// Refuse the Bind with `error` (counted as a refused route).
+    fn refuse_bind(&mut self, error: ClientError) {
+        self.shared
+            .metrics
+            .route(crate::metrics::RouteKind::Refused);
+        self.refuse(error, false);
+    }
+
     /// A Bind (`bind`) of `statement`: when the router refuses it for a
     /// subquery that reads across shards, its subqueries run now and the
     /// write with their results is what the Bind binds, or it is refused.
@@ -103,10 +111,7 @@ impl Session {
         let plan = match router::carry::plan_bound(&sql, self.cluster.sharding(), coordinator) {
             Ok(plan) => plan,
             Err(why) => {
-                self.shared
-                    .metrics
-                    .route(crate::metrics::RouteKind::Refused);
-                self.refuse(not_carried(&refusal, &why), false);
+                self.refuse_bind(not_carried(&refusal, &why));
                 return Ok(None);
             }
         };
@@ -147,10 +152,7 @@ impl Session {
         let write = match plan.write_sql(&values) {
             Ok(write) => write,
             Err(why) => {
-                self.shared
-                    .metrics
-                    .route(crate::metrics::RouteKind::Refused);
-                self.refuse(not_carried(&refusal, &why), false);
+                self.refuse_bind(not_carried(&refusal, &why));
                 return Ok(None);
             }
         };

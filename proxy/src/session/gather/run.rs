@@ -27,19 +27,36 @@ impl Session {
         server: &mut Pooled,
         sql: &str,
     ) -> Result<(), Stop> {
+        self.coordinator_count(server, sql).await.map(drop)
+    }
+
+    /// [`coordinator_run`](Self::coordinator_run), giving the row count of
+    /// its last command's tag (0 without one).
+    pub(in crate::session) async fn coordinator_count(
+        &mut self,
+        server: &mut Pooled,
+        sql: &str,
+    ) -> Result<u64, Stop> {
         let mut out = bytes::BytesMut::new();
         messages::query(&mut out, sql);
         server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
-        self.coordinator_reply(server).await
+        self.coordinator_tally(server).await
     }
 
     /// Read the coordinator's reply to its ReadyForQuery; its first error
     /// is the client's ([`Stop::Failed`]).
     pub(super) async fn coordinator_reply(&mut self, server: &mut Pooled) -> Result<(), Stop> {
-        let mut error: Option<BackendFrame> = None;
+        self.coordinator_tally(server).await.map(drop)
+    }
+
+    /// [`coordinator_reply`](Self::coordinator_reply), giving the row
+    /// count of the last CommandComplete's tag (0 without one).
+    async fn coordinator_tally(&mut self, server: &mut Pooled) -> Result<u64, Stop> {
+        let (mut count, mut error): (u64, Option<BackendFrame>) = (0, None);
         loop {
             let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
             match message.message() {
+                BackendMessage::CommandComplete(tag) => count = tag.split_count().1.unwrap_or(0),
                 BackendMessage::ErrorResponse(_) if error.is_none() => error = Some(message),
                 BackendMessage::ReadyForQuery(_) => break,
                 _ => {}
@@ -50,7 +67,7 @@ impl Session {
                 self.relay_gather_error(&error);
                 Err(Stop::Failed)
             }
-            None => Ok(()),
+            None => Ok(count),
         }
     }
 
