@@ -344,7 +344,8 @@ const IN_PARTS: &str = "a statement that goes to several shards cannot be fetche
 
 /// Whether a portal on several shards bound from a statement summarized
 /// as `summary` (its merge: `merge`) can be read in parts: a plain SELECT
-/// whose merge holds no groups.
+/// whose merge holds no groups until the end (`in_parts`: groups the
+/// shards sort are combined as they come).
 pub(super) fn readable(
     summary: &router::summary::Summary,
     merge: Option<&BindMerge>,
