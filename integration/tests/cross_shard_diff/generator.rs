@@ -94,7 +94,7 @@ pub struct Case {
 const OPEN: char = '\u{1}';
 const CLOSE: char = '\u{2}';
 
-fn mark(literal: impl std::fmt::Display) -> String {
+pub fn mark(literal: impl std::fmt::Display) -> String {
     format!("{OPEN}{literal}{CLOSE}")
 }
 
@@ -108,6 +108,12 @@ impl Case {
             setup: None,
             teardown: None,
         }
+    }
+
+    /// The statement with its markers: the literals that may become
+    /// parameters (a write carrying it as a subquery keeps them).
+    pub fn marked(&self) -> &str {
+        &self.marked
     }
 
     /// The statement as `PREPARE name AS ...` with the marked literals

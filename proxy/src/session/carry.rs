@@ -42,12 +42,15 @@ const UNRESOLVED: [&[u8]; 2] = [b"42703", b"42P01"];
 impl Session {
     /// `summary`, refused with `err`, is one write whose refused
     /// subqueries may be run first: an UPDATE, DELETE or INSERT refused
-    /// for a subquery that reads across shards, on a config that finishes
-    /// on the coordinator.
+    /// for a subquery that reads across shards (or, on an omnisharded
+    /// table, reads a sharded one: carried, every copy gets the same
+    /// values), on a config that finishes on the coordinator.
     pub(super) fn carries(&self, err: &RouteError, summary: &Summary) -> bool {
         let subquery = matches!(
             err,
-            RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
+            RouteError::SubqueryWithoutKey { .. }
+                | RouteError::SubqueryOnOtherShards { .. }
+                | RouteError::OmnishardedFromSharded { .. }
         );
         subquery && self.may_carry(summary)
     }
