@@ -16,9 +16,9 @@
 //! `cross_shard_finish = "coordinator"`, where what the streaming path
 //! refuses is finished on the coordinator (issue 34), in the simple
 //! protocol, inside a block that wrote first, extended text and binary,
-//! and PREPAREd three ways: there only the gather planner's own 0A000
-//! counts as a refusal (cursors and row-limited portals are not tried
-//! there: the coordinator does not take them yet). Another carries the
+//! read in parts (a cursor's FETCHes, with MOVEs, a portal's row-limited
+//! Executes) and PREPAREd three ways: there only the gather planner's own
+//! 0A000 counts as a refusal. Another carries the
 //! seeded SELECTs as subqueries into writes (`cross_shard_diff/writes.rs`:
 //! keyed, keyless and omnisharded UPDATE, DELETE and INSERT, with
 //! RETURNING) seven ways (simple, in a block, extended text and binary,
