@@ -10,7 +10,8 @@
 //! extended protocol runs the generated writes too, with parameters in
 //! the write and inside its subqueries (`carried_writes/`), and
 //! hand-picked pipelines: several Executes before a Sync inside a block
-//! and outside one (refused), errors that skip to the Sync.
+//! and outside one (refused), errors that skip to the Sync. SQL PREPAREd
+//! writes carry their subqueries at each EXECUTE.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -331,6 +332,50 @@ async fn nulls_empty_sets_errors_and_blocks() {
     .await;
     assert_eq!(code, "0A000", "{text}");
     assert!(text.contains("correlated"), "{text}");
+    assert_eq!(common::proxy_panics(), 0);
+}
+
+/// SQL PREPARE and EXECUTE of such writes: the subqueries run first at each
+/// EXECUTE, with its arguments when the PREPARE declared their types; an
+/// untyped one whose subquery takes a parameter is refused, saying why.
+#[tokio::test(flavor = "multi_thread")]
+async fn sql_prepared_writes_carry_their_subqueries() {
+    let setup = start(2, "cross_shard_finish = \"coordinator\"", 3407).await;
+    let proxy = client(&setup).await;
+    let id = setup.data.user_ids()[3];
+    let typed = format!(
+        "PREPARE w1 (int8) AS UPDATE users SET score = (SELECT count(*) FROM orders WHERE qty > $1)::int WHERE id = {id} RETURNING score"
+    );
+    let script = [
+        typed.as_str(),
+        "EXECUTE w1(3)",
+        "EXECUTE w1(7)",
+        // No parameter in the subquery: no types needed.
+        "PREPARE w2 AS UPDATE orders SET note = 'p' WHERE qty NOT IN (SELECT grp FROM users WHERE grp IS NOT NULL) AND user_id > $1",
+        "EXECUTE w2(0)",
+        // Inside a block, rolled back: nothing stays.
+        "BEGIN",
+        "EXECUTE w1(1)",
+        "SELECT count(*) FROM users WHERE score > 0",
+        "ROLLBACK",
+        // A subquery that fails fails the EXECUTE.
+        "PREPARE w3 (int) AS UPDATE users SET score = 1 WHERE score > (SELECT 1 / (count(*) - count(*) + $1) FROM orders)",
+        "EXECUTE w3(0)",
+        "EXECUTE w3(1)",
+        "DEALLOCATE w1",
+        "DEALLOCATE w2",
+        "DEALLOCATE w3",
+    ];
+    same_script(&setup, &proxy, &script).await;
+    let untyped = "PREPARE w4 AS UPDATE users SET score = 0 WHERE score > (SELECT avg(qty) FROM orders WHERE qty > $1)";
+    assert_eq!(
+        outcome(&proxy, untyped).await,
+        Ok(vec!["0".to_owned()])
+    );
+    let (code, text) = message(&proxy, "EXECUTE w4(2)").await;
+    assert_eq!(code, "0A000", "{text}");
+    assert!(text.contains("declares every parameter's type"), "{text}");
+    assert_eq!(outcome(&proxy, "SELECT 1").await, Ok(vec!["1".to_owned()]));
     assert_eq!(common::proxy_panics(), 0);
 }
 

@@ -119,7 +119,22 @@ impl Case {
     /// The statement as `PREPARE name AS ...` with the marked literals
     /// `pick` chooses turned into parameters, and the `EXECUTE` that runs
     /// it with those literals as its arguments.
-    pub fn prepared(&self, name: &str, mut pick: impl FnMut() -> bool) -> (String, String) {
+    pub fn prepared(&self, name: &str, pick: impl FnMut() -> bool) -> (String, String) {
+        self.prepared_as(name, pick, false)
+    }
+
+    /// [`prepared`](Self::prepared) with every parameter's type declared
+    /// (`PREPARE name (int8, text, ...) AS ...`), by its literal's form.
+    pub fn prepared_typed(&self, name: &str, pick: impl FnMut() -> bool) -> (String, String) {
+        self.prepared_as(name, pick, true)
+    }
+
+    fn prepared_as(
+        &self,
+        name: &str,
+        mut pick: impl FnMut() -> bool,
+        typed: bool,
+    ) -> (String, String) {
         let mut body = String::with_capacity(self.marked.len());
         let mut args = Vec::new();
         let mut rest = self.marked.as_str();
@@ -140,7 +155,25 @@ impl Case {
             true => format!("EXECUTE {name}"),
             false => format!("EXECUTE {name}({})", args.join(", ")),
         };
-        (format!("PREPARE {name} AS {body}"), execute)
+        let types: Vec<&str> = args.iter().map(|arg| literal_type(arg)).collect();
+        match typed && !types.is_empty() {
+            true => (
+                format!("PREPARE {name} ({}) AS {body}", types.join(", ")),
+                execute,
+            ),
+            false => (format!("PREPARE {name} AS {body}"), execute),
+        }
+    }
+}
+
+/// The type a marked literal declares its parameter as: a string `text`,
+/// a whole number `int8`, any other number `numeric`.
+fn literal_type(literal: &str) -> &'static str {
+    match literal {
+        l if l.starts_with('\'') => "text",
+        l if l.parse::<i64>().is_ok() => "int8",
+        l if l.eq_ignore_ascii_case("true") || l.eq_ignore_ascii_case("false") => "boolean",
+        _ => "numeric",
     }
 }
 

@@ -10,6 +10,7 @@
 //! statements: outside a block each has its own snapshot, as in Citus.
 
 mod bound;
+mod execute;
 
 pub(super) use bound::Carried;
 
@@ -33,6 +34,17 @@ enum Ran {
     Value(Value),
     /// Its error (and, when refused, its ReadyForQuery) is queued.
     Failed { ready: bool },
+}
+
+/// What a carried subquery's `$n` are, if it has any.
+enum Args<'a> {
+    /// None: a simple query.
+    None,
+    /// A bound write's Bind (its values) and parameter types.
+    Bound(&'a (Bind, Vec<u32>)),
+    /// An SQL EXECUTE's: the statement's type list and the arguments as
+    /// written (the EXECUTE's text after the name).
+    Sql { types: &'a str, args: &'a str },
 }
 
 /// Postgres's errors for a name it cannot resolve: a correlated subquery
@@ -87,7 +99,10 @@ impl Session {
         };
         let mut values = Vec::with_capacity(plan.carried.len());
         for index in 0..plan.carried.len() {
-            match self.carried_value(&plan, index, &refusal, None).await? {
+            match self
+                .carried_value(&plan, index, &refusal, &Args::None)
+                .await?
+            {
                 Ran::Value(value) => values.push(value),
                 Ran::Failed { ready } => {
                     if !ready {
@@ -110,19 +125,25 @@ impl Session {
     }
 
     /// Run the `index`th carried subquery of `plan` on the coordinator path
-    /// and read its value from its reply; `bound`: a bound write's Bind
-    /// (its values) and parameter types, for the subquery's `$n`.
+    /// and read its value from its reply; `args`: what its `$n` are.
     async fn carried_value(
         &mut self,
         plan: &CarryPlan,
         index: usize,
         refusal: &ClientError,
-        bound: Option<&(Bind, Vec<u32>)>,
+        args: &Args<'_>,
     ) -> Result<Ran, End> {
         let carry = &plan.carried[index];
         let mark = self.client.out().len();
         let errors = self.pipeline.error_mark();
-        let finish = Finish::Carried(bound.map(|bound| Box::new(bound.clone())));
+        let finish = match args {
+            Args::None => Finish::Carried(None),
+            Args::Bound(bound) => Finish::Carried(Some(Box::new((*bound).clone()))),
+            Args::Sql { types, args } => Finish::CarriedSql {
+                types: (*types).to_owned(),
+                args: (*args).to_owned(),
+            },
+        };
         let gathered = self
             .gather_statement(&carry.sql, refusal.clone(), false, &finish)
             .await?;

@@ -121,6 +121,10 @@ pub(super) enum Finish {
     /// write (`Some`), parsed with the write's parameter types and bound
     /// with its Bind's values (text results, the unnamed portal).
     Carried(Option<Box<(Bind, Vec<u32>)>>),
+    /// A subquery carried into an SQL EXECUTE's write (`carry/execute.rs`):
+    /// as [`Finish::Carried`], prepared with the client's type list and
+    /// executed with the EXECUTE's arguments as [`Finish::Sql`] is.
+    CarriedSql { types: String, args: String },
     /// A Bind of a prepared statement (its parameter types), then its
     /// Execute (`max_rows`: its row limit, 0 for none): the finish is
     /// parsed with those types, bound with the client's values and result
@@ -153,6 +157,7 @@ impl Finish {
             self,
             Finish::Simple
                 | Finish::Carried(None)
+                | Finish::CarriedSql { .. }
                 | Finish::Insert(_)
                 | Finish::Sql {
                     extended: false,

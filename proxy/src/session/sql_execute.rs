@@ -37,7 +37,7 @@ use crate::protocol::messages;
 use crate::protocol::sqlstate;
 
 /// An EXECUTE's text and where the statement's name is in it.
-type Named<'t> = (&'t str, (usize, usize));
+pub(super) type Named<'t> = (&'t str, (usize, usize));
 
 impl Session {
     /// `EXECUTE name (...)` of `statement` (kind `Other`), or EXPLAIN
@@ -79,7 +79,10 @@ impl Session {
                 .route_execute(lookup, &statement, args, (text, at), explain)
                 .await?
             {
-                Some(target) => target,
+                Some((target, carried)) => {
+                    let run = prepared::replace(text, at, &carried.name);
+                    return Ok(SqlQuery::Run(target, carried, run));
+                }
                 None => return Ok(SqlQuery::Done),
             }
         };
@@ -114,15 +117,17 @@ impl Session {
     }
 
     /// Where an EXECUTE of `statement` goes on a sharded cluster: one
-    /// target, or `None` when it was refused or ran on several shards.
-    async fn route_execute(
+    /// target and the statement it runs there (`statement`, or the write
+    /// with its carried subqueries' results: `carry/execute.rs`), or
+    /// `None` when it was refused or ran on several shards.
+    pub(super) async fn route_execute(
         &mut self,
         lookup: &Lookup,
         statement: &Arc<SqlStatement>,
         args: &[Argument],
         named: Named<'_>,
         explain: bool,
-    ) -> Result<Option<Target>, End> {
+    ) -> Result<Option<(Target, Arc<SqlStatement>)>, End> {
         self.follow_config();
         let Some(body) = self.sql_body(statement).cloned() else {
             self.refuse(unparsed(), true);
@@ -144,6 +149,18 @@ impl Session {
                         self.gather_execute(statement, named, error).await?;
                         return Ok(None);
                     }
+                    Err(error)
+                        if !explain
+                            && self.carries_execute(
+                                &lookup.overrides,
+                                statement,
+                                &body,
+                                &values,
+                            ) =>
+                    {
+                        return Box::pin(self.carry_execute(lookup, statement, args, named, error))
+                            .await;
+                    }
                     Err(error) => {
                         self.refused(error);
                         return Ok(None);
@@ -159,7 +176,7 @@ impl Session {
             }
         };
         let in_txn = match self.place(shards.as_deref(), false) {
-            Placement::Send(target) => return Ok(Some(target)),
+            Placement::Send(target) => return Ok(Some((target, Arc::clone(statement)))),
             Placement::Refuse => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, CROSS_SHARD_TXN);
                 self.refuse(error, true);
@@ -192,15 +209,8 @@ impl Session {
         body: &Lookup,
         values: &[ArgValue],
     ) -> Result<(Option<Shards>, bool), ClientError> {
-        let bind = sql_prepared::route_params(values);
-        let params = body.params(&bind);
-        let overrides = self.overrides(&Overrides {
-            shard: overrides.shard.or(body.overrides.shard),
-            sharding_key: (overrides.sharding_key.clone())
-                .or_else(|| body.overrides.sharding_key.clone()),
-        });
         let routed = self
-            .route_typed(statement, body, &params, &overrides)
+            .route_arguments(overrides, statement, body, values)
             .map_err(|err| {
                 ClientError::new(
                     sqlstate::FEATURE_NOT_SUPPORTED,
@@ -213,6 +223,39 @@ impl Session {
             Some(error) => Err(error),
             None => Ok((shards, routed.touches_moving)),
         }
+    }
+
+    /// The router's route of an EXECUTE of `statement` with `values`.
+    fn route_arguments(
+        &self,
+        overrides: &Overrides,
+        statement: &SqlStatement,
+        body: &Lookup,
+        values: &[ArgValue],
+    ) -> Result<Routed, RouteError> {
+        let bind = sql_prepared::route_params(values);
+        let params = body.params(&bind);
+        let overrides = self.overrides(&Overrides {
+            shard: overrides.shard.or(body.overrides.shard),
+            sharding_key: (overrides.sharding_key.clone())
+                .or_else(|| body.overrides.sharding_key.clone()),
+        });
+        self.route_typed(statement, body, &params, &overrides)
+    }
+
+    /// The router refused an EXECUTE of `statement` for a subquery that
+    /// reads across shards, which may be run first (`carry/execute.rs`).
+    fn carries_execute(
+        &self,
+        overrides: &Overrides,
+        statement: &SqlStatement,
+        body: &Lookup,
+        values: &[ArgValue],
+    ) -> bool {
+        let summary = &body.entry.summary;
+        self.may_carry(summary)
+            && matches!(self.route_arguments(overrides, statement, body, values),
+                Err(err) if self.carries(&err, summary))
     }
 
     /// The AST cache's lookup of a prepared statement's text, made once.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use router::route::RouteError;
 
-use super::{not_carried, Ran};
+use super::{not_carried, Args, Ran};
 use crate::errors::ClientError;
 use crate::protocol::backend::{BackendMessage, TransactionStatus};
 use crate::protocol::frontend::{Bind, BindView, Named};
@@ -133,7 +133,7 @@ impl Session {
         let mut values = Vec::with_capacity(plan.carried.len());
         for index in 0..plan.carried.len() {
             let ran = self
-                .carried_value(&plan, index, &refusal, Some(&bound))
+                .carried_value(&plan, index, &refusal, &Args::Bound(&bound))
                 .await?;
             match ran {
                 Ran::Value(value) => values.push(value),

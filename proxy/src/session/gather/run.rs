@@ -250,7 +250,7 @@ impl Session {
                     continue
                 }
                 BackendMessage::CommandComplete(tag)
-                    if matches!(finish, Finish::Sql { .. })
+                    if matches!(finish, Finish::Sql { .. } | Finish::CarriedSql { .. })
                         && matches!(tag.as_bytes(), b"PREPARE" | b"DEALLOCATE") =>
                 {
                     continue
@@ -271,7 +271,7 @@ impl Session {
                     messages::data_row(self.client.out(), &[Some(&line)]);
                 }
             }
-            let carried = matches!(finish, Finish::Carried(_));
+            let carried = matches!(finish, Finish::Carried(_) | Finish::CarriedSql { .. });
             if !carried && self.client.out().len() >= crate::session::CLIENT_FLUSH_AT {
                 self.client
                     .flush()
@@ -279,7 +279,7 @@ impl Session {
                     .map_err(|gone| Stop::End(gone.into()))?;
             }
         }
-        if failed && matches!(finish, Finish::Sql { .. }) {
+        if failed && matches!(finish, Finish::Sql { .. } | Finish::CarriedSql { .. }) {
             // Its DEALLOCATE did not run: the server is reset before it
             // serves anyone else.
             server.conn.dirty = true;
@@ -307,7 +307,7 @@ fn finish_request(sql: &str, finish: &Finish) -> BytesMut {
             messages::execute_rows(&mut out, b"", 0);
             messages::sync(&mut out);
         }
-        Finish::Sql { types, args, .. } => {
+        Finish::Sql { types, args, .. } | Finish::CarriedSql { types, args } => {
             let script = format!(
                 "PREPARE {SQL_FINISH} {types} AS {sql}; EXECUTE {SQL_FINISH}{args}; \
                  DEALLOCATE {SQL_FINISH}"
