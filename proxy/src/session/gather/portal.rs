@@ -282,6 +282,24 @@ impl Session {
             return Ok(());
         }
         let (sql, finish) = match portal.bound {
+            Bound::Statement { statement, bind }
+                if router::insert_select::is_insert_select(&String::from_utf8_lossy(
+                    &statement.query,
+                )) =>
+            {
+                // Its SELECT runs on the coordinator, its rows go to their
+                // shards (`insert_select.rs`).
+                let sql = String::from_utf8_lossy(&statement.query).into_owned();
+                let bound = (bind, statement.param_types.clone(), max_rows);
+                let errors = self.pipeline.error_mark();
+                let gathered = self
+                    .execute_insert_select(&sql, bound, portal.refusal)
+                    .await?;
+                if matches!(gathered, Gathered::Ran) && self.pipeline.errors_since(errors) {
+                    self.phase.skip();
+                }
+                return Ok(());
+            }
             Bound::Statement { statement, bind } => (
                 String::from_utf8_lossy(&statement.query).into_owned(),
                 Finish::Extended {
