@@ -31,6 +31,7 @@ use cross_shard_diff::data::{self, Data};
 use integration::{PgServer, TestProxy};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
+use tokio_postgres::types::Type;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// `made` (sharded by `id`, like `users`): defaults to see applied per
@@ -357,6 +358,13 @@ async fn blocks_two_phase_and_what_stays_refused() {
     proxy.batch_execute("BEGIN").await.unwrap();
     assert_eq!(proxy.query(bound, &[&7i64]).await.unwrap().len(), 30);
     proxy.batch_execute("ROLLBACK").await.unwrap();
+    // `query_typed` (Parse, Bind, Describe of the statement, Execute, Sync)
+    // of a statement finished on the coordinator, a SELECT's too.
+    let select = "SELECT count(*) FROM users u JOIN orders o ON o.id = u.grp WHERE u.id > $1::bigint";
+    let typed = [(&0i64 as &(dyn tokio_postgres::types::ToSql + Sync), Type::INT8)];
+    let got: i64 = proxy.query_typed(select, &typed).await.unwrap()[0].get(0);
+    let want: i64 = setup.direct.query_typed(select, &typed).await.unwrap()[0].get(0);
+    assert_eq!(got, want);
     // A NULL key fails the statement, as the key column's NOT NULL does on one
     // Postgres; nothing was written.
     let (code, text) = message(&proxy, "INSERT INTO made (id) SELECT NULL::bigint").await;
@@ -404,3 +412,4 @@ async fn the_limit_a_shard_failing_and_a_shard_down_leave_nothing() {
     );
     assert_eq!(common::proxy_panics(), 0);
 }
+

@@ -127,9 +127,10 @@ pub async fn extended_differential(n: usize, seed: u64, count: usize) {
         let got = run(&proxy, sql, &params, &types, typed).await;
         let want = run(&setup.direct, sql, &params, &types, typed).await;
         if got != want {
-            failures.push(format!(
-                "{sql} (typed: {typed})\n  pgshard:   {got:?}\n  reference: {want:?}"
-            ));
+            let failure =
+                format!("{sql} (typed: {typed})\n  pgshard:   {got:?}\n  reference: {want:?}");
+            eprintln!("{failure}");
+            failures.push(failure);
         }
         if i % 10 == 9 || i + 1 == count {
             same_tables(&setup, &proxy, sql).await;

@@ -45,7 +45,6 @@ use crate::protocol::{messages, rows, sqlstate};
 /// The stage table on the coordinator.
 pub(super) const STAGE: &str = "pgshard_ins";
 
-
 /// The stage's rows on their way to the shards: the error that stopped
 /// them (for the client), and whether the coordinator's connection broke.
 pub(super) struct Relayed {
@@ -151,7 +150,9 @@ impl Session {
         let plan = match plan {
             Ok(plan) => plan,
             Err(error) => {
-                self.shared.metrics.route(crate::metrics::RouteKind::Refused);
+                self.shared
+                    .metrics
+                    .route(crate::metrics::RouteKind::Refused);
                 self.refuse(error, false);
                 return Ok(Gathered::Refused);
             }
@@ -275,9 +276,7 @@ impl Session {
             formats: bound.map_or(&[][..], |(bind, _)| &bind.result_formats),
             describe: bound.is_none(),
         };
-        let (outcome, broken) = self
-            .copy_to_shards(server, into, &columns, answer)
-            .await?;
+        let (outcome, broken) = self.copy_to_shards(server, into, &columns, answer).await?;
         match outcome {
             _ if broken => Err(Stop::Broken),
             Ok(total) => {

@@ -183,8 +183,9 @@ fn stages_on_conflict_returning_and_overriding_with_the_clauses_unchanged() {
 
 #[test]
 fn leaves_an_on_constraint_to_the_catalog() {
-    let p = planned("INSERT INTO users (id) SELECT 1 ON CONFLICT ON CONSTRAINT users_pkey DO NOTHING")
-        .unwrap();
+    let p =
+        planned("INSERT INTO users (id) SELECT 1 ON CONFLICT ON CONSTRAINT users_pkey DO NOTHING")
+            .unwrap();
     assert_eq!(
         p.conflict,
         Conflict::Constraint {

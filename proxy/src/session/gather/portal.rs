@@ -231,9 +231,15 @@ impl Session {
                     }) => Some(name),
                     _ => None,
                 };
+                let Some(described) = described else {
+                    // A Describe of a statement goes its usual way and
+                    // leaves the portal bound, as on Postgres (tokio-postgres's
+                    // `query_typed` sends one between its Bind and Execute).
+                    return Ok(false);
+                };
                 let portal = self.phase.gather_portal();
-                let Some(portal) = portal.filter(|p| described.as_ref() == Some(p.portal())) else {
-                    // A Describe of a statement ends the portal.
+                let Some(portal) = portal.filter(|p| &described == p.portal()) else {
+                    // A Describe of another portal ends this one.
                     self.phase.end_portal();
                     return Ok(false);
                 };

@@ -51,7 +51,10 @@ impl Session {
 
     /// [`coordinator_reply`](Self::coordinator_reply), giving the row
     /// count of the last CommandComplete's tag (0 without one).
-    pub(in crate::session) async fn coordinator_tally(&mut self, server: &mut Pooled) -> Result<u64, Stop> {
+    pub(in crate::session) async fn coordinator_tally(
+        &mut self,
+        server: &mut Pooled,
+    ) -> Result<u64, Stop> {
         let (mut count, mut error): (u64, Option<BackendFrame>) = (0, None);
         loop {
             let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;

@@ -152,4 +152,3 @@ fn coordinator_gone() -> ClientError {
         "the coordinator's server closed the connection while its rows went to the shards",
     )
 }
-

@@ -120,7 +120,10 @@ impl Session {
             // An omnisharded target's copies return the same rows.
             let relay = !into.copies || i == 0;
             let described = answer.describe && i == 0 && into.returning;
-            match self.shard_answer(server, relay, described, &mut failure).await {
+            match self
+                .shard_answer(server, relay, described, &mut failure)
+                .await
+            {
                 Ok(Some(count)) => counts.push(count),
                 Ok(None) => {}
                 Err(()) => {

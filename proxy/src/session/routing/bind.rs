@@ -130,11 +130,15 @@ impl Session {
                 if super::gathered_refusal(&err) && self.finishes_on_coordinator(summary) {
                     return self.bind_gathered(statement, &bind.to_bind(), error);
                 }
-                let error =
-                    match self.bind_moved_rows((statement, &bind.to_bind()), Some(&err), summary, error) {
-                        Ok(target) => return target,
-                        Err(error) => error,
-                    };
+                let error = match self.bind_moved_rows(
+                    (statement, &bind.to_bind()),
+                    Some(&err),
+                    summary,
+                    error,
+                ) {
+                    Ok(target) => return target,
+                    Err(error) => error,
+                };
                 self.shared.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
                 None
