@@ -18,7 +18,7 @@
 mod common;
 
 /// ON CONFLICT, RETURNING and OVERRIDING, in both protocols.
-#[path = "cross_shard_insert_select/upserts.rs"]
+#[path = "insert_select/upserts.rs"]
 mod upserts;
 
 #[allow(dead_code)]
@@ -343,7 +343,10 @@ async fn blocks_two_phase_and_what_stays_refused() {
     // conflict target does.
     let sql = "INSERT INTO teams (grp, team) SELECT grp, 'x' FROM users WHERE grp IS NOT NULL \
                ON CONFLICT DO NOTHING RETURNING grp";
-    assert_eq!(outcome(&proxy, sql).await, outcome(&setup.direct, sql).await);
+    assert_eq!(
+        outcome(&proxy, sql).await,
+        outcome(&setup.direct, sql).await
+    );
     // The extended protocol sends them too, outside and inside a block.
     for sql in [
         "INSERT INTO made (id) SELECT g + 500 FROM generate_series(1, 3) g",
@@ -353,15 +356,20 @@ async fn blocks_two_phase_and_what_stays_refused() {
         let want = setup.direct.execute(sql, &[]).await.unwrap();
         assert_eq!(got, want, "{sql}");
     }
-    let bound = "INSERT INTO made (id, v) SELECT g + $1::bigint, 'b' FROM generate_series(1, 30) g \
+    let bound =
+        "INSERT INTO made (id, v) SELECT g + $1::bigint, 'b' FROM generate_series(1, 30) g \
                  ON CONFLICT (id) DO UPDATE SET v = excluded.v RETURNING id";
     proxy.batch_execute("BEGIN").await.unwrap();
     assert_eq!(proxy.query(bound, &[&7i64]).await.unwrap().len(), 30);
     proxy.batch_execute("ROLLBACK").await.unwrap();
     // `query_typed` (Parse, Bind, Describe of the statement, Execute, Sync)
     // of a statement finished on the coordinator, a SELECT's too.
-    let select = "SELECT count(*) FROM users u JOIN orders o ON o.id = u.grp WHERE u.id > $1::bigint";
-    let typed = [(&0i64 as &(dyn tokio_postgres::types::ToSql + Sync), Type::INT8)];
+    let select =
+        "SELECT count(*) FROM users u JOIN orders o ON o.id = u.grp WHERE u.id > $1::bigint";
+    let typed = [(
+        &0i64 as &(dyn tokio_postgres::types::ToSql + Sync),
+        Type::INT8,
+    )];
     let got: i64 = proxy.query_typed(select, &typed).await.unwrap()[0].get(0);
     let want: i64 = setup.direct.query_typed(select, &typed).await.unwrap()[0].get(0);
     assert_eq!(got, want);
@@ -412,4 +420,3 @@ async fn the_limit_a_shard_failing_and_a_shard_down_leave_nothing() {
     );
     assert_eq!(common::proxy_panics(), 0);
 }
-

@@ -101,7 +101,10 @@ async fn run(client: &Client, sql: &str, params: &Params, types: &[Type], typed:
     let returning = sql.contains("RETURNING");
     let result = match (typed, returning) {
         (false, true) => client.query(sql, &refs).await.map(texts),
-        (false, false) => client.execute(sql, &refs).await.map(|n| vec![n.to_string()]),
+        (false, false) => client
+            .execute(sql, &refs)
+            .await
+            .map(|n| vec![n.to_string()]),
         (true, _) => {
             let pairs: Vec<(&(dyn ToSql + Sync), Type)> =
                 refs.iter().copied().zip(types.iter().cloned()).collect();
