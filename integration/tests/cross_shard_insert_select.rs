@@ -269,6 +269,11 @@ async fn bound_insert_select_matches_one_postgres_on_2_shards() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_reaches_the_shards() {
+    upserts::cancel_reaches_the_shards().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn bound_insert_select_matches_one_postgres_on_4_shards() {
     upserts::extended_differential(4, 3456, 32).await;
 }

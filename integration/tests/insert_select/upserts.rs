@@ -146,3 +146,42 @@ pub async fn extended_differential(n: usize, seed: u64, count: usize) {
     );
     assert_eq!(common::proxy_panics(), 0);
 }
+
+/// A client's cancel reaches the shards' part of an INSERT ... SELECT
+/// (shard 1's rows insert slowly, through a trigger that sleeps): the
+/// statement ends with 57014 long before the rows would be in, and
+/// nothing is written.
+pub async fn cancel_reaches_the_shards() {
+    let setup = start(2, "cross_shard_finish = \"coordinator\"", 3457).await;
+    setup.shards[1]
+        .batch_execute(
+            "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS \
+             'BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END'; \
+             CREATE TRIGGER slow BEFORE INSERT ON made_on_shard FOR EACH ROW EXECUTE FUNCTION slow()",
+        )
+        .await
+        .unwrap();
+    let proxy = client(&setup).await;
+    let token = proxy.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        token.cancel_query(tokio_postgres::NoTls).await.unwrap();
+    });
+    let started = std::time::Instant::now();
+    // 200 rows, about 100 on shard 1: 50 s of sleeping.
+    let sql = "INSERT INTO made (id, v) SELECT g, 'c' FROM generate_series(1, 200) g";
+    let e = proxy.simple_query(sql).await.unwrap_err();
+    assert_eq!(common::code(&e), Some("57014"), "{}", common::describe(&e));
+    let elapsed = started.elapsed();
+    assert!(elapsed.as_secs() < 30, "cancelled after {elapsed:?}");
+    canceller.await.unwrap();
+    for shard in &setup.shards {
+        let count: i64 = shard
+            .query_one("SELECT count(*) FROM made", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(count, 0);
+    }
+    assert_eq!(common::proxy_panics(), 0);
+}

@@ -1,6 +1,6 @@
 //! `INSERT INTO <sharded or omnisharded> [(cols)] SELECT ...` whose rows
-//! may belong on other shards than the ones that read them (issue 34), in
-//! the simple protocol: [`router::insert_select::plan`] takes the SELECT
+//! may belong on other shards than the ones that read them (issue 34):
+//! [`router::insert_select::plan`] takes the SELECT
 //! out; it runs on the coordinator path (`gather.rs`: the tables it reads
 //! gathered, inside the client's block when there is one, bounded by
 //! `cross_shard_gather_limit`) into a stage table there with the target's
@@ -8,14 +8,22 @@
 //! assignment casts and errors); the stage is read back as COPY text and
 //! each row goes to its key's shard by `COPY <target> (cols) FROM STDIN`
 //! (`copy_in.rs`'s shards' COPYs and [`router::copy::RowSplitter`]; an
-//! omnisharded target's to every shard), in one transaction spanning the
+//! omnisharded target's to every shard; `relay.rs`), or, with ON CONFLICT,
+//! RETURNING or OVERRIDING, into a stage on each shard from which each
+//! shard runs the client's INSERT (`staged.rs`), in one transaction spanning the
 //! shards (the client's, else one of pgshard's, committed together,
 //! two-phase when on), in batches of 64 KiB, so pgshard holds no more of
 //! the rows than that. The tag is `INSERT 0 n`. The coordinator is a
 //! session of its own (inside a block too: the block's server on that
 //! database takes its shard's rows), and its stage goes with its
 //! transaction. Outside a block the SELECT's snapshot is not the
-//! INSERT's (two statements, as for carried subqueries).
+//! INSERT's (two statements, as for carried subqueries). A client's cancel
+//! reaches the shards' servers while they run the statement's part.
+//!
+//! In the extended protocol the Bind is answered as a gathered portal's
+//! (`gather/portal.rs`) and the statement runs at its Execute, the SELECT
+//! bound on the coordinator with the Bind's values, RETURNING rows in its
+//! result formats.
 
 use std::sync::Arc;
 
@@ -31,6 +39,7 @@ mod staged;
 
 use staged::Answer;
 
+use super::attach::cancel_target;
 use super::dispatch::Dispatch;
 use super::gather::{not_yet, Finish, Gathered, Stop};
 use super::statements::Statement;
@@ -374,6 +383,11 @@ impl Session {
         let mut broken = false;
         let outcome = match self.txn_servers(&shards).await? {
             Some(mut servers) => {
+                // A client's cancel reaches the shards' COPYs and INSERTs
+                // too while they are this statement's.
+                let mut targets: Vec<_> = servers.iter().map(cancel_target).collect();
+                targets.push(cancel_target(server));
+                self.info.cancel.set(targets).await;
                 let mut sent = 0;
                 let started = self
                     .start_copies(&mut servers, &plan, &shard_sql, &mut sent)
@@ -402,6 +416,10 @@ impl Session {
             // Its error is written for the client.
             None => Err(None),
         };
+        // The shards' servers go back to their pools with the transaction:
+        // a cancel must not reach them then (another client's query may
+        // run there).
+        self.info.cancel.set([cancel_target(server)]).await;
         if !implicit {
             return Ok((outcome, broken));
         }
