@@ -27,7 +27,7 @@ pub fn statement(rng: &mut Xoshiro256PlusPlus, base: i64) -> String {
         3 => format!("INSERT INTO made (id, v) SELECT g, 'k' FROM generate_series(1, {k}) g ON CONFLICT ON CONSTRAINT made_pkey DO UPDATE SET v = excluded.v || made.id RETURNING *"),
         4 => format!("INSERT INTO made (id, at) SELECT {base} + g, g / 7.0 FROM generate_series(1, {k}) g RETURNING id, at, v, n"),
         5 => format!("INSERT INTO users (id, grp, score, name) SELECT id + 1, grp, score + 1, name FROM users WHERE abs(id) < 100000 AND grp = {g} ON CONFLICT (id) DO UPDATE SET score = excluded.score WHERE users.grp IS DISTINCT FROM excluded.grp RETURNING id, score"),
-        6 => format!("INSERT INTO teams (grp, team, weight) SELECT grp % 5, coalesce(max(name), '-'), count(*) FROM users WHERE grp IS NOT NULL GROUP BY grp % 5 ON CONFLICT (grp) DO UPDATE SET weight = teams.weight + excluded.weight RETURNING grp, weight"),
+        6 => format!("INSERT INTO teams (grp, team, weight) SELECT grp % 5, coalesce(max(name), '-'), count(*) FROM users WHERE grp IS NOT NULL AND score >= {n} GROUP BY grp % 5 ON CONFLICT (grp) DO UPDATE SET weight = teams.weight + excluded.weight RETURNING grp, weight"),
         7 => format!("INSERT INTO made (id, n) OVERRIDING USER VALUE SELECT {base} + g, g FROM generate_series(1, {k}) g RETURNING n"),
         _ => format!("INSERT INTO made (id, v) SELECT g % 3, 'twice' FROM generate_series(1, {k}) g ON CONFLICT (id) DO UPDATE SET v = excluded.v"),
     }

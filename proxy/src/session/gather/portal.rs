@@ -238,7 +238,7 @@ impl Session {
                     return Ok(false);
                 };
                 let portal = self.phase.gather_portal();
-                let Some(portal) = portal.filter(|p| &described == p.portal()) else {
+                let Some(portal) = portal.filter(|p| described == p.portal()) else {
                     // A Describe of another portal ends this one.
                     self.phase.end_portal();
                     return Ok(false);
