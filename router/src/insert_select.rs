@@ -134,13 +134,7 @@ pub fn plan(sql: &str, sharding: &Sharding) -> Result<InsertSelect, NotMoved> {
         }
         _ => return Err(NotMoved::NotInsertSelect),
     };
-    let overriding = match insert.r#override {
-        o if o == pb::OverridingKind::OverridingSystemValue as i32 => {
-            Some("OVERRIDING SYSTEM VALUE")
-        }
-        o if o == pb::OverridingKind::OverridingUserValue as i32 => Some("OVERRIDING USER VALUE"),
-        _ => None,
-    };
+    let overriding = overriding(insert.r#override);
     let relation = insert.relation.as_ref().ok_or(NotMoved::NotInsertSelect)?;
     let reference = TableRef {
         schema: (!relation.schemaname.is_empty()).then(|| relation.schemaname.clone()),
@@ -180,17 +174,7 @@ pub fn plan(sql: &str, sharding: &Sharding) -> Result<InsertSelect, NotMoved> {
         }
         select.with_clause = Some(with);
     }
-    let select_tree = pb::ParseResult {
-        version: tree.version,
-        stmts: vec![pb::RawStmt {
-            stmt: Some(Box::new(pb::Node {
-                node: Some(NodeEnum::SelectStmt(Box::new(select))),
-            })),
-            stmt_location: 0,
-            stmt_len: 0,
-        }],
-    };
-    let select_sql = parser_ffi::deparse_protobuf(&select_tree).map_err(NotMoved::Deparse)?;
+    let select_sql = deparse_select(select, tree.version)?;
     Ok(InsertSelect {
         schema: reference.schema.as_deref().map(quote),
         table,
@@ -204,6 +188,32 @@ pub fn plan(sql: &str, sharding: &Sharding) -> Result<InsertSelect, NotMoved> {
         returning,
         conflict,
     })
+}
+
+/// The OVERRIDING clause of an INSERT (`kind`), as written.
+fn overriding(kind: i32) -> Option<&'static str> {
+    match kind {
+        k if k == pb::OverridingKind::OverridingSystemValue as i32 => {
+            Some("OVERRIDING SYSTEM VALUE")
+        }
+        k if k == pb::OverridingKind::OverridingUserValue as i32 => Some("OVERRIDING USER VALUE"),
+        _ => None,
+    }
+}
+
+/// The SELECT the coordinator runs, deparsed.
+fn deparse_select(select: pb::SelectStmt, version: i32) -> Result<String, NotMoved> {
+    let tree = pb::ParseResult {
+        version,
+        stmts: vec![pb::RawStmt {
+            stmt: Some(Box::new(pb::Node {
+                node: Some(NodeEnum::SelectStmt(Box::new(select))),
+            })),
+            stmt_location: 0,
+            stmt_len: 0,
+        }],
+    };
+    parser_ffi::deparse_protobuf(&tree).map_err(NotMoved::Deparse)
 }
 
 /// The INSERT without its column list and rows (`INSERT INTO t AS a`), and

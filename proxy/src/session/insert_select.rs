@@ -355,19 +355,7 @@ impl Session {
         answer: Answer<'_>,
     ) -> Result<(Result<u64, Option<Bytes>>, bool), Stop> {
         let copy_sql = into.copy_sql(columns);
-        // A staged INSERT's rows go into a stage of their own on each
-        // shard (named apart from other sessions').
-        let stage = into
-            .staged()
-            .then(|| format!("pgshard_ins_{:016x}", rand::random::<u64>()));
-        let shard_sql = match &stage {
-            Some(stage) => format!(
-                "{}; {}",
-                into.shard_stage_sql(stage, columns),
-                into.shard_copy_sql(stage, columns)
-            ),
-            None => copy_sql.clone(),
-        };
+        let (stage, shard_sql) = shards_copy(into, columns, &copy_sql);
         let plan = match plan_copy(&copy_sql, self.cluster.sharding()) {
             Ok(plan) => plan,
             Err(why) => {
@@ -430,6 +418,28 @@ impl Session {
         };
         Ok((ended, broken))
     }
+}
+
+/// The shards' stage of a staged INSERT (named apart from other
+/// sessions': its rows go into a stage of their own on each shard), and
+/// what each shard's COPY runs (`copy_sql`, or into that stage).
+fn shards_copy(
+    into: &InsertSelect,
+    columns: &[String],
+    copy_sql: &str,
+) -> (Option<String>, String) {
+    let stage = into
+        .staged()
+        .then(|| format!("pgshard_ins_{:016x}", rand::random::<u64>()));
+    let shard_sql = match &stage {
+        Some(stage) => format!(
+            "{}; {}",
+            into.shard_stage_sql(stage, columns),
+            into.shard_copy_sql(stage, columns)
+        ),
+        None => copy_sql.to_owned(),
+    };
+    (stage, shard_sql)
 }
 
 /// The bound a statement's rows passed on their way to the shards.

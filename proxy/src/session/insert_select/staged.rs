@@ -86,23 +86,7 @@ impl Session {
             // Its error is written for the client.
             return Ok(Err(None));
         };
-        let none = Bind {
-            portal: Bytes::new(),
-            statement: Bytes::new(),
-            param_formats: Vec::new(),
-            params: Vec::new(),
-            result_formats: Vec::new(),
-        };
-        let mut out = BytesMut::new();
-        let insert = into.shard_insert_sql(stage, columns);
-        messages::parse(&mut out, b"", insert.as_bytes(), &[]);
-        messages::bind(&mut out, &none, b"", answer.formats);
-        messages::describe(&mut out, crate::protocol::frontend::Named::Portal, b"");
-        messages::execute_rows(&mut out, b"", 0);
-        messages::parse(&mut out, b"", into.shard_drop_sql(stage).as_bytes(), &[]);
-        messages::bind(&mut out, &none, b"", &[]);
-        messages::execute_rows(&mut out, b"", 0);
-        messages::sync(&mut out);
+        let out = request(into, (stage, columns), answer.formats);
         // The shards' unnamed statement is now this one.
         self.pipeline.unnamed_dropped();
         let mut sent = 0;
@@ -199,6 +183,29 @@ impl Session {
         }
         Ok(count.filter(|_| !failed))
     }
+}
+
+/// What each shard is sent: the client's INSERT from its stage
+/// `stage` (its rows in `formats`), described, then the stage dropped.
+fn request(into: &InsertSelect, (stage, columns): (&str, &[String]), formats: &[i16]) -> BytesMut {
+    let none = Bind {
+        portal: Bytes::new(),
+        statement: Bytes::new(),
+        param_formats: Vec::new(),
+        params: Vec::new(),
+        result_formats: Vec::new(),
+    };
+    let mut out = BytesMut::new();
+    let insert = into.shard_insert_sql(stage, columns);
+    messages::parse(&mut out, b"", insert.as_bytes(), &[]);
+    messages::bind(&mut out, &none, b"", formats);
+    messages::describe(&mut out, crate::protocol::frontend::Named::Portal, b"");
+    messages::execute_rows(&mut out, b"", 0);
+    messages::parse(&mut out, b"", into.shard_drop_sql(stage).as_bytes(), &[]);
+    messages::bind(&mut out, &none, b"", &[]);
+    messages::execute_rows(&mut out, b"", 0);
+    messages::sync(&mut out);
+    out
 }
 
 fn encode(error: &ClientError) -> Bytes {
