@@ -398,6 +398,8 @@ async fn the_limit_a_shard_failing_and_a_shard_down_leave_nothing() {
     let (code, text) = message(&proxy, SPREAD).await;
     assert_eq!(code, "54000", "{text}");
     assert!(text.contains("cross_shard_gather_limit.rows"), "{text}");
+    let (code, text) = message(&proxy, UPSERT).await;
+    assert_eq!(code, "54000", "{text}");
     same_tables(&setup, &proxy, "the limit").await;
     // Shard 1 refuses a row mid-way (a constraint only it has): nothing is
     // committed on shard 0 either.

@@ -106,7 +106,7 @@ impl Session {
             let described = answer.describe && i == 0 && into.returning;
             match self
                 .shard_answer(server, relay, described, &mut failure)
-                .await
+                .await?
             {
                 Ok(Some(count)) => counts.push(count),
                 Ok(None) => {}
@@ -114,9 +114,6 @@ impl Session {
                     broken.push(i);
                     failure.get_or_insert_with(lost);
                 }
-            }
-            if self.client.out().len() >= crate::session::CLIENT_FLUSH_AT {
-                self.client.flush().await?;
             }
         }
         self.routing.placing_write();
@@ -147,18 +144,22 @@ impl Session {
     /// A shard's reply to its INSERT and DROP, up to its ReadyForQuery:
     /// the INSERT's count (`None` after an error, kept in `failure` when it
     /// is the first); its RETURNING rows written for the client (`relay`),
-    /// with its RowDescription (`described`). `Err`: the connection broke.
+    /// with its RowDescription (`described`), flushed as they come so that
+    /// pgshard holds no more of them than a buffer. `Err`: the connection
+    /// broke.
     async fn shard_answer(
         &mut self,
         server: &mut Pooled,
         relay: bool,
         described: bool,
         failure: &mut Option<Bytes>,
-    ) -> Result<Option<u64>, ()> {
+    ) -> Result<Result<Option<u64>, ()>, End> {
         let mut count = None;
         let mut failed = false;
         loop {
-            let message = server.conn.read_message().await.map_err(drop)?;
+            let Ok(message) = server.conn.read_message().await else {
+                return Ok(Err(()));
+            };
             match message.message() {
                 BackendMessage::RowDescription(_) if described && failure.is_none() => {
                     let message = crate::execute::gather::finish::for_client(message);
@@ -166,6 +167,9 @@ impl Session {
                 }
                 BackendMessage::DataRow(_) if relay && failure.is_none() => {
                     self.client.out().extend_from_slice(message.bytes());
+                    if self.client.out().len() >= crate::session::CLIENT_FLUSH_AT {
+                        self.client.flush().await?;
+                    }
                 }
                 BackendMessage::CommandComplete(tag) if count.is_none() => {
                     count = tag.split_count().1;
@@ -181,7 +185,7 @@ impl Session {
                 _ => {}
             }
         }
-        Ok(count.filter(|_| !failed))
+        Ok(Ok(count.filter(|_| !failed)))
     }
 }
 
