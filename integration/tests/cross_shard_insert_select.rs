@@ -17,6 +17,10 @@
 
 mod common;
 
+/// ON CONFLICT, RETURNING and OVERRIDING, in both protocols.
+#[path = "insert_select/upserts.rs"]
+mod upserts;
+
 #[allow(dead_code)]
 mod cross_shard_diff {
     pub mod data;
@@ -27,6 +31,7 @@ use cross_shard_diff::data::{self, Data};
 use integration::{PgServer, TestProxy};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
+use tokio_postgres::types::Type;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// `made` (sharded by `id`, like `users`): defaults to see applied per
@@ -91,7 +96,8 @@ async fn client(setup: &Setup) -> Client {
         .unwrap()
 }
 
-/// A statement's outcome: its command tags, or its error's code.
+/// A statement's outcome: its command tags and returned rows (sorted: a
+/// multiset), or its error's code.
 type Outcome = Result<Vec<String>, String>;
 
 /// `sql` on `client`, retried while the proxy's read of the move records
@@ -115,13 +121,24 @@ async fn query(
 
 async fn outcome(client: &Client, sql: &str) -> Outcome {
     match query(client, sql).await {
-        Ok(messages) => Ok(messages
-            .into_iter()
-            .filter_map(|m| match m {
-                SimpleQueryMessage::CommandComplete(n) => Some(n.to_string()),
-                _ => None,
-            })
-            .collect()),
+        Ok(messages) => {
+            let (mut tags, mut returned) = (Vec::new(), Vec::new());
+            for message in messages {
+                match message {
+                    SimpleQueryMessage::CommandComplete(n) => tags.push(n.to_string()),
+                    SimpleQueryMessage::Row(row) => returned.push(
+                        (0..row.len())
+                            .map(|i| row.get(i).unwrap_or("NULL"))
+                            .collect::<Vec<_>>()
+                            .join("|"),
+                    ),
+                    _ => {}
+                }
+            }
+            returned.sort();
+            tags.extend(returned);
+            Ok(tags)
+        }
         Err(e) => {
             eprintln!("{sql}: {}", common::describe(&e));
             Err(common::code(&e).unwrap_or("?").to_owned())
@@ -212,7 +229,11 @@ async fn differential(n: usize, seed: u64, count: usize) {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut failures = Vec::new();
     for i in 0..count {
-        let sql = statement(&mut rng, 1_000_000 * (i as i64 + 1));
+        let base = 1_000_000 * (i as i64 + 1);
+        let sql = match rng.random_range(0..2) {
+            0 => statement(&mut rng, base),
+            _ => upserts::statement(&mut rng, base),
+        };
         let got = outcome(&proxy, &sql).await;
         let want = outcome(&setup.direct, &sql).await;
         if got != want {
@@ -242,6 +263,21 @@ async fn insert_select_matches_one_postgres_on_4_shards() {
     differential(4, 3452, 48).await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn bound_insert_select_matches_one_postgres_on_2_shards() {
+    upserts::extended_differential(2, 3455, 32).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_reaches_the_shards() {
+    upserts::cancel_reaches_the_shards().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bound_insert_select_matches_one_postgres_on_4_shards() {
+    upserts::extended_differential(4, 3456, 32).await;
+}
+
 /// The same script through pgshard and on the reference: the same
 /// outcomes, then the same tables.
 async fn same_script(setup: &Setup, proxy: &Client, script: &[&str]) {
@@ -254,6 +290,9 @@ async fn same_script(setup: &Setup, proxy: &Client, script: &[&str]) {
 }
 
 const SPREAD: &str = "INSERT INTO made (id, v) SELECT g, 'spread' FROM generate_series(1, 40) g";
+
+const UPSERT: &str = "INSERT INTO made (id, v) SELECT g, 'up' FROM generate_series(1, 60) g \
+                      ON CONFLICT (id) DO UPDATE SET v = made.v || excluded.v RETURNING id, v";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn blocks_two_phase_and_what_stays_refused() {
@@ -276,8 +315,13 @@ async fn blocks_two_phase_and_what_stays_refused() {
         "UPDATE users SET score = 1000 WHERE grp = 1",
         "INSERT INTO made (id, n) SELECT 100 + id, score FROM users WHERE score = 1000",
         "INSERT INTO made (id, v) SELECT n + id, 'again' FROM made",
+        UPSERT,
         "COMMIT",
         SPREAD,
+        UPSERT,
+        "BEGIN",
+        UPSERT,
+        "ROLLBACK",
     ];
     same_script(&setup, &proxy, &script).await;
     for shard in &setup.shards {
@@ -286,36 +330,54 @@ async fn blocks_two_phase_and_what_stays_refused() {
             ["0"]
         );
     }
-    // What stays refused says what and why.
-    for (sql, says) in [
-        (
-            "INSERT INTO made (id) SELECT id + 1 FROM users ON CONFLICT DO NOTHING",
-            "ON CONFLICT",
-        ),
-        (
-            "INSERT INTO made (id) SELECT g FROM generate_series(1, 3) g RETURNING id",
-            "RETURNING",
-        ),
+    // What stays refused says what and why: a conflict target without
+    // the sharding key (conflicting rows could be on two shards).
+    for sql in [
+        "INSERT INTO made (id) SELECT id + 1 FROM users ON CONFLICT DO NOTHING",
+        "INSERT INTO users (id, grp) SELECT id + 1, 1 FROM users ON CONFLICT (grp) DO NOTHING",
     ] {
         let (code, text) = message(&proxy, sql).await;
         assert_eq!(code, "0A000", "{sql}: {text}");
         assert!(
-            text.contains(says) && text.contains("sharding key from its SELECT"),
+            text.contains("ON CONFLICT target includes the sharding key")
+                && text.contains("sharding key from its SELECT"),
             "{text}"
         );
     }
-    // The extended protocol does not send them yet: refused, saying so.
+    // An omnisharded target's conflicts are alike on every copy: any
+    // conflict target does.
+    let sql = "INSERT INTO teams (grp, team) SELECT grp, 'x' FROM users WHERE grp IS NOT NULL \
+               ON CONFLICT DO NOTHING RETURNING grp";
+    assert_eq!(
+        outcome(&proxy, sql).await,
+        outcome(&setup.direct, sql).await
+    );
+    // The extended protocol sends them too, outside and inside a block.
     for sql in [
-        "INSERT INTO made (id) SELECT g FROM generate_series(1, 3) g",
-        "INSERT INTO made (id) SELECT id + 1 FROM users",
+        "INSERT INTO made (id) SELECT g + 500 FROM generate_series(1, 3) g",
+        "INSERT INTO made (id) SELECT id + 900000 FROM users WHERE abs(id) < 100000",
     ] {
-        let e = proxy.execute(sql, &[]).await.unwrap_err();
-        assert_eq!(common::code(&e), Some("0A000"), "{sql}: {e:?}");
-        assert!(
-            common::describe(&e).contains("only for a simple query"),
-            "{e:?}"
-        );
+        let got = proxy.execute(sql, &[]).await.unwrap();
+        let want = setup.direct.execute(sql, &[]).await.unwrap();
+        assert_eq!(got, want, "{sql}");
     }
+    let bound =
+        "INSERT INTO made (id, v) SELECT g + $1::bigint, 'b' FROM generate_series(1, 30) g \
+                 ON CONFLICT (id) DO UPDATE SET v = excluded.v RETURNING id";
+    proxy.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(proxy.query(bound, &[&7i64]).await.unwrap().len(), 30);
+    proxy.batch_execute("ROLLBACK").await.unwrap();
+    // `query_typed` (Parse, Bind, Describe of the statement, Execute, Sync)
+    // of a statement finished on the coordinator, a SELECT's too.
+    let select =
+        "SELECT count(*) FROM users u JOIN orders o ON o.id = u.grp WHERE u.id > $1::bigint";
+    let typed = [(
+        &0i64 as &(dyn tokio_postgres::types::ToSql + Sync),
+        Type::INT8,
+    )];
+    let got: i64 = proxy.query_typed(select, &typed).await.unwrap()[0].get(0);
+    let want: i64 = setup.direct.query_typed(select, &typed).await.unwrap()[0].get(0);
+    assert_eq!(got, want);
     // A NULL key fails the statement, as the key column's NOT NULL does on one
     // Postgres; nothing was written.
     let (code, text) = message(&proxy, "INSERT INTO made (id) SELECT NULL::bigint").await;
@@ -336,6 +398,8 @@ async fn the_limit_a_shard_failing_and_a_shard_down_leave_nothing() {
     let (code, text) = message(&proxy, SPREAD).await;
     assert_eq!(code, "54000", "{text}");
     assert!(text.contains("cross_shard_gather_limit.rows"), "{text}");
+    let (code, text) = message(&proxy, UPSERT).await;
+    assert_eq!(code, "54000", "{text}");
     same_tables(&setup, &proxy, "the limit").await;
     // Shard 1 refuses a row mid-way (a constraint only it has): nothing is
     // committed on shard 0 either.

@@ -147,7 +147,13 @@ pub(super) enum Finish {
     },
     /// The SELECT of an INSERT whose rows go to their shards
     /// (`insert_select.rs`): its rows fill a stage, copied to the shards.
-    Insert(Box<router::insert_select::InsertSelect>),
+    /// Bound in the extended protocol (`Some`): the client's Bind (its
+    /// values for the SELECT, its result formats for RETURNING) and the
+    /// statement's parameter types.
+    Insert(
+        Box<router::insert_select::InsertSelect>,
+        Option<Box<(Bind, Vec<u32>)>>,
+    ),
 }
 
 impl Finish {
@@ -158,7 +164,7 @@ impl Finish {
             Finish::Simple
                 | Finish::Carried(None)
                 | Finish::CarriedSql { .. }
-                | Finish::Insert(_)
+                | Finish::Insert(_, None)
                 | Finish::Sql {
                     extended: false,
                     ..

@@ -1,6 +1,6 @@
 //! `INSERT INTO <sharded or omnisharded> [(cols)] SELECT ...` whose rows
-//! may belong on other shards than the ones that read them (issue 34), in
-//! the simple protocol: [`router::insert_select::plan`] takes the SELECT
+//! may belong on other shards than the ones that read them (issue 34):
+//! [`router::insert_select::plan`] takes the SELECT
 //! out; it runs on the coordinator path (`gather.rs`: the tables it reads
 //! gathered, inside the client's block when there is one, bounded by
 //! `cross_shard_gather_limit`) into a stage table there with the target's
@@ -8,40 +8,55 @@
 //! assignment casts and errors); the stage is read back as COPY text and
 //! each row goes to its key's shard by `COPY <target> (cols) FROM STDIN`
 //! (`copy_in.rs`'s shards' COPYs and [`router::copy::RowSplitter`]; an
-//! omnisharded target's to every shard), in one transaction spanning the
+//! omnisharded target's to every shard; `relay.rs`), or, with ON CONFLICT,
+//! RETURNING or OVERRIDING, into a stage on each shard from which each
+//! shard runs the client's INSERT (`staged.rs`), in one transaction spanning the
 //! shards (the client's, else one of pgshard's, committed together,
 //! two-phase when on), in batches of 64 KiB, so pgshard holds no more of
 //! the rows than that. The tag is `INSERT 0 n`. The coordinator is a
 //! session of its own (inside a block too: the block's server on that
 //! database takes its shard's rows), and its stage goes with its
 //! transaction. Outside a block the SELECT's snapshot is not the
-//! INSERT's (two statements, as for carried subqueries).
+//! INSERT's (two statements, as for carried subqueries). A client's cancel
+//! reaches the shards' servers while they run the statement's part.
+//!
+//! In the extended protocol the Bind is answered as a gathered portal's
+//! (`gather/portal.rs`) and the statement runs at its Execute, the SELECT
+//! bound on the coordinator with the Bind's values, RETURNING rows in its
+//! result formats.
+
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use router::config::CrossShardFinish;
-use router::copy::{plan_copy, CopyError, RowError, RowSplitter};
+use router::copy::plan_copy;
 use router::insert_select::{InsertSelect, NotMoved};
 use router::route::RouteError;
 use router::summary::{StatementKind, Summary};
 
+mod relay;
+mod staged;
+
+use staged::Answer;
+
+use super::attach::cancel_target;
 use super::dispatch::Dispatch;
-use super::gather::{Finish, Stop};
+use super::gather::{not_yet, Finish, Gathered, Stop};
+use super::statements::Statement;
+use super::transaction::Target;
 use super::{End, Session};
 use crate::errors::ClientError;
 use crate::pool::Pooled;
-use crate::protocol::backend::BackendMessage;
-use crate::protocol::frontend::Named;
+use crate::protocol::backend::{BackendMessage, TransactionStatus};
+use crate::protocol::frontend::{Bind, Named};
 use crate::protocol::{messages, rows, sqlstate};
 
 /// The stage table on the coordinator.
-const STAGE: &str = "pgshard_ins";
-
-/// CopyData sent to a shard at once.
-const BATCH: usize = 64 * 1024;
+pub(super) const STAGE: &str = "pgshard_ins";
 
 /// The stage's rows on their way to the shards: the error that stopped
 /// them (for the client), and whether the coordinator's connection broke.
-struct Relayed {
+pub(super) struct Relayed {
     result: Result<(), Bytes>,
     broken: bool,
 }
@@ -73,18 +88,19 @@ impl Session {
         matches!(summary.statements.as_slice(), [s] if s.kind == StatementKind::Insert)
     }
 
-    /// `error` refuses an INSERT ... SELECT in the extended protocol (the
-    /// router's `err`, or none: routed where its rows would not belong):
-    /// when a simple query would have sent its rows to their shards, it
-    /// says so.
-    pub(super) fn note_moved_rows(
-        &self,
-        error: &mut ClientError,
+    /// A Bind of an INSERT ... SELECT the router refused (`err`; `None`:
+    /// routed where its rows would not belong) with `error`: when a simple
+    /// query would send its rows to their shards, it is bound to run so at
+    /// its Execute (`true`: answered), or refused when other statements
+    /// went before it up to the Sync outside a block.
+    pub(super) fn bind_moved_rows(
+        &mut self,
+        (statement, bind): (&Arc<Statement>, &Bind),
         err: Option<&RouteError>,
         summary: &Summary,
-        sql: &[u8],
-    ) {
-        let sql = String::from_utf8_lossy(sql);
+        error: ClientError,
+    ) -> Result<Option<Target>, ClientError> {
+        let sql = String::from_utf8_lossy(&statement.query);
         let moved = match err {
             Some(err) => self.moves_rows(err, summary, &sql),
             None => {
@@ -92,13 +108,67 @@ impl Session {
             }
         };
         let finish = self.shared.config().general.cross_shard_finish;
-        if moved && finish == CrossShardFinish::Coordinator {
-            error.message.push_str(
-                "; pgshard sends the rows of such an INSERT ... SELECT to their shards (its \
-                 SELECT run on the coordinator) only for a simple query, not yet in the \
-                 extended protocol: send it as a simple query",
-            );
+        if !moved || finish != CrossShardFinish::Coordinator {
+            return Err(error);
         }
+        let in_block = self.status() != TransactionStatus::Idle || self.txn.spans();
+        let earlier =
+            self.cluster.transaction_mode() && self.attached.is_some() && self.pipeline.unsynced();
+        if !in_block && earlier {
+            // Outside a block the statements before it up to the Sync are
+            // one implicit transaction, which the SELECT's own session
+            // cannot see (and running it first would commit it apart).
+            return Err(ClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "{}; pgshard runs such an INSERT's SELECT first, but not after another \
+                     statement before the Sync outside a transaction block: send a Sync before \
+                     it, or run them in a transaction block",
+                    error.message
+                ),
+            ));
+        }
+        Ok(self.bind_gathered(statement, bind, error))
+    }
+
+    /// The Execute of a bound INSERT ... SELECT `sql` (`bind`, `types`: its
+    /// Bind and parameter types; `max_rows`: the Execute's row limit), as
+    /// [`insert_select_query`](Self::insert_select_query) runs a simple one.
+    pub(super) async fn execute_insert_select(
+        &mut self,
+        sql: &str,
+        (bind, types, max_rows): (Bind, Vec<u32>, i32),
+        refusal: ClientError,
+    ) -> Result<Gathered, End> {
+        let refuse = |message: String| ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message);
+        let plan = match router::insert_select::plan(sql, self.cluster.sharding()) {
+            Ok(plan) if max_rows > 0 && plan.returning => Err(not_yet(
+                &refusal,
+                (
+                    "with a row limit on its Execute for an INSERT ... SELECT ... RETURNING",
+                    "execute it without one",
+                ),
+            )),
+            Ok(plan) => Ok(plan),
+            Err(NotMoved::NotInsertSelect | NotMoved::Parse(_)) => Err(refusal.clone()),
+            Err(why) => Err(refuse(format!(
+                "this INSERT ... SELECT takes each row's sharding key from its SELECT, so its \
+                 rows may belong on any shard, and pgshard cannot send them there: {why}"
+            ))),
+        };
+        let plan = match plan {
+            Ok(plan) => plan,
+            Err(error) => {
+                self.shared
+                    .metrics
+                    .route(crate::metrics::RouteKind::Refused);
+                self.refuse(error, false);
+                return Ok(Gathered::Refused);
+            }
+        };
+        let select = plan.select_sql.clone();
+        let finish = Finish::Insert(Box::new(plan), Some(Box::new((bind, types))));
+        Box::pin(self.gather_statement(&select, refusal, false, &finish)).await
     }
 
     /// [`insert_select_query`](Self::insert_select_query) of a simple query
@@ -162,7 +232,7 @@ impl Session {
             return Ok(self.refused(refuse(message)));
         }
         let select = plan.select_sql.clone();
-        let finish = Finish::Insert(Box::new(plan));
+        let finish = Finish::Insert(Box::new(plan), None);
         self.gather_simple(&select, refuse(what), false, &finish)
             .await
     }
@@ -176,24 +246,46 @@ impl Session {
         server: &mut Pooled,
         finish: &str,
         into: &InsertSelect,
+        bound: Option<&(Bind, Vec<u32>)>,
     ) -> Result<(), Stop> {
         let columns = match &into.columns {
             Some(columns) => columns.clone(),
-            None => self.leading_columns(server, finish, into).await?,
+            None => self.leading_columns(server, finish, into, bound).await?,
         };
-        let fill = format!(
-            "{}; {}",
-            into.stage_sql(STAGE, &columns),
-            InsertSelect::fill_sql(STAGE, finish)
-        );
-        let staged = self.coordinator_count(server, &fill).await?;
+        if let Some(error) = self.conflict_refusal(server, into).await? {
+            self.gather_error(&error);
+            return Err(Stop::Failed);
+        }
+        let stage = into.stage_sql(STAGE, &columns);
+        let fill = InsertSelect::fill_sql(STAGE, finish);
+        let staged = match bound {
+            None => {
+                let fill = format!("{stage}; {fill}");
+                self.coordinator_count(server, &fill).await?
+            }
+            Some((bind, types)) => {
+                // The SELECT's `$n` are the client's values.
+                self.coordinator_count(server, &stage).await?;
+                let mut out = BytesMut::new();
+                messages::parse(&mut out, b"", fill.as_bytes(), types);
+                messages::bind(&mut out, bind, b"", &[]);
+                messages::execute_rows(&mut out, b"", 0);
+                messages::sync(&mut out);
+                server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
+                self.coordinator_tally(server).await?
+            }
+        };
         let limit = self.shared.config().general.cross_shard_gather_limit;
         if staged > limit.rows {
             let error = moved_limit(&format!("{} rows", limit.rows), "rows");
             self.gather_error(&error);
             return Err(Stop::Failed);
         }
-        let (outcome, broken) = self.copy_to_shards(server, into, &columns).await?;
+        let answer = Answer {
+            formats: bound.map_or(&[][..], |(bind, _)| &bind.result_formats),
+            describe: bound.is_none(),
+        };
+        let (outcome, broken) = self.copy_to_shards(server, into, &columns, answer).await?;
         match outcome {
             _ if broken => Err(Stop::Broken),
             Ok(total) => {
@@ -218,9 +310,11 @@ impl Session {
         server: &mut Pooled,
         finish: &str,
         into: &InsertSelect,
+        bound: Option<&(Bind, Vec<u32>)>,
     ) -> Result<Vec<String>, Stop> {
         let mut out = BytesMut::new();
-        messages::parse(&mut out, b"", finish.as_bytes(), &[]);
+        let types = bound.map_or(&[][..], |(_, types)| types);
+        messages::parse(&mut out, b"", finish.as_bytes(), types);
         messages::describe(&mut out, Named::Statement, b"");
         messages::sync(&mut out);
         server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
@@ -258,8 +352,10 @@ impl Session {
         server: &mut Pooled,
         into: &InsertSelect,
         columns: &[String],
+        answer: Answer<'_>,
     ) -> Result<(Result<u64, Option<Bytes>>, bool), Stop> {
         let copy_sql = into.copy_sql(columns);
+        let (stage, shard_sql) = shards_copy(into, columns, &copy_sql);
         let plan = match plan_copy(&copy_sql, self.cluster.sharding()) {
             Ok(plan) => plan,
             Err(why) => {
@@ -275,9 +371,14 @@ impl Session {
         let mut broken = false;
         let outcome = match self.txn_servers(&shards).await? {
             Some(mut servers) => {
+                // A client's cancel reaches the shards' COPYs and INSERTs
+                // too while they are this statement's.
+                let mut targets: Vec<_> = servers.iter().map(cancel_target).collect();
+                targets.push(cancel_target(server));
+                self.info.cancel.set(targets).await;
                 let mut sent = 0;
                 let started = self
-                    .start_copies(&mut servers, &plan, &copy_sql, &mut sent)
+                    .start_copies(&mut servers, &plan, &shard_sql, &mut sent)
                     .await;
                 let streamed = match started {
                     Ok((splitter, _)) => {
@@ -288,12 +389,25 @@ impl Session {
                     Err(error) => Err(error),
                 };
                 let copies = plan.entry.is_none();
-                self.end_copies(&shards, servers, sent, streamed, copies)
-                    .await
+                let copied = self
+                    .end_copies(&shards, servers, sent, streamed, copies)
+                    .await;
+                match (copied, &stage) {
+                    (Ok(_), Some(stage)) if !broken => {
+                        let stage = (stage.as_str(), columns);
+                        self.insert_from_stages(&shards, into, stage, answer)
+                            .await?
+                    }
+                    (copied, _) => copied,
+                }
             }
             // Its error is written for the client.
             None => Err(None),
         };
+        // The shards' servers go back to their pools with the transaction:
+        // a cancel must not reach them then (another client's query may
+        // run there).
+        self.info.cancel.set([cancel_target(server)]).await;
         if !implicit {
             return Ok((outcome, broken));
         }
@@ -304,137 +418,32 @@ impl Session {
         };
         Ok((ended, broken))
     }
-
-    /// `COPY pg_temp.pgshard_ins TO STDOUT` on the coordinator, each row
-    /// sent to its shard's COPY (`servers`, by shard) as `splitter`
-    /// places it, counted against `cross_shard_gather_limit`; after a
-    /// failure the coordinator's rows are read to its end and dropped.
-    async fn relay_stage(
-        &mut self,
-        server: &mut Pooled,
-        servers: &mut [Pooled],
-        mut splitter: RowSplitter,
-    ) -> Result<Relayed, End> {
-        let mut out = BytesMut::new();
-        messages::query(&mut out, &format!("COPY pg_temp.{STAGE} TO STDOUT"));
-        if server.conn.send(&out).await.is_err() {
-            return Ok(Relayed {
-                result: Err(encode(&coordinator_gone())),
-                broken: true,
-            });
-        }
-        let limit = self.shared.config().general.cross_shard_gather_limit;
-        let mut batches: Vec<BytesMut> = servers.iter().map(|_| BytesMut::new()).collect();
-        let (mut bytes, mut line) = (0u64, 0u64);
-        let mut failure: Option<Bytes> = None;
-        loop {
-            let Ok(message) = server.conn.read_message().await else {
-                let result = Err(failure.unwrap_or_else(|| encode(&coordinator_gone())));
-                return Ok(Relayed {
-                    result,
-                    broken: true,
-                });
-            };
-            let done = match message.message() {
-                BackendMessage::CopyData(row) if failure.is_none() => {
-                    line += 1;
-                    bytes += row.len() as u64;
-                    if bytes > limit.bytes {
-                        let bound = format!("{} bytes", limit.bytes);
-                        failure = Some(encode(&moved_limit(&bound, "bytes")));
-                        continue;
-                    }
-                    match splitter.push(row) {
-                        Ok(rows) => place(rows, &mut batches),
-                        Err(why) => failure = Some(encode(&row_error(&why, line))),
-                    }
-                    false
-                }
-                BackendMessage::CopyDone if failure.is_none() => {
-                    match splitter.finish() {
-                        Ok(rows) => place(rows, &mut batches),
-                        Err(why) => failure = Some(encode(&row_error(&why, line))),
-                    }
-                    true
-                }
-                BackendMessage::ErrorResponse(_) if failure.is_none() => {
-                    failure = Some(Bytes::copy_from_slice(message.bytes()));
-                    continue;
-                }
-                BackendMessage::ReadyForQuery(_) => break,
-                _ => continue,
-            };
-            if failure.is_some() {
-                continue;
-            }
-            if let Err(lost) = send_batches(servers, &mut batches, done).await {
-                failure = Some(lost);
-            }
-        }
-        Ok(Relayed {
-            result: failure.map_or(Ok(()), Err),
-            broken: false,
-        })
-    }
 }
 
-/// Rows the splitter placed, appended to their shards' batches (`None`:
-/// every shard's).
-fn place(rows: Vec<router::copy::Placed>, batches: &mut [BytesMut]) {
-    for (database, row) in rows {
-        for (i, batch) in batches.iter_mut().enumerate() {
-            if database.is_none_or(|d| d == i) {
-                batch.extend_from_slice(&row);
-            }
-        }
-    }
-}
-
-/// Send each batch that is full (every one that is not empty when
-/// `done`) to its shard's COPY; `Err`: a shard's connection broke.
-async fn send_batches(
-    servers: &mut [Pooled],
-    batches: &mut [BytesMut],
-    done: bool,
-) -> Result<(), Bytes> {
-    for (server, batch) in servers.iter_mut().zip(batches.iter_mut()) {
-        if (done && !batch.is_empty()) || batch.len() >= BATCH {
-            let mut out = BytesMut::with_capacity(batch.len() + 5);
-            messages::copy_data(&mut out, batch);
-            batch.clear();
-            if server.conn.send(&out).await.is_err() {
-                return Err(encode(&ClientError::shard_lost()));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A row of the SELECT that cannot be placed (`line`: its number among
-/// the SELECT's rows): a NULL key (which no shard holds) or a key the
-/// sharding config has no shard for.
-fn row_error(why: &CopyError, line: u64) -> ClientError {
-    let (code, reason) = match why {
-        CopyError::Row {
-            why: RowError::NullKey { column },
-            ..
-        } => (
-            "23502",
-            format!(
-                "its sharding key {column} is NULL, and a row without a key belongs on no shard"
-            ),
+/// The shards' stage of a staged INSERT (named apart from other
+/// sessions': its rows go into a stage of their own on each shard), and
+/// what each shard's COPY runs (`copy_sql`, or into that stage).
+fn shards_copy(
+    into: &InsertSelect,
+    columns: &[String],
+    copy_sql: &str,
+) -> (Option<String>, String) {
+    let stage = into
+        .staged()
+        .then(|| format!("pgshard_ins_{:016x}", rand::random::<u64>()));
+    let shard_sql = match &stage {
+        Some(stage) => format!(
+            "{}; {}",
+            into.shard_stage_sql(stage, columns),
+            into.shard_copy_sql(stage, columns)
         ),
-        CopyError::Row { why, .. } => ("22P04", why.to_string()),
-        other => ("22P04", other.to_string()),
+        None => copy_sql.to_owned(),
     };
-    ClientError::new(
-        code,
-        format!("INSERT ... SELECT: row {line} of the SELECT cannot be sent to a shard: {reason}"),
-    )
+    (stage, shard_sql)
 }
 
 /// The bound a statement's rows passed on their way to the shards.
-fn moved_limit(bound: &str, key: &str) -> ClientError {
+pub(super) fn moved_limit(bound: &str, key: &str) -> ClientError {
     ClientError::new(
         sqlstate::PROGRAM_LIMIT_EXCEEDED,
         format!(
@@ -445,15 +454,7 @@ fn moved_limit(bound: &str, key: &str) -> ClientError {
     )
 }
 
-/// The coordinator's connection broke while its stage was read.
-fn coordinator_gone() -> ClientError {
-    ClientError::new(
-        sqlstate::CONNECTION_FAILURE,
-        "the coordinator's server closed the connection while its rows went to the shards",
-    )
-}
-
-fn encode(error: &ClientError) -> Bytes {
+pub(super) fn encode(error: &ClientError) -> Bytes {
     let mut out = BytesMut::new();
     error.encode(&mut out);
     out.freeze()

@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use super::{is_insert_select, plan, InsertSelect, NotMoved};
+use super::{is_insert_select, plan, Conflict, InsertSelect, NotMoved};
 use crate::config::Config;
 use crate::sharding::Sharding;
 
@@ -98,15 +98,15 @@ fn refuses_what_it_does_not_do_with_the_reason() {
         ),
         (
             "INSERT INTO users (id) SELECT 1 ON CONFLICT DO NOTHING",
-            NotMoved::OnConflict,
+            NotMoved::ConflictWithoutKey,
         ),
         (
-            "INSERT INTO users (id) SELECT 1 RETURNING id",
-            NotMoved::Returning,
+            "INSERT INTO users (id, v) SELECT 1, 2 ON CONFLICT (v) DO NOTHING",
+            NotMoved::ConflictWithoutKey,
         ),
         (
-            "INSERT INTO users (id) OVERRIDING SYSTEM VALUE SELECT 1",
-            NotMoved::Overriding,
+            "INSERT INTO users (id, v) SELECT 1, 2 ON CONFLICT (v) DO UPDATE SET v = 3",
+            NotMoved::ConflictWithoutKey,
         ),
         (
             "INSERT INTO users (id, a[1]) SELECT 1, 2",
@@ -133,4 +133,65 @@ fn tells_insert_select_from_the_rest() {
     assert!(!is_insert_select("INSERT INTO users DEFAULT VALUES"));
     assert!(!is_insert_select("SELECT 1"));
     assert!(!is_insert_select("INSERT INTO users SELECT 1; SELECT 2"));
+}
+
+#[test]
+fn stages_on_conflict_returning_and_overriding_with_the_clauses_unchanged() {
+    for (sql, shard_sql) in [
+        (
+            "INSERT INTO users (id, v) SELECT g, 1 FROM t ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO users (\"id\", \"v\") SELECT \"id\", \"v\" FROM \"s\" \
+             ON CONFLICT (id) DO NOTHING",
+        ),
+        (
+            "INSERT INTO public.users AS u (id, v) SELECT g, 1 FROM t ON CONFLICT (v, id) \
+             WHERE v > 0 DO UPDATE SET v = u.v + excluded.v WHERE u.v < 9 RETURNING u.id, v * 2",
+            "INSERT INTO public.users AS u (\"id\", \"v\") SELECT \"id\", \"v\" FROM \
+             \"public\".\"s\" ON CONFLICT (v, id) WHERE v > 0 DO UPDATE SET v = u.v + \
+             excluded.v WHERE u.v < 9 RETURNING u.id, v * 2",
+        ),
+        (
+            "INSERT INTO users (id, v) OVERRIDING SYSTEM VALUE SELECT g, 1 FROM t RETURNING *",
+            "INSERT INTO users (\"id\", \"v\") OVERRIDING SYSTEM VALUE SELECT \"id\", \"v\" \
+             FROM \"s\" RETURNING *",
+        ),
+        (
+            "INSERT INTO countries (id, v) SELECT id, v FROM users ON CONFLICT DO NOTHING",
+            "INSERT INTO countries (\"id\", \"v\") SELECT \"id\", \"v\" FROM \"s\" \
+             ON CONFLICT DO NOTHING",
+        ),
+    ] {
+        let p = planned(sql).unwrap();
+        assert!(p.staged(), "{sql}");
+        assert_eq!(p.conflict, Conflict::Checked, "{sql}");
+        let columns = ["\"id\"".to_owned(), "\"v\"".to_owned()];
+        assert_eq!(p.shard_insert_sql("s", &columns), shard_sql, "{sql}");
+    }
+    let p = planned("INSERT INTO users (id) SELECT 1 RETURNING id").unwrap();
+    assert!(p.returning);
+    assert_eq!(
+        p.shard_stage_sql("s", &["\"id\"".into()]),
+        "CREATE UNLOGGED TABLE \"s\" AS SELECT \"id\" FROM \"users\" WITH NO DATA"
+    );
+    assert_eq!(
+        p.shard_copy_sql("s", &["\"id\"".into()]),
+        "COPY \"s\" (\"id\") FROM STDIN"
+    );
+    assert_eq!(p.shard_drop_sql("s"), "DROP TABLE \"s\"");
+    assert!(!planned("INSERT INTO users (id) SELECT 1").unwrap().staged());
+}
+
+#[test]
+fn leaves_an_on_constraint_to_the_catalog() {
+    let p =
+        planned("INSERT INTO users (id) SELECT 1 ON CONFLICT ON CONSTRAINT users_pkey DO NOTHING")
+            .unwrap();
+    assert_eq!(
+        p.conflict,
+        Conflict::Constraint {
+            name: "users_pkey".into(),
+            keys: vec!["id".into()]
+        }
+    );
+    assert_eq!(p.tail, " ON CONFLICT ON CONSTRAINT users_pkey DO NOTHING");
 }

@@ -60,7 +60,7 @@ impl Session {
                 return Ok(None);
             }
         };
-        let inserts = matches!(finish, Finish::Insert(_));
+        let inserts = matches!(finish, Finish::Insert(..));
         if read_only || inserts || self.shared.config().general.two_phase_commit {
             self.hold(coordinator, server);
             return Ok(Some((Host::OwnInBlock, None)));

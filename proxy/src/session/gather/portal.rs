@@ -231,9 +231,15 @@ impl Session {
                     }) => Some(name),
                     _ => None,
                 };
+                let Some(described) = described else {
+                    // A Describe of a statement goes its usual way and
+                    // leaves the portal bound, as on Postgres (tokio-postgres's
+                    // `query_typed` sends one between its Bind and Execute).
+                    return Ok(false);
+                };
                 let portal = self.phase.gather_portal();
-                let Some(portal) = portal.filter(|p| described.as_ref() == Some(p.portal())) else {
-                    // A Describe of a statement ends the portal.
+                let Some(portal) = portal.filter(|p| described == p.portal()) else {
+                    // A Describe of another portal ends this one.
                     self.phase.end_portal();
                     return Ok(false);
                 };
@@ -282,6 +288,24 @@ impl Session {
             return Ok(());
         }
         let (sql, finish) = match portal.bound {
+            Bound::Statement { statement, bind }
+                if router::insert_select::is_insert_select(&String::from_utf8_lossy(
+                    &statement.query,
+                )) =>
+            {
+                // Its SELECT runs on the coordinator, its rows go to their
+                // shards (`insert_select.rs`).
+                let sql = String::from_utf8_lossy(&statement.query).into_owned();
+                let bound = (bind, statement.param_types.clone(), max_rows);
+                let errors = self.pipeline.error_mark();
+                let gathered = self
+                    .execute_insert_select(&sql, bound, portal.refusal)
+                    .await?;
+                if matches!(gathered, Gathered::Ran) && self.pipeline.errors_since(errors) {
+                    self.phase.skip();
+                }
+                return Ok(());
+            }
             Bound::Statement { statement, bind } => (
                 String::from_utf8_lossy(&statement.query).into_owned(),
                 Finish::Extended {

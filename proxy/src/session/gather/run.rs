@@ -51,7 +51,10 @@ impl Session {
 
     /// [`coordinator_reply`](Self::coordinator_reply), giving the row
     /// count of the last CommandComplete's tag (0 without one).
-    async fn coordinator_tally(&mut self, server: &mut Pooled) -> Result<u64, Stop> {
+    pub(in crate::session) async fn coordinator_tally(
+        &mut self,
+        server: &mut Pooled,
+    ) -> Result<u64, Stop> {
         let (mut count, mut error): (u64, Option<BackendFrame>) = (0, None);
         loop {
             let message = server.conn.read_message().await.map_err(|_| Stop::Broken)?;
@@ -193,7 +196,10 @@ impl Session {
             _ => Vec::new(),
         };
         match finish {
-            Finish::Insert(into) => self.insert_rows(server, &plan.finish_sql, into).await?,
+            Finish::Insert(into, bound) => {
+                self.insert_rows(server, &plan.finish_sql, into, bound.as_deref())
+                    .await?
+            }
             _ => {
                 self.finish_on(server, &plan.finish_sql, lines, finish)
                     .await?
@@ -297,7 +303,7 @@ impl Session {
 fn finish_request(sql: &str, finish: &Finish) -> BytesMut {
     let mut out = BytesMut::new();
     match finish {
-        Finish::Simple | Finish::Carried(None) | Finish::Insert(_) => {
+        Finish::Simple | Finish::Carried(None) | Finish::Insert(..) => {
             messages::query(&mut out, sql)
         }
         Finish::Carried(Some(bound)) => {

@@ -62,13 +62,18 @@ impl Session {
         };
         let shards = self.routed_to(&info.entry, &routed.route);
         let shards = self.declared_on_one(&info.entry.summary, shards);
-        if let Some(mut error) =
+        if let Some(error) =
             self.insert_select_error(&info.entry.summary, &statement.query, shards.as_deref())
         {
-            self.note_moved_rows(&mut error, None, &info.entry.summary, &statement.query);
-            self.shared.metrics.route(RouteKind::Refused);
-            self.refuse(error, false);
-            return None;
+            let bound = (statement, &bind.to_bind());
+            match self.bind_moved_rows(bound, None, &info.entry.summary, error) {
+                Ok(target) => return target,
+                Err(error) => {
+                    self.shared.metrics.route(RouteKind::Refused);
+                    self.refuse(error, false);
+                    return None;
+                }
+            }
         }
         if is_copy_from(&info.entry.summary)
             && shards.as_ref().is_some_and(|s| s.len() > 1)
@@ -121,11 +126,19 @@ impl Session {
                 self.route_move_bind(statement, &bind.to_bind())
             }
             err => {
-                let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                self.note_moved_rows(&mut error, Some(&err), summary, &statement.query);
+                let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 if super::gathered_refusal(&err) && self.finishes_on_coordinator(summary) {
                     return self.bind_gathered(statement, &bind.to_bind(), error);
                 }
+                let error = match self.bind_moved_rows(
+                    (statement, &bind.to_bind()),
+                    Some(&err),
+                    summary,
+                    error,
+                ) {
+                    Ok(target) => return target,
+                    Err(error) => error,
+                };
                 self.shared.metrics.route(RouteKind::Refused);
                 self.refuse(error, false);
                 None
