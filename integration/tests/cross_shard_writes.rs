@@ -368,10 +368,7 @@ async fn sql_prepared_writes_carry_their_subqueries() {
     ];
     same_script(&setup, &proxy, &script).await;
     let untyped = "PREPARE w4 AS UPDATE users SET score = 0 WHERE score > (SELECT avg(qty) FROM orders WHERE qty > $1)";
-    assert_eq!(
-        outcome(&proxy, untyped).await,
-        Ok(vec!["0".to_owned()])
-    );
+    assert_eq!(outcome(&proxy, untyped).await, Ok(vec!["0".to_owned()]));
     let (code, text) = message(&proxy, "EXECUTE w4(2)").await;
     assert_eq!(code, "0A000", "{text}");
     assert!(text.contains("declares every parameter's type"), "{text}");
