@@ -330,13 +330,27 @@ impl Merger {
 
     /// Close the merged reply (without its ReadyForQuery). Returns whether
     /// the statement failed.
-    pub fn finish(mut self, out: &mut BytesMut) -> bool {
+    pub fn finish(self, out: &mut BytesMut) -> bool {
+        let (failed, tag) = self.finish_but_tag(out);
+        if let Some(tag) = tag {
+            messages::command_complete(out, &tag);
+        }
+        failed
+    }
+
+    /// [`finish`](Self::finish) without the CommandComplete: whether the
+    /// statement failed, and the tag the client is owed (none after an
+    /// error). A statement in a transaction of its own gets its tag only
+    /// once that transaction committed, as Postgres reports a failed
+    /// commit instead of the tag.
+    pub fn finish_but_tag(mut self, out: &mut BytesMut) -> (bool, Option<String>) {
         match std::mem::replace(&mut self.mode, Mode::Concat(Vec::new())) {
             Mode::CopyRows(rows, mut copy) => {
+                // The tag is the COPY's, written from the merged reply.
                 let mut merged = BytesMut::new();
                 self.mode = Mode::Rows(rows);
                 let failed = self.finish(&mut merged);
-                return !write_copy(&mut copy, merged, out) || failed;
+                return (!write_copy(&mut copy, merged, out) || failed, None);
             }
             Mode::Rows(mut rows) if !self.failed => match rows.finish(out) {
                 Ok(()) => self.row_count = rows.sent(),
@@ -361,19 +375,16 @@ impl Merger {
             _ => {}
         }
         if self.failed {
-            return true;
+            return (true, None);
         }
         if self.copy_done {
             messages::copy_done(out);
         }
-        if let Some((head, counted)) = self.tag {
-            if counted {
-                messages::command_complete(out, &format!("{head} {}", self.row_count));
-            } else {
-                messages::command_complete(out, &head);
-            }
-        }
-        false
+        let tag = self.tag.map(|(head, counted)| match counted {
+            true => format!("{head} {}", self.row_count),
+            false => head,
+        });
+        (false, tag)
     }
 }
 
