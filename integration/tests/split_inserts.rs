@@ -233,7 +233,8 @@ async fn a_failed_commit_is_reported_without_the_tag() {
     let late = format!("SELECT item FROM orders WHERE tenant_id = {b}");
     let none: Vec<String> = Vec::new();
     assert_eq!(common::column(&client, &late, "item").await, none);
-    let sql = format!("INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 2, 'x'), ({b}, 2, 'y')");
+    let sql =
+        format!("INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 2, 'x'), ({b}, 2, 'y')");
     assert_eq!(tag(&client.simple_query(&sql).await.unwrap()), Some(2));
     assert_eq!(common::proxy_panics(), 0);
 }

@@ -237,6 +237,10 @@ impl Merger {
             M::RowDescription(_) | M::DataRow(_) | M::CommandComplete(_) | M::NoData if merged => {
                 self.merge_rows(index, message, raw, out)
             }
+            // A split part's request may open its shard's transaction
+            // first (`BEGIN;` in its Query): not the client's.
+            M::CommandComplete(tag)
+                if tag.as_bytes() == b"BEGIN" && matches!(self.mode, Mode::Split(_)) => {}
             M::CommandComplete(tag) => self.count(index, tag),
             M::CopyDone => self.copy_done |= index == 0,
             // Another copy's rows: the first server's stand for them.

@@ -192,6 +192,16 @@ pub fn query(out: &mut BytesMut, sql: &str) {
     finish(out, at);
 }
 
+/// `Q`: a simple query whose text is `parts` one after the other.
+pub fn query_parts(out: &mut BytesMut, parts: &[&str]) {
+    let at = begin(out, b'Q');
+    for part in parts {
+        out.extend_from_slice(part.as_bytes());
+    }
+    out.put_u8(0);
+    finish(out, at);
+}
+
 /// `P`: Parse of a named statement (frontend).
 pub fn parse(out: &mut BytesMut, name: &[u8], sql: &[u8], param_types: &[u32]) {
     let at = begin(out, b'P');

@@ -37,9 +37,24 @@ impl Session {
         reply: super::fan_out::Reply,
         prepare: Option<crate::execute::fan_out::Prepare>,
     ) -> Result<(), End> {
+        let scope = super::fan_out::Scope::Implicit;
+        self.fan_out_atomic_in(shards, request, reply, prepare, scope)
+            .await
+    }
+
+    /// [`fan_out_atomic`](Self::fan_out_atomic) in `scope`, an implicit
+    /// one (`Scope::ImplicitInRequest`: each shard's request starts with
+    /// `BEGIN;`).
+    pub(super) async fn fan_out_atomic_in(
+        &mut self,
+        shards: &[usize],
+        request: impl Fn(&Pooled, &mut bytes::BytesMut),
+        reply: super::fan_out::Reply,
+        prepare: Option<crate::execute::fan_out::Prepare>,
+        scope: super::fan_out::Scope,
+    ) -> Result<(), End> {
         let errors = self.pipeline.error_mark();
         self.txn.begin_implicit();
-        let scope = super::fan_out::Scope::Implicit;
         let tag = self
             .fan_out_holding(shards, request, prepare, reply, scope)
             .await?;

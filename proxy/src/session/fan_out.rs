@@ -42,6 +42,18 @@ pub(super) enum Scope {
     /// One pgshard opened for this statement alone (so that it is atomic
     /// across shards); the caller ends it and sends the ReadyForQuery.
     Implicit,
+    /// [`Scope::Implicit`], opened by the request itself: each shard's
+    /// Query starts with `BEGIN;`, so its transaction opens and its
+    /// statement runs in one round trip (the statement runs only if the
+    /// BEGIN succeeded).
+    ImplicitInRequest,
+}
+
+impl Scope {
+    /// A transaction of pgshard's own for the statement alone.
+    fn implicit(self) -> bool {
+        matches!(self, Scope::Implicit | Scope::ImplicitInRequest)
+    }
 }
 
 /// How the shards' replies become the client's.
@@ -63,7 +75,7 @@ pub(super) enum Reply {
 
 impl Session {
     /// Run one simple query on several shards and stream the merged reply,
-    /// ReadyForQuery included unless the scope is [`Scope::Implicit`].
+    /// ReadyForQuery included unless the scope is implicit.
     pub(super) async fn fan_out(
         &mut self,
         shards: &[usize],
@@ -93,7 +105,7 @@ impl Session {
         Ok(())
     }
 
-    /// [`fan_out_with`](Self::fan_out_with), but in [`Scope::Implicit`]
+    /// [`fan_out_with`](Self::fan_out_with), but in an implicit scope
     /// the merged CommandComplete is not written: its tag is returned, for
     /// the caller to send once the transaction committed.
     pub(super) async fn fan_out_holding(
@@ -116,7 +128,10 @@ impl Session {
         // If what ran before the fan-out failed, the rest is skipped.
         let servers = match (self.pipeline.errors_since(errors), in_txn) {
             (true, _) => None,
-            (false, true) => self.txn_servers(shards).await?,
+            (false, true) => {
+                let open = scope != Scope::ImplicitInRequest;
+                self.txn_servers_opening(shards, open).await?
+            }
             (false, false) => self.fan_out_servers(shards).await?,
         };
         let mut held = None;
@@ -124,7 +139,7 @@ impl Session {
             let run = (request, prepare);
             held = self.run_fan_out(shards, servers, run, reply, scope).await?;
         }
-        if scope != Scope::Implicit {
+        if !scope.implicit() {
             let status = self.status();
             messages::ready_for_query(self.client.out(), status);
         }
@@ -133,7 +148,7 @@ impl Session {
     }
 
     /// Send the request to each server and relay the merged replies; the
-    /// CommandComplete's tag is returned instead in [`Scope::Implicit`].
+    /// CommandComplete's tag is returned instead in an implicit scope.
     async fn run_fan_out(
         &mut self,
         shards: &[usize],
@@ -182,7 +197,7 @@ impl Session {
         let broken = self.release_readers(tasks, took, held).await || merged.is_err();
         self.pipeline.clock().log_if_slow(&self.span, took, shards);
         let (failed, mut tag) = merged?;
-        if scope != Scope::Implicit {
+        if !scope.implicit() {
             if let Some(tag) = tag.take() {
                 messages::command_complete(self.client.out(), &tag);
             }
