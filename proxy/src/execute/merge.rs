@@ -413,6 +413,28 @@ mod tests {
         seen
     }
 
+    /// A split part whose Query opened its shard's transaction
+    /// (`BEGIN;<part>`) answers with the BEGIN's tag first: not the
+    /// client's. `finish_but_tag` hands the summed tag back unwritten.
+    #[test]
+    fn a_split_drops_its_parts_begin_tags_and_hands_back_the_sum() {
+        let split = SplitRows::new(vec![(0, vec![0]), (1, vec![1, 2])]);
+        let mut merger = Merger::splitting(split);
+        merger.skip_position(1);
+        let mut out = BytesMut::new();
+        for (index, tag) in [
+            (0, &b"BEGIN\0"[..]),
+            (2, b"BEGIN\0"),
+            (2, b"INSERT 0 2\0"),
+            (0, b"INSERT 0 1\0"),
+        ] {
+            merger.on_message(index, &msg(b'C', tag), &mut out);
+        }
+        let (failed, tag) = merger.finish_but_tag(&mut out);
+        assert_eq!((failed, tag.as_deref()), (false, Some("INSERT 0 3")));
+        assert!(out.is_empty(), "{:?}", tags(&out));
+    }
+
     /// The fan-out numbers servers 0 (the first to answer) and index + 1
     /// (the rest): with the first's other number skipped, an ordered
     /// merge streams rows before the end instead of holding them all.
