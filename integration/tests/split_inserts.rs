@@ -197,6 +197,48 @@ async fn a_failing_shard_rolls_every_shard_back() {
     );
 }
 
+/// A split INSERT outside a transaction whose commit fails on a shard (a
+/// deferred constraint trigger, checked at COMMIT) gets the error alone,
+/// as from one Postgres: no `INSERT 0 n` before it.
+#[tokio::test]
+async fn a_failed_commit_is_reported_without_the_tag() {
+    let cluster = cluster(2);
+    let (a, b) = common::keys_on_both_shards(&cluster).await;
+    for shard in cluster.shards().await {
+        shard
+            .batch_execute(
+                "CREATE FUNCTION refuse_late() RETURNS trigger LANGUAGE plpgsql AS \
+                 $$ BEGIN RAISE EXCEPTION 'late row refused at commit' USING ERRCODE = '23514'; END $$; \
+                 CREATE CONSTRAINT TRIGGER late AFTER INSERT ON orders_on_shard \
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.item = 'late') \
+                 EXECUTE FUNCTION refuse_late()",
+            )
+            .await
+            .unwrap();
+    }
+    let mut raw = Wire::login(cluster.port(), "raw", "prod").await;
+    raw.send(&wire::query(&format!(
+        "INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 1, 'a'), ({b}, 1, 'late')"
+    )))
+    .await;
+    let replies = raw.until_ready().await;
+    let tags: Vec<u8> = replies.iter().map(|(t, _)| *t).collect();
+    assert_eq!(tags, b"EZ", "{replies:?}");
+    assert!(
+        String::from_utf8_lossy(&replies[0].1).contains("late row refused at commit"),
+        "{replies:?}"
+    );
+    // The failing shard's row is nowhere; a tag now goes out as before.
+    let client = cluster.connect().await;
+    let late = format!("SELECT item FROM orders WHERE tenant_id = {b}");
+    let none: Vec<String> = Vec::new();
+    assert_eq!(common::column(&client, &late, "item").await, none);
+    let sql =
+        format!("INSERT INTO orders (tenant_id, id, item) VALUES ({a}, 2, 'x'), ({b}, 2, 'y')");
+    assert_eq!(tag(&client.simple_query(&sql).await.unwrap()), Some(2));
+    assert_eq!(common::proxy_panics(), 0);
+}
+
 /// An INSERT without a column list gets the table's columns (read from a
 /// shard's catalog) so its key can be routed, split or refused.
 #[tokio::test]

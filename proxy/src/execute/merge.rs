@@ -237,6 +237,10 @@ impl Merger {
             M::RowDescription(_) | M::DataRow(_) | M::CommandComplete(_) | M::NoData if merged => {
                 self.merge_rows(index, message, raw, out)
             }
+            // A split part's request may open its shard's transaction
+            // first (`BEGIN;` in its Query): not the client's.
+            M::CommandComplete(tag)
+                if tag.as_bytes() == b"BEGIN" && matches!(self.mode, Mode::Split(_)) => {}
             M::CommandComplete(tag) => self.count(index, tag),
             M::CopyDone => self.copy_done |= index == 0,
             // Another copy's rows: the first server's stand for them.
@@ -330,13 +334,27 @@ impl Merger {
 
     /// Close the merged reply (without its ReadyForQuery). Returns whether
     /// the statement failed.
-    pub fn finish(mut self, out: &mut BytesMut) -> bool {
+    pub fn finish(self, out: &mut BytesMut) -> bool {
+        let (failed, tag) = self.finish_but_tag(out);
+        if let Some(tag) = tag {
+            messages::command_complete(out, &tag);
+        }
+        failed
+    }
+
+    /// [`finish`](Self::finish) without the CommandComplete: whether the
+    /// statement failed, and the tag the client is owed (none after an
+    /// error). A statement in a transaction of its own gets its tag only
+    /// once that transaction committed, as Postgres reports a failed
+    /// commit instead of the tag.
+    pub fn finish_but_tag(mut self, out: &mut BytesMut) -> (bool, Option<String>) {
         match std::mem::replace(&mut self.mode, Mode::Concat(Vec::new())) {
             Mode::CopyRows(rows, mut copy) => {
+                // The tag is the COPY's, written from the merged reply.
                 let mut merged = BytesMut::new();
                 self.mode = Mode::Rows(rows);
                 let failed = self.finish(&mut merged);
-                return !write_copy(&mut copy, merged, out) || failed;
+                return (!write_copy(&mut copy, merged, out) || failed, None);
             }
             Mode::Rows(mut rows) if !self.failed => match rows.finish(out) {
                 Ok(()) => self.row_count = rows.sent(),
@@ -361,19 +379,16 @@ impl Merger {
             _ => {}
         }
         if self.failed {
-            return true;
+            return (true, None);
         }
         if self.copy_done {
             messages::copy_done(out);
         }
-        if let Some((head, counted)) = self.tag {
-            if counted {
-                messages::command_complete(out, &format!("{head} {}", self.row_count));
-            } else {
-                messages::command_complete(out, &head);
-            }
-        }
-        false
+        let tag = self.tag.map(|(head, counted)| match counted {
+            true => format!("{head} {}", self.row_count),
+            false => head,
+        });
+        (false, tag)
     }
 }
 
@@ -396,6 +411,28 @@ mod tests {
             seen.push((m.bytes()[0], m.bytes()[5..].to_vec()));
         }
         seen
+    }
+
+    /// A split part whose Query opened its shard's transaction
+    /// (`BEGIN;<part>`) answers with the BEGIN's tag first: not the
+    /// client's. `finish_but_tag` hands the summed tag back unwritten.
+    #[test]
+    fn a_split_drops_its_parts_begin_tags_and_hands_back_the_sum() {
+        let split = SplitRows::new(vec![(0, vec![0]), (1, vec![1, 2])]);
+        let mut merger = Merger::splitting(split);
+        merger.skip_position(1);
+        let mut out = BytesMut::new();
+        for (index, tag) in [
+            (0, &b"BEGIN\0"[..]),
+            (2, b"BEGIN\0"),
+            (2, b"INSERT 0 2\0"),
+            (0, b"INSERT 0 1\0"),
+        ] {
+            merger.on_message(index, &msg(b'C', tag), &mut out);
+        }
+        let (failed, tag) = merger.finish_but_tag(&mut out);
+        assert_eq!((failed, tag.as_deref()), (false, Some("INSERT 0 3")));
+        assert!(out.is_empty(), "{:?}", tags(&out));
     }
 
     /// The fan-out numbers servers 0 (the first to answer) and index + 1

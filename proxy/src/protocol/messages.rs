@@ -192,6 +192,16 @@ pub fn query(out: &mut BytesMut, sql: &str) {
     finish(out, at);
 }
 
+/// `Q`: a simple query whose text is `parts` one after the other.
+pub fn query_parts(out: &mut BytesMut, parts: &[&str]) {
+    let at = begin(out, b'Q');
+    for part in parts {
+        out.extend_from_slice(part.as_bytes());
+    }
+    out.put_u8(0);
+    finish(out, at);
+}
+
 /// `P`: Parse of a named statement (frontend).
 pub fn parse(out: &mut BytesMut, name: &[u8], sql: &[u8], param_types: &[u32]) {
     let at = begin(out, b'P');
@@ -235,14 +245,14 @@ pub fn bind(
     finish(out, at);
 }
 
-/// `B`: Bind of `statement` into `portal` with only the values of
-/// `bind` at `indexes`, in that order (the statement's `$1`, `$2`, ...),
-/// their format codes with them: none or one code stay as they are (they
-/// mean the same for any count), one per value is picked per value. The
-/// result formats are `bind`'s.
+/// `B`: a part of the client's Bind `bind` (whose values, in order, are
+/// `values`): `statement` bound into `portal` with only the values at
+/// `indexes` (the client's 0-based parameter indexes, in the part's
+/// order), each with its own format code when the client sent one per
+/// value, and the client's result format codes.
 pub fn bind_part(
     out: &mut BytesMut,
-    bind: &super::frontend::Bind,
+    (bind, values): (&super::frontend::BindView<'_>, &[Option<&[u8]>]),
     portal: &[u8],
     statement: &[u8],
     indexes: &[usize],
@@ -250,20 +260,22 @@ pub fn bind_part(
     let at = begin(out, b'B');
     put_cstr(out, portal);
     put_cstr(out, statement);
-    if bind.param_formats.len() > 1 {
-        out.put_u16(indexes.len() as u16);
-        for &i in indexes {
-            out.put_i16(bind.param_format(i));
+    match bind.param_format_count() {
+        0 => out.put_u16(0),
+        1 => {
+            out.put_u16(1);
+            out.put_i16(bind.param_format(0));
         }
-    } else {
-        out.put_u16(bind.param_formats.len() as u16);
-        for format in &bind.param_formats {
-            out.put_i16(*format);
+        _ => {
+            out.put_u16(indexes.len() as u16);
+            for &i in indexes {
+                out.put_i16(bind.param_format(i));
+            }
         }
     }
     out.put_u16(indexes.len() as u16);
     for &i in indexes {
-        match bind.params.get(i).and_then(Option::as_ref) {
+        match values.get(i).copied().flatten() {
             None => out.put_i32(-1),
             Some(value) => {
                 out.put_i32(value.len() as i32);
@@ -271,10 +283,9 @@ pub fn bind_part(
             }
         }
     }
-    out.put_u16(bind.result_formats.len() as u16);
-    for format in &bind.result_formats {
-        out.put_i16(*format);
-    }
+    let results = bind.result_formats_raw();
+    out.put_u16((results.len() / 2) as u16);
+    out.put_slice(results);
     finish(out, at);
 }
 
@@ -465,8 +476,19 @@ mod tests {
                 params: vec![value(b"a"), None, value(b"c"), value(b"d")],
                 result_formats: vec![1],
             };
+            let mut whole = BytesMut::new();
+            super::bind(&mut whole, &bind, &bind.statement, &bind.result_formats);
+            let frame = decode_frontend_frame(&mut whole, 1 << 20).unwrap().unwrap();
+            let view = super::super::frontend::BindView::of(&frame).unwrap();
+            let values: Vec<Option<&[u8]>> = view.values().map(|(_, v)| v).collect();
             let mut out = BytesMut::new();
-            super::bind_part(&mut out, &bind, &bind.portal, b"__pgshard_3", &[3, 1]);
+            super::bind_part(
+                &mut out,
+                (&view, &values),
+                &bind.portal,
+                b"__pgshard_3",
+                &[3, 1],
+            );
             let decoded = decode(out);
             assert_eq!(decoded.statement, Bytes::from_static(b"__pgshard_3"));
             assert_eq!(decoded.portal, bind.portal);

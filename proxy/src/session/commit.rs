@@ -27,7 +27,9 @@ impl Session {
     /// A statement outside a transaction that writes on several shards, in
     /// a transaction of its own on each: committed (two-phase when
     /// `two_phase_commit` and `two_phase_commit_auto` are on) if it
-    /// succeeded everywhere, else rolled back everywhere.
+    /// succeeded everywhere, else rolled back everywhere. Its tag goes out
+    /// once the commit succeeded: a failed commit is reported instead of
+    /// it, as Postgres reports an implicit transaction's.
     pub(super) async fn fan_out_atomic(
         &mut self,
         shards: &[usize],
@@ -35,16 +37,40 @@ impl Session {
         reply: super::fan_out::Reply,
         prepare: Option<crate::execute::fan_out::Prepare>,
     ) -> Result<(), End> {
+        let scope = super::fan_out::Scope::Implicit;
+        self.fan_out_atomic_in(shards, request, reply, prepare, scope)
+            .await
+    }
+
+    /// [`fan_out_atomic`](Self::fan_out_atomic) in `scope`, an implicit
+    /// one (`Scope::ImplicitInRequest`: each shard's request starts with
+    /// `BEGIN;`).
+    pub(super) async fn fan_out_atomic_in(
+        &mut self,
+        shards: &[usize],
+        request: impl Fn(&Pooled, &mut bytes::BytesMut),
+        reply: super::fan_out::Reply,
+        prepare: Option<crate::execute::fan_out::Prepare>,
+        scope: super::fan_out::Scope,
+    ) -> Result<(), End> {
         let errors = self.pipeline.error_mark();
         self.txn.begin_implicit();
-        let scope = super::fan_out::Scope::Implicit;
-        self.fan_out_with(shards, request, prepare, reply, scope)
+        let tag = self
+            .fan_out_holding(shards, request, prepare, reply, scope)
             .await?;
         let failed = self.pipeline.errors_since(errors) || self.txn.failed();
         let auto = self.shared.config().general.two_phase_commit_auto;
-        if let Err(error) = self.end_spanning(!failed, auto).await? {
-            error.encode(self.client.out());
-            self.pipeline.error_relayed();
+        match self.end_spanning(!failed, auto).await? {
+            Ok("COMMIT") => {
+                if let Some(tag) = tag {
+                    crate::protocol::messages::command_complete(self.client.out(), &tag);
+                }
+            }
+            Ok(_) => {}
+            Err(error) => {
+                error.encode(self.client.out());
+                self.pipeline.error_relayed();
+            }
         }
         let status = self.status();
         crate::protocol::messages::ready_for_query(self.client.out(), status);

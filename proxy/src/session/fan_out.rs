@@ -42,6 +42,18 @@ pub(super) enum Scope {
     /// One pgshard opened for this statement alone (so that it is atomic
     /// across shards); the caller ends it and sends the ReadyForQuery.
     Implicit,
+    /// [`Scope::Implicit`], opened by the request itself: each shard's
+    /// Query starts with `BEGIN;`, so its transaction opens and its
+    /// statement runs in one round trip (the statement runs only if the
+    /// BEGIN succeeded).
+    ImplicitInRequest,
+}
+
+impl Scope {
+    /// A transaction of pgshard's own for the statement alone.
+    fn implicit(self) -> bool {
+        matches!(self, Scope::Implicit | Scope::ImplicitInRequest)
+    }
 }
 
 /// How the shards' replies become the client's.
@@ -63,7 +75,7 @@ pub(super) enum Reply {
 
 impl Session {
     /// Run one simple query on several shards and stream the merged reply,
-    /// ReadyForQuery included unless the scope is [`Scope::Implicit`].
+    /// ReadyForQuery included unless the scope is implicit.
     pub(super) async fn fan_out(
         &mut self,
         shards: &[usize],
@@ -84,6 +96,26 @@ impl Session {
         reply: Reply,
         scope: Scope,
     ) -> Result<(), End> {
+        let held = self
+            .fan_out_holding(shards, request, prepare, reply, scope)
+            .await?;
+        if let Some(tag) = held {
+            messages::command_complete(self.client.out(), &tag);
+        }
+        Ok(())
+    }
+
+    /// [`fan_out_with`](Self::fan_out_with), but in an implicit scope
+    /// the merged CommandComplete is not written: its tag is returned, for
+    /// the caller to send once the transaction committed.
+    pub(super) async fn fan_out_holding(
+        &mut self,
+        shards: &[usize],
+        request: impl Fn(&Pooled, &mut BytesMut),
+        prepare: Option<Prepare>,
+        reply: Reply,
+        scope: Scope,
+    ) -> Result<Option<String>, End> {
         let in_txn = scope != Scope::Outside;
         let errors = self.pipeline.error_mark();
         if in_txn {
@@ -96,30 +128,36 @@ impl Session {
         // If what ran before the fan-out failed, the rest is skipped.
         let servers = match (self.pipeline.errors_since(errors), in_txn) {
             (true, _) => None,
-            (false, true) => self.txn_servers(shards).await?,
+            (false, true) => {
+                let open = scope != Scope::ImplicitInRequest;
+                self.txn_servers_opening(shards, open).await?
+            }
             (false, false) => self.fan_out_servers(shards).await?,
         };
+        let mut held = None;
         if let Some(servers) = servers {
             let run = (request, prepare);
-            self.run_fan_out(shards, servers, run, reply, in_txn)
-                .await?;
+            held = self.run_fan_out(shards, servers, run, reply, scope).await?;
         }
-        if scope != Scope::Implicit {
+        if !scope.implicit() {
             let status = self.status();
             messages::ready_for_query(self.client.out(), status);
         }
-        Ok(self.client.flush().await?)
+        self.client.flush().await?;
+        Ok(held)
     }
 
-    /// Send the request to each server and relay the merged replies.
+    /// Send the request to each server and relay the merged replies; the
+    /// CommandComplete's tag is returned instead in an implicit scope.
     async fn run_fan_out(
         &mut self,
         shards: &[usize],
         mut servers: Vec<Pooled>,
         (request, prepare): (impl Fn(&Pooled, &mut BytesMut), Option<Prepare>),
         reply: Reply,
-        in_txn: bool,
-    ) -> Result<(), End> {
+        scope: Scope,
+    ) -> Result<Option<String>, End> {
+        let in_txn = scope != Scope::Outside;
         let merger = self.merger(reply, &mut servers).await;
         let targets = servers.iter().map(cancel_target).collect::<Vec<_>>();
         self.info.cancel.set(targets.iter().cloned()).await;
@@ -158,7 +196,12 @@ impl Session {
         let held = in_txn.then_some(shards);
         let broken = self.release_readers(tasks, took, held).await || merged.is_err();
         self.pipeline.clock().log_if_slow(&self.span, took, shards);
-        let failed = merged?;
+        let (failed, mut tag) = merged?;
+        if !scope.implicit() {
+            if let Some(tag) = tag.take() {
+                messages::command_complete(self.client.out(), &tag);
+            }
+        }
         if broken {
             ClientError::shard_lost().encode(self.client.out());
             if in_txn {
@@ -175,7 +218,7 @@ impl Session {
                 self.txn.fail();
             }
         }
-        Ok(())
+        Ok(tag)
     }
 
     /// The merger of a fan-out's replies.
@@ -266,14 +309,15 @@ impl Session {
     /// `query_timeout` after the request, unfinished, cancels the statement on
     /// every shard, and so does a merge whose LIMIT is reached on the shards
     /// still running (the cancels' deliveries go to `cancels`). Returns
-    /// whether the statement failed; `Err` when the client left.
+    /// whether the statement failed and the CommandComplete's tag (not
+    /// written); `Err` when the client left.
     async fn merge_reports(
         &mut self,
         incoming: &mut [Option<mpsc::Receiver<Report>>],
         mut merger: Merger,
         query_timeout: Option<std::time::Duration>,
         cancels: &mut Vec<tokio::task::JoinHandle<()>>,
-    ) -> Result<bool, End> {
+    ) -> Result<(bool, Option<String>), End> {
         // The server whose headers stand for all (the first to answer).
         let mut first: Option<usize> = None;
         let mut broken = false;
@@ -335,7 +379,8 @@ impl Session {
                 }
             }
         }
-        Ok(broken || merger.finish(self.client.out()))
+        let (failed, tag) = merger.finish_but_tag(self.client.out());
+        Ok((broken || failed, tag))
     }
 
     /// The statement did not finish within `query_timeout`: cancel it

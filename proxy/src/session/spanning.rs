@@ -147,6 +147,19 @@ impl Session {
         &mut self,
         shards: &[usize],
     ) -> Result<Option<Vec<Pooled>>, End> {
+        self.txn_servers_opening(shards, true).await
+    }
+
+    /// [`txn_servers`](Self::txn_servers); with `open` false, servers that
+    /// join are only checked out: the caller's request opens the
+    /// transaction on them (its Query starts with the join script, so the
+    /// statement runs only if the transaction opened), and their replies
+    /// start with the script's.
+    pub(super) async fn txn_servers_opening(
+        &mut self,
+        shards: &[usize],
+        open: bool,
+    ) -> Result<Option<Vec<Pooled>>, End> {
         self.settle_main().await?;
         if self.txn.deferred() {
             // Statements run before the transaction opened: their server
@@ -175,7 +188,10 @@ impl Session {
                 self.release(server, false).await;
             }
         }
-        let (joined, opening) = self.open_on(joining, &script).await;
+        let (joined, opening) = match open {
+            true => self.open_on(joining, &script).await,
+            false => (joining, None),
+        };
         held.extend(joined);
         if let Some(error) = failure.or(opening) {
             for (shard, server) in held {

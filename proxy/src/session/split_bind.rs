@@ -35,7 +35,7 @@ use super::transaction::{Placement, Target, CROSS_SHARD_TXN};
 use super::Session;
 use crate::errors::ClientError;
 use crate::metrics::RouteKind;
-use crate::protocol::frontend::Bind;
+use crate::protocol::frontend::BindView;
 use crate::protocol::messages;
 use crate::protocol::sqlstate;
 
@@ -51,7 +51,7 @@ impl Session {
         &mut self,
         statement: &Arc<Statement>,
         unnamed: bool,
-        bind: &Bind,
+        bind: &BindView<'_>,
     ) -> Option<Target> {
         let split = match self.split_bind(statement, bind) {
             Ok(split) => split,
@@ -68,7 +68,7 @@ impl Session {
                 let current_unnamed = self.statements.get(b"");
                 self.phase.hold_batch(Segment::start_split(
                     split,
-                    bind.portal.clone(),
+                    Bytes::copy_from_slice(bind.portal),
                     statement,
                     unnamed,
                     current_unnamed,
@@ -84,11 +84,12 @@ impl Session {
     }
 
     /// Split a Bind of the multi-row INSERT `statement` by the shards of
-    /// its rows' keys.
+    /// its rows' keys: each part's Bind written from the client's, read in
+    /// place (its values borrowed, not counted or copied twice).
     pub(super) fn split_bind(
         &self,
         statement: &Statement,
-        bind: &Bind,
+        bind: &BindView<'_>,
     ) -> Result<SplitBind, ClientError> {
         let rows = statement
             .insert_rows
@@ -98,9 +99,12 @@ impl Session {
             .clone()
             .map_err(refused)?;
         check_counts(bind, rows.parameters().max(statement.param_types.len()))?;
+        let values: Vec<Option<&[u8]>> = bind.values().map(|(_, value)| value).collect();
         let split = rows
             .assign(self.cluster.sharding(), &bind_params(bind.values()))
             .map_err(refused)?;
+        let portal = bind.portal;
+        let bind = (bind, values.as_slice());
         // Rows of one template are sent in chunks of a few fixed sizes
         // (not with RETURNING, whose rows come with the portal's Execute).
         let uniform = rows.shape(&[], &statement.param_types) == PartShape::Rows(0);
@@ -122,7 +126,7 @@ impl Session {
                 continue;
             };
             let mut bytes = BytesMut::new();
-            messages::bind_part(&mut bytes, bind, &bind.portal, &own.name, &params);
+            messages::bind_part(&mut bytes, bind, portal, &own.name, &params);
             let chunks = chunks
                 .into_iter()
                 .map(|(statement, params)| {
@@ -212,9 +216,9 @@ fn chunk_portal() -> Bytes {
 /// The Bind's counts, checked as Postgres checks them before anything
 /// runs: as many values as the statement has parameters (`expected`), and
 /// none, one or one format code per value.
-fn check_counts(bind: &Bind, expected: usize) -> Result<(), ClientError> {
+fn check_counts(bind: &BindView<'_>, expected: usize) -> Result<(), ClientError> {
     let violation = |message: String| ClientError::new(sqlstate::PROTOCOL_VIOLATION, message);
-    let (formats, values) = (bind.param_formats.len(), bind.params.len());
+    let (formats, values) = (bind.param_format_count(), bind.param_count());
     if formats > 1 && formats != values {
         return Err(violation(format!(
             "bind message has {formats} parameter formats but {values} parameters"
@@ -223,7 +227,7 @@ fn check_counts(bind: &Bind, expected: usize) -> Result<(), ClientError> {
     if values != expected {
         return Err(violation(format!(
             "bind message supplies {values} parameters, but prepared statement \"{}\" requires {expected}",
-            String::from_utf8_lossy(&bind.statement)
+            String::from_utf8_lossy(bind.statement)
         )));
     }
     Ok(())

@@ -67,12 +67,20 @@ impl Session {
             }
         };
         self.routing.placing_write();
+        // Outside a transaction each shard's part opens its own: `BEGIN;`
+        // and the part in one Query, one round trip (the part runs only
+        // if the transaction opened).
+        let begin = if scope == Scope::Outside {
+            "BEGIN;"
+        } else {
+            ""
+        };
         let queries: Vec<(usize, Bytes)> = split
             .parts
             .iter()
             .map(|part| {
-                let mut out = BytesMut::new();
-                messages::query(&mut out, &part.sql);
+                let mut out = BytesMut::with_capacity(part.sql.len() + 16);
+                messages::query_parts(&mut out, &[begin, &part.sql]);
                 (part.database, out.freeze())
             })
             .collect();
@@ -91,7 +99,8 @@ impl Session {
         };
         match scope {
             Scope::Outside => {
-                self.fan_out_atomic(&shards, request, Reply::Split(rows), None)
+                let scope = Scope::ImplicitInRequest;
+                self.fan_out_atomic_in(&shards, request, Reply::Split(rows), None, scope)
                     .await?
             }
             scope => {

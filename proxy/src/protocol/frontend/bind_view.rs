@@ -1,7 +1,8 @@
 //! A Bind read in place: the fields checked once and borrowed from the
 //! frame's body, so routing a Bind allocates nothing and takes no reference
 //! counts ([`super::Bind`], the owned form, is built from it where a Bind is
-//! kept: a fan-out held until Sync, a split INSERT, a row move).
+//! kept: a fan-out held until Sync, a row move; a split INSERT writes its
+//! parts' Binds from the view).
 
 use bytes::Bytes;
 
@@ -81,6 +82,17 @@ impl<'a> BindView<'a> {
 
     pub fn param_count(&self) -> usize {
         self.param_count
+    }
+
+    /// How many parameter format codes it carries: none, one (for every
+    /// value) or one per value.
+    pub fn param_format_count(&self) -> usize {
+        self.param_formats.len() / 2
+    }
+
+    /// The result format codes as sent (two bytes each).
+    pub fn result_formats_raw(&self) -> &'a [u8] {
+        self.result_formats
     }
 
     /// The format (0 text, 1 binary) of parameter `index`: none sent means

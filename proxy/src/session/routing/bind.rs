@@ -120,7 +120,7 @@ impl Session {
                 None
             }
             RouteError::MultiRowInsert { .. } if alone && config.rewrite.splits_inserts() => {
-                self.route_split_bind(statement, unnamed, &bind.to_bind())
+                self.route_split_bind(statement, unnamed, bind)
             }
             RouteError::ShardingKeyChange { .. } if alone && config.rewrite.moves_rows() => {
                 self.route_move_bind(statement, &bind.to_bind())

@@ -160,7 +160,9 @@ impl Session {
     ) -> Result<(), ClientError> {
         let shards = match self.segment_route(statement, bind)? {
             BindRoute::Split => {
-                let split = self.split_bind(statement, bind)?;
+                // Split from the frame read in place (checked already).
+                let view = BindView::of(frame).map_err(|_| malformed("Bind"))?;
+                let split = self.split_bind(statement, &view)?;
                 segment.push_split(split, bind.portal.clone());
                 return Ok(());
             }
