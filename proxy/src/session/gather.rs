@@ -119,7 +119,8 @@ pub(super) enum Finish {
     /// `carry.rs`): its reply stays in the client's buffer, never flushed,
     /// for pgshard to read and take out. A simple query; or, for a bound
     /// write (`Some`), parsed with the write's parameter types and bound
-    /// with its Bind's values (text results, the unnamed portal).
+    /// with its Bind's values (text results, the unnamed portal, described
+    /// so that its RowDescription names the columns).
     Carried(Option<Box<(Bind, Vec<u32>)>>),
     /// A Bind of a prepared statement (its parameter types), then its
     /// Execute (`max_rows`: its row limit, 0 for none): the finish is

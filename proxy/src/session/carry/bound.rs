@@ -108,10 +108,12 @@ impl Session {
         let refusal = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
         let coordinator = self.shared.config().general.cross_shard_coordinator;
         let sql = String::from_utf8_lossy(&statement.query).into_owned();
-        let plan = match router::carry::plan_bound(&sql, self.cluster.sharding(), coordinator) {
+        let max_rows = self.shared.config().general.cross_shard_gather_limit.rows;
+        let sharding = self.cluster.sharding();
+        let plan = match router::carry::plan_bound(&sql, sharding, coordinator, max_rows) {
             Ok(plan) => plan,
             Err(why) => {
-                self.refuse_bind(not_carried(&refusal, &why));
+                self.refuse_bind(not_carried(err, &refusal, &why));
                 return Ok(None);
             }
         };
@@ -152,7 +154,7 @@ impl Session {
         let write = match plan.write_sql(&values) {
             Ok(write) => write,
             Err(why) => {
-                self.refuse_bind(not_carried(&refusal, &why));
+                self.refuse_bind(not_carried(err, &refusal, &why));
                 return Ok(None);
             }
         };
