@@ -42,6 +42,9 @@ async fn rows_in_every_place(n: usize, seed: u64) {
         // USING: LIMIT across shards; an empty subquery; NULLs in its rows.
         "DELETE FROM orders USING (SELECT grp FROM users ORDER BY score DESC NULLS LAST, id LIMIT 3) AS top WHERE orders.qty = top.grp",
         "DELETE FROM orders USING (SELECT grp FROM users WHERE score > 1000) AS none WHERE orders.qty = none.grp",
+        // Joined on the key, but a LIMIT or a grouping across shards.
+        "UPDATE users SET grp = 7 FROM (SELECT id FROM users ORDER BY score DESC NULLS LAST, id LIMIT 3) AS s WHERE users.id = s.id",
+        "DELETE FROM orders USING (SELECT user_id, max(qty) AS m FROM orders GROUP BY user_id ORDER BY m DESC, user_id LIMIT 2) AS s WHERE orders.user_id = s.user_id",
         "UPDATE orders SET note = coalesce(s.n, 'null name') FROM (SELECT grp, name AS n FROM users ORDER BY id LIMIT 6) AS s(g) WHERE orders.qty = s.g",
         // Arrays, quotes in names and values, column aliases kept.
         "UPDATE users SET name = s.\"it's \"\"q\"\"\" || array_length(s.a, 1) FROM (SELECT 'o''k' AS \"it's \"\"q\"\"\", array_agg(qty ORDER BY qty) AS a FROM orders WHERE qty < 4) AS s WHERE users.grp = 2",

@@ -68,7 +68,7 @@ mod walk;
 
 pub use rows::{bytes as rows_bytes, Rows};
 
-use parser_ffi::protobuf as pb;
+use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 use parser_ffi::ParseError;
 
 use crate::gather::{self, GatherOptions};
@@ -270,6 +270,25 @@ impl CarryPlan {
         }
         parser_ffi::deparse_protobuf(&tree).map_err(NotCarried::Deparse)
     }
+}
+
+/// The one SELECT of `sql`, parsed.
+fn parsed_select(sql: &str) -> Result<pb::Node, NotCarried> {
+    let tree = parser_ffi::parse_protobuf(sql).map_err(NotCarried::Parse)?;
+    let [raw] = <[pb::RawStmt; 1]>::try_from(tree.stmts).map_err(|_| NotCarried::Mismatch)?;
+    match raw.stmt.map(|s| *s) {
+        Some(
+            select @ pb::Node {
+                node: Some(NodeEnum::SelectStmt(_)),
+            },
+        ) => Ok(select),
+        _ => Err(NotCarried::Mismatch),
+    }
+}
+
+/// `name` as a quoted SQL identifier.
+fn identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// `text` as an SQL string literal.

@@ -5,7 +5,7 @@
 
 use parser_ffi::protobuf as pb;
 
-use super::site::identifier;
+use super::identifier;
 use super::NotCarried;
 
 /// The rows of a carried subquery: its columns' names and Postgres's own
@@ -84,7 +84,7 @@ pub(super) fn constant(rows: &Rows, subquery: &str) -> Result<pb::Node, NotCarri
     };
     // A type name is Postgres's own (`format_type`); anything that makes
     // the text more than one SELECT is not taken.
-    super::site::parsed_select(&sql)
+    super::parsed_select(&sql)
 }
 
 /// The bytes `rows` adds to the statement, about: each value's text and

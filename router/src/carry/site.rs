@@ -4,7 +4,7 @@
 
 use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
-use super::{rows, walk, Carry, Kind, NotCarried};
+use super::{identifier, parsed_select, rows, walk, Carry, Kind, NotCarried};
 use crate::gather::{self, GatherOptions};
 use crate::sharding::Sharding;
 
@@ -134,25 +134,6 @@ fn after_with(sql: &str, context: &Context) -> Result<String, NotCarried> {
         _ => return Err(NotCarried::Mismatch),
     }
     deparse_select(select, context.version)
-}
-
-/// The one SELECT of `sql`, parsed.
-pub(super) fn parsed_select(sql: &str) -> Result<pb::Node, NotCarried> {
-    let tree = parser_ffi::parse_protobuf(sql).map_err(NotCarried::Parse)?;
-    let [raw] = <[pb::RawStmt; 1]>::try_from(tree.stmts).map_err(|_| NotCarried::Mismatch)?;
-    match raw.stmt.map(|s| *s) {
-        Some(
-            select @ pb::Node {
-                node: Some(NodeEnum::SelectStmt(_)),
-            },
-        ) => Ok(select),
-        _ => Err(NotCarried::Mismatch),
-    }
-}
-
-/// `name` as a quoted SQL identifier.
-pub(super) fn identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// A subquery's SELECT as a statement of its own.
