@@ -60,6 +60,13 @@
 //!    is not carried (its columns cannot be told from the text): the
 //!    routing's refusal stands; written as `(SELECT cols FROM t) AS t` it
 //!    is carried by rule 5.
+//! 8. A write the router places (its FROM items joined on co-located
+//!    keys) may still have a FROM/USING subquery or WITH query that
+//!    aggregates, deduplicates, limits or combines rows across shards
+//!    (`FROM (SELECT id FROM users ORDER BY score LIMIT 3) s WHERE
+//!    users.id = s.id`), which each shard would compute over its own rows:
+//!    [`cuts_rows`] says so (the check a cross-shard SELECT makes there,
+//!    `merge::cuts_rows`), and the proxy carries it, or refuses the write.
 
 mod replace;
 mod rows;
@@ -232,6 +239,36 @@ fn plan_with(
         return Err(NotCarried::Nothing);
     }
     Ok(CarryPlan { tree, carried })
+}
+
+/// `sql` (one write, routed) has a FROM/USING item or WITH query that
+/// reads across shards and aggregates, deduplicates, limits or combines
+/// rows (rule 8): run on the shards it would be computed over each one's
+/// own rows only, so it must be carried ([`plan`] finds it, or why not).
+/// False when it has none, or none that reads a sharded table.
+pub fn cuts_rows(sql: &str, sharding: &Sharding, coordinator: usize, max_rows: u64) -> bool {
+    let Ok(mut tree) = parser_ffi::parse_protobuf(sql) else {
+        return false;
+    };
+    let Ok(places) = walk::places(&mut tree) else {
+        return false;
+    };
+    let ctes = places.with.iter().flat_map(|w| w.ctes.iter());
+    let queries = ctes.filter_map(|cte| match cte.node.as_ref() {
+        Some(NodeEnum::CommonTableExpr(cte)) => cte.ctequery.as_deref(),
+        _ => None,
+    });
+    let mut cuts = false;
+    for query in queries {
+        cuts |= crate::merge::cuts_rows(None, Some(query));
+    }
+    for root in &places.roots {
+        cuts |= crate::merge::cuts_rows(Some(root), None);
+    }
+    cuts && !matches!(
+        plan(sql, sharding, coordinator, max_rows),
+        Err(NotCarried::Nothing | NotCarried::NotWrite)
+    )
 }
 
 impl CarryPlan {

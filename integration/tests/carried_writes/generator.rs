@@ -94,7 +94,7 @@ pub fn statement(rng: &mut Xoshiro256PlusPlus, ids: &[i64], fresh: i64) -> Write
     let g = Param::Int4(rng.random_range(0..8));
     let note = ["gift", "rush", "", "fragile", "none"][rng.random_range(0..5)];
     let note = Param::Text(note.to_owned());
-    let (template, args) = match rng.random_range(0..22) {
+    let (template, args) = match rng.random_range(0..23) {
         0 => ("UPDATE users SET active = NOT coalesce(active, false) WHERE id = {0} AND score > (SELECT avg(score) FROM users)".to_owned(), vec![id]),
         1 => ("UPDATE users SET score = (SELECT max(qty) FROM orders WHERE note = {0}) WHERE id = {1}".to_owned(), vec![note, id]),
         2 => ("DELETE FROM orders WHERE qty NOT IN (SELECT grp FROM users WHERE score < {0})".to_owned(), vec![score]),
@@ -118,6 +118,9 @@ pub fn statement(rng: &mut Xoshiro256PlusPlus, ids: &[i64], fresh: i64) -> Write
         18 => ("DELETE FROM orders WHERE (qty, note) IN (SELECT grp, name FROM users WHERE score < {0})".to_owned(), vec![score]),
         19 => ("UPDATE orders SET note = {0} WHERE (user_id, qty) = (SELECT id, grp FROM users WHERE id = {1})".to_owned(), vec![note, id]),
         20 => ("WITH big AS (SELECT id FROM users WHERE score > {0} ORDER BY score DESC, id LIMIT 4) UPDATE orders SET qty = qty + 1 WHERE user_id IN (SELECT id FROM big)".to_owned(), vec![score]),
+        // Joined on the key, which the router places, but limited across
+        // shards: carried all the same.
+        21 => ("UPDATE users SET grp = {0} FROM (SELECT id FROM users WHERE score > {1} ORDER BY score DESC, id LIMIT 3) AS s WHERE users.id = s.id".to_owned(), vec![g, score]),
         _ => ("UPDATE users SET score = u2.score FROM (SELECT id, score FROM users WHERE grp = {0} ORDER BY id LIMIT 1) AS u2 WHERE users.id = {1} RETURNING users.id, u2.id, users.score".to_owned(), vec![g, id]),
     };
     write(rng, &template, args)

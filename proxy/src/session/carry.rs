@@ -61,6 +61,22 @@ impl Session {
         subquery && self.may_carry(summary)
     }
 
+    /// `summary`, `sql`, routed, is one write whose FROM/USING subquery or
+    /// WITH query reads across shards and aggregates, deduplicates, limits
+    /// or combines rows (rule 8 of `router::carry`): it must be carried
+    /// all the same.
+    pub(super) fn cuts_rows(&self, summary: &Summary, sql: &str) -> bool {
+        let config = self.shared.config();
+        let general = &config.general;
+        self.may_carry(summary)
+            && router::carry::cuts_rows(
+                sql,
+                self.cluster.sharding(),
+                general.cross_shard_coordinator,
+                general.cross_shard_gather_limit.rows,
+            )
+    }
+
     /// `summary` is one write with subqueries or joins (FROM/USING items,
     /// WITH queries), on a config that finishes on the coordinator: what
     /// [`carries`](Self::carries) needs before routing says why (a Bind of
@@ -84,9 +100,9 @@ impl Session {
     pub(super) async fn carry_query(
         &mut self,
         frame_sql: &str,
-        err: &RouteError,
+        err: Option<&RouteError>,
     ) -> Result<Dispatch, End> {
-        let refusal = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+        let refusal = refusal(err);
         let coordinator = self.shared.config().general.cross_shard_coordinator;
         let max_rows = self.shared.config().general.cross_shard_gather_limit.rows;
         let sharding = self.cluster.sharding();
@@ -205,17 +221,33 @@ impl Session {
     }
 }
 
+/// What a write is refused with when its subqueries cannot be run first:
+/// the router's refusal (`err`), or, for a write the router placed
+/// ([`Session::cuts_rows`]), why it cannot run as it is.
+fn refusal(err: Option<&RouteError>) -> ClientError {
+    let message = match err {
+        Some(err) => err.to_string(),
+        None => "a FROM/USING subquery or WITH query of this write reads across shards and \
+                 aggregates, deduplicates, limits or combines rows, which each shard would \
+                 compute over its own rows only"
+            .to_owned(),
+    };
+    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message)
+}
+
 /// The client's refusal when the subqueries cannot be run first: the
 /// router's alone when the write has nothing to run first.
 fn not_carried(
-    err: &RouteError,
+    err: Option<&RouteError>,
     refusal: &ClientError,
     why: &router::carry::NotCarried,
 ) -> ClientError {
     use router::carry::NotCarried;
     let subquery = matches!(
         err,
-        RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
+        None | Some(
+            RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
+        )
     );
     if !subquery && matches!(why, NotCarried::Nothing | NotCarried::NotWrite) {
         return refusal.clone();

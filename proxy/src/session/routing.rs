@@ -112,6 +112,9 @@ impl Session {
             }
             Held::TimedOut(error) => return Ok(self.refused(error)),
         };
+        if self.cuts_rows(summary, frame_sql) {
+            return Box::pin(self.carry_query(frame_sql, None)).await;
+        }
         let shards = self.routed_to(&lookup.entry, &routed.route);
         if let Some(error) =
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
@@ -189,7 +192,7 @@ impl Session {
                 self.query_string(summary, frame_sql).await
             }
             ref e if self.moves_rows(e, summary, frame_sql) => self.move_rows(frame_sql, e).await,
-            ref err if self.carries(err, summary) => self.carry_query(frame_sql, err).await,
+            ref err if self.carries(err, summary) => self.carry_query(frame_sql, Some(err)).await,
             err => {
                 let gathers = gathered_refusal(&err) && self.finishes_on_coordinator(summary);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());

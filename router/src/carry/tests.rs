@@ -42,7 +42,7 @@ database = "c"
 tables = ["countries"]
 "#;
 
-fn sharding() -> &'static Sharding {
+pub(super) fn sharding() -> &'static Sharding {
     static SHARDING: OnceLock<Sharding> = OnceLock::new();
     SHARDING.get_or_init(|| {
         let users = "[[users]]\nname = \"app\"\ndatabase = \"c\"\npassword = \"pw\"\n";

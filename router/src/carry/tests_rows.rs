@@ -164,3 +164,21 @@ fn refused_and_mismatched() {
     let injected = rows(&["m"], &["int); DROP TABLE users; --"], &[&[Some("1")]]);
     assert!(plan.write_sql(&[injected]).is_err());
 }
+
+#[test]
+fn placed_writes_that_cut_rows_across_shards() {
+    let cuts = |sql: &str| super::cuts_rows(sql, super::tests::sharding(), 0, 1000);
+    // Joined on the key, but limited, grouped or deduplicated across shards.
+    assert!(cuts("UPDATE users SET flag = true FROM (SELECT id FROM users ORDER BY score LIMIT 3) s WHERE users.id = s.id"));
+    assert!(cuts("DELETE FROM orders USING (SELECT DISTINCT user_id FROM orders) s WHERE orders.user_id = s.user_id"));
+    assert!(cuts("WITH s AS (SELECT user_id, count(*) AS c FROM orders GROUP BY user_id) UPDATE users SET score = s.c FROM s WHERE users.id = s.user_id"));
+    // `*` cannot be carried: cut all the same, so the write is refused.
+    assert!(cuts(
+        "UPDATE users SET flag = true FROM (SELECT * FROM users LIMIT 3) s WHERE users.id = s.id"
+    ));
+    // Rows each shard computes alike, or every database holds.
+    assert!(!cuts("UPDATE users SET flag = true FROM (SELECT id FROM users WHERE score > 3) s WHERE users.id = s.id"));
+    assert!(!cuts("UPDATE users SET name = c.name FROM (SELECT code, name FROM countries LIMIT 1) c WHERE users.id = 1"));
+    assert!(!cuts("UPDATE users SET flag = true WHERE id = 1"));
+    assert!(!cuts("SELECT * FROM (SELECT id FROM users LIMIT 3) s"));
+}

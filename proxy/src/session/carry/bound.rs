@@ -58,9 +58,18 @@ impl Session {
             return Ok(Carried::Unchanged);
         }
         let err = match self.route_bound(info, view).0 {
-            Err(err) if self.carries(&err, &info.entry.summary) => err,
+            Err(err) if self.carries(&err, &info.entry.summary) => Some(err),
+            Ok(_)
+                if self.cuts_rows(
+                    &info.entry.summary,
+                    &String::from_utf8_lossy(&statement.query),
+                ) =>
+            {
+                None
+            }
             _ => return Ok(Carried::Unchanged),
         };
+        let err = err.as_ref();
         if self.status() == TransactionStatus::Failed {
             self.aborted(false);
             return Ok(Carried::Answered);
@@ -75,9 +84,10 @@ impl Session {
             let error = ClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 format!(
-                    "{err}; pgshard runs such a write's subqueries first, but not after another \
+                    "{}; pgshard runs such a write's subqueries first, but not after another \
                      statement before the Sync outside a transaction block: send a Sync before \
-                     it, or run them in a transaction block"
+                     it, or run them in a transaction block",
+                    super::refusal(err).message
                 ),
             );
             self.shared
@@ -87,7 +97,7 @@ impl Session {
             return Ok(Carried::Answered);
         }
         let bind = view.to_bind();
-        match self.carry_bound(statement, bind, &err).await? {
+        match self.carry_bound(statement, bind, err).await? {
             Some(rewritten) => Ok(Carried::Instead(rewritten)),
             None => {
                 self.phase.skip();
@@ -103,9 +113,9 @@ impl Session {
         &mut self,
         statement: &Statement,
         bind: Bind,
-        err: &RouteError,
+        err: Option<&RouteError>,
     ) -> Result<Option<Arc<Statement>>, End> {
-        let refusal = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+        let refusal = super::refusal(err);
         let coordinator = self.shared.config().general.cross_shard_coordinator;
         let sql = String::from_utf8_lossy(&statement.query).into_owned();
         let max_rows = self.shared.config().general.cross_shard_gather_limit.rows;
