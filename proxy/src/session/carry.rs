@@ -50,15 +50,7 @@ impl Session {
     /// subquery or join the router cannot place), on a config that
     /// finishes on the coordinator.
     pub(super) fn carries(&self, err: &RouteError, summary: &Summary) -> bool {
-        let subquery = matches!(
-            err,
-            RouteError::SubqueryWithoutKey { .. }
-                | RouteError::SubqueryOnOtherShards { .. }
-                | RouteError::JoinWithoutKey { .. }
-                | RouteError::OuterJoinEverywhere { .. }
-                | RouteError::KeysOnDifferentShards { .. }
-        );
-        subquery && self.may_carry(summary)
+        gathered_refusal(err) && self.may_carry(summary)
     }
 
     /// `summary`, `sql`, routed, is one write whose FROM/USING subquery or
@@ -219,6 +211,20 @@ impl Session {
         }
         Ran::Failed { ready: false }
     }
+}
+
+/// A routing refusal of a SELECT that finishing on the coordinator
+/// answers (`gather.rs`; and of a write whose subqueries or FROM items may be
+/// carried): query levels or joins the shards cannot answer alone.
+pub(super) fn gathered_refusal(err: &RouteError) -> bool {
+    matches!(
+        err,
+        RouteError::SubqueryWithoutKey { .. }
+            | RouteError::SubqueryOnOtherShards { .. }
+            | RouteError::JoinWithoutKey { .. }
+            | RouteError::OuterJoinEverywhere { .. }
+            | RouteError::KeysOnDifferentShards { .. }
+    )
 }
 
 /// What a write is refused with when its subqueries cannot be run first:

@@ -194,7 +194,8 @@ impl Session {
             ref e if self.moves_rows(e, summary, frame_sql) => self.move_rows(frame_sql, e).await,
             ref err if self.carries(err, summary) => self.carry_query(frame_sql, Some(err)).await,
             err => {
-                let gathers = gathered_refusal(&err) && self.finishes_on_coordinator(summary);
+                let gathers =
+                    super::carry::gathered_refusal(&err) && self.finishes_on_coordinator(summary);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 match gathers {
                     true => self.gather_query(frame_sql, error, false).await,
@@ -454,19 +455,6 @@ impl Session {
         let n = self.cluster.shards().max(1);
         self.shared.any_shard.fetch_add(1, Ordering::Relaxed) % n
     }
-}
-
-/// A routing refusal of a SELECT that finishing on the coordinator
-/// answers: query levels or joins the shards cannot answer alone.
-pub(super) fn gathered_refusal(err: &RouteError) -> bool {
-    matches!(
-        err,
-        RouteError::SubqueryWithoutKey { .. }
-            | RouteError::SubqueryOnOtherShards { .. }
-            | RouteError::JoinWithoutKey { .. }
-            | RouteError::OuterJoinEverywhere { .. }
-            | RouteError::KeysOnDifferentShards { .. }
-    )
 }
 
 /// A `COPY ... FROM` (one statement).

@@ -123,7 +123,9 @@ impl Session {
             err => {
                 let mut error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 self.note_moved_rows(&mut error, Some(&err), summary, &statement.query);
-                if super::gathered_refusal(&err) && self.finishes_on_coordinator(summary) {
+                if crate::session::carry::gathered_refusal(&err)
+                    && self.finishes_on_coordinator(summary)
+                {
                     return self.bind_gathered(statement, &bind.to_bind(), error);
                 }
                 self.shared.metrics.route(RouteKind::Refused);
