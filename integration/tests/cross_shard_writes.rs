@@ -26,123 +26,18 @@ mod cross_shard_diff {
 mod carried_writes {
     pub mod extended;
     pub mod generator;
+    #[allow(dead_code)]
+    pub mod setup;
 }
 
-use bytes::Bytes;
 use carried_writes::extended::{self, Way, WAYS};
 use carried_writes::generator::statement;
-use common::wire::{self, Wire};
-use common::{connect, sharded_config};
-use cross_shard_diff::data::{self, Data};
-use integration::{PgServer, TestProxy};
+use carried_writes::setup::{
+    client, contents, message, outcome, same_replies, same_script, start, wires,
+};
+use common::wire;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::SeedableRng;
-use tokio_postgres::{Client, SimpleQueryMessage};
-
-/// `n` shards and a reference loaded with `seed`'s rows, pgshard over the
-/// shards with `general` lines.
-struct Setup {
-    _servers: Vec<PgServer>,
-    reference: PgServer,
-    direct: Client,
-    proxy: TestProxy,
-    data: Data,
-}
-
-async fn start(n: usize, general: &str, seed: u64) -> Setup {
-    common::watch_proxy_panics();
-    let data = Data::generate(seed);
-    let mut servers = common::servers(n + 1);
-    let reference = servers.pop().unwrap();
-    let mut shards = Vec::new();
-    for (i, server) in servers.iter().enumerate() {
-        let db = format!("shard_{i}");
-        shards.push(connect(server.port(), "app", "app-pw", &db).await.unwrap());
-    }
-    let direct = connect(reference.port(), "app", "app-pw", &format!("shard_{n}"))
-        .await
-        .unwrap();
-    data::load(&data, &shards, &direct).await;
-    let config = sharded_config(&servers, general, data::SHARDING);
-    // `raw` logs in without a password, for the raw socket.
-    let proxy = TestProxy::start(&config, &common::raw_users()).unwrap();
-    Setup {
-        _servers: servers,
-        reference,
-        direct,
-        proxy,
-        data,
-    }
-}
-
-async fn client(setup: &Setup) -> Client {
-    connect(setup.proxy.port(), "app", "app-pw", "prod")
-        .await
-        .unwrap()
-}
-
-/// A statement's outcome: its command tags, or its error's code.
-type Outcome = Result<Vec<String>, String>;
-
-/// `sql` on `client`. Under load the proxy's read of the move records may
-/// be late: it then refuses keyless statements for a moment and says to
-/// retry, which this does.
-async fn query(
-    client: &Client,
-    sql: &str,
-) -> Result<Vec<SimpleQueryMessage>, tokio_postgres::Error> {
-    let mut tries = 0;
-    loop {
-        match client.simple_query(sql).await {
-            Err(e) if common::describe(&e).contains("has not read lately") && tries < 20 => {
-                tries += 1;
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            }
-            result => return result,
-        }
-    }
-}
-
-async fn outcome(client: &Client, sql: &str) -> Outcome {
-    let result = query(client, sql).await;
-    match result {
-        Ok(messages) => Ok(messages
-            .into_iter()
-            .filter_map(|m| match m {
-                SimpleQueryMessage::CommandComplete(n) => Some(n.to_string()),
-                _ => None,
-            })
-            .collect()),
-        Err(e) => {
-            eprintln!("{sql}: {}", common::describe(&e));
-            Err(common::code(&e).unwrap_or("?").to_owned())
-        }
-    }
-}
-
-async fn message(client: &Client, sql: &str) -> (String, String) {
-    let e = query(client, sql).await.unwrap_err();
-    (
-        common::code(&e).unwrap_or("?").to_owned(),
-        common::describe(&e),
-    )
-}
-
-/// Every row of the written tables, in a fixed order, as text.
-async fn contents(client: &Client) -> Vec<String> {
-    let mut out = Vec::new();
-    for sql in [
-        "SELECT users::text FROM users ORDER BY id",
-        "SELECT orders::text FROM orders ORDER BY user_id, id",
-    ] {
-        for message in query(client, sql).await.unwrap() {
-            if let SimpleQueryMessage::Row(row) = message {
-                out.push(row.get(0).unwrap_or("NULL").to_owned());
-            }
-        }
-    }
-    out
-}
 
 /// `count` generated writes through pgshard on `n` shards and on the
 /// reference: the same tags (or error codes) statement by statement, and
@@ -188,20 +83,6 @@ async fn carried_writes_match_one_postgres_on_2_shards() {
 #[tokio::test(flavor = "multi_thread")]
 async fn carried_writes_match_one_postgres_on_4_shards() {
     differential(4, 3402, 60).await;
-}
-
-/// Raw sockets to pgshard and to the reference (as its superuser, who
-/// logs in without a password).
-async fn wires(setup: &Setup, n: usize) -> (Wire, Wire) {
-    let proxy = Wire::login(setup.proxy.port(), "raw", "prod").await;
-    let database = format!("shard_{n}");
-    let direct = Wire::login(
-        setup.reference.port(),
-        integration::postgres_server::SUPERUSER,
-        &database,
-    )
-    .await;
-    (proxy, direct)
 }
 
 /// [`differential`] in the extended protocol: each write with some of its
@@ -264,20 +145,6 @@ async fn bound_writes_match_one_postgres_on_2_shards() {
 #[tokio::test(flavor = "multi_thread")]
 async fn bound_writes_match_one_postgres_on_4_shards() {
     differential_extended(4, 3408, 30).await;
-}
-
-/// The same script through pgshard and on the reference: the same
-/// outcomes, then the same tables.
-async fn same_script(setup: &Setup, proxy: &Client, script: &[&str]) {
-    for sql in script {
-        let got = outcome(proxy, sql).await;
-        let want = outcome(&setup.direct, sql).await;
-        assert_eq!(got, want, "{sql}\n  in {script:?}");
-    }
-    assert!(
-        contents(proxy).await == contents(&setup.direct).await,
-        "tables differ after {script:?}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -362,9 +229,17 @@ async fn sql_prepared_writes_carry_their_subqueries() {
         "PREPARE w3 (int) AS UPDATE users SET score = 1 WHERE score > (SELECT 1 / (count(*) - count(*) + $1) FROM orders)",
         "EXECUTE w3(0)",
         "EXECUTE w3(1)",
+        // FROM subqueries: one that limits across shards though joined on
+        // the key (rule 8), one that aggregates with a parameter.
+        "PREPARE w5 (int8) AS UPDATE users SET grp = 7 FROM (SELECT id FROM users ORDER BY score DESC NULLS LAST, id LIMIT $1) s WHERE users.id = s.id",
+        "EXECUTE w5(3)",
+        "PREPARE w6 (int8) AS UPDATE users u SET score = s.n FROM (SELECT count(*)::int AS n FROM orders WHERE qty > $1) s WHERE u.grp = 2",
+        "EXECUTE w6(4)",
         "DEALLOCATE w1",
         "DEALLOCATE w2",
         "DEALLOCATE w3",
+        "DEALLOCATE w5",
+        "DEALLOCATE w6",
     ];
     same_script(&setup, &proxy, &script).await;
     let untyped = "PREPARE w4 AS UPDATE users SET score = 0 WHERE score > (SELECT avg(qty) FROM orders WHERE qty > $1)";
@@ -437,34 +312,6 @@ async fn two_phase_blocks_and_implicit_writes() {
     ];
     same_script(&setup, &proxy, &script).await;
     assert_eq!(common::proxy_panics(), 0);
-}
-
-/// `messages` to pgshard and to the reference, each read to its
-/// `readies`th ReadyForQuery: the same kinds of replies, rows, tags and
-/// error codes.
-async fn same_replies(wires: &mut (Wire, Wire), messages: &[Vec<u8>], readies: usize) {
-    let messages = messages.concat();
-    let mut outcomes = Vec::new();
-    for wire in [&mut wires.0, &mut wires.1] {
-        wire.send(&messages).await;
-        let mut replies = Vec::new();
-        for _ in 0..readies {
-            replies.extend(wire.until_ready().await);
-        }
-        let completes: Vec<Bytes> = replies
-            .iter()
-            .filter(|(tag, _)| *tag == b'C')
-            .map(|(_, body)| body.clone())
-            .collect();
-        let rows = wire::data_rows(&replies);
-        outcomes.push((
-            wire::tags(&replies),
-            rows,
-            completes,
-            wire::errors(&replies),
-        ));
-    }
-    assert_eq!(outcomes[0], outcomes[1], "pgshard, then the reference");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -4,33 +4,76 @@
 //! sharding config; the proxy runs the plan (`proxy/src/session/carry.rs`).
 //!
 //! Rules:
-//! 1. Only one UPDATE, DELETE or INSERT ... VALUES without a WITH clause.
-//!    The subqueries looked at are those of its WHERE, of its SET values
-//!    (not `(a, b) = (SELECT ...)`), and of its VALUES rows, reached
-//!    through the expression nodes [`visit`] knows; any other place keeps
-//!    its subquery, and routing decides on it as before.
-//! 2. A subquery (scalar, EXISTS, `IN`/`NOT IN`, `op ANY`/`op ALL`) that
-//!    reads a table the coordinator would gather ([`crate::gather::plan`]
-//!    of it alone finds a gather) is *carried*: it runs first, alone, on
-//!    the coordinator path ([`Carry::sql`]), and its result replaces it in
-//!    the write as a typed constant ([`CarryPlan::write_sql`]): a scalar as
-//!    `'text'::type` (`NULL::type` for no row; more rows fail as in
-//!    Postgres, `21000`), EXISTS as `true`/`false`, IN and `op ANY`/`op
-//!    ALL` as `x op ANY/ALL ('{...}'::type[])`, whose three-valued logic is
-//!    the subquery's (a NULL in the set makes `NOT IN` no row; an empty set
+//! 1. Only one UPDATE, DELETE or INSERT ... VALUES, whose WITH (if any) is
+//!    read-only (a data-modifying WITH is refused here). The places looked
+//!    at (`carry/walk.rs`), in this order: the WITH's CTEs, then the WHERE,
+//!    the SET values (a multiple-column SET's subquery once), the FROM
+//!    (UPDATE) or USING (DELETE) items through joins, the VALUES rows,
+//!    their subqueries reached through the expression nodes
+//!    [`walk::visit`] knows; any other place keeps its subquery, and
+//!    routing decides on it as before.
+//! 2. A subquery that reads a table the coordinator would gather
+//!    ([`crate::gather::plan`] of the SELECT that runs it alone finds a
+//!    gather) is *carried*: it runs first, alone, on the coordinator path
+//!    ([`Carry::sql`], after the write's WITH clause, so that it sees the
+//!    CTEs it names), and its result replaces it in the write
+//!    ([`CarryPlan::write_sql`]). A scalar subquery as `'text'::type`
+//!    (`NULL::type` for no row; more rows fail as in Postgres, `21000`),
+//!    EXISTS as `true`/`false`, a one-column IN and `op ANY`/`op ALL` as
+//!    `x op ANY/ALL ('{...}'::type[])`, whose three-valued logic is the
+//!    subquery's (a NULL in the set makes `NOT IN` no row; an empty set
 //!    makes `IN` false, `NOT IN` true). The type is Postgres's own name for
 //!    it (`format_type(pg_typeof(v), -1)`: `bpchar`, not `character`, so no
 //!    length is imposed).
 //! 3. The subquery runs alone, so one that refers to the write's columns
-//!    (correlated) fails there with Postgres's error for the unknown name
-//!    (`42703`/`42P01`), which the proxy turns into a refusal: names that
-//!    resolve inside the subquery resolve alike alone, so it is exact or
-//!    an error. A subquery with parameters (`$n`) is carried only when the
-//!    write is bound ([`plan_bound`], the extended protocol): the proxy
-//!    runs it with the Bind's values and the statement's parameter types,
-//!    and the write keeps its own `$n`; in a simple query it is refused.
-//! 4. A subquery of record type, or IN over a subquery of arrays, is
-//!    refused (`Value` checks), a constant of them would not read back.
+//!    (correlated, a LATERAL FROM subquery naming an item before it) fails
+//!    there with Postgres's error for the unknown name (`42703`/`42P01`),
+//!    which the proxy turns into a refusal: names that resolve inside the
+//!    subquery resolve alike alone, so it is exact or an error. A subquery
+//!    with parameters (`$n`) is carried only when the write is bound
+//!    ([`plan_bound`], the extended protocol): the proxy runs it with the
+//!    Bind's values and the statement's parameter types, and the write
+//!    keeps its own `$n`; in a simple query it is refused.
+//! 4. A scalar subquery of record type, or a one-column IN over a subquery
+//!    of arrays, is refused (`Value` checks), a constant of them would not
+//!    read back.
+//! 5. [`Kind::Rows`]: a FROM/USING subquery, a read-only CTE, and a
+//!    row-valued subquery (`(a, b) IN (SELECT x, y ...)`, `(a, b) = (SELECT
+//!    x, y ...)` in WHERE, `SET (a, b) = (SELECT x, y ...)`) carry all their
+//!    rows. The SELECT run first (`carry/rows.rs`) returns, per row, the
+//!    column types' names and the values as text under the subquery's own
+//!    column names, and one row of NULLs typed alike when it has none, so an
+//!    empty result types too; at most `max_rows + 1` rows (the proxy
+//!    refuses more, 54000). Its columns are counted from its text
+//!    ([`walk::columns`]): a `*` in its target list is refused (list the
+//!    columns). A CTE runs as `WITH <the write's WITH> SELECT * FROM name`.
+//!    A CTE with SEARCH or CYCLE is refused; `ARRAY(SELECT ...)` (whose
+//!    rows' order counts) is not carried.
+//! 6. The rows replace the subquery's SELECT, the FROM item's alias and the
+//!    CTE's name and column list kept: `SELECT * FROM (VALUES ('v'::type,
+//!    ...), ...) AS pgshard_values("name", ...)`, every value typed (a
+//!    NULL as `NULL::type`), or with no row `SELECT NULL::type AS "name",
+//!    ... WHERE false`. The write's semantics are then the subquery's rows'
+//!    (a row comparison with more than one row fails there, `21000`, as in
+//!    Postgres); a column of record type is refused.
+//! 7. A plain table in FROM/USING that is not co-located with the target
+//!    is not carried (its columns cannot be told from the text): the
+//!    routing's refusal stands; written as `(SELECT cols FROM t) AS t` it
+//!    is carried by rule 5.
+//! 8. A write the router places (its FROM items joined on co-located
+//!    keys) may still have a FROM/USING subquery or WITH query that
+//!    aggregates, deduplicates, limits or combines rows across shards
+//!    (`FROM (SELECT id FROM users ORDER BY score LIMIT 3) s WHERE
+//!    users.id = s.id`), which each shard would compute over its own rows:
+//!    [`cuts_rows`] says so (the check a cross-shard SELECT makes there,
+//!    `merge::cuts_rows`), and the proxy carries it, or refuses the write.
+
+mod replace;
+mod rows;
+mod site;
+mod walk;
+
+pub use rows::{bytes as rows_bytes, Rows};
 
 use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 use parser_ffi::ParseError;
@@ -43,32 +86,44 @@ use crate::sharding::Sharding;
 pub enum Kind {
     /// A scalar subquery: its one value.
     Scalar,
-    /// `IN`, `op ANY`, `op ALL`: an array of its values.
+    /// `IN`, `op ANY`, `op ALL` of one column: an array of its values.
     Array,
     /// `EXISTS`: true or false.
     Exists,
+    /// A FROM/USING subquery, a CTE, a row-valued subquery: its rows
+    /// (rules 5 and 6).
+    Rows,
 }
 
 /// One subquery to run before the write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Carry {
     pub kind: Kind,
-    /// The SELECT to run: one row of three columns, the type's name, the
-    /// value as text (NULL for NULL) and, for [`Kind::Array`], its number
-    /// of dimensions.
+    /// The SELECT to run: for [`Kind::Rows`], rows as [`rows`] says; else
+    /// one row of three columns, the type's name, the value as text (NULL
+    /// for NULL) and, for [`Kind::Array`], its number of dimensions.
     pub sql: String,
     /// The subquery as written (deparsed), for messages.
     pub subquery: String,
-    /// Which subquery of the statement it is, counted in [`visit`]'s order.
+    /// For [`Kind::Rows`], its number of columns (0 for the other kinds).
+    pub columns: usize,
+    /// Which place of the statement it is, counted in [`walk`]'s order.
     position: usize,
 }
 
-/// The result of a [`Carry`]: the first row of its SELECT.
+/// The result of a one-row [`Carry`]: the first row of its SELECT.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Value {
     pub type_name: String,
     pub text: Option<String>,
     pub dimensions: Option<String>,
+}
+
+/// The result of a [`Carry`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Value(Value),
+    Rows(Rows),
 }
 
 /// A write and the subqueries it carries.
@@ -83,11 +138,9 @@ pub struct CarryPlan {
 pub enum NotCarried {
     #[error("{0}")]
     Parse(ParseError),
-    #[error(
-        "only one UPDATE, DELETE or INSERT ... VALUES without WITH has its subqueries run first"
-    )]
+    #[error("only one UPDATE, DELETE or INSERT ... VALUES without a data-modifying WITH has its subqueries run first")]
     NotWrite,
-    #[error("no subquery of its WHERE, SET or VALUES that reads across shards can be run first")]
+    #[error("no subquery of its WITH, WHERE, SET, FROM/USING or VALUES that reads across shards can be run first")]
     Nothing,
     #[error("its subquery {0} has parameters, which a subquery run first takes only in the extended protocol (a bound statement)")]
     Parameters(String),
@@ -102,6 +155,10 @@ pub enum NotCarried {
         "its subquery {0} returns arrays, whose IN/ANY/ALL cannot be carried as one array constant"
     )]
     ArrayOfArrays(String),
+    #[error("its subquery {0} selects *, whose columns pgshard cannot count to carry its rows: list the columns it returns")]
+    Star(String),
+    #[error("its WITH query {0} has SEARCH or CYCLE, which pgshard does not carry")]
+    SearchCycle(String),
     #[error("the subquery results did not match the plan")]
     Mismatch,
     #[error("the statement could not be rewritten: {0}")]
@@ -109,10 +166,16 @@ pub enum NotCarried {
 }
 
 /// Plan the subqueries `sql` (one write, a simple query) carries;
-/// `coordinator` is the database that would run them. A subquery with
-/// parameters is refused.
-pub fn plan(sql: &str, sharding: &Sharding, coordinator: usize) -> Result<CarryPlan, NotCarried> {
-    plan_with(sql, sharding, coordinator, false)
+/// `coordinator` is the database that would run them, `max_rows` the most
+/// rows a carried subquery may have (its SELECT reads one more). A
+/// subquery with parameters is refused.
+pub fn plan(
+    sql: &str,
+    sharding: &Sharding,
+    coordinator: usize,
+    max_rows: u64,
+) -> Result<CarryPlan, NotCarried> {
+    plan_with(sql, sharding, (coordinator, max_rows), false)
 }
 
 /// [`plan`] of a bound statement (the extended protocol): its carried
@@ -121,33 +184,44 @@ pub fn plan_bound(
     sql: &str,
     sharding: &Sharding,
     coordinator: usize,
+    max_rows: u64,
 ) -> Result<CarryPlan, NotCarried> {
-    plan_with(sql, sharding, coordinator, true)
+    plan_with(sql, sharding, (coordinator, max_rows), true)
 }
 
 fn plan_with(
     sql: &str,
     sharding: &Sharding,
-    coordinator: usize,
+    (coordinator, max_rows): (usize, u64),
     bound: bool,
 ) -> Result<CarryPlan, NotCarried> {
     let mut tree = parser_ffi::parse_protobuf(sql).map_err(NotCarried::Parse)?;
-    let options = GatherOptions {
-        coordinator,
-        ..GatherOptions::default()
+    let context = site::Context {
+        sharding,
+        options: GatherOptions {
+            coordinator,
+            ..GatherOptions::default()
+        },
+        bound,
+        version: tree.version,
+        max_rows,
+        with: None,
     };
-    let version = tree.version;
     let mut carried = Vec::new();
     let mut failed = None;
     let mut position = 0;
     {
-        let roots = roots(&mut tree)?;
+        let places = walk::places(&mut tree)?;
+        let context = site::Context {
+            with: places.with.as_deref().cloned(),
+            ..context
+        };
         let mut decide = |node: &mut pb::Node| {
             position += 1;
             if failed.is_some() {
                 return;
             }
-            match carry_of(node, sharding, (&options, bound), version) {
+            match site::carry_of(node, &context) {
                 Ok(Some(carry)) => carried.push(Carry {
                     position: position - 1,
                     ..carry
@@ -156,9 +230,7 @@ fn plan_with(
                 Err(why) => failed = Some(why),
             }
         };
-        for root in roots {
-            visit(root, &mut decide);
-        }
+        walk::each_place(places, &mut decide);
     }
     if let Some(why) = failed {
         return Err(why);
@@ -169,35 +241,63 @@ fn plan_with(
     Ok(CarryPlan { tree, carried })
 }
 
+/// `sql` (one write, routed) has a FROM/USING item or WITH query that
+/// reads across shards and aggregates, deduplicates, limits or combines
+/// rows (rule 8): run on the shards it would be computed over each one's
+/// own rows only, so it must be carried ([`plan`] finds it, or why not).
+/// False when it has none, or none that reads a sharded table.
+pub fn cuts_rows(sql: &str, sharding: &Sharding, coordinator: usize, max_rows: u64) -> bool {
+    let Ok(mut tree) = parser_ffi::parse_protobuf(sql) else {
+        return false;
+    };
+    let Ok(places) = walk::places(&mut tree) else {
+        return false;
+    };
+    let ctes = places.with.iter().flat_map(|w| w.ctes.iter());
+    let queries = ctes.filter_map(|cte| match cte.node.as_ref() {
+        Some(NodeEnum::CommonTableExpr(cte)) => cte.ctequery.as_deref(),
+        _ => None,
+    });
+    let mut cuts = false;
+    for query in queries {
+        cuts |= crate::merge::cuts_rows(None, Some(query));
+    }
+    for root in &places.roots {
+        cuts |= crate::merge::cuts_rows(Some(root), None);
+    }
+    cuts && !matches!(
+        plan(sql, sharding, coordinator, max_rows),
+        Err(NotCarried::Nothing | NotCarried::NotWrite)
+    )
+}
+
 impl CarryPlan {
     /// The write with each carried subquery replaced by its result
-    /// (`values`, one per [`CarryPlan::carried`], in order).
-    pub fn write_sql(&self, values: &[Value]) -> Result<String, NotCarried> {
-        if values.len() != self.carried.len() {
+    /// (`answers`, one per [`CarryPlan::carried`], in order).
+    pub fn write_sql(&self, answers: &[Answer]) -> Result<String, NotCarried> {
+        if answers.len() != self.carried.len() {
             return Err(NotCarried::Mismatch);
         }
         let mut tree = self.tree.clone();
-        let mut next = self.carried.iter().zip(values).peekable();
+        let mut next = self.carried.iter().zip(answers).peekable();
         let mut failed = None;
         let mut position = 0;
         {
-            let roots = roots(&mut tree)?;
+            let places = walk::places(&mut tree)?;
             let mut replace = |node: &mut pb::Node| {
                 position += 1;
                 if failed.is_some() {
                     return;
                 }
-                let Some((carry, value)) = next.next_if(|(c, _)| c.position == position - 1) else {
+                let Some((carry, answer)) = next.next_if(|(c, _)| c.position == position - 1)
+                else {
                     return;
                 };
-                match replacement(node, carry, value) {
-                    Ok(new) => *node = new,
-                    Err(why) => failed = Some(why),
+                if let Err(why) = replace::replace(node, carry, answer) {
+                    failed = Some(why);
                 }
             };
-            for root in roots {
-                visit(root, &mut replace);
-            }
+            walk::each_place(places, &mut replace);
         }
         if let Some(why) = failed {
             return Err(why);
@@ -209,210 +309,23 @@ impl CarryPlan {
     }
 }
 
-/// The expressions of the one write in `tree` whose subqueries may be
-/// carried (rule 1).
-fn roots(tree: &mut pb::ParseResult) -> Result<Vec<&mut pb::Node>, NotCarried> {
-    let [raw] = tree.stmts.as_mut_slice() else {
-        return Err(NotCarried::NotWrite);
-    };
-    let node = raw.stmt.as_deref_mut().and_then(|s| s.node.as_mut());
-    let mut roots = Vec::new();
-    match node {
-        Some(NodeEnum::UpdateStmt(update)) if update.with_clause.is_none() => {
-            roots.extend(update.where_clause.as_deref_mut());
-            roots.extend(update.target_list.iter_mut());
-        }
-        Some(NodeEnum::DeleteStmt(delete)) if delete.with_clause.is_none() => {
-            roots.extend(delete.where_clause.as_deref_mut());
-        }
-        Some(NodeEnum::InsertStmt(insert)) if insert.with_clause.is_none() => {
-            let select = insert
-                .select_stmt
-                .as_deref_mut()
-                .and_then(|s| s.node.as_mut());
-            match select {
-                Some(NodeEnum::SelectStmt(select)) if !select.values_lists.is_empty() => {
-                    roots.extend(select.values_lists.iter_mut());
-                }
-                _ => return Err(NotCarried::NotWrite),
-            }
-        }
-        _ => return Err(NotCarried::NotWrite),
-    }
-    Ok(roots)
-}
-
-/// Call `f` on every subquery node reached from `node` through the
-/// expression nodes known here, a subquery's left side (`x` of `x IN`)
-/// before the subquery itself; a subquery's own SELECT is not entered.
-fn visit(node: &mut pb::Node, f: &mut dyn FnMut(&mut pb::Node)) {
-    let Some(inner) = node.node.as_mut() else {
-        return;
-    };
-    match inner {
-        NodeEnum::SubLink(sublink) => {
-            boxed(&mut sublink.testexpr, f);
-            f(node);
-        }
-        NodeEnum::BoolExpr(e) => each(&mut e.args, f),
-        NodeEnum::AExpr(e) => {
-            boxed(&mut e.lexpr, f);
-            boxed(&mut e.rexpr, f);
-        }
-        NodeEnum::FuncCall(e) if e.over.is_none() && e.agg_order.is_empty() => each(&mut e.args, f),
-        NodeEnum::TypeCast(e) => boxed(&mut e.arg, f),
-        NodeEnum::NullTest(e) => boxed(&mut e.arg, f),
-        NodeEnum::BooleanTest(e) => boxed(&mut e.arg, f),
-        NodeEnum::CollateClause(e) => boxed(&mut e.arg, f),
-        NodeEnum::CoalesceExpr(e) => each(&mut e.args, f),
-        NodeEnum::MinMaxExpr(e) => each(&mut e.args, f),
-        NodeEnum::RowExpr(e) => each(&mut e.args, f),
-        NodeEnum::AArrayExpr(e) => each(&mut e.elements, f),
-        NodeEnum::List(e) => each(&mut e.items, f),
-        NodeEnum::ResTarget(e) => boxed(&mut e.val, f),
-        NodeEnum::CaseExpr(e) => {
-            boxed(&mut e.arg, f);
-            each(&mut e.args, f);
-            boxed(&mut e.defresult, f);
-        }
-        NodeEnum::CaseWhen(e) => {
-            boxed(&mut e.expr, f);
-            boxed(&mut e.result, f);
-        }
-        _ => {}
+/// The one SELECT of `sql`, parsed.
+fn parsed_select(sql: &str) -> Result<pb::Node, NotCarried> {
+    let tree = parser_ffi::parse_protobuf(sql).map_err(NotCarried::Parse)?;
+    let [raw] = <[pb::RawStmt; 1]>::try_from(tree.stmts).map_err(|_| NotCarried::Mismatch)?;
+    match raw.stmt.map(|s| *s) {
+        Some(
+            select @ pb::Node {
+                node: Some(NodeEnum::SelectStmt(_)),
+            },
+        ) => Ok(select),
+        _ => Err(NotCarried::Mismatch),
     }
 }
 
-fn boxed(node: &mut Option<Box<pb::Node>>, f: &mut dyn FnMut(&mut pb::Node)) {
-    if let Some(node) = node.as_deref_mut() {
-        visit(node, f);
-    }
-}
-
-fn each(nodes: &mut [pb::Node], f: &mut dyn FnMut(&mut pb::Node)) {
-    for node in nodes {
-        visit(node, f);
-    }
-}
-
-/// The [`Kind`] of a subquery node of a kind that can be carried.
-fn sublink_kind(node: &pb::Node) -> Option<Kind> {
-    let Some(NodeEnum::SubLink(sublink)) = node.node.as_ref() else {
-        return None;
-    };
-    match pb::SubLinkType::try_from(sublink.sub_link_type).ok()? {
-        pb::SubLinkType::ExprSublink => Some(Kind::Scalar),
-        pb::SubLinkType::ExistsSublink => Some(Kind::Exists),
-        pb::SubLinkType::AnySublink | pb::SubLinkType::AllSublink => Some(Kind::Array),
-        _ => None,
-    }
-}
-
-/// The [`Carry`] of `node` when it is a subquery carried (rule 2).
-fn carry_of(
-    node: &pb::Node,
-    sharding: &Sharding,
-    (options, bound): (&GatherOptions, bool),
-    version: i32,
-) -> Result<Option<Carry>, NotCarried> {
-    let Some(kind) = sublink_kind(node) else {
-        return Ok(None);
-    };
-    let Some(NodeEnum::SubLink(sublink)) = node.node.as_ref() else {
-        return Ok(None);
-    };
-    let Some(select) = sublink.subselect.clone() else {
-        return Ok(None);
-    };
-    let subquery = deparse_select(*select, version)?;
-    let sql = match kind {
-        Kind::Scalar => format!(
-            "SELECT pg_catalog.format_type(pg_catalog.pg_typeof(v), -1), v::text, 1 \
-             FROM (SELECT ({subquery}) AS v) AS pgshard_carried"
-        ),
-        Kind::Array => format!(
-            "SELECT pg_catalog.format_type(pg_catalog.pg_typeof(v), -1), v::text, \
-             pg_catalog.array_ndims(v) FROM (SELECT ARRAY({subquery}) AS v) AS pgshard_carried"
-        ),
-        Kind::Exists => format!("SELECT 'boolean', (EXISTS ({subquery}))::text, 1"),
-    };
-    let planned = gather::plan(&sql, sharding, options).map_err(|why| NotCarried::NotGathered {
-        subquery: subquery.clone(),
-        why,
-    })?;
-    if planned.gathers.is_empty() {
-        return Ok(None);
-    }
-    if planned.finish_params && !bound {
-        return Err(NotCarried::Parameters(subquery));
-    }
-    Ok(Some(Carry {
-        kind,
-        sql,
-        subquery,
-        position: 0,
-    }))
-}
-
-/// A subquery's SELECT as a statement of its own.
-fn deparse_select(select: pb::Node, version: i32) -> Result<String, NotCarried> {
-    let tree = pb::ParseResult {
-        version,
-        stmts: vec![pb::RawStmt {
-            stmt: Some(Box::new(select)),
-            stmt_location: 0,
-            stmt_len: 0,
-        }],
-    };
-    parser_ffi::deparse_protobuf(&tree).map_err(NotCarried::Deparse)
-}
-
-/// What replaces the subquery `node` given its result (rule 2).
-fn replacement(node: &mut pb::Node, carry: &Carry, value: &Value) -> Result<pb::Node, NotCarried> {
-    let Some(NodeEnum::SubLink(sublink)) = node.node.as_mut() else {
-        return Err(NotCarried::Mismatch);
-    };
-    let record = value.type_name == "record" || value.type_name == "record[]";
-    if record {
-        return Err(NotCarried::Record(carry.subquery.clone()));
-    }
-    let typed = |text: &str| constant(text, &value.type_name);
-    match carry.kind {
-        Kind::Exists => typed(if value.text.as_deref() == Some("true") {
-            "true"
-        } else {
-            "false"
-        }),
-        Kind::Scalar => match &value.text {
-            Some(text) => typed(&literal(text)),
-            None => typed("NULL"),
-        },
-        Kind::Array => {
-            if value.dimensions.as_deref().is_some_and(|d| d != "1") {
-                return Err(NotCarried::ArrayOfArrays(carry.subquery.clone()));
-            }
-            let array = typed(&literal(value.text.as_deref().unwrap_or("{}")))?;
-            let kind = match pb::SubLinkType::try_from(sublink.sub_link_type) {
-                Ok(pb::SubLinkType::AllSublink) => pb::AExprKind::AexprOpAll,
-                _ => pb::AExprKind::AexprOpAny,
-            };
-            let name = match sublink.oper_name.is_empty() {
-                true => vec![string("=")],
-                false => std::mem::take(&mut sublink.oper_name),
-            };
-            Ok(pb::Node {
-                node: Some(NodeEnum::AExpr(Box::new(pb::AExpr {
-                    kind: kind as i32,
-                    name,
-                    lexpr: sublink.testexpr.take(),
-                    rexpr: Some(Box::new(array)),
-                    rexpr_list_start: -1,
-                    rexpr_list_end: -1,
-                    location: sublink.location,
-                }))),
-            })
-        }
-    }
+/// `name` as a quoted SQL identifier.
+fn identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// `text` as an SQL string literal.
@@ -420,42 +333,7 @@ fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-/// A String node.
-fn string(value: &str) -> pb::Node {
-    pb::Node {
-        node: Some(NodeEnum::String(pb::String {
-            sval: value.to_owned(),
-        })),
-    }
-}
-
-/// The expression `<value>::<type_name>`, parsed.
-fn constant(value: &str, type_name: &str) -> Result<pb::Node, NotCarried> {
-    let sql = format!("SELECT ({value})::{type_name}");
-    let tree = parser_ffi::parse_protobuf(&sql).map_err(NotCarried::Parse)?;
-    let target = tree
-        .stmts
-        .into_iter()
-        .next()
-        .and_then(|raw| match raw.stmt?.node? {
-            NodeEnum::SelectStmt(select) => select.target_list.into_iter().next(),
-            _ => None,
-        })
-        .and_then(|target| match target.node? {
-            NodeEnum::ResTarget(target) => target.val,
-            _ => None,
-        });
-    // A type name is Postgres's own (`format_type`); anything but one cast
-    // is not taken.
-    match target.map(|t| *t) {
-        Some(
-            cast @ pb::Node {
-                node: Some(NodeEnum::TypeCast(_)),
-            },
-        ) => Ok(cast),
-        _ => Err(NotCarried::Mismatch),
-    }
-}
-
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_rows;

@@ -254,6 +254,15 @@ pub enum Unmergeable {
     BoundParam { what: &'static str, number: i32 },
 }
 
+/// A FROM item (subqueries through joins) or WITH query (`query`) that
+/// aggregates, deduplicates, limits or combines rows (what a cross-shard
+/// SELECT refuses there): each shard would compute it over its own rows
+/// only. Used by [`crate::carry::cuts_rows`] for writes.
+pub fn cuts_rows(item: Option<&pb::Node>, query: Option<&pb::Node>) -> bool {
+    item.is_some_and(|item| aggregates::check_from(item).is_err())
+        || query.is_some_and(|q| aggregates::check_nested(Some(q), "a WITH query").is_err())
+}
+
 /// A plan, and whether it depends on which columns are sharding keys
 /// (then it holds for this sharding config only).
 #[derive(Debug, Clone, PartialEq, Eq)]

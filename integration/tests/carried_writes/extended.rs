@@ -79,6 +79,7 @@ fn cell(row: &tokio_postgres::Row, i: usize) -> String {
     let text = match *row.columns()[i].type_() {
         Type::INT8 => row.get::<_, Option<i64>>(i).map(|v| v.to_string()),
         Type::INT4 => row.get::<_, Option<i32>>(i).map(|v| v.to_string()),
+        Type::BOOL => row.get::<_, Option<bool>>(i).map(|v| v.to_string()),
         _ => row.get::<_, Option<String>>(i),
     };
     text.unwrap_or_else(|| "NULL".to_owned())

@@ -94,7 +94,7 @@ pub fn statement(rng: &mut Xoshiro256PlusPlus, ids: &[i64], fresh: i64) -> Write
     let g = Param::Int4(rng.random_range(0..8));
     let note = ["gift", "rush", "", "fragile", "none"][rng.random_range(0..5)];
     let note = Param::Text(note.to_owned());
-    let (template, args) = match rng.random_range(0..14) {
+    let (template, args) = match rng.random_range(0..23) {
         0 => ("UPDATE users SET active = NOT coalesce(active, false) WHERE id = {0} AND score > (SELECT avg(score) FROM users)".to_owned(), vec![id]),
         1 => ("UPDATE users SET score = (SELECT max(qty) FROM orders WHERE note = {0}) WHERE id = {1}".to_owned(), vec![note, id]),
         2 => ("DELETE FROM orders WHERE qty NOT IN (SELECT grp FROM users WHERE score < {0})".to_owned(), vec![score]),
@@ -108,7 +108,20 @@ pub fn statement(rng: &mut Xoshiro256PlusPlus, ids: &[i64], fresh: i64) -> Write
         10 => ("UPDATE users SET score = (SELECT count(*) FROM orders WHERE qty > {0})::int WHERE id = {1} RETURNING id, score".to_owned(), vec![q, id]),
         11 => ("INSERT INTO users (id, grp, score) VALUES ({0}, {1}, (SELECT count(*) FROM orders WHERE qty = {2})::int)".to_owned(), vec![Param::Int8(fresh), g, q]),
         12 => ("DELETE FROM orders WHERE user_id = {0} AND NOT EXISTS (SELECT 1 FROM users WHERE grp = {1} AND score > {2})".to_owned(), vec![id, g, score]),
-        _ => ("UPDATE orders SET qty = qty + 1 WHERE qty = ANY (SELECT grp FROM users WHERE name = 'bob' OR score = {0})".to_owned(), vec![score]),
+        13 => ("UPDATE orders SET qty = qty + 1 WHERE qty = ANY (SELECT grp FROM users WHERE name = 'bob' OR score = {0})".to_owned(), vec![score]),
+        // Rows carried: FROM/USING subqueries, WITH queries, row-valued
+        // subqueries (empty ones too: a score above 100, no such note).
+        14 => ("UPDATE users SET score = s.m FROM (SELECT qty AS g, count(*)::int AS m FROM orders WHERE qty > {0} GROUP BY qty) AS s WHERE users.grp = s.g".to_owned(), vec![q]),
+        15 => ("DELETE FROM orders USING (SELECT grp FROM users WHERE score > {0} ORDER BY score DESC, id LIMIT 5) AS top WHERE orders.qty = top.grp".to_owned(), vec![score]),
+        16 => ("WITH s AS (SELECT avg(score) AS a FROM users WHERE grp = {0}) UPDATE users SET active = (score > s.a) FROM s WHERE users.id = {1} RETURNING id, active".to_owned(), vec![g, id]),
+        17 => ("UPDATE users SET (grp, score) = (SELECT min(qty), max(qty) FROM orders WHERE note = {0}) WHERE id = {1} RETURNING grp, score".to_owned(), vec![note, id]),
+        18 => ("DELETE FROM orders WHERE (qty, note) IN (SELECT grp, name FROM users WHERE score < {0})".to_owned(), vec![score]),
+        19 => ("UPDATE orders SET note = {0} WHERE (user_id, qty) = (SELECT id, grp FROM users WHERE id = {1})".to_owned(), vec![note, id]),
+        20 => ("WITH big AS (SELECT id FROM users WHERE score > {0} ORDER BY score DESC, id LIMIT 4) UPDATE orders SET qty = qty + 1 WHERE user_id IN (SELECT id FROM big)".to_owned(), vec![score]),
+        // Joined on the key, which the router places, but limited across
+        // shards: carried all the same.
+        21 => ("UPDATE users SET grp = {0} FROM (SELECT id FROM users WHERE score > {1} ORDER BY score DESC, id LIMIT 3) AS s WHERE users.id = s.id".to_owned(), vec![g, score]),
+        _ => ("UPDATE users SET score = u2.score FROM (SELECT id, score FROM users WHERE grp = {0} ORDER BY id LIMIT 1) AS u2 WHERE users.id = {1} RETURNING users.id, u2.id, users.score".to_owned(), vec![g, id]),
     };
     write(rng, &template, args)
 }

@@ -3,19 +3,23 @@
 //! [`router::carry::plan`] picks the subqueries that read
 //! across shards; each runs first, alone, on the coordinator path
 //! (`gather.rs`, inside the client's transaction block when there is
-//! one), its one-row reply read here from the client's buffer and taken
-//! out; its result goes into the write as a typed constant, and the write
+//! one), its reply read from the client's buffer and taken out
+//! (`carry/reply.rs`: one value, or the rows of a FROM/USING subquery, a
+//! WITH query or a row-valued subquery, bounded by
+//! `cross_shard_gather_limit`); its result goes into the write as a typed
+//! constant or VALUES list, and the write
 //! is routed again as the client's statement (keyed: one shard; keyless:
 //! every shard, atomically). The subqueries and the write are separate
 //! statements: outside a block each has its own snapshot, as in Citus.
 
 mod bound;
 mod execute;
+mod reply;
 
 pub(super) use bound::Carried;
 
 use bytes::BytesMut;
-use router::carry::{CarryPlan, Value};
+use router::carry::{Answer, CarryPlan};
 use router::config::CrossShardFinish;
 use router::route::RouteError;
 use router::summary::{StatementKind, Summary};
@@ -26,12 +30,12 @@ use super::{End, Session};
 use crate::errors::ClientError;
 use crate::protocol::backend::{BackendFrame, BackendMessage, TransactionStatus};
 use crate::protocol::frontend::Bind;
-use crate::protocol::{messages, rows, sqlstate};
+use crate::protocol::{messages, sqlstate};
 
 /// How running a carried subquery ended.
 enum Ran {
-    /// Its value.
-    Value(Value),
+    /// Its value (or rows).
+    Value(Answer),
     /// Its error (and, when refused, its ReadyForQuery) is queued.
     Failed { ready: bool },
 }
@@ -52,29 +56,42 @@ enum Args<'a> {
 const UNRESOLVED: [&[u8]; 2] = [b"42703", b"42P01"];
 
 impl Session {
-    /// `summary`, refused with `err`, is one write whose refused
-    /// subqueries may be run first: an UPDATE, DELETE or INSERT refused
-    /// for a subquery that reads across shards (or, on an omnisharded
-    /// table, reads a sharded one: carried, every copy gets the same
+    /// `summary`, refused with `err`, is one write whose subqueries may be
+    /// run first: an UPDATE, DELETE or INSERT refused for a subquery, a
+    /// FROM/USING item or a WITH query that reads across shards (a
+    /// subquery or join the router cannot place), or, on an omnisharded
+    /// table, for reading a sharded one (carried, every copy gets the same
     /// values), on a config that finishes on the coordinator.
     pub(super) fn carries(&self, err: &RouteError, summary: &Summary) -> bool {
-        let subquery = matches!(
-            err,
-            RouteError::SubqueryWithoutKey { .. }
-                | RouteError::SubqueryOnOtherShards { .. }
-                | RouteError::OmnishardedFromSharded { .. }
-        );
-        subquery && self.may_carry(summary)
+        let omnisharded = matches!(err, RouteError::OmnishardedFromSharded { .. });
+        (gathered_refusal(err) || omnisharded) && self.may_carry(summary)
     }
 
-    /// `summary` is one write with subqueries, on a config that finishes
-    /// on the coordinator: what [`carries`](Self::carries) needs before
-    /// routing says why (a Bind of anything else is routed once).
+    /// `summary`, `sql`, routed, is one write whose FROM/USING subquery or
+    /// WITH query reads across shards and aggregates, deduplicates, limits
+    /// or combines rows (rule 8 of `router::carry`): it must be carried
+    /// all the same.
+    pub(super) fn cuts_rows(&self, summary: &Summary, sql: &str) -> bool {
+        let config = self.shared.config();
+        let general = &config.general;
+        self.may_carry(summary)
+            && router::carry::cuts_rows(
+                sql,
+                self.cluster.sharding(),
+                general.cross_shard_coordinator,
+                general.cross_shard_gather_limit.rows,
+            )
+    }
+
+    /// `summary` is one write with subqueries or joins (FROM/USING items,
+    /// WITH queries), on a config that finishes on the coordinator: what
+    /// [`carries`](Self::carries) needs before routing says why (a Bind of
+    /// anything else is routed once).
     pub(super) fn may_carry(&self, summary: &Summary) -> bool {
         let [statement] = summary.statements.as_slice() else {
             return false;
         };
-        statement.sublinks.is_some()
+        (statement.sublinks.is_some() || statement.joins.is_some())
             && matches!(
                 statement.kind,
                 StatementKind::Update | StatementKind::Delete | StatementKind::Insert
@@ -89,13 +106,15 @@ impl Session {
     pub(super) async fn carry_query(
         &mut self,
         frame_sql: &str,
-        err: &RouteError,
+        err: Option<&RouteError>,
     ) -> Result<Dispatch, End> {
-        let refusal = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+        let refusal = refusal(err);
         let coordinator = self.shared.config().general.cross_shard_coordinator;
-        let plan = match router::carry::plan(frame_sql, self.cluster.sharding(), coordinator) {
+        let max_rows = self.shared.config().general.cross_shard_gather_limit.rows;
+        let sharding = self.cluster.sharding();
+        let plan = match router::carry::plan(frame_sql, sharding, coordinator, max_rows) {
             Ok(plan) => plan,
-            Err(why) => return Ok(self.refused(not_carried(&refusal, &why))),
+            Err(why) => return Ok(self.refused(not_carried(err, &refusal, &why))),
         };
         let mut values = Vec::with_capacity(plan.carried.len());
         for index in 0..plan.carried.len() {
@@ -116,7 +135,7 @@ impl Session {
         }
         let sql = match plan.write_sql(&values) {
             Ok(sql) => sql,
-            Err(why) => return Ok(self.refused(not_carried(&refusal, &why))),
+            Err(why) => return Ok(self.refused(not_carried(err, &refusal, &why))),
         };
         match Box::pin(self.route_query(&sql, None)).await? {
             Dispatch::Send(target) => Ok(Dispatch::Rewritten(target, sql)),
@@ -166,31 +185,43 @@ impl Session {
             return Ok(Ran::Failed { ready: false });
         }
         let limit = self.shared.config().general.cross_shard_gather_limit;
-        match first_row(reply) {
-            Some(value) if value_bytes(&value) > limit.bytes => {
+        let Some(answer) = reply::answer(reply, carry) else {
+            let error = ClientError::new(
+                sqlstate::INTERNAL_ERROR,
+                format!(
+                    "the subquery {} run first gave no rows pgshard can read (or text that \
+                     is not UTF-8)",
+                    carry.subquery
+                ),
+            );
+            return Ok(self.carry_failed(&error));
+        };
+        let past = if u64::try_from(reply::row_count(&answer)).unwrap_or(u64::MAX) > limit.rows {
+            Some(format!(
+                "more than {} rows (cross_shard_gather_limit.rows)",
+                limit.rows
+            ))
+        } else if reply::bytes(&answer) > limit.bytes {
+            Some(format!(
+                "more than {} bytes (cross_shard_gather_limit.bytes)",
+                limit.bytes
+            ))
+        } else {
+            None
+        };
+        match past {
+            Some(past) => {
                 let error = ClientError::new(
                     sqlstate::PROGRAM_LIMIT_EXCEEDED,
                     format!(
-                        "the result of the subquery {} is more than {} bytes \
-                         (cross_shard_gather_limit.bytes) to carry into the statement: \
-                         restrict it, or raise cross_shard_gather_limit.bytes",
-                        carry.subquery, limit.bytes
-                    ),
-                );
-                Ok(self.carry_failed(&error))
-            }
-            Some(value) => Ok(Ran::Value(value)),
-            None => {
-                let error = ClientError::new(
-                    sqlstate::INTERNAL_ERROR,
-                    format!(
-                        "the subquery {} run first gave no row pgshard can read (or text that \
-                         is not UTF-8)",
+                        "the result of the subquery {} is {past} to carry into the statement: \
+                         restrict it, or raise cross_shard_gather_limit",
                         carry.subquery
                     ),
                 );
                 Ok(self.carry_failed(&error))
             }
+            None => Ok(Ran::Value(answer)),
         }
     }
 
@@ -205,8 +236,51 @@ impl Session {
     }
 }
 
-/// The client's refusal when the subqueries cannot be run first.
-fn not_carried(refusal: &ClientError, why: &router::carry::NotCarried) -> ClientError {
+/// A routing refusal of a SELECT that finishing on the coordinator
+/// answers (`gather.rs`; and of a write whose subqueries or FROM items may be
+/// carried): query levels or joins the shards cannot answer alone.
+pub(super) fn gathered_refusal(err: &RouteError) -> bool {
+    matches!(
+        err,
+        RouteError::SubqueryWithoutKey { .. }
+            | RouteError::SubqueryOnOtherShards { .. }
+            | RouteError::JoinWithoutKey { .. }
+            | RouteError::OuterJoinEverywhere { .. }
+            | RouteError::KeysOnDifferentShards { .. }
+    )
+}
+
+/// What a write is refused with when its subqueries cannot be run first:
+/// the router's refusal (`err`), or, for a write the router placed
+/// ([`Session::cuts_rows`]), why it cannot run as it is.
+pub(super) fn refusal(err: Option<&RouteError>) -> ClientError {
+    let message = match err {
+        Some(err) => err.to_string(),
+        None => "a FROM/USING subquery or WITH query of this write reads across shards and \
+                 aggregates, deduplicates, limits or combines rows, which each shard would \
+                 compute over its own rows only"
+            .to_owned(),
+    };
+    ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message)
+}
+
+/// The client's refusal when the subqueries cannot be run first: the
+/// router's alone when the write has nothing to run first.
+fn not_carried(
+    err: Option<&RouteError>,
+    refusal: &ClientError,
+    why: &router::carry::NotCarried,
+) -> ClientError {
+    use router::carry::NotCarried;
+    let subquery = matches!(
+        err,
+        None | Some(
+            RouteError::SubqueryWithoutKey { .. } | RouteError::SubqueryOnOtherShards { .. }
+        )
+    );
+    if !subquery && matches!(why, NotCarried::Nothing | NotCarried::NotWrite) {
+        return refusal.clone();
+    }
     ClientError::new(
         sqlstate::FEATURE_NOT_SUPPORTED,
         format!(
@@ -216,8 +290,9 @@ fn not_carried(refusal: &ClientError, why: &router::carry::NotCarried) -> Client
     )
 }
 
-/// The carried subquery's reply, its error for an unresolved name made a
-/// refusal that says the subquery may be correlated.
+/// The failed carried subquery's reply without its columns and rows, its
+/// error for an unresolved name made a refusal that says the subquery may
+/// be correlated.
 fn correlated(mut reply: BytesMut, subquery: &str) -> BytesMut {
     let mut out = BytesMut::new();
     while let Ok(Some(frame)) = BackendFrame::split(&mut reply) {
@@ -238,34 +313,11 @@ fn correlated(mut reply: BytesMut, subquery: &str) -> BytesMut {
                 );
                 error.encode(&mut out);
             }
+            // The failed SELECT's columns and rows are not the write's.
+            BackendMessage::RowDescription(_) | BackendMessage::DataRow(_) => {}
             _ => out.extend_from_slice(frame.bytes()),
         }
     }
     out.unsplit(reply);
     out
-}
-
-/// The type name, value and dimensions of the first DataRow in `reply`.
-fn first_row(mut reply: BytesMut) -> Option<Value> {
-    while let Ok(Some(frame)) = BackendFrame::split(&mut reply) {
-        if let BackendMessage::DataRow(_) = frame.message() {
-            let row = rows::parse_row(frame.bytes())?;
-            let text = |column| match row.value(column) {
-                Some(value) => String::from_utf8(value.to_vec()).map(Some).ok(),
-                None => Some(None),
-            };
-            return Some(Value {
-                type_name: text(0)??,
-                text: text(1)?,
-                dimensions: text(2)?,
-            });
-        }
-    }
-    None
-}
-
-/// The bytes a carried value adds to the statement.
-fn value_bytes(value: &Value) -> u64 {
-    let len = value.text.as_ref().map_or(0, String::len) + value.type_name.len();
-    u64::try_from(len).unwrap_or(u64::MAX)
 }

@@ -112,6 +112,9 @@ impl Session {
             }
             Held::TimedOut(error) => return Ok(self.refused(error)),
         };
+        if self.cuts_rows(summary, frame_sql) {
+            return Box::pin(self.carry_query(frame_sql, None)).await;
+        }
         let shards = self.routed_to(&lookup.entry, &routed.route);
         if let Some(error) =
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
@@ -189,9 +192,10 @@ impl Session {
                 self.query_string(summary, frame_sql).await
             }
             ref e if self.moves_rows(e, summary, frame_sql) => self.move_rows(frame_sql, e).await,
-            ref err if self.carries(err, summary) => self.carry_query(frame_sql, err).await,
+            ref err if self.carries(err, summary) => self.carry_query(frame_sql, Some(err)).await,
             err => {
-                let gathers = gathered_refusal(&err) && self.finishes_on_coordinator(summary);
+                let gathers =
+                    super::carry::gathered_refusal(&err) && self.finishes_on_coordinator(summary);
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
                 match gathers {
                     true => self.gather_query(frame_sql, error, false).await,
@@ -451,19 +455,6 @@ impl Session {
         let n = self.cluster.shards().max(1);
         self.shared.any_shard.fetch_add(1, Ordering::Relaxed) % n
     }
-}
-
-/// A routing refusal of a SELECT that finishing on the coordinator
-/// answers: query levels or joins the shards cannot answer alone.
-pub(super) fn gathered_refusal(err: &RouteError) -> bool {
-    matches!(
-        err,
-        RouteError::SubqueryWithoutKey { .. }
-            | RouteError::SubqueryOnOtherShards { .. }
-            | RouteError::JoinWithoutKey { .. }
-            | RouteError::OuterJoinEverywhere { .. }
-            | RouteError::KeysOnDifferentShards { .. }
-    )
 }
 
 /// A `COPY ... FROM` (one statement).

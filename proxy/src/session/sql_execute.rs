@@ -175,6 +175,12 @@ impl Session {
                 }
             }
         };
+        if !explain && self.cuts_rows(&body.entry.summary, &statement.body) {
+            // A FROM/USING subquery or WITH query that cuts rows across
+            // shards: carried all the same (`router::carry`'s rule 8).
+            let refusal = super::carry::refusal(None);
+            return Box::pin(self.carry_execute(lookup, statement, args, named, refusal)).await;
+        }
         let in_txn = match self.place(shards.as_deref(), false) {
             Placement::Send(target) => return Ok(Some((target, Arc::clone(statement)))),
             Placement::Refuse => {

@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::{plan, plan_bound, CarryPlan, Kind, NotCarried, Value};
+use super::{plan, plan_bound, Answer, CarryPlan, Kind, NotCarried, Rows, Value};
 use crate::catalog::{Catalog, CatalogRow, Table};
 use crate::config::Config;
 use crate::sharding::Sharding;
@@ -42,7 +42,7 @@ database = "c"
 tables = ["countries"]
 "#;
 
-fn sharding() -> &'static Sharding {
+pub(super) fn sharding() -> &'static Sharding {
     static SHARDING: OnceLock<Sharding> = OnceLock::new();
     SHARDING.get_or_init(|| {
         let users = "[[users]]\nname = \"app\"\ndatabase = \"c\"\npassword = \"pw\"\n";
@@ -69,22 +69,24 @@ fn sharding() -> &'static Sharding {
     })
 }
 
-fn planned(sql: &str) -> Result<CarryPlan, NotCarried> {
-    plan(sql, sharding(), 0)
+pub(super) fn planned(sql: &str) -> Result<CarryPlan, NotCarried> {
+    plan(sql, sharding(), 0, MAX_ROWS)
 }
 
-fn value(type_name: &str, text: Option<&str>, dimensions: Option<&str>) -> Value {
-    Value {
+const MAX_ROWS: u64 = 1000;
+
+pub(super) fn value(type_name: &str, text: Option<&str>, dimensions: Option<&str>) -> Answer {
+    Answer::Value(Value {
         type_name: type_name.into(),
         text: text.map(Into::into),
         dimensions: dimensions.map(Into::into),
-    }
+    })
 }
 
 /// `sql` carries subqueries of `kinds` (their text deparsed as
 /// `subqueries`) and, given `values`, becomes `write`.
 #[track_caller]
-fn check(sql: &str, carried: &[(Kind, &str)], values: &[Value], write: &str) {
+fn check(sql: &str, carried: &[(Kind, &str)], values: &[Answer], write: &str) {
     let plan = planned(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
     let got: Vec<(Kind, &str)> = plan
         .carried
@@ -176,7 +178,7 @@ fn only_what_reads_across_shards() {
         "only one UPDATE",
     );
     not_carried(
-        "WITH x AS (SELECT 1) DELETE FROM users WHERE id IN (SELECT id FROM orders)",
+        "WITH x AS (DELETE FROM orders RETURNING user_id) DELETE FROM users WHERE id IN (SELECT id FROM orders)",
         "only one UPDATE",
     );
     not_carried(
@@ -189,7 +191,7 @@ fn only_what_reads_across_shards() {
 fn bound_subqueries_keep_their_parameters() {
     let sql = "UPDATE users SET score = $1 WHERE id = $2 AND score > (SELECT avg(score) FROM users WHERE name = $3)";
     assert!(matches!(planned(sql), Err(NotCarried::Parameters(_))));
-    let plan = plan_bound(sql, sharding(), 0).unwrap();
+    let plan = plan_bound(sql, sharding(), 0, MAX_ROWS).unwrap();
     let got: Vec<(Kind, &str)> = plan
         .carried
         .iter()
@@ -223,4 +225,15 @@ fn results_that_cannot_be_carried() {
     let records = plan.write_sql(&[value("record[]", Some("{}"), Some("1"))]);
     assert!(matches!(records, Err(NotCarried::Record(_))), "{records:?}");
     assert_eq!(plan.write_sql(&[]), Err(NotCarried::Mismatch));
+}
+
+pub(super) fn rows(names: &[&str], types: &[&str], rows: &[&[Option<&str>]]) -> Answer {
+    Answer::Rows(Rows {
+        names: names.iter().map(|n| (*n).into()).collect(),
+        types: types.iter().map(|t| (*t).into()).collect(),
+        rows: rows
+            .iter()
+            .map(|row| row.iter().map(|v| v.map(Into::into)).collect())
+            .collect(),
+    })
 }

@@ -58,9 +58,18 @@ impl Session {
             return Ok(Carried::Unchanged);
         }
         let err = match self.route_bound(info, view).0 {
-            Err(err) if self.carries(&err, &info.entry.summary) => err,
+            Err(err) if self.carries(&err, &info.entry.summary) => Some(err),
+            Ok(_)
+                if self.cuts_rows(
+                    &info.entry.summary,
+                    &String::from_utf8_lossy(&statement.query),
+                ) =>
+            {
+                None
+            }
             _ => return Ok(Carried::Unchanged),
         };
+        let err = err.as_ref();
         if self.status() == TransactionStatus::Failed {
             self.aborted(false);
             return Ok(Carried::Answered);
@@ -75,9 +84,10 @@ impl Session {
             let error = ClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 format!(
-                    "{err}; pgshard runs such a write's subqueries first, but not after another \
+                    "{}; pgshard runs such a write's subqueries first, but not after another \
                      statement before the Sync outside a transaction block: send a Sync before \
-                     it, or run them in a transaction block"
+                     it, or run them in a transaction block",
+                    super::refusal(err).message
                 ),
             );
             self.shared
@@ -87,7 +97,7 @@ impl Session {
             return Ok(Carried::Answered);
         }
         let bind = view.to_bind();
-        match self.carry_bound(statement, bind, &err).await? {
+        match self.carry_bound(statement, bind, err).await? {
             Some(rewritten) => Ok(Carried::Instead(rewritten)),
             None => {
                 self.phase.skip();
@@ -103,15 +113,17 @@ impl Session {
         &mut self,
         statement: &Statement,
         bind: Bind,
-        err: &RouteError,
+        err: Option<&RouteError>,
     ) -> Result<Option<Arc<Statement>>, End> {
-        let refusal = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
+        let refusal = super::refusal(err);
         let coordinator = self.shared.config().general.cross_shard_coordinator;
         let sql = String::from_utf8_lossy(&statement.query).into_owned();
-        let plan = match router::carry::plan_bound(&sql, self.cluster.sharding(), coordinator) {
+        let max_rows = self.shared.config().general.cross_shard_gather_limit.rows;
+        let sharding = self.cluster.sharding();
+        let plan = match router::carry::plan_bound(&sql, sharding, coordinator, max_rows) {
             Ok(plan) => plan,
             Err(why) => {
-                self.refuse_bind(not_carried(&refusal, &why));
+                self.refuse_bind(not_carried(err, &refusal, &why));
                 return Ok(None);
             }
         };
@@ -152,7 +164,7 @@ impl Session {
         let write = match plan.write_sql(&values) {
             Ok(write) => write,
             Err(why) => {
-                self.refuse_bind(not_carried(&refusal, &why));
+                self.refuse_bind(not_carried(err, &refusal, &why));
                 return Ok(None);
             }
         };

@@ -65,7 +65,7 @@ impl Session {
         let write = match plan.write_sql(&values) {
             Ok(write) => write,
             Err(why) => {
-                self.refused(not_carried(&refusal, &why));
+                self.refused(not_carried(None, &refusal, &why));
                 return Ok(None);
             }
         };
@@ -81,16 +81,19 @@ impl Session {
         refusal: &ClientError,
     ) -> Option<(CarryPlan, bool)> {
         let coordinator = self.shared.config().general.cross_shard_coordinator;
+        let max_rows = self.shared.config().general.cross_shard_gather_limit.rows;
         let sharding = self.cluster.sharding();
-        let planned = match router::carry::plan(&statement.body, sharding, coordinator) {
+        let planned = match router::carry::plan(&statement.body, sharding, coordinator, max_rows) {
             Err(NotCarried::Parameters(subquery)) => {
                 // `unknown` is Postgres's "infer it", not a type.
                 let declared = statement.declared.len() >= statement.parameters()
                     && (statement.declared.iter())
                         .all(|t| t.as_deref().is_some_and(|t| !t.ends_with("unknown")));
                 match declared {
-                    true => router::carry::plan_bound(&statement.body, sharding, coordinator)
-                        .map(|plan| (plan, true)),
+                    true => {
+                        router::carry::plan_bound(&statement.body, sharding, coordinator, max_rows)
+                            .map(|plan| (plan, true))
+                    }
                     false => {
                         let error = ClientError::new(
                             sqlstate::FEATURE_NOT_SUPPORTED,
@@ -114,7 +117,7 @@ impl Session {
         match planned {
             Ok(planned) => Some(planned),
             Err(why) => {
-                self.refused(not_carried(refusal, &why));
+                self.refused(not_carried(None, refusal, &why));
                 None
             }
         }

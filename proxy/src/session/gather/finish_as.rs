@@ -14,7 +14,8 @@ pub(in crate::session) enum Finish {
     /// `carry.rs`): its reply stays in the client's buffer, never flushed,
     /// for pgshard to read and take out. A simple query; or, for a bound
     /// write (`Some`), parsed with the write's parameter types and bound
-    /// with its Bind's values (text results, the unnamed portal).
+    /// with its Bind's values (text results, the unnamed portal, described
+    /// so that its RowDescription names the columns).
     Carried(Option<Box<(Bind, Vec<u32>)>>),
     /// A subquery carried into an SQL EXECUTE's write (`carry/execute.rs`):
     /// as [`Finish::Carried`], prepared with the client's type list and

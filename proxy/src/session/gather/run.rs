@@ -310,6 +310,8 @@ fn finish_request(sql: &str, finish: &Finish) -> BytesMut {
             let (bind, param_types) = bound.as_ref();
             messages::parse(&mut out, b"", sql.as_bytes(), param_types);
             messages::bind(&mut out, bind, b"", &[]);
+            // Its RowDescription names a carried subquery's columns.
+            messages::describe(&mut out, crate::protocol::frontend::Named::Portal, b"");
             messages::execute_rows(&mut out, b"", 0);
             messages::sync(&mut out);
         }

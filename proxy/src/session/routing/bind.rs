@@ -127,7 +127,9 @@ impl Session {
             }
             err => {
                 let error = ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, err.to_string());
-                if super::gathered_refusal(&err) && self.finishes_on_coordinator(summary) {
+                if crate::session::carry::gathered_refusal(&err)
+                    && self.finishes_on_coordinator(summary)
+                {
                     return self.bind_gathered(statement, &bind.to_bind(), error);
                 }
                 let error = match self.bind_moved_rows(
