@@ -242,6 +242,12 @@ async fn sql_prepared_writes_carry_their_subqueries() {
         "DEALLOCATE w6",
     ];
     same_script(&setup, &proxy, &script).await;
+    // Through Parse/Bind/Execute, an EXECUTE whose FROM subquery cuts rows
+    // across shards is refused (not run per shard).
+    let limited = "PREPARE w7 (int8) AS UPDATE users SET grp = 8 FROM (SELECT id FROM users ORDER BY score DESC NULLS LAST, id LIMIT $1) s WHERE users.id = s.id";
+    assert_eq!(outcome(&proxy, limited).await, Ok(vec!["0".to_owned()]));
+    let e = proxy.execute("EXECUTE w7(3)", &[]).await.unwrap_err();
+    assert_eq!(common::code(&e), Some("0A000"), "{}", common::describe(&e));
     let untyped = "PREPARE w4 AS UPDATE users SET score = 0 WHERE score > (SELECT avg(qty) FROM orders WHERE qty > $1)";
     assert_eq!(outcome(&proxy, untyped).await, Ok(vec!["0".to_owned()]));
     let (code, text) = message(&proxy, "EXECUTE w4(2)").await;

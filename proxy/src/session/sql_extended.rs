@@ -349,6 +349,15 @@ impl Session {
                 return Routed::Done;
             }
         };
+        if self.cuts_rows(&body.entry.summary, &sql.body) {
+            // Its FROM/USING subquery or WITH query would cut rows per
+            // shard (`router::carry`'s rule 8); run first only for a
+            // simple query's EXECUTE.
+            let why = "; pgshard runs it first for an EXECUTE sent as a simple query, not yet through Parse/Bind/Execute";
+            let error = super::carry::refusal(None);
+            self.refuse(refused(&format!("{}{why}", error.message)), false);
+            return Routed::Done;
+        }
         match self.place(shards.as_deref(), false) {
             Placement::Send(target) => Routed::One(target),
             Placement::Refuse => {
