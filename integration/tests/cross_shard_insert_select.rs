@@ -317,6 +317,10 @@ async fn blocks_two_phase_and_what_stays_refused() {
         "INSERT INTO made (id, v) SELECT n + id, 'again' FROM made",
         UPSERT,
         "COMMIT",
+        // No column list: the key's place is the catalog's (these ran on
+        // every shard unchecked, the first one's rows kept where read).
+        "INSERT INTO made SELECT 5000 + id, name, grp FROM users WHERE id % 3 = 0",
+        "INSERT INTO made SELECT id + 0, 'same', 1 FROM users WHERE id % 3 = 1",
         SPREAD,
         UPSERT,
         "BEGIN",

@@ -45,16 +45,29 @@ pub fn check_insert_select(
     if !select.values_lists.is_empty() {
         return Ok(());
     }
-    let Ok((entry, table)) = target(insert, sharding) else {
-        return Ok(());
-    };
-    let Some(column) = insert
-        .cols
-        .iter()
-        .position(|c| matches!(&c.node, Some(N::ResTarget(t)) if t.name == entry.column))
-    else {
-        // No key at all: routing refuses it.
-        return Ok(());
+    let (entry, table, column) = match (target(insert, sharding), insert.cols.is_empty()) {
+        (Ok((entry, table)), false) => {
+            let Some(column) = insert
+                .cols
+                .iter()
+                .position(|c| matches!(&c.node, Some(N::ResTarget(t)) if t.name == entry.column))
+            else {
+                // No key at all: routing refuses it.
+                return Ok(());
+            };
+            (entry, table, column)
+        }
+        (found, true) => match unlisted(insert, found.ok(), sharding) {
+            Unlisted::NotSharded => return Ok(()),
+            Unlisted::Found(entry, table, column) => (entry, table, column),
+            Unlisted::Unknown(table) => {
+                return Err(SplitError::InsertSelect {
+                    table,
+                    why: InsertSelectError::NoColumnList,
+                })
+            }
+        },
+        (Err(_), false) => return Ok(()),
     };
     let refuse = |why: InsertSelectError| SplitError::InsertSelect {
         table: table.clone(),
@@ -74,6 +87,58 @@ pub fn check_insert_select(
     }
 }
 
+/// The target of an INSERT ... SELECT without a column list, whose
+/// SELECT's columns fill the table's in order (Postgres's rule).
+enum Unlisted<'s> {
+    /// Not a sharded table.
+    NotSharded,
+    /// Its entry, name and the place of the sharding key among its columns
+    /// (the catalog's).
+    Found(&'s ShardedTable, String, usize),
+    /// Perhaps sharded, but the catalog does not say where its key is.
+    Unknown(String),
+}
+
+/// Where an INSERT without a column list (`insert`) takes its sharding key
+/// from: `named`, the `[[sharded_tables]]` entry that names its table if
+/// one does; else an entry by column alone whose column the table has.
+fn unlisted<'s>(
+    insert: &pb::InsertStmt,
+    named: Option<(&'s ShardedTable, String)>,
+    sharding: &'s Sharding,
+) -> Unlisted<'s> {
+    let Some(relation) = insert.relation.as_ref() else {
+        return Unlisted::NotSharded;
+    };
+    let name = relation.relname.clone();
+    let schema = (!relation.schemaname.is_empty()).then_some(relation.schemaname.as_str());
+    let columns = sharding
+        .catalog
+        .as_deref()
+        .and_then(|catalog| catalog.table(schema, &relation.relname))
+        .map(|table| table.columns.as_slice());
+    let place = |column: &str| columns?.iter().position(|c| c == column);
+    if let Some((entry, table)) = named {
+        return match place(&entry.column) {
+            Some(at) => Unlisted::Found(entry, table, at),
+            None => Unlisted::Unknown(table),
+        };
+    }
+    let (_, may_be) = crate::route::tables::target_table(relation, sharding);
+    if may_be.is_none() {
+        return Unlisted::NotSharded;
+    }
+    let mut by_column = sharding.tables.iter().filter(|e| e.name.is_none());
+    match columns {
+        None if sharding.tables.iter().any(|e| e.name.is_none()) => Unlisted::Unknown(name),
+        None => Unlisted::NotSharded,
+        Some(_) => match by_column.find_map(|e| Some((e, place(&e.column)?))) {
+            Some((entry, at)) => Unlisted::Found(entry, name, at),
+            None => Unlisted::NotSharded,
+        },
+    }
+}
+
 /// Why an INSERT ... SELECT into a sharded table would not keep each row
 /// on its shard.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -88,6 +153,8 @@ pub enum InsertSelectError {
     CutPerShard,
     #[error("the SELECT has no column for the sharding key")]
     NoKeyColumn,
+    #[error("INSERT ... SELECT without a column list into a sharded table whose columns pgshard's catalog does not list: it cannot tell which of the SELECT's columns is the sharding key (list the target's columns)")]
+    NoColumnList,
     #[error("INSERT ... SELECT takes {column} from a sharding key that is not co-located with it (another data type or mapping)")]
     NotCoLocated { column: String },
     #[error("no shard is configured for its sharding key")]

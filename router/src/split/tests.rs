@@ -164,6 +164,40 @@ fn insert_select_keeps_rows_on_their_shards_or_is_refused() {
     }
 }
 
+/// Without a column list the SELECT's columns fill the table's in order:
+/// the key's place is the catalog's, and without one it is refused (it
+/// was sent to every shard unchecked, its rows kept where they were read).
+#[test]
+fn insert_select_without_a_column_list_finds_the_key_in_the_catalog() {
+    use crate::catalog::{Catalog, CatalogRow, Table};
+    let unknown = sharding();
+    let mut known = sharding();
+    known.catalog = Some(std::sync::Arc::new(Catalog::from_rows([CatalogRow::Table(
+        Table {
+            schema: "public".into(),
+            name: "orders".into(),
+            columns: ["id", "user_id", "qty"].map(String::from).to_vec(),
+            primary_key: Vec::new(),
+        },
+    )])));
+    let all = [0, 1];
+    let check = |sql: &str, sharding: &Sharding| check_insert_select(sql, sharding, &all);
+    let sql = "INSERT INTO orders SELECT id + 1, user_id, qty FROM orders";
+    assert_eq!(check(sql, &known), Ok(()), "{sql}");
+    let why = check(sql, &unknown).unwrap_err().to_string();
+    assert!(why.contains("without a column list"), "{why}");
+    for sql in [
+        "INSERT INTO orders SELECT user_id, id, qty FROM orders",
+        "INSERT INTO orders SELECT id, 2400 + row_number() OVER (ORDER BY id), qty FROM orders",
+        "INSERT INTO orders SELECT id FROM orders",
+    ] {
+        let why = check(sql, &known).unwrap_err().to_string();
+        assert!(why.starts_with("INSERT INTO orders ... SELECT"), "{sql}: {why}");
+    }
+    // Not sharded: not this check's.
+    assert_eq!(check("INSERT INTO r SELECT * FROM orders", &unknown), Ok(()));
+}
+
 #[test]
 fn inserts_without_columns_get_the_tables_columns() {
     let columns: Vec<String> = ["user_id", "id", "note"].map(String::from).to_vec();
