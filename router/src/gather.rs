@@ -11,7 +11,8 @@
 //!
 //! Rules:
 //! 1. Only a SELECT (one statement, no `INTO`), without FOR UPDATE/SHARE
-//!    anywhere and without data-modifying WITH; anything else is refused
+//!    anywhere (but rule 14) and with data-modifying WITH only at its top
+//!    (rule 13, not under EXPLAIN or DECLARE); anything else is refused
 //!    ([`NotGathered`], 0A000 for the client).
 //! 2. Every level is walked (set operation arms, FROM subqueries and
 //!    LATERAL ones, joins, CTE bodies, sublinks anywhere): each RangeVar
@@ -69,6 +70,21 @@
 //! 12. [`GatherOptions::serial`] > 0 names the temp tables
 //!     `pgshard_<serial>_g<N>`: temp tables a portal or cursor keeps while
 //!     later statements of its transaction gather too.
+//! 13. Data-modifying WITH (`gather/writes.rs`): each INSERT, UPDATE or
+//!     DELETE of the top-level WITH is a write gather ([`Gather::write`]):
+//!     its own text runs on the shards its own routing picks (inside one
+//!     transaction spanning them: the caller's), its RETURNING rows fill
+//!     `pg_temp.pgshard_w<N>` (shaped as `SELECT <RETURNING list> FROM
+//!     <its table> [, its FROM or USING] WITH NO DATA`), and the rest of the
+//!     statement is planned as a SELECT whose WITH query reads that table
+//!     (`SELECT * FROM pg_temp.pgshard_w<N>`; one without RETURNING is left
+//!     out, and naming it is refused as Postgres refuses it). One Postgres
+//!     gives every part the snapshot from before the statement, so refused:
+//!     a table a WITH query writes read or written by any other part (the
+//!     rest, another WITH query; the caller checks an INSERT's target), two
+//!     WITH queries writing one table, a WITH query that names another WITH
+//!     query, MERGE, a write to a table that is not sharded (or unknown).
+//!     The write gathers run first, in the WITH's order.
 //!
 //! The caller routes the statement first: what rules 1-3 and 15 of
 //! [`crate::route`] decide (overrides, one database, functions, DO blocks,
@@ -81,6 +97,9 @@ mod leaves;
 mod pushdown;
 mod rewrite;
 mod scope;
+mod writes;
+
+pub use writes::target_written;
 
 #[cfg(test)]
 mod tests;
@@ -166,6 +185,18 @@ pub struct Gather {
     /// Run on the coordinator once the rows are in: the table's primary
     /// key, when a GROUP BY relies on it (rule 8).
     pub key_sql: Option<String>,
+    /// `shard_sql` is a data-modifying WITH query (rule 13), which writes.
+    pub write: Option<Write>,
+}
+
+/// A write gather's data-modifying WITH query (rule 13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Write {
+    /// An INSERT: its rows must go to one shard, the one they belong to.
+    pub inserts: bool,
+    /// It has RETURNING (without, its temp table has no columns and no
+    /// rows).
+    pub returning: bool,
 }
 
 /// Why a statement is not planned for the coordinator.
@@ -197,6 +228,18 @@ pub enum NotGathered {
     TooManyGathers(usize),
     #[error("pgshard cannot read {0} here yet")]
     Unreadable(&'static str),
+    #[error("MERGE in a WITH query across shards is not done yet")]
+    WriteMerge,
+    #[error("a data-modifying WITH query on {0}, which is not a sharded table, cannot run across shards yet")]
+    WriteNotSharded(String),
+    #[error("the data-modifying WITH query {0} reads the WITH query {1}: each runs on its own across shards, so this is not done yet")]
+    WriteReadsWith(String, String),
+    #[error("{0} is written by a data-modifying WITH query and read or written by another part of the statement: one Postgres gives every part the snapshot from before the statement, while across shards the WITH query runs first and the rest would see its effects")]
+    Snapshot(String),
+    #[error("{0} is written by two data-modifying WITH queries, which one Postgres runs on one snapshot and pgshard one after the other")]
+    WrittenTwice(String),
+    #[error("WITH query \"{0}\" does not have a RETURNING clause")]
+    NoReturning(String),
     #[error("the statement could not be rewritten: {0}")]
     Deparse(ParseError),
 }
@@ -231,15 +274,88 @@ pub fn plan(
         }
         _ => return Err(NotGathered::NotSelect),
     };
-    let walked = Walk::statement(select)?;
+    if explain.is_none() && cursor.is_none() {
+        if let Some(staged) = writes::stage(select, sharding, options.serial)? {
+            return plan_staged(staged, sharding, options);
+        }
+    }
+    let walked = Walk::statement(select, &[])?;
+    planned(
+        sql,
+        raw,
+        &walked,
+        sharding,
+        options,
+        (explain, cursor),
+        Vec::new(),
+    )
+}
+
+/// Plan the rest of a statement whose data-modifying WITH queries are
+/// `staged` (rule 13).
+fn plan_staged(
+    staged: writes::Staged,
+    sharding: &Sharding,
+    options: &GatherOptions,
+) -> Result<GatherPlan, NotGathered> {
+    let tree = parser_ffi::parse_protobuf(&staged.sql).map_err(NotGathered::Deparse)?;
+    let [raw] = tree.stmts.as_slice() else {
+        return Err(NotGathered::Unreadable(
+            "the statement without its WITH writes",
+        ));
+    };
+    let Some(NodeEnum::SelectStmt(select)) = raw.stmt.as_deref().and_then(|s| s.node.as_ref())
+    else {
+        return Err(NotGathered::Unreadable(
+            "the statement without its WITH writes",
+        ));
+    };
+    let walked = Walk::statement(select, &staged.temps)?;
+    for table in &walked.tables {
+        let named = leaves::table_ref(table.range_var);
+        if let Some(written) = staged
+            .written
+            .iter()
+            .find(|w| writes::same_table(w, &named))
+        {
+            return Err(NotGathered::Snapshot(written.name.clone()));
+        }
+        if named.schema.is_none() && staged.silent.contains(&named.name) {
+            return Err(NotGathered::NoReturning(named.name));
+        }
+    }
+    let sql = staged.sql.as_str();
+    planned(
+        sql,
+        raw,
+        &walked,
+        sharding,
+        options,
+        (None, None),
+        staged.gathers,
+    )
+}
+
+/// The plan of the walked SELECT `raw` of `sql`, the gathers after
+/// `writes` (rule 13).
+fn planned(
+    sql: &str,
+    raw: &pb::RawStmt,
+    walked: &scope::Walked<'_>,
+    sharding: &Sharding,
+    options: &GatherOptions,
+    (explain, cursor): (Option<(bool, bool)>, Option<Cursor>),
+    writes: Vec<Gather>,
+) -> Result<GatherPlan, NotGathered> {
     if options.coordinator != 0 {
         let drawn = ["nextval", "setval"];
         if let Some(call) = walked.calls.iter().find(|c| drawn.contains(c)) {
             return Err(NotGathered::Sequence((*call).to_owned()));
         }
     }
-    let leaves = leaves::leaves(&walked, sharding, options.gather_all)?;
-    let (gathers, swaps) = gathers(&walked, &leaves, sharding, options.serial)?;
+    let leaves = leaves::leaves(walked, sharding, options.gather_all)?;
+    let (gathers, swaps) = gathers(walked, &leaves, sharding, options.serial)?;
+    let gathers: Vec<Gather> = writes.into_iter().chain(gathers).collect();
     if gathers.len() > MAX_GATHERS {
         return Err(NotGathered::TooManyGathers(gathers.len()));
     }
@@ -247,7 +363,10 @@ pub fn plan(
     let finish_sql = rewrite::finish(text, swaps)?;
     let mut lines: Vec<String> = gathers
         .iter()
-        .map(|g| format!("Gather {}: {}", g.temp, g.shard_sql))
+        .map(|g| match g.write {
+            Some(_) => format!("Write {}: {}", g.temp, g.shard_sql),
+            None => format!("Gather {}: {}", g.temp, g.shard_sql),
+        })
         .collect();
     lines.push(format!("Finish on database {}", options.coordinator));
     let explain = match explain {
@@ -371,6 +490,7 @@ fn gathers(
                     temp: temp.clone(),
                     table: leaves::table_ref(table.range_var),
                     shard_sql,
+                    write: None,
                 });
                 temp
             }

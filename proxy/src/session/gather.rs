@@ -61,6 +61,7 @@ mod copy;
 mod kept;
 mod portal;
 mod run;
+mod writes;
 
 pub(super) use portal::{GatherPortal, NamedPortals};
 

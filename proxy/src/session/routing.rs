@@ -116,7 +116,7 @@ impl Session {
         if let Some(error) =
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
         {
-            return Box::pin(self.refused_insert_select(frame_sql, summary, error)).await;
+            return Box::pin(self.refused_moving(frame_sql, summary, error)).await;
         }
         if let Some(CursorEffect::Declare { .. }) = super::cursor::cursor_effect(summary) {
             return Box::pin(self.declare_query(summary, frame_sql, shards)).await;
@@ -188,6 +188,9 @@ impl Session {
             RouteError::StatementsOnDifferentShards { .. } => {
                 self.query_string(summary, frame_sql).await
             }
+            ref e if self.writes_in_with(summary) => {
+                self.unrouted_writes(frame_sql, summary, e).await
+            }
             ref e if self.moves_rows(e, summary, frame_sql) => self.move_rows(frame_sql, e).await,
             ref err if self.carries(err, summary) => self.carry_query(frame_sql, err).await,
             err => {
@@ -255,9 +258,11 @@ impl Session {
             Ok(rows) => rows,
             Err(error)
                 if error.code == sqlstate::FEATURE_NOT_SUPPORTED
-                    && self.finishes_on_coordinator(summary) =>
+                    && (self.finishes_on_coordinator(summary) || self.writes_in_with(summary)) =>
             {
-                return self.gather_query(frame_sql, error, in_txn).await;
+                return self
+                    .coordinator_query(frame_sql, summary, error, in_txn)
+                    .await;
             }
             Err(error) => return Ok(self.refused(error)),
         };

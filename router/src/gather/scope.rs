@@ -83,13 +83,23 @@ pub(super) struct Walked<'a> {
 pub(super) struct Walk<'a> {
     pub found: Walked<'a>,
     ctes: Vec<&'a str>,
+    /// Temp tables of `pg_temp` the coordinator reads in place (a
+    /// data-modifying WITH query's rows, `writes.rs`).
+    local: &'a [String],
     depth: usize,
 }
 
 impl<'a> Walk<'a> {
-    /// Walk the SELECT `select` (the statement).
-    pub fn statement(select: &'a pb::SelectStmt) -> Result<Walked<'a>, NotGathered> {
-        let mut walk = Walk::default();
+    /// Walk the SELECT `select` (the statement); `local`: temp tables
+    /// read in place.
+    pub fn statement(
+        select: &'a pb::SelectStmt,
+        local: &'a [String],
+    ) -> Result<Walked<'a>, NotGathered> {
+        let mut walk = Walk {
+            local,
+            ..Walk::default()
+        };
         walk.select(select)?;
         Ok(walk.found)
     }
@@ -311,7 +321,10 @@ impl<'a> Walk<'a> {
         sampled: bool,
     ) {
         let alias = range_var.alias.as_ref();
-        if range_var.schemaname.is_empty() && self.ctes.contains(&range_var.relname.as_str()) {
+        let cte =
+            range_var.schemaname.is_empty() && self.ctes.contains(&range_var.relname.as_str());
+        let local = range_var.schemaname == "pg_temp" && self.local.contains(&range_var.relname);
+        if cte || local {
             self.found.levels[level].items.push(Item::Other);
             return;
         }

@@ -76,6 +76,11 @@ impl Session {
         }
         let held = run.in_block().then_some(shards);
         let broken = self.release_readers(tasks, started.elapsed(), held).await;
+        if gather.write.is_some() && held.is_some() {
+            // A data-modifying WITH query wrote there (two-phase commit
+            // prepares those shards).
+            shards.iter().for_each(|&s| self.attached.note_write(s));
+        }
         // The shards' servers are back in their pools: a cancel must not
         // reach them now (another client's query may run there).
         let coordinator_target = targets.last().cloned();
