@@ -99,7 +99,7 @@ mod rewrite;
 mod scope;
 mod writes;
 
-pub use writes::target_written;
+pub use writes::{target_written, Write};
 
 #[cfg(test)]
 mod tests;
@@ -189,16 +189,6 @@ pub struct Gather {
     pub write: Option<Write>,
 }
 
-/// A write gather's data-modifying WITH query (rule 13).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Write {
-    /// An INSERT: its rows must go to one shard, the one they belong to.
-    pub inserts: bool,
-    /// It has RETURNING (without, its temp table has no columns and no
-    /// rows).
-    pub returning: bool,
-}
-
 /// Why a statement is not planned for the coordinator.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum NotGathered {
@@ -276,7 +266,7 @@ pub fn plan(
     };
     if explain.is_none() && cursor.is_none() {
         if let Some(staged) = writes::stage(select, sharding, options.serial)? {
-            return plan_staged(staged, sharding, options);
+            return writes::plan(staged, sharding, options);
         }
     }
     let walked = Walk::statement(select, &[])?;
@@ -288,51 +278,6 @@ pub fn plan(
         options,
         (explain, cursor),
         Vec::new(),
-    )
-}
-
-/// Plan the rest of a statement whose data-modifying WITH queries are
-/// `staged` (rule 13).
-fn plan_staged(
-    staged: writes::Staged,
-    sharding: &Sharding,
-    options: &GatherOptions,
-) -> Result<GatherPlan, NotGathered> {
-    let tree = parser_ffi::parse_protobuf(&staged.sql).map_err(NotGathered::Deparse)?;
-    let [raw] = tree.stmts.as_slice() else {
-        return Err(NotGathered::Unreadable(
-            "the statement without its WITH writes",
-        ));
-    };
-    let Some(NodeEnum::SelectStmt(select)) = raw.stmt.as_deref().and_then(|s| s.node.as_ref())
-    else {
-        return Err(NotGathered::Unreadable(
-            "the statement without its WITH writes",
-        ));
-    };
-    let walked = Walk::statement(select, &staged.temps)?;
-    for table in &walked.tables {
-        let named = leaves::table_ref(table.range_var);
-        if let Some(written) = staged
-            .written
-            .iter()
-            .find(|w| writes::same_table(w, &named))
-        {
-            return Err(NotGathered::Snapshot(written.name.clone()));
-        }
-        if named.schema.is_none() && staged.silent.contains(&named.name) {
-            return Err(NotGathered::NoReturning(named.name));
-        }
-    }
-    let sql = staged.sql.as_str();
-    planned(
-        sql,
-        raw,
-        &walked,
-        sharding,
-        options,
-        (None, None),
-        staged.gathers,
     )
 }
 

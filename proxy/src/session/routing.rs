@@ -145,8 +145,7 @@ impl Session {
         }
     }
 
-    /// A simple query the router did not route: run a way pgshard has for it (split
-    /// INSERT, sharded COPY, columns given, rows moved), or refuse it, saying why.
+    /// A simple query the router did not route: run a way pgshard has for it, else refuse it.
     async fn unrouted_query(
         &mut self,
         err: RouteError,
@@ -188,9 +187,7 @@ impl Session {
             RouteError::StatementsOnDifferentShards { .. } => {
                 self.query_string(summary, frame_sql).await
             }
-            ref e if self.writes_in_with(summary) => {
-                self.unrouted_writes(frame_sql, summary, e).await
-            }
+            ref e if self.dml_with(summary) => self.dml_with_routed(frame_sql, summary, e).await,
             ref e if self.moves_rows(e, summary, frame_sql) => self.move_rows(frame_sql, e).await,
             ref err if self.carries(err, summary) => self.carry_query(frame_sql, err).await,
             err => {
@@ -258,11 +255,9 @@ impl Session {
             Ok(rows) => rows,
             Err(error)
                 if error.code == sqlstate::FEATURE_NOT_SUPPORTED
-                    && (self.finishes_on_coordinator(summary) || self.writes_in_with(summary)) =>
+                    && (self.finishes_on_coordinator(summary) || self.dml_with(summary)) =>
             {
-                return self
-                    .coordinator_query(frame_sql, summary, error, in_txn)
-                    .await;
+                return self.finish_query(frame_sql, summary, error, in_txn).await;
             }
             Err(error) => return Ok(self.refused(error)),
         };

@@ -218,7 +218,7 @@ fn refusals() {
     refused("SELECT * INTO made FROM users", "only a SELECT");
     refused("SELECT * FROM users FOR UPDATE", "FOR UPDATE/SHARE");
     refused("SELECT * FROM (SELECT * FROM users FOR SHARE) s", "FOR UPDATE/SHARE");
-    refused("WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "data-modifying WITH");
+    refused("SELECT (WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d)", "data-modifying WITH");
     refused("SELECT u FROM users u", "a whole-row reference to u");
     refused("SELECT row_to_json(users) FROM users", "a whole-row reference to users");
     refused("SELECT ctid FROM users", "the system column ctid of users");
@@ -353,4 +353,31 @@ fn cursors_and_serials() {
     assert_eq!(temps, ["pgshard_7_g1", "pgshard_7_g2"]);
     assert_eq!(plan.finish_sql, "SELECT u.id FROM pg_temp.pgshard_7_g1 u JOIN pg_temp.pgshard_7_g2 e ON e.id = u.score");
     assert!(plan.gathers[0].create_sql.starts_with("CREATE TEMP TABLE pg_temp.pgshard_7_g1 ON COMMIT DROP AS "));
+}
+
+#[test]
+#[rustfmt::skip]
+fn data_modifying_with() {
+    // Each write is a gather of its own text, its rows read back under the WITH query's name.
+    check("WITH u AS (UPDATE users SET score = score + 1 WHERE grp = 2 RETURNING id, score) SELECT round(avg(score), 2) FROM u", &["UPDATE users SET score = score + 1 WHERE grp = 2 RETURNING id, score"], "WITH u AS (SELECT * FROM pg_temp.pgshard_w1) SELECT round(avg(score), 2) FROM u");
+    check("WITH d AS (DELETE FROM events WHERE id < 5 RETURNING *), s AS (SELECT p_name FROM part) SELECT count(*) FROM d, s, lineitem WHERE l_quantity > 2", &["DELETE FROM events WHERE id < 5 RETURNING *", "SELECT l_quantity FROM lineitem"], "WITH d AS (SELECT * FROM pg_temp.pgshard_w1), s AS (SELECT p_name FROM part) SELECT count(*) FROM d, s, pg_temp.pgshard_g1 AS \"lineitem\" WHERE l_quantity > 2");
+    check("WITH i AS (INSERT INTO users (id, name) VALUES (1, 'a') RETURNING id), d AS (DELETE FROM events WHERE id = 3) SELECT * FROM i", &["INSERT INTO users (id, name) VALUES (1, 'a') RETURNING id", "DELETE FROM events WHERE id = 3"], "WITH i AS (SELECT * FROM pg_temp.pgshard_w1) SELECT * FROM i");
+    let plan = planned("WITH u AS (UPDATE users u SET score = 1 FROM orders o WHERE o.o_custkey = u.id RETURNING u.id, o.o_comment) SELECT * FROM u").unwrap();
+    assert_eq!(plan.gathers[0].create_sql, "CREATE TEMP TABLE pg_temp.pgshard_w1 ON COMMIT DROP AS SELECT u.id, o.o_comment FROM users u, orders o WITH NO DATA");
+    assert_eq!(plan.gathers[0].write, Some(super::Write { inserts: false, returning: true }));
+    assert_eq!(plan.lines[0], "Write pgshard_w1: UPDATE users u SET score = 1 FROM orders o WHERE o.o_custkey = u.id RETURNING u.id, o.o_comment");
+    // The snapshot rule: no other part reads or writes what a WITH query writes.
+    refused("WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d JOIN users USING (id)", "users is written by a data-modifying WITH query");
+    refused("WITH d AS (DELETE FROM users RETURNING id) SELECT (SELECT max(id) FROM public.users) FROM d", "users is written by a data-modifying WITH query");
+    refused("WITH s AS (SELECT * FROM users), d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "users is written by a data-modifying WITH query");
+    refused("WITH a AS (DELETE FROM users RETURNING id), b AS (DELETE FROM events WHERE id IN (SELECT id FROM users) RETURNING id) SELECT 1", "users is written by a data-modifying WITH query");
+    refused("WITH a AS (DELETE FROM users RETURNING id), b AS (UPDATE users SET score = 0 RETURNING id) SELECT 1", "users is written by two data-modifying WITH queries");
+    refused("WITH a AS (SELECT 1 AS id), b AS (DELETE FROM users WHERE id IN (SELECT id FROM a) RETURNING id) SELECT 1", "reads the WITH query a");
+    refused("WITH d AS (DELETE FROM users) SELECT * FROM d", "WITH query \"d\" does not have a RETURNING clause");
+    refused("WITH p AS (UPDATE part SET p_name = 'x' RETURNING p_partkey) SELECT count(*) FROM p", "part, which is not a sharded table");
+    refused("WITH m AS (MERGE INTO users u USING events e ON u.id = e.id WHEN MATCHED THEN DELETE RETURNING u.id) SELECT * FROM m", "MERGE");
+    // Not under EXPLAIN or DECLARE, nor below the top level (Postgres refuses that too).
+    refused("EXPLAIN WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "data-modifying WITH");
+    refused("DECLARE c CURSOR FOR WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "data-modifying WITH");
+    refused("SELECT * FROM (WITH d AS (DELETE FROM users RETURNING id) SELECT id FROM d) s", "data-modifying WITH");
 }

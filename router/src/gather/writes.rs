@@ -15,7 +15,8 @@
 use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
 use super::leaves::table_ref;
-use super::{Gather, NotGathered, Write};
+use super::scope::Walk;
+use super::{Gather, GatherOptions, GatherPlan, NotGathered};
 use crate::route::tables::{classify, TableClass};
 use crate::sharding::Sharding;
 use crate::summary::TableRef;
@@ -35,6 +36,57 @@ pub(super) struct Staged {
     /// The names of the WITH queries without RETURNING: no part may read
     /// them (Postgres refuses that too).
     pub silent: Vec<String>,
+}
+
+/// A write gather's data-modifying WITH query (rule 13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Write {
+    /// An INSERT: its rows must go to one shard, the one they belong to.
+    pub inserts: bool,
+    /// It has RETURNING (without, its temp table has no columns and no
+    /// rows).
+    pub returning: bool,
+}
+
+/// Plan the rest of a statement whose data-modifying WITH queries are
+/// `staged` (rule 13).
+pub(super) fn plan(
+    staged: Staged,
+    sharding: &Sharding,
+    options: &GatherOptions,
+) -> Result<GatherPlan, NotGathered> {
+    let tree = parser_ffi::parse_protobuf(&staged.sql).map_err(NotGathered::Deparse)?;
+    let [raw] = tree.stmts.as_slice() else {
+        return Err(NotGathered::Unreadable(
+            "the statement without its WITH writes",
+        ));
+    };
+    let Some(NodeEnum::SelectStmt(select)) = raw.stmt.as_deref().and_then(|s| s.node.as_ref())
+    else {
+        return Err(NotGathered::Unreadable(
+            "the statement without its WITH writes",
+        ));
+    };
+    let walked = Walk::statement(select, &staged.temps)?;
+    for table in &walked.tables {
+        let named = table_ref(table.range_var);
+        if let Some(written) = staged.written.iter().find(|w| same_table(w, &named)) {
+            return Err(NotGathered::Snapshot(written.name.clone()));
+        }
+        if named.schema.is_none() && staged.silent.contains(&named.name) {
+            return Err(NotGathered::NoReturning(named.name));
+        }
+    }
+    let sql = staged.sql.as_str();
+    super::planned(
+        sql,
+        raw,
+        &walked,
+        sharding,
+        options,
+        (None, None),
+        staged.gathers,
+    )
 }
 
 /// One data-modifying WITH query, read from its node.
@@ -138,45 +190,17 @@ pub(super) fn stage(
             });
             continue;
         };
-        let table = table_ref(dml.relation);
-        if !matches!(
-            classify(&table, sharding),
-            TableClass::Sharded | TableClass::Unknown
-        ) {
-            return Err(NotGathered::WriteNotSharded(table.name));
-        }
-        if staged.written.iter().any(|w| same_table(w, &table)) {
-            return Err(NotGathered::WrittenTwice(table.name));
-        }
-        let shard_sql = deparse(query.clone())?;
-        let read = tables_of(&shard_sql)?;
-        if let Some(other) = read
+        if let Some(written) = staged
+            .gathers
             .iter()
-            .find(|t| t.schema.is_none() && names.contains(&t.name.as_str()))
+            .find(|g| same_table(&g.table, &table_ref(dml.relation)))
         {
-            return Err(NotGathered::WriteReadsWith(
-                cte.ctename.clone(),
-                other.name.clone(),
-            ));
+            return Err(NotGathered::WrittenTwice(written.table.name.clone()));
         }
-        let temp = match serial {
-            0 => format!("pgshard_w{}", staged.gathers.len() + 1),
-            serial => format!("pgshard_{serial}_w{}", staged.gathers.len() + 1),
-        };
-        let shape = deparse(shape(&dml))?;
-        staged.gathers.push(Gather {
-            temp: temp.clone(),
-            table: table.clone(),
-            create_sql: format!(
-                "CREATE TEMP TABLE pg_temp.{temp} ON COMMIT DROP AS {shape} WITH NO DATA"
-            ),
-            shard_sql,
-            key_sql: None,
-            write: Some(Write {
-                inserts: dml.inserts,
-                returning: !dml.returning.is_empty(),
-            }),
-        });
+        let number = staged.gathers.len() + 1;
+        let (gather, read) = write_gather((cte, query, &dml), &names, sharding, (serial, number))?;
+        let (temp, table) = (gather.temp.clone(), gather.table.clone());
+        staged.gathers.push(gather);
         staged.written.push(table);
         reads.push(read);
         match dml.returning.is_empty() {
@@ -194,15 +218,7 @@ pub(super) fn stage(
     if staged.gathers.is_empty() {
         return Ok(None);
     }
-    // A WITH query reading a table another one writes would see its
-    // effects (its own table it reads on its own snapshot, on its shard).
-    for (i, read) in reads.iter().enumerate() {
-        for (j, written) in staged.written.iter().enumerate() {
-            if i != j && read.iter().any(|t| same_table(t, written)) {
-                return Err(NotGathered::Snapshot(written.name.clone()));
-            }
-        }
-    }
+    crossed(&reads, &staged.written)?;
     let mut select = select.clone();
     select.with_clause = match kept.is_empty() {
         true => None,
@@ -215,6 +231,67 @@ pub(super) fn stage(
         node: Some(NodeEnum::SelectStmt(Box::new(select))),
     })?;
     Ok(Some(staged))
+}
+
+/// The write gather of the WITH query `cte` (its `query`, read as `dml`),
+/// number `number` of the plan `serial`, and the tables it reads.
+fn write_gather(
+    (cte, query, dml): (&pb::CommonTableExpr, &pb::Node, &Dml<'_>),
+    names: &[&str],
+    sharding: &Sharding,
+    (serial, number): (u32, usize),
+) -> Result<(Gather, Vec<TableRef>), NotGathered> {
+    let table = table_ref(dml.relation);
+    if !matches!(
+        classify(&table, sharding),
+        TableClass::Sharded | TableClass::Unknown
+    ) {
+        return Err(NotGathered::WriteNotSharded(table.name));
+    }
+    let shard_sql = deparse(query.clone())?;
+    let read = tables_of(&shard_sql)?;
+    if let Some(other) = read
+        .iter()
+        .find(|t| t.schema.is_none() && names.contains(&t.name.as_str()))
+    {
+        return Err(NotGathered::WriteReadsWith(
+            cte.ctename.clone(),
+            other.name.clone(),
+        ));
+    }
+    let temp = match serial {
+        0 => format!("pgshard_w{number}"),
+        serial => format!("pgshard_{serial}_w{number}"),
+    };
+    let shape = deparse(shape(dml))?;
+    let gather = Gather {
+        create_sql: format!(
+            "CREATE TEMP TABLE pg_temp.{temp} ON COMMIT DROP AS {shape} WITH NO DATA"
+        ),
+        temp,
+        table,
+        shard_sql,
+        key_sql: None,
+        write: Some(Write {
+            inserts: dml.inserts,
+            returning: !dml.returning.is_empty(),
+        }),
+    };
+    Ok((gather, read))
+}
+
+/// Refuse a WITH query reading a table another one writes (`reads[i]`:
+/// what query `i` reads, `written[i]`: what it writes): it would see its
+/// effects (its own table it reads on its own snapshot, on its shard).
+fn crossed(reads: &[Vec<TableRef>], written: &[TableRef]) -> Result<(), NotGathered> {
+    for (i, read) in reads.iter().enumerate() {
+        for (j, written) in written.iter().enumerate() {
+            if i != j && read.iter().any(|t| same_table(t, written)) {
+                return Err(NotGathered::Snapshot(written.name.clone()));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether `a` and `b` may name one table (a name without its schema may

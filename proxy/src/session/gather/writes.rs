@@ -26,7 +26,7 @@ use crate::session::{End, Session};
 impl Session {
     /// `summary` is one SELECT or INSERT whose WITH writes, on a config
     /// that finishes on the coordinator.
-    pub(in crate::session) fn writes_in_with(&self, summary: &Summary) -> bool {
+    pub(in crate::session) fn dml_with(&self, summary: &Summary) -> bool {
         let [statement] = summary.statements.as_slice() else {
             return false;
         };
@@ -53,7 +53,7 @@ impl Session {
 
     /// [`with_writes_query`](Self::with_writes_query) of a statement the
     /// router refused with `err`.
-    pub(in crate::session) async fn unrouted_writes(
+    pub(in crate::session) async fn dml_with_routed(
         &mut self,
         frame_sql: &str,
         summary: &Summary,
@@ -166,7 +166,7 @@ impl Session {
         summary: &Summary,
         error: ClientError,
     ) -> Result<Dispatch, End> {
-        match self.writes_in_with(summary) {
+        match self.dml_with(summary) {
             true => self.with_writes_query(frame_sql, summary, error).await,
             false => Box::pin(self.refused_insert_select(frame_sql, summary, error)).await,
         }
@@ -175,14 +175,14 @@ impl Session {
     /// A simple query the streaming merge refused (`error`) that the
     /// coordinator may finish: with data-modifying WITH queries as the
     /// module doc says, else as `gather.rs` does.
-    pub(in crate::session) async fn coordinator_query(
+    pub(in crate::session) async fn finish_query(
         &mut self,
         frame_sql: &str,
         summary: &Summary,
         error: ClientError,
         in_txn: bool,
     ) -> Result<Dispatch, End> {
-        match self.writes_in_with(summary) {
+        match self.dml_with(summary) {
             true => self.with_writes_query(frame_sql, summary, error).await,
             false => self.gather_query(frame_sql, error, in_txn).await,
         }
