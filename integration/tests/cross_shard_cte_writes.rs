@@ -392,3 +392,98 @@ async fn the_limit_and_a_shard_down_leave_nothing() {
     );
     assert_eq!(common::proxy_panics(), 0);
 }
+
+/// On each shard, a row of `made` with `n = 5` is locked (a second
+/// connection's `FOR UPDATE` of it gives up after `lock_timeout`: 55P03),
+/// or is not (`locked`); and so for a row of `users` with `grp = 5`
+/// (`users_locked`).
+async fn locks_on_each_shard(setup: &Setup, locked: bool, users_locked: bool) {
+    for (i, shard) in setup.shards.iter().enumerate() {
+        shard
+            .batch_execute("SET lock_timeout = '200ms'")
+            .await
+            .unwrap();
+        for (sql, want) in [
+            (
+                "SELECT id FROM made WHERE n = 5 ORDER BY id LIMIT 1",
+                locked,
+            ),
+            (
+                "SELECT id FROM users WHERE grp = 5 ORDER BY id LIMIT 1",
+                users_locked,
+            ),
+        ] {
+            let id = rows(shard, sql).await[0].clone();
+            let table = if sql.contains("made") {
+                "made"
+            } else {
+                "users"
+            };
+            let lock = format!("SELECT id FROM {table} WHERE id = {id} FOR UPDATE");
+            let got = shard.simple_query(&lock).await;
+            match want {
+                true => {
+                    let e = got.expect_err(&format!("shard {i}: {lock} was not blocked"));
+                    assert_eq!(common::code(&e), Some("55P03"), "shard {i}: {e:?}");
+                }
+                false => assert!(got.is_ok(), "shard {i}: {lock}: {got:?}"),
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn for_update_locks_rows_on_each_shard() {
+    let setup = start(2, "cross_shard_finish = \"coordinator\"", 3465).await;
+    let proxy = client(&setup).await;
+    // Streamed: each shard locks the rows it returns.
+    let streamed = "SELECT id, v FROM made WHERE n = 5 ORDER BY id FOR UPDATE";
+    // Finished on the coordinator (a join off the keys): the rows of made
+    // its gather reads are locked, not those of users.
+    let gathered = "SELECT m.id, u.name FROM made m JOIN users u ON u.grp = m.n \
+                    WHERE m.n = 5 ORDER BY m.id, u.id FOR UPDATE OF m";
+    for sql in [streamed, gathered] {
+        let want = outcome(&setup.direct, sql).await;
+        assert!(
+            matches!(&want, Ok((_, rows)) if !rows.is_empty()),
+            "{want:?}"
+        );
+        assert_eq!(outcome(&proxy, sql).await, want, "{sql}");
+        proxy.batch_execute("BEGIN").await.unwrap();
+        assert_eq!(outcome(&proxy, sql).await, want, "{sql} in a block");
+        locks_on_each_shard(&setup, true, false).await;
+        proxy.batch_execute("ROLLBACK").await.unwrap();
+        locks_on_each_shard(&setup, false, false).await;
+    }
+    // Without OF, every gathered table of the statement's level is locked.
+    proxy.batch_execute("BEGIN").await.unwrap();
+    let all = gathered.replace("FOR UPDATE OF m", "FOR SHARE");
+    assert_eq!(
+        outcome(&proxy, &all).await,
+        outcome(&setup.direct, &all).await
+    );
+    locks_on_each_shard(&setup, true, true).await;
+    proxy.batch_execute("ROLLBACK").await.unwrap();
+    // What one Postgres refuses stays refused, with its code; what pgshard
+    // cannot lock exactly is refused.
+    for (sql, code) in [
+        ("SELECT count(*) FROM made FOR UPDATE", "0A000"),
+        (
+            "SELECT id FROM made ORDER BY id LIMIT 3 FOR UPDATE SKIP LOCKED",
+            "0A000",
+        ),
+        (
+            "SELECT m.id FROM made m JOIN users u ON u.grp = m.n LIMIT 3 FOR UPDATE NOWAIT",
+            "0A000",
+        ),
+        (
+            "SELECT * FROM (SELECT id FROM made) s JOIN users u ON u.grp = s.id FOR UPDATE",
+            "0A000",
+        ),
+    ] {
+        let (got, text) = message(&proxy, sql).await;
+        assert_eq!(got, code, "{sql}: {text}");
+    }
+    same_tables(&setup, &proxy, "FOR UPDATE").await;
+    assert_eq!(common::proxy_panics(), 0);
+}

@@ -10,8 +10,8 @@
 //! scales are then Postgres's own.
 //!
 //! Rules:
-//! 1. Only a SELECT (one statement, no `INTO`), without FOR UPDATE/SHARE
-//!    anywhere (but rule 14) and with data-modifying WITH only at its top
+//! 1. Only a SELECT (one statement, no `INTO`), with FOR UPDATE/SHARE only
+//!    at its own level (rule 14) and with data-modifying WITH only at its top
 //!    (rule 13, not under EXPLAIN or DECLARE); anything else is refused
 //!    ([`NotGathered`], 0A000 for the client).
 //! 2. Every level is walked (set operation arms, FROM subqueries and
@@ -85,6 +85,15 @@
 //!     WITH queries writing one table, a WITH query that names another WITH
 //!     query, MERGE, a write to a table that is not sharded (or unknown).
 //!     The write gathers run first, in the WITH's order.
+//! 14. FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE of the statement's
+//!     own level (`gather/locking.rs`): each gathered table of that level a
+//!     clause covers (all, or those `OF` names) gets the strongest such
+//!     clause on its gather (`... FOR UPDATE [NOWAIT | SKIP LOCKED]`): each
+//!     shard locks the rows it gathers, more than one Postgres locks (rows
+//!     the finish then filters out too); the finish keeps its clauses.
+//!     Refused: a clause in a subquery, a WITH query or a set operation, over
+//!     a FROM subquery, in a cursor, NOWAIT or SKIP LOCKED with LIMIT or
+//!     OFFSET.
 //!
 //! The caller routes the statement first: what rules 1-3 and 15 of
 //! [`crate::route`] decide (overrides, one database, functions, DO blocks,
@@ -94,6 +103,7 @@
 
 mod exprs;
 mod leaves;
+mod locking;
 mod pushdown;
 mod rewrite;
 mod scope;
@@ -196,8 +206,8 @@ pub enum NotGathered {
     Parse(ParseError),
     #[error("only a SELECT can be finished on the coordinator")]
     NotSelect,
-    #[error("FOR UPDATE/SHARE cannot lock rows gathered from several shards")]
-    Locking,
+    #[error("FOR UPDATE/SHARE {0} is not done across shards yet")]
+    Locking(&'static str),
     #[error("a data-modifying WITH cannot be finished on the coordinator")]
     DataModifyingWith,
     #[error("{0} is not a table the catalog lists (a view or sequence, or not read yet): its rows on each shard are not its rows")]
@@ -298,6 +308,7 @@ fn planned(
             return Err(NotGathered::Sequence((*call).to_owned()));
         }
     }
+    locking::check(walked, cursor.is_some())?;
     let leaves = leaves::leaves(walked, sharding, options.gather_all)?;
     let (gathers, swaps) = gathers(walked, &leaves, sharding, options.serial)?;
     let gathers: Vec<Gather> = writes.into_iter().chain(gathers).collect();
@@ -412,7 +423,8 @@ fn gathers(
         let table = &walked.tables[leaf.table];
         let columns = leaf.columns.as_deref();
         let pushed = pushdown::pushable(table, walked, catalog);
-        let shard_sql = rewrite::shard_select(table.range_var, columns, &pushed)?;
+        let lock = locking::lock_of(walked, table);
+        let shard_sql = rewrite::shard_select(table.range_var, columns, &pushed, lock)?;
         let temp = match gathers.iter().find(|g| g.shard_sql == shard_sql) {
             Some(same) => same.temp.clone(),
             None => {
@@ -420,7 +432,7 @@ fn gathers(
                     0 => format!("pgshard_g{}", gathers.len() + 1),
                     serial => format!("pgshard_{serial}_g{}", gathers.len() + 1),
                 };
-                let shape = rewrite::shard_select(table.range_var, columns, &[])?;
+                let shape = rewrite::shard_select(table.range_var, columns, &[], None)?;
                 gathers.push(Gather {
                     create_sql: format!(
                         "CREATE TEMP TABLE pg_temp.{temp} ON COMMIT DROP AS {shape} WITH NO DATA"

@@ -216,7 +216,7 @@ fn refusals() {
     refused("UPDATE users SET score = 1", "only a SELECT");
     refused("SELECT 1; SELECT 2", "only a SELECT");
     refused("SELECT * INTO made FROM users", "only a SELECT");
-    refused("SELECT * FROM users FOR UPDATE", "FOR UPDATE/SHARE");
+    check("SELECT * FROM users FOR UPDATE", &["SELECT * FROM users FOR UPDATE"], "SELECT * FROM pg_temp.pgshard_g1 AS \"users\" FOR UPDATE");
     refused("SELECT * FROM (SELECT * FROM users FOR SHARE) s", "FOR UPDATE/SHARE");
     refused("SELECT (WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d)", "data-modifying WITH");
     refused("SELECT u FROM users u", "a whole-row reference to u");
@@ -380,4 +380,22 @@ fn data_modifying_with() {
     refused("EXPLAIN WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "data-modifying WITH");
     refused("DECLARE c CURSOR FOR WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "data-modifying WITH");
     refused("SELECT * FROM (WITH d AS (DELETE FROM users RETURNING id) SELECT id FROM d) s", "data-modifying WITH");
+}
+
+#[test]
+#[rustfmt::skip]
+fn locking_clauses() {
+    // Pushed into the gathers of the tables a clause covers, the strongest one.
+    check("SELECT u.name FROM users u JOIN events e ON e.id = u.grp WHERE u.score > 3 FOR UPDATE OF u", &["SELECT id, name, score, grp FROM users u WHERE u.score > 3 FOR UPDATE", "SELECT * FROM events e"], "SELECT u.name FROM pg_temp.pgshard_g1 u JOIN pg_temp.pgshard_g2 e ON e.id = u.grp WHERE u.score > 3 FOR UPDATE OF u");
+    check("SELECT u.name FROM users u, events e WHERE e.id = u.grp FOR SHARE OF e FOR NO KEY UPDATE OF u, e NOWAIT", &["SELECT id, name, grp FROM users u FOR NO KEY UPDATE NOWAIT", "SELECT * FROM events e FOR NO KEY UPDATE NOWAIT"], "SELECT u.name FROM pg_temp.pgshard_g1 u, pg_temp.pgshard_g2 e WHERE e.id = u.grp FOR SHARE OF e FOR NO KEY UPDATE OF u, e NOWAIT");
+    check("SELECT name FROM users, part WHERE p_partkey = id FOR KEY SHARE SKIP LOCKED", &["SELECT id, name FROM users FOR KEY SHARE SKIP LOCKED"], "SELECT name FROM pg_temp.pgshard_g1 AS \"users\", part WHERE p_partkey = id FOR KEY SHARE SKIP LOCKED");
+    // Tables of a sublink are read as they are.
+    check("SELECT name FROM users WHERE grp IN (SELECT id FROM events) FOR UPDATE", &["SELECT id, name, grp FROM users FOR UPDATE", "SELECT * FROM events"], "SELECT name FROM pg_temp.pgshard_g1 AS \"users\" WHERE grp IN (SELECT id FROM pg_temp.pgshard_g2 AS \"events\") FOR UPDATE");
+    check("SELECT name FROM users ORDER BY name LIMIT 3 FOR UPDATE", &["SELECT name FROM users FOR UPDATE"], "SELECT name FROM pg_temp.pgshard_g1 AS \"users\" ORDER BY name LIMIT 3 FOR UPDATE");
+    refused("SELECT name FROM users ORDER BY name LIMIT 3 FOR UPDATE SKIP LOCKED", "NOWAIT or SKIP LOCKED and LIMIT");
+    refused("SELECT name FROM users OFFSET 2 FOR UPDATE NOWAIT", "NOWAIT or SKIP LOCKED and LIMIT");
+    refused("SELECT * FROM (SELECT id FROM users) s, events FOR UPDATE", "over a FROM subquery");
+    refused("SELECT * FROM users u, events FOR UPDATE OF s", "OF a name");
+    refused("SELECT id FROM users UNION SELECT id FROM events FOR UPDATE", "FOR UPDATE/SHARE in a subquery");
+    refused("WITH s AS (SELECT id FROM users FOR UPDATE) SELECT * FROM s JOIN events USING (id)", "FOR UPDATE/SHARE in a subquery");
 }
