@@ -10,8 +10,9 @@
 //! scales are then Postgres's own.
 //!
 //! Rules:
-//! 1. Only a SELECT (one statement, no `INTO`), without FOR UPDATE/SHARE
-//!    anywhere and without data-modifying WITH; anything else is refused
+//! 1. Only a SELECT (one statement, no `INTO`), with FOR UPDATE/SHARE only
+//!    at its own level (rule 14) and with data-modifying WITH only at its top
+//!    (rule 13, not under EXPLAIN or DECLARE); anything else is refused
 //!    ([`NotGathered`], 0A000 for the client).
 //! 2. Every level is walked (set operation arms, FROM subqueries and
 //!    LATERAL ones, joins, CTE bodies, sublinks anywhere): each RangeVar
@@ -69,6 +70,30 @@
 //! 12. [`GatherOptions::serial`] > 0 names the temp tables
 //!     `pgshard_<serial>_g<N>`: temp tables a portal or cursor keeps while
 //!     later statements of its transaction gather too.
+//! 13. Data-modifying WITH (`gather/writes.rs`): each INSERT, UPDATE or
+//!     DELETE of the top-level WITH is a write gather ([`Gather::write`]):
+//!     its own text runs on the shards its own routing picks (inside one
+//!     transaction spanning them: the caller's), its RETURNING rows fill
+//!     `pg_temp.pgshard_w<N>` (shaped as `SELECT <RETURNING list> FROM
+//!     <its table> [, its FROM or USING] WITH NO DATA`), and the rest of the
+//!     statement is planned as a SELECT whose WITH query reads that table
+//!     (`SELECT * FROM pg_temp.pgshard_w<N>`; one without RETURNING is left
+//!     out, and naming it is refused as Postgres refuses it). One Postgres
+//!     gives every part the snapshot from before the statement, so refused:
+//!     a table a WITH query writes read or written by any other part (the
+//!     rest, another WITH query; the caller checks an INSERT's target), two
+//!     WITH queries writing one table, a WITH query that names another WITH
+//!     query, MERGE, a write to a table that is not sharded (or unknown).
+//!     The write gathers run first, in the WITH's order.
+//! 14. FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE of the statement's
+//!     own level (`gather/locking.rs`): each gathered table of that level a
+//!     clause covers (all, or those `OF` names) gets the strongest such
+//!     clause on its gather (`... FOR UPDATE [NOWAIT | SKIP LOCKED]`): each
+//!     shard locks the rows it gathers, more than one Postgres locks (rows
+//!     the finish then filters out too); the finish keeps its clauses.
+//!     Refused: a clause in a subquery, a WITH query or a set operation, over
+//!     a FROM subquery, in a cursor, NOWAIT or SKIP LOCKED with LIMIT or
+//!     OFFSET.
 //!
 //! The caller routes the statement first: what rules 1-3 and 15 of
 //! [`crate::route`] decide (overrides, one database, functions, DO blocks,
@@ -78,9 +103,13 @@
 
 mod exprs;
 mod leaves;
+mod locking;
 mod pushdown;
 mod rewrite;
 mod scope;
+mod writes;
+
+pub use writes::{target_written, Write};
 
 #[cfg(test)]
 mod tests;
@@ -166,6 +195,8 @@ pub struct Gather {
     /// Run on the coordinator once the rows are in: the table's primary
     /// key, when a GROUP BY relies on it (rule 8).
     pub key_sql: Option<String>,
+    /// `shard_sql` is a data-modifying WITH query (rule 13), which writes.
+    pub write: Option<Write>,
 }
 
 /// Why a statement is not planned for the coordinator.
@@ -175,8 +206,8 @@ pub enum NotGathered {
     Parse(ParseError),
     #[error("only a SELECT can be finished on the coordinator")]
     NotSelect,
-    #[error("FOR UPDATE/SHARE cannot lock rows gathered from several shards")]
-    Locking,
+    #[error("FOR UPDATE/SHARE {0} is not done across shards yet")]
+    Locking(&'static str),
     #[error("a data-modifying WITH cannot be finished on the coordinator")]
     DataModifyingWith,
     #[error("{0} is not a table the catalog lists (a view or sequence, or not read yet): its rows on each shard are not its rows")]
@@ -197,6 +228,18 @@ pub enum NotGathered {
     TooManyGathers(usize),
     #[error("pgshard cannot read {0} here yet")]
     Unreadable(&'static str),
+    #[error("MERGE in a WITH query across shards is not done yet")]
+    WriteMerge,
+    #[error("a data-modifying WITH query on {0}, which is not a sharded table, cannot run across shards yet")]
+    WriteNotSharded(String),
+    #[error("the data-modifying WITH query {0} reads the WITH query {1}: each runs on its own across shards, so this is not done yet")]
+    WriteReadsWith(String, String),
+    #[error("{0} is written by a data-modifying WITH query and read or written by another part of the statement: one Postgres gives every part the snapshot from before the statement, while across shards the WITH query runs first and the rest would see its effects")]
+    Snapshot(String),
+    #[error("{0} is written by two data-modifying WITH queries, which one Postgres runs on one snapshot and pgshard one after the other")]
+    WrittenTwice(String),
+    #[error("WITH query \"{0}\" does not have a RETURNING clause")]
+    NoReturning(String),
     #[error("the statement could not be rewritten: {0}")]
     Deparse(ParseError),
 }
@@ -231,15 +274,44 @@ pub fn plan(
         }
         _ => return Err(NotGathered::NotSelect),
     };
-    let walked = Walk::statement(select)?;
+    if explain.is_none() && cursor.is_none() {
+        if let Some(staged) = writes::stage(select, sharding, options.serial)? {
+            return writes::plan(staged, sharding, options);
+        }
+    }
+    let walked = Walk::statement(select, &[])?;
+    planned(
+        sql,
+        raw,
+        &walked,
+        sharding,
+        options,
+        (explain, cursor),
+        Vec::new(),
+    )
+}
+
+/// The plan of the walked SELECT `raw` of `sql`, the gathers after
+/// `writes` (rule 13).
+fn planned(
+    sql: &str,
+    raw: &pb::RawStmt,
+    walked: &scope::Walked<'_>,
+    sharding: &Sharding,
+    options: &GatherOptions,
+    (explain, cursor): (Option<(bool, bool)>, Option<Cursor>),
+    writes: Vec<Gather>,
+) -> Result<GatherPlan, NotGathered> {
     if options.coordinator != 0 {
         let drawn = ["nextval", "setval"];
         if let Some(call) = walked.calls.iter().find(|c| drawn.contains(c)) {
             return Err(NotGathered::Sequence((*call).to_owned()));
         }
     }
-    let leaves = leaves::leaves(&walked, sharding, options.gather_all)?;
-    let (gathers, swaps) = gathers(&walked, &leaves, sharding, options.serial)?;
+    locking::check(walked, cursor.is_some())?;
+    let leaves = leaves::leaves(walked, sharding, options.gather_all)?;
+    let (gathers, swaps) = gathers(walked, &leaves, sharding, options.serial)?;
+    let gathers: Vec<Gather> = writes.into_iter().chain(gathers).collect();
     if gathers.len() > MAX_GATHERS {
         return Err(NotGathered::TooManyGathers(gathers.len()));
     }
@@ -247,7 +319,10 @@ pub fn plan(
     let finish_sql = rewrite::finish(text, swaps)?;
     let mut lines: Vec<String> = gathers
         .iter()
-        .map(|g| format!("Gather {}: {}", g.temp, g.shard_sql))
+        .map(|g| match g.write {
+            Some(_) => format!("Write {}: {}", g.temp, g.shard_sql),
+            None => format!("Gather {}: {}", g.temp, g.shard_sql),
+        })
         .collect();
     lines.push(format!("Finish on database {}", options.coordinator));
     let explain = match explain {
@@ -348,7 +423,8 @@ fn gathers(
         let table = &walked.tables[leaf.table];
         let columns = leaf.columns.as_deref();
         let pushed = pushdown::pushable(table, walked, catalog);
-        let shard_sql = rewrite::shard_select(table.range_var, columns, &pushed)?;
+        let lock = locking::lock_of(walked, table);
+        let shard_sql = rewrite::shard_select(table.range_var, columns, &pushed, lock)?;
         let temp = match gathers.iter().find(|g| g.shard_sql == shard_sql) {
             Some(same) => same.temp.clone(),
             None => {
@@ -356,7 +432,7 @@ fn gathers(
                     0 => format!("pgshard_g{}", gathers.len() + 1),
                     serial => format!("pgshard_{serial}_g{}", gathers.len() + 1),
                 };
-                let shape = rewrite::shard_select(table.range_var, columns, &[])?;
+                let shape = rewrite::shard_select(table.range_var, columns, &[], None)?;
                 gathers.push(Gather {
                     create_sql: format!(
                         "CREATE TEMP TABLE pg_temp.{temp} ON COMMIT DROP AS {shape} WITH NO DATA"
@@ -371,6 +447,7 @@ fn gathers(
                     temp: temp.clone(),
                     table: leaves::table_ref(table.range_var),
                     shard_sql,
+                    write: None,
                 });
                 temp
             }

@@ -62,6 +62,7 @@ mod finish_as;
 mod kept;
 mod portal;
 mod run;
+mod writes;
 
 pub(super) use finish_as::Finish;
 pub(super) use portal::{GatherPortal, NamedPortals};

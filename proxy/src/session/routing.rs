@@ -119,7 +119,7 @@ impl Session {
         if let Some(error) =
             self.insert_select_error(summary, frame_sql.as_bytes(), shards.as_deref())
         {
-            return Box::pin(self.refused_insert_select(frame_sql, summary, error)).await;
+            return Box::pin(self.refused_moving(frame_sql, summary, error)).await;
         }
         if let Some(CursorEffect::Declare { .. }) = super::cursor::cursor_effect(summary) {
             return Box::pin(self.declare_query(summary, frame_sql, shards)).await;
@@ -148,8 +148,7 @@ impl Session {
         }
     }
 
-    /// A simple query the router did not route: run a way pgshard has for it (split
-    /// INSERT, sharded COPY, columns given, rows moved), or refuse it, saying why.
+    /// A simple query the router did not route: run a way pgshard has for it, else refuse it.
     async fn unrouted_query(
         &mut self,
         err: RouteError,
@@ -191,6 +190,7 @@ impl Session {
             RouteError::StatementsOnDifferentShards { .. } => {
                 self.query_string(summary, frame_sql).await
             }
+            ref e if self.dml_with(summary) => self.dml_with_routed(frame_sql, summary, e).await,
             ref e if self.moves_rows(e, summary, frame_sql) => self.move_rows(frame_sql, e).await,
             ref err if self.carries(err, summary) => self.carry_query(frame_sql, Some(err)).await,
             err => {
@@ -259,9 +259,9 @@ impl Session {
             Ok(rows) => rows,
             Err(error)
                 if error.code == sqlstate::FEATURE_NOT_SUPPORTED
-                    && self.finishes_on_coordinator(summary) =>
+                    && (self.finishes_on_coordinator(summary) || self.dml_with(summary)) =>
             {
-                return self.gather_query(frame_sql, error, in_txn).await;
+                return self.finish_query(frame_sql, summary, error, in_txn).await;
             }
             Err(error) => return Ok(self.refused(error)),
         };

@@ -7,6 +7,7 @@
 
 use parser_ffi::protobuf::{self as pb, node::Node as NodeEnum};
 
+use super::locking::Lock;
 use super::NotGathered;
 
 /// `SELECT <columns> FROM <table as written> [WHERE <conditions>]`.
@@ -14,6 +15,7 @@ pub(super) fn shard_select(
     range_var: &pb::RangeVar,
     columns: Option<&[String]>,
     conditions: &[&pb::Node],
+    lock: Option<Lock>,
 ) -> Result<String, NotGathered> {
     let targets = match columns {
         Some(columns) => columns
@@ -36,6 +38,7 @@ pub(super) fn shard_select(
         target_list: targets,
         from_clause: vec![node(NodeEnum::RangeVar(range_var.clone()))],
         where_clause,
+        locking_clause: lock.map(Lock::clause).into_iter().collect(),
         limit_option: pb::LimitOption::Default.into(),
         op: pb::SetOperation::SetopNone.into(),
         ..Default::default()

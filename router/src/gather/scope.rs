@@ -36,6 +36,8 @@ pub(super) struct Level<'a> {
     pub conjuncts: Vec<&'a pb::Node>,
     /// Some join of its FROM merges columns (USING or NATURAL).
     pub merges: bool,
+    /// Some FROM item of it is a subquery.
+    pub subqueries: bool,
 }
 
 /// A RangeVar naming a table.
@@ -76,6 +78,11 @@ pub(super) struct Walked<'a> {
     /// The names of the columns GROUP BY lists anywhere (last name part).
     pub grouped: Vec<&'a str>,
     pub params: bool,
+    /// The statement's own level (a SELECT without a set operation).
+    pub top: usize,
+    /// Its locking clauses (FOR UPDATE...), its LIMIT or OFFSET.
+    pub locking: &'a [pb::Node],
+    pub limited: bool,
 }
 
 /// The walker: what it found, and the CTE names in scope.
@@ -83,13 +90,23 @@ pub(super) struct Walked<'a> {
 pub(super) struct Walk<'a> {
     pub found: Walked<'a>,
     ctes: Vec<&'a str>,
+    /// Temp tables of `pg_temp` the coordinator reads in place (a
+    /// data-modifying WITH query's rows, `writes.rs`).
+    local: &'a [String],
     depth: usize,
 }
 
 impl<'a> Walk<'a> {
-    /// Walk the SELECT `select` (the statement).
-    pub fn statement(select: &'a pb::SelectStmt) -> Result<Walked<'a>, NotGathered> {
-        let mut walk = Walk::default();
+    /// Walk the SELECT `select` (the statement); `local`: temp tables
+    /// read in place.
+    pub fn statement(
+        select: &'a pb::SelectStmt,
+        local: &'a [String],
+    ) -> Result<Walked<'a>, NotGathered> {
+        let mut walk = Walk {
+            local,
+            ..Walk::default()
+        };
         walk.select(select)?;
         Ok(walk.found)
     }
@@ -108,14 +125,22 @@ impl<'a> Walk<'a> {
         if select.into_clause.is_some() {
             return Err(NotGathered::NotSelect);
         }
-        if !select.locking_clause.is_empty() {
-            return Err(NotGathered::Locking);
+        let top = self.depth == 1 && select.op() == pb::SetOperation::SetopNone;
+        if !select.locking_clause.is_empty() && !top {
+            return Err(NotGathered::Locking(
+                "in a subquery, a WITH query or a set operation",
+            ));
         }
         let scope = self.ctes.len();
         if let Some(with) = &select.with_clause {
             self.with(with)?;
         }
         if select.op() == pb::SetOperation::SetopNone {
+            if top {
+                self.found.top = self.found.levels.len();
+                self.found.locking = &select.locking_clause;
+                self.found.limited = select.limit_count.is_some() || select.limit_offset.is_some();
+            }
             self.level(select)?;
         } else {
             for arm in [&select.larg, &select.rarg].into_iter().flatten() {
@@ -214,6 +239,7 @@ impl<'a> Walk<'a> {
             Some(NodeEnum::JoinExpr(join)) => self.join(join, level, path)?,
             Some(NodeEnum::RangeSubselect(sub)) => {
                 self.found.levels[level].items.push(Item::Other);
+                self.found.levels[level].subqueries = true;
                 match sub.subquery.as_deref().and_then(|q| q.node.as_ref()) {
                     Some(NodeEnum::SelectStmt(query)) => self.select(query)?,
                     _ => return Err(NotGathered::Unreadable("a FROM subquery")),
@@ -311,7 +337,10 @@ impl<'a> Walk<'a> {
         sampled: bool,
     ) {
         let alias = range_var.alias.as_ref();
-        if range_var.schemaname.is_empty() && self.ctes.contains(&range_var.relname.as_str()) {
+        let cte =
+            range_var.schemaname.is_empty() && self.ctes.contains(&range_var.relname.as_str());
+        let local = range_var.schemaname == "pg_temp" && self.local.contains(&range_var.relname);
+        if cte || local {
             self.found.levels[level].items.push(Item::Other);
             return;
         }

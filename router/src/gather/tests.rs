@@ -216,9 +216,9 @@ fn refusals() {
     refused("UPDATE users SET score = 1", "only a SELECT");
     refused("SELECT 1; SELECT 2", "only a SELECT");
     refused("SELECT * INTO made FROM users", "only a SELECT");
-    refused("SELECT * FROM users FOR UPDATE", "FOR UPDATE/SHARE");
+    check("SELECT * FROM users FOR UPDATE", &["SELECT * FROM users FOR UPDATE"], "SELECT * FROM pg_temp.pgshard_g1 AS \"users\" FOR UPDATE");
     refused("SELECT * FROM (SELECT * FROM users FOR SHARE) s", "FOR UPDATE/SHARE");
-    refused("WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "data-modifying WITH");
+    refused("SELECT (WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d)", "data-modifying WITH");
     refused("SELECT u FROM users u", "a whole-row reference to u");
     refused("SELECT row_to_json(users) FROM users", "a whole-row reference to users");
     refused("SELECT ctid FROM users", "the system column ctid of users");
@@ -353,4 +353,49 @@ fn cursors_and_serials() {
     assert_eq!(temps, ["pgshard_7_g1", "pgshard_7_g2"]);
     assert_eq!(plan.finish_sql, "SELECT u.id FROM pg_temp.pgshard_7_g1 u JOIN pg_temp.pgshard_7_g2 e ON e.id = u.score");
     assert!(plan.gathers[0].create_sql.starts_with("CREATE TEMP TABLE pg_temp.pgshard_7_g1 ON COMMIT DROP AS "));
+}
+
+#[test]
+#[rustfmt::skip]
+fn data_modifying_with() {
+    // Each write is a gather of its own text, its rows read back under the WITH query's name.
+    check("WITH u AS (UPDATE users SET score = score + 1 WHERE grp = 2 RETURNING id, score) SELECT round(avg(score), 2) FROM u", &["UPDATE users SET score = score + 1 WHERE grp = 2 RETURNING id, score"], "WITH u AS (SELECT * FROM pg_temp.pgshard_w1) SELECT round(avg(score), 2) FROM u");
+    check("WITH d AS (DELETE FROM events WHERE id < 5 RETURNING *), s AS (SELECT p_name FROM part) SELECT count(*) FROM d, s, lineitem WHERE l_quantity > 2", &["DELETE FROM events WHERE id < 5 RETURNING *", "SELECT l_quantity FROM lineitem"], "WITH d AS (SELECT * FROM pg_temp.pgshard_w1), s AS (SELECT p_name FROM part) SELECT count(*) FROM d, s, pg_temp.pgshard_g1 AS \"lineitem\" WHERE l_quantity > 2");
+    check("WITH i AS (INSERT INTO users (id, name) VALUES (1, 'a') RETURNING id), d AS (DELETE FROM events WHERE id = 3) SELECT * FROM i", &["INSERT INTO users (id, name) VALUES (1, 'a') RETURNING id", "DELETE FROM events WHERE id = 3"], "WITH i AS (SELECT * FROM pg_temp.pgshard_w1) SELECT * FROM i");
+    let plan = planned("WITH u AS (UPDATE users u SET score = 1 FROM orders o WHERE o.o_custkey = u.id RETURNING u.id, o.o_comment) SELECT * FROM u").unwrap();
+    assert_eq!(plan.gathers[0].create_sql, "CREATE TEMP TABLE pg_temp.pgshard_w1 ON COMMIT DROP AS SELECT u.id, o.o_comment FROM users u, orders o WITH NO DATA");
+    assert_eq!(plan.gathers[0].write, Some(super::Write { inserts: false, returning: true }));
+    assert_eq!(plan.lines[0], "Write pgshard_w1: UPDATE users u SET score = 1 FROM orders o WHERE o.o_custkey = u.id RETURNING u.id, o.o_comment");
+    // The snapshot rule: no other part reads or writes what a WITH query writes.
+    refused("WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d JOIN users USING (id)", "users is written by a data-modifying WITH query");
+    refused("WITH d AS (DELETE FROM users RETURNING id) SELECT (SELECT max(id) FROM public.users) FROM d", "users is written by a data-modifying WITH query");
+    refused("WITH s AS (SELECT * FROM users), d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "users is written by a data-modifying WITH query");
+    refused("WITH a AS (DELETE FROM users RETURNING id), b AS (DELETE FROM events WHERE id IN (SELECT id FROM users) RETURNING id) SELECT 1", "users is written by a data-modifying WITH query");
+    refused("WITH a AS (DELETE FROM users RETURNING id), b AS (UPDATE users SET score = 0 RETURNING id) SELECT 1", "users is written by two data-modifying WITH queries");
+    refused("WITH a AS (SELECT 1 AS id), b AS (DELETE FROM users WHERE id IN (SELECT id FROM a) RETURNING id) SELECT 1", "reads the WITH query a");
+    refused("WITH d AS (DELETE FROM users) SELECT * FROM d", "WITH query \"d\" does not have a RETURNING clause");
+    refused("WITH p AS (UPDATE part SET p_name = 'x' RETURNING p_partkey) SELECT count(*) FROM p", "part, which is not a sharded table");
+    refused("WITH m AS (MERGE INTO users u USING events e ON u.id = e.id WHEN MATCHED THEN DELETE RETURNING u.id) SELECT * FROM m", "MERGE");
+    // Not under EXPLAIN or DECLARE, nor below the top level (Postgres refuses that too).
+    refused("EXPLAIN WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "data-modifying WITH");
+    refused("DECLARE c CURSOR FOR WITH d AS (DELETE FROM users RETURNING id) SELECT count(*) FROM d", "data-modifying WITH");
+    refused("SELECT * FROM (WITH d AS (DELETE FROM users RETURNING id) SELECT id FROM d) s", "data-modifying WITH");
+}
+
+#[test]
+#[rustfmt::skip]
+fn locking_clauses() {
+    // Pushed into the gathers of the tables a clause covers, the strongest one.
+    check("SELECT u.name FROM users u JOIN events e ON e.id = u.grp WHERE u.score > 3 FOR UPDATE OF u", &["SELECT id, name, score, grp FROM users u WHERE u.score > 3 FOR UPDATE", "SELECT * FROM events e"], "SELECT u.name FROM pg_temp.pgshard_g1 u JOIN pg_temp.pgshard_g2 e ON e.id = u.grp WHERE u.score > 3 FOR UPDATE OF u");
+    check("SELECT u.name FROM users u, events e WHERE e.id = u.grp FOR SHARE OF e FOR NO KEY UPDATE OF u, e NOWAIT", &["SELECT id, name, grp FROM users u FOR NO KEY UPDATE NOWAIT", "SELECT * FROM events e FOR NO KEY UPDATE NOWAIT"], "SELECT u.name FROM pg_temp.pgshard_g1 u, pg_temp.pgshard_g2 e WHERE e.id = u.grp FOR SHARE OF e FOR NO KEY UPDATE OF u, e NOWAIT");
+    check("SELECT name FROM users, part WHERE p_partkey = id FOR KEY SHARE SKIP LOCKED", &["SELECT id, name FROM users FOR KEY SHARE SKIP LOCKED"], "SELECT name FROM pg_temp.pgshard_g1 AS \"users\", part WHERE p_partkey = id FOR KEY SHARE SKIP LOCKED");
+    // Tables of a sublink are read as they are.
+    check("SELECT name FROM users WHERE grp IN (SELECT id FROM events) FOR UPDATE", &["SELECT id, name, grp FROM users FOR UPDATE", "SELECT * FROM events"], "SELECT name FROM pg_temp.pgshard_g1 AS \"users\" WHERE grp IN (SELECT id FROM pg_temp.pgshard_g2 AS \"events\") FOR UPDATE");
+    check("SELECT name FROM users ORDER BY name LIMIT 3 FOR UPDATE", &["SELECT name FROM users FOR UPDATE"], "SELECT name FROM pg_temp.pgshard_g1 AS \"users\" ORDER BY name LIMIT 3 FOR UPDATE");
+    refused("SELECT name FROM users ORDER BY name LIMIT 3 FOR UPDATE SKIP LOCKED", "NOWAIT or SKIP LOCKED and LIMIT");
+    refused("SELECT name FROM users OFFSET 2 FOR UPDATE NOWAIT", "NOWAIT or SKIP LOCKED and LIMIT");
+    refused("SELECT * FROM (SELECT id FROM users) s, events FOR UPDATE", "over a FROM subquery");
+    refused("SELECT * FROM users u, events FOR UPDATE OF s", "OF a name");
+    refused("SELECT id FROM users UNION SELECT id FROM events FOR UPDATE", "FOR UPDATE/SHARE in a subquery");
+    refused("WITH s AS (SELECT id FROM users FOR UPDATE) SELECT * FROM s JOIN events USING (id)", "FOR UPDATE/SHARE in a subquery");
 }

@@ -189,8 +189,19 @@ fn refuse_constructs(
     if !select.values_lists.is_empty() {
         return Ok(());
     }
-    if !select.locking_clause.is_empty() {
-        return Err(Construct("FOR UPDATE / FOR SHARE"));
+    // FOR UPDATE / SHARE: each shard locks the rows it returns (with a
+    // LIMIT, up to the LIMIT's rows each: more than one Postgres locks).
+    // NOWAIT or SKIP LOCKED would make a shard fail on, or skip, rows the
+    // limit may not reach, so other rows would fill it.
+    let waits = |node: &pb::Node| {
+        matches!(&node.node, Some(N::LockingClause(c))
+            if c.wait_policy != pb::LockWaitPolicy::LockWaitBlock as i32)
+    };
+    let limited = select.limit_count.is_some() || select.limit_offset.is_some();
+    if limited && select.locking_clause.iter().any(waits) {
+        return Err(Construct(
+            "FOR UPDATE / FOR SHARE with NOWAIT or SKIP LOCKED and LIMIT or OFFSET",
+        ));
     }
     if select.group_distinct || select.group_clause.iter().any(nodes::is_grouping_set) {
         return Err(Construct("GROUPING SETS, ROLLUP or CUBE"));

@@ -77,6 +77,10 @@ fn plain_reads_concatenate() {
         "WITH a AS (SELECT id FROM users) SELECT * FROM a",
         "VALUES (1), (2)",
         "SELECT now()",
+        // Each shard locks the rows it returns.
+        "SELECT * FROM users WHERE score > 3 FOR UPDATE",
+        "SELECT id FROM users FOR NO KEY UPDATE SKIP LOCKED",
+        "SELECT id FROM users FOR SHARE NOWAIT",
     ] {
         assert_eq!(plan(sql), Shape::Concat, "{sql}");
     }
@@ -94,6 +98,12 @@ fn order_by_and_limit() {
         }
     );
     assert_eq!((p.shard_sql, p.hidden, p.groups), (None, 0, None));
+    // Each shard locks up to its LIMIT's rows (more than one Postgres).
+    let p = merged("SELECT id FROM users ORDER BY id LIMIT 2 OFFSET 1 FOR UPDATE");
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT id FROM users ORDER BY id LIMIT 3 FOR UPDATE")
+    );
 
     let p = merged("SELECT id AS k FROM users ORDER BY k NULLS FIRST");
     assert_eq!(p.order, vec![key(0, false, true)]);
@@ -317,7 +327,14 @@ fn what_cannot_merge_is_refused() {
             "SELECT id FROM users UNION SELECT user_id FROM orders",
             "set operation",
         ),
-        ("SELECT * FROM users FOR UPDATE", "FOR UPDATE"),
+        (
+            "SELECT * FROM users ORDER BY id LIMIT 3 FOR UPDATE SKIP LOCKED",
+            "FOR UPDATE / FOR SHARE with NOWAIT or SKIP LOCKED and LIMIT",
+        ),
+        (
+            "SELECT * FROM users OFFSET 1 FOR SHARE NOWAIT",
+            "FOR UPDATE / FOR SHARE with NOWAIT or SKIP LOCKED and LIMIT",
+        ),
         (
             "SELECT DISTINCT ON (grp) grp, count(*) FROM users GROUP BY grp",
             "DISTINCT ON",

@@ -173,6 +173,7 @@ mod tests {
                 },
                 create_sql: String::new(),
                 shard_sql: "SELECT x FROM t".into(),
+                write: None,
                 key_sql: None,
             }],
             finish_sql: String::new(),

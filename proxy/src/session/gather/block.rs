@@ -118,10 +118,20 @@ impl Session {
         coordinator: usize,
     ) -> Result<(), Stop> {
         let bound = sink.rows_left().saturating_add(1).min(i64::MAX as u64);
-        let sql = format!(
-            "INSERT INTO pg_temp.{} SELECT * FROM ({}) AS pgshard_local LIMIT {bound}",
-            gather.temp, gather.shard_sql
-        );
+        let sql = match gather.write {
+            // A data-modifying WITH query: its RETURNING rows inserted
+            // (it runs whole whatever the LIMIT).
+            Some(write) if write.returning => format!(
+                "WITH pgshard_local AS ({}) INSERT INTO pg_temp.{} SELECT * FROM pgshard_local \
+                 LIMIT {bound}",
+                gather.shard_sql, gather.temp
+            ),
+            Some(_) => gather.shard_sql.clone(),
+            None => format!(
+                "INSERT INTO pg_temp.{} SELECT * FROM ({}) AS pgshard_local LIMIT {bound}",
+                gather.temp, gather.shard_sql
+            ),
+        };
         let mut out = BytesMut::new();
         messages::query(&mut out, &sql);
         server.conn.send(&out).await.map_err(|_| Stop::Broken)?;
@@ -141,6 +151,12 @@ impl Session {
         if let Some(error) = error {
             self.relay_gather_error(&error);
             return Err(Stop::Failed);
+        }
+        if gather.write.is_some() {
+            self.attached.note_write(coordinator);
+        }
+        if gather.write.is_some_and(|w| !w.returning) {
+            inserted = 0;
         }
         if let Err(exceeded) = sink.local(inserted) {
             self.gather_error(&limit_error(exceeded, coordinator));

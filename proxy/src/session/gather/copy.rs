@@ -76,6 +76,7 @@ impl Session {
         }
         let held = run.in_block().then_some(shards);
         let broken = self.release_readers(tasks, started.elapsed(), held).await;
+        self.note_written(gather, held);
         // The shards' servers are back in their pools: a cancel must not
         // reach them now (another client's query may run there).
         let coordinator_target = targets.last().cloned();
@@ -106,6 +107,14 @@ impl Session {
                 let _ = sink.take();
                 self.fail_copy(server, "pgshard stopped the gather").await
             }
+        }
+    }
+
+    /// A data-modifying WITH query (`gather`) wrote on the block's shards
+    /// `held` (two-phase commit prepares them).
+    fn note_written(&mut self, gather: &Gather, held: Option<&[usize]>) {
+        if let (Some(_), Some(shards)) = (gather.write, held) {
+            shards.iter().for_each(|&s| self.attached.note_write(s));
         }
     }
 

@@ -158,6 +158,7 @@ impl Session {
         run: Run,
         finish: &Finish,
     ) -> Result<(), Stop> {
+        self.writes_need_a_block(plan, run)?;
         let own = run.host != Host::Block;
         let mut setup = Vec::new();
         if own {
@@ -220,6 +221,22 @@ impl Session {
                 self.coordinator_run(server, &drop).await
             }
         }
+    }
+
+    /// A data-modifying WITH query (`writes.rs`) runs only inside
+    /// a transaction spanning the shards: never on servers of their own,
+    /// each committing alone.
+    fn writes_need_a_block(&mut self, plan: &GatherPlan, run: Run) -> Result<(), Stop> {
+        if run.host == Host::Own && plan.gathers.iter().any(|g| g.write.is_some()) {
+            let error = ClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "a data-modifying WITH query across shards runs only inside a transaction \
+                 spanning the shards, which this statement's path does not open",
+            );
+            self.gather_error(&error);
+            return Err(Stop::Failed);
+        }
+        Ok(())
     }
 
     /// The finish: the client's statement over the temp tables, its reply
