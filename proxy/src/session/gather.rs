@@ -62,7 +62,7 @@ mod kept;
 mod portal;
 mod run;
 
-pub(super) use portal::{GatherPortal, NamedPortals};
+pub(super) use portal::GatherPortal;
 
 use router::config::CrossShardFinish;
 use router::gather::{GatherOptions, GatherPlan};
