@@ -12,7 +12,12 @@
 #
 # Environment: BASE (a commit built in a worktree under the target dir,
 # with its own target dir, the first time), STATEMENTS (names of
-# bench::route_set::prepared_set; all by default), N1 (100), N2 (1100).
+# bench::route_set::prepared_set; all by default), N1 (100), N2 (1100),
+# RELEASE_LIKE=1 (build the workspace's crates as `[profile.release]`
+# does, fat LTO and one codegen unit, dependencies at 16 units: under
+# the bench profile's thin LTO a step's count moves by tens to hundreds
+# of instructions with changes to code it does not run, so compare two
+# commits this way; the first build rebuilds every dependency).
 # Nothing asserts anything: numbers for people.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,9 +28,15 @@ STATEMENTS=${STATEMENTS:-"point_select pgbench_update join_group_order msg_reser
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 command -v valgrind >/dev/null || { echo "route_instructions.sh: no valgrind (scripts/setup.sh installs it)" >&2; exit 1; }
 
+profile=()
+if [ -n "${RELEASE_LIKE:-}" ]; then
+  profile=(--config 'profile.bench.lto="fat"' --config 'profile.bench.codegen-units=1'
+    --config 'profile.bench.package."*".codegen-units=16')
+fi
+
 build() { # checkout dir, target dir -> path of route_loop
   (cd "$1" && CARGO_TARGET_DIR=$2 CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} \
-    cargo build --profile bench --locked -q -p bench --example route_loop)
+    cargo build --profile bench --locked -q -p bench --example route_loop "${profile[@]}")
   echo "$2/release/examples/route_loop"
 }
 

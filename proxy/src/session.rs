@@ -12,8 +12,9 @@
 //! `cluster_view.rs` (pools, sharding), `settings.rs` (the client's
 //! settings), `pipeline.rs` (what is in flight), `phase.rs` (the
 //! extended-protocol phase), `route_state.rs` (what routing keeps),
-//! `reply_plan.rs` (the replies owed, pure) and `transaction.rs` (what the
-//! client's transaction allows, pure).
+//! `named.rs` (the client's statement names), `portals.rs` (the cursors
+//! and portals answered here), `reply_plan.rs` (the replies owed, pure)
+//! and `transaction.rs` (what the client's transaction allows, pure).
 
 mod attach;
 mod attached;
@@ -34,9 +35,11 @@ mod key_move;
 mod listen;
 mod local;
 mod merge;
+mod named;
 mod output;
 mod phase;
 mod pipeline;
+mod portals;
 mod query_clock;
 mod query_string;
 mod read_split;
@@ -81,14 +84,15 @@ use attach::cancel_target;
 use attached::Attached;
 pub use client_info::{ClientAddr, ClientInfo, CLIENT_ACTIVE, CLIENT_IDLE, CLIENT_WAITING};
 use cluster_view::ClusterView;
+use named::Named;
 use phase::Phase;
 use pipeline::Pipeline;
+use portals::Portals;
 use query_clock::QueryClock;
 use reply_plan::{ReplyPlan, Step};
 use route_state::RouteState;
 use settings::Settings;
 pub use shared::{Shared, TableColumns};
-use statements::ClientStatements;
 use transaction::{Target, Transaction};
 
 /// Flush replies to the client once this much is buffered.
@@ -139,6 +143,12 @@ pub struct Start {
     pub server: Option<Pooled>,
 }
 
+/// A client's session: a composition of states, each owning its methods
+/// (and tested alone where it is pure), so that no flag or map sits here.
+/// States that change together are one field: both kinds of statement
+/// names (`named`: one name space in Postgres), the cursors' registry and
+/// the gathered portals that are names in it (`portals`), routing's state
+/// and the move counts taken when a statement is routed (`routing`).
 pub struct Session {
     shared: Arc<Shared>,
     info: Arc<ClientInfo>,
@@ -157,23 +167,18 @@ pub struct Session {
     /// The extended-protocol phase: skipping to Sync, a segment held, a
     /// portal answered here.
     phase: Phase,
-    statements: ClientStatements,
-    /// The client's SQL-prepared statements (`PREPARE name AS ...`).
-    sql_names: sql_prepared::SqlNames,
+    /// The client's named statements, by Parse and by `PREPARE`.
+    named: Named,
     /// The client's settings.
     settings: Settings,
     /// The client's transaction on a sharded cluster.
     txn: Transaction,
-    /// What routing keeps between statements.
+    /// What routing keeps between statements, and what the session is
+    /// counted in for moves.
     routing: RouteState,
-    /// Cursors (and portals) pgshard routes or merges, and the servers
-    /// WITH HOLD cursors keep.
-    cursors: cursor::Cursors,
-    /// Named portals of statements the coordinator finishes, bound inside
-    /// the client's block and not executed yet (`gather/portal.rs`).
-    gather_portals: gather::NamedPortals,
-    /// What the session is counted in for moves (`holds.rs`).
-    counted: holds::Counted,
+    /// Cursors and portals pgshard routes, merges or finishes, and the
+    /// servers WITH HOLD cursors keep.
+    portals: Portals,
     /// LISTEN in transaction mode: the client's channels and its place in
     /// the notification relay.
     listening: listen::Listening,
@@ -200,14 +205,11 @@ impl Session {
             plan: ReplyPlan::default(),
             pipeline: Pipeline::new(clock),
             phase: Phase::Idle,
-            statements: ClientStatements::default(),
-            sql_names: sql_prepared::SqlNames::default(),
+            named: Named::default(),
             settings: Settings::new(start.defaults),
             txn: Transaction::default(),
             routing: RouteState::default(),
-            cursors: cursor::Cursors::default(),
-            gather_portals: gather::NamedPortals::default(),
-            counted: holds::Counted::default(),
+            portals: Portals::default(),
             listening: listen::Listening::default(),
         }
     }
@@ -357,7 +359,7 @@ impl Session {
                     && Box::pin(self.on_gather_portal(frame)).await?)
                 || (self.phase.cursor_portal().is_some()
                     && Box::pin(self.on_cursor_portal(frame)).await?)
-                || (!self.gather_portals.is_empty()
+                || (self.portals.any_gathered()
                     && Box::pin(self.on_named_gather_portal(frame)).await?),
         )
     }
@@ -383,8 +385,8 @@ impl Session {
                 _ => {}
             }
         }
-        if !self.cursors.is_empty() {
-            self.cursors.forget_unnamed(&frame);
+        if !self.portals.cursors.is_empty() {
+            self.portals.cursors.forget_unnamed(&frame);
             if !self.phase.holds_batch() && Box::pin(self.on_known_portal(&frame)).await? {
                 return Ok(());
             }

@@ -109,7 +109,7 @@ impl Session {
     /// An idle primary server of `shard` now, unless PAUSE holds the
     /// database or none is ready (its settings not brought in line yet).
     fn checkout_now(&mut self, shard: usize, read: bool) -> Option<Pooled> {
-        if let Some(pinned) = self.cursors.unpin(shard) {
+        if let Some(pinned) = self.portals.cursors.unpin(shard) {
             return Some(pinned);
         }
         if self.shared.gate.holds(&self.info.database) {
@@ -140,7 +140,7 @@ impl Session {
         read: bool,
         ready: Option<Pooled>,
     ) -> Result<Result<Pooled, PoolError>, End> {
-        let mut server = match ready.or_else(|| self.cursors.unpin(shard)) {
+        let mut server = match ready.or_else(|| self.portals.cursors.unpin(shard)) {
             Some(server) => server,
             None => match self.checkout_waiting(shard, read).await? {
                 Ok(server) => server,
@@ -313,7 +313,7 @@ impl Session {
             };
             if server.conn.status() != TransactionStatus::Idle
                 || server.conn.dirty
-                || self.cursors.keeps(server)
+                || self.portals.cursors.keeps(server)
             {
                 return false;
             }

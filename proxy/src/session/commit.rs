@@ -121,7 +121,7 @@ impl Session {
         }
         // Before the servers go back: those a WITH HOLD cursor still
         // needs stay with the client.
-        self.cursors.txn_end(ended == Ok("COMMIT"));
+        self.portals.cursors.txn_end(ended == Ok("COMMIT"));
         self.listen_txn_end(ended == Ok("COMMIT"));
         for (_, server) in servers {
             self.release(server, false).await;

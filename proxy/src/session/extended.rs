@@ -50,7 +50,7 @@ impl Session {
             }
             None => (query, param_types, frame),
         };
-        if !name.is_empty() && self.sql_names.contains(&name) {
+        if !name.is_empty() && self.named.sql.contains(&name) {
             // SQL PREPARE and Parse name statements in one namespace.
             let name = String::from_utf8_lossy(&name);
             self.local_error(super::sql_prepared::duplicate(&name), false);
@@ -65,7 +65,11 @@ impl Session {
         if let Some(parse) = id_parse {
             self.note_id_params(&statement, parse);
         }
-        if let Err(error) = self.statements.insert(name.clone(), Arc::clone(&statement)) {
+        if let Err(error) = self
+            .named
+            .protocol
+            .insert(name.clone(), Arc::clone(&statement))
+        {
             self.local_error(error, false);
             return Ok(());
         }
@@ -160,7 +164,7 @@ impl Session {
                 .forward_extended(&frame, Step::forward(terminals))
                 .await;
         };
-        let Some(statement) = self.statements.get(&body[name.clone()]) else {
+        let Some(statement) = self.named.protocol.get(&body[name.clone()]) else {
             // Not prepared through pgshard (or never prepared): Postgres
             // gives the client the error it would give anyway.
             return self
@@ -319,9 +323,9 @@ impl Session {
             }) => {
                 // Servers keep the statement for other clients; closing a
                 // name that does not exist is not an error in Postgres.
-                self.statements.remove(&name);
+                self.named.protocol.remove(&name);
                 self.forget_describe_twin(&name);
-                self.sql_names.remove(&name);
+                self.named.sql.remove(&name);
                 self.local_reply(messages::close_complete);
                 Ok(())
             }

@@ -414,7 +414,7 @@ impl Session {
                 message
             }
             BackendMessage::ErrorResponse(_) => {
-                self.sql_names.client_error(&message).unwrap_or(message)
+                self.named.sql.client_error(&message).unwrap_or(message)
             }
             _ => message,
         }

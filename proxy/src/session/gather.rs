@@ -65,7 +65,7 @@ mod run;
 mod writes;
 
 pub(super) use finish_as::Finish;
-pub(super) use portal::{GatherPortal, NamedPortals};
+pub(super) use portal::GatherPortal;
 
 use router::config::CrossShardFinish;
 use router::gather::{GatherOptions, GatherPlan};

@@ -124,10 +124,10 @@ impl Session {
     /// Count the session's transaction in flight on the cluster's moving
     /// shards (a counted one stays counted); `false` while they are held.
     pub(super) fn enter_moving(&mut self) -> bool {
-        if self.counted.move_hold.is_none() {
-            self.counted.move_hold = self.shared.gate.shards.enter(&self.info.database);
+        if self.routing.counted.move_hold.is_none() {
+            self.routing.counted.move_hold = self.shared.gate.shards.enter(&self.info.database);
         }
-        self.counted.move_hold.is_some()
+        self.routing.counted.move_hold.is_some()
     }
 
     /// Before a simple query pgshard splits by row itself (COPY FROM, a
@@ -186,9 +186,9 @@ impl Session {
     /// read lately (`Shared::check_fresh`: with plain sharded tables, a
     /// cluster never read counts as not read lately).
     pub(super) fn count_routing(&mut self) {
-        if self.counted.routing.is_none() {
+        if self.routing.counted.routing.is_none() {
             let flights = &self.shared.clusters.keyless;
-            self.counted.routing = Some(flights.enter(&self.info.database));
+            self.routing.counted.routing = Some(flights.enter(&self.info.database));
         }
         let plain = !self.cluster.sharding().tables.is_empty();
         self.shared.check_fresh(&self.info.database, plain);
@@ -197,7 +197,7 @@ impl Session {
     /// Every database of the cluster, for a route without a key: the
     /// session's routing count is kept until it is idle.
     pub(super) fn every_database(&self) -> Shards {
-        self.counted.keyless();
+        self.routing.counted.keyless();
         (0..self.cluster.shards()).collect()
     }
 
@@ -236,7 +236,7 @@ impl Session {
     /// statement since it was taken is given back. Idle besides (no
     /// transaction): every count.
     pub(super) fn leave_moving_if_idle(&mut self) {
-        let counted = &self.counted;
+        let counted = &self.routing.counted;
         if (counted.move_hold.is_none() && counted.routing.is_none())
             || self.plan.awaiting_server()
             || self.plan.pending_syncs() > 0
@@ -245,7 +245,7 @@ impl Session {
         {
             return;
         }
-        let keyless = self.counted.keyless.load(Ordering::Relaxed);
+        let keyless = self.routing.counted.keyless.load(Ordering::Relaxed);
         if self.txn.active(self.server_view())
             || self.txn.spans()
             || self
@@ -254,11 +254,11 @@ impl Session {
                 .is_some_and(|s| s != TransactionStatus::Idle)
         {
             if !keyless {
-                self.counted.routing = None;
+                self.routing.counted.routing = None;
             }
             return;
         }
-        self.counted = Counted::default();
+        self.routing.counted = Counted::default();
     }
 }
 

@@ -130,7 +130,7 @@ impl Session {
                         if ends {
                             self.end_txn_overrides();
                             // (A failed one's servers were rolled back.)
-                            self.cursors.txn_end(tag == "COMMIT");
+                            self.portals.cursors.txn_end(tag == "COMMIT");
                             self.listen_txn_end(tag == "COMMIT");
                         }
                         tag

@@ -3,7 +3,9 @@
 //! may it write), `SET pgdog.shard`/`pgdog.sharding_key`, the templated
 //! cache entries of the last simple queries, the layout of the last split
 //! literal INSERT, and what the session's own schema changes mean for
-//! routing.
+//! routing; and what the session is counted in for shard moves while it
+//! routes (`holds.rs`'s `Counted`: taken when a statement is routed,
+//! given back when the session is idle, so it is routing's to keep).
 //!
 //! "May run on a replica" and "may write" are independent facts of the
 //! statement being placed (a SELECT that reads tables is both: it may call
@@ -21,6 +23,7 @@ use router::route::Overrides;
 use router::sharding::ParserEngine;
 use router::split::LiteralLayout;
 
+use super::holds::Counted;
 use own_schema::OwnSchema;
 
 /// How many templated statements a session remembers for
@@ -50,6 +53,8 @@ pub(super) struct RouteState {
     /// The layout of the last multi-row INSERT of literals split here: the
     /// next text of its template splits without a parse (`split_insert.rs`).
     split_layout: Option<LiteralLayout>,
+    /// What the session is counted in for moves (`holds.rs`).
+    pub(super) counted: Counted,
 }
 
 impl RouteState {

@@ -447,7 +447,8 @@ impl Session {
             self.cluster.engine(),
         );
         let statement_id = statement.id;
-        self.statements
+        self.named
+            .protocol
             .insert(name.clone(), Arc::clone(&statement))?;
         if name.is_empty() {
             segment.unnamed = Some(statement);

@@ -198,7 +198,7 @@ impl Session {
                 // earlier one still being answered.
                 self.pipeline.error_relayed();
             }
-            if let Some(renamed) = self.sql_names.client_error(message) {
+            if let Some(renamed) = self.named.sql.client_error(message) {
                 // It names a statement by pgshard's name for it.
                 self.client.out().extend_from_slice(renamed.bytes());
                 return false;
@@ -227,7 +227,7 @@ impl Session {
         let status = server.conn.status();
         match seen.kind {
             BackendKind::ReadyForQuery => {
-                self.cursors.on_ready(status);
+                self.portals.cursors.on_ready(status);
                 if let Some(gone) = self.listening.channels.on_ready(status) {
                     self.leave_channels(gone);
                 }
@@ -260,7 +260,7 @@ impl Session {
         if tag == TagSays::Commit {
             self.schema_committed();
         }
-        self.cursors.on_tag(tag);
+        self.portals.cursors.on_tag(tag);
         match tag {
             TagSays::Commit => self.listening.channels.on_tag(true),
             TagSays::Rollback => self.listening.channels.on_tag(false),
@@ -296,14 +296,14 @@ impl Session {
                 Effect::Prepared(id, name) => {
                     server.conn.prepared.remove(id);
                     if let Some(name) = name {
-                        self.statements.remove_if_id(&name, id);
+                        self.named.protocol.remove_if_id(&name, id);
                     }
                 }
-                Effect::Named(id, name) => self.statements.remove_if_id(&name, id),
+                Effect::Named(id, name) => self.named.protocol.remove_if_id(&name, id),
                 Effect::Closed(id) => server.conn.prepared.insert(id),
                 Effect::SqlPrepared(id) => server.conn.prepared.remove(id),
-                Effect::SqlNamed(id, name) if self.sql_names.id_of(&name) == Some(id) => {
-                    self.sql_names.remove(&name);
+                Effect::SqlNamed(id, name) if self.named.sql.id_of(&name) == Some(id) => {
+                    self.named.sql.remove(&name);
                 }
                 _ => {}
             }
@@ -346,8 +346,7 @@ impl Session {
                     conn.prepared.clear();
                     conn.applied = ParamSet::default();
                     conn.dirty = false;
-                    self.statements.clear();
-                    self.sql_names.clear();
+                    self.named.clear();
                     self.settings.discard_all();
                 }
                 Effect::DeallocateAll => conn.prepared.clear(),

@@ -128,16 +128,13 @@ impl Session {
             self.note_unsharded_cursor(&lookup.entry.summary);
         }
         if changes.discard_all && !self.txn.active(self.server_view()) {
-            self.cursors.forget_all();
+            self.portals.cursors.forget_all();
         }
         // In an aborted transaction Postgres refuses it: the server says so.
         let aborted = self.status() == TransactionStatus::Failed;
         Some(match changes.deallocate {
             _ if aborted => Effect::None,
-            Some(Some(name))
-                if self.statements.remove(name.as_bytes()).is_some()
-                    || self.sql_names.remove(name.as_bytes()).is_some() =>
-            {
+            Some(Some(name)) if self.named.deallocate(name.as_bytes()) => {
                 let mut reply = BytesMut::new();
                 messages::command_complete(&mut reply, "DEALLOCATE");
                 self.plan.push(Step::Local {
@@ -147,8 +144,7 @@ impl Session {
                 return None;
             }
             Some(None) => {
-                self.statements.clear();
-                self.sql_names.clear();
+                self.named.clear();
                 Effect::DeallocateAll
             }
             _ if changes.discard_all => Effect::DiscardAll,

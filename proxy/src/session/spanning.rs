@@ -258,7 +258,7 @@ impl Session {
         let spans = self.attached.spans();
         let control = replayed(only);
         if rolls_back_to(only, sql) {
-            self.cursors.rolled_back_to();
+            self.portals.cursors.rolled_back_to();
         }
         match &only.kind {
             StatementKind::Commit | StatementKind::Rollback if spans => {
@@ -313,7 +313,7 @@ impl Session {
         };
         let sql = String::from_utf8_lossy(&statement.query).into_owned();
         if rolls_back_to(only, &sql) {
-            self.cursors.rolled_back_to();
+            self.portals.cursors.rolled_back_to();
         }
         match &only.kind {
             StatementKind::Commit | StatementKind::Rollback => {

@@ -65,7 +65,7 @@ impl Session {
             // Run at Sync, inside the client's transaction when there is
             // one (`segment/in_txn.rs`).
             Placement::FanOut | Placement::FanOutInTxn => {
-                let current_unnamed = self.statements.get(b"");
+                let current_unnamed = self.named.protocol.get(b"");
                 self.phase.hold_batch(Segment::start_split(
                     split,
                     Bytes::copy_from_slice(bind.portal),

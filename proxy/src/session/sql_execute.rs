@@ -51,7 +51,7 @@ impl Session {
         let SessionEffect::Execute { name, args, .. } = effect else {
             return Ok(SqlQuery::Not);
         };
-        let Some(statement) = self.sql_names.get(name).cloned() else {
+        let Some(statement) = self.named.sql.get(name).cloned() else {
             return Ok(SqlQuery::Not);
         };
         let text = effect

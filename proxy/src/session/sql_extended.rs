@@ -87,7 +87,7 @@ impl Session {
                 Ok(self.bind_deallocate(deallocated.as_deref()))
             }
             Some(effect @ SessionEffect::Execute { name: executed, .. }) => {
-                let Some(sql) = self.sql_names.get(executed).cloned() else {
+                let Some(sql) = self.named.sql.get(executed).cloned() else {
                     return Ok(false);
                 };
                 let kind = only.kind.clone();
@@ -116,7 +116,7 @@ impl Session {
             self.refuse(super::sql_execute::unparsed(), false);
             return Ok(());
         };
-        if self.sql_names.get(name).is_some() || self.statements.find(name.as_bytes()).is_some() {
+        if self.named.taken(name) {
             self.refuse(sql_prepared::duplicate(name), false);
             return Ok(());
         }
@@ -125,7 +125,7 @@ impl Session {
             return Ok(());
         }
         self.sql_prepared_next(&statement, Some(name));
-        if let Err(error) = self.sql_names.insert(name, statement) {
+        if let Err(error) = self.named.sql.insert(name, statement) {
             self.refuse(error, false);
             return Ok(());
         }
@@ -139,15 +139,14 @@ impl Session {
         let tag = match name {
             Some(name) => {
                 let name = name.as_bytes();
-                if self.sql_names.remove(name).is_none() && self.statements.remove(name).is_none() {
+                if !self.named.deallocate(name) {
                     // Postgres says why.
                     return false;
                 }
                 "DEALLOCATE"
             }
             None => {
-                self.sql_names.clear();
-                self.statements.clear();
+                self.named.clear();
                 "DEALLOCATE ALL"
             }
         };
@@ -214,11 +213,8 @@ impl Session {
             .iter()
             .any(|s| match &s.session {
                 Some(SessionEffect::Prepare { .. }) => true,
-                Some(SessionEffect::Execute { name, .. }) => self.sql_names.get(name).is_some(),
-                Some(SessionEffect::Deallocate(Some(name))) => {
-                    self.sql_names.get(name).is_some()
-                        || self.statements.find(name.as_bytes()).is_some()
-                }
+                Some(SessionEffect::Execute { name, .. }) => self.named.sql.get(name).is_some(),
+                Some(SessionEffect::Deallocate(Some(name))) => self.named.taken(name),
                 Some(SessionEffect::Deallocate(None)) => true,
                 _ => false,
             })

@@ -52,8 +52,8 @@ impl Session {
         match &first.session {
             Some(SessionEffect::Prepare { .. }) => {}
             Some(SessionEffect::Execute { name, .. }) if summary.statements.len() == 1 => {
-                if self.sql_names.get(name).is_none() {
-                    if self.statements.find(name.as_bytes()).is_none() {
+                if self.named.sql.get(name).is_none() {
+                    if self.named.protocol.find(name.as_bytes()).is_none() {
                         return Ok(SqlQuery::Not);
                     }
                     self.refuse(ClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, format!("EXECUTE of \"{name}\", a statement prepared with the extended protocol's Parse, is not supported: run it with Bind and Execute")), true);
@@ -124,7 +124,7 @@ impl Session {
             self.refuse(error, true);
             return Ok(false);
         };
-        if self.sql_names.get(name).is_some() || self.statements.find(name.as_bytes()).is_some() {
+        if self.named.taken(name) {
             self.refuse(sql_prepared::duplicate(name), true);
             return Ok(false);
         }
@@ -148,7 +148,7 @@ impl Session {
             self.ready_after_error();
             return Ok(false);
         }
-        if let Err(error) = self.sql_names.insert(name, statement) {
+        if let Err(error) = self.named.sql.insert(name, statement) {
             self.refuse(error, true);
             return Ok(false);
         }
@@ -217,7 +217,7 @@ impl Session {
         };
         summary.statements.iter().find_map(|statement| match &statement.session {
             Some(SessionEffect::Prepare { .. }) => refused("PREPARE after another statement of a query string"),
-            Some(SessionEffect::Execute { name, .. }) if self.sql_names.get(name).is_some() => {
+            Some(SessionEffect::Execute { name, .. }) if self.named.sql.get(name).is_some() => {
                 match summary.statements.len() {
                     1 => refused("CREATE TABLE AS EXECUTE of a prepared statement is not supported (CREATE TABLE AS the statement itself)"),
                     _ => refused("EXECUTE of a prepared statement with other statements in one query string is not supported (send it as a query of its own)"),

@@ -158,7 +158,7 @@ impl Session {
         };
         // `get` remembers the name: the Bind's own lookup after this one
         // costs a comparison.
-        let Some(statement) = self.statements.get(&frame.body()[name.clone()]) else {
+        let Some(statement) = self.named.protocol.get(&frame.body()[name.clone()]) else {
             return Ok(Some(frame));
         };
         let Some(params) = statement.unique_ids.get() else {
@@ -168,9 +168,10 @@ impl Session {
         if frame.kind != FrontendKind::Bind {
             let mut twin = DESCRIBE_PREFIX.to_vec();
             twin.extend_from_slice(&name);
-            self.statements.remove(&twin);
+            self.named.protocol.remove(&twin);
             let _ = self
-                .statements
+                .named
+                .protocol
                 .insert(Bytes::from(twin.clone()), Arc::clone(&params.describe));
             let mut body = vec![b'S'];
             body.extend_from_slice(&twin);
@@ -206,7 +207,7 @@ impl Session {
     pub(super) fn forget_describe_twin(&mut self, name: &[u8]) {
         let mut twin = DESCRIBE_PREFIX.to_vec();
         twin.extend_from_slice(name);
-        self.statements.remove(&twin);
+        self.named.protocol.remove(&twin);
     }
 }
 

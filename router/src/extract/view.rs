@@ -25,7 +25,7 @@
 //! with loops. Strings are copied out of the tree only for the summary
 //! itself.
 
-use parser_ffi::view::Node;
+use parser_ffi::view::{Node, NodeRef};
 use parser_ffi::ParseTree;
 
 mod anded_in_view;
@@ -181,7 +181,11 @@ fn statement<'a>(
         sublinks,
         joins: join_levels,
         calls: found.calls,
-        schema_change: schema_view::schema_change(stmt),
+        // A SELECT changes a schema only with INTO, which the walk saw.
+        schema_change: match stmt.kind() {
+            NodeRef::SelectStmt(_) if !found.select_into => None,
+            _ => schema_view::schema_change(stmt),
+        },
         cte_writes,
     });
     Ok(())

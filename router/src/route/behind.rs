@@ -61,15 +61,28 @@ const SEQUENCE_FUNCTIONS: [&str; 3] = ["nextval", "setval", "currval"];
 
 impl Behind {
     /// Rule 15 for `stmt` (not transaction control), `None` when it adds
-    /// nothing.
+    /// nothing. Inline: most statements call nothing and there is no
+    /// catalog, which is decided here without a call.
+    #[inline]
     pub(crate) fn plan(stmt: &StatementSummary, sharding: &Sharding) -> Option<Box<Behind>> {
+        let do_block = matches!(stmt.kind, StatementKind::Do(_));
+        if sharding.catalog.is_none() && stmt.calls.is_empty() && !do_block {
+            // Nothing stands behind a name: no calls, no DO, no catalog.
+            return None;
+        }
+        Behind::plan_names(stmt, sharding)
+    }
+
+    /// [`Behind::plan`] for a statement that calls something, runs a DO
+    /// block, or meets a catalog.
+    fn plan_names(stmt: &StatementSummary, sharding: &Sharding) -> Option<Box<Behind>> {
         // Schema changes run no query where they run, but a table created
         // from one (CREATE TABLE AS, materialized views).
         let runs_query = matches!(
             stmt.schema_change.as_deref(),
             Some(crate::summary::SchemaChange::CreateAs { .. })
         );
-        if sharding.databases <= 1 || (stmt.kind == StatementKind::Ddl && !runs_query) {
+        if sharding.databases <= 1 || (matches!(stmt.kind, StatementKind::Ddl) && !runs_query) {
             return None;
         }
         let catalog = sharding.catalog.as_deref();

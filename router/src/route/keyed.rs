@@ -248,7 +248,11 @@ pub(super) fn plan_keyed(
         .iter()
         .map(|condition| keys.compile(condition, 0))
         .collect();
-    let writes = cte_writes::plan(stmt, sharding, tables);
+    // Most statements have no data-modifying WITH query: no call.
+    let writes = match stmt.cte_writes.is_empty() {
+        true => Vec::new(),
+        false => cte_writes::plan(stmt, sharding, tables),
+    };
     let single = match (conditions.as_slice(), &facts.families) {
         _ if !placed.is_empty() || !writes.is_empty() => None,
         ([only], None) => Single::of(only),

@@ -55,14 +55,19 @@ impl Session {
         let pinned = shards
             .iter()
             .filter(|shard| !held.iter().any(|(s, _)| s == *shard))
-            .filter_map(|&shard| self.cursors.unpin(shard).map(|server| (shard, server)))
+            .filter_map(|&shard| {
+                self.portals
+                    .cursors
+                    .unpin(shard)
+                    .map(|server| (shard, server))
+            })
             .collect();
         Borrowed { held, pinned }
     }
 
     fn give_back(&mut self, borrowed: Borrowed) {
         for (_, server) in borrowed.pinned {
-            self.cursors.pin(server);
+            self.portals.cursors.pin(server);
         }
         for (shard, server) in borrowed.held {
             self.attached.attach(shard, server);
@@ -81,7 +86,7 @@ impl Session {
         self.settle_main().await?;
         let status = self.status();
         self.plan.drain_local(self.client.out(), status);
-        let Some(mut merged) = self.cursors.take_merged(name) else {
+        let Some(mut merged) = self.portals.cursors.take_merged(name) else {
             no_cursor(name).encode(self.client.out());
             return self.merged_answered(Read::MergeFailed, simple).await;
         };
@@ -99,7 +104,8 @@ impl Session {
             Use::Close | Use::CloseMessage => self.close_held(&merged, using).await?,
         };
         if let Use::Read(_) = using {
-            self.cursors
+            self.portals
+                .cursors
                 .put_merged(Bytes::copy_from_slice(name), merged);
         } else {
             self.release_unneeded_pins().await?;

@@ -53,7 +53,7 @@ impl Session {
         let Some(held) = server.as_mut() else {
             return false;
         };
-        if !self.cursors.keeps(held) {
+        if !self.portals.cursors.keeps(held) {
             return false;
         }
         if held.conn.status() != TransactionStatus::Idle {
@@ -65,14 +65,14 @@ impl Session {
             }
         }
         if let Some(held) = server.take() {
-            self.cursors.pin(held);
+            self.portals.cursors.pin(held);
         }
         true
     }
 
     /// Give back the pinned servers no WITH HOLD cursor needs any more.
     pub(in crate::session) async fn release_unneeded_pins(&mut self) -> Result<(), End> {
-        for server in self.cursors.unneeded() {
+        for server in self.portals.cursors.unneeded() {
             self.release(server, false).await;
         }
         Ok(())
@@ -80,8 +80,8 @@ impl Session {
 
     /// The session ends: the pinned servers go back reset.
     pub(in crate::session) async fn release_pins(&mut self, reset: bool) {
-        self.cursors.forget_all();
-        for server in self.cursors.unpin_all() {
+        self.portals.cursors.forget_all();
+        for server in self.portals.cursors.unpin_all() {
             self.release(server, reset).await;
         }
     }

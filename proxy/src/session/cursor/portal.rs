@@ -181,7 +181,7 @@ impl Session {
             frame.kind,
             FrontendKind::Describe | FrontendKind::Execute | FrontendKind::Close
         );
-        if self.cursors.is_empty() || !portal_message {
+        if self.portals.cursors.is_empty() || !portal_message {
             return Ok(false);
         }
         let (name, using, terminals) = match FrontendMessage::decode(frame) {
@@ -203,9 +203,9 @@ impl Session {
             }) => (name, Use::CloseMessage, reply_plan::CLOSE),
             _ => return Ok(false),
         };
-        if let Some(shard) = self.cursors.shard_of(&name) {
+        if let Some(shard) = self.portals.cursors.shard_of(&name) {
             if using == Use::CloseMessage {
-                self.cursors.forget(&name);
+                self.portals.cursors.forget(&name);
             }
             if self
                 .ensure_server_or_reply(Target::Shard(shard), false)
@@ -217,7 +217,7 @@ impl Session {
             }
             return Ok(true);
         }
-        if !self.cursors.is_merged(&name) {
+        if !self.portals.cursors.is_merged(&name) {
             return Ok(false);
         }
         self.use_merged(&name, using, false).await?;
@@ -243,7 +243,9 @@ impl Session {
         let bind_of = (bind, statement.param_types.as_slice());
         let planned = (shards.to_vec(), Some(bind_of));
         let (merged, shard_sql) = self.merged_cursor(&sql, &name, *options, locking, planned)?;
-        self.cursors.put_merged(name.clone(), Box::new(merged));
+        self.portals
+            .cursors
+            .put_merged(name.clone(), Box::new(merged));
         let instead = shard_sql.map(|sql| {
             self.shared.statements.get_or_insert(
                 &Bytes::from(sql),

@@ -182,7 +182,7 @@ impl Session {
             Batch::Lost => {
                 ClientError::shard_lost().encode(self.client.out());
                 for &shard in &merged.shards {
-                    self.cursors.lost(shard);
+                    self.portals.cursors.lost(shard);
                 }
                 Read::ShardFailed
             }

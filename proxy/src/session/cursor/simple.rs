@@ -53,13 +53,15 @@ impl Session {
     /// Where a statement using a cursor pgshard knows goes (`None`: route
     /// it as usual: it names no known cursor).
     pub(in crate::session) fn follow_cursor(&mut self, effect: &CursorEffect) -> Option<Follow> {
-        if self.cursors.is_empty() {
+        if self.portals.cursors.is_empty() {
             return None;
         }
         let (name, moves) = match effect {
             // A merged cursor's name is known for sure (it ends with its
             // transaction): Postgres's error, before any shard is asked.
-            CursorEffect::Declare { name, .. } if self.cursors.is_merged(name.as_bytes()) => {
+            CursorEffect::Declare { name, .. }
+                if self.portals.cursors.is_merged(name.as_bytes()) =>
+            {
                 return Some(Follow::Refuse(ClientError::new(
                     "42P03",
                     format!("cursor \"{name}\" already exists"),
@@ -76,13 +78,13 @@ impl Session {
                 moves,
             } => (name, Some((*direction, *count, *moves))),
         };
-        if let Some(shard) = self.cursors.shard_of(name.as_bytes()) {
+        if let Some(shard) = self.portals.cursors.shard_of(name.as_bytes()) {
             if matches!(effect, CursorEffect::Close(_)) {
-                self.cursors.forget(name.as_bytes());
+                self.portals.cursors.forget(name.as_bytes());
             }
             return Some(Follow::Shard(shard));
         }
-        if !self.cursors.is_merged(name.as_bytes()) {
+        if !self.portals.cursors.is_merged(name.as_bytes()) {
             return None;
         }
         Some(match (effect, moves) {
@@ -149,7 +151,7 @@ impl Session {
         let mut request = BytesMut::new();
         messages::query(&mut request, "CLOSE ALL");
         let mut servers = self.attached.take_all_keeping_writes();
-        let mut pinned = self.cursors.unpin_all();
+        let mut pinned = self.portals.cursors.unpin_all();
         let mut failure = None;
         for server in servers.iter_mut().map(|(_, s)| s).chain(pinned.iter_mut()) {
             if let Some(error) = self.run_on(server, &request).await? {
@@ -159,7 +161,7 @@ impl Session {
         for (shard, server) in servers {
             self.attached.attach(shard, server);
         }
-        self.cursors.forget_all();
+        self.portals.cursors.forget_all();
         for server in pinned {
             self.release(server, false).await;
         }
@@ -226,7 +228,9 @@ impl Session {
             }
             Err(error) => return Ok(self.refused(error)),
         };
-        self.cursors.put_merged(name.clone(), Box::new(merged));
+        self.portals
+            .cursors
+            .put_merged(name.clone(), Box::new(merged));
         let query = shard_query(shard_sql.as_deref().unwrap_or(sql));
         let shards = self.declared_shards(&name);
         let request = |_: &Pooled, out: &mut BytesMut| out.extend_from_slice(&query);
@@ -245,7 +249,7 @@ impl Session {
             }
         }
         if self.pipeline.errors_since(errors) {
-            self.cursors.forget(&name);
+            self.portals.cursors.forget(&name);
             self.release_unneeded_pins().await?;
         }
         Ok(Dispatch::Done)
@@ -269,7 +273,7 @@ impl Session {
             hold: options.hold,
             in_txn,
         };
-        self.cursors.declare(name, place);
+        self.portals.cursors.declare(name, place);
         shard
     }
 
@@ -282,9 +286,9 @@ impl Session {
                 self.declare_on_one(name, *options, Some(&[0]));
             }
             Some(CursorEffect::Close(Some(name))) => {
-                self.cursors.forget(name.as_bytes());
+                self.portals.cursors.forget(name.as_bytes());
             }
-            Some(CursorEffect::Close(None)) => self.cursors.forget_all(),
+            Some(CursorEffect::Close(None)) => self.portals.cursors.forget_all(),
             _ => {}
         }
     }
@@ -293,7 +297,7 @@ impl Session {
     /// up only when it may be one: DECLARE WITH HOLD leaves state, and
     /// CLOSE matters once a cursor is known).
     pub(in crate::session) fn note_bound_cursor(&mut self, statement: &Statement) {
-        if !statement.leaves_state && self.cursors.is_empty() {
+        if !statement.leaves_state && self.portals.cursors.is_empty() {
             return;
         }
         if let Some(info) = self.route_info(statement) {
@@ -333,10 +337,10 @@ impl Session {
         }
         for name in declared {
             match ok {
-                true if !in_txn => self.cursors.committed(&name),
+                true if !in_txn => self.portals.cursors.committed(&name),
                 true => {}
                 false => {
-                    self.cursors.forget(&name);
+                    self.portals.cursors.forget(&name);
                 }
             }
         }
@@ -344,7 +348,7 @@ impl Session {
     }
 
     fn declared_shards(&self, name: &[u8]) -> Vec<usize> {
-        self.cursors.merged_shards(name)
+        self.portals.cursors.merged_shards(name)
     }
 
     /// A cursor over `shards` for the DECLARE `sql`, and the DECLARE the

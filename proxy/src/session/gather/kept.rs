@@ -116,7 +116,7 @@ impl Session {
             return Err((!postgres).then_some(error));
         }
         // Its temp tables stay beside later statements' own.
-        options.serial = self.cursors.next_serial();
+        options.serial = self.portals.cursors.next_serial();
         let plan = self.gather_plan(sql, &options, refusal)?;
         Ok((plan, options, Some(kept)))
     }
@@ -131,13 +131,13 @@ impl Session {
                 hold,
                 in_txn: in_block,
             };
-            self.cursors.declare(kept.name().clone(), place);
+            self.portals.cursors.declare(kept.name().clone(), place);
         }
     }
 
     /// `kept`'s statement failed: it is not there (nor its server pinned).
     pub(super) async fn not_kept(&mut self, kept: &Kept) -> Result<(), End> {
-        self.cursors.forget(kept.name());
+        self.portals.cursors.forget(kept.name());
         self.release_unneeded_pins().await
     }
 }

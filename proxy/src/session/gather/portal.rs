@@ -12,10 +12,9 @@
 //! `Kept`); an SQL EXECUTE so bound is refused (0A000). Any other message
 //! ends the portal.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 
 use super::{not_yet, Finish, Gathered};
 use crate::errors::ClientError;
@@ -28,18 +27,6 @@ use crate::session::reply_plan::Step;
 use crate::session::statements::Statement;
 use crate::session::transaction::Target;
 use crate::session::{End, Session};
-
-/// Named portals of gathered statements bound inside the client's block,
-/// each run at its first Execute (then kept on the coordinator's server:
-/// `gather.rs`'s `Kept`).
-#[derive(Debug, Default)]
-pub struct NamedPortals(HashMap<Bytes, GatherPortal>);
-
-impl NamedPortals {
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
 
 /// What a message does to a named gathered portal.
 enum Action {
@@ -121,15 +108,15 @@ impl Session {
                     hold: false,
                     in_txn: true,
                 };
-                self.cursors.declare(bind.portal.clone(), place);
-                self.gather_portals.0.insert(bind.portal.clone(), portal);
+                self.portals
+                    .keep_gathered(bind.portal.clone(), place, portal);
             }
         }
         None
     }
 
     /// A Describe, Execute or Close of a named portal in
-    /// [`NamedPortals`]: whether it was answered here. One the block no
+    /// the gathered named portals (`session/portals.rs`): whether it was answered here. One the block no
     /// longer holds (the cursors' registry forgot it) is dropped, and the
     /// message goes its usual way.
     pub(in crate::session) async fn on_named_gather_portal(
@@ -150,31 +137,26 @@ impl Session {
             }) => (name, Action::Close),
             _ => return Ok(false),
         };
-        self.gather_portals
-            .0
-            .retain(|name, _| self.cursors.shard_of(name).is_some());
-        if !self.gather_portals.0.contains_key(&name) {
+        if self.portals.gathered(&name).is_none() {
             return Ok(false);
         }
         self.phase.end_portal();
         match action {
             Action::Describe => {
-                let Some(portal) = self.gather_portals.0.get(&name) else {
+                let Some(portal) = self.portals.gathered(&name) else {
                     return Ok(false);
                 };
                 let bound = portal.bound.clone();
                 self.describe_gathered(&bound).await?;
             }
             Action::Close => {
-                self.gather_portals.0.remove(&name);
-                self.cursors.forget(&name);
+                self.portals.take_gathered(&name);
                 self.local_reply(messages::close_complete);
             }
             Action::Execute(max_rows) => {
-                let Some(portal) = self.gather_portals.0.remove(&name) else {
+                let Some(portal) = self.portals.take_gathered(&name) else {
                     return Ok(false);
                 };
-                self.cursors.forget(&name);
                 self.execute_gathered(portal, max_rows).await?;
             }
         }

@@ -104,7 +104,7 @@ impl Session {
             (bind.portal.clone(), held.bytes),
             statement,
             unnamed,
-            self.statements.get(b""),
+            self.named.protocol.get(b""),
             held.merge.map(|merge| (merge, bind)),
             held.copies,
         );
@@ -130,7 +130,7 @@ impl Session {
         let statement = if unnamed {
             segment.unnamed.clone()
         } else {
-            self.statements.get(&bind.statement)
+            self.named.protocol.get(&bind.statement)
         };
         let Some(statement) = statement else {
             return Ok(Err(no_statement(&bind.statement)));

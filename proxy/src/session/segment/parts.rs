@@ -106,7 +106,7 @@ impl Session {
         else {
             return Ok(true);
         };
-        let mut merged = match self.cursors.take_merged(portal) {
+        let mut merged = match self.portals.cursors.take_merged(portal) {
             Some(merged) => merged,
             None => Box::new(portal_rows(
                 portal,
@@ -129,7 +129,7 @@ impl Session {
         let read = self
             .read_merged(&mut merged, &mut servers, ask, false)
             .await?;
-        self.cursors.put_merged(portal.clone(), merged);
+        self.portals.cursors.put_merged(portal.clone(), merged);
         Ok(read == Read::Done)
     }
 
@@ -152,18 +152,20 @@ impl Session {
         for portal in &read {
             // Closed in the segment, or ended with its Sync.
             if !kept || !shared_portals.iter().any(|s| s.portal == **portal) {
-                self.cursors.forget(portal);
+                self.portals.cursors.forget(portal);
             }
         }
         for shared in shared_portals {
             if !kept {
-                self.cursors.forget(&shared.portal);
+                self.portals.cursors.forget(&shared.portal);
             } else if !read.contains(&&shared.portal) {
                 // Bound here: whatever was known by its name is gone.
                 let merge = shared.merge.as_deref();
                 let mut merged = portal_rows(&shared.portal, &shared.shards, merge, None);
                 merged.refused = shared.readable.err();
-                self.cursors.put_merged(shared.portal, Box::new(merged));
+                self.portals
+                    .cursors
+                    .put_merged(shared.portal, Box::new(merged));
             }
         }
     }

@@ -71,7 +71,7 @@ impl Session {
                 kind: Named::Statement,
                 name,
             } => {
-                self.statements.remove(&name);
+                self.named.protocol.remove(&name);
                 let mut reply = BytesMut::new();
                 messages::close_complete(&mut reply);
                 segment.items.push(Item::Local(reply.freeze(), None));
@@ -105,7 +105,7 @@ impl Session {
         message: &FrontendMessage,
     ) -> Result<Option<Item>, ClientError> {
         if let Some(portal) = portal_of(message) {
-            if !segment.portals.contains_key(portal) && self.cursors.is_merged(portal) {
+            if !segment.portals.contains_key(portal) && self.portals.cursors.is_merged(portal) {
                 // Kept from an earlier segment: its shards are read in parts
                 // outside a pipeline.
                 return Err(refused(MERGED_PORTAL));
@@ -126,7 +126,8 @@ impl Session {
             return Ok((uses, Bytes::new()));
         }
         let statement = self
-            .statements
+            .named
+            .protocol
             .find(name)
             .cloned()
             .ok_or_else(|| no_statement(name))?;

@@ -108,7 +108,7 @@ impl Session {
         }
         // An error that names a statement the client prepared names it as
         // the client does.
-        let renamed = self.sql_names.client_error(message);
+        let renamed = self.named.sql.client_error(message);
         let message = renamed.as_ref().unwrap_or(message);
         merger.on_message(0, message, self.client.out());
     }

@@ -312,7 +312,7 @@ impl Session {
     pub(super) fn forget_parses(&mut self, items: &[Item], from: usize) {
         for item in items.iter().skip(from) {
             if let Item::Local(_, Some((name, id))) = item {
-                self.statements.remove_if_id(name, *id);
+                self.named.protocol.remove_if_id(name, *id);
             }
         }
     }

@@ -375,6 +375,10 @@ impl<'a> Levels<'_, 'a> {
             return false;
         }
         let qualifier = table.alias.unwrap_or(table.name);
+        // One comparison (a point lookup) needs no stack.
+        if let Condition::Eq { column, .. } | Condition::Any { column, .. } = own {
+            return column.table.as_deref().is_none_or(|q| q == qualifier);
+        }
         let mut stack: SmallVec<[&Condition; 8]> = smallvec![own];
         while let Some(condition) = stack.pop() {
             match condition {
