@@ -181,6 +181,21 @@ impl Session {
             let refusal = super::carry::refusal(None);
             return Box::pin(self.carry_execute(lookup, statement, args, named, refusal)).await;
         }
+        self.place_execute(&body, statement, &values, named, (shards, explain))
+            .await
+    }
+
+    /// An EXECUTE of `statement` (its body looked up as `body`) routed to
+    /// `shards`: the target it goes to, or run on several (`None`); an
+    /// EXPLAIN of one on several is refused.
+    async fn place_execute(
+        &mut self,
+        body: &Lookup,
+        statement: &Arc<SqlStatement>,
+        values: &[ArgValue],
+        named: Named<'_>,
+        (shards, explain): (Option<Shards>, bool),
+    ) -> Result<Option<(Target, Arc<SqlStatement>)>, End> {
         let in_txn = match self.place(shards.as_deref(), false) {
             Placement::Send(target) => return Ok(Some((target, Arc::clone(statement)))),
             Placement::Refuse => {
@@ -199,7 +214,7 @@ impl Session {
             return Ok(None);
         }
         let shards = shards.map(|s| s.into_vec()).unwrap_or_default();
-        self.fan_out_execute(&body, statement, &values, named, (shards, in_txn))
+        self.fan_out_execute(body, statement, values, named, (shards, in_txn))
             .await?;
         Ok(None)
     }
@@ -232,7 +247,7 @@ impl Session {
     }
 
     /// The router's route of an EXECUTE of `statement` with `values`.
-    fn route_arguments(
+    pub(super) fn route_arguments(
         &self,
         overrides: &Overrides,
         statement: &SqlStatement,
@@ -247,21 +262,6 @@ impl Session {
                 .or_else(|| body.overrides.sharding_key.clone()),
         });
         self.route_typed(statement, body, &params, &overrides)
-    }
-
-    /// The router refused an EXECUTE of `statement` for a subquery that
-    /// reads across shards, which may be run first (`carry/execute.rs`).
-    fn carries_execute(
-        &self,
-        overrides: &Overrides,
-        statement: &SqlStatement,
-        body: &Lookup,
-        values: &[ArgValue],
-    ) -> bool {
-        let summary = &body.entry.summary;
-        self.may_carry(summary)
-            && matches!(self.route_arguments(overrides, statement, body, values),
-                Err(err) if self.carries(&err, summary))
     }
 
     /// The AST cache's lookup of a prepared statement's text, made once.

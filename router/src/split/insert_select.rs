@@ -45,30 +45,29 @@ pub fn check_insert_select(
     if !select.values_lists.is_empty() {
         return Ok(());
     }
-    let (entry, table, column) = match (target(insert, sharding), insert.cols.is_empty()) {
-        (Ok((entry, table)), false) => {
-            let Some(column) = insert
-                .cols
-                .iter()
-                .position(|c| matches!(&c.node, Some(N::ResTarget(t)) if t.name == entry.column))
-            else {
-                // No key at all: routing refuses it.
-                return Ok(());
-            };
-            (entry, table, column)
-        }
-        (found, true) => match unlisted(insert, found.ok(), sharding) {
-            Unlisted::NotSharded => return Ok(()),
-            Unlisted::Found(entry, table, column) => (entry, table, column),
-            Unlisted::Unknown(table) => {
-                return Err(SplitError::InsertSelect {
-                    table,
-                    why: InsertSelectError::NoColumnList,
-                })
+    let (entry, table, column) =
+        match (target(insert, sharding), insert.cols.is_empty()) {
+            (Ok((entry, table)), false) => {
+                let Some(column) = insert.cols.iter().position(
+                    |c| matches!(&c.node, Some(N::ResTarget(t)) if t.name == entry.column),
+                ) else {
+                    // No key at all: routing refuses it.
+                    return Ok(());
+                };
+                (entry, table, column)
             }
-        },
-        (Err(_), false) => return Ok(()),
-    };
+            (found, true) => match unlisted(insert, found.ok(), sharding) {
+                Unlisted::NotSharded => return Ok(()),
+                Unlisted::Found(entry, table, column) => (entry, table, column),
+                Unlisted::Unknown(table) => {
+                    return Err(SplitError::InsertSelect {
+                        table,
+                        why: InsertSelectError::NoColumnList,
+                    })
+                }
+            },
+            (Err(_), false) => return Ok(()),
+        };
     let refuse = |why: InsertSelectError| SplitError::InsertSelect {
         table: table.clone(),
         why,

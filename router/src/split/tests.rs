@@ -172,14 +172,14 @@ fn insert_select_without_a_column_list_finds_the_key_in_the_catalog() {
     use crate::catalog::{Catalog, CatalogRow, Table};
     let unknown = sharding();
     let mut known = sharding();
-    known.catalog = Some(std::sync::Arc::new(Catalog::from_rows([CatalogRow::Table(
-        Table {
+    known.catalog = Some(std::sync::Arc::new(Catalog::from_rows([
+        CatalogRow::Table(Table {
             schema: "public".into(),
             name: "orders".into(),
             columns: ["id", "user_id", "qty"].map(String::from).to_vec(),
             primary_key: Vec::new(),
-        },
-    )])));
+        }),
+    ])));
     let all = [0, 1];
     let check = |sql: &str, sharding: &Sharding| check_insert_select(sql, sharding, &all);
     let sql = "INSERT INTO orders SELECT id + 1, user_id, qty FROM orders";
@@ -192,10 +192,16 @@ fn insert_select_without_a_column_list_finds_the_key_in_the_catalog() {
         "INSERT INTO orders SELECT id FROM orders",
     ] {
         let why = check(sql, &known).unwrap_err().to_string();
-        assert!(why.starts_with("INSERT INTO orders ... SELECT"), "{sql}: {why}");
+        assert!(
+            why.starts_with("INSERT INTO orders ... SELECT"),
+            "{sql}: {why}"
+        );
     }
     // Not sharded: not this check's.
-    assert_eq!(check("INSERT INTO r SELECT * FROM orders", &unknown), Ok(()));
+    assert_eq!(
+        check("INSERT INTO r SELECT * FROM orders", &unknown),
+        Ok(())
+    );
 }
 
 #[test]

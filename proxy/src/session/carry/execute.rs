@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use router::cache::Lookup;
 use router::carry::{CarryPlan, NotCarried};
+use router::prepared::ArgValue;
+use router::route::Overrides;
 use router::summary::Argument;
 
 use super::{not_carried, Args, Ran};
@@ -25,6 +27,21 @@ use crate::session::transaction::Target;
 use crate::session::{End, Session};
 
 impl Session {
+    /// The router refused an EXECUTE of `statement` for a subquery that
+    /// reads across shards, which may be run first (`carry/execute.rs`).
+    pub(in crate::session) fn carries_execute(
+        &self,
+        overrides: &Overrides,
+        statement: &SqlStatement,
+        body: &Lookup,
+        values: &[ArgValue],
+    ) -> bool {
+        let summary = &body.entry.summary;
+        self.may_carry(summary)
+            && matches!(self.route_arguments(overrides, statement, body, values),
+                Err(err) if self.carries(&err, summary))
+    }
+
     /// An EXECUTE of `statement` the router refused (`refusal`) for a
     /// subquery that reads across shards: its subqueries run now and the
     /// write with their results is routed in its place; `None`: answered

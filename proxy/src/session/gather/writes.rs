@@ -81,7 +81,10 @@ impl Session {
                     return Ok(self.refused(refuse(message)));
                 }
                 match router::insert_select::plan(frame_sql, self.cluster.sharding()) {
-                    Ok(plan) => (plan.select_sql.clone(), Finish::Insert(Box::new(plan), None)),
+                    Ok(plan) => (
+                        plan.select_sql.clone(),
+                        Finish::Insert(Box::new(plan), None),
+                    ),
                     Err(why) => {
                         let message = format!(
                             "{}; nor can its WITH queries run across shards before it: {why}",
