@@ -400,8 +400,9 @@ async fn carried_writes(n: usize) {
                 sum.iter_mut().zip(counts).for_each(|(s, c)| *s += c);
                 sum
             });
+        // Writes of the omnisharded table (a fifth) are refused for now.
         assert!(
-            runs[0] > 4 * runs[1],
+            runs[0] > 2 * runs[1],
             "most carried writes must run in {} (seed {seed}): {runs:?} \
              (exact, refused, both failed, wrong)",
             protocol.name()

@@ -59,12 +59,13 @@ impl Session {
     /// `summary`, refused with `err`, is one write whose subqueries may be
     /// run first: an UPDATE, DELETE or INSERT refused for a subquery, a
     /// FROM/USING item or a WITH query that reads across shards (a
-    /// subquery or join the router cannot place), or, on an omnisharded
-    /// table, for reading a sharded one (carried, every copy gets the same
-    /// values), on a config that finishes on the coordinator.
+    /// subquery or join the router cannot place), on a config that
+    /// finishes on the coordinator. (A write of an omnisharded table from
+    /// a sharded one stays refused: carrying it ran, but a bound carried
+    /// write followed by a simple query on the same connection can hang;
+    /// see the stop 50 note.)
     pub(super) fn carries(&self, err: &RouteError, summary: &Summary) -> bool {
-        let omnisharded = matches!(err, RouteError::OmnishardedFromSharded { .. });
-        (gathered_refusal(err) || omnisharded) && self.may_carry(summary)
+        gathered_refusal(err) && self.may_carry(summary)
     }
 
     /// `summary`, `sql`, routed, is one write whose FROM/USING subquery or
