@@ -117,23 +117,9 @@ impl Session {
             Ok(plan) => plan,
             Err(why) => return Ok(self.refused(not_carried(err, &refusal, &why))),
         };
-        let mut values = Vec::with_capacity(plan.carried.len());
-        for index in 0..plan.carried.len() {
-            match self
-                .carried_value(&plan, index, &refusal, &Args::None)
-                .await?
-            {
-                Ran::Value(value) => values.push(value),
-                Ran::Failed { ready } => {
-                    if !ready {
-                        let status = self.status();
-                        messages::ready_for_query(self.client.out(), status);
-                    }
-                    self.client.flush().await?;
-                    return Ok(Dispatch::Done);
-                }
-            }
-        }
+        let Some(values) = self.simple_values(&plan, &refusal, &Args::None).await? else {
+            return Ok(Dispatch::Done);
+        };
         let sql = match plan.write_sql(&values) {
             Ok(sql) => sql,
             Err(why) => return Ok(self.refused(not_carried(err, &refusal, &why))),
@@ -142,6 +128,32 @@ impl Session {
             Dispatch::Send(target) => Ok(Dispatch::Rewritten(target, sql)),
             other => Ok(other),
         }
+    }
+
+    /// Every carried subquery of `plan`'s value, in a simple query (a
+    /// statement's or an SQL EXECUTE's); `None`: one failed, and the client
+    /// has its error and ReadyForQuery.
+    async fn simple_values(
+        &mut self,
+        plan: &CarryPlan,
+        refusal: &ClientError,
+        args: &Args<'_>,
+    ) -> Result<Option<Vec<Answer>>, End> {
+        let mut values = Vec::with_capacity(plan.carried.len());
+        for index in 0..plan.carried.len() {
+            match self.carried_value(plan, index, refusal, args).await? {
+                Ran::Value(value) => values.push(value),
+                Ran::Failed { ready } => {
+                    if !ready {
+                        let status = self.status();
+                        messages::ready_for_query(self.client.out(), status);
+                    }
+                    self.client.flush().await?;
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(values))
     }
 
     /// Run the `index`th carried subquery of `plan` on the coordinator path

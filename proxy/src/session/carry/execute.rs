@@ -18,9 +18,9 @@ use router::prepared::ArgValue;
 use router::route::Overrides;
 use router::summary::Argument;
 
-use super::{not_carried, Args, Ran};
+use super::{not_carried, Args};
 use crate::errors::ClientError;
-use crate::protocol::{messages, sqlstate};
+use crate::protocol::sqlstate;
 use crate::session::sql_execute::Named;
 use crate::session::sql_prepared::SqlStatement;
 use crate::session::transaction::Target;
@@ -65,20 +65,9 @@ impl Session {
             },
             false => Args::None,
         };
-        let mut values = Vec::with_capacity(plan.carried.len());
-        for index in 0..plan.carried.len() {
-            match self.carried_value(&plan, index, &refusal, &with).await? {
-                Ran::Value(value) => values.push(value),
-                Ran::Failed { ready } => {
-                    if !ready {
-                        let status = self.status();
-                        messages::ready_for_query(self.client.out(), status);
-                    }
-                    self.client.flush().await?;
-                    return Ok(None);
-                }
-            }
-        }
+        let Some(values) = self.simple_values(&plan, &refusal, &with).await? else {
+            return Ok(None);
+        };
         let write = match plan.write_sql(&values) {
             Ok(write) => write,
             Err(why) => {
